@@ -1,0 +1,116 @@
+/*
+ * dlock/client.h - a connection to one Redis server.
+ *
+ * A client holds a small pool of connections to one server, a UUID that
+ * names it in lock owners (`<uuid>:<thread-id>`), and one background thread
+ * that renews watchdog locks and receives unlock messages for waiters.
+ * A client is safe to use from many threads at once.
+ */
+#ifndef DLOCK_CLIENT_H
+#define DLOCK_CLIENT_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlock_client dlock_client;
+
+#define DLOCK_CLIENT_OPTIONS_VERSION 1
+
+/**
+ * Client options. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
+ * dlock_client_options_init(), then change what you need. Fields are only
+ * ever appended; `version` tells the library which fields you know.
+ */
+typedef struct dlock_client_options {
+	unsigned int version;
+	/** Deadline to connect and authenticate, ms (default 1000). */
+	int connect_timeout_ms;
+	/** Deadline for one command's reply, ms (default 1000). Keep it well
+	 *  below your leases: a hung server costs at most this much. */
+	int command_timeout_ms;
+	/** Lease of locks held without one; renewed every third of it
+	 *  (default 30000, Redisson's lockWatchdogTimeout). */
+	int watchdog_timeout_ms;
+	/** Connections kept for commands; threads beyond it wait (default 8). */
+	int pool_size;
+	/** 0: dlock_client_open() connects and authenticates before returning,
+	 *  so a bad password or an unreachable server fails there. 1: connect
+	 *  on first use (a quorum member that may be down at start). */
+	int lazy_connect;
+} dlock_client_options;
+
+#define DLOCK_CLIENT_OPTIONS_INIT \
+	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0 }
+
+/**
+ * Fill `opts` with the defaults of `version` (DLOCK_CLIENT_OPTIONS_VERSION).
+ * Returns 0, or DLOCK_EINVAL for NULL or an unknown version.
+ */
+DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned int version);
+
+/**
+ * Open a client for `uri`: redis://[[user]:password@]host[:port][/db]
+ * (port 6379 and db 0 by default; a password alone means the default user).
+ * `opts` may be NULL for defaults; it is copied. On success *out is a new
+ * client the caller frees with dlock_client_close().
+ *
+ * Errors: DLOCK_EINVAL (bad URI or options), DLOCK_ECONN, DLOCK_ETIMEDOUT,
+ * DLOCK_EAUTH, DLOCK_ESERVER (SELECT refused), DLOCK_ENOMEM, DLOCK_ESYS.
+ * The message is in dlock_errmsg_last().
+ */
+DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
+		const dlock_client_options *opts);
+
+/**
+ * Stop the background thread and close every connection. Locks still held
+ * are not released: leased ones expire, watchdog ones stop being renewed and
+ * expire within the watchdog timeout. Accepts NULL. Every lock handle made
+ * from the client must be freed first; no other call may be running on it.
+ */
+DLOCK_EXTERN void dlock_client_close(dlock_client *client);
+
+/** The client's UUID (36 characters), fixed for its life. */
+DLOCK_EXTERN const char *dlock_client_id(const dlock_client *client);
+
+/** "host:port" of the client's server, as used in error messages. */
+DLOCK_EXTERN const char *dlock_client_node(const dlock_client *client);
+
+/**
+ * Write the owner name `<uuid>:<thread_id>` (Redisson's hash field) into
+ * buf. Returns its length, or DLOCK_EINVAL when buf is too small (64 bytes
+ * always suffice).
+ */
+DLOCK_EXTERN int dlock_client_owner(const dlock_client *client, uint64_t thread_id,
+		char *buf, size_t len);
+
+/** The id of the calling thread as dlock uses it for owners (its kernel tid). */
+DLOCK_EXTERN uint64_t dlock_thread_id(void);
+
+/**
+ * Send PING; 0 when the server answered. For health checks.
+ * Errors: DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EAUTH, DLOCK_ESERVER.
+ */
+DLOCK_EXTERN int dlock_client_ping(dlock_client *client);
+
+/**
+ * Seconds since the server started (INFO server, uptime_in_seconds).
+ * Used by RedLock's restart guard; handy for health checks.
+ */
+DLOCK_EXTERN int dlock_client_uptime(dlock_client *client, int64_t *seconds);
+
+/**
+ * The one-line message of the most recent failure on this client, from any
+ * thread ("" if none), naming the node and the cause. The string is a copy
+ * owned by the calling thread, valid until its next dlock call. For the
+ * calling thread's own last failure use dlock_errmsg_last().
+ */
+DLOCK_EXTERN const char *dlock_client_errmsg(const dlock_client *client);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

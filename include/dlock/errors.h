@@ -1,0 +1,54 @@
+/*
+ * dlock/errors.h - error codes.
+ *
+ * Every function that can fail returns 0 on success or one of the negative
+ * codes below. Codes are only ever appended, never renumbered. The handle a
+ * call worked on keeps a one-line message for the failure (node, command,
+ * server reply): see dlock_client_errmsg() and dlock_lock_errmsg().
+ */
+#ifndef DLOCK_ERRORS_H
+#define DLOCK_ERRORS_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dlock_error {
+	DLOCK_OK = 0,
+	DLOCK_EINVAL = -1,       /**< a NULL, empty or out-of-range argument */
+	DLOCK_ENOMEM = -2,       /**< an allocation failed in this process */
+	DLOCK_ECONN = -3,        /**< could not connect, or the connection dropped */
+	DLOCK_ETIMEDOUT = -4,    /**< a network deadline passed (server slow, paused or gone) */
+	DLOCK_EAUTH = -5,        /**< the server refused the credentials */
+	DLOCK_ESERVER = -6,      /**< the server answered with an error (READONLY, OOM, NOPERM, ...) */
+	DLOCK_EWRONGTYPE = -7,   /**< the lock's key exists and is not a lock (WRONGTYPE) */
+	DLOCK_EPROTO = -8,       /**< the server's reply was not what the protocol promises */
+	DLOCK_ENOTACQUIRED = -9, /**< the lock is held by someone else (within the wait) */
+	DLOCK_ENOTOWNER = -10,   /**< the caller does not hold the lock it tried to release */
+	DLOCK_ELOST = -11,       /**< the lock was held and has been lost (expired, deleted, node reset) */
+	DLOCK_ENOQUORUM = -12,   /**< too few nodes answered to decide (infrastructure failure) */
+	DLOCK_EEXPIRED = -13,    /**< a quorum was reached only after the lease had run out */
+	DLOCK_ESYS = -14         /**< an operating-system call failed (threads, sockets) */
+} dlock_error;
+
+/**
+ * A short, fixed description of an error code ("lock held by another owner").
+ * Pure and reentrant; unknown codes give "unknown error".
+ */
+DLOCK_EXTERN const char *dlock_strerror(int error);
+
+/**
+ * The calling thread's most recent failure message, from whichever dlock
+ * call failed last in this thread ("" if none). Useful when a constructor
+ * failed and there is no handle to ask. Valid until the thread's next dlock
+ * call.
+ */
+DLOCK_EXTERN const char *dlock_errmsg_last(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * dlock/lock.h - RLock: a reentrant lock on one Redis server, Redisson's
+ * data layout (a HASH `<name>`: `<uuid>:<thread-id>` -> hold count).
+ *
+ * Owners. By default the owner is the calling thread (`<client-uuid>:<tid>`),
+ * so a thread must release what it took, as many times as it took it. The
+ * `_as` variants take an explicit owner string, used verbatim as the hash
+ * field, for code that acquires in one thread and releases in another (build
+ * one with dlock_client_owner(), or share a Redisson client's owner).
+ *
+ * Leases. lease_ms > 0: the lock expires after lease_ms and is never renewed.
+ * DLOCK_LEASE_WATCHDOG: the key lives for the client's watchdog timeout and the
+ * client renews it every third of that while the owner holds it; if a renewal
+ * finds the hold gone (or cannot reach the server before the TTL would have
+ * run out) the hold is LOST: renewal stops, the lost callback runs and
+ * dlock_lock_check() reports DLOCK_ELOST.
+ *
+ * A lock handle may be shared by threads; the lost callback must be set before
+ * that. All functions return 0 or a negative DLOCK_E* code; the handle's
+ * dlock_lock_errmsg() says which node answered what.
+ */
+#ifndef DLOCK_LOCK_H
+#define DLOCK_LOCK_H
+
+#include "common.h"
+#include "client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlock_lock dlock_lock;
+
+/**
+ * Called on the client's background thread when a watchdog hold of `owner`
+ * is found lost. Keep it short; it may call dlock_lock_* functions that do
+ * not wait (unlock, check), but must not wait for a lock.
+ */
+typedef void (*dlock_lost_cb)(dlock_lock *lock, const char *owner, void *userdata);
+
+/**
+ * Make a lock handle for `name` (copied; any bytes but NUL, at most 64 KiB)
+ * on `client`. No network traffic. Free it with dlock_lock_free().
+ * Errors: DLOCK_EINVAL (NULL/empty/too long name, NULL client), DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name);
+
+/**
+ * Free the handle. Holds taken through it stay in Redis (leased ones expire;
+ * watchdog ones are no longer renewed and expire within the watchdog
+ * timeout). Accepts NULL. No other call may be running on the handle.
+ */
+DLOCK_EXTERN void dlock_lock_free(dlock_lock *lock);
+
+/** The lock's name (its Redis key). */
+DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
+
+/**
+ * Block until the calling thread holds the lock. lease_ms > 0 or
+ * DLOCK_LEASE_WATCHDOG. Re-entry by the holder increments the hold count.
+ * Errors: DLOCK_EINVAL, DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EWRONGTYPE,
+ * DLOCK_ESERVER, DLOCK_ENOMEM. A transport error ends the wait.
+ */
+DLOCK_EXTERN int dlock_lock_lock(dlock_lock *lock, int64_t lease_ms);
+
+/**
+ * Try for up to wait_ms (0 = one attempt, DLOCK_WAIT_FOREVER = no limit).
+ * Returns 0 when acquired, DLOCK_ENOTACQUIRED when someone else still holds
+ * it when the wait ends, or an error as for dlock_lock_lock().
+ */
+DLOCK_EXTERN int dlock_lock_try(dlock_lock *lock, int64_t wait_ms, int64_t lease_ms);
+
+/**
+ * Release one hold of the calling thread. The last release deletes the key and
+ * publishes an unlock message that wakes one waiter (local or remote).
+ * Errors: DLOCK_ENOTOWNER (not held by this thread; nothing changed),
+ * DLOCK_ELOST (the watchdog had found this hold lost), transport errors.
+ * A release whose reply was lost is retried with the same request id, so it
+ * counts once.
+ */
+DLOCK_EXTERN int dlock_lock_unlock(dlock_lock *lock);
+
+/** dlock_lock_try() for an explicit owner string (see the top of this file). */
+DLOCK_EXTERN int dlock_lock_try_as(dlock_lock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms);
+
+/** dlock_lock_unlock() for an explicit owner string. */
+DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
+
+/**
+ * Delete the lock whoever holds it and wake waiters. *deleted (may be NULL)
+ * is 1 when a lock existed. Local renewals of this name stop; local holders
+ * learn of the loss through dlock_lock_check()/the lost callback.
+ */
+DLOCK_EXTERN int dlock_lock_force_unlock(dlock_lock *lock, int *deleted);
+
+/** *out = 1 when anyone holds the lock (EXISTS). */
+DLOCK_EXTERN int dlock_lock_is_locked(dlock_lock *lock, int *out);
+
+/** *out = 1 when the calling thread holds the lock (HEXISTS). */
+DLOCK_EXTERN int dlock_lock_is_held(dlock_lock *lock, int *out);
+
+/** *out = 1 when `owner` holds the lock. */
+DLOCK_EXTERN int dlock_lock_is_held_as(dlock_lock *lock, const char *owner, int *out);
+
+/** *out = the calling thread's hold count (0 when not held). */
+DLOCK_EXTERN int dlock_lock_hold_count(dlock_lock *lock, int64_t *out);
+
+/** *out = `owner`'s hold count (0 when not held). */
+DLOCK_EXTERN int dlock_lock_hold_count_as(dlock_lock *lock, const char *owner, int64_t *out);
+
+/** *out_ms = the key's remaining time to live (PTTL): -2 no lock, -1 no expiry. */
+DLOCK_EXTERN int dlock_lock_remaining_ttl(dlock_lock *lock, int64_t *out_ms);
+
+/**
+ * The local state of `owner`'s hold (NULL = the calling thread), without
+ * network traffic: 0 held and renewed (or leased), DLOCK_ELOST the watchdog
+ * found it lost, DLOCK_ENOTOWNER not held through this client.
+ */
+DLOCK_EXTERN int dlock_lock_check(dlock_lock *lock, const char *owner);
+
+/**
+ * Set the callback for lost watchdog holds taken through this handle
+ * (NULL to remove). Set it before sharing the handle between threads.
+ */
+DLOCK_EXTERN int dlock_lock_set_lost_cb(dlock_lock *lock, dlock_lost_cb cb, void *userdata);
+
+/**
+ * The one-line message of the most recent failure on this handle, from any
+ * thread ("" if none); a copy owned by the calling thread, valid until its
+ * next dlock call.
+ */
+DLOCK_EXTERN const char *dlock_lock_errmsg(const dlock_lock *lock);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

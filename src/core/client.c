@@ -1,0 +1,286 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/client.h"
+#include "core/ids.h"
+#include "core/time.h"
+#include "core/uri.h"
+
+int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
+{
+	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
+
+	if (opts == NULL || version != DLOCK_CLIENT_OPTIONS_VERSION)
+		return DLOCK_EINVAL;
+	*opts = defaults;
+	return 0;
+}
+
+static int check_options(const dlock_client_options *o)
+{
+	if (o->version != DLOCK_CLIENT_OPTIONS_VERSION)
+		return dlock__seterr(DLOCK_EINVAL, "options: unknown version %u (expected %d)",
+				o->version, DLOCK_CLIENT_OPTIONS_VERSION);
+	if (o->connect_timeout_ms <= 0)
+		return dlock__seterr(DLOCK_EINVAL, "options: connect_timeout_ms must be > 0 (got %d)",
+				o->connect_timeout_ms);
+	if (o->command_timeout_ms <= 0)
+		return dlock__seterr(DLOCK_EINVAL, "options: command_timeout_ms must be > 0 (got %d)",
+				o->command_timeout_ms);
+	if (o->watchdog_timeout_ms < 3)
+		return dlock__seterr(DLOCK_EINVAL, "options: watchdog_timeout_ms must be >= 3 (got %d)",
+				o->watchdog_timeout_ms);
+	if (o->pool_size < 1 || o->pool_size > 1024)
+		return dlock__seterr(DLOCK_EINVAL, "options: pool_size must be 1..1024 (got %d)",
+				o->pool_size);
+	if (o->lazy_connect != 0 && o->lazy_connect != 1)
+		return dlock__seterr(DLOCK_EINVAL, "options: lazy_connect must be 0 or 1 (got %d)",
+				o->lazy_connect);
+	return 0;
+}
+
+static void free_client(dlock_client *c)
+{
+	int i;
+
+	/* The reactor first: its job (the watchdog) uses the layer's state. */
+	dlock__reactor_stop(c->reactor);
+	if (c->ext != NULL && c->ext_free != NULL)
+		c->ext_free(c->ext);
+	for (i = 0; i < c->n_idle; i++)
+		dlock__conn_close(c->idle[i]);
+	dlock__free(c->idle);
+	dlock__free(c->node.host);
+	dlock__free(c->node.user);
+	dlock__free(c->node.password);
+	dlock__errbuf_destroy(&c->err);
+	pthread_cond_destroy(&c->pool_cv);
+	pthread_mutex_destroy(&c->pool_mu);
+	pthread_mutex_destroy(&c->ext_mu);
+	dlock__free(c);
+}
+
+int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_options *opts)
+{
+	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock__uri u;
+	dlock_client *c;
+	char reason[256];
+	int rc;
+
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "client: out is NULL");
+	*out = NULL;
+	if (opts == NULL)
+		opts = &defaults;
+	if ((rc = check_options(opts)) < 0)
+		return rc;
+	reason[0] = '\0';
+	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
+	if (rc < 0)
+		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
+
+	c = dlock__calloc(1, sizeof(*c));
+	if (c == NULL) {
+		dlock__uri_clear(&u);
+		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
+	}
+	/* Mutexes and condition variables that fail to initialise are a broken system. */
+	if (dlock__errbuf_init(&c->err) != 0 || pthread_mutex_init(&c->pool_mu, NULL) != 0 ||
+	    dlock__cond_init(&c->pool_cv) != 0 || pthread_mutex_init(&c->ext_mu, NULL) != 0)
+		abort();
+	c->opts = *opts;
+	c->node.host = u.host;
+	c->node.port = u.port;
+	c->node.user = u.user;
+	c->node.password = u.password;
+	c->node.db = u.db;
+	c->node.connect_timeout_ms = opts->connect_timeout_ms;
+	c->node.command_timeout_ms = opts->command_timeout_ms;
+	snprintf(c->node.label, sizeof(c->node.label),
+			strchr(u.host, ':') ? "[%.255s]:%d" : "%.255s:%d", u.host, u.port);
+	dlock__uuid(c->id);
+
+	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
+	if (c->idle == NULL) {
+		free_client(c);
+		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
+	}
+	rc = dlock__reactor_start(&c->reactor, &c->node);
+	if (rc == 0 && !opts->lazy_connect) {
+		dlock__conn *conn = NULL;
+
+		rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(opts->connect_timeout_ms));
+		if (rc == 0)
+			dlock__client_conn_put(c, conn);
+	}
+	if (rc < 0) {
+		dlock_client_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void dlock_client_close(dlock_client *c)
+{
+	if (c != NULL)
+		free_client(c);
+}
+
+const char *dlock_client_id(const dlock_client *c)
+{
+	return c ? c->id : "";
+}
+
+const char *dlock_client_node(const dlock_client *c)
+{
+	return c ? c->node.label : "";
+}
+
+const char *dlock_client_errmsg(const dlock_client *c)
+{
+	return c ? dlock__errbuf_read(&c->err) : "";
+}
+
+int dlock_client_owner(const dlock_client *c, uint64_t thread_id, char *buf, size_t len)
+{
+	int n;
+
+	if (c == NULL || buf == NULL)
+		return DLOCK_EINVAL;
+	n = snprintf(buf, len, "%s:%llu", c->id, (unsigned long long)thread_id);
+	if (n < 0 || (size_t)n >= len)
+		return DLOCK_EINVAL;
+	return n;
+}
+
+int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
+{
+	struct timespec ts;
+	int rc;
+
+	*out = NULL;
+	dlock__deadline_timespec(deadline, &ts);
+	dlock__mutex_lock(&c->pool_mu);
+	for (;;) {
+		if (c->n_idle > 0) {
+			*out = c->idle[--c->n_idle];
+			dlock__mutex_unlock(&c->pool_mu);
+			return 0;
+		}
+		if (c->n_open < c->opts.pool_size)
+			break;
+		if (pthread_cond_timedwait(&c->pool_cv, &c->pool_mu, &ts) == ETIMEDOUT) {
+			dlock__mutex_unlock(&c->pool_mu);
+			return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
+					"no free connection in the pool (%d in use)", c->opts.pool_size);
+		}
+	}
+	c->n_open++;
+	dlock__mutex_unlock(&c->pool_mu);
+
+	rc = dlock__conn_open(out, &c->node, dlock__deadline_in(c->opts.connect_timeout_ms));
+	if (rc < 0) {
+		dlock__mutex_lock(&c->pool_mu);
+		c->n_open--;
+		pthread_cond_signal(&c->pool_cv);
+		dlock__mutex_unlock(&c->pool_mu);
+	}
+	return rc;
+}
+
+void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
+{
+	if (conn == NULL)
+		return;
+	dlock__mutex_lock(&c->pool_mu);
+	if (conn->broken) {
+		c->n_open--;
+		dlock__mutex_unlock(&c->pool_mu);
+		dlock__conn_close(conn);
+		dlock__mutex_lock(&c->pool_mu);
+	} else {
+		c->idle[c->n_idle++] = conn;
+	}
+	pthread_cond_signal(&c->pool_cv);
+	dlock__mutex_unlock(&c->pool_mu);
+}
+
+int dlock__client_run(dlock_client *c, dlock__script *s, int nkeys, int argc,
+		const char **argv, const size_t *lens, int retry, redisReply **out)
+{
+	int attempt, rc = 0;
+
+	*out = NULL;
+	for (attempt = 0; attempt < 2; attempt++) {
+		dlock__conn *conn = NULL;
+		int64_t deadline;
+
+		rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
+		if (rc < 0)
+			return rc;
+		deadline = dlock__deadline_in(c->opts.command_timeout_ms);
+		if (s != NULL)
+			rc = dlock__script_run(conn, s, nkeys, argv, lens, argc - nkeys,
+					argv + nkeys, lens + nkeys, out, deadline);
+		else
+			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
+		dlock__client_conn_put(c, conn);
+		if (rc != DLOCK_ECONN || !retry)
+			break;
+	}
+	return rc;
+}
+
+static int simple_command(dlock_client *c, const char *cmd, const char *arg, redisReply **out)
+{
+	const char *argv[2] = { cmd, arg };
+	size_t lens[2] = { strlen(cmd), arg ? strlen(arg) : 0 };
+	int rc = dlock__client_run(c, NULL, 0, arg ? 2 : 1, argv, lens, 1, out);
+
+	if (rc == 0)
+		rc = dlock__reply_check(&c->node, *out, cmd);
+	if (rc < 0) {
+		freeReplyObject(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int dlock_client_ping(dlock_client *c)
+{
+	redisReply *r = NULL;
+	int rc;
+
+	if (c == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "ping: client is NULL");
+	rc = simple_command(c, "PING", NULL, &r);
+	freeReplyObject(r);
+	return dlock__errbuf_record(&c->err, rc);
+}
+
+int dlock_client_uptime(dlock_client *c, int64_t *seconds)
+{
+	redisReply *r = NULL;
+	const char *p;
+	int rc;
+
+	if (c == NULL || seconds == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "uptime: NULL argument");
+	rc = simple_command(c, "INFO", "server", &r);
+	if (rc == 0) {
+		if (r->type != REDIS_REPLY_STRING ||
+		    (p = strstr(r->str, "uptime_in_seconds:")) == NULL)
+			rc = dlock__seterr_node(DLOCK_EPROTO, c->node.label,
+					"INFO server: no uptime_in_seconds");
+		else
+			*seconds = strtoll(p + strlen("uptime_in_seconds:"), NULL, 10);
+	}
+	freeReplyObject(r);
+	return dlock__errbuf_record(&c->err, rc);
+}

@@ -1,0 +1,51 @@
+/* Internal: the client object, its connection pool and its background thread. */
+#ifndef DLOCK_CORE_CLIENT_H
+#define DLOCK_CORE_CLIENT_H
+
+#include <pthread.h>
+
+#include "dlock/client.h"
+#include "core/conn.h"
+#include "core/error.h"
+#include "core/reactor.h"
+#include "core/script.h"
+
+struct dlock_client {
+	dlock__node node;
+	dlock_client_options opts;
+	char id[37];
+	dlock__errbuf err;
+	dlock__reactor *reactor;
+
+	pthread_mutex_t pool_mu;
+	pthread_cond_t pool_cv;
+	dlock__conn **idle;  /* pool_size slots */
+	int n_idle;
+	int n_open;          /* idle + lent out + being opened */
+
+	/* State of the layer above (the single-server locks), made on first
+	 * use and freed with the client; core never looks inside. */
+	pthread_mutex_t ext_mu;
+	void *ext;
+	void (*ext_free)(void *ext);
+};
+
+/*
+ * Borrow a connection (opening one if the pool has room) and give it back.
+ * A connection that failed (c->broken) is closed instead of pooled.
+ */
+int dlock__client_conn_get(dlock_client *client, dlock__conn **out, int64_t deadline);
+void dlock__client_conn_put(dlock_client *client, dlock__conn *c);
+
+/*
+ * Run a command, or a script (s != NULL: argv are its keys then args, nkeys
+ * of them keys), on a pooled connection before the command timeout. When
+ * `retry` is set and the connection turns out dead (dropped while idle,
+ * server restarted: DLOCK_ECONN), it runs once more on a fresh connection;
+ * set it only for commands whose repetition is harmless.
+ * *out may be an error reply: check it with dlock__reply_check().
+ */
+int dlock__client_run(dlock_client *client, dlock__script *s, int nkeys, int argc,
+		const char **argv, const size_t *lens, int retry, redisReply **out);
+
+#endif

@@ -1,0 +1,289 @@
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/conn.h"
+#include "core/error.h"
+#include "core/time.h"
+
+static int fail_transport(dlock__conn *c, int code, const char *what, const char *why)
+{
+	c->broken = 1;
+	return dlock__seterr_node(code, c->node->label, "%s: %s", what, why);
+}
+
+static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadline)
+{
+	struct pollfd p;
+	int rc;
+
+	p.fd = c->fd;
+	p.events = events;
+	for (;;) {
+		p.revents = 0;
+		rc = poll(&p, 1, dlock__ms_until(deadline));
+		if (rc > 0)
+			return 0;
+		if (rc == 0)
+			return fail_transport(c, DLOCK_ETIMEDOUT, what, "no answer before the deadline");
+		if (errno != EINTR)
+			return fail_transport(c, DLOCK_ECONN, what, strerror(errno));
+	}
+}
+
+static int connect_socket(dlock__conn *c, int64_t deadline)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char port[16];
+	int rc, err = 0;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%d", c->node->port);
+	rc = getaddrinfo(c->node->host, port, &hints, &res);
+	if (rc != 0)
+		return fail_transport(c, DLOCK_ECONN, "resolve", gai_strerror(rc));
+
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		int one = 1;
+		socklen_t len = sizeof(err);
+
+		c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				ai->ai_protocol);
+		if (c->fd < 0) {
+			err = errno;
+			continue;
+		}
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		if (errno == EINPROGRESS) {
+			struct pollfd p = { c->fd, POLLOUT, 0 };
+
+			do {
+				rc = poll(&p, 1, dlock__ms_until(deadline));
+			} while (rc < 0 && errno == EINTR);
+			if (rc == 0) {
+				freeaddrinfo(res);
+				return fail_transport(c, DLOCK_ETIMEDOUT, "connect",
+						"no answer before the connect timeout");
+			}
+			if (rc > 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
+				break;
+			if (rc < 0)
+				err = errno;
+		} else {
+			err = errno;
+		}
+		close(c->fd);
+		c->fd = -1;
+	}
+	freeaddrinfo(res);
+	if (c->fd < 0)
+		return fail_transport(c, DLOCK_ECONN, "connect", strerror(err ? err : ECONNREFUSED));
+	return 0;
+}
+
+static int handshake(dlock__conn *c, int64_t deadline)
+{
+	redisReply *r = NULL;
+	int rc;
+
+	if (c->node->password != NULL) {
+		const char *argv[3] = { "AUTH", c->node->user, c->node->password };
+		size_t lens[3] = { 4, 0, strlen(c->node->password) };
+		int argc = 3;
+
+		if (c->node->user != NULL) {
+			lens[1] = strlen(c->node->user);
+		} else {
+			argv[1] = c->node->password;
+			lens[1] = lens[2];
+			argc = 2;
+		}
+		rc = dlock__conn_command(c, &r, argc, argv, lens, "AUTH", deadline);
+		if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
+			/* Any refusal of AUTH is an authentication failure, whatever its words. */
+			rc = dlock__seterr_node(DLOCK_EAUTH, c->node->label, "AUTH: %s", r->str);
+			c->broken = 1;
+		}
+		freeReplyObject(r);
+		if (rc < 0)
+			return rc;
+	}
+	if (c->node->db != 0) {
+		char db[16];
+		const char *argv[2] = { "SELECT", db };
+		size_t lens[2] = { 6, 0 };
+
+		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", c->node->db);
+		rc = dlock__conn_command(c, &r, 2, argv, lens, "SELECT", deadline);
+		if (rc == 0 && (rc = dlock__reply_check(c->node, r, "SELECT")) < 0)
+			c->broken = 1;
+		freeReplyObject(r);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
+{
+	dlock__conn *c;
+	int rc;
+
+	*out = NULL;
+	c = dlock__calloc(1, sizeof(*c));
+	if (c == NULL)
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	c->fd = -1;
+	c->node = node;
+	c->reader = redisReaderCreate();
+	if (c->reader == NULL) {
+		dlock__free(c);
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	}
+	rc = connect_socket(c, deadline);
+	if (rc == 0)
+		rc = handshake(c, deadline);
+	if (rc < 0) {
+		dlock__conn_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void dlock__conn_close(dlock__conn *c)
+{
+	if (c == NULL)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->reader != NULL)
+		redisReaderFree(c->reader);
+	dlock__free(c);
+}
+
+static int send_all(dlock__conn *c, const char *buf, size_t len, const char *what, int64_t deadline)
+{
+	while (len > 0) {
+		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int rc = wait_fd(c, POLLOUT, what, deadline);
+
+			if (rc < 0)
+				return rc;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else {
+			return fail_transport(c, DLOCK_ECONN, what,
+					n == 0 ? "connection closed" : strerror(errno));
+		}
+	}
+	return 0;
+}
+
+int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
+		const char *what, int64_t deadline)
+{
+	char *cmd = NULL;
+	int len, rc;
+
+	if (c->broken)
+		return fail_transport(c, DLOCK_ECONN, what, "connection already failed");
+	len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	if (len < 0 || cmd == NULL)
+		return dlock__seterr_node(DLOCK_ENOMEM, c->node->label, "%s: out of memory", what);
+	rc = send_all(c, cmd, (size_t)len, what, deadline);
+	redisFreeCommand(cmd);
+	return rc;
+}
+
+int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline)
+{
+	char buf[16384];
+	void *reply = NULL;
+
+	*out = NULL;
+	for (;;) {
+		ssize_t n;
+
+		if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
+			return fail_transport(c, DLOCK_EPROTO, what, c->reader->errstr[0]
+					? c->reader->errstr : "unreadable reply");
+		if (reply != NULL) {
+			*out = reply;
+			return 0;
+		}
+		n = recv(c->fd, buf, sizeof(buf), 0);
+		if (n > 0) {
+			if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
+				return fail_transport(c, DLOCK_EPROTO, what, "unreadable reply");
+			continue;
+		}
+		if (n == 0)
+			return fail_transport(c, DLOCK_ECONN, what, "connection closed by the server");
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return fail_transport(c, DLOCK_ECONN, what, strerror(errno));
+		if (deadline == 0)
+			return DLOCK__AGAIN;
+		{
+			int rc = wait_fd(c, POLLIN, what, deadline);
+
+			if (rc < 0)
+				return rc;
+		}
+	}
+}
+
+int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
+		const size_t *lens, const char *what, int64_t deadline)
+{
+	int rc = dlock__conn_send(c, argc, argv, lens, what, deadline);
+
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	return dlock__conn_read(c, out, what, deadline ? deadline : 1);
+}
+
+int dlock__reply_is_error(const redisReply *r, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+		strncmp(r->str, prefix, n) == 0;
+}
+
+int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what)
+{
+	int code = DLOCK_ESERVER;
+
+	if (r == NULL)
+		return dlock__seterr_node(DLOCK_EPROTO, node->label, "%s: no reply", what);
+	if (r->type != REDIS_REPLY_ERROR)
+		return 0;
+	if (dlock__reply_is_error(r, "WRONGTYPE"))
+		code = DLOCK_EWRONGTYPE;
+	else if (dlock__reply_is_error(r, "NOAUTH") || dlock__reply_is_error(r, "WRONGPASS"))
+		code = DLOCK_EAUTH;
+	return dlock__seterr_node(code, node->label, "%s: %s", what, r->str ? r->str : "error");
+}

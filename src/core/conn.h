@@ -1,0 +1,67 @@
+/*
+ * Internal: one connection to one Redis server.
+ *
+ * dlock does its own socket work (non-blocking sockets, poll, MSG_NOSIGNAL)
+ * and uses hiredis only to format commands and parse replies: that gives
+ * every operation a real total deadline, lets RedLock multiplex many servers
+ * in one poll, and never raises SIGPIPE in the caller's process.
+ */
+#ifndef DLOCK_CORE_CONN_H
+#define DLOCK_CORE_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <hiredis/hiredis.h>
+
+/* Where a server is and how to talk to it; shared by its connections. */
+typedef struct dlock__node {
+	char *host;
+	int port;
+	char *user;
+	char *password;
+	int db;
+	int connect_timeout_ms;
+	int command_timeout_ms;
+	char label[280]; /* "host:port", for messages */
+} dlock__node;
+
+typedef struct dlock__conn {
+	int fd;
+	int broken; /* a transport failure happened: close, never reuse */
+	redisReader *reader;
+	const dlock__node *node;
+} dlock__conn;
+
+/* dlock__conn_read() with deadline 0 and no complete reply yet. */
+#define DLOCK__AGAIN 1
+
+/* Connect, AUTH and SELECT as the node says, all before `deadline`. */
+int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline);
+void dlock__conn_close(dlock__conn *c);
+
+/* Queue a command on the socket (whole, before deadline). `what` names it in messages. */
+int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
+		const char *what, int64_t deadline);
+
+/*
+ * Read one reply. deadline 0: only what is already on the socket, returning
+ * DLOCK__AGAIN when the reply is not complete yet (for multiplexing).
+ * A transport failure marks the connection broken.
+ */
+int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline);
+
+/* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
+int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
+		const size_t *lens, const char *what, int64_t deadline);
+
+/*
+ * Map an error reply to a code and message ("node: what: <reply>"):
+ * WRONGTYPE -> DLOCK_EWRONGTYPE, NOAUTH/WRONGPASS -> DLOCK_EAUTH, others
+ * DLOCK_ESERVER. Returns 0 when the reply is not an error.
+ */
+int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what);
+
+/* The reply is an error that starts with `prefix` (e.g. "NOSCRIPT"). */
+int dlock__reply_is_error(const redisReply *r, const char *prefix);
+
+#endif

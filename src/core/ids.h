@@ -1,0 +1,14 @@
+/* Internal: client UUIDs, request ids and thread ids. */
+#ifndef DLOCK_CORE_IDS_H
+#define DLOCK_CORE_IDS_H
+
+#include <stdint.h>
+
+/* A new random UUID, 36 characters and a NUL. */
+void dlock__uuid(char out[37]);
+
+/* 32 hex digits that no other request of any client is expected to repeat
+ * (Redisson's generateId(): 16 random bytes). */
+void dlock__request_id(char out[33]);
+
+#endif

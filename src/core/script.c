@@ -1,0 +1,96 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/script.h"
+#include "core/sha1.h"
+
+/* pthread_once passes no argument, so the script being digested is handed
+ * over in a thread-local: only the thread running the once routine reads it. */
+static _Thread_local dlock__script *digesting;
+
+static void digest(void)
+{
+	dlock__sha1_hex(digesting->body, strlen(digesting->body), digesting->sha);
+}
+
+static const char *script_sha(dlock__script *s)
+{
+	digesting = s;
+	pthread_once(&s->once, digest);
+	return s->sha;
+}
+
+int dlock__script_argv(dlock__script *s, int nkeys, const char **keys, const size_t *key_lens,
+		int nargs, const char **args, const size_t *arg_lens,
+		const char **argv, size_t *lens, char numbuf[16])
+{
+	int i, n = 0;
+
+	argv[n] = "EVALSHA";
+	lens[n++] = 7;
+	argv[n] = script_sha(s);
+	lens[n++] = 40;
+	argv[n] = numbuf;
+	lens[n++] = (size_t)snprintf(numbuf, 16, "%d", nkeys);
+	for (i = 0; i < nkeys; i++) {
+		argv[n] = keys[i];
+		lens[n++] = key_lens ? key_lens[i] : strlen(keys[i]);
+	}
+	for (i = 0; i < nargs; i++) {
+		argv[n] = args[i];
+		lens[n++] = arg_lens ? arg_lens[i] : strlen(args[i]);
+	}
+	return n;
+}
+
+void dlock__script_argv_to_eval(dlock__script *s, const char **argv, size_t *lens)
+{
+	argv[0] = "EVAL";
+	lens[0] = 4;
+	argv[1] = s->body;
+	lens[1] = strlen(s->body);
+}
+
+int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char **keys,
+		const size_t *key_lens, int nargs, const char **args, const size_t *arg_lens,
+		redisReply **out, int64_t deadline)
+{
+	const char *argv_small[32];
+	size_t lens_small[32];
+	const char **argv = argv_small;
+	size_t *lens = lens_small;
+	char numbuf[16], what[64];
+	int argc, rc, total = 3 + nkeys + nargs;
+
+	*out = NULL;
+	if (nkeys < 0 || nargs < 0 || total > DLOCK__SCRIPT_MAX_ARGS + 3)
+		return dlock__seterr(DLOCK_EINVAL, "script %s: too many arguments", s->name);
+	if (total > 32) {
+		argv = dlock__malloc(sizeof(*argv) * (size_t)total);
+		lens = dlock__malloc(sizeof(*lens) * (size_t)total);
+		if (argv == NULL || lens == NULL) {
+			rc = dlock__seterr_node(DLOCK_ENOMEM, c->node->label, "EVALSHA %s: out of memory",
+					s->name);
+			goto done;
+		}
+	}
+	argc = dlock__script_argv(s, nkeys, keys, key_lens, nargs, args, arg_lens, argv, lens, numbuf);
+	snprintf(what, sizeof(what), "EVALSHA %s", s->name);
+	rc = dlock__conn_command(c, out, argc, argv, lens, what, deadline);
+	if (rc == 0 && dlock__reply_is_error(*out, "NOSCRIPT")) {
+		freeReplyObject(*out);
+		*out = NULL;
+		dlock__script_argv_to_eval(s, argv, lens);
+		snprintf(what, sizeof(what), "EVAL %s", s->name);
+		rc = dlock__conn_command(c, out, argc, argv, lens, what, deadline);
+	}
+done:
+	if (argv != argv_small)
+		dlock__free((void *)argv);
+	if (lens != lens_small)
+		dlock__free(lens);
+	return rc;
+}

@@ -1,0 +1,44 @@
+/*
+ * Internal: Lua scripts sent as EVALSHA, with EVAL when the server does not
+ * know the script yet (NOSCRIPT: first use, a restart, SCRIPT FLUSH).
+ */
+#ifndef DLOCK_CORE_SCRIPT_H
+#define DLOCK_CORE_SCRIPT_H
+
+#include <pthread.h>
+
+#include "core/conn.h"
+
+typedef struct dlock__script {
+	const char *name; /* for messages: "EVALSHA <name>" */
+	const char *body;
+	pthread_once_t once;
+	char sha[41];
+} dlock__script;
+
+#define DLOCK__SCRIPT(name, body) { name, body, PTHREAD_ONCE_INIT, "" }
+
+/* Most keys plus arguments a script call may have. */
+#define DLOCK__SCRIPT_MAX_ARGS 1024
+
+/*
+ * Build the EVALSHA command for `s` into argv/lens (which need 3 + nkeys +
+ * nargs slots): "EVALSHA", sha, numkeys, keys..., args... The numkeys text
+ * lives in numbuf (16 bytes). Returns the argument count.
+ */
+int dlock__script_argv(dlock__script *s, int nkeys, const char **keys, const size_t *key_lens,
+		int nargs, const char **args, const size_t *arg_lens,
+		const char **argv, size_t *lens, char numbuf[16]);
+
+/* Turn an EVALSHA argv (from dlock__script_argv) into EVAL in place. */
+void dlock__script_argv_to_eval(dlock__script *s, const char **argv, size_t *lens);
+
+/*
+ * Run the script on c: EVALSHA, and on NOSCRIPT, EVAL. *out is the reply,
+ * which may be an error reply; the caller checks it with dlock__reply_check.
+ */
+int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char **keys,
+		const size_t *key_lens, int nargs, const char **args, const size_t *arg_lens,
+		redisReply **out, int64_t deadline);
+
+#endif

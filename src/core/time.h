@@ -1,0 +1,24 @@
+/* Internal: every duration in dlock is measured on CLOCK_MONOTONIC. */
+#ifndef DLOCK_CORE_TIME_H
+#define DLOCK_CORE_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* A deadline that never comes. */
+#define DLOCK__NEVER INT64_MAX
+
+/* Monotonic milliseconds since an arbitrary start. */
+int64_t dlock__now_ms(void);
+
+/* now + ms, saturating (ms < 0 means never). */
+int64_t dlock__deadline_in(int64_t ms);
+
+/* Milliseconds left until deadline, clamped to [0, INT32_MAX] for poll(). */
+int dlock__ms_until(int64_t deadline);
+
+/* A CLOCK_MONOTONIC timespec at deadline, for pthread_cond_timedwait on a
+ * condition variable made with dlock__cond_init(). */
+void dlock__deadline_timespec(int64_t deadline, struct timespec *ts);
+
+#endif

@@ -1,0 +1,26 @@
+/* Internal: parsing of redis://[[user]:password@]host[:port][/db]. */
+#ifndef DLOCK_CORE_URI_H
+#define DLOCK_CORE_URI_H
+
+#include <stddef.h>
+
+typedef struct dlock__uri {
+	char *user;     /* NULL when absent (the default user) */
+	char *password; /* NULL when absent; "" is a real, empty password */
+	char *host;     /* never NULL after a successful parse; IPv6 without brackets */
+	int port;       /* 1..65535, default 6379 */
+	int db;         /* >= 0, default 0 */
+} dlock__uri;
+
+/*
+ * Parse `text` into *out (all strings allocated with dlock__malloc).
+ * Returns 0, DLOCK_EINVAL with a one-line reason in err (what is wrong and
+ * where, never the password), or DLOCK_ENOMEM. On failure *out holds nothing
+ * to free.
+ */
+int dlock__uri_parse(dlock__uri *out, const char *text, char *err, size_t errlen);
+
+/* Free the strings of *uri and zero it. Accepts a zeroed struct. */
+void dlock__uri_clear(dlock__uri *uri);
+
+#endif

@@ -1,0 +1,481 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/client.h"
+#include "core/time.h"
+#include "single/holds.h"
+#include "single/scripts.h"
+
+/* Holds renewed per EVAL (Redisson's lockWatchdogBatchSize). */
+#define RENEW_BATCH 100
+
+typedef struct hold {
+	char *name;
+	size_t name_len;
+	char *owner;
+	uint64_t epoch;        /* distinguishes a hold from a later one of the same key */
+	int64_t count;
+	int64_t lease_ms;      /* kept on the key after a partial release */
+	int watchdog;
+	int lost;
+	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
+	dlock_lock *handle;
+	struct hold *next;
+} hold;
+
+struct dlock__holds {
+	dlock_client *client;
+	pthread_mutex_t mu;     /* the table */
+	pthread_mutex_t cb_mu;  /* held while a lost callback runs, so detach can wait for it */
+	hold **buckets;
+	size_t nbuckets;
+	size_t count;
+	size_t watched;         /* holds with watchdog and not lost */
+	uint64_t next_epoch;
+	dlock__conn *conn;      /* the watchdog's own connection (reactor thread only) */
+};
+
+/* One renewal in flight: copies, so the table may change meanwhile. */
+typedef struct renewal {
+	char *name;
+	size_t name_len;
+	char *owner;
+	uint64_t epoch;
+} renewal;
+
+static size_t hash_key(const char *name, size_t name_len, const char *owner)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < name_len; i++)
+		h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
+	h = (h ^ 0xff) * 1099511628211ULL;
+	for (; *owner; owner++)
+		h = (h ^ (unsigned char)*owner) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+static hold **find_link(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+{
+	hold **link = &h->buckets[hash_key(name, name_len, owner) & (h->nbuckets - 1)];
+
+	for (; *link != NULL; link = &(*link)->next)
+		if ((*link)->name_len == name_len && memcmp((*link)->name, name, name_len) == 0 &&
+		    strcmp((*link)->owner, owner) == 0)
+			return link;
+	return link;
+}
+
+static hold *find(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+{
+	return *find_link(h, name, name_len, owner);
+}
+
+static void free_hold(hold *x)
+{
+	dlock__free(x->name);
+	dlock__free(x->owner);
+	dlock__free(x);
+}
+
+static void unlink_hold(dlock__holds *h, hold **link)
+{
+	hold *x = *link;
+
+	*link = x->next;
+	h->count--;
+	if (x->watchdog && !x->lost)
+		h->watched--;
+	free_hold(x);
+}
+
+static void grow(dlock__holds *h)
+{
+	size_t n = h->nbuckets * 2, i;
+	hold **b = dlock__calloc(n, sizeof(*b));
+
+	if (b == NULL)
+		return; /* longer chains, still correct */
+	for (i = 0; i < h->nbuckets; i++) {
+		hold *x = h->buckets[i], *next;
+
+		for (; x != NULL; x = next) {
+			size_t k = hash_key(x->name, x->name_len, x->owner) & (n - 1);
+
+			next = x->next;
+			x->next = b[k];
+			b[k] = x;
+		}
+	}
+	dlock__free(h->buckets);
+	h->buckets = b;
+	h->nbuckets = n;
+}
+
+static void holds_free(void *arg)
+{
+	dlock__holds *h = arg;
+	size_t i;
+
+	for (i = 0; i < h->nbuckets; i++)
+		while (h->buckets[i] != NULL)
+			unlink_hold(h, &h->buckets[i]);
+	dlock__free(h->buckets);
+	dlock__conn_close(h->conn);
+	pthread_mutex_destroy(&h->mu);
+	pthread_mutex_destroy(&h->cb_mu);
+	dlock__free(h);
+}
+
+static int64_t watchdog_run(void *arg, int64_t now);
+
+dlock__holds *dlock__holds_of(dlock_client *c)
+{
+	dlock__holds *h;
+
+	dlock__mutex_lock(&c->ext_mu);
+	h = c->ext;
+	if (h == NULL) {
+		h = dlock__calloc(1, sizeof(*h));
+		if (h != NULL) {
+			h->nbuckets = 16;
+			h->buckets = dlock__calloc(h->nbuckets, sizeof(*h->buckets));
+			if (h->buckets == NULL) {
+				dlock__free(h);
+				h = NULL;
+			}
+		}
+		if (h != NULL) {
+			if (pthread_mutex_init(&h->mu, NULL) != 0 ||
+			    pthread_mutex_init(&h->cb_mu, NULL) != 0)
+				abort();
+			h->client = c;
+			c->ext = h;
+			c->ext_free = holds_free;
+			dlock__reactor_set_job(c->reactor, watchdog_run, h);
+		}
+	}
+	dlock__mutex_unlock(&c->ext_mu);
+	return h;
+}
+
+int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+{
+	hold *x;
+	int64_t n;
+
+	dlock__mutex_lock(&h->mu);
+	x = find(h, name, name_len, owner);
+	/* A lost hold is gone from the server: nothing to adopt. */
+	n = x == NULL ? -1 : x->lost ? 0 : x->count;
+	dlock__mutex_unlock(&h->mu);
+	return n;
+}
+
+int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name, size_t name_len,
+		const char *owner, int64_t count, int64_t lease_ms, int64_t sent_at)
+{
+	hold **link, *x;
+	int schedule = 0;
+
+	dlock__mutex_lock(&h->mu);
+	link = find_link(h, name, name_len, owner);
+	x = *link;
+	if (x == NULL) {
+		x = dlock__calloc(1, sizeof(*x));
+		if (x == NULL || (x->name = dlock__strndup(name, name_len)) == NULL ||
+		    (x->owner = dlock__strdup(owner)) == NULL) {
+			if (x != NULL)
+				free_hold(x);
+			dlock__mutex_unlock(&h->mu);
+			return DLOCK_ENOMEM;
+		}
+		x->name_len = name_len;
+		x->epoch = ++h->next_epoch;
+		*link = x;
+		if (++h->count > h->nbuckets)
+			grow(h);
+	} else if (x->lost) {
+		/* A fresh hold after a lost one: the old record ends here. */
+		x->lost = 0;
+		x->watchdog = 0;
+		x->epoch = ++h->next_epoch;
+	}
+	x->count = count;
+	x->handle = handle;
+	x->lease_ms = lease_ms < 0 ? h->client->opts.watchdog_timeout_ms : lease_ms;
+	x->confirmed_at = sent_at;
+	if (lease_ms < 0 && !x->watchdog) {
+		x->watchdog = 1;
+		schedule = h->watched++ == 0;
+	}
+	dlock__mutex_unlock(&h->mu);
+	if (schedule)
+		dlock__reactor_schedule(h->client->reactor,
+				dlock__now_ms() + h->client->opts.watchdog_timeout_ms / 3);
+	return 0;
+}
+
+int64_t dlock__holds_lease(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+{
+	hold *x;
+	int64_t lease;
+
+	dlock__mutex_lock(&h->mu);
+	x = find(h, name, name_len, owner);
+	lease = x != NULL ? x->lease_ms : h->client->opts.watchdog_timeout_ms;
+	dlock__mutex_unlock(&h->mu);
+	return lease;
+}
+
+int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner, int64_t left)
+{
+	hold **link;
+	int was_lost = 0;
+
+	dlock__mutex_lock(&h->mu);
+	link = find_link(h, name, name_len, owner);
+	if (*link != NULL) {
+		was_lost = (*link)->lost;
+		if (left > 0)
+			(*link)->count = left;
+		else
+			unlink_hold(h, link);
+	}
+	dlock__mutex_unlock(&h->mu);
+	return was_lost;
+}
+
+int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+{
+	hold *x;
+	int rc;
+
+	dlock__mutex_lock(&h->mu);
+	x = find(h, name, name_len, owner);
+	rc = x == NULL ? DLOCK_ENOTOWNER : x->lost ? DLOCK_ELOST : 0;
+	dlock__mutex_unlock(&h->mu);
+	return rc;
+}
+
+/* Mark a hold lost (h->mu held) and remember it for its callback. */
+static void mark_lost(dlock__holds *h, hold *x, renewal *cb, size_t *ncb)
+{
+	if (x->lost)
+		return;
+	x->lost = 1;
+	if (x->watchdog)
+		h->watched--;
+	if (x->handle != NULL && cb != NULL && (cb[*ncb].owner = dlock__strdup(x->owner)) != NULL)
+		cb[(*ncb)++].name = (char *)x->handle; /* the handle travels in the name slot */
+}
+
+static void run_callbacks(dlock__holds *h, renewal *cb, size_t ncb)
+{
+	size_t i;
+
+	dlock__mutex_lock(&h->cb_mu);
+	for (i = 0; i < ncb; i++) {
+		dlock_lock *handle = (dlock_lock *)cb[i].name;
+		dlock_lost_cb fn = NULL;
+		void *ud = NULL;
+		int attached;
+		size_t k;
+
+		/* The handle may have been detached since: only call live ones. */
+		dlock__mutex_lock(&h->mu);
+		attached = 0;
+		for (k = 0; k < h->nbuckets && !attached; k++) {
+			hold *x;
+
+			for (x = h->buckets[k]; x != NULL; x = x->next)
+				if (x->handle == handle) {
+					attached = 1;
+					break;
+				}
+		}
+		dlock__mutex_unlock(&h->mu);
+		if (attached) {
+			dlock__lock_lost_cb(handle, &fn, &ud);
+			if (fn != NULL)
+				fn(handle, cb[i].owner, ud);
+		}
+		dlock__free(cb[i].owner);
+	}
+	dlock__mutex_unlock(&h->cb_mu);
+}
+
+void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_len)
+{
+	renewal *cb = NULL;
+	size_t ncb = 0, i, n;
+	hold *x;
+
+	dlock__mutex_lock(&h->mu);
+	cb = dlock__calloc(h->count ? h->count : 1, sizeof(*cb));
+	n = h->nbuckets;
+	for (i = 0; i < n; i++)
+		for (x = h->buckets[i]; x != NULL; x = x->next)
+			if (x->name_len == name_len && memcmp(x->name, name, name_len) == 0)
+				mark_lost(h, x, cb, &ncb);
+	dlock__mutex_unlock(&h->mu);
+	if (cb != NULL)
+		run_callbacks(h, cb, ncb);
+	dlock__free(cb);
+}
+
+void dlock__holds_detach(dlock__holds *h, dlock_lock *handle)
+{
+	size_t i;
+
+	dlock__mutex_lock(&h->cb_mu);
+	dlock__mutex_lock(&h->mu);
+	for (i = 0; i < h->nbuckets; i++) {
+		hold **link = &h->buckets[i];
+
+		while (*link != NULL) {
+			if ((*link)->handle == handle)
+				unlink_hold(h, link);
+			else
+				link = &(*link)->next;
+		}
+	}
+	dlock__mutex_unlock(&h->mu);
+	dlock__mutex_unlock(&h->cb_mu);
+}
+
+/* Collect up to `max` watched holds, and mark lost those whose TTL must have
+ * run out without a renewal reaching the server. */
+static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
+		renewal *cb, size_t *ncb)
+{
+	size_t i, n = 0;
+	int64_t ttl = h->client->opts.watchdog_timeout_ms;
+	hold *x;
+
+	dlock__mutex_lock(&h->mu);
+	for (i = 0; i < h->nbuckets; i++) {
+		for (x = h->buckets[i]; x != NULL; x = x->next) {
+			if (!x->watchdog || x->lost)
+				continue;
+			if (now - x->confirmed_at >= ttl) {
+				mark_lost(h, x, cb, ncb);
+				continue;
+			}
+			if (n == max)
+				continue;
+			out[n].name = dlock__strndup(x->name, x->name_len);
+			out[n].owner = dlock__strdup(x->owner);
+			if (out[n].name == NULL || out[n].owner == NULL) {
+				dlock__free(out[n].name);
+				dlock__free(out[n].owner);
+				continue; /* try again next turn */
+			}
+			out[n].name_len = x->name_len;
+			out[n].epoch = x->epoch;
+			n++;
+		}
+	}
+	dlock__mutex_unlock(&h->mu);
+	return n;
+}
+
+/* Renew one batch; 0 when the server answered for every hold. */
+static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
+		renewal *cb, size_t *ncb)
+{
+	dlock_client *c = h->client;
+	const char *keys[RENEW_BATCH], *args[RENEW_BATCH + 1];
+	size_t key_lens[RENEW_BATCH], arg_lens[RENEW_BATCH + 1], i;
+	char ttl[24];
+	redisReply *r = NULL;
+	int64_t sent_at;
+	int rc;
+
+	if (h->conn == NULL &&
+	    dlock__conn_open(&h->conn, &c->node, dlock__deadline_in(c->opts.connect_timeout_ms)) < 0)
+		return -1;
+	args[0] = ttl;
+	arg_lens[0] = (size_t)snprintf(ttl, sizeof(ttl), "%d", c->opts.watchdog_timeout_ms);
+	for (i = 0; i < n; i++) {
+		keys[i] = batch[offset + i].name;
+		key_lens[i] = batch[offset + i].name_len;
+		args[i + 1] = batch[offset + i].owner;
+		arg_lens[i + 1] = strlen(batch[offset + i].owner);
+	}
+	sent_at = dlock__now_ms();
+	rc = dlock__script_run(h->conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1,
+			args, arg_lens, &r, dlock__deadline_in(c->opts.command_timeout_ms));
+	if (rc < 0 || h->conn->broken) {
+		dlock__conn_close(h->conn);
+		h->conn = NULL;
+	}
+	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != n))
+		rc = -1; /* an error reply (OOM, READONLY ...): try again later */
+	if (rc == 0) {
+		dlock__mutex_lock(&h->mu);
+		for (i = 0; i < n; i++) {
+			renewal *w = &batch[offset + i];
+			hold *x = find(h, w->name, w->name_len, w->owner);
+
+			if (x == NULL || x->epoch != w->epoch || x->lost)
+				continue;
+			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
+				x->confirmed_at = sent_at;
+			else
+				mark_lost(h, x, cb, ncb);
+		}
+		dlock__mutex_unlock(&h->mu);
+	}
+	freeReplyObject(r);
+	return rc == 0 ? 0 : -1;
+}
+
+/* The reactor's job: renew every watched hold, every third of the timeout. */
+static int64_t watchdog_run(void *arg, int64_t now)
+{
+	dlock__holds *h = arg;
+	int64_t period = h->client->opts.watchdog_timeout_ms / 3;
+	size_t max, n, i, ncb = 0;
+	renewal *batch, *cb;
+	int failed = 0;
+
+	dlock__mutex_lock(&h->mu);
+	max = h->count;
+	dlock__mutex_unlock(&h->mu);
+	if (max == 0)
+		return DLOCK__NEVER;
+	batch = dlock__calloc(max, sizeof(*batch));
+	cb = dlock__calloc(max, sizeof(*cb));
+	if (batch == NULL || cb == NULL) {
+		dlock__free(batch);
+		dlock__free(cb);
+		return now + period / 4 + 1;
+	}
+	n = collect(h, now, batch, max, cb, &ncb);
+	for (i = 0; i < n; i += RENEW_BATCH) {
+		size_t k = n - i < RENEW_BATCH ? n - i : RENEW_BATCH;
+
+		if (renew_batch(h, batch, k, i, cb, &ncb) < 0)
+			failed = 1;
+	}
+	for (i = 0; i < n; i++) {
+		dlock__free(batch[i].name);
+		dlock__free(batch[i].owner);
+	}
+	dlock__free(batch);
+	run_callbacks(h, cb, ncb);
+	dlock__free(cb);
+
+	dlock__mutex_lock(&h->mu);
+	n = h->watched;
+	dlock__mutex_unlock(&h->mu);
+	if (n == 0)
+		return DLOCK__NEVER;
+	/* After a failure, try again sooner: the TTL keeps running. */
+	return now + (failed ? period / 4 + 1 : period);
+}

@@ -1,0 +1,60 @@
+/*
+ * Internal: what one client knows of the holds taken through it, per lock
+ * name and owner, and the watchdog that renews them.
+ *
+ * The count is the last one the server reported, so a retried acquire can
+ * tell whether its lost first attempt applied (see scripts.c). Holds taken
+ * without a lease are renewed by the client's background thread every third
+ * of the watchdog timeout, many per EVAL. A renewal that finds the hold gone,
+ * or that cannot reach the server until the TTL must have run out, marks it
+ * LOST: renewal stops and the handle's callback runs.
+ */
+#ifndef DLOCK_SINGLE_HOLDS_H
+#define DLOCK_SINGLE_HOLDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlock/lock.h"
+
+typedef struct dlock__holds dlock__holds;
+
+/* The registry of a client, made on first use. NULL when out of memory. */
+dlock__holds *dlock__holds_of(dlock_client *client);
+
+/* The hold count the client believes `owner` has: -1 when it has no record. */
+int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+
+/*
+ * Record a successful acquire: the server now shows `count` holds. lease_ms
+ * < 0 means watchdog. sent_at is when the acquire was sent (the TTL runs from
+ * no earlier than that). `handle` receives the lost callback.
+ * Returns 0 or DLOCK_ENOMEM (then nothing is renewed: the caller releases).
+ */
+int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name, size_t name_len,
+		const char *owner, int64_t count, int64_t lease_ms, int64_t sent_at);
+
+/* The lease to keep on the key after a partial release (Redisson's internalLockLeaseTime). */
+int64_t dlock__holds_lease(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+
+/*
+ * Record a release: `left` holds remain (0 forgets the hold), or left < 0
+ * for "the server says owner holds nothing". Returns 1 when the hold had
+ * been found lost before, else 0.
+ */
+int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner, int64_t left);
+
+/* Force unlock: every local hold of the name is lost (callbacks run). */
+void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_len);
+
+/* 0 held, DLOCK_ELOST lost, DLOCK_ENOTOWNER no record. */
+int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+
+/* The handle is going away: its holds stop being renewed; waits for a running callback. */
+void dlock__holds_detach(dlock__holds *h, dlock_lock *handle);
+
+/* The handle's callback, read by the watchdog under the callback lock. */
+void dlock__lock_lost_cb(dlock_lock *handle, dlock_lost_cb *cb, void **userdata);
+
+#endif

@@ -1,0 +1,35 @@
+/* Internal: the RLock handle, shared with the layers above. */
+#ifndef DLOCK_SINGLE_LOCK_INTERNAL_H
+#define DLOCK_SINGLE_LOCK_INTERNAL_H
+
+#include <pthread.h>
+
+#include "dlock/lock.h"
+#include "core/client.h"
+#include "single/holds.h"
+
+/* Longest lock name accepted: longer ones are almost surely a bug. */
+#define DLOCK__NAME_MAX 65536
+/* Longest explicit owner accepted. */
+#define DLOCK__OWNER_MAX 1024
+
+struct dlock_lock {
+	dlock_client *client;
+	dlock__holds *holds;
+	char *name;
+	size_t name_len;
+	char *channel;       /* redisson_lock__channel:{name} */
+	size_t channel_len;
+	char *latch_prefix;  /* redisson_unlock_latch:{name}: */
+	size_t latch_prefix_len;
+	char shown[80];      /* the name as messages show it: printable, truncated */
+	dlock__errbuf err;
+	pthread_mutex_t cb_mu;
+	dlock_lost_cb lost_cb;
+	void *lost_ud;
+};
+
+/* Redisson's prefixName(): "prefix:{name}", or "prefix:name" when the name has a '{'. */
+char *dlock__prefix_name(const char *prefix, const char *name, size_t name_len, size_t *out_len);
+
+#endif

@@ -1,0 +1,33 @@
+/* Internal: the Lua scripts of the single-server lock (Redisson's data layout). */
+#ifndef DLOCK_SINGLE_SCRIPTS_H
+#define DLOCK_SINGLE_SCRIPTS_H
+
+#include "core/script.h"
+
+/*
+ * Acquire. KEYS: name. ARGV: lease ms, owner, hold count the caller
+ * believes the owner has (-1 = unknown).
+ * Reply: {count} acquired (count = holds after this acquire), or an
+ * integer PTTL when another owner holds the lock (-1: it has no expiry).
+ */
+extern dlock__script dlock__script_acquire;
+
+/*
+ * Release one hold. KEYS: name, channel, latch. ARGV: message ("0"),
+ * lease ms for a hold that remains, owner, latch ttl ms.
+ * Reply: nil not held by owner; otherwise the holds left (0 = released:
+ * key deleted, "0" published). A repeat with the same latch returns the
+ * first answer.
+ */
+extern dlock__script dlock__script_release;
+
+/* Force unlock. KEYS: name, channel. ARGV: message. Reply: 1 deleted, 0 none. */
+extern dlock__script dlock__script_force_release;
+
+/*
+ * Watchdog renewal of many holds on one server. KEYS: names. ARGV: ttl ms,
+ * then one owner per key. Reply: array of 1 (renewed) / 0 (hold gone).
+ */
+extern dlock__script dlock__script_renew;
+
+#endif
