@@ -22,6 +22,8 @@ typedef struct hold {
 	int lost;
 	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
 	dlock_lock *handle;
+	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
+	void *observer_arg;
 	struct hold *next;
 } hold;
 
@@ -36,6 +38,14 @@ struct dlock__holds {
 	uint64_t next_epoch;
 	dlock__conn *conn;      /* the watchdog's own connection (reactor thread only) */
 };
+
+/* A loss to report once the table is unlocked. */
+typedef struct lost_event {
+	dlock_lock *handle;
+	char *owner;
+	dlock__lost_observer observer;
+	void *observer_arg;
+} lost_event;
 
 /* One renewal in flight: copies, so the table may change meanwhile. */
 typedef struct renewal {
@@ -202,6 +212,8 @@ int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name,
 		/* A fresh hold after a lost one: the old record ends here. */
 		x->lost = 0;
 		x->watchdog = 0;
+		x->observer = NULL;
+		x->observer_arg = NULL;
 		x->epoch = ++h->next_epoch;
 	}
 	x->count = count;
@@ -262,56 +274,66 @@ int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const
 	return rc;
 }
 
-/* Mark a hold lost (h->mu held) and remember it for its callback. */
-static void mark_lost(dlock__holds *h, hold *x, renewal *cb, size_t *ncb)
+/* Mark a hold lost (h->mu held) and remember it for its callbacks. */
+static void mark_lost(dlock__holds *h, hold *x, lost_event *ev, size_t *nev)
 {
 	if (x->lost)
 		return;
 	x->lost = 1;
 	if (x->watchdog)
 		h->watched--;
-	if (x->handle != NULL && cb != NULL && (cb[*ncb].owner = dlock__strdup(x->owner)) != NULL)
-		cb[(*ncb)++].name = (char *)x->handle; /* the handle travels in the name slot */
+	if (ev == NULL || (x->handle == NULL && x->observer == NULL))
+		return;
+	ev[*nev].owner = dlock__strdup(x->owner);
+	if (ev[*nev].owner == NULL)
+		return; /* the state still says lost; only the callback is missed */
+	ev[*nev].handle = x->handle;
+	ev[*nev].observer = x->observer;
+	ev[*nev].observer_arg = x->observer_arg;
+	(*nev)++;
 }
 
-static void run_callbacks(dlock__holds *h, renewal *cb, size_t ncb)
+static int handle_attached(dlock__holds *h, dlock_lock *handle)
+{
+	size_t k;
+	hold *x;
+
+	for (k = 0; k < h->nbuckets; k++)
+		for (x = h->buckets[k]; x != NULL; x = x->next)
+			if (x->handle == handle)
+				return 1;
+	return 0;
+}
+
+static void run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 {
 	size_t i;
 
 	dlock__mutex_lock(&h->cb_mu);
-	for (i = 0; i < ncb; i++) {
-		dlock_lock *handle = (dlock_lock *)cb[i].name;
+	for (i = 0; i < nev; i++) {
 		dlock_lost_cb fn = NULL;
 		void *ud = NULL;
 		int attached;
-		size_t k;
 
 		/* The handle may have been detached since: only call live ones. */
 		dlock__mutex_lock(&h->mu);
-		attached = 0;
-		for (k = 0; k < h->nbuckets && !attached; k++) {
-			hold *x;
-
-			for (x = h->buckets[k]; x != NULL; x = x->next)
-				if (x->handle == handle) {
-					attached = 1;
-					break;
-				}
-		}
+		attached = ev[i].handle != NULL && handle_attached(h, ev[i].handle);
 		dlock__mutex_unlock(&h->mu);
 		if (attached) {
-			dlock__lock_lost_cb(handle, &fn, &ud);
+			dlock__lock_lost_cb(ev[i].handle, &fn, &ud);
 			if (fn != NULL)
-				fn(handle, cb[i].owner, ud);
+				fn(ev[i].handle, ev[i].owner, ud);
 		}
-		dlock__free(cb[i].owner);
+		if (ev[i].observer != NULL)
+			ev[i].observer(ev[i].observer_arg, ev[i].owner);
+		dlock__free(ev[i].owner);
 	}
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
 void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_len)
 {
-	renewal *cb = NULL;
+	lost_event *cb = NULL;
 	size_t ncb = 0, i, n;
 	hold *x;
 
@@ -348,10 +370,40 @@ void dlock__holds_detach(dlock__holds *h, dlock_lock *handle)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
+int dlock__holds_observe(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+		dlock__lost_observer observer, void *arg)
+{
+	hold *x;
+
+	dlock__mutex_lock(&h->mu);
+	x = find(h, name, name_len, owner);
+	if (x != NULL && !x->lost) {
+		x->observer = observer;
+		x->observer_arg = arg;
+	}
+	dlock__mutex_unlock(&h->mu);
+	return x != NULL;
+}
+
+void dlock__holds_unobserve(dlock__holds *h, void *arg)
+{
+	size_t i;
+	hold *x;
+
+	dlock__mutex_lock(&h->cb_mu);
+	dlock__mutex_lock(&h->mu);
+	for (i = 0; i < h->nbuckets; i++)
+		for (x = h->buckets[i]; x != NULL; x = x->next)
+			if (x->observer_arg == arg)
+				x->observer = NULL, x->observer_arg = NULL;
+	dlock__mutex_unlock(&h->mu);
+	dlock__mutex_unlock(&h->cb_mu);
+}
+
 /* Collect up to `max` watched holds, and mark lost those whose TTL must have
  * run out without a renewal reaching the server. */
 static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
-		renewal *cb, size_t *ncb)
+		lost_event *cb, size_t *ncb)
 {
 	size_t i, n = 0;
 	int64_t ttl = h->client->opts.watchdog_timeout_ms;
@@ -386,7 +438,7 @@ static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
 
 /* Renew one batch; 0 when the server answered for every hold. */
 static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
-		renewal *cb, size_t *ncb)
+		lost_event *cb, size_t *ncb)
 {
 	dlock_client *c = h->client;
 	const char *keys[RENEW_BATCH], *args[RENEW_BATCH + 1];
@@ -441,7 +493,8 @@ static int64_t watchdog_run(void *arg, int64_t now)
 	dlock__holds *h = arg;
 	int64_t period = h->client->opts.watchdog_timeout_ms / 3;
 	size_t max, n, i, ncb = 0;
-	renewal *batch, *cb;
+	renewal *batch;
+	lost_event *cb;
 	int failed = 0;
 
 	dlock__mutex_lock(&h->mu);

@@ -54,6 +54,17 @@ int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const
 /* The handle is going away: its holds stop being renewed; waits for a running callback. */
 void dlock__holds_detach(dlock__holds *h, dlock_lock *handle);
 
+/*
+ * A MultiLock or RedLock that counts on a member hold registers itself to
+ * hear of its loss (on the client's background thread). Returns 1 when the
+ * hold exists. unobserve removes every registration of `arg` and waits for a
+ * running notification to finish.
+ */
+typedef void (*dlock__lost_observer)(void *arg, const char *owner);
+int dlock__holds_observe(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+		dlock__lost_observer observer, void *arg);
+void dlock__holds_unobserve(dlock__holds *h, void *arg);
+
 /* The handle's callback, read by the watchdog under the callback lock. */
 void dlock__lock_lost_cb(dlock_lock *handle, dlock_lost_cb *cb, void **userdata);
 

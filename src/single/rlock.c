@@ -11,6 +11,7 @@
 #include "core/ids.h"
 #include "core/time.h"
 #include "single/lock_internal.h"
+#include "single/acquire.h"
 #include "single/scripts.h"
 
 char *dlock__prefix_name(const char *prefix, const char *name, size_t name_len, size_t *out_len)
@@ -148,61 +149,77 @@ static int resolve_owner(dlock_lock *l, const char *owner, char *buf, size_t siz
 	return 0;
 }
 
+int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t lease_ms, dlock__acquire *a)
+{
+	int64_t lease = lease_ms < 0 ? l->client->opts.watchdog_timeout_ms : lease_ms;
+	int rc = resolve_owner(l, owner, a->owner_buf, sizeof(a->owner_buf), &a->owner);
+
+	if (rc < 0)
+		return rc;
+	a->lease_ms = lease_ms;
+	a->believed = dlock__holds_count(l->holds, l->name, l->name_len, a->owner);
+	/* A thread's own owner can only be held through this client: no record
+	 * means no holds. An explicit owner may be shared with other processes. */
+	if (a->believed < 0 && owner == NULL)
+		a->believed = 0;
+	a->argv[0] = l->name;
+	a->lens[0] = l->name_len;
+	a->argv[1] = a->lease_s;
+	a->lens[1] = (size_t)snprintf(a->lease_s, sizeof(a->lease_s), "%" PRId64, lease);
+	a->argv[2] = a->owner;
+	a->lens[2] = strlen(a->owner);
+	a->argv[3] = a->believed_s;
+	a->lens[3] = (size_t)snprintf(a->believed_s, sizeof(a->believed_s), "%" PRId64, a->believed);
+	return 0;
+}
+
+int64_t dlock__acquire_count(const redisReply *r)
+{
+	return r->element[0]->integer;
+}
+
+int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
+		int64_t sent_at, int64_t *ttl)
+{
+	dlock_client *c = l->client;
+	int rc = dlock__reply_check(&c->node, r, "acquire");
+
+	if (rc < 0)
+		return rc;
+	if (r->type == REDIS_REPLY_INTEGER) {
+		*ttl = r->integer;
+		return dlock__seterr_node(DLOCK_ENOTACQUIRED, c->node.label,
+				"lock %s is held by another owner (ttl %lld ms)", l->shown, r->integer);
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER)
+		return dlock__seterr_node(DLOCK_EPROTO, c->node.label,
+				"acquire %s: unexpected reply type %d", l->shown, r->type);
+	rc = dlock__holds_acquired(l->holds, l, l->name, l->name_len, a->owner,
+			dlock__acquire_count(r), a->lease_ms, sent_at);
+	if (rc < 0) {
+		/* Nobody would renew or track it: give the hold back. */
+		dlock_lock_unlock_as(l, a->owner);
+		rc = dlock__seterr_node(DLOCK_ENOMEM, c->node.label,
+				"lock %s: out of memory recording the hold", l->shown);
+	}
+	return rc;
+}
+
 /*
  * One acquire attempt. Returns 0 acquired, DLOCK_ENOTACQUIRED with *ttl
  * (the holder's PTTL) when someone else holds it, or an error.
  */
-static int attempt(dlock_lock *l, const char *owner, int explicit_owner, int64_t lease_ms,
-		int64_t *ttl)
+static int attempt(dlock_lock *l, dlock__acquire *a, int64_t *ttl)
 {
-	dlock_client *c = l->client;
-	int64_t believed = dlock__holds_count(l->holds, l->name, l->name_len, owner);
-	int64_t lease = lease_ms < 0 ? c->opts.watchdog_timeout_ms : lease_ms, sent_at;
-	char lease_s[24], believed_s[24];
-	const char *argv[4];
-	size_t lens[4];
 	redisReply *r = NULL;
+	int64_t sent_at = dlock__now_ms();
 	int rc;
 
-	/* A thread's own owner can only be held through this client: no record
-	 * means no holds. An explicit owner may be shared with other processes. */
-	if (believed < 0 && !explicit_owner)
-		believed = 0;
-	argv[0] = l->name;
-	lens[0] = l->name_len;
-	argv[1] = lease_s;
-	lens[1] = (size_t)snprintf(lease_s, sizeof(lease_s), "%" PRId64, lease);
-	argv[2] = owner;
-	lens[2] = strlen(owner);
-	argv[3] = believed_s;
-	lens[3] = (size_t)snprintf(believed_s, sizeof(believed_s), "%" PRId64, believed);
-
-	sent_at = dlock__now_ms();
 	/* Safe to repeat after a dropped connection: see the acquire script. */
-	rc = dlock__client_run(c, &dlock__script_acquire, 1, 4, argv, lens, 1, &r);
+	rc = dlock__client_run(l->client, &dlock__script_acquire, 1, 4, a->argv, a->lens, 1, &r);
 	if (rc == 0)
-		rc = dlock__reply_check(&c->node, r, "acquire");
-	if (rc < 0)
-		goto done;
-	if (r->type == REDIS_REPLY_INTEGER) {
-		*ttl = r->integer;
-		rc = dlock__seterr_node(DLOCK_ENOTACQUIRED, c->node.label,
-				"lock %s is held by another owner (ttl %lld ms)", l->shown, r->integer);
-	} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-		   r->element[0]->type == REDIS_REPLY_INTEGER) {
-		rc = dlock__holds_acquired(l->holds, l, l->name, l->name_len, owner,
-				r->element[0]->integer, lease_ms, sent_at);
-		if (rc < 0) {
-			/* Nobody would renew or track it: give the hold back. */
-			dlock_lock_unlock_as(l, owner);
-			rc = dlock__seterr_node(DLOCK_ENOMEM, c->node.label,
-					"lock %s: out of memory recording the hold", l->shown);
-		}
-	} else {
-		rc = dlock__seterr_node(DLOCK_EPROTO, c->node.label,
-				"acquire %s: unexpected reply type %d", l->shown, r->type);
-	}
-done:
+		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
 	freeReplyObject(r);
 	return rc;
 }
@@ -224,10 +241,9 @@ static int check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
  * subscription becomes active, or the holder's TTL runs out - whichever
  * comes first. A lost message costs at most the holder's TTL.
  */
-static int acquire(dlock_lock *l, const char *owner_in, int64_t wait_ms, int64_t lease_ms)
+static int acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
-	char buf[64];
-	const char *owner;
+	dlock__acquire a;
 	int64_t deadline, ttl = -1;
 	dlock__sub *sub;
 	uint64_t seen = 0;
@@ -235,10 +251,10 @@ static int acquire(dlock_lock *l, const char *owner_in, int64_t wait_ms, int64_t
 
 	if ((rc = check_times(l, wait_ms, lease_ms)) < 0)
 		return rc;
-	if ((rc = resolve_owner(l, owner_in, buf, sizeof(buf), &owner)) < 0)
+	if ((rc = dlock__acquire_prepare(l, owner, lease_ms, &a)) < 0)
 		return rc;
 	deadline = dlock__deadline_in(wait_ms);
-	rc = attempt(l, owner, owner_in != NULL, lease_ms, &ttl);
+	rc = attempt(l, &a, &ttl);
 	if (rc != DLOCK_ENOTACQUIRED || wait_ms == 0)
 		return rc;
 
@@ -253,7 +269,10 @@ static int acquire(dlock_lock *l, const char *owner_in, int64_t wait_ms, int64_t
 		if (ttl >= 0 && now + ttl < wake)
 			wake = now + ttl;
 		dlock__sub_wait(l->client->reactor, sub, &seen, wake);
-		rc = attempt(l, owner, owner_in != NULL, lease_ms, &ttl);
+		/* The count may have changed meanwhile (another thread, same owner). */
+		if ((rc = dlock__acquire_prepare(l, owner, lease_ms, &a)) < 0)
+			break;
+		rc = attempt(l, &a, &ttl);
 		if (rc != DLOCK_ENOTACQUIRED)
 			break;
 	}

@@ -72,3 +72,17 @@ dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 	"  end; "
 	"end; "
 	"return r;");
+
+dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
+	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+	"if c == false or tonumber(c) ~= tonumber(ARGV[3]) then "
+	"  return -1; "
+	"end; "
+	"if tonumber(c) > 1 then "
+	"  redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+	"  redis.call('pexpire', KEYS[1], ARGV[4]); "
+	"  return tonumber(c) - 1; "
+	"end; "
+	"redis.call('del', KEYS[1]); "
+	"redis.call('publish', KEYS[2], ARGV[1]); "
+	"return 0;");

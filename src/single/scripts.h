@@ -30,4 +30,14 @@ extern dlock__script dlock__script_force_release;
  */
 extern dlock__script dlock__script_renew;
 
+/*
+ * Undo one acquire whose outcome is unknown or unwanted (a quorum attempt
+ * that failed, a reply that never came). KEYS: name, channel. ARGV: message
+ * ("0"), owner, the hold count that acquire would have produced, lease ms
+ * for a hold that remains. Releases one hold only if the count is exactly
+ * that, so an acquire that never ran takes nothing away.
+ * Reply: -1 nothing done, else holds left (0 = released and published).
+ */
+extern dlock__script dlock__script_rollback;
+
 #endif

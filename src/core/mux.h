@@ -1,0 +1,55 @@
+/*
+ * Internal: one script on many servers at once.
+ *
+ * Every operation is sent on its own server's connection before any reply
+ * is read, then one poll waits on all of them, so n servers cost about one
+ * round trip, and a dead or hung one costs at most its command timeout
+ * without delaying the others. The caller may stop waiting early (a quorum
+ * is decided); operations still in flight are then abandoned: their
+ * connections are closed, and the command may or may not have run.
+ */
+#ifndef DLOCK_CORE_MUX_H
+#define DLOCK_CORE_MUX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlock/client.h"
+#include "core/conn.h"
+#include "core/script.h"
+
+typedef struct dlock__mux_op {
+	/* in */
+	dlock_client *client;
+	dlock__script *script;
+	int nkeys;
+	int argc;            /* keys then args */
+	const char **argv;
+	const size_t *lens;
+	/* out */
+	int rc;              /* 0 with reply set, or DLOCK_E* (reply NULL) */
+	redisReply *reply;   /* owned by the op until dlock__mux_clear() */
+	int abandoned;       /* sent without a definite answer: it may have run */
+	int64_t sent_at;
+	/* private */
+	dlock__conn *conn;
+	const char **cmd;
+	size_t *cmd_lens;
+	int cmd_argc;
+	int pending;
+	int64_t deadline;
+} dlock__mux_op;
+
+/*
+ * Called after every reply; return 1 to stop waiting for the rest.
+ * NULL: wait for all (or their deadlines).
+ */
+typedef int (*dlock__mux_enough)(void *arg, const dlock__mux_op *ops, size_t n);
+
+/* Run every op; returns 0 (each op has its own rc), or DLOCK_ENOMEM. */
+int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);
+
+/* Free the replies and private buffers of the ops (not the ops). */
+void dlock__mux_clear(dlock__mux_op *ops, size_t n);
+
+#endif
