@@ -18,5 +18,7 @@
 #include "dlock/errors.h"
 #include "dlock/client.h"
 #include "dlock/lock.h"
+#include "dlock/multilock.h"
+#include "dlock/redlock.h"
 
 #endif

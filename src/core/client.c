@@ -182,6 +182,7 @@ int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 		}
 	}
 	c->n_open++;
+	c->conn_gen++;
 	dlock__mutex_unlock(&c->pool_mu);
 
 	rc = dlock__conn_open(out, &c->node, dlock__deadline_in(c->opts.connect_timeout_ms));
@@ -283,4 +284,31 @@ int dlock_client_uptime(dlock_client *c, int64_t *seconds)
 	}
 	freeReplyObject(r);
 	return dlock__errbuf_record(&c->err, rc);
+}
+
+int dlock__client_started_at(dlock_client *c, int64_t *started_ms)
+{
+	int64_t uptime = 0, before;
+	uint64_t gen;
+	int rc;
+
+	dlock__mutex_lock(&c->pool_mu);
+	gen = c->conn_gen;
+	if (c->started_gen == gen && gen != 0) {
+		*started_ms = c->started_at;
+		dlock__mutex_unlock(&c->pool_mu);
+		return 0;
+	}
+	dlock__mutex_unlock(&c->pool_mu);
+	before = dlock__now_ms();
+	rc = dlock_client_uptime(c, &uptime);
+	if (rc < 0)
+		return rc;
+	/* Rounded so the server looks as young as it may be. */
+	*started_ms = before - uptime * 1000;
+	dlock__mutex_lock(&c->pool_mu);
+	c->started_at = *started_ms;
+	c->started_gen = c->conn_gen;
+	dlock__mutex_unlock(&c->pool_mu);
+	return 0;
 }

@@ -22,6 +22,9 @@ struct dlock_client {
 	dlock__conn **idle;  /* pool_size slots */
 	int n_idle;
 	int n_open;          /* idle + lent out + being opened */
+	uint64_t conn_gen;   /* connections opened so far: a new one may meet a restarted server */
+	uint64_t started_gen;   /* conn_gen when started_at was read */
+	int64_t started_at;     /* monotonic ms the server started, as of started_gen */
 
 	/* State of the layer above (the single-server locks), made on first
 	 * use and freed with the client; core never looks inside. */
@@ -47,5 +50,12 @@ void dlock__client_conn_put(dlock_client *client, dlock__conn *c);
  */
 int dlock__client_run(dlock_client *client, dlock__script *s, int nkeys, int argc,
 		const char **argv, const size_t *lens, int retry, redisReply **out);
+
+/*
+ * When the server started, on this process's monotonic clock (from INFO's
+ * uptime, 1 s resolution). Cached until the client opens a new connection,
+ * which is when a restarted server could first be seen.
+ */
+int dlock__client_started_at(dlock_client *client, int64_t *started_ms);
 
 #endif

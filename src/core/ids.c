@@ -45,6 +45,11 @@ static uint64_t rng_next(void)
 	return result;
 }
 
+uint64_t dlock__random(void)
+{
+	return rng_next();
+}
+
 void dlock__uuid(char out[37])
 {
 	uuid_t u;

@@ -11,4 +11,7 @@ void dlock__uuid(char out[37]);
  * (Redisson's generateId(): 16 random bytes). */
 void dlock__request_id(char out[33]);
 
+/* A fast per-thread pseudo-random number (jitter, not secrets). */
+uint64_t dlock__random(void);
+
 #endif

@@ -27,10 +27,33 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply)
 	op->rc = rc;
 	op->reply = reply;
 	op->pending = 0;
+	if (rc < 0)
+		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
 	if (op->conn != NULL) {
 		dlock__client_conn_put(op->client, op->conn);
 		op->conn = NULL;
 	}
+}
+
+/*
+ * A pooled connection the server closed while idle (restart, CLIENT KILL)
+ * fails at once: send the op again, once, on a fresh one. Callers only
+ * multiplex scripts that are safe to repeat (see single/scripts.c).
+ */
+static int resend_fresh(dlock__mux_op *op)
+{
+	dlock_client *c = op->client;
+	char what[64];
+	int rc;
+
+	op->retried = 1;
+	dlock__client_conn_put(c, op->conn); /* broken: closed, not pooled */
+	op->conn = NULL;
+	rc = dlock__client_conn_get(c, &op->conn, dlock__deadline_in(c->opts.connect_timeout_ms));
+	if (rc < 0)
+		return rc;
+	snprintf(what, sizeof(what), "EVALSHA %s", op->script->name);
+	return dlock__conn_send(op->conn, op->cmd_argc, op->cmd, op->cmd_lens, what, op->deadline);
 }
 
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg)
@@ -62,19 +85,25 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		op->abandoned = 0;
 		op->conn = NULL;
 		op->pending = 0;
+		op->errmsg[0] = '\0';
 		if (build(op, nums[i]) < 0) {
-			op->rc = dlock__seterr_node(DLOCK_ENOMEM, c->node.label, "out of memory");
+			finish(op, dlock__seterr_node(DLOCK_ENOMEM, c->node.label, "out of memory"), NULL);
 			continue;
 		}
 		op->rc = dlock__client_conn_get(c, &op->conn,
 				dlock__deadline_in(c->opts.connect_timeout_ms));
-		if (op->rc < 0)
+		if (op->rc < 0) {
+			finish(op, op->rc, NULL);
 			continue;
+		}
 		op->sent_at = dlock__now_ms();
 		op->deadline = op->sent_at + c->opts.command_timeout_ms;
 		snprintf(what, sizeof(what), "EVALSHA %s", op->script->name);
+		op->retried = 0;
 		op->rc = dlock__conn_send(op->conn, op->cmd_argc, op->cmd, op->cmd_lens, what,
 				op->deadline);
+		if (op->rc == DLOCK_ECONN)
+			op->rc = resend_fresh(op);
 		if (op->rc < 0) {
 			finish(op, op->rc, NULL);
 			op->abandoned = 1; /* part of it may have reached the server */
@@ -119,6 +148,8 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 				r = dlock__conn_read(op->conn, &reply, what, 0);
 				if (r == DLOCK__AGAIN)
 					goto check_deadline;
+				if (r == DLOCK_ECONN && !op->retried && (r = resend_fresh(op)) == 0)
+					continue;
 				if (r == 0 && dlock__reply_is_error(reply, "NOSCRIPT")) {
 					/* The server lost its script cache: the same op as EVAL. */
 					freeReplyObject(reply);

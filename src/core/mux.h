@@ -31,12 +31,14 @@ typedef struct dlock__mux_op {
 	redisReply *reply;   /* owned by the op until dlock__mux_clear() */
 	int abandoned;       /* sent without a definite answer: it may have run */
 	int64_t sent_at;
+	char errmsg[256];    /* the one-line message when rc < 0 */
 	/* private */
 	dlock__conn *conn;
 	const char **cmd;
 	size_t *cmd_lens;
 	int cmd_argc;
 	int pending;
+	int retried;
 	int64_t deadline;
 } dlock__mux_op;
 

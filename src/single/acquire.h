@@ -36,4 +36,24 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 /* The hold count the acquire produced, after dlock__acquire_finish returned 0. */
 int64_t dlock__acquire_count(const redisReply *r);
 
+/* The release of one hold, split the same way. */
+typedef struct dlock__release {
+	const char *argv[7];  /* KEYS then ARGV of dlock__script_release */
+	size_t lens[7];
+	const char *owner;
+	char *latch;          /* allocated: redisson_unlock_latch:{name}:<request-id> */
+	char owner_buf[64];
+	char lease_s[24];
+	char latch_ttl[24];
+} dlock__release;
+
+/* Fill *r (owner NULL = the calling thread). DLOCK_EINVAL, DLOCK_ENOMEM. */
+int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r);
+
+/* 0 released one hold, DLOCK_ENOTOWNER, DLOCK_ELOST, or an error. Updates the record. */
+int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *reply);
+
+/* Free what prepare allocated. */
+void dlock__release_clear(dlock__release *r);
+
 #endif

@@ -301,64 +301,84 @@ int dlock_lock_try_as(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t
 	return dlock__errbuf_record(&l->err, acquire(l, owner, wait_ms, lease_ms));
 }
 
-static int release(dlock_lock *l, const char *owner_in)
+int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 {
 	dlock_client *c = l->client;
-	char buf[64], lease_s[24], latch_ttl[24], request[33];
-	const char *owner, *argv[7];
-	size_t lens[7];
-	char *latch;
-	redisReply *r = NULL;
+	char request[33];
 	int rc;
 
-	if ((rc = resolve_owner(l, owner_in, buf, sizeof(buf), &owner)) < 0)
+	r->latch = NULL;
+	if ((rc = resolve_owner(l, owner, r->owner_buf, sizeof(r->owner_buf), &r->owner)) < 0)
 		return rc;
-	/* The latch must outlive the one retry a dropped connection causes. */
-	latch = dlock__malloc(l->latch_prefix_len + 34);
-	if (latch == NULL)
+	r->latch = dlock__malloc(l->latch_prefix_len + 34);
+	if (r->latch == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "unlock %s: out of memory", l->shown);
 	dlock__request_id(request);
-	memcpy(latch, l->latch_prefix, l->latch_prefix_len);
-	latch[l->latch_prefix_len] = ':';
-	memcpy(latch + l->latch_prefix_len + 1, request, 33);
+	memcpy(r->latch, l->latch_prefix, l->latch_prefix_len);
+	r->latch[l->latch_prefix_len] = ':';
+	memcpy(r->latch + l->latch_prefix_len + 1, request, 33);
 
-	argv[0] = l->name;
-	lens[0] = l->name_len;
-	argv[1] = l->channel;
-	lens[1] = l->channel_len;
-	argv[2] = latch;
-	lens[2] = l->latch_prefix_len + 33;
-	argv[3] = "0";
-	lens[3] = 1;
-	argv[4] = lease_s;
-	lens[4] = (size_t)snprintf(lease_s, sizeof(lease_s), "%" PRId64,
-			dlock__holds_lease(l->holds, l->name, l->name_len, owner));
-	argv[5] = owner;
-	lens[5] = strlen(owner);
-	argv[6] = latch_ttl;
-	lens[6] = (size_t)snprintf(latch_ttl, sizeof(latch_ttl), "%d",
+	r->argv[0] = l->name;
+	r->lens[0] = l->name_len;
+	r->argv[1] = l->channel;
+	r->lens[1] = l->channel_len;
+	r->argv[2] = r->latch;
+	r->lens[2] = l->latch_prefix_len + 33;
+	r->argv[3] = "0";
+	r->lens[3] = 1;
+	r->argv[4] = r->lease_s;
+	r->lens[4] = (size_t)snprintf(r->lease_s, sizeof(r->lease_s), "%" PRId64,
+			dlock__holds_lease(l->holds, l->name, l->name_len, r->owner));
+	r->argv[5] = r->owner;
+	r->lens[5] = strlen(r->owner);
+	/* The latch must outlive the one retry a dropped connection causes. */
+	r->argv[6] = r->latch_ttl;
+	r->lens[6] = (size_t)snprintf(r->latch_ttl, sizeof(r->latch_ttl), "%d",
 			3 * (c->opts.connect_timeout_ms + c->opts.command_timeout_ms) + 1000);
+	return 0;
+}
 
-	rc = dlock__client_run(c, &dlock__script_release, 3, 7, argv, lens, 1, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&c->node, r, "unlock");
+void dlock__release_clear(dlock__release *r)
+{
+	dlock__free(r->latch);
+	r->latch = NULL;
+}
+
+int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *reply)
+{
+	dlock_client *c = l->client;
+	int rc = dlock__reply_check(&c->node, reply, "unlock");
+
 	if (rc < 0)
-		goto done;
-	if (r->type == REDIS_REPLY_NIL) {
-		int was_lost = dlock__holds_released(l->holds, l->name, l->name_len, owner, -1);
+		return rc;
+	if (reply->type == REDIS_REPLY_NIL) {
+		int was_lost = dlock__holds_released(l->holds, l->name, l->name_len, r->owner, -1);
 
-		rc = dlock__seterr_node(was_lost ? DLOCK_ELOST : DLOCK_ENOTOWNER, c->node.label,
+		return dlock__seterr_node(was_lost ? DLOCK_ELOST : DLOCK_ENOTOWNER, c->node.label,
 				was_lost ? "unlock %s: the hold of %s had been lost" :
-				"unlock %s: not held by %s", l->shown, owner);
-	} else if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
-		dlock__holds_released(l->holds, l->name, l->name_len, owner, r->integer);
-	} else {
-		rc = dlock__seterr_node(DLOCK_EPROTO, c->node.label,
-				"unlock %s: unexpected reply type %d", l->shown, r->type);
+				"unlock %s: not held by %s", l->shown, r->owner);
 	}
-done:
-	freeReplyObject(r);
-	dlock__free(latch);
+	if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0)
+		return dlock__seterr_node(DLOCK_EPROTO, c->node.label,
+				"unlock %s: unexpected reply type %d", l->shown, reply->type);
+	dlock__holds_released(l->holds, l->name, l->name_len, r->owner, reply->integer);
+	return 0;
+}
+
+static int release(dlock_lock *l, const char *owner)
+{
+	dlock__release rel;
+	redisReply *reply = NULL;
+	int rc = dlock__release_prepare(l, owner, &rel);
+
+	/* Safe to repeat after a dropped connection: the latch answers the repeat. */
+	if (rc == 0)
+		rc = dlock__client_run(l->client, &dlock__script_release, 3, 7, rel.argv, rel.lens, 1,
+				&reply);
+	if (rc == 0)
+		rc = dlock__release_finish(l, &rel, reply);
+	freeReplyObject(reply);
+	dlock__release_clear(&rel);
 	return rc;
 }
 

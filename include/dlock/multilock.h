@@ -1,0 +1,107 @@
+/*
+ * dlock/multilock.h - several locks taken as one (Redisson's MultiLock).
+ *
+ * A MultiLock holds all of its member locks or none. Members are RLock
+ * handles on any clients (servers); the MultiLock borrows them, so they must
+ * outlive it. The first attempt goes to every member at once (one round trip
+ * for all servers); members that are held by others are then waited for one
+ * by one, each with the whole remaining wait; when one cannot be had,
+ * everything taken is released and, while wait time remains, the attempt
+ * starts again from the first member.
+ *
+ * The owner on each member is the calling thread (`<that client's uuid>:<tid>`),
+ * or with the `_as` variants one explicit owner string on every member.
+ * A handle may be shared by threads; _free must not race with other calls.
+ */
+#ifndef DLOCK_MULTILOCK_H
+#define DLOCK_MULTILOCK_H
+
+#include "common.h"
+#include "lock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlock_multilock dlock_multilock;
+
+/** How one member answered in the most recent acquisition on a handle. */
+typedef enum dlock_vote {
+	DLOCK_VOTE_NONE = 0,     /**< not asked (the outcome was decided without it) */
+	DLOCK_VOTE_ACQUIRED = 1, /**< took the member lock */
+	DLOCK_VOTE_HELD = 2,     /**< another owner holds it (ttl_ms says how long) */
+	DLOCK_VOTE_ERROR = 3,    /**< no usable answer: see error and message */
+	DLOCK_VOTE_YOUNG = 4     /**< took it on a node younger than the restart guard
+	                              while another node showed a holder: not counted */
+} dlock_vote;
+
+/** Per-member detail, for diagnostics. */
+typedef struct dlock_member_status {
+	const char *node;   /**< "host:port" (valid while the member's client lives) */
+	dlock_vote vote;
+	int error;          /**< DLOCK_E* for DLOCK_VOTE_ERROR, else 0 */
+	int64_t ttl_ms;     /**< holder's remaining TTL for DLOCK_VOTE_HELD, else -1 */
+	int64_t uptime_s;   /**< server uptime when the restart guard asked, else -1 */
+	char message[256];  /**< one line for errors, "" otherwise */
+} dlock_member_status;
+
+typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner, void *userdata);
+
+/**
+ * Make a MultiLock of n (>= 1) member locks; the array is copied, the
+ * members are borrowed. Errors: DLOCK_EINVAL (NULL, n == 0, a NULL member,
+ * the same handle twice), DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n);
+
+/** Free the handle (not the members). Accepts NULL. */
+DLOCK_EXTERN void dlock_multilock_free(dlock_multilock *lock);
+
+/** Block until all members are held. lease_ms > 0 or DLOCK_LEASE_WATCHDOG. */
+DLOCK_EXTERN int dlock_multilock_lock(dlock_multilock *lock, int64_t lease_ms);
+
+/**
+ * Try for up to wait_ms (0 = one parallel attempt). Returns 0, or
+ * DLOCK_ENOTACQUIRED (a member is held by another owner), DLOCK_ENOQUORUM
+ * (a member's server failed: see dlock_multilock_status), DLOCK_EINVAL,
+ * DLOCK_ENOMEM. Nothing stays held on failure.
+ */
+DLOCK_EXTERN int dlock_multilock_try(dlock_multilock *lock, int64_t wait_ms, int64_t lease_ms);
+
+/** dlock_multilock_try() for an explicit owner on every member. */
+DLOCK_EXTERN int dlock_multilock_try_as(dlock_multilock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms);
+
+/**
+ * Release every member, all at once; a member that fails does not stop the
+ * others. Returns 0, DLOCK_ENOTOWNER (no member was held), or the first
+ * member error (the rest were still released).
+ */
+DLOCK_EXTERN int dlock_multilock_unlock(dlock_multilock *lock);
+DLOCK_EXTERN int dlock_multilock_unlock_as(dlock_multilock *lock, const char *owner);
+
+/**
+ * Local state of owner's hold (NULL = calling thread), no network traffic:
+ * 0 all members held, DLOCK_ELOST some member's hold was lost,
+ * DLOCK_ENOTOWNER not held.
+ */
+DLOCK_EXTERN int dlock_multilock_check(dlock_multilock *lock, const char *owner);
+
+/** Called (on a client's background thread) when a held MultiLock is lost. */
+DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_multilock_lost_cb cb,
+		void *userdata);
+
+/** Number of members. */
+DLOCK_EXTERN size_t dlock_multilock_size(const dlock_multilock *lock);
+
+/** Member i's answer in the most recent acquisition on this handle. */
+DLOCK_EXTERN int dlock_multilock_status(dlock_multilock *lock, size_t i, dlock_member_status *out);
+
+/** The handle's last failure message (see dlock_lock_errmsg). */
+DLOCK_EXTERN const char *dlock_multilock_errmsg(const dlock_multilock *lock);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * dlock/redlock.h - RedLock: one lock held on a quorum (n/2+1) of n
+ * independent Redis servers.
+ *
+ * The MultiLock engine with a quorum: the first attempt goes to all members
+ * at once, and the lock is granted as soon as a quorum took it and refused
+ * as soon as that became impossible; members held by others are then waited
+ * for with max(remaining/n, 1) ms each. A dead or paused server costs at most
+ * its client's command timeout and never changes n.
+ *
+ * Validity: the time the caller may rely on holding the lock,
+ *   validity = ttl - elapsed - (ttl * drift_factor + 2 ms),
+ * where elapsed is measured (monotonic clock) from sending the commands that
+ * set the counted members' TTLs to the quorum decision; validity <= 0 is
+ * DLOCK_EEXPIRED and nothing stays held.
+ *
+ * Restart guard: a server that restarted without its data can hand a second
+ * owner a quorum while the first still holds the lock (Kleppmann). A node is
+ * "young" while its uptime is below the guard window; a young node's "free"
+ * vote is not counted when another node shows the lock held by someone else.
+ * It needs no extra round trip unless there is contention (uptime is cached
+ * per connection). Freshly started servers are young too: in a cluster's
+ * first minute, contended acquisitions may be refused where they would have
+ * succeeded. Window 0 turns the guard off.
+ */
+#ifndef DLOCK_REDLOCK_H
+#define DLOCK_REDLOCK_H
+
+#include "common.h"
+#include "client.h"
+#include "lock.h"
+#include "multilock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlock_redlock dlock_redlock;
+
+/** Called (on a client's background thread) when fewer than a quorum of a
+ *  held RedLock's members can still be renewed. `owner` is the lost member's owner field. */
+typedef void (*dlock_redlock_lost_cb)(dlock_redlock *lock, const char *owner, void *userdata);
+
+#define DLOCK_REDLOCK_OPTIONS_VERSION 1
+
+typedef struct dlock_redlock_options {
+	unsigned int version;
+	/** Clock drift allowance per ms of TTL (default 0.01). */
+	double drift_factor;
+	/** Restart guard window, ms: -1 = the longer of the watchdog timeout and
+	 *  the lease (default), 0 = off. */
+	int64_t restart_guard_ms;
+	/** 1: ignore young nodes' votes altogether (safest, least available). */
+	int restart_guard_strict;
+} dlock_redlock_options;
+
+#define DLOCK_REDLOCK_OPTIONS_INIT { DLOCK_REDLOCK_OPTIONS_VERSION, 0.01, -1, 0 }
+
+DLOCK_EXTERN int dlock_redlock_options_init(dlock_redlock_options *opts, unsigned int version);
+
+/**
+ * A RedLock over n (>= 1) member locks (borrowed, like dlock_multilock_new;
+ * normally one per server, same name). opts may be NULL.
+ */
+DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
+		const dlock_redlock_options *opts);
+
+/**
+ * A RedLock on lock `name` over the servers `uris` (one client each, owned by
+ * the RedLock and connected lazily, so a server that is down at start is just
+ * a failed vote). client_opts and opts may be NULL.
+ * Errors: DLOCK_EINVAL (bad URI: the message names it), DLOCK_ENOMEM, DLOCK_ESYS.
+ */
+DLOCK_EXTERN int dlock_redlock_open(dlock_redlock **out, const char *const *uris, size_t n,
+		const char *name, const dlock_client_options *client_opts,
+		const dlock_redlock_options *opts);
+
+/** Free the handle, and the clients and members it opened. Accepts NULL. */
+DLOCK_EXTERN void dlock_redlock_free(dlock_redlock *lock);
+
+/**
+ * Block until a quorum is held. *validity_ms (may be NULL) receives the
+ * validity. lease_ms > 0 or DLOCK_LEASE_WATCHDOG (members renewed by their
+ * clients' watchdogs; lost when fewer than a quorum can be renewed).
+ */
+DLOCK_EXTERN int dlock_redlock_lock(dlock_redlock *lock, int64_t lease_ms, int64_t *validity_ms);
+
+/**
+ * Try for up to wait_ms (0 = one parallel attempt). Returns 0,
+ * DLOCK_ENOTACQUIRED (held by another owner on too many members),
+ * DLOCK_ENOQUORUM (too many servers failed to answer), DLOCK_EEXPIRED
+ * (a quorum, but only after the TTL had run out), DLOCK_EINVAL, DLOCK_ENOMEM.
+ * Nothing stays held on failure: every member that may have been taken is
+ * released.
+ */
+DLOCK_EXTERN int dlock_redlock_try(dlock_redlock *lock, int64_t wait_ms, int64_t lease_ms,
+		int64_t *validity_ms);
+DLOCK_EXTERN int dlock_redlock_try_as(dlock_redlock *lock, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, int64_t *validity_ms);
+
+/** Release on every member (also those that failed while acquiring). */
+DLOCK_EXTERN int dlock_redlock_unlock(dlock_redlock *lock);
+DLOCK_EXTERN int dlock_redlock_unlock_as(dlock_redlock *lock, const char *owner);
+
+/** 0 held on a quorum, DLOCK_ELOST fewer than a quorum still held, DLOCK_ENOTOWNER. */
+DLOCK_EXTERN int dlock_redlock_check(dlock_redlock *lock, const char *owner);
+
+DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_redlock_lost_cb cb,
+		void *userdata);
+
+DLOCK_EXTERN size_t dlock_redlock_size(const dlock_redlock *lock);
+/** Member i (to query it or read its client), owned by the RedLock. */
+DLOCK_EXTERN dlock_lock *dlock_redlock_member(dlock_redlock *lock, size_t i);
+DLOCK_EXTERN int dlock_redlock_status(dlock_redlock *lock, size_t i, dlock_member_status *out);
+DLOCK_EXTERN const char *dlock_redlock_errmsg(const dlock_redlock *lock);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,779 @@
+/*
+ * The quorum engine: Redisson's MultiLock loop, with a parallel first
+ * attempt in front and Redlock's validity rule behind.
+ *
+ * 1. Parallel attempt (RedLock always; MultiLock when it may wait): the
+ *    acquire script goes to every member at once; as soon as a quorum took
+ *    it, or a quorum became impossible, the round is decided. Uncontended,
+ *    that is one round trip whatever n is.
+ * 2. Otherwise everything taken is given back and Redisson's ordered loop
+ *    runs: members in order, each waiting up to its budget (MultiLock: all
+ *    the remaining time; RedLock: max(remaining/n, 1) ms), failures counted
+ *    against the limit n - quorum; when the limit is exceeded, give back what
+ *    was taken and start again from the first member while time remains.
+ *    Going in order is what guarantees progress: a contender that failed on
+ *    a member never holds a later one.
+ * 3. Members taken in the loop hold a provisional lease long enough to
+ *    survive it; once a quorum is held, every taken member is set to the
+ *    real TTL by a guarded PEXPIRE, all at once, and the validity is counted
+ *    from sending that.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/ids.h"
+#include "core/mux.h"
+#include "core/time.h"
+#include "multilock/engine.h"
+#include "single/acquire.h"
+#include "single/lock_internal.h"
+#include "single/scripts.h"
+
+/* Redisson's MultiLock lock(): a wait of 1500 ms per member per round. */
+#define ROUND_MS_PER_MEMBER 1500
+/* A random pause before a new round, so that competing clients fall out of step. */
+#define RETRY_JITTER_MS 50
+
+int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
+		const dlock__rules *rules, void *self)
+{
+	size_t i, j;
+
+	memset(e, 0, sizeof(*e));
+	if (members == NULL || n == 0)
+		return dlock__seterr(DLOCK_EINVAL, "multilock: no members");
+	for (i = 0; i < n; i++) {
+		if (members[i] == NULL)
+			return dlock__seterr(DLOCK_EINVAL, "multilock: member %zu is NULL", i);
+		for (j = 0; j < i; j++)
+			if (members[j] == members[i])
+				return dlock__seterr(DLOCK_EINVAL,
+						"multilock: member %zu is member %zu again", i, j);
+	}
+	e->members = dlock__calloc(n, sizeof(*e->members));
+	e->status = dlock__calloc(n, sizeof(*e->status));
+	if (e->members == NULL || e->status == NULL) {
+		dlock__free(e->members);
+		dlock__free(e->status);
+		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	}
+	memcpy(e->members, members, n * sizeof(*members));
+	for (i = 0; i < n; i++) {
+		e->status[i].node = members[i]->client->node.label;
+		e->status[i].ttl_ms = -1;
+		e->status[i].uptime_s = -1;
+	}
+	e->n = n;
+	e->rules = *rules;
+	e->self = self;
+	if (dlock__errbuf_init(&e->err) != 0 || pthread_mutex_init(&e->mu, NULL) != 0)
+		abort();
+	return 0;
+}
+
+void dlock__engine_destroy(dlock__engine *e)
+{
+	size_t i;
+
+	if (e->members == NULL)
+		return;
+	for (i = 0; i < e->n; i++)
+		dlock__holds_unobserve(e->members[i]->holds, e);
+	dlock__free(e->members);
+	dlock__free(e->status);
+	dlock__errbuf_destroy(&e->err);
+	pthread_mutex_destroy(&e->mu);
+	e->members = NULL;
+}
+
+/* The owner field on member i: the explicit owner, or the calling thread there. */
+static const char *member_owner(dlock__engine *e, size_t i, const char *owner, char buf[64])
+{
+	if (owner != NULL)
+		return owner;
+	dlock_client_owner(e->members[i]->client, dlock_thread_id(), buf, 64);
+	return buf;
+}
+
+static int64_t member_ttl(const dlock_lock *m, int64_t lease_ms)
+{
+	return lease_ms > 0 ? lease_ms : m->client->opts.watchdog_timeout_ms;
+}
+
+static void reset_tries(dlock__engine *e, dlock__member_try *t, const char *owner)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].st.node = e->members[i]->client->node.label;
+		t[i].st.ttl_ms = -1;
+		t[i].st.uptime_s = -1;
+		t[i].believed = -1;
+		t[i].owner_ptr = member_owner(e, i, owner, t[i].owner);
+		if (t[i].owner_ptr != owner)
+			t[i].owner_ptr = t[i].owner;
+	}
+}
+
+static void set_error(dlock__member_try *t, int rc, const char *msg)
+{
+	t->st.vote = DLOCK_VOTE_ERROR;
+	t->st.error = rc;
+	snprintf(t->st.message, sizeof(t->st.message), "%s", msg);
+}
+
+static size_t count_votes(const dlock__member_try *t, size_t n, dlock_vote vote)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += t[i].st.vote == vote;
+	return k;
+}
+
+/* ------------------------------------------------------------------ */
+/* Many members at once                                                 */
+
+typedef struct parallel_state {
+	size_t quorum;
+	int wait_all_if_held; /* a vote filter may discount votes: decide on all of them */
+} parallel_state;
+
+static int reply_acquired(const dlock__mux_op *op)
+{
+	return op->rc == 0 && op->reply != NULL && op->reply->type == REDIS_REPLY_ARRAY;
+}
+
+static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n)
+{
+	const parallel_state *ps = arg;
+	size_t i, ok = 0, failed = 0, held = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ops[i].rc < 0) {
+			failed++;
+		} else if (ops[i].reply != NULL) {
+			if (reply_acquired(&ops[i])) {
+				ok++;
+			} else {
+				failed++;
+				held += ops[i].reply->type == REDIS_REPLY_INTEGER;
+			}
+		}
+	}
+	if (held > 0 && ps->wait_all_if_held)
+		return 0;
+	return ok >= ps->quorum || n - failed < ps->quorum;
+}
+
+/* Send the acquire to every member at once and record each answer. */
+static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *owner,
+		int64_t lease_ms, int64_t *t0)
+{
+	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
+	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
+	parallel_state ps = { e->rules.quorum, e->rules.filter != NULL };
+	size_t i;
+	int rc = 0;
+
+	if (ops == NULL || acq == NULL) {
+		rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+		goto out;
+	}
+	for (i = 0; i < e->n; i++) {
+		int r = dlock__acquire_prepare(e->members[i], owner, lease_ms, &acq[i]);
+
+		if (r < 0) {
+			rc = r; /* a bad owner is bad everywhere */
+			goto out;
+		}
+		t[i].believed = acq[i].believed;
+		ops[i].client = e->members[i]->client;
+		ops[i].script = &dlock__script_acquire;
+		ops[i].nkeys = 1;
+		ops[i].argc = 4;
+		ops[i].argv = acq[i].argv;
+		ops[i].lens = acq[i].lens;
+	}
+	*t0 = dlock__now_ms();
+	rc = dlock__mux_run(ops, e->n, quorum_decided, &ps);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+		int64_t ttl = -1;
+		int r;
+
+		t[i].touched = ops[i].rc == 0 || ops[i].abandoned;
+		if (ops[i].rc < 0) {
+			if (ops[i].abandoned && ops[i].rc == DLOCK_ETIMEDOUT &&
+			    strstr(ops[i].errmsg, "abandoned") != NULL)
+				t[i].st.vote = DLOCK_VOTE_NONE; /* decided without it */
+			else
+				set_error(&t[i], ops[i].rc, ops[i].errmsg);
+			continue;
+		}
+		r = dlock__acquire_finish(m, &acq[i], ops[i].reply, ops[i].sent_at, &ttl);
+		if (r == 0) {
+			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
+			t[i].count = dlock__acquire_count(ops[i].reply);
+		} else if (r == DLOCK_ENOTACQUIRED) {
+			t[i].st.vote = DLOCK_VOTE_HELD;
+			t[i].st.ttl_ms = ttl;
+			t[i].touched = 0; /* the script ran and took nothing */
+		} else {
+			set_error(&t[i], r, dlock__errmsg_thread());
+		}
+	}
+out:
+	if (ops != NULL)
+		dlock__mux_clear(ops, e->n);
+	dlock__free(ops);
+	dlock__free(acq);
+	return rc;
+}
+
+/* Arguments of one rollback op, kept alive while the ops run. */
+typedef struct rollback_args {
+	const char *argv[6];
+	size_t lens[6];
+	char expect[24];
+	char lease[24];
+} rollback_args;
+
+/* Make ops[k] the rollback of one hold of member i with count `expect`. */
+static void rollback_op(dlock__engine *e, size_t i, const char *owner, int64_t expect,
+		dlock__mux_op *op, rollback_args *a)
+{
+	dlock_lock *m = e->members[i];
+
+	a->argv[0] = m->name;
+	a->lens[0] = m->name_len;
+	a->argv[1] = m->channel;
+	a->lens[1] = m->channel_len;
+	a->argv[2] = "0";
+	a->lens[2] = 1;
+	a->argv[3] = owner;
+	a->lens[3] = strlen(owner);
+	a->argv[4] = a->expect;
+	a->lens[4] = (size_t)snprintf(a->expect, sizeof(a->expect), "%" PRId64, expect);
+	a->argv[5] = a->lease;
+	a->lens[5] = (size_t)snprintf(a->lease, sizeof(a->lease), "%" PRId64,
+			dlock__holds_lease(m->holds, m->name, m->name_len, owner));
+	memset(op, 0, sizeof(*op));
+	op->client = m->client;
+	op->script = &dlock__script_rollback;
+	op->nkeys = 2;
+	op->argc = 6;
+	op->argv = a->argv;
+	op->lens = a->lens;
+}
+
+/* Record the outcome of a rollback op on member i (believed: the count before). */
+static void rollback_done(dlock__engine *e, size_t i, const char *owner, int64_t believed,
+		const dlock__mux_op *op)
+{
+	dlock_lock *m = e->members[i];
+	int64_t left = believed > 0 ? believed : 0;
+
+	if (op->rc == 0 && op->reply->type == REDIS_REPLY_INTEGER) {
+		if (op->reply->integer < 0)
+			return; /* it had not been taken: nothing changed */
+		left = op->reply->integer;
+	}
+	/* Unreachable: forget the hold so nobody renews it; it expires. */
+	dlock__holds_released(m->holds, m->name, m->name_len, owner, left);
+}
+
+/*
+ * Give back, all at once, every member this round may have taken: those it
+ * took (count known) and those whose command may have run (count = the
+ * owner's count before plus one). The rollback script only releases a hold
+ * whose count is exactly that, so a command that never ran costs nothing.
+ */
+static void rollback(dlock__engine *e, dlock__member_try *t)
+{
+	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
+	rollback_args *args = dlock__calloc(e->n, sizeof(*args));
+	size_t *which = dlock__calloc(e->n, sizeof(*which));
+	size_t i, k = 0;
+
+	if (ops == NULL || args == NULL || which == NULL)
+		goto out; /* the holds expire with their TTL */
+	for (i = 0; i < e->n; i++) {
+		int64_t expect;
+
+		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED || t[i].st.vote == DLOCK_VOTE_YOUNG)
+			expect = t[i].count;
+		else if (t[i].touched && t[i].believed >= 0)
+			expect = t[i].believed + 1;
+		else
+			continue;
+		rollback_op(e, i, t[i].owner_ptr, expect, &ops[k], &args[k]);
+		which[k++] = i;
+	}
+	if (k > 0 && dlock__mux_run(ops, k, NULL, NULL) == 0)
+		for (i = 0; i < k; i++)
+			rollback_done(e, which[i], t[which[i]].owner_ptr, t[which[i]].believed, &ops[i]);
+	dlock__mux_clear(ops, k);
+out:
+	dlock__free(ops);
+	dlock__free(args);
+	dlock__free(which);
+}
+
+/*
+ * Set every taken member's key to ttl (guarded: only while our field is
+ * there), all at once. Members whose hold is gone stop counting. Returns
+ * the validity: ttl - elapsed - drift, elapsed counted from the send.
+ */
+static int64_t finalize(dlock__engine *e, dlock__member_try *t, int64_t lease_ms)
+{
+	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
+	const char **args = dlock__calloc(e->n * 3, sizeof(*args));
+	size_t *lens = dlock__calloc(e->n * 3, sizeof(*lens));
+	char (*ttls)[24] = dlock__calloc(e->n, sizeof(*ttls));
+	size_t *which = dlock__calloc(e->n, sizeof(*which));
+	int64_t t_send, min_ttl = INT64_MAX, validity = -1;
+	size_t i, k = 0;
+
+	if (ops == NULL || args == NULL || lens == NULL || ttls == NULL || which == NULL)
+		goto out;
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+		int64_t ttl = member_ttl(m, lease_ms);
+
+		if (t[i].st.vote != DLOCK_VOTE_ACQUIRED && t[i].st.vote != DLOCK_VOTE_YOUNG)
+			continue;
+		args[3 * k] = m->name;
+		lens[3 * k] = m->name_len;
+		args[3 * k + 1] = ttls[k];
+		lens[3 * k + 1] = (size_t)snprintf(ttls[k], 24, "%" PRId64, ttl);
+		args[3 * k + 2] = t[i].owner_ptr;
+		lens[3 * k + 2] = strlen(t[i].owner_ptr);
+		ops[k].client = m->client;
+		ops[k].script = &dlock__script_renew;
+		ops[k].nkeys = 1;
+		ops[k].argc = 3;
+		ops[k].argv = args + 3 * k;
+		ops[k].lens = lens + 3 * k;
+		which[k++] = i;
+	}
+	t_send = dlock__now_ms();
+	if (dlock__mux_run(ops, k, NULL, NULL) < 0)
+		goto out;
+	for (i = 0; i < k; i++) {
+		dlock__member_try *mt = &t[which[i]];
+		const redisReply *r = ops[i].reply;
+
+		if (ops[i].rc == 0 && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+		    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1) {
+			int64_t ttl = member_ttl(e->members[which[i]], lease_ms);
+
+			if (mt->st.vote == DLOCK_VOTE_ACQUIRED && ttl < min_ttl)
+				min_ttl = ttl;
+			continue;
+		}
+		/* Gone already (its provisional lease ran out), or no answer. */
+		set_error(mt, ops[i].rc < 0 ? ops[i].rc : DLOCK_EEXPIRED,
+				ops[i].rc < 0 ? ops[i].errmsg : "hold expired while acquiring");
+	}
+	if (count_votes(t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum)
+		validity = min_ttl - (dlock__now_ms() - t_send) -
+			(int64_t)((double)min_ttl * e->rules.drift_factor) - 2;
+out:
+	if (ops != NULL)
+		dlock__mux_clear(ops, k);
+	dlock__free(ops);
+	dlock__free(args);
+	dlock__free(lens);
+	dlock__free(ttls);
+	dlock__free(which);
+	return validity;
+}
+
+/* ------------------------------------------------------------------ */
+/* One member at a time                                                 */
+
+/*
+ * One round of Redisson's ordered loop within round_ms. Returns 1 when a
+ * quorum is held, 0 when the round failed (everything given back).
+ */
+static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *owner,
+		int64_t round_ms, int64_t lease_ms, int single_attempts)
+{
+	int64_t round_end = dlock__now_ms() + round_ms;
+	int64_t provisional = lease_ms > 0 ? (lease_ms > 2 * round_ms ? lease_ms : 2 * round_ms)
+		: DLOCK_LEASE_WATCHDOG;
+	int64_t budget = round_ms;
+	size_t i, acquired = 0, failures_left = e->n - e->rules.quorum;
+
+	if (e->rules.share_wait) {
+		budget = round_ms / (int64_t)e->n;
+		if (budget < 1)
+			budget = 1;
+	}
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+		int64_t left = round_end - dlock__now_ms(), wait = single_attempts ? 0 : budget;
+		int rc;
+
+		if (wait > left)
+			wait = left > 0 ? left : 0;
+		t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr);
+		if (t[i].believed < 0 && owner == NULL)
+			t[i].believed = 0;
+		rc = dlock_lock_try_as(m, t[i].owner_ptr, wait, provisional);
+		if (rc == 0) {
+			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
+			t[i].count = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr);
+			if (++acquired >= e->rules.quorum)
+				return 1;
+		} else {
+			if (rc == DLOCK_ENOTACQUIRED) {
+				t[i].st.vote = DLOCK_VOTE_HELD;
+			} else {
+				set_error(&t[i], rc, dlock_lock_errmsg(m));
+				t[i].touched = 1; /* it may have reached the server */
+			}
+			if (failures_left == 0) {
+				rollback(e, t);
+				return 0;
+			}
+			failures_left--;
+		}
+		if (!single_attempts && dlock__now_ms() >= round_end) {
+			rollback(e, t);
+			return 0;
+		}
+	}
+	/* Every member tried and failures within the limit: only possible
+	 * when the quorum was reached, handled above. */
+	rollback(e, t);
+	return 0;
+}
+
+/* Apply the vote filter (RedLock's restart guard); 1 when a quorum still stands. */
+static int filtered_quorum(dlock__engine *e, dlock__member_try *t, int64_t lease_ms)
+{
+	if (e->rules.filter != NULL)
+		e->rules.filter(e->rules.filter_arg, e->members, t, e->n, lease_ms);
+	return count_votes(t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum;
+}
+
+static void observe_member_losses(dlock__engine *e, dlock__member_try *t);
+
+static int classify_failure(dlock__engine *e, const dlock__member_try *t, int expired)
+{
+	char msg[DLOCK__ERRMSG_MAX];
+	size_t i, errors = count_votes(t, e->n, DLOCK_VOTE_ERROR), n = 0;
+	int rc;
+
+	if (expired)
+		rc = DLOCK_EEXPIRED;
+	else if (e->n - errors < e->rules.quorum)
+		rc = DLOCK_ENOQUORUM;
+	else
+		rc = DLOCK_ENOTACQUIRED;
+	n = (size_t)snprintf(msg, sizeof(msg), "%s: %zu of %zu needed, %zu acquired, %zu held by others, %zu failed",
+			dlock_strerror(rc), e->rules.quorum, e->n,
+			count_votes(t, e->n, DLOCK_VOTE_ACQUIRED) + count_votes(t, e->n, DLOCK_VOTE_YOUNG),
+			count_votes(t, e->n, DLOCK_VOTE_HELD), errors);
+	for (i = 0; i < e->n && n < sizeof(msg); i++)
+		if (t[i].st.vote == DLOCK_VOTE_ERROR)
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, "; %s", t[i].st.message);
+	return dlock__seterr(rc, "%s", msg);
+}
+
+static void publish_status(dlock__engine *e, const dlock__member_try *t)
+{
+	size_t i;
+
+	dlock__mutex_lock(&e->mu);
+	for (i = 0; i < e->n; i++)
+		e->status[i] = t[i].st;
+	dlock__mutex_unlock(&e->mu);
+}
+
+static void pause_ms(int64_t ms)
+{
+	if (ms > 0)
+		poll(NULL, 0, (int)ms);
+}
+
+int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, int64_t *validity_out)
+{
+	dlock__member_try *t;
+	int64_t deadline, validity = -1, t0 = 0;
+	int rc = 0, expired = 0, parallel;
+
+	if (wait_ms < 0 && wait_ms != DLOCK_WAIT_FOREVER)
+		return dlock__seterr(DLOCK_EINVAL, "multilock: wait must be >= 0 or DLOCK_WAIT_FOREVER");
+	if (lease_ms <= 0 && lease_ms != DLOCK_LEASE_WATCHDOG)
+		return dlock__seterr(DLOCK_EINVAL, "multilock: lease must be > 0 or DLOCK_LEASE_WATCHDOG");
+	if (owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX))
+		return dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
+	t = dlock__calloc(e->n, sizeof(*t));
+	if (t == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	deadline = dlock__deadline_in(wait_ms);
+	reset_tries(e, t, owner);
+
+	/* A MultiLock that may not wait keeps Redisson's strict order, which
+	 * guarantees that one of several concurrent contenders wins. */
+	parallel = e->rules.share_wait || wait_ms != 0;
+	if (parallel) {
+		rc = parallel_attempt(e, t, owner, lease_ms, &t0);
+		if (rc < 0)
+			goto done;
+		if (filtered_quorum(e, t, lease_ms)) {
+			int64_t ttl = INT64_MAX;
+			size_t i;
+
+			for (i = 0; i < e->n; i++)
+				if (t[i].st.vote == DLOCK_VOTE_ACQUIRED &&
+				    member_ttl(e->members[i], lease_ms) < ttl)
+					ttl = member_ttl(e->members[i], lease_ms);
+			/* The TTLs were set by commands sent at t0 or later. */
+			validity = ttl - (dlock__now_ms() - t0) -
+				(int64_t)((double)ttl * e->rules.drift_factor) - 2;
+			if (!e->rules.check_validity || validity > 0)
+				goto acquired;
+			expired = 1;
+		}
+		rollback(e, t);
+		if (wait_ms == 0) {
+			rc = classify_failure(e, t, expired);
+			goto done;
+		}
+	}
+
+	for (;;) {
+		int64_t left = deadline == DLOCK__NEVER ? INT64_MAX : deadline - dlock__now_ms();
+		int64_t round_ms = (int64_t)e->n * ROUND_MS_PER_MEMBER;
+
+		if (left <= 0 && wait_ms != 0) {
+			rc = classify_failure(e, t, expired);
+			goto done;
+		}
+		if (round_ms > left)
+			round_ms = left > 0 ? left : 0;
+		reset_tries(e, t, owner);
+		expired = 0;
+		if (ordered_round(e, t, owner, round_ms, lease_ms, wait_ms == 0)) {
+			if (filtered_quorum(e, t, lease_ms)) {
+				validity = finalize(e, t, lease_ms);
+				if (validity > 0 || (!e->rules.check_validity &&
+				    count_votes(t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum))
+					goto acquired;
+				expired = 1;
+			}
+			rollback(e, t);
+		}
+		if (wait_ms == 0) {
+			rc = classify_failure(e, t, expired);
+			goto done;
+		}
+		left = deadline == DLOCK__NEVER ? INT64_MAX : deadline - dlock__now_ms();
+		pause_ms(left < RETRY_JITTER_MS ? 0 : (int64_t)(dlock__random() % RETRY_JITTER_MS));
+	}
+
+acquired:
+	observe_member_losses(e, t);
+	if (validity_out != NULL)
+		*validity_out = validity;
+	rc = 0;
+done:
+	publish_status(e, t);
+	dlock__free(t);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Release, state, loss                                                 */
+
+/*
+ * Release on every member at once. Members the client believes held get a
+ * normal unlock (request-id latch). The others may still hold an acquire
+ * that reached a server after the client stopped waiting for it (a paused
+ * server resumed): the rollback script takes exactly that back.
+ */
+int dlock__engine_release(dlock__engine *e, const char *owner)
+{
+	dlock__member_try *t = dlock__calloc(e->n, sizeof(*t));
+	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
+	dlock__release *rel = dlock__calloc(e->n, sizeof(*rel));
+	rollback_args *rb = dlock__calloc(e->n, sizeof(*rb));
+	size_t i, released = 0;
+	int rc = 0, first_error = 0;
+	char first_msg[DLOCK__ERRMSG_MAX] = "";
+
+	if (t == NULL || ops == NULL || rel == NULL || rb == NULL) {
+		rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+		goto out;
+	}
+	if (owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX)) {
+		rc = dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
+		goto out;
+	}
+	reset_tries(e, t, owner);
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+
+		dlock__holds_observe(m->holds, m->name, m->name_len, t[i].owner_ptr, NULL, NULL);
+		t[i].touched = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr) >= 0;
+		if (t[i].touched) {
+			rc = dlock__release_prepare(m, t[i].owner_ptr, &rel[i]);
+			if (rc < 0)
+				goto out;
+			memset(&ops[i], 0, sizeof(ops[i]));
+			ops[i].client = m->client;
+			ops[i].script = &dlock__script_release;
+			ops[i].nkeys = 3;
+			ops[i].argc = 7;
+			ops[i].argv = rel[i].argv;
+			ops[i].lens = rel[i].lens;
+		} else {
+			rollback_op(e, i, t[i].owner_ptr, 1, &ops[i], &rb[i]);
+		}
+	}
+	rc = dlock__mux_run(ops, e->n, NULL, NULL);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+		int r;
+
+		if (!t[i].touched) {
+			rollback_done(e, i, t[i].owner_ptr, 0, &ops[i]);
+			continue;
+		}
+		r = ops[i].rc;
+		if (r < 0)
+			dlock__seterr(r, "%s", ops[i].errmsg);
+		else
+			r = dlock__release_finish(m, &rel[i], ops[i].reply);
+		if (r == 0)
+			released++;
+		else if (first_error == 0 && r != DLOCK_ENOTOWNER) {
+			first_error = r;
+			snprintf(first_msg, sizeof(first_msg), "%s", dlock__errmsg_thread());
+		}
+		if (r < 0)
+			dlock__errbuf_record(&m->err, r);
+	}
+	/* Released where a quorum was held: a member that could not be reached
+	 * stays a detail (its hold expires). */
+	if (released >= e->rules.quorum)
+		rc = 0;
+	else if (first_error < 0)
+		rc = dlock__seterr(first_error, "%s", first_msg);
+	else if (released == 0)
+		rc = dlock__seterr(DLOCK_ENOTOWNER, "multilock: not held by this owner");
+out:
+	if (ops != NULL)
+		dlock__mux_clear(ops, e->n);
+	for (i = 0; rel != NULL && i < e->n; i++)
+		dlock__release_clear(&rel[i]);
+	dlock__free(t);
+	dlock__free(ops);
+	dlock__free(rel);
+	dlock__free(rb);
+	return rc;
+}
+
+int dlock__engine_check(dlock__engine *e, const char *owner)
+{
+	size_t i, alive = 0, known = 0;
+	char buf[64];
+
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+		int s = dlock__holds_state(m->holds, m->name, m->name_len, member_owner(e, i, owner, buf));
+
+		alive += s == 0;
+		known += s != DLOCK_ENOTOWNER;
+	}
+	if (alive >= e->rules.quorum)
+		return 0;
+	return known > 0 ? DLOCK_ELOST : DLOCK_ENOTOWNER;
+}
+
+int dlock__engine_status(dlock__engine *e, size_t i, dlock_member_status *out)
+{
+	if (out == NULL || i >= e->n)
+		return DLOCK_EINVAL;
+	dlock__mutex_lock(&e->mu);
+	*out = e->status[i];
+	dlock__mutex_unlock(&e->mu);
+	return 0;
+}
+
+void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *userdata)
+{
+	dlock__mutex_lock(&e->mu);
+	e->lost_fn = fn;
+	e->lost_ud = userdata;
+	dlock__mutex_unlock(&e->mu);
+}
+
+/*
+ * A member hold was lost (client background thread). The whole lock is lost
+ * when that takes the members still held below the quorum: report it once,
+ * on the loss that crosses the line. The owner is the member's owner field;
+ * for a thread owner, the same thread on every member.
+ */
+static void member_lost(void *arg, const char *owner)
+{
+	dlock__engine *e = arg;
+	const char *explicit_owner = owner, *colon;
+	size_t i, alive = 0;
+	char buf[64];
+	dlock__engine_lost_fn fn;
+	void *ud;
+
+	for (i = 0; i < e->n; i++) {
+		const char *id = e->members[i]->client->id;
+
+		if (strncmp(owner, id, 36) == 0 && owner[36] == ':')
+			explicit_owner = NULL; /* a thread owner: rebuild it per member */
+	}
+	colon = strrchr(owner, ':');
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+		const char *o = explicit_owner;
+
+		if (o == NULL) {
+			snprintf(buf, sizeof(buf), "%s%s", m->client->id, colon ? colon : "");
+			o = buf;
+		}
+		alive += dlock__holds_state(m->holds, m->name, m->name_len, o) == 0;
+	}
+	if (alive + 1 != e->rules.quorum)
+		return;
+	dlock__mutex_lock(&e->mu);
+	fn = e->lost_fn;
+	ud = e->lost_ud;
+	dlock__mutex_unlock(&e->mu);
+	if (fn != NULL)
+		fn(e->self, owner, ud);
+}
+
+static void observe_member_losses(dlock__engine *e, dlock__member_try *t)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+
+		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED)
+			dlock__holds_observe(m->holds, m->name, m->name_len, t[i].owner_ptr,
+					member_lost, e);
+	}
+}

@@ -1,0 +1,65 @@
+/*
+ * Internal: the quorum engine shared by MultiLock (quorum = n) and RedLock
+ * (quorum = n/2+1). It knows nothing of restart guards: RedLock plugs its
+ * vote filter in through the rules.
+ */
+#ifndef DLOCK_MULTILOCK_ENGINE_H
+#define DLOCK_MULTILOCK_ENGINE_H
+
+#include <pthread.h>
+
+#include "dlock/multilock.h"
+#include "core/error.h"
+
+/* One member's part in an acquisition round. */
+typedef struct dlock__member_try {
+	dlock_member_status st;
+	int touched;     /* a command that may have taken the member was sent */
+	int64_t believed; /* the owner's count there before this round (-1 unknown) */
+	int64_t count;    /* holds after our acquire, when ACQUIRED/YOUNG */
+	char owner[64];   /* the owner field used on this member */
+	const char *owner_ptr;
+} dlock__member_try;
+
+/*
+ * Drop votes that must not count: called after the parallel attempt with
+ * every member's vote; may turn DLOCK_VOTE_ACQUIRED into DLOCK_VOTE_YOUNG.
+ */
+typedef void (*dlock__vote_filter)(void *arg, dlock_lock *const *members,
+		dlock__member_try *tries, size_t n, int64_t lease_ms);
+
+typedef struct dlock__rules {
+	size_t quorum;
+	int share_wait;        /* RedLock: a waiting member gets max(remaining/n, 1) ms */
+	int check_validity;    /* RedLock: refuse a quorum whose TTL ran out */
+	double drift_factor;
+	dlock__vote_filter filter;
+	void *filter_arg;
+} dlock__rules;
+
+typedef void (*dlock__engine_lost_fn)(void *self, const char *owner, void *userdata);
+
+typedef struct dlock__engine {
+	dlock_lock **members;
+	size_t n;
+	dlock__rules rules;
+	dlock__errbuf err;
+	pthread_mutex_t mu;           /* status, callback */
+	dlock_member_status *status;  /* of the last acquisition */
+	void *self;                   /* the public handle, for callbacks */
+	dlock__engine_lost_fn lost_fn;
+	void *lost_ud;
+} dlock__engine;
+
+int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
+		const dlock__rules *rules, void *self);
+void dlock__engine_destroy(dlock__engine *e);
+
+int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, int64_t *validity_ms);
+int dlock__engine_release(dlock__engine *e, const char *owner);
+int dlock__engine_check(dlock__engine *e, const char *owner);
+int dlock__engine_status(dlock__engine *e, size_t i, dlock_member_status *out);
+void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *userdata);
+
+#endif

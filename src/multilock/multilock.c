@@ -1,0 +1,124 @@
+/* MultiLock: the engine with a quorum of every member. */
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "multilock/engine.h"
+
+struct dlock_multilock {
+	dlock__engine engine;
+	dlock_multilock_lost_cb lost_cb;
+};
+
+int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n)
+{
+	dlock__rules rules = { 0 };
+	dlock_multilock *m;
+	int rc;
+
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "multilock: out is NULL");
+	*out = NULL;
+	m = dlock__calloc(1, sizeof(*m));
+	if (m == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	rules.quorum = n;
+	rc = dlock__engine_init(&m->engine, members, n, &rules, m);
+	if (rc < 0) {
+		dlock__free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void dlock_multilock_free(dlock_multilock *m)
+{
+	if (m == NULL)
+		return;
+	dlock__engine_destroy(&m->engine);
+	dlock__free(m);
+}
+
+#define CHECK_HANDLE(m) \
+	do { \
+		if ((m) == NULL) \
+			return dlock__seterr(DLOCK_EINVAL, "multilock: NULL handle"); \
+	} while (0)
+
+int dlock_multilock_lock(dlock_multilock *m, int64_t lease_ms)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_acquire(&m->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL));
+}
+
+int dlock_multilock_try(dlock_multilock *m, int64_t wait_ms, int64_t lease_ms)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_acquire(&m->engine, NULL, wait_ms, lease_ms, NULL));
+}
+
+int dlock_multilock_try_as(dlock_multilock *m, const char *owner, int64_t wait_ms, int64_t lease_ms)
+{
+	CHECK_HANDLE(m);
+	if (owner == NULL)
+		return dlock__errbuf_record(&m->engine.err,
+				dlock__seterr(DLOCK_EINVAL, "multilock: NULL owner"));
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL));
+}
+
+int dlock_multilock_unlock(dlock_multilock *m)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err, dlock__engine_release(&m->engine, NULL));
+}
+
+int dlock_multilock_unlock_as(dlock_multilock *m, const char *owner)
+{
+	CHECK_HANDLE(m);
+	if (owner == NULL)
+		return dlock__errbuf_record(&m->engine.err,
+				dlock__seterr(DLOCK_EINVAL, "multilock: NULL owner"));
+	return dlock__errbuf_record(&m->engine.err, dlock__engine_release(&m->engine, owner));
+}
+
+int dlock_multilock_check(dlock_multilock *m, const char *owner)
+{
+	CHECK_HANDLE(m);
+	return dlock__engine_check(&m->engine, owner);
+}
+
+static void forward_lost(void *self, const char *owner, void *userdata)
+{
+	dlock_multilock *m = self;
+
+	m->lost_cb(m, owner, userdata);
+}
+
+int dlock_multilock_set_lost_cb(dlock_multilock *m, dlock_multilock_lost_cb cb, void *userdata)
+{
+	CHECK_HANDLE(m);
+	/* Set before the handle is shared: the background thread reads it under the engine lock. */
+	dlock__mutex_lock(&m->engine.mu);
+	m->lost_cb = cb;
+	dlock__mutex_unlock(&m->engine.mu);
+	dlock__engine_set_lost(&m->engine, cb ? forward_lost : NULL, userdata);
+	return 0;
+}
+
+size_t dlock_multilock_size(const dlock_multilock *m)
+{
+	return m ? m->engine.n : 0;
+}
+
+int dlock_multilock_status(dlock_multilock *m, size_t i, dlock_member_status *out)
+{
+	CHECK_HANDLE(m);
+	return dlock__engine_status(&m->engine, i, out);
+}
+
+const char *dlock_multilock_errmsg(const dlock_multilock *m)
+{
+	return m ? dlock__errbuf_read(&m->engine.err) : "";
+}

@@ -1,0 +1,241 @@
+/* RedLock: the engine with a quorum of n/2+1, validity, and the restart guard. */
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "dlock/redlock.h"
+#include "core/alloc.h"
+#include "multilock/engine.h"
+#include "redlock/guard.h"
+
+struct dlock_redlock {
+	dlock__engine engine;
+	dlock__guard guard;
+	dlock_redlock_lost_cb lost_cb;
+	/* What dlock_redlock_open() made, and frees. */
+	dlock_client **clients;
+	dlock_lock **locks;
+	size_t owned;
+};
+
+int dlock_redlock_options_init(dlock_redlock_options *opts, unsigned int version)
+{
+	dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
+
+	if (opts == NULL || version != DLOCK_REDLOCK_OPTIONS_VERSION)
+		return DLOCK_EINVAL;
+	*opts = defaults;
+	return 0;
+}
+
+static int check_options(const dlock_redlock_options *o)
+{
+	if (o->version != DLOCK_REDLOCK_OPTIONS_VERSION)
+		return dlock__seterr(DLOCK_EINVAL, "redlock options: unknown version %u", o->version);
+	if (!(o->drift_factor >= 0 && o->drift_factor < 1))
+		return dlock__seterr(DLOCK_EINVAL, "redlock options: drift_factor must be in [0, 1)");
+	if (o->restart_guard_ms < -1)
+		return dlock__seterr(DLOCK_EINVAL, "redlock options: restart_guard_ms must be >= -1");
+	return 0;
+}
+
+static int make(dlock_redlock **out, dlock_lock *const *members, size_t n,
+		const dlock_redlock_options *opts)
+{
+	dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
+	dlock__rules rules = { 0 };
+	dlock_redlock *r;
+	int rc;
+
+	if (opts == NULL)
+		opts = &defaults;
+	if ((rc = check_options(opts)) < 0)
+		return rc;
+	r = dlock__calloc(1, sizeof(*r));
+	if (r == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "redlock: out of memory");
+	r->guard.window_ms = opts->restart_guard_ms;
+	r->guard.strict = opts->restart_guard_strict;
+	rules.quorum = n / 2 + 1;
+	rules.share_wait = 1;
+	rules.check_validity = 1;
+	rules.drift_factor = opts->drift_factor;
+	rules.filter = dlock__guard_filter;
+	rules.filter_arg = &r->guard;
+	rc = dlock__engine_init(&r->engine, members, n, &rules, r);
+	if (rc < 0) {
+		dlock__free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
+		const dlock_redlock_options *opts)
+{
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "redlock: out is NULL");
+	*out = NULL;
+	return make(out, members, n, opts);
+}
+
+int dlock_redlock_open(dlock_redlock **out, const char *const *uris, size_t n, const char *name,
+		const dlock_client_options *client_opts, const dlock_redlock_options *opts)
+{
+	dlock_client_options copts = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client **clients = NULL;
+	dlock_lock **locks = NULL;
+	size_t i, made = 0;
+	int rc = 0;
+
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "redlock: out is NULL");
+	*out = NULL;
+	if (uris == NULL || n == 0)
+		return dlock__seterr(DLOCK_EINVAL, "redlock: no server URIs");
+	if (client_opts != NULL)
+		copts = *client_opts;
+	/* A server that is down at start is a failed vote, not a failed open. */
+	copts.lazy_connect = 1;
+	clients = dlock__calloc(n, sizeof(*clients));
+	locks = dlock__calloc(n, sizeof(*locks));
+	if (clients == NULL || locks == NULL) {
+		rc = dlock__seterr(DLOCK_ENOMEM, "redlock: out of memory");
+		goto fail;
+	}
+	for (made = 0; made < n; made++) {
+		rc = dlock_client_open(&clients[made], uris[made], &copts);
+		if (rc == 0)
+			rc = dlock_lock_new(&locks[made], clients[made], name);
+		if (rc < 0) {
+			/* Say which of the servers it was. */
+			char msg[DLOCK__ERRMSG_MAX];
+
+			memcpy(msg, dlock_errmsg_last(), sizeof(msg));
+			rc = dlock__seterr(rc, "server %zu of %zu: %s", made + 1, n, msg);
+			made++;
+			goto fail;
+		}
+	}
+	rc = make(out, locks, n, opts);
+	if (rc < 0)
+		goto fail;
+	(*out)->clients = clients;
+	(*out)->locks = locks;
+	(*out)->owned = n;
+	return 0;
+fail:
+	for (i = 0; i < made; i++) {
+		dlock_lock_free(locks[i]);
+		dlock_client_close(clients[i]);
+	}
+	dlock__free(clients);
+	dlock__free(locks);
+	return rc;
+}
+
+void dlock_redlock_free(dlock_redlock *r)
+{
+	size_t i;
+
+	if (r == NULL)
+		return;
+	dlock__engine_destroy(&r->engine);
+	for (i = 0; i < r->owned; i++) {
+		dlock_lock_free(r->locks[i]);
+		dlock_client_close(r->clients[i]);
+	}
+	dlock__free(r->locks);
+	dlock__free(r->clients);
+	dlock__free(r);
+}
+
+#define CHECK_HANDLE(r) \
+	do { \
+		if ((r) == NULL) \
+			return dlock__seterr(DLOCK_EINVAL, "redlock: NULL handle"); \
+	} while (0)
+
+int dlock_redlock_lock(dlock_redlock *r, int64_t lease_ms, int64_t *validity_ms)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
+			DLOCK_WAIT_FOREVER, lease_ms, validity_ms));
+}
+
+int dlock_redlock_try(dlock_redlock *r, int64_t wait_ms, int64_t lease_ms, int64_t *validity_ms)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
+			wait_ms, lease_ms, validity_ms));
+}
+
+int dlock_redlock_try_as(dlock_redlock *r, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *validity_ms)
+{
+	CHECK_HANDLE(r);
+	if (owner == NULL)
+		return dlock__errbuf_record(&r->engine.err,
+				dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, owner,
+			wait_ms, lease_ms, validity_ms));
+}
+
+int dlock_redlock_unlock(dlock_redlock *r)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_release(&r->engine, NULL));
+}
+
+int dlock_redlock_unlock_as(dlock_redlock *r, const char *owner)
+{
+	CHECK_HANDLE(r);
+	if (owner == NULL)
+		return dlock__errbuf_record(&r->engine.err,
+				dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_release(&r->engine, owner));
+}
+
+int dlock_redlock_check(dlock_redlock *r, const char *owner)
+{
+	CHECK_HANDLE(r);
+	return dlock__engine_check(&r->engine, owner);
+}
+
+static void forward_lost(void *self, const char *owner, void *userdata)
+{
+	dlock_redlock *r = self;
+
+	r->lost_cb(r, owner, userdata);
+}
+
+int dlock_redlock_set_lost_cb(dlock_redlock *r, dlock_redlock_lost_cb cb, void *userdata)
+{
+	CHECK_HANDLE(r);
+	dlock__mutex_lock(&r->engine.mu);
+	r->lost_cb = cb;
+	dlock__mutex_unlock(&r->engine.mu);
+	dlock__engine_set_lost(&r->engine, cb ? forward_lost : NULL, userdata);
+	return 0;
+}
+
+size_t dlock_redlock_size(const dlock_redlock *r)
+{
+	return r ? r->engine.n : 0;
+}
+
+dlock_lock *dlock_redlock_member(dlock_redlock *r, size_t i)
+{
+	return r != NULL && i < r->engine.n ? r->engine.members[i] : NULL;
+}
+
+int dlock_redlock_status(dlock_redlock *r, size_t i, dlock_member_status *out)
+{
+	CHECK_HANDLE(r);
+	return dlock__engine_status(&r->engine, i, out);
+}
+
+const char *dlock_redlock_errmsg(const dlock_redlock *r)
+{
+	return r ? dlock__errbuf_read(&r->engine.err) : "";
+}
