@@ -238,6 +238,19 @@ int dlock__client_run(dlock_client *c, dlock__script *s, int nkeys, int argc,
 	return rc;
 }
 
+void dlock__client_forget(dlock_client *c, const char *key, size_t len)
+{
+	const char *argv[2] = { "DEL", key };
+	size_t lens[2] = { 3, len };
+	dlock__conn *conn = NULL;
+	int64_t deadline = dlock__deadline_in(c->opts.command_timeout_ms);
+
+	if (dlock__client_conn_get(c, &conn, deadline) < 0)
+		return;
+	dlock__conn_send_discard(conn, 2, argv, lens, "DEL", deadline);
+	dlock__client_conn_put(c, conn);
+}
+
 static int simple_command(dlock_client *c, const char *cmd, const char *arg, redisReply **out)
 {
 	const char *argv[2] = { cmd, arg };

@@ -52,6 +52,13 @@ int dlock__client_run(dlock_client *client, dlock__script *s, int nkeys, int arg
 		const char **argv, const size_t *lens, int retry, redisReply **out);
 
 /*
+ * Delete a key without waiting for the reply (Redisson deletes a used unlock
+ * latch the same way): sent on a pooled connection, whose next reader skips
+ * the reply. Best effort; a key it cannot delete expires by its TTL.
+ */
+void dlock__client_forget(dlock_client *client, const char *key, size_t len);
+
+/*
  * When the server started, on this process's monotonic clock (from INFO's
  * uptime, 1 s resolution). Cached until the client opens a new connection,
  * which is when a restarted server could first be seen.

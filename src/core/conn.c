@@ -227,6 +227,12 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 		if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
 			return fail_transport(c, DLOCK_EPROTO, what, c->reader->errstr[0]
 					? c->reader->errstr : "unreadable reply");
+		if (reply != NULL && c->discard > 0) {
+			freeReplyObject(reply);
+			reply = NULL;
+			c->discard--;
+			continue;
+		}
 		if (reply != NULL) {
 			*out = reply;
 			return 0;
@@ -252,6 +258,16 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 				return rc;
 		}
 	}
+}
+
+int dlock__conn_send_discard(dlock__conn *c, int argc, const char **argv, const size_t *lens,
+		const char *what, int64_t deadline)
+{
+	int rc = dlock__conn_send(c, argc, argv, lens, what, deadline);
+
+	if (rc == 0)
+		c->discard++;
+	return rc;
 }
 
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

@@ -28,6 +28,7 @@ typedef struct dlock__node {
 typedef struct dlock__conn {
 	int fd;
 	int broken; /* a transport failure happened: close, never reuse */
+	int discard; /* replies owed to fire-and-forget commands, skipped when read */
 	redisReader *reader;
 	const dlock__node *node;
 } dlock__conn;
@@ -49,6 +50,10 @@ int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *
  * A transport failure marks the connection broken.
  */
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline);
+
+/* Send a command whose reply nobody waits for: it is skipped by the next read. */
+int dlock__conn_send_discard(dlock__conn *c, int argc, const char **argv, const size_t *lens,
+		const char *what, int64_t deadline);
 
 /* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

@@ -362,6 +362,8 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 		return dlock__seterr_node(DLOCK_EPROTO, c->node.label,
 				"unlock %s: unexpected reply type %d", l->shown, reply->type);
 	dlock__holds_released(l->holds, l->name, l->name_len, r->owner, reply->integer);
+	/* Answered: no repeat can come any more, the latch has done its job. */
+	dlock__client_forget(c, r->latch, l->latch_prefix_len + 33);
 	return 0;
 }
 
