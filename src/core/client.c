@@ -115,8 +115,20 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 		dlock__conn *conn = NULL;
 
 		rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(opts->connect_timeout_ms));
-		if (rc == 0)
+		if (rc == 0) {
+			/* A server that wants a password we did not give says so only
+			 * when asked something: ask now, so open fails, not first use. */
+			const char *ping = "PING";
+			size_t len = 4;
+			redisReply *r = NULL;
+
+			rc = dlock__conn_command(conn, &r, 1, &ping, &len, "PING",
+					dlock__deadline_in(opts->connect_timeout_ms));
+			if (rc == 0 && (rc = dlock__reply_check(&c->node, r, "PING")) < 0)
+				conn->broken = 1;
+			freeReplyObject(r);
 			dlock__client_conn_put(c, conn);
+		}
 	}
 	if (rc < 0) {
 		dlock_client_close(c);

@@ -102,7 +102,7 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		op->retried = 0;
 		op->rc = dlock__conn_send(op->conn, op->cmd_argc, op->cmd, op->cmd_lens, what,
 				op->deadline);
-		if (op->rc == DLOCK_ECONN)
+		if (op->rc == DLOCK_ECONN && !op->no_retry)
 			op->rc = resend_fresh(op);
 		if (op->rc < 0) {
 			finish(op, op->rc, NULL);
@@ -148,7 +148,8 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 				r = dlock__conn_read(op->conn, &reply, what, 0);
 				if (r == DLOCK__AGAIN)
 					goto check_deadline;
-				if (r == DLOCK_ECONN && !op->retried && (r = resend_fresh(op)) == 0)
+				if (r == DLOCK_ECONN && !op->retried && !op->no_retry &&
+				    (r = resend_fresh(op)) == 0)
 					continue;
 				if (r == 0 && dlock__reply_is_error(reply, "NOSCRIPT")) {
 					/* The server lost its script cache: the same op as EVAL. */

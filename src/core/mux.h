@@ -26,6 +26,7 @@ typedef struct dlock__mux_op {
 	int argc;            /* keys then args */
 	const char **argv;
 	const size_t *lens;
+	int no_retry;        /* never resend (repeating it could count twice) */
 	/* out */
 	int rc;              /* 0 with reply set, or DLOCK_E* (reply NULL) */
 	redisReply *reply;   /* owned by the op until dlock__mux_clear() */

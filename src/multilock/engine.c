@@ -193,7 +193,17 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 			goto out;
 		}
 		t[i].believed = acq[i].believed;
+		if (t[i].believed < 0) {
+			dlock_lock *m = e->members[i];
+
+			t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len,
+					acq[i].owner, 1);
+			if (t[i].believed < 0)
+				t[i].believed = 0;
+		}
 		ops[i].client = e->members[i]->client;
+		/* Resent after a dropped connection only when the count is compared. */
+		ops[i].no_retry = acq[i].believed < 0;
 		ops[i].script = &dlock__script_acquire;
 		ops[i].nkeys = 1;
 		ops[i].argc = 4;
@@ -425,13 +435,13 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 
 		if (wait > left)
 			wait = left > 0 ? left : 0;
-		t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr);
+		t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
 		if (t[i].believed < 0 && owner == NULL)
 			t[i].believed = 0;
 		rc = dlock_lock_try_as(m, t[i].owner_ptr, wait, provisional);
 		if (rc == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
-			t[i].count = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr);
+			t[i].count = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
 			if (++acquired >= e->rules.quorum)
 				return 1;
 		} else {
@@ -480,8 +490,9 @@ static int classify_failure(dlock__engine *e, const dlock__member_try *t, int ex
 		rc = DLOCK_ENOQUORUM;
 	else
 		rc = DLOCK_ENOTACQUIRED;
-	n = (size_t)snprintf(msg, sizeof(msg), "%s: %zu of %zu needed, %zu acquired, %zu held by others, %zu failed",
-			dlock_strerror(rc), e->rules.quorum, e->n,
+	n = (size_t)snprintf(msg, sizeof(msg),
+			"lock %s: %s: %zu of %zu needed, %zu acquired, %zu held by others, %zu failed",
+			e->members[0]->shown, dlock_strerror(rc), e->rules.quorum, e->n,
 			count_votes(t, e->n, DLOCK_VOTE_ACQUIRED) + count_votes(t, e->n, DLOCK_VOTE_YOUNG),
 			count_votes(t, e->n, DLOCK_VOTE_HELD), errors);
 	for (i = 0; i < e->n && n < sizeof(msg); i++)
@@ -627,7 +638,10 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		dlock_lock *m = e->members[i];
 
 		dlock__holds_observe(m->holds, m->name, m->name_len, t[i].owner_ptr, NULL, NULL);
-		t[i].touched = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr) >= 0;
+		/* An explicit owner may have been taken by another process (a
+		 * script's `dlock acquire`): release it wherever it is held. */
+		t[i].touched = owner != NULL ||
+			dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1) >= 0;
 		if (t[i].touched) {
 			rc = dlock__release_prepare(m, t[i].owner_ptr, &rel[i]);
 			if (rc < 0)
@@ -675,7 +689,8 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 	else if (first_error < 0)
 		rc = dlock__seterr(first_error, "%s", first_msg);
 	else if (released == 0)
-		rc = dlock__seterr(DLOCK_ENOTOWNER, "multilock: not held by this owner");
+		rc = dlock__seterr(DLOCK_ENOTOWNER, "lock %s is not held by %s on any node",
+				e->members[0]->shown, t[0].owner_ptr);
 out:
 	if (ops != NULL)
 		dlock__mux_clear(ops, e->n);

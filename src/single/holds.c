@@ -20,6 +20,7 @@ typedef struct hold {
 	int64_t lease_ms;      /* kept on the key after a partial release */
 	int watchdog;
 	int lost;
+	int uncertain;         /* an acquire got no answer: compare counts on the next one */
 	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
 	dlock_lock *handle;
 	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
@@ -172,17 +173,30 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 	return h;
 }
 
-int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+		int trusted)
 {
 	hold *x;
-	int64_t n;
+	int64_t n = -1;
 
 	dlock__mutex_lock(&h->mu);
 	x = find(h, name, name_len, owner);
 	/* A lost hold is gone from the server: nothing to adopt. */
-	n = x == NULL ? -1 : x->lost ? 0 : x->count;
+	if (x != NULL && (trusted || x->uncertain))
+		n = x->lost ? 0 : x->count;
 	dlock__mutex_unlock(&h->mu);
 	return n;
+}
+
+void dlock__holds_uncertain(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+{
+	hold *x;
+
+	dlock__mutex_lock(&h->mu);
+	x = find(h, name, name_len, owner);
+	if (x != NULL)
+		x->uncertain = 1;
+	dlock__mutex_unlock(&h->mu);
 }
 
 int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name, size_t name_len,
@@ -217,6 +231,7 @@ int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name,
 		x->epoch = ++h->next_epoch;
 	}
 	x->count = count;
+	x->uncertain = 0;
 	x->handle = handle;
 	x->lease_ms = lease_ms < 0 ? h->client->opts.watchdog_timeout_ms : lease_ms;
 	x->confirmed_at = sent_at;
@@ -238,7 +253,8 @@ int64_t dlock__holds_lease(dlock__holds *h, const char *name, size_t name_len, c
 
 	dlock__mutex_lock(&h->mu);
 	x = find(h, name, name_len, owner);
-	lease = x != NULL ? x->lease_ms : h->client->opts.watchdog_timeout_ms;
+	/* Unknown (taken by another process): leave the key's TTL alone. */
+	lease = x != NULL ? x->lease_ms : 0;
 	dlock__mutex_unlock(&h->mu);
 	return lease;
 }

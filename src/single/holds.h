@@ -22,8 +22,16 @@ typedef struct dlock__holds dlock__holds;
 /* The registry of a client, made on first use. NULL when out of memory. */
 dlock__holds *dlock__holds_of(dlock_client *client);
 
-/* The hold count the client believes `owner` has: -1 when it has no record. */
-int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+/*
+ * The hold count the client believes `owner` has: -1 when it has no record.
+ * With `trusted` 0 (an explicit owner, which others may share) the count is
+ * only given when an acquire of it ended without an answer, else -1.
+ */
+int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+		int trusted);
+
+/* An acquire for owner ended without an answer: it may or may not have counted. */
+void dlock__holds_uncertain(dlock__holds *h, const char *name, size_t name_len, const char *owner);
 
 /*
  * Record a successful acquire: the server now shows `count` holds. lease_ms
@@ -34,7 +42,8 @@ int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, c
 int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name, size_t name_len,
 		const char *owner, int64_t count, int64_t lease_ms, int64_t sent_at);
 
-/* The lease to keep on the key after a partial release (Redisson's internalLockLeaseTime). */
+/* The lease to keep on the key after a partial release (Redisson's internalLockLeaseTime);
+ * 0 when the client has no record: keep the key's TTL. */
 int64_t dlock__holds_lease(dlock__holds *h, const char *name, size_t name_len, const char *owner);
 
 /*

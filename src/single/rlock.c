@@ -157,9 +157,13 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t lease_ms, d
 	if (rc < 0)
 		return rc;
 	a->lease_ms = lease_ms;
-	a->believed = dlock__holds_count(l->holds, l->name, l->name_len, a->owner);
-	/* A thread's own owner can only be held through this client: no record
-	 * means no holds. An explicit owner may be shared with other processes. */
+	/* A thread's own owner (this client's uuid) can only be held through
+	 * this client, so its record is the truth: no record means no holds,
+	 * and a count one higher than recorded can only be a lost reply of ours.
+	 * An explicit owner may be shared with other clients and processes: its
+	 * count is only compared after a reply of ours was lost. */
+	a->believed = dlock__holds_count(l->holds, l->name, l->name_len, a->owner,
+			owner == NULL);
 	if (a->believed < 0 && owner == NULL)
 		a->believed = 0;
 	a->argv[0] = l->name;
@@ -216,10 +220,14 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t *ttl)
 	int64_t sent_at = dlock__now_ms();
 	int rc;
 
-	/* Safe to repeat after a dropped connection: see the acquire script. */
-	rc = dlock__client_run(l->client, &dlock__script_acquire, 1, 4, a->argv, a->lens, 1, &r);
+	/* Safe to repeat after a dropped connection when the count before is
+	 * known: see the acquire script. */
+	rc = dlock__client_run(l->client, &dlock__script_acquire, 1, 4, a->argv, a->lens,
+			a->believed >= 0, &r);
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
+	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
+		dlock__holds_uncertain(l->holds, l->name, l->name_len, a->owner);
 	freeReplyObject(r);
 	return rc;
 }
@@ -458,7 +466,7 @@ static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out
 static int query_owner(dlock_lock *l, const char *cmd, const char *owner_in, int64_t *out)
 {
 	char buf[64];
-	const char *owner;
+	const char *owner = NULL;
 	int rc = resolve_owner(l, owner_in, buf, sizeof(buf), &owner);
 
 	return rc < 0 ? rc : query(l, cmd, owner, out, 1);
@@ -521,7 +529,7 @@ int dlock_lock_remaining_ttl(dlock_lock *l, int64_t *out_ms)
 int dlock_lock_check(dlock_lock *l, const char *owner_in)
 {
 	char buf[64];
-	const char *owner;
+	const char *owner = NULL;
 	int rc;
 
 	if (l == NULL)

@@ -14,7 +14,7 @@ extern dlock__script dlock__script_acquire;
 
 /*
  * Release one hold. KEYS: name, channel, latch. ARGV: message ("0"),
- * lease ms for a hold that remains, owner, latch ttl ms.
+ * lease ms for a hold that remains (0: keep the TTL), owner, latch ttl ms.
  * Reply: nil not held by owner; otherwise the holds left (0 = released:
  * key deleted, "0" published). A repeat with the same latch returns the
  * first answer.
@@ -34,7 +34,7 @@ extern dlock__script dlock__script_renew;
  * Undo one acquire whose outcome is unknown or unwanted (a quorum attempt
  * that failed, a reply that never came). KEYS: name, channel. ARGV: message
  * ("0"), owner, the hold count that acquire would have produced, lease ms
- * for a hold that remains. Releases one hold only if the count is exactly
+ * for a hold that remains (0: keep the TTL). Releases one hold only if the count is exactly
  * that, so an acquire that never ran takes nothing away.
  * Reply: -1 nothing done, else holds left (0 = released and published).
  */

@@ -1,0 +1,347 @@
+/*
+ * dlock - the command-line tool: run a command under a distributed lock,
+ * take and release locks from scripts, look at and break locks.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/run.h"
+#include "cli/target.h"
+
+static const char usage_text[] =
+"Usage: dlock [GLOBAL OPTIONS] COMMAND [OPTIONS] NAME ...\n"
+"\n"
+"Distributed locks on Redis, compatible with Redisson (Java): the same keys,\n"
+"hash fields and unlock messages, so dlock and Java services exclude each other.\n"
+"\n"
+"Commands:\n"
+"  run [-w MS] [-l MS] [--grace MS] NAME -- CMD [ARG...]\n"
+"        Take NAME, run CMD, release NAME when CMD exits. Without -l the lock is\n"
+"        renewed (watchdog) for as long as CMD runs; with -l it lasts LEASE ms and\n"
+"        CMD is stopped if it outlives it. -w: wait at most MS for the lock\n"
+"        (absent: wait forever; 0: one attempt). If the lock is lost while CMD\n"
+"        runs, CMD gets SIGTERM, then SIGKILL after --grace MS (default 10000),\n"
+"        and dlock exits 70. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2 are\n"
+"        passed on to CMD. CMD sees DLOCK_NAME and DLOCK_OWNER.\n"
+"  acquire -l MS [-w MS] --owner OWNER NAME\n"
+"        Take NAME for LEASE ms as OWNER (for shell scripts). OWNER is used\n"
+"        verbatim as the Redisson hash field (e.g. a run child's DLOCK_OWNER);\n"
+"        acquiring twice with one OWNER re-enters (hold count 2).\n"
+"  release --owner OWNER NAME\n"
+"        Release one hold of OWNER. Exit 0 when released or decremented, 1 when\n"
+"        OWNER does not hold NAME.\n"
+"  status [--json] NAME\n"
+"        Per node: reachable, holders and their hold counts, remaining TTL.\n"
+"  unlock --force NAME\n"
+"        Delete NAME on every node, whoever holds it, and wake its waiters.\n"
+"\n"
+"Global options (also accepted after the command):\n"
+"  -n, --nodes URI[,URI...]   Redis servers: redis://[[user]:password@]host[:port][/db]\n"
+"                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379)\n"
+"  -m, --mode MODE            rlock (one node), redlock (a quorum of n/2+1 nodes;\n"
+"                             the default for several nodes) or multilock (all nodes)\n"
+"      --timeout MS           per-command network deadline, also to connect (default 1000):\n"
+"                             a dead or hung node costs at most this much\n"
+"      --watchdog MS          lease of a lock held without -l, renewed every third\n"
+"                             of it (default 30000)\n"
+"      --restart-guard MS     RedLock: for MS after a node restarts, its \"free\" vote\n"
+"                             does not count while another node shows the lock held\n"
+"                             (0 = off; default: the longer of --watchdog and -l)\n"
+"      --conflict-exit-code N exit status when the lock is held by others (default 75)\n"
+"  -h, --help                 this text\n"
+"  -V, --version              print the version\n"
+"\n"
+"Exit status of run: CMD's own status (128+N if killed by signal N); 75 not\n"
+"acquired within the wait (held by others); 69 not acquired because too few nodes\n"
+"were reachable; 70 the lock was lost while CMD ran; 64 usage error (bad option,\n"
+"bad URI, empty name). acquire exits 0, 75, 69 or 64 the same way.\n"
+"\n"
+"Examples:\n"
+"  dlock run nightly-report -- ./report.sh            # one host at a time\n"
+"  dlock -n redis://a,redis://b,redis://c run -w 0 migrate -- ./migrate.sh\n"
+"  dlock acquire -l 60000 --owner deploy:$$ release-train && ./deploy.sh;\n"
+"  dlock release --owner deploy:$$ release-train\n"
+"  dlock status --json nightly-report\n";
+
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "dlock: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see dlock --help)\n");
+	return EXIT_USAGE;
+}
+
+static int parse_ms(const char *text, const char *what, int64_t min, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < min || v > INT_MAX) {
+		fprintf(stderr, "dlock: %s must be a whole number from %lld to %d, not \"%s\""
+				" (see dlock --help)\n", what, (long long)min, INT_MAX, text);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int split_nodes(cli_config *cfg, const char *list)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+
+	if (copy == NULL)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char **grown = realloc(cfg->nodes, (cfg->n + 1) * sizeof(*grown));
+
+		if (grown == NULL)
+			return -1;
+		cfg->nodes = grown;
+		cfg->nodes[cfg->n++] = strdup(tok);
+	}
+	free(copy);
+	return cfg->n > 0 ? 0 : -1;
+}
+
+enum {
+	OPT_TIMEOUT = 256, OPT_WATCHDOG, OPT_GUARD, OPT_CONFLICT, OPT_OWNER, OPT_JSON,
+	OPT_FORCE, OPT_GRACE
+};
+
+static const struct option long_options[] = {
+	{ "nodes", required_argument, NULL, 'n' },
+	{ "mode", required_argument, NULL, 'm' },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
+	{ "restart-guard", required_argument, NULL, OPT_GUARD },
+	{ "conflict-exit-code", required_argument, NULL, OPT_CONFLICT },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	/* command options */
+	{ "wait", required_argument, NULL, 'w' },
+	{ "lease", required_argument, NULL, 'l' },
+	{ "owner", required_argument, NULL, OPT_OWNER },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ NULL, 0, NULL, 0 }
+};
+
+typedef struct cli_args {
+	int64_t wait_ms, lease_ms, grace_ms;
+	int wait_given, lease_given, json, force, help, version;
+	const char *owner;
+	const char *nodes;
+} cli_args;
+
+/* Parse options until the first operand; returns 0, or an exit status. */
+static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
+{
+	int c;
+	int64_t v;
+
+	while ((c = getopt_long(argc, argv, "+n:m:hVw:l:", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			a->nodes = optarg;
+			break;
+		case 'm':
+			if (strcmp(optarg, "rlock") == 0)
+				cfg->mode = MODE_RLOCK;
+			else if (strcmp(optarg, "redlock") == 0)
+				cfg->mode = MODE_REDLOCK;
+			else if (strcmp(optarg, "multilock") == 0)
+				cfg->mode = MODE_MULTILOCK;
+			else
+				return usage_error("unknown mode \"%s\": use rlock, redlock or multilock",
+						optarg);
+			cfg->mode_given = 1;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_ms(optarg, "--timeout", 1, &v) < 0)
+				return EXIT_USAGE;
+			cfg->timeout_ms = (int)v;
+			break;
+		case OPT_WATCHDOG:
+			if (parse_ms(optarg, "--watchdog", 3, &v) < 0)
+				return EXIT_USAGE;
+			cfg->watchdog_ms = (int)v;
+			break;
+		case OPT_GUARD:
+			if (parse_ms(optarg, "--restart-guard", 0, &cfg->restart_guard_ms) < 0)
+				return EXIT_USAGE;
+			break;
+		case OPT_CONFLICT:
+			if (parse_ms(optarg, "--conflict-exit-code", 0, &v) < 0 || v > 255)
+				return v > 255 ? usage_error("--conflict-exit-code must be 0..255, not %s",
+						optarg) : EXIT_USAGE;
+			cfg->conflict_exit = (int)v;
+			break;
+		case 'h':
+			a->help = 1;
+			break;
+		case 'V':
+			a->version = 1;
+			break;
+		case 'w':
+			if (parse_ms(optarg, "-w (wait)", 0, &a->wait_ms) < 0)
+				return EXIT_USAGE;
+			a->wait_given = 1;
+			break;
+		case 'l':
+			if (parse_ms(optarg, "-l (lease)", 1, &a->lease_ms) < 0)
+				return EXIT_USAGE;
+			a->lease_given = 1;
+			break;
+		case OPT_OWNER:
+			a->owner = optarg;
+			break;
+		case OPT_JSON:
+			a->json = 1;
+			break;
+		case OPT_FORCE:
+			a->force = 1;
+			break;
+		case OPT_GRACE:
+			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)
+				return EXIT_USAGE;
+			break;
+		default:
+			fprintf(stderr, "dlock: see dlock --help\n");
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+static int configure(cli_config *cfg, cli_args *a)
+{
+	const char *nodes = a->nodes;
+
+	if (nodes == NULL)
+		nodes = getenv("DLOCK_NODES");
+	if (nodes == NULL || nodes[0] == '\0')
+		nodes = "redis://127.0.0.1:6379";
+	if (split_nodes(cfg, nodes) < 0)
+		return usage_error("no node in \"%s\"", nodes);
+	if (!cfg->mode_given)
+		cfg->mode = cfg->n == 1 ? MODE_RLOCK : MODE_REDLOCK;
+	if (cfg->mode == MODE_RLOCK && cfg->n != 1)
+		return usage_error("mode rlock takes exactly one node, not %zu", cfg->n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	cli_config cfg = { 0 };
+	cli_args a = { 0 };
+	cli_target t;
+	const char *command, *name;
+	int rc, status;
+
+	cfg.timeout_ms = 1000;
+	cfg.watchdog_ms = 30000;
+	cfg.restart_guard_ms = -1;
+	cfg.conflict_exit = EXIT_CONFLICT;
+	a.grace_ms = 10000;
+
+	if ((rc = parse_options(argc, argv, &cfg, &a)) != 0)
+		return rc;
+	if (a.help) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (a.version) {
+		printf("dlock %s\n", dlock_version());
+		return 0;
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no command given");
+	command = argv[optind++];
+	if ((rc = parse_options(argc, argv, &cfg, &a)) != 0)
+		return rc;
+	if (a.help) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(command, "run") != 0 && strcmp(command, "acquire") != 0 &&
+	    strcmp(command, "release") != 0 && strcmp(command, "status") != 0 &&
+	    strcmp(command, "unlock") != 0)
+		return usage_error("unknown command \"%s\"", command);
+	if (optind >= argc || argv[optind][0] == '\0')
+		return usage_error("%s: the lock NAME is missing or empty", command);
+	name = argv[optind++];
+	if ((rc = configure(&cfg, &a)) != 0)
+		return rc;
+
+	if (strcmp(command, "run") == 0) {
+		if (optind < argc && strcmp(argv[optind], "--") == 0)
+			optind++;
+		if (optind >= argc)
+			return usage_error("%s", "run: the command to run is missing (NAME -- CMD ...)");
+	} else if (optind < argc) {
+		return usage_error("unexpected argument \"%s\"", argv[optind]);
+	}
+	if (strcmp(command, "acquire") == 0 && !a.lease_given)
+		return usage_error("%s", "acquire needs -l LEASE_MS (a lock taken from a shell "
+				"must expire by itself)");
+	if ((strcmp(command, "acquire") == 0 || strcmp(command, "release") == 0) &&
+	    (a.owner == NULL || a.owner[0] == '\0'))
+		return usage_error("%s needs --owner OWNER", command);
+	if (strcmp(command, "unlock") == 0 && !a.force)
+		return usage_error("%s", "unlock needs --force (to release your own hold, use "
+				"release --owner)");
+
+	rc = cli_target_open(&t, &cfg, name);
+	if (rc < 0) {
+		fprintf(stderr, "dlock: %s\n", dlock_errmsg_last());
+		cli_target_close(&t);
+		return rc == DLOCK_EINVAL ? EXIT_USAGE : EXIT_UNAVAILABLE;
+	}
+
+	if (strcmp(command, "run") == 0) {
+		cli_run_args ra;
+
+		ra.wait_ms = a.wait_given ? a.wait_ms : DLOCK_WAIT_FOREVER;
+		ra.lease_ms = a.lease_given ? a.lease_ms : DLOCK_LEASE_WATCHDOG;
+		ra.grace_ms = a.grace_ms;
+		ra.argv = argv + optind;
+		status = cli_run(&t, &cfg, &ra);
+	} else if (strcmp(command, "acquire") == 0) {
+		int64_t validity = 0;
+
+		rc = cli_target_acquire(&t, a.owner, a.wait_given ? a.wait_ms : 0, a.lease_ms,
+				&validity);
+		status = cli_exit_for(rc, &cfg);
+		if (rc < 0)
+			fprintf(stderr, "dlock: acquire: lock \"%s\" not acquired: %s\n", name,
+					cli_target_errmsg(&t));
+		else
+			printf("acquired \"%s\" as %s for %lld ms\n", name, a.owner, (long long)validity);
+	} else if (strcmp(command, "release") == 0) {
+		rc = cli_target_release(&t, a.owner);
+		status = cli_exit_for(rc, &cfg);
+		if (rc == DLOCK_ELOST)
+			status = EXIT_NOT_OWNER;
+		if (rc < 0)
+			fprintf(stderr, "dlock: release: %s\n", cli_target_errmsg(&t));
+	} else if (strcmp(command, "status") == 0) {
+		status = cli_target_status(&t, a.json, stdout);
+	} else {
+		status = cli_target_force(&t, stdout);
+	}
+	cli_target_close(&t);
+	return status;
+}

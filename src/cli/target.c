@@ -1,0 +1,333 @@
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/target.h"
+#include "core/client.h"
+
+int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
+{
+	dlock_client_options copts = DLOCK_CLIENT_OPTIONS_INIT;
+	size_t i;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->mode = cfg->mode;
+	t->n = cfg->n;
+	t->name = name;
+	copts.connect_timeout_ms = cfg->timeout_ms;
+	copts.command_timeout_ms = cfg->timeout_ms;
+	copts.watchdog_timeout_ms = cfg->watchdog_ms;
+	copts.lazy_connect = 1;
+	t->clients = calloc(t->n, sizeof(*t->clients));
+	t->locks = calloc(t->n, sizeof(*t->locks));
+	if (t->clients == NULL || t->locks == NULL)
+		return DLOCK_ENOMEM;
+	for (i = 0; i < t->n; i++) {
+		rc = dlock_client_open(&t->clients[i], cfg->nodes[i], &copts);
+		if (rc < 0)
+			return rc;
+		rc = dlock_lock_new(&t->locks[i], t->clients[i], name);
+		if (rc < 0)
+			return rc;
+	}
+	if (t->mode == MODE_REDLOCK) {
+		dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
+
+		ro.restart_guard_ms = cfg->restart_guard_ms;
+		return dlock_redlock_new(&t->redlock, t->locks, t->n, &ro);
+	}
+	if (t->mode == MODE_MULTILOCK)
+		return dlock_multilock_new(&t->multilock, t->locks, t->n);
+	return 0;
+}
+
+void cli_target_close(cli_target *t)
+{
+	size_t i;
+
+	dlock_redlock_free(t->redlock);
+	dlock_multilock_free(t->multilock);
+	for (i = 0; t->locks != NULL && i < t->n; i++)
+		dlock_lock_free(t->locks[i]);
+	for (i = 0; t->clients != NULL && i < t->n; i++)
+		dlock_client_close(t->clients[i]);
+	free(t->locks);
+	free(t->clients);
+	memset(t, 0, sizeof(*t));
+}
+
+void cli_target_default_owner(const cli_target *t, char *buf, size_t len)
+{
+	dlock_client_owner(t->clients[0], (uint64_t)getpid(), buf, len);
+}
+
+int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *validity_ms)
+{
+	int rc;
+
+	*validity_ms = lease_ms;
+	switch (t->mode) {
+	case MODE_REDLOCK:
+		return dlock_redlock_try_as(t->redlock, owner, wait_ms, lease_ms, validity_ms);
+	case MODE_MULTILOCK:
+		return dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
+	default:
+		rc = dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
+		return rc;
+	}
+}
+
+int cli_target_release(cli_target *t, const char *owner)
+{
+	switch (t->mode) {
+	case MODE_REDLOCK:
+		return dlock_redlock_unlock_as(t->redlock, owner);
+	case MODE_MULTILOCK:
+		return dlock_multilock_unlock_as(t->multilock, owner);
+	default:
+		return dlock_lock_unlock_as(t->locks[0], owner);
+	}
+}
+
+int cli_target_check(cli_target *t, const char *owner)
+{
+	switch (t->mode) {
+	case MODE_REDLOCK:
+		return dlock_redlock_check(t->redlock, owner);
+	case MODE_MULTILOCK:
+		return dlock_multilock_check(t->multilock, owner);
+	default:
+		return dlock_lock_check(t->locks[0], owner);
+	}
+}
+
+typedef struct lost_hook {
+	void (*fn)(void *arg);
+	void *arg;
+} lost_hook;
+
+static lost_hook hook; /* one lock per process: the CLI's own state, not the library's */
+
+static void on_lock_lost(dlock_lock *l, const char *owner, void *ud)
+{
+	(void)l, (void)owner, (void)ud;
+	hook.fn(hook.arg);
+}
+
+static void on_redlock_lost(dlock_redlock *r, const char *owner, void *ud)
+{
+	(void)r, (void)owner, (void)ud;
+	hook.fn(hook.arg);
+}
+
+static void on_multilock_lost(dlock_multilock *m, const char *owner, void *ud)
+{
+	(void)m, (void)owner, (void)ud;
+	hook.fn(hook.arg);
+}
+
+int cli_target_on_lost(cli_target *t, void (*fn)(void *arg), void *arg)
+{
+	hook.fn = fn;
+	hook.arg = arg;
+	switch (t->mode) {
+	case MODE_REDLOCK:
+		return dlock_redlock_set_lost_cb(t->redlock, on_redlock_lost, NULL);
+	case MODE_MULTILOCK:
+		return dlock_multilock_set_lost_cb(t->multilock, on_multilock_lost, NULL);
+	default:
+		return dlock_lock_set_lost_cb(t->locks[0], on_lock_lost, NULL);
+	}
+}
+
+const char *cli_target_errmsg(const cli_target *t)
+{
+	switch (t->mode) {
+	case MODE_REDLOCK:
+		return dlock_redlock_errmsg(t->redlock);
+	case MODE_MULTILOCK:
+		return dlock_multilock_errmsg(t->multilock);
+	default:
+		return dlock_lock_errmsg(t->locks[0]);
+	}
+}
+
+size_t cli_target_quorum(const cli_target *t)
+{
+	return t->mode == MODE_REDLOCK ? t->n / 2 + 1 : t->n;
+}
+
+int cli_exit_for(int rc, const cli_config *cfg)
+{
+	switch (rc) {
+	case 0:
+		return 0;
+	case DLOCK_ENOTACQUIRED:
+		return cfg->conflict_exit;
+	case DLOCK_EINVAL:
+		return EXIT_USAGE;
+	case DLOCK_ENOTOWNER:
+		return EXIT_NOT_OWNER;
+	case DLOCK_ELOST:
+		return EXIT_LOST;
+	default:
+		/* No quorum, unreachable, timed out, refused, expired while acquiring. */
+		return EXIT_UNAVAILABLE;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* status and unlock --force                                            */
+
+typedef struct node_view {
+	int reachable;
+	char error[DLOCK__ERRMSG_MAX];
+	long long ttl;
+	redisReply *holders; /* HGETALL reply */
+} node_view;
+
+static int query(dlock_client *c, const char *cmd, const char *name, redisReply **out)
+{
+	const char *argv[2] = { cmd, name };
+	size_t lens[2] = { strlen(cmd), strlen(name) };
+	int rc = dlock__client_run(c, NULL, 0, 2, argv, lens, 1, out);
+
+	if (rc == 0)
+		rc = dlock__reply_check(&c->node, *out, cmd);
+	return rc;
+}
+
+static void view_node(cli_target *t, size_t i, node_view *v)
+{
+	redisReply *ttl = NULL;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	v->ttl = -2;
+	rc = query(t->clients[i], "HGETALL", t->name, &v->holders);
+	if (rc == 0)
+		rc = query(t->clients[i], "PTTL", t->name, &ttl);
+	if (rc < 0) {
+		v->reachable = rc != DLOCK_ECONN && rc != DLOCK_ETIMEDOUT && rc != DLOCK_EAUTH ? 1 : 0;
+		snprintf(v->error, sizeof(v->error), "%s", dlock_errmsg_last());
+		freeReplyObject(v->holders);
+		v->holders = NULL;
+	} else {
+		v->reachable = 1;
+		v->ttl = ttl->integer;
+	}
+	freeReplyObject(ttl);
+}
+
+static void json_string(FILE *out, const char *s, size_t len)
+{
+	size_t i;
+
+	fputc('"', out);
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '"' || ch == '\\')
+			fprintf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(out, "\\u%04x", ch);
+		else
+			fputc(ch, out);
+	}
+	fputc('"', out);
+}
+
+static const char *mode_name(cli_mode m)
+{
+	return m == MODE_REDLOCK ? "redlock" : m == MODE_MULTILOCK ? "multilock" : "rlock";
+}
+
+int cli_target_status(cli_target *t, int json, FILE *out)
+{
+	node_view *v = calloc(t->n, sizeof(*v));
+	size_t i, j, reachable = 0, held = 0;
+
+	if (v == NULL)
+		return EXIT_UNAVAILABLE;
+	for (i = 0; i < t->n; i++) {
+		view_node(t, i, &v[i]);
+		reachable += v[i].reachable;
+		held += v[i].holders != NULL && v[i].holders->elements > 0;
+	}
+	if (json) {
+		fprintf(out, "{\"name\":");
+		json_string(out, t->name, strlen(t->name));
+		fprintf(out, ",\"mode\":\"%s\",\"quorum\":%zu,\"held_on\":%zu,\"nodes\":[",
+				mode_name(t->mode), cli_target_quorum(t), held);
+		for (i = 0; i < t->n; i++) {
+			const char *node = dlock_client_node(t->clients[i]);
+
+			fprintf(out, "%s{\"node\":", i ? "," : "");
+			json_string(out, node, strlen(node));
+			fprintf(out, ",\"reachable\":%s", v[i].reachable ? "true" : "false");
+			if (v[i].holders == NULL) {
+				fprintf(out, ",\"error\":");
+				json_string(out, v[i].error, strlen(v[i].error));
+			} else {
+				fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[", v[i].ttl);
+				for (j = 0; j + 1 < v[i].holders->elements; j += 2) {
+					redisReply *f = v[i].holders->element[j], *c = v[i].holders->element[j + 1];
+
+					fprintf(out, "%s{\"owner\":", j ? "," : "");
+					json_string(out, f->str, f->len);
+					fprintf(out, ",\"count\":%lld}", c->str ? atoll(c->str) : 0LL);
+				}
+				fprintf(out, "]");
+			}
+			fprintf(out, "}");
+		}
+		fprintf(out, "]}\n");
+	} else {
+		fprintf(out, "lock \"%s\" (%s, %zu node%s, quorum %zu): held on %zu, reachable %zu\n",
+				t->name, mode_name(t->mode), t->n, t->n == 1 ? "" : "s",
+				cli_target_quorum(t), held, reachable);
+		fprintf(out, "%-24s %-12s %-8s %-6s %s\n", "NODE", "STATE", "TTL_MS", "COUNT", "OWNER");
+		for (i = 0; i < t->n; i++) {
+			const char *node = dlock_client_node(t->clients[i]);
+
+			if (v[i].holders == NULL) {
+				fprintf(out, "%-24s %-12s %s\n", node,
+						v[i].reachable ? "error" : "unreachable", v[i].error);
+			} else if (v[i].holders->elements == 0) {
+				fprintf(out, "%-24s %-12s %-8s %-6s %s\n", node, "free", "-", "-", "-");
+			} else {
+				for (j = 0; j + 1 < v[i].holders->elements; j += 2)
+					fprintf(out, "%-24s %-12s %-8lld %-6s %s\n", j ? "" : node,
+							j ? "" : "held", v[i].ttl,
+							v[i].holders->element[j + 1]->str,
+							v[i].holders->element[j]->str);
+			}
+		}
+	}
+	for (i = 0; i < t->n; i++)
+		freeReplyObject(v[i].holders);
+	free(v);
+	return reachable >= cli_target_quorum(t) ? 0 : EXIT_UNAVAILABLE;
+}
+
+int cli_target_force(cli_target *t, FILE *out)
+{
+	size_t i, ok = 0, deleted = 0;
+
+	for (i = 0; i < t->n; i++) {
+		int d = 0;
+		int rc = dlock_lock_force_unlock(t->locks[i], &d);
+
+		if (rc < 0) {
+			fprintf(stderr, "dlock: unlock --force: %s\n", dlock_lock_errmsg(t->locks[i]));
+			continue;
+		}
+		ok++;
+		deleted += d != 0;
+	}
+	fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
+			t->n == 1 ? "" : "s");
+	return ok >= cli_target_quorum(t) ? 0 : EXIT_UNAVAILABLE;
+}

@@ -1,0 +1,68 @@
+/*
+ * The lock a `dlock` command works on: one name on the configured nodes, in
+ * one of the three modes, behind one small interface.
+ */
+#ifndef DLOCK_CLI_TARGET_H
+#define DLOCK_CLI_TARGET_H
+
+#include <stdio.h>
+
+#include <dlock.h>
+
+/* Exit statuses (sysexits.h names, as SPEC §7 lists them). */
+#define EXIT_NOT_OWNER 1
+#define EXIT_USAGE 64
+#define EXIT_UNAVAILABLE 69
+#define EXIT_LOST 70
+#define EXIT_CONFLICT 75
+
+typedef enum cli_mode { MODE_RLOCK, MODE_REDLOCK, MODE_MULTILOCK } cli_mode;
+
+/* What the global options say. */
+typedef struct cli_config {
+	char **nodes;            /* URIs */
+	size_t n;
+	cli_mode mode;
+	int mode_given;
+	int timeout_ms;          /* per-command deadline (also used to connect) */
+	int watchdog_ms;
+	int64_t restart_guard_ms; /* -1 = default */
+	int conflict_exit;
+} cli_config;
+
+typedef struct cli_target {
+	cli_mode mode;
+	size_t n;
+	const char *name;
+	dlock_client **clients;
+	dlock_lock **locks;
+	dlock_redlock *redlock;
+	dlock_multilock *multilock;
+} cli_target;
+
+/* Open clients and handles (lazily connected: a dead node is a failed vote). */
+int cli_target_open(cli_target *t, const cli_config *cfg, const char *name);
+void cli_target_close(cli_target *t);
+
+/* The owner a `run` uses: "<first client's uuid>:<pid>", Redisson's form. */
+void cli_target_default_owner(const cli_target *t, char *buf, size_t len);
+
+int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *validity_ms);
+int cli_target_release(cli_target *t, const char *owner);
+/* 0 held, DLOCK_ELOST, DLOCK_ENOTOWNER (local state, no traffic). */
+int cli_target_check(cli_target *t, const char *owner);
+/* Call fn(arg) on a background thread when the hold is lost. */
+int cli_target_on_lost(cli_target *t, void (*fn)(void *arg), void *arg);
+const char *cli_target_errmsg(const cli_target *t);
+size_t cli_target_quorum(const cli_target *t);
+
+/* `status`: print a table, or JSON; returns an exit status. */
+int cli_target_status(cli_target *t, int json, FILE *out);
+/* `unlock --force`: delete the lock on every node; returns an exit status. */
+int cli_target_force(cli_target *t, FILE *out);
+
+/* The exit status for a failed acquire. */
+int cli_exit_for(int rc, const cli_config *cfg);
+
+#endif
