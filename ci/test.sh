@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# dlock's test command (the README's, and what .ci/run runs):
+#   1. ci/deps.sh            install missing Debian packages
+#   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci)
+#   3. ctest                 unit, integration and header tests
+#   4. ci/install-check.sh   install and build an example against the installed copy
+# Works from any directory, needs no terminal or stdin; exits non-zero on any failure.
+# A failing ctest run does not stop the install check (both results are worth
+# having); the summary names every failed step.
+set -euo pipefail
+exec </dev/null
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+build=${BUILD_DIR:-build-ci}
+case $build in /*) ;; *) build=$root/$build ;; esac
+jobs=$(nproc 2>/dev/null || echo 2)
+start=$SECONDS
+current=start
+failed=()
+
+section() {
+	current=$1
+	printf '\n==== %s ====\n' "$1"
+}
+
+finish() {
+	local status=$?
+	local took=$((SECONDS - start))
+	if [ "$status" -eq 0 ] && [ ${#failed[@]} -eq 0 ]; then
+		printf '\n==== ci/test.sh: PASSED (%ss) ====\n' "$took"
+		return
+	fi
+	[ "$status" -eq 0 ] || [ "$current" = finished ] || failed+=("$current (exit $status)")
+	local IFS=,
+	printf '\n==== ci/test.sh: FAILED: %s (%ss) ====\n' "${failed[*]}" "$took" >&2
+}
+trap finish EXIT
+
+section "dependencies (ci/deps.sh)"
+"$root/ci/deps.sh"
+
+section "configure ($build)"
+cmake -S "$root" -B "$build" -DDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+section "build (-j$jobs, warnings are errors)"
+cmake --build "$build" -j"$jobs"
+
+section "ctest"
+if ! (cd "$build" && ctest --output-on-failure -j2); then
+	failed+=("ctest")
+	echo "ci/test.sh: ctest failed; going on to the install check" >&2
+fi
+
+section "install check (ci/install-check.sh)"
+"$root/ci/install-check.sh"
+
+# Steps that failed without stopping the run fail it here.
+current=finished
+[ ${#failed[@]} -eq 0 ] || exit 1

@@ -1,0 +1,64 @@
+# Installation: the shared and static libraries, the public headers, a CMake
+# package (find_package(dlock) -> dlock::dlock, dlock::dlock_static) and a
+# pkg-config file (dlock.pc). Included from the top-level CMakeLists.txt.
+include(CMakePackageConfigHelpers)
+
+set(DLOCK_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/dlock
+    CACHE STRING "Where dlockConfig.cmake is installed, relative to the prefix")
+
+# dlock_objects is not installed: both libraries are built from its object
+# files and name only imported targets (or plain library names) in their
+# install interface, so the export set holds just these two.
+install(TARGETS dlock dlock_static
+  EXPORT dlockTargets
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+install(FILES ${PROJECT_SOURCE_DIR}/include/dlock.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dlock
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+
+install(EXPORT dlockTargets
+  FILE dlockTargets.cmake
+  NAMESPACE dlock::
+  DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/dlockConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/dlockConfig.cmake
+  INSTALL_DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/dlockConfig.cmake
+  ${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
+  DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+
+# pkg-config. The file is written at install time so that its prefix is the
+# one actually installed to (`cmake --install build --prefix DIR` included),
+# not the one the build was configured with.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(DLOCK_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  set(DLOCK_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(DLOCK_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  set(DLOCK_PC_LIBDIR "\${exec_prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+# Configure everything but the prefix now; @DLOCK_PC_PREFIX@ survives this
+# pass (it is replaced by itself) and is filled in by the install script.
+set(DLOCK_PC_PREFIX "@DLOCK_PC_PREFIX@")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/dlock.pc.in ${PROJECT_BINARY_DIR}/dlock.pc.in @ONLY)
+install(CODE "
+  set(DLOCK_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  configure_file(\"${PROJECT_BINARY_DIR}/dlock.pc.in\" \"${PROJECT_BINARY_DIR}/dlock.pc\" @ONLY)
+")
+install(FILES ${PROJECT_BINARY_DIR}/dlock.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

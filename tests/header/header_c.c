@@ -1,0 +1,81 @@
+/*
+ * <dlock.h> alone, as C99 -pedantic -Wall -Wextra -Werror. Most checks are
+ * compile-time; main() checks what only the linked library can answer.
+ */
+#include <dlock.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* C99 has no _Static_assert; a negative array size fails the build instead. */
+#define HEADER_STATIC_ASSERT(cond, name) typedef char header_assert_##name[(cond) ? 1 : -1]
+
+HEADER_STATIC_ASSERT(DLOCK_VERSION_CHECK(0, 1, 0), version_at_least_0_1_0);
+HEADER_STATIC_ASSERT(!DLOCK_VERSION_CHECK(DLOCK_VERSION_MAJOR + 1, 0, 0), version_below_next_major);
+HEADER_STATIC_ASSERT(DLOCK_OK == 0 && DLOCK_EINVAL < 0 && DLOCK_ESYS < 0, error_codes_negative);
+HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentinels_negative);
+
+/* The API's signatures as function pointers: a changed signature or a
+ * missing export breaks the build. */
+static int (*const p_open)(dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
+static void (*const p_close)(dlock_client *) = dlock_client_close;
+static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
+static int (*const p_owner)(const dlock_client *, uint64_t, char *, size_t) = dlock_client_owner;
+static int (*const p_lock_new)(dlock_lock **, dlock_client *, const char *) = dlock_lock_new;
+static int (*const p_lock_lock)(dlock_lock *, int64_t) = dlock_lock_lock;
+static int (*const p_lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
+static int (*const p_lock_try_as)(dlock_lock *, const char *, int64_t, int64_t) = dlock_lock_try_as;
+static int (*const p_lock_unlock)(dlock_lock *) = dlock_lock_unlock;
+static int (*const p_lock_unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
+static int (*const p_lock_check)(dlock_lock *, const char *) = dlock_lock_check;
+static int (*const p_lock_set_lost_cb)(dlock_lock *, dlock_lost_cb, void *) = dlock_lock_set_lost_cb;
+static const char *(*const p_lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;
+static void (*const p_lock_free)(dlock_lock *) = dlock_lock_free;
+static int (*const p_set_allocator)(const dlock_allocator *) = dlock_set_allocator;
+
+int main(void)
+{
+	dlock_client_options macro_opts = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client_options fn_opts;
+	int failures = 0;
+	const void *const fns[] = {
+		(const void *)&p_open, (const void *)&p_close, (const void *)&p_client_errmsg,
+		(const void *)&p_owner, (const void *)&p_lock_new, (const void *)&p_lock_lock,
+		(const void *)&p_lock_try, (const void *)&p_lock_try_as, (const void *)&p_lock_unlock,
+		(const void *)&p_lock_unlock_as, (const void *)&p_lock_check,
+		(const void *)&p_lock_set_lost_cb, (const void *)&p_lock_errmsg,
+		(const void *)&p_lock_free, (const void *)&p_set_allocator,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+		if (fns[i] == NULL)
+			failures++;
+	}
+	if (p_open == NULL || p_lock_new == NULL || p_lock_free == NULL)
+		failures++;
+	if (strcmp(dlock_version(), DLOCK_VERSION_STRING) != 0) {
+		fprintf(stderr, "library %s, headers %s\n", dlock_version(), DLOCK_VERSION_STRING);
+		failures++;
+	}
+	memset(&fn_opts, 0xff, sizeof fn_opts);
+	if (dlock_client_options_init(&fn_opts, DLOCK_CLIENT_OPTIONS_VERSION) != 0 ||
+	    fn_opts.version != macro_opts.version ||
+	    fn_opts.connect_timeout_ms != macro_opts.connect_timeout_ms ||
+	    fn_opts.command_timeout_ms != macro_opts.command_timeout_ms ||
+	    fn_opts.watchdog_timeout_ms != macro_opts.watchdog_timeout_ms ||
+	    fn_opts.pool_size != macro_opts.pool_size ||
+	    fn_opts.lazy_connect != macro_opts.lazy_connect) {
+		fprintf(stderr, "dlock_client_options_init() disagrees with DLOCK_CLIENT_OPTIONS_INIT\n");
+		failures++;
+	}
+	if (dlock_client_options_init(NULL, DLOCK_CLIENT_OPTIONS_VERSION) != DLOCK_EINVAL) {
+		fprintf(stderr, "dlock_client_options_init(NULL) is not DLOCK_EINVAL\n");
+		failures++;
+	}
+	if (dlock_strerror(DLOCK_ENOTACQUIRED) == NULL || dlock_strerror(-1000) == NULL) {
+		fprintf(stderr, "dlock_strerror() returned NULL\n");
+		failures++;
+	}
+	return failures == 0 ? 0 : 1;
+}
