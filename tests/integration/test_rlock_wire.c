@@ -1,0 +1,1061 @@
+/*
+ * RLock on a real redis-server: the exact Redisson data layout (hash field,
+ * count, PTTL, unlock channel and payload), ownership, leases, waiting and
+ * wake-up by pub/sub, force unlock and the watchdog's loss detection, and
+ * interoperation with Redisson's own Lua scripts (run here with hiredis, no
+ * Java), plus argument validation that must leave Redis untouched.
+ */
+#include <criterion/criterion.h>
+
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "dlock.h"
+#include "redis_harness.h"
+
+/* ---- Redisson's scripts, verbatim (reference/redisson-wire.md §1.2, §1.3) ---- */
+
+static const char REDISSON_ACQUIRE[] =
+	"if ((redis.call('exists', KEYS[1]) == 0) "
+	"or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+	"redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+	"redis.call('pexpire', KEYS[1], ARGV[1]); "
+	"return nil; "
+	"end; "
+	"return redis.call('pttl', KEYS[1]);";
+
+static const char REDISSON_UNLOCK[] =
+	"local val = redis.call('get', KEYS[3]); "
+	"if val ~= false then "
+	"return tonumber(val);"
+	"end; "
+	"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
+	"return nil;"
+	"end; "
+	"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+	"if (counter > 0) then "
+	"redis.call('pexpire', KEYS[1], ARGV[2]); "
+	"redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
+	"return 0; "
+	"else "
+	"redis.call('del', KEYS[1]); "
+	"redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+	"redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
+	"return 1; "
+	"end; ";
+
+/* A Redisson client id and thread id, as a Java service would write them. */
+#define REDISSON_OWNER "11111111-2222-3333-4444-555555555555:77"
+
+/* ---- fixture: one server per test ---------------------------------------- */
+
+static rh_server *srv;
+
+static void start_server(void)
+{
+	srv = rh_server_start(NULL);
+	cr_assert_not_null(srv, "redis-server did not start");
+}
+
+static void stop_server(void)
+{
+	rh_server_free(srv);
+	srv = NULL;
+}
+
+TestSuite(rlock_wire, .init = start_server, .fini = stop_server);
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static dlock_client *open_client(int watchdog_ms)
+{
+	dlock_client_options o;
+	dlock_client *c = NULL;
+
+	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
+	o.watchdog_timeout_ms = watchdog_ms;
+	int rc = dlock_client_open(&c, rh_server_uri(srv), &o);
+	cr_assert_eq(rc, 0, "dlock_client_open: %d %s", rc, dlock_errmsg_last());
+	cr_assert_not_null(c);
+	return c;
+}
+
+static dlock_lock *new_lock(dlock_client *c, const char *name)
+{
+	dlock_lock *l = NULL;
+	int rc = dlock_lock_new(&l, c, name);
+
+	cr_assert_eq(rc, 0, "dlock_lock_new(%s): %d %s", name, rc, dlock_errmsg_last());
+	cr_assert_not_null(l);
+	return l;
+}
+
+static void my_owner(dlock_client *c, char *buf, size_t len)
+{
+	int n = dlock_client_owner(c, dlock_thread_id(), buf, len);
+
+	cr_assert_gt(n, 0);
+	cr_assert_eq((size_t)n, strlen(buf));
+}
+
+static void node_label(char *buf, size_t len)
+{
+	snprintf(buf, len, "127.0.0.1:%d", rh_server_port(srv));
+}
+
+/* HGETALL name must be exactly {field: value}. */
+static void assert_hash_is(const char *name, const char *field, const char *value)
+{
+	redisReply *r = rh_command(srv, "HGETALL %s", name);
+
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 2, "HGETALL %s: %zu elements, want one field", name,
+		     (size_t)r->elements);
+	cr_assert_str_eq(r->element[0]->str, field);
+	cr_assert_str_eq(r->element[1]->str, value, "count of %s", field);
+	freeReplyObject(r);
+}
+
+static void assert_key_absent(const char *name)
+{
+	cr_assert_eq(rh_command_int(srv, "EXISTS %s", name), 0, "key %s still exists", name);
+}
+
+static int64_t pttl(const char *name)
+{
+	return rh_command_int(srv, "PTTL %s", name);
+}
+
+/* The HGETALL reply as one string "f1=v1,f2=v2," (for before/after comparison). */
+static void hash_snapshot(const char *name, char *buf, size_t len)
+{
+	redisReply *r = rh_command(srv, "HGETALL %s", name);
+	size_t n = 0;
+
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	buf[0] = '\0';
+	for (size_t i = 0; i + 1 < r->elements; i += 2)
+		n += (size_t)snprintf(buf + n, len - n, "%s=%s,", r->element[i]->str,
+				      r->element[i + 1]->str);
+	freeReplyObject(r);
+}
+
+static redisContext *raw_connect(void)
+{
+	struct timeval tv = {2, 0};
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", rh_server_port(srv), tv);
+
+	cr_assert_not_null(c);
+	cr_assert_eq(c->err, 0, "connect: %s", c->errstr);
+	cr_assert_eq(redisSetTimeout(c, tv), REDIS_OK);
+	return c;
+}
+
+/*
+ * The next reply on a (subscribed) connection within timeout_ms, or NULL when
+ * none came. Polls the socket itself, so a timeout leaves the context usable.
+ */
+static redisReply *next_reply(redisContext *c, int timeout_ms)
+{
+	int64_t deadline = rh_now_ms() + timeout_ms;
+
+	for (;;) {
+		void *reply = NULL;
+
+		cr_assert_eq(redisGetReplyFromReader(c, &reply), REDIS_OK, "reader: %s", c->errstr);
+		if (reply != NULL)
+			return reply;
+		int64_t left = deadline - rh_now_ms();
+		if (left <= 0)
+			return NULL;
+		struct pollfd p = {c->fd, POLLIN, 0};
+		int rc = poll(&p, 1, (int)left);
+		if (rc > 0)
+			cr_assert_eq(redisBufferRead(c), REDIS_OK, "read: %s", c->errstr);
+	}
+}
+
+/* A raw subscriber on `channel`, confirmed by the server. */
+static redisContext *subscribe(const char *channel)
+{
+	redisContext *c = raw_connect();
+
+	cr_assert_eq(redisAppendCommand(c, "SUBSCRIBE %s", channel), REDIS_OK);
+	int done = 0;
+	while (!done)
+		cr_assert_eq(redisBufferWrite(c, &done), REDIS_OK);
+	redisReply *r = next_reply(c, 2000);
+	cr_assert_not_null(r, "no SUBSCRIBE confirmation");
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 3);
+	cr_assert_str_eq(r->element[0]->str, "subscribe");
+	cr_assert_str_eq(r->element[1]->str, channel);
+	freeReplyObject(r);
+	return c;
+}
+
+/* The next pub/sub message must be `payload` on `channel`, within timeout_ms. */
+static void expect_message(redisContext *c, const char *channel, const char *payload, int timeout_ms)
+{
+	redisReply *r = next_reply(c, timeout_ms);
+
+	cr_assert_not_null(r, "no message on %s within %d ms", channel, timeout_ms);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 3);
+	cr_assert_str_eq(r->element[0]->str, "message");
+	cr_assert_str_eq(r->element[1]->str, channel);
+	cr_assert_eq(r->element[2]->type, REDIS_REPLY_STRING);
+	cr_assert_str_eq(r->element[2]->str, payload);
+	freeReplyObject(r);
+}
+
+static void expect_no_message(redisContext *c, int timeout_ms)
+{
+	redisReply *r = next_reply(c, timeout_ms);
+
+	if (r != NULL) {
+		char what[256];
+		snprintf(what, sizeof what, "%s %s %s",
+			 r->elements > 0 ? r->element[0]->str : "?",
+			 r->elements > 1 ? r->element[1]->str : "?",
+			 r->elements > 2 && r->element[2]->str ? r->element[2]->str : "?");
+		freeReplyObject(r);
+		cr_assert_fail("unexpected message: %s", what);
+	}
+}
+
+/* Number of subscribers of `channel` on the server. */
+static int64_t numsub(const char *channel)
+{
+	redisReply *r = rh_command(srv, "PUBSUB NUMSUB %s", channel);
+
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 2);
+	int64_t n = r->element[1]->integer;
+	freeReplyObject(r);
+	return n;
+}
+
+/* Wait (bounded) until `channel` has `want` subscribers. */
+static void await_numsub(const char *channel, int64_t want, int timeout_ms)
+{
+	int64_t deadline = rh_now_ms() + timeout_ms;
+	int64_t n;
+
+	while ((n = numsub(channel)) != want && rh_now_ms() < deadline)
+		usleep(5 * 1000);
+	cr_assert_eq(n, want, "%s has %" PRId64 " subscribers, want %" PRId64, channel, n, want);
+}
+
+static void sleep_ms(int ms)
+{
+	usleep((useconds_t)ms * 1000);
+}
+
+/* ---- a waiter thread: dlock_lock_lock, then report and release ---------- */
+
+typedef struct waiter {
+	dlock_client *client;
+	dlock_lock *lock;
+	int64_t lease;
+	int rc;              /* of dlock_lock_lock */
+	int64_t acquired_at; /* rh_now_ms() when it returned */
+	char owner[64];
+	int64_t count_after; /* hold count seen right after acquiring */
+	int unlock_rc;
+	int release;         /* unlock before returning */
+} waiter;
+
+static void *waiter_main(void *arg)
+{
+	waiter *w = arg;
+
+	dlock_client_owner(w->client, dlock_thread_id(), w->owner, sizeof w->owner);
+	w->rc = dlock_lock_lock(w->lock, w->lease);
+	w->acquired_at = rh_now_ms();
+	w->count_after = -1;
+	w->unlock_rc = 1;
+	if (w->rc == 0) {
+		dlock_lock_hold_count(w->lock, &w->count_after);
+		if (w->release)
+			w->unlock_rc = dlock_lock_unlock(w->lock);
+	}
+	return NULL;
+}
+
+/* ---- 1. wire layout ------------------------------------------------------ */
+
+Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "wire-lock");
+	char owner[64];
+	my_owner(c, owner, sizeof owner);
+
+	/* The field is <client-uuid>:<tid>. */
+	char want[64];
+	snprintf(want, sizeof want, "%s:%" PRIu64, dlock_client_id(c), dlock_thread_id());
+	cr_assert_str_eq(owner, want);
+	cr_assert_eq(strlen(dlock_client_id(c)), 36);
+
+	redisContext *sub = subscribe("redisson_lock__channel:{wire-lock}");
+
+	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("wire-lock", owner, "1");
+	int64_t t = pttl("wire-lock");
+	cr_assert(t > 29000 && t <= 30000, "PTTL %" PRId64 " not in (29000, 30000]", t);
+	cr_assert_eq(rh_command_int(srv, "DBSIZE"), 1, "only the lock key exists while held");
+
+	/* Re-entry: same field, count 2, TTL reset to the watchdog timeout. */
+	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("wire-lock", owner, "2");
+	t = pttl("wire-lock");
+	cr_assert(t > 29000 && t <= 30000, "PTTL %" PRId64 " not in (29000, 30000]", t);
+	int64_t n = -1;
+	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(n, 2);
+
+	/* First unlock: count 1, still held, no message. */
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("wire-lock", owner, "1");
+	t = pttl("wire-lock");
+	cr_assert(t > 29000 && t <= 30000, "PTTL after partial unlock %" PRId64, t);
+	expect_no_message(sub, 200);
+
+	/* Second unlock: key gone, exactly one "0". */
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	assert_key_absent("wire-lock");
+	expect_message(sub, "redisson_lock__channel:{wire-lock}", "0", 2000);
+	expect_no_message(sub, 300);
+
+	/* What remains are only unlock latches, named as Redisson names them. */
+	redisReply *r = rh_command(srv, "KEYS *");
+	cr_assert_not_null(r);
+	for (size_t i = 0; i < r->elements; i++)
+		cr_assert(strncmp(r->element[i]->str, "redisson_unlock_latch:{wire-lock}:",
+				  strlen("redisson_unlock_latch:{wire-lock}:")) == 0,
+			  "unexpected key %s", r->element[i]->str);
+	freeReplyObject(r);
+
+	redisFree(sub);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+Test(rlock_wire, leased_hold_ttl_and_partial_release_keeps_lease, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "lease-lock");
+	char owner[64];
+	my_owner(c, owner, sizeof owner);
+
+	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("lease-lock", owner, "1");
+	int64_t t = pttl("lease-lock");
+	cr_assert(t > 9000 && t <= 10000, "PTTL %" PRId64 " not in (9000, 10000]", t);
+
+	/* Redisson's testRemainTimeToLive2: a partial release keeps the lease. */
+	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
+	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
+	assert_hash_is("lease-lock", owner, "3");
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	assert_hash_is("lease-lock", owner, "1");
+	t = pttl("lease-lock");
+	cr_assert(t > 9000 && t <= 10000, "PTTL after partial release %" PRId64, t);
+	int64_t ttl = 0;
+	cr_assert_eq(dlock_lock_remaining_ttl(l, &ttl), 0);
+	cr_assert(ttl > 9000 && ttl <= 10000, "remaining_ttl %" PRId64, ttl);
+
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	assert_key_absent("lease-lock");
+	cr_assert_eq(dlock_lock_remaining_ttl(l, &ttl), 0);
+	cr_assert_eq(ttl, -2);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "a{b}c");
+	char owner[64];
+	my_owner(c, owner, sizeof owner);
+
+	redisContext *sub = subscribe("redisson_lock__channel:a{b}c");
+	redisContext *wrong = subscribe("redisson_lock__channel:{a{b}c}");
+
+	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("a{b}c", owner, "1");
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	assert_key_absent("a{b}c");
+	expect_message(sub, "redisson_lock__channel:a{b}c", "0", 2000);
+	expect_no_message(sub, 200);
+	expect_no_message(wrong, 100);
+
+	/* The latch, too, follows prefixName(): no added braces. */
+	redisReply *r = rh_command(srv, "KEYS *");
+	cr_assert_not_null(r);
+	for (size_t i = 0; i < r->elements; i++)
+		cr_assert(strncmp(r->element[i]->str, "redisson_unlock_latch:a{b}c:",
+				  strlen("redisson_unlock_latch:a{b}c:")) == 0,
+			  "unexpected key %s", r->element[i]->str);
+	freeReplyObject(r);
+
+	redisFree(sub);
+	redisFree(wrong);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 2. unlock by a non-owner ------------------------------------------- */
+
+typedef struct unlock_try {
+	dlock_lock *lock;
+	int rc;
+	char msg[512];
+} unlock_try;
+
+static void *unlock_thread(void *arg)
+{
+	unlock_try *u = arg;
+
+	u->rc = dlock_lock_unlock(u->lock);
+	snprintf(u->msg, sizeof u->msg, "%s", dlock_lock_errmsg(u->lock));
+	return NULL;
+}
+
+Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "owned");
+	char node[64], before[512], after[512];
+	node_label(node, sizeof node);
+
+	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
+	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
+	hash_snapshot("owned", before, sizeof before);
+
+	/* Another thread (another owner on the same client). */
+	unlock_try u = {.lock = l, .rc = 1};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, unlock_thread, &u), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(u.rc, DLOCK_ENOTOWNER, "rc %d (%s)", u.rc, dlock_strerror(u.rc));
+	cr_assert_not_null(strstr(u.msg, node), "message \"%s\" should name %s", u.msg, node);
+	hash_snapshot("owned", after, sizeof after);
+	cr_assert_str_eq(after, before);
+
+	/* An explicit other owner. */
+	int rc = dlock_lock_unlock_as(l, "someone-else:1");
+	cr_assert_eq(rc, DLOCK_ENOTOWNER, "rc %d", rc);
+	cr_assert_not_null(strstr(dlock_lock_errmsg(l), node), "message \"%s\" should name %s",
+			   dlock_lock_errmsg(l), node);
+	hash_snapshot("owned", after, sizeof after);
+	cr_assert_str_eq(after, before);
+	int64_t t = pttl("owned");
+	cr_assert(t > 15000 && t <= 20000, "PTTL %" PRId64 " changed by a refused unlock", t);
+
+	/* The owner itself still holds twice. */
+	int64_t n = 0;
+	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	assert_key_absent("owned");
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 3. lease expiry lets the next owner in ------------------------------ */
+
+Test(rlock_wire, leased_lock_is_taken_by_waiter_after_lease, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "leased");
+	char me[64];
+	my_owner(c, me, sizeof me);
+
+	int64_t t0 = rh_now_ms();
+	cr_assert_eq(dlock_lock_try_as(l, "owner-A:1", 0, 2000), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("leased", "owner-A:1", "1");
+
+	int rc = dlock_lock_lock(l, 5000);
+	int64_t elapsed = rh_now_ms() - t0;
+	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(l));
+	cr_assert(elapsed >= 1800 && elapsed <= 2600, "acquired after %" PRId64 " ms, want ~2000",
+		  elapsed);
+	assert_hash_is("leased", me, "1");
+	int64_t t = pttl("leased");
+	cr_assert(t > 4000 && t <= 5000, "PTTL %" PRId64, t);
+
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	assert_key_absent("leased");
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 4. try_lock against a held lock ------------------------------------- */
+
+Test(rlock_wire, try_lock_gives_up_after_wait, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "held");
+
+	/* A Redisson-style holder that never releases. */
+	cr_assert_eq(rh_command_int(srv, "HSET held %s 1", "otheruuid:1"), 1);
+	cr_assert_eq(rh_command_int(srv, "PEXPIRE held 30000"), 1);
+
+	int64_t t0 = rh_now_ms();
+	int rc = dlock_lock_try(l, 1000, 10000);
+	int64_t elapsed = rh_now_ms() - t0;
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d (%s)", rc, dlock_lock_errmsg(l));
+	cr_assert(elapsed >= 950 && elapsed <= 1400, "gave up after %" PRId64 " ms, want ~1000",
+		  elapsed);
+
+	t0 = rh_now_ms();
+	rc = dlock_lock_try(l, 0, 10000);
+	elapsed = rh_now_ms() - t0;
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
+	cr_assert_lt(elapsed, 200, "a single attempt took %" PRId64 " ms", elapsed);
+
+	/* Same with the watchdog lease. */
+	rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
+
+	/* The holder is untouched; the waiter's subscription is gone. */
+	assert_hash_is("held", "otheruuid:1", "1");
+	int64_t t = pttl("held");
+	cr_assert(t > 25000 && t <= 30000, "PTTL %" PRId64, t);
+	await_numsub("redisson_lock__channel:{held}", 0, 2000);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 5. wake-up by the unlock message ------------------------------------ */
+
+Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "wake");
+	const char *holder = "holder-uuid:5";
+
+	cr_assert_eq(dlock_lock_try_as(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+		     dlock_lock_errmsg(l));
+
+	waiter w = {.client = c, .lock = l, .lease = 30000, .release = 1};
+	pthread_t th;
+	int64_t started = rh_now_ms();
+	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
+	await_numsub("redisson_lock__channel:{wake}", 1, 3000);
+	int64_t since = rh_now_ms() - started;
+	if (since < 300)
+		sleep_ms((int)(300 - since));
+
+	int64_t before_unlock = rh_now_ms();
+	int rc = dlock_lock_unlock_as(l, holder);
+	int64_t unlocked_at = rh_now_ms();
+	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(pthread_join(th, NULL), 0);
+
+	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
+	cr_assert_geq(w.acquired_at, before_unlock, "the waiter got in before the unlock");
+	cr_assert_lt(w.acquired_at - unlocked_at, 150, "waiter acquired %" PRId64 " ms after the unlock",
+		     w.acquired_at - unlocked_at);
+	cr_assert_eq(w.count_after, 1);
+	cr_assert_eq(w.unlock_rc, 0);
+	assert_key_absent("wake");
+	await_numsub("redisson_lock__channel:{wake}", 0, 2000);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 6. force unlock wakes waiters and the watchdog learns the loss ------ */
+
+typedef struct lost_rec {
+	pthread_mutex_t mu;
+	int calls;
+	dlock_lock *lock;
+	char owner[128];
+	int64_t at;
+} lost_rec;
+
+static void on_lost(dlock_lock *lock, const char *owner, void *ud)
+{
+	lost_rec *r = ud;
+
+	pthread_mutex_lock(&r->mu);
+	r->calls++;
+	r->lock = lock;
+	snprintf(r->owner, sizeof r->owner, "%s", owner);
+	r->at = rh_now_ms();
+	pthread_mutex_unlock(&r->mu);
+}
+
+Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_loss, .timeout = 30)
+{
+	dlock_client *a = open_client(900);
+	dlock_client *b = open_client(30000);
+	dlock_lock *la = new_lock(a, "forced");
+	dlock_lock *lb = new_lock(b, "forced");
+	const char *holder = "holder-uuid:6";
+	lost_rec lost = {.calls = 0};
+	pthread_mutex_init(&lost.mu, NULL);
+
+	cr_assert_eq(dlock_lock_set_lost_cb(la, on_lost, &lost), 0);
+	cr_assert_eq(dlock_lock_try_as(la, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+		     dlock_lock_errmsg(la));
+	int64_t t = pttl("forced");
+	cr_assert(t > 800 && t <= 900, "PTTL %" PRId64, t);
+	cr_assert_eq(dlock_lock_check(la, holder), 0);
+
+	/* A waiter on the holder's client. */
+	waiter w = {.client = a, .lock = la, .lease = 30000, .release = 0};
+	pthread_t th;
+	int64_t started = rh_now_ms();
+	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
+	await_numsub("redisson_lock__channel:{forced}", 1, 3000);
+	int64_t since = rh_now_ms() - started;
+	if (since < 300)
+		sleep_ms((int)(300 - since));
+	/* The watchdog has kept the key alive past several renewals. */
+	cr_assert_eq(dlock_lock_check(la, holder), 0);
+
+	int deleted = -1;
+	int64_t before = rh_now_ms();
+	int rc = dlock_lock_force_unlock(lb, &deleted);
+	int64_t forced_at = rh_now_ms();
+	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(lb));
+	cr_assert_eq(deleted, 1);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
+	cr_assert_geq(w.acquired_at, before);
+	cr_assert_lt(w.acquired_at - forced_at, 150, "waiter acquired %" PRId64 " ms after force unlock",
+		     w.acquired_at - forced_at);
+
+	/* The holder's client finds out at its next renewal (every 300 ms). */
+	int64_t deadline = forced_at + 1000;
+	while ((rc = dlock_lock_check(la, holder)) == 0 && rh_now_ms() < deadline)
+		sleep_ms(10);
+	cr_assert_eq(rc, DLOCK_ELOST, "check %d %" PRId64 " ms after the force unlock", rc,
+		     rh_now_ms() - forced_at);
+	/* The callback runs on the background thread; wait for it (bounded). */
+	while (rh_now_ms() < deadline + 500) {
+		pthread_mutex_lock(&lost.mu);
+		int calls = lost.calls;
+		pthread_mutex_unlock(&lost.mu);
+		if (calls > 0)
+			break;
+		sleep_ms(5);
+	}
+	pthread_mutex_lock(&lost.mu);
+	cr_assert_eq(lost.calls, 1, "lost callback ran %d times", lost.calls);
+	cr_assert_eq(lost.lock, la);
+	cr_assert_str_eq(lost.owner, holder);
+	pthread_mutex_unlock(&lost.mu);
+
+	/* The waiter's hold is intact; the lost holder cannot release it. */
+	assert_hash_is("forced", w.owner, "1");
+	rc = dlock_lock_unlock_as(la, holder);
+	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %d", rc);
+	assert_hash_is("forced", w.owner, "1");
+
+	/* Clean up the waiter's hold. */
+	cr_assert_eq(dlock_lock_unlock_as(la, w.owner), 0);
+	assert_key_absent("forced");
+
+	dlock_lock_free(la);
+	dlock_lock_free(lb);
+	dlock_client_close(a);
+	dlock_client_close(b);
+	pthread_mutex_destroy(&lost.mu);
+}
+
+Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout = 30)
+{
+	dlock_client *a = open_client(30000);
+	dlock_lock *l1 = new_lock(a, "forced-same");
+	dlock_lock *l2 = new_lock(a, "forced-same");
+	const char *holder = "holder-uuid:7";
+	lost_rec lost = {.calls = 0};
+	pthread_mutex_init(&lost.mu, NULL);
+
+	cr_assert_eq(dlock_lock_set_lost_cb(l1, on_lost, &lost), 0);
+	cr_assert_eq(dlock_lock_try_as(l1, holder, 0, DLOCK_LEASE_WATCHDOG), 0);
+	int deleted = -1;
+	cr_assert_eq(dlock_lock_force_unlock(l2, &deleted), 0);
+	cr_assert_eq(deleted, 1);
+	cr_assert_eq(dlock_lock_check(l1, holder), DLOCK_ELOST);
+	pthread_mutex_lock(&lost.mu);
+	cr_assert_eq(lost.calls, 1);
+	cr_assert_str_eq(lost.owner, holder);
+	pthread_mutex_unlock(&lost.mu);
+	assert_key_absent("forced-same");
+
+	/* Nothing left to delete. */
+	deleted = -1;
+	cr_assert_eq(dlock_lock_force_unlock(l2, &deleted), 0);
+	cr_assert_eq(deleted, 0);
+
+	dlock_lock_free(l1);
+	dlock_lock_free(l2);
+	dlock_client_close(a);
+	pthread_mutex_destroy(&lost.mu);
+}
+
+/* ---- 7. interoperation with Redisson's scripts ---------------------------- */
+
+/* Redisson's acquire for `owner`: NULL reply (acquired) -> -3, else the PTTL. */
+static int64_t redisson_acquire(const char *name, const char *owner, int64_t lease)
+{
+	redisReply *r = rh_command(srv, "EVAL %s 1 %s %lld %s", REDISSON_ACQUIRE, name,
+				   (long long)lease, owner);
+	cr_assert_not_null(r);
+	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
+		  "Redisson acquire: reply type %d %s", r->type,
+		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+	int64_t v = r->type == REDIS_REPLY_NIL ? -3 : r->integer;
+	freeReplyObject(r);
+	return v;
+}
+
+/* Redisson's unlock for `owner`: NULL reply -> -3, else 0 or 1. */
+static int64_t redisson_unlock(const char *name, const char *owner, const char *request_id)
+{
+	char channel[256], latch[256];
+
+	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+	snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%s", name, request_id);
+	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s 0 30000 %s publish 16000",
+				   REDISSON_UNLOCK, name, channel, latch, owner);
+	cr_assert_not_null(r);
+	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
+		  "Redisson unlock: reply type %d %s", r->type,
+		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+	int64_t v = r->type == REDIS_REPLY_NIL ? -3 : r->integer;
+	freeReplyObject(r);
+	return v;
+}
+
+Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "interop-a");
+
+	cr_assert_eq(redisson_acquire("interop-a", REDISSON_OWNER, 30000), -3);
+	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
+	rc = dlock_lock_try(l, 0, 10000);
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
+	assert_hash_is("interop-a", REDISSON_OWNER, "1");
+	int is_locked = 0, held = 1;
+	cr_assert_eq(dlock_lock_is_locked(l, &is_locked), 0);
+	cr_assert_eq(is_locked, 1);
+	cr_assert_eq(dlock_lock_is_held(l, &held), 0);
+	cr_assert_eq(held, 0);
+	cr_assert_eq(dlock_lock_is_held_as(l, REDISSON_OWNER, &held), 0);
+	cr_assert_eq(held, 1);
+
+	/* And the reverse: a dlock holder excludes Redisson (reply = PTTL). */
+	cr_assert_eq(redisson_unlock("interop-a", REDISSON_OWNER, "aaaa0000aaaa0000aaaa0000aaaa0000"), 1);
+	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0);
+	int64_t t = redisson_acquire("interop-a", REDISSON_OWNER, 30000);
+	cr_assert(t > 9000 && t <= 10000, "Redisson acquire against dlock holder: %" PRId64, t);
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "interop-b");
+
+	cr_assert_eq(redisson_acquire("interop-b", REDISSON_OWNER, 30000), -3);
+	waiter w = {.client = c, .lock = l, .lease = 30000, .release = 1};
+	pthread_t th;
+	int64_t started = rh_now_ms();
+	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
+	await_numsub("redisson_lock__channel:{interop-b}", 1, 3000);
+	int64_t since = rh_now_ms() - started;
+	if (since < 300)
+		sleep_ms((int)(300 - since));
+
+	int64_t before = rh_now_ms();
+	cr_assert_eq(redisson_unlock("interop-b", REDISSON_OWNER, "bbbb0000bbbb0000bbbb0000bbbb0000"), 1);
+	int64_t unlocked_at = rh_now_ms();
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
+	cr_assert_geq(w.acquired_at, before);
+	cr_assert_lt(w.acquired_at - unlocked_at, 200, "waiter acquired %" PRId64 " ms after the unlock",
+		     w.acquired_at - unlocked_at);
+	cr_assert_eq(w.count_after, 1);
+	cr_assert_eq(w.unlock_rc, 0);
+	assert_key_absent("interop-b");
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "interop-c");
+
+	redisContext *sub = subscribe("redisson_lock__channel:{interop-c}");
+	cr_assert_eq(dlock_lock_lock(l, 30000), 0);
+	int64_t t = redisson_acquire("interop-c", REDISSON_OWNER, 30000);
+	cr_assert(t > 25000 && t <= 30000, "Redisson acquire while dlock holds: %" PRId64, t);
+
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	expect_message(sub, "redisson_lock__channel:{interop-c}", "0", 2000);
+	cr_assert_eq(redisson_acquire("interop-c", REDISSON_OWNER, 30000), -3);
+	assert_hash_is("interop-c", REDISSON_OWNER, "1");
+	/* dlock now sees a Redisson holder. */
+	cr_assert_eq(dlock_lock_try(l, 0, 10000), DLOCK_ENOTACQUIRED);
+
+	redisFree(sub);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "interop-d");
+	char owner[64];
+	my_owner(c, owner, sizeof owner);
+
+	redisContext *sub = subscribe("redisson_lock__channel:{interop-d}");
+	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
+	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
+	assert_hash_is("interop-d", owner, "2");
+
+	/* A Redisson unlock for another owner is refused (nil). */
+	cr_assert_eq(redisson_unlock("interop-d", REDISSON_OWNER, "dddd0000dddd0000dddd0000dddd0000"), -3);
+	cr_assert_eq(redisson_unlock("interop-d", owner, "dddd0000dddd0000dddd0000dddd0001"), 0);
+	assert_hash_is("interop-d", owner, "1");
+	expect_no_message(sub, 100);
+	cr_assert_eq(redisson_unlock("interop-d", owner, "dddd0000dddd0000dddd0000dddd0002"), 1);
+	assert_key_absent("interop-d");
+	expect_message(sub, "redisson_lock__channel:{interop-d}", "0", 2000);
+
+	/* dlock's own unlock now finds nothing to release. */
+	int rc = dlock_lock_unlock(l);
+	cr_assert_eq(rc, DLOCK_ENOTOWNER, "rc %d", rc);
+	assert_key_absent("interop-d");
+
+	redisFree(sub);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 8. explicit owner across threads ------------------------------------ */
+
+typedef struct as_op {
+	dlock_lock *lock;
+	const char *owner;
+	int acquire; /* 1: try_as(owner, 0, 10000); 0: unlock_as(owner) */
+	int rc;
+	int64_t count;
+	int count_rc;
+} as_op;
+
+static void *as_thread(void *arg)
+{
+	as_op *op = arg;
+
+	op->rc = op->acquire ? dlock_lock_try_as(op->lock, op->owner, 0, 10000)
+			     : dlock_lock_unlock_as(op->lock, op->owner);
+	op->count_rc = dlock_lock_hold_count_as(op->lock, op->owner, &op->count);
+	return NULL;
+}
+
+static void run_as(as_op *op)
+{
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, as_thread, op), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+}
+
+Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "pool-lock");
+	char owner[64];
+	/* An owner built the documented way, for a thread id that is not ours. */
+	cr_assert_gt(dlock_client_owner(c, 424242, owner, sizeof owner), 0);
+
+	as_op op = {.lock = l, .owner = owner, .acquire = 1};
+	run_as(&op);
+	cr_assert_eq(op.rc, 0, "try_as: %d", op.rc);
+	cr_assert_eq(op.count_rc, 0);
+	cr_assert_eq(op.count, 1);
+	assert_hash_is("pool-lock", owner, "1");
+
+	op = (as_op){.lock = l, .owner = owner, .acquire = 1};
+	run_as(&op);
+	cr_assert_eq(op.rc, 0);
+	cr_assert_eq(op.count, 2);
+	assert_hash_is("pool-lock", owner, "2");
+
+	/* The main thread is not the owner. */
+	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	int64_t n = -1;
+	cr_assert_eq(dlock_lock_hold_count_as(l, owner, &n), 0);
+	cr_assert_eq(n, 2);
+
+	op = (as_op){.lock = l, .owner = owner, .acquire = 0};
+	run_as(&op);
+	cr_assert_eq(op.rc, 0, "unlock_as: %d", op.rc);
+	cr_assert_eq(op.count, 1);
+	assert_hash_is("pool-lock", owner, "1");
+
+	op = (as_op){.lock = l, .owner = owner, .acquire = 0};
+	run_as(&op);
+	cr_assert_eq(op.rc, 0, "unlock_as: %d", op.rc);
+	cr_assert_eq(op.count_rc, 0);
+	cr_assert_eq(op.count, 0);
+	assert_key_absent("pool-lock");
+
+	op = (as_op){.lock = l, .owner = owner, .acquire = 0};
+	run_as(&op);
+	cr_assert_eq(op.rc, DLOCK_ENOTOWNER);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/*
+ * An explicit owner may be shared (the header suggests sharing a Redisson
+ * client's owner): every acquire by that owner, wherever it comes from, is
+ * one more hold, and it takes as many releases.
+ */
+Test(rlock_wire, explicit_owner_shared_with_redisson_counts_every_acquire, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "shared-owner");
+
+	cr_assert_eq(dlock_lock_try_as(l, REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("shared-owner", REDISSON_OWNER, "1");
+	/* The Java side re-enters with the same owner. */
+	cr_assert_eq(redisson_acquire("shared-owner", REDISSON_OWNER, 10000), -3);
+	assert_hash_is("shared-owner", REDISSON_OWNER, "2");
+	/* dlock re-enters once more: three acquires, count 3. */
+	cr_assert_eq(dlock_lock_try_as(l, REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	int64_t n = -1;
+	cr_assert_eq(dlock_lock_hold_count_as(l, REDISSON_OWNER, &n), 0);
+	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* The same with two dlock clients sharing one explicit owner. */
+Test(rlock_wire, explicit_owner_shared_by_two_clients_counts_every_acquire, .timeout = 30)
+{
+	dlock_client *a = open_client(30000);
+	dlock_client *b = open_client(30000);
+	dlock_lock *la = new_lock(a, "shared-owner2");
+	dlock_lock *lb = new_lock(b, "shared-owner2");
+	const char *owner = "job-42:1";
+
+	cr_assert_eq(dlock_lock_try_as(la, owner, 0, 10000), 0);
+	cr_assert_eq(dlock_lock_try_as(lb, owner, 0, 10000), 0);
+	assert_hash_is("shared-owner2", owner, "2");
+	cr_assert_eq(dlock_lock_try_as(la, owner, 0, 10000), 0);
+	int64_t n = -1;
+	cr_assert_eq(dlock_lock_hold_count_as(la, owner, &n), 0);
+	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
+
+	/* Three releases free it. */
+	cr_assert_eq(dlock_lock_unlock_as(lb, owner), 0);
+	cr_assert_eq(dlock_lock_unlock_as(la, owner), 0);
+	cr_assert_eq(dlock_lock_unlock_as(la, owner), 0);
+	assert_key_absent("shared-owner2");
+
+	dlock_lock_free(la);
+	dlock_lock_free(lb);
+	dlock_client_close(a);
+	dlock_client_close(b);
+}
+
+/* ---- 9. argument validation ---------------------------------------------- */
+
+Test(rlock_wire, bad_arguments_are_einval_and_write_nothing, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = NULL;
+
+	cr_assert_eq(rh_command_int(srv, "DBSIZE"), 0);
+	redisReply *r = rh_command(srv, "CONFIG RESETSTAT");
+	cr_assert_not_null(r);
+	freeReplyObject(r);
+
+	cr_assert_eq(dlock_lock_new(&l, c, NULL), DLOCK_EINVAL);
+	cr_assert_null(l);
+	cr_assert_eq(dlock_lock_new(&l, c, ""), DLOCK_EINVAL);
+	cr_assert_null(l);
+	cr_assert_str_neq(dlock_errmsg_last(), "");
+	cr_assert_eq(dlock_lock_new(&l, NULL, "x"), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_new(NULL, c, "x"), DLOCK_EINVAL);
+	{
+		size_t big = 64 * 1024 + 1;
+		char *name = malloc(big + 1);
+		cr_assert_not_null(name);
+		memset(name, 'n', big);
+		name[big] = '\0';
+		cr_assert_eq(dlock_lock_new(&l, c, name), DLOCK_EINVAL);
+		cr_assert_null(l);
+		free(name);
+	}
+
+	l = new_lock(c, "valid");
+	cr_assert_eq(dlock_lock_lock(l, 0), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_lock(l, -5), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_try(l, 0, 0), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_try(l, 0, -5), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_try(l, -7, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_try(l, -7, DLOCK_LEASE_WATCHDOG), DLOCK_EINVAL);
+	cr_assert_str_neq(dlock_lock_errmsg(l), "");
+	cr_assert_eq(dlock_lock_try_as(l, "", 0, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_try_as(l, NULL, 0, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_unlock_as(l, ""), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_unlock_as(l, NULL), DLOCK_EINVAL);
+	int out = 0;
+	int64_t n = 0;
+	cr_assert_eq(dlock_lock_is_held_as(l, "", &out), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_hold_count_as(l, "", &n), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_lock(NULL, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_try(NULL, 0, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_unlock(NULL), DLOCK_EINVAL);
+
+	/* Nothing reached Redis: no keys, no script ran. */
+	cr_assert_eq(rh_command_int(srv, "DBSIZE"), 0);
+	r = rh_command(srv, "INFO commandstats");
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_STRING);
+	cr_assert_null(strstr(r->str, "cmdstat_eval"), "a script ran:\n%s", r->str);
+	cr_assert_null(strstr(r->str, "cmdstat_hset"), "a write ran:\n%s", r->str);
+	freeReplyObject(r);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
