@@ -213,13 +213,25 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		return;
 	dlock__mutex_lock(&c->pool_mu);
 	if (conn->broken) {
+		/* One dead connection usually means a restarted or unreachable
+		 * server: the idle ones are likely dead too, so a retry must not
+		 * pick one of them. Reconnecting is cheap; drop them all. */
+		dlock__conn *dead[64];
+		int i, n = 0;
+
 		c->n_open--;
+		while (c->n_idle > 0 && n < 64) {
+			dead[n++] = c->idle[--c->n_idle];
+			c->n_open--;
+		}
+		pthread_cond_broadcast(&c->pool_cv);
 		dlock__mutex_unlock(&c->pool_mu);
 		dlock__conn_close(conn);
-		dlock__mutex_lock(&c->pool_mu);
-	} else {
-		c->idle[c->n_idle++] = conn;
+		for (i = 0; i < n; i++)
+			dlock__conn_close(dead[i]);
+		return;
 	}
+	c->idle[c->n_idle++] = conn;
 	pthread_cond_signal(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
 }
