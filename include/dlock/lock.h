@@ -46,6 +46,36 @@ typedef void (*dlock_lost_cb)(dlock_lock *lock, const char *owner, void *userdat
 DLOCK_EXTERN int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name);
 
 /**
+ * A fenced lock (Redisson's RFencedLock): an RLock whose every acquisition,
+ * re-entry included, increments the counter `redisson_lock_token:{name}`,
+ * so each holder can show the resource it protects a number that grows from
+ * one holder to the next (Kleppmann's fencing token); the resource rejects a
+ * write with a smaller token than it has seen. Acquire with
+ * dlock_lock_try_fenced() to learn the token; the other functions work as
+ * for an RLock. Errors as dlock_lock_new().
+ */
+DLOCK_EXTERN int dlock_fencedlock_new(dlock_lock **out, dlock_client *client, const char *name);
+
+/** A fair lock waiter's place lasts this long by default (Redisson's fairLockWaitTimeout). */
+#define DLOCK_FAIR_WAIT_DEFAULT ((int64_t)300000)
+
+/**
+ * A fair lock (Redisson's RFairLock): waiters get the lock in the order they
+ * asked for it, across processes and languages (the queue
+ * `redisson_lock_queue:{name}` and deadlines `redisson_lock_timeout:{name}`),
+ * and a release wakes only the first in line. A waiter's place in the queue
+ * lasts waiter_timeout_ms past the one ahead of it (0 = DLOCK_FAIR_WAIT_DEFAULT;
+ * a try with wait_ms > 0 uses wait_ms, as Redisson does), so a crashed
+ * waiter's place expires; one that gives up leaves at once. The deadlines
+ * are epoch milliseconds (Redisson's data), so the clocks of the processes
+ * sharing a fair lock must roughly agree. As in Redisson, releasing a fair
+ * lock that no longer exists succeeds. Errors as dlock_lock_new(), and
+ * DLOCK_EINVAL for a negative timeout.
+ */
+DLOCK_EXTERN int dlock_fairlock_new(dlock_lock **out, dlock_client *client, const char *name,
+		int64_t waiter_timeout_ms);
+
+/**
  * Free the handle. Holds taken through it stay in Redis (leased ones expire;
  * watchdog ones are no longer renewed and expire within the watchdog
  * timeout). Accepts NULL. No other call may be running on the handle.
@@ -83,6 +113,17 @@ DLOCK_EXTERN int dlock_lock_unlock(dlock_lock *lock);
 /** dlock_lock_try() for an explicit owner string (see the top of this file). */
 DLOCK_EXTERN int dlock_lock_try_as(dlock_lock *lock, const char *owner,
 		int64_t wait_ms, int64_t lease_ms);
+
+/**
+ * dlock_lock_try_as() (owner NULL = the calling thread) for a fenced lock,
+ * returning the fencing token of this acquisition in *token.
+ * DLOCK_EINVAL when the lock is not fenced.
+ */
+DLOCK_EXTERN int dlock_lock_try_fenced(dlock_lock *lock, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, int64_t *token);
+
+/** *token = the lock's current token counter (0 if never taken). */
+DLOCK_EXTERN int dlock_lock_token(dlock_lock *lock, int64_t *token);
 
 /** dlock_lock_unlock() for an explicit owner string. */
 DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);

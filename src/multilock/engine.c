@@ -186,7 +186,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		goto out;
 	}
 	for (i = 0; i < e->n; i++) {
-		int r = dlock__acquire_prepare(e->members[i], owner, lease_ms, &acq[i]);
+		int r = dlock__acquire_prepare(e->members[i], owner, 0, lease_ms, &acq[i]);
 
 		if (r < 0) {
 			rc = r; /* a bad owner is bad everywhere */
@@ -204,9 +204,9 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		ops[i].client = e->members[i]->client;
 		/* Resent after a dropped connection only when the count is compared. */
 		ops[i].no_retry = acq[i].believed < 0;
-		ops[i].script = &dlock__script_acquire;
-		ops[i].nkeys = 1;
-		ops[i].argc = 4;
+		ops[i].script = acq[i].script;
+		ops[i].nkeys = acq[i].nkeys;
+		ops[i].argc = acq[i].argc;
 		ops[i].argv = acq[i].argv;
 		ops[i].lens = acq[i].lens;
 	}
@@ -232,6 +232,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		if (r == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
 			t[i].count = dlock__acquire_count(ops[i].reply);
+			t[i].token = acq[i].token;
 		} else if (r == DLOCK_ENOTACQUIRED) {
 			t[i].st.vote = DLOCK_VOTE_HELD;
 			t[i].st.ttl_ms = ttl;
@@ -438,7 +439,8 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 		t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
 		if (t[i].believed < 0 && owner == NULL)
 			t[i].believed = 0;
-		rc = dlock_lock_try_as(m, t[i].owner_ptr, wait, provisional);
+		rc = dlock__errbuf_record(&m->err,
+				dlock__lock_acquire(m, t[i].owner_ptr, wait, provisional, &t[i].token));
 		if (rc == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
 			t[i].count = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
@@ -648,9 +650,9 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 				goto out;
 			memset(&ops[i], 0, sizeof(ops[i]));
 			ops[i].client = m->client;
-			ops[i].script = &dlock__script_release;
-			ops[i].nkeys = 3;
-			ops[i].argc = 7;
+			ops[i].script = rel[i].script;
+			ops[i].nkeys = rel[i].nkeys;
+			ops[i].argc = rel[i].argc;
 			ops[i].argv = rel[i].argv;
 			ops[i].lens = rel[i].lens;
 		} else {

@@ -10,20 +10,32 @@
 #include <hiredis/hiredis.h>
 
 #include "dlock/lock.h"
+#include "core/script.h"
 
 typedef struct dlock__acquire {
-	const char *argv[4];  /* KEYS then ARGV of dlock__script_acquire */
-	size_t lens[4];
+	dlock__script *script;
+	int nkeys;
+	int argc;             /* keys then args */
+	const char *argv[9];
+	size_t lens[9];
 	const char *owner;    /* points into owner_buf or at the caller's string */
 	int64_t lease_ms;     /* as asked: > 0 or DLOCK_LEASE_WATCHDOG */
-	int64_t believed;     /* hold count before, as the client believed it */
+	int64_t believed;     /* hold count before, as the client believed it (-1 unknown) */
+	int64_t token;        /* fenced: the token this acquisition got */
 	char owner_buf[64];
 	char lease_s[24];
 	char believed_s[24];
+	char wait_s[24];
+	char now_s[24];
 } dlock__acquire;
 
-/* Fill *a for lock l; owner NULL = the calling thread. DLOCK_EINVAL for a bad owner. */
-int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t lease_ms, dlock__acquire *a);
+/*
+ * Fill *a for lock l; owner NULL = the calling thread. `wait_ms` matters to
+ * a fair lock only: > 0 joins the queue with that wait, 0 is one attempt
+ * that never queues. DLOCK_EINVAL for a bad owner.
+ */
+int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		dlock__acquire *a);
 
 /*
  * Interpret the reply of the acquire script sent at sent_at: 0 acquired
@@ -33,18 +45,32 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t lease_ms, d
 int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 		int64_t sent_at, int64_t *ttl);
 
+/*
+ * Acquire with the wait for a release (pub/sub); *token (may be NULL)
+ * receives a fenced lock's token.
+ */
+int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *token);
+
+/* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
+int64_t dlock__wall_ms(void);
+
 /* The hold count the acquire produced, after dlock__acquire_finish returned 0. */
 int64_t dlock__acquire_count(const redisReply *r);
 
 /* The release of one hold, split the same way. */
 typedef struct dlock__release {
-	const char *argv[7];  /* KEYS then ARGV of dlock__script_release */
-	size_t lens[7];
+	dlock__script *script;
+	int nkeys;
+	int argc;
+	const char *argv[10]; /* KEYS then ARGV of the kind's release script */
+	size_t lens[10];
 	const char *owner;
 	char *latch;          /* allocated: redisson_unlock_latch:{name}:<request-id> */
 	char owner_buf[64];
 	char lease_s[24];
 	char latch_ttl[24];
+	char now_s[24];
 } dlock__release;
 
 /* Fill *r (owner NULL = the calling thread). DLOCK_EINVAL, DLOCK_ENOMEM. */

@@ -90,3 +90,158 @@ dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
 	"redis.call('del', KEYS[1]); "
 	"redis.call('publish', KEYS[2], ARGV[1]); "
 	"return 0;");
+
+/* The fenced acquire (Redisson's RFencedLock): every acquisition, re-entry
+ * included, INCRs redisson_lock_token:{name}. KEYS: name, token key. ARGV as
+ * the plain acquire. Reply {count, token} or the holder's PTTL. */
+dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT("acquire-fenced",
+	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+	"if c == false then "
+	"  if redis.call('exists', KEYS[1]) == 1 then "
+	"    return redis.call('pttl', KEYS[1]); "
+	"  end; "
+	"  redis.call('hset', KEYS[1], ARGV[2], 1); "
+	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+	"  return {1, redis.call('incr', KEYS[2])}; "
+	"end; "
+	"c = tonumber(c); "
+	"if c ~= tonumber(ARGV[3]) + 1 then "
+	"  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+	"  return {c, redis.call('incr', KEYS[2])}; "
+	"end; "
+	"redis.call('pexpire', KEYS[1], ARGV[1]); "
+	"return {c, tonumber(redis.call('get', KEYS[2]) or '0')};");
+
+/* Raise a token counter to at least ARGV[1] (a fenced RedLock writes its
+ * quorum's maximum back). KEYS: token key. Reply: the counter after. */
+dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
+	"local v = tonumber(redis.call('get', KEYS[1]) or '0'); "
+	"if v < tonumber(ARGV[1]) then "
+	"  redis.call('set', KEYS[1], ARGV[1]); "
+	"  return tonumber(ARGV[1]); "
+	"end; "
+	"return v;");
+
+/*
+ * Fair lock (Redisson's RFairLock): waiters queue in the LIST
+ * redisson_lock_queue:{name}, each with a deadline in the ZSET
+ * redisson_lock_timeout:{name} (client wall-clock ms: the one place dlock
+ * uses the wall clock, because Redisson's data does). The part every fair
+ * script starts with: drop waiters at the head whose place has expired.
+ * KEYS[2] = queue, KEYS[3] = deadlines; `now` is the named ARGV.
+ */
+#define FAIR_DROP_EXPIRED(now) \
+	"while true do " \
+	"  local head = redis.call('lindex', KEYS[2], 0); " \
+	"  if head == false then break; end; " \
+	"  local t = redis.call('zscore', KEYS[3], head); " \
+	"  if t ~= false and tonumber(t) <= tonumber(" now ") then " \
+	"    redis.call('zrem', KEYS[3], head); " \
+	"    redis.call('lpop', KEYS[2]); " \
+	"  else break; end; " \
+	"end; "
+
+/*
+ * Fair acquire. KEYS: name, queue, deadlines. ARGV: lease, owner, believed
+ * count (as the plain acquire), the waiter's wait ms, now (epoch ms),
+ * enqueue (1: join the queue when it cannot have the lock; 0: one attempt).
+ * ARGV order is dlock's own, the same for both variants (Redisson swaps the
+ * last two between its variants; only the data must match).
+ * Reply: {count} acquired; or an integer: how long to sleep before looking
+ * again (the lock's PTTL; 50 when the lock is free but others are ahead;
+ * -1 when it has no expiry).
+ */
+dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
+	FAIR_DROP_EXPIRED("ARGV[5]")
+	"if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
+	"    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
+	"  redis.call('lpop', KEYS[2]); "
+	"  redis.call('zrem', KEYS[3], ARGV[2]); "
+	"  local ks = redis.call('zrange', KEYS[3], 0, -1); "
+	"  for i = 1, #ks do "
+	"    redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), ks[i]); "
+	"  end; "
+	"  redis.call('hset', KEYS[1], ARGV[2], 1); "
+	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+	"  return {1}; "
+	"end; "
+	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+	"if c ~= false then "
+	"  c = tonumber(c); "
+	"  if c ~= tonumber(ARGV[3]) + 1 then "
+	"    c = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+	"  end; "
+	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+	"  return {c}; "
+	"end; "
+	"local pttl = redis.call('pttl', KEYS[1]); "
+	"if pttl == -2 then pttl = 50; end; "
+	"if ARGV[6] == '0' or redis.call('zscore', KEYS[3], ARGV[2]) ~= false then "
+	"  return pttl; "
+	"end; "
+	"local last = redis.call('lindex', KEYS[2], -1); "
+	"local ttl; "
+	"if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then "
+	"  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - tonumber(ARGV[5]); "
+	"else "
+	"  ttl = redis.call('pttl', KEYS[1]); "
+	"end; "
+	"if redis.call('zadd', KEYS[3], ttl + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[2]) == 1 then "
+	"  redis.call('rpush', KEYS[2], ARGV[2]); "
+	"end; "
+	"return pttl;");
+
+/* A waiter gives up: those behind it move up by its wait, and it leaves.
+ * KEYS: queue, deadlines. ARGV: owner, wait ms. */
+dlock__script dlock__script_fair_leave = DLOCK__SCRIPT("fair-leave",
+	"local q = redis.call('lrange', KEYS[1], 0, -1); "
+	"local i = 1; "
+	"while i <= #q and q[i] ~= ARGV[1] do i = i + 1; end; "
+	"i = i + 1; "
+	"while i <= #q do "
+	"  redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), q[i]); "
+	"  i = i + 1; "
+	"end; "
+	"redis.call('zrem', KEYS[2], ARGV[1]); "
+	"redis.call('lrem', KEYS[1], 0, ARGV[1]); "
+	"return 1;");
+
+/*
+ * Fair release. KEYS: name, queue, deadlines, channel prefix
+ * (redisson_lock__channel:{name}), latch. ARGV: message, lease ms for a hold
+ * that remains (0: keep the TTL), owner, now, latch ttl ms.
+ * Wakes only the head of the queue, on its own channel. As Redisson's, a
+ * release of a lock that no longer exists succeeds (and wakes the head).
+ * Reply: nil not the owner; otherwise the holds left.
+ */
+dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
+	"local v = redis.call('get', KEYS[5]); "
+	"if v ~= false then return tonumber(v); end; "
+	FAIR_DROP_EXPIRED("ARGV[4]")
+	"local c = 0; "
+	"if redis.call('exists', KEYS[1]) == 1 then "
+	"  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil; end; "
+	"  c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+	"  if c > 0 then "
+	"    if tonumber(ARGV[2]) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]); end; "
+	"    redis.call('set', KEYS[5], c, 'px', ARGV[5]); "
+	"    return c; "
+	"  end; "
+	"  redis.call('del', KEYS[1]); "
+	"end; "
+	"local nxt = redis.call('lindex', KEYS[2], 0); "
+	"if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+	"redis.call('set', KEYS[5], 0, 'px', ARGV[5]); "
+	"return 0;");
+
+/* Fair force unlock. KEYS: name, queue, deadlines, channel prefix.
+ * ARGV: message, now. Reply: 1 deleted, 0 none. */
+dlock__script dlock__script_fair_force_release = DLOCK__SCRIPT("fair-force-release",
+	FAIR_DROP_EXPIRED("ARGV[2]")
+	"if redis.call('del', KEYS[1]) == 1 then "
+	"  local nxt = redis.call('lindex', KEYS[2], 0); "
+	"  if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+	"  return 1; "
+	"end; "
+	"return 0;");

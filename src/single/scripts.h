@@ -40,4 +40,16 @@ extern dlock__script dlock__script_renew;
  */
 extern dlock__script dlock__script_rollback;
 
+/* Fenced acquire: also INCRs the token key. KEYS: name, token key. Reply {count, token} or PTTL. */
+extern dlock__script dlock__script_acquire_fenced;
+
+/* Raise a token counter to at least ARGV[1]. KEYS: token key. Reply: the counter after. */
+extern dlock__script dlock__script_token_raise;
+
+/* Fair lock scripts (queue and deadlines as Redisson's RFairLock): see scripts.c. */
+extern dlock__script dlock__script_fair_acquire;
+extern dlock__script dlock__script_fair_leave;
+extern dlock__script dlock__script_fair_release;
+extern dlock__script dlock__script_fair_force_release;
+
 #endif

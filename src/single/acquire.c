@@ -1,0 +1,287 @@
+/*
+ * Acquiring a single-server lock: one attempt (in two halves, so the quorum
+ * engine can multiplex them), and the wait for a release.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/time.h"
+#include "single/acquire.h"
+#include "single/lock_internal.h"
+#include "single/scripts.h"
+
+/* A fair waiter asks again at least this often while others are ahead of it. */
+#define FAIR_POLL_MS 50
+
+/* Fair-lock deadlines are Redisson's data: epoch milliseconds. */
+int64_t dlock__wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		dlock__acquire *a)
+{
+	int64_t lease = lease_ms < 0 ? l->client->opts.watchdog_timeout_ms : lease_ms;
+	int rc = dlock__resolve_owner(l, owner, a->owner_buf, sizeof(a->owner_buf), &a->owner);
+	int n = 0;
+
+	if (rc < 0)
+		return rc;
+	a->lease_ms = lease_ms;
+	a->token = 0;
+	/* A thread's own owner (this client's uuid) can only be held through
+	 * this client, so its record is the truth: no record means no holds,
+	 * and a count one higher than recorded can only be a lost reply of ours.
+	 * An explicit owner may be shared with other clients and processes: its
+	 * count is only compared after a reply of ours was lost. */
+	a->believed = dlock__holds_count(l->holds, l->name, l->name_len, a->owner, owner == NULL);
+	if (a->believed < 0 && owner == NULL)
+		a->believed = 0;
+
+	a->argv[n] = l->name;
+	a->lens[n++] = l->name_len;
+	switch (l->kind) {
+	case DLOCK__FENCED:
+		a->script = &dlock__script_acquire_fenced;
+		a->argv[n] = l->token_key;
+		a->lens[n++] = l->token_key_len;
+		break;
+	case DLOCK__FAIR:
+		a->script = &dlock__script_fair_acquire;
+		a->argv[n] = l->queue;
+		a->lens[n++] = l->queue_len;
+		a->argv[n] = l->timeouts;
+		a->lens[n++] = l->timeouts_len;
+		break;
+	default:
+		a->script = &dlock__script_acquire;
+	}
+	a->nkeys = n;
+	a->argv[n] = a->lease_s;
+	a->lens[n++] = (size_t)snprintf(a->lease_s, sizeof(a->lease_s), "%" PRId64, lease);
+	a->argv[n] = a->owner;
+	a->lens[n++] = strlen(a->owner);
+	a->argv[n] = a->believed_s;
+	a->lens[n++] = (size_t)snprintf(a->believed_s, sizeof(a->believed_s), "%" PRId64,
+			a->believed);
+	if (l->kind == DLOCK__FAIR) {
+		/* Redisson: a try with a wait queues with that wait, others with the lock's. */
+		int64_t place = wait_ms > 0 ? wait_ms : l->fair_wait_ms;
+
+		a->argv[n] = a->wait_s;
+		a->lens[n++] = (size_t)snprintf(a->wait_s, sizeof(a->wait_s), "%" PRId64, place);
+		a->argv[n] = a->now_s;
+		a->lens[n++] = (size_t)snprintf(a->now_s, sizeof(a->now_s), "%" PRId64, dlock__wall_ms());
+		a->argv[n] = wait_ms != 0 ? "1" : "0";
+		a->lens[n++] = 1;
+	}
+	a->argc = n;
+	return 0;
+}
+
+int64_t dlock__acquire_count(const redisReply *r)
+{
+	return r->element[0]->integer;
+}
+
+int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
+		int64_t sent_at, int64_t *ttl)
+{
+	dlock_client *c = l->client;
+	size_t want = l->kind == DLOCK__FENCED ? 2 : 1;
+	int rc = dlock__reply_check(&c->node, r, "acquire");
+
+	if (rc < 0)
+		return rc;
+	if (r->type == REDIS_REPLY_INTEGER) {
+		*ttl = r->integer;
+		return dlock__seterr_node(DLOCK_ENOTACQUIRED, c->node.label,
+				"lock %s is held by another owner (ttl %lld ms)", l->shown, r->integer);
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != want ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    (want == 2 && r->element[1]->type != REDIS_REPLY_INTEGER))
+		return dlock__seterr_node(DLOCK_EPROTO, c->node.label,
+				"acquire %s: unexpected reply type %d", l->shown, r->type);
+	if (want == 2)
+		a->token = r->element[1]->integer;
+	rc = dlock__holds_acquired(l->holds, l, l->name, l->name_len, a->owner,
+			dlock__acquire_count(r), a->lease_ms, sent_at);
+	if (rc < 0) {
+		/* Nobody would renew or track it: give the hold back. */
+		dlock_lock_unlock_as(l, a->owner);
+		rc = dlock__seterr_node(DLOCK_ENOMEM, c->node.label,
+				"lock %s: out of memory recording the hold", l->shown);
+	}
+	return rc;
+}
+
+/*
+ * One acquire attempt. Returns 0 acquired, DLOCK_ENOTACQUIRED with *ttl
+ * (how long to sleep before asking again) when someone else holds it, or an
+ * error.
+ */
+static int attempt(dlock_lock *l, dlock__acquire *a, int64_t *ttl)
+{
+	redisReply *r = NULL;
+	int64_t sent_at = dlock__now_ms();
+	int rc;
+
+	/* Safe to repeat after a dropped connection when the count before is
+	 * known: see the acquire script. */
+	rc = dlock__client_run(l->client, a->script, a->nkeys, a->argc, a->argv, a->lens,
+			a->believed >= 0, &r);
+	if (rc == 0)
+		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
+	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
+		dlock__holds_uncertain(l->holds, l->name, l->name_len, a->owner);
+	freeReplyObject(r);
+	return rc;
+}
+
+/* A fair waiter that stops waiting leaves the queue, moving those behind it up. */
+static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
+{
+	char place[24];
+	const char *argv[4] = { l->queue, l->timeouts, owner, place };
+	size_t lens[4] = { l->queue_len, l->timeouts_len, strlen(owner), 0 };
+	redisReply *r = NULL;
+
+	lens[3] = (size_t)snprintf(place, sizeof(place), "%" PRId64,
+			wait_ms > 0 ? wait_ms : l->fair_wait_ms);
+	/* Best effort: a place left behind expires after its wait. */
+	dlock__client_run(l->client, &dlock__script_fair_leave, 2, 4, argv, lens, 1, &r);
+	freeReplyObject(r);
+}
+
+static int check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+	if (wait_ms < 0 && wait_ms != DLOCK_WAIT_FOREVER)
+		return dlock__seterr(DLOCK_EINVAL, "lock %s: wait must be >= 0 or DLOCK_WAIT_FOREVER",
+				l->shown);
+	if (lease_ms <= 0 && lease_ms != DLOCK_LEASE_WATCHDOG)
+		return dlock__seterr(DLOCK_EINVAL, "lock %s: lease must be > 0 or DLOCK_LEASE_WATCHDOG",
+				l->shown);
+	return 0;
+}
+
+/* The channel a waiter listens on: the lock's, or for a fair lock its own. */
+static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
+{
+	size_t olen = strlen(owner);
+	char *ch;
+
+	if (l->kind != DLOCK__FAIR) {
+		*len = l->channel_len;
+		return l->channel;
+	}
+	ch = dlock__malloc(l->channel_len + 1 + olen + 1);
+	if (ch == NULL)
+		return NULL;
+	memcpy(ch, l->channel, l->channel_len);
+	ch[l->channel_len] = ':';
+	memcpy(ch + l->channel_len + 1, owner, olen + 1);
+	*len = l->channel_len + 1 + olen;
+	return ch;
+}
+
+/*
+ * The wait, as Redisson does it: after a failed attempt join the channel,
+ * then try again each time an unlock message arrives, the subscription
+ * becomes active, or the holder's TTL runs out - whichever comes first. A
+ * lost message costs at most the holder's TTL.
+ */
+int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *token)
+{
+	dlock__acquire a;
+	int64_t deadline, ttl = -1;
+	dlock__sub *sub;
+	uint64_t seen = 0;
+	char *channel = NULL;
+	size_t channel_len = 0;
+	int rc;
+
+	if ((rc = check_times(l, wait_ms, lease_ms)) < 0)
+		return rc;
+	if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
+		return rc;
+	deadline = dlock__deadline_in(wait_ms);
+	rc = attempt(l, &a, &ttl);
+	if (rc != DLOCK_ENOTACQUIRED || wait_ms == 0)
+		goto done;
+
+	channel = wait_channel(l, a.owner, &channel_len);
+	sub = channel ? dlock__sub_join(l->client->reactor, channel, channel_len) : NULL;
+	if (sub == NULL) {
+		rc = dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", l->shown);
+	} else {
+		for (;;) {
+			int64_t now = dlock__now_ms(), wake = deadline;
+
+			if (now >= deadline)
+				break;
+			if (l->kind == DLOCK__FAIR && (ttl < 0 || ttl > FAIR_POLL_MS))
+				ttl = FAIR_POLL_MS; /* the head may be gone without a message */
+			if (ttl >= 0 && now + ttl < wake)
+				wake = now + ttl;
+			dlock__sub_wait(l->client->reactor, sub, &seen, wake);
+			/* The count may have changed meanwhile (another thread, same owner). */
+			if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
+				break;
+			rc = attempt(l, &a, &ttl);
+			if (rc != DLOCK_ENOTACQUIRED)
+				break;
+		}
+		dlock__sub_leave(l->client->reactor, sub);
+	}
+	if (l->kind == DLOCK__FAIR && rc != 0)
+		fair_leave(l, a.owner, wait_ms);
+	if (channel != l->channel)
+		dlock__free(channel);
+done:
+	if (rc == 0 && token != NULL)
+		*token = a.token;
+	return rc;
+}
+
+int dlock_lock_lock(dlock_lock *l, int64_t lease_ms)
+{
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
+	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms,
+			NULL));
+}
+
+int dlock_lock_try(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
+	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, NULL, wait_ms, lease_ms, NULL));
+}
+
+int dlock_lock_try_as(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
+{
+	if (l == NULL || owner == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "owner" : "handle");
+	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, owner, wait_ms, lease_ms, NULL));
+}
+
+int dlock_lock_try_fenced(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *token)
+{
+	if (l == NULL || token == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "token" : "handle");
+	if (l->kind != DLOCK__FENCED)
+		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EINVAL,
+				"lock %s is not fenced (make it with dlock_fencedlock_new)", l->shown));
+	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, owner, wait_ms, lease_ms, token));
+}

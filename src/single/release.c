@@ -1,0 +1,175 @@
+/*
+ * Releasing a single-server lock: one hold of an owner (with Redisson's
+ * request-id latch, so a repeat counts once), or the whole lock by force.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/ids.h"
+#include "single/acquire.h"
+#include "single/lock_internal.h"
+#include "single/scripts.h"
+
+int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
+{
+	dlock_client *c = l->client;
+	char request[33];
+	int rc, n = 0;
+
+	r->latch = NULL;
+	rc = dlock__resolve_owner(l, owner, r->owner_buf, sizeof(r->owner_buf), &r->owner);
+	if (rc < 0)
+		return rc;
+	r->latch = dlock__malloc(l->latch_prefix_len + 34);
+	if (r->latch == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "unlock %s: out of memory", l->shown);
+	dlock__request_id(request);
+	memcpy(r->latch, l->latch_prefix, l->latch_prefix_len);
+	r->latch[l->latch_prefix_len] = ':';
+	memcpy(r->latch + l->latch_prefix_len + 1, request, 33);
+	snprintf(r->lease_s, sizeof(r->lease_s), "%" PRId64,
+			dlock__holds_lease(l->holds, l->name, l->name_len, r->owner));
+	/* The latch must outlive the one retry a dropped connection causes. */
+	snprintf(r->latch_ttl, sizeof(r->latch_ttl), "%d",
+			3 * (c->opts.connect_timeout_ms + c->opts.command_timeout_ms) + 1000);
+
+#define ARG(p, len) (r->argv[n] = (p), r->lens[n++] = (len))
+	ARG(l->name, l->name_len);
+	if (l->kind == DLOCK__FAIR) {
+		r->script = &dlock__script_fair_release;
+		ARG(l->queue, l->queue_len);
+		ARG(l->timeouts, l->timeouts_len);
+		ARG(l->channel, l->channel_len);
+		ARG(r->latch, l->latch_prefix_len + 33);
+		r->nkeys = n;
+		ARG("0", 1);
+		ARG(r->lease_s, strlen(r->lease_s));
+		ARG(r->owner, strlen(r->owner));
+		snprintf(r->now_s, sizeof(r->now_s), "%" PRId64, dlock__wall_ms());
+		ARG(r->now_s, strlen(r->now_s));
+		ARG(r->latch_ttl, strlen(r->latch_ttl));
+	} else {
+		r->script = &dlock__script_release;
+		ARG(l->channel, l->channel_len);
+		ARG(r->latch, l->latch_prefix_len + 33);
+		r->nkeys = n;
+		ARG("0", 1);
+		ARG(r->lease_s, strlen(r->lease_s));
+		ARG(r->owner, strlen(r->owner));
+		ARG(r->latch_ttl, strlen(r->latch_ttl));
+	}
+#undef ARG
+	r->argc = n;
+	return 0;
+}
+
+void dlock__release_clear(dlock__release *r)
+{
+	dlock__free(r->latch);
+	r->latch = NULL;
+}
+
+int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *reply)
+{
+	dlock_client *c = l->client;
+	int rc = dlock__reply_check(&c->node, reply, "unlock");
+
+	if (rc < 0)
+		return rc;
+	if (reply->type == REDIS_REPLY_NIL) {
+		int was_lost = dlock__holds_released(l->holds, l->name, l->name_len, r->owner, -1);
+
+		return dlock__seterr_node(was_lost ? DLOCK_ELOST : DLOCK_ENOTOWNER, c->node.label,
+				was_lost ? "unlock %s: the hold of %s had been lost" :
+				"unlock %s: not held by %s", l->shown, r->owner);
+	}
+	if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0)
+		return dlock__seterr_node(DLOCK_EPROTO, c->node.label,
+				"unlock %s: unexpected reply type %d", l->shown, reply->type);
+	dlock__holds_released(l->holds, l->name, l->name_len, r->owner, reply->integer);
+	/* Answered: no repeat can come any more, the latch has done its job. */
+	dlock__client_forget(c, r->latch, l->latch_prefix_len + 33);
+	return 0;
+}
+
+static int release(dlock_lock *l, const char *owner)
+{
+	dlock__release rel;
+	redisReply *reply = NULL;
+	int rc = dlock__release_prepare(l, owner, &rel);
+
+	/* Safe to repeat after a dropped connection: the latch answers the repeat. */
+	if (rc == 0)
+		rc = dlock__client_run(l->client, rel.script, rel.nkeys, rel.argc, rel.argv, rel.lens,
+				1, &reply);
+	if (rc == 0)
+		rc = dlock__release_finish(l, &rel, reply);
+	freeReplyObject(reply);
+	dlock__release_clear(&rel);
+	return rc;
+}
+
+int dlock_lock_unlock(dlock_lock *l)
+{
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "unlock: NULL handle");
+	return dlock__errbuf_record(&l->err, release(l, NULL));
+}
+
+int dlock_lock_unlock_as(dlock_lock *l, const char *owner)
+{
+	if (l == NULL || owner == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "unlock: NULL %s", l ? "owner" : "handle");
+	return dlock__errbuf_record(&l->err, release(l, owner));
+}
+
+int dlock_lock_force_unlock(dlock_lock *l, int *deleted)
+{
+	const char *argv[6];
+	size_t lens[6];
+	char now[24];
+	redisReply *r = NULL;
+	dlock__script *script = &dlock__script_force_release;
+	int rc, nkeys = 2, argc = 3;
+
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "force unlock: NULL handle");
+	argv[0] = l->name;
+	lens[0] = l->name_len;
+	if (l->kind == DLOCK__FAIR) {
+		script = &dlock__script_fair_force_release;
+		argv[1] = l->queue;
+		lens[1] = l->queue_len;
+		argv[2] = l->timeouts;
+		lens[2] = l->timeouts_len;
+		argv[3] = l->channel;
+		lens[3] = l->channel_len;
+		argv[4] = "0";
+		lens[4] = 1;
+		argv[5] = now;
+		lens[5] = (size_t)snprintf(now, sizeof(now), "%" PRId64, dlock__wall_ms());
+		nkeys = 4;
+		argc = 6;
+	} else {
+		argv[1] = l->channel;
+		lens[1] = l->channel_len;
+		argv[2] = "0";
+		lens[2] = 1;
+	}
+	rc = dlock__client_run(l->client, script, nkeys, argc, argv, lens, 1, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&l->client->node, r, "force unlock");
+	if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
+		rc = dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
+				"force unlock %s: unexpected reply type %d", l->shown, r->type);
+	if (rc == 0) {
+		if (deleted != NULL)
+			*deleted = r->integer == 1;
+		dlock__holds_name_deleted(l->holds, l->name, l->name_len);
+	}
+	freeReplyObject(r);
+	return dlock__errbuf_record(&l->err, rc);
+}
