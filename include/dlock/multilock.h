@@ -73,6 +73,15 @@ DLOCK_EXTERN int dlock_multilock_try_as(dlock_multilock *lock, const char *owner
 		int64_t wait_ms, int64_t lease_ms);
 
 /**
+ * dlock_multilock_try_as() (owner NULL = calling thread) on fenced members
+ * (dlock_fencedlock_new), returning a token that grows strictly from one
+ * holder to the next: the largest of the members' tokens, written back to
+ * every member before success (see dlock_redlock_try_fenced).
+ */
+DLOCK_EXTERN int dlock_multilock_try_fenced(dlock_multilock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, int64_t *token);
+
+/**
  * Release every member, all at once; a member that fails does not stop the
  * others. Returns 0, DLOCK_ENOTOWNER (no member was held), or the first
  * member error (the rest were still released).

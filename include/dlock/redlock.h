@@ -52,9 +52,11 @@ typedef struct dlock_redlock_options {
 	int64_t restart_guard_ms;
 	/** 1: ignore young nodes' votes altogether (safest, least available). */
 	int restart_guard_strict;
+	/** 1: dlock_redlock_open() makes fenced members (see dlock_redlock_try_fenced). */
+	int fenced;
 } dlock_redlock_options;
 
-#define DLOCK_REDLOCK_OPTIONS_INIT { DLOCK_REDLOCK_OPTIONS_VERSION, 0.01, -1, 0 }
+#define DLOCK_REDLOCK_OPTIONS_INIT { DLOCK_REDLOCK_OPTIONS_VERSION, 0.01, -1, 0, 0 }
 
 DLOCK_EXTERN int dlock_redlock_options_init(dlock_redlock_options *opts, unsigned int version);
 
@@ -97,6 +99,19 @@ DLOCK_EXTERN int dlock_redlock_try(dlock_redlock *lock, int64_t wait_ms, int64_t
 		int64_t *validity_ms);
 DLOCK_EXTERN int dlock_redlock_try_as(dlock_redlock *lock, const char *owner, int64_t wait_ms,
 		int64_t lease_ms, int64_t *validity_ms);
+
+/**
+ * dlock_redlock_try_as() (owner NULL = calling thread) on fenced members,
+ * returning a fencing token that grows strictly from one holder to the next
+ * although each server counts on its own: the largest token of the quorum,
+ * written back to the quorum ("set if greater") before success is reported,
+ * so any later quorum, which shares a server with this one, counts past it.
+ * (A server that restarts empty forgets its counter, as it forgets the lock:
+ * the restart guard or a delayed restart covers both.)
+ * DLOCK_EINVAL when the members are not fenced locks.
+ */
+DLOCK_EXTERN int dlock_redlock_try_fenced(dlock_redlock *lock, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, int64_t *validity_ms, int64_t *token);
 
 /** Release on every member (also those that failed while acquiring). */
 DLOCK_EXTERN int dlock_redlock_unlock(dlock_redlock *lock);

@@ -62,6 +62,17 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 	}
 	memcpy(e->members, members, n * sizeof(*members));
+	e->fenced = 1;
+	for (i = 0; i < n; i++)
+		e->fenced &= members[i]->kind == DLOCK__FENCED;
+	for (i = 0; i < n && !e->fenced; i++)
+		if (members[i]->kind == DLOCK__FENCED) {
+			dlock__free(e->members);
+			dlock__free(e->status);
+			e->members = NULL;
+			return dlock__seterr(DLOCK_EINVAL,
+					"multilock: fenced and unfenced members cannot be mixed");
+		}
 	for (i = 0; i < n; i++) {
 		e->status[i].node = members[i]->client->node.label;
 		e->status[i].ttl_ms = -1;
@@ -513,6 +524,71 @@ static void publish_status(dlock__engine *e, const dlock__member_try *t)
 	dlock__mutex_unlock(&e->mu);
 }
 
+/*
+ * The fenced quorum's token. Each server counts on its own, so take the
+ * largest token the counted members gave and raise every one of them to it
+ * ("set if greater") before reporting success. Any later quorum shares at
+ * least one server with this one, whose counter is then already >= the
+ * token, so the next holder's token is larger. Returns 0 when a quorum holds
+ * the raised counter.
+ */
+static int fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
+{
+	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
+	const char **args = dlock__calloc(e->n * 2, sizeof(*args));
+	size_t *lens = dlock__calloc(e->n * 2, sizeof(*lens));
+	size_t *which = dlock__calloc(e->n, sizeof(*which));
+	char max_s[24];
+	int64_t max = 0;
+	size_t i, k = 0, raised = 0;
+	int rc = DLOCK_ENOMEM;
+
+	if (ops == NULL || args == NULL || lens == NULL || which == NULL)
+		goto out;
+	for (i = 0; i < e->n; i++)
+		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED && t[i].token > max)
+			max = t[i].token;
+	snprintf(max_s, sizeof(max_s), "%" PRId64, max);
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+
+		if (t[i].st.vote != DLOCK_VOTE_ACQUIRED)
+			continue;
+		args[2 * k] = m->token_key;
+		lens[2 * k] = m->token_key_len;
+		args[2 * k + 1] = max_s;
+		lens[2 * k + 1] = strlen(max_s);
+		ops[k].client = m->client;
+		ops[k].script = &dlock__script_token_raise;
+		ops[k].nkeys = 1;
+		ops[k].argc = 2;
+		ops[k].argv = args + 2 * k;
+		ops[k].lens = lens + 2 * k;
+		which[k++] = i;
+	}
+	rc = dlock__mux_run(ops, k, NULL, NULL);
+	for (i = 0; rc == 0 && i < k; i++) {
+		const redisReply *r = ops[i].reply;
+
+		if (ops[i].rc == 0 && r->type == REDIS_REPLY_INTEGER && r->integer >= max)
+			raised++;
+		else
+			set_error(&t[which[i]], ops[i].rc < 0 ? ops[i].rc : DLOCK_ESERVER,
+					ops[i].rc < 0 ? ops[i].errmsg : "fencing token not raised");
+	}
+	if (rc == 0)
+		rc = raised >= e->rules.quorum ? 0 : DLOCK_ENOQUORUM;
+	*token = max;
+out:
+	if (ops != NULL)
+		dlock__mux_clear(ops, k);
+	dlock__free(ops);
+	dlock__free(args);
+	dlock__free(lens);
+	dlock__free(which);
+	return rc;
+}
+
 static void pause_ms(int64_t ms)
 {
 	if (ms > 0)
@@ -520,8 +596,9 @@ static void pause_ms(int64_t ms)
 }
 
 int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *validity_out)
+		int64_t lease_ms, int64_t *validity_out, int64_t *token_out)
 {
+	int64_t token = 0;
 	dlock__member_try *t;
 	int64_t deadline, validity = -1, t0 = 0;
 	int rc = 0, expired = 0, parallel;
@@ -598,6 +675,14 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 	}
 
 acquired:
+	if (e->fenced && fence(e, t, &token) < 0) {
+		/* Too few counters took the token: not a safe grant. */
+		rollback(e, t);
+		rc = classify_failure(e, t, 0);
+		goto done;
+	}
+	if (token_out != NULL)
+		*token_out = token;
 	observe_member_losses(e, t);
 	if (validity_out != NULL)
 		*validity_out = validity;

@@ -44,6 +44,7 @@ typedef struct dlock__engine {
 	dlock_lock **members;
 	size_t n;
 	dlock__rules rules;
+	int fenced;                   /* every member is a fenced lock */
 	dlock__errbuf err;
 	pthread_mutex_t mu;           /* status, callback */
 	dlock_member_status *status;  /* of the last acquisition */
@@ -56,8 +57,9 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 		const dlock__rules *rules, void *self);
 void dlock__engine_destroy(dlock__engine *e);
 
+/* *token (may be NULL): a fenced engine's quorum-monotonic token. */
 int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *validity_ms);
+		int64_t lease_ms, int64_t *validity_ms, int64_t *token);
 int dlock__engine_release(dlock__engine *e, const char *owner);
 int dlock__engine_check(dlock__engine *e, const char *owner);
 int dlock__engine_status(dlock__engine *e, size_t i, dlock_member_status *out);

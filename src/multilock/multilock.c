@@ -48,14 +48,14 @@ int dlock_multilock_lock(dlock_multilock *m, int64_t lease_ms)
 {
 	CHECK_HANDLE(m);
 	return dlock__errbuf_record(&m->engine.err,
-			dlock__engine_acquire(&m->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL));
+			dlock__engine_acquire(&m->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL, NULL));
 }
 
 int dlock_multilock_try(dlock_multilock *m, int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(m);
 	return dlock__errbuf_record(&m->engine.err,
-			dlock__engine_acquire(&m->engine, NULL, wait_ms, lease_ms, NULL));
+			dlock__engine_acquire(&m->engine, NULL, wait_ms, lease_ms, NULL, NULL));
 }
 
 int dlock_multilock_try_as(dlock_multilock *m, const char *owner, int64_t wait_ms, int64_t lease_ms)
@@ -65,7 +65,18 @@ int dlock_multilock_try_as(dlock_multilock *m, const char *owner, int64_t wait_m
 		return dlock__errbuf_record(&m->engine.err,
 				dlock__seterr(DLOCK_EINVAL, "multilock: NULL owner"));
 	return dlock__errbuf_record(&m->engine.err,
-			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL));
+			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL, NULL));
+}
+
+int dlock_multilock_try_fenced(dlock_multilock *m, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, int64_t *token)
+{
+	CHECK_HANDLE(m);
+	if (token == NULL || !m->engine.fenced)
+		return dlock__errbuf_record(&m->engine.err, dlock__seterr(DLOCK_EINVAL,
+				token ? "multilock: the members are not fenced locks" : "multilock: NULL token"));
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL, token));
 }
 
 int dlock_multilock_unlock(dlock_multilock *m)

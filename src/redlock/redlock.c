@@ -105,7 +105,9 @@ int dlock_redlock_open(dlock_redlock **out, const char *const *uris, size_t n, c
 	}
 	for (made = 0; made < n; made++) {
 		rc = dlock_client_open(&clients[made], uris[made], &copts);
-		if (rc == 0)
+		if (rc == 0 && opts != NULL && opts->fenced)
+			rc = dlock_fencedlock_new(&locks[made], clients[made], name);
+		else if (rc == 0)
 			rc = dlock_lock_new(&locks[made], clients[made], name);
 		if (rc < 0) {
 			/* Say which of the servers it was. */
@@ -160,14 +162,14 @@ int dlock_redlock_lock(dlock_redlock *r, int64_t lease_ms, int64_t *validity_ms)
 {
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
-			DLOCK_WAIT_FOREVER, lease_ms, validity_ms));
+			DLOCK_WAIT_FOREVER, lease_ms, validity_ms, NULL));
 }
 
 int dlock_redlock_try(dlock_redlock *r, int64_t wait_ms, int64_t lease_ms, int64_t *validity_ms)
 {
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
-			wait_ms, lease_ms, validity_ms));
+			wait_ms, lease_ms, validity_ms, NULL));
 }
 
 int dlock_redlock_try_as(dlock_redlock *r, const char *owner, int64_t wait_ms, int64_t lease_ms,
@@ -178,7 +180,19 @@ int dlock_redlock_try_as(dlock_redlock *r, const char *owner, int64_t wait_ms, i
 		return dlock__errbuf_record(&r->engine.err,
 				dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, owner,
-			wait_ms, lease_ms, validity_ms));
+			wait_ms, lease_ms, validity_ms, NULL));
+}
+
+int dlock_redlock_try_fenced(dlock_redlock *r, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, int64_t *validity_ms, int64_t *token)
+{
+	CHECK_HANDLE(r);
+	if (token == NULL || !r->engine.fenced)
+		return dlock__errbuf_record(&r->engine.err, dlock__seterr(DLOCK_EINVAL,
+				token ? "redlock: the members are not fenced locks (options.fenced)" :
+				"redlock: NULL token"));
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, owner,
+			wait_ms, lease_ms, validity_ms, token));
 }
 
 int dlock_redlock_unlock(dlock_redlock *r)
