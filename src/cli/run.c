@@ -93,7 +93,8 @@ static pid_t spawn(char **argv, const char *name, const char *owner, const char 
 int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 {
 	char owner[128];
-	int64_t validity = 0, lease_end = INT64_MAX, kill_at = INT64_MAX;
+	int64_t validity = 0, token = 0, lease_end = INT64_MAX, kill_at = INT64_MAX;
+	char token_s[24];
 	int rc, status = 0, lost = 0, exited = 0;
 	pid_t child;
 
@@ -103,7 +104,7 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 		return EXIT_UNAVAILABLE;
 	}
 	cli_target_on_lost(t, on_lost, NULL);
-	rc = cli_target_acquire(t, owner, a->wait_ms, a->lease_ms, &validity);
+	rc = cli_target_acquire(t, owner, a->wait_ms, a->lease_ms, &validity, &token);
 	if (rc < 0) {
 		fprintf(stderr, "dlock: run: lock \"%s\" not acquired: %s\n", t->name,
 				cli_target_errmsg(t));
@@ -114,7 +115,8 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	if (a->lease_ms > 0)
 		lease_end = now_ms() + (validity > 0 ? validity : a->lease_ms);
 
-	child = spawn(a->argv, t->name, owner, NULL);
+	snprintf(token_s, sizeof(token_s), "%lld", (long long)token);
+	child = spawn(a->argv, t->name, owner, t->fenced ? token_s : NULL);
 	if (child < 0) {
 		fprintf(stderr, "dlock: run: fork: %s\n", strerror(errno));
 		cli_target_release(t, owner);

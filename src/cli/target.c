@@ -13,6 +13,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 
 	memset(t, 0, sizeof(*t));
 	t->mode = cfg->mode;
+	t->fenced = cfg->fenced;
 	t->n = cfg->n;
 	t->name = name;
 	copts.connect_timeout_ms = cfg->timeout_ms;
@@ -27,7 +28,8 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 		rc = dlock_client_open(&t->clients[i], cfg->nodes[i], &copts);
 		if (rc < 0)
 			return rc;
-		rc = dlock_lock_new(&t->locks[i], t->clients[i], name);
+		rc = t->fenced ? dlock_fencedlock_new(&t->locks[i], t->clients[i], name)
+			: dlock_lock_new(&t->locks[i], t->clients[i], name);
 		if (rc < 0)
 			return rc;
 	}
@@ -63,19 +65,22 @@ void cli_target_default_owner(const cli_target *t, char *buf, size_t len)
 }
 
 int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		int64_t *validity_ms)
+		int64_t *validity_ms, int64_t *token)
 {
-	int rc;
-
 	*validity_ms = lease_ms;
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return dlock_redlock_try_as(t->redlock, owner, wait_ms, lease_ms, validity_ms);
+		return t->fenced
+			? dlock_redlock_try_fenced(t->redlock, owner, wait_ms, lease_ms, validity_ms, token)
+			: dlock_redlock_try_as(t->redlock, owner, wait_ms, lease_ms, validity_ms);
 	case MODE_MULTILOCK:
-		return dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
+		return t->fenced
+			? dlock_multilock_try_fenced(t->multilock, owner, wait_ms, lease_ms, token)
+			: dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
 	default:
-		rc = dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
-		return rc;
+		return t->fenced
+			? dlock_lock_try_fenced(t->locks[0], owner, wait_ms, lease_ms, token)
+			: dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
 	}
 }
 

@@ -28,10 +28,12 @@ typedef struct cli_config {
 	int watchdog_ms;
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
+	int fenced;              /* fenced locks: acquisitions return a token */
 } cli_config;
 
 typedef struct cli_target {
 	cli_mode mode;
+	int fenced;
 	size_t n;
 	const char *name;
 	dlock_client **clients;
@@ -47,8 +49,9 @@ void cli_target_close(cli_target *t);
 /* The owner a `run` uses: "<first client's uuid>:<pid>", Redisson's form. */
 void cli_target_default_owner(const cli_target *t, char *buf, size_t len);
 
+/* *token is set for fenced targets (cfg.fenced), else left alone. */
 int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		int64_t *validity_ms);
+		int64_t *validity_ms, int64_t *token);
 int cli_target_release(cli_target *t, const char *owner);
 /* 0 held, DLOCK_ELOST, DLOCK_ENOTOWNER (local state, no traffic). */
 int cli_target_check(cli_target *t, const char *owner);
