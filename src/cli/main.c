@@ -159,7 +159,8 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 	int c;
 	int64_t v;
 
-	while ((c = getopt_long(argc, argv, "+n:m:hVw:l:", long_options, NULL)) != -1) {
+	opterr = 0; /* our own one-line messages */
+	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			a->nodes = optarg;
@@ -191,9 +192,10 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 				return EXIT_USAGE;
 			break;
 		case OPT_CONFLICT:
-			if (parse_ms(optarg, "--conflict-exit-code", 0, &v) < 0 || v > 255)
-				return v > 255 ? usage_error("--conflict-exit-code must be 0..255, not %s",
-						optarg) : EXIT_USAGE;
+			if (parse_ms(optarg, "--conflict-exit-code", 0, &v) < 0)
+				return EXIT_USAGE;
+			if (v > 255)
+				return usage_error("--conflict-exit-code must be 0..255, not %s", optarg);
 			cfg->conflict_exit = (int)v;
 			break;
 		case 'h':
@@ -228,9 +230,10 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)
 				return EXIT_USAGE;
 			break;
+		case ':':
+			return usage_error("option %s needs a value", argv[optind - 1]);
 		default:
-			fprintf(stderr, "dlock: see dlock --help\n");
-			return EXIT_USAGE;
+			return usage_error("unknown option %s", argv[optind - 1]);
 		}
 	}
 	return 0;

@@ -90,6 +90,45 @@ static pid_t spawn(char **argv, const char *name, const char *owner, const char 
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+/* The slice of a long wait after which pending signals are looked at. */
+#define WAIT_SLICE_MS 200
+
+/*
+ * Acquire, but let SIGINT/SIGTERM/SIGHUP/SIGQUIT end a wait: the wait goes
+ * in slices, and between them the signal pipe is read. *stopped receives
+ * 128+N when a signal ended it (nothing is held then).
+ */
+static int acquire_interruptibly(cli_target *t, const char *owner, const cli_run_args *a,
+		int64_t *validity, int64_t *token, int *stopped)
+{
+	int64_t deadline = a->wait_ms < 0 ? INT64_MAX : now_ms() + a->wait_ms;
+	int rc;
+
+	*stopped = 0;
+	for (;;) {
+		int64_t left = deadline == INT64_MAX ? WAIT_SLICE_MS : deadline - now_ms();
+		unsigned char sigs[64];
+		ssize_t n, i;
+
+		if (left < 0)
+			left = 0;
+		rc = cli_target_acquire(t, owner, left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS,
+				a->lease_ms, validity, token);
+		if (rc != DLOCK_ENOTACQUIRED || left <= WAIT_SLICE_MS)
+			return rc;
+		n = read(wake_pipe[0], sigs, sizeof(sigs));
+		for (i = 0; i < n; i++) {
+			if (sigs[i] == SIGINT || sigs[i] == SIGTERM || sigs[i] == SIGHUP ||
+			    sigs[i] == SIGQUIT) {
+				fprintf(stderr, "dlock: run: stopped by signal %d while waiting for \"%s\"\n",
+						sigs[i], t->name);
+				*stopped = 128 + sigs[i];
+				return rc;
+			}
+		}
+	}
+}
+
 int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 {
 	char owner[128];
@@ -104,7 +143,9 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 		return EXIT_UNAVAILABLE;
 	}
 	cli_target_on_lost(t, on_lost, NULL);
-	rc = cli_target_acquire(t, owner, a->wait_ms, a->lease_ms, &validity, &token);
+	rc = acquire_interruptibly(t, owner, a, &validity, &token, &status);
+	if (status != 0)
+		return status; /* stopped by a signal while waiting */
 	if (rc < 0) {
 		fprintf(stderr, "dlock: run: lock \"%s\" not acquired: %s\n", t->name,
 				cli_target_errmsg(t));
