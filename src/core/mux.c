@@ -119,7 +119,7 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		nfds_t nfds = 0;
 		int prc;
 
-		if (enough != NULL && enough(arg, ops, n))
+		if (enough != NULL && enough(arg, ops, n, &first))
 			break;
 		for (i = 0; i < n; i++) {
 			if (!ops[i].pending)

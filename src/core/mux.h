@@ -44,10 +44,12 @@ typedef struct dlock__mux_op {
 } dlock__mux_op;
 
 /*
- * Called after every reply; return 1 to stop waiting for the rest.
- * NULL: wait for all (or their deadlines).
+ * Called after every reply; return 1 to stop waiting for the rest. It may
+ * set *wake_at (monotonic ms) to be asked again by then even if no reply
+ * comes. NULL: wait for all (or their deadlines).
  */
-typedef int (*dlock__mux_enough)(void *arg, const dlock__mux_op *ops, size_t n);
+typedef int (*dlock__mux_enough)(void *arg, const dlock__mux_op *ops, size_t n,
+		int64_t *wake_at);
 
 /* Run every op; returns 0 (each op has its own rc), or DLOCK_ENOMEM. */
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);

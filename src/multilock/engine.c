@@ -153,6 +153,8 @@ static size_t count_votes(const dlock__member_try *t, size_t n, dlock_vote vote)
 typedef struct parallel_state {
 	size_t quorum;
 	int wait_all_if_held; /* a vote filter may discount votes: decide on all of them */
+	int64_t started;      /* when the commands went out */
+	int64_t quorum_at;    /* when a quorum had answered yes (0: not yet) */
 } parallel_state;
 
 static int reply_acquired(const dlock__mux_op *op)
@@ -160,10 +162,18 @@ static int reply_acquired(const dlock__mux_op *op)
 	return op->rc == 0 && op->reply != NULL && op->reply->type == REDIS_REPLY_ARRAY;
 }
 
-static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n)
+/*
+ * Decide as soon as a quorum is impossible. Once a quorum said yes, give the
+ * others a short grace (as long again as the quorum took, at least 2 ms):
+ * on healthy servers their answers are already on the way, and every extra
+ * member held makes the lock survive more failures; a hung server costs only
+ * the grace, not its command timeout.
+ */
+static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
-	const parallel_state *ps = arg;
+	parallel_state *ps = arg;
 	size_t i, ok = 0, failed = 0, held = 0;
+	int64_t now, grace_end;
 
 	for (i = 0; i < n; i++) {
 		if (ops[i].rc < 0) {
@@ -179,7 +189,18 @@ static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n)
 	}
 	if (held > 0 && ps->wait_all_if_held)
 		return 0;
-	return ok >= ps->quorum || n - failed < ps->quorum;
+	if (n - failed < ps->quorum)
+		return 1;
+	if (ok < ps->quorum)
+		return 0;
+	now = dlock__now_ms();
+	if (ps->quorum_at == 0)
+		ps->quorum_at = now;
+	grace_end = ps->quorum_at + (ps->quorum_at - ps->started > 2 ? ps->quorum_at - ps->started : 2);
+	if (now >= grace_end)
+		return 1;
+	*wake_at = grace_end;
+	return 0;
 }
 
 /* Send the acquire to every member at once and record each answer. */
@@ -188,7 +209,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 {
 	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
 	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
-	parallel_state ps = { e->rules.quorum, e->rules.filter != NULL };
+	parallel_state ps = { e->rules.quorum, e->rules.filter != NULL, 0, 0 };
 	size_t i;
 	int rc = 0;
 
@@ -221,7 +242,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		ops[i].argv = acq[i].argv;
 		ops[i].lens = acq[i].lens;
 	}
-	*t0 = dlock__now_ms();
+	*t0 = ps.started = dlock__now_ms();
 	rc = dlock__mux_run(ops, e->n, quorum_decided, &ps);
 	if (rc < 0)
 		goto out;
@@ -451,7 +472,8 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 		if (t[i].believed < 0 && owner == NULL)
 			t[i].believed = 0;
 		rc = dlock__errbuf_record(&m->err,
-				dlock__lock_acquire(m, t[i].owner_ptr, wait, provisional, &t[i].token));
+				dlock__lock_acquire(m, t[i].owner_ptr, wait, provisional, &t[i].token,
+					&t[i].st.ttl_ms));
 		if (rc == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
 			t[i].count = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
@@ -491,10 +513,30 @@ static int filtered_quorum(dlock__engine *e, dlock__member_try *t, int64_t lease
 
 static void observe_member_losses(dlock__engine *e, dlock__member_try *t);
 
-static int classify_failure(dlock__engine *e, const dlock__member_try *t, int expired)
+static size_t count_seen(const dlock_member_status *seen, size_t n, dlock_vote vote)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += seen[i].vote == vote;
+	return k;
+}
+
+/* Keep each member's latest answer across rounds: a round cut short by the
+ * deadline leaves the members it did not reach unasked. */
+static void merge_votes(dlock_member_status *seen, const dlock__member_try *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (t[i].st.vote != DLOCK_VOTE_NONE)
+			seen[i] = t[i].st;
+}
+
+static int classify_failure(dlock__engine *e, const dlock_member_status *seen, int expired)
 {
 	char msg[DLOCK__ERRMSG_MAX];
-	size_t i, errors = count_votes(t, e->n, DLOCK_VOTE_ERROR), n = 0;
+	size_t i, errors = count_seen(seen, e->n, DLOCK_VOTE_ERROR), n = 0;
 	int rc;
 
 	if (expired)
@@ -504,23 +546,20 @@ static int classify_failure(dlock__engine *e, const dlock__member_try *t, int ex
 	else
 		rc = DLOCK_ENOTACQUIRED;
 	n = (size_t)snprintf(msg, sizeof(msg),
-			"lock %s: %s: %zu of %zu needed, %zu acquired, %zu held by others, %zu failed",
+			"lock %s: %s: %zu of %zu needed, %zu took it, %zu held by others, %zu failed",
 			e->members[0]->shown, dlock_strerror(rc), e->rules.quorum, e->n,
-			count_votes(t, e->n, DLOCK_VOTE_ACQUIRED) + count_votes(t, e->n, DLOCK_VOTE_YOUNG),
-			count_votes(t, e->n, DLOCK_VOTE_HELD), errors);
+			count_seen(seen, e->n, DLOCK_VOTE_ACQUIRED) + count_seen(seen, e->n, DLOCK_VOTE_YOUNG),
+			count_seen(seen, e->n, DLOCK_VOTE_HELD), errors);
 	for (i = 0; i < e->n && n < sizeof(msg); i++)
-		if (t[i].st.vote == DLOCK_VOTE_ERROR)
-			n += (size_t)snprintf(msg + n, sizeof(msg) - n, "; %s", t[i].st.message);
+		if (seen[i].vote == DLOCK_VOTE_ERROR || seen[i].vote == DLOCK_VOTE_YOUNG)
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, "; %s", seen[i].message);
 	return dlock__seterr(rc, "%s", msg);
 }
 
-static void publish_status(dlock__engine *e, const dlock__member_try *t)
+static void publish_status(dlock__engine *e, const dlock_member_status *seen)
 {
-	size_t i;
-
 	dlock__mutex_lock(&e->mu);
-	for (i = 0; i < e->n; i++)
-		e->status[i] = t[i].st;
+	memcpy(e->status, seen, e->n * sizeof(*seen));
 	dlock__mutex_unlock(&e->mu);
 }
 
@@ -600,8 +639,10 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 {
 	int64_t token = 0;
 	dlock__member_try *t;
+	dlock_member_status *seen;
 	int64_t deadline, validity = -1, t0 = 0;
 	int rc = 0, expired = 0, parallel;
+	size_t i;
 
 	if (wait_ms < 0 && wait_ms != DLOCK_WAIT_FOREVER)
 		return dlock__seterr(DLOCK_EINVAL, "multilock: wait must be >= 0 or DLOCK_WAIT_FOREVER");
@@ -610,10 +651,16 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 	if (owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX))
 		return dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
 	t = dlock__calloc(e->n, sizeof(*t));
-	if (t == NULL)
+	seen = dlock__calloc(e->n, sizeof(*seen));
+	if (t == NULL || seen == NULL) {
+		dlock__free(t);
+		dlock__free(seen);
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	}
 	deadline = dlock__deadline_in(wait_ms);
 	reset_tries(e, t, owner);
+	for (i = 0; i < e->n; i++)
+		seen[i] = t[i].st; /* every member unasked, with its node */
 
 	/* A MultiLock that may not wait keeps Redisson's strict order, which
 	 * guarantees that one of several concurrent contenders wins. */
@@ -624,8 +671,8 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 			goto done;
 		if (filtered_quorum(e, t, lease_ms)) {
 			int64_t ttl = INT64_MAX;
-			size_t i;
 
+			merge_votes(seen, t, e->n);
 			for (i = 0; i < e->n; i++)
 				if (t[i].st.vote == DLOCK_VOTE_ACQUIRED &&
 				    member_ttl(e->members[i], lease_ms) < ttl)
@@ -637,9 +684,10 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 				goto acquired;
 			expired = 1;
 		}
+		merge_votes(seen, t, e->n);
 		rollback(e, t);
 		if (wait_ms == 0) {
-			rc = classify_failure(e, t, expired);
+			rc = classify_failure(e, seen, expired);
 			goto done;
 		}
 	}
@@ -649,7 +697,7 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 		int64_t round_ms = (int64_t)e->n * ROUND_MS_PER_MEMBER;
 
 		if (left <= 0 && wait_ms != 0) {
-			rc = classify_failure(e, t, expired);
+			rc = classify_failure(e, seen, expired);
 			goto done;
 		}
 		if (round_ms > left)
@@ -659,6 +707,7 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 		if (ordered_round(e, t, owner, round_ms, lease_ms, wait_ms == 0)) {
 			if (filtered_quorum(e, t, lease_ms)) {
 				validity = finalize(e, t, lease_ms);
+				merge_votes(seen, t, e->n);
 				if (validity > 0 || (!e->rules.check_validity &&
 				    count_votes(t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum))
 					goto acquired;
@@ -666,8 +715,9 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 			}
 			rollback(e, t);
 		}
+		merge_votes(seen, t, e->n);
 		if (wait_ms == 0) {
-			rc = classify_failure(e, t, expired);
+			rc = classify_failure(e, seen, expired);
 			goto done;
 		}
 		left = deadline == DLOCK__NEVER ? INT64_MAX : deadline - dlock__now_ms();
@@ -678,7 +728,8 @@ acquired:
 	if (e->fenced && fence(e, t, &token) < 0) {
 		/* Too few counters took the token: not a safe grant. */
 		rollback(e, t);
-		rc = classify_failure(e, t, 0);
+		merge_votes(seen, t, e->n);
+		rc = classify_failure(e, seen, 0);
 		goto done;
 	}
 	if (token_out != NULL)
@@ -688,8 +739,9 @@ acquired:
 		*validity_out = validity;
 	rc = 0;
 done:
-	publish_status(e, t);
+	publish_status(e, seen);
 	dlock__free(t);
+	dlock__free(seen);
 	return rc;
 }
 

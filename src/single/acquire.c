@@ -200,7 +200,7 @@ static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
  * lost message costs at most the holder's TTL.
  */
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		int64_t *token)
+		int64_t *token, int64_t *holder_ttl)
 {
 	dlock__acquire a;
 	int64_t deadline, ttl = -1;
@@ -250,6 +250,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 done:
 	if (rc == 0 && token != NULL)
 		*token = a.token;
+	if (rc == DLOCK_ENOTACQUIRED && holder_ttl != NULL)
+		*holder_ttl = ttl;
 	return rc;
 }
 
@@ -258,21 +260,23 @@ int dlock_lock_lock(dlock_lock *l, int64_t lease_ms)
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
 	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms,
-			NULL));
+			NULL, NULL));
 }
 
 int dlock_lock_try(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
-	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, NULL, wait_ms, lease_ms, NULL));
+	return dlock__errbuf_record(&l->err,
+			dlock__lock_acquire(l, NULL, wait_ms, lease_ms, NULL, NULL));
 }
 
 int dlock_lock_try_as(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
 	if (l == NULL || owner == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "owner" : "handle");
-	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, owner, wait_ms, lease_ms, NULL));
+	return dlock__errbuf_record(&l->err,
+			dlock__lock_acquire(l, owner, wait_ms, lease_ms, NULL, NULL));
 }
 
 int dlock_lock_try_fenced(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
@@ -283,5 +287,6 @@ int dlock_lock_try_fenced(dlock_lock *l, const char *owner, int64_t wait_ms, int
 	if (l->kind != DLOCK__FENCED)
 		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EINVAL,
 				"lock %s is not fenced (make it with dlock_fencedlock_new)", l->shown));
-	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, owner, wait_ms, lease_ms, token));
+	return dlock__errbuf_record(&l->err,
+			dlock__lock_acquire(l, owner, wait_ms, lease_ms, token, NULL));
 }
