@@ -231,9 +231,39 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 			dlock__conn_close(dead[i]);
 		return;
 	}
-	c->idle[c->n_idle++] = conn;
+	if (c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
+		c->idle[c->n_idle++] = conn;
+		conn = NULL;
+	} else {
+		c->n_open--; /* an extra one a multiplexed operation opened */
+	}
 	pthread_cond_signal(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
+	dlock__conn_close(conn);
+}
+
+int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
+{
+	int rc;
+
+	*out = NULL;
+	dlock__mutex_lock(&c->pool_mu);
+	if (c->n_idle > 0) {
+		*out = c->idle[--c->n_idle];
+		dlock__mutex_unlock(&c->pool_mu);
+		return 0;
+	}
+	c->n_open++;
+	c->conn_gen++;
+	dlock__mutex_unlock(&c->pool_mu);
+	rc = dlock__conn_start(out, &c->node);
+	if (rc < 0) {
+		dlock__mutex_lock(&c->pool_mu);
+		c->n_open--;
+		pthread_cond_signal(&c->pool_cv);
+		dlock__mutex_unlock(&c->pool_mu);
+	}
+	return rc;
 }
 
 int dlock__client_run(dlock_client *c, dlock__script *s, int nkeys, int argc,

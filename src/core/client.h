@@ -41,6 +41,14 @@ int dlock__client_conn_get(dlock_client *client, dlock__conn **out, int64_t dead
 void dlock__client_conn_put(dlock_client *client, dlock__conn *c);
 
 /*
+ * For multiplexing, which must never wait for a pool while holding other
+ * connections: an idle connection now, or else a new one being connected
+ * (counted in the pool even beyond its size; put back, it is closed when
+ * the pool is full).
+ */
+int dlock__client_conn_take(dlock_client *client, dlock__conn **out);
+
+/*
  * Run a command, or a script (s != NULL: argv are its keys then args, nkeys
  * of them keys), on a pooled connection before the command timeout. When
  * `retry` is set and the connection turns out dead (dropped while idle,

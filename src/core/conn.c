@@ -40,11 +40,12 @@ static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadl
 	}
 }
 
-static int connect_socket(dlock__conn *c, int64_t deadline)
+/* Resolve and start a non-blocking connect; c->connecting when it is under way. */
+static int connect_start(dlock__conn *c)
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char port[16];
-	int rc, err = 0;
+	int rc, err = ECONNREFUSED;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -57,7 +58,6 @@ static int connect_socket(dlock__conn *c, int64_t deadline)
 
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		int one = 1;
-		socklen_t len = sizeof(err);
 
 		c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
 				ai->ai_protocol);
@@ -69,30 +69,53 @@ static int connect_socket(dlock__conn *c, int64_t deadline)
 		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0)
 			break;
 		if (errno == EINPROGRESS) {
-			struct pollfd p = { c->fd, POLLOUT, 0 };
-
-			do {
-				rc = poll(&p, 1, dlock__ms_until(deadline));
-			} while (rc < 0 && errno == EINTR);
-			if (rc == 0) {
-				freeaddrinfo(res);
-				return fail_transport(c, DLOCK_ETIMEDOUT, "connect",
-						"no answer before the connect timeout");
-			}
-			if (rc > 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
-				break;
-			if (rc < 0)
-				err = errno;
-		} else {
-			err = errno;
+			c->connecting = 1;
+			break;
 		}
+		err = errno;
 		close(c->fd);
 		c->fd = -1;
 	}
 	freeaddrinfo(res);
 	if (c->fd < 0)
-		return fail_transport(c, DLOCK_ECONN, "connect", strerror(err ? err : ECONNREFUSED));
+		return fail_transport(c, DLOCK_ECONN, "connect", strerror(err));
 	return 0;
+}
+
+int dlock__conn_connected(dlock__conn *c)
+{
+	socklen_t len;
+	int err = 0;
+
+	if (!c->connecting)
+		return 0;
+	len = sizeof(err);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err != 0)
+		return fail_transport(c, DLOCK_ECONN, "connect", strerror(err));
+	c->connecting = 0;
+	return 0;
+}
+
+static int connect_socket(dlock__conn *c, int64_t deadline)
+{
+	struct pollfd p;
+	int rc = connect_start(c);
+
+	if (rc < 0 || !c->connecting)
+		return rc;
+	p.fd = c->fd;
+	p.events = POLLOUT;
+	do {
+		p.revents = 0;
+		rc = poll(&p, 1, dlock__ms_until(deadline));
+	} while (rc < 0 && errno == EINTR);
+	if (rc == 0)
+		return fail_transport(c, DLOCK_ETIMEDOUT, "connect", "no answer before the connect timeout");
+	if (rc < 0)
+		return fail_transport(c, DLOCK_ECONN, "connect", strerror(errno));
+	return dlock__conn_connected(c);
 }
 
 static int handshake(dlock__conn *c, int64_t deadline)
@@ -136,6 +159,64 @@ static int handshake(dlock__conn *c, int64_t deadline)
 			return rc;
 	}
 	return 0;
+}
+
+int dlock__conn_start(dlock__conn **out, const dlock__node *node)
+{
+	dlock__conn *c;
+	int rc;
+
+	*out = NULL;
+	c = dlock__calloc(1, sizeof(*c));
+	if (c == NULL)
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	c->fd = -1;
+	c->node = node;
+	c->reader = redisReaderCreate();
+	if (c->reader == NULL) {
+		dlock__free(c);
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	}
+	rc = connect_start(c);
+	if (rc < 0) {
+		dlock__conn_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
+{
+	int rc = 0;
+
+	if (c->node->password != NULL) {
+		const char *argv[3] = { "AUTH", c->node->user, c->node->password };
+		size_t lens[3] = { 4, 0, strlen(c->node->password) };
+		int argc = 3;
+
+		if (c->node->user != NULL) {
+			lens[1] = strlen(c->node->user);
+		} else {
+			argv[1] = c->node->password;
+			lens[1] = lens[2];
+			argc = 2;
+		}
+		rc = dlock__conn_send(c, argc, argv, lens, "AUTH", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK_EAUTH;
+	}
+	if (rc == 0 && c->node->db != 0) {
+		char db[16];
+		const char *argv[2] = { "SELECT", db };
+		size_t lens[2] = { 6, 0 };
+
+		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", c->node->db);
+		rc = dlock__conn_send(c, 2, argv, lens, "SELECT", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK_ESERVER;
+	}
+	return rc;
 }
 
 int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
@@ -227,6 +308,25 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 		if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
 			return fail_transport(c, DLOCK_EPROTO, what, c->reader->errstr[0]
 					? c->reader->errstr : "unreadable reply");
+		if (reply != NULL && c->nchecks > 0) {
+			/* A pipelined AUTH or SELECT: any refusal fails the connection. */
+			redisReply *r = reply;
+			int code = c->checks[0];
+
+			reply = NULL;
+			c->checks[0] = c->checks[1];
+			c->nchecks--;
+			if (r->type == REDIS_REPLY_ERROR) {
+				int rc = dlock__seterr_node(code, c->node->label, "%s: %s",
+						code == DLOCK_EAUTH ? "AUTH" : "SELECT", r->str);
+
+				freeReplyObject(r);
+				c->broken = 1;
+				return rc;
+			}
+			freeReplyObject(r);
+			continue;
+		}
 		if (reply != NULL && c->discard > 0) {
 			freeReplyObject(reply);
 			reply = NULL;

@@ -29,6 +29,9 @@ typedef struct dlock__conn {
 	int fd;
 	int broken; /* a transport failure happened: close, never reuse */
 	int discard; /* replies owed to fire-and-forget commands, skipped when read */
+	int connecting; /* a non-blocking connect is under way */
+	int checks[2];  /* pipelined AUTH/SELECT whose replies are checked first: the code */
+	int nchecks;
 	redisReader *reader;
 	const dlock__node *node;
 } dlock__conn;
@@ -39,6 +42,15 @@ typedef struct dlock__conn {
 /* Connect, AUTH and SELECT as the node says, all before `deadline`. */
 int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline);
 void dlock__conn_close(dlock__conn *c);
+
+/*
+ * The same in steps, for multiplexing: start a non-blocking connect
+ * (c->connecting while under way: poll for POLLOUT), finish it, then send
+ * AUTH/SELECT without waiting; their replies are checked by the next read.
+ */
+int dlock__conn_start(dlock__conn **out, const dlock__node *node);
+int dlock__conn_connected(dlock__conn *c);
+int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
 
 /* Queue a command on the socket (whole, before deadline). `what` names it in messages. */
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,

@@ -1,3 +1,13 @@
+/*
+ * One script on many servers at once.
+ *
+ * Operations are grouped by client: each group uses one connection, on
+ * which its operations are pipelined, so a client carrying several members
+ * needs one connection, not one per member, and no group ever waits for a
+ * pool while holding another's connection. A group that needs a new
+ * connection connects without blocking (in the same poll as the others) and
+ * pipelines AUTH/SELECT in front of its commands.
+ */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -9,6 +19,23 @@
 #include "core/error.h"
 #include "core/mux.h"
 #include "core/time.h"
+
+typedef struct group {
+	dlock_client *client;
+	dlock__conn *conn;
+	size_t *fifo;      /* ops whose replies are due, in the order they will come */
+	size_t head, tail; /* fifo[head..tail) */
+	size_t nops;
+	int fresh;         /* conn was opened by this run: it needs its handshake */
+	int sent;          /* commands went out: a failure may come after they ran */
+	int retried;       /* already moved once to a fresh connection */
+	int64_t deadline;  /* for the reply at the head of the fifo (or the connect) */
+} group;
+
+static void what_of(const dlock__mux_op *op, const char *verb, char buf[64])
+{
+	snprintf(buf, 64, "%s %s", verb, op->script->name);
+}
 
 static int build(dlock__mux_op *op, char numbuf[16])
 {
@@ -22,98 +49,205 @@ static int build(dlock__mux_op *op, char numbuf[16])
 	return 0;
 }
 
-static void finish(dlock__mux_op *op, int rc, redisReply *reply)
+/* The op is answered (or given up): record it. */
+static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran)
 {
 	op->rc = rc;
 	op->reply = reply;
 	op->pending = 0;
+	op->abandoned = rc < 0 && maybe_ran;
 	if (rc < 0)
 		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
-	if (op->conn != NULL) {
-		dlock__client_conn_put(op->client, op->conn);
-		op->conn = NULL;
+}
+
+/* Fail every op still due on the group's connection, and close it. */
+static void fail_group(group *g, dlock__mux_op *ops, int rc, size_t *npending)
+{
+	char msg[DLOCK__ERRMSG_MAX];
+
+	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
+	for (; g->head < g->tail; g->head++) {
+		dlock__mux_op *op = &ops[g->fifo[g->head]];
+
+		if (!op->pending)
+			continue;
+		dlock__seterr(rc, "%s", msg);
+		finish(op, rc, NULL, g->sent);
+		(*npending)--;
 	}
+	if (g->conn != NULL) {
+		g->conn->broken = 1;
+		dlock__client_conn_put(g->client, g->conn);
+		g->conn = NULL;
+	}
+}
+
+/* Send the group's handshake (new connection) and every op due on it. */
+static int send_group(group *g, dlock__mux_op *ops)
+{
+	int64_t now = dlock__now_ms();
+	size_t i;
+	int rc = 0;
+
+	g->deadline = now + g->client->opts.command_timeout_ms;
+	g->sent = 1;
+	if (g->fresh)
+		rc = dlock__conn_send_handshake(g->conn, g->deadline);
+	for (i = g->head; rc == 0 && i < g->tail; i++) {
+		dlock__mux_op *op = &ops[g->fifo[i]];
+		char what[64];
+
+		what_of(op, "EVALSHA", what);
+		op->sent_at = now;
+		rc = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what, g->deadline);
+	}
+	return rc;
 }
 
 /*
  * A pooled connection the server closed while idle (restart, CLIENT KILL)
- * fails at once: send the op again, once, on a fresh one. Callers only
- * multiplex scripts that are safe to repeat (see single/scripts.c).
+ * fails at once: move the group, once, to a fresh connection, if every op
+ * still due there may be repeated.
  */
-static int resend_fresh(dlock__mux_op *op)
+static int reconnect_group(group *g, dlock__mux_op *ops)
 {
-	dlock_client *c = op->client;
-	char what[64];
+	size_t i;
 	int rc;
 
-	op->retried = 1;
-	dlock__client_conn_put(c, op->conn); /* broken: closed, not pooled */
-	op->conn = NULL;
-	rc = dlock__client_conn_get(c, &op->conn, dlock__deadline_in(c->opts.connect_timeout_ms));
+	if (g->retried || g->fresh)
+		return -1;
+	for (i = g->head; i < g->tail; i++)
+		if (ops[g->fifo[i]].no_retry)
+			return -1;
+	g->retried = 1;
+	g->conn->broken = 1;
+	dlock__client_conn_put(g->client, g->conn); /* closed, with the idle ones */
+	g->conn = NULL;
+	rc = dlock__client_conn_take(g->client, &g->conn);
 	if (rc < 0)
 		return rc;
-	snprintf(what, sizeof(what), "EVALSHA %s", op->script->name);
-	return dlock__conn_send(op->conn, op->cmd_argc, op->cmd, op->cmd_lens, what, op->deadline);
+	g->fresh = 1;
+	g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
+	return g->conn->connecting ? 0 : send_group(g, ops);
+}
+
+/* Read what the group's connection has; returns replies consumed or < 0. */
+static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
+{
+	int got = 0;
+
+	while (g->head < g->tail) {
+		dlock__mux_op *op = &ops[g->fifo[g->head]];
+		redisReply *reply = NULL;
+		char what[64];
+		int r;
+
+		what_of(op, "EVALSHA", what);
+		r = dlock__conn_read(g->conn, &reply, what, 0);
+		if (r == DLOCK__AGAIN)
+			return got;
+		if (r < 0)
+			return r;
+		got++;
+		g->head++;
+		if (dlock__reply_is_error(reply, "NOSCRIPT")) {
+			/* The server lost its script cache: the same op as EVAL, due last. */
+			freeReplyObject(reply);
+			dlock__script_argv_to_eval(op->script, op->cmd, op->cmd_lens);
+			what_of(op, "EVAL", what);
+			g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
+			r = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what,
+					g->deadline);
+			if (r < 0)
+				return r;
+			g->fifo[g->tail++] = (size_t)(op - ops);
+			continue;
+		}
+		finish(op, 0, reply, 1);
+		(*npending)--;
+		/* The next reply has its own command timeout from now. */
+		g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
+	}
+	return got;
+}
+
+static group *group_of(group *groups, size_t *ngroups, dlock_client *c)
+{
+	size_t i;
+
+	for (i = 0; i < *ngroups; i++)
+		if (groups[i].client == c)
+			return &groups[i];
+	groups[*ngroups].client = c;
+	return &groups[(*ngroups)++];
 }
 
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg)
 {
-	struct pollfd small[16], *pfd = small;
-	size_t i, npending = 0;
-	size_t small_idx[16], *idx = small_idx;
-	char (*nums)[16] = NULL;
+	group *groups = dlock__calloc(n ? n : 1, sizeof(*groups));
+	size_t *fifos = dlock__calloc(n ? 2 * n : 1, sizeof(*fifos));
+	struct pollfd *pfd = dlock__calloc(n ? n : 1, sizeof(*pfd));
+	size_t *pidx = dlock__calloc(n ? n : 1, sizeof(*pidx));
+	char (*nums)[16] = dlock__calloc(n ? n : 1, sizeof(*nums));
+	size_t i, ngroups = 0, npending = 0;
 	int rc = 0;
 
-	nums = dlock__calloc(n ? n : 1, sizeof(*nums));
-	if (n > 16) {
-		pfd = dlock__malloc(sizeof(*pfd) * n);
-		idx = dlock__malloc(sizeof(*idx) * n);
-	}
-	if (nums == NULL || pfd == NULL || idx == NULL) {
-		rc = DLOCK_ENOMEM;
+	if (groups == NULL || fifos == NULL || pfd == NULL || pidx == NULL || nums == NULL) {
+		rc = dlock__seterr(DLOCK_ENOMEM, "out of memory");
 		goto out;
 	}
-
-	/* Send everything first. */
 	for (i = 0; i < n; i++) {
-		dlock__mux_op *op = &ops[i];
-		dlock_client *c = op->client;
-		char what[64];
+		ops[i].rc = 0;
+		ops[i].reply = NULL;
+		ops[i].abandoned = 0;
+		ops[i].pending = 0;
+		ops[i].errmsg[0] = '\0';
+		group_of(groups, &ngroups, ops[i].client)->nops++;
+	}
+	/* Each group's fifo has room for every op twice (a NOSCRIPT resend each). */
+	{
+		size_t at = 0;
 
-		op->rc = 0;
-		op->reply = NULL;
-		op->abandoned = 0;
-		op->conn = NULL;
-		op->pending = 0;
-		op->errmsg[0] = '\0';
-		if (build(op, nums[i]) < 0) {
-			finish(op, dlock__seterr_node(DLOCK_ENOMEM, c->node.label, "out of memory"), NULL);
+		for (i = 0; i < ngroups; i++) {
+			groups[i].fifo = fifos + at;
+			at += 2 * groups[i].nops;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		group *g = group_of(groups, &ngroups, ops[i].client);
+
+		if (build(&ops[i], nums[i]) < 0) {
+			finish(&ops[i], dlock__seterr_node(DLOCK_ENOMEM, ops[i].client->node.label,
+					"out of memory"), NULL, 0);
 			continue;
 		}
-		op->rc = dlock__client_conn_get(c, &op->conn,
-				dlock__deadline_in(c->opts.connect_timeout_ms));
-		if (op->rc < 0) {
-			finish(op, op->rc, NULL);
-			continue;
-		}
-		op->sent_at = dlock__now_ms();
-		op->deadline = op->sent_at + c->opts.command_timeout_ms;
-		snprintf(what, sizeof(what), "EVALSHA %s", op->script->name);
-		op->retried = 0;
-		op->rc = dlock__conn_send(op->conn, op->cmd_argc, op->cmd, op->cmd_lens, what,
-				op->deadline);
-		if (op->rc == DLOCK_ECONN && !op->no_retry)
-			op->rc = resend_fresh(op);
-		if (op->rc < 0) {
-			finish(op, op->rc, NULL);
-			op->abandoned = 1; /* part of it may have reached the server */
-			continue;
-		}
-		op->pending = 1;
+		ops[i].pending = 1;
 		npending++;
+		g->fifo[g->tail++] = i;
 	}
 
-	/* Then one poll over every socket still owing a reply. */
+	/* Connections: pooled ones send at once; new ones connect in the poll. */
+	for (i = 0; i < ngroups; i++) {
+		group *g = &groups[i];
+		int r;
+
+		if (g->head == g->tail)
+			continue;
+		r = dlock__client_conn_take(g->client, &g->conn);
+		if (r == 0 && g->conn->connecting) {
+			g->fresh = 1;
+			g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
+			continue;
+		}
+		if (r == 0) {
+			r = send_group(g, ops);
+			if (r == DLOCK_ECONN)
+				r = reconnect_group(g, ops) == 0 ? 0 : DLOCK_ECONN;
+		}
+		if (r < 0)
+			fail_group(g, ops, r, &npending);
+	}
+
 	while (npending > 0) {
 		int64_t first = DLOCK__NEVER, now;
 		nfds_t nfds = 0;
@@ -121,16 +255,20 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 
 		if (enough != NULL && enough(arg, ops, n, &first))
 			break;
-		for (i = 0; i < n; i++) {
-			if (!ops[i].pending)
+		for (i = 0; i < ngroups; i++) {
+			group *g = &groups[i];
+
+			if (g->conn == NULL || g->head == g->tail)
 				continue;
-			pfd[nfds].fd = ops[i].conn->fd;
-			pfd[nfds].events = POLLIN;
+			pfd[nfds].fd = g->conn->fd;
+			pfd[nfds].events = g->conn->connecting ? POLLOUT : POLLIN;
 			pfd[nfds].revents = 0;
-			idx[nfds++] = i;
-			if (ops[i].deadline < first)
-				first = ops[i].deadline;
+			pidx[nfds++] = i;
+			if (g->deadline < first)
+				first = g->deadline;
 		}
+		if (nfds == 0)
+			break;
 		prc = poll(pfd, nfds, dlock__ms_until(first));
 		if (prc < 0 && errno != EINTR) {
 			rc = dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
@@ -138,61 +276,56 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		}
 		now = dlock__now_ms();
 		for (i = 0; i < nfds; i++) {
-			dlock__mux_op *op = &ops[idx[i]];
-			redisReply *reply = NULL;
-			char what[64];
-			int r;
+			group *g = &groups[pidx[i]];
+			int r = 0;
 
 			if (prc > 0 && pfd[i].revents != 0) {
-				snprintf(what, sizeof(what), "EVALSHA %s", op->script->name);
-				r = dlock__conn_read(op->conn, &reply, what, 0);
-				if (r == DLOCK__AGAIN)
-					goto check_deadline;
-				if (r == DLOCK_ECONN && !op->retried && !op->no_retry &&
-				    (r = resend_fresh(op)) == 0)
-					continue;
-				if (r == 0 && dlock__reply_is_error(reply, "NOSCRIPT")) {
-					/* The server lost its script cache: the same op as EVAL. */
-					freeReplyObject(reply);
-					dlock__script_argv_to_eval(op->script, op->cmd, op->cmd_lens);
-					snprintf(what, sizeof(what), "EVAL %s", op->script->name);
-					r = dlock__conn_send(op->conn, op->cmd_argc, op->cmd,
-							op->cmd_lens, what, op->deadline);
+				if (g->conn->connecting) {
+					r = dlock__conn_connected(g->conn);
 					if (r == 0)
-						continue;
-					reply = NULL;
+						r = send_group(g, ops);
+				} else {
+					r = read_group(g, ops, &npending);
+					if (r == DLOCK_ECONN && reconnect_group(g, ops) == 0)
+						r = 0;
 				}
-				finish(op, r, reply);
-				op->abandoned = r < 0;
-				npending--;
-				continue;
+				if (r < 0) {
+					fail_group(g, ops, r, &npending);
+					continue;
+				}
 			}
-check_deadline:
-			if (now >= op->deadline) {
-				op->conn->broken = 1; /* a late reply would desynchronise it */
-				finish(op, dlock__seterr_node(DLOCK_ETIMEDOUT, op->client->node.label,
-						"EVALSHA %s: no answer within %d ms", op->script->name,
-						op->client->opts.command_timeout_ms), NULL);
-				op->abandoned = 1;
-				npending--;
+			if (g->head < g->tail && now >= g->deadline) {
+				if (g->conn->connecting)
+					dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+							"connect: no answer within %d ms",
+							g->client->opts.connect_timeout_ms);
+				else
+					dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+							"EVALSHA %s: no answer within %d ms",
+							ops[g->fifo[g->head]].script->name,
+							g->client->opts.command_timeout_ms);
+				fail_group(g, ops, DLOCK_ETIMEDOUT, &npending);
 			}
 		}
 	}
 	/* Stopped early: whatever is still in flight is abandoned. */
-	for (i = 0; i < n; i++) {
-		if (!ops[i].pending)
-			continue;
-		ops[i].conn->broken = 1;
-		finish(&ops[i], dlock__seterr_node(DLOCK_ETIMEDOUT, ops[i].client->node.label,
-				"EVALSHA %s: abandoned once the outcome was decided",
-				ops[i].script->name), NULL);
-		ops[i].abandoned = 1;
+	for (i = 0; i < ngroups; i++) {
+		group *g = &groups[i];
+
+		if (g->head < g->tail) {
+			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+					"abandoned once the outcome was decided");
+			fail_group(g, ops, DLOCK_ETIMEDOUT, &npending);
+		} else if (g->conn != NULL) {
+			dlock__client_conn_put(g->client, g->conn);
+			g->conn = NULL;
+		}
 	}
 out:
-	if (pfd != small)
-		dlock__free(pfd);
-	if (idx != small_idx)
-		dlock__free(idx);
+	dlock__free(groups);
+	dlock__free(fifos);
+	dlock__free(pfd);
+	dlock__free(pidx);
 	dlock__free(nums);
 	return rc;
 }

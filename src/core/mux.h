@@ -1,12 +1,13 @@
 /*
  * Internal: one script on many servers at once.
  *
- * Every operation is sent on its own server's connection before any reply
- * is read, then one poll waits on all of them, so n servers cost about one
- * round trip, and a dead or hung one costs at most its command timeout
- * without delaying the others. The caller may stop waiting early (a quorum
- * is decided); operations still in flight are then abandoned: their
- * connections are closed, and the command may or may not have run.
+ * Every operation is sent before any reply is read (operations on the same
+ * client share one pipelined connection), then one poll waits on all of
+ * them, so n servers cost about one round trip, and a dead or hung one costs
+ * at most its connect or command timeout without delaying the others. The
+ * caller may stop waiting early (a quorum is decided); operations still in
+ * flight are then abandoned: their connections are closed, and the command
+ * may or may not have run.
  */
 #ifndef DLOCK_CORE_MUX_H
 #define DLOCK_CORE_MUX_H
@@ -34,13 +35,10 @@ typedef struct dlock__mux_op {
 	int64_t sent_at;
 	char errmsg[256];    /* the one-line message when rc < 0 */
 	/* private */
-	dlock__conn *conn;
 	const char **cmd;
 	size_t *cmd_lens;
 	int cmd_argc;
 	int pending;
-	int retried;
-	int64_t deadline;
 } dlock__mux_op;
 
 /*

@@ -537,11 +537,15 @@ static int classify_failure(dlock__engine *e, const dlock_member_status *seen, i
 {
 	char msg[DLOCK__ERRMSG_MAX];
 	size_t i, errors = count_seen(seen, e->n, DLOCK_VOTE_ERROR), n = 0;
+	size_t young = count_seen(seen, e->n, DLOCK_VOTE_YOUNG);
+	size_t held = count_seen(seen, e->n, DLOCK_VOTE_HELD);
 	int rc;
 
+	/* Held by others only when someone was seen holding it; too few nodes
+	 * answering (or trusted, for young ones) is the infrastructure's fault. */
 	if (expired)
 		rc = DLOCK_EEXPIRED;
-	else if (e->n - errors < e->rules.quorum)
+	else if (e->n - errors < e->rules.quorum || (held == 0 && e->n - errors - young < e->rules.quorum))
 		rc = DLOCK_ENOQUORUM;
 	else
 		rc = DLOCK_ENOTACQUIRED;
@@ -549,7 +553,7 @@ static int classify_failure(dlock__engine *e, const dlock_member_status *seen, i
 			"lock %s: %s: %zu of %zu needed, %zu took it, %zu held by others, %zu failed",
 			e->members[0]->shown, dlock_strerror(rc), e->rules.quorum, e->n,
 			count_seen(seen, e->n, DLOCK_VOTE_ACQUIRED) + count_seen(seen, e->n, DLOCK_VOTE_YOUNG),
-			count_seen(seen, e->n, DLOCK_VOTE_HELD), errors);
+			held, errors);
 	for (i = 0; i < e->n && n < sizeof(msg); i++)
 		if (seen[i].vote == DLOCK_VOTE_ERROR || seen[i].vote == DLOCK_VOTE_YOUNG)
 			n += (size_t)snprintf(msg + n, sizeof(msg) - n, "; %s", seen[i].message);
