@@ -104,10 +104,15 @@ DLOCK_EXTERN int dlock_redlock_try_as(dlock_redlock *lock, const char *owner, in
  * dlock_redlock_try_as() (owner NULL = calling thread) on fenced members,
  * returning a fencing token that grows strictly from one holder to the next
  * although each server counts on its own: the largest token of the quorum,
- * written back to the quorum ("set if greater") before success is reported,
- * so any later quorum, which shares a server with this one, counts past it.
- * (A server that restarts empty forgets its counter, as it forgets the lock:
- * the restart guard or a delayed restart covers both.)
+ * written back to every reachable member ("set if greater") and confirmed
+ * by a quorum before success is reported, so any later quorum, which shares
+ * a server with that one, counts past it.
+ * The argument needs that shared server to have kept its counter. A delayed
+ * restart protects the lock (its key expires anyway) but not the counter:
+ * if servers may restart without their data, keep the counters
+ * `redisson_lock_token:*` persistent (appendonly yes, appendfsync always),
+ * or a majority restarting empty one after the other can hand out a smaller
+ * token again.
  * DLOCK_EINVAL when the members are not fenced locks.
  */
 DLOCK_EXTERN int dlock_redlock_try_fenced(dlock_redlock *lock, const char *owner, int64_t wait_ms,

@@ -94,6 +94,9 @@ void dlock__engine_destroy(dlock__engine *e)
 		return;
 	for (i = 0; i < e->n; i++)
 		dlock__holds_unobserve(e->members[i]->holds, e);
+	while (e->narmed > 0)
+		dlock__free(e->armed[--e->narmed]);
+	dlock__free(e->armed);
 	dlock__free(e->members);
 	dlock__free(e->status);
 	dlock__errbuf_destroy(&e->err);
@@ -153,6 +156,7 @@ static size_t count_votes(const dlock__member_try *t, size_t n, dlock_vote vote)
 typedef struct parallel_state {
 	size_t quorum;
 	int wait_all_if_held; /* a vote filter may discount votes: decide on all of them */
+	int wait_all;         /* watchdog mode: hold every member that answers in time */
 	int64_t started;      /* when the commands went out */
 	int64_t quorum_at;    /* when a quorum had answered yes (0: not yet) */
 } parallel_state;
@@ -191,7 +195,7 @@ static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t
 		return 0;
 	if (n - failed < ps->quorum)
 		return 1;
-	if (ok < ps->quorum)
+	if (ok < ps->quorum || ps->wait_all)
 		return 0;
 	now = dlock__now_ms();
 	if (ps->quorum_at == 0)
@@ -209,7 +213,10 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 {
 	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
 	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
-	parallel_state ps = { e->rules.quorum, e->rules.filter != NULL, 0, 0 };
+	/* A lock held for long (the watchdog) should hold every member it can,
+	 * to survive the most failures: wait for all, within the command
+	 * timeout. A leased lock decides at the quorum, after a short grace. */
+	parallel_state ps = { e->rules.quorum, e->rules.filter != NULL, lease_ms < 0, 0, 0 };
 	size_t i;
 	int rc = 0;
 
@@ -512,6 +519,8 @@ static int filtered_quorum(dlock__engine *e, dlock__member_try *t, int64_t lease
 }
 
 static void observe_member_losses(dlock__engine *e, dlock__member_try *t);
+static void owner_key(const dlock__engine *e, const char *member_owner, char *key, size_t size);
+static void disarm(dlock__engine *e, const char *key);
 
 static size_t count_seen(const dlock_member_status *seen, size_t n, dlock_vote vote)
 {
@@ -569,10 +578,11 @@ static void publish_status(dlock__engine *e, const dlock_member_status *seen)
 
 /*
  * The fenced quorum's token. Each server counts on its own, so take the
- * largest token the counted members gave and raise every one of them to it
+ * largest token the counted members gave and raise the counters to it
  * ("set if greater") before reporting success. Any later quorum shares at
- * least one server with this one, whose counter is then already >= the
- * token, so the next holder's token is larger. Returns 0 when a quorum holds
+ * least one server with the quorum that confirmed, whose counter is then
+ * already >= the token, so the next holder's token is larger - as long as
+ * that server kept its data (see redlock.h). Returns 0 when a quorum holds
  * the raised counter.
  */
 static int fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
@@ -592,11 +602,11 @@ static int fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
 		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED && t[i].token > max)
 			max = t[i].token;
 	snprintf(max_s, sizeof(max_s), "%" PRId64, max);
+	/* Every member, not only the voters: the more servers know the token,
+	 * the more restarts it survives. */
 	for (i = 0; i < e->n; i++) {
 		dlock_lock *m = e->members[i];
 
-		if (t[i].st.vote != DLOCK_VOTE_ACQUIRED)
-			continue;
 		args[2 * k] = m->token_key;
 		lens[2 * k] = m->token_key_len;
 		args[2 * k + 1] = max_s;
@@ -615,7 +625,7 @@ static int fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
 
 		if (ops[i].rc == 0 && r->type == REDIS_REPLY_INTEGER && r->integer >= max)
 			raised++;
-		else
+		else if (t[which[i]].st.vote == DLOCK_VOTE_ACQUIRED)
 			set_error(&t[which[i]], ops[i].rc < 0 ? ops[i].rc : DLOCK_ESERVER,
 					ops[i].rc < 0 ? ops[i].errmsg : "fencing token not raised");
 	}
@@ -777,6 +787,12 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		goto out;
 	}
 	reset_tries(e, t, owner);
+	{
+		char key[DLOCK__OWNER_MAX + 1];
+
+		owner_key(e, t[0].owner_ptr, key, sizeof(key));
+		disarm(e, key);
+	}
 	for (i = 0; i < e->n; i++) {
 		dlock_lock *m = e->members[i];
 
@@ -882,42 +898,103 @@ void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *us
 }
 
 /*
- * A member hold was lost (client background thread). The whole lock is lost
- * when that takes the members still held below the quorum: report it once,
- * on the loss that crosses the line. The owner is the member's owner field;
- * for a thread owner, the same thread on every member.
+ * Owners whose held lock has not been reported lost yet ("armed"), keyed the
+ * same way whichever member reports: an explicit owner as it is, a thread
+ * owner as ":<tid>" (its uuid differs from member to member).
  */
-static void member_lost(void *arg, const char *owner)
+static void owner_key(const dlock__engine *e, const char *member_owner, char *key, size_t size)
 {
-	dlock__engine *e = arg;
-	const char *explicit_owner = owner, *colon;
-	size_t i, alive = 0;
-	char buf[64];
-	dlock__engine_lost_fn fn;
-	void *ud;
+	size_t i;
 
 	for (i = 0; i < e->n; i++) {
 		const char *id = e->members[i]->client->id;
 
-		if (strncmp(owner, id, 36) == 0 && owner[36] == ':')
-			explicit_owner = NULL; /* a thread owner: rebuild it per member */
+		if (strncmp(member_owner, id, 36) == 0 && member_owner[36] == ':') {
+			snprintf(key, size, "%s", member_owner + 36);
+			return;
+		}
 	}
-	colon = strrchr(owner, ':');
+	snprintf(key, size, "%s", member_owner);
+}
+
+/* e->mu held. */
+static size_t armed_find(const dlock__engine *e, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < e->narmed; i++)
+		if (strcmp(e->armed[i], key) == 0)
+			return i;
+	return (size_t)-1;
+}
+
+static void arm(dlock__engine *e, const char *key)
+{
+	dlock__mutex_lock(&e->mu);
+	if (armed_find(e, key) == (size_t)-1) {
+		char **grown = dlock__realloc(e->armed, (e->narmed + 1) * sizeof(*grown));
+		char *copy = dlock__strdup(key);
+
+		if (grown != NULL)
+			e->armed = grown;
+		if (grown != NULL && copy != NULL)
+			e->armed[e->narmed++] = copy;
+		else
+			dlock__free(copy); /* no callback for this hold; check() still tells */
+	}
+	dlock__mutex_unlock(&e->mu);
+}
+
+/* Remove the key (e->mu held); returns 1 when it was armed. */
+static int disarm_locked(dlock__engine *e, const char *key)
+{
+	size_t i = armed_find(e, key);
+
+	if (i == (size_t)-1)
+		return 0;
+	dlock__free(e->armed[i]);
+	e->armed[i] = e->armed[--e->narmed];
+	return 1;
+}
+
+static void disarm(dlock__engine *e, const char *key)
+{
+	dlock__mutex_lock(&e->mu);
+	disarm_locked(e, key);
+	dlock__mutex_unlock(&e->mu);
+}
+
+/*
+ * A member hold was lost (on that member client's background thread). The
+ * whole lock is lost once fewer than a quorum of members are still held:
+ * report that once per acquisition. Members of different clients report on
+ * different threads, so the count and the report happen under the engine's
+ * lock.
+ */
+static void member_lost(void *arg, const char *owner)
+{
+	dlock__engine *e = arg;
+	dlock__engine_lost_fn fn = NULL;
+	void *ud = NULL;
+	size_t i, alive = 0;
+	char key[DLOCK__OWNER_MAX + 1], buf[DLOCK__OWNER_MAX + 64];
+
+	owner_key(e, owner, key, sizeof(key));
+	dlock__mutex_lock(&e->mu);
 	for (i = 0; i < e->n; i++) {
 		dlock_lock *m = e->members[i];
-		const char *o = explicit_owner;
+		const char *o = key;
 
-		if (o == NULL) {
-			snprintf(buf, sizeof(buf), "%s%s", m->client->id, colon ? colon : "");
+		if (key[0] == ':') {
+			snprintf(buf, sizeof(buf), "%s%s", m->client->id, key);
 			o = buf;
 		}
 		alive += dlock__holds_state(m->holds, m->name, m->name_len, o) == 0;
 	}
-	if (alive + 1 != e->rules.quorum)
-		return;
-	dlock__mutex_lock(&e->mu);
-	fn = e->lost_fn;
-	ud = e->lost_ud;
+	if (alive < e->rules.quorum && disarm_locked(e, key)) {
+		fn = e->lost_fn;
+		ud = e->lost_ud;
+	}
 	dlock__mutex_unlock(&e->mu);
 	if (fn != NULL)
 		fn(e->self, owner, ud);
@@ -925,8 +1002,11 @@ static void member_lost(void *arg, const char *owner)
 
 static void observe_member_losses(dlock__engine *e, dlock__member_try *t)
 {
+	char key[DLOCK__OWNER_MAX + 1];
 	size_t i;
 
+	owner_key(e, t[0].owner_ptr, key, sizeof(key));
+	arm(e, key);
 	for (i = 0; i < e->n; i++) {
 		dlock_lock *m = e->members[i];
 

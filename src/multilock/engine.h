@@ -51,6 +51,8 @@ typedef struct dlock__engine {
 	void *self;                   /* the public handle, for callbacks */
 	dlock__engine_lost_fn lost_fn;
 	void *lost_ud;
+	char **armed;                 /* owners whose loss is still to be reported */
+	size_t narmed;
 } dlock__engine;
 
 int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,

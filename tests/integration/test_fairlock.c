@@ -1,0 +1,938 @@
+/*
+ * Fair lock (Redisson's RFairLock) on a real redis-server: waiters get the
+ * lock in arrival order; a waiter that gives up leaves the queue at once and
+ * delays nobody; a crashed waiter's place expires after its wait; a release
+ * wakes the head of the queue on its own channel; single attempts never
+ * queue; and dlock and Redisson's own fair scripts (run here with hiredis, no
+ * Java) share one queue in both directions.
+ *
+ * Keys (reference/redisson-wire.md §3): the lock HASH <name>, the queue LIST
+ * redisson_lock_queue:{name}, the deadlines ZSET redisson_lock_timeout:{name}
+ * (epoch ms), per-waiter channels redisson_lock__channel:{name}:<owner>.
+ *
+ * Worker threads never call cr_assert: they record what happened and the
+ * test's main thread asserts.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "dlock.h"
+#include "redis_harness.h"
+
+/* ---- Redisson's fair scripts, verbatim (reference §3.2 EVAL_LONG, §3.4) ---- */
+
+/* KEYS = [name, queue, timeouts], ARGV = [leaseMs, lockName, wait, nowMs].
+ * nil = acquired, else a number (estimated wait). */
+static const char RF_ACQUIRE[] =
+	"while true do "
+	"local firstThreadId2 = redis.call('lindex', KEYS[2], 0);"
+	"if firstThreadId2 == false then "
+	"break;"
+	"end;"
+	"local timeout = redis.call('zscore', KEYS[3], firstThreadId2);"
+	"if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "
+	"redis.call('zrem', KEYS[3], firstThreadId2);"
+	"redis.call('lpop', KEYS[2]);"
+	"else "
+	"break;"
+	"end;"
+	"end;"
+	"if (redis.call('exists', KEYS[1]) == 0) "
+	"and ((redis.call('exists', KEYS[2]) == 0) "
+	"or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
+	"redis.call('lpop', KEYS[2]);"
+	"redis.call('zrem', KEYS[3], ARGV[2]);"
+	"local keys = redis.call('zrange', KEYS[3], 0, -1);"
+	"for i = 1, #keys, 1 do "
+	"redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);"
+	"end;"
+	"redis.call('hset', KEYS[1], ARGV[2], 1);"
+	"redis.call('pexpire', KEYS[1], ARGV[1]);"
+	"return nil;"
+	"end;"
+	"if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+	"redis.call('hincrby', KEYS[1], ARGV[2],1);"
+	"redis.call('pexpire', KEYS[1], ARGV[1]);"
+	"return nil;"
+	"end;"
+	"local timeout = redis.call('zscore', KEYS[3], ARGV[2]);"
+	"if timeout ~= false then "
+	"local ttl = redis.call('pttl', KEYS[1]);"
+	"return math.max(0, ttl); "
+	"end;"
+	"local lastThreadId = redis.call('lindex', KEYS[2], -1);"
+	"local ttl;"
+	"if lastThreadId ~= false and lastThreadId ~= ARGV[2] and redis.call('zscore', KEYS[3], lastThreadId) ~= false then "
+	"ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);"
+	"else "
+	"ttl = redis.call('pttl', KEYS[1]);"
+	"end;"
+	"local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);"
+	"if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then "
+	"redis.call('rpush', KEYS[2], ARGV[2]);"
+	"end;"
+	"return ttl;";
+
+/* KEYS = [name, queue, timeouts, channel, latch],
+ * ARGV = [0, internalLockLeaseTime, lockName, nowMs, publishCommand, latchTimeout]. */
+static const char RF_UNLOCK[] =
+	"local val = redis.call('get', KEYS[5]); "
+	"if val ~= false then "
+	"return tonumber(val);"
+	"end; "
+	"while true do "
+	"local firstThreadId2 = redis.call('lindex', KEYS[2], 0);"
+	"if firstThreadId2 == false then "
+	"break;"
+	"end; "
+	"local timeout = redis.call('zscore', KEYS[3], firstThreadId2);"
+	"if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "
+	"redis.call('zrem', KEYS[3], firstThreadId2); "
+	"redis.call('lpop', KEYS[2]); "
+	"else "
+	"break;"
+	"end; "
+	"end;"
+	"if (redis.call('exists', KEYS[1]) == 0) then "
+	"local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+	"if nextThreadId ~= false then "
+	"redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+	"end; "
+	"redis.call('set', KEYS[5], 1, 'px', ARGV[6]); "
+	"return 1; "
+	"end;"
+	"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
+	"return nil;"
+	"end; "
+	"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+	"if (counter > 0) then "
+	"redis.call('pexpire', KEYS[1], ARGV[2]); "
+	"redis.call('set', KEYS[5], 0, 'px', ARGV[6]); "
+	"return 0; "
+	"end; "
+	"redis.call('del', KEYS[1]); "
+	"redis.call('set', KEYS[5], 1, 'px', ARGV[6]); "
+	"local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+	"if nextThreadId ~= false then "
+	"redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+	"end; "
+	"return 1; ";
+
+/* ---- fixture: one server per test ---------------------------------------- */
+
+static rh_server *srv;
+
+static void start_server(void)
+{
+	srv = rh_server_start(NULL);
+	cr_assert_not_null(srv, "redis-server did not start");
+}
+
+static void stop_server(void)
+{
+	rh_server_free(srv);
+	srv = NULL;
+}
+
+TestSuite(fairlock, .init = start_server, .fini = stop_server);
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+	}
+}
+
+/* Epoch milliseconds: the clock fair-lock deadlines are written in. */
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static dlock_client *open_client(int pool_size)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c = NULL;
+
+	if (pool_size > 0)
+		o.pool_size = pool_size;
+	int rc = dlock_client_open(&c, rh_server_uri(srv), &o);
+	cr_assert_eq(rc, 0, "dlock_client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
+	return c;
+}
+
+static dlock_lock *new_fair(dlock_client *c, const char *name)
+{
+	dlock_lock *l = NULL;
+	int rc = dlock_fairlock_new(&l, c, name, 0);
+
+	cr_assert_eq(rc, 0, "dlock_fairlock_new(%s): %s (%s)", name, dlock_strerror(rc),
+		     dlock_errmsg_last());
+	cr_assert_not_null(l);
+	return l;
+}
+
+/* An owner string of this client for a made-up thread id (a "holder" that is
+ * no thread of this process: taken and released with the _as variants). */
+static void owner_of(dlock_client *c, uint64_t tid, char *buf, size_t len)
+{
+	int n = dlock_client_owner(c, tid, buf, len);
+
+	cr_assert_gt(n, 0);
+}
+
+static void qkey(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "redisson_lock_queue:{%s}", name);
+}
+
+static void tkey(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "redisson_lock_timeout:{%s}", name);
+}
+
+#define MAXQ 16
+
+/* The queue LIST as strings; returns its length. */
+static int queue_list(const char *name, char out[MAXQ][80])
+{
+	char q[256];
+
+	qkey(name, q, sizeof q);
+	redisReply *r = rh_command(srv, "LRANGE %s 0 -1", q);
+	cr_assert_not_null(r, "LRANGE %s failed", q);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_leq(r->elements, MAXQ, "queue of %s has %zu entries", name, (size_t)r->elements);
+	int n = (int)r->elements;
+	for (int i = 0; i < n; i++)
+		snprintf(out[i], 80, "%s", r->element[i]->str);
+	freeReplyObject(r);
+	return n;
+}
+
+/* The deadlines ZSET's members, in score order; returns how many. */
+static int zset_list(const char *name, char out[MAXQ][80])
+{
+	char t[256];
+
+	tkey(name, t, sizeof t);
+	redisReply *r = rh_command(srv, "ZRANGE %s 0 -1", t);
+	cr_assert_not_null(r, "ZRANGE %s failed", t);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_leq(r->elements, MAXQ);
+	int n = (int)r->elements;
+	for (int i = 0; i < n; i++)
+		snprintf(out[i], 80, "%s", r->element[i]->str);
+	freeReplyObject(r);
+	return n;
+}
+
+/* Position of owner in the queue, or -1. */
+static int queue_pos(const char *name, const char *owner)
+{
+	char q[MAXQ][80];
+	int n = queue_list(name, q);
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(q[i], owner) == 0)
+			return i;
+	return -1;
+}
+
+static int zset_has(const char *name, const char *owner)
+{
+	char z[MAXQ][80];
+	int n = zset_list(name, z);
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(z[i], owner) == 0)
+			return 1;
+	return 0;
+}
+
+/* The deadline (ZSCORE) of owner, or -1 when it has none. */
+static int64_t deadline_of(const char *name, const char *owner)
+{
+	char t[256];
+
+	tkey(name, t, sizeof t);
+	redisReply *r = rh_command(srv, "ZSCORE %s %s", t, owner);
+	cr_assert_not_null(r);
+	int64_t v = -1;
+	if (r->type == REDIS_REPLY_STRING)
+		v = strtoll(r->str, NULL, 10);
+	else
+		cr_assert_eq(r->type, REDIS_REPLY_NIL, "ZSCORE: reply type %d", r->type);
+	freeReplyObject(r);
+	return v;
+}
+
+/* Wait (bounded) until owner is at position pos of the queue. */
+static void await_queue_pos(const char *name, const char *owner, int pos, int timeout_ms)
+{
+	int64_t end = rh_now_ms() + timeout_ms;
+	int p;
+
+	while ((p = queue_pos(name, owner)) != pos && rh_now_ms() < end)
+		sleep_ms(2);
+	cr_assert_eq(p, pos, "%s is at queue position %d of %s, want %d", owner, p, name, pos);
+}
+
+/* Neither the queue LIST nor the deadlines ZSET exists. */
+static void assert_no_queue(const char *name)
+{
+	char q[256], t[256];
+
+	qkey(name, q, sizeof q);
+	tkey(name, t, sizeof t);
+	cr_assert_eq(rh_command_int(srv, "EXISTS %s", q), 0, "%s exists", q);
+	cr_assert_eq(rh_command_int(srv, "EXISTS %s", t), 0, "%s exists", t);
+}
+
+static int64_t exists(const char *key)
+{
+	return rh_command_int(srv, "EXISTS %s", key);
+}
+
+/* Redisson's fair acquire (EVAL_LONG) for owner: *acquired = 1 on nil, else
+ * the returned number in *ret. */
+static void redisson_acquire(const char *name, const char *owner, int64_t lease, int64_t wait,
+			     int64_t now, int *acquired, int64_t *ret)
+{
+	char q[256], t[256], lease_s[24], wait_s[24], now_s[24];
+
+	qkey(name, q, sizeof q);
+	tkey(name, t, sizeof t);
+	snprintf(lease_s, sizeof lease_s, "%" PRId64, lease);
+	snprintf(wait_s, sizeof wait_s, "%" PRId64, wait);
+	snprintf(now_s, sizeof now_s, "%" PRId64, now);
+	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s %s %s %s %s", RF_ACQUIRE, name, q, t,
+				   lease_s, owner, wait_s, now_s);
+	cr_assert_not_null(r, "EVAL (Redisson fair acquire) failed");
+	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
+		  "Redisson fair acquire: reply type %d (%s)", r->type,
+		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+	*acquired = r->type == REDIS_REPLY_NIL;
+	*ret = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	freeReplyObject(r);
+}
+
+/* Redisson's fair unlock for owner; returns the reply (-1 for nil). */
+static int64_t redisson_unlock(const char *name, const char *owner)
+{
+	static int seq;
+	char q[256], t[256], ch[256], latch[300], now_s[24];
+
+	qkey(name, q, sizeof q);
+	tkey(name, t, sizeof t);
+	snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
+	snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%032x", name, ++seq);
+	snprintf(now_s, sizeof now_s, "%" PRId64, wall_ms());
+	redisReply *r = rh_command(srv, "EVAL %s 5 %s %s %s %s %s 0 30000 %s %s publish 16000", RF_UNLOCK,
+				   name, q, t, ch, latch, owner, now_s);
+	cr_assert_not_null(r, "EVAL (Redisson fair unlock) failed");
+	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
+		  "Redisson fair unlock: reply type %d (%s)", r->type,
+		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+	int64_t v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+	freeReplyObject(r);
+	return v;
+}
+
+/* ---- raw pub/sub (hiredis) ----------------------------------------------- */
+
+static redisContext *raw_connect(void)
+{
+	struct timeval tv = {2, 0};
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", rh_server_port(srv), tv);
+
+	cr_assert_not_null(c);
+	cr_assert_eq(c->err, 0, "connect: %s", c->errstr);
+	cr_assert_eq(redisSetTimeout(c, tv), REDIS_OK);
+	return c;
+}
+
+/* The next reply on a subscribed connection within timeout_ms, or NULL. */
+static redisReply *next_reply(redisContext *c, int timeout_ms)
+{
+	int64_t deadline = rh_now_ms() + timeout_ms;
+
+	for (;;) {
+		void *reply = NULL;
+
+		cr_assert_eq(redisGetReplyFromReader(c, &reply), REDIS_OK, "reader: %s", c->errstr);
+		if (reply != NULL)
+			return reply;
+		int64_t left = deadline - rh_now_ms();
+		if (left <= 0)
+			return NULL;
+		struct pollfd p = {c->fd, POLLIN, 0};
+		if (poll(&p, 1, (int)left) > 0)
+			cr_assert_eq(redisBufferRead(c), REDIS_OK, "read: %s", c->errstr);
+	}
+}
+
+static redisContext *subscribe(const char *channel)
+{
+	redisContext *c = raw_connect();
+	int done = 0;
+
+	cr_assert_eq(redisAppendCommand(c, "SUBSCRIBE %s", channel), REDIS_OK);
+	while (!done)
+		cr_assert_eq(redisBufferWrite(c, &done), REDIS_OK);
+	redisReply *r = next_reply(c, 2000);
+	cr_assert_not_null(r, "no SUBSCRIBE confirmation for %s", channel);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 3);
+	cr_assert_str_eq(r->element[0]->str, "subscribe");
+	cr_assert_str_eq(r->element[1]->str, channel);
+	freeReplyObject(r);
+	return c;
+}
+
+static void expect_message(redisContext *c, const char *channel, const char *payload, int timeout_ms)
+{
+	redisReply *r = next_reply(c, timeout_ms);
+
+	cr_assert_not_null(r, "no message on %s within %d ms", channel, timeout_ms);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 3);
+	cr_assert_str_eq(r->element[0]->str, "message");
+	cr_assert_str_eq(r->element[1]->str, channel);
+	cr_assert_eq(r->element[2]->type, REDIS_REPLY_STRING);
+	cr_assert_str_eq(r->element[2]->str, payload, "payload on %s", channel);
+	freeReplyObject(r);
+}
+
+/* ---- a waiter thread ----------------------------------------------------- */
+
+typedef struct fifo_log {
+	pthread_mutex_t mu;
+	int next;
+	int order[MAXQ];      /* order[k] = index of the k-th thread to acquire */
+	int64_t at_ms[MAXQ];  /* monotonic time of the k-th acquisition */
+} fifo_log;
+
+typedef struct fwaiter {
+	dlock_client *client;
+	dlock_lock *lock;
+	int64_t wait_ms, lease_ms;
+	int64_t hold_ms; /* < 0: never unlock; else hold this long, then unlock */
+	int index;
+	fifo_log *log;   /* may be NULL */
+	pthread_t th;
+	/* written by the thread */
+	char owner[80];
+	atomic_int owner_ready;
+	atomic_int done;      /* the try returned */
+	atomic_int releasing; /* set just before its unlock */
+	atomic_int finished;  /* the thread is about to return */
+	int rc;
+	int64_t started_ms, returned_ms, returned_wall;
+	int unlock_rc;
+} fwaiter;
+
+static void *fwaiter_main(void *arg)
+{
+	fwaiter *w = arg;
+
+	dlock_client_owner(w->client, dlock_thread_id(), w->owner, sizeof w->owner);
+	atomic_store(&w->owner_ready, 1);
+	w->started_ms = rh_now_ms();
+	w->rc = dlock_lock_try(w->lock, w->wait_ms, w->lease_ms);
+	w->returned_ms = rh_now_ms();
+	w->returned_wall = wall_ms();
+	if (w->rc == 0 && w->log != NULL) {
+		pthread_mutex_lock(&w->log->mu);
+		w->log->order[w->log->next] = w->index;
+		w->log->at_ms[w->log->next] = w->returned_ms;
+		w->log->next++;
+		pthread_mutex_unlock(&w->log->mu);
+	}
+	atomic_store(&w->done, 1);
+	w->unlock_rc = 1;
+	if (w->rc == 0 && w->hold_ms >= 0) {
+		sleep_ms(w->hold_ms);
+		atomic_store(&w->releasing, 1);
+		w->unlock_rc = dlock_lock_unlock(w->lock);
+	}
+	atomic_store(&w->finished, 1);
+	return NULL;
+}
+
+static void fwaiter_init(fwaiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms, int64_t lease_ms,
+			 int64_t hold_ms)
+{
+	memset(w, 0, sizeof *w);
+	w->client = c;
+	w->lock = l;
+	w->wait_ms = wait_ms;
+	w->lease_ms = lease_ms;
+	w->hold_ms = hold_ms;
+}
+
+/* Start the thread and wait until it has named its owner. */
+static void fwaiter_run(fwaiter *w)
+{
+	cr_assert_eq(pthread_create(&w->th, NULL, fwaiter_main, w), 0);
+	int64_t end = rh_now_ms() + 2000;
+	while (!atomic_load(&w->owner_ready) && rh_now_ms() < end)
+		sleep_ms(1);
+	cr_assert(atomic_load(&w->owner_ready), "waiter thread did not start");
+}
+
+static void fwaiter_start(fwaiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms, int64_t lease_ms,
+			  int64_t hold_ms)
+{
+	fwaiter_init(w, c, l, wait_ms, lease_ms, hold_ms);
+	fwaiter_run(w);
+}
+
+/* Wait (bounded) until the waiter's try returned. */
+static void fwaiter_await_done(fwaiter *w, int timeout_ms)
+{
+	int64_t end = rh_now_ms() + timeout_ms;
+
+	while (!atomic_load(&w->done) && rh_now_ms() < end)
+		sleep_ms(1);
+	cr_assert(atomic_load(&w->done), "waiter %s: try did not return within %d ms", w->owner, timeout_ms);
+}
+
+/* Wait (bounded) until the thread is finished, then join it. */
+static void fwaiter_join(fwaiter *w, int timeout_ms)
+{
+	int64_t end = rh_now_ms() + timeout_ms;
+
+	while (!atomic_load(&w->finished) && rh_now_ms() < end)
+		sleep_ms(1);
+	cr_assert(atomic_load(&w->finished), "waiter %s did not finish within %d ms", w->owner, timeout_ms);
+	pthread_join(w->th, NULL);
+}
+
+/* ---- 1. FIFO ------------------------------------------------------------- */
+
+#define FIFO_N 8
+
+Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
+{
+	const char *name = "fair:fifo";
+	dlock_client *c = open_client(FIFO_N + 4);
+	dlock_lock *l = new_fair(c, name);
+
+	/* The holder (this thread) takes it for 1000 ms and never unlocks. */
+	int rc = dlock_lock_try(l, 0, 1000);
+	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	fifo_log log;
+	memset(&log, 0, sizeof log);
+	pthread_mutex_init(&log.mu, NULL);
+	fwaiter w[FIFO_N];
+	int64_t first_start = rh_now_ms();
+	for (int i = 0; i < FIFO_N; i++) {
+		int64_t at = first_start + 100 * i;
+		int64_t now = rh_now_ms();
+		if (at > now)
+			sleep_ms(at - now);
+		/* Each waiter: try(10000, 1000) and never unlock. */
+		fwaiter_init(&w[i], c, l, 10000, 1000, -1);
+		w[i].index = i;
+		w[i].log = &log;
+		fwaiter_run(&w[i]);
+	}
+	for (int i = 0; i < FIFO_N; i++)
+		fwaiter_join(&w[i], 15000);
+
+	for (int i = 0; i < FIFO_N; i++)
+		cr_assert_eq(w[i].rc, 0, "waiter %d (%s): %s after %" PRId64 " ms", i, w[i].owner,
+			     dlock_strerror(w[i].rc), w[i].returned_ms - w[i].started_ms);
+	cr_assert_eq(log.next, FIFO_N);
+	char order[128];
+	size_t n = 0;
+	for (int k = 0; k < FIFO_N; k++)
+		n += (size_t)snprintf(order + n, sizeof order - n, "%d(+%" PRId64 "ms) ", log.order[k],
+				      log.at_ms[k] - first_start);
+	cr_log_info("fair FIFO: acquisition order %s", order);
+	for (int k = 0; k < FIFO_N; k++)
+		cr_assert_eq(log.order[k], k, "acquisition %d went to waiter %d, not %d: order %s", k,
+			     log.order[k], k, order);
+	/* Each held its lease (1000 ms): the next one cannot have come sooner. */
+	for (int k = 1; k < FIFO_N; k++)
+		cr_assert_geq(log.at_ms[k] - log.at_ms[k - 1], 900, "acquisitions %d and %d only %" PRId64
+			      " ms apart (lease 1000): order %s", k - 1, k, log.at_ms[k] - log.at_ms[k - 1], order);
+	cr_assert_leq(log.at_ms[FIFO_N - 1] - first_start, 11000, "the last waiter acquired %" PRId64
+		      " ms after the first start", log.at_ms[FIFO_N - 1] - first_start);
+
+	pthread_mutex_destroy(&log.mu);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 2. a waiter that gives up leaves, and delays nobody ------------------ */
+
+Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
+{
+	const char *name = "fair:leave";
+	dlock_client *c = open_client(0);
+	dlock_lock *l = new_fair(c, name);
+	char holder[80], me[80];
+	owner_of(c, 900001, holder, sizeof holder);
+	owner_of(c, dlock_thread_id(), me, sizeof me);
+
+	int rc = dlock_lock_try_as(l, holder, 0, 30000);
+	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	/* A (this thread) tries for 500 ms. */
+	int64_t t0 = rh_now_ms();
+	rc = dlock_lock_try(l, 500, 30000);
+	int64_t el = rh_now_ms() - t0;
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "A: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	cr_assert(el >= 480 && el <= 1000, "A's try(500) returned after %" PRId64 " ms", el);
+	cr_assert_eq(queue_pos(name, me), -1, "A (%s) is still in the queue", me);
+	cr_assert_eq(zset_has(name, me), 0, "A (%s) still has a deadline", me);
+	assert_no_queue(name); /* A was the only waiter */
+
+	/* A (short wait) and B (long wait) queue up, B behind A. */
+	fwaiter a, b;
+	fwaiter_start(&a, c, l, 800, 30000, 0);
+	await_queue_pos(name, a.owner, 0, 2000);
+	fwaiter_start(&b, c, l, 10000, 30000, 0);
+	await_queue_pos(name, b.owner, 1, 2000);
+
+	fwaiter_join(&a, 5000);
+	cr_assert_eq(a.rc, DLOCK_ENOTACQUIRED, "A: %s", dlock_strerror(a.rc));
+	int64_t a_el = a.returned_ms - a.started_ms;
+	cr_assert(a_el >= 780 && a_el <= 1400, "A's try(800) returned after %" PRId64 " ms", a_el);
+	cr_assert(!atomic_load(&b.done), "B returned while the holder still holds: %s", dlock_strerror(b.rc));
+	char q[MAXQ][80], z[MAXQ][80];
+	int nq = queue_list(name, q), nz = zset_list(name, z);
+	cr_assert_eq(nq, 1, "queue has %d entries after A left, want only B", nq);
+	cr_assert_str_eq(q[0], b.owner);
+	cr_assert_eq(nz, 1, "deadlines have %d entries after A left, want only B", nz);
+	cr_assert_str_eq(z[0], b.owner);
+	int64_t bd = deadline_of(name, b.owner);
+	cr_assert_gt(bd, wall_ms() + 1000, "B's place expires at %" PRId64 ", now %" PRId64, bd, wall_ms());
+
+	/* The holder releases: B gets it at once. */
+	rc = dlock_lock_unlock_as(l, holder);
+	int64_t t_unlock = rh_now_ms();
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	fwaiter_await_done(&b, 3000);
+	cr_assert_eq(b.rc, 0, "B: %s", dlock_strerror(b.rc));
+	cr_assert_lt(b.returned_ms - t_unlock, 300, "B acquired %" PRId64 " ms after the unlock",
+		     b.returned_ms - t_unlock);
+	fwaiter_join(&b, 3000);
+	cr_assert_eq(b.unlock_rc, 0, "B's unlock: %s", dlock_strerror(b.unlock_rc));
+	assert_no_queue(name);
+	cr_assert_eq(exists(name), 0);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 3. a crashed waiter's place expires after its wait ------------------- */
+
+Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
+{
+	const char *name = "fair:ghost";
+	dlock_client *c = open_client(0);
+	dlock_lock *l = new_fair(c, name);
+	char holder[80];
+	owner_of(c, 900002, holder, sizeof holder);
+
+	int rc = dlock_lock_try_as(l, holder, 0, 1000);
+	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	/* "ghost:1" queues through Redisson's script with a 1500 ms wait and never comes back. */
+	int acquired = 0;
+	int64_t ttl = 0, enq_wall = wall_ms(), enq_mono = rh_now_ms();
+	redisson_acquire(name, "ghost:1", 30000, 1500, enq_wall, &acquired, &ttl);
+	cr_assert_eq(acquired, 0, "ghost acquired a held lock");
+	cr_assert(ttl > 0 && ttl <= 1000, "ghost's acquire returned %" PRId64 " (the holder's PTTL)", ttl);
+	int64_t deadline = deadline_of(name, "ghost:1");
+	/* The script's deadline: the holder's PTTL + wait + now. */
+	cr_assert_eq(deadline, enq_wall + ttl + 1500, "ghost's deadline %" PRId64 ", want %" PRId64, deadline,
+		     enq_wall + ttl + 1500);
+	cr_assert_eq(queue_pos(name, "ghost:1"), 0);
+
+	rc = dlock_lock_unlock_as(l, holder);
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	/* A dlock waiter queues behind the ghost. */
+	fwaiter w;
+	fwaiter_start(&w, c, l, 5000, 30000, 100);
+	await_queue_pos(name, w.owner, 1, 2000);
+	/* While the ghost's place is valid nobody holds the lock. */
+	while (!atomic_load(&w.done) && wall_ms() < deadline - 30) {
+		cr_assert_eq(exists(name), 0, "the lock was taken %" PRId64 " ms before the ghost's place expired",
+			     deadline - wall_ms());
+		cr_assert_eq(queue_pos(name, "ghost:1"), 0, "the ghost left the head early");
+		sleep_ms(20);
+	}
+	fwaiter_await_done(&w, 6000);
+	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_strerror(w.rc));
+	cr_assert_geq(w.returned_wall, deadline, "the waiter acquired %" PRId64 " ms before the ghost's place "
+		      "expired", deadline - w.returned_wall);
+	cr_assert_leq(w.returned_wall - deadline, 400, "the waiter acquired %" PRId64 " ms after the ghost's "
+		      "place expired", w.returned_wall - deadline);
+	int64_t since_enq = w.returned_ms - enq_mono;
+	cr_assert(since_enq >= 1000 && since_enq <= 3000, "acquired %" PRId64 " ms after the ghost queued",
+		  since_enq);
+	cr_assert_eq(queue_pos(name, "ghost:1"), -1, "the ghost is still queued");
+	cr_assert_eq(zset_has(name, "ghost:1"), 0, "the ghost still has a deadline");
+	fwaiter_join(&w, 3000);
+	cr_assert_eq(w.unlock_rc, 0, "waiter unlock: %s", dlock_strerror(w.unlock_rc));
+	assert_no_queue(name);
+	cr_assert_eq(exists(name), 0);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 4. interop with Redisson's fair scripts ------------------------------ */
+
+Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
+{
+	const char *name = "fair:interop-a";
+	dlock_client *c = open_client(0);
+	dlock_lock *l = new_fair(c, name);
+	char holder[80];
+	owner_of(c, 900003, holder, sizeof holder);
+
+	int rc = dlock_lock_try_as(l, holder, 0, 30000);
+	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	int acquired = 0;
+	int64_t ret = 0;
+	redisson_acquire(name, "redisson:7", 30000, 10000, wall_ms(), &acquired, &ret);
+	cr_assert_eq(acquired, 0, "redisson:7 acquired a held lock");
+	cr_assert_gt(ret, 0);
+	cr_assert_eq(queue_pos(name, "redisson:7"), 0);
+
+	redisContext *sub7 = subscribe("redisson_lock__channel:{fair:interop-a}:redisson:7");
+
+	fwaiter w;
+	fwaiter_start(&w, c, l, 5000, 30000, 0);
+	await_queue_pos(name, w.owner, 1, 2000);
+	char wch[200];
+	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
+	redisContext *subw = subscribe(wch);
+
+	/* dlock's unlock wakes the head, redisson:7, on its own channel. */
+	rc = dlock_lock_unlock_as(l, holder);
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	expect_message(sub7, "redisson_lock__channel:{fair:interop-a}:redisson:7", "0", 1000);
+
+	/* redisson:7 is head and its place is valid: the dlock waiter must not take it. */
+	int64_t until = rh_now_ms() + 500;
+	while (rh_now_ms() < until) {
+		cr_assert(!atomic_load(&w.done), "the dlock waiter returned (%s) while redisson:7 was ahead",
+			  dlock_strerror(w.rc));
+		cr_assert_eq(exists(name), 0, "the lock was taken while redisson:7 was head");
+		sleep_ms(20);
+	}
+	cr_assert_eq(queue_pos(name, "redisson:7"), 0);
+	cr_assert_eq(queue_pos(name, w.owner), 1);
+
+	/* redisson:7 comes back and gets it. */
+	redisson_acquire(name, "redisson:7", 30000, 10000, wall_ms(), &acquired, &ret);
+	cr_assert_eq(acquired, 1, "redisson:7 (head, lock free) did not acquire: %" PRId64, ret);
+	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
+	redisReply *r = rh_command(srv, "HGET %s redisson:7", name);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_STRING);
+	cr_assert_str_eq(r->str, "1");
+	freeReplyObject(r);
+	cr_assert_eq(queue_pos(name, w.owner), 0, "the dlock waiter is not head after redisson:7 acquired");
+	cr_assert(!atomic_load(&w.done));
+
+	/* Redisson's unlock wakes the dlock waiter, which gets the lock promptly. */
+	int64_t t_unlock = rh_now_ms();
+	cr_assert_eq(redisson_unlock(name, "redisson:7"), 1);
+	expect_message(subw, wch, "0", 1000);
+	fwaiter_await_done(&w, 3000);
+	cr_assert_eq(w.rc, 0, "dlock waiter: %s", dlock_strerror(w.rc));
+	cr_assert_lt(w.returned_ms - t_unlock, 300, "the dlock waiter acquired %" PRId64 " ms after Redisson's unlock",
+		     w.returned_ms - t_unlock);
+	fwaiter_join(&w, 3000);
+	cr_assert_eq(w.unlock_rc, 0, "dlock waiter unlock: %s", dlock_strerror(w.unlock_rc));
+	assert_no_queue(name);
+	cr_assert_eq(exists(name), 0);
+
+	redisFree(sub7);
+	redisFree(subw);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
+{
+	const char *name = "fair:interop-b";
+	dlock_client *c = open_client(0);
+	dlock_lock *l = new_fair(c, name);
+	char holder[80];
+	owner_of(c, 900004, holder, sizeof holder);
+
+	int rc = dlock_lock_try_as(l, holder, 0, 30000);
+	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	/* The dlock waiter holds 300 ms once it has the lock, then releases. */
+	fwaiter w;
+	fwaiter_start(&w, c, l, 10000, 30000, 300);
+	await_queue_pos(name, w.owner, 0, 2000);
+
+	int acquired = 0;
+	int64_t ret = 0;
+	redisson_acquire(name, "redisson:8", 30000, 10000, wall_ms(), &acquired, &ret);
+	cr_assert_eq(acquired, 0, "redisson:8 acquired a held lock");
+	cr_assert_eq(queue_pos(name, "redisson:8"), 1);
+
+	rc = dlock_lock_unlock_as(l, holder);
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	/* Redisson's waiter keeps asking: a number every time until the dlock waiter
+	 * has had the lock and given it back. */
+	int numbers = 0, numbers_while_held = 0;
+	int64_t end = rh_now_ms() + 5000;
+	acquired = 0;
+	while (!acquired && rh_now_ms() < end) {
+		redisson_acquire(name, "redisson:8", 30000, 10000, wall_ms(), &acquired, &ret);
+		if (acquired) {
+			cr_assert(atomic_load(&w.done) && w.rc == 0, "redisson:8 acquired before the dlock waiter "
+				  "ahead of it (done %d, rc %d)", atomic_load(&w.done), w.rc);
+			cr_assert(atomic_load(&w.releasing), "redisson:8 acquired while the dlock waiter held the lock");
+			break;
+		}
+		numbers++;
+		if (atomic_load(&w.done) && !atomic_load(&w.releasing))
+			numbers_while_held++;
+		sleep_ms(10);
+	}
+	cr_assert_eq(acquired, 1, "redisson:8 never acquired (dlock waiter: done %d rc %d)",
+		     atomic_load(&w.done), w.rc);
+	cr_assert_gt(numbers_while_held, 0, "redisson:8 was never refused while the dlock waiter held the lock");
+	cr_log_info("redisson:8 refused %d times (%d while the dlock waiter held it)", numbers,
+		    numbers_while_held);
+	fwaiter_join(&w, 3000);
+	cr_assert_eq(w.rc, 0);
+	cr_assert_eq(w.unlock_rc, 0, "dlock waiter unlock: %s", dlock_strerror(w.unlock_rc));
+	cr_assert_eq(redisson_unlock(name, "redisson:8"), 1);
+	assert_no_queue(name);
+	cr_assert_eq(exists(name), 0);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 5. unlock by a non-owner; force unlock wakes the head --------------- */
+
+Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
+{
+	const char *name = "fair:force";
+	dlock_client *c = open_client(0);
+	dlock_lock *l = new_fair(c, name);
+	char holder[80], other[80];
+	owner_of(c, 900005, holder, sizeof holder);
+	owner_of(c, 900006, other, sizeof other);
+
+	int rc = dlock_lock_try_as(l, holder, 0, 30000);
+	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+
+	/* Not the owner: refused, nothing changes. */
+	rc = dlock_lock_unlock(l);
+	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock by this thread: %s", dlock_strerror(rc));
+	rc = dlock_lock_unlock_as(l, other);
+	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock as another owner: %s", dlock_strerror(rc));
+	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
+	redisReply *r = rh_command(srv, "HGET %s %s", name, holder);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_STRING, "the holder's field is gone");
+	cr_assert_str_eq(r->str, "1");
+	freeReplyObject(r);
+	int64_t t = rh_command_int(srv, "PTTL %s", name);
+	cr_assert(t > 25000, "PTTL %" PRId64 " after refused unlocks", t);
+
+	/* A waiter queues; force unlock wakes it on its channel. */
+	fwaiter w;
+	fwaiter_start(&w, c, l, 10000, 30000, 0);
+	await_queue_pos(name, w.owner, 0, 2000);
+	char wch[200];
+	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
+	redisContext *sub = subscribe(wch);
+
+	int deleted = -1;
+	int64_t t_force = rh_now_ms();
+	rc = dlock_lock_force_unlock(l, &deleted);
+	cr_assert_eq(rc, 0, "force unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	cr_assert_eq(deleted, 1);
+	expect_message(sub, wch, "0", 1000);
+	fwaiter_await_done(&w, 3000);
+	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_strerror(w.rc));
+	cr_assert_lt(w.returned_ms - t_force, 300, "the waiter acquired %" PRId64 " ms after the force unlock",
+		     w.returned_ms - t_force);
+	fwaiter_join(&w, 3000);
+	cr_assert_eq(w.unlock_rc, 0, "waiter unlock: %s", dlock_strerror(w.unlock_rc));
+	assert_no_queue(name);
+	cr_assert_eq(exists(name), 0);
+
+	/* Force unlock of a free lock: nothing deleted. */
+	deleted = -1;
+	cr_assert_eq(dlock_lock_force_unlock(l, &deleted), 0);
+	cr_assert_eq(deleted, 0);
+
+	redisFree(sub);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* ---- 6. a single attempt never queues ------------------------------------- */
+
+Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
+{
+	const char *name = "fair:once";
+	dlock_client *c = open_client(0);
+	dlock_lock *l = new_fair(c, name);
+	char holder[80];
+	owner_of(c, 900007, holder, sizeof holder);
+
+	/* Free: one attempt takes it, no queue is made. */
+	int rc = dlock_lock_try_as(l, holder, 0, 30000);
+	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	assert_no_queue(name);
+
+	/* Held: one attempt fails at once and leaves no trace. */
+	for (int i = 0; i < 3; i++) {
+		int64_t t0 = rh_now_ms();
+		rc = dlock_lock_try(l, 0, 30000);
+		int64_t el = rh_now_ms() - t0;
+		cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "try(0): %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+		cr_assert_lt(el, 200, "try(0) took %" PRId64 " ms", el);
+		assert_no_queue(name);
+	}
+	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
+
+	cr_assert_eq(dlock_lock_unlock_as(l, holder), 0);
+	cr_assert_eq(exists(name), 0);
+	assert_no_queue(name);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
