@@ -1,0 +1,314 @@
+/*
+ * stress_threads - the library's threads under load, without Criterion, so
+ * that it also runs under ThreadSanitizer (Criterion's runner cannot start
+ * under TSan) and valgrind. Real redis-server processes; every scenario is
+ * bounded and checks its own invariant (exact counters, no overlap, nothing
+ * left in Redis). Prints "N passed, N failed" and exits non-zero on failure.
+ */
+#include <dlock.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "redis_harness.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...) \
+	do { \
+		if (!(cond)) { \
+			fprintf(stderr, "  FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__); \
+			fprintf(stderr, "\n"); \
+			ok = 0; \
+		} \
+	} while (0)
+
+static void report(const char *name, int ok)
+{
+	printf("%s %s\n", ok ? "PASS" : "FAIL", name);
+	fflush(stdout);
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c = NULL;
+
+	o.watchdog_timeout_ms = watchdog_ms;
+	o.command_timeout_ms = 500;
+	o.connect_timeout_ms = 500;
+	o.pool_size = pool;
+	if (dlock_client_open(&c, rh_server_uri(s), &o) != 0) {
+		fprintf(stderr, "open %s: %s\n", rh_server_uri(s), dlock_errmsg_last());
+		exit(2);
+	}
+	return c;
+}
+
+/* ---- shared client: counter under an RLock, watchdog renewing meanwhile ---- */
+
+typedef struct shared {
+	dlock_lock *lock;
+	dlock_redlock *redlock;
+	dlock_multilock *multilock;
+	int rounds;
+	int counter;              /* protected by the distributed lock only */
+	atomic_int inside;
+	atomic_int overlaps;
+	atomic_int errors;
+	atomic_int lost;
+} shared;
+
+static void section(shared *sh)
+{
+	int v;
+
+	if (atomic_fetch_add(&sh->inside, 1) != 0)
+		atomic_fetch_add(&sh->overlaps, 1);
+	v = sh->counter;
+	usleep(100);
+	sh->counter = v + 1;
+	atomic_fetch_sub(&sh->inside, 1);
+}
+
+static void *rlock_worker(void *arg)
+{
+	shared *sh = arg;
+	int i;
+
+	for (i = 0; i < sh->rounds; i++) {
+		int rc = (i % 2) ? dlock_lock_lock(sh->lock, DLOCK_LEASE_WATCHDOG)
+			: dlock_lock_try(sh->lock, 10000, 5000);
+
+		if (rc != 0) {
+			atomic_fetch_add(&sh->errors, 1);
+			continue;
+		}
+		section(sh);
+		if (dlock_lock_unlock(sh->lock) != 0)
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	return NULL;
+}
+
+static void on_lost(dlock_lock *l, const char *owner, void *ud)
+{
+	(void)l, (void)owner;
+	atomic_fetch_add(&((shared *)ud)->lost, 1);
+}
+
+static int run_threads(void *(*fn)(void *), shared *sh, int n)
+{
+	pthread_t t[16];
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, fn, sh) != 0)
+			return -1;
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+static void scenario_shared_client(rh_server *s)
+{
+	shared sh = { 0 };
+	dlock_client *c = open_client(s, 300, 3);
+	int ok = 1;
+
+	dlock_lock_new(&sh.lock, c, "stress:rlock");
+	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
+	sh.rounds = 150;
+	run_threads(rlock_worker, &sh, 8);
+	CHECK(sh.counter == 8 * 150, "counter %d, expected %d", sh.counter, 8 * 150);
+	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
+	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+	CHECK(atomic_load(&sh.lost) == 0, "%d holds reported lost", atomic_load(&sh.lost));
+	CHECK(rh_command_int(s, "EXISTS stress:rlock") == 0, "the lock key is left");
+	dlock_lock_free(sh.lock);
+	dlock_client_close(c);
+	report("shared client, 8 threads, watchdog renewing", ok);
+}
+
+/* ---- force unlock and lost callbacks racing with holders and waiters ---- */
+
+static atomic_int stop_breaker;
+
+static void *breaker(void *arg)
+{
+	dlock_lock *l = arg;
+
+	while (!atomic_load(&stop_breaker)) {
+		dlock_lock_force_unlock(l, NULL);
+		usleep(3000);
+	}
+	return NULL;
+}
+
+static void *holder_worker(void *arg)
+{
+	shared *sh = arg;
+	int i;
+
+	for (i = 0; i < sh->rounds; i++) {
+		int rc = dlock_lock_try(sh->lock, 2000, DLOCK_LEASE_WATCHDOG);
+
+		if (rc == 0) {
+			usleep(500);
+			rc = dlock_lock_unlock(sh->lock);
+			/* A force unlock may have taken it: lost or not owner, never anything else. */
+			if (rc != 0 && rc != DLOCK_ELOST && rc != DLOCK_ENOTOWNER)
+				atomic_fetch_add(&sh->errors, 1);
+		} else if (rc != DLOCK_ENOTACQUIRED) {
+			atomic_fetch_add(&sh->errors, 1);
+		}
+	}
+	return NULL;
+}
+
+static void scenario_force_unlock(rh_server *s)
+{
+	shared sh = { 0 };
+	dlock_client *c = open_client(s, 300, 4), *other = open_client(s, 300, 1);
+	dlock_lock *breaker_lock;
+	pthread_t b;
+	int ok = 1;
+
+	dlock_lock_new(&sh.lock, c, "stress:force");
+	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
+	dlock_lock_new(&breaker_lock, other, "stress:force");
+	sh.rounds = 100;
+	atomic_store(&stop_breaker, 0);
+	pthread_create(&b, NULL, breaker, breaker_lock);
+	run_threads(holder_worker, &sh, 4);
+	atomic_store(&stop_breaker, 1);
+	pthread_join(b, NULL);
+	CHECK(atomic_load(&sh.errors) == 0, "%d unexpected results", atomic_load(&sh.errors));
+	dlock_lock_force_unlock(breaker_lock, NULL);
+	dlock_lock_free(breaker_lock);
+	dlock_lock_free(sh.lock);
+	dlock_client_close(other);
+	dlock_client_close(c);
+	report("force unlocks racing holders, waiters and the watchdog", ok);
+}
+
+/* ---- RedLock and MultiLock shared by threads, a server killed meanwhile ---- */
+
+static void *redlock_worker(void *arg)
+{
+	shared *sh = arg;
+	int i;
+
+	for (i = 0; i < sh->rounds; i++) {
+		int rc = sh->redlock ? dlock_redlock_try(sh->redlock, 10000, DLOCK_LEASE_WATCHDOG, NULL)
+			: dlock_multilock_try(sh->multilock, 10000, 5000);
+
+		if (rc != 0) {
+			atomic_fetch_add(&sh->errors, 1);
+			continue;
+		}
+		section(sh);
+		rc = sh->redlock ? dlock_redlock_unlock(sh->redlock) : dlock_multilock_unlock(sh->multilock);
+		if (rc != 0)
+			atomic_fetch_add(&sh->errors, 1);
+	}
+	return NULL;
+}
+
+static void scenario_quorum(rh_server **s)
+{
+	shared sh = { 0 };
+	dlock_client *c[3];
+	dlock_lock *m[3];
+	dlock_redlock_options o = DLOCK_REDLOCK_OPTIONS_INIT;
+	pthread_t t[4];
+	int i, ok = 1;
+
+	for (i = 0; i < 3; i++) {
+		c[i] = open_client(s[i], 600, 4);
+		dlock_lock_new(&m[i], c[i], "stress:quorum");
+	}
+	o.restart_guard_ms = 0;
+	dlock_redlock_new(&sh.redlock, m, 3, &o);
+	sh.rounds = 40;
+	for (i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, redlock_worker, &sh);
+	/* One server dies and comes back while they work: the quorum carries on. */
+	usleep(150 * 1000);
+	rh_server_kill(s[2]);
+	usleep(300 * 1000);
+	rh_server_restart(s[2]);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	CHECK(sh.counter == 4 * 40, "redlock counter %d, expected %d", sh.counter, 4 * 40);
+	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
+	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+	dlock_redlock_free(sh.redlock);
+	report("RedLock shared by 4 threads, a server killed and restarted", ok);
+
+	memset(&sh, 0, sizeof(sh));
+	ok = 1;
+	dlock_multilock_new(&sh.multilock, m, 3);
+	sh.rounds = 40;
+	run_threads(redlock_worker, &sh, 4);
+	CHECK(sh.counter == 4 * 40, "multilock counter %d, expected %d", sh.counter, 4 * 40);
+	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
+	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+	for (i = 0; i < 3; i++)
+		CHECK(rh_command_int(s[i], "EXISTS stress:quorum") == 0, "key left on server %d", i + 1);
+	dlock_multilock_free(sh.multilock);
+	for (i = 0; i < 3; i++) {
+		dlock_lock_free(m[i]);
+		dlock_client_close(c[i]);
+	}
+	report("MultiLock shared by 4 threads", ok);
+}
+
+/* ---- clients opened and closed while their threads are busy ---- */
+
+static void scenario_churn(rh_server *s)
+{
+	int i, ok = 1;
+
+	for (i = 0; i < 20; i++) {
+		dlock_client *c = open_client(s, 30, 2);
+		dlock_lock *l;
+
+		dlock_lock_new(&l, c, "stress:churn");
+		CHECK(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s", dlock_lock_errmsg(l));
+		usleep(15 * 1000); /* the watchdog runs (every 10 ms) */
+		/* Freed while held: renewal stops; then the client closes under it. */
+		dlock_lock_free(l);
+		dlock_client_close(c);
+	}
+	usleep(100 * 1000);
+	CHECK(rh_command_int(s, "EXISTS stress:churn") == 0, "an unrenewed hold did not expire");
+	report("clients closed while holding and renewing", ok);
+}
+
+int main(void)
+{
+	rh_server *s[3];
+
+	if (rh_servers_start(s, 3, NULL) != 0) {
+		fprintf(stderr, "could not start redis-server\n");
+		return 2;
+	}
+	scenario_shared_client(s[0]);
+	scenario_force_unlock(s[1]);
+	scenario_quorum(s);
+	scenario_churn(s[0]);
+	rh_cleanup_all();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
