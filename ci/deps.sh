@@ -14,6 +14,9 @@ packages=(
 	libcriterion-dev
 	redis-server
 	redis-tools
+	valgrind          # ci/matrix.sh: memcheck
+	clang             # ci/matrix.sh: the libFuzzer targets
+	libclang-rt-dev   #   and their runtime
 )
 
 installed() {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# dlock's sanitizer and valgrind matrix (ci/test.sh runs it after the plain
+# build; it can also be run alone). Separate build directories:
+#   build-asan   the whole test suite under AddressSanitizer + UBSan
+#   build-tsan   the stress programs under ThreadSanitizer (Criterion's test
+#                runner cannot start under TSan, so the threaded paths are
+#                exercised by tests/stress/, which needs no Criterion)
+#   valgrind     memcheck over the unit tests, the stress programs and the
+#                allocation-failure tests of the plain build (children traced)
+# Exits non-zero when any part fails.
+set -euo pipefail
+exec </dev/null
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+plain=${BUILD_DIR:-build-ci}
+case $plain in /*) ;; *) plain=$root/$plain ;; esac
+jobs=$(nproc 2>/dev/null || echo 2)
+failed=()
+
+section() { printf '\n==== %s ====\n' "$1"; }
+
+configure_and_build() { # dir sanitizer
+	cmake -S "$root" -B "$1" -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WERROR=ON \
+		-DDLOCK_SANITIZER="$2" -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
+	cmake --build "$1" -j"$jobs"
+}
+
+section "ASan + UBSan: the whole suite (build-asan)"
+configure_and_build "$root/build-asan" address,undefined
+if ! (cd "$root/build-asan" &&
+	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:strict_string_checks=1 \
+	LSAN_OPTIONS=suppressions=$root/ci/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --output-on-failure -j2); then
+	failed+=("asan")
+fi
+
+section "TSan: stress programs (build-tsan)"
+configure_and_build "$root/build-tsan" thread
+if ! (cd "$root/build-tsan" &&
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	ctest --output-on-failure -L stress); then
+	failed+=("tsan")
+fi
+
+section "valgrind memcheck (plain build: unit, stress, allocation failures)"
+vg=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+	--show-leak-kinds=definite --trace-children=yes --child-silent-after-fork=no
+	--suppressions="$root/ci/valgrind.supp")
+for t in "$plain"/tests/unit_test_* "$plain"/tests/stress_* "$plain"/tests/integration_test_alloc_failures; do
+	[ -x "$t" ] || continue
+	echo "-- $(basename "$t")"
+	if ! "${vg[@]}" "$t" >"$plain/valgrind-$(basename "$t").log" 2>&1; then
+		tail -40 "$plain/valgrind-$(basename "$t").log"
+		failed+=("valgrind $(basename "$t")")
+	else
+		tail -1 "$plain/valgrind-$(basename "$t").log"
+	fi
+done
+
+if [ ${#failed[@]} -ne 0 ]; then
+	printf '\n==== ci/matrix.sh: FAILED: %s ====\n' "${failed[*]}" >&2
+	exit 1
+fi
+printf '\n==== ci/matrix.sh: PASSED ====\n'
