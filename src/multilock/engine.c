@@ -270,7 +270,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		r = dlock__acquire_finish(m, &acq[i], ops[i].reply, ops[i].sent_at, &ttl);
 		if (r == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
-			t[i].count = dlock__acquire_count(ops[i].reply);
+			t[i].count = acq[i].count;
 			t[i].token = acq[i].token;
 		} else if (r == DLOCK_ENOTACQUIRED) {
 			t[i].st.vote = DLOCK_VOTE_HELD;

@@ -12,6 +12,7 @@
 #include "core/time.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
+#include "single/replies.h"
 #include "single/scripts.h"
 
 /* A fair waiter asks again at least this often while others are ahead of it. */
@@ -87,34 +88,29 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	return 0;
 }
 
-int64_t dlock__acquire_count(const redisReply *r)
-{
-	return r->element[0]->integer;
-}
-
 int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 		int64_t sent_at, int64_t *ttl)
 {
 	dlock_client *c = l->client;
-	size_t want = l->kind == DLOCK__FENCED ? 2 : 1;
+	dlock__acquired got;
 	int rc = dlock__reply_check(&c->node, r, "acquire");
 
 	if (rc < 0)
 		return rc;
-	if (r->type == REDIS_REPLY_INTEGER) {
-		*ttl = r->integer;
-		return dlock__seterr_node(DLOCK_ENOTACQUIRED, c->node.label,
-				"lock %s is held by another owner (ttl %lld ms)", l->shown, r->integer);
+	rc = dlock__parse_acquire(r, l->kind == DLOCK__FENCED, &got);
+	if (rc == DLOCK_ENOTACQUIRED) {
+		*ttl = got.ttl;
+		return dlock__seterr_node(rc, c->node.label,
+				"lock %s is held by another owner (ttl %lld ms)", l->shown,
+				(long long)got.ttl);
 	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != want ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    (want == 2 && r->element[1]->type != REDIS_REPLY_INTEGER))
-		return dlock__seterr_node(DLOCK_EPROTO, c->node.label,
-				"acquire %s: unexpected reply type %d", l->shown, r->type);
-	if (want == 2)
-		a->token = r->element[1]->integer;
-	rc = dlock__holds_acquired(l->holds, l, l->name, l->name_len, a->owner,
-			dlock__acquire_count(r), a->lease_ms, sent_at);
+	if (rc < 0)
+		return dlock__seterr_node(rc, c->node.label,
+				"acquire %s: unexpected reply (type %d)", l->shown, r->type);
+	a->count = got.count;
+	a->token = got.token;
+	rc = dlock__holds_acquired(l->holds, l, l->name, l->name_len, a->owner, got.count,
+			a->lease_ms, sent_at);
 	if (rc < 0) {
 		/* Nobody would renew or track it: give the hold back. */
 		dlock_lock_unlock_as(l, a->owner);

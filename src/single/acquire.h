@@ -21,6 +21,7 @@ typedef struct dlock__acquire {
 	const char *owner;    /* points into owner_buf or at the caller's string */
 	int64_t lease_ms;     /* as asked: > 0 or DLOCK_LEASE_WATCHDOG */
 	int64_t believed;     /* hold count before, as the client believed it (-1 unknown) */
+	int64_t count;        /* holds after a successful acquire */
 	int64_t token;        /* fenced: the token this acquisition got */
 	char owner_buf[64];
 	char lease_s[24];
@@ -56,8 +57,6 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 /* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
 int64_t dlock__wall_ms(void);
 
-/* The hold count the acquire produced, after dlock__acquire_finish returned 0. */
-int64_t dlock__acquire_count(const redisReply *r);
 
 /* The release of one hold, split the same way. */
 typedef struct dlock__release {

@@ -11,6 +11,7 @@
 #include "core/ids.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
+#include "single/replies.h"
 #include "single/scripts.h"
 
 int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
@@ -75,21 +76,23 @@ void dlock__release_clear(dlock__release *r)
 int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *reply)
 {
 	dlock_client *c = l->client;
+	int64_t left;
 	int rc = dlock__reply_check(&c->node, reply, "unlock");
 
 	if (rc < 0)
 		return rc;
-	if (reply->type == REDIS_REPLY_NIL) {
+	rc = dlock__parse_release(reply, &left);
+	if (rc == DLOCK_ENOTOWNER) {
 		int was_lost = dlock__holds_released(l->holds, l->name, l->name_len, r->owner, -1);
 
 		return dlock__seterr_node(was_lost ? DLOCK_ELOST : DLOCK_ENOTOWNER, c->node.label,
 				was_lost ? "unlock %s: the hold of %s had been lost" :
 				"unlock %s: not held by %s", l->shown, r->owner);
 	}
-	if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0)
-		return dlock__seterr_node(DLOCK_EPROTO, c->node.label,
-				"unlock %s: unexpected reply type %d", l->shown, reply->type);
-	dlock__holds_released(l->holds, l->name, l->name_len, r->owner, reply->integer);
+	if (rc < 0)
+		return dlock__seterr_node(rc, c->node.label,
+				"unlock %s: unexpected reply (type %d)", l->shown, reply->type);
+	dlock__holds_released(l->holds, l->name, l->name_len, r->owner, left);
 	/* Answered: no repeat can come any more, the latch has done its job. */
 	dlock__client_forget(c, r->latch, l->latch_prefix_len + 33);
 	return 0;

@@ -1,0 +1,40 @@
+#include "dlock/errors.h"
+#include "single/replies.h"
+
+int dlock__parse_acquire(const redisReply *r, int fenced, dlock__acquired *out)
+{
+	size_t want = fenced ? 2 : 1;
+
+	out->count = 0;
+	out->token = 0;
+	out->ttl = -1;
+	if (r == NULL)
+		return DLOCK_EPROTO;
+	if (r->type == REDIS_REPLY_INTEGER) {
+		out->ttl = r->integer;
+		return DLOCK_ENOTACQUIRED;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != want || r->element == NULL ||
+	    r->element[0] == NULL || r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[0]->integer < 1)
+		return DLOCK_EPROTO;
+	if (fenced && (r->element[1] == NULL || r->element[1]->type != REDIS_REPLY_INTEGER))
+		return DLOCK_EPROTO;
+	out->count = r->element[0]->integer;
+	if (fenced)
+		out->token = r->element[1]->integer;
+	return 0;
+}
+
+int dlock__parse_release(const redisReply *r, int64_t *left)
+{
+	*left = -1;
+	if (r == NULL)
+		return DLOCK_EPROTO;
+	if (r->type == REDIS_REPLY_NIL)
+		return DLOCK_ENOTOWNER;
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0)
+		return DLOCK_EPROTO;
+	*left = r->integer;
+	return 0;
+}
