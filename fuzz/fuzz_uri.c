@@ -1,0 +1,34 @@
+/* libFuzzer target: the URI parser (what dlock_client_open and the CLI's -n read). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/uri.h"
+#include "dlock/errors.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1), err[256];
+	dlock__uri u;
+	int rc;
+
+	if (text == NULL)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	rc = dlock__uri_parse(&u, text, err, sizeof(err));
+	if (rc == 0) {
+		/* A parse that succeeds always gives a usable address. */
+		if (u.host == NULL || u.host[0] == '\0' || u.port < 1 || u.port > 65535 || u.db < 0)
+			abort();
+		dlock__uri_clear(&u);
+	} else if (rc != DLOCK_EINVAL && rc != DLOCK_ENOMEM) {
+		abort();
+	} else if (err[0] == '\0') {
+		abort(); /* every refusal says why */
+	}
+	free(text);
+	return 0;
+}
