@@ -27,7 +27,8 @@ typedef struct dlock_multilock dlock_multilock;
 
 /** How one member answered in the most recent acquisition on a handle. */
 typedef enum dlock_vote {
-	DLOCK_VOTE_NONE = 0,     /**< not asked (the outcome was decided without it) */
+	DLOCK_VOTE_NONE = 0,     /**< not asked, or asked but its answer not awaited
+	                              (the outcome was decided without it) */
 	DLOCK_VOTE_ACQUIRED = 1, /**< took the member lock */
 	DLOCK_VOTE_HELD = 2,     /**< another owner holds it (ttl_ms says how long) */
 	DLOCK_VOTE_ERROR = 3,    /**< no usable answer: see error and message */

@@ -82,6 +82,30 @@ static void fail_group(group *g, dlock__mux_op *ops, int rc, size_t *npending)
 	}
 }
 
+/* Every op due on the group is sent without waiting for its answer. */
+static int group_no_wait(const group *g, const dlock__mux_op *ops)
+{
+	size_t i;
+
+	for (i = g->head; i < g->tail; i++)
+		if (!ops[g->fifo[i]].no_wait)
+			return 0;
+	return g->head < g->tail;
+}
+
+/* Sent; nobody waits: the connection, owing answers, is closed (the commands
+ * stay queued at the server and run when it can). */
+static void forget_group(group *g, dlock__mux_op *ops, size_t *npending)
+{
+	for (; g->head < g->tail; g->head++) {
+		finish(&ops[g->fifo[g->head]], 0, NULL, 1);
+		(*npending)--;
+	}
+	g->conn->broken = 1;
+	dlock__client_conn_put(g->client, g->conn);
+	g->conn = NULL;
+}
+
 /* Send the group's handshake (new connection) and every op due on it. */
 static int send_group(group *g, dlock__mux_op *ops)
 {
@@ -246,6 +270,8 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		}
 		if (r < 0)
 			fail_group(g, ops, r, &npending);
+		else if (!g->conn->connecting && group_no_wait(g, ops))
+			forget_group(g, ops, &npending);
 	}
 
 	while (npending > 0) {
@@ -284,6 +310,10 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 					r = dlock__conn_connected(g->conn);
 					if (r == 0)
 						r = send_group(g, ops);
+					if (r == 0 && group_no_wait(g, ops)) {
+						forget_group(g, ops, &npending);
+						continue;
+					}
 				} else {
 					r = read_group(g, ops, &npending);
 					if (r == DLOCK_ECONN && reconnect_group(g, ops) == 0)

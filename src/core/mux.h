@@ -28,6 +28,8 @@ typedef struct dlock__mux_op {
 	const char **argv;
 	const size_t *lens;
 	int no_retry;        /* never resend (repeating it could count twice) */
+	int no_wait;         /* send, but do not wait for the answer (a server that just
+	                        timed out: best effort); rc 0, reply NULL */
 	/* out */
 	int rc;              /* 0 with reply set, or DLOCK_E* (reply NULL) */
 	redisReply *reply;   /* owned by the op until dlock__mux_clear() */

@@ -331,7 +331,7 @@ static void rollback_done(dlock__engine *e, size_t i, const char *owner, int64_t
 	dlock_lock *m = e->members[i];
 	int64_t left = believed > 0 ? believed : 0;
 
-	if (op->rc == 0 && op->reply->type == REDIS_REPLY_INTEGER) {
+	if (op->rc == 0 && op->reply != NULL && op->reply->type == REDIS_REPLY_INTEGER) {
 		if (op->reply->integer < 0)
 			return; /* it had not been taken: nothing changed */
 		left = op->reply->integer;
@@ -365,6 +365,9 @@ static void rollback(dlock__engine *e, dlock__member_try *t)
 		else
 			continue;
 		rollback_op(e, i, t[i].owner_ptr, expect, &ops[k], &args[k]);
+		/* A server that just timed out would cost its timeout again: send
+		 * the rollback and move on (it runs when the server does). */
+		ops[k].no_wait = t[i].st.vote == DLOCK_VOTE_ERROR && t[i].st.error == DLOCK_ETIMEDOUT;
 		which[k++] = i;
 	}
 	if (k > 0 && dlock__mux_run(ops, k, NULL, NULL) == 0)
@@ -846,7 +849,8 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 	if (released >= e->rules.quorum)
 		rc = 0;
 	else if (first_error < 0)
-		rc = dlock__seterr(first_error, "%s", first_msg);
+		rc = dlock__seterr(first_error, "lock %s released on %zu of %zu nodes (quorum %zu): %s",
+				e->members[0]->shown, released, e->n, e->rules.quorum, first_msg);
 	else if (released == 0)
 		rc = dlock__seterr(DLOCK_ENOTOWNER, "lock %s is not held by %s on any node",
 				e->members[0]->shown, t[0].owner_ptr);
