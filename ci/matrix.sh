@@ -7,6 +7,8 @@
 #                exercised by tests/stress/, which needs no Criterion)
 #   valgrind     memcheck over the unit tests, the stress programs and the
 #                allocation-failure tests of the plain build (children traced)
+#   build-fuzz   the libFuzzer targets (clang), FUZZ_SECONDS each (default 30)
+#                from the seed corpora in fuzz/corpus
 # Exits non-zero when any part fails.
 set -euo pipefail
 exec </dev/null
@@ -58,6 +60,28 @@ for t in "$plain"/tests/unit_test_* "$plain"/tests/stress_* "$plain"/tests/integ
 		tail -1 "$plain/valgrind-$(basename "$t").log"
 	fi
 done
+
+section "libFuzzer: URI parser and reply mapping (build-fuzz)"
+fuzz_seconds=${FUZZ_SECONDS:-30}
+if CC=clang cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DDLOCK_FUZZ=ON \
+	-DDLOCK_SANITIZER=address,undefined -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF \
+	-DDLOCK_BUILD_CLI=OFF >/dev/null && cmake --build "$root/build-fuzz" -j"$jobs" >/dev/null; then
+	for target in uri reply; do
+		work=$root/build-fuzz/corpus-$target
+		mkdir -p "$work"
+		echo "-- fuzz_$target for ${fuzz_seconds}s"
+		if ! (cd "$root/build-fuzz" && "./fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" \
+			-print_final_stats=1 "$work" "$root/fuzz/corpus/$target" >"fuzz-$target.log" 2>&1); then
+			tail -30 "$root/build-fuzz/fuzz-$target.log"
+			echo "a crash input is in build-fuzz/ (crash-*): add it to fuzz/corpus/$target" >&2
+			failed+=("fuzz_$target")
+		else
+			grep -E "stat::number_of_executed_units|Done" "$root/build-fuzz/fuzz-$target.log" | tail -1
+		fi
+	done
+else
+	failed+=("fuzz build")
+fi
 
 if [ ${#failed[@]} -ne 0 ]; then
 	printf '\n==== ci/matrix.sh: FAILED: %s ====\n' "${failed[*]}" >&2

@@ -4,6 +4,9 @@
 #   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci)
 #   3. ctest                 unit, integration and header tests
 #   4. ci/install-check.sh   install and build an example against the installed copy
+#   5. ci/demo.sh            the demo, checking its own result
+#   6. ci/matrix.sh          ASan+UBSan suite, TSan stress, valgrind, libFuzzer
+#                            (DLOCK_SKIP_MATRIX=1 skips it for a quick local run)
 # Works from any directory, needs no terminal or stdin; exits non-zero on any failure.
 # A failing ctest run does not stop the install check (both results are worth
 # having); the summary names every failed step.
@@ -54,6 +57,18 @@ fi
 
 section "install check (ci/install-check.sh)"
 "$root/ci/install-check.sh"
+
+section "the demo (ci/demo.sh, on this build)"
+if ! BUILD_DIR="$build" "$root/ci/demo.sh"; then
+	failed+=("demo")
+fi
+
+section "sanitizers, valgrind, fuzzing (ci/matrix.sh)"
+if [ "${DLOCK_SKIP_MATRIX:-0}" = 1 ]; then
+	echo "skipped (DLOCK_SKIP_MATRIX=1)"
+elif ! BUILD_DIR="$build" "$root/ci/matrix.sh"; then
+	failed+=("matrix")
+fi
 
 # Steps that failed without stopping the run fail it here.
 current=finished
