@@ -25,7 +25,7 @@ const char *dlock_strerror(int error)
 	case DLOCK_ENOTACQUIRED: return "lock held by another owner";
 	case DLOCK_ENOTOWNER: return "lock not held by this owner";
 	case DLOCK_ELOST: return "lock lost";
-	case DLOCK_ENOQUORUM: return "too few nodes reachable for a quorum";
+	case DLOCK_ENOQUORUM: return "too few nodes could vote for a quorum";
 	case DLOCK_EEXPIRED: return "lock expired while acquiring";
 	case DLOCK_ESYS: return "system call failed";
 	default: return "unknown error";

@@ -241,9 +241,12 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		group *g = group_of(groups, &ngroups, ops[i].client);
 
 		if (build(&ops[i], nums[i]) < 0) {
-			finish(&ops[i], dlock__seterr_node(DLOCK_ENOMEM, ops[i].client->node.label,
-					"out of memory"), NULL, 0);
-			continue;
+			/* Nothing sent yet: fail the whole run, not just this op, so
+			 * callers never act on a partial set (a release that skipped
+			 * a member but counted the others as a quorum). */
+			rc = dlock__seterr_node(DLOCK_ENOMEM, ops[i].client->node.label,
+					"out of memory");
+			goto out;
 		}
 		ops[i].pending = 1;
 		npending++;

@@ -561,6 +561,11 @@ static int classify_failure(dlock__engine *e, const dlock_member_status *seen, i
 		rc = DLOCK_ENOQUORUM;
 	else
 		rc = DLOCK_ENOTACQUIRED;
+	/* A member that failed for lack of memory failed in this process, not on its
+	 * server: unless another owner was seen holding the lock, that is the cause. */
+	for (i = 0; (rc == DLOCK_ENOQUORUM || (rc == DLOCK_ENOTACQUIRED && held == 0)) && i < e->n; i++)
+		if (seen[i].vote == DLOCK_VOTE_ERROR && seen[i].error == DLOCK_ENOMEM)
+			rc = DLOCK_ENOMEM;
 	n = (size_t)snprintf(msg, sizeof(msg),
 			"lock %s: %s: %zu of %zu needed, %zu took it, %zu held by others, %zu failed",
 			e->members[0]->shown, dlock_strerror(rc), e->rules.quorum, e->n,
@@ -742,11 +747,12 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 	}
 
 acquired:
-	if (e->fenced && fence(e, t, &token) < 0) {
+	if (e->fenced && (rc = fence(e, t, &token)) < 0) {
 		/* Too few counters took the token: not a safe grant. */
 		rollback(e, t);
 		merge_votes(seen, t, e->n);
-		rc = classify_failure(e, seen, 0);
+		rc = rc == DLOCK_ENOMEM ? dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory fencing",
+				e->members[0]->shown) : classify_failure(e, seen, 0);
 		goto done;
 	}
 	if (token_out != NULL)
@@ -778,7 +784,7 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 	dlock__release *rel = dlock__calloc(e->n, sizeof(*rel));
 	rollback_args *rb = dlock__calloc(e->n, sizeof(*rb));
 	size_t i, released = 0;
-	int rc = 0, first_error = 0;
+	int rc = 0, first_error = 0, nomem = 0;
 	char first_msg[DLOCK__ERRMSG_MAX] = "";
 
 	if (t == NULL || ops == NULL || rel == NULL || rb == NULL) {
@@ -827,10 +833,12 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		int r;
 
 		if (!t[i].touched) {
+			nomem |= ops[i].rc == DLOCK_ENOMEM;
 			rollback_done(e, i, t[i].owner_ptr, 0, &ops[i]);
 			continue;
 		}
 		r = ops[i].rc;
+		nomem |= r == DLOCK_ENOMEM;
 		if (r < 0)
 			dlock__seterr(r, "%s", ops[i].errmsg);
 		else
@@ -845,8 +853,13 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 			dlock__errbuf_record(&m->err, r);
 	}
 	/* Released where a quorum was held: a member that could not be reached
-	 * stays a detail (its hold expires). */
-	if (released >= e->rules.quorum)
+	 * stays a detail (its hold expires). One this process could not even
+	 * send to for lack of memory is not: say so, so the caller unlocks again
+	 * (a watchdog hold left recorded would be renewed forever). */
+	if (nomem)
+		rc = dlock__seterr(DLOCK_ENOMEM, "lock %s released on %zu of %zu nodes: out of memory",
+				e->members[0]->shown, released, e->n);
+	else if (released >= e->rules.quorum)
 		rc = 0;
 	else if (first_error < 0)
 		rc = dlock__seterr(first_error, "lock %s released on %zu of %zu nodes (quorum %zu): %s",

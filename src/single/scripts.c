@@ -56,7 +56,15 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 	"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
 	"return c;");
 
+/* Force unlock deletes only a lock: anything else under the name is not ours to break. */
+#define REFUSE_NON_LOCK \
+	"local kind = redis.call('type', KEYS[1]).ok; " \
+	"if kind ~= 'none' and kind ~= 'hash' then " \
+	"  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value'); " \
+	"end; "
+
 dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
+	REFUSE_NON_LOCK
 	"if redis.call('del', KEYS[1]) == 1 then "
 	"  redis.call('publish', KEYS[2], ARGV[1]); "
 	"  return 1; "
@@ -95,23 +103,28 @@ dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
  * included, INCRs redisson_lock_token:{name}. KEYS: name, token key. ARGV as
  * the plain acquire. Reply {count, token} or the holder's PTTL. */
 dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT("acquire-fenced",
+	/* The counter is read or incremented before the lock is touched: a
+	 * counter that is not a number fails the script with nothing written. */
 	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 	"if c == false then "
 	"  if redis.call('exists', KEYS[1]) == 1 then "
 	"    return redis.call('pttl', KEYS[1]); "
 	"  end; "
+	"  local t = redis.call('incr', KEYS[2]); "
 	"  redis.call('hset', KEYS[1], ARGV[2], 1); "
 	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"  return {1, redis.call('incr', KEYS[2])}; "
+	"  return {1, t}; "
 	"end; "
 	"c = tonumber(c); "
 	"if c ~= tonumber(ARGV[3]) + 1 then "
+	"  local t = redis.call('incr', KEYS[2]); "
 	"  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
 	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"  return {c, redis.call('incr', KEYS[2])}; "
+	"  return {c, t}; "
 	"end; "
+	"local t = tonumber(redis.call('get', KEYS[2]) or '0'); "
 	"redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"return {c, tonumber(redis.call('get', KEYS[2]) or '0')};");
+	"return {c, t};");
 
 /* Raise a token counter to at least ARGV[1] (a fenced RedLock writes its
  * quorum's maximum back). KEYS: token key. Reply: the counter after. */
@@ -238,6 +251,7 @@ dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
 /* Fair force unlock. KEYS: name, queue, deadlines, channel prefix.
  * ARGV: message, now. Reply: 1 deleted, 0 none. */
 dlock__script dlock__script_fair_force_release = DLOCK__SCRIPT("fair-force-release",
+	REFUSE_NON_LOCK
 	FAIR_DROP_EXPIRED("ARGV[2]")
 	"if redis.call('del', KEYS[1]) == 1 then "
 	"  local nxt = redis.call('lindex', KEYS[2], 0); "
