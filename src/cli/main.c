@@ -239,6 +239,17 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 	return 0;
 }
 
+static void free_config(cli_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->n; i++)
+		free(cfg->nodes[i]);
+	free(cfg->nodes);
+	cfg->nodes = NULL;
+	cfg->n = 0;
+}
+
 static int configure(cli_config *cfg, cli_args *a)
 {
 	const char *nodes = a->nodes;
@@ -296,8 +307,6 @@ int main(int argc, char **argv)
 	if (optind >= argc || argv[optind][0] == '\0')
 		return usage_error("%s: the lock NAME is missing or empty", command);
 	name = argv[optind++];
-	if ((rc = configure(&cfg, &a)) != 0)
-		return rc;
 
 	if (strcmp(command, "run") == 0) {
 		if (optind < argc && strcmp(argv[optind], "--") == 0)
@@ -316,11 +325,16 @@ int main(int argc, char **argv)
 	if (strcmp(command, "unlock") == 0 && !a.force)
 		return usage_error("%s", "unlock needs --force (to release your own hold, use "
 				"release --owner)");
+	if ((rc = configure(&cfg, &a)) != 0) {
+		free_config(&cfg);
+		return rc;
+	}
 
 	rc = cli_target_open(&t, &cfg, name);
 	if (rc < 0) {
 		fprintf(stderr, "dlock: %s\n", dlock_errmsg_last());
 		cli_target_close(&t);
+		free_config(&cfg);
 		return rc == DLOCK_EINVAL ? EXIT_USAGE : EXIT_UNAVAILABLE;
 	}
 
@@ -358,5 +372,6 @@ int main(int argc, char **argv)
 		status = cli_target_force(&t, stdout);
 	}
 	cli_target_close(&t);
+	free_config(&cfg);
 	return status;
 }

@@ -19,6 +19,15 @@
 
 static int passed, failed;
 
+/* Under valgrind everything runs tens of times slower: DLOCK_STRESS_SLOW=N
+ * stretches every timeout and pause by N (ci/matrix.sh sets it). */
+static int slow = 1;
+
+static int ms(int v)
+{
+	return v * slow;
+}
+
 #define CHECK(cond, ...) \
 	do { \
 		if (!(cond)) { \
@@ -44,9 +53,9 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool)
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_client *c = NULL;
 
-	o.watchdog_timeout_ms = watchdog_ms;
-	o.command_timeout_ms = 500;
-	o.connect_timeout_ms = 500;
+	o.watchdog_timeout_ms = ms(watchdog_ms);
+	o.command_timeout_ms = ms(500);
+	o.connect_timeout_ms = ms(500);
 	o.pool_size = pool;
 	if (dlock_client_open(&c, rh_server_uri(s), &o) != 0) {
 		fprintf(stderr, "open %s: %s\n", rh_server_uri(s), dlock_errmsg_last());
@@ -244,9 +253,9 @@ static void scenario_quorum(rh_server **s)
 	for (i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, redlock_worker, &sh);
 	/* One server dies and comes back while they work: the quorum carries on. */
-	usleep(150 * 1000);
+	usleep(ms(150) * 1000);
 	rh_server_kill(s[2]);
-	usleep(300 * 1000);
+	usleep(ms(300) * 1000);
 	rh_server_restart(s[2]);
 	for (i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
@@ -286,12 +295,12 @@ static void scenario_churn(rh_server *s)
 
 		dlock_lock_new(&l, c, "stress:churn");
 		CHECK(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s", dlock_lock_errmsg(l));
-		usleep(15 * 1000); /* the watchdog runs (every 10 ms) */
+		usleep(ms(15) * 1000); /* the watchdog runs (every 10 ms) */
 		/* Freed while held: renewal stops; then the client closes under it. */
 		dlock_lock_free(l);
 		dlock_client_close(c);
 	}
-	usleep(100 * 1000);
+	usleep(ms(100) * 1000);
 	CHECK(rh_command_int(s, "EXISTS stress:churn") == 0, "an unrenewed hold did not expire");
 	report("clients closed while holding and renewing", ok);
 }
@@ -299,7 +308,10 @@ static void scenario_churn(rh_server *s)
 int main(void)
 {
 	rh_server *s[3];
+	const char *env = getenv("DLOCK_STRESS_SLOW");
 
+	if (env != NULL && atoi(env) > 0)
+		slow = atoi(env);
 	if (rh_servers_start(s, 3, NULL) != 0) {
 		fprintf(stderr, "could not start redis-server\n");
 		return 2;
