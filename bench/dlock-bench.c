@@ -1,0 +1,1666 @@
+/*
+ * dlock-bench - the measurements of SPEC §9, side by side in one run.
+ *
+ * Scenarios (--scenario LIST, default 1,2,3,4,5):
+ *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_try(l, 0, 10000)
+ *      + dlock_lock_unlock), RedLock on 3 and 5 servers (dlock_redlock_try(r,
+ *      0, 10000, &v) + dlock_redlock_unlock), restart guard off.
+ *   2  the floor: the same two Lua round trips (dlock's own acquire and
+ *      release scripts, EVALSHA, the same argument shapes, a fresh latch key
+ *      per release) with bare hiredis, on 1 server and fanned out to 3 and 5
+ *      (every command written before any reply is read). By default the DEL
+ *      of the latch that dlock fires after a release is pipelined with the
+ *      release (--floor-del no: leave it out).
+ *   3  throughput: 1, 2 and 4 threads sharing one client (1 server), each on
+ *      its own lock name, lock+unlock pairs for --duration seconds; the floor
+ *      with one hiredis connection per thread beside it.
+ *   4  contended hand-off: 4 threads on one lock; the time from right before
+ *      the holder calls dlock_lock_unlock to right after the next holder's
+ *      dlock_lock_lock returns, in µs and in round trips (the floor's single
+ *      EVALSHA round trip p50 on 1 server, measured between the 4 chunks of
+ *      hand-offs). A releaser waits until another thread holds the lock
+ *      before asking again, so every hand-off measured goes to a waiter.
+ *   5  one of 5 servers paused (SIGSTOP) with command_timeout_ms = 50:
+ *      RedLock acquisition and lock+unlock latency, all 5 up, then paused; the
+ *      floor beside it (writes to all 5, waits for the 4 live ones).
+ *
+ * Latencies on CLOCK_MONOTONIC, in µs; client CPU per operation is
+ * getrusage(RUSAGE_SELF) user+sys over the measured loop / operations (all
+ * threads of this process, dlock's background threads included; not the
+ * redis-servers). An operation is one lock+unlock pair. Scenarios 1 and 2
+ * (and dlock and the floor in 5) alternate in blocks of --block pairs, so
+ * that both see the same (shared, noisy) machine; in 1 and 2 the servers' own
+ * CPU per operation (INFO cpu) is reported too.
+ *
+ * Without --uris the bench starts its own 5 redis-servers on free 127.0.0.1
+ * ports and stops them on exit. With --uris it uses those servers (loopback
+ * only); scenario 5 then needs --pause-pid, the pid of one of them, which is
+ * checked against INFO's process_id. Only 127.0.0.1 is ever contacted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "dlock.h"
+#include "single/scripts.h" /* dlock__script_acquire, dlock__script_release */
+
+#define MAX_SERVERS 16
+#define LEASE_MS 10000
+#define LEASE_S "10000"
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                    */
+
+static struct {
+	long iterations;        /* scenarios 1, 2 */
+	long iterations_paused; /* scenario 5 */
+	long warmup;            /* warm-up pairs before each measured loop */
+	long warmup_paused;     /* scenario 5 */
+	double duration;        /* scenario 3, seconds */
+	long handoffs;          /* scenario 4 */
+	long block;             /* pairs per alternating block */
+	int scenarios[6];
+	int json;
+	int samples;            /* --samples: raw pair latencies in the JSON */
+	int floor_del;          /* pipeline the latch DEL in the floor's release */
+	int threads[8];
+	int nthreads;
+	int server_counts[8];   /* scenarios 1, 2 */
+	int ncounts;
+	int paused_connect_timeout_ms; /* 0 = dlock's default */
+	int pause_index;        /* our own servers: which one to pause */
+	pid_t pause_pid;        /* with --uris */
+	const char *redis_server;
+	char *uris[MAX_SERVERS];
+	int nuris;
+} opt = {
+	.iterations = 20000,
+	.iterations_paused = 300,
+	.warmup = 2000,
+	.warmup_paused = 20,
+	.duration = 5,
+	.handoffs = 2000,
+	.block = 500,
+	.floor_del = 1,
+	.threads = { 1, 2, 4 },
+	.nthreads = 3,
+	.server_counts = { 1, 3, 5 },
+	.ncounts = 3,
+	.pause_index = 4,
+	.redis_server = "redis-server",
+};
+
+static FILE *out; /* human-readable output: stdout, or stderr with --json */
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "dlock-bench: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fflush(out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clocks and statistics                                                      */
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+		(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+typedef struct dist {
+	long n;
+	double p50, p99, mean, max;
+} dist;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentiles of n samples in ns, reported in µs. Sorts ns. */
+static dist dist_of(uint64_t *ns, long n)
+{
+	dist d = { n, NAN, NAN, NAN, NAN };
+	double sum = 0;
+	long i;
+
+	if (n <= 0)
+		return d;
+	qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
+	for (i = 0; i < n; i++)
+		sum += (double)ns[i];
+	d.p50 = (double)ns[(long)ceil(0.50 * (double)n) - 1] / 1e3;
+	d.p99 = (double)ns[(long)ceil(0.99 * (double)n) - 1] / 1e3;
+	d.mean = sum / (double)n / 1e3;
+	d.max = (double)ns[n - 1] / 1e3;
+	return d;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Results                                                                    */
+
+typedef struct result {
+	int scenario;
+	char impl[16];   /* dlock | floor */
+	char what[32];   /* lock+unlock | handoff | throughput */
+	int servers;
+	int threads;
+	int paused;      /* servers paused during the run */
+	dist pair;       /* per operation */
+	dist acq;        /* acquire half (scenarios 1, 2, 5) */
+	dist rel;        /* release half */
+	double ops_per_s;
+	double cpu_us_per_op;
+	double server_cpu_us_per_op; /* redis-servers' CPU (INFO cpu), NAN if not measured */
+	long errors;
+	double rt_us;    /* scenario 4: the round trip used as unit */
+	char note[160];
+	/* Totals, so runs can be merged (compare.sh --rounds). */
+	long iters;
+	double wall_s, cpu_us_total, server_cpu_us_total;
+	uint64_t *samples; /* --samples: the pair latencies, ns (sorted) */
+	long nsamples;
+} result;
+
+static result results[128];
+static int nresults;
+static double g_rt_us = NAN; /* floor single EVALSHA round trip p50, 1 server */
+
+static result *new_result(int scenario, const char *impl, const char *what, int servers)
+{
+	result *r;
+
+	if (nresults == (int)(sizeof(results) / sizeof(results[0])))
+		die("too many results");
+	r = &results[nresults++];
+	memset(r, 0, sizeof(*r));
+	r->scenario = scenario;
+	snprintf(r->impl, sizeof(r->impl), "%s", impl);
+	snprintf(r->what, sizeof(r->what), "%s", what);
+	r->servers = servers;
+	r->threads = 1;
+	r->pair = r->acq = r->rel = (dist){ 0, NAN, NAN, NAN, NAN };
+	r->rt_us = NAN;
+	r->server_cpu_us_per_op = NAN;
+	r->wall_s = r->cpu_us_total = r->server_cpu_us_total = NAN;
+	return r;
+}
+
+static void print_result(const result *r)
+{
+	note("  %-5s %-11s n=%d%s thr=%d  p50 %8.1f  p99 %8.1f  mean %8.1f  max %9.1f us"
+			"  %8.0f ops/s  cpu %6.1f us/op",
+			r->impl, r->what, r->servers, r->paused ? "(1 paused)" : "", r->threads,
+			r->pair.p50, r->pair.p99, r->pair.mean, r->pair.max, r->ops_per_s,
+			r->cpu_us_per_op);
+	if (!isnan(r->server_cpu_us_per_op))
+		note("  server cpu %.1f us/op", r->server_cpu_us_per_op);
+	if (!isnan(r->acq.p50))
+		note("  [acq p50 %.1f p99 %.1f | rel p50 %.1f p99 %.1f]", r->acq.p50, r->acq.p99,
+				r->rel.p50, r->rel.p99);
+	if (!isnan(r->rt_us))
+		note("  [= %.2f / %.2f RT of %.1f us]", r->pair.p50 / r->rt_us,
+				r->pair.p99 / r->rt_us, r->rt_us);
+	if (r->errors)
+		note("  errors=%ld", r->errors);
+	if (r->note[0])
+		note("  (%s)", r->note);
+	note("\n");
+}
+
+static void json_num(FILE *f, const char *k, double v, int comma)
+{
+	if (isnan(v))
+		fprintf(f, "\"%s\": null", k);
+	else
+		fprintf(f, "\"%s\": %.3f", k, v);
+	if (comma)
+		fputs(", ", f);
+}
+
+static void json_dist(FILE *f, const char *prefix, const dist *d)
+{
+	char k[64];
+
+	snprintf(k, sizeof(k), "%sp50_us", prefix);
+	json_num(f, k, d->p50, 1);
+	snprintf(k, sizeof(k), "%sp99_us", prefix);
+	json_num(f, k, d->p99, 1);
+	snprintf(k, sizeof(k), "%smean_us", prefix);
+	json_num(f, k, d->mean, 1);
+	snprintf(k, sizeof(k), "%smax_us", prefix);
+	json_num(f, k, d->max, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Servers                                                                    */
+
+typedef struct server {
+	char uri[128];
+	char host[64];
+	int port;
+	pid_t pid;      /* ours, or --pause-pid's */
+	int ours;
+	char dir[128];
+} server;
+
+static server servers[MAX_SERVERS];
+static int nservers;
+static volatile pid_t paused_pid; /* SIGCONT on any exit */
+static char run_id[17];
+
+static void cleanup(void)
+{
+	int i;
+
+	if (paused_pid > 0) {
+		kill(paused_pid, SIGCONT);
+		paused_pid = 0;
+	}
+	for (i = 0; i < nservers; i++) {
+		if (!servers[i].ours || servers[i].pid <= 0)
+			continue;
+		kill(servers[i].pid, SIGCONT);
+		kill(servers[i].pid, SIGTERM);
+	}
+	for (i = 0; i < nservers; i++) {
+		char cmd[256];
+
+		if (!servers[i].ours || servers[i].pid <= 0)
+			continue;
+		waitpid(servers[i].pid, NULL, 0);
+		servers[i].pid = 0;
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", servers[i].dir);
+		if (system(cmd) != 0) {
+			/* leave it */
+		}
+	}
+}
+
+static void on_signal(int sig)
+{
+	int i;
+
+	/* Async-signal-safe part of cleanup(): resume, then stop our servers. */
+	if (paused_pid > 0)
+		kill(paused_pid, SIGCONT);
+	for (i = 0; i < nservers; i++) {
+		if (servers[i].ours && servers[i].pid > 0) {
+			kill(servers[i].pid, SIGCONT);
+			kill(servers[i].pid, SIGKILL);
+		}
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int pick_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static redisContext *connect_to(const server *s, int timeout_ms)
+{
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
+
+	if (c == NULL || c->err) {
+		if (c)
+			redisFree(c);
+		return NULL;
+	}
+	redisSetTimeout(c, tv);
+	return c;
+}
+
+/* INFO server's process_id, or -1. */
+static long server_process_id(const server *s, char *version, size_t vlen)
+{
+	redisContext *c = connect_to(s, 1000);
+	redisReply *r;
+	long pid = -1;
+	char *p;
+
+	if (c == NULL)
+		return -1;
+	r = redisCommand(c, "INFO server");
+	if (r != NULL && r->type == REDIS_REPLY_STRING) {
+		if ((p = strstr(r->str, "process_id:")) != NULL)
+			pid = strtol(p + 11, NULL, 10);
+		if (version != NULL && (p = strstr(r->str, "redis_version:")) != NULL)
+			snprintf(version, vlen, "%.*s", (int)strcspn(p + 14, "\r\n"), p + 14);
+	}
+	freeReplyObject(r);
+	redisFree(c);
+	return pid;
+}
+
+static int start_server(server *s)
+{
+	int attempt;
+
+	for (attempt = 0; attempt < 10; attempt++) {
+		char port[16], log[192];
+		pid_t parent = getpid(), pid;
+		int i;
+
+		s->port = pick_port();
+		if (s->port <= 0)
+			continue;
+		snprintf(s->host, sizeof(s->host), "127.0.0.1");
+		snprintf(s->uri, sizeof(s->uri), "redis://127.0.0.1:%d", s->port);
+		snprintf(port, sizeof(port), "%d", s->port);
+		snprintf(log, sizeof(log), "%s/redis.log", s->dir);
+		pid = fork();
+		if (pid < 0)
+			return -1;
+		if (pid == 0) {
+			int devnull = open("/dev/null", O_RDWR);
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(127);
+			if (devnull >= 0) {
+				dup2(devnull, 0);
+				dup2(devnull, 1);
+				dup2(devnull, 2);
+			}
+			execlp(opt.redis_server, opt.redis_server, "--port", port, "--bind", "127.0.0.1",
+					"--save", "", "--appendonly", "no", "--daemonize", "no",
+					"--protected-mode", "no", "--dir", s->dir, "--logfile", log,
+					(char *)NULL);
+			_exit(127);
+		}
+		s->pid = pid;
+		s->ours = 1;
+		for (i = 0; i < 200; i++) {
+			int status;
+
+			if (waitpid(pid, &status, WNOHANG) == pid) {
+				s->pid = 0;
+				break; /* exited: port taken? try another */
+			}
+			if (server_process_id(s, NULL, 0) == (long)pid)
+				return 0;
+			usleep(25000);
+		}
+		if (s->pid > 0) {
+			kill(s->pid, SIGKILL);
+			waitpid(s->pid, NULL, 0);
+			s->pid = 0;
+		}
+	}
+	return -1;
+}
+
+static void parse_uri(server *s, const char *uri)
+{
+	const char *p = uri;
+	const char *colon;
+
+	snprintf(s->uri, sizeof(s->uri), "%s", uri);
+	if (strncmp(p, "redis://", 8) == 0)
+		p += 8;
+	if (strchr(p, '@') != NULL)
+		die("--uris: credentials are not supported by the bench (%s)", uri);
+	colon = strchr(p, ':');
+	snprintf(s->host, sizeof(s->host), "%.*s", (int)(colon ? colon - p : (long)strcspn(p, "/")), p);
+	s->port = colon ? atoi(colon + 1) : 6379;
+	if (strcmp(s->host, "127.0.0.1") != 0 && strcmp(s->host, "localhost") != 0)
+		die("--uris: only 127.0.0.1 is allowed (%s)", uri);
+	if (strcmp(s->host, "localhost") == 0)
+		snprintf(s->host, sizeof(s->host), "127.0.0.1");
+	if (strchr(p, '/') != NULL && atoi(strchr(p, '/') + 1) != 0)
+		die("--uris: only db 0 (%s)", uri);
+}
+
+static void setup_servers(void)
+{
+	int i;
+
+	if (opt.nuris > 0) {
+		for (i = 0; i < opt.nuris; i++)
+			parse_uri(&servers[i], opt.uris[i]);
+		nservers = opt.nuris;
+		if (opt.pause_pid > 0) {
+			for (i = 0; i < nservers; i++)
+				if (server_process_id(&servers[i], NULL, 0) == (long)opt.pause_pid)
+					break;
+			if (i == nservers)
+				die("--pause-pid %ld is none of the --uris servers (INFO process_id)",
+						(long)opt.pause_pid);
+			servers[i].pid = opt.pause_pid;
+			opt.pause_index = i;
+		} else {
+			opt.pause_index = -1;
+		}
+		return;
+	}
+	for (i = 0; i < 5; i++) {
+		server *s = &servers[i];
+
+		snprintf(s->dir, sizeof(s->dir), "/tmp/dlock-bench-%d-XXXXXX", (int)getpid());
+		if (mkdtemp(s->dir) == NULL)
+			die("mkdtemp: %s", strerror(errno));
+		nservers = i + 1;
+		if (start_server(s) < 0)
+			die("could not start %s on a free port", opt.redis_server);
+	}
+}
+
+/*
+ * Server CPU: INFO cpu's used_cpu_user + used_cpu_sys (the redis-server
+ * process's getrusage), summed over servers 0..n-1, in µs. Read on separate
+ * connections; never on a paused server.
+ */
+static redisContext *stat_ctx[MAX_SERVERS];
+
+static double server_cpu_us(int n)
+{
+	double total = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		redisReply *r;
+		const char *p;
+
+		if (stat_ctx[i] == NULL && (stat_ctx[i] = connect_to(&servers[i], 1000)) == NULL)
+			return NAN;
+		r = redisCommand(stat_ctx[i], "INFO cpu");
+		if (r == NULL || r->type != REDIS_REPLY_STRING) {
+			freeReplyObject(r);
+			redisFree(stat_ctx[i]);
+			stat_ctx[i] = NULL;
+			return NAN;
+		}
+		if ((p = strstr(r->str, "used_cpu_sys:")) != NULL)
+			total += strtod(p + 13, NULL) * 1e6;
+		if ((p = strstr(r->str, "used_cpu_user:")) != NULL)
+			total += strtod(p + 14, NULL) * 1e6;
+		freeReplyObject(r);
+	}
+	return total;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The measuring loop                                                         */
+
+/* One lock+unlock; *t_acq = the time the acquire returned. 0 or error. */
+typedef int (*pair_fn)(void *ctx, uint64_t *t_acq);
+
+/*
+ * Samples of one implementation, gathered over one or more blocks: blocks
+ * of two implementations alternate (--block) so that both see the same
+ * machine (this one is shared and noisy) and their ratio is fair.
+ */
+typedef struct meter {
+	pair_fn fn;
+	void *ctx;
+	uint64_t *pair, *acq, *rel;
+	long n, cap, iters, errors;
+	double cpu_us;
+	double server_cpu_us;   /* NAN when not measured */
+	int nstat;              /* servers whose CPU is measured (0: none) */
+	uint64_t wall_ns;
+} meter;
+
+static void meter_init(meter *m, pair_fn fn, void *ctx, long cap)
+{
+	memset(m, 0, sizeof(*m));
+	m->fn = fn;
+	m->ctx = ctx;
+	m->cap = cap;
+	m->pair = malloc(sizeof(uint64_t) * (size_t)cap);
+	m->acq = malloc(sizeof(uint64_t) * (size_t)cap);
+	m->rel = malloc(sizeof(uint64_t) * (size_t)cap);
+	if (m->pair == NULL || m->acq == NULL || m->rel == NULL)
+		die("out of memory");
+}
+
+static void meter_warm(meter *m, long warm)
+{
+	uint64_t ta;
+	long i, errors = 0;
+
+	for (i = 0; i < warm; i++)
+		if (m->fn(m->ctx, &ta) < 0)
+			errors++;
+	if (errors)
+		note("  (warm-up: %ld errors)\n", errors);
+}
+
+static void meter_run(meter *m, long iters)
+{
+	uint64_t w0, ta = 0;
+	double c0, s0 = m->nstat ? server_cpu_us(m->nstat) : NAN;
+	long i;
+
+	if (iters > m->cap - m->n)
+		iters = m->cap - m->n;
+	c0 = cpu_us();
+	w0 = now_ns();
+	for (i = 0; i < iters; i++) {
+		uint64_t t0 = now_ns(), t1;
+
+		if (m->fn(m->ctx, &ta) < 0) {
+			m->errors++;
+			continue;
+		}
+		t1 = now_ns();
+		m->pair[m->n] = t1 - t0;
+		m->acq[m->n] = ta - t0;
+		m->rel[m->n] = t1 - ta;
+		m->n++;
+	}
+	m->wall_ns += now_ns() - w0;
+	m->cpu_us += cpu_us() - c0;
+	m->iters += iters;
+	if (m->nstat)
+		m->server_cpu_us += server_cpu_us(m->nstat) - s0;
+}
+
+static void meter_finish(meter *m, result *r)
+{
+	r->pair = dist_of(m->pair, m->n);
+	r->acq = dist_of(m->acq, m->n);
+	r->rel = dist_of(m->rel, m->n);
+	r->errors = m->errors;
+	r->ops_per_s = (double)m->iters / ((double)m->wall_ns / 1e9);
+	r->cpu_us_per_op = m->cpu_us / (double)m->iters;
+	r->server_cpu_us_per_op = m->nstat ? m->server_cpu_us / (double)m->iters : NAN;
+	r->iters = m->iters;
+	r->wall_s = (double)m->wall_ns / 1e9;
+	r->cpu_us_total = m->cpu_us;
+	r->server_cpu_us_total = m->nstat ? m->server_cpu_us : NAN;
+	if (opt.samples) {
+		r->samples = m->pair; /* sorted by dist_of */
+		r->nsamples = m->n;
+		m->pair = NULL;
+	}
+	free(m->pair);
+	free(m->acq);
+	free(m->rel);
+	m->pair = m->acq = m->rel = NULL;
+}
+
+/* Measure a (and b, may be NULL) for iters pairs each, alternating blocks. */
+static void measure(meter *a, meter *b, long warm, long iters)
+{
+	long done = 0;
+
+	meter_warm(a, warm);
+	if (b != NULL)
+		meter_warm(b, warm);
+	while (done < iters) {
+		long k = iters - done < opt.block ? iters - done : opt.block;
+
+		meter_run(a, k);
+		if (b != NULL)
+			meter_run(b, k);
+		done += k;
+	}
+}
+
+static void lock_name(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "dlock-bench:%s:%s", run_id, what);
+}
+
+/* ------------------------------------------------------------------------ */
+/* dlock                                                                      */
+
+typedef struct dl_ctx {
+	dlock_lock *lock;
+	dlock_redlock *red;
+	int verbose_errors;
+} dl_ctx;
+
+static int dl_single_pair(void *p, uint64_t *t_acq)
+{
+	dl_ctx *c = p;
+	int rc = dlock_lock_try(c->lock, 0, LEASE_MS);
+
+	if (rc < 0) {
+		if (c->verbose_errors-- > 0)
+			note("  lock: %s\n", dlock_lock_errmsg(c->lock));
+		return rc;
+	}
+	*t_acq = now_ns();
+	rc = dlock_lock_unlock(c->lock);
+	if (rc < 0 && c->verbose_errors-- > 0)
+		note("  unlock: %s\n", dlock_lock_errmsg(c->lock));
+	return rc;
+}
+
+static int dl_red_pair(void *p, uint64_t *t_acq)
+{
+	dl_ctx *c = p;
+	int64_t validity = 0;
+	int rc = dlock_redlock_try(c->red, 0, LEASE_MS, &validity);
+
+	if (rc < 0) {
+		if (c->verbose_errors-- > 0)
+			note("  redlock try: %s: %s\n", dlock_strerror(rc), dlock_redlock_errmsg(c->red));
+		return rc;
+	}
+	*t_acq = now_ns();
+	rc = dlock_redlock_unlock(c->red);
+	if (rc < 0 && c->verbose_errors-- > 0)
+		note("  redlock unlock: %s: %s\n", dlock_strerror(rc), dlock_redlock_errmsg(c->red));
+	return rc;
+}
+
+static dlock_redlock *open_redlock(int n, const char *name, const dlock_client_options *copts)
+{
+	const char *uris[MAX_SERVERS];
+	dlock_redlock_options ro;
+	dlock_redlock *r = NULL;
+	int i;
+
+	dlock_redlock_options_init(&ro, DLOCK_REDLOCK_OPTIONS_VERSION);
+	ro.restart_guard_ms = 0;
+	for (i = 0; i < n; i++)
+		uris[i] = servers[i].uri;
+	if (dlock_redlock_open(&r, uris, (size_t)n, name, copts, &ro) < 0)
+		die("dlock_redlock_open: %s", dlock_errmsg_last());
+	return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The floor: dlock's scripts over bare hiredis                              */
+
+typedef struct floor_ctx {
+	int n;                      /* live contexts, read from */
+	redisContext *c[MAX_SERVERS];
+	redisContext *hung;         /* written to, never read (scenario 5) */
+	char acq_sha[41], rel_sha[41];
+	char name[128], channel[160], latch[224];
+	size_t name_len, channel_len, latch_prefix_len;
+	char owner[64];
+	char latch_ttl[16];
+	uint64_t rng;
+	int verbose_errors;
+} floor_ctx;
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static uint64_t seed(void)
+{
+	uint64_t s = now_ns() ^ ((uint64_t)getpid() << 32);
+	int fd = open("/dev/urandom", O_RDONLY);
+
+	if (fd >= 0) {
+		if (read(fd, &s, sizeof(s)) != (ssize_t)sizeof(s)) {
+			/* keep the clock seed */
+		}
+		close(fd);
+	}
+	return s ? s : 88172645463325252ull;
+}
+
+static void hex(char *dst, uint64_t v, int digits)
+{
+	static const char h[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < digits; i++)
+		dst[i] = h[(v >> (4 * (digits - 1 - i))) & 15];
+}
+
+static void script_load(redisContext *c, const char *body, char sha[41])
+{
+	redisReply *r = redisCommand(c, "SCRIPT LOAD %s", body);
+
+	if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40)
+		die("SCRIPT LOAD failed: %s", r ? (r->str ? r->str : "?") : c->errstr);
+	memcpy(sha, r->str, 41);
+	freeReplyObject(r);
+}
+
+/*
+ * Keys as dlock derives them (Redisson's names): the channel and latch
+ * prefix put the name in braces. Owner <uuid>:<tid>, latch ttl as dlock's
+ * 3 * (connect + command timeout) + 1000.
+ */
+static void floor_init(floor_ctx *f, const int *idx, int n, int hung_idx, const char *name,
+		int connect_ms, int command_ms)
+{
+	uint64_t a, b;
+	int i;
+
+	memset(f, 0, sizeof(*f));
+	f->rng = seed();
+	f->verbose_errors = 5;
+	f->n = n;
+	for (i = 0; i < n; i++) {
+		f->c[i] = connect_to(&servers[idx[i]], 1000);
+		if (f->c[i] == NULL)
+			die("connect to %s failed", servers[idx[i]].uri);
+		script_load(f->c[i], dlock__script_acquire.body, f->acq_sha);
+		script_load(f->c[i], dlock__script_release.body, f->rel_sha);
+	}
+	if (hung_idx >= 0) {
+		f->hung = connect_to(&servers[hung_idx], 1000);
+		if (f->hung == NULL)
+			die("connect to %s failed", servers[hung_idx].uri);
+		script_load(f->hung, dlock__script_acquire.body, f->acq_sha);
+		script_load(f->hung, dlock__script_release.body, f->rel_sha);
+		/* Written to without waiting: a full socket buffer must not block. */
+		fcntl(f->hung->fd, F_SETFL, fcntl(f->hung->fd, F_GETFL) | O_NONBLOCK);
+		f->hung->flags &= ~REDIS_BLOCK;
+	}
+	f->name_len = (size_t)snprintf(f->name, sizeof(f->name), "%s", name);
+	f->channel_len = (size_t)snprintf(f->channel, sizeof(f->channel),
+			"redisson_lock__channel:{%s}", name);
+	f->latch_prefix_len = (size_t)snprintf(f->latch, sizeof(f->latch),
+			"redisson_unlock_latch:{%s}:", name);
+	a = xorshift(&f->rng);
+	b = xorshift(&f->rng);
+	/* a uuid-shaped id: 8-4-4-4-12 */
+	hex(f->owner, a >> 32, 8);
+	f->owner[8] = '-';
+	hex(f->owner + 9, a >> 16, 4);
+	f->owner[13] = '-';
+	hex(f->owner + 14, a, 4);
+	f->owner[18] = '-';
+	hex(f->owner + 19, b >> 48, 4);
+	f->owner[23] = '-';
+	hex(f->owner + 24, b, 12);
+	snprintf(f->owner + 36, sizeof(f->owner) - 36, ":%ld", (long)dlock_thread_id());
+	snprintf(f->latch_ttl, sizeof(f->latch_ttl), "%d", 3 * (connect_ms + command_ms) + 1000);
+}
+
+static void floor_free(floor_ctx *f)
+{
+	int i;
+
+	for (i = 0; i < f->n; i++)
+		redisFree(f->c[i]);
+	if (f->hung)
+		redisFree(f->hung);
+}
+
+static int floor_fail(floor_ctx *f, const char *what, redisContext *c, redisReply *r)
+{
+	if (f->verbose_errors-- > 0)
+		note("  floor %s: %s\n", what, r ? (r->type == REDIS_REPLY_ERROR ? r->str :
+				"unexpected reply") : c->errstr);
+	return -1;
+}
+
+/* Write everything appended on the live contexts (and what the hung one takes). */
+static int floor_flush(floor_ctx *f)
+{
+	int i, done;
+
+	for (i = 0; i < f->n; i++) {
+		done = 0;
+		while (!done)
+			if (redisBufferWrite(f->c[i], &done) != REDIS_OK)
+				return floor_fail(f, "write", f->c[i], NULL);
+	}
+	if (f->hung != NULL)
+		redisBufferWrite(f->hung, &done);
+	return 0;
+}
+
+static int floor_acquire(floor_ctx *f)
+{
+	const char *argv[7] = { "EVALSHA", f->acq_sha, "1", f->name, LEASE_S, f->owner, "0" };
+	size_t lens[7] = { 7, 40, 1, f->name_len, sizeof(LEASE_S) - 1, strlen(f->owner), 1 };
+	int i, rc = 0;
+
+	for (i = 0; i < f->n; i++)
+		redisAppendCommandArgv(f->c[i], 7, argv, lens);
+	if (f->hung != NULL)
+		redisAppendCommandArgv(f->hung, 7, argv, lens);
+	if (floor_flush(f) < 0)
+		return -1;
+	for (i = 0; i < f->n; i++) {
+		redisReply *r = NULL;
+
+		if (redisGetReply(f->c[i], (void **)&r) != REDIS_OK)
+			return floor_fail(f, "acquire", f->c[i], NULL);
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 ||
+		    r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer != 1)
+			rc = floor_fail(f, "acquire", f->c[i], r);
+		freeReplyObject(r);
+	}
+	return rc;
+}
+
+static int floor_release(floor_ctx *f)
+{
+	const char *argv[10] = { "EVALSHA", f->rel_sha, "3", f->name, f->channel, f->latch, "0",
+		LEASE_S, f->owner, f->latch_ttl };
+	size_t lens[10] = { 7, 40, 1, f->name_len, f->channel_len, f->latch_prefix_len + 32, 1,
+		sizeof(LEASE_S) - 1, strlen(f->owner), strlen(f->latch_ttl) };
+	const char *del[2] = { "DEL", f->latch };
+	size_t del_lens[2] = { 3, f->latch_prefix_len + 32 };
+	int i, rc = 0;
+
+	/* A fresh request id per release, as dlock__request_id makes one. */
+	hex(f->latch + f->latch_prefix_len, xorshift(&f->rng), 16);
+	hex(f->latch + f->latch_prefix_len + 16, xorshift(&f->rng), 16);
+	f->latch[f->latch_prefix_len + 32] = '\0';
+	for (i = 0; i < f->n; i++) {
+		redisAppendCommandArgv(f->c[i], 10, argv, lens);
+		if (opt.floor_del)
+			redisAppendCommandArgv(f->c[i], 2, del, del_lens);
+	}
+	if (f->hung != NULL) {
+		redisAppendCommandArgv(f->hung, 10, argv, lens);
+		if (opt.floor_del)
+			redisAppendCommandArgv(f->hung, 2, del, del_lens);
+	}
+	if (floor_flush(f) < 0)
+		return -1;
+	for (i = 0; i < f->n; i++) {
+		redisReply *r = NULL;
+
+		if (redisGetReply(f->c[i], (void **)&r) != REDIS_OK)
+			return floor_fail(f, "release", f->c[i], NULL);
+		if (r->type != REDIS_REPLY_INTEGER || r->integer != 0)
+			rc = floor_fail(f, "release", f->c[i], r);
+		freeReplyObject(r);
+		if (opt.floor_del) {
+			if (redisGetReply(f->c[i], (void **)&r) != REDIS_OK)
+				return floor_fail(f, "DEL", f->c[i], NULL);
+			if (r->type != REDIS_REPLY_INTEGER)
+				rc = floor_fail(f, "DEL", f->c[i], r);
+			freeReplyObject(r);
+		}
+	}
+	return rc;
+}
+
+static int floor_pair(void *p, uint64_t *t_acq)
+{
+	floor_ctx *f = p;
+
+	if (floor_acquire(f) < 0)
+		return -1;
+	*t_acq = now_ns();
+	return floor_release(f);
+}
+
+/*
+ * Scenarios 1 and 2: dlock and the floor on 1, 3 and 5 servers, measured in
+ * alternating blocks when both are asked for.
+ */
+static void uncontended(int do_dlock, int do_floor)
+{
+	int k;
+
+	if (do_dlock)
+		note("scenario 1: uncontended lock+unlock (dlock: RLock on 1 server, RedLock on 3 "
+				"and 5, restart guard off)\n");
+	if (do_floor)
+		note("scenario 2: the floor (dlock's acquire + release scripts, EVALSHA over "
+				"bare hiredis, fanned out; latch DEL %s)\n",
+				opt.floor_del ? "pipelined with the release" : "not sent");
+	note("  %ld iterations, %ld warm-up%s\n", opt.iterations, opt.warmup,
+			do_dlock && do_floor ? ", dlock and floor alternate in blocks" : "");
+	for (k = 0; k < opt.ncounts; k++) {
+		int n = opt.server_counts[k], idx[MAX_SERVERS], i;
+		char name[128], what[32];
+		dl_ctx c = { NULL, NULL, 5 };
+		dlock_client *client = NULL;
+		floor_ctx f;
+		meter md, mf;
+		result *rd = NULL, *rf = NULL;
+
+		if (n < 1 || n > nservers) {
+			note("  skipped: %d servers (have %d)\n", n, nservers);
+			continue;
+		}
+		if (do_dlock) {
+			snprintf(what, sizeof(what), "s1-n%d", n);
+			lock_name(name, sizeof(name), what);
+			if (n == 1) {
+				if (dlock_client_open(&client, servers[0].uri, NULL) < 0)
+					die("dlock_client_open: %s", dlock_errmsg_last());
+				if (dlock_lock_new(&c.lock, client, name) < 0)
+					die("dlock_lock_new: %s", dlock_errmsg_last());
+				meter_init(&md, dl_single_pair, &c, opt.iterations);
+			} else {
+				c.red = open_redlock(n, name, NULL);
+				meter_init(&md, dl_red_pair, &c, opt.iterations);
+			}
+			md.nstat = n;
+		}
+		if (do_floor) {
+			for (i = 0; i < n; i++)
+				idx[i] = i;
+			snprintf(what, sizeof(what), "s2-n%d", n);
+			lock_name(name, sizeof(name), what);
+			floor_init(&f, idx, n, -1, name, 1000, 1000);
+			meter_init(&mf, floor_pair, &f, opt.iterations);
+			mf.nstat = n;
+		}
+		if (do_dlock && do_floor)
+			measure(&md, &mf, opt.warmup, opt.iterations);
+		else if (do_dlock)
+			measure(&md, NULL, opt.warmup, opt.iterations);
+		else
+			measure(&mf, NULL, opt.warmup, opt.iterations);
+		if (do_dlock) {
+			rd = new_result(1, "dlock", "lock+unlock", n);
+			meter_finish(&md, rd);
+			snprintf(rd->note, sizeof(rd->note), n == 1 ? "RLock" :
+					"RedLock, restart guard off");
+			print_result(rd);
+			if (n == 1) {
+				dlock_lock_free(c.lock);
+				dlock_client_close(client);
+			} else {
+				dlock_redlock_free(c.red);
+			}
+		}
+		if (do_floor) {
+			rf = new_result(2, "floor", "lock+unlock", n);
+			meter_finish(&mf, rf);
+			snprintf(rf->note, sizeof(rf->note), "latch DEL %s",
+					opt.floor_del ? "pipelined" : "omitted");
+			print_result(rf);
+			floor_free(&f);
+			if (n == 1)
+				g_rt_us = rf->acq.p50;
+		}
+		if (rd != NULL && rf != NULL)
+			note("  ratio dlock/floor on %d server%s: p50 %.2f  p99 %.2f  cpu %.2f\n", n,
+					n > 1 ? "s" : "", rd->pair.p50 / rf->pair.p50,
+					rd->pair.p99 / rf->pair.p99, rd->cpu_us_per_op / rf->cpu_us_per_op);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scenario 3: throughput, threads sharing one client                        */
+
+typedef struct tp_shared {
+	dlock_client *client;
+	int floor;
+	pthread_barrier_t start;
+	atomic_int stop;
+} tp_shared;
+
+typedef struct tp_thread {
+	tp_shared *sh;
+	pthread_t tid;
+	int index;
+	uint64_t *lat;
+	long n, cap, errors;
+} tp_thread;
+
+static void *tp_main(void *p)
+{
+	tp_thread *t = p;
+	char what[32], name[128];
+	dl_ctx c = { NULL, NULL, 3 };
+	floor_ctx f;
+	pair_fn fn = t->sh->floor ? floor_pair : dl_single_pair;
+	void *ctx = t->sh->floor ? (void *)&f : (void *)&c;
+	uint64_t ta;
+	long i;
+
+	snprintf(what, sizeof(what), "s3-%s-t%d", t->sh->floor ? "floor" : "dlock", t->index);
+	lock_name(name, sizeof(name), what);
+	if (t->sh->floor) {
+		int idx[1] = { 0 };
+
+		floor_init(&f, idx, 1, -1, name, 1000, 1000);
+	} else if (dlock_lock_new(&c.lock, t->sh->client, name) < 0) {
+		die("dlock_lock_new: %s", dlock_errmsg_last());
+	}
+	for (i = 0; i < opt.warmup / 4; i++)
+		fn(ctx, &ta);
+	pthread_barrier_wait(&t->sh->start);
+	while (!atomic_load_explicit(&t->sh->stop, memory_order_relaxed)) {
+		uint64_t t0 = now_ns();
+
+		if (fn(ctx, &ta) < 0) {
+			t->errors++;
+			continue;
+		}
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 65536;
+			t->lat = realloc(t->lat, sizeof(*t->lat) * (size_t)t->cap);
+			if (t->lat == NULL)
+				die("out of memory");
+		}
+		t->lat[t->n++] = now_ns() - t0;
+	}
+	if (t->sh->floor)
+		floor_free(&f);
+	else
+		dlock_lock_free(c.lock);
+	return NULL;
+}
+
+static void throughput(int floor, int nthreads)
+{
+	tp_shared sh;
+	tp_thread th[64];
+	uint64_t *all, w0, w1;
+	double c0, c1;
+	long total = 0, k = 0;
+	result *r;
+	int i;
+
+	memset(&sh, 0, sizeof(sh));
+	sh.floor = floor;
+	if (!floor && dlock_client_open(&sh.client, servers[0].uri, NULL) < 0)
+		die("dlock_client_open: %s", dlock_errmsg_last());
+	pthread_barrier_init(&sh.start, NULL, (unsigned)nthreads + 1);
+	for (i = 0; i < nthreads; i++) {
+		memset(&th[i], 0, sizeof(th[i]));
+		th[i].sh = &sh;
+		th[i].index = i;
+		if (pthread_create(&th[i].tid, NULL, tp_main, &th[i]) != 0)
+			die("pthread_create failed");
+	}
+	pthread_barrier_wait(&sh.start);
+	c0 = cpu_us();
+	w0 = now_ns();
+	usleep((useconds_t)(opt.duration * 1e6));
+	atomic_store(&sh.stop, 1);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(th[i].tid, NULL);
+	w1 = now_ns();
+	c1 = cpu_us();
+	for (i = 0; i < nthreads; i++)
+		total += th[i].n;
+	all = malloc(sizeof(*all) * (size_t)(total ? total : 1));
+	r = new_result(3, floor ? "floor" : "dlock", "throughput", 1);
+	for (i = 0; i < nthreads; i++) {
+		memcpy(all + k, th[i].lat, sizeof(*all) * (size_t)th[i].n);
+		k += th[i].n;
+		r->errors += th[i].errors;
+		free(th[i].lat);
+	}
+	r->threads = nthreads;
+	r->pair = dist_of(all, total);
+	r->ops_per_s = (double)total / ((double)(w1 - w0) / 1e9);
+	r->cpu_us_per_op = (c1 - c0) / (double)(total ? total : 1);
+	snprintf(r->note, sizeof(r->note), "%s, own lock name per thread, %.0f s",
+			floor ? "one hiredis connection per thread" : "one shared dlock client",
+			opt.duration);
+	free(all);
+	pthread_barrier_destroy(&sh.start);
+	if (sh.client)
+		dlock_client_close(sh.client);
+	print_result(r);
+}
+
+static void scenario3(void)
+{
+	int i;
+
+	note("scenario 3: throughput on 1 server, threads sharing one client, %.0f s each\n",
+			opt.duration);
+	for (i = 0; i < opt.nthreads; i++) {
+		throughput(0, opt.threads[i]);
+		throughput(1, opt.threads[i]);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scenario 4: contended hand-off                                             */
+
+typedef struct ho_shared {
+	dlock_lock *lock;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	long gen;                 /* under mu: bumped by each new holder */
+	atomic_int stop;
+	_Atomic uint64_t unlock_at; /* right before the holder called unlock */
+	atomic_int last_holder;
+	uint64_t *lat;            /* written by the holder only */
+	long n, target, self_handoffs, errors, holds;
+} ho_shared;
+
+typedef struct ho_thread {
+	ho_shared *sh;
+	pthread_t tid;
+	int index;
+} ho_thread;
+
+static void *ho_main(void *p)
+{
+	ho_thread *t = p;
+	ho_shared *sh = t->sh;
+
+	for (;;) {
+		uint64_t acquired, unlocked_at;
+		long my_gen;
+		int rc = dlock_lock_lock(sh->lock, LEASE_MS);
+
+		acquired = now_ns();
+		if (rc < 0) {
+			note("  hand-off lock: %s\n", dlock_lock_errmsg(sh->lock));
+			sh->errors++;
+			atomic_store(&sh->stop, 1);
+			pthread_mutex_lock(&sh->mu);
+			pthread_cond_broadcast(&sh->cv);
+			pthread_mutex_unlock(&sh->mu);
+			return NULL;
+		}
+		unlocked_at = atomic_load(&sh->unlock_at);
+		if (!atomic_load(&sh->stop) && unlocked_at != 0) {
+			if (atomic_load(&sh->last_holder) == t->index)
+				sh->self_handoffs++;
+			else if (sh->n < sh->target)
+				sh->lat[sh->n++] = acquired - unlocked_at;
+			if (sh->n >= sh->target)
+				atomic_store(&sh->stop, 1);
+		}
+		sh->holds++;
+		atomic_store(&sh->last_holder, t->index);
+		pthread_mutex_lock(&sh->mu);
+		my_gen = ++sh->gen;
+		pthread_cond_broadcast(&sh->cv);
+		pthread_mutex_unlock(&sh->mu);
+
+		atomic_store(&sh->unlock_at, now_ns());
+		if (dlock_lock_unlock(sh->lock) < 0) {
+			note("  hand-off unlock: %s\n", dlock_lock_errmsg(sh->lock));
+			sh->errors++;
+		}
+		if (atomic_load(&sh->stop))
+			return NULL;
+		/* Let a waiter have it before asking again: every hand-off measured
+		 * is one to a thread that was waiting (no barging by the releaser). */
+		pthread_mutex_lock(&sh->mu);
+		while (sh->gen == my_gen && !atomic_load(&sh->stop))
+			pthread_cond_wait(&sh->cv, &sh->mu);
+		pthread_mutex_unlock(&sh->mu);
+		if (atomic_load(&sh->stop))
+			return NULL;
+	}
+}
+
+/*
+ * The hand-offs run in 4 chunks; between chunks the floor measures the
+ * 1-server EVALSHA round trip (1000 pairs), so that the unit and the
+ * hand-offs see the same machine.
+ */
+static void scenario4(void)
+{
+	enum { NTH = 4, CHUNKS = 4, RT_PAIRS = 1000 };
+	ho_shared sh;
+	ho_thread th[NTH];
+	dlock_client *client = NULL;
+	char name[128];
+	int idx[1] = { 0 };
+	uint64_t wall = 0;
+	double cpu = 0;
+	floor_ctx f;
+	meter rt;
+	result *r, rtr;
+	int i, chunk;
+
+	note("scenario 4: contended hand-off, %d threads on one lock (1 server), %ld hand-offs, "
+			"round trip measured between %d chunks\n", NTH, opt.handoffs, CHUNKS);
+	memset(&sh, 0, sizeof(sh));
+	pthread_mutex_init(&sh.mu, NULL);
+	pthread_cond_init(&sh.cv, NULL);
+	sh.lat = malloc(sizeof(*sh.lat) * (size_t)opt.handoffs);
+	lock_name(name, sizeof(name), "s4");
+	if (dlock_client_open(&client, servers[0].uri, NULL) < 0)
+		die("dlock_client_open: %s", dlock_errmsg_last());
+	if (dlock_lock_new(&sh.lock, client, name) < 0)
+		die("dlock_lock_new: %s", dlock_errmsg_last());
+	lock_name(name, sizeof(name), "s4-rt");
+	floor_init(&f, idx, 1, -1, name, 1000, 1000);
+	meter_init(&rt, floor_pair, &f, CHUNKS * RT_PAIRS);
+	meter_warm(&rt, opt.warmup / 4);
+	for (chunk = 0; chunk < CHUNKS; chunk++) {
+		uint64_t w0;
+		double c0;
+
+		sh.target = opt.handoffs * (chunk + 1) / CHUNKS;
+		atomic_store(&sh.stop, 0);
+		atomic_store(&sh.unlock_at, 0);
+		atomic_store(&sh.last_holder, -1);
+		c0 = cpu_us();
+		w0 = now_ns();
+		for (i = 0; i < NTH; i++) {
+			th[i].sh = &sh;
+			th[i].index = i;
+			if (pthread_create(&th[i].tid, NULL, ho_main, &th[i]) != 0)
+				die("pthread_create failed");
+		}
+		for (i = 0; i < NTH; i++)
+			pthread_join(th[i].tid, NULL);
+		wall += now_ns() - w0;
+		cpu += cpu_us() - c0;
+		meter_run(&rt, RT_PAIRS);
+	}
+	memset(&rtr, 0, sizeof(rtr));
+	meter_finish(&rt, &rtr);
+	floor_free(&f);
+	r = new_result(4, "dlock", "handoff", 1);
+	r->threads = NTH;
+	r->pair = dist_of(sh.lat, sh.n);
+	r->ops_per_s = (double)sh.holds / ((double)wall / 1e9);
+	r->cpu_us_per_op = cpu / (double)(sh.holds ? sh.holds : 1);
+	r->errors = sh.errors;
+	r->rt_us = rtr.acq.p50;
+	free(rtr.samples);
+	snprintf(r->note, sizeof(r->note), "unlock called -> next holder's lock returned; "
+			"%ld self hand-offs excluded", sh.self_handoffs);
+	print_result(r);
+	free(sh.lat);
+	dlock_lock_free(sh.lock);
+	dlock_client_close(client);
+	pthread_mutex_destroy(&sh.mu);
+	pthread_cond_destroy(&sh.cv);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scenario 5: one of 5 servers paused                                        */
+
+static void scenario5(void)
+{
+	dlock_client_options co;
+	int pi = opt.pause_index, idx[MAX_SERVERS], i, k, live = 0, phase;
+	long warm = opt.warmup_paused;
+
+	if (nservers < 5) {
+		note("scenario 5: skipped (needs 5 servers)\n");
+		return;
+	}
+	if (pi < 0 || pi >= 5 || servers[pi].pid <= 0) {
+		note("scenario 5: skipped (with --uris, give --pause-pid of one of the first 5)\n");
+		return;
+	}
+	dlock_client_options_init(&co, DLOCK_CLIENT_OPTIONS_VERSION);
+	co.command_timeout_ms = 50;
+	if (opt.paused_connect_timeout_ms > 0)
+		co.connect_timeout_ms = opt.paused_connect_timeout_ms;
+	note("scenario 5: RedLock on 5 servers, command_timeout_ms = 50 (connect %d ms), "
+			"server %d (%s, pid %ld) paused; %ld iterations, %ld warm-up\n",
+			co.connect_timeout_ms, pi, servers[pi].uri, (long)servers[pi].pid,
+			opt.iterations_paused, warm);
+	for (i = 0; i < 5; i++)
+		if (i != pi)
+			idx[live++] = i;
+
+	for (phase = 0; phase < 2; phase++) {
+		char name[128], what[32];
+		dl_ctx c = { NULL, NULL, 3 };
+		floor_ctx f;
+		meter md, mf;
+		result *r;
+
+		snprintf(what, sizeof(what), "s5-%s", phase ? "paused" : "up");
+		lock_name(name, sizeof(name), what);
+		c.red = open_redlock(5, name, &co);
+		/* Connect every member while all are up, as a running service would be. */
+		for (k = 0; k < 3; k++)
+			dl_red_pair(&c, &(uint64_t){ 0 });
+		snprintf(what, sizeof(what), "s5-floor-%s", phase ? "paused" : "up");
+		lock_name(name, sizeof(name), what);
+		if (phase)
+			floor_init(&f, idx, live, pi, name, co.connect_timeout_ms, co.command_timeout_ms);
+		else
+			floor_init(&f, (int[]){ 0, 1, 2, 3, 4 }, 5, -1, name, co.connect_timeout_ms,
+					co.command_timeout_ms);
+		if (phase) {
+			if (kill(servers[pi].pid, SIGSTOP) != 0)
+				die("kill(%ld, SIGSTOP): %s", (long)servers[pi].pid, strerror(errno));
+			paused_pid = servers[pi].pid;
+			usleep(100000);
+		}
+		meter_init(&md, dl_red_pair, &c, opt.iterations_paused);
+		meter_init(&mf, floor_pair, &f, opt.iterations_paused);
+		measure(&md, &mf, warm, opt.iterations_paused);
+		r = new_result(5, "dlock", "lock+unlock", 5);
+		r->paused = phase;
+		meter_finish(&md, r);
+		snprintf(r->note, sizeof(r->note), "RedLock, command timeout 50 ms");
+		print_result(r);
+
+		r = new_result(5, "floor", "lock+unlock", 5);
+		r->paused = phase;
+		meter_finish(&mf, r);
+		snprintf(r->note, sizeof(r->note), phase ?
+				"writes to all 5, waits for the 4 live ones" : "fan-out to 5");
+		print_result(r);
+
+		if (phase) {
+			kill(servers[pi].pid, SIGCONT);
+			paused_pid = 0;
+		}
+		floor_free(&f);
+		dlock_redlock_free(c.red);
+		if (phase) {
+			/* Let the resumed server work through what queued up. */
+			char v[8];
+
+			for (k = 0; k < 100 && server_process_id(&servers[pi], v, sizeof(v)) < 0; k++)
+				usleep(50000);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                     */
+
+static void cpu_model(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+
+	snprintf(buf, len, "unknown");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "model name", 10) == 0) {
+			char *p = strchr(line, ':');
+
+			if (p != NULL) {
+				p += 1 + strspn(p + 1, " \t");
+				snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+			}
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void write_json(const char *redis_version)
+{
+	char model[256], date[64];
+	time_t t = time(NULL);
+	int i;
+
+	cpu_model(model, sizeof(model));
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	printf("{\n  \"tool\": \"dlock-bench\", \"dlock_version\": \"%s\", \"date\": \"%s\", "
+			"\"nproc\": %ld, \"cpu_model\": ", DLOCK_VERSION_STRING, date,
+			sysconf(_SC_NPROCESSORS_ONLN));
+	json_string(stdout, model);
+	printf(", \"redis_version\": ");
+	json_string(stdout, redis_version);
+	printf(",\n  \"iterations\": %ld, \"iterations_paused\": %ld, \"warmup\": %ld, "
+			"\"warmup_paused\": %ld, \"duration_s\": %.1f, \"handoffs\": %ld, \"floor_latch_del\": \"%s\", ",
+			opt.iterations, opt.iterations_paused, opt.warmup, opt.warmup_paused, opt.duration, opt.handoffs,
+			opt.floor_del ? "pipelined" : "omitted");
+	json_num(stdout, "rt_us", g_rt_us, 0);
+	printf(",\n  \"results\": [\n");
+	for (i = 0; i < nresults; i++) {
+		const result *r = &results[i];
+
+		printf("    {\"scenario\": %d, \"impl\": \"%s\", \"what\": \"%s\", \"servers\": %d, "
+				"\"paused\": %d, \"threads\": %d, \"samples\": %ld, \"errors\": %ld, ",
+				r->scenario, r->impl, r->what, r->servers, r->paused, r->threads,
+				r->pair.n, r->errors);
+		json_dist(stdout, "", &r->pair);
+		json_dist(stdout, "acquire_", &r->acq);
+		json_dist(stdout, "release_", &r->rel);
+		json_num(stdout, "ops_per_s", r->ops_per_s, 1);
+		json_num(stdout, "cpu_us_per_op", r->cpu_us_per_op, 1);
+		json_num(stdout, "server_cpu_us_per_op", r->server_cpu_us_per_op, 1);
+		json_num(stdout, "rt_us", r->rt_us, 1);
+		json_num(stdout, "p50_rt", isnan(r->rt_us) ? NAN : r->pair.p50 / r->rt_us, 1);
+		json_num(stdout, "p99_rt", isnan(r->rt_us) ? NAN : r->pair.p99 / r->rt_us, 1);
+		printf("\"iters\": %ld, ", r->iters);
+		json_num(stdout, "wall_s", r->wall_s, 1);
+		json_num(stdout, "cpu_us_total", r->cpu_us_total, 1);
+		json_num(stdout, "server_cpu_us_total", r->server_cpu_us_total, 1);
+		if (r->samples != NULL) {
+			long k;
+
+			printf("\"pair_ns\": [");
+			for (k = 0; k < r->nsamples; k++)
+				printf("%s%" PRIu64, k ? "," : "", r->samples[k]);
+			printf("], ");
+		}
+		printf("\"note\": ");
+		json_string(stdout, r->note);
+		printf("}%s\n", i + 1 < nresults ? "," : "");
+	}
+	printf("  ]\n}\n");
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: dlock-bench [options]\n"
+"  --scenario LIST        scenarios to run, e.g. 1,2,5 (default 1,2,3,4,5)\n"
+"  --iterations N         lock+unlock pairs for scenarios 1 and 2 (default 20000)\n"
+"  --iterations-paused N  pairs for scenario 5, per phase (default 300)\n"
+"  --warmup N             warm-up pairs before each loop (default 2000)\n"
+"  --warmup-paused N      warm-up pairs in scenario 5, per phase (default 20)\n"
+"  --duration S           seconds per run of scenario 3 (default 5)\n"
+"  --threads LIST         thread counts for scenario 3 (default 1,2,4)\n"
+"  --servers LIST         server counts for scenarios 1 and 2 (default 1,3,5)\n"
+"  --handoffs N           hand-offs measured in scenario 4 (default 2000)\n"
+"  --block N              dlock and floor alternate every N pairs (default 500)\n"
+"  --uris U1,U2,...       use these servers (redis://127.0.0.1:PORT) instead of\n"
+"                         starting 5 redis-servers\n"
+"  --pause-pid PID        with --uris: the server scenario 5 pauses (SIGSTOP)\n"
+"  --pause-index I        without --uris: which of our 5 servers to pause (default 4)\n"
+"  --paused-connect-timeout-ms MS  scenario 5's connect timeout (default: dlock's)\n"
+"  --floor-del yes|no     pipeline the latch DEL in the floor's release (default yes)\n"
+"  --redis-server PATH    redis-server to start (default: from PATH)\n"
+"  --json                 print JSON on stdout (the human report goes to stderr)\n"
+"  --samples              with --json: every pair latency (ns) of scenarios 1, 2, 5\n");
+}
+
+static void parse_list(const char *s, int *outv, int max, int *count)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int n = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max)
+			die("list too long: %s", s);
+		outv[n++] = atoi(tok);
+	}
+	*count = n;
+	free(copy);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "scenario", required_argument, NULL, 's' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "iterations-paused", required_argument, NULL, 'P' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "warmup-paused", required_argument, NULL, 'W' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "servers", required_argument, NULL, 'S' },
+		{ "handoffs", required_argument, NULL, 'H' },
+		{ "block", required_argument, NULL, 'B' },
+		{ "uris", required_argument, NULL, 'u' },
+		{ "pause-pid", required_argument, NULL, 'p' },
+		{ "pause-index", required_argument, NULL, 'i' },
+		{ "paused-connect-timeout-ms", required_argument, NULL, 'C' },
+		{ "floor-del", required_argument, NULL, 'D' },
+		{ "redis-server", required_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "samples", no_argument, NULL, 'X' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char version[32] = "?";
+	int c, i, list[8], nlist;
+
+	out = stdout;
+	for (i = 1; i <= 5; i++)
+		opt.scenarios[i] = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			memset(opt.scenarios, 0, sizeof(opt.scenarios));
+			parse_list(optarg, list, 8, &nlist);
+			for (i = 0; i < nlist; i++) {
+				if (list[i] < 1 || list[i] > 5)
+					die("--scenario: 1..5");
+				opt.scenarios[list[i]] = 1;
+			}
+			break;
+		case 'n': opt.iterations = atol(optarg); break;
+		case 'P': opt.iterations_paused = atol(optarg); break;
+		case 'w': opt.warmup = atol(optarg); break;
+		case 'W': opt.warmup_paused = atol(optarg); break;
+		case 'd': opt.duration = atof(optarg); break;
+		case 't': parse_list(optarg, opt.threads, 8, &opt.nthreads); break;
+		case 'S': parse_list(optarg, opt.server_counts, 8, &opt.ncounts); break;
+		case 'H': opt.handoffs = atol(optarg); break;
+		case 'B': opt.block = atol(optarg); break;
+		case 'u': {
+			char *copy = strdup(optarg), *tok, *save = NULL;
+
+			for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+				if (opt.nuris == MAX_SERVERS)
+					die("--uris: at most %d", MAX_SERVERS);
+				opt.uris[opt.nuris++] = strdup(tok);
+			}
+			free(copy);
+			break;
+		}
+		case 'p': opt.pause_pid = (pid_t)atol(optarg); break;
+		case 'i': opt.pause_index = atoi(optarg); break;
+		case 'C': opt.paused_connect_timeout_ms = atoi(optarg); break;
+		case 'D': opt.floor_del = strcmp(optarg, "no") != 0; break;
+		case 'R': opt.redis_server = optarg; break;
+		case 'j': opt.json = 1; out = stderr; break;
+		case 'X': opt.samples = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || opt.iterations < 1 || opt.iterations_paused < 1 || opt.warmup < 0 || opt.warmup_paused < 0 ||
+	    opt.duration <= 0 || opt.handoffs < 1 || opt.block < 1) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	atexit(cleanup);
+	{
+		uint64_t s = seed();
+
+		hex(run_id, s, 16);
+		run_id[16] = '\0';
+	}
+	setup_servers();
+	server_process_id(&servers[0], version, sizeof(version));
+	{
+		char model[256];
+
+		cpu_model(model, sizeof(model));
+		note("dlock-bench %s: %d servers (%s), redis %s, %ld CPUs (%s), run %s\n",
+				DLOCK_VERSION_STRING, nservers, opt.nuris ? "given" : "started here",
+				version, sysconf(_SC_NPROCESSORS_ONLN), model, run_id);
+	}
+	if (opt.scenarios[1] || opt.scenarios[2])
+		uncontended(opt.scenarios[1], opt.scenarios[2]);
+	if (opt.scenarios[3])
+		scenario3();
+	if (opt.scenarios[4])
+		scenario4();
+	if (opt.scenarios[5])
+		scenario5();
+	if (opt.json)
+		write_json(version);
+	return 0;
+}
