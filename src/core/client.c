@@ -10,6 +10,12 @@
 #include "core/time.h"
 #include "core/uri.h"
 
+/* How long a deferred command (a used unlock latch's DEL) waits for a
+ * command to ride along with before the background thread sends it. */
+#define FLUSH_DELAY_MS 20
+
+static void flush_idle(void *arg);
+
 int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
 {
 	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
@@ -111,6 +117,8 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
 	}
 	rc = dlock__reactor_start(&c->reactor, &c->node);
+	if (rc == 0)
+		dlock__reactor_set_flush(c->reactor, flush_idle, c);
 	if (rc == 0 && !opts->lazy_connect) {
 		dlock__conn *conn = NULL;
 
@@ -161,14 +169,24 @@ const char *dlock_client_errmsg(const dlock_client *c)
 
 int dlock_client_owner(const dlock_client *c, uint64_t thread_id, char *buf, size_t len)
 {
-	int n;
+	char digits[24];
+	size_t n = 0, i;
 
 	if (c == NULL || buf == NULL)
 		return DLOCK_EINVAL;
-	n = snprintf(buf, len, "%s:%llu", c->id, (unsigned long long)thread_id);
-	if (n < 0 || (size_t)n >= len)
+	/* By hand: this runs on every call of every lock operation. */
+	do {
+		digits[n++] = (char)('0' + thread_id % 10);
+		thread_id /= 10;
+	} while (thread_id != 0);
+	if (36 + 1 + n + 1 > len)
 		return DLOCK_EINVAL;
-	return n;
+	memcpy(buf, c->id, 36);
+	buf[36] = ':';
+	for (i = 0; i < n; i++)
+		buf[37 + i] = digits[n - 1 - i];
+	buf[37 + n] = '\0';
+	return (int)(37 + n);
 }
 
 int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
@@ -297,12 +315,31 @@ void dlock__client_forget(dlock_client *c, const char *key, size_t len)
 	const char *argv[2] = { "DEL", key };
 	size_t lens[2] = { 3, len };
 	dlock__conn *conn = NULL;
-	int64_t deadline = dlock__deadline_in(c->opts.command_timeout_ms);
 
-	if (dlock__client_conn_get(c, &conn, deadline) < 0)
-		return;
-	dlock__conn_send_discard(conn, 2, argv, lens, "DEL", deadline);
-	dlock__client_conn_put(c, conn);
+	/* Rides along with the next command on an idle connection: no write,
+	 * no wait of its own. Without an idle one, the key expires by its TTL. */
+	dlock__mutex_lock(&c->pool_mu);
+	if (c->n_idle > 0)
+		conn = c->idle[c->n_idle - 1];
+	if (conn != NULL)
+		dlock__conn_defer(conn, 2, argv, lens);
+	dlock__mutex_unlock(&c->pool_mu);
+	/* If no command follows soon, the background thread sends it. */
+	if (conn != NULL)
+		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + FLUSH_DELAY_MS);
+}
+
+/* The background thread's flush: deferred commands of idle connections go
+ * out without waiting (their replies are skipped by the next reader). */
+static void flush_idle(void *arg)
+{
+	dlock_client *c = arg;
+	int i;
+
+	dlock__mutex_lock(&c->pool_mu);
+	for (i = 0; i < c->n_idle; i++)
+		dlock__conn_flush(c->idle[i]);
+	dlock__mutex_unlock(&c->pool_mu);
 }
 
 static int simple_command(dlock_client *c, const char *cmd, const char *arg, redisReply **out)

@@ -254,6 +254,7 @@ void dlock__conn_close(dlock__conn *c)
 		close(c->fd);
 	if (c->reader != NULL)
 		redisReaderFree(c->reader);
+	dlock__free(c->out);
 	dlock__free(c);
 }
 
@@ -280,20 +281,81 @@ static int send_all(dlock__conn *c, const char *buf, size_t len, const char *wha
 	return 0;
 }
 
+/* Decimal digits of v into p (no NUL); returns how many. */
+static size_t put_uint(char *p, size_t v)
+{
+	char tmp[24];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* Append one command in RESP ("*argc", then "$len" and the bytes of each
+ * argument) to the connection's output buffer. */
+static int format_command(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	size_t need = 16, i;
+	char *p;
+
+	for (i = 0; i < (size_t)argc; i++)
+		need += lens[i] + 32;
+	if (c->out_len + need > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 512;
+		char *grown;
+
+		while (cap < c->out_len + need)
+			cap *= 2;
+		grown = dlock__realloc(c->out, cap);
+		if (grown == NULL)
+			return DLOCK_ENOMEM;
+		c->out = grown;
+		c->out_cap = cap;
+	}
+	p = c->out + c->out_len;
+	*p++ = '*';
+	p += put_uint(p, (size_t)argc);
+	*p++ = '\r';
+	*p++ = '\n';
+	for (i = 0; i < (size_t)argc; i++) {
+		*p++ = '$';
+		p += put_uint(p, lens[i]);
+		*p++ = '\r';
+		*p++ = '\n';
+		memcpy(p, argv[i], lens[i]);
+		p += lens[i];
+		*p++ = '\r';
+		*p++ = '\n';
+	}
+	c->out_len = (size_t)(p - c->out);
+	return 0;
+}
+
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
 		const char *what, int64_t deadline)
 {
-	char *cmd = NULL;
-	int len, rc;
+	int rc;
 
 	if (c->broken)
 		return fail_transport(c, DLOCK_ECONN, what, "connection already failed");
-	len = redisFormatCommandArgv(&cmd, argc, argv, lens);
-	if (len < 0 || cmd == NULL)
+	if (format_command(c, argc, argv, lens) < 0)
 		return dlock__seterr_node(DLOCK_ENOMEM, c->node->label, "%s: out of memory", what);
-	rc = send_all(c, cmd, (size_t)len, what, deadline);
-	redisFreeCommand(cmd);
+	rc = send_all(c, c->out, c->out_len, what, deadline);
+	c->out_len = 0;
 	return rc;
+}
+
+int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	if (c->broken || format_command(c, argc, argv, lens) < 0)
+		return DLOCK_ENOMEM;
+	c->discard++;
+	return 0;
 }
 
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline)
@@ -352,22 +414,48 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 		if (deadline == 0)
 			return DLOCK__AGAIN;
 		{
-			int rc = wait_fd(c, POLLIN, what, deadline);
+			struct pollfd p = { c->fd, POLLIN, 0 };
+			int rc;
 
+			do {
+				p.revents = 0;
+				rc = poll(&p, 1, dlock__ms_until(deadline));
+			} while (rc < 0 && errno == EINTR);
 			if (rc < 0)
-				return rc;
+				return fail_transport(c, DLOCK_ECONN, what, strerror(errno));
+			if (rc == 0) {
+				/* Given up, not broken: the late reply is skipped when it comes. */
+				dlock__conn_give_up(c, 1);
+				return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node->label,
+						"%s: no answer within the command timeout", what);
+			}
 		}
 	}
 }
 
-int dlock__conn_send_discard(dlock__conn *c, int argc, const char **argv, const size_t *lens,
-		const char *what, int64_t deadline)
+void dlock__conn_flush(dlock__conn *c)
 {
-	int rc = dlock__conn_send(c, argc, argv, lens, what, deadline);
+	size_t done = 0;
 
-	if (rc == 0)
-		c->discard++;
-	return rc;
+	while (!c->broken && done < c->out_len) {
+		ssize_t n = send(c->fd, c->out + done, c->out_len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		else
+			c->broken = 1; /* the next user finds out and reconnects */
+	}
+	memmove(c->out, c->out + done, c->out_len - done);
+	c->out_len -= done;
+}
+
+void dlock__conn_give_up(dlock__conn *c, int replies)
+{
+	c->discard += replies;
 }
 
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

@@ -28,7 +28,11 @@ typedef struct dlock__node {
 typedef struct dlock__conn {
 	int fd;
 	int broken; /* a transport failure happened: close, never reuse */
-	int discard; /* replies owed to fire-and-forget commands, skipped when read */
+	int discard; /* replies nobody waits for any more (fire-and-forget commands,
+	                replies given up at a deadline): skipped when they come */
+	char *out;   /* formatted commands not sent yet (deferred ones wait here
+	                for the next command, to share its write) */
+	size_t out_len, out_cap;
 	int connecting; /* a non-blocking connect is under way */
 	int checks[2];  /* pipelined AUTH/SELECT whose replies are checked first: the code */
 	int nchecks;
@@ -52,20 +56,33 @@ int dlock__conn_start(dlock__conn **out, const dlock__node *node);
 int dlock__conn_connected(dlock__conn *c);
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
 
-/* Queue a command on the socket (whole, before deadline). `what` names it in messages. */
+/* Send a command (and whatever was deferred) whole, before deadline. `what` names it in messages. */
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
 		const char *what, int64_t deadline);
 
 /*
  * Read one reply. deadline 0: only what is already on the socket, returning
  * DLOCK__AGAIN when the reply is not complete yet (for multiplexing).
- * A transport failure marks the connection broken.
+ * A transport failure marks the connection broken. At the deadline the reply
+ * is given up (DLOCK_ETIMEDOUT) but the connection stays usable: the late
+ * reply will be skipped. A hung server is then not hit by a new connection
+ * per command (its listen backlog would fill up).
  */
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline);
 
-/* Send a command whose reply nobody waits for: it is skipped by the next read. */
-int dlock__conn_send_discard(dlock__conn *c, int argc, const char **argv, const size_t *lens,
-		const char *what, int64_t deadline);
+/*
+ * Queue a command whose reply nobody waits for: it goes out with the next
+ * command sent on the connection (one write for both), and its reply is
+ * skipped. A connection closed first never sends it.
+ */
+int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
+/* Send what was deferred, without waiting: what does not fit the socket now
+ * stays for the next send. */
+void dlock__conn_flush(dlock__conn *c);
+
+/* Stop waiting for `replies` replies of this connection: they are skipped when they come. */
+void dlock__conn_give_up(dlock__conn *c, int replies);
 
 /* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

@@ -71,8 +71,17 @@ void dlock__request_id(char out[33])
 	out[32] = '\0';
 }
 
-/* Not cached: a forked child's thread inherits the parent's TLS. */
+/*
+ * Cached per thread: an owner name is built on every call. A forked child's
+ * thread inherits the parent thread's cached value, which is harmless: a
+ * child cannot use its parent's clients (their threads do not exist in it),
+ * and the owner names of its own clients carry their own uuids.
+ */
+static _Thread_local uint64_t cached_tid;
+
 uint64_t dlock_thread_id(void)
 {
-	return (uint64_t)syscall(SYS_gettid);
+	if (cached_tid == 0)
+		cached_tid = (uint64_t)syscall(SYS_gettid);
+	return cached_tid;
 }

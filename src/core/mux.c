@@ -32,9 +32,10 @@ typedef struct group {
 	int64_t deadline;  /* for the reply at the head of the fifo (or the connect) */
 } group;
 
-static void what_of(const dlock__mux_op *op, const char *verb, char buf[64])
+/* Messages name the script; formatted only when something fails. */
+static const char *what_of(const dlock__mux_op *op)
 {
-	snprintf(buf, 64, "%s %s", verb, op->script->name);
+	return op->script->name;
 }
 
 static int build(dlock__mux_op *op, char numbuf[16])
@@ -60,15 +61,23 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran)
 		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
 }
 
-/* Fail every op still due on the group's connection, and close it. */
+/*
+ * Fail every op still due on the group's connection. A connection that only
+ * answers late (a deadline passed, or the outcome was decided without it)
+ * goes back to the pool owing those replies, to be skipped when they come:
+ * closing it would make the next command open a new one, and a hung
+ * server's listen backlog fills up with them. Any other failure closes it.
+ */
 static void fail_group(group *g, dlock__mux_op *ops, int rc, size_t *npending)
 {
 	char msg[DLOCK__ERRMSG_MAX];
+	int owed = 0;
 
 	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
 	for (; g->head < g->tail; g->head++) {
 		dlock__mux_op *op = &ops[g->fifo[g->head]];
 
+		owed++;
 		if (!op->pending)
 			continue;
 		dlock__seterr(rc, "%s", msg);
@@ -76,7 +85,10 @@ static void fail_group(group *g, dlock__mux_op *ops, int rc, size_t *npending)
 		(*npending)--;
 	}
 	if (g->conn != NULL) {
-		g->conn->broken = 1;
+		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting)
+			dlock__conn_give_up(g->conn, owed);
+		else
+			g->conn->broken = 1;
 		dlock__client_conn_put(g->client, g->conn);
 		g->conn = NULL;
 	}
@@ -93,15 +105,17 @@ static int group_no_wait(const group *g, const dlock__mux_op *ops)
 	return g->head < g->tail;
 }
 
-/* Sent; nobody waits: the connection, owing answers, is closed (the commands
- * stay queued at the server and run when it can). */
+/* Sent; nobody waits: the connection goes back owing the answers, which
+ * are skipped when they come (the commands run when the server can). */
 static void forget_group(group *g, dlock__mux_op *ops, size_t *npending)
 {
-	for (; g->head < g->tail; g->head++) {
+	int owed = 0;
+
+	for (; g->head < g->tail; g->head++, owed++) {
 		finish(&ops[g->fifo[g->head]], 0, NULL, 1);
 		(*npending)--;
 	}
-	g->conn->broken = 1;
+	dlock__conn_give_up(g->conn, owed);
 	dlock__client_conn_put(g->client, g->conn);
 	g->conn = NULL;
 }
@@ -119,11 +133,9 @@ static int send_group(group *g, dlock__mux_op *ops)
 		rc = dlock__conn_send_handshake(g->conn, g->deadline);
 	for (i = g->head; rc == 0 && i < g->tail; i++) {
 		dlock__mux_op *op = &ops[g->fifo[i]];
-		char what[64];
-
-		what_of(op, "EVALSHA", what);
 		op->sent_at = now;
-		rc = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what, g->deadline);
+		rc = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
+				g->deadline);
 	}
 	return rc;
 }
@@ -163,11 +175,9 @@ static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
 	while (g->head < g->tail) {
 		dlock__mux_op *op = &ops[g->fifo[g->head]];
 		redisReply *reply = NULL;
-		char what[64];
 		int r;
 
-		what_of(op, "EVALSHA", what);
-		r = dlock__conn_read(g->conn, &reply, what, 0);
+		r = dlock__conn_read(g->conn, &reply, what_of(op), 0);
 		if (r == DLOCK__AGAIN)
 			return got;
 		if (r < 0)
@@ -178,9 +188,8 @@ static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
 			/* The server lost its script cache: the same op as EVAL, due last. */
 			freeReplyObject(reply);
 			dlock__script_argv_to_eval(op->script, op->cmd, op->cmd_lens);
-			what_of(op, "EVAL", what);
 			g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
-			r = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what,
+			r = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
 					g->deadline);
 			if (r < 0)
 				return r;

@@ -39,6 +39,9 @@ struct dlock__reactor {
 	dlock__reactor_job job;
 	void *job_arg;
 	int64_t job_due;
+	void (*flush)(void *arg);
+	void *flush_arg;
+	int64_t flush_due;
 };
 
 static void wake(dlock__reactor *r)
@@ -220,6 +223,13 @@ static void *reactor_main(void *arg)
 		int64_t now = dlock__now_ms(), until;
 		int nfds = 1;
 
+		if (r->flush != NULL && now >= r->flush_due) {
+			r->flush_due = DLOCK__NEVER;
+			dlock__mutex_unlock(&r->mu);
+			r->flush(r->flush_arg);
+			dlock__mutex_lock(&r->mu);
+			continue;
+		}
 		if (r->job != NULL && now >= r->job_due) {
 			int64_t next;
 
@@ -236,6 +246,8 @@ static void *reactor_main(void *arg)
 			break;
 
 		until = r->job != NULL ? r->job_due : DLOCK__NEVER;
+		if (r->flush_due < until)
+			until = r->flush_due;
 		if (r->conn == NULL && r->subs != NULL && r->reconnect_at < until)
 			until = r->reconnect_at;
 		p[0].fd = r->wake_fd;
@@ -270,6 +282,7 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node)
 		return dlock__seterr(DLOCK_ENOMEM, "%s: out of memory", node->label);
 	r->node = node;
 	r->job_due = DLOCK__NEVER;
+	r->flush_due = DLOCK__NEVER;
 	r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (r->wake_fd < 0) {
 		rc = dlock__seterr(DLOCK_ESYS, "eventfd: %s", strerror(errno));
@@ -329,6 +342,27 @@ void dlock__reactor_schedule(dlock__reactor *r, int64_t due)
 	sooner = due < r->job_due;
 	if (sooner)
 		r->job_due = due;
+	dlock__mutex_unlock(&r->mu);
+	if (sooner)
+		wake(r);
+}
+
+void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg), void *arg)
+{
+	dlock__mutex_lock(&r->mu);
+	r->flush = flush;
+	r->flush_arg = arg;
+	dlock__mutex_unlock(&r->mu);
+}
+
+void dlock__reactor_flush_at(dlock__reactor *r, int64_t due)
+{
+	int sooner;
+
+	dlock__mutex_lock(&r->mu);
+	sooner = due < r->flush_due;
+	if (sooner)
+		r->flush_due = due;
 	dlock__mutex_unlock(&r->mu);
 	if (sooner)
 		wake(r);

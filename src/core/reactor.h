@@ -32,6 +32,11 @@ void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job, void *arg
 /* Ask for the job to run no later than `due`. */
 void dlock__reactor_schedule(dlock__reactor *r, int64_t due);
 
+/* A second, one-shot task (the client's flush of deferred commands): set it
+ * once, then ask for it to run no later than `due`. */
+void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg), void *arg);
+void dlock__reactor_flush_at(dlock__reactor *r, int64_t due);
+
 /*
  * Join the channel's subscription (making it if needed). Returns NULL only
  * when out of memory. Every join is matched by a leave.

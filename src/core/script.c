@@ -62,7 +62,7 @@ int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char **
 	size_t lens_small[32];
 	const char **argv = argv_small;
 	size_t *lens = lens_small;
-	char numbuf[16], what[64];
+	char numbuf[16];
 	int argc, rc, total = 3 + nkeys + nargs;
 
 	*out = NULL;
@@ -78,14 +78,13 @@ int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char **
 		}
 	}
 	argc = dlock__script_argv(s, nkeys, keys, key_lens, nargs, args, arg_lens, argv, lens, numbuf);
-	snprintf(what, sizeof(what), "EVALSHA %s", s->name);
-	rc = dlock__conn_command(c, out, argc, argv, lens, what, deadline);
+	/* Messages name the script (formatting "EVALSHA name" each time costs). */
+	rc = dlock__conn_command(c, out, argc, argv, lens, s->name, deadline);
 	if (rc == 0 && dlock__reply_is_error(*out, "NOSCRIPT")) {
 		freeReplyObject(*out);
 		*out = NULL;
 		dlock__script_argv_to_eval(s, argv, lens);
-		snprintf(what, sizeof(what), "EVAL %s", s->name);
-		rc = dlock__conn_command(c, out, argc, argv, lens, what, deadline);
+		rc = dlock__conn_command(c, out, argc, argv, lens, s->name, deadline);
 	}
 done:
 	if (argv != argv_small)
