@@ -416,3 +416,10 @@ int dlock__client_started_at(dlock_client *c, int64_t *started_ms)
 	dlock__mutex_unlock(&c->pool_mu);
 	return 0;
 }
+
+int dlock__client_is_slow(dlock_client *c)
+{
+	int64_t until = atomic_load(&c->slow_until);
+
+	return until != 0 && dlock__now_ms() < until;
+}

@@ -3,6 +3,7 @@
 #define DLOCK_CORE_CLIENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "dlock/client.h"
 #include "core/conn.h"
@@ -23,6 +24,8 @@ struct dlock_client {
 	int n_idle;
 	int n_open;          /* idle + lent out + being opened */
 	uint64_t conn_gen;   /* connections opened so far: a new one may meet a restarted server */
+	_Atomic int64_t slow_until; /* a multiplexed command of it timed out: until then
+	                               (or its next answer) a quorum does not wait for it */
 	uint64_t started_gen;   /* conn_gen when started_at was read */
 	int64_t started_at;     /* monotonic ms the server started, as of started_gen */
 
@@ -65,6 +68,13 @@ int dlock__client_run(dlock_client *client, dlock__script *s, int nkeys, int arg
  * the reply. Best effort; a key it cannot delete expires by its TTL.
  */
 void dlock__client_forget(dlock_client *client, const char *key, size_t len);
+
+/* True while the server counts as hung (see slow_until). */
+int dlock__client_is_slow(dlock_client *client);
+
+/* How long a server that timed out is not waited for: after that, it is
+ * given one more chance of a command timeout. */
+#define DLOCK__SLOW_WINDOW_MS 2000
 
 /*
  * When the server started, on this process's monotonic clock (from INFO's

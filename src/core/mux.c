@@ -198,6 +198,7 @@ static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
 		}
 		finish(op, 0, reply, 1);
 		(*npending)--;
+		atomic_store(&g->client->slow_until, 0);
 		/* The next reply has its own command timeout from now. */
 		g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
 	}
@@ -337,6 +338,7 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 				}
 			}
 			if (g->head < g->tail && now >= g->deadline) {
+				atomic_store(&g->client->slow_until, now + DLOCK__SLOW_WINDOW_MS);
 				if (g->conn->connecting)
 					dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
 							"connect: no answer within %d ms",

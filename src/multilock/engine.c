@@ -195,7 +195,16 @@ static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t
 		return 0;
 	if (n - failed < ps->quorum)
 		return 1;
-	if (ok < ps->quorum || ps->wait_all)
+	if (ok < ps->quorum)
+		return 0;
+	/* Only servers that timed out last time are still to answer: they are
+	 * likely still hung, do not wait for them at all. */
+	for (i = 0; i < n; i++)
+		if (ops[i].pending && !dlock__client_is_slow(ops[i].client))
+			break;
+	if (i == n)
+		return 1;
+	if (ps->wait_all)
 		return 0;
 	now = dlock__now_ms();
 	if (ps->quorum_at == 0)
@@ -367,7 +376,7 @@ static void rollback(dlock__engine *e, dlock__member_try *t)
 		rollback_op(e, i, t[i].owner_ptr, expect, &ops[k], &args[k]);
 		/* A server that just timed out would cost its timeout again: send
 		 * the rollback and move on (it runs when the server does). */
-		ops[k].no_wait = t[i].st.vote == DLOCK_VOTE_ERROR && t[i].st.error == DLOCK_ETIMEDOUT;
+		ops[k].no_wait = dlock__client_is_slow(e->members[i]->client);
 		which[k++] = i;
 	}
 	if (k > 0 && dlock__mux_run(ops, k, NULL, NULL) == 0)
@@ -819,10 +828,14 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 			ops[i].script = rel[i].script;
 			ops[i].nkeys = rel[i].nkeys;
 			ops[i].argc = rel[i].argc;
+			/* A server that just timed out would cost its timeout again:
+			 * send the release and do not wait (it runs when the server does). */
+			ops[i].no_wait = dlock__client_is_slow(m->client);
 			ops[i].argv = rel[i].argv;
 			ops[i].lens = rel[i].lens;
 		} else {
 			rollback_op(e, i, t[i].owner_ptr, 1, &ops[i], &rb[i]);
+			ops[i].no_wait = dlock__client_is_slow(m->client);
 		}
 	}
 	rc = dlock__mux_run(ops, e->n, NULL, NULL);
@@ -839,6 +852,12 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		}
 		r = ops[i].rc;
 		nomem |= r == DLOCK_ENOMEM;
+		if (r == 0 && ops[i].reply == NULL) {
+			/* Sent without waiting: stop renewing it; the key expires if
+			 * the release never runs. */
+			dlock__holds_released(m->holds, m->name, m->name_len, t[i].owner_ptr, 0);
+			continue;
+		}
 		if (r < 0)
 			dlock__seterr(r, "%s", ops[i].errmsg);
 		else
