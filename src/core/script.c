@@ -3,6 +3,7 @@
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
+#include "core/fmt.h"
 #include "core/error.h"
 #include "core/script.h"
 #include "core/sha1.h"
@@ -34,7 +35,7 @@ int dlock__script_argv(dlock__script *s, int nkeys, const char **keys, const siz
 	argv[n] = script_sha(s);
 	lens[n++] = 40;
 	argv[n] = numbuf;
-	lens[n++] = (size_t)snprintf(numbuf, 16, "%d", nkeys);
+	lens[n++] = dlock__fmt_i64(numbuf, nkeys);
 	for (i = 0; i < nkeys; i++) {
 		argv[n] = keys[i];
 		lens[n++] = key_lens ? key_lens[i] : strlen(keys[i]);

@@ -25,6 +25,7 @@
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
+#include "core/fmt.h"
 #include "core/ids.h"
 #include "core/mux.h"
 #include "core/time.h"
@@ -320,9 +321,9 @@ static void rollback_op(dlock__engine *e, size_t i, const char *owner, int64_t e
 	a->argv[3] = owner;
 	a->lens[3] = strlen(owner);
 	a->argv[4] = a->expect;
-	a->lens[4] = (size_t)snprintf(a->expect, sizeof(a->expect), "%" PRId64, expect);
+	a->lens[4] = dlock__fmt_i64(a->expect, expect);
 	a->argv[5] = a->lease;
-	a->lens[5] = (size_t)snprintf(a->lease, sizeof(a->lease), "%" PRId64,
+	a->lens[5] = dlock__fmt_i64(a->lease,
 			dlock__holds_lease(m->holds, m->name, m->name_len, owner));
 	memset(op, 0, sizeof(*op));
 	op->client = m->client;
@@ -415,7 +416,7 @@ static int64_t finalize(dlock__engine *e, dlock__member_try *t, int64_t lease_ms
 		args[3 * k] = m->name;
 		lens[3 * k] = m->name_len;
 		args[3 * k + 1] = ttls[k];
-		lens[3 * k + 1] = (size_t)snprintf(ttls[k], 24, "%" PRId64, ttl);
+		lens[3 * k + 1] = dlock__fmt_i64(ttls[k], ttl);
 		args[3 * k + 2] = t[i].owner_ptr;
 		lens[3 * k + 2] = strlen(t[i].owner_ptr);
 		ops[k].client = m->client;
@@ -814,7 +815,6 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 	for (i = 0; i < e->n; i++) {
 		dlock_lock *m = e->members[i];
 
-		dlock__holds_observe(m->holds, m->name, m->name_len, t[i].owner_ptr, NULL, NULL);
 		/* An explicit owner may have been taken by another process (a
 		 * script's `dlock acquire`): release it wherever it is held. */
 		t[i].touched = owner != NULL ||

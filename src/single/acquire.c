@@ -9,6 +9,7 @@
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
+#include "core/fmt.h"
 #include "core/time.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
@@ -67,20 +68,19 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	}
 	a->nkeys = n;
 	a->argv[n] = a->lease_s;
-	a->lens[n++] = (size_t)snprintf(a->lease_s, sizeof(a->lease_s), "%" PRId64, lease);
+	a->lens[n++] = dlock__fmt_i64(a->lease_s, lease);
 	a->argv[n] = a->owner;
 	a->lens[n++] = strlen(a->owner);
 	a->argv[n] = a->believed_s;
-	a->lens[n++] = (size_t)snprintf(a->believed_s, sizeof(a->believed_s), "%" PRId64,
-			a->believed);
+	a->lens[n++] = dlock__fmt_i64(a->believed_s, a->believed);
 	if (l->kind == DLOCK__FAIR) {
 		/* Redisson: a try with a wait queues with that wait, others with the lock's. */
 		int64_t place = wait_ms > 0 ? wait_ms : l->fair_wait_ms;
 
 		a->argv[n] = a->wait_s;
-		a->lens[n++] = (size_t)snprintf(a->wait_s, sizeof(a->wait_s), "%" PRId64, place);
+		a->lens[n++] = dlock__fmt_i64(a->wait_s, place);
 		a->argv[n] = a->now_s;
-		a->lens[n++] = (size_t)snprintf(a->now_s, sizeof(a->now_s), "%" PRId64, dlock__wall_ms());
+		a->lens[n++] = dlock__fmt_i64(a->now_s, dlock__wall_ms());
 		a->argv[n] = wait_ms != 0 ? "1" : "0";
 		a->lens[n++] = 1;
 	}

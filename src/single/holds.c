@@ -56,17 +56,25 @@ typedef struct renewal {
 	uint64_t epoch;
 } renewal;
 
+/* 8 bytes at a time (this runs several times per lock operation). */
+static uint64_t mix(uint64_t h, const char *p, size_t n)
+{
+	uint64_t w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+		h ^= h >> 29;
+	}
+	w = 0;
+	memcpy(&w, p, n);
+	h = (h ^ w ^ n) * 0x9E3779B97F4A7C15ULL;
+	return h ^ (h >> 32);
+}
+
 static size_t hash_key(const char *name, size_t name_len, const char *owner)
 {
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < name_len; i++)
-		h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
-	h = (h ^ 0xff) * 1099511628211ULL;
-	for (; *owner; owner++)
-		h = (h ^ (unsigned char)*owner) * 1099511628211ULL;
-	return (size_t)h;
+	return (size_t)mix(mix(0x243F6A8885A308D3ULL, name, name_len), owner, strlen(owner));
 }
 
 static hold **find_link(dlock__holds *h, const char *name, size_t name_len, const char *owner)

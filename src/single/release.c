@@ -8,6 +8,7 @@
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
+#include "core/fmt.h"
 #include "core/ids.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
@@ -31,11 +32,10 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	memcpy(r->latch, l->latch_prefix, l->latch_prefix_len);
 	r->latch[l->latch_prefix_len] = ':';
 	memcpy(r->latch + l->latch_prefix_len + 1, request, 33);
-	snprintf(r->lease_s, sizeof(r->lease_s), "%" PRId64,
-			dlock__holds_lease(l->holds, l->name, l->name_len, r->owner));
+	dlock__fmt_i64(r->lease_s, dlock__holds_lease(l->holds, l->name, l->name_len, r->owner));
 	/* The latch must outlive the one retry a dropped connection causes. */
-	snprintf(r->latch_ttl, sizeof(r->latch_ttl), "%d",
-			3 * (c->opts.connect_timeout_ms + c->opts.command_timeout_ms) + 1000);
+	dlock__fmt_i64(r->latch_ttl,
+			3 * (int64_t)(c->opts.connect_timeout_ms + c->opts.command_timeout_ms) + 1000);
 
 #define ARG(p, len) (r->argv[n] = (p), r->lens[n++] = (len))
 	ARG(l->name, l->name_len);
@@ -49,7 +49,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 		ARG("0", 1);
 		ARG(r->lease_s, strlen(r->lease_s));
 		ARG(r->owner, strlen(r->owner));
-		snprintf(r->now_s, sizeof(r->now_s), "%" PRId64, dlock__wall_ms());
+		dlock__fmt_i64(r->now_s, dlock__wall_ms());
 		ARG(r->now_s, strlen(r->now_s));
 		ARG(r->latch_ttl, strlen(r->latch_ttl));
 	} else {
