@@ -118,47 +118,20 @@ static int connect_socket(dlock__conn *c, int64_t deadline)
 	return dlock__conn_connected(c);
 }
 
+/* AUTH and SELECT, pipelined with a PING whose reply says they are done
+ * (their own replies are checked on the way by dlock__conn_read). */
 static int handshake(dlock__conn *c, int64_t deadline)
 {
+	const char *ping = "PING";
+	size_t len = 4;
 	redisReply *r = NULL;
-	int rc;
+	int rc = dlock__conn_send_handshake(c, deadline);
 
-	if (c->node->password != NULL) {
-		const char *argv[3] = { "AUTH", c->node->user, c->node->password };
-		size_t lens[3] = { 4, 0, strlen(c->node->password) };
-		int argc = 3;
-
-		if (c->node->user != NULL) {
-			lens[1] = strlen(c->node->user);
-		} else {
-			argv[1] = c->node->password;
-			lens[1] = lens[2];
-			argc = 2;
-		}
-		rc = dlock__conn_command(c, &r, argc, argv, lens, "AUTH", deadline);
-		if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
-			/* Any refusal of AUTH is an authentication failure, whatever its words. */
-			rc = dlock__seterr_node(DLOCK_EAUTH, c->node->label, "AUTH: %s", r->str);
-			c->broken = 1;
-		}
-		freeReplyObject(r);
-		if (rc < 0)
-			return rc;
-	}
-	if (c->node->db != 0) {
-		char db[16];
-		const char *argv[2] = { "SELECT", db };
-		size_t lens[2] = { 6, 0 };
-
-		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", c->node->db);
-		rc = dlock__conn_command(c, &r, 2, argv, lens, "SELECT", deadline);
-		if (rc == 0 && (rc = dlock__reply_check(c->node, r, "SELECT")) < 0)
-			c->broken = 1;
-		freeReplyObject(r);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	if (rc < 0 || c->nchecks == 0)
+		return rc;
+	rc = dlock__conn_command(c, &r, 1, &ping, &len, "PING", deadline);
+	freeReplyObject(r);
+	return rc;
 }
 
 int dlock__conn_start(dlock__conn **out, const dlock__node *node)
