@@ -98,13 +98,14 @@ int dlock__conn_connected(dlock__conn *c)
 	return 0;
 }
 
-static int connect_socket(dlock__conn *c, int64_t deadline)
+/* Wait for a connect under way to finish, before the deadline. */
+static int wait_connected(dlock__conn *c, int64_t deadline)
 {
 	struct pollfd p;
-	int rc = connect_start(c);
+	int rc;
 
-	if (rc < 0 || !c->connecting)
-		return rc;
+	if (!c->connecting)
+		return 0;
 	p.fd = c->fd;
 	p.events = POLLOUT;
 	do {
@@ -195,20 +196,12 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
 {
 	dlock__conn *c;
-	int rc;
+	int rc = dlock__conn_start(&c, node);
 
 	*out = NULL;
-	c = dlock__calloc(1, sizeof(*c));
-	if (c == NULL)
-		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
-	c->fd = -1;
-	c->node = node;
-	c->reader = redisReaderCreate();
-	if (c->reader == NULL) {
-		dlock__free(c);
-		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
-	}
-	rc = connect_socket(c, deadline);
+	if (rc < 0)
+		return rc;
+	rc = wait_connected(c, deadline);
 	if (rc == 0)
 		rc = handshake(c, deadline);
 	if (rc < 0) {
