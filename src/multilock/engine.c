@@ -603,8 +603,27 @@ static void publish_status(dlock__engine *e, const dlock_member_status *seen)
  * that server kept its data (see redlock.h). Returns 0 when a quorum holds
  * the raised counter.
  */
+typedef struct fence_state {
+	size_t quorum;
+	int64_t max;
+} fence_state;
+
+/* Enough once a quorum holds the raised counter: that is what the argument needs. */
+static int fence_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
+{
+	const fence_state *fs = arg;
+	size_t i, raised = 0;
+
+	(void)wake_at;
+	for (i = 0; i < n; i++)
+		raised += ops[i].rc == 0 && ops[i].reply != NULL &&
+			ops[i].reply->type == REDIS_REPLY_INTEGER && ops[i].reply->integer >= fs->max;
+	return raised >= fs->quorum;
+}
+
 static int fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
 {
+	fence_state fs;
 	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
 	const char **args = dlock__calloc(e->n * 2, sizeof(*args));
 	size_t *lens = dlock__calloc(e->n * 2, sizeof(*lens));
@@ -637,12 +656,17 @@ static int fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
 		ops[k].lens = lens + 2 * k;
 		which[k++] = i;
 	}
-	rc = dlock__mux_run(ops, k, NULL, NULL);
+	fs.quorum = e->rules.quorum;
+	fs.max = max;
+	rc = dlock__mux_run(ops, k, fence_decided, &fs);
 	for (i = 0; rc == 0 && i < k; i++) {
 		const redisReply *r = ops[i].reply;
 
 		if (ops[i].rc == 0 && r->type == REDIS_REPLY_INTEGER && r->integer >= max)
 			raised++;
+		else if (ops[i].abandoned && ops[i].rc == DLOCK_ETIMEDOUT &&
+			 strstr(ops[i].errmsg, "abandoned") != NULL)
+			continue; /* not waited for once a quorum had it */
 		else if (t[which[i]].st.vote == DLOCK_VOTE_ACQUIRED)
 			set_error(&t[which[i]], ops[i].rc < 0 ? ops[i].rc : DLOCK_ESERVER,
 					ops[i].rc < 0 ? ops[i].errmsg : "fencing token not raised");
@@ -757,12 +781,22 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 	}
 
 acquired:
-	if (e->fenced && (rc = fence(e, t, &token)) < 0) {
-		/* Too few counters took the token: not a safe grant. */
+	if (e->fenced) {
+		int64_t fence_start = dlock__now_ms();
+
+		rc = fence(e, t, &token);
+		/* The keys' TTLs kept running while the token was written back. */
+		validity -= dlock__now_ms() - fence_start;
+		if (rc == 0 && e->rules.check_validity && validity <= 0)
+			rc = DLOCK_EEXPIRED;
+	}
+	if (e->fenced && rc < 0) {
+		/* Too few counters took the token, or the TTL ran out meanwhile:
+		 * not a safe grant. */
 		rollback(e, t);
 		merge_votes(seen, t, e->n);
 		rc = rc == DLOCK_ENOMEM ? dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory fencing",
-				e->members[0]->shown) : classify_failure(e, seen, 0);
+				e->members[0]->shown) : classify_failure(e, seen, rc == DLOCK_EEXPIRED);
 		goto done;
 	}
 	if (token_out != NULL)
@@ -853,15 +887,19 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		r = ops[i].rc;
 		nomem |= r == DLOCK_ENOMEM;
 		if (r == 0 && ops[i].reply == NULL) {
-			/* Sent without waiting: stop renewing it; the key expires if
-			 * the release never runs. */
-			dlock__holds_released(m->holds, m->name, m->name_len, t[i].owner_ptr, 0);
+			/* Sent without waiting: count it as done, so renewal stops
+			 * with the last hold; the key expires if it never runs. */
+			dlock__holds_unsure_release(m->holds, m->name, m->name_len, t[i].owner_ptr);
 			continue;
 		}
-		if (r < 0)
+		if (r < 0) {
 			dlock__seterr(r, "%s", ops[i].errmsg);
-		else
+			if (r != DLOCK_ENOMEM)
+				dlock__holds_unsure_release(m->holds, m->name, m->name_len,
+						t[i].owner_ptr);
+		} else {
 			r = dlock__release_finish(m, &rel[i], ops[i].reply);
+		}
 		if (r == 0)
 			released++;
 		else if (first_error == 0 && r != DLOCK_ENOTOWNER) {
@@ -872,7 +910,7 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 			dlock__errbuf_record(&m->err, r);
 	}
 	/* Released where a quorum was held: a member that could not be reached
-	 * stays a detail (its hold expires). One this process could not even
+	 * stays a detail (no longer renewed, its hold expires). One this process could not even
 	 * send to for lack of memory is not: say so, so the caller unlocks again
 	 * (a watchdog hold left recorded would be renewed forever). */
 	if (nomem)

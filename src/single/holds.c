@@ -230,8 +230,12 @@ int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name,
 		*link = x;
 		if (++h->count > h->nbuckets)
 			grow(h);
-	} else if (x->lost) {
-		/* A fresh hold after a lost one: the old record ends here. */
+	} else if (x->lost || count == 1) {
+		/* A fresh hold (after a lost one, or where the server had none):
+		 * the old record ends here, and so does any renewal still in
+		 * flight for it. */
+		if (x->watchdog && !x->lost)
+			h->watched--;
 		x->lost = 0;
 		x->watchdog = 0;
 		x->observer = NULL;
@@ -284,6 +288,22 @@ int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
 	}
 	dlock__mutex_unlock(&h->mu);
 	return was_lost;
+}
+
+void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner)
+{
+	hold **link;
+
+	dlock__mutex_lock(&h->mu);
+	link = find_link(h, name, name_len, owner);
+	if (*link != NULL) {
+		if ((*link)->count > 1 && !(*link)->lost)
+			(*link)->count--;
+		else
+			unlink_hold(h, link);
+	}
+	dlock__mutex_unlock(&h->mu);
 }
 
 int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const char *owner)

@@ -54,6 +54,15 @@ int64_t dlock__holds_lease(dlock__holds *h, const char *name, size_t name_len, c
 int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
 		const char *owner, int64_t left);
 
+/*
+ * A release whose answer never came (the server timed out or the connection
+ * dropped): count it as done, so that when it was the last hold the watchdog
+ * stops renewing it - the unlock was asked for; if the release never ran, the
+ * key expires by its TTL instead of being renewed forever.
+ */
+void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner);
+
 /* Force unlock: every local hold of the name is lost (callbacks run). */
 void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_len);
 

@@ -110,6 +110,8 @@ static int release(dlock_lock *l, const char *owner)
 				1, &reply);
 	if (rc == 0)
 		rc = dlock__release_finish(l, &rel, reply);
+	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
+		dlock__holds_unsure_release(l->holds, l->name, l->name_len, rel.owner);
 	freeReplyObject(reply);
 	dlock__release_clear(&rel);
 	return rc;
