@@ -139,6 +139,7 @@ static int writer_a(const char *nodes, const char *path, int report_fd)
 			rc == 0 ? "ACCEPTED" : rc == 1 ? "REFUSED (stale token)" : "error");
 	give_back(&w);
 	close_lock(&w);
+	fflush(stdout); /* the child leaves with _exit() */
 	return rc == 1 ? 3 : rc == 0 ? 0 : 2;
 }
 

@@ -813,3 +813,45 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 		rh_server_free(s[i]);
 	}
 }
+
+/* ---- 5. the fenced writer example: a paused holder's late write is refused ---- */
+
+#ifdef DLOCK_EXAMPLES_DIR
+Test(fencing, example_storage_refuses_the_paused_holders_write, .timeout = 60)
+{
+	rh_server *s = rh_server_start(NULL);
+	char out[4096];
+	size_t len = 0;
+	int pipefd[2], status = 0;
+	pid_t pid;
+
+	cr_assert_not_null(s);
+	cr_assert_eq(pipe(pipefd), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		execl(DLOCK_EXAMPLES_DIR "/fenced_writer", "fenced_writer", rh_server_uri(s), (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	for (;;) {
+		ssize_t n = read(pipefd[0], out + len, sizeof(out) - 1 - len);
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	out[len] = '\0';
+	close(pipefd[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fenced_writer failed (%d):\n%s",
+		  status, out);
+	/* The story it tells: A paused with the older token, B accepted, A refused. */
+	cr_assert_not_null(strstr(out, "writer B: got the lock, token 2, wrote: ACCEPTED"), "%s", out);
+	cr_assert_not_null(strstr(out, "token 1: REFUSED (stale token)"), "%s", out);
+	rh_server_free(s);
+}
+#endif
