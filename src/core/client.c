@@ -334,12 +334,36 @@ void dlock__client_forget(dlock_client *c, const char *key, size_t len)
 static void flush_idle(void *arg)
 {
 	dlock_client *c = arg;
+
+	dlock__client_drain(c);
+	/* Replies still owed (a server paused or hung): look again soon. */
+	if (atomic_load(&c->node.owed) > 0)
+		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + FLUSH_DELAY_MS);
+}
+
+void dlock__client_drain(dlock_client *c)
+{
 	int i;
 
 	dlock__mutex_lock(&c->pool_mu);
-	for (i = 0; i < c->n_idle; i++)
+	for (i = 0; i < c->n_idle; i++) {
 		dlock__conn_flush(c->idle[i]);
+		dlock__conn_drain(c->idle[i]);
+	}
 	dlock__mutex_unlock(&c->pool_mu);
+}
+
+int dlock__client_owes(dlock_client *c)
+{
+	if (atomic_load(&c->node.owed) == 0)
+		return 0;
+	dlock__client_drain(c);
+	if (atomic_load(&c->node.owed) == 0)
+		return 0;
+	dlock__reactor_flush_at(c->reactor, dlock__now_ms() + FLUSH_DELAY_MS);
+	return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
+			"still owes %d replies to commands that timed out: not asked again until "
+			"they come (a late release could undo a new hold)", atomic_load(&c->node.owed));
 }
 
 static int simple_command(dlock_client *c, const char *cmd, const char *arg, redisReply **out)

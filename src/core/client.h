@@ -69,6 +69,17 @@ int dlock__client_run(dlock_client *client, dlock__script *s, int nkeys, int arg
  */
 void dlock__client_forget(dlock_client *client, const char *key, size_t len);
 
+/* Read what idle connections have of replies owed to given-up commands. */
+void dlock__client_drain(dlock_client *client);
+
+/*
+ * 0 when the server owes no reply to a command that timed out; otherwise
+ * DLOCK_ETIMEDOUT with a message. An acquire must not go out meanwhile: a
+ * release still queued at the server (sent before, over another connection)
+ * could run after it and undo it, since both carry the same owner.
+ */
+int dlock__client_owes(dlock_client *client);
+
 /* True while the server counts as hung (see slow_until). */
 int dlock__client_is_slow(dlock_client *client);
 

@@ -216,6 +216,8 @@ void dlock__conn_close(dlock__conn *c)
 {
 	if (c == NULL)
 		return;
+	if (c->owed > 0) /* a closed connection's debts die with it */
+		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->reader != NULL)
@@ -359,6 +361,11 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			freeReplyObject(reply);
 			reply = NULL;
 			c->discard--;
+			/* Given-up replies come first: they were asked for first. */
+			if (c->owed > 0) {
+				c->owed--;
+				atomic_fetch_sub((_Atomic int *)&c->node->owed, 1);
+			}
 			continue;
 		}
 		if (reply != NULL) {
@@ -422,6 +429,21 @@ void dlock__conn_flush(dlock__conn *c)
 void dlock__conn_give_up(dlock__conn *c, int replies)
 {
 	c->discard += replies;
+	c->owed += replies;
+	atomic_fetch_add((_Atomic int *)&c->node->owed, replies);
+}
+
+void dlock__conn_drain(dlock__conn *c)
+{
+	while (c->owed > 0 && !c->broken) {
+		redisReply *r = NULL;
+		/* Every reply still due is a skipped one: read until none is complete. */
+		int rc = dlock__conn_read(c, &r, "drain", 0);
+
+		freeReplyObject(r);
+		if (rc != 0)
+			break;
+	}
 }
 
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

@@ -10,6 +10,7 @@
 #define DLOCK_CORE_CONN_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <hiredis/hiredis.h>
 
@@ -23,6 +24,11 @@ typedef struct dlock__node {
 	int connect_timeout_ms;
 	int command_timeout_ms;
 	char label[280]; /* "host:port", for messages */
+	/* Replies the server owes to commands given up at a deadline, over all
+	 * of this node's connections. While it owes any, a late release still
+	 * queued there could undo a new hold of the same owner taken over
+	 * another connection: acquisitions wait until it has answered. */
+	_Atomic int owed;
 } dlock__node;
 
 typedef struct dlock__conn {
@@ -30,6 +36,7 @@ typedef struct dlock__conn {
 	int broken; /* a transport failure happened: close, never reuse */
 	int discard; /* replies nobody waits for any more (fire-and-forget commands,
 	                replies given up at a deadline): skipped when they come */
+	int owed;    /* of those, the ones given up at a deadline (counted in node->owed) */
 	char *out;   /* formatted commands not sent yet (deferred ones wait here
 	                for the next command, to share its write) */
 	size_t out_len, out_cap;
@@ -83,6 +90,9 @@ void dlock__conn_flush(dlock__conn *c);
 
 /* Stop waiting for `replies` replies of this connection: they are skipped when they come. */
 void dlock__conn_give_up(dlock__conn *c, int replies);
+
+/* Read and skip whatever owed replies have arrived, without waiting. */
+void dlock__conn_drain(dlock__conn *c);
 
 /* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

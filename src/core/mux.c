@@ -258,12 +258,13 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		cmd_lens = (size_t *)(cmds + slots);
 	}
 	for (i = 0; i < n; i++) {
-		ops[i].rc = 0;
+		ops[i].rc = ops[i].skip ? DLOCK_ETIMEDOUT : 0;
 		ops[i].reply = NULL;
 		ops[i].abandoned = 0;
 		ops[i].pending = 0;
 		ops[i].errmsg[0] = '\0';
-		group_of(groups, &ngroups, ops[i].client)->nops++;
+		if (!ops[i].skip)
+			group_of(groups, &ngroups, ops[i].client)->nops++;
 	}
 	/* Each group's fifo has room for every op twice (a NOSCRIPT resend each). */
 	{
@@ -278,8 +279,11 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		size_t at = 0;
 
 		for (i = 0; i < n; i++) {
-			group *g = group_of(groups, &ngroups, ops[i].client);
+			group *g;
 
+			if (ops[i].skip)
+				continue;
+			g = group_of(groups, &ngroups, ops[i].client);
 			build(&ops[i], cmds + at, cmd_lens + at, nums[i]);
 			at += (size_t)ops[i].argc + 3;
 			ops[i].pending = 1;

@@ -30,6 +30,7 @@ typedef struct dlock__mux_op {
 	int no_retry;        /* never resend (repeating it could count twice) */
 	int no_wait;         /* send, but do not wait for the answer (a server that just
 	                        timed out: best effort); rc 0, reply NULL */
+	int skip;            /* do not send at all (the caller decided); rc DLOCK_ETIMEDOUT */
 	/* out */
 	int rc;              /* 0 with reply set, or DLOCK_E* (reply NULL) */
 	redisReply *reply;   /* owned by the op until dlock__mux_clear() */

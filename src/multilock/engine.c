@@ -237,6 +237,12 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 	for (i = 0; i < e->n; i++) {
 		int r = dlock__acquire_prepare(e->members[i], owner, 0, lease_ms, &acq[i]);
 
+		if (r == 0 && dlock__client_owes(e->members[i]->client) < 0) {
+			/* Not sent: see dlock__client_owes. */
+			set_error(&t[i], DLOCK_ETIMEDOUT, dlock__errmsg_thread());
+			ops[i].skip = 1;
+		}
+
 		if (r < 0) {
 			rc = r; /* a bad owner is bad everywhere */
 			goto out;
@@ -268,6 +274,8 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		int64_t ttl = -1;
 		int r;
 
+		if (ops[i].skip)
+			continue; /* its vote says why it was not asked */
 		t[i].touched = ops[i].rc == 0 || ops[i].abandoned;
 		if (ops[i].rc < 0) {
 			if (ops[i].abandoned && ops[i].rc == DLOCK_ETIMEDOUT &&

@@ -129,8 +129,10 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t *ttl)
 {
 	redisReply *r = NULL;
 	int64_t sent_at = dlock__now_ms();
-	int rc;
+	int rc = dlock__client_owes(l->client);
 
+	if (rc < 0)
+		return rc;
 	/* Safe to repeat after a dropped connection when the count before is
 	 * known: see the acquire script. */
 	rc = dlock__client_run(l->client, a->script, a->nkeys, a->argc, a->argv, a->lens,
