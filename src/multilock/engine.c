@@ -499,8 +499,10 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 		t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
 		if (t[i].believed < 0 && owner == NULL)
 			t[i].believed = 0;
+		/* owner NULL (the thread's own), not its spelled-out string: the
+		 * acquire trusts only the former to adopt holds our lost replies left. */
 		rc = dlock__errbuf_record(&m->err,
-				dlock__lock_acquire(m, t[i].owner_ptr, wait, provisional, &t[i].token,
+				dlock__lock_acquire(m, owner, wait, provisional, &t[i].token,
 					&t[i].st.ttl_ms));
 		if (rc == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;

@@ -16,8 +16,8 @@ typedef struct dlock__acquire {
 	dlock__script *script;
 	int nkeys;
 	int argc;             /* keys then args */
-	const char *argv[9];
-	size_t lens[9];
+	const char *argv[10];
+	size_t lens[10];
 	const char *owner;    /* points into owner_buf or at the caller's string */
 	int64_t lease_ms;     /* as asked: > 0 or DLOCK_LEASE_WATCHDOG */
 	int64_t believed;     /* hold count before, as the client believed it (-1 unknown) */

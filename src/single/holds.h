@@ -56,9 +56,10 @@ int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
 
 /*
  * A release whose answer never came (the server timed out or the connection
- * dropped): count it as done, so that when it was the last hold the watchdog
- * stops renewing it - the unlock was asked for; if the release never ran, the
- * key expires by its TTL instead of being renewed forever.
+ * dropped) or was an error: count it as done, so that when it was the last
+ * hold the watchdog stops renewing it - the unlock was asked for; if the
+ * release never ran, the key expires by its TTL instead of being renewed
+ * forever.
  */
 void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_len,
 		const char *owner);

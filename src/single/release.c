@@ -79,8 +79,13 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 	int64_t left;
 	int rc = dlock__reply_check(&c->node, reply, "unlock");
 
-	if (rc < 0)
+	if (rc < 0) {
+		/* Refused (as Redisson, renewal ends with the unlock whatever it
+		 * answered): a caller that does not retry, such as a RedLock
+		 * released on its quorum elsewhere, must not leave it renewed. */
+		dlock__holds_unsure_release(l->holds, l->name, l->name_len, r->owner);
 		return rc;
+	}
 	rc = dlock__parse_release(reply, &left);
 	if (rc == DLOCK_ENOTOWNER) {
 		int was_lost = dlock__holds_released(l->holds, l->name, l->name_len, r->owner, -1);
@@ -89,9 +94,11 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 				was_lost ? "unlock %s: the hold of %s had been lost" :
 				"unlock %s: not held by %s", l->shown, r->owner);
 	}
-	if (rc < 0)
+	if (rc < 0) {
+		dlock__holds_unsure_release(l->holds, l->name, l->name_len, r->owner);
 		return dlock__seterr_node(rc, c->node.label,
 				"unlock %s: unexpected reply (type %d)", l->shown, reply->type);
+	}
 	dlock__holds_released(l->holds, l->name, l->name_len, r->owner, left);
 	/* Answered: no repeat can come any more, the latch has done its job. */
 	dlock__client_forget(c, r->latch, l->latch_prefix_len + 33);

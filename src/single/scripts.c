@@ -15,7 +15,30 @@
  * carries the real count, so the client's belief is corrected each time.
  * With an unknown belief (-1) the comparison never matches and the script
  * behaves as Redisson's.
+ *
+ * ARGV[4] = "1" when the owner is the calling thread's own (this client's
+ * uuid): only this client takes holds under it and the belief is exact, so
+ * any surplus on the server is left over from acquires whose replies never
+ * came - however many. It is dropped: the count becomes belief + 1. An
+ * explicit owner ("0") may be shared with other processes, whose holds the
+ * surplus may be: only an exact "one more" is adopted.
  */
+/*
+ * The re-entry of an owner that has a field (c, a string): adopt a surplus
+ * the belief explains, else count one more hold (and run `counted`, Lua
+ * statements, then). Leaves the count in c.
+ */
+#define ADOPT_OR_COUNT(believed, trusted, counted) \
+	"c = tonumber(c); " \
+	"local b = tonumber(" believed "); " \
+	"if b >= 0 and " trusted " == '1' and c > b + 1 then " \
+	"  c = b + 1; " \
+	"  redis.call('hset', KEYS[1], ARGV[2], c); " \
+	"elseif c ~= b + 1 then " \
+	counted \
+	"  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); " \
+	"end; "
+
 dlock__script dlock__script_acquire = DLOCK__SCRIPT("acquire",
 	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 	"if c == false then "
@@ -26,10 +49,7 @@ dlock__script dlock__script_acquire = DLOCK__SCRIPT("acquire",
 	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
 	"  return {1}; "
 	"end; "
-	"c = tonumber(c); "
-	"if c ~= tonumber(ARGV[3]) + 1 then "
-	"  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-	"end; "
+	ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]", "")
 	"redis.call('pexpire', KEYS[1], ARGV[1]); "
 	"return {c};");
 
@@ -115,14 +135,8 @@ dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT("acquire-fenced",
 	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
 	"  return {1, t}; "
 	"end; "
-	"c = tonumber(c); "
-	"if c ~= tonumber(ARGV[3]) + 1 then "
-	"  local t = redis.call('incr', KEYS[2]); "
-	"  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"  return {c, t}; "
-	"end; "
 	"local t = tonumber(redis.call('get', KEYS[2]) or '0'); "
+	ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]", "  t = redis.call('incr', KEYS[2]); ")
 	"redis.call('pexpire', KEYS[1], ARGV[1]); "
 	"return {c, t};");
 
@@ -158,7 +172,8 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
 /*
  * Fair acquire. KEYS: name, queue, deadlines. ARGV: lease, owner, believed
  * count (as the plain acquire), the waiter's wait ms, now (epoch ms),
- * enqueue (1: join the queue when it cannot have the lock; 0: one attempt).
+ * enqueue (1: join the queue when it cannot have the lock; 0: one attempt),
+ * the plain acquire's ARGV[4] (the owner is the calling thread's).
  * ARGV order is dlock's own, the same for both variants (Redisson swaps the
  * last two between its variants; only the data must match).
  * Reply: {count} acquired; or an integer: how long to sleep before looking
@@ -181,10 +196,7 @@ dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
 	"end; "
 	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 	"if c ~= false then "
-	"  c = tonumber(c); "
-	"  if c ~= tonumber(ARGV[3]) + 1 then "
-	"    c = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-	"  end; "
+	ADOPT_OR_COUNT("ARGV[3]", "ARGV[7]", "")
 	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
 	"  return {c}; "
 	"end; "

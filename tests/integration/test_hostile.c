@@ -1322,6 +1322,50 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	rh_server_free(s);
 }
 
+/*
+ * A hold whose unlock the server refuses (here: EVAL revoked while it is
+ * held) is not renewed any more - the unlock was asked for, as Redisson
+ * cancels renewal whatever the unlock answered. The key then expires by its
+ * TTL; the caller may still retry the unlock.
+ */
+Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char node[64], uri[128];
+	node_of(s, node, sizeof node);
+	ok_reply(rh_command(s, "ACL SETUSER revoked on >pw ~* &* +@all"), "ACL");
+	snprintf(uri, sizeof uri, "redis://revoked:pw@127.0.0.1:%d", rh_server_port(s));
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	o.watchdog_timeout_ms = 1000;
+	dlock_client *c = open_ok(uri, &o);
+	dlock_lock *l = new_lock(c, "refused");
+
+	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	ok_reply(rh_command(s, "ACL SETUSER revoked -eval -evalsha"), "ACL revoke");
+	int rc = dlock_lock_unlock(l);
+	cr_assert_eq(rc, DLOCK_ESERVER, "unlock: rc %d %s", rc, dlock_lock_errmsg(l));
+	assert_msg(dlock_lock_errmsg(l), node, "NOPERM", "refused unlock");
+	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER,
+		     "the hold is still recorded (and renewed) after its unlock was refused");
+	/* Redis as it was: the hold is there until its TTL runs out. */
+	cr_assert_eq(rh_command_int(s, "EXISTS refused"), 1);
+	int64_t t0 = rh_now_ms();
+	while (rh_command_int(s, "EXISTS refused") == 1 && rh_now_ms() - t0 < 3000)
+		usleep(20 * 1000);
+	cr_assert_eq(rh_command_int(s, "EXISTS refused"), 0, "the hold outlived its TTL by 2 s");
+
+	/* Allowed again: the same handle works. */
+	ok_reply(rh_command(s, "ACL SETUSER revoked +eval +evalsha"), "ACL grant");
+	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(rh_command_int(s, "EXISTS refused"), 0);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+	rh_server_free(s);
+}
+
 /* ---- 9. CLIENT KILL while locking ----------------------------------------------------- */
 
 typedef struct storm {

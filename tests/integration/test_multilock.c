@@ -510,6 +510,44 @@ Test(multilock, member_held_by_other_fails_and_leaves_nothing, .timeout = 30)
     fixture_down(&f);
 }
 
+/*
+ * Holds of this thread's own owner that the client never heard of - acquires
+ * whose replies were lost, applied late by a paused server - are adopted, not
+ * counted again: else the unlock would leave them held (and, with the
+ * watchdog, renewed) for good. A MultiLock that may not wait takes its
+ * members one by one (Redisson's strict order), the path that must trust the
+ * thread's own owner as the parallel first attempt does.
+ */
+Test(multilock, own_leftover_holds_are_adopted_not_counted_again, .timeout = 30)
+{
+    ml_fixture f;
+    char own[NSRV][64];
+    fixture_up(&f, "ml:leftover", 0);
+    for (int i = 0; i < NSRV; i++)
+        owner_of(f.c[i], dlock_thread_id(), own[i], sizeof own[i]);
+    /* One lost acquire applied on member 1, two on member 3. */
+    cr_assert_eq(rh_command_int(f.s[0], "HSET %s %s %s", f.name, own[0], "1"), 1);
+    cr_assert_eq(rh_command_int(f.s[0], "PEXPIRE %s %d", f.name, 30000), 1);
+    cr_assert_eq(rh_command_int(f.s[2], "HSET %s %s %s", f.name, own[2], "2"), 1);
+    cr_assert_eq(rh_command_int(f.s[2], "PEXPIRE %s %d", f.name, 30000), 1);
+
+    int rc = dlock_multilock_try(f.m, 0, 10000);
+    cr_assert_eq(rc, 0, "try(0, 10000): %s (%s)", dlock_strerror(rc), dlock_multilock_errmsg(f.m));
+    for (int i = 0; i < NSRV; i++) {
+        assert_only_field(f.s[i], f.name, own[i], "1");
+        int64_t t = pttl(f.s[i], f.name);
+        cr_assert(t > 0 && t <= 10000, "member %d: PTTL %" PRId64 ", expected the 10 s lease", i + 1, t);
+    }
+
+    cr_assert_eq(dlock_multilock_unlock(f.m), 0, "%s", dlock_multilock_errmsg(f.m));
+    for (int i = 0; i < NSRV; i++) {
+        cr_assert_eq(exists(f.s[i], f.name), 0, "member %d still held after the unlock", i + 1);
+        cr_assert_eq(dlock_lock_check(f.l[i], NULL), DLOCK_ENOTOWNER,
+                     "member %d still recorded as held after the unlock", i + 1);
+    }
+    fixture_down(&f);
+}
+
 /* multilock.h: ttl_ms is "the holder's remaining TTL for DLOCK_VOTE_HELD". */
 Test(multilock, held_member_status_reports_holder_ttl, .timeout = 30)
 {

@@ -997,6 +997,54 @@ Test(rlock_wire, explicit_owner_shared_by_two_clients_counts_every_acquire, .tim
 	dlock_client_close(b);
 }
 
+/*
+ * The calling thread's own owner is this client's alone, so a surplus on the
+ * server can only be acquires of ours whose replies were lost (a paused
+ * server ran them late): the next acquire adopts it instead of counting on
+ * top, so the unlocks the caller makes free the lock. (An explicit owner may
+ * be shared, and counts every acquire: see above.)
+ */
+Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
+{
+	dlock_client *c = open_client(30000);
+	dlock_lock *l = new_lock(c, "surplus");
+	dlock_lock *f = NULL;
+	char owner[64];
+	int64_t n = -1, token = -1;
+
+	cr_assert_gt(dlock_client_owner(c, dlock_thread_id(), owner, sizeof owner), 0);
+	cr_assert_eq(rh_command_int(srv, "HSET surplus %s 3", owner), 1);
+	cr_assert_eq(rh_command_int(srv, "PEXPIRE surplus 10000"), 1);
+	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("surplus", owner, "1");
+	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(n, 1, "hold count %" PRId64 " after one acquire", n);
+	/* Re-entry still counts. */
+	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("surplus", owner, "2");
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	assert_key_absent("surplus");
+	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
+
+	/* Fenced: the adopted hold keeps the token its own acquire drew. */
+	cr_assert_eq(dlock_fencedlock_new(&f, c, "surplus-f"), 0);
+	cr_assert_eq(rh_command_int(srv, "HSET surplus-f %s 2", owner), 1);
+	cr_assert_eq(rh_command_int(srv, "PEXPIRE surplus-f 10000"), 1);
+	redisReply *r = rh_command(srv, "SET %s 5", "redisson_lock_token:{surplus-f}");
+	cr_assert_not_null(r);
+	freeReplyObject(r);
+	cr_assert_eq(dlock_lock_try_fenced(f, NULL, 0, 10000, &token), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(token, 5, "token %" PRId64 ": an adopted hold draws no new token", token);
+	assert_hash_is("surplus-f", owner, "1");
+	cr_assert_eq(dlock_lock_unlock(f), 0, "%s", dlock_lock_errmsg(f));
+	assert_key_absent("surplus-f");
+
+	dlock_lock_free(f);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
 /* ---- 9. argument validation ---------------------------------------------- */
 
 Test(rlock_wire, bad_arguments_are_einval_and_write_nothing, .timeout = 30)

@@ -476,10 +476,16 @@ static int worker_main(int idx)
 			if (dlock_lock_check(dlock_redlock_member(rl, (size_t)i), NULL) != 0)
 				continue;
 			log_line("@V %d %" PRId64 " %d %d %d\n", (int)pid, now_us(), V_RENEWED, rc, i);
-			if (st.renewed_reports++ < 3)
+			if (st.renewed_reports++ < 3) {
+				/* What the server holds tells a surplus count from a lost answer. */
+				int64_t count = -1;
+				int qrc = dlock_lock_hold_count(dlock_redlock_member(rl, (size_t)i), &count);
+
 				fprintf(stderr, "worker %d: unlock returned %d (%s) but member %d (%s) is"
-						" still held and renewed\n", idx, rc, rc ? dlock_redlock_errmsg(rl) :
-						"ok", i, g_uris[i]);
+						" still held and renewed (the server counts %" PRId64 " holds%s)\n",
+						idx, rc, rc ? dlock_redlock_errmsg(rl) : "ok", i, g_uris[i], count,
+						qrc == 0 ? "" : ", as far as it answered");
+			}
 		}
 		if (rc != 0) {
 			if (getenv("SOAK_DEBUG"))
