@@ -233,15 +233,24 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 	if (conn->broken) {
 		/* One dead connection usually means a restarted or unreachable
 		 * server: the idle ones are likely dead too, so a retry must not
-		 * pick one of them. Reconnecting is cheap; drop them all. */
+		 * pick one of them. Reconnecting is cheap; drop them all - but
+		 * those still owed replies: their commands may yet run on a hung
+		 * server, and while it owes them it gets no new acquire (see
+		 * dlock__client_owes). Closing them would forget that; they are
+		 * closed when they turn out dead. */
 		dlock__conn *dead[64];
-		int i, n = 0;
+		int i, n = 0, kept = 0;
 
 		c->n_open--;
-		while (c->n_idle > 0 && n < 64) {
-			dead[n++] = c->idle[--c->n_idle];
-			c->n_open--;
+		for (i = 0; i < c->n_idle; i++) {
+			if (c->idle[i]->owed > 0 || n == 64) {
+				c->idle[kept++] = c->idle[i];
+			} else {
+				dead[n++] = c->idle[i];
+				c->n_open--;
+			}
 		}
+		c->n_idle = kept;
 		pthread_cond_broadcast(&c->pool_cv);
 		dlock__mutex_unlock(&c->pool_mu);
 		dlock__conn_close(conn);
@@ -343,14 +352,30 @@ static void flush_idle(void *arg)
 
 void dlock__client_drain(dlock_client *c)
 {
-	int i;
+	dlock__conn *dead[64];
+	int i, n = 0, kept = 0;
 
 	dlock__mutex_lock(&c->pool_mu);
 	for (i = 0; i < c->n_idle; i++) {
-		dlock__conn_flush(c->idle[i]);
-		dlock__conn_drain(c->idle[i]);
+		dlock__conn *conn = c->idle[i];
+
+		dlock__conn_flush(conn);
+		dlock__conn_drain(conn);
+		/* Closed or reset by the server: whatever it had not run is gone
+		 * with it, and so are the replies it owed. */
+		if (conn->broken && n < 64) {
+			dead[n++] = conn;
+			c->n_open--;
+		} else {
+			c->idle[kept++] = conn;
+		}
 	}
+	c->n_idle = kept;
+	if (n > 0)
+		pthread_cond_broadcast(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
+	for (i = 0; i < n; i++)
+		dlock__conn_close(dead[i]);
 }
 
 int dlock__client_owes(dlock_client *c)

@@ -441,6 +441,54 @@ Test(rlock_errors, paused_server_times_out_and_client_recovers, .timeout = 30)
 	rh_server_free(s);
 }
 
+/*
+ * A server that dies while it owes replies to given-up commands (paused,
+ * then killed and restarted empty): the dead connection's debts die with
+ * it - nothing queued there can run any more - so the next acquire goes out
+ * at once instead of waiting for replies that will never come.
+ */
+Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char owner[64];
+	dlock_client_options o;
+	opts_init(&o);
+	o.command_timeout_ms = 200;
+	dlock_client *c = open_ok(rh_server_uri(s), &o);
+	dlock_lock *l = new_lock(c, "owed");
+	my_owner(c, owner, sizeof owner);
+	lock_unlock_cycle(s, c, "warm-up");
+
+	cr_assert_eq(rh_server_pause(s), 0);
+	int rc = dlock_lock_try(l, 0, 10000);
+	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
+		     dlock_lock_errmsg(l));
+	/* While it is only hung, it is not asked again: its late replies are owed. */
+	rc = dlock_lock_try(l, 0, 10000);
+	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
+		     dlock_lock_errmsg(l));
+	cr_assert_not_null(strstr(dlock_lock_errmsg(l), "owes"), "message: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(rh_server_kill(s), 0);
+	cr_assert_eq(rh_server_restart(s), 0);
+
+	int64_t t0 = rh_now_ms();
+	do {
+		rc = dlock_lock_try(l, 0, 10000);
+		if (rc != 0)
+			usleep(20 * 1000);
+	} while (rc != 0 && rh_now_ms() - t0 < 2000);
+	cr_assert_eq(rc, 0, "2 s after the restart: rc %d (%s) %s", rc, dlock_strerror(rc),
+		     dlock_lock_errmsg(l));
+	cr_assert_eq(hget_count(s, "owed", owner), 1);
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(rh_command_int(s, "EXISTS owed"), 0);
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+	rh_server_free(s);
+}
+
 /* ---- 7. dropped connections ---------------------------------------------- */
 
 static void kill_normal_clients(rh_server *s)
