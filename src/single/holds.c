@@ -21,6 +21,7 @@ typedef struct hold {
 	int watchdog;
 	int lost;
 	int uncertain;         /* an acquire got no answer: compare counts on the next one */
+	int releasing;         /* releases of it on their way: "gone" may be their doing */
 	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
 	dlock_lock *handle;
 	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
@@ -238,6 +239,7 @@ int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name,
 			h->watched--;
 		x->lost = 0;
 		x->watchdog = 0;
+		x->releasing = 0;
 		x->observer = NULL;
 		x->observer_arg = NULL;
 		x->epoch = ++h->next_epoch;
@@ -288,6 +290,34 @@ int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
 	}
 	dlock__mutex_unlock(&h->mu);
 	return was_lost;
+}
+
+uint64_t dlock__holds_release_begin(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner)
+{
+	hold *x;
+	uint64_t epoch = 0;
+
+	dlock__mutex_lock(&h->mu);
+	x = find(h, name, name_len, owner);
+	if (x != NULL) {
+		x->releasing++;
+		epoch = x->epoch;
+	}
+	dlock__mutex_unlock(&h->mu);
+	return epoch;
+}
+
+void dlock__holds_release_end(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner, uint64_t epoch)
+{
+	hold *x;
+
+	dlock__mutex_lock(&h->mu);
+	x = find(h, name, name_len, owner);
+	if (x != NULL && x->epoch == epoch && x->releasing > 0)
+		x->releasing--;
+	dlock__mutex_unlock(&h->mu);
 }
 
 void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_len,
@@ -458,7 +488,8 @@ static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
 		for (x = h->buckets[i]; x != NULL; x = x->next) {
 			if (!x->watchdog || x->lost)
 				continue;
-			if (now - x->confirmed_at >= ttl) {
+			/* While a release is on its way its answer settles the record. */
+			if (now - x->confirmed_at >= ttl && x->releasing == 0) {
 				mark_lost(h, x, cb, ncb);
 				continue;
 			}
@@ -522,7 +553,7 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 				continue;
 			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
 				x->confirmed_at = sent_at;
-			else
+			else if (x->releasing == 0) /* else the release may have run first */
 				mark_lost(h, x, cb, ncb);
 		}
 		dlock__mutex_unlock(&h->mu);

@@ -55,6 +55,17 @@ int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
 		const char *owner, int64_t left);
 
 /*
+ * A release of owner's hold is on its way (begin, before it is sent) or
+ * settled (end, with begin's result, after its answer was recorded).
+ * Meanwhile a renewal that finds the hold gone is not a loss: the release
+ * may have run first. begin returns 0 when there is no record.
+ */
+uint64_t dlock__holds_release_begin(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner);
+void dlock__holds_release_end(dlock__holds *h, const char *name, size_t name_len,
+		const char *owner, uint64_t epoch);
+
+/*
  * A release whose answer never came (the server timed out or the connection
  * dropped) or was an error: count it as done, so that when it was the last
  * hold the watchdog stops renewing it - the unlock was asked for; if the

@@ -22,6 +22,8 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	int rc, n = 0;
 
 	r->latch = NULL;
+	r->lock = l;
+	r->epoch = 0;
 	rc = dlock__resolve_owner(l, owner, r->owner_buf, sizeof(r->owner_buf), &r->owner);
 	if (rc < 0)
 		return rc;
@@ -64,11 +66,17 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	}
 #undef ARG
 	r->argc = n;
+	r->epoch = dlock__holds_release_begin(l->holds, l->name, l->name_len, r->owner);
 	return 0;
 }
 
 void dlock__release_clear(dlock__release *r)
 {
+	dlock_lock *l = r->lock;
+
+	if (r->epoch != 0)
+		dlock__holds_release_end(l->holds, l->name, l->name_len, r->owner, r->epoch);
+	r->epoch = 0;
 	dlock__free(r->latch);
 	r->latch = NULL;
 }

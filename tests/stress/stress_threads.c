@@ -19,7 +19,7 @@
 
 static int passed, failed;
 
-/* Under valgrind everything runs tens of times slower: DLOCK_STRESS_SLOW=N
+/* Under valgrind (tens of times slower) and TSan (several): DLOCK_STRESS_SLOW=N
  * stretches every timeout and pause by N (ci/matrix.sh sets it). */
 static int slow = 1;
 
@@ -76,7 +76,16 @@ typedef struct shared {
 	atomic_int overlaps;
 	atomic_int errors;
 	atomic_int lost;
+	char killed_node[32];      /* "127.0.0.1:PORT" of the server killed meanwhile */
+	atomic_int unlocks_short;  /* unlocks that found the killed server was needed */
 } shared;
+
+/* Count an unexpected result; the first few are described on stderr. */
+static void note_error(shared *sh, const char *what, int rc, const char *msg)
+{
+	if (atomic_fetch_add(&sh->errors, 1) < 3)
+		fprintf(stderr, "  %s: %s: %s\n", what, dlock_strerror(rc), msg);
+}
 
 static void section(shared *sh)
 {
@@ -100,12 +109,12 @@ static void *rlock_worker(void *arg)
 			: dlock_lock_try(sh->lock, 10000, 5000);
 
 		if (rc != 0) {
-			atomic_fetch_add(&sh->errors, 1);
+			note_error(sh, "acquire", rc, dlock_lock_errmsg(sh->lock));
 			continue;
 		}
 		section(sh);
-		if (dlock_lock_unlock(sh->lock) != 0)
-			atomic_fetch_add(&sh->errors, 1);
+		if ((rc = dlock_lock_unlock(sh->lock)) != 0)
+			note_error(sh, "unlock", rc, dlock_lock_errmsg(sh->lock));
 	}
 	return NULL;
 }
@@ -177,9 +186,9 @@ static void *holder_worker(void *arg)
 			rc = dlock_lock_unlock(sh->lock);
 			/* A force unlock may have taken it: lost or not owner, never anything else. */
 			if (rc != 0 && rc != DLOCK_ELOST && rc != DLOCK_ENOTOWNER)
-				atomic_fetch_add(&sh->errors, 1);
+				note_error(sh, "unlock", rc, dlock_lock_errmsg(sh->lock));
 		} else if (rc != DLOCK_ENOTACQUIRED) {
-			atomic_fetch_add(&sh->errors, 1);
+			note_error(sh, "acquire", rc, dlock_lock_errmsg(sh->lock));
 		}
 	}
 	return NULL;
@@ -223,13 +232,26 @@ static void *redlock_worker(void *arg)
 			: dlock_multilock_try(sh->multilock, 10000, 5000);
 
 		if (rc != 0) {
-			atomic_fetch_add(&sh->errors, 1);
+			note_error(sh, "acquire", rc, sh->redlock ? dlock_redlock_errmsg(sh->redlock) :
+					dlock_multilock_errmsg(sh->multilock));
 			continue;
 		}
 		section(sh);
 		rc = sh->redlock ? dlock_redlock_unlock(sh->redlock) : dlock_multilock_unlock(sh->multilock);
+		/*
+		 * A RedLock may be granted on 2 of 3 while the third still shows
+		 * the previous holder. If the server killed meanwhile was one of
+		 * the two, the unlock rightly says it released no quorum - naming
+		 * that server. Anything else is an error.
+		 */
+		if (rc == DLOCK_ECONN && sh->redlock &&
+		    strstr(dlock_redlock_errmsg(sh->redlock), sh->killed_node) != NULL) {
+			atomic_fetch_add(&sh->unlocks_short, 1);
+			continue;
+		}
 		if (rc != 0)
-			atomic_fetch_add(&sh->errors, 1);
+			note_error(sh, "unlock", rc, sh->redlock ? dlock_redlock_errmsg(sh->redlock) :
+					dlock_multilock_errmsg(sh->multilock));
 	}
 	return NULL;
 }
@@ -250,6 +272,7 @@ static void scenario_quorum(rh_server **s)
 	o.restart_guard_ms = 0;
 	dlock_redlock_new(&sh.redlock, m, 3, &o);
 	sh.rounds = 40;
+	snprintf(sh.killed_node, sizeof(sh.killed_node), "127.0.0.1:%d", rh_server_port(s[2]));
 	for (i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, redlock_worker, &sh);
 	/* One server dies and comes back while they work: the quorum carries on. */
@@ -262,6 +285,9 @@ static void scenario_quorum(rh_server **s)
 	CHECK(sh.counter == 4 * 40, "redlock counter %d, expected %d", sh.counter, 4 * 40);
 	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
 	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+	if (atomic_load(&sh.unlocks_short) > 0)
+		printf("  (%d unlocks released no quorum: the killed server was one of two holding)\n",
+		       atomic_load(&sh.unlocks_short));
 	dlock_redlock_free(sh.redlock);
 	report("RedLock shared by 4 threads, a server killed and restarted", ok);
 
