@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,11 +379,18 @@ void dlock__client_drain(dlock_client *c)
 		dlock__conn_close(dead[i]);
 }
 
-int dlock__client_owes(dlock_client *c)
+int dlock__client_owes(dlock_client *c, int64_t deadline)
 {
 	if (atomic_load(&c->node.owed) == 0)
 		return 0;
 	dlock__client_drain(c);
+	/* A server that just woke up answers within moments: look again
+	 * until the deadline (a short nap each time, the replies may be on
+	 * connections other threads hold). */
+	while (atomic_load(&c->node.owed) > 0 && dlock__now_ms() < deadline) {
+		poll(NULL, 0, 1);
+		dlock__client_drain(c);
+	}
 	if (atomic_load(&c->node.owed) == 0)
 		return 0;
 	dlock__reactor_flush_at(c->reactor, dlock__now_ms() + FLUSH_DELAY_MS);

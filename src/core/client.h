@@ -73,12 +73,13 @@ void dlock__client_forget(dlock_client *client, const char *key, size_t len);
 void dlock__client_drain(dlock_client *client);
 
 /*
- * 0 when the server owes no reply to a command that timed out; otherwise
- * DLOCK_ETIMEDOUT with a message. An acquire must not go out meanwhile: a
- * release still queued at the server (sent before, over another connection)
- * could run after it and undo it, since both carry the same owner.
+ * 0 when the server owes no reply to a command that timed out, or once the
+ * replies came before `deadline` (0: do not wait); otherwise DLOCK_ETIMEDOUT
+ * with a message. An acquire must not go out meanwhile: a release still
+ * queued at the server (sent before, over another connection) could run
+ * after it and undo it, since both carry the same owner.
  */
-int dlock__client_owes(dlock_client *client);
+int dlock__client_owes(dlock_client *client, int64_t deadline);
 
 /* True while the server counts as hung (see slow_until). */
 int dlock__client_is_slow(dlock_client *client);

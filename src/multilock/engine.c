@@ -237,7 +237,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 	for (i = 0; i < e->n; i++) {
 		int r = dlock__acquire_prepare(e->members[i], owner, 0, lease_ms, &acq[i]);
 
-		if (r == 0 && dlock__client_owes(e->members[i]->client) < 0) {
+		if (r == 0 && dlock__client_owes(e->members[i]->client, 0) < 0) {
 			/* Not sent: see dlock__client_owes. */
 			set_error(&t[i], DLOCK_ETIMEDOUT, dlock__errmsg_thread());
 			ops[i].skip = 1;

@@ -19,6 +19,10 @@
 /* A fair waiter asks again at least this often while others are ahead of it. */
 #define FAIR_POLL_MS 50
 
+/* How long an acquire waits for replies a server owes to given-up commands
+ * (one that just woke up sends them at once; a hung one costs no more). */
+#define OWED_GRACE_MS 20
+
 /* Fair-lock deadlines are Redisson's data: epoch milliseconds. */
 int64_t dlock__wall_ms(void)
 {
@@ -134,11 +138,15 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 static int attempt(dlock_lock *l, dlock__acquire *a, int64_t *ttl)
 {
 	redisReply *r = NULL;
-	int64_t sent_at = dlock__now_ms();
-	int rc = dlock__client_owes(l->client);
+	int64_t sent_at;
+	/* A server that owes replies may just be waking up: give them a moment. */
+	int rc = dlock__client_owes(l->client, dlock__deadline_in(
+			l->client->opts.command_timeout_ms < OWED_GRACE_MS ?
+			l->client->opts.command_timeout_ms : OWED_GRACE_MS));
 
 	if (rc < 0)
 		return rc;
+	sent_at = dlock__now_ms();
 	/* Safe to repeat after a dropped connection when the count before is
 	 * known: see the acquire script. */
 	rc = dlock__client_run(l->client, a->script, a->nkeys, a->argc, a->argv, a->lens,
