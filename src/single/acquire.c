@@ -77,10 +77,6 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	a->lens[n++] = strlen(a->owner);
 	a->argv[n] = a->believed_s;
 	a->lens[n++] = dlock__fmt_i64(a->believed_s, a->believed);
-	if (l->kind != DLOCK__FAIR) {
-		a->argv[n] = owner == NULL ? "1" : "0";
-		a->lens[n++] = 1;
-	}
 	if (l->kind == DLOCK__FAIR) {
 		/* Redisson: a try with a wait queues with that wait, others with the lock's. */
 		int64_t place = wait_ms > 0 ? wait_ms : l->fair_wait_ms;
@@ -91,9 +87,10 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 		a->lens[n++] = dlock__fmt_i64(a->now_s, dlock__wall_ms());
 		a->argv[n] = wait_ms != 0 ? "1" : "0";
 		a->lens[n++] = 1;
-		a->argv[n] = owner == NULL ? "1" : "0";
-		a->lens[n++] = 1;
 	}
+	/* Last, for every kind: the owner is the calling thread's (see scripts.c). */
+	a->argv[n] = owner == NULL ? "1" : "0";
+	a->lens[n++] = 1;
 	a->argc = n;
 	return 0;
 }
