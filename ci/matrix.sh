@@ -41,7 +41,7 @@ fi
 section "TSan: stress programs (build-tsan)"
 configure_and_build "$root/build-tsan" thread
 if ! (cd "$root/build-tsan" &&
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 DLOCK_STRESS_SLOW=3 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	ctest --output-on-failure -L stress); then
 	failed+=("tsan")
 fi

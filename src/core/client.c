@@ -226,6 +226,36 @@ int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 	return rc;
 }
 
+#define DROP_MAX 64
+
+static int owes_nothing(const dlock__conn *conn)
+{
+	return conn->owed == 0;
+}
+
+static int is_broken(const dlock__conn *conn)
+{
+	return conn->broken;
+}
+
+/* Take the idle connections `drop` picks (up to DROP_MAX) out of the pool,
+ * into dead[], for closing once pool_mu is released. Returns how many. */
+static int drop_idle(dlock_client *c, int (*drop)(const dlock__conn *), dlock__conn **dead)
+{
+	int i, n = 0, kept = 0;
+
+	for (i = 0; i < c->n_idle; i++) {
+		if (n < DROP_MAX && drop(c->idle[i])) {
+			dead[n++] = c->idle[i];
+			c->n_open--;
+		} else {
+			c->idle[kept++] = c->idle[i];
+		}
+	}
+	c->n_idle = kept;
+	return n;
+}
+
 void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 {
 	if (conn == NULL)
@@ -239,19 +269,11 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		 * server, and while it owes them it gets no new acquire (see
 		 * dlock__client_owes). Closing them would forget that; they are
 		 * closed when they turn out dead. */
-		dlock__conn *dead[64];
-		int i, n = 0, kept = 0;
+		dlock__conn *dead[DROP_MAX];
+		int i, n;
 
 		c->n_open--;
-		for (i = 0; i < c->n_idle; i++) {
-			if (c->idle[i]->owed > 0 || n == 64) {
-				c->idle[kept++] = c->idle[i];
-			} else {
-				dead[n++] = c->idle[i];
-				c->n_open--;
-			}
-		}
-		c->n_idle = kept;
+		n = drop_idle(c, owes_nothing, dead);
 		pthread_cond_broadcast(&c->pool_cv);
 		dlock__mutex_unlock(&c->pool_mu);
 		dlock__conn_close(conn);
@@ -353,25 +375,17 @@ static void flush_idle(void *arg)
 
 void dlock__client_drain(dlock_client *c)
 {
-	dlock__conn *dead[64];
-	int i, n = 0, kept = 0;
+	dlock__conn *dead[DROP_MAX];
+	int i, n;
 
 	dlock__mutex_lock(&c->pool_mu);
 	for (i = 0; i < c->n_idle; i++) {
-		dlock__conn *conn = c->idle[i];
-
-		dlock__conn_flush(conn);
-		dlock__conn_drain(conn);
-		/* Closed or reset by the server: whatever it had not run is gone
-		 * with it, and so are the replies it owed. */
-		if (conn->broken && n < 64) {
-			dead[n++] = conn;
-			c->n_open--;
-		} else {
-			c->idle[kept++] = conn;
-		}
+		dlock__conn_flush(c->idle[i]);
+		dlock__conn_drain(c->idle[i]);
 	}
-	c->n_idle = kept;
+	/* Closed or reset by the server: whatever it had not run is gone with
+	 * it, and so are the replies it owed. */
+	n = drop_idle(c, is_broken, dead);
 	if (n > 0)
 		pthread_cond_broadcast(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);

@@ -938,7 +938,7 @@ out:
 	if (ops != NULL)
 		dlock__mux_clear(ops, e->n);
 	for (i = 0; rel != NULL && i < e->n; i++)
-		dlock__release_clear(&rel[i]);
+		dlock__release_clear(e->members[i], &rel[i]);
 	dlock__free(t);
 	dlock__free(ops);
 	dlock__free(rel);

@@ -67,7 +67,6 @@ typedef struct dlock__release {
 	size_t lens[10];
 	const char *owner;
 	char *latch;          /* allocated: redisson_unlock_latch:{name}:<request-id> */
-	dlock_lock *lock;
 	uint64_t epoch;       /* of the hold marked as being released (0: none) */
 	char owner_buf[64];
 	char lease_s[24];
@@ -81,7 +80,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r);
 /* 0 released one hold, DLOCK_ENOTOWNER, DLOCK_ELOST, or an error. Updates the record. */
 int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *reply);
 
-/* Free what prepare allocated and end the release's mark on the hold. */
-void dlock__release_clear(dlock__release *r);
+/* Free what prepare (for lock l) allocated and end the release's mark on the hold. */
+void dlock__release_clear(dlock_lock *l, dlock__release *r);
 
 #endif

@@ -22,7 +22,6 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	int rc, n = 0;
 
 	r->latch = NULL;
-	r->lock = l;
 	r->epoch = 0;
 	rc = dlock__resolve_owner(l, owner, r->owner_buf, sizeof(r->owner_buf), &r->owner);
 	if (rc < 0)
@@ -70,10 +69,8 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	return 0;
 }
 
-void dlock__release_clear(dlock__release *r)
+void dlock__release_clear(dlock_lock *l, dlock__release *r)
 {
-	dlock_lock *l = r->lock;
-
 	if (r->epoch != 0)
 		dlock__holds_release_end(l->holds, l->name, l->name_len, r->owner, r->epoch);
 	r->epoch = 0;
@@ -128,7 +125,7 @@ static int release(dlock_lock *l, const char *owner)
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
 		dlock__holds_unsure_release(l->holds, l->name, l->name_len, rel.owner);
 	freeReplyObject(reply);
-	dlock__release_clear(&rel);
+	dlock__release_clear(l, &rel);
 	return rc;
 }
 

@@ -19,7 +19,7 @@
 
 static int passed, failed;
 
-/* Under valgrind (tens of times slower) and TSan (several): DLOCK_STRESS_SLOW=N
+/* Under valgrind everything runs tens of times slower: DLOCK_STRESS_SLOW=N
  * stretches every timeout and pause by N (ci/matrix.sh sets it). */
 static int slow = 1;
 
