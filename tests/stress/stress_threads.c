@@ -241,10 +241,11 @@ static void *redlock_worker(void *arg)
 		/*
 		 * A RedLock may be granted on 2 of 3 while the third still shows
 		 * the previous holder. If the server killed meanwhile was one of
-		 * the two, the unlock rightly says it released no quorum - naming
-		 * that server. Anything else is an error.
+		 * the two, the unlock rightly says it released the other one only,
+		 * naming that server. Anything else is an error.
 		 */
 		if (rc == DLOCK_ECONN && sh->redlock &&
+		    strstr(dlock_redlock_errmsg(sh->redlock), "released on 1 of 3 nodes") != NULL &&
 		    strstr(dlock_redlock_errmsg(sh->redlock), sh->killed_node) != NULL) {
 			atomic_fetch_add(&sh->unlocks_short, 1);
 			continue;
