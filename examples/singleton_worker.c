@@ -103,8 +103,9 @@ static void on_signal(int sig)
 }
 
 /* Runs on the client's background thread: keep it short, only raise the flag. */
-static void on_lost(dlock_lock *lock, const char *owner, void *userdata)
+static void on_lost(dlock_lock *lock, const char *owner, int reason, void *userdata)
 {
+	(void)reason;
 	(void)lock;
 	(void)owner;
 	(void)userdata;

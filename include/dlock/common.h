@@ -26,6 +26,22 @@ extern "C" {
 #define DLOCK_LEASE_WATCHDOG ((int64_t)-1)
 
 /**
+ * Why a held lock was lost, as the lost callbacks receive it. Only appended.
+ */
+typedef enum dlock_lost_reason {
+	DLOCK_LOST_GONE = 1,        /**< a renewal or release found the hold gone from the server
+	                                 (expired, deleted by someone else, server restarted empty
+	                                 or failed over) */
+	DLOCK_LOST_UNREACHABLE = 2, /**< no renewal reached the server before the key's TTL
+	                                 must have run out */
+	DLOCK_LOST_FORCED = 3,      /**< force-unlocked through this process's client */
+	DLOCK_LOST_REPLACED = 4     /**< the key now holds a value that is not a lock */
+} dlock_lost_reason;
+
+/** A short, fixed description of a dlock_lost_reason ("unknown" for others). */
+DLOCK_EXTERN const char *dlock_lost_reason_str(int reason);
+
+/**
  * The functions dlock allocates its own memory with. hiredis keeps its own
  * allocator (the reply objects it builds).
  */

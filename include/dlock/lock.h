@@ -33,10 +33,11 @@ typedef struct dlock_lock dlock_lock;
 
 /**
  * Called on the client's background thread when a watchdog hold of `owner`
- * is found lost. Keep it short; it may call dlock_lock_* functions that do
- * not wait (unlock, check), but must not wait for a lock.
+ * is found lost; `reason` is a dlock_lost_reason. Keep it short; it may call
+ * dlock_lock_* functions that do not wait (unlock, check), but must not wait
+ * for a lock.
  */
-typedef void (*dlock_lost_cb)(dlock_lock *lock, const char *owner, void *userdata);
+typedef void (*dlock_lost_cb)(dlock_lock *lock, const char *owner, int reason, void *userdata);
 
 /**
  * Make a lock handle for `name` (copied; any bytes but NUL, at most 64 KiB)

@@ -46,7 +46,10 @@ typedef struct dlock_member_status {
 	char message[256];  /**< one line for errors, "" otherwise */
 } dlock_member_status;
 
-typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner, void *userdata);
+/** Called (on a client's background thread) when a held MultiLock loses a
+ *  member; `reason` is the member's dlock_lost_reason. */
+typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner, int reason,
+		void *userdata);
 
 /**
  * Make a MultiLock of n (>= 1) member locks; the array is copied, the

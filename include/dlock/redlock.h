@@ -38,8 +38,11 @@ extern "C" {
 typedef struct dlock_redlock dlock_redlock;
 
 /** Called (on a client's background thread) when fewer than a quorum of a
- *  held RedLock's members can still be renewed. `owner` is the lost member's owner field. */
-typedef void (*dlock_redlock_lost_cb)(dlock_redlock *lock, const char *owner, void *userdata);
+ *  held RedLock's members can still be renewed. `owner` is the lost member's
+ *  owner field, `reason` the dlock_lost_reason of the member loss that left
+ *  too few. */
+typedef void (*dlock_redlock_lost_cb)(dlock_redlock *lock, const char *owner, int reason,
+		void *userdata);
 
 #define DLOCK_REDLOCK_OPTIONS_VERSION 1
 

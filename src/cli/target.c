@@ -115,21 +115,21 @@ typedef struct lost_hook {
 
 static lost_hook hook; /* one lock per process: the CLI's own state, not the library's */
 
-static void on_lock_lost(dlock_lock *l, const char *owner, void *ud)
+static void on_lock_lost(dlock_lock *l, const char *owner, int reason, void *ud)
 {
-	(void)l, (void)owner, (void)ud;
+	(void)l, (void)owner, (void)reason, (void)ud;
 	hook.fn(hook.arg);
 }
 
-static void on_redlock_lost(dlock_redlock *r, const char *owner, void *ud)
+static void on_redlock_lost(dlock_redlock *r, const char *owner, int reason, void *ud)
 {
-	(void)r, (void)owner, (void)ud;
+	(void)r, (void)owner, (void)reason, (void)ud;
 	hook.fn(hook.arg);
 }
 
-static void on_multilock_lost(dlock_multilock *m, const char *owner, void *ud)
+static void on_multilock_lost(dlock_multilock *m, const char *owner, int reason, void *ud)
 {
-	(void)m, (void)owner, (void)ud;
+	(void)m, (void)owner, (void)reason, (void)ud;
 	hook.fn(hook.arg);
 }
 

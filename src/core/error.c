@@ -32,6 +32,17 @@ const char *dlock_strerror(int error)
 	}
 }
 
+const char *dlock_lost_reason_str(int reason)
+{
+	switch (reason) {
+	case DLOCK_LOST_GONE: return "the hold was gone from the server";
+	case DLOCK_LOST_UNREACHABLE: return "no renewal reached the server before the lease ran out";
+	case DLOCK_LOST_FORCED: return "force-unlocked";
+	case DLOCK_LOST_REPLACED: return "the key was replaced by a value that is not a lock";
+	default: return "unknown";
+	}
+}
+
 const char *dlock_version(void)
 {
 	return DLOCK_VERSION_STRING;

@@ -1055,7 +1055,7 @@ static void disarm(dlock__engine *e, const char *key)
  * different threads, so the count and the report happen under the engine's
  * lock.
  */
-static void member_lost(void *arg, const char *owner)
+static void member_lost(void *arg, const char *owner, int reason)
 {
 	dlock__engine *e = arg;
 	dlock__engine_lost_fn fn = NULL;
@@ -1081,7 +1081,7 @@ static void member_lost(void *arg, const char *owner)
 	}
 	dlock__mutex_unlock(&e->mu);
 	if (fn != NULL)
-		fn(e->self, owner, ud);
+		fn(e->self, owner, reason, ud);
 }
 
 static void observe_member_losses(dlock__engine *e, dlock__member_try *t)

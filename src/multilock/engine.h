@@ -38,7 +38,8 @@ typedef struct dlock__rules {
 	void *filter_arg;
 } dlock__rules;
 
-typedef void (*dlock__engine_lost_fn)(void *self, const char *owner, void *userdata);
+typedef void (*dlock__engine_lost_fn)(void *self, const char *owner, int reason,
+		void *userdata);
 
 typedef struct dlock__engine {
 	dlock_lock **members;

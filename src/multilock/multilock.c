@@ -100,11 +100,11 @@ int dlock_multilock_check(dlock_multilock *m, const char *owner)
 	return dlock__engine_check(&m->engine, owner);
 }
 
-static void forward_lost(void *self, const char *owner, void *userdata)
+static void forward_lost(void *self, const char *owner, int reason, void *userdata)
 {
 	dlock_multilock *m = self;
 
-	m->lost_cb(m, owner, userdata);
+	m->lost_cb(m, owner, reason, userdata);
 }
 
 int dlock_multilock_set_lost_cb(dlock_multilock *m, dlock_multilock_lost_cb cb, void *userdata)

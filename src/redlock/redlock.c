@@ -216,11 +216,11 @@ int dlock_redlock_check(dlock_redlock *r, const char *owner)
 	return dlock__engine_check(&r->engine, owner);
 }
 
-static void forward_lost(void *self, const char *owner, void *userdata)
+static void forward_lost(void *self, const char *owner, int reason, void *userdata)
 {
 	dlock_redlock *r = self;
 
-	r->lost_cb(r, owner, userdata);
+	r->lost_cb(r, owner, reason, userdata);
 }
 
 int dlock_redlock_set_lost_cb(dlock_redlock *r, dlock_redlock_lost_cb cb, void *userdata)

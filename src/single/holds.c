@@ -47,6 +47,7 @@ typedef struct lost_event {
 	char *owner;
 	dlock__lost_observer observer;
 	void *observer_arg;
+	int reason;             /* dlock_lost_reason */
 } lost_event;
 
 /* One renewal in flight: copies, so the table may change meanwhile. */
@@ -349,7 +350,7 @@ int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const
 }
 
 /* Mark a hold lost (h->mu held) and remember it for its callbacks. */
-static void mark_lost(dlock__holds *h, hold *x, lost_event *ev, size_t *nev)
+static void mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev)
 {
 	if (x->lost)
 		return;
@@ -364,6 +365,7 @@ static void mark_lost(dlock__holds *h, hold *x, lost_event *ev, size_t *nev)
 	ev[*nev].handle = x->handle;
 	ev[*nev].observer = x->observer;
 	ev[*nev].observer_arg = x->observer_arg;
+	ev[*nev].reason = reason;
 	(*nev)++;
 }
 
@@ -396,10 +398,10 @@ static void run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 		if (attached) {
 			dlock__lock_lost_cb(ev[i].handle, &fn, &ud);
 			if (fn != NULL)
-				fn(ev[i].handle, ev[i].owner, ud);
+				fn(ev[i].handle, ev[i].owner, ev[i].reason, ud);
 		}
 		if (ev[i].observer != NULL)
-			ev[i].observer(ev[i].observer_arg, ev[i].owner);
+			ev[i].observer(ev[i].observer_arg, ev[i].owner, ev[i].reason);
 		dlock__free(ev[i].owner);
 	}
 	dlock__mutex_unlock(&h->cb_mu);
@@ -417,7 +419,7 @@ void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_le
 	for (i = 0; i < n; i++)
 		for (x = h->buckets[i]; x != NULL; x = x->next)
 			if (x->name_len == name_len && memcmp(x->name, name, name_len) == 0)
-				mark_lost(h, x, cb, &ncb);
+				mark_lost(h, x, DLOCK_LOST_FORCED, cb, &ncb);
 	dlock__mutex_unlock(&h->mu);
 	if (cb != NULL)
 		run_callbacks(h, cb, ncb);
@@ -490,7 +492,7 @@ static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
 				continue;
 			/* While a release is on its way its answer settles the record. */
 			if (now - x->confirmed_at >= ttl && x->releasing == 0) {
-				mark_lost(h, x, cb, ncb);
+				mark_lost(h, x, DLOCK_LOST_UNREACHABLE, cb, ncb);
 				continue;
 			}
 			if (n == max)
@@ -554,7 +556,7 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
 				x->confirmed_at = sent_at;
 			else if (x->releasing == 0) /* else the release may have run first */
-				mark_lost(h, x, cb, ncb);
+				mark_lost(h, x, DLOCK_LOST_GONE, cb, ncb);
 		}
 		dlock__mutex_unlock(&h->mu);
 	}

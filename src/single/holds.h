@@ -90,7 +90,7 @@ void dlock__holds_detach(dlock__holds *h, dlock_lock *handle);
  * hold exists. unobserve removes every registration of `arg` and waits for a
  * running notification to finish.
  */
-typedef void (*dlock__lost_observer)(void *arg, const char *owner);
+typedef void (*dlock__lost_observer)(void *arg, const char *owner, int reason);
 int dlock__holds_observe(dlock__holds *h, const char *name, size_t name_len, const char *owner,
 		dlock__lost_observer observer, void *arg);
 void dlock__holds_unobserve(dlock__holds *h, void *arg);

@@ -29,6 +29,7 @@ static int (*const p_lock_unlock)(dlock_lock *) = dlock_lock_unlock;
 static int (*const p_lock_unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
 static int (*const p_lock_check)(dlock_lock *, const char *) = dlock_lock_check;
 static int (*const p_lock_set_lost_cb)(dlock_lock *, dlock_lost_cb, void *) = dlock_lock_set_lost_cb;
+static const char *(*const p_lost_reason_str)(int) = dlock_lost_reason_str;
 static const char *(*const p_lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;
 static void (*const p_lock_free)(dlock_lock *) = dlock_lock_free;
 static int (*const p_set_allocator)(const dlock_allocator *) = dlock_set_allocator;
@@ -43,7 +44,8 @@ int main(void)
 		(const void *)&p_owner, (const void *)&p_lock_new, (const void *)&p_lock_lock,
 		(const void *)&p_lock_try, (const void *)&p_lock_try_as, (const void *)&p_lock_unlock,
 		(const void *)&p_lock_unlock_as, (const void *)&p_lock_check,
-		(const void *)&p_lock_set_lost_cb, (const void *)&p_lock_errmsg,
+		(const void *)&p_lock_set_lost_cb, (const void *)&p_lost_reason_str,
+		(const void *)&p_lock_errmsg,
 		(const void *)&p_lock_free, (const void *)&p_set_allocator,
 	};
 	size_t i;

@@ -13,7 +13,7 @@ static_assert(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, "sentinels are
 
 namespace {
 
-void on_lost(dlock_lock *, const char *, void *) {}
+void on_lost(dlock_lock *, const char *, int, void *) {}
 
 } // namespace
 

@@ -639,8 +639,9 @@ typedef struct lost_rec {
     int64_t at;
 } lost_rec;
 
-static void on_ml_lost(dlock_multilock *lock, const char *owner, void *ud)
+static void on_ml_lost(dlock_multilock *lock, const char *owner, int reason, void *ud)
 {
+    (void)reason;
     lost_rec *r = ud;
     pthread_mutex_lock(&r->mu);
     if (r->calls++ == 0) {

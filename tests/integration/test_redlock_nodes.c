@@ -226,8 +226,9 @@ static void lost_rec_destroy(lost_rec *r)
     pthread_mutex_destroy(&r->mu);
 }
 
-static void on_lost(dlock_redlock *lock, const char *owner, void *ud)
+static void on_lost(dlock_redlock *lock, const char *owner, int reason, void *ud)
 {
+    (void)reason;
     lost_rec *r = ud;
     int64_t now = rh_now_ms();
     (void)owner;

@@ -81,6 +81,7 @@ typedef struct lost_rec {
     int64_t at_ms;
     dlock_lock *lock;
     char owner[128];
+    int reason;
 } lost_rec;
 
 static void lost_rec_init(lost_rec *r)
@@ -100,7 +101,7 @@ static void lost_rec_destroy(lost_rec *r)
     pthread_mutex_destroy(&r->mu);
 }
 
-static void on_lost(dlock_lock *lock, const char *owner, void *ud)
+static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
 {
     lost_rec *r = ud;
     int64_t now = rh_now_ms();
@@ -108,6 +109,7 @@ static void on_lost(dlock_lock *lock, const char *owner, void *ud)
     if (r->fired++ == 0) {
         r->at_ms = now;
         r->lock = lock;
+        r->reason = reason;
         snprintf(r->owner, sizeof r->owner, "%s", owner ? owner : "(null)");
     }
     pthread_cond_broadcast(&r->cv);
@@ -325,6 +327,7 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
     cr_assert_eq(lost_rec_count(&rec), 1);
     cr_assert_eq(rec.lock, l);
     cr_assert_str_eq(rec.owner, owner);
+    cr_assert_eq(rec.reason, DLOCK_LOST_GONE);
     cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
     int rc = dlock_lock_unlock(l);
     cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
@@ -517,6 +520,7 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
               (long long)waited);
     cr_assert_eq(lost_rec_count(&rec), 1);
     cr_assert_str_eq(rec.owner, owner);
+    cr_assert_eq(rec.reason, DLOCK_LOST_UNREACHABLE);
     cr_assert_leq(rec.at_ms - t_pause, 1500 + 500 + 300);
     /* Not before the key's TTL could have run out on the server. */
     cr_assert_geq(rec.at_ms, t_ttl + pttl - 250,

@@ -595,8 +595,9 @@ typedef struct lost_rec {
 	int64_t at;
 } lost_rec;
 
-static void on_lost(dlock_lock *lock, const char *owner, void *ud)
+static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
 {
+	(void)reason;
 	lost_rec *r = ud;
 
 	pthread_mutex_lock(&r->mu);

@@ -119,8 +119,9 @@ static void *rlock_worker(void *arg)
 	return NULL;
 }
 
-static void on_lost(dlock_lock *l, const char *owner, void *ud)
+static void on_lost(dlock_lock *l, const char *owner, int reason, void *ud)
 {
+	(void)reason;
 	(void)l, (void)owner;
 	atomic_fetch_add(&((shared *)ud)->lost, 1);
 }
