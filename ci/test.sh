@@ -2,7 +2,8 @@
 # dlock's test command (the README's, and what .ci/run runs):
 #   1. ci/deps.sh            install missing Debian packages
 #   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci)
-#   3. ctest                 unit, integration and header tests
+#   3. ctest                 unit, integration and header tests; then the stress
+#                            programs and soaks beside two CPU hogs (ci/load.sh)
 #   4. ci/install-check.sh   install and build an example against the installed copy
 #   5. ci/demo.sh            the demo, checking its own result
 #   6. ci/matrix.sh          ASan+UBSan suite, TSan stress, valgrind, libFuzzer
@@ -50,9 +51,16 @@ section "build (-j$jobs, warnings are errors)"
 cmake --build "$build" -j"$jobs"
 
 section "ctest"
-if ! (cd "$build" && ctest --output-on-failure -j2); then
+if ! (cd "$build" && ctest --output-on-failure -j2 -LE stress); then
 	failed+=("ctest")
 	echo "ci/test.sh: ctest failed; going on to the install check" >&2
+fi
+
+# The stress programs and the chaos soaks run on a busy machine on purpose:
+# races that hide on an idle host show up there.
+section "stress and soaks under load (ci/load.sh ctest -L stress)"
+if ! (cd "$build" && "$root/ci/load.sh" ctest --output-on-failure -j2 -L stress); then
+	failed+=("stress under load")
 fi
 
 section "install check (ci/install-check.sh)"
