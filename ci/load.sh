@@ -7,16 +7,17 @@
 #   ci/load.sh -r 3            # three times in a row; stops at the first failure
 #   HOGS=4 ci/load.sh CMD ...  # any command, with four hogs
 #
-# Exits with the command's status (the first failing run's, with -r).
+# The command runs in the current directory. Exits with the command's status
+# (the first failing run's, with -r).
 set -euo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 runs=1
 if [ "${1:-}" = "-r" ]; then
 	runs=${2:?ci/load.sh: -r needs a count}
 	shift 2
 fi
-[ $# -gt 0 ] || set -- ci/test.sh
+[ $# -gt 0 ] || set -- "$here/test.sh"
 hogs=${HOGS:-2}
 pids=()
 
