@@ -15,6 +15,7 @@ packages=(
 	redis-server
 	redis-tools
 	valgrind          # ci/matrix.sh: memcheck
+	iptables          # test_partition: network partitions on loopback
 	clang             # ci/matrix.sh: the libFuzzer targets
 	libclang-rt-dev   #   and their runtime
 )
