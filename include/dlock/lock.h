@@ -104,8 +104,12 @@ DLOCK_EXTERN int dlock_lock_try(dlock_lock *lock, int64_t wait_ms, int64_t lease
 /**
  * Release one hold of the calling thread. The last release deletes the key and
  * publishes an unlock message that wakes one waiter (local or remote).
- * Errors: DLOCK_ENOTOWNER (not held by this thread; nothing changed),
- * DLOCK_ELOST (the watchdog had found this hold lost), transport errors.
+ * Errors: DLOCK_ELOST (the hold was lost before the unlock: the watchdog had
+ * found it lost, its lease had ended, or the server no longer had it - the
+ * caller's critical section may have outlived the lock; returned whatever
+ * the release then met, timeouts included), DLOCK_ENOTOWNER (this client
+ * has no record of such a hold and the server none either; nothing
+ * changed), transport errors. Renewal ends whatever the answer.
  * A release whose reply was lost is retried with the same request id, so it
  * counts once.
  */
@@ -156,8 +160,11 @@ DLOCK_EXTERN int dlock_lock_remaining_ttl(dlock_lock *lock, int64_t *out_ms);
 
 /**
  * The local state of `owner`'s hold (NULL = the calling thread), without
- * network traffic: 0 held and renewed (or leased), DLOCK_ELOST the watchdog
- * found it lost, DLOCK_ENOTOWNER not held through this client.
+ * network traffic: 0 held, DLOCK_ELOST lost, DLOCK_ENOTOWNER not held
+ * through this client. "Held" never outlasts the key: a leased hold is lost
+ * once its lease (less 1% drift) has passed since the acquire was sent, a
+ * watchdog hold once as long has passed since the last renewal that reached
+ * the server - even if the background thread has not run meanwhile.
  */
 DLOCK_EXTERN int dlock_lock_check(dlock_lock *lock, const char *owner);
 

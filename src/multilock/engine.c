@@ -838,7 +838,7 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 	dlock__release *rel = dlock__calloc(e->n, sizeof(*rel));
 	rollback_args *rb = dlock__calloc(e->n, sizeof(*rb));
 	size_t i, released = 0;
-	int rc = 0, first_error = 0, nomem = 0;
+	int rc = 0, first_error = 0, nomem = 0, was_lost = 0;
 	char first_msg[DLOCK__ERRMSG_MAX] = "";
 
 	if (t == NULL || ops == NULL || rel == NULL || rb == NULL) {
@@ -850,6 +850,8 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		goto out;
 	}
 	reset_tries(e, t, owner);
+	/* A lock found lost stays lost, whatever the release meets. */
+	was_lost = dlock__engine_check(e, owner) == DLOCK_ELOST;
 	{
 		char key[DLOCK__OWNER_MAX + 1];
 
@@ -934,6 +936,10 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 	else if (released == 0)
 		rc = dlock__seterr(DLOCK_ENOTOWNER, "lock %s is not held by %s on any node",
 				e->members[0]->shown, t[0].owner_ptr);
+	if (was_lost && rc != DLOCK_ENOMEM)
+		rc = dlock__seterr(DLOCK_ELOST, "lock %s had been lost before the unlock (fewer "
+				"than %zu of %zu members still held); released on %zu", e->members[0]->shown,
+				e->rules.quorum, e->n, released);
 out:
 	if (ops != NULL)
 		dlock__mux_clear(ops, e->n);

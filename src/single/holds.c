@@ -10,6 +10,8 @@
 
 /* Holds renewed per EVAL (Redisson's lockWatchdogBatchSize). */
 #define RENEW_BATCH 100
+/* Redlock's constant drift allowance on top of the 1% (ms). */
+#define DLOCK__DRIFT_FLOOR_MS 2
 
 typedef struct hold {
 	char *name;
@@ -20,6 +22,7 @@ typedef struct hold {
 	int64_t lease_ms;      /* kept on the key after a partial release */
 	int watchdog;
 	int lost;
+	int expired;           /* check() saw the TTL run out: lost, whatever a late renewal says */
 	int uncertain;         /* an acquire got no answer: compare counts on the next one */
 	int releasing;         /* releases of it on their way: "gone" may be their doing */
 	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
@@ -193,7 +196,7 @@ int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, c
 	x = find(h, name, name_len, owner);
 	/* A lost hold is gone from the server: nothing to adopt. */
 	if (x != NULL && (trusted || x->uncertain))
-		n = x->lost ? 0 : x->count;
+		n = x->lost || x->expired ? 0 : x->count;
 	dlock__mutex_unlock(&h->mu);
 	return n;
 }
@@ -232,13 +235,14 @@ int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name,
 		*link = x;
 		if (++h->count > h->nbuckets)
 			grow(h);
-	} else if (x->lost || count == 1) {
+	} else if (x->lost || x->expired || count == 1) {
 		/* A fresh hold (after a lost one, or where the server had none):
 		 * the old record ends here, and so does any renewal still in
 		 * flight for it. */
 		if (x->watchdog && !x->lost)
 			h->watched--;
 		x->lost = 0;
+		x->expired = 0;
 		x->watchdog = 0;
 		x->releasing = 0;
 		x->observer = NULL;
@@ -337,6 +341,20 @@ void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_
 	dlock__mutex_unlock(&h->mu);
 }
 
+/*
+ * Whether the key may have expired by now (h->mu held): its TTL ran from no
+ * earlier than confirmed_at, less the drift a fast server clock may add
+ * (Redlock's drift factor, 0.01). A watchdog hold whose renewals stopped
+ * reaching the server, or a leased hold past its lease, is no longer held,
+ * however late the background thread runs.
+ */
+static int hold_expired(const dlock__holds *h, const hold *x, int64_t now)
+{
+	int64_t ttl = x->watchdog ? h->client->opts.watchdog_timeout_ms : x->lease_ms;
+
+	return now - x->confirmed_at >= ttl - ttl / 100 - DLOCK__DRIFT_FLOOR_MS;
+}
+
 int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const char *owner)
 {
 	hold *x;
@@ -344,7 +362,14 @@ int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const
 
 	dlock__mutex_lock(&h->mu);
 	x = find(h, name, name_len, owner);
-	rc = x == NULL ? DLOCK_ENOTOWNER : x->lost ? DLOCK_ELOST : 0;
+	if (x == NULL)
+		rc = DLOCK_ENOTOWNER;
+	else if (x->lost || x->expired)
+		rc = DLOCK_ELOST;
+	else if (x->releasing == 0 && hold_expired(h, x, dlock__now_ms()))
+		rc = DLOCK_ELOST, x->expired = 1; /* the watchdog reports it (callbacks) */
+	else
+		rc = 0;
 	dlock__mutex_unlock(&h->mu);
 	return rc;
 }
@@ -482,7 +507,6 @@ static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
 		lost_event *cb, size_t *ncb)
 {
 	size_t i, n = 0;
-	int64_t ttl = h->client->opts.watchdog_timeout_ms;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
@@ -491,7 +515,7 @@ static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
 			if (!x->watchdog || x->lost)
 				continue;
 			/* While a release is on its way its answer settles the record. */
-			if (now - x->confirmed_at >= ttl && x->releasing == 0) {
+			if (x->releasing == 0 && (x->expired || hold_expired(h, x, now))) {
 				mark_lost(h, x, DLOCK_LOST_UNREACHABLE, cb, ncb);
 				continue;
 			}
@@ -551,7 +575,7 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 			renewal *w = &batch[offset + i];
 			hold *x = find(h, w->name, w->name_len, w->owner);
 
-			if (x == NULL || x->epoch != w->epoch || x->lost)
+			if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
 				continue;
 			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
 				x->confirmed_at = sent_at;

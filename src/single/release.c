@@ -92,13 +92,20 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 		return rc;
 	}
 	rc = dlock__parse_release(reply, &left);
-	if (rc == DLOCK_ENOTOWNER) {
+	if (rc == DLOCK_ENOTOWNER && r->epoch != 0) {
+		/* This client recorded the hold and the server has none: it was
+		 * lost (expired, deleted, the server reset) before the unlock,
+		 * whether or not the watchdog had noticed yet. */
 		int was_lost = dlock__holds_released(l->holds, l->name, l->name_len, r->owner, -1);
 
-		return dlock__seterr_node(was_lost ? DLOCK_ELOST : DLOCK_ENOTOWNER, c->node.label,
-				was_lost ? "unlock %s: the hold of %s had been lost" :
-				"unlock %s: not held by %s", l->shown, r->owner);
+		return dlock__seterr_node(DLOCK_ELOST, c->node.label,
+				"lock %s was lost before the unlock: %s", l->shown, was_lost ?
+				"the watchdog had found it lost" :
+				"the hold was gone from the server (expired or deleted)");
 	}
+	if (rc == DLOCK_ENOTOWNER)
+		return dlock__seterr_node(rc, c->node.label, "unlock %s: not held by %s", l->shown,
+				r->owner);
 	if (rc < 0) {
 		dlock__holds_unsure_release(l->holds, l->name, l->name_len, r->owner);
 		return dlock__seterr_node(rc, c->node.label,
@@ -114,6 +121,8 @@ static int release(dlock_lock *l, const char *owner)
 {
 	dlock__release rel;
 	redisReply *reply = NULL;
+	/* A hold already lost stays lost, whatever the release meets. */
+	int lost = dlock_lock_check(l, owner) == DLOCK_ELOST;
 	int rc = dlock__release_prepare(l, owner, &rel);
 
 	/* Safe to repeat after a dropped connection: the latch answers the repeat. */
@@ -124,6 +133,12 @@ static int release(dlock_lock *l, const char *owner)
 		rc = dlock__release_finish(l, &rel, reply);
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
 		dlock__holds_unsure_release(l->holds, l->name, l->name_len, rel.owner);
+	if (lost && rc != DLOCK_ELOST) {
+		dlock__holds_released(l->holds, l->name, l->name_len, rel.owner, -1);
+		rc = dlock__seterr_node(DLOCK_ELOST, l->client->node.label,
+				"lock %s was lost before the unlock: the watchdog had found it lost",
+				l->shown);
+	}
 	freeReplyObject(reply);
 	dlock__release_clear(l, &rel);
 	return rc;

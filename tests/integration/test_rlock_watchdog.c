@@ -203,7 +203,9 @@ Test(rlock_watchdog, leased_lock_is_not_renewed, .timeout = 30)
     int64_t lived = gone - t0;
     cr_assert(lived >= 700 && lived <= 1300, "an 800 ms lease lived %lld ms", (long long)lived);
 
-    /* The expired lease is not ours any more. */
+    /* The expired lease is not ours any more: the unlock says it was lost
+     * (the caller's section outlived its lease), and then "not owner". */
+    cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST);
     cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
 
     dlock_lock_free(l);
