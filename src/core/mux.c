@@ -39,7 +39,12 @@ static const char *what_of(const dlock__mux_op *op)
 	return op->script->name;
 }
 
-/* Build the op's EVALSHA command into space of the run's scratch block. */
+/*
+ * Build the op's command into space of the run's scratch block: EVALSHA,
+ * or EVAL with the script's body for an op nobody waits for - its NOSCRIPT
+ * (a restarted or flushed server) would be skipped unread, and the release
+ * or rollback it carries would silently never run.
+ */
 static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char numbuf[16])
 {
 	op->cmd = cmd;
@@ -47,6 +52,8 @@ static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char nu
 	op->cmd_argc = dlock__script_argv(op->script, op->nkeys, op->argv, op->lens,
 			op->argc - op->nkeys, op->argv + op->nkeys, op->lens + op->nkeys,
 			op->cmd, op->cmd_lens, numbuf);
+	if (op->no_wait)
+		dlock__script_argv_to_eval(op->script, op->cmd, op->cmd_lens);
 }
 
 /* The op is answered (or given up): record it. */
