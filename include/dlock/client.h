@@ -72,6 +72,16 @@ DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
  */
 DLOCK_EXTERN void dlock_client_close(dlock_client *client);
 
+/**
+ * Cancel every wait for a lock (RLock, and MultiLock/RedLock members) that
+ * is in progress on this client when it is called: each returns
+ * DLOCK_ECANCELED once its current command has been answered (at most the
+ * command timeout), having given back whatever that command took. Waits
+ * that start later are not affected. Safe from any thread (not from a
+ * signal handler). Errors: DLOCK_EINVAL (NULL).
+ */
+DLOCK_EXTERN int dlock_client_cancel_waits(dlock_client *client);
+
 /** The client's UUID (36 characters), fixed for its life. */
 DLOCK_EXTERN const char *dlock_client_id(const dlock_client *client);
 

@@ -30,7 +30,10 @@ typedef enum dlock_error {
 	DLOCK_ELOST = -11,       /**< the lock was held and has been lost (expired, deleted, node reset) */
 	DLOCK_ENOQUORUM = -12,   /**< too few nodes answered to decide (infrastructure failure) */
 	DLOCK_EEXPIRED = -13,    /**< a quorum was reached only after the lease had run out */
-	DLOCK_ESYS = -14         /**< an operating-system call failed (threads, sockets) */
+	DLOCK_ESYS = -14,        /**< an operating-system call failed (threads, sockets) */
+	DLOCK_ECANCELED = -15,   /**< the wait was canceled (dlock_client_cancel_waits) */
+	DLOCK_EFORKED = -16      /**< the client was opened by the parent of this forked
+	                              process: open a new client in the child */
 } dlock_error;
 
 /**

@@ -353,8 +353,7 @@ int main(int argc, char **argv)
 				&validity, &token);
 		status = cli_exit_for(rc, &cfg);
 		if (rc < 0)
-			fprintf(stderr, "dlock: acquire: lock \"%s\" not acquired: %s\n", name,
-					cli_target_errmsg(&t));
+			cli_report_failure("acquire", &t, rc);
 		else if (cfg.fenced)
 			printf("%lld\n", (long long)token); /* for scripts: TOKEN=$(dlock acquire --fenced ...) */
 		else

@@ -159,6 +159,24 @@ const char *cli_target_errmsg(const cli_target *t)
 	}
 }
 
+void cli_target_cancel(cli_target *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		dlock_client_cancel_waits(t->clients[i]);
+}
+
+void cli_report_failure(const char *command, const cli_target *t, int rc)
+{
+	if (rc == DLOCK_EWRONGTYPE)
+		fprintf(stderr, "dlock: %s: \"%s\" holds a value that is not a Redisson/dlock lock "
+				"(another lock library?): %s\n", command, t->name, cli_target_errmsg(t));
+	else
+		fprintf(stderr, "dlock: %s: lock \"%s\" not acquired: %s\n", command, t->name,
+				cli_target_errmsg(t));
+}
+
 size_t cli_target_quorum(const cli_target *t)
 {
 	return t->mode == MODE_REDLOCK ? t->n / 2 + 1 : t->n;
@@ -177,6 +195,8 @@ int cli_exit_for(int rc, const cli_config *cfg)
 		return EXIT_NOT_OWNER;
 	case DLOCK_ELOST:
 		return EXIT_LOST;
+	case DLOCK_EWRONGTYPE:
+		return EXIT_WRONGTYPE;
 	default:
 		/* No quorum, unreachable, timed out, refused, expired while acquiring. */
 		return EXIT_UNAVAILABLE;
@@ -188,6 +208,7 @@ int cli_exit_for(int rc, const cli_config *cfg)
 
 typedef struct node_view {
 	int reachable;
+	int rc;              /* the query's error, or 0 */
 	char error[DLOCK__ERRMSG_MAX];
 	long long ttl;
 	redisReply *holders; /* HGETALL reply */
@@ -214,6 +235,7 @@ static void view_node(cli_target *t, size_t i, node_view *v)
 	rc = query(t->clients[i], "HGETALL", t->name, &v->holders);
 	if (rc == 0)
 		rc = query(t->clients[i], "PTTL", t->name, &ttl);
+	v->rc = rc;
 	if (rc < 0) {
 		v->reachable = rc != DLOCK_ECONN && rc != DLOCK_ETIMEDOUT && rc != DLOCK_EAUTH ? 1 : 0;
 		snprintf(v->error, sizeof(v->error), "%s", dlock_errmsg_last());
@@ -252,13 +274,16 @@ static const char *mode_name(cli_mode m)
 int cli_target_status(cli_target *t, int json, FILE *out)
 {
 	node_view *v = calloc(t->n, sizeof(*v));
-	size_t i, j, reachable = 0, held = 0;
+	size_t i, j, reachable = 0, held = 0, refused = 0, wrongtype = 0;
+	int status;
 
 	if (v == NULL)
 		return EXIT_UNAVAILABLE;
 	for (i = 0; i < t->n; i++) {
 		view_node(t, i, &v[i]);
 		reachable += v[i].reachable;
+		refused += v[i].reachable && v[i].rc < 0;
+		wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
 		held += v[i].holders != NULL && v[i].holders->elements > 0;
 	}
 	if (json) {
@@ -314,7 +339,17 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 	for (i = 0; i < t->n; i++)
 		freeReplyObject(v[i].holders);
 	free(v);
-	return reachable >= cli_target_quorum(t) ? 0 : EXIT_UNAVAILABLE;
+	/* A node that answered with an error is a failure; one that is down
+	 * is not, while a quorum can still be seen. */
+	if (wrongtype > 0) {
+		fprintf(stderr, "dlock: status: \"%s\" holds a value that is not a Redisson/dlock lock "
+				"(another lock library?) on %zu node%s\n", t->name, wrongtype,
+				wrongtype == 1 ? "" : "s");
+		status = EXIT_WRONGTYPE;
+	} else {
+		status = refused > 0 || reachable < cli_target_quorum(t) ? EXIT_UNAVAILABLE : 0;
+	}
+	return status;
 }
 
 int cli_target_force(cli_target *t, FILE *out)

@@ -12,6 +12,7 @@
 /* Exit statuses (sysexits.h names, as SPEC §7 lists them). */
 #define EXIT_NOT_OWNER 1
 #define EXIT_USAGE 64
+#define EXIT_WRONGTYPE 65   /* EX_DATAERR: the key is not a lock (another library's?) */
 #define EXIT_UNAVAILABLE 69
 #define EXIT_LOST 70
 #define EXIT_CONFLICT 75
@@ -58,6 +59,11 @@ int cli_target_check(cli_target *t, const char *owner);
 /* Call fn(arg) on a background thread when the hold is lost. */
 int cli_target_on_lost(cli_target *t, void (*fn)(void *arg), void *arg);
 const char *cli_target_errmsg(const cli_target *t);
+/* Make a wait in progress on another thread return DLOCK_ECANCELED. */
+void cli_target_cancel(cli_target *t);
+/* "dlock: <command>: lock NAME not acquired: <why>" on stderr, in the words
+ * a user needs (a key of the wrong type says so). */
+void cli_report_failure(const char *command, const cli_target *t, int rc);
 size_t cli_target_quorum(const cli_target *t);
 
 /* `status`: print a table, or JSON; returns an exit status. */

@@ -316,8 +316,40 @@ int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
 	return rc;
 }
 
+/* Queue the undo behind a command given up on conn (see dlock__client_run_undo). */
+static void send_undo(dlock__conn *conn, const dlock__undo *u)
+{
+	const char *argv_small[16], **argv = argv_small;
+	size_t lens_small[16], *lens = lens_small;
+	char numbuf[16];
+	int argc = 3 + u->argc;
+
+	if (argc > 16) {
+		argv = dlock__malloc(sizeof(*argv) * (size_t)argc);
+		lens = dlock__malloc(sizeof(*lens) * (size_t)argc);
+	}
+	if (argv != NULL && lens != NULL) {
+		argc = dlock__script_argv(u->script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
+				u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
+		/* Nobody reads its reply: a NOSCRIPT would go unseen. */
+		dlock__script_argv_to_eval(u->script, argv, lens);
+		dlock__conn_send_owed(conn, argc, argv, lens);
+	}
+	if (argv != argv_small)
+		dlock__free((void *)argv);
+	if (lens != lens_small)
+		dlock__free(lens);
+}
+
 int dlock__client_run(dlock_client *c, dlock__script *s, int nkeys, int argc,
 		const char **argv, const size_t *lens, int retry, redisReply **out)
+{
+	return dlock__client_run_undo(c, s, nkeys, argc, argv, lens, retry, NULL, out);
+}
+
+int dlock__client_run_undo(dlock_client *c, dlock__script *s, int nkeys, int argc,
+		const char **argv, const size_t *lens, int retry, const dlock__undo *undo,
+		redisReply **out)
 {
 	int attempt, rc = 0;
 
@@ -335,6 +367,8 @@ int dlock__client_run(dlock_client *c, dlock__script *s, int nkeys, int argc,
 					argv + nkeys, lens + nkeys, out, deadline);
 		else
 			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
+		if (rc == DLOCK_ETIMEDOUT && undo != NULL && !conn->broken && conn->owed > 0)
+			send_undo(conn, undo);
 		dlock__client_conn_put(c, conn);
 		if (rc != DLOCK_ECONN || !retry)
 			break;
@@ -391,6 +425,20 @@ void dlock__client_drain(dlock_client *c)
 	dlock__mutex_unlock(&c->pool_mu);
 	for (i = 0; i < n; i++)
 		dlock__conn_close(dead[i]);
+}
+
+int dlock_client_cancel_waits(dlock_client *c)
+{
+	if (c == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "cancel: NULL client");
+	atomic_fetch_add(&c->cancels, 1);
+	dlock__reactor_wake_waiters(c->reactor);
+	return 0;
+}
+
+uint64_t dlock__client_cancels(dlock_client *c)
+{
+	return atomic_load(&c->cancels);
 }
 
 int dlock__client_owes(dlock_client *c, int64_t deadline)

@@ -26,6 +26,7 @@ struct dlock_client {
 	uint64_t conn_gen;   /* connections opened so far: a new one may meet a restarted server */
 	_Atomic int64_t slow_until; /* a multiplexed command of it timed out: until then
 	                               (or its next answer) a quorum does not wait for it */
+	_Atomic uint64_t cancels; /* dlock_client_cancel_waits() calls so far */
 	uint64_t started_gen;   /* conn_gen when started_at was read */
 	int64_t started_at;     /* monotonic ms the server started, as of started_gen */
 
@@ -62,6 +63,26 @@ int dlock__client_conn_take(dlock_client *client, dlock__conn **out);
 int dlock__client_run(dlock_client *client, dlock__script *s, int nkeys, int argc,
 		const char **argv, const size_t *lens, int retry, redisReply **out);
 
+/* A script that takes back what a command may have done (its rollback). */
+typedef struct dlock__undo {
+	dlock__script *script;
+	int nkeys;
+	int argc;            /* keys then args */
+	const char **argv;
+	const size_t *lens;
+} dlock__undo;
+
+/*
+ * dlock__client_run(), and when the command times out (the connection is
+ * kept, owing its reply: the server may still run it when it wakes up), the
+ * undo is queued right behind it on the same connection, so the server runs
+ * it just after the command - or neither, if the command never arrived.
+ * undo may be NULL.
+ */
+int dlock__client_run_undo(dlock_client *client, dlock__script *s, int nkeys, int argc,
+		const char **argv, const size_t *lens, int retry, const dlock__undo *undo,
+		redisReply **out);
+
 /*
  * Delete a key without waiting for the reply (Redisson deletes a used unlock
  * latch the same way): sent on a pooled connection, whose next reader skips
@@ -80,6 +101,9 @@ void dlock__client_drain(dlock_client *client);
  * after it and undo it, since both carry the same owner.
  */
 int dlock__client_owes(dlock_client *client, int64_t deadline);
+
+/* The cancel count a wait starts with: it is canceled once that changes. */
+uint64_t dlock__client_cancels(dlock_client *client);
 
 /* True while the server counts as hung (see slow_until). */
 int dlock__client_is_slow(dlock_client *client);

@@ -326,6 +326,15 @@ int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t 
 	return 0;
 }
 
+int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	if (c->broken || format_command(c, argc, argv, lens) < 0)
+		return DLOCK_ENOMEM;
+	dlock__conn_flush(c); /* what does not fit now goes with the next flush */
+	dlock__conn_give_up(c, 1);
+	return 0;
+}
+
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline)
 {
 	char buf[16384];

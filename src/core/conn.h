@@ -91,6 +91,14 @@ void dlock__conn_flush(dlock__conn *c);
 /* Stop waiting for `replies` replies of this connection: they are skipped when they come. */
 void dlock__conn_give_up(dlock__conn *c, int replies);
 
+/*
+ * Queue a command behind the ones given up on c and count its reply as owed
+ * too (skipped when it comes): it runs on the server right after them, or
+ * not at all. Sent without blocking; what does not fit goes with the next
+ * flush. 0, or DLOCK_ENOMEM (also for a broken connection).
+ */
+int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
 /* Read and skip whatever owed replies have arrived, without waiting. */
 void dlock__conn_drain(dlock__conn *c);
 

@@ -28,6 +28,8 @@ const char *dlock_strerror(int error)
 	case DLOCK_ENOQUORUM: return "too few nodes could vote for a quorum";
 	case DLOCK_EEXPIRED: return "lock expired while acquiring";
 	case DLOCK_ESYS: return "system call failed";
+	case DLOCK_ECANCELED: return "wait canceled";
+	case DLOCK_EFORKED: return "client opened before fork(); open a new one in the child";
 	default: return "unknown error";
 	}
 }

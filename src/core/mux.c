@@ -268,6 +268,7 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		ops[i].rc = ops[i].skip ? DLOCK_ETIMEDOUT : 0;
 		ops[i].reply = NULL;
 		ops[i].abandoned = 0;
+		ops[i].undecided = 0;
 		ops[i].pending = 0;
 		ops[i].errmsg[0] = '\0';
 		if (!ops[i].skip)
@@ -393,6 +394,10 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 		group *g = &groups[i];
 
 		if (g->head < g->tail) {
+			size_t k;
+
+			for (k = g->head; k < g->tail; k++)
+				ops[g->fifo[k]].undecided = ops[g->fifo[k]].pending;
 			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
 					"abandoned once the outcome was decided");
 			fail_group(g, ops, DLOCK_ETIMEDOUT, &npending);

@@ -35,6 +35,8 @@ typedef struct dlock__mux_op {
 	int rc;              /* 0 with reply set, or DLOCK_E* (reply NULL) */
 	redisReply *reply;   /* owned by the op until dlock__mux_clear() */
 	int abandoned;       /* sent without a definite answer: it may have run */
+	int undecided;       /* not waited for: the caller had decided without it
+	                        (rc DLOCK_ETIMEDOUT, abandoned) */
 	int64_t sent_at;
 	char errmsg[256];    /* the one-line message when rc < 0 */
 	/* private */

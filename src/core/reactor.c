@@ -33,6 +33,7 @@ struct dlock__reactor {
 	pthread_mutex_t mu;
 	int wake_fd;
 	int stopping;
+	uint64_t wakeups;       /* dlock__reactor_wake_waiters() calls: waiters return */
 	dlock__sub *subs;
 	dlock__conn *conn;      /* pub/sub connection; only the thread touches it */
 	int64_t reconnect_at;
@@ -414,9 +415,11 @@ int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t de
 {
 	struct timespec ts;
 	int woken = 0;
+	uint64_t wakeups;
 
 	dlock__deadline_timespec(deadline, &ts);
 	dlock__mutex_lock(&r->mu);
+	wakeups = r->wakeups;
 	for (;;) {
 		if (s->permits > 0) {
 			s->permits--;
@@ -429,13 +432,24 @@ int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t de
 			woken = 1;
 			break;
 		}
-		if (r->stopping || dlock__now_ms() >= deadline)
+		if (r->stopping || r->wakeups != wakeups || dlock__now_ms() >= deadline)
 			break;
 		if (pthread_cond_timedwait(&s->cv, &r->mu, &ts) == ETIMEDOUT)
 			deadline = 0; /* one last look at the state, then give up */
 	}
 	dlock__mutex_unlock(&r->mu);
 	return woken;
+}
+
+void dlock__reactor_wake_waiters(dlock__reactor *r)
+{
+	dlock__sub *s;
+
+	dlock__mutex_lock(&r->mu);
+	r->wakeups++;
+	for (s = r->subs; s != NULL; s = s->next)
+		pthread_cond_broadcast(&s->cv);
+	dlock__mutex_unlock(&r->mu);
 }
 
 int dlock__reactor_channel_count(dlock__reactor *r)

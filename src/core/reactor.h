@@ -52,6 +52,9 @@ void dlock__sub_leave(dlock__reactor *r, dlock__sub *s);
  */
 int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t deadline);
 
+/* Wake every waiter of every channel (they look at their cancel state). */
+void dlock__reactor_wake_waiters(dlock__reactor *r);
+
 /* Test hook: number of channels the reactor believes subscribed or pending. */
 int dlock__reactor_channel_count(dlock__reactor *r);
 

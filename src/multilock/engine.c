@@ -38,6 +38,9 @@
 #define ROUND_MS_PER_MEMBER 1500
 /* A random pause before a new round, so that competing clients fall out of step. */
 #define RETRY_JITTER_MS 50
+/* After a round that failed on errors alone, the next waits this, doubling. */
+#define RETRY_MIN_MS 50
+#define RETRY_MAX_MS 1000
 
 int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 		const dlock__rules *rules, void *self)
@@ -160,6 +163,7 @@ typedef struct parallel_state {
 	int wait_all;         /* watchdog mode: hold every member that answers in time */
 	int64_t started;      /* when the commands went out */
 	int64_t quorum_at;    /* when a quorum had answered yes (0: not yet) */
+	int64_t deadline;     /* decide by then whatever is still pending (0: none) */
 } parallel_state;
 
 static int reply_acquired(const dlock__mux_op *op)
@@ -180,6 +184,11 @@ static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t
 	size_t i, ok = 0, failed = 0, held = 0;
 	int64_t now, grace_end;
 
+	if (ps->deadline != 0) {
+		if (dlock__now_ms() >= ps->deadline)
+			return 1;
+		*wake_at = ps->deadline;
+	}
 	for (i = 0; i < n; i++) {
 		if (ops[i].rc < 0) {
 			failed++;
@@ -217,16 +226,15 @@ static int quorum_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t
 	return 0;
 }
 
-/* Send the acquire to every member at once and record each answer. */
+/*
+ * Send the acquire to every member (ask[i] set; ask NULL: all) at once and
+ * record each answer; ps says when to stop waiting.
+ */
 static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *owner,
-		int64_t lease_ms, int64_t *t0)
+		int64_t lease_ms, const int *ask, parallel_state *ps, int64_t *t0)
 {
 	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
 	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
-	/* A lock held for long (the watchdog) should hold every member it can,
-	 * to survive the most failures: wait for all, within the command
-	 * timeout. A leased lock decides at the quorum, after a short grace. */
-	parallel_state ps = { e->rules.quorum, e->rules.filter != NULL, lease_ms < 0, 0, 0 };
 	size_t i;
 	int rc = 0;
 
@@ -235,8 +243,13 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		goto out;
 	}
 	for (i = 0; i < e->n; i++) {
-		int r = dlock__acquire_prepare(e->members[i], owner, 0, lease_ms, &acq[i]);
+		int r;
 
+		if (ask != NULL && !ask[i]) {
+			ops[i].skip = 1;
+			continue;
+		}
+		r = dlock__acquire_prepare(e->members[i], owner, 0, lease_ms, &acq[i]);
 		if (r == 0 && dlock__client_owes(e->members[i]->client, 0) < 0) {
 			/* Not sent: see dlock__client_owes. */
 			set_error(&t[i], DLOCK_ETIMEDOUT, dlock__errmsg_thread());
@@ -265,8 +278,8 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		ops[i].argv = acq[i].argv;
 		ops[i].lens = acq[i].lens;
 	}
-	*t0 = ps.started = dlock__now_ms();
-	rc = dlock__mux_run(ops, e->n, quorum_decided, &ps);
+	*t0 = ps->started = dlock__now_ms();
+	rc = dlock__mux_run(ops, e->n, quorum_decided, ps);
 	if (rc < 0)
 		goto out;
 	for (i = 0; i < e->n; i++) {
@@ -278,8 +291,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 			continue; /* its vote says why it was not asked */
 		t[i].touched = ops[i].rc == 0 || ops[i].abandoned;
 		if (ops[i].rc < 0) {
-			if (ops[i].abandoned && ops[i].rc == DLOCK_ETIMEDOUT &&
-			    strstr(ops[i].errmsg, "abandoned") != NULL)
+			if (ops[i].undecided)
 				t[i].st.vote = DLOCK_VOTE_NONE; /* decided without it */
 			else
 				set_error(&t[i], ops[i].rc, ops[i].errmsg);
@@ -288,7 +300,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		r = dlock__acquire_finish(m, &acq[i], ops[i].reply, ops[i].sent_at, &ttl);
 		if (r == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
-			t[i].count = acq[i].count;
+			t[i].count = t[i].taken = acq[i].count;
 			t[i].token = acq[i].token;
 		} else if (r == DLOCK_ENOTACQUIRED) {
 			t[i].st.vote = DLOCK_VOTE_HELD;
@@ -364,7 +376,7 @@ static void rollback_done(dlock__engine *e, size_t i, const char *owner, int64_t
  * owner's count before plus one). The rollback script only releases a hold
  * whose count is exactly that, so a command that never ran costs nothing.
  */
-static void rollback(dlock__engine *e, dlock__member_try *t)
+static void rollback_some(dlock__engine *e, dlock__member_try *t, const int *only)
 {
 	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
 	rollback_args *args = dlock__calloc(e->n, sizeof(*args));
@@ -376,8 +388,12 @@ static void rollback(dlock__engine *e, dlock__member_try *t)
 	for (i = 0; i < e->n; i++) {
 		int64_t expect;
 
-		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED || t[i].st.vote == DLOCK_VOTE_YOUNG)
-			expect = t[i].count;
+		if (only != NULL && !only[i])
+			continue;
+		/* By what was taken, not by the vote: a later step (the TTL
+		 * reset, the fencing write-back) may have turned it into an error. */
+		if (t[i].taken > 0)
+			expect = t[i].taken;
 		else if (t[i].touched && t[i].believed >= 0)
 			expect = t[i].believed + 1;
 		else
@@ -391,11 +407,49 @@ static void rollback(dlock__engine *e, dlock__member_try *t)
 	if (k > 0 && dlock__mux_run(ops, k, NULL, NULL) == 0)
 		for (i = 0; i < k; i++)
 			rollback_done(e, which[i], t[which[i]].owner_ptr, t[which[i]].believed, &ops[i]);
+	for (i = 0; i < k; i++)
+		t[which[i]].taken = t[which[i]].touched = 0; /* given back (or expiring) */
 	dlock__mux_clear(ops, k);
 out:
 	dlock__free(ops);
 	dlock__free(args);
 	dlock__free(which);
+}
+
+static void rollback(dlock__engine *e, dlock__member_try *t)
+{
+	rollback_some(e, t, NULL);
+}
+
+/*
+ * Once the ordered round holds a quorum, ask every member it did not take
+ * at once, as the parallel attempt does (by `deadline`, the round's budget:
+ * the wait is never extended): a bare quorum is the weakest grant, one
+ * server whose clock runs fast away from a second holder. Members that did
+ * not answer in time are given back at once (their acquire may have run).
+ */
+static void take_the_rest(dlock__engine *e, dlock__member_try *t, const char *owner,
+		int64_t lease_ms, int64_t deadline)
+{
+	parallel_state ps = { 0, 0, 1, 0, 0, deadline };
+	int *ask = dlock__calloc(e->n, sizeof(*ask));
+	size_t i, n = 0;
+	int64_t t0;
+
+	if (ask == NULL)
+		return; /* the quorum stands; this was an extra */
+	for (i = 0; i < e->n; i++) {
+		ask[i] = t[i].st.vote != DLOCK_VOTE_ACQUIRED && t[i].st.vote != DLOCK_VOTE_YOUNG &&
+			!dlock__client_is_slow(e->members[i]->client);
+		n += ask[i];
+	}
+	if (n > 0 && dlock__now_ms() < deadline &&
+	    parallel_attempt(e, t, owner, lease_ms, ask, &ps, &t0) == 0) {
+		for (i = 0; i < e->n; i++)
+			ask[i] = ask[i] && t[i].taken == 0 && t[i].touched;
+		rollback_some(e, t, ask);
+	}
+	dlock__free(ask);
 }
 
 /*
@@ -476,7 +530,7 @@ out:
  * quorum is held, 0 when the round failed (everything given back).
  */
 static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *owner,
-		int64_t round_ms, int64_t lease_ms, int single_attempts)
+		int64_t round_ms, int64_t lease_ms, int single_attempts, const uint64_t *cancels)
 {
 	int64_t round_end = dlock__now_ms() + round_ms;
 	int64_t provisional = lease_ms > 0 ? (lease_ms > 2 * round_ms ? lease_ms : 2 * round_ms)
@@ -502,13 +556,20 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 		/* owner NULL (the thread's own), not its spelled-out string: the
 		 * acquire trusts only the former to adopt holds our lost replies left. */
 		rc = dlock__errbuf_record(&m->err,
-				dlock__lock_acquire(m, owner, wait, provisional, &t[i].token,
+				dlock__lock_acquire(m, owner, wait, provisional, cancels[i], &t[i].token,
 					&t[i].st.ttl_ms));
 		if (rc == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
-			t[i].count = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
-			if (++acquired >= e->rules.quorum)
+			t[i].count = t[i].taken =
+				dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
+			if (++acquired >= e->rules.quorum) {
+				take_the_rest(e, t, owner, provisional, round_end);
 				return 1;
+			}
+		} else if (rc == DLOCK_ECANCELED) {
+			set_error(&t[i], rc, dlock_lock_errmsg(m));
+			rollback(e, t);
+			return 0;
 		} else {
 			if (rc == DLOCK_ENOTACQUIRED) {
 				t[i].st.vote = DLOCK_VOTE_HELD;
@@ -565,20 +626,32 @@ static void merge_votes(dlock_member_status *seen, const dlock__member_try *t, s
 			seen[i] = t[i].st;
 }
 
+/* Members whose key is not a lock: no wait changes that (it is the answer
+ * to give, rather than "no quorum", when they make the quorum impossible). */
+static size_t count_final(const dlock_member_status *seen, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += seen[i].vote == DLOCK_VOTE_ERROR && seen[i].error == DLOCK_EWRONGTYPE;
+	return k;
+}
+
 static int classify_failure(dlock__engine *e, const dlock_member_status *seen, int expired)
 {
 	char msg[DLOCK__ERRMSG_MAX];
 	size_t i, errors = count_seen(seen, e->n, DLOCK_VOTE_ERROR), n = 0;
-	size_t young = count_seen(seen, e->n, DLOCK_VOTE_YOUNG);
 	size_t held = count_seen(seen, e->n, DLOCK_VOTE_HELD);
 	int rc;
 
-	/* Held by others only when someone was seen holding it; too few nodes
-	 * answering (or trusted, for young ones) is the infrastructure's fault. */
+	/* Too few nodes answering is the infrastructure's fault. A young node's
+	 * vote the restart guard refused is contention: the guard doubts it
+	 * only when another node shows a holder (or in strict mode), and the
+	 * wait goes on as for a holder. */
 	if (expired)
 		rc = DLOCK_EEXPIRED;
-	else if (e->n - errors < e->rules.quorum || (held == 0 && e->n - errors - young < e->rules.quorum))
-		rc = DLOCK_ENOQUORUM;
+	else if (e->n - errors < e->rules.quorum)
+		rc = count_final(seen, e->n) > 0 ? DLOCK_EWRONGTYPE : DLOCK_ENOQUORUM;
 	else
 		rc = DLOCK_ENOTACQUIRED;
 	/* A member that failed for lack of memory failed in this process, not on its
@@ -674,8 +747,7 @@ static int fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
 
 		if (ops[i].rc == 0 && r->type == REDIS_REPLY_INTEGER && r->integer >= max)
 			raised++;
-		else if (ops[i].abandoned && ops[i].rc == DLOCK_ETIMEDOUT &&
-			 strstr(ops[i].errmsg, "abandoned") != NULL)
+		else if (ops[i].undecided)
 			continue; /* not waited for once a quorum had it */
 		else if (t[which[i]].st.vote == DLOCK_VOTE_ACQUIRED)
 			set_error(&t[which[i]], ops[i].rc < 0 ? ops[i].rc : DLOCK_ESERVER,
@@ -700,13 +772,48 @@ static void pause_ms(int64_t ms)
 		poll(NULL, 0, (int)ms);
 }
 
+static int canceled(dlock__engine *e, const uint64_t *cancels)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		if (dlock__client_cancels(e->members[i]->client) != cancels[i])
+			return 1;
+	return 0;
+}
+
+/*
+ * The pause before the next round: a short jitter after contention (the
+ * members' own waits did the waiting); after a round that failed on errors
+ * alone (servers down, partitioned, loading), a backoff doubling from
+ * RETRY_MIN_MS to RETRY_MAX_MS, so a wait rides out an outage without
+ * hammering what is left. Never past the wait.
+ */
+static int64_t next_pause(dlock__engine *e, const dlock__member_try *t, int64_t *backoff,
+		int64_t left)
+{
+	int64_t pause;
+
+	if (count_votes(t, e->n, DLOCK_VOTE_HELD) > 0 || count_votes(t, e->n, DLOCK_VOTE_YOUNG) > 0) {
+		*backoff = 0;
+		pause = (int64_t)(dlock__random() % RETRY_JITTER_MS);
+	} else {
+		*backoff = *backoff == 0 ? RETRY_MIN_MS : *backoff * 2;
+		if (*backoff > RETRY_MAX_MS)
+			*backoff = RETRY_MAX_MS;
+		pause = *backoff / 2 + (int64_t)(dlock__random() % (uint64_t)(*backoff / 2 + 1));
+	}
+	return pause < left ? pause : left;
+}
+
 int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 		int64_t lease_ms, int64_t *validity_out, int64_t *token_out)
 {
 	int64_t token = 0;
 	dlock__member_try *t;
 	dlock_member_status *seen;
-	int64_t deadline, validity = -1, t0 = 0;
+	uint64_t *cancels;
+	int64_t deadline, validity = -1, t0 = 0, backoff = 0;
 	int rc = 0, expired = 0, parallel;
 	size_t i;
 
@@ -718,11 +825,15 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 		return dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
 	t = dlock__calloc(e->n, sizeof(*t));
 	seen = dlock__calloc(e->n, sizeof(*seen));
-	if (t == NULL || seen == NULL) {
+	cancels = dlock__calloc(e->n, sizeof(*cancels));
+	if (t == NULL || seen == NULL || cancels == NULL) {
 		dlock__free(t);
 		dlock__free(seen);
+		dlock__free(cancels);
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 	}
+	for (i = 0; i < e->n; i++)
+		cancels[i] = dlock__client_cancels(e->members[i]->client);
 	deadline = dlock__deadline_in(wait_ms);
 	reset_tries(e, t, owner);
 	for (i = 0; i < e->n; i++)
@@ -732,7 +843,13 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 	 * guarantees that one of several concurrent contenders wins. */
 	parallel = e->rules.share_wait || wait_ms != 0;
 	if (parallel) {
-		rc = parallel_attempt(e, t, owner, lease_ms, &t0);
+		/* A lock held for long (the watchdog) should hold every member it
+		 * can, to survive the most failures: wait for all, within the
+		 * command timeout. A leased lock decides at the quorum, after a
+		 * short grace. */
+		parallel_state ps = { e->rules.quorum, e->rules.filter != NULL, lease_ms < 0, 0, 0, 0 };
+
+		rc = parallel_attempt(e, t, owner, lease_ms, NULL, &ps, &t0);
 		if (rc < 0)
 			goto done;
 		if (filtered_quorum(e, t, lease_ms)) {
@@ -766,11 +883,16 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 			rc = classify_failure(e, seen, expired);
 			goto done;
 		}
+		if (canceled(e, cancels)) {
+			rc = dlock__seterr(DLOCK_ECANCELED, "lock %s: the wait was canceled",
+					e->members[0]->shown);
+			goto done;
+		}
 		if (round_ms > left)
 			round_ms = left > 0 ? left : 0;
 		reset_tries(e, t, owner);
 		expired = 0;
-		if (ordered_round(e, t, owner, round_ms, lease_ms, wait_ms == 0)) {
+		if (ordered_round(e, t, owner, round_ms, lease_ms, wait_ms == 0, cancels)) {
 			if (filtered_quorum(e, t, lease_ms)) {
 				validity = finalize(e, t, lease_ms);
 				merge_votes(seen, t, e->n);
@@ -782,15 +904,18 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 			rollback(e, t);
 		}
 		merge_votes(seen, t, e->n);
-		if (wait_ms == 0) {
+		if (wait_ms == 0 || count_final(seen, e->n) > e->n - e->rules.quorum) {
 			rc = classify_failure(e, seen, expired);
 			goto done;
 		}
 		left = deadline == DLOCK__NEVER ? INT64_MAX : deadline - dlock__now_ms();
-		pause_ms(left < RETRY_JITTER_MS ? 0 : (int64_t)(dlock__random() % RETRY_JITTER_MS));
+		pause_ms(next_pause(e, t, &backoff, left));
 	}
 
 acquired:
+	/* The status describes this grant: earlier rounds were given back. */
+	for (i = 0; i < e->n; i++)
+		seen[i] = t[i].st;
 	if (e->fenced) {
 		int64_t fence_start = dlock__now_ms();
 
@@ -819,6 +944,7 @@ done:
 	publish_status(e, seen);
 	dlock__free(t);
 	dlock__free(seen);
+	dlock__free(cancels);
 	return rc;
 }
 
@@ -831,6 +957,24 @@ done:
  * that reached a server after the client stopped waiting for it (a paused
  * server resumed): the rollback script takes exactly that back.
  */
+/* Fewer than a quorum still held, and that because holds were lost - not
+ * because an earlier unlock (one that ran out of memory) released some. */
+static int quorum_lost(dlock__engine *e, const char *owner)
+{
+	size_t i, alive = 0, lost = 0;
+	char buf[64];
+
+	for (i = 0; i < e->n; i++) {
+		dlock_lock *m = e->members[i];
+		int s = dlock__holds_state(m->holds, m->name, m->name_len,
+				member_owner(e, i, owner, buf));
+
+		alive += s == 0;
+		lost += s == DLOCK_ELOST;
+	}
+	return lost > 0 && alive < e->rules.quorum;
+}
+
 int dlock__engine_release(dlock__engine *e, const char *owner)
 {
 	dlock__member_try *t = dlock__calloc(e->n, sizeof(*t));
@@ -851,7 +995,7 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 	}
 	reset_tries(e, t, owner);
 	/* A lock found lost stays lost, whatever the release meets. */
-	was_lost = dlock__engine_check(e, owner) == DLOCK_ELOST;
+	was_lost = quorum_lost(e, owner);
 	{
 		char key[DLOCK__OWNER_MAX + 1];
 

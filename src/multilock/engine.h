@@ -17,6 +17,9 @@ typedef struct dlock__member_try {
 	int touched;     /* a command that may have taken the member was sent */
 	int64_t believed; /* the owner's count there before this round (-1 unknown) */
 	int64_t count;    /* holds after our acquire, when ACQUIRED/YOUNG */
+	int64_t taken;    /* holds after our acquire, kept whatever the vote becomes
+	                     later (a failed TTL reset or fencing write-back): what a
+	                     rollback gives back; 0 when not taken */
 	int64_t token;    /* fenced members: the token this member gave */
 	char owner[64];   /* the owner field used on this member */
 	const char *owner_ptr;

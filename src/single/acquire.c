@@ -10,6 +10,7 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/fmt.h"
+#include "core/ids.h"
 #include "core/time.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
@@ -18,6 +19,10 @@
 
 /* A fair waiter asks again at least this often while others are ahead of it. */
 #define FAIR_POLL_MS 50
+
+/* A wait that meets a transient error tries again after a backoff between these. */
+#define RETRY_MIN_MS 50
+#define RETRY_MAX_MS 1000
 
 /* How long an acquire waits for replies a server owes to given-up commands
  * (one that just woke up sends them at once; a hung one costs no more). */
@@ -105,6 +110,13 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 	if (rc < 0)
 		return rc;
 	rc = dlock__parse_acquire(r, l->kind == DLOCK__FENCED, &got);
+	if (rc == DLOCK_ENOTACQUIRED && l->kind == DLOCK__FAIR && got.ttl <= -1000) {
+		/* Nobody holds it; others asked first (the fair script's answer). */
+		*ttl = FAIR_POLL_MS;
+		return dlock__seterr_node(rc, c->node.label,
+				"lock %s is free, but %lld waiter(s) asked first (fair lock)", l->shown,
+				(long long)(-1000 - got.ttl));
+	}
 	if (rc == DLOCK_ENOTACQUIRED) {
 		*ttl = got.ttl;
 		return dlock__seterr_node(rc, c->node.label,
@@ -127,36 +139,111 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 	return rc;
 }
 
+/* Arguments of the undo of one attempt (see attempt()). */
+typedef struct undo_args {
+	const char *argv[9];
+	size_t lens[9];
+	char count[24];
+	char lease[24];
+	char wait[24];
+	dlock__undo undo;
+} undo_args;
+
+/*
+ * The undo of an attempt whose reply may never come: it takes back exactly
+ * the hold that attempt would have made (count believed + 1; nothing if
+ * the attempt never ran), and for a fair lock the place in the queue it may
+ * have taken. NULL when the count before is unknown (an explicit owner
+ * without a record): then a late hold expires by its lease.
+ */
+static const dlock__undo *make_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+		undo_args *u)
+{
+	int n = 0;
+
+	if (a->believed < 0)
+		return NULL;
+#define ARG(p, len) (u->argv[n] = (p), u->lens[n++] = (len))
+	ARG(l->name, l->name_len);
+	if (l->kind == DLOCK__FAIR) {
+		ARG(l->queue, l->queue_len);
+		ARG(l->timeouts, l->timeouts_len);
+	}
+	ARG(l->channel, l->channel_len);
+	u->undo.nkeys = n;
+	ARG("0", 1);
+	ARG(a->owner, strlen(a->owner));
+	ARG(u->count, dlock__fmt_i64(u->count, a->believed + 1));
+	ARG(u->lease, dlock__fmt_i64(u->lease,
+			dlock__holds_lease(l->holds, l->name, l->name_len, a->owner)));
+	if (l->kind == DLOCK__FAIR)
+		ARG(u->wait, dlock__fmt_i64(u->wait, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
+#undef ARG
+	u->undo.script = l->kind == DLOCK__FAIR ? &dlock__script_fair_undo : &dlock__script_rollback;
+	u->undo.argc = n;
+	u->undo.argv = u->argv;
+	u->undo.lens = u->lens;
+	return &u->undo;
+}
+
+/*
+ * Whether a wait rides out this failure: the server may answer again in a
+ * moment (restarting, failing over, loading its data, a hung or partitioned
+ * link, replies still owed). A wrong type, refused credentials, a bad
+ * argument or a server out of memory (noeviction: nothing frees it by
+ * itself) are final.
+ */
+static int transient(int rc, const redisReply *r)
+{
+	static const char *const busy[] = { "LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN",
+		"CLUSTERDOWN", "READONLY" };
+	size_t i;
+
+	if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT)
+		return 1;
+	for (i = 0; rc == DLOCK_ESERVER && r != NULL && i < sizeof(busy) / sizeof(*busy); i++)
+		if (dlock__reply_is_error(r, busy[i]))
+			return 1;
+	return 0;
+}
+
 /*
  * One acquire attempt. Returns 0 acquired, DLOCK_ENOTACQUIRED with *ttl
  * (how long to sleep before asking again) when someone else holds it, or an
- * error.
+ * error; *retry says whether a wait should try again after it.
  */
-static int attempt(dlock_lock *l, dlock__acquire *a, int64_t *ttl)
+static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *ttl, int *retry)
 {
 	redisReply *r = NULL;
+	undo_args u;
 	int64_t sent_at;
 	/* A server that owes replies may just be waking up: give them a moment. */
 	int rc = dlock__client_owes(l->client, dlock__deadline_in(
 			l->client->opts.command_timeout_ms < OWED_GRACE_MS ?
 			l->client->opts.command_timeout_ms : OWED_GRACE_MS));
 
+	*retry = 1;
 	if (rc < 0)
 		return rc;
 	sent_at = dlock__now_ms();
 	/* Safe to repeat after a dropped connection when the count before is
-	 * known: see the acquire script. */
-	rc = dlock__client_run(l->client, a->script, a->nkeys, a->argc, a->argv, a->lens,
-			a->believed >= 0, &r);
+	 * known: see the acquire script. A timed-out attempt may still run when
+	 * the server wakes up: its undo follows it on the same connection. */
+	rc = dlock__client_run_undo(l->client, a->script, a->nkeys, a->argc, a->argv, a->lens,
+			a->believed >= 0, make_undo(l, a, wait_ms, &u), &r);
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
 		dlock__holds_uncertain(l->holds, l->name, l->name_len, a->owner);
+	*retry = rc == DLOCK_ENOTACQUIRED || transient(rc, r);
 	freeReplyObject(r);
 	return rc;
 }
 
-/* A fair waiter that stops waiting leaves the queue, moving those behind it up. */
+/* A fair waiter that stops waiting leaves the queue, moving those behind it
+ * up. A leave that times out stays queued on its connection and runs when
+ * the server does; a dropped connection is retried once (leaving is
+ * idempotent); beyond that the place expires after its wait. */
 static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
 {
 	char place[24];
@@ -164,9 +251,7 @@ static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
 	size_t lens[4] = { l->queue_len, l->timeouts_len, strlen(owner), 0 };
 	redisReply *r = NULL;
 
-	lens[3] = (size_t)snprintf(place, sizeof(place), "%" PRId64,
-			wait_ms > 0 ? wait_ms : l->fair_wait_ms);
-	/* Best effort: a place left behind expires after its wait. */
+	lens[3] = dlock__fmt_i64(place, wait_ms > 0 ? wait_ms : l->fair_wait_ms);
 	dlock__client_run(l->client, &dlock__script_fair_leave, 2, 4, argv, lens, 1, &r);
 	freeReplyObject(r);
 }
@@ -203,29 +288,52 @@ static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
 }
 
 /*
+ * When to look again after a failed attempt. Contention: when the holder's
+ * TTL runs out (an unlock message wakes the waiter sooner); a fair waiter
+ * at least every FAIR_POLL_MS (the head may be gone without a message).
+ * A transient error: after a backoff that doubles from RETRY_MIN_MS to
+ * RETRY_MAX_MS, jittered so that waiters do not come back in step.
+ */
+static int64_t next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now)
+{
+	if (rc == DLOCK_ENOTACQUIRED) {
+		*backoff = 0;
+		if (l->kind == DLOCK__FAIR && (ttl < 0 || ttl > FAIR_POLL_MS))
+			ttl = FAIR_POLL_MS;
+		return ttl >= 0 ? now + ttl : DLOCK__NEVER;
+	}
+	*backoff = *backoff == 0 ? RETRY_MIN_MS : *backoff * 2;
+	if (*backoff > RETRY_MAX_MS)
+		*backoff = RETRY_MAX_MS;
+	return now + *backoff / 2 + (int64_t)(dlock__random() % (uint64_t)(*backoff / 2 + 1));
+}
+
+/*
  * The wait, as Redisson does it: after a failed attempt join the channel,
  * then try again each time an unlock message arrives, the subscription
  * becomes active, or the holder's TTL runs out - whichever comes first. A
- * lost message costs at most the holder's TTL.
+ * lost message costs at most the holder's TTL. Transient errors are tried
+ * again until the wait is used up (the last one is returned then); a
+ * cancel (dlock_client_cancel_waits) ends it with DLOCK_ECANCELED.
  */
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		int64_t *token, int64_t *holder_ttl)
+		uint64_t cancels, int64_t *token, int64_t *holder_ttl)
 {
 	dlock__acquire a;
-	int64_t deadline, ttl = -1;
+	int64_t deadline, ttl = -1, backoff = 0;
 	dlock__sub *sub;
 	uint64_t seen = 0;
 	char *channel = NULL;
 	size_t channel_len = 0;
-	int rc;
+	int rc, retry;
 
 	if ((rc = check_times(l, wait_ms, lease_ms)) < 0)
 		return rc;
 	if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 		return rc;
 	deadline = dlock__deadline_in(wait_ms);
-	rc = attempt(l, &a, &ttl);
-	if (rc != DLOCK_ENOTACQUIRED || wait_ms == 0)
+	rc = attempt(l, &a, wait_ms, &ttl, &retry);
+	if (rc == 0 || !retry || wait_ms == 0)
 		goto done;
 
 	channel = wait_channel(l, a.owner, &channel_len);
@@ -234,20 +342,20 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		rc = dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", l->shown);
 	} else {
 		for (;;) {
-			int64_t now = dlock__now_ms(), wake = deadline;
+			int64_t now = dlock__now_ms(), wake = next_look(l, rc, ttl, &backoff, now);
 
 			if (now >= deadline)
 				break;
-			if (l->kind == DLOCK__FAIR && (ttl < 0 || ttl > FAIR_POLL_MS))
-				ttl = FAIR_POLL_MS; /* the head may be gone without a message */
-			if (ttl >= 0 && now + ttl < wake)
-				wake = now + ttl;
-			dlock__sub_wait(l->client->reactor, sub, &seen, wake);
+			dlock__sub_wait(l->client->reactor, sub, &seen, wake < deadline ? wake : deadline);
+			if (dlock__client_cancels(l->client) != cancels) {
+				rc = dlock__seterr(DLOCK_ECANCELED, "lock %s: the wait was canceled", l->shown);
+				break;
+			}
 			/* The count may have changed meanwhile (another thread, same owner). */
 			if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 				break;
-			rc = attempt(l, &a, &ttl);
-			if (rc != DLOCK_ENOTACQUIRED)
+			rc = attempt(l, &a, wait_ms, &ttl, &retry);
+			if (rc == 0 || !retry)
 				break;
 		}
 		dlock__sub_leave(l->client->reactor, sub);
@@ -264,28 +372,32 @@ done:
 	return rc;
 }
 
+static int lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *token)
+{
+	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, owner, wait_ms, lease_ms,
+			dlock__client_cancels(l->client), token, NULL));
+}
+
 int dlock_lock_lock(dlock_lock *l, int64_t lease_ms)
 {
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
-	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms,
-			NULL, NULL));
+	return lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL);
 }
 
 int dlock_lock_try(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
-	return dlock__errbuf_record(&l->err,
-			dlock__lock_acquire(l, NULL, wait_ms, lease_ms, NULL, NULL));
+	return lock_acquire(l, NULL, wait_ms, lease_ms, NULL);
 }
 
 int dlock_lock_try_as(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
 	if (l == NULL || owner == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "owner" : "handle");
-	return dlock__errbuf_record(&l->err,
-			dlock__lock_acquire(l, owner, wait_ms, lease_ms, NULL, NULL));
+	return lock_acquire(l, owner, wait_ms, lease_ms, NULL);
 }
 
 int dlock_lock_try_fenced(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
@@ -296,6 +408,5 @@ int dlock_lock_try_fenced(dlock_lock *l, const char *owner, int64_t wait_ms, int
 	if (l->kind != DLOCK__FENCED)
 		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EINVAL,
 				"lock %s is not fenced (make it with dlock_fencedlock_new)", l->shown));
-	return dlock__errbuf_record(&l->err,
-			dlock__lock_acquire(l, owner, wait_ms, lease_ms, token, NULL));
+	return lock_acquire(l, owner, wait_ms, lease_ms, token);
 }

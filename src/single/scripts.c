@@ -176,9 +176,9 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
  * the plain acquire's ARGV[4] (the owner is the calling thread's).
  * ARGV order is dlock's own, the same for both variants (Redisson swaps the
  * last two between its variants; only the data must match).
- * Reply: {count} acquired; or an integer: how long to sleep before looking
- * again (the lock's PTTL; 50 when the lock is free but others are ahead;
- * -1 when it has no expiry).
+ * Reply: {count} acquired; or an integer: the lock's PTTL (-1 when it has
+ * no expiry), or, when nobody holds it but others are queued ahead,
+ * -1000 - the queue's length.
  */
 dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
 	FAIR_DROP_EXPIRED("ARGV[5]")
@@ -201,7 +201,7 @@ dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
 	"  return {c}; "
 	"end; "
 	"local pttl = redis.call('pttl', KEYS[1]); "
-	"if pttl == -2 then pttl = 50; end; "
+	"if pttl == -2 then pttl = -1000 - redis.call('llen', KEYS[2]); end; "
 	"if ARGV[6] == '0' or redis.call('zscore', KEYS[3], ARGV[2]) ~= false then "
 	"  return pttl; "
 	"end; "
@@ -217,19 +217,43 @@ dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
 	"end; "
 	"return pttl;");
 
+#define FAIR_LEAVE(queue, deadlines, owner, wait) \
+	"local q = redis.call('lrange', " queue ", 0, -1); " \
+	"local i = 1; " \
+	"while i <= #q and q[i] ~= " owner " do i = i + 1; end; " \
+	"i = i + 1; " \
+	"while i <= #q do " \
+	"  redis.call('zincrby', " deadlines ", -tonumber(" wait "), q[i]); " \
+	"  i = i + 1; " \
+	"end; " \
+	"redis.call('zrem', " deadlines ", " owner "); " \
+	"redis.call('lrem', " queue ", 0, " owner "); "
+
+/*
+ * Undo a fair acquire whose reply never came: it may have taken the lock
+ * (count ARGV[3], as the rollback) or joined the queue. KEYS: name, queue,
+ * deadlines, channel prefix. ARGV: message, owner, count, lease ms (0: keep
+ * the TTL), wait ms. A released lock wakes the head of the queue.
+ */
+dlock__script dlock__script_fair_undo = DLOCK__SCRIPT("fair-undo",
+	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+	"if c ~= false and tonumber(c) == tonumber(ARGV[3]) then "
+	"  if tonumber(c) > 1 then "
+	"    redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+	"    if tonumber(ARGV[4]) > 0 then redis.call('pexpire', KEYS[1], ARGV[4]); end; "
+	"  else "
+	"    redis.call('del', KEYS[1]); "
+	"    local head = redis.call('lindex', KEYS[2], 0); "
+	"    if head ~= false then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1]); end; "
+	"  end; "
+	"end; "
+	FAIR_LEAVE("KEYS[2]", "KEYS[3]", "ARGV[2]", "ARGV[5]")
+	"return 1;");
+
 /* A waiter gives up: those behind it move up by its wait, and it leaves.
  * KEYS: queue, deadlines. ARGV: owner, wait ms. */
 dlock__script dlock__script_fair_leave = DLOCK__SCRIPT("fair-leave",
-	"local q = redis.call('lrange', KEYS[1], 0, -1); "
-	"local i = 1; "
-	"while i <= #q and q[i] ~= ARGV[1] do i = i + 1; end; "
-	"i = i + 1; "
-	"while i <= #q do "
-	"  redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), q[i]); "
-	"  i = i + 1; "
-	"end; "
-	"redis.call('zrem', KEYS[2], ARGV[1]); "
-	"redis.call('lrem', KEYS[1], 0, ARGV[1]); "
+	FAIR_LEAVE("KEYS[1]", "KEYS[2]", "ARGV[1]", "ARGV[2]")
 	"return 1;");
 
 /*

@@ -49,6 +49,7 @@ extern dlock__script dlock__script_token_raise;
 /* Fair lock scripts (queue and deadlines as Redisson's RFairLock): see scripts.c. */
 extern dlock__script dlock__script_fair_acquire;
 extern dlock__script dlock__script_fair_leave;
+extern dlock__script dlock__script_fair_undo;
 extern dlock__script dlock__script_fair_release;
 extern dlock__script dlock__script_fair_force_release;
 

@@ -19,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -93,6 +94,10 @@ static void proc_describe(proc *p, const char *const *args)
  * NULL-terminated list of "NAME=VALUE" set in the child with setenv (after
  * DLOCK_NODES is cleared), or NULL. stdin is /dev/null.
  */
+/* How the next dlock starts: in a process group of its own (as a shell job
+ * is), with SIGHUP ignored (as under nohup). */
+static int g_own_group, g_ignore_hup;
+
 static void proc_start(proc *p, const char *const *env, const char *const *args)
 {
     int out[2], err[2];
@@ -114,6 +119,9 @@ static void proc_start(proc *p, const char *const *env, const char *const *args)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        if (g_own_group)
+            setpgid(0, 0); /* a shell job of its own: signals go to its group */
+        signal(SIGHUP, g_ignore_hup ? SIG_IGN : SIG_DFL); /* as nohup */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
@@ -817,8 +825,10 @@ Test(cli, run_outliving_its_lease_exits_70, .timeout = 60)
     proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "800", "--grace",
                     "300", "cli-lease", "--", "sh", "-c", script);
     EXPECT_STATUS(p, 70);
-    cr_expect(proc_elapsed(p) >= 750 && proc_elapsed(p) <= 1500,
-              "a run with -l 800 ended after %" PRId64 " ms", proc_elapsed(p));
+    /* Stopped before the lease ends, not after: SIGTERM at 800 - 300 ms
+     * (--grace), SIGKILL by 800 ms (plus dlock's own start and exit). */
+    cr_expect(proc_elapsed(p) >= 450 && proc_elapsed(p) <= 950,
+              "a run with -l 800 --grace 300 ended after %" PRId64 " ms", proc_elapsed(p));
     long child = wait_for_pidfile(pidfile, 100);
     cr_expect_gt(child, 0);
     if (child > 0)
@@ -1194,4 +1204,336 @@ Test(cli, multilock_run_holds_every_node, .timeout = 60)
 
     rh_server_free(s[0]);
     rh_server_free(s[1]);
+}
+
+/* ---- 12. `run` owns its job, waits for as long as it takes, reports loss ----------- */
+
+/* 1 while a process whose command line contains `mark` runs (zombies aside). */
+static int process_running(const char *mark)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int found = 0;
+
+    cr_assert_not_null(d);
+    while (!found && (e = readdir(d)) != NULL) {
+        char path[300], buf[4096], stat[512], *p;
+        size_t n;
+        FILE *f;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++)
+            if (buf[i] == '\0')
+                buf[i] = ' ';
+        buf[n] = '\0';
+        if (strstr(buf, mark) == NULL)
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(stat, sizeof stat, f) != NULL && (p = strrchr(stat, ')')) != NULL)
+            found = p[2] != 'Z';
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+static long count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long n = 0;
+    int c;
+
+    if (f == NULL)
+        return 0;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* Acquire scripts the server ran (EVAL and EVALSHA of any script). */
+static long script_calls(rh_server *s)
+{
+    redisReply *r = rh_command(s, "INFO commandstats");
+    long n = 0;
+
+    cr_assert_not_null(r);
+    for (const char *p = r->str; (p = strstr(p, "cmdstat_eval")) != NULL; p++) {
+        const char *c = strstr(p, "calls=");
+        if (c != NULL)
+            n += atol(c + 6);
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+/* The README's and --help's first example: no -w waits for as long as it takes. */
+Test(cli, run_without_w_waits_on_pubsub_until_released, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    const char *uri = rh_server_uri(s);
+
+    proc *a = DLOCK("-n", uri, "acquire", "-l", "60000", "--owner", "ops:1", "nightly-report");
+    EXPECT_STATUS(a, 0);
+    proc_free(a);
+    proc *run = dlock_bg(ARGS("-n", uri, "run", "nightly-report", "--", "true"));
+    sleep_ms(500);
+    freeReplyObject(rh_command(s, "CONFIG RESETSTAT"));
+    sleep_ms(2000);
+    long calls = script_calls(s);
+    cr_expect(!run->done && waitpid(run->pid, NULL, WNOHANG) == 0, "run gave up while held");
+    /* Waiting on pub/sub: woken by the unlock or the holder's TTL (60 s). */
+    cr_expect_leq(calls, 2, "%ld acquire scripts in 2 s of waiting: it polls", calls);
+
+    proc *rel = DLOCK("-n", uri, "release", "--owner", "ops:1", "nightly-report");
+    int64_t released = rh_now_ms();
+    EXPECT_STATUS(rel, 0);
+    proc_free(rel);
+    proc_wait(run, HARD_TIMEOUT_S);
+    EXPECT_STATUS(run, 0);
+    cr_expect_leq(run->t1 - released, 1000, "ran %" PRId64 " ms after the release",
+                  run->t1 - released);
+    cr_expect_eq(exists(s, "nightly-report"), 0);
+    proc_free(run);
+    rh_server_free(s);
+}
+
+/* A loss stops the whole job: the shell's background grandchild too. */
+Test(cli, run_loss_stops_the_grandchildren, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    const char *uri = rh_server_uri(s);
+
+    proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
+                              "--grace", "500", "cli-tree", "--", "sh", "-c",
+                              "sleep 37.123 & wait"));
+    int64_t until = rh_now_ms() + 5000;
+    while (!process_running("sleep 37.123") && rh_now_ms() < until)
+        sleep_ms(10);
+    cr_assert(process_running("sleep 37.123"), "the job did not start");
+    proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-tree");
+    EXPECT_STATUS(un, 0);
+    proc_free(un);
+    proc_wait(run, HARD_TIMEOUT_S);
+    EXPECT_STATUS(run, 70);
+    cr_expect(!process_running("sleep 37.123"), "the grandchild outlived the lost lock");
+    proc_free(run);
+    rh_server_free(s);
+}
+
+/* The command ends, but left a process behind: it is stopped before the release. */
+Test(cli, run_stops_what_the_command_left_running, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+
+    proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "--grace", "300",
+                      "cli-left", "--", "sh", "-c", "setsid sleep 38.321 & exit 3");
+    EXPECT_STATUS(run, 3);
+    cr_expect(!process_running("sleep 38.321"), "a process of the job outlived the lock");
+    proc_free(run);
+    rh_server_free(s);
+}
+
+/* A dlock killed with SIGKILL takes its command with it. */
+Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    char dir[64], pidfile[128], script[256];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
+    snprintf(script, sizeof script, "echo $$ > %s; exec sleep 39.4", pidfile);
+
+    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-orphan",
+                              "--", "sh", "-c", script));
+    long child = wait_for_pidfile(pidfile, 5000);
+    cr_assert_gt(child, 0, "the command did not start");
+    cr_assert_eq(kill(run->pid, SIGKILL), 0);
+    proc_wait(run, HARD_TIMEOUT_S);
+    /* Gone, or a zombie waiting for init to reap it: not running. */
+    int64_t until = rh_now_ms() + 1000;
+    while (process_running("sleep 39.4") && rh_now_ms() < until)
+        sleep_ms(10);
+    cr_expect(!process_running("sleep 39.4"), "the command (pid %ld) outlived its killed dlock",
+              child);
+    proc_free(run);
+    remove_tmpdir(dir, ARGS("pid"));
+    rh_server_free(s);
+}
+
+/* Ctrl-C at a terminal signals the shell job's group: the command gets it once. */
+Test(cli, run_sigint_to_the_job_reaches_the_command_once, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    char dir[64], ready[128], ints[128], script[512];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(ready, sizeof ready, "%s/ready", dir);
+    snprintf(ints, sizeof ints, "%s/ints", dir);
+    snprintf(script, sizeof script,
+             "trap 'echo int >> %s' INT; echo $$ > %s; i=0; "
+             "while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done", ints, ready);
+
+    g_own_group = 1;
+    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-int", "--",
+                              "sh", "-c", script));
+    g_own_group = 0;
+    cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
+    cr_assert_eq(kill(-run->pid, SIGINT), 0); /* the terminal signals the whole job */
+    proc_wait(run, HARD_TIMEOUT_S);
+    EXPECT_STATUS(run, 0);
+    cr_expect_eq(count_lines(ints), 1, "the command got SIGINT %ld times", count_lines(ints));
+    proc_free(run);
+    remove_tmpdir(dir, ARGS("ready", "ints"));
+    rh_server_free(s);
+}
+
+/* Under nohup, SIGHUP stays ignored: by dlock and by its command. */
+Test(cli, run_under_nohup_ignores_sighup, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    char dir[64], ready[128], done[128], script[512];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(ready, sizeof ready, "%s/ready", dir);
+    snprintf(done, sizeof done, "%s/done", dir);
+    snprintf(script, sizeof script, "echo $$ > %s; sleep 0.5; echo ok > %s", ready, done);
+
+    g_own_group = 1;
+    g_ignore_hup = 1;
+    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-hup", "--",
+                              "sh", "-c", script));
+    g_own_group = 0;
+    g_ignore_hup = 0;
+    cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
+    cr_assert_eq(kill(-run->pid, SIGHUP), 0); /* the terminal went away */
+    proc_wait(run, HARD_TIMEOUT_S);
+    EXPECT_STATUS(run, 0);
+    cr_expect(file_exists(done), "the command was killed by a SIGHUP nohup ignores");
+    proc_free(run);
+    remove_tmpdir(dir, ARGS("ready", "done"));
+    rh_server_free(s);
+}
+
+/* --grace is counted so that even a command ignoring SIGTERM is gone by the lease's end. */
+Test(cli, run_lease_stops_a_stubborn_command_before_the_lease_ends, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+
+    proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "1000", "--grace",
+                      "400", "cli-stubborn", "--", "sh", "-c",
+                      "trap '' TERM; while :; do sleep 0.05; done");
+    EXPECT_STATUS(run, 70);
+    cr_expect(proc_elapsed(run) >= 550 && proc_elapsed(run) <= 1150,
+              "a run with -l 1000 --grace 400 ended after %" PRId64 " ms: the command outlived "
+              "its lease", proc_elapsed(run));
+    proc_free(run);
+    rh_server_free(s);
+}
+
+/* The hold vanished while the command ran, and the command ended before any renewal. */
+Test(cli, run_lock_lost_found_at_release_exits_70, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    char script[256];
+    snprintf(script, sizeof script, "redis-cli -p %d DEL cli-gone >/dev/null",
+             rh_server_port(s));
+
+    proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-gone", "--", "sh",
+                      "-c", script);
+    EXPECT_STATUS(run, 70);
+    cr_expect(strstr(run->err, "lost") != NULL, "stderr: %s", run->err);
+    proc_free(run);
+    rh_server_free(s);
+}
+
+/* A key another lock library holds: its own exit status and words, on every command. */
+Test(cli, key_of_another_library_exits_65_and_says_so, .timeout = 60)
+{
+    rh_server *s[3];
+    char nodes[256];
+    cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+    snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
+             rh_server_uri(s[2]));
+    for (int i = 0; i < 3; i++)
+        freeReplyObject(rh_command(s[i], "SET cli-foreign some-token"));
+
+    proc *one = DLOCK("-n", rh_server_uri(s[0]), "--timeout", TMO, "run", "-w", "0",
+                      "cli-foreign", "--", "true");
+    EXPECT_STATUS(one, 65);
+    cr_expect(strstr(one->err, "holds a value that is not a Redisson/dlock lock "
+                               "(another lock library?)") != NULL, "stderr: %s", one->err);
+    EXPECT_ONE_LINE_ERR(one);
+    proc_free(one);
+
+    proc *red = DLOCK("-n", nodes, "--timeout", TMO, "run", "cli-foreign", "--", "true");
+    EXPECT_STATUS(red, 65);
+    cr_expect(strstr(red->err, "another lock library?") != NULL, "stderr: %s", red->err);
+    proc_free(red);
+
+    proc *acq = DLOCK("-n", nodes, "--timeout", TMO, "acquire", "-l", "1000", "--owner", "x",
+                      "cli-foreign");
+    EXPECT_STATUS(acq, 65);
+    proc_free(acq);
+
+    proc *st = DLOCK("-n", nodes, "--timeout", TMO, "status", "cli-foreign");
+    cr_expect_neq(st->status, 0, "status with a node answering an error exits 0");
+    proc_free(st);
+    for (int i = 0; i < 3; i++)
+        rh_server_free(s[i]);
+}
+
+/* A wait rides out a server restart: it is not "unreachable" until the wait ends. */
+Test(cli, run_wait_rides_out_a_server_restart, .timeout = 60)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+
+    cr_assert_eq(rh_server_kill(s), 0);
+    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "-w", "10000",
+                              "cli-restart", "--", "true"));
+    sleep_ms(1500);
+    cr_assert_eq(rh_server_restart(s), 0);
+    proc_wait(run, HARD_TIMEOUT_S);
+    EXPECT_STATUS(run, 0);
+    proc_free(run);
+    rh_server_free(s);
+}
+
+/* ... and a majority of a RedLock's servers gone for a while. */
+Test(cli, redlock_run_wait_rides_out_a_majority_outage, .timeout = 60)
+{
+    rh_server *s[5];
+    char nodes[512] = "";
+    cr_assert_eq(rh_servers_start(s, 5, NULL), 0);
+    for (int i = 0; i < 5; i++) {
+        strcat(nodes, i ? "," : "");
+        strcat(nodes, rh_server_uri(s[i]));
+    }
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rh_server_pause(s[i]), 0);
+    proc *run = dlock_bg(ARGS("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "run",
+                              "-w", "15000", "cli-outage", "--", "true"));
+    sleep_ms(2500);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rh_server_resume(s[i]), 0);
+    proc_wait(run, HARD_TIMEOUT_S);
+    EXPECT_STATUS(run, 0);
+    cr_expect_geq(proc_elapsed(run), 2400, "acquired while a majority was paused?");
+    proc_free(run);
+    for (int i = 0; i < 5; i++)
+        rh_server_free(s[i]);
 }
