@@ -82,6 +82,17 @@ DLOCK_EXTERN void dlock_client_close(dlock_client *client);
  */
 DLOCK_EXTERN int dlock_client_cancel_waits(dlock_client *client);
 
+/*
+ * fork(): a client belongs to the process that opened it. Its background
+ * thread (the watchdog, the pub/sub waits) does not exist in a child made
+ * by fork(), so every call of the child that would talk to the server
+ * returns DLOCK_EFORKED, rather than a lock nobody renews. Open a new
+ * client in the child. The child may dlock_client_close() its copy (it
+ * sends nothing and leaves the parent's connections alone) if no other
+ * thread was inside dlock when it forked; otherwise let it go with exec or
+ * _exit. The parent's client is not affected.
+ */
+
 /** The client's UUID (36 characters), fixed for its life. */
 DLOCK_EXTERN const char *dlock_client_id(const dlock_client *client);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
@@ -54,8 +55,10 @@ static void free_client(dlock_client *c)
 {
 	int i;
 
-	/* The reactor first: its job (the watchdog) uses the layer's state. */
-	dlock__reactor_stop(c->reactor);
+	/* The reactor first: its job (the watchdog) uses the layer's state. In
+	 * a forked child there is no thread to stop, and closing the copies of
+	 * the parent's sockets sends nothing. */
+	dlock__reactor_stop(c->reactor, c->pid != getpid());
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
 	for (i = 0; i < c->n_idle; i++)
@@ -100,6 +103,7 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	if (dlock__errbuf_init(&c->err) != 0 || pthread_mutex_init(&c->pool_mu, NULL) != 0 ||
 	    dlock__cond_init(&c->pool_cv) != 0 || pthread_mutex_init(&c->ext_mu, NULL) != 0)
 		abort();
+	c->pid = getpid();
 	c->opts = *opts;
 	c->node.host = u.host;
 	c->node.port = u.port;
@@ -190,12 +194,24 @@ int dlock_client_owner(const dlock_client *c, uint64_t thread_id, char *buf, siz
 	return (int)(37 + n);
 }
 
+int dlock__client_check_fork(dlock_client *c)
+{
+	if (c->pid == getpid())
+		return 0;
+	return dlock__seterr_node(DLOCK_EFORKED, c->node.label,
+			"this client was opened by process %d before fork(): its watchdog and "
+			"connections do not exist here; open a new client in the child",
+			(int)c->pid);
+}
+
 int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 {
 	struct timespec ts;
 	int rc;
 
 	*out = NULL;
+	if ((rc = dlock__client_check_fork(c)) < 0)
+		return rc;
 	dlock__deadline_timespec(deadline, &ts);
 	dlock__mutex_lock(&c->pool_mu);
 	for (;;) {
@@ -297,6 +313,8 @@ int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
 	int rc;
 
 	*out = NULL;
+	if ((rc = dlock__client_check_fork(c)) < 0)
+		return rc;
 	dlock__mutex_lock(&c->pool_mu);
 	if (c->n_idle > 0) {
 		*out = c->idle[--c->n_idle];

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "dlock/client.h"
 #include "core/conn.h"
@@ -12,6 +13,7 @@
 #include "core/script.h"
 
 struct dlock_client {
+	pid_t pid;           /* the process that opened it: a forked child may not use it */
 	dlock__node node;
 	dlock_client_options opts;
 	char id[37];
@@ -36,6 +38,14 @@ struct dlock_client {
 	void *ext;
 	void (*ext_free)(void *ext);
 };
+
+/*
+ * 0, or DLOCK_EFORKED with a message when the caller is a child forked
+ * after the client was opened: its background thread (the watchdog, the
+ * pub/sub waits) did not survive the fork, and its sockets are the
+ * parent's. Every command path checks it.
+ */
+int dlock__client_check_fork(dlock_client *client);
 
 /*
  * Borrow a connection (opening one if the pool has room) and give it back.

@@ -306,17 +306,19 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node)
 	return 0;
 }
 
-void dlock__reactor_stop(dlock__reactor *r)
+void dlock__reactor_stop(dlock__reactor *r, int forked)
 {
 	dlock__sub *s;
 
 	if (r == NULL)
 		return;
-	dlock__mutex_lock(&r->mu);
-	r->stopping = 1;
-	dlock__mutex_unlock(&r->mu);
-	wake(r);
-	pthread_join(r->thread, NULL);
+	if (!forked) {
+		dlock__mutex_lock(&r->mu);
+		r->stopping = 1;
+		dlock__mutex_unlock(&r->mu);
+		wake(r);
+		pthread_join(r->thread, NULL);
+	}
 	while ((s = r->subs) != NULL) {
 		r->subs = s->next;
 		free_sub(s);

@@ -23,8 +23,10 @@ typedef int64_t (*dlock__reactor_job)(void *arg, int64_t now);
 
 int dlock__reactor_start(dlock__reactor **out, const dlock__node *node);
 
-/* Stop the thread and free everything. No sub may still be joined. */
-void dlock__reactor_stop(dlock__reactor *r);
+/* Stop the thread and free everything. No sub may still be joined.
+ * forked: this is a child forked after the start, where the thread does not
+ * exist: only free this process's copy. */
+void dlock__reactor_stop(dlock__reactor *r, int forked);
 
 /* Install the periodic job (once) and run it at `due`. */
 void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job, void *arg);

@@ -42,6 +42,22 @@
 #define RETRY_MIN_MS 50
 #define RETRY_MAX_MS 1000
 
+/*
+ * A member that is another one again, in disguise: the same name on the
+ * same server (host:port) - for a RedLock whatever the db, since a quorum
+ * would count one server twice; for a MultiLock in the same db. (Different
+ * names on one server stay allowed, as in Redisson.) Hosts are compared as
+ * written: "localhost" and "127.0.0.1" are not resolved (that would cost a
+ * DNS lookup per handle).
+ */
+static int same_member(const dlock_lock *a, const dlock_lock *b, int any_db)
+{
+	const dlock__node *x = &a->client->node, *y = &b->client->node;
+
+	return x->port == y->port && strcmp(x->host, y->host) == 0 && (any_db || x->db == y->db) &&
+		a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0;
+}
+
 int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 		const dlock__rules *rules, void *self)
 {
@@ -53,10 +69,20 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 	for (i = 0; i < n; i++) {
 		if (members[i] == NULL)
 			return dlock__seterr(DLOCK_EINVAL, "multilock: member %zu is NULL", i);
-		for (j = 0; j < i; j++)
+		for (j = 0; j < i; j++) {
 			if (members[j] == members[i])
 				return dlock__seterr(DLOCK_EINVAL,
 						"multilock: member %zu is member %zu again", i, j);
+			if (same_member(members[j], members[i], rules->one_per_server) &&
+			    rules->one_per_server)
+				return dlock__seterr(DLOCK_EINVAL, "redlock: server %s is listed twice "
+						"for lock %s (members %zu and %zu): a quorum needs independent "
+						"servers", members[i]->client->node.label, members[i]->shown, j, i);
+			if (same_member(members[j], members[i], rules->one_per_server))
+				return dlock__seterr(DLOCK_EINVAL, "multilock: lock %s on %s is listed "
+						"twice (members %zu and %zu)", members[i]->shown,
+						members[i]->client->node.label, j, i);
+		}
 	}
 	e->members = dlock__calloc(n, sizeof(*e->members));
 	e->status = dlock__calloc(n, sizeof(*e->status));
@@ -823,6 +849,9 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 		return dlock__seterr(DLOCK_EINVAL, "multilock: lease must be > 0 or DLOCK_LEASE_WATCHDOG");
 	if (owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX))
 		return dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
+	for (i = 0; i < e->n; i++)
+		if ((rc = dlock__client_check_fork(e->members[i]->client)) < 0)
+			return rc;
 	t = dlock__calloc(e->n, sizeof(*t));
 	seen = dlock__calloc(e->n, sizeof(*seen));
 	cancels = dlock__calloc(e->n, sizeof(*cancels));

@@ -36,6 +36,7 @@ typedef struct dlock__rules {
 	size_t quorum;
 	int share_wait;        /* RedLock: a waiting member gets max(remaining/n, 1) ms */
 	int check_validity;    /* RedLock: refuse a quorum whose TTL ran out */
+	int one_per_server;    /* RedLock: one name is on a server once, whatever the db */
 	double drift_factor;
 	dlock__vote_filter filter;
 	void *filter_arg;

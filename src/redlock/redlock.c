@@ -58,6 +58,7 @@ static int make(dlock_redlock **out, dlock_lock *const *members, size_t n,
 	rules.quorum = n / 2 + 1;
 	rules.share_wait = 1;
 	rules.check_validity = 1;
+	rules.one_per_server = 1;
 	rules.drift_factor = opts->drift_factor;
 	rules.filter = dlock__guard_filter;
 	rules.filter_arg = &r->guard;

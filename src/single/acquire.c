@@ -329,6 +329,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 
 	if ((rc = check_times(l, wait_ms, lease_ms)) < 0)
 		return rc;
+	if ((rc = dlock__client_check_fork(l->client)) < 0)
+		return rc;
 	if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 		return rc;
 	deadline = dlock__deadline_in(wait_ms);

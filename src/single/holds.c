@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <sys/types.h>
 #include <string.h>
 
 #include "dlock/errors.h"
@@ -41,7 +42,6 @@ struct dlock__holds {
 	size_t count;
 	size_t watched;         /* holds with watchdog and not lost */
 	uint64_t next_epoch;
-	dlock__conn *conn;      /* the watchdog's own connection (reactor thread only) */
 };
 
 /* A loss to report once the table is unlocked. */
@@ -148,7 +148,6 @@ static void holds_free(void *arg)
 		while (h->buckets[i] != NULL)
 			unlink_hold(h, &h->buckets[i]);
 	dlock__free(h->buckets);
-	dlock__conn_close(h->conn);
 	pthread_mutex_destroy(&h->mu);
 	pthread_mutex_destroy(&h->cb_mu);
 	dlock__free(h);
@@ -501,40 +500,49 @@ void dlock__holds_unobserve(dlock__holds *h, void *arg)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
-/* Collect up to `max` watched holds, and mark lost those whose TTL must have
- * run out without a renewal reaching the server. */
-static size_t collect(dlock__holds *h, int64_t now, renewal *out, size_t max,
-		lost_event *cb, size_t *ncb)
+/*
+ * Collect every watched hold into *out (and room for a loss event each into
+ * *cb), and mark lost those whose TTL must have run out without a renewal
+ * reaching the server. The arrays are sized under the table's lock, so a
+ * table that grows meanwhile cannot leave any hold out of the round.
+ * Returns how many; -1 when out of memory (try again soon).
+ */
+static ssize_t collect(dlock__holds *h, int64_t now, renewal **out, lost_event **cb, size_t *ncb)
 {
-	size_t i, n = 0;
+	size_t i, n = 0, max;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
+	max = h->count;
+	*out = dlock__calloc(max ? max : 1, sizeof(**out));
+	*cb = dlock__calloc(max ? max : 1, sizeof(**cb));
+	if (*out == NULL || *cb == NULL) {
+		dlock__mutex_unlock(&h->mu);
+		return -1;
+	}
 	for (i = 0; i < h->nbuckets; i++) {
 		for (x = h->buckets[i]; x != NULL; x = x->next) {
 			if (!x->watchdog || x->lost)
 				continue;
 			/* While a release is on its way its answer settles the record. */
 			if (x->releasing == 0 && (x->expired || hold_expired(h, x, now))) {
-				mark_lost(h, x, DLOCK_LOST_UNREACHABLE, cb, ncb);
+				mark_lost(h, x, DLOCK_LOST_UNREACHABLE, *cb, ncb);
 				continue;
 			}
-			if (n == max)
-				continue;
-			out[n].name = dlock__strndup(x->name, x->name_len);
-			out[n].owner = dlock__strdup(x->owner);
-			if (out[n].name == NULL || out[n].owner == NULL) {
-				dlock__free(out[n].name);
-				dlock__free(out[n].owner);
+			(*out)[n].name = dlock__strndup(x->name, x->name_len);
+			(*out)[n].owner = dlock__strdup(x->owner);
+			if ((*out)[n].name == NULL || (*out)[n].owner == NULL) {
+				dlock__free((*out)[n].name);
+				dlock__free((*out)[n].owner);
 				continue; /* try again next turn */
 			}
-			out[n].name_len = x->name_len;
-			out[n].epoch = x->epoch;
+			(*out)[n].name_len = x->name_len;
+			(*out)[n].epoch = x->epoch;
 			n++;
 		}
 	}
 	dlock__mutex_unlock(&h->mu);
-	return n;
+	return (ssize_t)n;
 }
 
 /* Renew one batch; 0 when the server answered for every hold. */
@@ -549,8 +557,11 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	int64_t sent_at;
 	int rc;
 
-	if (h->conn == NULL &&
-	    dlock__conn_open(&h->conn, &c->node, dlock__deadline_in(c->opts.connect_timeout_ms)) < 0)
+	dlock__conn *conn = NULL;
+
+	/* A pooled connection: the server may accept no new one (maxclients)
+	 * while those it has work. */
+	if (dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms)) < 0)
 		return -1;
 	args[0] = ttl;
 	arg_lens[0] = (size_t)snprintf(ttl, sizeof(ttl), "%d", c->opts.watchdog_timeout_ms);
@@ -561,12 +572,9 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 		arg_lens[i + 1] = strlen(batch[offset + i].owner);
 	}
 	sent_at = dlock__now_ms();
-	rc = dlock__script_run(h->conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1,
+	rc = dlock__script_run(conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1,
 			args, arg_lens, &r, dlock__deadline_in(c->opts.command_timeout_ms));
-	if (rc < 0 || h->conn->broken) {
-		dlock__conn_close(h->conn);
-		h->conn = NULL;
-	}
+	dlock__client_conn_put(c, conn);
 	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != n))
 		rc = -1; /* an error reply (OOM, READONLY ...): try again later */
 	if (rc == 0) {
@@ -580,7 +588,9 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
 				x->confirmed_at = sent_at;
 			else if (x->releasing == 0) /* else the release may have run first */
-				mark_lost(h, x, DLOCK_LOST_GONE, cb, ncb);
+				mark_lost(h, x, r->element[i]->type == REDIS_REPLY_INTEGER &&
+						r->element[i]->integer < 0 ? DLOCK_LOST_REPLACED :
+						DLOCK_LOST_GONE, cb, ncb);
 		}
 		dlock__mutex_unlock(&h->mu);
 	}
@@ -593,24 +603,18 @@ static int64_t watchdog_run(void *arg, int64_t now)
 {
 	dlock__holds *h = arg;
 	int64_t period = h->client->opts.watchdog_timeout_ms / 3;
-	size_t max, n, i, ncb = 0;
-	renewal *batch;
-	lost_event *cb;
+	size_t n, i, ncb = 0;
+	renewal *batch = NULL;
+	lost_event *cb = NULL;
+	ssize_t got = collect(h, now, &batch, &cb, &ncb);
 	int failed = 0;
 
-	dlock__mutex_lock(&h->mu);
-	max = h->count;
-	dlock__mutex_unlock(&h->mu);
-	if (max == 0)
-		return DLOCK__NEVER;
-	batch = dlock__calloc(max, sizeof(*batch));
-	cb = dlock__calloc(max, sizeof(*cb));
-	if (batch == NULL || cb == NULL) {
+	if (got < 0) {
 		dlock__free(batch);
 		dlock__free(cb);
 		return now + period / 4 + 1;
 	}
-	n = collect(h, now, batch, max, cb, &ncb);
+	n = (size_t)got;
 	for (i = 0; i < n; i += RENEW_BATCH) {
 		size_t k = n - i < RENEW_BATCH ? n - i : RENEW_BATCH;
 

@@ -94,7 +94,12 @@ dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
 dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 	"local r = {}; "
 	"for i = 1, #KEYS do "
-	"  if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then "
+	/* Judged per lock: a key another program replaced by a value of
+	 * another type (-1) must not fail the renewal of the others. */
+	"  local t = redis.call('type', KEYS[i]).ok; "
+	"  if t ~= 'hash' and t ~= 'none' then "
+	"    r[i] = -1; "
+	"  elseif redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then "
 	"    redis.call('pexpire', KEYS[i], ARGV[1]); "
 	"    r[i] = 1; "
 	"  else "

@@ -26,7 +26,8 @@ extern dlock__script dlock__script_force_release;
 
 /*
  * Watchdog renewal of many holds on one server. KEYS: names. ARGV: ttl ms,
- * then one owner per key. Reply: array of 1 (renewed) / 0 (hold gone).
+ * then one owner per key. Reply: array of 1 (renewed) / 0 (hold gone) /
+ * -1 (the key now holds a value that is not a lock).
  */
 extern dlock__script dlock__script_renew;
 

@@ -8,6 +8,8 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,4 +105,297 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
         dlock_client_close(c[i]);
         rh_server_free(s[i]);
     }
+}
+
+/* ---- fork() after open, and the same server twice ------------------------- */
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * A child forked after dlock_client_open has no watchdog thread: its lock
+ * would expire silently while check() said held. It gets DLOCK_EFORKED
+ * instead, and closing its copy leaves the parent's client alone.
+ */
+Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    dlock_client *c = open_client(s, 900);
+    dlock_lock *held = new_lock(c, "faults:fork:held");
+    dlock_lock *other = new_lock(c, "faults:fork:child");
+
+    cr_assert_eq(dlock_lock_lock(held, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(held));
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int rc = dlock_lock_try(other, 0, DLOCK_LEASE_WATCHDOG);
+        int msg_ok = strstr(dlock_lock_errmsg(other), "fork") != NULL;
+        int ping = dlock_client_ping(c);
+        dlock_lock_free(other);
+        dlock_lock_free(held);
+        dlock_client_close(c);
+        _exit(rc == DLOCK_EFORKED && msg_ok && ping == DLOCK_EFORKED ? 0 : 1);
+    }
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "the child's lock did not fail with DLOCK_EFORKED (status %d)", st);
+    cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:child"), 0);
+    /* The parent's watchdog still renews its hold, past three TTLs. */
+    sleep_ms(2700);
+    cr_assert_eq(dlock_lock_check(held, NULL), 0);
+    cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:held"), 1);
+    cr_assert_eq(dlock_lock_unlock(held), 0, "%s", dlock_lock_errmsg(held));
+    dlock_lock_free(other);
+    dlock_lock_free(held);
+    dlock_client_close(c);
+    rh_server_free(s);
+}
+
+/* A RedLock over one server listed twice would count it twice. */
+Test(faults, redlock_refuses_a_server_listed_twice, .timeout = 30)
+{
+    rh_server *s[2];
+    cr_assert_eq(rh_servers_start(s, 2, NULL), 0);
+    char same_db1[128];
+    snprintf(same_db1, sizeof same_db1, "%s/1", rh_server_uri(s[0]));
+    const char *twice[3] = {rh_server_uri(s[0]), rh_server_uri(s[0]), rh_server_uri(s[1])};
+    const char *two_dbs[3] = {rh_server_uri(s[0]), same_db1, rh_server_uri(s[1])};
+    dlock_redlock *r = NULL;
+
+    cr_assert_eq(dlock_redlock_open(&r, twice, 3, "faults:dup", NULL, NULL), DLOCK_EINVAL);
+    cr_assert_null(r);
+    cr_assert(strstr(dlock_errmsg_last(), "listed twice") != NULL, "%s", dlock_errmsg_last());
+    cr_assert_eq(dlock_redlock_open(&r, two_dbs, 3, "faults:dup", NULL, NULL), DLOCK_EINVAL);
+    cr_assert_null(r);
+
+    /* A MultiLock may hold two names on one server, not one name twice. */
+    dlock_client *c = open_client(s[0], 30000), *c2 = open_client(s[0], 30000);
+    dlock_lock *a = new_lock(c, "faults:dup:a"), *b = new_lock(c, "faults:dup:b");
+    dlock_lock *a2 = new_lock(c2, "faults:dup:a");
+    dlock_multilock *m = NULL;
+    dlock_lock *ok[2] = {a, b}, *bad[2] = {a, a2};
+    cr_assert_eq(dlock_multilock_new(&m, ok, 2), 0, "%s", dlock_errmsg_last());
+    dlock_multilock_free(m);
+    m = NULL;
+    cr_assert_eq(dlock_multilock_new(&m, bad, 2), DLOCK_EINVAL);
+    cr_assert_null(m);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+    dlock_lock_free(a2);
+    dlock_client_close(c);
+    dlock_client_close(c2);
+    for (int i = 0; i < 2; i++)
+        rh_server_free(s[i]);
+}
+
+/* ---- a try that timed out, a fair waiter that gave up ----------------------- */
+
+/*
+ * The acquire of a try that timed out runs when the server wakes up: its
+ * undo runs right behind it, so the lock is free at once, not blocked for
+ * the watchdog timeout by a hold nobody knows of.
+ */
+Test(faults, timed_out_try_leaves_no_hold, .timeout = 30)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    dlock_client *c = open_client(s, 30000), *other = open_client(s, 30000);
+    dlock_lock *l = new_lock(c, "faults:late"), *l2 = new_lock(other, "faults:late");
+
+    cr_assert_eq(rh_server_pause(s), 0);
+    int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+    sleep_ms(100);
+    cr_assert_eq(rh_server_resume(s), 0);
+    cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(l));
+    cr_assert(key_gone_within(s, "faults:late", 500),
+              "the late acquire left a hold (PTTL %lld)",
+              (long long)rh_command_int(s, "PTTL %s", "faults:late"));
+    cr_assert_eq(dlock_lock_try(l2, 0, 5000), 0, "%s", dlock_lock_errmsg(l2));
+    cr_assert_eq(dlock_lock_unlock(l2), 0);
+    dlock_lock_free(l);
+    dlock_lock_free(l2);
+    dlock_client_close(c);
+    dlock_client_close(other);
+    rh_server_free(s);
+}
+
+/*
+ * Redisson's testAcquireFailedNotCalledOnRedisTimeout: a fair waiter gives
+ * up while writes are paused (CLIENT PAUSE WRITE). Its place in the queue
+ * must not outlive it: once the holder unlocks, the next one gets the lock
+ * at once (not after the stale place's deadline, here ~30 s).
+ */
+Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 30)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    dlock_client *ca = open_client(s, 30000), *cb = open_client(s, 30000),
+                 *cc = open_client(s, 30000);
+    dlock_lock *a = NULL, *b = NULL, *c = NULL;
+    cr_assert_eq(dlock_fairlock_new(&a, ca, "faults:fair", 0), 0);
+    cr_assert_eq(dlock_fairlock_new(&b, cb, "faults:fair", 0), 0);
+    cr_assert_eq(dlock_fairlock_new(&c, cc, "faults:fair", 0), 0);
+
+    cr_assert_eq(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(a));
+    freeReplyObject(rh_command(s, "CLIENT PAUSE 1500 WRITE"));
+    int rc = dlock_lock_try(b, 500, DLOCK_LEASE_WATCHDOG);
+    cr_assert_neq(rc, 0, "b got a held lock");
+    sleep_ms(1500); /* the pause ends: b's queued commands run */
+    cr_assert_eq(dlock_lock_unlock(a), 0, "%s", dlock_lock_errmsg(a));
+    int64_t t0 = rh_now_ms();
+    rc = dlock_lock_try(c, 3000, 5000);
+    int64_t took = rh_now_ms() - t0;
+    cr_assert_eq(rc, 0, "c: %s (queue %lld long)", dlock_lock_errmsg(c),
+                 (long long)rh_command_int(s, "LLEN %s", "redisson_lock_queue:{faults:fair}"));
+    cr_assert_leq(took, 500, "c waited %lld ms behind a waiter that had given up", (long long)took);
+    cr_assert_eq(dlock_lock_unlock(c), 0);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+    dlock_lock_free(c);
+    dlock_client_close(ca);
+    dlock_client_close(cb);
+    dlock_client_close(cc);
+    rh_server_free(s);
+}
+
+/* ---- renewal judged per lock, on connections that exist, every hold --------- */
+
+typedef struct lost_log {
+    pthread_mutex_t mu;
+    int count, reason;
+    char name[64];
+} lost_log;
+
+static void log_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
+{
+    lost_log *g = ud;
+    (void)owner;
+    pthread_mutex_lock(&g->mu);
+    if (g->count++ == 0) {
+        g->reason = reason;
+        snprintf(g->name, sizeof g->name, "%s", dlock_lock_name(lock));
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* One key replaced by a value of another type: only that lock is lost. */
+Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    dlock_client *c = open_client(s, 900);
+    dlock_lock *good = new_lock(c, "faults:good"), *bad = new_lock(c, "faults:bad");
+    lost_log g = {PTHREAD_MUTEX_INITIALIZER, 0, 0, ""};
+    cr_assert_eq(dlock_lock_set_lost_cb(good, log_lost, &g), 0);
+    cr_assert_eq(dlock_lock_set_lost_cb(bad, log_lost, &g), 0);
+
+    cr_assert_eq(dlock_lock_lock(good, DLOCK_LEASE_WATCHDOG), 0);
+    cr_assert_eq(dlock_lock_lock(bad, DLOCK_LEASE_WATCHDOG), 0);
+    freeReplyObject(rh_command(s, "DEL faults:bad"));
+    freeReplyObject(rh_command(s, "SET faults:bad not-a-lock"));
+    sleep_ms(2000); /* more than two TTLs */
+    cr_assert_eq(dlock_lock_check(good, NULL), 0);
+    cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:good"), 1, "the good lock expired");
+    cr_assert_eq(dlock_lock_check(bad, NULL), DLOCK_ELOST);
+    cr_assert_eq(g.count, 1, "%d losses reported", g.count);
+    cr_assert_str_eq(g.name, "faults:bad");
+    cr_assert_eq(g.reason, DLOCK_LOST_REPLACED);
+    cr_assert_eq(dlock_lock_unlock(good), 0);
+    dlock_lock_free(good);
+    dlock_lock_free(bad);
+    dlock_client_close(c);
+    rh_server_free(s);
+}
+
+/* At maxclients, renewal uses the connections the client has. */
+Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
+{
+    rh_server *s = rh_server_start((const char *const[]){"--maxclients", "4", NULL});
+    cr_assert_not_null(s);
+    dlock_client *c = open_client(s, 900);
+    dlock_lock *l = new_lock(c, "faults:maxclients");
+    redisContext *fill[8];
+    int nfill = 0;
+
+    cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+    /* Take every connection the server has left. */
+    for (; nfill < 8; nfill++) {
+        redisContext *x = redisConnect("127.0.0.1", rh_server_port(s));
+        redisReply *r = x && !x->err ? redisCommand(x, "PING") : NULL;
+        int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (!ok) {
+            redisFree(x);
+            break;
+        }
+        fill[nfill] = x;
+    }
+    cr_assert_lt(nfill, 8, "maxclients was not reached");
+    sleep_ms(2700); /* three TTLs */
+    cr_assert_eq(dlock_lock_check(l, NULL), 0, "the hold was lost at maxclients");
+    for (int i = 0; i < nfill; i++)
+        redisFree(fill[i]);
+    cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:maxclients"), 1);
+    cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+    dlock_lock_free(l);
+    dlock_client_close(c);
+    rh_server_free(s);
+}
+
+/*
+ * Every hold is renewed every period, while the table grows: one thread
+ * keeps taking watchdog locks for longer than three TTLs; none may expire.
+ * The worst remaining TTL is logged (DLOCK_TEST_HOLDS sets the count).
+ */
+Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
+{
+    rh_server *s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    dlock_client *c = open_client(s, 1500);
+    const char *env = getenv("DLOCK_TEST_HOLDS");
+    long want = env ? atol(env) : 20000, n = 0;
+    dlock_lock **locks = calloc((size_t)want, sizeof *locks);
+    lost_log g = {PTHREAD_MUTEX_INITIALIZER, 0, 0, ""};
+    int64_t t0 = rh_now_ms(), spread = 4500; /* three TTLs */
+
+    cr_assert_not_null(locks);
+    for (; n < want; n++) {
+        char name[32];
+        /* Paced so that the table grows through several renewal periods. */
+        while (rh_now_ms() - t0 < spread * n / want)
+            sleep_ms(1);
+        snprintf(name, sizeof name, "grow:%ld", n);
+        locks[n] = new_lock(c, name);
+        dlock_lock_set_lost_cb(locks[n], log_lost, &g);
+        cr_assert_eq(dlock_lock_try(locks[n], 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+                     dlock_lock_errmsg(locks[n]));
+    }
+    sleep_ms(1500);
+    long keys = (long)rh_command_int(s, "DBSIZE");
+    /* The worst remaining TTL, over every key. */
+    int64_t worst = INT64_MAX;
+    redisContext *x = redisConnect("127.0.0.1", rh_server_port(s));
+    cr_assert(x != NULL && !x->err);
+    for (long i = 0; i < n; i++)
+        redisAppendCommand(x, "PTTL grow:%ld", i);
+    for (long i = 0; i < n; i++) {
+        redisReply *r = NULL;
+        cr_assert_eq(redisGetReply(x, (void **)&r), REDIS_OK);
+        if (r->integer < worst)
+            worst = r->integer;
+        freeReplyObject(r);
+    }
+    redisFree(x);
+    cr_log_info("%ld watchdog holds (TTL 1500 ms): worst remaining TTL %lld ms", n,
+                (long long)worst);
+    cr_assert_eq(g.count, 0, "%d holds lost while the table grew (first: %s)", g.count, g.name);
+    cr_assert_eq(keys, n, "%ld of %ld keys left: renewals skipped holds", keys, n);
+    cr_assert_gt(worst, 0);
+    for (long i = 0; i < n; i++)
+        dlock_lock_free(locks[i]);
+    free(locks);
+    dlock_client_close(c);
+    rh_server_free(s);
 }
