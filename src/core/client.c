@@ -254,6 +254,27 @@ static int is_broken(const dlock__conn *conn)
 	return conn->broken;
 }
 
+/*
+ * A connection may owe replies for this long: a hung server's late replies
+ * come within moments of its waking up, but across a network partition
+ * they wait on TCP's retransmission backoff (seconds, growing), and the
+ * node would stay refused long after the partition healed. Past the bound
+ * the connection is reset and the node is asked again on a fresh one.
+ */
+static int64_t owed_bound_ms(const dlock_client *c)
+{
+	int64_t b = 2 * (int64_t)c->opts.command_timeout_ms;
+
+	return b > DLOCK__OWED_MAX_MIN_MS ? b : DLOCK__OWED_MAX_MIN_MS;
+}
+
+static _Thread_local int64_t owed_cutoff; /* for owes_too_long (drop_idle's filter) */
+
+static int owes_too_long(const dlock__conn *conn)
+{
+	return is_broken(conn) || (conn->owed > 0 && conn->owed_since < owed_cutoff);
+}
+
 /* Take the idle connections `drop` picks (up to DROP_MAX) out of the pool,
  * into dead[], for closing once pool_mu is released. Returns how many. */
 static int drop_idle(dlock_client *c, int (*drop)(const dlock__conn *), dlock__conn **dead)
@@ -436,13 +457,14 @@ void dlock__client_drain(dlock_client *c)
 		dlock__conn_drain(c->idle[i]);
 	}
 	/* Closed or reset by the server: whatever it had not run is gone with
-	 * it, and so are the replies it owed. */
-	n = drop_idle(c, is_broken, dead);
+	 * it, and so are the replies it owed. Owing for too long: reset. */
+	owed_cutoff = dlock__now_ms() - owed_bound_ms(c);
+	n = drop_idle(c, owes_too_long, dead);
 	if (n > 0)
 		pthread_cond_broadcast(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
 	for (i = 0; i < n; i++)
-		dlock__conn_close(dead[i]);
+		dlock__conn_reset(dead[i]);
 }
 
 int dlock_client_cancel_waits(dlock_client *c)

@@ -118,6 +118,10 @@ uint64_t dlock__client_cancels(dlock_client *client);
 /* True while the server counts as hung (see slow_until). */
 int dlock__client_is_slow(dlock_client *client);
 
+/* The least time a connection may owe replies before it is reset (the
+ * bound is the longer of this and 2 x the command timeout). */
+#define DLOCK__OWED_MAX_MIN_MS 1000
+
 /* How long a server that timed out is not waited for: after that, it is
  * given one more chance of a command timeout. */
 #define DLOCK__SLOW_WINDOW_MS 2000

@@ -435,8 +435,19 @@ void dlock__conn_flush(dlock__conn *c)
 	c->out_len -= done;
 }
 
+void dlock__conn_reset(dlock__conn *c)
+{
+	struct linger off = { 1, 0 };
+
+	if (c != NULL && c->fd >= 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+	dlock__conn_close(c);
+}
+
 void dlock__conn_give_up(dlock__conn *c, int replies)
 {
+	if (c->owed == 0)
+		c->owed_since = dlock__now_ms();
 	c->discard += replies;
 	c->owed += replies;
 	atomic_fetch_add((_Atomic int *)&c->node->owed, replies);

@@ -37,6 +37,7 @@ typedef struct dlock__conn {
 	int discard; /* replies nobody waits for any more (fire-and-forget commands,
 	                replies given up at a deadline): skipped when they come */
 	int owed;    /* of those, the ones given up at a deadline (counted in node->owed) */
+	int64_t owed_since; /* monotonic ms the oldest owed reply was given up */
 	char *out;   /* formatted commands not sent yet (deferred ones wait here
 	                for the next command, to share its write) */
 	size_t out_len, out_cap;
@@ -98,6 +99,13 @@ void dlock__conn_give_up(dlock__conn *c, int replies);
  * flush. 0, or DLOCK_ENOMEM (also for a broken connection).
  */
 int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
+/*
+ * Close a connection that has owed replies for too long with a reset (RST,
+ * not FIN): a server that had not read its queued commands yet discards
+ * them; its debts die with it.
+ */
+void dlock__conn_reset(dlock__conn *c);
 
 /* Read and skip whatever owed replies have arrived, without waiting. */
 void dlock__conn_drain(dlock__conn *c);

@@ -297,3 +297,54 @@ Test(partition, three_of_five_cut_holder_loses_it_first, .timeout = 90)
     cr_assert_eq(dlock_redlock_unlock_as(f.waiter, WAITER), 0, "%s", dlock_redlock_errmsg(f.waiter));
     teardown(&f);
 }
+
+/*
+ * A connection that owes replies across a partition waits on TCP's
+ * retransmission backoff: without a bound the node stays refused
+ * ("still owes") for seconds after the partition healed. Past the bound
+ * (the longer of 2 x the command timeout and 1 s) the connection is reset,
+ * and the healed node is asked again at once.
+ */
+Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
+{
+    rh_server *s;
+    dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_client *c = NULL;
+    dlock_lock *a = NULL, *b = NULL;
+
+    require_iptables();
+    s = rh_server_start(NULL);
+    cr_assert_not_null(s);
+    co.command_timeout_ms = CMD_TIMEOUT_MS;
+    co.connect_timeout_ms = CMD_TIMEOUT_MS;
+    cr_assert_eq(dlock_client_open(&c, rh_server_uri(s), &co), 0);
+    cr_assert_eq(dlock_lock_new(&a, c, "partition:owed:a"), 0);
+    cr_assert_eq(dlock_lock_new(&b, c, "partition:owed:b"), 0);
+    cr_assert_eq(dlock_lock_try(a, 0, 5000), 0, "%s", dlock_lock_errmsg(a));
+    cr_assert_eq(dlock_lock_unlock(a), 0);
+
+    cut(rh_server_port(s));
+    int rc = dlock_lock_try(a, 0, 5000);
+    for (int i = 0; i < 6; i++) {
+        sleep_ms(1000);
+        dlock_lock_try(a, 0, 5000);
+    }
+    heal(rh_server_port(s));
+    int64_t healed = rh_now_ms();
+    cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(a));
+    while ((rc = dlock_lock_try(b, 0, 5000)) != 0 && rh_now_ms() - healed < 15000)
+        sleep_ms(20);
+    int64_t took = rh_now_ms() - healed;
+    cr_log_info("a 7 s partition: the node answered a new acquire %lld ms after the heal",
+                (long long)took);
+    cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(b));
+    /* A fresh connection and one round trip; on the retransmission's
+     * schedule it took 300 ms and more (seconds after longer partitions). */
+    cr_assert_leq(took, CMD_TIMEOUT_MS, "the healed node stayed refused for %lld ms",
+                  (long long)took);
+    dlock_lock_unlock(b);
+    dlock_lock_free(a);
+    dlock_lock_free(b);
+    dlock_client_close(c);
+    rh_server_free(s);
+}
