@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * compare-table.js - the markdown report of bench/compare.sh.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/compare.sh - dlock against its floor and against node-redlock (SPEC §9),
 # side by side, on the same 5 local redis-servers, in one run.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock-bench - the measurements of SPEC §9, side by side in one run.
  *

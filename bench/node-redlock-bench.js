@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * node-redlock-bench.js - the peer of dlock-bench (SPEC §9): node-redlock 4.x
  * (npm `redlock@4.2.0`) with ioredis, on the same local servers, measured the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ci/demo.sh - dlock in 20 seconds: a RedLock over five Redis servers keeps
 # four worker processes out of each other's way while servers die.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install the Debian packages dlock's build and tests need, if any is missing.
 # Idempotent: with everything present it changes nothing and needs no network.
 # Installing redis-server may start a system redis on port 6379; dlock's tests

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install dlock into a temporary prefix and build examples/hello_lock.c against
 # the installed copy the three ways a user would: pkg-config, find_package with
 # dlock::dlock, and find_package with dlock::dlock_static. Each binary must

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Run a command (default: the README's test command, ci/test.sh) on a busy
 # machine: two CPU-bound processes run beside it for as long as it runs, as
 # on a shared CI host. Races that hide on an idle machine show up here.

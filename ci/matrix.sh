@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dlock's sanitizer and valgrind matrix (ci/test.sh runs it after the plain
 # build; it can also be run alone). Separate build directories:
 #   build-asan   the whole test suite under AddressSanitizer + UBSan

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dlock's test command (the README's, and what .ci/run runs):
 #   1. ci/deps.sh            install missing Debian packages
 #   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Installation: the shared and static libraries, the public headers, a CMake
 # package (find_package(dlock) -> dlock::dlock, dlock::dlock_static) and a
 # pkg-config file (dlock.pc). Included from the top-level CMakeLists.txt.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * book_rental - two customers, one copy left: renting the last book under a lock.
  *

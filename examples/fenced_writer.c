@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fenced_writer - why a lock alone cannot protect a resource, and how a
  * fencing token does.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hello_lock - take the lock "hello" on one Redis server, say who holds it,
  * and release it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock_diagnostics - take a RedLock over several Redis servers and show
  * how each server voted.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * singleton_worker - one active instance of an HA service, the others on
  * standby (leader election with a watchdog lock).

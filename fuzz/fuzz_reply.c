@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: mapping server replies to results. The input is fed to
  * hiredis's RESP reader as a server would send it; every reply read is then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the URI parser (what dlock_client_open and the CLI's -n read). */
 #include <stdint.h>
 #include <stdlib.h>

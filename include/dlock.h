@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock.h - distributed locks on Redis, wire-compatible with Redisson.
  *

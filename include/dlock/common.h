@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock/common.h - export macro, time sentinels and the allocator hook.
  */

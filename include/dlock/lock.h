@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock/lock.h - RLock: a reentrant lock on one Redis server, Redisson's
  * data layout (a HASH `<name>`: `<uuid>:<thread-id>` -> hold count).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock/multilock.h - several locks taken as one (Redisson's MultiLock).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock/redlock.h - RedLock: one lock held on a quorum (n/2+1) of n
  * independent Redis servers.

@@ -291,7 +291,7 @@ static void signal_job(pid_t pgid, int sig)
 		return;
 	while ((d = readdir(dir)) != NULL) {
 		FILE *f;
-		int ppid = 0;
+		int ppid = 0, pgrp = 0;
 
 		if (d->d_name[0] < '1' || d->d_name[0] > '9')
 			continue;
@@ -299,8 +299,9 @@ static void signal_job(pid_t pgid, int sig)
 		f = fopen(path, "r");
 		if (f == NULL)
 			continue;
+		/* Those still in the group had theirs: once each. */
 		if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL &&
-		    sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == me)
+		    sscanf(p + 1, " %*c %d %d", &ppid, &pgrp) == 2 && ppid == me && pgrp != pgid)
 			kill((pid_t)atoi(d->d_name), sig);
 		fclose(f);
 	}

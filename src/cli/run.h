@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `dlock run`: acquire, run a child, release. */
 #ifndef DLOCK_CLI_RUN_H
 #define DLOCK_CLI_RUN_H

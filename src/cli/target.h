@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The lock a `dlock` command works on: one name on the configured nodes, in
  * one of the three modes, behind one small interface.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The allocator hook: the library's only global state, set before use. */
 #include <stdlib.h>
 #include <string.h>

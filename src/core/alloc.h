@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: every allocation of dlock goes through the allocator hook. */
 #ifndef DLOCK_CORE_ALLOC_H
 #define DLOCK_CORE_ALLOC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: the client object, its connection pool and its background thread. */
 #ifndef DLOCK_CORE_CLIENT_H
 #define DLOCK_CORE_CLIENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: integers to decimal text, on every command's hot path (snprintf costs ~10x). */
 #ifndef DLOCK_CORE_FMT_H
 #define DLOCK_CORE_FMT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: client UUIDs, request ids and thread ids. */
 #ifndef DLOCK_CORE_IDS_H
 #define DLOCK_CORE_IDS_H

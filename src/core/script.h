@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: Lua scripts sent as EVALSHA, with EVAL when the server does not
  * know the script yet (NOSCRIPT: first use, a restart, SCRIPT FLUSH).

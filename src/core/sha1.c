@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * SHA-1 (FIPS 180-1), one-shot. dlock needs it only to know a script's
  * EVALSHA digest without asking the server, so it is written for clarity

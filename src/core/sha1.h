@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: SHA-1, for the EVALSHA digests of dlock's scripts. */
 #ifndef DLOCK_CORE_SHA1_H
 #define DLOCK_CORE_SHA1_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: every duration in dlock is measured on CLOCK_MONOTONIC. */
 #ifndef DLOCK_CORE_TIME_H
 #define DLOCK_CORE_TIME_H

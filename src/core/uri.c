@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Parsing of redis://[[user]:password@]host[:port][/db].
  *

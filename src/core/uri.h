@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: parsing of redis://[[user]:password@]host[:port][/db]. */
 #ifndef DLOCK_CORE_URI_H
 #define DLOCK_CORE_URI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The quorum engine: Redisson's MultiLock loop, with a parallel first
  * attempt in front and Redlock's validity rule behind.
@@ -652,15 +653,20 @@ static void merge_votes(dlock_member_status *seen, const dlock__member_try *t, s
 			seen[i] = t[i].st;
 }
 
-/* Members whose key is not a lock: no wait changes that (it is the answer
- * to give, rather than "no quorum", when they make the quorum impossible). */
-static size_t count_final(const dlock_member_status *seen, size_t n)
+/* Members that failed with `error` (a key that is not a lock, refused
+ * credentials: no wait changes those). */
+static size_t count_error(const dlock_member_status *seen, size_t n, int error)
 {
 	size_t i, k = 0;
 
 	for (i = 0; i < n; i++)
-		k += seen[i].vote == DLOCK_VOTE_ERROR && seen[i].error == DLOCK_EWRONGTYPE;
+		k += seen[i].vote == DLOCK_VOTE_ERROR && seen[i].error == error;
 	return k;
+}
+
+static size_t count_final(const dlock_member_status *seen, size_t n)
+{
+	return count_error(seen, n, DLOCK_EWRONGTYPE) + count_error(seen, n, DLOCK_EAUTH);
 }
 
 static int classify_failure(dlock__engine *e, const dlock_member_status *seen, int expired)
@@ -677,7 +683,7 @@ static int classify_failure(dlock__engine *e, const dlock_member_status *seen, i
 	if (expired)
 		rc = DLOCK_EEXPIRED;
 	else if (e->n - errors < e->rules.quorum)
-		rc = count_final(seen, e->n) > 0 ? DLOCK_EWRONGTYPE : DLOCK_ENOQUORUM;
+		rc = count_error(seen, e->n, DLOCK_EWRONGTYPE) > 0 ? DLOCK_EWRONGTYPE : DLOCK_ENOQUORUM;
 	else
 		rc = DLOCK_ENOTACQUIRED;
 	/* A member that failed for lack of memory failed in this process, not on its

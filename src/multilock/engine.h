@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: the quorum engine shared by MultiLock (quorum = n) and RedLock
  * (quorum = n/2+1). It knows nothing of restart guards: RedLock plugs its

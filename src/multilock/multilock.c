@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MultiLock: the engine with a quorum of every member. */
 #include "dlock/errors.h"
 #include "core/alloc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* RedLock: the engine with a quorum of n/2+1, validity, and the restart guard. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Acquiring a single-server lock: one attempt (in two halves, so the quorum
  * engine can multiplex them), and the wait for a release.
@@ -188,15 +189,14 @@ static const dlock__undo *make_undo(dlock_lock *l, const dlock__acquire *a, int6
 
 /*
  * Whether a wait rides out this failure: the server may answer again in a
- * moment (restarting, failing over, loading its data, a hung or partitioned
- * link, replies still owed). A wrong type, refused credentials, a bad
- * argument or a server out of memory (noeviction: nothing frees it by
- * itself) are final.
+ * moment (restarting, loading its data, busy with a script, a hung or
+ * partitioned link, replies still owed). A wrong type, refused credentials,
+ * a bad argument, a read-only replica (the URI names the wrong server) or a
+ * server out of memory (noeviction: nothing frees it by itself) are final.
  */
 static int transient(int rc, const redisReply *r)
 {
-	static const char *const busy[] = { "LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN",
-		"CLUSTERDOWN", "READONLY" };
+	static const char *const busy[] = { "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN" };
 	size_t i;
 
 	if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT)

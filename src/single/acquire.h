@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: one acquire attempt split in its two halves, so that the quorum
  * engine can send many at once (core/mux.h) and still record each hold

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: what one client knows of the holds taken through it, per lock
  * name and owner, and the watchdog that renews them.

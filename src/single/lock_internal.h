@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: the RLock handle, shared with the layers above. */
 #ifndef DLOCK_SINGLE_LOCK_INTERNAL_H
 #define DLOCK_SINGLE_LOCK_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Releasing a single-server lock: one hold of an owner (with Redisson's
  * request-id latch, so a repeat counts once), or the whole lock by force.

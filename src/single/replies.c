@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "dlock/errors.h"
 #include "single/replies.h"
 

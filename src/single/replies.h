@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: what the single-lock scripts answer, read without side effects
  * (so the mapping can be fuzzed on its own).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The single-server lock handle (RLock, and its fenced and fair kinds), its
  * names, and the queries that only read.

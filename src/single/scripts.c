@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The scripts keep Redisson's data layout exactly: a HASH <name> with the
  * field <uuid>:<thread-id> -> hold count, PEXPIRE lease, "0" published on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: the Lua scripts of the single-server lock (Redisson's data layout). */
 #ifndef DLOCK_SINGLE_SCRIPTS_H
 #define DLOCK_SINGLE_SCRIPTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test harness: real redis-server processes on free 127.0.0.1 ports.
  * See redis_harness.h for the contract.

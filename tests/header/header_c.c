@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * <dlock.h> alone, as C99 -pedantic -Wall -Wextra -Werror. Most checks are
  * compile-time; main() checks what only the linked library can answer.

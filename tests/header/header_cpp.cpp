@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // <dlock.h> alone, as C++11 -pedantic -Wall -Wextra -Werror: extern "C"
 // linkage and no C-only constructs in the headers. main() checks that the C++
 // program links and sees the same version as the library.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Allocation failures: every allocation the library makes on the calling
  * thread during an operation is made to fail in turn (k = 1, 2, ... until

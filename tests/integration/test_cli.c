@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The `dlock` command (SPEC §7) against real redis-server processes: the
  * binary is run with fork/execv, its stdout and stderr captured through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fair lock (Redisson's RFairLock) on a real redis-server: waiters get the
  * lock in arrival order; a waiter that gives up leaves the queue at once and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fencing tokens on real redis-servers (SPEC §5, reference §5.1):
  * Redisson's RFencedLock numbering on one server (every acquisition, re-entry

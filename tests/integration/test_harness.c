@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Self-test of the redis-server harness: the other integration tests rely on
  * it to start, kill, pause and restart servers and to leave nothing behind.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hostile input against real redis-server processes: names that are NULL,
  * empty, odd (braces, spaces, newlines, UTF-8) or huge; malformed URIs; keys

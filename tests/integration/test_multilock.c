@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MultiLock against real redis-server processes: three member locks of one
  * name on three servers, held all-or-nothing. Acquire/release on every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RedLock mutual exclusion and liveness against real redis-server processes:
  * Redisson's test shape (7 members over 2 servers, many threads), forked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RedLock against 3 and 5 real redis-server processes: the quorum with every
  * node up, with a minority or a majority killed (before and while holding),

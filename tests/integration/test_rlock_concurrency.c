@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RLock under concurrency against a real redis-server: mutual exclusion
  * between threads sharing a client and a handle, or each with its own;

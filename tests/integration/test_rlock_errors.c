@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RLock and client failures on real redis-server processes: a flushed script
  * cache, a key of the wrong type, wrong credentials (password and ACL user),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RLock watchdog against real redis-server processes: renewal while held,
  * no renewal after release or with a lease, a holder that dies, a server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RLock on a real redis-server: the exact Redisson data layout (hash field,
  * count, PTTL, unlock channel and payload), ownership, leases, waiting and

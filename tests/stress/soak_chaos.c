@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * soak_chaos - RedLock under chaos: real redis-server processes killed,
  * paused and disconnected while worker processes take turns in a critical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stress_threads - the library's threads under load, without Criterion, so
  * that it also runs under ThreadSanitizer (Criterion's runner cannot start

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * SHA-1 known answers. The expected digests come from coreutils' sha1sum
  * (and match FIPS 180-1's published examples); the 55..65-byte strings

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redis:// URI parsing: the valid forms with every field checked, the
  * malformed ones with their promise (DLOCK_EINVAL, a one-line message that
