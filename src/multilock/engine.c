@@ -583,8 +583,8 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 		/* owner NULL (the thread's own), not its spelled-out string: the
 		 * acquire trusts only the former to adopt holds our lost replies left. */
 		rc = dlock__errbuf_record(&m->err,
-				dlock__lock_acquire(m, owner, wait, provisional, cancels[i], &t[i].token,
-					&t[i].st.ttl_ms));
+				dlock__lock_acquire(m, owner, wait, provisional, cancels[i], 0,
+					&t[i].token, &t[i].st.ttl_ms));
 		if (rc == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
 			t[i].count = t[i].taken =

@@ -317,7 +317,7 @@ static int64_t next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, i
  * cancel (dlock_client_cancel_waits) ends it with DLOCK_ECANCELED.
  */
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		uint64_t cancels, int64_t *token, int64_t *holder_ttl)
+		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl)
 {
 	dlock__acquire a;
 	int64_t deadline, ttl = -1, backoff = 0;
@@ -335,6 +335,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		return rc;
 	deadline = dlock__deadline_in(wait_ms);
 	rc = attempt(l, &a, wait_ms, &ttl, &retry);
+	retry = retry && (ride_out_errors || rc == DLOCK_ENOTACQUIRED);
 	if (rc == 0 || !retry || wait_ms == 0)
 		goto done;
 
@@ -357,7 +358,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 				break;
 			rc = attempt(l, &a, wait_ms, &ttl, &retry);
-			if (rc == 0 || !retry)
+			if (rc == 0 || !retry || (!ride_out_errors && rc != DLOCK_ENOTACQUIRED))
 				break;
 		}
 		dlock__sub_leave(l->client->reactor, sub);
@@ -378,7 +379,7 @@ static int lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		int64_t *token)
 {
 	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, owner, wait_ms, lease_ms,
-			dlock__client_cancels(l->client), token, NULL));
+			dlock__client_cancels(l->client), 1, token, NULL));
 }
 
 int dlock_lock_lock(dlock_lock *l, int64_t lease_ms)

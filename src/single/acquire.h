@@ -52,10 +52,12 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
  * receives a fenced lock's token, *holder_ttl (may be NULL) the holder's
  * PTTL when the result is DLOCK_ENOTACQUIRED. `cancels` is the client's
  * cancel count when the caller's wait began (dlock__client_cancels): once
- * it changes, the wait ends with DLOCK_ECANCELED.
+ * it changes, the wait ends with DLOCK_ECANCELED. With `ride_out_errors`
+ * the wait also outlasts transient errors; without it (a quorum's member,
+ * whose engine moves on to the next member instead) they end it.
  */
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		uint64_t cancels, int64_t *token, int64_t *holder_ttl);
+		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl);
 
 /* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
 int64_t dlock__wall_ms(void);
