@@ -929,6 +929,8 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 		expired = 0;
 		if (ordered_round(e, t, owner, round_ms, lease_ms, wait_ms == 0, cancels)) {
 			if (filtered_quorum(e, t, lease_ms)) {
+				if (e->test_hook != NULL)
+					e->test_hook("finalize", e->test_hook_arg);
 				validity = finalize(e, t, lease_ms);
 				merge_votes(seen, t, e->n);
 				if (validity > 0 || (!e->rules.check_validity &&

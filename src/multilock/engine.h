@@ -59,6 +59,10 @@ typedef struct dlock__engine {
 	void *lost_ud;
 	char **armed;                 /* owners whose loss is still to be reported */
 	size_t narmed;
+	/* Tests only (NULL otherwise): called with a step's name ("finalize")
+	 * just before it, to stage a fault at that exact point. */
+	void (*test_hook)(const char *step, void *arg);
+	void *test_hook_arg;
 } dlock__engine;
 
 int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,

@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "multilock/engine.h"
 #include "redlock/guard.h"
+#include "redlock/redlock_internal.h"
 
 struct dlock_redlock {
 	dlock__engine engine;
@@ -17,6 +18,11 @@ struct dlock_redlock {
 	dlock_lock **locks;
 	size_t owned;
 };
+
+dlock__engine *dlock__redlock_engine(dlock_redlock *r)
+{
+	return &r->engine;
+}
 
 int dlock_redlock_options_init(dlock_redlock_options *opts, unsigned int version)
 {

@@ -399,3 +399,113 @@ Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
     dlock_client_close(c);
     rh_server_free(s);
 }
+
+/* ---- the quorum engine: what was taken is given back; more than a bare quorum ---- */
+
+#include "redlock/redlock_internal.h"
+
+typedef struct stage {
+    rh_server **pause;
+    int npause, fired;
+} stage;
+
+/* Pause the named servers just before the TTL reset goes out (once). */
+static void pause_before_finalize(const char *step, void *arg)
+{
+    stage *st = arg;
+    if (strcmp(step, "finalize") != 0 || st->fired++ > 0)
+        return;
+    for (int i = 0; i < st->npause; i++)
+        rh_server_pause(st->pause[i]);
+}
+
+static dlock_redlock *redlock_over(rh_server **s, int n, const char *name)
+{
+    const char *uris[5];
+    dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+    dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
+    dlock_redlock *r = NULL;
+
+    for (int i = 0; i < n; i++)
+        uris[i] = rh_server_uri(s[i]);
+    co.command_timeout_ms = CMD_TIMEOUT_MS;
+    co.connect_timeout_ms = CMD_TIMEOUT_MS;
+    ro.restart_guard_ms = 0;
+    cr_assert_eq(dlock_redlock_open(&r, uris, (size_t)n, name, &co, &ro), 0, "%s",
+                 dlock_errmsg_last());
+    return r;
+}
+
+static void hold_foreign(rh_server *s, const char *key, int ms)
+{
+    cr_assert_eq(rh_command_int(s, "HSET %s foreign:1 1", key), 1);
+    cr_assert_eq(rh_command_int(s, "PEXPIRE %s %d", key, ms), 1);
+}
+
+/*
+ * The ordered round takes members; then their TTL reset times out (the
+ * servers were paused just before it) and overwrites their votes: the
+ * quorum is lost, and every member taken must be given back - not left
+ * held and renewed because its vote no longer says "acquired".
+ */
+Test(faults, members_whose_ttl_reset_failed_are_rolled_back, .timeout = 30)
+{
+    rh_server *s[3];
+    cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+    dlock_redlock *r = redlock_over(s, 3, "faults:reset");
+    stage st = {(rh_server *[]){s[1], s[2]}, 2, 0};
+
+    /* Held by someone else on two members: the first attempt fails and the
+     * ordered round takes them as the foreign holds expire. */
+    hold_foreign(s[0], "faults:reset", 300);
+    hold_foreign(s[1], "faults:reset", 300);
+    dlock__redlock_engine(r)->test_hook = pause_before_finalize;
+    dlock__redlock_engine(r)->test_hook_arg = &st;
+    int rc = dlock_redlock_try(r, 1500, 5000, NULL);
+    for (int i = 1; i < 3; i++)
+        rh_server_resume(s[i]);
+    cr_assert_eq(st.fired, 1, "the ordered round never reached its TTL reset");
+    cr_assert_neq(rc, 0, "granted with 2 of 3 servers paused at the TTL reset");
+    sleep_ms(300); /* the rollbacks queued at the paused servers run now */
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(rh_command_int(s[i], "EXISTS %s", "faults:reset"), 0,
+                     "server %d still holds the lock after the failed try", i);
+        dlock_lock *m = dlock_redlock_member(r, (size_t)i);
+        cr_assert_eq(dlock_lock_check(m, NULL), DLOCK_ENOTOWNER,
+                     "member %d is still recorded (and renewed)", i);
+    }
+    dlock_redlock_free(r);
+    for (int i = 0; i < 3; i++)
+        rh_server_free(s[i]);
+}
+
+/*
+ * After a contended wait the ordered round reaches its quorum, then asks
+ * the members it did not take: all five are held, not a bare three. The
+ * status describes that grant: "acquired" exactly where the server has
+ * our hold.
+ */
+Test(faults, ordered_round_takes_every_free_member, .timeout = 30)
+{
+    rh_server *s[5];
+    cr_assert_eq(rh_servers_start(s, 5, NULL), 0);
+    dlock_redlock *r = redlock_over(s, 5, "faults:more");
+    int64_t validity = 0;
+
+    for (int i = 0; i < 3; i++)
+        hold_foreign(s[i], "faults:more", 300);
+    cr_assert_eq(dlock_redlock_try(r, 3000, 5000, &validity), 0, "%s", dlock_redlock_errmsg(r));
+    for (int i = 0; i < 5; i++) {
+        dlock_member_status st;
+        int64_t held = rh_command_int(s[i], "EXISTS %s", "faults:more");
+        cr_assert_eq(held, 1, "member %d not taken: a bare quorum", i);
+        cr_assert_eq(dlock_redlock_status(r, (size_t)i, &st), 0);
+        cr_assert_eq(st.vote == DLOCK_VOTE_ACQUIRED, held == 1,
+                     "member %d: status says vote %d, server says %s", i, (int)st.vote,
+                     held ? "held" : "free");
+    }
+    cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+    dlock_redlock_free(r);
+    for (int i = 0; i < 5; i++)
+        rh_server_free(s[i]);
+}
