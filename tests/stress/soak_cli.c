@@ -177,6 +177,7 @@ static int section(void)
 	write_long("owner", me);
 	count = read_long("counter");
 	len = rnd(10) < 7 ? 30 + rnd(170) : 1000 + rnd(MAX_SECTION_MS - 1000);
+	write_long("until", (long)(now_ms() + len)); /* for the chaos to aim at */
 	for (end = now_ms() + len; now_ms() < end; sleep_ms(10)) {
 		pid_t o = (pid_t)read_long("owner");
 
@@ -269,7 +270,15 @@ static void chaos_step(rh_server **s, chaos_stats *st)
 	int64_t what = rnd(10);
 	int i = (int)rnd(NSERVERS), k;
 
-	if (what < 3) { /* 3 of 5 gone for longer than the watchdog timeout */
+	if (what < 3) {
+		/* 3 of 5 gone for longer than the watchdog timeout, aimed at a
+		 * section that runs on long enough to be cut: its holder must
+		 * find the lock lost and stop it. */
+		int64_t give_up = now_ms() + 10000;
+
+		while (now_ms() < give_up && !(alive((pid_t)read_long("owner")) &&
+				read_long("until") - now_ms() > WATCHDOG_MS + 300))
+			sleep_ms(5);
 		for (k = 0; k < 3; k++)
 			rh_server_pause(s[(i + k) % NSERVERS]);
 		sleep_ms(MAJORITY_PAUSE_MS);
