@@ -1209,7 +1209,8 @@ Test(cli, multilock_run_holds_every_node, .timeout = 60)
 
 /* ---- 12. `run` owns its job, waits for as long as it takes, reports loss ----------- */
 
-/* 1 while a process whose command line contains `mark` runs (zombies aside). */
+/* 1 while a process whose command line starts with `mark` runs (zombies aside):
+ * "sleep 37.123", not the dlock or sh whose arguments mention it. */
 static int process_running(const char *mark)
 {
     DIR *d = opendir("/proc");
@@ -1233,7 +1234,7 @@ static int process_running(const char *mark)
             if (buf[i] == '\0')
                 buf[i] = ' ';
         buf[n] = '\0';
-        if (strstr(buf, mark) == NULL)
+        if (strncmp(buf, mark, strlen(mark)) != 0)
             continue;
         snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
         if ((f = fopen(path, "r")) == NULL)
