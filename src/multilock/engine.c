@@ -124,7 +124,7 @@ void dlock__engine_destroy(dlock__engine *e)
 	if (e->members == NULL)
 		return;
 	for (i = 0; i < e->n; i++)
-		dlock__holds_unobserve(e->members[i]->holds, e);
+		dlock__holds_unobserve(e->members[i], e);
 	while (e->narmed > 0)
 		dlock__free(e->armed[--e->narmed]);
 	dlock__free(e->armed);
@@ -291,8 +291,7 @@ static int parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 		if (t[i].believed < 0) {
 			dlock_lock *m = e->members[i];
 
-			t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len,
-					acq[i].owner, 1);
+			t[i].believed = dlock__holds_count(m, acq[i].owner, 1);
 			if (t[i].believed < 0)
 				t[i].believed = 0;
 		}
@@ -371,7 +370,7 @@ static void rollback_op(dlock__engine *e, size_t i, const char *owner, int64_t e
 	a->lens[4] = dlock__fmt_i64(a->expect, expect);
 	a->argv[5] = a->lease;
 	a->lens[5] = dlock__fmt_i64(a->lease,
-			dlock__holds_lease(m->holds, m->name, m->name_len, owner));
+			dlock__holds_lease(m, owner));
 	memset(op, 0, sizeof(*op));
 	op->client = m->client;
 	op->script = &dlock__script_rollback;
@@ -394,7 +393,7 @@ static void rollback_done(dlock__engine *e, size_t i, const char *owner, int64_t
 		left = op->reply->integer;
 	}
 	/* Unreachable: forget the hold so nobody renews it; it expires. */
-	dlock__holds_released(m->holds, m->name, m->name_len, owner, left);
+	dlock__holds_released(m, owner, left);
 }
 
 /*
@@ -577,7 +576,7 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 
 		if (wait > left)
 			wait = left > 0 ? left : 0;
-		t[i].believed = dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
+		t[i].believed = dlock__holds_count(m, t[i].owner_ptr, 1);
 		if (t[i].believed < 0 && owner == NULL)
 			t[i].believed = 0;
 		/* owner NULL (the thread's own), not its spelled-out string: the
@@ -588,7 +587,7 @@ static int ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 		if (rc == 0) {
 			t[i].st.vote = DLOCK_VOTE_ACQUIRED;
 			t[i].count = t[i].taken =
-				dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1);
+				dlock__holds_count(m, t[i].owner_ptr, 1);
 			if (++acquired >= e->rules.quorum) {
 				take_the_rest(e, t, owner, provisional, round_end);
 				return 1;
@@ -1003,8 +1002,7 @@ static int quorum_lost(dlock__engine *e, const char *owner)
 
 	for (i = 0; i < e->n; i++) {
 		dlock_lock *m = e->members[i];
-		int s = dlock__holds_state(m->holds, m->name, m->name_len,
-				member_owner(e, i, owner, buf));
+		int s = dlock__holds_state(m, member_owner(e, i, owner, buf));
 
 		alive += s == 0;
 		lost += s == DLOCK_ELOST;
@@ -1045,7 +1043,7 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		/* An explicit owner may have been taken by another process (a
 		 * script's `dlock acquire`): release it wherever it is held. */
 		t[i].touched = owner != NULL ||
-			dlock__holds_count(m->holds, m->name, m->name_len, t[i].owner_ptr, 1) >= 0;
+			dlock__holds_count(m, t[i].owner_ptr, 1) >= 0;
 		if (t[i].touched) {
 			rc = dlock__release_prepare(m, t[i].owner_ptr, &rel[i]);
 			if (rc < 0)
@@ -1082,14 +1080,13 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 		if (r == 0 && ops[i].reply == NULL) {
 			/* Sent without waiting: count it as done, so renewal stops
 			 * with the last hold; the key expires if it never runs. */
-			dlock__holds_unsure_release(m->holds, m->name, m->name_len, t[i].owner_ptr);
+			dlock__holds_unsure_release(m, t[i].owner_ptr);
 			continue;
 		}
 		if (r < 0) {
 			dlock__seterr(r, "%s", ops[i].errmsg);
 			if (r != DLOCK_ENOMEM)
-				dlock__holds_unsure_release(m->holds, m->name, m->name_len,
-						t[i].owner_ptr);
+				dlock__holds_unsure_release(m, t[i].owner_ptr);
 		} else {
 			r = dlock__release_finish(m, &rel[i], ops[i].reply);
 		}
@@ -1140,7 +1137,7 @@ int dlock__engine_check(dlock__engine *e, const char *owner)
 
 	for (i = 0; i < e->n; i++) {
 		dlock_lock *m = e->members[i];
-		int s = dlock__holds_state(m->holds, m->name, m->name_len, member_owner(e, i, owner, buf));
+		int s = dlock__holds_state(m, member_owner(e, i, owner, buf));
 
 		alive += s == 0;
 		known += s != DLOCK_ENOTOWNER;
@@ -1260,7 +1257,7 @@ static void member_lost(void *arg, const char *owner, int reason)
 			snprintf(buf, sizeof(buf), "%s%s", m->client->id, key);
 			o = buf;
 		}
-		alive += dlock__holds_state(m->holds, m->name, m->name_len, o) == 0;
+		alive += dlock__holds_state(m, o) == 0;
 	}
 	if (alive < e->rules.quorum && disarm_locked(e, key)) {
 		fn = e->lost_fn;
@@ -1282,7 +1279,7 @@ static void observe_member_losses(dlock__engine *e, dlock__member_try *t)
 		dlock_lock *m = e->members[i];
 
 		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED)
-			dlock__holds_observe(m->holds, m->name, m->name_len, t[i].owner_ptr,
+			dlock__holds_observe(m, t[i].owner_ptr,
 					member_lost, e);
 	}
 }

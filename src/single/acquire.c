@@ -54,7 +54,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	 * and a count one higher than recorded can only be a lost reply of ours.
 	 * An explicit owner may be shared with other clients and processes: its
 	 * count is only compared after a reply of ours was lost. */
-	a->believed = dlock__holds_count(l->holds, l->name, l->name_len, a->owner, owner == NULL);
+	a->believed = dlock__holds_count(l, a->owner, owner == NULL);
 	if (a->believed < 0 && owner == NULL)
 		a->believed = 0;
 
@@ -129,7 +129,7 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 				"acquire %s: unexpected reply (type %d)", l->shown, r->type);
 	a->count = got.count;
 	a->token = got.token;
-	rc = dlock__holds_acquired(l->holds, l, l->name, l->name_len, a->owner, got.count,
+	rc = dlock__holds_acquired(l, a->owner, got.count,
 			a->lease_ms, sent_at);
 	if (rc < 0) {
 		/* Nobody would renew or track it: give the hold back. */
@@ -176,7 +176,7 @@ static const dlock__undo *make_undo(dlock_lock *l, const dlock__acquire *a, int6
 	ARG(a->owner, strlen(a->owner));
 	ARG(u->count, dlock__fmt_i64(u->count, a->believed + 1));
 	ARG(u->lease, dlock__fmt_i64(u->lease,
-			dlock__holds_lease(l->holds, l->name, l->name_len, a->owner)));
+			dlock__holds_lease(l, a->owner)));
 	if (l->kind == DLOCK__FAIR)
 		ARG(u->wait, dlock__fmt_i64(u->wait, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
 #undef ARG
@@ -234,7 +234,7 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
-		dlock__holds_uncertain(l->holds, l->name, l->name_len, a->owner);
+		dlock__holds_uncertain(l, a->owner);
 	*retry = rc == DLOCK_ENOTACQUIRED || transient(rc, r);
 	freeReplyObject(r);
 	return rc;

@@ -8,59 +8,9 @@
 #include "core/client.h"
 #include "core/time.h"
 #include "single/holds.h"
+#include "single/holds_table.h"
+#include "single/lock_internal.h"
 #include "single/scripts.h"
-
-/* Holds renewed per EVAL (Redisson's lockWatchdogBatchSize). */
-#define RENEW_BATCH 100
-/* Redlock's constant drift allowance on top of the 1% (ms). */
-#define DLOCK__DRIFT_FLOOR_MS 2
-
-typedef struct hold {
-	char *name;
-	size_t name_len;
-	char *owner;
-	uint64_t epoch;        /* distinguishes a hold from a later one of the same key */
-	int64_t count;
-	int64_t lease_ms;      /* kept on the key after a partial release */
-	int watchdog;
-	int lost;
-	int expired;           /* check() saw the TTL run out: lost, whatever a late renewal says */
-	int uncertain;         /* an acquire got no answer: compare counts on the next one */
-	int releasing;         /* releases of it on their way: "gone" may be their doing */
-	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
-	dlock_lock *handle;
-	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
-	void *observer_arg;
-	struct hold *next;
-} hold;
-
-struct dlock__holds {
-	dlock_client *client;
-	pthread_mutex_t mu;     /* the table */
-	pthread_mutex_t cb_mu;  /* held while a lost callback runs, so detach can wait for it */
-	hold **buckets;
-	size_t nbuckets;
-	size_t count;
-	size_t watched;         /* holds with watchdog and not lost */
-	uint64_t next_epoch;
-};
-
-/* A loss to report once the table is unlocked. */
-typedef struct lost_event {
-	dlock_lock *handle;
-	char *owner;
-	dlock__lost_observer observer;
-	void *observer_arg;
-	int reason;             /* dlock_lost_reason */
-} lost_event;
-
-/* One renewal in flight: copies, so the table may change meanwhile. */
-typedef struct renewal {
-	char *name;
-	size_t name_len;
-	char *owner;
-	uint64_t epoch;
-} renewal;
 
 /* 8 bytes at a time (this runs several times per lock operation). */
 static uint64_t mix(uint64_t h, const char *p, size_t n)
@@ -94,7 +44,7 @@ static hold **find_link(dlock__holds *h, const char *name, size_t name_len, cons
 	return link;
 }
 
-static hold *find(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, const char *owner)
 {
 	return *find_link(h, name, name_len, owner);
 }
@@ -154,8 +104,6 @@ static void holds_free(void *arg)
 	dlock__free(h);
 }
 
-static int64_t watchdog_run(void *arg, int64_t now);
-
 dlock__holds *dlock__holds_of(dlock_client *c)
 {
 	dlock__holds *h;
@@ -179,21 +127,24 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 			h->client = c;
 			c->ext = h;
 			c->ext_free = holds_free;
-			dlock__reactor_set_job(c->reactor, watchdog_run, h);
+			dlock__reactor_set_job(c->reactor, dlock__watchdog_run, h);
 		}
 	}
 	dlock__mutex_unlock(&c->ext_mu);
 	return h;
 }
 
-int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+int64_t dlock__holds_count(dlock_lock *l, const char *owner,
 		int trusted)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold *x;
 	int64_t n = -1;
 
 	dlock__mutex_lock(&h->mu);
-	x = find(h, name, name_len, owner);
+	x = dlock__holds_find(h, name, name_len, owner);
 	/* A lost hold is gone from the server: nothing to adopt. */
 	if (x != NULL && (trusted || x->uncertain))
 		n = x->lost || x->expired ? 0 : x->count;
@@ -201,20 +152,26 @@ int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, c
 	return n;
 }
 
-void dlock__holds_uncertain(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+void dlock__holds_uncertain(dlock_lock *l, const char *owner)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
-	x = find(h, name, name_len, owner);
+	x = dlock__holds_find(h, name, name_len, owner);
 	if (x != NULL)
 		x->uncertain = 1;
 	dlock__mutex_unlock(&h->mu);
 }
 
-int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name, size_t name_len,
-		const char *owner, int64_t count, int64_t lease_ms, int64_t sent_at)
+int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
+		int64_t lease_ms, int64_t sent_at)
 {
+	dlock__holds *h = handle->holds;
+	const char *name = handle->name;
+	size_t name_len = handle->name_len;
 	hold **link, *x;
 	int schedule = 0;
 
@@ -265,22 +222,27 @@ int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name,
 	return 0;
 }
 
-int64_t dlock__holds_lease(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+int64_t dlock__holds_lease(dlock_lock *l, const char *owner)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold *x;
 	int64_t lease;
 
 	dlock__mutex_lock(&h->mu);
-	x = find(h, name, name_len, owner);
+	x = dlock__holds_find(h, name, name_len, owner);
 	/* Unknown (taken by another process): leave the key's TTL alone. */
 	lease = x != NULL ? x->lease_ms : 0;
 	dlock__mutex_unlock(&h->mu);
 	return lease;
 }
 
-int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner, int64_t left)
+int dlock__holds_released(dlock_lock *l, const char *owner, int64_t left)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold **link;
 	int was_lost = 0;
 
@@ -297,14 +259,16 @@ int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
 	return was_lost;
 }
 
-uint64_t dlock__holds_release_begin(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner)
+uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold *x;
 	uint64_t epoch = 0;
 
 	dlock__mutex_lock(&h->mu);
-	x = find(h, name, name_len, owner);
+	x = dlock__holds_find(h, name, name_len, owner);
 	if (x != NULL) {
 		x->releasing++;
 		epoch = x->epoch;
@@ -313,21 +277,25 @@ uint64_t dlock__holds_release_begin(dlock__holds *h, const char *name, size_t na
 	return epoch;
 }
 
-void dlock__holds_release_end(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner, uint64_t epoch)
+void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
-	x = find(h, name, name_len, owner);
+	x = dlock__holds_find(h, name, name_len, owner);
 	if (x != NULL && x->epoch == epoch && x->releasing > 0)
 		x->releasing--;
 	dlock__mutex_unlock(&h->mu);
 }
 
-void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner)
+void dlock__holds_unsure_release(dlock_lock *l, const char *owner)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold **link;
 
 	dlock__mutex_lock(&h->mu);
@@ -348,25 +316,28 @@ void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_
  * reaching the server, or a leased hold past its lease, is no longer held,
  * however late the background thread runs.
  */
-static int hold_expired(const dlock__holds *h, const hold *x, int64_t now)
+int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now)
 {
 	int64_t ttl = x->watchdog ? h->client->opts.watchdog_timeout_ms : x->lease_ms;
 
 	return now - x->confirmed_at >= ttl - ttl / 100 - DLOCK__DRIFT_FLOOR_MS;
 }
 
-int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+int dlock__holds_state(dlock_lock *l, const char *owner)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold *x;
 	int rc;
 
 	dlock__mutex_lock(&h->mu);
-	x = find(h, name, name_len, owner);
+	x = dlock__holds_find(h, name, name_len, owner);
 	if (x == NULL)
 		rc = DLOCK_ENOTOWNER;
 	else if (x->lost || x->expired)
 		rc = DLOCK_ELOST;
-	else if (x->releasing == 0 && hold_expired(h, x, dlock__now_ms()))
+	else if (x->releasing == 0 && dlock__holds_expired(h, x, dlock__now_ms()))
 		rc = DLOCK_ELOST, x->expired = 1; /* the watchdog reports it (callbacks) */
 	else
 		rc = 0;
@@ -375,7 +346,7 @@ int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const
 }
 
 /* Mark a hold lost (h->mu held) and remember it for its callbacks. */
-static void mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev)
+void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev)
 {
 	if (x->lost)
 		return;
@@ -406,7 +377,7 @@ static int handle_attached(dlock__holds *h, dlock_lock *handle)
 	return 0;
 }
 
-static void run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
+void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 {
 	size_t i;
 
@@ -432,8 +403,11 @@ static void run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
-void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_len)
+void dlock__holds_name_deleted(dlock_lock *l)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	lost_event *cb = NULL;
 	size_t ncb = 0, i, n;
 	hold *x;
@@ -444,15 +418,16 @@ void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_le
 	for (i = 0; i < n; i++)
 		for (x = h->buckets[i]; x != NULL; x = x->next)
 			if (x->name_len == name_len && memcmp(x->name, name, name_len) == 0)
-				mark_lost(h, x, DLOCK_LOST_FORCED, cb, &ncb);
+				dlock__holds_mark_lost(h, x, DLOCK_LOST_FORCED, cb, &ncb);
 	dlock__mutex_unlock(&h->mu);
 	if (cb != NULL)
-		run_callbacks(h, cb, ncb);
+		dlock__holds_run_callbacks(h, cb, ncb);
 	dlock__free(cb);
 }
 
-void dlock__holds_detach(dlock__holds *h, dlock_lock *handle)
+void dlock__holds_detach(dlock_lock *handle)
 {
+	dlock__holds *h = handle->holds;
 	size_t i;
 
 	dlock__mutex_lock(&h->cb_mu);
@@ -471,13 +446,16 @@ void dlock__holds_detach(dlock__holds *h, dlock_lock *handle)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
-int dlock__holds_observe(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+int dlock__holds_observe(dlock_lock *l, const char *owner,
 		dlock__lost_observer observer, void *arg)
 {
+	dlock__holds *h = l->holds;
+	const char *name = l->name;
+	size_t name_len = l->name_len;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
-	x = find(h, name, name_len, owner);
+	x = dlock__holds_find(h, name, name_len, owner);
 	if (x != NULL && !x->lost) {
 		x->observer = observer;
 		x->observer_arg = arg;
@@ -486,8 +464,9 @@ int dlock__holds_observe(dlock__holds *h, const char *name, size_t name_len, con
 	return x != NULL;
 }
 
-void dlock__holds_unobserve(dlock__holds *h, void *arg)
+void dlock__holds_unobserve(dlock_lock *l, void *arg)
 {
+	dlock__holds *h = l->holds;
 	size_t i;
 	hold *x;
 
@@ -501,140 +480,3 @@ void dlock__holds_unobserve(dlock__holds *h, void *arg)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
-/*
- * Collect every watched hold into *out (and room for a loss event each into
- * *cb), and mark lost those whose TTL must have run out without a renewal
- * reaching the server. The arrays are sized under the table's lock, so a
- * table that grows meanwhile cannot leave any hold out of the round.
- * Returns how many; -1 when out of memory (try again soon).
- */
-static ssize_t collect(dlock__holds *h, int64_t now, renewal **out, lost_event **cb, size_t *ncb)
-{
-	size_t i, n = 0, max;
-	hold *x;
-
-	dlock__mutex_lock(&h->mu);
-	max = h->count;
-	*out = dlock__calloc(max ? max : 1, sizeof(**out));
-	*cb = dlock__calloc(max ? max : 1, sizeof(**cb));
-	if (*out == NULL || *cb == NULL) {
-		dlock__mutex_unlock(&h->mu);
-		return -1;
-	}
-	for (i = 0; i < h->nbuckets; i++) {
-		for (x = h->buckets[i]; x != NULL; x = x->next) {
-			if (!x->watchdog || x->lost)
-				continue;
-			/* While a release is on its way its answer settles the record. */
-			if (x->releasing == 0 && (x->expired || hold_expired(h, x, now))) {
-				mark_lost(h, x, DLOCK_LOST_UNREACHABLE, *cb, ncb);
-				continue;
-			}
-			(*out)[n].name = dlock__strndup(x->name, x->name_len);
-			(*out)[n].owner = dlock__strdup(x->owner);
-			if ((*out)[n].name == NULL || (*out)[n].owner == NULL) {
-				dlock__free((*out)[n].name);
-				dlock__free((*out)[n].owner);
-				continue; /* try again next turn */
-			}
-			(*out)[n].name_len = x->name_len;
-			(*out)[n].epoch = x->epoch;
-			n++;
-		}
-	}
-	dlock__mutex_unlock(&h->mu);
-	return (ssize_t)n;
-}
-
-/* Renew one batch; 0 when the server answered for every hold. */
-static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
-		lost_event *cb, size_t *ncb)
-{
-	dlock_client *c = h->client;
-	const char *keys[RENEW_BATCH], *args[RENEW_BATCH + 1];
-	size_t key_lens[RENEW_BATCH], arg_lens[RENEW_BATCH + 1], i;
-	char ttl[24];
-	redisReply *r = NULL;
-	int64_t sent_at;
-	int rc;
-
-	dlock__conn *conn = NULL;
-
-	/* A pooled connection: the server may accept no new one (maxclients)
-	 * while those it has work. */
-	if (dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms)) < 0)
-		return -1;
-	args[0] = ttl;
-	arg_lens[0] = (size_t)snprintf(ttl, sizeof(ttl), "%d", c->opts.watchdog_timeout_ms);
-	for (i = 0; i < n; i++) {
-		keys[i] = batch[offset + i].name;
-		key_lens[i] = batch[offset + i].name_len;
-		args[i + 1] = batch[offset + i].owner;
-		arg_lens[i + 1] = strlen(batch[offset + i].owner);
-	}
-	sent_at = dlock__now_ms();
-	rc = dlock__script_run(conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1,
-			args, arg_lens, &r, dlock__deadline_in(c->opts.command_timeout_ms));
-	dlock__client_conn_put(c, conn);
-	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != n))
-		rc = -1; /* an error reply (OOM, READONLY ...): try again later */
-	if (rc == 0) {
-		dlock__mutex_lock(&h->mu);
-		for (i = 0; i < n; i++) {
-			renewal *w = &batch[offset + i];
-			hold *x = find(h, w->name, w->name_len, w->owner);
-
-			if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
-				continue;
-			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
-				x->confirmed_at = sent_at;
-			else if (x->releasing == 0) /* else the release may have run first */
-				mark_lost(h, x, r->element[i]->type == REDIS_REPLY_INTEGER &&
-						r->element[i]->integer < 0 ? DLOCK_LOST_REPLACED :
-						DLOCK_LOST_GONE, cb, ncb);
-		}
-		dlock__mutex_unlock(&h->mu);
-	}
-	freeReplyObject(r);
-	return rc == 0 ? 0 : -1;
-}
-
-/* The reactor's job: renew every watched hold, every third of the timeout. */
-static int64_t watchdog_run(void *arg, int64_t now)
-{
-	dlock__holds *h = arg;
-	int64_t period = h->client->opts.watchdog_timeout_ms / 3;
-	size_t n, i, ncb = 0;
-	renewal *batch = NULL;
-	lost_event *cb = NULL;
-	ssize_t got = collect(h, now, &batch, &cb, &ncb);
-	int failed = 0;
-
-	if (got < 0) {
-		dlock__free(batch);
-		dlock__free(cb);
-		return now + period / 4 + 1;
-	}
-	n = (size_t)got;
-	for (i = 0; i < n; i += RENEW_BATCH) {
-		size_t k = n - i < RENEW_BATCH ? n - i : RENEW_BATCH;
-
-		if (renew_batch(h, batch, k, i, cb, &ncb) < 0)
-			failed = 1;
-	}
-	for (i = 0; i < n; i++) {
-		dlock__free(batch[i].name);
-		dlock__free(batch[i].owner);
-	}
-	dlock__free(batch);
-	run_callbacks(h, cb, ncb);
-	dlock__free(cb);
-
-	dlock__mutex_lock(&h->mu);
-	n = h->watched;
-	dlock__mutex_unlock(&h->mu);
-	if (n == 0)
-		return DLOCK__NEVER;
-	/* After a failure, try again sooner: the TTL keeps running. */
-	return now + (failed ? period / 4 + 1 : period);
-}

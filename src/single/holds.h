@@ -28,11 +28,11 @@ dlock__holds *dlock__holds_of(dlock_client *client);
  * With `trusted` 0 (an explicit owner, which others may share) the count is
  * only given when an acquire of it ended without an answer, else -1.
  */
-int64_t dlock__holds_count(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+int64_t dlock__holds_count(dlock_lock *l, const char *owner,
 		int trusted);
 
 /* An acquire for owner ended without an answer: it may or may not have counted. */
-void dlock__holds_uncertain(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+void dlock__holds_uncertain(dlock_lock *l, const char *owner);
 
 /*
  * Record a successful acquire: the server now shows `count` holds. lease_ms
@@ -40,20 +40,18 @@ void dlock__holds_uncertain(dlock__holds *h, const char *name, size_t name_len, 
  * no earlier than that). `handle` receives the lost callback.
  * Returns 0 or DLOCK_ENOMEM (then nothing is renewed: the caller releases).
  */
-int dlock__holds_acquired(dlock__holds *h, dlock_lock *handle, const char *name, size_t name_len,
-		const char *owner, int64_t count, int64_t lease_ms, int64_t sent_at);
+int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, int64_t lease_ms, int64_t sent_at);
 
 /* The lease to keep on the key after a partial release (Redisson's internalLockLeaseTime);
  * 0 when the client has no record: keep the key's TTL. */
-int64_t dlock__holds_lease(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+int64_t dlock__holds_lease(dlock_lock *l, const char *owner);
 
 /*
  * Record a release: `left` holds remain (0 forgets the hold), or left < 0
  * for "the server says owner holds nothing". Returns 1 when the hold had
  * been found lost before, else 0.
  */
-int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner, int64_t left);
+int dlock__holds_released(dlock_lock *l, const char *owner, int64_t left);
 
 /*
  * A release of owner's hold is on its way (begin, before it is sent) or
@@ -61,10 +59,8 @@ int dlock__holds_released(dlock__holds *h, const char *name, size_t name_len,
  * Meanwhile a renewal that finds the hold gone is not a loss: the release
  * may have run first. begin returns 0 when there is no record.
  */
-uint64_t dlock__holds_release_begin(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner);
-void dlock__holds_release_end(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner, uint64_t epoch);
+uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner);
+void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch);
 
 /*
  * A release whose answer never came (the server timed out or the connection
@@ -73,17 +69,16 @@ void dlock__holds_release_end(dlock__holds *h, const char *name, size_t name_len
  * release never ran, the key expires by its TTL instead of being renewed
  * forever.
  */
-void dlock__holds_unsure_release(dlock__holds *h, const char *name, size_t name_len,
-		const char *owner);
+void dlock__holds_unsure_release(dlock_lock *l, const char *owner);
 
 /* Force unlock: every local hold of the name is lost (callbacks run). */
-void dlock__holds_name_deleted(dlock__holds *h, const char *name, size_t name_len);
+void dlock__holds_name_deleted(dlock_lock *l);
 
 /* 0 held, DLOCK_ELOST lost, DLOCK_ENOTOWNER no record. */
-int dlock__holds_state(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+int dlock__holds_state(dlock_lock *l, const char *owner);
 
 /* The handle is going away: its holds stop being renewed; waits for a running callback. */
-void dlock__holds_detach(dlock__holds *h, dlock_lock *handle);
+void dlock__holds_detach(dlock_lock *handle);
 
 /*
  * A MultiLock or RedLock that counts on a member hold registers itself to
@@ -92,9 +87,9 @@ void dlock__holds_detach(dlock__holds *h, dlock_lock *handle);
  * running notification to finish.
  */
 typedef void (*dlock__lost_observer)(void *arg, const char *owner, int reason);
-int dlock__holds_observe(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+int dlock__holds_observe(dlock_lock *l, const char *owner,
 		dlock__lost_observer observer, void *arg);
-void dlock__holds_unobserve(dlock__holds *h, void *arg);
+void dlock__holds_unobserve(dlock_lock *l, void *arg);
 
 /* The handle's callback, read by the watchdog under the callback lock. */
 void dlock__lock_lost_cb(dlock_lock *handle, dlock_lost_cb *cb, void **userdata);

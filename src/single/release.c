@@ -34,7 +34,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	memcpy(r->latch, l->latch_prefix, l->latch_prefix_len);
 	r->latch[l->latch_prefix_len] = ':';
 	memcpy(r->latch + l->latch_prefix_len + 1, request, 33);
-	dlock__fmt_i64(r->lease_s, dlock__holds_lease(l->holds, l->name, l->name_len, r->owner));
+	dlock__fmt_i64(r->lease_s, dlock__holds_lease(l, r->owner));
 	/* The latch must outlive the one retry a dropped connection causes. */
 	dlock__fmt_i64(r->latch_ttl,
 			3 * (int64_t)(c->opts.connect_timeout_ms + c->opts.command_timeout_ms) + 1000);
@@ -66,14 +66,14 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	}
 #undef ARG
 	r->argc = n;
-	r->epoch = dlock__holds_release_begin(l->holds, l->name, l->name_len, r->owner);
+	r->epoch = dlock__holds_release_begin(l, r->owner);
 	return 0;
 }
 
 void dlock__release_clear(dlock_lock *l, dlock__release *r)
 {
 	if (r->epoch != 0)
-		dlock__holds_release_end(l->holds, l->name, l->name_len, r->owner, r->epoch);
+		dlock__holds_release_end(l, r->owner, r->epoch);
 	r->epoch = 0;
 	dlock__free(r->latch);
 	r->latch = NULL;
@@ -89,7 +89,7 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 		/* Refused (as Redisson, renewal ends with the unlock whatever it
 		 * answered): a caller that does not retry, such as a RedLock
 		 * released on its quorum elsewhere, must not leave it renewed. */
-		dlock__holds_unsure_release(l->holds, l->name, l->name_len, r->owner);
+		dlock__holds_unsure_release(l, r->owner);
 		return rc;
 	}
 	rc = dlock__parse_release(reply, &left);
@@ -97,7 +97,7 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 		/* This client recorded the hold and the server has none: it was
 		 * lost (expired, deleted, the server reset) before the unlock,
 		 * whether or not the watchdog had noticed yet. */
-		int was_lost = dlock__holds_released(l->holds, l->name, l->name_len, r->owner, -1);
+		int was_lost = dlock__holds_released(l, r->owner, -1);
 
 		return dlock__seterr_node(DLOCK_ELOST, c->node.label,
 				"lock %s was lost before the unlock: %s", l->shown, was_lost ?
@@ -108,11 +108,11 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 		return dlock__seterr_node(rc, c->node.label, "unlock %s: not held by %s", l->shown,
 				r->owner);
 	if (rc < 0) {
-		dlock__holds_unsure_release(l->holds, l->name, l->name_len, r->owner);
+		dlock__holds_unsure_release(l, r->owner);
 		return dlock__seterr_node(rc, c->node.label,
 				"unlock %s: unexpected reply (type %d)", l->shown, reply->type);
 	}
-	dlock__holds_released(l->holds, l->name, l->name_len, r->owner, left);
+	dlock__holds_released(l, r->owner, left);
 	/* Answered: no repeat can come any more, the latch has done its job. */
 	dlock__client_forget(c, r->latch, l->latch_prefix_len + 33);
 	return 0;
@@ -133,9 +133,9 @@ static int release(dlock_lock *l, const char *owner)
 	if (rc == 0)
 		rc = dlock__release_finish(l, &rel, reply);
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
-		dlock__holds_unsure_release(l->holds, l->name, l->name_len, rel.owner);
+		dlock__holds_unsure_release(l, rel.owner);
 	if (lost && rc != DLOCK_ELOST) {
-		dlock__holds_released(l->holds, l->name, l->name_len, rel.owner, -1);
+		dlock__holds_released(l, rel.owner, -1);
 		rc = dlock__seterr_node(DLOCK_ELOST, l->client->node.label,
 				"lock %s was lost before the unlock: the watchdog had found it lost",
 				l->shown);
@@ -201,7 +201,7 @@ int dlock_lock_force_unlock(dlock_lock *l, int *deleted)
 	if (rc == 0) {
 		if (deleted != NULL)
 			*deleted = r->integer == 1;
-		dlock__holds_name_deleted(l->holds, l->name, l->name_len);
+		dlock__holds_name_deleted(l);
 	}
 	freeReplyObject(r);
 	return dlock__errbuf_record(&l->err, rc);

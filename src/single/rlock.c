@@ -131,7 +131,7 @@ void dlock_lock_free(dlock_lock *l)
 	if (l == NULL)
 		return;
 	if (l->holds != NULL)
-		dlock__holds_detach(l->holds, l);
+		dlock__holds_detach(l);
 	dlock__free(l->name);
 	dlock__free(l->channel);
 	dlock__free(l->latch_prefix);
@@ -312,6 +312,6 @@ int dlock_lock_check(dlock_lock *l, const char *owner_in)
 		return dlock__seterr(DLOCK_EINVAL, "lock check: NULL handle");
 	rc = dlock__resolve_owner(l, owner_in, buf, sizeof(buf), &owner);
 	if (rc == 0)
-		rc = dlock__holds_state(l->holds, l->name, l->name_len, owner);
+		rc = dlock__holds_state(l, owner);
 	return rc;
 }

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal to single/: the hold table's records, shared by holds.c (the
+ * table) and watchdog.c (the renewals). Nothing outside single/ includes it.
+ */
+#ifndef DLOCK_SINGLE_HOLDS_TABLE_H
+#define DLOCK_SINGLE_HOLDS_TABLE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "single/holds.h"
+
+/* Redlock's constant drift allowance on top of the 1% (ms). */
+#define DLOCK__DRIFT_FLOOR_MS 2
+
+typedef struct hold {
+	char *name;
+	size_t name_len;
+	char *owner;
+	uint64_t epoch;        /* distinguishes a hold from a later one of the same key */
+	int64_t count;
+	int64_t lease_ms;      /* kept on the key after a partial release */
+	int watchdog;
+	int lost;
+	int expired;           /* check() saw the TTL run out: lost, whatever a late renewal says */
+	int uncertain;         /* an acquire got no answer: compare counts on the next one */
+	int releasing;         /* releases of it on their way: "gone" may be their doing */
+	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
+	dlock_lock *handle;
+	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
+	void *observer_arg;
+	struct hold *next;
+} hold;
+
+struct dlock__holds {
+	dlock_client *client;
+	pthread_mutex_t mu;     /* the table */
+	pthread_mutex_t cb_mu;  /* held while a lost callback runs, so detach can wait for it */
+	hold **buckets;
+	size_t nbuckets;
+	size_t count;
+	size_t watched;         /* holds with watchdog and not lost */
+	uint64_t next_epoch;
+};
+
+/* A loss to report once the table is unlocked. */
+typedef struct lost_event {
+	dlock_lock *handle;
+	char *owner;
+	dlock__lost_observer observer;
+	void *observer_arg;
+	int reason;             /* dlock_lost_reason */
+} lost_event;
+
+/* One renewal in flight: copies, so the table may change meanwhile. */
+typedef struct renewal {
+	char *name;
+	size_t name_len;
+	char *owner;
+	uint64_t epoch;
+} renewal;
+
+/* The hold of (name, owner), or NULL (h->mu held). */
+hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+/* Whether the key may have expired by now without a renewal (h->mu held). */
+int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now);
+/* Mark a hold lost (h->mu held), remembering it in ev[*nev] for its callbacks. */
+void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev);
+/* Run the callbacks of the losses in ev (h->mu not held) and free their owners. */
+void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev);
+/* The reactor's job that renews every watched hold (watchdog.c). */
+int64_t dlock__watchdog_run(void *arg, int64_t now);
+
+#endif
