@@ -219,7 +219,7 @@ static int query(dlock_client *c, const char *cmd, const char *name, redisReply 
 {
 	const char *argv[2] = { cmd, name };
 	size_t lens[2] = { strlen(cmd), strlen(name) };
-	int rc = dlock__client_run(c, NULL, 0, 2, argv, lens, 1, out);
+	int rc = dlock__client_run(c, 2, argv, lens, 1, out);
 
 	if (rc == 0)
 		rc = dlock__reply_check(&c->node, *out, cmd);

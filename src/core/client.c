@@ -356,40 +356,23 @@ int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
 	return rc;
 }
 
-/* Queue the undo behind a command given up on conn (see dlock__client_run_undo). */
-static void send_undo(dlock__conn *conn, const dlock__undo *u)
+/* Queue the undo behind a call given up on conn (see dlock__client_run_call). */
+static void send_undo(dlock__conn *conn, const dlock__call *u)
 {
-	const char *argv_small[16], **argv = argv_small;
-	size_t lens_small[16], *lens = lens_small;
+	const char *argv[DLOCK__CALL_MAX + 3];
+	size_t lens[DLOCK__CALL_MAX + 3];
 	char numbuf[16];
-	int argc = 3 + u->argc;
+	int argc = dlock__script_argv(u->script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
+			u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
 
-	if (argc > 16) {
-		argv = dlock__malloc(sizeof(*argv) * (size_t)argc);
-		lens = dlock__malloc(sizeof(*lens) * (size_t)argc);
-	}
-	if (argv != NULL && lens != NULL) {
-		argc = dlock__script_argv(u->script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
-				u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
-		/* Nobody reads its reply: a NOSCRIPT would go unseen. */
-		dlock__script_argv_to_eval(u->script, argv, lens);
-		dlock__conn_send_owed(conn, argc, argv, lens);
-	}
-	if (argv != argv_small)
-		dlock__free((void *)argv);
-	if (lens != lens_small)
-		dlock__free(lens);
+	/* Nobody reads its reply: a NOSCRIPT would go unseen. */
+	dlock__script_argv_to_eval(u->script, argv, lens);
+	dlock__conn_send_owed(conn, argc, argv, lens);
 }
 
-int dlock__client_run(dlock_client *c, dlock__script *s, int nkeys, int argc,
-		const char **argv, const size_t *lens, int retry, redisReply **out)
-{
-	return dlock__client_run_undo(c, s, nkeys, argc, argv, lens, retry, NULL, out);
-}
-
-int dlock__client_run_undo(dlock_client *c, dlock__script *s, int nkeys, int argc,
-		const char **argv, const size_t *lens, int retry, const dlock__undo *undo,
-		redisReply **out)
+/* Run a command (call NULL) or a script call once or, with retry, twice. */
+static int run(dlock_client *c, const dlock__call *call, int argc, const char **argv,
+		const size_t *lens, int retry, const dlock__call *undo, redisReply **out)
 {
 	int attempt, rc = 0;
 
@@ -402,9 +385,10 @@ int dlock__client_run_undo(dlock_client *c, dlock__script *s, int nkeys, int arg
 		if (rc < 0)
 			return rc;
 		deadline = dlock__deadline_in(c->opts.command_timeout_ms);
-		if (s != NULL)
-			rc = dlock__script_run(conn, s, nkeys, argv, lens, argc - nkeys,
-					argv + nkeys, lens + nkeys, out, deadline);
+		if (call != NULL)
+			rc = dlock__script_run(conn, call->script, call->nkeys, call->argv, call->lens,
+					call->argc - call->nkeys, call->argv + call->nkeys,
+					call->lens + call->nkeys, out, deadline);
 		else
 			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
 		if (rc == DLOCK_ETIMEDOUT && undo != NULL && !conn->broken && conn->owed > 0)
@@ -414,6 +398,18 @@ int dlock__client_run_undo(dlock_client *c, dlock__script *s, int nkeys, int arg
 			break;
 	}
 	return rc;
+}
+
+int dlock__client_run(dlock_client *c, int argc, const char **argv, const size_t *lens,
+		int retry, redisReply **out)
+{
+	return run(c, NULL, argc, argv, lens, retry, NULL, out);
+}
+
+int dlock__client_run_call(dlock_client *c, const dlock__call *call, int retry,
+		const dlock__call *undo, redisReply **out)
+{
+	return run(c, call, 0, NULL, NULL, retry, undo, out);
 }
 
 void dlock__client_forget(dlock_client *c, const char *key, size_t len)
@@ -506,7 +502,7 @@ static int simple_command(dlock_client *c, const char *cmd, const char *arg, red
 {
 	const char *argv[2] = { cmd, arg };
 	size_t lens[2] = { strlen(cmd), arg ? strlen(arg) : 0 };
-	int rc = dlock__client_run(c, NULL, 0, arg ? 2 : 1, argv, lens, 1, out);
+	int rc = dlock__client_run(c, arg ? 2 : 1, argv, lens, 1, out);
 
 	if (rc == 0)
 		rc = dlock__reply_check(&c->node, *out, cmd);
@@ -577,9 +573,7 @@ int dlock__client_started_at(dlock_client *c, int64_t *started_ms)
 	return 0;
 }
 
-int dlock__client_is_slow(dlock_client *c)
+int64_t dlock__client_timed_out_at(const dlock_client *c)
 {
-	int64_t until = atomic_load(&c->slow_until);
-
-	return until != 0 && dlock__now_ms() < until;
+	return atomic_load(&c->timed_out_at);
 }

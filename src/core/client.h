@@ -27,8 +27,8 @@ struct dlock_client {
 	int n_idle;
 	int n_open;          /* idle + lent out + being opened */
 	uint64_t conn_gen;   /* connections opened so far: a new one may meet a restarted server */
-	_Atomic int64_t slow_until; /* a multiplexed command of it timed out: until then
-	                               (or its next answer) a quorum does not wait for it */
+	_Atomic int64_t timed_out_at; /* monotonic ms a multiplexed command timed out;
+	                                 0 once the server answered again */
 	_Atomic uint64_t cancels; /* dlock_client_cancel_waits() calls so far */
 	uint64_t started_gen;   /* conn_gen when started_at was read */
 	int64_t started_at;     /* monotonic ms the server started, as of started_gen */
@@ -64,35 +64,24 @@ void dlock__client_conn_put(dlock_client *client, dlock__conn *c);
 int dlock__client_conn_take(dlock_client *client, dlock__conn **out);
 
 /*
- * Run a command, or a script (s != NULL: argv are its keys then args, nkeys
- * of them keys), on a pooled connection before the command timeout. When
+ * Run a command on a pooled connection before the command timeout. When
  * `retry` is set and the connection turns out dead (dropped while idle,
  * server restarted: DLOCK_ECONN), it runs once more on a fresh connection;
  * set it only for commands whose repetition is harmless.
  * *out may be an error reply: check it with dlock__reply_check().
  */
-int dlock__client_run(dlock_client *client, dlock__script *s, int nkeys, int argc,
-		const char **argv, const size_t *lens, int retry, redisReply **out);
-
-/* A script that takes back what a command may have done (its rollback). */
-typedef struct dlock__undo {
-	dlock__script *script;
-	int nkeys;
-	int argc;            /* keys then args */
-	const char **argv;
-	const size_t *lens;
-} dlock__undo;
+int dlock__client_run(dlock_client *client, int argc, const char **argv, const size_t *lens,
+		int retry, redisReply **out);
 
 /*
- * dlock__client_run(), and when the command times out (the connection is
- * kept, owing its reply: the server may still run it when it wakes up), the
- * undo is queued right behind it on the same connection, so the server runs
- * it just after the command - or neither, if the command never arrived.
- * undo may be NULL.
+ * The same for a script call. `undo` (may be NULL) takes back what the call
+ * may have done: when the call times out (the connection is kept, owing its
+ * reply: the server may still run it when it wakes up), the undo is queued
+ * right behind it on the same connection, so the server runs it just after
+ * the call - or neither, if the call never arrived (see core/owed.h).
  */
-int dlock__client_run_undo(dlock_client *client, dlock__script *s, int nkeys, int argc,
-		const char **argv, const size_t *lens, int retry, const dlock__undo *undo,
-		redisReply **out);
+int dlock__client_run_call(dlock_client *client, const dlock__call *call, int retry,
+		const dlock__call *undo, redisReply **out);
 
 /*
  * Delete a key without waiting for the reply (Redisson deletes a used unlock
@@ -116,16 +105,13 @@ int dlock__client_owes(dlock_client *client, int64_t deadline);
 /* The cancel count a wait starts with: it is canceled once that changes. */
 uint64_t dlock__client_cancels(dlock_client *client);
 
-/* True while the server counts as hung (see slow_until). */
-int dlock__client_is_slow(dlock_client *client);
+/* When a multiplexed command last timed out, or 0 once the server answered again. */
+int64_t dlock__client_timed_out_at(const dlock_client *client);
 
 /* The least time a connection may owe replies before it is reset (the
  * bound is the longer of this and 2 x the command timeout). */
 #define DLOCK__OWED_MAX_MIN_MS 1000
 
-/* How long a server that timed out is not waited for: after that, it is
- * given one more chance of a command timeout. */
-#define DLOCK__SLOW_WINDOW_MS 2000
 
 /*
  * When the server started, on this process's monotonic clock (from INFO's

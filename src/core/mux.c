@@ -37,7 +37,7 @@ typedef struct group {
 /* Messages name the script; formatted only when something fails. */
 static const char *what_of(const dlock__mux_op *op)
 {
-	return op->script->name;
+	return op->call->script->name;
 }
 
 /*
@@ -48,13 +48,15 @@ static const char *what_of(const dlock__mux_op *op)
  */
 static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char numbuf[16])
 {
+	const dlock__call *c = op->call;
+
 	op->cmd = cmd;
 	op->cmd_lens = cmd_lens;
-	op->cmd_argc = dlock__script_argv(op->script, op->nkeys, op->argv, op->lens,
-			op->argc - op->nkeys, op->argv + op->nkeys, op->lens + op->nkeys,
+	op->cmd_argc = dlock__script_argv(c->script, c->nkeys, c->argv, c->lens,
+			c->argc - c->nkeys, c->argv + c->nkeys, c->lens + c->nkeys,
 			op->cmd, op->cmd_lens, numbuf);
 	if (op->no_wait)
-		dlock__script_argv_to_eval(op->script, op->cmd, op->cmd_lens);
+		dlock__script_argv_to_eval(c->script, op->cmd, op->cmd_lens);
 }
 
 /* The op is answered (or given up): record it. */
@@ -194,7 +196,7 @@ static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
 		if (dlock__reply_is_error(reply, "NOSCRIPT")) {
 			/* The server lost its script cache: the same op as EVAL, due last. */
 			freeReplyObject(reply);
-			dlock__script_argv_to_eval(op->script, op->cmd, op->cmd_lens);
+			dlock__script_argv_to_eval(op->call->script, op->cmd, op->cmd_lens);
 			g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
 			r = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
 					g->deadline);
@@ -205,7 +207,7 @@ static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
 		}
 		finish(op, 0, reply, 1);
 		(*npending)--;
-		atomic_store(&g->client->slow_until, 0);
+		atomic_store(&g->client->timed_out_at, 0);
 		/* The next reply has its own command timeout from now. */
 		g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
 	}
@@ -223,198 +225,264 @@ static group *group_of(group *groups, size_t *ngroups, dlock_client *c)
 	return &groups[(*ngroups)++];
 }
 
-/* Bytes of scratch space one run needs; small runs (the usual 3 or 5
- * servers) use the stack, saving a dozen allocations per lock operation. */
-static size_t scratch_size(const dlock__mux_op *ops, size_t n)
-{
-	size_t i, slots = 0;
-
-	for (i = 0; i < n; i++)
-		slots += (size_t)ops[i].argc + 3;
-	return n * (sizeof(group) + 3 * sizeof(size_t) + sizeof(struct pollfd) + 16) +
-		slots * (sizeof(char *) + sizeof(size_t));
-}
-
-int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg)
-{
-	_Alignas(max_align_t) unsigned char stack[4096];
-	size_t need = scratch_size(ops, n), i, ngroups = 0, npending = 0;
-	unsigned char *scratch = need <= sizeof(stack) ? stack : dlock__malloc(need);
+/*
+ * One run's scratch block, laid out once: the groups, their reply fifos
+ * (room for every op twice: a NOSCRIPT resend each), the poll set, and
+ * the commands' argv/lens. Small runs (the usual 3 or 5 servers) use the
+ * stack, saving a dozen allocations per lock operation.
+ */
+typedef struct run {
+	dlock__mux_op *ops;
+	size_t n;
 	group *groups;
-	size_t *fifos, *pidx;
+	size_t ngroups;
+	size_t npending;
+	size_t *fifos;
+	size_t *pidx;        /* pfd[k] polls groups[pidx[k]] */
 	struct pollfd *pfd;
 	char (*nums)[16];
 	const char **cmds;
 	size_t *cmd_lens;
-	int rc = 0;
+	unsigned char *scratch;
+	int on_heap;
+} run;
 
-	if (scratch == NULL)
-		return dlock__seterr(DLOCK_ENOMEM, "out of memory");
-	memset(scratch, 0, need);
-	/* Carve the block; every piece is a multiple of 8 bytes. */
-	groups = (group *)scratch;
-	fifos = (size_t *)(groups + n);
-	pidx = fifos + 2 * n;
-	pfd = (struct pollfd *)(pidx + n);
-	nums = (char (*)[16])(pfd + n);
-	cmds = (const char **)(nums + n);
-	{
-		size_t slots = 0;
+static size_t command_slots(const dlock__mux_op *ops, size_t n)
+{
+	size_t i, slots = 0;
 
-		for (i = 0; i < n; i++)
-			slots += (size_t)ops[i].argc + 3;
-		cmd_lens = (size_t *)(cmds + slots);
-	}
-	for (i = 0; i < n; i++) {
-		ops[i].rc = ops[i].skip ? DLOCK_ETIMEDOUT : 0;
-		ops[i].reply = NULL;
-		ops[i].abandoned = 0;
-		ops[i].undecided = 0;
-		ops[i].pending = 0;
-		ops[i].errmsg[0] = '\0';
+	for (i = 0; i < n; i++)
 		if (!ops[i].skip)
-			group_of(groups, &ngroups, ops[i].client)->nops++;
+			slots += (size_t)ops[i].call->argc + 3;
+	return slots;
+}
+
+/* Carve the block (every piece is a multiple of 8 bytes). */
+static int run_layout(run *r, dlock__mux_op *ops, size_t n, unsigned char *stack, size_t size)
+{
+	size_t slots = command_slots(ops, n);
+	size_t need = n * (sizeof(group) + 3 * sizeof(size_t) + sizeof(struct pollfd) + 16) +
+		slots * (sizeof(char *) + sizeof(size_t));
+
+	memset(r, 0, sizeof(*r));
+	r->ops = ops;
+	r->n = n;
+	r->on_heap = need > size;
+	r->scratch = r->on_heap ? dlock__malloc(need) : stack;
+	if (r->scratch == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "out of memory");
+	memset(r->scratch, 0, need);
+	r->groups = (group *)r->scratch;
+	r->fifos = (size_t *)(r->groups + n);
+	r->pidx = r->fifos + 2 * n;
+	r->pfd = (struct pollfd *)(r->pidx + n);
+	r->nums = (char (*)[16])(r->pfd + n);
+	r->cmds = (const char **)(r->nums + n);
+	r->cmd_lens = (size_t *)(r->cmds + slots);
+	return 0;
+}
+
+/* Reset every op's results, group the ops by client and build their commands. */
+static void run_prepare(run *r)
+{
+	size_t i, at = 0;
+
+	for (i = 0; i < r->n; i++) {
+		dlock__mux_op *op = &r->ops[i];
+
+		op->rc = op->skip ? DLOCK_ETIMEDOUT : 0;
+		op->reply = NULL;
+		op->abandoned = op->undecided = op->pending = 0;
+		op->errmsg[0] = '\0';
+		if (!op->skip)
+			group_of(r->groups, &r->ngroups, op->client)->nops++;
 	}
-	/* Each group's fifo has room for every op twice (a NOSCRIPT resend each). */
-	{
-		size_t at = 0;
-
-		for (i = 0; i < ngroups; i++) {
-			groups[i].fifo = fifos + at;
-			at += 2 * groups[i].nops;
-		}
+	for (i = 0; i < r->ngroups; i++) {
+		r->groups[i].fifo = r->fifos + at;
+		at += 2 * r->groups[i].nops;
 	}
-	{
-		size_t at = 0;
+	for (i = 0, at = 0; i < r->n; i++) {
+		dlock__mux_op *op = &r->ops[i];
+		group *g;
 
-		for (i = 0; i < n; i++) {
-			group *g;
-
-			if (ops[i].skip)
-				continue;
-			g = group_of(groups, &ngroups, ops[i].client);
-			build(&ops[i], cmds + at, cmd_lens + at, nums[i]);
-			at += (size_t)ops[i].argc + 3;
-			ops[i].pending = 1;
-			npending++;
-			g->fifo[g->tail++] = i;
-		}
+		if (op->skip)
+			continue;
+		g = group_of(r->groups, &r->ngroups, op->client);
+		build(op, r->cmds + at, r->cmd_lens + at, r->nums[i]);
+		at += (size_t)op->call->argc + 3;
+		op->pending = 1;
+		r->npending++;
+		g->fifo[g->tail++] = i;
 	}
+}
 
-	/* Connections: pooled ones send at once; new ones connect in the poll. */
-	for (i = 0; i < ngroups; i++) {
-		group *g = &groups[i];
-		int r;
+/* Connections: pooled ones send at once; new ones connect in the poll. */
+static void run_connect(run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->ngroups; i++) {
+		group *g = &r->groups[i];
+		int rc;
 
 		if (g->head == g->tail)
 			continue;
-		r = dlock__client_conn_take(g->client, &g->conn);
-		if (r == 0 && g->conn->connecting) {
+		rc = dlock__client_conn_take(g->client, &g->conn);
+		if (rc == 0 && g->conn->connecting) {
 			g->fresh = 1;
 			g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
 			continue;
 		}
-		if (r == 0) {
-			r = send_group(g, ops);
-			if (r == DLOCK_ECONN)
-				r = reconnect_group(g, ops) == 0 ? 0 : DLOCK_ECONN;
+		if (rc == 0) {
+			rc = send_group(g, r->ops);
+			if (rc == DLOCK_ECONN)
+				rc = reconnect_group(g, r->ops) == 0 ? 0 : DLOCK_ECONN;
 		}
-		if (r < 0)
-			fail_group(g, ops, r, &npending);
-		else if (!g->conn->connecting && group_no_wait(g, ops))
-			forget_group(g, ops, &npending);
+		if (rc < 0)
+			fail_group(g, r->ops, rc, &r->npending);
+		else if (!g->conn->connecting && group_no_wait(g, r->ops))
+			forget_group(g, r->ops, &r->npending);
 	}
+}
 
-	while (npending > 0) {
-		int64_t first = DLOCK__NEVER, now;
-		nfds_t nfds = 0;
-		int prc;
+/* The group's socket is ready: finish its connect, or read its replies. */
+static void group_ready(run *r, group *g)
+{
+	int rc;
 
-		if (enough != NULL && enough(arg, ops, n, &first))
-			break;
-		for (i = 0; i < ngroups; i++) {
-			group *g = &groups[i];
-
-			if (g->conn == NULL || g->head == g->tail)
-				continue;
-			pfd[nfds].fd = g->conn->fd;
-			pfd[nfds].events = g->conn->connecting ? POLLOUT : POLLIN;
-			pfd[nfds].revents = 0;
-			pidx[nfds++] = i;
-			if (g->deadline < first)
-				first = g->deadline;
+	if (g->conn->connecting) {
+		rc = dlock__conn_connected(g->conn);
+		if (rc == 0)
+			rc = send_group(g, r->ops);
+		if (rc == 0 && group_no_wait(g, r->ops)) {
+			forget_group(g, r->ops, &r->npending);
+			return;
 		}
-		if (nfds == 0)
-			break;
-		prc = poll(pfd, nfds, dlock__ms_until(first));
-		if (prc < 0 && errno != EINTR) {
-			rc = dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
-			break;
-		}
-		now = dlock__now_ms();
-		for (i = 0; i < nfds; i++) {
-			group *g = &groups[pidx[i]];
-			int r = 0;
-
-			if (prc > 0 && pfd[i].revents != 0) {
-				if (g->conn->connecting) {
-					r = dlock__conn_connected(g->conn);
-					if (r == 0)
-						r = send_group(g, ops);
-					if (r == 0 && group_no_wait(g, ops)) {
-						forget_group(g, ops, &npending);
-						continue;
-					}
-				} else {
-					r = read_group(g, ops, &npending);
-					if (r == DLOCK_ECONN && reconnect_group(g, ops) == 0)
-						r = 0;
-				}
-				if (r < 0) {
-					fail_group(g, ops, r, &npending);
-					continue;
-				}
-			}
-			if (g->head < g->tail && now >= g->deadline) {
-				atomic_store(&g->client->slow_until, now + DLOCK__SLOW_WINDOW_MS);
-				if (g->conn->connecting)
-					dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
-							"connect: no answer within %d ms",
-							g->client->opts.connect_timeout_ms);
-				else
-					dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
-							"EVALSHA %s: no answer within %d ms",
-							ops[g->fifo[g->head]].script->name,
-							g->client->opts.command_timeout_ms);
-				fail_group(g, ops, DLOCK_ETIMEDOUT, &npending);
-			}
-		}
+	} else {
+		rc = read_group(g, r->ops, &r->npending);
+		if (rc == DLOCK_ECONN && reconnect_group(g, r->ops) == 0)
+			rc = 0;
 	}
-	/* Stopped early: whatever is still in flight is abandoned. */
-	for (i = 0; i < ngroups; i++) {
-		group *g = &groups[i];
+	if (rc < 0)
+		fail_group(g, r->ops, rc, &r->npending);
+}
+
+/*
+ * One poll over every group still due a reply, until a reply, a group's
+ * deadline or wake_at. Returns 1 when nothing is left to poll, 0, or an
+ * error.
+ */
+static int run_poll_once(run *r, int64_t wake_at)
+{
+	nfds_t nfds = 0, k;
+	size_t i;
+	int ready;
+
+	for (i = 0; i < r->ngroups; i++) {
+		group *g = &r->groups[i];
+
+		if (g->conn == NULL || g->head == g->tail)
+			continue;
+		r->pfd[nfds].fd = g->conn->fd;
+		r->pfd[nfds].events = g->conn->connecting ? POLLOUT : POLLIN;
+		r->pfd[nfds].revents = 0;
+		r->pidx[nfds++] = i;
+		if (g->deadline < wake_at)
+			wake_at = g->deadline;
+	}
+	if (nfds == 0)
+		return 1;
+	ready = poll(r->pfd, nfds, dlock__ms_until(wake_at));
+	if (ready < 0 && errno != EINTR)
+		return dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
+	for (k = 0; ready > 0 && k < nfds; k++)
+		if (r->pfd[k].revents != 0)
+			group_ready(r, &r->groups[r->pidx[k]]);
+	return 0;
+}
+
+/* Fail the groups whose deadline passed; their server counts as slow. */
+static void run_expire(run *r)
+{
+	int64_t now = dlock__now_ms();
+	size_t i;
+
+	for (i = 0; i < r->ngroups; i++) {
+		group *g = &r->groups[i];
+
+		if (g->conn == NULL || g->head == g->tail || now < g->deadline)
+			continue;
+		atomic_store(&g->client->timed_out_at, now);
+		if (g->conn->connecting)
+			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+					"connect: no answer within %d ms",
+					g->client->opts.connect_timeout_ms);
+		else
+			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+					"EVALSHA %s: no answer within %d ms",
+					what_of(&r->ops[g->fifo[g->head]]),
+					g->client->opts.command_timeout_ms);
+		fail_group(g, r->ops, DLOCK_ETIMEDOUT, &r->npending);
+	}
+}
+
+/* Stopped early: whatever is still in flight is abandoned; connections go back. */
+static void run_abandon(run *r)
+{
+	size_t i, k;
+
+	for (i = 0; i < r->ngroups; i++) {
+		group *g = &r->groups[i];
 
 		if (g->head < g->tail) {
-			size_t k;
-
 			for (k = g->head; k < g->tail; k++)
-				ops[g->fifo[k]].undecided = ops[g->fifo[k]].pending;
+				r->ops[g->fifo[k]].undecided = r->ops[g->fifo[k]].pending;
 			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
 					"abandoned once the outcome was decided");
-			fail_group(g, ops, DLOCK_ETIMEDOUT, &npending);
+			fail_group(g, r->ops, DLOCK_ETIMEDOUT, &r->npending);
 		} else if (g->conn != NULL) {
 			dlock__client_conn_put(g->client, g->conn);
 			g->conn = NULL;
 		}
 	}
-	/* The commands lived in the scratch block. */
-	for (i = 0; i < n; i++) {
-		ops[i].cmd = NULL;
-		ops[i].cmd_lens = NULL;
+}
+
+/* The commands lived in the scratch block. */
+static void run_free(run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		r->ops[i].cmd = NULL;
+		r->ops[i].cmd_lens = NULL;
 	}
-	if (scratch != stack)
-		dlock__free(scratch);
-	return rc;
+	if (r->on_heap)
+		dlock__free(r->scratch);
+}
+
+int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg)
+{
+	_Alignas(max_align_t) unsigned char stack[4096];
+	run r;
+	int rc = run_layout(&r, ops, n, stack, sizeof(stack));
+
+	if (rc < 0)
+		return rc;
+	run_prepare(&r);
+	run_connect(&r);
+	while (r.npending > 0) {
+		int64_t wake_at = DLOCK__NEVER;
+
+		if (enough != NULL && enough(arg, ops, n, &wake_at))
+			break;
+		rc = run_poll_once(&r, wake_at);
+		if (rc != 0)
+			break;
+		run_expire(&r);
+	}
+	run_abandon(&r);
+	run_free(&r);
+	return rc < 0 ? rc : 0;
 }
 
 void dlock__mux_clear(dlock__mux_op *ops, size_t n)

@@ -7,8 +7,9 @@
  * them, so n servers cost about one round trip, and a dead or hung one costs
  * at most its connect or command timeout without delaying the others. The
  * caller may stop waiting early (a quorum is decided); operations still in
- * flight are then abandoned: their connections are closed, and the command
- * may or may not have run.
+ * flight are then abandoned (`undecided`): the command may or may not have
+ * run, and its connection goes back to the pool owing the reply, which is
+ * skipped when it comes (core/owed.h). A connection that failed is closed.
  */
 #ifndef DLOCK_CORE_MUX_H
 #define DLOCK_CORE_MUX_H
@@ -23,11 +24,7 @@
 typedef struct dlock__mux_op {
 	/* in */
 	dlock_client *client;
-	dlock__script *script;
-	int nkeys;
-	int argc;            /* keys then args */
-	const char **argv;
-	const size_t *lens;
+	const dlock__call *call; /* kept alive by the caller until the run ends */
 	int no_retry;        /* never resend (repeating it could count twice) */
 	int no_wait;         /* send, but do not wait for the answer (a server that just
 	                        timed out: best effort); rc 0, reply NULL */

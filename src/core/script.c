@@ -25,8 +25,8 @@ static const char *script_sha(dlock__script *s)
 	return s->sha;
 }
 
-int dlock__script_argv(dlock__script *s, int nkeys, const char **keys, const size_t *key_lens,
-		int nargs, const char **args, const size_t *arg_lens,
+int dlock__script_argv(dlock__script *s, int nkeys, const char *const *keys, const size_t *key_lens,
+		int nargs, const char *const *args, const size_t *arg_lens,
 		const char **argv, size_t *lens, char numbuf[16])
 {
 	int i, n = 0;
@@ -56,8 +56,8 @@ void dlock__script_argv_to_eval(dlock__script *s, const char **argv, size_t *len
 	lens[1] = strlen(s->body);
 }
 
-int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char **keys,
-		const size_t *key_lens, int nargs, const char **args, const size_t *arg_lens,
+int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char *const *keys,
+		const size_t *key_lens, int nargs, const char *const *args, const size_t *arg_lens,
 		redisReply **out, int64_t deadline)
 {
 	const char *argv_small[32];

@@ -22,13 +22,41 @@ typedef struct dlock__script {
 /* Most keys plus arguments a script call may have. */
 #define DLOCK__SCRIPT_MAX_ARGS 1024
 
+/* Keys plus arguments of the lock scripts, at most (dlock__call). */
+#define DLOCK__CALL_MAX 10
+
+/*
+ * One call of a lock script, built by the layer that knows the keys and
+ * run by whoever sends it (one server, or many at once: core/mux.h).
+ */
+typedef struct dlock__call {
+	dlock__script *script;
+	int nkeys;
+	int argc;            /* keys then args */
+	const char *argv[DLOCK__CALL_MAX];
+	size_t lens[DLOCK__CALL_MAX];
+} dlock__call;
+
+/* Append a key (before any argument) or an argument. */
+static inline void dlock__call_push(dlock__call *c, const char *p, size_t len)
+{
+	c->argv[c->argc] = p;
+	c->lens[c->argc++] = len;
+}
+
+/* The keys are pushed: what follows are arguments. */
+static inline void dlock__call_keys_done(dlock__call *c)
+{
+	c->nkeys = c->argc;
+}
+
 /*
  * Build the EVALSHA command for `s` into argv/lens (which need 3 + nkeys +
  * nargs slots): "EVALSHA", sha, numkeys, keys..., args... The numkeys text
  * lives in numbuf (16 bytes). Returns the argument count.
  */
-int dlock__script_argv(dlock__script *s, int nkeys, const char **keys, const size_t *key_lens,
-		int nargs, const char **args, const size_t *arg_lens,
+int dlock__script_argv(dlock__script *s, int nkeys, const char *const *keys, const size_t *key_lens,
+		int nargs, const char *const *args, const size_t *arg_lens,
 		const char **argv, size_t *lens, char numbuf[16]);
 
 /* Turn an EVALSHA argv (from dlock__script_argv) into EVAL in place. */
@@ -38,8 +66,8 @@ void dlock__script_argv_to_eval(dlock__script *s, const char **argv, size_t *len
  * Run the script on c: EVALSHA, and on NOSCRIPT, EVAL. *out is the reply,
  * which may be an error reply; the caller checks it with dlock__reply_check.
  */
-int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char **keys,
-		const size_t *key_lens, int nargs, const char **args, const size_t *arg_lens,
+int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char *const *keys,
+		const size_t *key_lens, int nargs, const char *const *args, const size_t *arg_lens,
 		redisReply **out, int64_t deadline);
 
 #endif

@@ -3,7 +3,8 @@
 
 #include "core/time.h"
 #include "redlock/guard.h"
-#include "single/lock_internal.h"
+#include "core/client.h"
+#include "single/member.h"
 
 void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_try *tries,
 		size_t n, int64_t lease_ms)
@@ -21,13 +22,13 @@ void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_tr
 	if (!held && !g->strict)
 		return;
 	for (i = 0; i < n; i++) {
-		dlock_client *c = members[i]->client;
+		dlock_client *c = dlock__lock_client(members[i]);
 		int64_t started, w = window;
 
 		if (tries[i].st.vote != DLOCK_VOTE_ACQUIRED)
 			continue;
 		if (w < 0) {
-			w = c->opts.watchdog_timeout_ms;
+			w = dlock__lock_watchdog_ms(members[i]);
 			if (lease_ms > w)
 				w = lease_ms;
 		}
@@ -36,7 +37,7 @@ void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_tr
 			tries[i].st.vote = DLOCK_VOTE_YOUNG;
 			snprintf(tries[i].st.message, sizeof(tries[i].st.message),
 					"%.160s: uptime unknown; vote not counted by the restart guard",
-					c->node.label);
+					dlock_client_node(c));
 			continue;
 		}
 		tries[i].st.uptime_s = (dlock__now_ms() - started) / 1000;
@@ -44,7 +45,7 @@ void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_tr
 			tries[i].st.vote = DLOCK_VOTE_YOUNG;
 			snprintf(tries[i].st.message, sizeof(tries[i].st.message),
 					"%.160s: restarted %llds ago (guard window %lld ms); vote not counted",
-					c->node.label, (long long)tries[i].st.uptime_s, (long long)w);
+					dlock_client_node(c), (long long)tries[i].st.uptime_s, (long long)w);
 		}
 	}
 }

@@ -43,7 +43,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 {
 	int64_t lease = lease_ms < 0 ? l->client->opts.watchdog_timeout_ms : lease_ms;
 	int rc = dlock__resolve_owner(l, owner, a->owner_buf, sizeof(a->owner_buf), &a->owner);
-	int n = 0;
+	dlock__call *c = &a->call;
 
 	if (rc < 0)
 		return rc;
@@ -58,46 +58,35 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	if (a->believed < 0 && owner == NULL)
 		a->believed = 0;
 
-	a->argv[n] = l->name;
-	a->lens[n++] = l->name_len;
+	c->argc = 0;
+	dlock__call_push(c, l->name, l->name_len);
 	switch (l->kind) {
 	case DLOCK__FENCED:
-		a->script = &dlock__script_acquire_fenced;
-		a->argv[n] = l->token_key;
-		a->lens[n++] = l->token_key_len;
+		c->script = &dlock__script_acquire_fenced;
+		dlock__call_push(c, l->token_key, l->token_key_len);
 		break;
 	case DLOCK__FAIR:
-		a->script = &dlock__script_fair_acquire;
-		a->argv[n] = l->queue;
-		a->lens[n++] = l->queue_len;
-		a->argv[n] = l->timeouts;
-		a->lens[n++] = l->timeouts_len;
+		c->script = &dlock__script_fair_acquire;
+		dlock__call_push(c, l->queue, l->queue_len);
+		dlock__call_push(c, l->timeouts, l->timeouts_len);
 		break;
 	default:
-		a->script = &dlock__script_acquire;
+		c->script = &dlock__script_acquire;
 	}
-	a->nkeys = n;
-	a->argv[n] = a->lease_s;
-	a->lens[n++] = dlock__fmt_i64(a->lease_s, lease);
-	a->argv[n] = a->owner;
-	a->lens[n++] = strlen(a->owner);
-	a->argv[n] = a->believed_s;
-	a->lens[n++] = dlock__fmt_i64(a->believed_s, a->believed);
+	dlock__call_keys_done(c);
+	dlock__call_push(c, a->lease_s, dlock__fmt_i64(a->lease_s, lease));
+	dlock__call_push(c, a->owner, strlen(a->owner));
+	dlock__call_push(c, a->believed_s, dlock__fmt_i64(a->believed_s, a->believed));
 	if (l->kind == DLOCK__FAIR) {
 		/* Redisson: a try with a wait queues with that wait, others with the lock's. */
 		int64_t place = wait_ms > 0 ? wait_ms : l->fair_wait_ms;
 
-		a->argv[n] = a->wait_s;
-		a->lens[n++] = dlock__fmt_i64(a->wait_s, place);
-		a->argv[n] = a->now_s;
-		a->lens[n++] = dlock__fmt_i64(a->now_s, dlock__wall_ms());
-		a->argv[n] = wait_ms != 0 ? "1" : "0";
-		a->lens[n++] = 1;
+		dlock__call_push(c, a->wait_s, dlock__fmt_i64(a->wait_s, place));
+		dlock__call_push(c, a->now_s, dlock__fmt_i64(a->now_s, dlock__wall_ms()));
+		dlock__call_push(c, wait_ms != 0 ? "1" : "0", 1);
 	}
 	/* Last, for every kind: the owner is the calling thread's (see scripts.c). */
-	a->argv[n] = owner == NULL ? "1" : "0";
-	a->lens[n++] = 1;
-	a->argc = n;
+	dlock__call_push(c, owner == NULL ? "1" : "0", 1);
 	return 0;
 }
 
@@ -140,51 +129,19 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 	return rc;
 }
 
-/* Arguments of the undo of one attempt (see attempt()). */
-typedef struct undo_args {
-	const char *argv[9];
-	size_t lens[9];
-	char count[24];
-	char lease[24];
-	char wait[24];
-	dlock__undo undo;
-} undo_args;
-
 /*
  * The undo of an attempt whose reply may never come: it takes back exactly
  * the hold that attempt would have made (count believed + 1; nothing if
- * the attempt never ran), and for a fair lock the place in the queue it may
- * have taken. NULL when the count before is unknown (an explicit owner
- * without a record): then a late hold expires by its lease.
+ * the attempt never ran). NULL when the count before is unknown (an
+ * explicit owner without a record): then a late hold expires by its lease.
  */
-static const dlock__undo *make_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
-		undo_args *u)
+static const dlock__call *make_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+		dlock__rollback *u)
 {
-	int n = 0;
-
 	if (a->believed < 0)
 		return NULL;
-#define ARG(p, len) (u->argv[n] = (p), u->lens[n++] = (len))
-	ARG(l->name, l->name_len);
-	if (l->kind == DLOCK__FAIR) {
-		ARG(l->queue, l->queue_len);
-		ARG(l->timeouts, l->timeouts_len);
-	}
-	ARG(l->channel, l->channel_len);
-	u->undo.nkeys = n;
-	ARG("0", 1);
-	ARG(a->owner, strlen(a->owner));
-	ARG(u->count, dlock__fmt_i64(u->count, a->believed + 1));
-	ARG(u->lease, dlock__fmt_i64(u->lease,
-			dlock__holds_lease(l, a->owner)));
-	if (l->kind == DLOCK__FAIR)
-		ARG(u->wait, dlock__fmt_i64(u->wait, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
-#undef ARG
-	u->undo.script = l->kind == DLOCK__FAIR ? &dlock__script_fair_undo : &dlock__script_rollback;
-	u->undo.argc = n;
-	u->undo.argv = u->argv;
-	u->undo.lens = u->lens;
-	return &u->undo;
+	dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, u);
+	return &u->call;
 }
 
 /*
@@ -215,7 +172,7 @@ static int transient(int rc, const redisReply *r)
 static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *ttl, int *retry)
 {
 	redisReply *r = NULL;
-	undo_args u;
+	dlock__rollback u;
 	int64_t sent_at;
 	/* A server that owes replies may just be waking up: give them a moment. */
 	int rc = dlock__client_owes(l->client, dlock__deadline_in(
@@ -229,8 +186,8 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 	/* Safe to repeat after a dropped connection when the count before is
 	 * known: see the acquire script. A timed-out attempt may still run when
 	 * the server wakes up: its undo follows it on the same connection. */
-	rc = dlock__client_run_undo(l->client, a->script, a->nkeys, a->argc, a->argv, a->lens,
-			a->believed >= 0, make_undo(l, a, wait_ms, &u), &r);
+	rc = dlock__client_run_call(l->client, &a->call, a->believed >= 0,
+			make_undo(l, a, wait_ms, &u), &r);
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
@@ -247,12 +204,15 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
 {
 	char place[24];
-	const char *argv[4] = { l->queue, l->timeouts, owner, place };
-	size_t lens[4] = { l->queue_len, l->timeouts_len, strlen(owner), 0 };
+	dlock__call call = { &dlock__script_fair_leave, 0, 0, { NULL }, { 0 } };
 	redisReply *r = NULL;
 
-	lens[3] = dlock__fmt_i64(place, wait_ms > 0 ? wait_ms : l->fair_wait_ms);
-	dlock__client_run(l->client, &dlock__script_fair_leave, 2, 4, argv, lens, 1, &r);
+	dlock__call_push(&call, l->queue, l->queue_len);
+	dlock__call_push(&call, l->timeouts, l->timeouts_len);
+	dlock__call_keys_done(&call);
+	dlock__call_push(&call, owner, strlen(owner));
+	dlock__call_push(&call, place, dlock__fmt_i64(place, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
+	dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	freeReplyObject(r);
 }
 

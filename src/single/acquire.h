@@ -14,11 +14,7 @@
 #include "core/script.h"
 
 typedef struct dlock__acquire {
-	dlock__script *script;
-	int nkeys;
-	int argc;             /* keys then args */
-	const char *argv[10];
-	size_t lens[10];
+	dlock__call call;
 	const char *owner;    /* points into owner_buf or at the caller's string */
 	int64_t lease_ms;     /* as asked: > 0 or DLOCK_LEASE_WATCHDOG */
 	int64_t believed;     /* hold count before, as the client believed it (-1 unknown) */
@@ -65,11 +61,7 @@ int64_t dlock__wall_ms(void);
 
 /* The release of one hold, split the same way. */
 typedef struct dlock__release {
-	dlock__script *script;
-	int nkeys;
-	int argc;
-	const char *argv[10]; /* KEYS then ARGV of the kind's release script */
-	size_t lens[10];
+	dlock__call call;     /* the kind's release script */
 	const char *owner;
 	char *latch;          /* allocated: redisson_unlock_latch:{name}:<request-id> */
 	uint64_t epoch;       /* of the hold marked as being released (0: none) */
@@ -87,5 +79,49 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 
 /* Free what prepare (for lock l) allocated and end the release's mark on the hold. */
 void dlock__release_clear(dlock_lock *l, dlock__release *r);
+
+/*
+ * The take-back of one hold an acquire may have made: it releases owner's
+ * hold only when its count there is exactly `expect` (an acquire that
+ * never ran costs nothing), and for a fair lock also the queue place the
+ * acquire (with wait_ms) may have taken.
+ */
+typedef struct dlock__rollback {
+	dlock__call call;
+	char count[24];
+	char lease[24];
+	char wait[24];
+} dlock__rollback;
+
+void dlock__rollback_prepare(dlock_lock *l, const char *owner, int64_t expect, int64_t wait_ms,
+		dlock__rollback *u);
+/*
+ * Record what a rollback (rc, reply) did to the client's record: the hold
+ * goes when the rollback took it, or when nobody knows (the server did not
+ * answer: nobody renews it, it expires). believed: the count before the
+ * acquire that is taken back.
+ */
+void dlock__rollback_finish(dlock_lock *l, const char *owner, int64_t believed, int rc,
+		const redisReply *reply);
+
+/* Set owner's hold to ttl ms, only while it is there (Redisson's renewal). */
+typedef struct dlock__renew {
+	dlock__call call;
+	char ttl[24];
+} dlock__renew;
+
+void dlock__renew_prepare(dlock_lock *l, const char *owner, int64_t ttl, dlock__renew *r);
+/* 1 when the reply says the hold was there and renewed. */
+int dlock__renew_succeeded(const redisReply *reply);
+
+/* Raise a fenced lock's token counter to `max` (set if greater). */
+typedef struct dlock__token_raise {
+	dlock__call call;
+	char max[24];
+} dlock__token_raise;
+
+void dlock__token_raise_prepare(dlock_lock *l, int64_t max, dlock__token_raise *t);
+/* 1 when the reply says the counter is now at least max. */
+int dlock__token_raised(const redisReply *reply, int64_t max);
 
 #endif

@@ -8,11 +8,10 @@
 #include "dlock/lock.h"
 #include "core/client.h"
 #include "single/holds.h"
+#include "single/member.h"
 
 /* Longest lock name accepted: longer ones are almost surely a bug. */
 #define DLOCK__NAME_MAX 65536
-/* Longest explicit owner accepted. */
-#define DLOCK__OWNER_MAX 1024
 
 /* The kinds of single-server lock: one data layout, three protocols. */
 enum dlock__lock_kind { DLOCK__PLAIN, DLOCK__FENCED, DLOCK__FAIR };

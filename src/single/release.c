@@ -20,7 +20,8 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 {
 	dlock_client *c = l->client;
 	char request[33];
-	int rc, n = 0;
+	int fair = l->kind == DLOCK__FAIR;
+	int rc;
 
 	r->latch = NULL;
 	r->epoch = 0;
@@ -39,33 +40,24 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	dlock__fmt_i64(r->latch_ttl,
 			3 * (int64_t)(c->opts.connect_timeout_ms + c->opts.command_timeout_ms) + 1000);
 
-#define ARG(p, len) (r->argv[n] = (p), r->lens[n++] = (len))
+#define ARG(p, len) dlock__call_push(&r->call, (p), (len))
+	r->call.script = fair ? &dlock__script_fair_release : &dlock__script_release;
+	r->call.argc = 0;
 	ARG(l->name, l->name_len);
-	if (l->kind == DLOCK__FAIR) {
-		r->script = &dlock__script_fair_release;
+	if (fair) {
 		ARG(l->queue, l->queue_len);
 		ARG(l->timeouts, l->timeouts_len);
-		ARG(l->channel, l->channel_len);
-		ARG(r->latch, l->latch_prefix_len + 33);
-		r->nkeys = n;
-		ARG("0", 1);
-		ARG(r->lease_s, strlen(r->lease_s));
-		ARG(r->owner, strlen(r->owner));
-		dlock__fmt_i64(r->now_s, dlock__wall_ms());
-		ARG(r->now_s, strlen(r->now_s));
-		ARG(r->latch_ttl, strlen(r->latch_ttl));
-	} else {
-		r->script = &dlock__script_release;
-		ARG(l->channel, l->channel_len);
-		ARG(r->latch, l->latch_prefix_len + 33);
-		r->nkeys = n;
-		ARG("0", 1);
-		ARG(r->lease_s, strlen(r->lease_s));
-		ARG(r->owner, strlen(r->owner));
-		ARG(r->latch_ttl, strlen(r->latch_ttl));
 	}
+	ARG(l->channel, l->channel_len);
+	ARG(r->latch, l->latch_prefix_len + 33);
+	dlock__call_keys_done(&r->call);
+	ARG("0", 1);
+	ARG(r->lease_s, strlen(r->lease_s));
+	ARG(r->owner, strlen(r->owner));
+	if (fair)
+		ARG(r->now_s, dlock__fmt_i64(r->now_s, dlock__wall_ms()));
+	ARG(r->latch_ttl, strlen(r->latch_ttl));
 #undef ARG
-	r->argc = n;
 	r->epoch = dlock__holds_release_begin(l, r->owner);
 	return 0;
 }
@@ -128,8 +120,7 @@ static int release(dlock_lock *l, const char *owner)
 
 	/* Safe to repeat after a dropped connection: the latch answers the repeat. */
 	if (rc == 0)
-		rc = dlock__client_run(l->client, rel.script, rel.nkeys, rel.argc, rel.argv, rel.lens,
-				1, &reply);
+		rc = dlock__client_run_call(l->client, &rel.call, 1, NULL, &reply);
 	if (rc == 0)
 		rc = dlock__release_finish(l, &rel, reply);
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
@@ -161,38 +152,27 @@ int dlock_lock_unlock_as(dlock_lock *l, const char *owner)
 
 int dlock_lock_force_unlock(dlock_lock *l, int *deleted)
 {
-	const char *argv[6];
-	size_t lens[6];
+	dlock__call call;
 	char now[24];
 	redisReply *r = NULL;
-	dlock__script *script = &dlock__script_force_release;
-	int rc, nkeys = 2, argc = 3;
+	int rc;
 
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "force unlock: NULL handle");
-	argv[0] = l->name;
-	lens[0] = l->name_len;
+	call.script = l->kind == DLOCK__FAIR ? &dlock__script_fair_force_release
+		: &dlock__script_force_release;
+	call.argc = 0;
+	dlock__call_push(&call, l->name, l->name_len);
 	if (l->kind == DLOCK__FAIR) {
-		script = &dlock__script_fair_force_release;
-		argv[1] = l->queue;
-		lens[1] = l->queue_len;
-		argv[2] = l->timeouts;
-		lens[2] = l->timeouts_len;
-		argv[3] = l->channel;
-		lens[3] = l->channel_len;
-		argv[4] = "0";
-		lens[4] = 1;
-		argv[5] = now;
-		lens[5] = (size_t)snprintf(now, sizeof(now), "%" PRId64, dlock__wall_ms());
-		nkeys = 4;
-		argc = 6;
-	} else {
-		argv[1] = l->channel;
-		lens[1] = l->channel_len;
-		argv[2] = "0";
-		lens[2] = 1;
+		dlock__call_push(&call, l->queue, l->queue_len);
+		dlock__call_push(&call, l->timeouts, l->timeouts_len);
 	}
-	rc = dlock__client_run(l->client, script, nkeys, argc, argv, lens, 1, &r);
+	dlock__call_push(&call, l->channel, l->channel_len);
+	dlock__call_keys_done(&call);
+	dlock__call_push(&call, "0", 1);
+	if (l->kind == DLOCK__FAIR)
+		dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
+	rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	if (rc == 0)
 		rc = dlock__reply_check(&l->client->node, r, "force unlock");
 	if (rc == 0 && r->type != REDIS_REPLY_INTEGER)

@@ -196,7 +196,7 @@ static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out
 	redisReply *r = NULL;
 	int rc;
 
-	rc = dlock__client_run(l->client, NULL, 0, field ? 3 : 2, argv, lens, 1, &r);
+	rc = dlock__client_run(l->client, field ? 3 : 2, argv, lens, 1, &r);
 	if (rc == 0)
 		rc = dlock__reply_check(&l->client->node, r, cmd);
 	if (rc == 0) {
@@ -287,7 +287,7 @@ int dlock_lock_token(dlock_lock *l, int64_t *token)
 	argv[1] = l->token_key;
 	lens[1] = l->token_key_len;
 	*token = 0;
-	rc = dlock__client_run(l->client, NULL, 0, 2, argv, lens, 1, &r);
+	rc = dlock__client_run(l->client, 2, argv, lens, 1, &r);
 	if (rc == 0)
 		rc = dlock__reply_check(&l->client->node, r, "GET token");
 	if (rc == 0 && r->type == REDIS_REPLY_STRING)

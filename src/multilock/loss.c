@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Hearing of member losses. Each member hold reports its own loss (on its
+ * client's background thread); the lock is lost once fewer than a quorum
+ * of its members are still held, and that is reported once per
+ * acquisition: the owners still to report are "armed".
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "multilock/parts.h"
+#include "single/holds.h"
+#include "single/member.h"
+
+/*
+ * The key an owner is armed under, the same whichever member reports: an
+ * explicit owner as it is, a thread owner as ":<tid>" (its uuid differs
+ * from member to member).
+ */
+static void owner_key(const dlock__engine *e, const char *member_owner, char *key, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++) {
+		const char *id = dlock_client_id(dlock__lock_client(e->members[i]));
+
+		if (strncmp(member_owner, id, 36) == 0 && member_owner[36] == ':') {
+			snprintf(key, size, "%s", member_owner + 36);
+			return;
+		}
+	}
+	snprintf(key, size, "%s", member_owner);
+}
+
+/* e->mu held. */
+static size_t armed_find(const dlock__engine *e, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < e->narmed; i++)
+		if (strcmp(e->armed[i], key) == 0)
+			return i;
+	return (size_t)-1;
+}
+
+static void arm(dlock__engine *e, const char *key)
+{
+	dlock__mutex_lock(&e->mu);
+	if (armed_find(e, key) == (size_t)-1) {
+		char **grown = dlock__realloc(e->armed, (e->narmed + 1) * sizeof(*grown));
+		char *copy = dlock__strdup(key);
+
+		if (grown != NULL)
+			e->armed = grown;
+		if (grown != NULL && copy != NULL)
+			e->armed[e->narmed++] = copy;
+		else
+			dlock__free(copy); /* no callback for this hold; check() still tells */
+	}
+	dlock__mutex_unlock(&e->mu);
+}
+
+/* Remove the key (e->mu held); returns 1 when it was armed. */
+static int disarm_locked(dlock__engine *e, const char *key)
+{
+	size_t i = armed_find(e, key);
+
+	if (i == (size_t)-1)
+		return 0;
+	dlock__free(e->armed[i]);
+	e->armed[i] = e->armed[--e->narmed];
+	return 1;
+}
+
+void dlock__loss_disarm(dlock__engine *e, const char *member_owner)
+{
+	char key[DLOCK__OWNER_MAX + 1];
+
+	owner_key(e, member_owner, key, sizeof(key));
+	dlock__mutex_lock(&e->mu);
+	disarm_locked(e, key);
+	dlock__mutex_unlock(&e->mu);
+}
+
+/* Members whose hold of the armed key is alive. */
+static size_t alive_for_key(dlock__engine *e, const char *key)
+{
+	char buf[DLOCK__OWNER_MAX + 64];
+	size_t i, alive = 0;
+
+	for (i = 0; i < e->n; i++) {
+		const char *o = key;
+
+		if (key[0] == ':') {
+			snprintf(buf, sizeof(buf), "%s%s",
+					dlock_client_id(dlock__lock_client(e->members[i])), key);
+			o = buf;
+		}
+		alive += dlock__holds_state(e->members[i], o) == 0;
+	}
+	return alive;
+}
+
+/*
+ * A member hold was lost (on that member client's background thread).
+ * Members of different clients report on different threads, so the count
+ * and the report happen under the engine's lock.
+ */
+static void member_lost(void *arg, const char *owner, int reason)
+{
+	dlock__engine *e = arg;
+	dlock__engine_lost_fn fn = NULL;
+	void *ud = NULL;
+	char key[DLOCK__OWNER_MAX + 1];
+
+	owner_key(e, owner, key, sizeof(key));
+	dlock__mutex_lock(&e->mu);
+	if (alive_for_key(e, key) < e->rules.quorum && disarm_locked(e, key)) {
+		fn = e->lost_fn;
+		ud = e->lost_ud;
+	}
+	dlock__mutex_unlock(&e->mu);
+	if (fn != NULL)
+		fn(e->self, owner, reason, ud);
+}
+
+void dlock__loss_arm(dlock__engine *e, const dlock__member_try *t)
+{
+	char key[DLOCK__OWNER_MAX + 1];
+	size_t i;
+
+	owner_key(e, t[0].owner_ptr, key, sizeof(key));
+	arm(e, key);
+	for (i = 0; i < e->n; i++)
+		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED)
+			dlock__holds_observe(e->members[i], t[i].owner_ptr, member_lost, e);
+}
+
+void dlock__holds_tally(dlock__engine *e, const char *owner, size_t *alive, size_t *lost)
+{
+	char buf[64];
+	size_t i;
+
+	*alive = *lost = 0;
+	for (i = 0; i < e->n; i++) {
+		int s = dlock__holds_state(e->members[i], dlock__member_owner(e, i, owner, buf));
+
+		*alive += s == 0;
+		*lost += s == DLOCK_ELOST;
+	}
+}

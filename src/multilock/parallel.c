@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The parallel attempt: the acquire script goes to every member at once;
+ * as soon as a quorum took it, or a quorum became impossible, the round is
+ * decided (quorum.c says when). Uncontended, that is one round trip
+ * whatever n is.
+ */
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/client.h"
+#include "core/mux.h"
+#include "core/time.h"
+#include "multilock/parts.h"
+#include "single/acquire.h"
+#include "single/holds.h"
+#include "single/member.h"
+
+/* How long a server that timed out is not waited for: after that, it is
+ * given one more chance of a command timeout. */
+#define SLOW_WINDOW_MS 2000
+
+int dlock__member_is_slow(const dlock__engine *e, size_t i)
+{
+	int64_t at = dlock__client_timed_out_at(dlock__lock_client(e->members[i]));
+
+	return at != 0 && dlock__now_ms() < at + SLOW_WINDOW_MS;
+}
+
+typedef struct attempt_wait {
+	const dlock__engine *e;
+	dlock__parallel *p;
+} attempt_wait;
+
+static int reply_acquired(const dlock__mux_op *op)
+{
+	return op->rc == 0 && op->reply != NULL && op->reply->type == REDIS_REPLY_ARRAY;
+}
+
+/* The mux's stopping rule: tally the answers, let quorum.c decide. */
+static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
+{
+	attempt_wait *w = arg;
+	dlock__tally t = { n, 0, 0, 0, 0 };
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (ops[i].rc < 0) {
+			t.failed++;
+		} else if (ops[i].reply != NULL) {
+			if (reply_acquired(&ops[i])) {
+				t.ok++;
+			} else {
+				t.failed++;
+				t.held += ops[i].reply->type == REDIS_REPLY_INTEGER;
+			}
+		} else if (ops[i].pending && !dlock__member_is_slow(w->e, i)) {
+			t.pending_live++;
+		}
+	}
+	return dlock__parallel_decided(w->p, &t, dlock__now_ms(), wake_at);
+}
+
+/* Build member i's acquire into ops[i]; < 0 for an owner that is bad everywhere. */
+static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, const char *owner,
+		int64_t lease_ms, dlock__acquire *acq, dlock__mux_op *op)
+{
+	dlock_lock *m = e->members[i];
+	int rc = dlock__acquire_prepare(m, owner, 0, lease_ms, acq);
+
+	if (rc < 0)
+		return rc;
+	if (dlock__client_owes(dlock__lock_client(m), 0) < 0) {
+		/* Not sent: see dlock__client_owes. */
+		dlock__try_fail(t, DLOCK_ETIMEDOUT, dlock__errmsg_thread());
+		op->skip = 1;
+	}
+	t->believed = acq->believed;
+	if (t->believed < 0)
+		t->believed = dlock__holds_count(m, acq->owner, 1);
+	if (t->believed < 0)
+		t->believed = 0;
+	op->client = dlock__lock_client(m);
+	/* Resent after a dropped connection only when the count is compared. */
+	op->no_retry = acq->believed < 0;
+	op->call = &acq->call;
+	return 0;
+}
+
+/* Record member i's answer in its try. */
+static void record_answer(dlock__engine *e, size_t i, dlock__member_try *t, dlock__acquire *acq,
+		const dlock__mux_op *op)
+{
+	int64_t ttl = -1;
+	int rc;
+
+	t->touched = op->rc == 0 || op->abandoned;
+	if (op->rc < 0) {
+		if (op->undecided)
+			t->st.vote = DLOCK_VOTE_NONE; /* decided without it */
+		else
+			dlock__try_fail(t, op->rc, op->errmsg);
+		return;
+	}
+	rc = dlock__acquire_finish(e->members[i], acq, op->reply, op->sent_at, &ttl);
+	if (rc == 0) {
+		t->st.vote = DLOCK_VOTE_ACQUIRED;
+		t->count = t->taken = acq->count;
+		t->token = acq->token;
+	} else if (rc == DLOCK_ENOTACQUIRED) {
+		t->st.vote = DLOCK_VOTE_HELD;
+		t->st.ttl_ms = ttl;
+		t->touched = 0; /* the script ran and took nothing */
+	} else {
+		dlock__try_fail(t, rc, dlock__errmsg_thread());
+	}
+}
+
+int dlock__parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *owner,
+		int64_t lease_ms, const int *ask, dlock__parallel *p, int64_t *t0)
+{
+	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
+	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
+	attempt_wait w = { e, p };
+	size_t i;
+	int rc = 0;
+
+	if (ops == NULL || acq == NULL) {
+		rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+		goto out;
+	}
+	for (i = 0; i < e->n && rc == 0; i++) {
+		ops[i].skip = ask != NULL && !ask[i];
+		if (!ops[i].skip)
+			rc = prepare_member(e, i, &t[i], owner, lease_ms, &acq[i], &ops[i]);
+	}
+	if (rc < 0)
+		goto out;
+	*t0 = p->started = dlock__now_ms();
+	rc = dlock__mux_run(ops, e->n, attempt_decided, &w);
+	for (i = 0; rc == 0 && i < e->n; i++)
+		if (!ops[i].skip) /* else its vote says why it was not asked */
+			record_answer(e, i, &t[i], &acq[i], &ops[i]);
+out:
+	if (ops != NULL)
+		dlock__mux_clear(ops, e->n);
+	dlock__free(ops);
+	dlock__free(acq);
+	return rc;
+}
+
+/*
+ * Once the ordered round holds a quorum, ask every member it did not take
+ * at once, as the parallel attempt does (by `deadline`, the round's budget:
+ * the wait is never extended): a bare quorum is the weakest grant, one
+ * server whose clock runs fast away from a second holder. Members that did
+ * not answer in time are given back at once (their acquire may have run).
+ */
+void dlock__take_the_rest(dlock__engine *e, dlock__member_try *t, const char *owner,
+		int64_t lease_ms, int64_t deadline)
+{
+	dlock__parallel p = { 0, 0, 1, 0, 0, deadline };
+	int *ask = dlock__calloc(e->n, sizeof(*ask));
+	size_t i, n = 0;
+	int64_t t0;
+
+	if (ask == NULL)
+		return; /* the quorum stands; this was an extra */
+	for (i = 0; i < e->n; i++) {
+		ask[i] = t[i].st.vote != DLOCK_VOTE_ACQUIRED && t[i].st.vote != DLOCK_VOTE_YOUNG &&
+			!dlock__member_is_slow(e, i);
+		n += ask[i];
+	}
+	if (n > 0 && dlock__now_ms() < deadline &&
+	    dlock__parallel_attempt(e, t, owner, lease_ms, ask, &p, &t0) == 0) {
+		for (i = 0; i < e->n; i++)
+			ask[i] = ask[i] && t[i].taken == 0 && t[i].touched;
+		dlock__rollback_some(e, t, ask);
+	}
+	dlock__free(ask);
+}
