@@ -9,13 +9,14 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/client.h"
+#include "core/owed.h"
 #include "core/ids.h"
 #include "core/time.h"
 #include "core/uri.h"
 
 /* How long a deferred command (a used unlock latch's DEL) waits for a
  * command to ride along with before the background thread sends it. */
-#define FLUSH_DELAY_MS 20
+#define DEFER_DELAY_MS 20
 
 static void flush_idle(void *arg);
 
@@ -250,30 +251,12 @@ static int owes_nothing(const dlock__conn *conn)
 	return conn->owed == 0;
 }
 
-static int is_broken(const dlock__conn *conn)
-{
-	return conn->broken;
-}
-
-/*
- * A connection may owe replies for this long: a hung server's late replies
- * come within moments of its waking up, but across a network partition
- * they wait on TCP's retransmission backoff (seconds, growing), and the
- * node would stay refused long after the partition healed. Past the bound
- * the connection is reset and the node is asked again on a fresh one.
- */
-static int64_t owed_bound_ms(const dlock_client *c)
-{
-	int64_t b = 2 * (int64_t)c->opts.command_timeout_ms;
-
-	return b > DLOCK__OWED_MAX_MIN_MS ? b : DLOCK__OWED_MAX_MIN_MS;
-}
 
 static _Thread_local int64_t owed_cutoff; /* for owes_too_long (drop_idle's filter) */
 
 static int owes_too_long(const dlock__conn *conn)
 {
-	return is_broken(conn) || (conn->owed > 0 && conn->owed_since < owed_cutoff);
+	return dlock__conn_owes_since_before(conn, owed_cutoff);
 }
 
 /* Take the idle connections `drop` picks (up to DROP_MAX) out of the pool,
@@ -428,7 +411,7 @@ void dlock__client_forget(dlock_client *c, const char *key, size_t len)
 	dlock__mutex_unlock(&c->pool_mu);
 	/* If no command follows soon, the background thread sends it. */
 	if (conn != NULL)
-		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + FLUSH_DELAY_MS);
+		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DEFER_DELAY_MS);
 }
 
 /* The background thread's flush: deferred commands of idle connections go
@@ -440,7 +423,7 @@ static void flush_idle(void *arg)
 	dlock__client_drain(c);
 	/* Replies still owed (a server paused or hung): look again soon. */
 	if (atomic_load(&c->node.owed) > 0)
-		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + FLUSH_DELAY_MS);
+		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);
 }
 
 void dlock__client_drain(dlock_client *c)
@@ -455,7 +438,7 @@ void dlock__client_drain(dlock_client *c)
 	}
 	/* Closed or reset by the server: whatever it had not run is gone with
 	 * it, and so are the replies it owed. Owing for too long: reset. */
-	owed_cutoff = dlock__now_ms() - owed_bound_ms(c);
+	owed_cutoff = dlock__now_ms() - dlock__owed_bound_ms(c);
 	n = drop_idle(c, owes_too_long, dead);
 	if (n > 0)
 		pthread_cond_broadcast(&c->pool_cv);
@@ -476,26 +459,6 @@ int dlock_client_cancel_waits(dlock_client *c)
 uint64_t dlock__client_cancels(dlock_client *c)
 {
 	return atomic_load(&c->cancels);
-}
-
-int dlock__client_owes(dlock_client *c, int64_t deadline)
-{
-	if (atomic_load(&c->node.owed) == 0)
-		return 0;
-	dlock__client_drain(c);
-	/* A server that just woke up answers within moments: look again
-	 * until the deadline (a short nap each time, the replies may be on
-	 * connections other threads hold). */
-	while (atomic_load(&c->node.owed) > 0 && dlock__now_ms() < deadline) {
-		poll(NULL, 0, 1);
-		dlock__client_drain(c);
-	}
-	if (atomic_load(&c->node.owed) == 0)
-		return 0;
-	dlock__reactor_flush_at(c->reactor, dlock__now_ms() + FLUSH_DELAY_MS);
-	return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
-			"still owes %d replies to commands that timed out: not asked again until "
-			"they come (a late release could undo a new hold)", atomic_load(&c->node.owed));
 }
 
 static int simple_command(dlock_client *c, const char *cmd, const char *arg, redisReply **out)

@@ -90,27 +90,11 @@ int dlock__client_run_call(dlock_client *client, const dlock__call *call, int re
  */
 void dlock__client_forget(dlock_client *client, const char *key, size_t len);
 
-/* Read what idle connections have of replies owed to given-up commands. */
-void dlock__client_drain(dlock_client *client);
-
-/*
- * 0 when the server owes no reply to a command that timed out, or once the
- * replies came before `deadline` (0: do not wait); otherwise DLOCK_ETIMEDOUT
- * with a message. An acquire must not go out meanwhile: a release still
- * queued at the server (sent before, over another connection) could run
- * after it and undo it, since both carry the same owner.
- */
-int dlock__client_owes(dlock_client *client, int64_t deadline);
-
 /* The cancel count a wait starts with: it is canceled once that changes. */
 uint64_t dlock__client_cancels(dlock_client *client);
 
 /* When a multiplexed command last timed out, or 0 once the server answered again. */
 int64_t dlock__client_timed_out_at(const dlock_client *client);
-
-/* The least time a connection may owe replies before it is reset (the
- * bound is the longer of this and 2 x the command timeout). */
-#define DLOCK__OWED_MAX_MIN_MS 1000
 
 
 /*

@@ -13,6 +13,7 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/conn.h"
+#include "core/owed.h"
 #include "core/error.h"
 #include "core/time.h"
 
@@ -319,20 +320,16 @@ int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *
 	return rc;
 }
 
-int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens)
 {
-	if (c->broken || format_command(c, argc, argv, lens) < 0)
-		return DLOCK_ENOMEM;
-	c->discard++;
-	return 0;
+	return c->broken || format_command(c, argc, argv, lens) < 0 ? DLOCK_ENOMEM : 0;
 }
 
-int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens)
 {
-	if (c->broken || format_command(c, argc, argv, lens) < 0)
+	if (dlock__conn_queue(c, argc, argv, lens) < 0)
 		return DLOCK_ENOMEM;
-	dlock__conn_flush(c); /* what does not fit now goes with the next flush */
-	dlock__conn_give_up(c, 1);
+	c->discard++;
 	return 0;
 }
 
@@ -434,37 +431,6 @@ void dlock__conn_flush(dlock__conn *c)
 	}
 	memmove(c->out, c->out + done, c->out_len - done);
 	c->out_len -= done;
-}
-
-void dlock__conn_reset(dlock__conn *c)
-{
-	struct linger off = { 1, 0 };
-
-	if (c != NULL && c->fd >= 0)
-		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
-	dlock__conn_close(c);
-}
-
-void dlock__conn_give_up(dlock__conn *c, int replies)
-{
-	if (c->owed == 0)
-		c->owed_since = dlock__now_ms();
-	c->discard += replies;
-	c->owed += replies;
-	atomic_fetch_add((_Atomic int *)&c->node->owed, replies);
-}
-
-void dlock__conn_drain(dlock__conn *c)
-{
-	while (c->owed > 0 && !c->broken) {
-		redisReply *r = NULL;
-		/* Every reply still due is a skipped one: read until none is complete. */
-		int rc = dlock__conn_read(c, &r, "drain", 0);
-
-		freeReplyObject(r);
-		if (rc != 0)
-			break;
-	}
 }
 
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

@@ -86,30 +86,12 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
  */
 int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens);
 
+/* Format a command into the output buffer (sent with the next send or flush). */
+int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
 /* Send what was deferred, without waiting: what does not fit the socket now
  * stays for the next send. */
 void dlock__conn_flush(dlock__conn *c);
-
-/* Stop waiting for `replies` replies of this connection: they are skipped when they come. */
-void dlock__conn_give_up(dlock__conn *c, int replies);
-
-/*
- * Queue a command behind the ones given up on c and count its reply as owed
- * too (skipped when it comes): it runs on the server right after them, or
- * not at all. Sent without blocking; what does not fit goes with the next
- * flush. 0, or DLOCK_ENOMEM (also for a broken connection).
- */
-int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens);
-
-/*
- * Close a connection that has owed replies for too long with a reset (RST,
- * not FIN): a server that had not read its queued commands yet discards
- * them; its debts die with it.
- */
-void dlock__conn_reset(dlock__conn *c);
-
-/* Read and skip whatever owed replies have arrived, without waiting. */
-void dlock__conn_drain(dlock__conn *c);
 
 /* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
 int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,

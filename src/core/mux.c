@@ -20,6 +20,7 @@
 #include "core/client.h"
 #include "core/error.h"
 #include "core/mux.h"
+#include "core/owed.h"
 #include "core/time.h"
 
 typedef struct group {

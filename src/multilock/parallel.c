@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/client.h"
 #include "core/mux.h"
+#include "core/owed.h"
 #include "core/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"

@@ -12,6 +12,7 @@
 #include "core/alloc.h"
 #include "core/fmt.h"
 #include "core/ids.h"
+#include "core/owed.h"
 #include "core/time.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
