@@ -159,6 +159,33 @@ DLOCK_EXTERN int dlock_lock_hold_count_as(dlock_lock *lock, const char *owner, i
 /** *out_ms = the key's remaining time to live (PTTL): -2 no lock, -1 no expiry. */
 DLOCK_EXTERN int dlock_lock_remaining_ttl(dlock_lock *lock, int64_t *out_ms);
 
+/** What a server has for a lock at one moment (dlock_lock_query). */
+typedef struct dlock_lock_info dlock_lock_info;
+
+/**
+ * Read who holds the lock on its server, with their hold counts, and the
+ * key's TTL: one HGETALL and one PTTL (not atomic: a key that expires in
+ * between shows holders with TTL -2). *out is freed with
+ * dlock_lock_info_free(). Errors: DLOCK_EINVAL (NULL argument),
+ * DLOCK_EWRONGTYPE (the key is not a lock), DLOCK_ENOMEM, DLOCK_EAUTH,
+ * DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_ESERVER, DLOCK_EPROTO, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_lock_query(dlock_lock_info **out, dlock_lock *lock);
+
+/** The key's TTL when read: -2 no lock, -1 no expiry. */
+DLOCK_EXTERN int64_t dlock_lock_info_ttl_ms(const dlock_lock_info *info);
+
+/** How many owners hold the lock (0 or 1 for a lock; a read lock may have more). */
+DLOCK_EXTERN size_t dlock_lock_info_holders(const dlock_lock_info *info);
+
+/** Holder i's owner string ("<uuid>:<thread>"), or NULL past the end. */
+DLOCK_EXTERN const char *dlock_lock_info_owner(const dlock_lock_info *info, size_t i);
+
+/** Holder i's hold count (reentrant holds), 0 past the end. */
+DLOCK_EXTERN int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i);
+
+DLOCK_EXTERN void dlock_lock_info_free(dlock_lock_info *info);
+
 /**
  * The local state of `owner`'s hold (NULL = the calling thread), without
  * network traffic: 0 held, DLOCK_ELOST lost, DLOCK_ENOTOWNER not held

@@ -114,6 +114,30 @@ DLOCK_EXTERN int dlock_multilock_status(dlock_multilock *lock, size_t i, dlock_m
 /** The handle's last failure message (see dlock_lock_errmsg). */
 DLOCK_EXTERN const char *dlock_multilock_errmsg(const dlock_multilock *lock);
 
+/** The members that must hold the lock: n (all of them). */
+DLOCK_EXTERN size_t dlock_multilock_quorum(const dlock_multilock *lock);
+
+/**
+ * *out = 1 when a quorum of members show the lock held by anyone (EXISTS on
+ * each member, in turn), 0 when too many show it free for a quorum to hold
+ * it. Errors: DLOCK_ENOQUORUM when the members that answered cannot settle
+ * it (the message names the first failure), DLOCK_EWRONGTYPE, DLOCK_EINVAL.
+ * Like Redisson's isLocked, a snapshot: it may change at once.
+ */
+DLOCK_EXTERN int dlock_multilock_is_locked(int *out, dlock_multilock *lock);
+
+/**
+ * *out = 1 when a quorum of members show `owner` (NULL: the calling thread)
+ * holding the lock (HEXISTS on each); errors as dlock_multilock_is_locked().
+ */
+DLOCK_EXTERN int dlock_multilock_is_held_as(int *out, dlock_multilock *lock, const char *owner);
+
+/**
+ * *out_ms = member i's remaining TTL (PTTL): -2 no lock there, -1 no expiry.
+ * Errors: DLOCK_EINVAL (no such member), and those of one command.
+ */
+DLOCK_EXTERN int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *lock, size_t i);
+
 #ifdef __cplusplus
 }
 #endif

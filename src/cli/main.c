@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/run.h"
-#include "cli/target.h"
+#include "run.h"
+#include "target.h"
 
 static const char usage_text[] =
 "Usage: dlock [GLOBAL OPTIONS] COMMAND [OPTIONS] NAME ...\n"

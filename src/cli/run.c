@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/run.h"
+#include "run.h"
 
 /* How often the local hold state is also checked, as a second line of defence. */
 #define CHECK_INTERVAL_MS 200

@@ -3,7 +3,7 @@
 #ifndef DLOCK_CLI_RUN_H
 #define DLOCK_CLI_RUN_H
 
-#include "cli/target.h"
+#include "target.h"
 
 typedef struct cli_run_args {
 	int64_t wait_ms;   /* DLOCK_WAIT_FOREVER when -w is absent */

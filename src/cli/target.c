@@ -3,8 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/target.h"
-#include "core/client.h"
+#include "target.h"
 
 int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 {
@@ -180,7 +179,14 @@ void cli_report_failure(const char *command, const cli_target *t, int rc)
 
 size_t cli_target_quorum(const cli_target *t)
 {
-	return t->mode == MODE_REDLOCK ? t->n / 2 + 1 : t->n;
+	switch (t->mode) {
+	case MODE_REDLOCK:
+		return dlock_redlock_quorum(t->redlock);
+	case MODE_MULTILOCK:
+		return dlock_multilock_quorum(t->multilock);
+	default:
+		return 1;
+	}
 }
 
 int cli_exit_for(int rc, const cli_config *cfg)
@@ -209,44 +215,20 @@ int cli_exit_for(int rc, const cli_config *cfg)
 
 typedef struct node_view {
 	int reachable;
-	int rc;              /* the query's error, or 0 */
-	char error[DLOCK__ERRMSG_MAX];
-	long long ttl;
-	redisReply *holders; /* HGETALL reply */
+	int rc;                 /* the query's error, or 0 */
+	char error[512];
+	dlock_lock_info *info;  /* NULL when the query failed */
 } node_view;
-
-static int query(dlock_client *c, const char *cmd, const char *name, redisReply **out)
-{
-	const char *argv[2] = { cmd, name };
-	size_t lens[2] = { strlen(cmd), strlen(name) };
-	int rc = dlock__client_run(c, 2, argv, lens, 1, out);
-
-	if (rc == 0)
-		rc = dlock__reply_check(&c->node, *out, cmd);
-	return rc;
-}
 
 static void view_node(cli_target *t, size_t i, node_view *v)
 {
-	redisReply *ttl = NULL;
-	int rc;
-
 	memset(v, 0, sizeof(*v));
-	v->ttl = -2;
-	rc = query(t->clients[i], "HGETALL", t->name, &v->holders);
-	if (rc == 0)
-		rc = query(t->clients[i], "PTTL", t->name, &ttl);
-	v->rc = rc;
-	if (rc < 0) {
-		v->reachable = rc != DLOCK_ECONN && rc != DLOCK_ETIMEDOUT && rc != DLOCK_EAUTH ? 1 : 0;
-		snprintf(v->error, sizeof(v->error), "%s", dlock_errmsg_last());
-		freeReplyObject(v->holders);
-		v->holders = NULL;
-	} else {
-		v->reachable = 1;
-		v->ttl = ttl->integer;
-	}
-	freeReplyObject(ttl);
+	v->rc = dlock_lock_query(&v->info, t->locks[i]);
+	/* A server that answered with an error is reachable; one that did not is not. */
+	v->reachable = v->rc == 0 || (v->rc != DLOCK_ECONN && v->rc != DLOCK_ETIMEDOUT &&
+			v->rc != DLOCK_EAUTH);
+	if (v->rc < 0)
+		snprintf(v->error, sizeof(v->error), "%s", dlock_lock_errmsg(t->locks[i]));
 }
 
 static void json_string(FILE *out, const char *s, size_t len)
@@ -285,7 +267,7 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 		reachable += v[i].reachable;
 		refused += v[i].reachable && v[i].rc < 0;
 		wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
-		held += v[i].holders != NULL && v[i].holders->elements > 0;
+		held += dlock_lock_info_holders(v[i].info) > 0;
 	}
 	if (json) {
 		fprintf(out, "{\"name\":");
@@ -298,17 +280,19 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 			fprintf(out, "%s{\"node\":", i ? "," : "");
 			json_string(out, node, strlen(node));
 			fprintf(out, ",\"reachable\":%s", v[i].reachable ? "true" : "false");
-			if (v[i].holders == NULL) {
+			if (v[i].info == NULL) {
 				fprintf(out, ",\"error\":");
 				json_string(out, v[i].error, strlen(v[i].error));
 			} else {
-				fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[", v[i].ttl);
-				for (j = 0; j + 1 < v[i].holders->elements; j += 2) {
-					redisReply *f = v[i].holders->element[j], *c = v[i].holders->element[j + 1];
+				fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[",
+						(long long)dlock_lock_info_ttl_ms(v[i].info));
+				for (j = 0; j < dlock_lock_info_holders(v[i].info); j++) {
+					const char *owner = dlock_lock_info_owner(v[i].info, j);
 
 					fprintf(out, "%s{\"owner\":", j ? "," : "");
-					json_string(out, f->str, f->len);
-					fprintf(out, ",\"count\":%lld}", c->str ? atoll(c->str) : 0LL);
+					json_string(out, owner, strlen(owner));
+					fprintf(out, ",\"count\":%lld}",
+							(long long)dlock_lock_info_count(v[i].info, j));
 				}
 				fprintf(out, "]");
 			}
@@ -323,22 +307,23 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 		for (i = 0; i < t->n; i++) {
 			const char *node = dlock_client_node(t->clients[i]);
 
-			if (v[i].holders == NULL) {
+			if (v[i].info == NULL) {
 				fprintf(out, "%-24s %-12s %s\n", node,
 						v[i].reachable ? "error" : "unreachable", v[i].error);
-			} else if (v[i].holders->elements == 0) {
+			} else if (dlock_lock_info_holders(v[i].info) == 0) {
 				fprintf(out, "%-24s %-12s %-8s %-6s %s\n", node, "free", "-", "-", "-");
 			} else {
-				for (j = 0; j + 1 < v[i].holders->elements; j += 2)
-					fprintf(out, "%-24s %-12s %-8lld %-6s %s\n", j ? "" : node,
-							j ? "" : "held", v[i].ttl,
-							v[i].holders->element[j + 1]->str,
-							v[i].holders->element[j]->str);
+				for (j = 0; j < dlock_lock_info_holders(v[i].info); j++)
+					fprintf(out, "%-24s %-12s %-8lld %-6lld %s\n", j ? "" : node,
+							j ? "" : "held",
+							(long long)dlock_lock_info_ttl_ms(v[i].info),
+							(long long)dlock_lock_info_count(v[i].info, j),
+							dlock_lock_info_owner(v[i].info, j));
 			}
 		}
 	}
 	for (i = 0; i < t->n; i++)
-		freeReplyObject(v[i].holders);
+		dlock_lock_info_free(v[i].info);
 	free(v);
 	/* A node that answered with an error is a failure; one that is down
 	 * is not, while a quorum can still be seen. */

@@ -77,4 +77,9 @@ int dlock__engine_check(dlock__engine *e, const char *owner);
 int dlock__engine_status(dlock__engine *e, size_t i, dlock_member_status *out);
 void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *userdata);
 
+/* Queries over the members (query.c): held on a quorum, a member's PTTL. */
+int dlock__engine_is_locked(dlock__engine *e, int *out);
+int dlock__engine_is_held(dlock__engine *e, const char *owner, int *out);
+int dlock__engine_member_ttl(dlock__engine *e, size_t i, int64_t *out_ms);
+
 #endif

@@ -134,3 +134,27 @@ const char *dlock_multilock_errmsg(const dlock_multilock *m)
 {
 	return m ? dlock__errbuf_read(&m->engine.err) : "";
 }
+
+size_t dlock_multilock_quorum(const dlock_multilock *m)
+{
+	return m ? m->engine.rules.quorum : 0;
+}
+
+int dlock_multilock_is_locked(int *out, dlock_multilock *m)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err, dlock__engine_is_locked(&m->engine, out));
+}
+
+int dlock_multilock_is_held_as(int *out, dlock_multilock *m, const char *owner)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err, dlock__engine_is_held(&m->engine, owner, out));
+}
+
+int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *m, size_t i)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_member_ttl(&m->engine, i, out_ms));
+}

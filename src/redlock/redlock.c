@@ -261,3 +261,27 @@ const char *dlock_redlock_errmsg(const dlock_redlock *r)
 {
 	return r ? dlock__errbuf_read(&r->engine.err) : "";
 }
+
+size_t dlock_redlock_quorum(const dlock_redlock *r)
+{
+	return r ? r->engine.rules.quorum : 0;
+}
+
+int dlock_redlock_is_locked(int *out, dlock_redlock *r)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_is_locked(&r->engine, out));
+}
+
+int dlock_redlock_is_held_as(int *out, dlock_redlock *r, const char *owner)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_is_held(&r->engine, owner, out));
+}
+
+int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *r, size_t i)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_member_ttl(&r->engine, i, out_ms));
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The single-server lock handle (RLock, and its fenced and fair kinds), its
- * names, and the queries that only read.
+ * The single-server lock handle (RLock, and its fenced and fair kinds) and
+ * its names. The queries that read the server are in query.c.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -185,121 +185,6 @@ int dlock__resolve_owner(dlock_lock *l, const char *owner, char *buf, size_t siz
 				owner[0] ? "too long" : "empty");
 	*out = owner;
 	return 0;
-}
-
-/* A read-only query: CMD name [field]. */
-static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out,
-		int nil_is_zero)
-{
-	const char *argv[3] = { cmd, l->name, field };
-	size_t lens[3] = { strlen(cmd), l->name_len, field ? strlen(field) : 0 };
-	redisReply *r = NULL;
-	int rc;
-
-	rc = dlock__client_run(l->client, field ? 3 : 2, argv, lens, 1, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&l->client->node, r, cmd);
-	if (rc == 0) {
-		if (r->type == REDIS_REPLY_INTEGER)
-			*out = r->integer;
-		else if (r->type == REDIS_REPLY_NIL && nil_is_zero)
-			*out = 0;
-		else if (r->type == REDIS_REPLY_STRING)
-			*out = strtoll(r->str, NULL, 10);
-		else
-			rc = dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
-					"%s %s: unexpected reply type %d", cmd, l->shown, r->type);
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-static int query_owner(dlock_lock *l, const char *cmd, const char *owner_in, int64_t *out)
-{
-	char buf[64];
-	const char *owner = NULL;
-	int rc = dlock__resolve_owner(l, owner_in, buf, sizeof(buf), &owner);
-
-	return rc < 0 ? rc : query(l, cmd, owner, out, 1);
-}
-
-#define CHECK_OUT(l, out) \
-	do { \
-		if ((l) == NULL || (out) == NULL) \
-			return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument"); \
-	} while (0)
-
-int dlock_lock_is_locked(dlock_lock *l, int *out)
-{
-	int64_t v = 0;
-	int rc;
-
-	CHECK_OUT(l, out);
-	rc = query(l, "EXISTS", NULL, &v, 0);
-	*out = rc == 0 && v > 0;
-	return dlock__errbuf_record(&l->err, rc);
-}
-
-int dlock_lock_is_held_as(dlock_lock *l, const char *owner, int *out)
-{
-	int64_t v = 0;
-	int rc;
-
-	CHECK_OUT(l, out);
-	rc = query_owner(l, "HEXISTS", owner, &v);
-	*out = rc == 0 && v > 0;
-	return dlock__errbuf_record(&l->err, rc);
-}
-
-int dlock_lock_is_held(dlock_lock *l, int *out)
-{
-	return dlock_lock_is_held_as(l, NULL, out);
-}
-
-int dlock_lock_hold_count_as(dlock_lock *l, const char *owner, int64_t *out)
-{
-	int rc;
-
-	CHECK_OUT(l, out);
-	*out = 0;
-	rc = query_owner(l, "HGET", owner, out);
-	return dlock__errbuf_record(&l->err, rc);
-}
-
-int dlock_lock_hold_count(dlock_lock *l, int64_t *out)
-{
-	return dlock_lock_hold_count_as(l, NULL, out);
-}
-
-int dlock_lock_token(dlock_lock *l, int64_t *token)
-{
-	const char *argv[2];
-	size_t lens[2];
-	redisReply *r = NULL;
-	int rc;
-
-	CHECK_OUT(l, token);
-	if (l->kind != DLOCK__FENCED)
-		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EINVAL,
-				"lock %s is not fenced", l->shown));
-	argv[0] = "GET";
-	lens[0] = 3;
-	argv[1] = l->token_key;
-	lens[1] = l->token_key_len;
-	*token = 0;
-	rc = dlock__client_run(l->client, 2, argv, lens, 1, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&l->client->node, r, "GET token");
-	if (rc == 0 && r->type == REDIS_REPLY_STRING)
-		*token = strtoll(r->str, NULL, 10);
-	freeReplyObject(r);
-	return dlock__errbuf_record(&l->err, rc);
-}
-
-int dlock_lock_remaining_ttl(dlock_lock *l, int64_t *out_ms)
-{
-	CHECK_OUT(l, out_ms);
-	return dlock__errbuf_record(&l->err, query(l, "PTTL", NULL, out_ms, 0));
 }
 
 int dlock_lock_check(dlock_lock *l, const char *owner_in)

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Queries that read what a server has for a lock, without changing it:
+ * whether it is held and by whom, hold counts, the TTL, the fencing token,
+ * and everything at once (dlock_lock_query, for `dlock status`).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/client.h"
+#include "single/lock_internal.h"
+
+/* A read-only query: CMD name [field]. */
+static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out,
+		int nil_is_zero)
+{
+	const char *argv[3] = { cmd, l->name, field };
+	size_t lens[3] = { strlen(cmd), l->name_len, field ? strlen(field) : 0 };
+	redisReply *r = NULL;
+	int rc;
+
+	rc = dlock__client_run(l->client, field ? 3 : 2, argv, lens, 1, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&l->client->node, r, cmd);
+	if (rc == 0) {
+		if (r->type == REDIS_REPLY_INTEGER)
+			*out = r->integer;
+		else if (r->type == REDIS_REPLY_NIL && nil_is_zero)
+			*out = 0;
+		else if (r->type == REDIS_REPLY_STRING)
+			*out = strtoll(r->str, NULL, 10);
+		else
+			rc = dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
+					"%s %s: unexpected reply type %d", cmd, l->shown, r->type);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+static int query_owner(dlock_lock *l, const char *cmd, const char *owner_in, int64_t *out)
+{
+	char buf[64];
+	const char *owner = NULL;
+	int rc = dlock__resolve_owner(l, owner_in, buf, sizeof(buf), &owner);
+
+	return rc < 0 ? rc : query(l, cmd, owner, out, 1);
+}
+
+#define CHECK_OUT(l, out) \
+	do { \
+		if ((l) == NULL || (out) == NULL) \
+			return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument"); \
+	} while (0)
+
+int dlock_lock_is_locked(dlock_lock *l, int *out)
+{
+	int64_t v = 0;
+	int rc;
+
+	CHECK_OUT(l, out);
+	rc = query(l, "EXISTS", NULL, &v, 0);
+	*out = rc == 0 && v > 0;
+	return dlock__errbuf_record(&l->err, rc);
+}
+
+int dlock_lock_is_held_as(dlock_lock *l, const char *owner, int *out)
+{
+	int64_t v = 0;
+	int rc;
+
+	CHECK_OUT(l, out);
+	rc = query_owner(l, "HEXISTS", owner, &v);
+	*out = rc == 0 && v > 0;
+	return dlock__errbuf_record(&l->err, rc);
+}
+
+int dlock_lock_is_held(dlock_lock *l, int *out)
+{
+	return dlock_lock_is_held_as(l, NULL, out);
+}
+
+int dlock_lock_hold_count_as(dlock_lock *l, const char *owner, int64_t *out)
+{
+	int rc;
+
+	CHECK_OUT(l, out);
+	*out = 0;
+	rc = query_owner(l, "HGET", owner, out);
+	return dlock__errbuf_record(&l->err, rc);
+}
+
+int dlock_lock_hold_count(dlock_lock *l, int64_t *out)
+{
+	return dlock_lock_hold_count_as(l, NULL, out);
+}
+
+int dlock_lock_token(dlock_lock *l, int64_t *token)
+{
+	const char *argv[2];
+	size_t lens[2];
+	redisReply *r = NULL;
+	int rc;
+
+	CHECK_OUT(l, token);
+	if (l->kind != DLOCK__FENCED)
+		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EINVAL,
+				"lock %s is not fenced", l->shown));
+	argv[0] = "GET";
+	lens[0] = 3;
+	argv[1] = l->token_key;
+	lens[1] = l->token_key_len;
+	*token = 0;
+	rc = dlock__client_run(l->client, 2, argv, lens, 1, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&l->client->node, r, "GET token");
+	if (rc == 0 && r->type == REDIS_REPLY_STRING)
+		*token = strtoll(r->str, NULL, 10);
+	freeReplyObject(r);
+	return dlock__errbuf_record(&l->err, rc);
+}
+
+int dlock_lock_remaining_ttl(dlock_lock *l, int64_t *out_ms)
+{
+	CHECK_OUT(l, out_ms);
+	return dlock__errbuf_record(&l->err, query(l, "PTTL", NULL, out_ms, 0));
+}
+
+struct dlock_lock_info {
+	int64_t ttl_ms;
+	size_t n;
+	char **owners;
+	int64_t *counts;
+};
+
+void dlock_lock_info_free(dlock_lock_info *info)
+{
+	size_t i;
+
+	if (info == NULL)
+		return;
+	for (i = 0; i < info->n; i++)
+		dlock__free(info->owners[i]);
+	dlock__free(info->owners);
+	dlock__free(info->counts);
+	dlock__free(info);
+}
+
+/* The holders from an HGETALL reply (field, value, field, value ...). */
+static int read_holders(dlock_lock *l, const redisReply *r, dlock_lock_info *info)
+{
+	size_t i, n = r->elements / 2;
+
+	info->owners = dlock__calloc(n ? n : 1, sizeof(*info->owners));
+	info->counts = dlock__calloc(n ? n : 1, sizeof(*info->counts));
+	if (info->owners == NULL || info->counts == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown);
+	for (i = 0; i < n; i++) {
+		const redisReply *f = r->element[2 * i], *v = r->element[2 * i + 1];
+
+		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+			return dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
+					"query %s: a holder that is not a string", l->shown);
+		if ((info->owners[i] = dlock__strndup(f->str, f->len)) == NULL)
+			return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown);
+		info->counts[i] = strtoll(v->str, NULL, 10);
+		info->n++;
+	}
+	return 0;
+}
+
+int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
+{
+	const char *argv[2] = { "HGETALL", NULL };
+	size_t lens[2] = { 7, 0 };
+	dlock_lock_info *info;
+	redisReply *r = NULL;
+	int rc;
+
+	if (out == NULL || l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument");
+	*out = NULL;
+	if ((info = dlock__calloc(1, sizeof(*info))) == NULL)
+		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_ENOMEM,
+				"query %s: out of memory", l->shown));
+	argv[1] = l->name;
+	lens[1] = l->name_len;
+	rc = dlock__client_run(l->client, 2, argv, lens, 1, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&l->client->node, r, "HGETALL");
+	if (rc == 0 && r->type != REDIS_REPLY_ARRAY)
+		rc = dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
+				"HGETALL %s: unexpected reply type %d", l->shown, r->type);
+	if (rc == 0)
+		rc = read_holders(l, r, info);
+	freeReplyObject(r);
+	/* Read after the holders: a key that expired in between shows no TTL. */
+	if (rc == 0)
+		rc = query(l, "PTTL", NULL, &info->ttl_ms, 0);
+	if (rc < 0) {
+		dlock_lock_info_free(info);
+		return dlock__errbuf_record(&l->err, rc);
+	}
+	*out = info;
+	return 0;
+}
+
+int64_t dlock_lock_info_ttl_ms(const dlock_lock_info *info)
+{
+	return info != NULL ? info->ttl_ms : -2;
+}
+
+size_t dlock_lock_info_holders(const dlock_lock_info *info)
+{
+	return info != NULL ? info->n : 0;
+}
+
+const char *dlock_lock_info_owner(const dlock_lock_info *info, size_t i)
+{
+	return info != NULL && i < info->n ? info->owners[i] : NULL;
+}
+
+int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i)
+{
+	return info != NULL && i < info->n ? info->counts[i] : 0;
+}
