@@ -4,8 +4,8 @@
  *
  * Scenarios (--scenario LIST, default 1,2,3,4,5):
  *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_try(l, 0, 10000)
- *      + dlock_lock_unlock), RedLock on 3 and 5 servers (dlock_redlock_try(r,
- *      0, 10000, &v) + dlock_redlock_unlock), restart guard off.
+ *      + dlock_lock_unlock), RedLock on 3 and 5 servers (dlock_redlock_try(&v,
+ r, *      0, 10000) + dlock_redlock_unlock), restart guard off.
  *   2  the floor: the same two Lua round trips (dlock's own acquire and
  *      release scripts, EVALSHA, the same argument shapes, a fresh latch key
  *      per release) with bare hiredis, on 1 server and fanned out to 3 and 5
@@ -704,7 +704,7 @@ static int dl_red_pair(void *p, uint64_t *t_acq)
 {
 	dl_ctx *c = p;
 	int64_t validity = 0;
-	int rc = dlock_redlock_try(c->red, 0, LEASE_MS, &validity);
+	int rc = dlock_redlock_try(&validity, c->red, 0, LEASE_MS);
 
 	if (rc < 0) {
 		if (c->verbose_errors-- > 0)
@@ -729,8 +729,8 @@ static dlock_redlock *open_redlock(int n, const char *name, const dlock_client_o
 	ro.restart_guard_ms = 0;
 	for (i = 0; i < n; i++)
 		uris[i] = servers[i].uri;
-	if (dlock_redlock_open(&r, uris, (size_t)n, name, copts, &ro) < 0)
-		die("dlock_redlock_open: %s", dlock_errmsg_last());
+	if (dlock_redlock_new_from_uris(&r, uris, (size_t)n, name, copts, &ro) < 0)
+		die("dlock_redlock_new_from_uris: %s", dlock_errmsg_last());
 	return r;
 }
 
@@ -1354,9 +1354,9 @@ static void scenario5(void)
 	co.command_timeout_ms = 50;
 	if (opt.paused_connect_timeout_ms > 0)
 		co.connect_timeout_ms = opt.paused_connect_timeout_ms;
-	note("scenario 5: RedLock on 5 servers, command_timeout_ms = 50 (connect %d ms), "
+	note("scenario 5: RedLock on 5 servers, command_timeout_ms = 50 (connect %lld ms), "
 			"server %d (%s, pid %ld) paused; %ld iterations, %ld warm-up\n",
-			co.connect_timeout_ms, pi, servers[pi].uri, (long)servers[pi].pid,
+			(long long)co.connect_timeout_ms, pi, servers[pi].uri, (long)servers[pi].pid,
 			opt.iterations_paused, warm);
 	for (i = 0; i < 5; i++)
 		if (i != pi)

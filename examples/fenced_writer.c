@@ -83,7 +83,7 @@ static int open_lock(writer_lock *w, const char *nodes)
 		for (tok = strtok_r(copy, ",", &save); tok && n < 16; tok = strtok_r(NULL, ",", &save))
 			uris[n++] = tok;
 		o.fenced = 1;
-		rc = dlock_redlock_open(&w->redlock, uris, n, "storage:orders", NULL, &o);
+		rc = dlock_redlock_new_from_uris(&w->redlock, uris, n, "storage:orders", NULL, &o);
 		free(copy);
 		return rc;
 	}
@@ -96,8 +96,8 @@ static int take(writer_lock *w, long long *token)
 {
 	int64_t t = 0, validity;
 	int rc = w->redlock
-		? dlock_redlock_try_fenced(w->redlock, NULL, 5000, LEASE_MS, &validity, &t)
-		: dlock_lock_try_fenced(w->lock, NULL, 5000, LEASE_MS, &t);
+		? dlock_redlock_try_fenced(&validity, &t, w->redlock, NULL, 5000, LEASE_MS)
+		: dlock_lock_try_fenced(&t, w->lock, NULL, 5000, LEASE_MS);
 
 	if (rc != 0)
 		fprintf(stderr, "lock: %s: %s\n", dlock_strerror(rc),

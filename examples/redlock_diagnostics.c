@@ -117,10 +117,10 @@ static void print_votes(dlock_redlock *lock)
 	printf("  %-22s %-11s %-10s %-8s %-8s %s\n", "NODE", "VOTE", "ERROR", "TTL_MS", "UPTIME_S",
 	       "MESSAGE");
 	for (i = 0; i < n; i++) {
-		dlock_member_status st;
+		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 		char ttl[24] = "-", up[24] = "-";
 
-		if (dlock_redlock_status(lock, i, &st) != 0) {
+		if (dlock_redlock_status(&st, lock, i) != 0) {
 			printf("  %-22s (no status)\n", "?");
 			continue;
 		}
@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 	copts.connect_timeout_ms = (int)timeout;
 	copts.command_timeout_ms = (int)timeout;
 	ropts.restart_guard_ms = guard;
-	rc = dlock_redlock_open(&lock, uris, n, name, &copts, &ropts);
+	rc = dlock_redlock_new_from_uris(&lock, uris, n, name, &copts, &ropts);
 	if (rc != 0) {
 		fprintf(stderr, "redlock_diagnostics: %s: %s\n", dlock_strerror(rc), dlock_errmsg_last());
 		free(env_copy);
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 
 	printf("RedLock \"%s\" on %zu server%s (quorum %zu), lease %lld ms, wait %lld ms\n", name, n,
 	       n == 1 ? "" : "s", n / 2 + 1, lease, wait);
-	rc = dlock_redlock_try(lock, wait, lease, &validity);
+	rc = dlock_redlock_try(&validity, lock, wait, lease);
 	if (rc == 0)
 		printf("outcome: acquired, valid for %lld ms\n", (long long)validity);
 	else

@@ -200,8 +200,8 @@ int main(int argc, char **argv)
 		dlock_client_close(client);
 		return 1;
 	}
-	say("standby: waiting for %s on %s (watchdog %d ms)", LOCK_NAME,
-	    dlock_client_node(client), opts.watchdog_timeout_ms);
+	say("standby: waiting for %s on %s (watchdog %lld ms)", LOCK_NAME,
+	    dlock_client_node(client), (long long)opts.watchdog_timeout_ms);
 
 	while (!finished(deadline)) {
 		/* Wait for leadership in slices, so a signal or the runtime ends the wait. */
@@ -247,8 +247,8 @@ int main(int argc, char **argv)
 		if (rc == 0)
 			say("leader: released %s", LOCK_NAME);
 		else
-			say("leader: releasing %s: %s: %s (it expires within %d ms)", LOCK_NAME,
-			    dlock_strerror(rc), dlock_lock_errmsg(lock), opts.watchdog_timeout_ms);
+			say("leader: releasing %s: %s: %s (it expires within %lld ms)", LOCK_NAME,
+			    dlock_strerror(rc), dlock_lock_errmsg(lock), (long long)opts.watchdog_timeout_ms);
 	}
 
 	say("stopping (%s)", stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM"

@@ -27,14 +27,14 @@ typedef struct dlock_client dlock_client;
  */
 typedef struct dlock_client_options {
 	unsigned int version;
-	/** Deadline to connect and authenticate, ms (default 1000). */
-	int connect_timeout_ms;
-	/** Deadline for one command's reply, ms (default 1000). Keep it well
-	 *  below your leases: a hung server costs at most this much. */
-	int command_timeout_ms;
+	/** Deadline to connect and authenticate, ms (default 1000; at most 1 day). */
+	int64_t connect_timeout_ms;
+	/** Deadline for one command's reply, ms (default 1000; at most 1 day).
+	 *  Keep it well below your leases: a hung server costs at most this much. */
+	int64_t command_timeout_ms;
 	/** Lease of locks held without one; renewed every third of it
-	 *  (default 30000, Redisson's lockWatchdogTimeout). */
-	int watchdog_timeout_ms;
+	 *  (default 30000, Redisson's lockWatchdogTimeout; at most 1 day). */
+	int64_t watchdog_timeout_ms;
 	/** Connections kept for commands; threads beyond it wait (default 8). */
 	int pool_size;
 	/** 0: dlock_client_open() connects and authenticates before returning,
@@ -47,8 +47,10 @@ typedef struct dlock_client_options {
 	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0 }
 
 /**
- * Fill `opts` with the defaults of `version` (DLOCK_CLIENT_OPTIONS_VERSION).
- * Returns 0, or DLOCK_EINVAL for NULL or an unknown version.
+ * Fill `opts` with the defaults of `version` (any 0 < version <=
+ * DLOCK_CLIENT_OPTIONS_VERSION: a program built against older headers
+ * gets the fields it knows). Returns 0, or DLOCK_EINVAL (with a message)
+ * for NULL or an unknown version.
  */
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned int version);
 
@@ -68,10 +70,13 @@ DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
 /**
  * Stop the background thread and close every connection. Locks still held
  * are not released: leased ones expire, watchdog ones stop being renewed and
- * expire within the watchdog timeout. Accepts NULL. Every lock handle made
- * from the client must be freed first; no other call may be running on it.
+ * expire within the watchdog timeout. Accepts NULL (returns 0). No other
+ * call may be running on the client.
+ * Errors: DLOCK_EBUSY when lock handles made from the client are still
+ * alive (free them first; the client stays open and usable), as
+ * uv_loop_close() refuses a loop with active handles.
  */
-DLOCK_EXTERN void dlock_client_close(dlock_client *client);
+DLOCK_EXTERN int dlock_client_close(dlock_client *client);
 
 /**
  * Cancel every wait for a lock (RLock, and MultiLock/RedLock members) that
@@ -105,8 +110,8 @@ DLOCK_EXTERN const char *dlock_client_node(const dlock_client *client);
  * buf. Returns its length, or DLOCK_EINVAL when buf is too small (64 bytes
  * always suffice).
  */
-DLOCK_EXTERN int dlock_client_owner(const dlock_client *client, uint64_t thread_id,
-		char *buf, size_t len);
+DLOCK_EXTERN int dlock_client_owner(char *buf, size_t len,
+		const dlock_client *client, uint64_t thread_id);
 
 /** The id of the calling thread as dlock uses it for owners (its kernel tid). */
 DLOCK_EXTERN uint64_t dlock_thread_id(void);
@@ -121,7 +126,7 @@ DLOCK_EXTERN int dlock_client_ping(dlock_client *client);
  * Seconds since the server started (INFO server, uptime_in_seconds).
  * Used by RedLock's restart guard; handy for health checks.
  */
-DLOCK_EXTERN int dlock_client_uptime(dlock_client *client, int64_t *seconds);
+DLOCK_EXTERN int dlock_client_uptime(int64_t *seconds, dlock_client *client);
 
 /**
  * The one-line message of the most recent failure on this client, from any
@@ -130,6 +135,9 @@ DLOCK_EXTERN int dlock_client_uptime(dlock_client *client, int64_t *seconds);
  * calling thread's own last failure use dlock_errmsg_last().
  */
 DLOCK_EXTERN const char *dlock_client_errmsg(const dlock_client *client);
+
+/** dlock_client_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
+DLOCK_EXTERN size_t dlock_client_errmsg_r(char *buf, size_t len, const dlock_client *client);
 
 #ifdef __cplusplus
 }

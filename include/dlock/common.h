@@ -46,7 +46,10 @@ DLOCK_EXTERN const char *dlock_lost_reason_str(int reason);
  * The functions dlock allocates its own memory with. hiredis keeps its own
  * allocator (the reply objects it builds).
  */
+#define DLOCK_ALLOCATOR_VERSION 1
+
 typedef struct dlock_allocator {
+	unsigned int version;   /**< DLOCK_ALLOCATOR_VERSION (the fields you know) */
 	void *(*malloc_fn)(size_t size);
 	void *(*realloc_fn)(void *ptr, size_t size);
 	void (*free_fn)(void *ptr);
@@ -56,7 +59,8 @@ typedef struct dlock_allocator {
  * Replace dlock's allocator; NULL restores malloc/realloc/free.
  * This is the only global state of the library: call it before any other
  * dlock function and never while dlock objects exist. Not thread-safe.
- * Returns 0, or DLOCK_EINVAL when a member is NULL.
+ * Returns 0, or DLOCK_EINVAL when a function is NULL or the version is not
+ * one this library knows (0 < version <= DLOCK_ALLOCATOR_VERSION).
  */
 DLOCK_EXTERN int dlock_set_allocator(const dlock_allocator *allocator);
 

@@ -33,8 +33,9 @@ typedef enum dlock_error {
 	DLOCK_EEXPIRED = -13,    /**< a quorum was reached only after the lease had run out */
 	DLOCK_ESYS = -14,        /**< an operating-system call failed (threads, sockets) */
 	DLOCK_ECANCELED = -15,   /**< the wait was canceled (dlock_client_cancel_waits) */
-	DLOCK_EFORKED = -16      /**< the client was opened by the parent of this forked
+	DLOCK_EFORKED = -16,     /**< the client was opened by the parent of this forked
 	                              process: open a new client in the child */
+	DLOCK_EBUSY = -17        /**< the object is still in use (a client with lock handles) */
 } dlock_error;
 
 /**
@@ -50,6 +51,14 @@ DLOCK_EXTERN const char *dlock_strerror(int error);
  * call.
  */
 DLOCK_EXTERN const char *dlock_errmsg_last(void);
+
+/**
+ * dlock_errmsg_last() copied into buf (len bytes, always NUL-terminated
+ * when len > 0), for callers that keep the message past their next dlock
+ * call. Returns the message's full length (as snprintf), so a longer
+ * buffer can be retried; the _r getters of the handles work the same.
+ */
+DLOCK_EXTERN size_t dlock_errmsg_last_r(char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -125,11 +125,11 @@ DLOCK_EXTERN int dlock_lock_try_as(dlock_lock *lock, const char *owner,
  * returning the fencing token of this acquisition in *token.
  * DLOCK_EINVAL when the lock is not fenced.
  */
-DLOCK_EXTERN int dlock_lock_try_fenced(dlock_lock *lock, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *token);
+DLOCK_EXTERN int dlock_lock_try_fenced(int64_t *token, dlock_lock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms);
 
 /** *token = the lock's current token counter (0 if never taken). */
-DLOCK_EXTERN int dlock_lock_token(dlock_lock *lock, int64_t *token);
+DLOCK_EXTERN int dlock_lock_token(int64_t *token, dlock_lock *lock);
 
 /** dlock_lock_unlock() for an explicit owner string. */
 DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
@@ -139,25 +139,25 @@ DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
  * is 1 when a lock existed. Local renewals of this name stop; local holders
  * learn of the loss through dlock_lock_check()/the lost callback.
  */
-DLOCK_EXTERN int dlock_lock_force_unlock(dlock_lock *lock, int *deleted);
+DLOCK_EXTERN int dlock_lock_force_unlock(int *deleted, dlock_lock *lock);
 
 /** *out = 1 when anyone holds the lock (EXISTS). */
-DLOCK_EXTERN int dlock_lock_is_locked(dlock_lock *lock, int *out);
+DLOCK_EXTERN int dlock_lock_is_locked(int *out, dlock_lock *lock);
 
 /** *out = 1 when the calling thread holds the lock (HEXISTS). */
-DLOCK_EXTERN int dlock_lock_is_held(dlock_lock *lock, int *out);
+DLOCK_EXTERN int dlock_lock_is_held(int *out, dlock_lock *lock);
 
 /** *out = 1 when `owner` holds the lock. */
-DLOCK_EXTERN int dlock_lock_is_held_as(dlock_lock *lock, const char *owner, int *out);
+DLOCK_EXTERN int dlock_lock_is_held_as(int *out, dlock_lock *lock, const char *owner);
 
 /** *out = the calling thread's hold count (0 when not held). */
-DLOCK_EXTERN int dlock_lock_hold_count(dlock_lock *lock, int64_t *out);
+DLOCK_EXTERN int dlock_lock_hold_count(int64_t *out, dlock_lock *lock);
 
 /** *out = `owner`'s hold count (0 when not held). */
-DLOCK_EXTERN int dlock_lock_hold_count_as(dlock_lock *lock, const char *owner, int64_t *out);
+DLOCK_EXTERN int dlock_lock_hold_count_as(int64_t *out, dlock_lock *lock, const char *owner);
 
 /** *out_ms = the key's remaining time to live (PTTL): -2 no lock, -1 no expiry. */
-DLOCK_EXTERN int dlock_lock_remaining_ttl(dlock_lock *lock, int64_t *out_ms);
+DLOCK_EXTERN int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *lock);
 
 /** What a server has for a lock at one moment (dlock_lock_query). */
 typedef struct dlock_lock_info dlock_lock_info;
@@ -194,7 +194,7 @@ DLOCK_EXTERN void dlock_lock_info_free(dlock_lock_info *info);
  * watchdog hold once as long has passed since the last renewal that reached
  * the server - even if the background thread has not run meanwhile.
  */
-DLOCK_EXTERN int dlock_lock_check(dlock_lock *lock, const char *owner);
+DLOCK_EXTERN int dlock_lock_check(const dlock_lock *lock, const char *owner);
 
 /**
  * Set the callback for lost watchdog holds taken through this handle
@@ -208,6 +208,9 @@ DLOCK_EXTERN int dlock_lock_set_lost_cb(dlock_lock *lock, dlock_lost_cb cb, void
  * next dlock call.
  */
 DLOCK_EXTERN const char *dlock_lock_errmsg(const dlock_lock *lock);
+
+/** dlock_lock_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
+DLOCK_EXTERN size_t dlock_lock_errmsg_r(char *buf, size_t len, const dlock_lock *lock);
 
 #ifdef __cplusplus
 }

@@ -37,8 +37,14 @@ typedef enum dlock_vote {
 	                              while another node showed a holder: not counted */
 } dlock_vote;
 
-/** Per-member detail, for diagnostics. */
+#define DLOCK_MEMBER_STATUS_VERSION 1
+
+/**
+ * Per-member detail, for diagnostics. Set `version` (DLOCK_MEMBER_STATUS_INIT)
+ * before asking: the library fills the fields that version has.
+ */
 typedef struct dlock_member_status {
+	unsigned int version;
 	const char *node;   /**< "host:port" (valid while the member's client lives) */
 	dlock_vote vote;
 	int error;          /**< DLOCK_E* for DLOCK_VOTE_ERROR, else 0 */
@@ -46,6 +52,8 @@ typedef struct dlock_member_status {
 	int64_t uptime_s;   /**< server uptime when the restart guard asked, else -1 */
 	char message[256];  /**< one line for errors, "" otherwise */
 } dlock_member_status;
+
+#define DLOCK_MEMBER_STATUS_INIT { DLOCK_MEMBER_STATUS_VERSION, NULL, DLOCK_VOTE_NONE, 0, -1, -1, "" }
 
 /** Called (on a client's background thread) when a held MultiLock loses a
  *  member; `reason` is the member's dlock_lost_reason. */
@@ -83,8 +91,8 @@ DLOCK_EXTERN int dlock_multilock_try_as(dlock_multilock *lock, const char *owner
  * holder to the next: the largest of the members' tokens, written back to
  * every member before success (see dlock_redlock_try_fenced).
  */
-DLOCK_EXTERN int dlock_multilock_try_fenced(dlock_multilock *lock, const char *owner,
-		int64_t wait_ms, int64_t lease_ms, int64_t *token);
+DLOCK_EXTERN int dlock_multilock_try_fenced(int64_t *token, dlock_multilock *lock,
+		const char *owner, int64_t wait_ms, int64_t lease_ms);
 
 /**
  * Release every member, all at once; a member that fails does not stop the
@@ -99,7 +107,7 @@ DLOCK_EXTERN int dlock_multilock_unlock_as(dlock_multilock *lock, const char *ow
  * 0 all members held, DLOCK_ELOST some member's hold was lost,
  * DLOCK_ENOTOWNER not held.
  */
-DLOCK_EXTERN int dlock_multilock_check(dlock_multilock *lock, const char *owner);
+DLOCK_EXTERN int dlock_multilock_check(const dlock_multilock *lock, const char *owner);
 
 /** Called (on a client's background thread) when a held MultiLock is lost. */
 DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_multilock_lost_cb cb,
@@ -109,10 +117,13 @@ DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_multil
 DLOCK_EXTERN size_t dlock_multilock_size(const dlock_multilock *lock);
 
 /** Member i's answer in the most recent acquisition on this handle. */
-DLOCK_EXTERN int dlock_multilock_status(dlock_multilock *lock, size_t i, dlock_member_status *out);
+DLOCK_EXTERN int dlock_multilock_status(dlock_member_status *out, const dlock_multilock *lock, size_t i);
 
 /** The handle's last failure message (see dlock_lock_errmsg). */
 DLOCK_EXTERN const char *dlock_multilock_errmsg(const dlock_multilock *lock);
+
+/** dlock_multilock_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
+DLOCK_EXTERN size_t dlock_multilock_errmsg_r(char *buf, size_t len, const dlock_multilock *lock);
 
 /** The members that must hold the lock: n (all of them). */
 DLOCK_EXTERN size_t dlock_multilock_quorum(const dlock_multilock *lock);

@@ -56,7 +56,7 @@ typedef struct dlock_redlock_options {
 	int64_t restart_guard_ms;
 	/** 1: ignore young nodes' votes altogether (safest, least available). */
 	int restart_guard_strict;
-	/** 1: dlock_redlock_open() makes fenced members (see dlock_redlock_try_fenced). */
+	/** 1: dlock_redlock_new_from_uris() makes fenced members (see dlock_redlock_try_fenced). */
 	int fenced;
 } dlock_redlock_options;
 
@@ -77,7 +77,7 @@ DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *membe
  * a failed vote). client_opts and opts may be NULL.
  * Errors: DLOCK_EINVAL (bad URI: the message names it), DLOCK_ENOMEM, DLOCK_ESYS.
  */
-DLOCK_EXTERN int dlock_redlock_open(dlock_redlock **out, const char *const *uris, size_t n,
+DLOCK_EXTERN int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, size_t n,
 		const char *name, const dlock_client_options *client_opts,
 		const dlock_redlock_options *opts);
 
@@ -89,7 +89,7 @@ DLOCK_EXTERN void dlock_redlock_free(dlock_redlock *lock);
  * validity. lease_ms > 0 or DLOCK_LEASE_WATCHDOG (members renewed by their
  * clients' watchdogs; lost when fewer than a quorum can be renewed).
  */
-DLOCK_EXTERN int dlock_redlock_lock(dlock_redlock *lock, int64_t lease_ms, int64_t *validity_ms);
+DLOCK_EXTERN int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *lock, int64_t lease_ms);
 
 /**
  * Try for up to wait_ms (0 = one parallel attempt). Returns 0,
@@ -99,10 +99,10 @@ DLOCK_EXTERN int dlock_redlock_lock(dlock_redlock *lock, int64_t lease_ms, int64
  * Nothing stays held on failure: every member that may have been taken is
  * released.
  */
-DLOCK_EXTERN int dlock_redlock_try(dlock_redlock *lock, int64_t wait_ms, int64_t lease_ms,
-		int64_t *validity_ms);
-DLOCK_EXTERN int dlock_redlock_try_as(dlock_redlock *lock, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *validity_ms);
+DLOCK_EXTERN int dlock_redlock_try(int64_t *validity_ms, dlock_redlock *lock, int64_t wait_ms,
+		int64_t lease_ms);
+DLOCK_EXTERN int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms);
 
 /**
  * dlock_redlock_try_as() (owner NULL = calling thread) on fenced members,
@@ -119,15 +119,15 @@ DLOCK_EXTERN int dlock_redlock_try_as(dlock_redlock *lock, const char *owner, in
  * token again.
  * DLOCK_EINVAL when the members are not fenced locks.
  */
-DLOCK_EXTERN int dlock_redlock_try_fenced(dlock_redlock *lock, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *validity_ms, int64_t *token);
+DLOCK_EXTERN int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock *lock,
+		const char *owner, int64_t wait_ms, int64_t lease_ms);
 
 /** Release on every member (also those that failed while acquiring). */
 DLOCK_EXTERN int dlock_redlock_unlock(dlock_redlock *lock);
 DLOCK_EXTERN int dlock_redlock_unlock_as(dlock_redlock *lock, const char *owner);
 
 /** 0 held on a quorum, DLOCK_ELOST fewer than a quorum still held, DLOCK_ENOTOWNER. */
-DLOCK_EXTERN int dlock_redlock_check(dlock_redlock *lock, const char *owner);
+DLOCK_EXTERN int dlock_redlock_check(const dlock_redlock *lock, const char *owner);
 
 DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_redlock_lost_cb cb,
 		void *userdata);
@@ -135,8 +135,11 @@ DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_redlock_lo
 DLOCK_EXTERN size_t dlock_redlock_size(const dlock_redlock *lock);
 /** Member i (to query it or read its client), owned by the RedLock. */
 DLOCK_EXTERN dlock_lock *dlock_redlock_member(dlock_redlock *lock, size_t i);
-DLOCK_EXTERN int dlock_redlock_status(dlock_redlock *lock, size_t i, dlock_member_status *out);
+DLOCK_EXTERN int dlock_redlock_status(dlock_member_status *out, const dlock_redlock *lock, size_t i);
 DLOCK_EXTERN const char *dlock_redlock_errmsg(const dlock_redlock *lock);
+
+/** dlock_redlock_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
+DLOCK_EXTERN size_t dlock_redlock_errmsg_r(char *buf, size_t len, const dlock_redlock *lock);
 
 /** The members that must hold the lock: n/2 + 1. */
 DLOCK_EXTERN size_t dlock_redlock_quorum(const dlock_redlock *lock);

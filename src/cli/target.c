@@ -61,7 +61,7 @@ void cli_target_close(cli_target *t)
 
 void cli_target_default_owner(const cli_target *t, char *buf, size_t len)
 {
-	dlock_client_owner(t->clients[0], (uint64_t)getpid(), buf, len);
+	dlock_client_owner(buf, len, t->clients[0], (uint64_t)getpid());
 }
 
 int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_t lease_ms,
@@ -71,15 +71,15 @@ int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_
 	switch (t->mode) {
 	case MODE_REDLOCK:
 		return t->fenced
-			? dlock_redlock_try_fenced(t->redlock, owner, wait_ms, lease_ms, validity_ms, token)
-			: dlock_redlock_try_as(t->redlock, owner, wait_ms, lease_ms, validity_ms);
+			? dlock_redlock_try_fenced(validity_ms, token, t->redlock, owner, wait_ms, lease_ms)
+			: dlock_redlock_try_as(validity_ms, t->redlock, owner, wait_ms, lease_ms);
 	case MODE_MULTILOCK:
 		return t->fenced
-			? dlock_multilock_try_fenced(t->multilock, owner, wait_ms, lease_ms, token)
+			? dlock_multilock_try_fenced(token, t->multilock, owner, wait_ms, lease_ms)
 			: dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
 	default:
 		return t->fenced
-			? dlock_lock_try_fenced(t->locks[0], owner, wait_ms, lease_ms, token)
+			? dlock_lock_try_fenced(token, t->locks[0], owner, wait_ms, lease_ms)
 			: dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
 	}
 }
@@ -344,7 +344,7 @@ int cli_target_force(cli_target *t, FILE *out)
 
 	for (i = 0; i < t->n; i++) {
 		int d = 0;
-		int rc = dlock_lock_force_unlock(t->locks[i], &d);
+		int rc = dlock_lock_force_unlock(&d, t->locks[i]);
 
 		if (rc < 0) {
 			fprintf(stderr, "dlock: unlock --force: %s\n", dlock_lock_errmsg(t->locks[i]));

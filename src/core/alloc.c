@@ -6,8 +6,9 @@
 #include "dlock/common.h"
 #include "dlock/errors.h"
 #include "core/alloc.h"
+#include "core/error.h"
 
-static dlock_allocator allocator = { malloc, realloc, free };
+static dlock_allocator allocator = { DLOCK_ALLOCATOR_VERSION, malloc, realloc, free };
 
 int dlock_set_allocator(const dlock_allocator *a)
 {
@@ -17,9 +18,15 @@ int dlock_set_allocator(const dlock_allocator *a)
 		allocator.free_fn = free;
 		return 0;
 	}
+	if (a->version == 0 || a->version > DLOCK_ALLOCATOR_VERSION)
+		return dlock__seterr(DLOCK_EINVAL, "allocator: unknown version %u (this library "
+				"knows 1..%d)", a->version, DLOCK_ALLOCATOR_VERSION);
 	if (a->malloc_fn == NULL || a->realloc_fn == NULL || a->free_fn == NULL)
-		return DLOCK_EINVAL;
-	allocator = *a;
+		return dlock__seterr(DLOCK_EINVAL, "allocator: a function is NULL");
+	/* Version 1's fields; later versions add theirs here. */
+	allocator.malloc_fn = a->malloc_fn;
+	allocator.realloc_fn = a->realloc_fn;
+	allocator.free_fn = a->free_fn;
 	return 0;
 }
 

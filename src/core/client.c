@@ -20,30 +20,68 @@
 
 static void flush_idle(void *arg);
 
+/* The longest time option accepted: a day (beyond that it is surely a bug). */
+#define TIME_MAX_MS (24 * 3600 * 1000LL)
+
 int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
 {
 	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
 
-	if (opts == NULL || version != DLOCK_CLIENT_OPTIONS_VERSION)
-		return DLOCK_EINVAL;
-	*opts = defaults;
+	if (opts == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "client options: NULL");
+	if (version == 0 || version > DLOCK_CLIENT_OPTIONS_VERSION)
+		return dlock__seterr(DLOCK_EINVAL, "client options: unknown version %u (this "
+				"library knows 1..%d)", version, DLOCK_CLIENT_OPTIONS_VERSION);
+	/* Version 1's fields; a later version adds its own below, so a caller
+	 * built against older headers never has more written than it has. */
+	opts->version = version;
+	opts->connect_timeout_ms = defaults.connect_timeout_ms;
+	opts->command_timeout_ms = defaults.command_timeout_ms;
+	opts->watchdog_timeout_ms = defaults.watchdog_timeout_ms;
+	opts->pool_size = defaults.pool_size;
+	opts->lazy_connect = defaults.lazy_connect;
 	return 0;
+}
+
+/*
+ * The caller's options into *dst, field by field as far as its version has
+ * them; the fields of later versions keep their defaults.
+ */
+int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_options *src)
+{
+	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
+
+	*dst = defaults;
+	if (src == NULL)
+		return 0;
+	if (src->version == 0 || src->version > DLOCK_CLIENT_OPTIONS_VERSION)
+		return dlock__seterr(DLOCK_EINVAL, "options: unknown version %u (this library "
+				"knows 1..%d): initialise them with DLOCK_CLIENT_OPTIONS_INIT",
+				src->version, DLOCK_CLIENT_OPTIONS_VERSION);
+	dst->connect_timeout_ms = src->connect_timeout_ms;
+	dst->command_timeout_ms = src->command_timeout_ms;
+	dst->watchdog_timeout_ms = src->watchdog_timeout_ms;
+	dst->pool_size = src->pool_size;
+	dst->lazy_connect = src->lazy_connect;
+	return 0;
+}
+
+static int check_time(const char *name, int64_t v, int64_t min)
+{
+	if (v >= min && v <= TIME_MAX_MS)
+		return 0;
+	return dlock__seterr(DLOCK_EINVAL, "options: %s must be %lld..%lld ms (got %lld)", name,
+			(long long)min, (long long)TIME_MAX_MS, (long long)v);
 }
 
 static int check_options(const dlock_client_options *o)
 {
-	if (o->version != DLOCK_CLIENT_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "options: unknown version %u (expected %d)",
-				o->version, DLOCK_CLIENT_OPTIONS_VERSION);
-	if (o->connect_timeout_ms <= 0)
-		return dlock__seterr(DLOCK_EINVAL, "options: connect_timeout_ms must be > 0 (got %d)",
-				o->connect_timeout_ms);
-	if (o->command_timeout_ms <= 0)
-		return dlock__seterr(DLOCK_EINVAL, "options: command_timeout_ms must be > 0 (got %d)",
-				o->command_timeout_ms);
-	if (o->watchdog_timeout_ms < 3)
-		return dlock__seterr(DLOCK_EINVAL, "options: watchdog_timeout_ms must be >= 3 (got %d)",
-				o->watchdog_timeout_ms);
+	int rc;
+
+	if ((rc = check_time("connect_timeout_ms", o->connect_timeout_ms, 1)) < 0 ||
+	    (rc = check_time("command_timeout_ms", o->command_timeout_ms, 1)) < 0 ||
+	    (rc = check_time("watchdog_timeout_ms", o->watchdog_timeout_ms, 3)) < 0)
+		return rc;
 	if (o->pool_size < 1 || o->pool_size > 1024)
 		return dlock__seterr(DLOCK_EINVAL, "options: pool_size must be 1..1024 (got %d)",
 				o->pool_size);
@@ -76,29 +114,14 @@ static void free_client(dlock_client *c)
 	dlock__free(c);
 }
 
-int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_options *opts)
+/* A client for the parsed URI (its strings move into the client). */
+static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_options *opts)
 {
-	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
-	dlock__uri u;
-	dlock_client *c;
-	char reason[256];
-	int rc;
+	dlock_client *c = dlock__calloc(1, sizeof(*c));
 
-	if (out == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "client: out is NULL");
 	*out = NULL;
-	if (opts == NULL)
-		opts = &defaults;
-	if ((rc = check_options(opts)) < 0)
-		return rc;
-	reason[0] = '\0';
-	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
-	if (rc < 0)
-		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
-
-	c = dlock__calloc(1, sizeof(*c));
 	if (c == NULL) {
-		dlock__uri_clear(&u);
+		dlock__uri_clear(u);
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
 	}
 	/* Mutexes and condition variables that fail to initialise are a broken system. */
@@ -107,56 +130,103 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 		abort();
 	c->pid = getpid();
 	c->opts = *opts;
-	c->node.host = u.host;
-	c->node.port = u.port;
-	c->node.user = u.user;
-	c->node.password = u.password;
-	c->node.db = u.db;
+	c->node.host = u->host;
+	c->node.port = u->port;
+	c->node.user = u->user;
+	c->node.password = u->password;
+	c->node.db = u->db;
 	c->node.connect_timeout_ms = opts->connect_timeout_ms;
 	c->node.command_timeout_ms = opts->command_timeout_ms;
 	snprintf(c->node.label, sizeof(c->node.label),
-			strchr(u.host, ':') ? "[%.255s]:%d" : "%.255s:%d", u.host, u.port);
+			strchr(u->host, ':') ? "[%.255s]:%d" : "%.255s:%d", u->host, u->port);
 	dlock__uuid(c->id);
-
 	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
 	if (c->idle == NULL) {
 		free_client(c);
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
 	}
+	*out = c;
+	return 0;
+}
+
+/*
+ * Connect and PING now: a server that wants a password we did not give
+ * says so only when asked something, and open should fail, not first use.
+ */
+static int connect_now(dlock_client *c)
+{
+	const char *ping = "PING";
+	size_t len = 4;
+	dlock__conn *conn = NULL;
+	redisReply *r = NULL;
+	int rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.connect_timeout_ms));
+
+	if (rc < 0)
+		return rc;
+	rc = dlock__conn_command(conn, &r, 1, &ping, &len, "PING",
+			dlock__deadline_in(c->opts.connect_timeout_ms));
+	if (rc == 0 && (rc = dlock__reply_check(&c->node, r, "PING")) < 0)
+		conn->broken = 1;
+	freeReplyObject(r);
+	dlock__client_conn_put(c, conn);
+	return rc;
+}
+
+int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_options *user)
+{
+	dlock_client_options opts;
+	dlock__uri u;
+	dlock_client *c = NULL;
+	char reason[256] = "";
+	int rc;
+
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "client: out is NULL");
+	*out = NULL;
+	if ((rc = dlock__client_options_copy(&opts, user)) < 0 || (rc = check_options(&opts)) < 0)
+		return rc;
+	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
+	if (rc < 0)
+		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
+	if ((rc = client_new(&c, &u, &opts)) < 0)
+		return rc;
 	rc = dlock__reactor_start(&c->reactor, &c->node);
 	if (rc == 0)
 		dlock__reactor_set_flush(c->reactor, flush_idle, c);
-	if (rc == 0 && !opts->lazy_connect) {
-		dlock__conn *conn = NULL;
-
-		rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(opts->connect_timeout_ms));
-		if (rc == 0) {
-			/* A server that wants a password we did not give says so only
-			 * when asked something: ask now, so open fails, not first use. */
-			const char *ping = "PING";
-			size_t len = 4;
-			redisReply *r = NULL;
-
-			rc = dlock__conn_command(conn, &r, 1, &ping, &len, "PING",
-					dlock__deadline_in(opts->connect_timeout_ms));
-			if (rc == 0 && (rc = dlock__reply_check(&c->node, r, "PING")) < 0)
-				conn->broken = 1;
-			freeReplyObject(r);
-			dlock__client_conn_put(c, conn);
-		}
-	}
+	if (rc == 0 && !opts.lazy_connect)
+		rc = connect_now(c);
 	if (rc < 0) {
-		dlock_client_close(c);
+		free_client(c);
 		return rc;
 	}
 	*out = c;
 	return 0;
 }
 
-void dlock_client_close(dlock_client *c)
+int dlock_client_close(dlock_client *c)
 {
-	if (c != NULL)
-		free_client(c);
+	int64_t handles;
+
+	if (c == NULL)
+		return 0;
+	handles = atomic_load(&c->handles);
+	if (handles > 0)
+		return dlock__errbuf_record(&c->err, dlock__seterr(DLOCK_EBUSY, "client %s: %lld "
+				"lock handle%s made from it %s still alive: free them first",
+				c->node.label, (long long)handles, handles == 1 ? "" : "s",
+				handles == 1 ? "is" : "are"));
+	free_client(c);
+	return 0;
+}
+
+void dlock__client_handle_added(dlock_client *c, int delta)
+{
+	atomic_fetch_add(&c->handles, delta);
+}
+
+size_t dlock_client_errmsg_r(char *buf, size_t len, const dlock_client *c)
+{
+	return c ? dlock__errbuf_read_r(buf, len, &c->err) : dlock__copy_msg(buf, len, "");
 }
 
 const char *dlock_client_id(const dlock_client *c)
@@ -174,7 +244,7 @@ const char *dlock_client_errmsg(const dlock_client *c)
 	return c ? dlock__errbuf_read(&c->err) : "";
 }
 
-int dlock_client_owner(const dlock_client *c, uint64_t thread_id, char *buf, size_t len)
+int dlock_client_owner(char *buf, size_t len, const dlock_client *c, uint64_t thread_id)
 {
 	char digits[24];
 	size_t n = 0, i;
@@ -488,7 +558,7 @@ int dlock_client_ping(dlock_client *c)
 	return dlock__errbuf_record(&c->err, rc);
 }
 
-int dlock_client_uptime(dlock_client *c, int64_t *seconds)
+int dlock_client_uptime(int64_t *seconds, dlock_client *c)
 {
 	redisReply *r = NULL;
 	const char *p;
@@ -524,7 +594,7 @@ int dlock__client_started_at(dlock_client *c, int64_t *started_ms)
 	}
 	dlock__mutex_unlock(&c->pool_mu);
 	before = dlock__now_ms();
-	rc = dlock_client_uptime(c, &uptime);
+	rc = dlock_client_uptime(&uptime, c);
 	if (rc < 0)
 		return rc;
 	/* Rounded so the server looks as young as it may be. */

@@ -30,6 +30,7 @@ struct dlock_client {
 	_Atomic int64_t timed_out_at; /* monotonic ms a multiplexed command timed out;
 	                                 0 once the server answered again */
 	_Atomic uint64_t cancels; /* dlock_client_cancel_waits() calls so far */
+	_Atomic int64_t handles;  /* lock handles made from it and not freed */
 	uint64_t started_gen;   /* conn_gen when started_at was read */
 	int64_t started_at;     /* monotonic ms the server started, as of started_gen */
 
@@ -89,6 +90,16 @@ int dlock__client_run_call(dlock_client *client, const dlock__call *call, int re
  * the reply. Best effort; a key it cannot delete expires by its TTL.
  */
 void dlock__client_forget(dlock_client *client, const char *key, size_t len);
+
+/*
+ * The caller's options (NULL: the defaults) into *dst, field by field as far
+ * as their version has them; later fields keep their defaults. DLOCK_EINVAL
+ * for a version this library does not know.
+ */
+int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_options *src);
+
+/* A lock handle was made from the client (+1) or freed (-1): close refuses while any live. */
+void dlock__client_handle_added(dlock_client *client, int delta);
 
 /* The cancel count a wait starts with: it is canceled once that changes. */
 uint64_t dlock__client_cancels(dlock_client *client);

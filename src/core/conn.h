@@ -22,8 +22,8 @@ typedef struct dlock__node {
 	char *user;
 	char *password;
 	int db;
-	int connect_timeout_ms;
-	int command_timeout_ms;
+	int64_t connect_timeout_ms;
+	int64_t command_timeout_ms;
 	char label[280]; /* "host:port", for messages */
 	/* Replies the server owes to commands given up at a deadline, over all
 	 * of this node's connections. While it owes any, a late release still

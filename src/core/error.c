@@ -31,6 +31,7 @@ const char *dlock_strerror(int error)
 	case DLOCK_ESYS: return "system call failed";
 	case DLOCK_ECANCELED: return "wait canceled";
 	case DLOCK_EFORKED: return "client opened before fork(); open a new one in the child";
+	case DLOCK_EBUSY: return "still in use";
 	default: return "unknown error";
 	}
 }
@@ -54,6 +55,20 @@ const char *dlock_version(void)
 const char *dlock_errmsg_last(void)
 {
 	return thread_msg;
+}
+
+size_t dlock_errmsg_last_r(char *buf, size_t len)
+{
+	return dlock__copy_msg(buf, len, thread_msg);
+}
+
+size_t dlock__copy_msg(char *buf, size_t len, const char *msg)
+{
+	size_t n = strlen(msg);
+
+	if (buf != NULL && len > 0)
+		snprintf(buf, len, "%s", msg);
+	return n;
 }
 
 const char *dlock__errmsg_thread(void)
@@ -103,6 +118,19 @@ int dlock__errbuf_record(dlock__errbuf *eb, int code)
 		dlock__mutex_unlock(&eb->mu);
 	}
 	return code;
+}
+
+size_t dlock__errbuf_read_r(char *buf, size_t len, const dlock__errbuf *eb)
+{
+	dlock__errbuf *m = (dlock__errbuf *)eb; /* the mutex is not part of the value */
+	size_t n;
+
+	if (eb == NULL)
+		return dlock__copy_msg(buf, len, "");
+	dlock__mutex_lock(&m->mu);
+	n = dlock__copy_msg(buf, len, m->msg);
+	dlock__mutex_unlock(&m->mu);
+	return n;
 }
 
 const char *dlock__errbuf_read(const dlock__errbuf *eb)

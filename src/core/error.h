@@ -38,6 +38,10 @@ int dlock__errbuf_record(dlock__errbuf *eb, int code);
 
 /* A thread-owned copy of the handle's message. */
 const char *dlock__errbuf_read(const dlock__errbuf *eb);
+/* The same, copied into buf (the _r getters); returns the message's length. */
+size_t dlock__errbuf_read_r(char *buf, size_t len, const dlock__errbuf *eb);
+/* Copy msg into buf as snprintf would; returns strlen(msg). */
+size_t dlock__copy_msg(char *buf, size_t len, const char *msg);
 
 /* Lock/unlock that abort on failure: a failing mutex is a bug (libuv does the same). */
 void dlock__mutex_lock(pthread_mutex_t *mu);

@@ -416,13 +416,13 @@ static void run_expire(run *r)
 		atomic_store(&g->client->timed_out_at, now);
 		if (g->conn->connecting)
 			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
-					"connect: no answer within %d ms",
-					g->client->opts.connect_timeout_ms);
+					"connect: no answer within %lld ms",
+					(long long)g->client->opts.connect_timeout_ms);
 		else
 			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
-					"EVALSHA %s: no answer within %d ms",
+					"EVALSHA %s: no answer within %lld ms",
 					what_of(&r->ops[g->fifo[g->head]]),
-					g->client->opts.command_timeout_ms);
+					(long long)g->client->opts.command_timeout_ms);
 		fail_group(g, r->ops, DLOCK_ETIMEDOUT, &r->npending);
 	}
 }

@@ -117,13 +117,14 @@ const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *ow
 {
 	if (owner != NULL)
 		return owner;
-	dlock_client_owner(dlock__lock_client(e->members[i]), dlock_thread_id(), buf, 64);
+	dlock_client_owner(buf, 64, dlock__lock_client(e->members[i]), dlock_thread_id());
 	return buf;
 }
 
 static void status_reset(const dlock__engine *e, size_t i, dlock_member_status *st)
 {
 	memset(st, 0, sizeof(*st));
+	st->version = DLOCK_MEMBER_STATUS_VERSION;
 	st->node = dlock_client_node(dlock__lock_client(e->members[i]));
 	st->ttl_ms = -1;
 	st->uptime_s = -1;
@@ -445,7 +446,7 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 /* ------------------------------------------------------------------ */
 /* State                                                                */
 
-int dlock__engine_check(dlock__engine *e, const char *owner)
+int dlock__engine_check(const dlock__engine *e, const char *owner)
 {
 	size_t alive, lost;
 
@@ -455,13 +456,28 @@ int dlock__engine_check(dlock__engine *e, const char *owner)
 	return alive + lost > 0 ? DLOCK_ELOST : DLOCK_ENOTOWNER;
 }
 
-int dlock__engine_status(dlock__engine *e, size_t i, dlock_member_status *out)
+int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *out)
 {
+	pthread_mutex_t *mu = (pthread_mutex_t *)&e->mu; /* the lock is not part of the value */
+	unsigned int version;
+
 	if (out == NULL || i >= e->n)
-		return DLOCK_EINVAL;
-	dlock__mutex_lock(&e->mu);
-	*out = e->status[i];
-	dlock__mutex_unlock(&e->mu);
+		return dlock__seterr(DLOCK_EINVAL, "member status: %s", out == NULL ?
+				"NULL argument" : "no such member");
+	version = out->version;
+	if (version == 0 || version > DLOCK_MEMBER_STATUS_VERSION)
+		return dlock__seterr(DLOCK_EINVAL, "member status: unknown version %u (this library "
+				"knows 1..%d): initialise it with DLOCK_MEMBER_STATUS_INIT", version,
+				DLOCK_MEMBER_STATUS_VERSION);
+	dlock__mutex_lock(mu);
+	/* Version 1's fields; a later version copies its own too. */
+	out->node = e->status[i].node;
+	out->vote = e->status[i].vote;
+	out->error = e->status[i].error;
+	out->ttl_ms = e->status[i].ttl_ms;
+	out->uptime_s = e->status[i].uptime_s;
+	memcpy(out->message, e->status[i].message, sizeof(out->message));
+	dlock__mutex_unlock(mu);
 	return 0;
 }
 

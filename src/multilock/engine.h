@@ -73,8 +73,8 @@ void dlock__engine_destroy(dlock__engine *e);
 int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
 		int64_t lease_ms, int64_t *validity_ms, int64_t *token);
 int dlock__engine_release(dlock__engine *e, const char *owner);
-int dlock__engine_check(dlock__engine *e, const char *owner);
-int dlock__engine_status(dlock__engine *e, size_t i, dlock_member_status *out);
+int dlock__engine_check(const dlock__engine *e, const char *owner);
+int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *out);
 void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *userdata);
 
 /* Queries over the members (query.c): held on a quorum, a member's PTTL. */

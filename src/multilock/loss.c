@@ -139,7 +139,7 @@ void dlock__loss_arm(dlock__engine *e, const dlock__member_try *t)
 			dlock__holds_observe(e->members[i], t[i].owner_ptr, member_lost, e);
 }
 
-void dlock__holds_tally(dlock__engine *e, const char *owner, size_t *alive, size_t *lost)
+void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost)
 {
 	char buf[64];
 	size_t i;

@@ -69,8 +69,8 @@ int dlock_multilock_try_as(dlock_multilock *m, const char *owner, int64_t wait_m
 			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL, NULL));
 }
 
-int dlock_multilock_try_fenced(dlock_multilock *m, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *token)
+int dlock_multilock_try_fenced(int64_t *token, dlock_multilock *m, const char *owner,
+		int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(m);
 	if (token == NULL || !m->engine.fenced)
@@ -95,7 +95,7 @@ int dlock_multilock_unlock_as(dlock_multilock *m, const char *owner)
 	return dlock__errbuf_record(&m->engine.err, dlock__engine_release(&m->engine, owner));
 }
 
-int dlock_multilock_check(dlock_multilock *m, const char *owner)
+int dlock_multilock_check(const dlock_multilock *m, const char *owner)
 {
 	CHECK_HANDLE(m);
 	return dlock__engine_check(&m->engine, owner);
@@ -124,10 +124,15 @@ size_t dlock_multilock_size(const dlock_multilock *m)
 	return m ? m->engine.n : 0;
 }
 
-int dlock_multilock_status(dlock_multilock *m, size_t i, dlock_member_status *out)
+int dlock_multilock_status(dlock_member_status *out, const dlock_multilock *m, size_t i)
 {
 	CHECK_HANDLE(m);
 	return dlock__engine_status(&m->engine, i, out);
+}
+
+size_t dlock_multilock_errmsg_r(char *buf, size_t len, const dlock_multilock *m)
+{
+	return m ? dlock__errbuf_read_r(buf, len, &m->engine.err) : dlock__copy_msg(buf, len, "");
 }
 
 const char *dlock_multilock_errmsg(const dlock_multilock *m)

@@ -67,6 +67,6 @@ void dlock__loss_arm(dlock__engine *e, const dlock__member_try *t);
 void dlock__loss_disarm(dlock__engine *e, const char *member_owner);
 
 /* Members the owner still holds (0), lost (DLOCK_ELOST) or never held. */
-void dlock__holds_tally(dlock__engine *e, const char *owner, size_t *alive, size_t *lost);
+void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost);
 
 #endif

@@ -15,7 +15,7 @@
 /* held: ask "is `owner` holding it" (owner NULL: the calling thread); else "is it locked". */
 static int ask_member(dlock_lock *m, int held, const char *owner, int *yes)
 {
-	return held ? dlock_lock_is_held_as(m, owner, yes) : dlock_lock_is_locked(m, yes);
+	return held ? dlock_lock_is_held_as(yes, m, owner) : dlock_lock_is_locked(yes, m);
 }
 
 static int ask_quorum(dlock__engine *e, int held, const char *owner, int *out)
@@ -63,6 +63,6 @@ int dlock__engine_member_ttl(dlock__engine *e, size_t i, int64_t *out_ms)
 	if (out_ms == NULL || i >= e->n)
 		return dlock__seterr(DLOCK_EINVAL, "multilock query: %s",
 				out_ms == NULL ? "NULL argument" : "no such member");
-	rc = dlock_lock_remaining_ttl(e->members[i], out_ms);
+	rc = dlock_lock_remaining_ttl(out_ms, e->members[i]);
 	return rc < 0 ? dlock__seterr(rc, "%s", dlock__errmsg_thread()) : 0;
 }

@@ -5,6 +5,7 @@
 #include "dlock/errors.h"
 #include "dlock/redlock.h"
 #include "core/alloc.h"
+#include "core/client.h"
 #include "multilock/engine.h"
 #include "redlock/guard.h"
 #include "redlock/redlock_internal.h"
@@ -13,7 +14,7 @@ struct dlock_redlock {
 	dlock__engine engine;
 	dlock__guard guard;
 	dlock_redlock_lost_cb lost_cb;
-	/* What dlock_redlock_open() made, and frees. */
+	/* What dlock_redlock_new_from_uris() made, and frees. */
 	dlock_client **clients;
 	dlock_lock **locks;
 	size_t owned;
@@ -24,20 +25,55 @@ dlock__engine *dlock__redlock_engine(dlock_redlock *r)
 	return &r->engine;
 }
 
+static int known_version(unsigned int version)
+{
+	if (version > 0 && version <= DLOCK_REDLOCK_OPTIONS_VERSION)
+		return 0;
+	return dlock__seterr(DLOCK_EINVAL, "redlock options: unknown version %u (this library "
+			"knows 1..%d): initialise them with DLOCK_REDLOCK_OPTIONS_INIT", version,
+			DLOCK_REDLOCK_OPTIONS_VERSION);
+}
+
+/* Version 1's fields of src into dst; a later version copies its own too. */
+static void copy_v1(dlock_redlock_options *dst, const dlock_redlock_options *src)
+{
+	dst->drift_factor = src->drift_factor;
+	dst->restart_guard_ms = src->restart_guard_ms;
+	dst->restart_guard_strict = src->restart_guard_strict;
+	dst->fenced = src->fenced;
+}
+
 int dlock_redlock_options_init(dlock_redlock_options *opts, unsigned int version)
 {
 	dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
+	int rc;
 
-	if (opts == NULL || version != DLOCK_REDLOCK_OPTIONS_VERSION)
-		return DLOCK_EINVAL;
-	*opts = defaults;
+	if (opts == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "redlock options: NULL");
+	if ((rc = known_version(version)) < 0)
+		return rc;
+	opts->version = version;
+	copy_v1(opts, &defaults);
+	return 0;
+}
+
+/* The caller's options (NULL: defaults), as far as their version has them. */
+static int copy_options(dlock_redlock_options *dst, const dlock_redlock_options *src)
+{
+	dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
+	int rc;
+
+	*dst = defaults;
+	if (src == NULL)
+		return 0;
+	if ((rc = known_version(src->version)) < 0)
+		return rc;
+	copy_v1(dst, src);
 	return 0;
 }
 
 static int check_options(const dlock_redlock_options *o)
 {
-	if (o->version != DLOCK_REDLOCK_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "redlock options: unknown version %u", o->version);
 	if (!(o->drift_factor >= 0 && o->drift_factor < 1))
 		return dlock__seterr(DLOCK_EINVAL, "redlock options: drift_factor must be in [0, 1)");
 	if (o->restart_guard_ms < -1)
@@ -46,16 +82,14 @@ static int check_options(const dlock_redlock_options *o)
 }
 
 static int make(dlock_redlock **out, dlock_lock *const *members, size_t n,
-		const dlock_redlock_options *opts)
+		const dlock_redlock_options *user)
 {
-	dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
+	dlock_redlock_options o, *opts = &o;
 	dlock__rules rules = { 0 };
 	dlock_redlock *r;
 	int rc;
 
-	if (opts == NULL)
-		opts = &defaults;
-	if ((rc = check_options(opts)) < 0)
+	if ((rc = copy_options(&o, user)) < 0 || (rc = check_options(&o)) < 0)
 		return rc;
 	r = dlock__calloc(1, sizeof(*r));
 	if (r == NULL)
@@ -87,10 +121,11 @@ int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
 	return make(out, members, n, opts);
 }
 
-int dlock_redlock_open(dlock_redlock **out, const char *const *uris, size_t n, const char *name,
+int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, size_t n, const char *name,
 		const dlock_client_options *client_opts, const dlock_redlock_options *opts)
 {
-	dlock_client_options copts = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client_options copts;
+	dlock_redlock_options ro;
 	dlock_client **clients = NULL;
 	dlock_lock **locks = NULL;
 	size_t i, made = 0;
@@ -101,8 +136,9 @@ int dlock_redlock_open(dlock_redlock **out, const char *const *uris, size_t n, c
 	*out = NULL;
 	if (uris == NULL || n == 0)
 		return dlock__seterr(DLOCK_EINVAL, "redlock: no server URIs");
-	if (client_opts != NULL)
-		copts = *client_opts;
+	if ((rc = dlock__client_options_copy(&copts, client_opts)) < 0 ||
+	    (rc = copy_options(&ro, opts)) < 0)
+		return rc;
 	/* A server that is down at start is a failed vote, not a failed open. */
 	copts.lazy_connect = 1;
 	clients = dlock__calloc(n, sizeof(*clients));
@@ -113,7 +149,7 @@ int dlock_redlock_open(dlock_redlock **out, const char *const *uris, size_t n, c
 	}
 	for (made = 0; made < n; made++) {
 		rc = dlock_client_open(&clients[made], uris[made], &copts);
-		if (rc == 0 && opts != NULL && opts->fenced)
+		if (rc == 0 && ro.fenced)
 			rc = dlock_fencedlock_new(&locks[made], clients[made], name);
 		else if (rc == 0)
 			rc = dlock_lock_new(&locks[made], clients[made], name);
@@ -166,22 +202,22 @@ void dlock_redlock_free(dlock_redlock *r)
 			return dlock__seterr(DLOCK_EINVAL, "redlock: NULL handle"); \
 	} while (0)
 
-int dlock_redlock_lock(dlock_redlock *r, int64_t lease_ms, int64_t *validity_ms)
+int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *r, int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
 			DLOCK_WAIT_FOREVER, lease_ms, validity_ms, NULL));
 }
 
-int dlock_redlock_try(dlock_redlock *r, int64_t wait_ms, int64_t lease_ms, int64_t *validity_ms)
+int dlock_redlock_try(int64_t *validity_ms, dlock_redlock *r, int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
 			wait_ms, lease_ms, validity_ms, NULL));
 }
 
-int dlock_redlock_try_as(dlock_redlock *r, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		int64_t *validity_ms)
+int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *r, const char *owner, int64_t wait_ms,
+		int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
 	if (owner == NULL)
@@ -191,8 +227,8 @@ int dlock_redlock_try_as(dlock_redlock *r, const char *owner, int64_t wait_ms, i
 			wait_ms, lease_ms, validity_ms, NULL));
 }
 
-int dlock_redlock_try_fenced(dlock_redlock *r, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *validity_ms, int64_t *token)
+int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock *r,
+		const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
 	if (token == NULL || !r->engine.fenced)
@@ -218,7 +254,7 @@ int dlock_redlock_unlock_as(dlock_redlock *r, const char *owner)
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_release(&r->engine, owner));
 }
 
-int dlock_redlock_check(dlock_redlock *r, const char *owner)
+int dlock_redlock_check(const dlock_redlock *r, const char *owner)
 {
 	CHECK_HANDLE(r);
 	return dlock__engine_check(&r->engine, owner);
@@ -251,10 +287,15 @@ dlock_lock *dlock_redlock_member(dlock_redlock *r, size_t i)
 	return r != NULL && i < r->engine.n ? r->engine.members[i] : NULL;
 }
 
-int dlock_redlock_status(dlock_redlock *r, size_t i, dlock_member_status *out)
+int dlock_redlock_status(dlock_member_status *out, const dlock_redlock *r, size_t i)
 {
 	CHECK_HANDLE(r);
 	return dlock__engine_status(&r->engine, i, out);
+}
+
+size_t dlock_redlock_errmsg_r(char *buf, size_t len, const dlock_redlock *r)
+{
+	return r ? dlock__errbuf_read_r(buf, len, &r->engine.err) : dlock__copy_msg(buf, len, "");
 }
 
 const char *dlock_redlock_errmsg(const dlock_redlock *r)

@@ -364,8 +364,8 @@ int dlock_lock_try_as(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t
 	return lock_acquire(l, owner, wait_ms, lease_ms, NULL);
 }
 
-int dlock_lock_try_fenced(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		int64_t *token)
+int dlock_lock_try_fenced(int64_t *token, dlock_lock *l, const char *owner, int64_t wait_ms,
+		int64_t lease_ms)
 {
 	if (l == NULL || token == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "token" : "handle");

@@ -134,7 +134,7 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 	return h;
 }
 
-int64_t dlock__holds_count(dlock_lock *l, const char *owner,
+int64_t dlock__holds_count(const dlock_lock *l, const char *owner,
 		int trusted)
 {
 	dlock__holds *h = l->holds;
@@ -222,7 +222,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
 	return 0;
 }
 
-int64_t dlock__holds_lease(dlock_lock *l, const char *owner)
+int64_t dlock__holds_lease(const dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
 	const char *name = l->name;
@@ -323,7 +323,7 @@ int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now)
 	return now - x->confirmed_at >= ttl - ttl / 100 - DLOCK__DRIFT_FLOOR_MS;
 }
 
-int dlock__holds_state(dlock_lock *l, const char *owner)
+int dlock__holds_state(const dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
 	const char *name = l->name;

@@ -28,7 +28,7 @@ dlock__holds *dlock__holds_of(dlock_client *client);
  * With `trusted` 0 (an explicit owner, which others may share) the count is
  * only given when an acquire of it ended without an answer, else -1.
  */
-int64_t dlock__holds_count(dlock_lock *l, const char *owner,
+int64_t dlock__holds_count(const dlock_lock *l, const char *owner,
 		int trusted);
 
 /* An acquire for owner ended without an answer: it may or may not have counted. */
@@ -44,7 +44,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 
 /* The lease to keep on the key after a partial release (Redisson's internalLockLeaseTime);
  * 0 when the client has no record: keep the key's TTL. */
-int64_t dlock__holds_lease(dlock_lock *l, const char *owner);
+int64_t dlock__holds_lease(const dlock_lock *l, const char *owner);
 
 /*
  * Record a release: `left` holds remain (0 forgets the hold), or left < 0
@@ -75,7 +75,7 @@ void dlock__holds_unsure_release(dlock_lock *l, const char *owner);
 void dlock__holds_name_deleted(dlock_lock *l);
 
 /* 0 held, DLOCK_ELOST lost, DLOCK_ENOTOWNER no record. */
-int dlock__holds_state(dlock_lock *l, const char *owner);
+int dlock__holds_state(const dlock_lock *l, const char *owner);
 
 /* The handle is going away: its holds stop being renewed; waits for a running callback. */
 void dlock__holds_detach(dlock_lock *handle);

@@ -41,7 +41,7 @@ struct dlock_lock {
 };
 
 /* The owner string: explicit (checked), or `<uuid>:<tid>` of the calling thread in buf. */
-int dlock__resolve_owner(dlock_lock *l, const char *owner, char *buf, size_t size,
+int dlock__resolve_owner(const dlock_lock *l, const char *owner, char *buf, size_t size,
 		const char **out);
 
 /* Redisson's prefixName(): "prefix:{name}", or "prefix:name" when the name has a '{'. */

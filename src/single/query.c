@@ -54,7 +54,7 @@ static int query_owner(dlock_lock *l, const char *cmd, const char *owner_in, int
 			return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument"); \
 	} while (0)
 
-int dlock_lock_is_locked(dlock_lock *l, int *out)
+int dlock_lock_is_locked(int *out, dlock_lock *l)
 {
 	int64_t v = 0;
 	int rc;
@@ -65,7 +65,7 @@ int dlock_lock_is_locked(dlock_lock *l, int *out)
 	return dlock__errbuf_record(&l->err, rc);
 }
 
-int dlock_lock_is_held_as(dlock_lock *l, const char *owner, int *out)
+int dlock_lock_is_held_as(int *out, dlock_lock *l, const char *owner)
 {
 	int64_t v = 0;
 	int rc;
@@ -76,12 +76,12 @@ int dlock_lock_is_held_as(dlock_lock *l, const char *owner, int *out)
 	return dlock__errbuf_record(&l->err, rc);
 }
 
-int dlock_lock_is_held(dlock_lock *l, int *out)
+int dlock_lock_is_held(int *out, dlock_lock *l)
 {
-	return dlock_lock_is_held_as(l, NULL, out);
+	return dlock_lock_is_held_as(out, l, NULL);
 }
 
-int dlock_lock_hold_count_as(dlock_lock *l, const char *owner, int64_t *out)
+int dlock_lock_hold_count_as(int64_t *out, dlock_lock *l, const char *owner)
 {
 	int rc;
 
@@ -91,12 +91,12 @@ int dlock_lock_hold_count_as(dlock_lock *l, const char *owner, int64_t *out)
 	return dlock__errbuf_record(&l->err, rc);
 }
 
-int dlock_lock_hold_count(dlock_lock *l, int64_t *out)
+int dlock_lock_hold_count(int64_t *out, dlock_lock *l)
 {
-	return dlock_lock_hold_count_as(l, NULL, out);
+	return dlock_lock_hold_count_as(out, l, NULL);
 }
 
-int dlock_lock_token(dlock_lock *l, int64_t *token)
+int dlock_lock_token(int64_t *token, dlock_lock *l)
 {
 	const char *argv[2];
 	size_t lens[2];
@@ -121,7 +121,7 @@ int dlock_lock_token(dlock_lock *l, int64_t *token)
 	return dlock__errbuf_record(&l->err, rc);
 }
 
-int dlock_lock_remaining_ttl(dlock_lock *l, int64_t *out_ms)
+int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *l)
 {
 	CHECK_OUT(l, out_ms);
 	return dlock__errbuf_record(&l->err, query(l, "PTTL", NULL, out_ms, 0));

@@ -150,7 +150,7 @@ int dlock_lock_unlock_as(dlock_lock *l, const char *owner)
 	return dlock__errbuf_record(&l->err, release(l, owner));
 }
 
-int dlock_lock_force_unlock(dlock_lock *l, int *deleted)
+int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 {
 	dlock__call call;
 	char now[24];

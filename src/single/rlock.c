@@ -81,6 +81,7 @@ static int lock_make(dlock_lock **out, dlock_client *client, const char *name,
 		abort();
 	l->kind = kind;
 	l->client = client;
+	dlock__client_handle_added(client, 1); /* dlock_client_close refuses while it lives */
 	l->name_len = len;
 	l->holds = dlock__holds_of(client);
 	l->name = dlock__strndup(name, len);
@@ -140,7 +141,13 @@ void dlock_lock_free(dlock_lock *l)
 	dlock__free(l->timeouts);
 	dlock__errbuf_destroy(&l->err);
 	pthread_mutex_destroy(&l->cb_mu);
+	dlock__client_handle_added(l->client, -1);
 	dlock__free(l);
+}
+
+size_t dlock_lock_errmsg_r(char *buf, size_t len, const dlock_lock *l)
+{
+	return l ? dlock__errbuf_read_r(buf, len, &l->err) : dlock__copy_msg(buf, len, "");
 }
 
 const char *dlock_lock_name(const dlock_lock *l)
@@ -172,11 +179,11 @@ void dlock__lock_lost_cb(dlock_lock *l, dlock_lost_cb *cb, void **userdata)
 	dlock__mutex_unlock(&l->cb_mu);
 }
 
-int dlock__resolve_owner(dlock_lock *l, const char *owner, char *buf, size_t size,
+int dlock__resolve_owner(const dlock_lock *l, const char *owner, char *buf, size_t size,
 		const char **out)
 {
 	if (owner == NULL) {
-		dlock_client_owner(l->client, dlock_thread_id(), buf, size);
+		dlock_client_owner(buf, size, l->client, dlock_thread_id());
 		*out = buf;
 		return 0;
 	}
@@ -187,7 +194,7 @@ int dlock__resolve_owner(dlock_lock *l, const char *owner, char *buf, size_t siz
 	return 0;
 }
 
-int dlock_lock_check(dlock_lock *l, const char *owner_in)
+int dlock_lock_check(const dlock_lock *l, const char *owner_in)
 {
 	char buf[64];
 	const char *owner = NULL;

@@ -13,6 +13,7 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/client.h"
+#include "core/fmt.h"
 #include "core/time.h"
 #include "single/holds_table.h"
 #include "single/scripts.h"
@@ -84,7 +85,7 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	if (dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms)) < 0)
 		return -1;
 	args[0] = ttl;
-	arg_lens[0] = (size_t)snprintf(ttl, sizeof(ttl), "%d", c->opts.watchdog_timeout_ms);
+	arg_lens[0] = dlock__fmt_i64(ttl, c->opts.watchdog_timeout_ms);
 	for (i = 0; i < n; i++) {
 		keys[i] = batch[offset + i].name;
 		key_lens[i] = batch[offset + i].name_len;

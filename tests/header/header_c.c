@@ -19,16 +19,16 @@ HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentine
 /* The API's signatures as function pointers: a changed signature or a
  * missing export breaks the build. */
 static int (*const p_open)(dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
-static void (*const p_close)(dlock_client *) = dlock_client_close;
+static int (*const p_close)(dlock_client *) = dlock_client_close;
 static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
-static int (*const p_owner)(const dlock_client *, uint64_t, char *, size_t) = dlock_client_owner;
+static int (*const p_owner)(char *, size_t, const dlock_client *, uint64_t) = dlock_client_owner;
 static int (*const p_lock_new)(dlock_lock **, dlock_client *, const char *) = dlock_lock_new;
 static int (*const p_lock_lock)(dlock_lock *, int64_t) = dlock_lock_lock;
 static int (*const p_lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
 static int (*const p_lock_try_as)(dlock_lock *, const char *, int64_t, int64_t) = dlock_lock_try_as;
 static int (*const p_lock_unlock)(dlock_lock *) = dlock_lock_unlock;
 static int (*const p_lock_unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
-static int (*const p_lock_check)(dlock_lock *, const char *) = dlock_lock_check;
+static int (*const p_lock_check)(const dlock_lock *, const char *) = dlock_lock_check;
 static int (*const p_lock_set_lost_cb)(dlock_lock *, dlock_lost_cb, void *) = dlock_lock_set_lost_cb;
 static const char *(*const p_lost_reason_str)(int) = dlock_lost_reason_str;
 static const char *(*const p_lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;

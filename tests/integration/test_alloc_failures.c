@@ -92,7 +92,7 @@ static void count_free(void *ptr)
 	free(ptr);
 }
 
-static const dlock_allocator counting = { count_malloc, count_realloc, count_free };
+static const dlock_allocator counting = { DLOCK_ALLOCATOR_VERSION, count_malloc, count_realloc, count_free };
 
 /* Before any dlock object exists; the hook then stays for the whole test. */
 static void install_allocator(void)
@@ -252,7 +252,7 @@ static dlock_lock *new_lock(dlock_client *c, const char *name)
 
 static void my_owner(dlock_client *c, char *buf, size_t len)
 {
-	cr_assert_gt(dlock_client_owner(c, dlock_thread_id(), buf, len), 0);
+	cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
 }
 
 /* The baseline every iteration returns to: live blocks and open descriptors. */
@@ -625,7 +625,7 @@ static void kind_op(int fair, const char *op)
 			     0);
 		my_owner(c, owner, sizeof owner);
 		arm(k);
-		rc = fair ? dlock_lock_try(l, 0, 10000) : dlock_lock_try_fenced(l, NULL, 0, 10000, &token);
+		rc = fair ? dlock_lock_try(l, 0, 10000) : dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 		if (rc == 0)
 			rc = dlock_lock_unlock(l);
 		allocs = atomic_load(&counted);
@@ -679,7 +679,7 @@ static dlock_redlock *open_redlock(const char *name, int fenced, int watchdog_ms
 	if (watchdog_ms > 0)
 		co.watchdog_timeout_ms = watchdog_ms;
 	ro.fenced = fenced;
-	rc = dlock_redlock_open(&r, uris, NSRV, name, &co, &ro);
+	rc = dlock_redlock_new_from_uris(&r, uris, NSRV, name, &co, &ro);
 	cr_assert_eq(rc, 0, "redlock_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return r;
 }
@@ -711,7 +711,7 @@ Test(alloc_failures, redlock_open_free, .timeout = 120)
 
 			ro.fenced = fenced;
 			arm(k);
-			rc = dlock_redlock_open(&r, uris, NSRV, name, NULL, &ro);
+			rc = dlock_redlock_new_from_uris(&r, uris, NSRV, name, NULL, &ro);
 			if (rc == 0)
 				dlock_redlock_free(r);
 			allocs = atomic_load(&counted);
@@ -732,7 +732,7 @@ Test(alloc_failures, redlock_open_free, .timeout = 120)
 		dlock_redlock *r = open_redlock(name, 0, 0);
 		int64_t validity = 0;
 
-		cr_assert_eq(dlock_redlock_try(r, 0, 10000, &validity), 0, "%s",
+		cr_assert_eq(dlock_redlock_try(&validity, r, 0, 10000), 0, "%s",
 			     dlock_redlock_errmsg(r));
 		cr_assert_eq(held_count(name), NSRV);
 		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
@@ -758,9 +758,9 @@ static void redlock_acquire_op(int fenced, int64_t lease, const char *op)
 
 		arm(k);
 		if (fenced)
-			rc = dlock_redlock_try_fenced(r, NULL, 0, lease, &validity, &token);
+			rc = dlock_redlock_try_fenced(&validity, &token, r, NULL, 0, lease);
 		else
-			rc = dlock_redlock_try(r, 0, lease, &validity);
+			rc = dlock_redlock_try(&validity, r, 0, lease);
 		allocs = atomic_load(&counted);
 		inj = disarm();
 		assert_rc(rc, inj, op, k, dlock_redlock_errmsg(r));
@@ -827,7 +827,7 @@ static void redlock_unlock_op(int64_t lease, const char *op)
 		int64_t validity = 0;
 		int rc, inj;
 
-		cr_assert_eq(dlock_redlock_try(r, 0, lease, &validity), 0, "%s",
+		cr_assert_eq(dlock_redlock_try(&validity, r, 0, lease), 0, "%s",
 			     dlock_redlock_errmsg(r));
 		cr_assert_eq(held_count(name), NSRV);
 		arm(k);
@@ -875,7 +875,7 @@ static void redlock_unlock_fresh_op(void)
 		int64_t validity = 0;
 		int rc, inj;
 
-		cr_assert_eq(dlock_redlock_try_as(r1, owner, 0, 10000, &validity), 0, "%s",
+		cr_assert_eq(dlock_redlock_try_as(&validity, r1, owner, 0, 10000), 0, "%s",
 			     dlock_redlock_errmsg(r1));
 		/* A member slower than the quorum's grace gets its hold a moment later. */
 		for (int i = 0; i < NSRV; i++) {

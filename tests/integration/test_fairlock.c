@@ -196,7 +196,7 @@ static dlock_lock *new_fair(dlock_client *c, const char *name)
  * no thread of this process: taken and released with the _as variants). */
 static void owner_of(dlock_client *c, uint64_t tid, char *buf, size_t len)
 {
-	int n = dlock_client_owner(c, tid, buf, len);
+	int n = dlock_client_owner(buf, len, c, tid);
 
 	cr_assert_gt(n, 0);
 }
@@ -456,7 +456,7 @@ static void *fwaiter_main(void *arg)
 {
 	fwaiter *w = arg;
 
-	dlock_client_owner(w->client, dlock_thread_id(), w->owner, sizeof w->owner);
+	dlock_client_owner(w->owner, sizeof w->owner, w->client, dlock_thread_id());
 	atomic_store(&w->owner_ready, 1);
 	w->started_ms = rh_now_ms();
 	w->rc = dlock_lock_try(w->lock, w->wait_ms, w->lease_ms);
@@ -881,7 +881,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
-	rc = dlock_lock_force_unlock(l, &deleted);
+	rc = dlock_lock_force_unlock(&deleted, l);
 	cr_assert_eq(rc, 0, "force unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(deleted, 1);
 	expect_message(sub, wch, "0", 1000);
@@ -896,7 +896,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 
 	/* Force unlock of a free lock: nothing deleted. */
 	deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(l, &deleted), 0);
+	cr_assert_eq(dlock_lock_force_unlock(&deleted, l), 0);
 	cr_assert_eq(deleted, 0);
 
 	redisFree(sub);

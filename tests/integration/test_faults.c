@@ -82,7 +82,7 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
     }
     cr_assert_eq(dlock_redlock_new(&ra, a, 3, &ro), 0, "%s", dlock_errmsg_last());
     cr_assert_eq(dlock_multilock_new(&mb, b, 3), 0, "%s", dlock_errmsg_last());
-    cr_assert_eq(dlock_redlock_lock(ra, DLOCK_LEASE_WATCHDOG, NULL), 0, "%s",
+    cr_assert_eq(dlock_redlock_lock(NULL, ra, DLOCK_LEASE_WATCHDOG), 0, "%s",
                  dlock_redlock_errmsg(ra));
     cr_assert_eq(rh_command_int(s[2], "EXISTS %s", "faults:flush:a"), 1);
 
@@ -164,10 +164,10 @@ Test(faults, redlock_refuses_a_server_listed_twice, .timeout = 30)
     const char *two_dbs[3] = {rh_server_uri(s[0]), same_db1, rh_server_uri(s[1])};
     dlock_redlock *r = NULL;
 
-    cr_assert_eq(dlock_redlock_open(&r, twice, 3, "faults:dup", NULL, NULL), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, twice, 3, "faults:dup", NULL, NULL), DLOCK_EINVAL);
     cr_assert_null(r);
     cr_assert(strstr(dlock_errmsg_last(), "listed twice") != NULL, "%s", dlock_errmsg_last());
-    cr_assert_eq(dlock_redlock_open(&r, two_dbs, 3, "faults:dup", NULL, NULL), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, two_dbs, 3, "faults:dup", NULL, NULL), DLOCK_EINVAL);
     cr_assert_null(r);
 
     /* A MultiLock may hold two names on one server, not one name twice. */
@@ -431,7 +431,7 @@ static dlock_redlock *redlock_over(rh_server **s, int n, const char *name)
     co.command_timeout_ms = CMD_TIMEOUT_MS;
     co.connect_timeout_ms = CMD_TIMEOUT_MS;
     ro.restart_guard_ms = 0;
-    cr_assert_eq(dlock_redlock_open(&r, uris, (size_t)n, name, &co, &ro), 0, "%s",
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, (size_t)n, name, &co, &ro), 0, "%s",
                  dlock_errmsg_last());
     return r;
 }
@@ -461,7 +461,7 @@ Test(faults, members_whose_ttl_reset_failed_are_rolled_back, .timeout = 30)
     hold_foreign(s[1], "faults:reset", 300);
     dlock__redlock_engine(r)->test_hook = pause_before_finalize;
     dlock__redlock_engine(r)->test_hook_arg = &st;
-    int rc = dlock_redlock_try(r, 1500, 5000, NULL);
+    int rc = dlock_redlock_try(NULL, r, 1500, 5000);
     for (int i = 1; i < 3; i++)
         rh_server_resume(s[i]);
     cr_assert_eq(st.fired, 1, "the ordered round never reached its TTL reset");
@@ -494,12 +494,12 @@ Test(faults, ordered_round_takes_every_free_member, .timeout = 30)
 
     for (int i = 0; i < 3; i++)
         hold_foreign(s[i], "faults:more", 300);
-    cr_assert_eq(dlock_redlock_try(r, 3000, 5000, &validity), 0, "%s", dlock_redlock_errmsg(r));
+    cr_assert_eq(dlock_redlock_try(&validity, r, 3000, 5000), 0, "%s", dlock_redlock_errmsg(r));
     for (int i = 0; i < 5; i++) {
-        dlock_member_status st;
+        dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
         int64_t held = rh_command_int(s[i], "EXISTS %s", "faults:more");
         cr_assert_eq(held, 1, "member %d not taken: a bare quorum", i);
-        cr_assert_eq(dlock_redlock_status(r, (size_t)i, &st), 0);
+        cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
         cr_assert_eq(st.vote == DLOCK_VOTE_ACQUIRED, held == 1,
                      "member %d: status says vote %d, server says %s", i, (int)st.vote,
                      held ? "held" : "free");
@@ -549,13 +549,13 @@ Test(faults, fast_clock_server_gives_no_second_holder_after_ordered_round, .time
     hold_foreign(s[3], "faults:skew", 300);
     hold_foreign(s[4], "faults:skew", 300);
     int64_t validity = 0;
-    cr_assert_eq(dlock_redlock_try(a, 3000, 4000, &validity), 0, "%s", dlock_redlock_errmsg(a));
+    cr_assert_eq(dlock_redlock_try(&validity, a, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
     int64_t granted = rh_now_ms();
     /* Server 0's 4 s lease is over by its clock after ~2 s of ours. */
     cr_assert(key_gone_within(s[0], "faults:skew", 3000),
               "the fast server's key did not expire early: the shim is not working");
     cr_assert_gt(validity - (rh_now_ms() - granted), 0, "A's validity ran out meanwhile");
-    int rc = dlock_redlock_try(b, 0, 4000, NULL);
+    int rc = dlock_redlock_try(NULL, b, 0, 4000);
     cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B: %s (%s) while A still holds its grant",
                  dlock_strerror(rc), dlock_redlock_errmsg(b));
     dlock_redlock_unlock(a);
@@ -581,10 +581,10 @@ Test(faults, fast_clock_server_and_a_bare_quorum_measured, .timeout = 30)
 
     for (int i = 3; i < 5; i++)
         hold_foreign(s[i], "faults:bare", 300);
-    cr_assert_eq(dlock_redlock_try(a, 3000, 4000, &validity), 0, "%s", dlock_redlock_errmsg(a));
+    cr_assert_eq(dlock_redlock_try(&validity, a, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
     int64_t t0 = rh_now_ms();
     cr_assert(key_gone_within(s[0], "faults:bare", 3000), "the shim is not working");
-    int rc = dlock_redlock_try(b, 0, 4000, NULL);
+    int rc = dlock_redlock_try(NULL, b, 0, 4000);
     int64_t left = validity - (rh_now_ms() - t0);
     cr_log_info("server 0's clock 2x fast; A held 3 of 5 (validity %lld ms): B %s, with %lld ms "
                 "of A's validity left", (long long)validity,

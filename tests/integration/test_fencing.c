@@ -124,7 +124,7 @@ static dlock_redlock *open_fenced_redlock(rh_server **s, int n, const char *name
 
 	for (int i = 0; i < n; i++)
 		uris[i] = rh_server_uri(s[i]);
-	int rc = dlock_redlock_open(&r, uris, (size_t)n, name, &co, &ro);
+	int rc = dlock_redlock_new_from_uris(&r, uris, (size_t)n, name, &co, &ro);
 	cr_assert_eq(rc, 0, "redlock_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return r;
 }
@@ -163,8 +163,8 @@ static void votes_str(dlock_redlock *r, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < dlock_redlock_size(r) && n < len; i++) {
-		dlock_member_status st;
-		cr_assert_eq(dlock_redlock_status(r, i, &st), 0);
+		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
 		n += (size_t)snprintf(buf + n, len - n, "%zu:%s ", i + 1, vote_name(st.vote));
 	}
 }
@@ -180,27 +180,27 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	int64_t tok = -1;
 
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fence:one"), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_lock_token(l, &tok), 0);
+	cr_assert_eq(dlock_lock_token(&tok, l), 0);
 	cr_assert_eq(tok, 0, "token before any acquisition: %" PRId64, tok);
 
-	int rc = dlock_lock_try_fenced(l, NULL, 0, 30000, &tok);
+	int rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 1, "first token %" PRId64, tok);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 
-	rc = dlock_lock_try_fenced(l, NULL, 0, 30000, &tok);
+	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 2, "second token %" PRId64, tok);
 	/* Re-entry counts too (Redisson's RFencedLock). */
-	rc = dlock_lock_try_fenced(l, NULL, 0, 30000, &tok);
+	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "re-entry: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 3, "re-entry token %" PRId64, tok);
 	int64_t cnt = -1;
-	cr_assert_eq(dlock_lock_hold_count(l, &cnt), 0);
+	cr_assert_eq(dlock_lock_hold_count(&cnt, l), 0);
 	cr_assert_eq(cnt, 2);
 
 	int64_t cur = -1;
-	cr_assert_eq(dlock_lock_token(l, &cur), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_token(&cur, l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(cur, 3, "dlock_lock_token: %" PRId64, cur);
 	redisReply *r = rh_command(s, "GET redisson_lock_token:{fence:one}");
 	cr_assert_not_null(r);
@@ -232,7 +232,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(r->element[0]->integer, -1, "Redisson's acquire of a free lock: %lld", r->element[0]->integer);
 	cr_assert_eq(r->element[1]->integer, 4, "Redisson's token %lld", r->element[1]->integer);
 	freeReplyObject(r);
-	rc = dlock_lock_try_fenced(l, NULL, 0, 30000, &tok);
+	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "dlock while Redisson holds it: %s", dlock_strerror(rc));
 	cr_assert_eq(counter_on(s, "fence:one"), 4, "a refused acquisition counted");
 	r = rh_command(s, "EVAL %s 3 fence:one redisson_lock__channel:{fence:one} "
@@ -242,7 +242,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 1);
 	freeReplyObject(r);
-	rc = dlock_lock_try_fenced(l, NULL, 0, 30000, &tok);
+	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 5, "token after Redisson's 4: %" PRId64, tok);
 	cr_assert_eq(dlock_lock_unlock(l), 0);
@@ -255,12 +255,12 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	/* A plain lock has no tokens: refused, nothing taken, no counter made. */
 	cr_assert_eq(dlock_lock_new(&plain, c, "fence:plain"), 0);
 	tok = 77;
-	rc = dlock_lock_try_fenced(plain, NULL, 0, 30000, &tok);
+	rc = dlock_lock_try_fenced(&tok, plain, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain lock: %s", dlock_strerror(rc));
 	cr_assert_eq(rh_command_int(s, "EXISTS fence:plain"), 0, "the plain lock was taken");
 	cr_assert_eq(rh_command_int(s, "EXISTS redisson_lock_token:{fence:plain}"), 0);
 	int held = -1;
-	cr_assert_eq(dlock_lock_is_held(plain, &held), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, plain), 0);
 	cr_assert_eq(held, 0);
 
 	dlock_lock_free(plain);
@@ -281,8 +281,8 @@ static void assert_voters_raised(rh_server **s, dlock_redlock *r, const char *na
 
 	votes_str(r, votes, sizeof votes);
 	for (int i = 0; i < N5; i++) {
-		dlock_member_status st;
-		cr_assert_eq(dlock_redlock_status(r, (size_t)i, &st), 0);
+		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+		cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
 		if (st.vote != DLOCK_VOTE_ACQUIRED)
 			continue;
 		voters++;
@@ -303,7 +303,7 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 	char votes[128];
 
 	for (int i = 0; i < 10; i++) {
-		int rc = dlock_redlock_try_fenced(r, NULL, 1000, 5000, &validity, &tok);
+		int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
 		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc), dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
 		cr_assert_gt(tok, prev, "acquisition %d: token %" PRId64 " after %" PRId64 " (votes %s)", i, tok, prev,
@@ -324,12 +324,12 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 	 * for must pass 1000. (On loopback it practically always votes.)
 	 */
 	int rc, attempts = 0;
-	dlock_member_status st3;
+	dlock_member_status st3 = DLOCK_MEMBER_STATUS_INIT;
 	do {
-		rc = dlock_redlock_try_fenced(r, NULL, 1000, 5000, &validity, &tok);
+		rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
 		cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
-		cr_assert_eq(dlock_redlock_status(r, 2, &st3), 0);
+		cr_assert_eq(dlock_redlock_status(&st3, r, 2), 0);
 		cr_log_info("fenced redlock: token %" PRId64 " after server 3 was set to 1000; votes %s", tok, votes);
 		cr_assert_gt(tok, prev, "token %" PRId64 " after %" PRId64 " (votes %s)", tok, prev, votes);
 		if (st3.vote == DLOCK_VOTE_ACQUIRED)
@@ -343,7 +343,7 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 
 	/* And from there on, still strictly growing. */
 	for (int i = 0; i < 3; i++) {
-		rc = dlock_redlock_try_fenced(r, NULL, 1000, 5000, &validity, &tok);
+		rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
 		cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
 		cr_assert_gt(tok, prev, "token %" PRId64 " after %" PRId64 " (votes %s)", tok, prev, votes);
@@ -361,8 +361,8 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 		ro.fenced = 0;
 		for (int i = 0; i < N5; i++)
 			uris[i] = rh_server_uri(s[i]);
-		cr_assert_eq(dlock_redlock_open(&p, uris, N5, "fence:plain-redlock", &co, &ro), 0);
-		rc = dlock_redlock_try_fenced(p, NULL, 0, 5000, &validity, &tok);
+		cr_assert_eq(dlock_redlock_new_from_uris(&p, uris, N5, "fence:plain-redlock", &co, &ro), 0);
+		rc = dlock_redlock_try_fenced(&validity, &tok, p, NULL, 0, 5000);
 		cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain RedLock: %s", dlock_strerror(rc));
 		for (int i = 0; i < N5; i++)
 			cr_assert_eq(rh_command_int(s[i], "EXISTS fence:plain-redlock"), 0);
@@ -430,7 +430,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 	dlock_client_options co = client_opts();
 	dlock_redlock_options ro = fenced_opts();
 	dlock_redlock *r = NULL;
-	int rc = dlock_redlock_open(&r, u, N5, P_NAME, &co, &ro);
+	int rc = dlock_redlock_new_from_uris(&r, u, N5, P_NAME, &co, &ro);
 	if (rc != 0) {
 		put_line(note_fd, "F %d open: %s (%s)\n", me, dlock_strerror(rc), dlock_errmsg_last());
 		_exit(5);
@@ -446,7 +446,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 			break;
 		}
 		int64_t validity = -1, token = -1;
-		rc = dlock_redlock_try_fenced(r, NULL, 5000, P_LEASE, &validity, &token);
+		rc = dlock_redlock_try_fenced(&validity, &token, r, NULL, 5000, P_LEASE);
 		if (rc != 0) {
 			refused[-rc < 16 ? -rc : 15]++;
 			if (rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM && rc != DLOCK_EEXPIRED) {
@@ -700,7 +700,7 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 	cr_assert_eq(rh_server_kill(s[3]), 0);
 	cr_assert_eq(rh_server_kill(s[4]), 0);
 	for (int i = 0; i < 10; i++) {
-		int rc = dlock_redlock_try_fenced(r, NULL, 1000, P_LEASE, &validity, &tok);
+		int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, P_LEASE);
 		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc), dlock_redlock_errmsg(r));
 		cr_assert_gt(tok, prev);
 		prev = tok;
@@ -724,7 +724,7 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 
 	/* Server 3 goes down: one server down, four up, a quorum is there. */
 	cr_assert_eq(rh_server_kill(s[2]), 0);
-	int rc = dlock_redlock_try_fenced(r, NULL, 1000, P_LEASE, &validity, &tok);
+	int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, P_LEASE);
 	votes_str(r, votes, sizeof votes);
 	if (rc == 0) {
 		cr_log_info("after the restarts: token %" PRId64 " (previous holder's %" PRId64 "), votes %s", tok,
@@ -768,7 +768,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	int64_t prev = 0;
 	for (int k = 0; k < 6; k++) {
 		int64_t tok = -1;
-		int rc = dlock_multilock_try_fenced(ml, NULL, k % 2 ? 1000 : 0, 5000, &tok);
+		int rc = dlock_multilock_try_fenced(&tok, ml, NULL, k % 2 ? 1000 : 0, 5000);
 		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", k, dlock_strerror(rc), dlock_multilock_errmsg(ml));
 		int64_t ctr[3], max = 0;
 		for (int i = 0; i < 3; i++) {
@@ -798,7 +798,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	dlock_multilock *pl = NULL;
 	cr_assert_eq(dlock_multilock_new(&pl, p, 3), 0);
 	int64_t tok = -1;
-	cr_assert_eq(dlock_multilock_try_fenced(pl, NULL, 0, 5000, &tok), DLOCK_EINVAL);
+	cr_assert_eq(dlock_multilock_try_fenced(&tok, pl, NULL, 0, 5000), DLOCK_EINVAL);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(s[i], "EXISTS fence:multi-plain"), 0);
 	dlock_multilock_free(pl);

@@ -79,7 +79,7 @@ static void node_of(const rh_server *s, char *buf, size_t len)
 
 static void my_owner(dlock_client *c, char *buf, size_t len)
 {
-	cr_assert_gt(dlock_client_owner(c, dlock_thread_id(), buf, len), 0);
+	cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
 }
 
 static void ok_reply(redisReply *r, const char *what)
@@ -401,10 +401,10 @@ Test(hostile, null_and_empty_names_are_einval_and_send_nothing, .timeout = 30)
 	/* The same names through the RedLock constructor, with a valid server list. */
 	const char *uris[1] = {rh_server_uri(s)};
 	dlock_redlock *r = (dlock_redlock *)0x1;
-	cr_assert_eq(dlock_redlock_open(&r, uris, 1, NULL, &o, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 1, NULL, &o, NULL), DLOCK_EINVAL);
 	cr_assert_null(r);
 	r = (dlock_redlock *)0x1;
-	cr_assert_eq(dlock_redlock_open(&r, uris, 1, "", &o, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 1, "", &o, NULL), DLOCK_EINVAL);
 	cr_assert_null(r);
 	assert_msg(dlock_errmsg_last(), NULL, "empty", "redlock empty name");
 
@@ -439,7 +439,7 @@ Test(hostile, names_over_64k_are_einval_and_send_nothing, .timeout = 30)
 
 	const char *uris[1] = {rh_server_uri(s)};
 	dlock_redlock *r = (dlock_redlock *)0x1;
-	cr_assert_eq(dlock_redlock_open(&r, uris, 1, mib, &o, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 1, mib, &o, NULL), DLOCK_EINVAL);
 	cr_assert_null(r);
 	assert_msg(dlock_errmsg_last(), NULL, "long", "redlock 1 MiB name");
 
@@ -482,10 +482,10 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	cr_assert_eq(hget_b(s, name, len, owner), 1, "%s: not in Redis under its exact name", what);
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s: re-enter: %s", what, dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(n, 2, "%s: hold count %" PRId64, what, n);
 	int held = 0;
-	cr_assert_eq(dlock_lock_is_held(l, &held), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, l), 0);
 	cr_assert_eq(held, 1);
 	cr_assert_eq(rh_command_int(s, "DBSIZE"), 1, "%s: other keys were written", what);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s: %s", what, dlock_lock_errmsg(l));
@@ -513,7 +513,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	char *token_key = aux_key("redisson_lock_token", name, len, &tklen);
 	cr_assert_eq(dlock_fencedlock_new(&l, c, name), 0);
 	int64_t token = 0;
-	cr_assert_eq(dlock_lock_try_fenced(l, NULL, 0, 10000, &token), 0, "%s: fenced: %s", what,
+	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s: fenced: %s", what,
 		     dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
 	redisReply *g = rh_command(s, "GET %b", token_key, tklen);
@@ -655,7 +655,7 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 	snprintf(bad, sizeof bad, "redis://:%s@127.0.0.1:%d/x", secret, p);
 	const char *list[3] = {good, good, bad};
 	dlock_redlock *r = (dlock_redlock *)0x1;
-	cr_assert_eq(dlock_redlock_open(&r, list, 3, "uri-lock", NULL, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_new_from_uris(&r, list, 3, "uri-lock", NULL, NULL), DLOCK_EINVAL);
 	cr_assert_null(r);
 	assert_msg(dlock_errmsg_last(), NULL, "server 3 of 3", "redlock bad URI");
 	cr_assert_null(strstr(dlock_errmsg_last(), secret), "leaks: %s", dlock_errmsg_last());
@@ -734,15 +734,15 @@ Test(hostile, wrongtype_every_operation_and_type, .timeout = 30)
 		snprintf(what, sizeof what, "unlock_as on %s", key);
 		expect_wrongtype(dlock_lock_unlock_as(l, "someone:1"), l, node, what);
 		snprintf(what, sizeof what, "is_held on %s", key);
-		expect_wrongtype(dlock_lock_is_held(l, &held), l, node, what);
+		expect_wrongtype(dlock_lock_is_held(&held, l), l, node, what);
 		cr_assert_eq(held, 0, "%s: *out must not claim a hold", what);
 		snprintf(what, sizeof what, "is_held_as on %s", key);
-		expect_wrongtype(dlock_lock_is_held_as(l, owner, &held), l, node, what);
+		expect_wrongtype(dlock_lock_is_held_as(&held, l, owner), l, node, what);
 		snprintf(what, sizeof what, "hold_count on %s", key);
-		expect_wrongtype(dlock_lock_hold_count(l, &n), l, node, what);
+		expect_wrongtype(dlock_lock_hold_count(&n, l), l, node, what);
 		cr_assert_eq(n, 0, "%s: *out must not claim a hold", what);
 		snprintf(what, sizeof what, "hold_count_as on %s", key);
-		expect_wrongtype(dlock_lock_hold_count_as(l, owner, &n), l, node, what);
+		expect_wrongtype(dlock_lock_hold_count_as(&n, l, owner), l, node, what);
 		/* Nothing local believes it is held. */
 		cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER, "%s", key);
 		dlock_lock_free(l);
@@ -780,7 +780,7 @@ Test(hostile, wrongtype_force_unlock_leaves_the_key, .timeout = 30)
 			int deleted = -1;
 
 			cr_assert_eq(kinds[k].make(&l, c, key), 0);
-			int rc = dlock_lock_force_unlock(l, &deleted);
+			int rc = dlock_lock_force_unlock(&deleted, l);
 			int64_t exists = exists_b(s, key, strlen(key));
 			cr_expect_eq(exists, 1, "%s force_unlock on %s deleted the key (rc %d, deleted %d)",
 				     kinds[k].label, key, rc, deleted);
@@ -821,7 +821,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	int64_t token = -1;
 
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-list"), 0);
-	int rc = dlock_lock_try_fenced(l, NULL, 0, 10000, &token);
+	int rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc, dlock_strerror(rc),
 		     dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "WRONGTYPE", "fenced acquire, list counter");
@@ -833,7 +833,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	dlock_lock_free(l);
 
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-text"), 0);
-	rc = dlock_lock_try_fenced(l, NULL, 0, 10000, &token);
+	rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ESERVER || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
 		  dlock_strerror(rc), dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, NULL, "fenced acquire, text counter");
@@ -850,11 +850,11 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	char owner[64];
 	my_owner(c, owner, sizeof owner);
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-reenter"), 0);
-	cr_assert_eq(dlock_lock_try_fenced(l, NULL, 0, 10000, &token), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
 	ok_reply(rh_command(s, "DEL redisson_lock_token:{fenced-reenter}"), "DEL");
 	ok_reply(rh_command(s, "RPUSH redisson_lock_token:{fenced-reenter} a"), "RPUSH");
-	rc = dlock_lock_try_fenced(l, NULL, 0, 10000, &token);
+	rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "re-entry: rc %d (%s) %s", rc, dlock_strerror(rc),
 		     dlock_lock_errmsg(l));
 	cr_expect_eq(hget_b(s, "fenced-reenter", 14, owner), 1,
@@ -928,7 +928,7 @@ static dlock_redlock *open_redlock(rh_server **srv, int n, const char *const *ur
 	ro.fenced = fenced;
 	for (int i = 0; i < n; i++)
 		u[i] = uris != NULL ? uris[i] : rh_server_uri(srv[i]);
-	int rc = dlock_redlock_open(&r, u, (size_t)n, name, &co, &ro);
+	int rc = dlock_redlock_new_from_uris(&r, u, (size_t)n, name, &co, &ro);
 	cr_assert_eq(rc, 0, "redlock_open: %s %s", dlock_strerror(rc), dlock_errmsg_last());
 	return r;
 }
@@ -944,20 +944,20 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	snap before0, before1;
 	snap_take(srv[0], &before0);
 	dlock_redlock *r = open_redlock(srv, 3, NULL, "rl-wt", 0, 0);
-	dlock_member_status st;
+	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 	int64_t validity = -1;
 
 	/* One member of three: a quorum still holds; the member says why it did not. */
-	int rc = dlock_redlock_try(r, 0, DLOCK_LEASE_WATCHDOG, &validity);
+	int rc = dlock_redlock_try(&validity, r, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_status(r, 0, &st), 0);
+	cr_assert_eq(dlock_redlock_status(&st, r, 0), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "member 0 vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EWRONGTYPE, "member 0 error %d (%s)", st.error,
 		     dlock_strerror(st.error));
 	assert_msg(st.message, node0, "WRONGTYPE", "member 0 status");
 	cr_assert_str_eq(st.node, node0);
 	for (size_t i = 1; i < 3; i++) {
-		cr_assert_eq(dlock_redlock_status(r, i, &st), 0);
+		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
 		cr_assert_eq(st.vote, DLOCK_VOTE_ACQUIRED, "member %zu vote %d", i, st.vote);
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 1);
 	}
@@ -970,7 +970,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	/* Two of three: no quorum; the error says why, and names both nodes. */
 	ok_reply(rh_command(srv[1], "RPUSH rl-wt a"), "RPUSH");
 	snap_take(srv[1], &before1);
-	rc = dlock_redlock_try(r, 0, 10000, &validity);
+	rc = dlock_redlock_try(&validity, r, 0, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
 		  dlock_strerror(rc), dlock_redlock_errmsg(r));
 	assert_msg(dlock_redlock_errmsg(r), node0, "WRONGTYPE", "RedLock, 2 WRONGTYPE members");
@@ -980,7 +980,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
 	/* The waiting path says the same (bounded). */
 	int64_t t0 = rh_now_ms();
-	rc = dlock_redlock_try(r, 300, 10000, &validity);
+	rc = dlock_redlock_try(&validity, r, 300, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "wait: rc %d (%s) %s", rc,
 		  dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_lt(rh_now_ms() - t0, 2000);
@@ -991,7 +991,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	/* The same handle works once the keys are gone. */
 	cr_assert_eq(rh_command_int(srv[0], "DEL rl-wt"), 1);
 	cr_assert_eq(rh_command_int(srv[1], "DEL rl-wt"), 1);
-	cr_assert_eq(dlock_redlock_try(r, 0, 10000, &validity), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_try(&validity, r, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
 	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	for (size_t i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 0);
@@ -1057,16 +1057,16 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	cr_assert_eq(rc, DLOCK_ESERVER, "unlock on a replica: rc %d %s", rc, dlock_lock_errmsg(lh));
 	assert_msg(dlock_lock_errmsg(lh), rnode, "READONLY", "unlock on a replica");
 	int deleted = -1;
-	rc = dlock_lock_force_unlock(lh, &deleted);
+	rc = dlock_lock_force_unlock(&deleted, lh);
 	cr_assert_eq(rc, DLOCK_ESERVER, "force unlock on a replica: rc %d %s", rc,
 		     dlock_lock_errmsg(lh));
 	assert_msg(dlock_lock_errmsg(lh), rnode, "READONLY", "force unlock on a replica");
 	/* Reads work there. */
 	int locked = 0;
-	cr_assert_eq(dlock_lock_is_locked(lh, &locked), 0, "%s", dlock_lock_errmsg(lh));
+	cr_assert_eq(dlock_lock_is_locked(&locked, lh), 0, "%s", dlock_lock_errmsg(lh));
 	cr_assert_eq(locked, 1);
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(lh, "holder:1", &n), 0);
+	cr_assert_eq(dlock_lock_hold_count_as(&n, lh, "holder:1"), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(dlock_client_ping(cr), 0, "%s", dlock_client_errmsg(cr));
 
@@ -1083,7 +1083,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	while (!info_has(replica, "replication", "role:master") && rh_now_ms() < deadline)
 		usleep(10 * 1000);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "after promotion: %s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after promotion", n);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(replica, "EXISTS ro-lock"), 0);
@@ -1152,7 +1152,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	dlock_lock *f = NULL;
 	cr_assert_eq(dlock_fencedlock_new(&f, c, "oom-fenced"), 0);
 	int64_t token = -1;
-	rc = dlock_lock_try_fenced(f, NULL, 0, 10000, &token);
+	rc = dlock_lock_try_fenced(&token, f, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "fenced at maxmemory: rc %d %s", rc, dlock_lock_errmsg(f));
 	assert_msg(dlock_lock_errmsg(f), node, "OOM", "fenced at maxmemory");
 	/* A re-entry of a lock already held adds a count: refused as well. */
@@ -1161,7 +1161,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 		     dlock_lock_errmsg(held));
 	assert_msg(dlock_lock_errmsg(held), node, "OOM", "re-entry at maxmemory");
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(held, &n), 0, "%s", dlock_lock_errmsg(held));
+	cr_assert_eq(dlock_lock_hold_count(&n, held), 0, "%s", dlock_lock_errmsg(held));
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after a refused re-entry", n);
 	cr_assert_eq(dlock_client_ping(c), 0);
 	snap_assert_same(s, &before, "locks at maxmemory");
@@ -1207,10 +1207,10 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	/* One member with a wrong password: a quorum, and that member's status says why. */
 	const char *one_bad[3] = {uris[0], bad[1], uris[2]};
 	dlock_redlock *r = open_redlock(NULL, 3, one_bad, "rl-auth", 0, 0);
-	int rc = dlock_redlock_try(r, 0, DLOCK_LEASE_WATCHDOG, NULL);
+	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_redlock_errmsg(r));
-	dlock_member_status st;
-	cr_assert_eq(dlock_redlock_status(r, 1, &st), 0);
+	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+	cr_assert_eq(dlock_redlock_status(&st, r, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EAUTH, "error %d (%s) %s", st.error, dlock_strerror(st.error),
 		     st.message);
@@ -1225,7 +1225,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	/* Two: no quorum; the message names both nodes and no password. */
 	const char *two_bad[3] = {bad[0], uris[1], bad[2]};
 	r = open_redlock(NULL, 3, two_bad, "rl-auth", 0, 0);
-	rc = dlock_redlock_try(r, 0, 10000, NULL);
+	rc = dlock_redlock_try(NULL, r, 0, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EAUTH, "rc %d (%s) %s", rc, dlock_strerror(rc),
 		  dlock_redlock_errmsg(r));
 	const char *msg = dlock_redlock_errmsg(r);
@@ -1235,14 +1235,14 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	cr_assert_null(strstr(msg, bad_pw), "the message leaks the password: %s", msg);
 	cr_assert_null(strstr(msg, "s3cret"), "the message leaks a password: %s", msg);
 	for (size_t i = 0; i < 3; i += 2) {
-		cr_assert_eq(dlock_redlock_status(r, i, &st), 0);
+		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
 		cr_assert_eq(st.error, DLOCK_EAUTH, "member %zu: error %d %s", i, st.error, st.message);
 		cr_assert_null(strstr(st.message, bad_pw));
 	}
 	/* And on the member lock handles. */
 	dlock_lock *m0 = dlock_redlock_member(r, 0);
 	int held = 0;
-	rc = dlock_lock_is_held(m0, &held);
+	rc = dlock_lock_is_held(&held, m0);
 	cr_assert_eq(rc, DLOCK_EAUTH, "member query: rc %d %s", rc, dlock_lock_errmsg(m0));
 	assert_msg(dlock_lock_errmsg(m0), node[0], NULL, "member query");
 	cr_assert_null(strstr(dlock_lock_errmsg(m0), bad_pw));
@@ -1252,7 +1252,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 
 	/* The servers are fine for correct credentials. */
 	r = open_redlock(NULL, 3, (const char *[]){uris[0], uris[1], uris[2]}, "rl-auth", 0, 0);
-	cr_assert_eq(dlock_redlock_try(r, 0, 10000, NULL), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_try(NULL, r, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
 	cr_assert_eq(dlock_redlock_unlock(r), 0);
 	dlock_redlock_free(r);
 	for (int i = 0; i < 3; i++)
@@ -1294,12 +1294,12 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	cr_assert_eq(rc, DLOCK_ESERVER, "unlock: rc %d %s", rc, dlock_lock_errmsg(lh));
 	assert_msg(dlock_lock_errmsg(lh), node, "NOPERM", "unlock without EVAL");
 	int deleted = -1;
-	rc = dlock_lock_force_unlock(lh, &deleted);
+	rc = dlock_lock_force_unlock(&deleted, lh);
 	cr_assert_eq(rc, DLOCK_ESERVER, "force unlock: rc %d %s", rc, dlock_lock_errmsg(lh));
 	assert_msg(dlock_lock_errmsg(lh), node, "NOPERM", "force unlock without EVAL");
 	/* Queries are plain commands the user may run. */
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(lh, "holder:1", &n), 0, "%s", dlock_lock_errmsg(lh));
+	cr_assert_eq(dlock_lock_hold_count_as(&n, lh, "holder:1"), 0, "%s", dlock_lock_errmsg(lh));
 	cr_assert_eq(n, 1);
 	cr_assert_eq(dlock_client_ping(c), 0);
 	snap_assert_same(s, &before, "locks without EVAL permission");
@@ -1307,7 +1307,7 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	/* Once allowed, the same client and handle work. */
 	ok_reply(rh_command(s, "ACL SETUSER limited +eval +evalsha"), "ACL grant");
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "after the grant: %s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS acl-lock"), 0);
@@ -1480,7 +1480,7 @@ static void storm_iteration(storm *st)
 	 */
 	int64_t count = -1;
 	if (last_ok) {
-		int rc = dlock_lock_hold_count(st->lock, &count);
+		int rc = dlock_lock_hold_count(&count, st->lock);
 		if (rc == 0) {
 			st->count_checks++;
 			if (count != taken) {
@@ -1526,7 +1526,7 @@ static void *locker_main(void *arg)
 	int64_t fails = 0;
 	int timed_out = 0;
 	storm_drain(st, &fails, &timed_out);
-	st->final_rc = dlock_lock_hold_count(st->lock, &st->final_count);
+	st->final_rc = dlock_lock_hold_count(&st->final_count, st->lock);
 	st->final_exists = exists_b(st->s, st->name, strlen(st->name));
 	return NULL;
 }
@@ -1648,7 +1648,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	int failures = 0, first_rc = 0;
 	char first_msg[512] = "";
 	for (int i = 0; i < 200; i++) {
-		int rc = dlock_redlock_try(r, 1000, 5000, &validity);
+		int rc = dlock_redlock_try(&validity, r, 1000, 5000);
 		if (rc == 0)
 			rc = dlock_redlock_unlock(r);
 		if (rc != 0 && failures++ == 0) {
@@ -1666,7 +1666,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 
 	/* Held with the watchdog (600 ms, renewed every 200 ms): flushed, the
 	 * renewals still work on every node and the lock outlives its TTL. */
-	cr_assert_eq(dlock_redlock_lock(r, DLOCK_LEASE_WATCHDOG, &validity), 0, "%s",
+	cr_assert_eq(dlock_redlock_lock(&validity, r, DLOCK_LEASE_WATCHDOG), 0, "%s",
 		     dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
 	int64_t start = rh_now_ms();
@@ -1699,12 +1699,12 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	/* A fenced RedLock (its token script too) after a flush. */
 	r = open_redlock(srv, 3, NULL, "rl-flush-fenced", 0, 1);
 	int64_t t1 = 0, t2 = 0;
-	cr_assert_eq(dlock_redlock_try_fenced(r, NULL, 0, 5000, NULL, &t1), 0, "%s",
+	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t1, r, NULL, 0, 5000), 0, "%s",
 		     dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
 	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_try_fenced(r, NULL, 0, 5000, NULL, &t2), 0, "%s",
+	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t2, r, NULL, 0, 5000), 0, "%s",
 		     dlock_redlock_errmsg(r));
 	cr_assert_gt(t2, t1);
 	flush_all(srv, 3);
@@ -1727,9 +1727,9 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	dlock_lock *f = NULL;
 	cr_assert_eq(dlock_fencedlock_new(&f, c, "flush-fenced"), 0);
 	int64_t t1 = 0, t2 = 0;
-	cr_assert_eq(dlock_lock_try_fenced(f, NULL, 0, 10000, &t1), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_try_fenced(&t1, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_try_fenced(f, NULL, 0, 10000, &t2), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_try_fenced(&t2, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
 	cr_assert_eq(t2, t1 + 1);
 	cr_assert_eq(hget_b(s, "flush-fenced", 12, owner), 2);
 	flush_all(one, 1);
@@ -1749,7 +1749,7 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	int deleted = -1;
 	cr_assert_eq(dlock_lock_try(fair, 0, 10000), 0);
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_force_unlock(fair, &deleted), 0, "%s", dlock_lock_errmsg(fair));
+	cr_assert_eq(dlock_lock_force_unlock(&deleted, fair), 0, "%s", dlock_lock_errmsg(fair));
 	cr_assert_eq(deleted, 1);
 
 	dlock_lock_free(fair);
@@ -1845,7 +1845,7 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, 0, "after waking: rc %d %s", rc, dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after a timed-out acquire (ran: %s) and one more",
 		     n, ran == 1 ? "yes" : "no");
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
@@ -1869,7 +1869,7 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	cr_assert(ran == 1 || ran == 2, "after waking the server holds %" PRId64, ran);
 	rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, 0, "re-entry after waking: rc %d %s", rc, dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 2, "hold count %" PRId64 " (want 2: one hold, one re-entry)", n);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
@@ -1883,7 +1883,7 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	put_to_sleep(s, &sleeper, &probe);
 	int held = -1;
 	t0 = rh_now_ms();
-	rc = dlock_lock_is_held(l, &held);
+	rc = dlock_lock_is_held(&held, l);
 	elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "is_held: rc %d %s", rc, dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 250 && elapsed <= 900, "is_held timed out after %" PRId64 " ms",

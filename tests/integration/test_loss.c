@@ -179,9 +179,9 @@ Test(loss, redlock_unlock_after_majority_deleted_says_lost, .timeout = 30)
         uris[i] = rh_server_uri(s[i]);
     co.command_timeout_ms = 300;
     ro.restart_guard_ms = 0;
-    cr_assert_eq(dlock_redlock_open(&r, uris, 3, "loss:redlock", &co, &ro), 0, "%s",
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 3, "loss:redlock", &co, &ro), 0, "%s",
                  dlock_errmsg_last());
-    cr_assert_eq(dlock_redlock_lock(r, DLOCK_LEASE_WATCHDOG, NULL), 0, "%s",
+    cr_assert_eq(dlock_redlock_lock(NULL, r, DLOCK_LEASE_WATCHDOG), 0, "%s",
                  dlock_redlock_errmsg(r));
     cr_assert_eq(rh_command_int(s[0], "DEL %s", "loss:redlock"), 1);
     cr_assert_eq(rh_command_int(s[1], "DEL %s", "loss:redlock"), 1);

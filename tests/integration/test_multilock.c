@@ -99,7 +99,7 @@ static void fixture_down(ml_fixture *f)
 /* The owner field `<uuid of client c>:<tid>`. */
 static void owner_of(dlock_client *c, uint64_t tid, char *buf, size_t len)
 {
-    cr_assert_gt(dlock_client_owner(c, tid, buf, len), 0);
+    cr_assert_gt(dlock_client_owner(buf, len, c, tid), 0);
 }
 
 static int64_t exists(rh_server *s, const char *key)
@@ -238,8 +238,8 @@ Test(multilock, holds_every_member_and_releases_all, .timeout = 30)
         assert_only_field(f.s[i], f.name, owner[i], "1");
         int64_t t = pttl(f.s[i], f.name);
         cr_assert(t > 9000 && t <= 10000, "server %d: PTTL %" PRId64 ", expected the 10 s lease", i, t);
-        dlock_member_status st;
-        cr_assert_eq(dlock_multilock_status(f.m, i, &st), 0);
+        dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+        cr_assert_eq(dlock_multilock_status(&st, f.m, i), 0);
         cr_assert_eq(st.vote, DLOCK_VOTE_ACQUIRED, "member %d vote %d", i, st.vote);
     }
     cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
@@ -483,8 +483,8 @@ Test(multilock, member_held_by_other_fails_and_leaves_nothing, .timeout = 30)
     cr_assert_eq(exists(f.s[0], f.name), 0, "member 1 kept a hold after the failed try");
     cr_assert_eq(exists(f.s[2], f.name), 0, "member 3 kept a hold after the failed try");
     assert_foreign_intact(f.s[1], f.name);
-    dlock_member_status st;
-    cr_assert_eq(dlock_multilock_status(f.m, 1, &st), 0);
+    dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+    cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
     cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "member 2 vote %d, expected HELD", st.vote);
     cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER);
 
@@ -498,7 +498,7 @@ Test(multilock, member_held_by_other_fails_and_leaves_nothing, .timeout = 30)
     cr_assert_eq(exists(f.s[0], f.name), 0, "member 1 kept a hold after the failed wait");
     cr_assert_eq(exists(f.s[2], f.name), 0, "member 3 kept a hold after the failed wait");
     assert_foreign_intact(f.s[1], f.name);
-    cr_assert_eq(dlock_multilock_status(f.m, 1, &st), 0);
+    cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
     cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "member 2 vote %d after the wait, expected HELD", st.vote);
     cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER);
 
@@ -558,8 +558,8 @@ Test(multilock, held_member_status_reports_holder_ttl, .timeout = 30)
 
     int rc = dlock_multilock_try(f.m, 0, 5000);
     cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "%s", dlock_strerror(rc));
-    dlock_member_status st;
-    cr_assert_eq(dlock_multilock_status(f.m, 1, &st), 0);
+    dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+    cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
     cr_assert_eq(st.vote, DLOCK_VOTE_HELD);
     cr_assert(st.ttl_ms > 20000 && st.ttl_ms <= 30000,
               "try(0, ...): member 2 is HELD but its status ttl_ms is %" PRId64
@@ -567,7 +567,7 @@ Test(multilock, held_member_status_reports_holder_ttl, .timeout = 30)
 
     rc = dlock_multilock_try(f.m, 200, 5000);
     cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "%s", dlock_strerror(rc));
-    cr_assert_eq(dlock_multilock_status(f.m, 1, &st), 0);
+    cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
     cr_assert_eq(st.vote, DLOCK_VOTE_HELD);
     cr_assert(st.ttl_ms > 20000 && st.ttl_ms <= 30000,
               "try(200, ...): member 2 is HELD but its status ttl_ms is %" PRId64, st.ttl_ms);
@@ -681,7 +681,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
     dlock_client *other = open_client(f.s[1], 0);
     dlock_lock *ol = new_lock(other, f.name);
     int deleted = -1;
-    rc = dlock_lock_force_unlock(ol, &deleted);
+    rc = dlock_lock_force_unlock(&deleted, ol);
     int64_t forced_at = rh_now_ms();
     cr_assert_eq(rc, 0, "force_unlock: %s", dlock_strerror(rc));
     cr_assert_eq(deleted, 1);

@@ -132,7 +132,7 @@ static dlock_redlock *open_redlock(fixture *f)
     co.command_timeout_ms = CMD_TIMEOUT_MS;
     co.watchdog_timeout_ms = WATCHDOG_MS;
     ro.restart_guard_ms = 0; /* fresh servers; these tests are not about the guard */
-    cr_assert_eq(dlock_redlock_open(&r, f->uris, N, "partition:lock", &co, &ro), 0, "%s",
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, f->uris, N, "partition:lock", &co, &ro), 0, "%s",
                  dlock_errmsg_last());
     return r;
 }
@@ -189,7 +189,7 @@ typedef struct waiter_run {
 static void *waiter_main(void *arg)
 {
     waiter_run *w = arg;
-    w->rc = dlock_redlock_try_as(w->r, WAITER, w->wait_ms, DLOCK_LEASE_WATCHDOG, NULL);
+    w->rc = dlock_redlock_try_as(NULL, w->r, WAITER, w->wait_ms, DLOCK_LEASE_WATCHDOG);
     w->done_at = rh_now_ms();
     return NULL;
 }
@@ -211,7 +211,7 @@ static void minority_partition(int k)
     int64_t healed, unlocked;
 
     setup(&f);
-    cr_assert_eq(dlock_redlock_lock(f.holder, DLOCK_LEASE_WATCHDOG, NULL), 0, "%s",
+    cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
                  dlock_redlock_errmsg(f.holder));
     waiter_start(&w, f.waiter, 30000);
     sleep_ms(300);
@@ -260,7 +260,7 @@ Test(partition, three_of_five_cut_holder_loses_it_first, .timeout = 90)
     int64_t cut_at, healed, lost_at;
 
     setup(&f);
-    cr_assert_eq(dlock_redlock_lock(f.holder, DLOCK_LEASE_WATCHDOG, NULL), 0, "%s",
+    cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
                  dlock_redlock_errmsg(f.holder));
     waiter_start(&w, f.waiter, 30000);
     sleep_ms(300);

@@ -60,7 +60,7 @@ Test(queries, lock_query_names_each_holder_with_its_count_and_the_ttl, .fini = c
 	cr_assert_eq(dlock_lock_try(lk[0], 0, 30000), 0);
 	cr_assert_eq(dlock_lock_try(lk[0], 0, 30000), 0, "reentrant");
 	cr_assert_eq(dlock_lock_query(&info, lk[0]), 0, "%s", dlock_lock_errmsg(lk[0]));
-	dlock_client_owner(cli[0], dlock_thread_id(), me, sizeof(me));
+	dlock_client_owner(me, sizeof(me), cli[0], dlock_thread_id());
 	cr_assert_eq(dlock_lock_info_holders(info), 1);
 	cr_assert_str_eq(dlock_lock_info_owner(info, 0), me);
 	cr_assert_eq(dlock_lock_info_count(info, 0), 2);
@@ -96,7 +96,7 @@ Test(queries, redlock_is_locked_by_a_quorum_and_says_when_it_cannot_tell, .fini 
 	cr_assert_eq(dlock_redlock_quorum(rl), 2);
 	cr_assert_eq(dlock_redlock_is_locked(&locked, rl), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(locked, 0);
-	cr_assert_eq(dlock_redlock_try(rl, 0, 20000, NULL), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dlock_redlock_try(NULL, rl, 0, 20000), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(dlock_redlock_is_locked(&locked, rl), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(locked, 1);
 	cr_assert_eq(dlock_redlock_is_held_as(&held, rl, NULL), 0, "%s", dlock_redlock_errmsg(rl));

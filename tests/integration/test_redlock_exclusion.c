@@ -85,7 +85,7 @@ static dlock_lock *new_lock(dlock_client *c, const char *name)
     return l;
 }
 
-/* A RedLock on `name` over servers s[0..n-1], its own clients (dlock_redlock_open). */
+/* A RedLock on `name` over servers s[0..n-1], its own clients (dlock_redlock_new_from_uris). */
 static dlock_redlock *open_redlock(rh_server **s, int n, const char *name, int watchdog_ms,
                                    int64_t guard_ms, int strict)
 {
@@ -96,7 +96,7 @@ static dlock_redlock *open_redlock(rh_server **s, int n, const char *name, int w
     dlock_client_options co = client_opts(watchdog_ms);
     dlock_redlock_options ro = redlock_opts(guard_ms, strict);
     dlock_redlock *r = NULL;
-    int rc = dlock_redlock_open(&r, uris, (size_t)n, name, &co, &ro);
+    int rc = dlock_redlock_new_from_uris(&r, uris, (size_t)n, name, &co, &ro);
     cr_assert_eq(rc, 0, "redlock_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
     return r;
 }
@@ -286,8 +286,8 @@ static void *r1_worker(void *p)
     pthread_barrier_wait(&sh->start);
     for (int i = 0; i < R1_ROUNDS; i++) {
         int64_t validity = -1;
-        int rc = sh->use_try ? dlock_redlock_try(sh->r, 4000, 2000, &validity)
-                             : dlock_redlock_lock(sh->r, 2000, &validity);
+        int rc = sh->use_try ? dlock_redlock_try(&validity, sh->r, 4000, 2000)
+                             : dlock_redlock_lock(&validity, sh->r, 2000);
         if (rc != 0) {
             fail_record(&sh->fail, "thread %d round %d: %s: %s (%s)", a->id, i,
                         sh->use_try ? "try(4000, 2000)" : "lock(2000)", dlock_strerror(rc),
@@ -431,7 +431,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
     dlock_client_options co = client_opts(0);
     dlock_redlock_options ro = redlock_opts(0, 0);
     dlock_redlock *r = NULL;
-    int rc = dlock_redlock_open(&r, u, P_SERVERS, P_NAME, &co, &ro);
+    int rc = dlock_redlock_new_from_uris(&r, u, P_SERVERS, P_NAME, &co, &ro);
     if (rc != 0) {
         log_line(log_fd, "F %d open: %s (%s)\n", (int)me, dlock_strerror(rc), dlock_errmsg_last());
         _exit(5);
@@ -440,7 +440,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
     for (int i = 0; i < P_SECTIONS; i++) {
         int64_t validity = -1;
         int64_t t_try = now_us();
-        rc = dlock_redlock_try(r, 10000, 2000, &validity);
+        rc = dlock_redlock_try(&validity, r, 10000, 2000);
         if (rc != 0) {
             log_line(log_fd, "F %d section %d: try(10000, 2000) after %" PRId64 " ms: %s (%s)\n", (int)me,
                      i, (now_us() - t_try) / 1000, dlock_strerror(rc), dlock_redlock_errmsg(r));
@@ -640,20 +640,20 @@ static void only_field_of_this_thread(rh_server *s, const char *key, char *buf, 
 
 static void status_of(dlock_redlock *r, size_t i, dlock_member_status *st)
 {
-    cr_assert_eq(dlock_redlock_status(r, i, st), 0);
+    cr_assert_eq(dlock_redlock_status(st, r, i), 0);
 }
 
 Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeout = 60)
 {
     rh_server *s[3];
-    dlock_member_status st;
+    dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
     cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 
     /* Node 3 is down while client A acquires: A holds nodes 1 and 2. */
     cr_assert_eq(rh_server_kill(s[2]), 0);
     dlock_redlock *a = open_redlock(s, 3, K_NAME, 30000, -1, 0);
     int64_t validity = -1;
-    int rc = dlock_redlock_try(a, 0, 30000, &validity);
+    int rc = dlock_redlock_try(&validity, a, 0, 30000);
     cr_assert_eq(rc, 0, "A: try(0, 30000): %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(a));
     cr_assert(validity > 25000 && validity < 30000, "A's validity %" PRId64, validity);
     status_of(a, 2, &st);
@@ -672,7 +672,7 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
     /* Client B, guard on (default window: the 30 s lease/watchdog): refused. */
     dlock_redlock *b = open_redlock(s, 3, K_NAME, 30000, -1, 0);
     int64_t t0 = rh_now_ms();
-    rc = dlock_redlock_try(b, 0, 30000, NULL);
+    rc = dlock_redlock_try(NULL, b, 0, 30000);
     int64_t took = rh_now_ms() - t0;
     cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B (guard on): try(0, 30000) = %s (%s)", dlock_strerror(rc),
                  dlock_redlock_errmsg(b));
@@ -693,7 +693,7 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
 
     /* Client C, guard off: takes nodes 2 and 3 while A still holds: the hazard. */
     dlock_redlock *c = open_redlock(s, 3, K_NAME, 30000, 0, 0);
-    rc = dlock_redlock_try(c, 0, 30000, &validity);
+    rc = dlock_redlock_try(&validity, c, 0, 30000);
     cr_assert_eq(rc, 0, "C (guard off): try(0, 30000) = %s (%s)", dlock_strerror(rc),
                  dlock_redlock_errmsg(c));
     cr_assert_gt(validity, 25000);
@@ -728,15 +728,15 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 
     /* Every node is seconds old: with a 60 s strict window none counts. */
     dlock_redlock *r = open_redlock(s, 3, S_NAME, 0, 60000, 1);
-    int rc = dlock_redlock_try(r, 0, 5000, NULL);
+    int rc = dlock_redlock_try(NULL, r, 0, 5000);
     cr_log_info("strict guard, fresh nodes, no holder: try(0, 5000) = %d %s (%s)", rc, dlock_strerror(rc),
                 dlock_redlock_errmsg(r));
     cr_assert_neq(rc, 0, "strict guard: acquired on nodes younger than the window");
     cr_assert(rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOQUORUM, "strict guard: %s", dlock_strerror(rc));
     int young = 0;
     for (size_t i = 0; i < 3; i++) {
-        dlock_member_status st;
-        cr_assert_eq(dlock_redlock_status(r, i, &st), 0);
+        dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+        cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
         cr_assert_neq(st.vote, DLOCK_VOTE_ACQUIRED, "node %zu counted", i + 1);
         cr_assert_neq(st.vote, DLOCK_VOTE_HELD, "node %zu HELD with no holder", i + 1);
         young += st.vote == DLOCK_VOTE_YOUNG;
@@ -748,7 +748,7 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 
     /* With a wait, still refused, and within the wait. */
     int64_t t0 = rh_now_ms();
-    rc = dlock_redlock_try(r, 500, 5000, NULL);
+    rc = dlock_redlock_try(NULL, r, 500, 5000);
     int64_t took = rh_now_ms() - t0;
     cr_assert_neq(rc, 0, "strict guard with a wait: acquired on young nodes");
     cr_assert_lt(took, 2000, "try(500, ...) took %" PRId64 " ms", took);
@@ -757,7 +757,7 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 
     /* Strict but window 0: the guard is off, and the lock is had. */
     dlock_redlock *r0 = open_redlock(s, 3, S_NAME, 0, 0, 1);
-    rc = dlock_redlock_try(r0, 0, 5000, NULL);
+    rc = dlock_redlock_try(NULL, r0, 0, 5000);
     cr_assert_eq(rc, 0, "strict, window 0: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r0));
     rc = dlock_redlock_unlock(r0);
     cr_assert_eq(rc, 0, "unlock: %s", dlock_strerror(rc));
@@ -799,7 +799,7 @@ static void *v_worker(void *p)
     pthread_barrier_wait(&sh->start);
     for (int i = 0; i < V_ROUNDS; i++) {
         int64_t t0 = rh_now_ms();
-        int rc = dlock_redlock_lock(a->r, 2000, NULL);
+        int rc = dlock_redlock_lock(NULL, a->r, 2000);
         int64_t waited = rh_now_ms() - t0;
         if (waited > a->max_wait_ms)
             a->max_wait_ms = waited;

@@ -105,7 +105,7 @@ static dlock_redlock *open_redlock(cluster *c, const char *name, int watchdog_ms
     if (watchdog_ms > 0)
         co.watchdog_timeout_ms = watchdog_ms;
     ro.restart_guard_ms = 0;
-    int rc = dlock_redlock_open(&r, c->uris, (size_t)c->n, name, &co, &ro);
+    int rc = dlock_redlock_new_from_uris(&r, c->uris, (size_t)c->n, name, &co, &ro);
     cr_assert_eq(rc, 0, "redlock_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
     cr_assert_not_null(r);
     cr_assert_eq(dlock_redlock_size(r), (size_t)c->n);
@@ -119,9 +119,8 @@ static size_t quorum_of(int n)
 
 static dlock_member_status status_of(dlock_redlock *r, int i)
 {
-    dlock_member_status st;
-    memset(&st, 0, sizeof st);
-    cr_assert_eq(dlock_redlock_status(r, (size_t)i, &st), 0);
+    dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+    cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
     return st;
 }
 
@@ -295,7 +294,7 @@ static void all_up(int n)
 
     /* First acquisition (connects lazily). */
     int64_t t0 = now_us();
-    int rc = dlock_redlock_try(r, 0, 10000, &validity);
+    int rc = dlock_redlock_try(&validity, r, 0, 10000);
     int64_t cold_us = now_us() - t0;
     cr_assert_eq(rc, 0, "try on %d nodes: %s (%s)", n, dlock_strerror(rc), dlock_redlock_errmsg(r));
     cr_assert(validity > 9800 && validity <= 10000, "validity %lld not in (9800, 10000]", (long long)validity);
@@ -330,7 +329,7 @@ static void all_up(int n)
     int64_t warm_us = INT64_MAX;
     for (int k = 0; k < 5; k++) {
         t0 = now_us();
-        rc = dlock_redlock_try(r, 0, 10000, &validity);
+        rc = dlock_redlock_try(&validity, r, 0, 10000);
         int64_t us = now_us() - t0;
         cr_assert_eq(rc, 0, "warm try: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
         if (us < warm_us)
@@ -364,7 +363,7 @@ Test(redlock_nodes, watchdog_keeps_quorum_and_unlock_clears_all, .timeout = 30)
     cluster_start(&c, 3);
     dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
 
-    int rc = dlock_redlock_try(r, 0, DLOCK_LEASE_WATCHDOG, NULL);
+    int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
     cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 
     /* 3.5 watchdog timeouts: without renewal every key would be gone. */
@@ -406,7 +405,7 @@ static void minority_down(int n, const int *kill_idx, int nkill)
     dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
 
     int64_t t0 = rh_now_ms();
-    int rc = dlock_redlock_try(r, 0, 10000, &validity);
+    int rc = dlock_redlock_try(&validity, r, 0, 10000);
     int64_t elapsed = rh_now_ms() - t0;
     cr_assert_eq(rc, 0, "%d of %d down: %s (%s)", nkill, n, dlock_strerror(rc), dlock_redlock_errmsg(r));
     cr_assert_lt(elapsed, CMD_TIMEOUT_MS + MARGIN_MS, "took %lld ms", (long long)elapsed);
@@ -460,7 +459,7 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
     dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
     cr_assert_eq(dlock_redlock_set_lost_cb(r, on_lost, &lr), 0);
 
-    int rc = dlock_redlock_try(r, 0, DLOCK_LEASE_WATCHDOG, NULL);
+    int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
     cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 
     /*
@@ -517,7 +516,7 @@ Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
     dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
     cr_assert_eq(dlock_redlock_set_lost_cb(r, on_lost, &lr), 0);
 
-    int rc = dlock_redlock_try(r, 0, DLOCK_LEASE_WATCHDOG, NULL);
+    int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
     cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
     cr_assert_eq(dlock_redlock_check(r, NULL), 0);
     /* Kill two members the lock was taken on (the last two; with only two
@@ -579,7 +578,7 @@ static void majority_down(int n, const int *kill_idx, int nkill)
     dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
 
     int64_t t0 = rh_now_ms();
-    int rc = dlock_redlock_try(r, 1000, 10000, &validity);
+    int rc = dlock_redlock_try(&validity, r, 1000, 10000);
     int64_t elapsed = rh_now_ms() - t0;
     cr_assert_eq(rc, DLOCK_ENOQUORUM, "%d of %d down, wait 1000: %s (%s)", nkill, n, dlock_strerror(rc),
                  dlock_redlock_errmsg(r));
@@ -596,7 +595,7 @@ static void majority_down(int n, const int *kill_idx, int nkill)
     assert_all_dbsize_zero(&c, name, 0);
 
     t0 = rh_now_ms();
-    rc = dlock_redlock_try(r, 0, 10000, &validity);
+    rc = dlock_redlock_try(&validity, r, 0, 10000);
     elapsed = rh_now_ms() - t0;
     cr_assert_eq(rc, DLOCK_ENOQUORUM, "wait 0: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
     cr_assert_lt(elapsed, CMD_TIMEOUT_MS + MARGIN_MS, "one attempt took %lld ms", (long long)elapsed);
@@ -635,7 +634,7 @@ Test(redlock_nodes, paused_node_costs_at_most_a_timeout_and_is_released_later, .
     cluster_pause(&c, 2);
 
     int64_t t0 = rh_now_ms();
-    int rc = dlock_redlock_try(r, 0, 10000, &validity);
+    int rc = dlock_redlock_try(&validity, r, 0, 10000);
     int64_t elapsed = rh_now_ms() - t0;
     cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
     cr_assert_lt(elapsed, CMD_TIMEOUT_MS + MARGIN_MS, "took %lld ms with one node paused", (long long)elapsed);
@@ -670,7 +669,7 @@ Test(redlock_nodes, foreign_holder_on_minority_does_not_block, .timeout = 30)
     foreign_hold(&c, 3, name, 30000);
     dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
 
-    int rc = dlock_redlock_try(r, 0, 10000, &validity);
+    int rc = dlock_redlock_try(&validity, r, 0, 10000);
     cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
     cr_assert(validity > 9800 && validity <= 10000, "validity %lld", (long long)validity);
     for (int i = 0; i < 5; i++) {
@@ -713,7 +712,7 @@ Test(redlock_nodes, foreign_holder_on_majority_is_not_acquired, .timeout = 30)
         foreign_hold(&c, held[k], name, 30000);
     dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
 
-    int rc = dlock_redlock_try(r, 0, 10000, NULL);
+    int rc = dlock_redlock_try(NULL, r, 0, 10000);
     cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
     for (int i = 0; i < 5; i++) {
         if (i == 1 || i == 2 || i == 4) {
@@ -748,7 +747,7 @@ static void *try_thread(void *arg)
 {
     try_job *j = arg;
     int64_t t0 = rh_now_ms();
-    j->rc = dlock_redlock_try(j->r, j->wait_ms, j->lease_ms, &j->validity);
+    j->rc = dlock_redlock_try(&j->validity, j->r, j->wait_ms, j->lease_ms);
     j->elapsed_ms = rh_now_ms() - t0;
     snprintf(j->errmsg, sizeof j->errmsg, "%s", dlock_redlock_errmsg(j->r));
     return NULL;
@@ -796,7 +795,7 @@ Test(redlock_nodes, waits_for_foreign_holders_to_expire, .timeout = 30)
     for (int i = 0; i < 3; i++)
         foreign_hold(&c, i, name, 800);
 
-    int rc = dlock_redlock_try(r, 3000, 5000, &v);
+    int rc = dlock_redlock_try(&v, r, 3000, 5000);
     int64_t elapsed = rh_now_ms() - t0;
     cr_assert_eq(rc, 0, "%s (%s) after %lld ms", dlock_strerror(rc), dlock_redlock_errmsg(r), (long long)elapsed);
     cr_assert(elapsed >= 700 && elapsed <= 2000, "acquired after %lld ms, holders expired at 800",
@@ -833,47 +832,47 @@ Test(redlock_nodes, bad_arguments_are_einval, .timeout = 30)
     ro.restart_guard_ms = 0;
     dlock_redlock *r = (dlock_redlock *)&c; /* must be reset to NULL on failure */
 
-    cr_assert_eq(dlock_redlock_open(&r, c.uris, 0, "rl:args", &co, &ro), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, c.uris, 0, "rl:args", &co, &ro), DLOCK_EINVAL);
     cr_assert_null(r);
     cr_assert_neq(dlock_errmsg_last()[0], '\0');
 
     r = (dlock_redlock *)&c;
-    cr_assert_eq(dlock_redlock_open(&r, NULL, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, NULL, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
     cr_assert_null(r);
     cr_assert_neq(dlock_errmsg_last()[0], '\0');
 
     const char *bad[3] = {c.uris[0], "redis://127.0.0.1:notaport", c.uris[2]};
     r = (dlock_redlock *)&c;
-    cr_assert_eq(dlock_redlock_open(&r, bad, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, bad, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
     cr_assert_null(r);
     cr_assert(strstr(dlock_errmsg_last(), "server 2 of 3") != NULL, "message: %s", dlock_errmsg_last());
 
     const char *bad2[3] = {c.uris[0], c.uris[1], "http://127.0.0.1:6379"};
     r = (dlock_redlock *)&c;
-    cr_assert_eq(dlock_redlock_open(&r, bad2, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, bad2, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
     cr_assert_null(r);
     cr_assert(strstr(dlock_errmsg_last(), "server 3 of 3") != NULL, "message: %s", dlock_errmsg_last());
 
     const char *nulluri[3] = {c.uris[0], NULL, c.uris[2]};
     r = (dlock_redlock *)&c;
-    cr_assert_eq(dlock_redlock_open(&r, nulluri, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, nulluri, 3, "rl:args", &co, &ro), DLOCK_EINVAL);
     cr_assert_null(r);
     cr_assert(strstr(dlock_errmsg_last(), "server 2 of 3") != NULL, "message: %s", dlock_errmsg_last());
 
     r = (dlock_redlock *)&c;
-    cr_assert_eq(dlock_redlock_open(&r, c.uris, 3, "", &co, &ro), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, c.uris, 3, "", &co, &ro), DLOCK_EINVAL);
     cr_assert_null(r);
     r = (dlock_redlock *)&c;
-    cr_assert_eq(dlock_redlock_open(&r, c.uris, 3, NULL, &co, &ro), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_new_from_uris(&r, c.uris, 3, NULL, &co, &ro), DLOCK_EINVAL);
     cr_assert_null(r);
 
     r = open_redlock(&c, "rl:args", 0, CMD_TIMEOUT_MS);
     int64_t v = 777;
-    cr_assert_eq(dlock_redlock_try(r, 0, 0, &v), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_try(&v, r, 0, 0), DLOCK_EINVAL);
     cr_assert_neq(dlock_redlock_errmsg(r)[0], '\0');
     cr_assert(strstr(dlock_redlock_errmsg(r), "lease") != NULL, "message: %s", dlock_redlock_errmsg(r));
-    cr_assert_eq(dlock_redlock_try(r, 0, -5, &v), DLOCK_EINVAL);
-    cr_assert_eq(dlock_redlock_try(r, -5, 1000, &v), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_try(&v, r, 0, -5), DLOCK_EINVAL);
+    cr_assert_eq(dlock_redlock_try(&v, r, -5, 1000), DLOCK_EINVAL);
     cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
     /* Nothing was written anywhere. */
     for (int i = 0; i < 3; i++)

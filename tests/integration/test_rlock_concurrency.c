@@ -324,12 +324,12 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
     dlock_client *c = open_client(s, 0, 0);
     dlock_lock *l = new_lock(c, "conc:reentrant");
     char owner[64];
-    cr_assert_gt(dlock_client_owner(c, dlock_thread_id(), owner, sizeof owner), 0);
+    cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, dlock_thread_id()), 0);
     int64_t count = -1;
 
     for (int i = 1; i <= 3; i++) {
         cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "lock #%d: %s", i, dlock_lock_errmsg(l));
-        cr_assert_eq(dlock_lock_hold_count(l, &count), 0);
+        cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
         cr_assert_eq(count, i);
     }
     cr_assert_eq(rh_command_int(s, "HLEN %s", "conc:reentrant"), 1);
@@ -341,7 +341,7 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 
     for (int i = 2; i >= 0; i--) {
         cr_assert_eq(dlock_lock_unlock(l), 0, "unlock to %d: %s", i, dlock_lock_errmsg(l));
-        cr_assert_eq(dlock_lock_hold_count(l, &count), 0);
+        cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
         cr_assert_eq(count, i);
         cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), i > 0 ? 1 : 0);
     }
@@ -490,7 +490,7 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
               (long long)elapsed);
     cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "conc:raw", "raw-holder-uuid:1"), 0);
     int64_t count = 0;
-    cr_assert_eq(dlock_lock_hold_count(l, &count), 0);
+    cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
     cr_assert_eq(count, 1);
 
     cr_assert_eq(dlock_lock_unlock(l), 0);

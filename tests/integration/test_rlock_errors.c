@@ -46,7 +46,7 @@ static dlock_lock *new_lock(dlock_client *c, const char *name)
 
 static void my_owner(dlock_client *c, char *buf, size_t len)
 {
-	cr_assert_gt(dlock_client_owner(c, dlock_thread_id(), buf, len), 0);
+	cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
 }
 
 static void node_of(const rh_server *s, char *buf, size_t len)
@@ -137,7 +137,7 @@ Test(rlock_errors, script_flush_falls_back_to_eval, .timeout = 30)
 	cr_assert_not_null(r);
 	freeReplyObject(r);
 	int deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(l, &deleted), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_force_unlock(&deleted, l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(rh_command_int(s, "EXISTS flushed"), 0);
 
@@ -330,7 +330,7 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 
 	/* Queries and unlock go to db 3 as well. */
 	int is_locked = 0;
-	cr_assert_eq(dlock_lock_is_locked(l, &is_locked), 0);
+	cr_assert_eq(dlock_lock_is_locked(&is_locked, l), 0);
 	cr_assert_eq(is_locked, 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	r = redisCommand(raw, "EXISTS db-lock");
@@ -431,11 +431,11 @@ Test(rlock_errors, paused_server_times_out_and_client_recovers, .timeout = 30)
 	rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, 0, "after resume: rc %d %s", rc, dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after a timed-out acquire and a retry", n);
 	cr_assert_eq(hget_count(s, "paused", owner), 1);
 	int64_t ttl = 0;
-	cr_assert_eq(dlock_lock_remaining_ttl(l, &ttl), 0);
+	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
 	cr_assert(ttl > 8000 && ttl <= 10000, "PTTL %" PRId64, ttl);
 	cr_assert_eq(dlock_client_ping(c), 0);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
@@ -529,7 +529,7 @@ Test(rlock_errors, killed_pooled_connection_is_replaced_and_counts_stay_exact, .
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "lock after kill: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(hget_count(s, "dropped", owner), 1);
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(n, 1);
 
 	/* kill | re-enter: two */
@@ -692,9 +692,9 @@ Test(rlock_errors, bad_options_and_uris_are_einval, .timeout = 30)
 
 Test(rlock_errors, strerror_is_distinct_for_every_code, .timeout = 30)
 {
-	const char *seen[17];
+	const char *seen[18];
 
-	for (int code = 0; code >= -16; code--) {
+	for (int code = 0; code >= DLOCK_EBUSY; code--) {
 		const char *s = dlock_strerror(code);
 		cr_assert_not_null(s);
 		cr_assert_str_neq(s, "", "code %d", code);
@@ -705,6 +705,6 @@ Test(rlock_errors, strerror_is_distinct_for_every_code, .timeout = 30)
 	}
 	cr_assert_str_eq(dlock_strerror(1), "unknown error");
 	cr_assert_str_eq(dlock_strerror(-999), "unknown error");
-	cr_assert_str_eq(dlock_strerror(-17), "unknown error");
+	cr_assert_str_eq(dlock_strerror(DLOCK_EBUSY - 1), "unknown error");
 	cr_assert_str_eq(dlock_strerror(DLOCK_ENOTOWNER), dlock_strerror(-10));
 }

@@ -54,7 +54,7 @@ static dlock_lock *new_lock(dlock_client *c, const char *name)
 /* The calling thread's owner name (`<uuid>:<tid>`). */
 static void my_owner(dlock_client *c, char *buf, size_t len)
 {
-    cr_assert_gt(dlock_client_owner(c, dlock_thread_id(), buf, len), 0);
+    cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
 }
 
 /* Poll EXISTS every 5 ms until the key is gone or `limit_ms` passed; returns
@@ -242,7 +242,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
             _exit(1);
         if (dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) != 0)
             _exit(2);
-        dlock_client_owner(c, dlock_thread_id(), owner, sizeof owner);
+        dlock_client_owner(owner, sizeof owner, c, dlock_thread_id());
         if (write(fds[1], owner, sizeof owner) != (ssize_t)sizeof owner)
             _exit(4);
         for (;;)
@@ -290,7 +290,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
     cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "wd:killed", child_owner), 0);
     cr_assert_eq(rh_command_int(s, "HLEN %s", "wd:killed"), 1);
     int64_t count = 0;
-    cr_assert_eq(dlock_lock_hold_count(l, &count), 0);
+    cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
     cr_assert_eq(count, 1);
 
     cr_assert_eq(dlock_lock_unlock(l), 0);
@@ -376,7 +376,7 @@ static void *busy_worker(void *p)
     pthread_barrier_wait(a->start);
     for (int i = 0; i < 300; i++) {
         int locked = 0;
-        if (dlock_lock_is_locked(a->lock, &locked) != 0)
+        if (dlock_lock_is_locked(&locked, a->lock) != 0)
             a->failures++;
     }
     return NULL;

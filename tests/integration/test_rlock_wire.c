@@ -101,7 +101,7 @@ static dlock_lock *new_lock(dlock_client *c, const char *name)
 
 static void my_owner(dlock_client *c, char *buf, size_t len)
 {
-	int n = dlock_client_owner(c, dlock_thread_id(), buf, len);
+	int n = dlock_client_owner(buf, len, c, dlock_thread_id());
 
 	cr_assert_gt(n, 0);
 	cr_assert_eq((size_t)n, strlen(buf));
@@ -282,13 +282,13 @@ static void *waiter_main(void *arg)
 {
 	waiter *w = arg;
 
-	dlock_client_owner(w->client, dlock_thread_id(), w->owner, sizeof w->owner);
+	dlock_client_owner(w->owner, sizeof w->owner, w->client, dlock_thread_id());
 	w->rc = dlock_lock_lock(w->lock, w->lease);
 	w->acquired_at = rh_now_ms();
 	w->count_after = -1;
 	w->unlock_rc = 1;
 	if (w->rc == 0) {
-		dlock_lock_hold_count(w->lock, &w->count_after);
+		dlock_lock_hold_count(&w->count_after, w->lock);
 		if (w->release)
 			w->unlock_rc = dlock_lock_unlock(w->lock);
 	}
@@ -324,7 +324,7 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 	t = pttl("wire-lock");
 	cr_assert(t > 29000 && t <= 30000, "PTTL %" PRId64 " not in (29000, 30000]", t);
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 2);
 
 	/* First unlock: count 1, still held, no message. */
@@ -376,12 +376,12 @@ Test(rlock_wire, leased_hold_ttl_and_partial_release_keeps_lease, .timeout = 30)
 	t = pttl("lease-lock");
 	cr_assert(t > 9000 && t <= 10000, "PTTL after partial release %" PRId64, t);
 	int64_t ttl = 0;
-	cr_assert_eq(dlock_lock_remaining_ttl(l, &ttl), 0);
+	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
 	cr_assert(ttl > 9000 && ttl <= 10000, "remaining_ttl %" PRId64, ttl);
 
 	cr_assert_eq(dlock_lock_unlock(l), 0);
 	assert_key_absent("lease-lock");
-	cr_assert_eq(dlock_lock_remaining_ttl(l, &ttl), 0);
+	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
 	cr_assert_eq(ttl, -2);
 
 	dlock_lock_free(l);
@@ -471,7 +471,7 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 
 	/* The owner itself still holds twice. */
 	int64_t n = 0;
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 2);
 	cr_assert_eq(dlock_lock_unlock(l), 0);
 	cr_assert_eq(dlock_lock_unlock(l), 0);
@@ -640,7 +640,7 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 
 	int deleted = -1;
 	int64_t before = rh_now_ms();
-	int rc = dlock_lock_force_unlock(lb, &deleted);
+	int rc = dlock_lock_force_unlock(&deleted, lb);
 	int64_t forced_at = rh_now_ms();
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(lb));
 	cr_assert_eq(deleted, 1);
@@ -700,7 +700,7 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 	cr_assert_eq(dlock_lock_set_lost_cb(l1, on_lost, &lost), 0);
 	cr_assert_eq(dlock_lock_try_as(l1, holder, 0, DLOCK_LEASE_WATCHDOG), 0);
 	int deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(l2, &deleted), 0);
+	cr_assert_eq(dlock_lock_force_unlock(&deleted, l2), 0);
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(dlock_lock_check(l1, holder), DLOCK_ELOST);
 	pthread_mutex_lock(&lost.mu);
@@ -711,7 +711,7 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 
 	/* Nothing left to delete. */
 	deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(l2, &deleted), 0);
+	cr_assert_eq(dlock_lock_force_unlock(&deleted, l2), 0);
 	cr_assert_eq(deleted, 0);
 
 	dlock_lock_free(l1);
@@ -766,11 +766,11 @@ Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
 	assert_hash_is("interop-a", REDISSON_OWNER, "1");
 	int is_locked = 0, held = 1;
-	cr_assert_eq(dlock_lock_is_locked(l, &is_locked), 0);
+	cr_assert_eq(dlock_lock_is_locked(&is_locked, l), 0);
 	cr_assert_eq(is_locked, 1);
-	cr_assert_eq(dlock_lock_is_held(l, &held), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, l), 0);
 	cr_assert_eq(held, 0);
-	cr_assert_eq(dlock_lock_is_held_as(l, REDISSON_OWNER, &held), 0);
+	cr_assert_eq(dlock_lock_is_held_as(&held, l, REDISSON_OWNER), 0);
 	cr_assert_eq(held, 1);
 
 	/* And the reverse: a dlock holder excludes Redisson (reply = PTTL). */
@@ -888,7 +888,7 @@ static void *as_thread(void *arg)
 
 	op->rc = op->acquire ? dlock_lock_try_as(op->lock, op->owner, 0, 10000)
 			     : dlock_lock_unlock_as(op->lock, op->owner);
-	op->count_rc = dlock_lock_hold_count_as(op->lock, op->owner, &op->count);
+	op->count_rc = dlock_lock_hold_count_as(&op->count, op->lock, op->owner);
 	return NULL;
 }
 
@@ -906,7 +906,7 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 	dlock_lock *l = new_lock(c, "pool-lock");
 	char owner[64];
 	/* An owner built the documented way, for a thread id that is not ours. */
-	cr_assert_gt(dlock_client_owner(c, 424242, owner, sizeof owner), 0);
+	cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, 424242), 0);
 
 	as_op op = {.lock = l, .owner = owner, .acquire = 1};
 	run_as(&op);
@@ -924,7 +924,7 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 	/* The main thread is not the owner. */
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(l, owner, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count_as(&n, l, owner), 0);
 	cr_assert_eq(n, 2);
 
 	op = (as_op){.lock = l, .owner = owner, .acquire = 0};
@@ -966,7 +966,7 @@ Test(rlock_wire, explicit_owner_shared_with_redisson_counts_every_acquire, .time
 	/* dlock re-enters once more: three acquires, count 3. */
 	cr_assert_eq(dlock_lock_try_as(l, REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(l, REDISSON_OWNER, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count_as(&n, l, REDISSON_OWNER), 0);
 	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
 
 	dlock_lock_free(l);
@@ -987,7 +987,7 @@ Test(rlock_wire, explicit_owner_shared_by_two_clients_counts_every_acquire, .tim
 	assert_hash_is("shared-owner2", owner, "2");
 	cr_assert_eq(dlock_lock_try_as(la, owner, 0, 10000), 0);
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(la, owner, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count_as(&n, la, owner), 0);
 	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
 
 	/* Three releases free it. */
@@ -1017,12 +1017,12 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	char owner[64];
 	int64_t n = -1, token = -1;
 
-	cr_assert_gt(dlock_client_owner(c, dlock_thread_id(), owner, sizeof owner), 0);
+	cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, dlock_thread_id()), 0);
 	cr_assert_eq(rh_command_int(srv, "HSET surplus %s 3", owner), 1);
 	cr_assert_eq(rh_command_int(srv, "PEXPIRE surplus 10000"), 1);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("surplus", owner, "1");
-	cr_assert_eq(dlock_lock_hold_count(l, &n), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after one acquire", n);
 	/* Re-entry still counts. */
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
@@ -1039,7 +1039,7 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	redisReply *r = rh_command(srv, "SET %s 5", "redisson_lock_token:{surplus-f}");
 	cr_assert_not_null(r);
 	freeReplyObject(r);
-	cr_assert_eq(dlock_lock_try_fenced(f, NULL, 0, 10000, &token), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_try_fenced(&token, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
 	cr_assert_eq(token, 5, "token %" PRId64 ": an adopted hold draws no new token", token);
 	assert_hash_is("surplus-f", owner, "1");
 	cr_assert_eq(dlock_lock_unlock(f), 0, "%s", dlock_lock_errmsg(f));
@@ -1094,8 +1094,8 @@ Test(rlock_wire, bad_arguments_are_einval_and_write_nothing, .timeout = 30)
 	cr_assert_eq(dlock_lock_unlock_as(l, NULL), DLOCK_EINVAL);
 	int out = 0;
 	int64_t n = 0;
-	cr_assert_eq(dlock_lock_is_held_as(l, "", &out), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_hold_count_as(l, "", &n), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_is_held_as(&out, l, ""), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_hold_count_as(&n, l, ""), DLOCK_EINVAL);
 	cr_assert_eq(dlock_lock_lock(NULL, 1000), DLOCK_EINVAL);
 	cr_assert_eq(dlock_lock_try(NULL, 0, 1000), DLOCK_EINVAL);
 	cr_assert_eq(dlock_lock_unlock(NULL), DLOCK_EINVAL);

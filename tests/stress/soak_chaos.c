@@ -7,7 +7,7 @@
  * Setup: 5 servers (tests/harness), then 6 worker processes forked from the
  * parent (children never call harness functions; they only use the library,
  * and leave with _exit). Each worker opens its own fenced RedLock
- * (dlock_redlock_open, client command and connect timeout 200 ms, watchdog
+ * (dlock_redlock_new_from_uris, client command and connect timeout 200 ms, watchdog
  * timeout 1500 ms, restart guard ON at its default window: the longer of the
  * watchdog timeout and the lease). Workers 0, 2, 4 hold with the watchdog
  * (a quarter of their sections last 0.1-1.2 s, across renewals); 1, 3, 5
@@ -216,7 +216,7 @@ static void explain_member_states(dlock_redlock *rl, int idx, int64_t t0, int64_
 	for (i = 0; i < dlock_redlock_size(rl); i++) {
 		dlock_member_status ms;
 
-		dlock_redlock_status(rl, i, &ms);
+		dlock_redlock_status(&ms, rl, i);
 		fprintf(stderr, " [%zu %s vote %d err %d state %d]", i, ms.node, (int)ms.vote, ms.error,
 				dlock_lock_check(dlock_redlock_member(rl, i), NULL));
 	}
@@ -328,9 +328,9 @@ static int64_t quorum_time_left(dlock_redlock *rl, int64_t t1_us)
 		dlock_member_status ms;
 		int64_t ttl;
 
-		if (dlock_redlock_status(rl, i, &ms) != 0 || ms.vote != DLOCK_VOTE_ACQUIRED)
+		if (dlock_redlock_status(&ms, rl, i) != 0 || ms.vote != DLOCK_VOTE_ACQUIRED)
 			continue;
-		if (dlock_lock_remaining_ttl(dlock_redlock_member(rl, i), &ttl) != 0 || ttl < -2)
+		if (dlock_lock_remaining_ttl(&ttl, dlock_redlock_member(rl, i)) != 0 || ttl < -2)
 			continue; /* paused or dropped meanwhile: unknown */
 		if (ttl == -1)
 			ttl = INT64_MAX / 2; /* no expiry at all */
@@ -374,8 +374,8 @@ static int worker_main(int idx)
 	ro.fenced = 1; /* restart_guard_ms stays -1: the default window */
 	for (i = 0; i < NSERVERS; i++)
 		uris[i] = g_uris[i];
-	if (dlock_redlock_open(&rl, uris, NSERVERS, LOCK_NAME, &co, &ro) != 0) {
-		fprintf(stderr, "worker %d: dlock_redlock_open: %s\n", idx, dlock_errmsg_last());
+	if (dlock_redlock_new_from_uris(&rl, uris, NSERVERS, LOCK_NAME, &co, &ro) != 0) {
+		fprintf(stderr, "worker %d: dlock_redlock_new_from_uris: %s\n", idx, dlock_errmsg_last());
 		return 2;
 	}
 	dlock_redlock_set_lost_cb(rl, on_lost, NULL);
@@ -392,7 +392,7 @@ static int worker_main(int idx)
 		}
 		atomic_store(&g_lost_flag, 0);
 		t0 = now_us();
-		rc = dlock_redlock_try_fenced(rl, NULL, wait, lease, &validity, &token);
+		rc = dlock_redlock_try_fenced(&validity, &token, rl, NULL, wait, lease);
 		t1 = now_us();
 		elapsed = (t1 - t0) / 1000;
 		st.tries++;
@@ -481,7 +481,7 @@ static int worker_main(int idx)
 			if (st.renewed_reports++ < 3) {
 				/* What the server holds tells a surplus count from a lost answer. */
 				int64_t count = -1;
-				int qrc = dlock_lock_hold_count(dlock_redlock_member(rl, (size_t)i), &count);
+				int qrc = dlock_lock_hold_count(&count, dlock_redlock_member(rl, (size_t)i));
 
 				fprintf(stderr, "worker %d: unlock returned %d (%s) but member %d (%s) is"
 						" still held and renewed (the server counts %" PRId64 " holds%s)\n",

@@ -169,7 +169,7 @@ static void *breaker(void *arg)
 	dlock_lock *l = arg;
 
 	while (!atomic_load(&stop_breaker)) {
-		dlock_lock_force_unlock(l, NULL);
+		dlock_lock_force_unlock(NULL, l);
 		usleep(3000);
 	}
 	return NULL;
@@ -214,7 +214,7 @@ static void scenario_force_unlock(rh_server *s)
 	atomic_store(&stop_breaker, 1);
 	pthread_join(b, NULL);
 	CHECK(atomic_load(&sh.errors) == 0, "%d unexpected results", atomic_load(&sh.errors));
-	dlock_lock_force_unlock(breaker_lock, NULL);
+	dlock_lock_force_unlock(NULL, breaker_lock);
 	dlock_lock_free(breaker_lock);
 	dlock_lock_free(sh.lock);
 	dlock_client_close(other);
@@ -230,7 +230,7 @@ static void *redlock_worker(void *arg)
 	int i;
 
 	for (i = 0; i < sh->rounds; i++) {
-		int rc = sh->redlock ? dlock_redlock_try(sh->redlock, 10000, DLOCK_LEASE_WATCHDOG, NULL)
+		int rc = sh->redlock ? dlock_redlock_try(NULL, sh->redlock, 10000, DLOCK_LEASE_WATCHDOG)
 			: dlock_multilock_try(sh->multilock, 10000, 5000);
 
 		if (rc != 0) {

@@ -415,7 +415,8 @@ static void counting_free(void *ptr)
 
 Test(uri_alloc, every_failure_point, .timeout = 10)
 {
-	static const dlock_allocator counting = { counting_malloc, counting_realloc, counting_free };
+	static const dlock_allocator counting = { DLOCK_ALLOCATOR_VERSION, counting_malloc,
+		counting_realloc, counting_free };
 	static const char *const texts[] = {
 		"redis://alice:s3cret@host:6390/2",
 		"redis://:p%40w@[::1]/1",

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The API's contract beyond locking: versioned structs (options, member
+ * status, allocator) accept every version this library knows and refuse
+ * others with a message; a client with live lock handles refuses to close
+ * (DLOCK_EBUSY) and stays usable; the _r message getters copy and report
+ * the full length; every DLOCK_EINVAL comes with a message.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include <dlock.h>
+
+#include "redis_harness.h"
+
+static rh_server *srv;
+
+static void start(void)
+{
+	srv = rh_server_start(NULL);
+	cr_assert_not_null(srv, "redis-server did not start");
+}
+
+static void stop(void)
+{
+	rh_server_free(srv);
+	rh_cleanup_all();
+}
+
+TestSuite(api, .init = start, .fini = stop);
+
+Test(api, client_options_accept_known_versions_only)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c = NULL;
+
+	cr_assert_eq(dlock_client_options_init(&o, 0), DLOCK_EINVAL);
+	cr_assert_neq(strstr(dlock_errmsg_last(), "unknown version 0"), NULL, "%s",
+			dlock_errmsg_last());
+	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION + 1), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
+	o.version = DLOCK_CLIENT_OPTIONS_VERSION + 1;
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), &o), DLOCK_EINVAL);
+	cr_assert_null(c);
+	cr_assert_neq(strstr(dlock_errmsg_last(), "DLOCK_CLIENT_OPTIONS_INIT"), NULL, "%s",
+			dlock_errmsg_last());
+	o.version = 1;
+	o.command_timeout_ms = 25LL * 3600 * 1000; /* int64_t: no silent truncation */
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), &o), DLOCK_EINVAL);
+	cr_assert_neq(strstr(dlock_errmsg_last(), "command_timeout_ms"), NULL);
+	o.command_timeout_ms = 500;
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), &o), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_close(c), 0);
+}
+
+Test(api, redlock_options_accept_known_versions_only)
+{
+	dlock_redlock_options ro;
+	const char *uris[1];
+	dlock_redlock *rl = NULL;
+
+	uris[0] = rh_server_uri(srv);
+	cr_assert_eq(dlock_redlock_options_init(&ro, DLOCK_REDLOCK_OPTIONS_VERSION + 1),
+			DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_options_init(&ro, DLOCK_REDLOCK_OPTIONS_VERSION), 0);
+	cr_assert_eq(ro.restart_guard_ms, -1, "the defaults are filled in");
+	ro.version = 0;
+	cr_assert_eq(dlock_redlock_new_from_uris(&rl, uris, 1, "api-ro", NULL, &ro), DLOCK_EINVAL);
+	cr_assert_null(rl);
+	ro.version = DLOCK_REDLOCK_OPTIONS_VERSION;
+	cr_assert_eq(dlock_redlock_new_from_uris(&rl, uris, 1, "api-ro", NULL, &ro), 0, "%s",
+			dlock_errmsg_last());
+	dlock_redlock_free(rl);
+}
+
+Test(api, client_with_live_handles_refuses_to_close_and_stays_usable)
+{
+	dlock_client *c = NULL;
+	dlock_lock *l = NULL;
+	char msg[512];
+
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_lock_new(&l, c, "api-busy"), 0);
+	cr_assert_eq(dlock_client_close(c), DLOCK_EBUSY);
+	cr_assert_gt(dlock_client_errmsg_r(msg, sizeof(msg), c), 0);
+	cr_assert_neq(strstr(msg, "1 lock handle made from it is still alive"), NULL, "%s", msg);
+	cr_assert_eq(dlock_lock_try(l, 0, 5000), 0, "the client still works: %s",
+			dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	dlock_lock_free(l);
+	cr_assert_eq(dlock_client_close(c), 0, "closes once the handles are gone");
+	cr_assert_eq(dlock_client_close(NULL), 0);
+}
+
+Test(api, errmsg_r_copies_truncates_and_reports_the_full_length)
+{
+	dlock_client *c = NULL;
+	char big[512], small[8];
+	size_t n;
+
+	cr_assert_eq(dlock_client_open(&c, "redis://", NULL), DLOCK_EINVAL);
+	n = dlock_errmsg_last_r(big, sizeof(big));
+	cr_assert_eq(n, strlen(dlock_errmsg_last()));
+	cr_assert_str_eq(big, dlock_errmsg_last());
+	cr_assert_gt(n, sizeof(small), "the message is longer than the small buffer");
+	cr_assert_eq(dlock_errmsg_last_r(small, sizeof(small)), n);
+	cr_assert_eq(strlen(small), sizeof(small) - 1, "truncated and terminated");
+	cr_assert_eq(strncmp(small, big, sizeof(small) - 1), 0);
+	cr_assert_eq(dlock_errmsg_last_r(NULL, 0), n, "a NULL buffer asks for the length");
+}
+
+Test(api, member_status_needs_a_known_version)
+{
+	dlock_client *c = NULL;
+	dlock_lock *l = NULL;
+	dlock_redlock *rl = NULL;
+	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, "api-status"), 0);
+	cr_assert_eq(dlock_redlock_new(&rl, &l, 1, NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_redlock_try(NULL, rl, 0, 5000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dlock_redlock_status(&st, rl, 0), 0);
+	cr_assert_eq(st.vote, DLOCK_VOTE_ACQUIRED);
+	cr_assert_str_eq(st.node, dlock_client_node(c));
+	st.version = 0;
+	cr_assert_eq(dlock_redlock_status(&st, rl, 0), DLOCK_EINVAL);
+	cr_assert_neq(strstr(dlock_errmsg_last(), "DLOCK_MEMBER_STATUS_INIT"), NULL);
+	st.version = DLOCK_MEMBER_STATUS_VERSION;
+	cr_assert_eq(dlock_redlock_status(&st, rl, 1), DLOCK_EINVAL);
+	cr_assert_neq(strstr(dlock_errmsg_last(), "no such member"), NULL);
+	cr_assert_eq(dlock_redlock_unlock(rl), 0);
+	dlock_redlock_free(rl);
+	dlock_lock_free(l);
+	cr_assert_eq(dlock_client_close(c), 0);
+}
+
+Test(api, allocator_needs_a_known_version)
+{
+	dlock_allocator a = { DLOCK_ALLOCATOR_VERSION + 1, malloc, realloc, free };
+
+	cr_assert_eq(dlock_set_allocator(&a), DLOCK_EINVAL);
+	cr_assert_neq(strstr(dlock_errmsg_last(), "unknown version"), NULL);
+	a.version = DLOCK_ALLOCATOR_VERSION;
+	a.free_fn = NULL;
+	cr_assert_eq(dlock_set_allocator(&a), DLOCK_EINVAL);
+	a.free_fn = free;
+	cr_assert_eq(dlock_set_allocator(&a), 0);
+	cr_assert_eq(dlock_set_allocator(NULL), 0);
+}
