@@ -61,7 +61,7 @@ DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned 
  * client the caller frees with dlock_client_close().
  *
  * Errors: DLOCK_EINVAL (bad URI or options), DLOCK_ECONN, DLOCK_ETIMEDOUT,
- * DLOCK_EAUTH, DLOCK_ESERVER (SELECT refused), DLOCK_ENOMEM, DLOCK_ESYS.
+ * DLOCK_EAUTH, DLOCK_ESERVER (SELECT refused), DLOCK_EPROTO, DLOCK_ENOMEM, DLOCK_ESYS.
  * The message is in dlock_errmsg_last().
  */
 DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
@@ -118,13 +118,14 @@ DLOCK_EXTERN uint64_t dlock_thread_id(void);
 
 /**
  * Send PING; 0 when the server answered. For health checks.
- * Errors: DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EAUTH, DLOCK_ESERVER.
+ * Errors: DLOCK_EINVAL (NULL client), one command's errors (errors.h).
  */
 DLOCK_EXTERN int dlock_client_ping(dlock_client *client);
 
 /**
  * Seconds since the server started (INFO server, uptime_in_seconds).
  * Used by RedLock's restart guard; handy for health checks.
+ * Errors: DLOCK_EINVAL (NULL argument), one command's errors (errors.h).
  */
 DLOCK_EXTERN int dlock_client_uptime(int64_t *seconds, dlock_client *client);
 

@@ -5,7 +5,26 @@
  * Every function that can fail returns 0 on success or one of the negative
  * codes below. Codes are only ever appended, never renumbered. The handle a
  * call worked on keeps a one-line message for the failure (node, command,
- * server reply): see dlock_client_errmsg() and dlock_lock_errmsg().
+ * server reply): see dlock_client_errmsg() and dlock_lock_errmsg(); every
+ * failure, DLOCK_EINVAL included, sets one.
+ *
+ * Each function's comment lists the codes it can return. Three sets recur,
+ * named once here:
+ *   one command's errors: DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EPROTO (the
+ *     server not reached in time, or an unreadable reply), DLOCK_EAUTH,
+ *     DLOCK_ESERVER (an error reply: READONLY, OOM, NOPERM, LOADING, ...),
+ *     DLOCK_EWRONGTYPE, DLOCK_ENOMEM, DLOCK_EFORKED;
+ *   a wait's final errors: DLOCK_EAUTH, DLOCK_EWRONGTYPE, DLOCK_ESERVER
+ *     other than LOADING/BUSY/TRYAGAIN/CLUSTERDOWN, DLOCK_ENOMEM,
+ *     DLOCK_EFORKED, DLOCK_ECANCELED - a wait rides out the others
+ *     (connection lost, timeouts, a server loading) until its time is up,
+ *     and then returns the last of them;
+ *   a quorum's errors: DLOCK_ENOTACQUIRED (held by others on too many
+ *     members), DLOCK_ENOQUORUM (too few members answered; their errors are
+ *     in the message and in the member status), DLOCK_EWRONGTYPE (instead
+ *     of ENOQUORUM when a member's key is not a lock), DLOCK_EEXPIRED (a
+ *     quorum, but only after the validity had run out), DLOCK_ENOMEM,
+ *     DLOCK_EFORKED, DLOCK_ECANCELED.
  */
 #ifndef DLOCK_ERRORS_H
 #define DLOCK_ERRORS_H

@@ -90,15 +90,20 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
 /**
  * Block until the calling thread holds the lock. lease_ms > 0 or
  * DLOCK_LEASE_WATCHDOG. Re-entry by the holder increments the hold count.
- * Errors: DLOCK_EINVAL, DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EWRONGTYPE,
- * DLOCK_ESERVER, DLOCK_ENOMEM. A transport error ends the wait.
+ * Errors: DLOCK_EINVAL (bad lease), and a wait's final errors (errors.h):
+ * DLOCK_EAUTH, DLOCK_EWRONGTYPE, DLOCK_ESERVER, DLOCK_ENOMEM, DLOCK_EFORKED,
+ * DLOCK_ECANCELED. Connection failures, timeouts and DLOCK_EPROTO do not
+ * end the wait: it tries again with a backoff until canceled.
  */
 DLOCK_EXTERN int dlock_lock_lock(dlock_lock *lock, int64_t lease_ms);
 
 /**
  * Try for up to wait_ms (0 = one attempt, DLOCK_WAIT_FOREVER = no limit).
  * Returns 0 when acquired, DLOCK_ENOTACQUIRED when someone else still holds
- * it when the wait ends, or an error as for dlock_lock_lock().
+ * it when the wait ends, DLOCK_EINVAL (bad wait or lease), a wait's final
+ * error (as dlock_lock_lock()), or, when the wait ran out on one, the last
+ * transient error: DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EPROTO, DLOCK_ESERVER
+ * (LOADING, BUSY). A single attempt (wait 0) returns any of them at once.
  */
 DLOCK_EXTERN int dlock_lock_try(dlock_lock *lock, int64_t wait_ms, int64_t lease_ms);
 
@@ -110,36 +115,52 @@ DLOCK_EXTERN int dlock_lock_try(dlock_lock *lock, int64_t wait_ms, int64_t lease
  * caller's critical section may have outlived the lock; returned whatever
  * the release then met, timeouts included), DLOCK_ENOTOWNER (this client
  * has no record of such a hold and the server none either; nothing
- * changed), transport errors. Renewal ends whatever the answer.
+ * changed), DLOCK_EINVAL (NULL handle), one command's errors (errors.h)
+ * - the release may then have run or not; renewal ends whatever the answer.
  * A release whose reply was lost is retried with the same request id, so it
  * counts once.
  */
 DLOCK_EXTERN int dlock_lock_unlock(dlock_lock *lock);
 
-/** dlock_lock_try() for an explicit owner string (see the top of this file). */
+/**
+ * dlock_lock_try() for an explicit owner string (see the top of this file).
+ * Errors as dlock_lock_try(); DLOCK_EINVAL also for a NULL, empty or longer
+ * than 1024 bytes owner.
+ */
 DLOCK_EXTERN int dlock_lock_try_as(dlock_lock *lock, const char *owner,
 		int64_t wait_ms, int64_t lease_ms);
 
 /**
  * dlock_lock_try_as() (owner NULL = the calling thread) for a fenced lock,
  * returning the fencing token of this acquisition in *token.
- * DLOCK_EINVAL when the lock is not fenced.
+ * Errors as dlock_lock_try_as(); DLOCK_EINVAL when the lock is not fenced
+ * or token is NULL.
  */
 DLOCK_EXTERN int dlock_lock_try_fenced(int64_t *token, dlock_lock *lock, const char *owner,
 		int64_t wait_ms, int64_t lease_ms);
 
-/** *token = the lock's current token counter (0 if never taken). */
+/**
+ * *token = the lock's current token counter (0 if never taken).
+ * Errors: DLOCK_EINVAL (NULL argument, not a fenced lock), one command's
+ * errors (errors.h).
+ */
 DLOCK_EXTERN int dlock_lock_token(int64_t *token, dlock_lock *lock);
 
-/** dlock_lock_unlock() for an explicit owner string. */
+/** dlock_lock_unlock() for an explicit owner string; DLOCK_EINVAL for a bad owner. */
 DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
 
 /**
  * Delete the lock whoever holds it and wake waiters. *deleted (may be NULL)
  * is 1 when a lock existed. Local renewals of this name stop; local holders
  * learn of the loss through dlock_lock_check()/the lost callback.
+ * Errors: DLOCK_EINVAL (NULL handle), one command's errors (errors.h).
  */
 DLOCK_EXTERN int dlock_lock_force_unlock(int *deleted, dlock_lock *lock);
+
+/*
+ * The queries below read the server (one command) and return DLOCK_EINVAL
+ * for a NULL argument or a bad owner, or one command's errors (errors.h).
+ */
 
 /** *out = 1 when anyone holds the lock (EXISTS). */
 DLOCK_EXTERN int dlock_lock_is_locked(int *out, dlock_lock *lock);
@@ -199,6 +220,7 @@ DLOCK_EXTERN int dlock_lock_check(const dlock_lock *lock, const char *owner);
 /**
  * Set the callback for lost watchdog holds taken through this handle
  * (NULL to remove). Set it before sharing the handle between threads.
+ * Errors: DLOCK_EINVAL (NULL handle).
  */
 DLOCK_EXTERN int dlock_lock_set_lost_cb(dlock_lock *lock, dlock_lost_cb cb, void *userdata);
 

@@ -53,7 +53,8 @@ typedef struct dlock_member_status {
 	char message[256];  /**< one line for errors, "" otherwise */
 } dlock_member_status;
 
-#define DLOCK_MEMBER_STATUS_INIT { DLOCK_MEMBER_STATUS_VERSION, NULL, DLOCK_VOTE_NONE, 0, -1, -1, "" }
+#define DLOCK_MEMBER_STATUS_INIT \
+	{ DLOCK_MEMBER_STATUS_VERSION, NULL, DLOCK_VOTE_NONE, 0, -1, -1, "" }
 
 /** Called (on a client's background thread) when a held MultiLock loses a
  *  member; `reason` is the member's dlock_lost_reason. */
@@ -63,25 +64,32 @@ typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner
 /**
  * Make a MultiLock of n (>= 1) member locks; the array is copied, the
  * members are borrowed. Errors: DLOCK_EINVAL (NULL, n == 0, a NULL member,
- * the same handle twice), DLOCK_ENOMEM.
+ * the same handle or the same name on the same server and db twice, fenced
+ * and unfenced members mixed), DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n);
 
 /** Free the handle (not the members). Accepts NULL. */
 DLOCK_EXTERN void dlock_multilock_free(dlock_multilock *lock);
 
-/** Block until all members are held. lease_ms > 0 or DLOCK_LEASE_WATCHDOG. */
+/**
+ * Block until all members are held. lease_ms > 0 or DLOCK_LEASE_WATCHDOG.
+ * Errors: DLOCK_EINVAL (bad lease), a wait's final errors (errors.h); a
+ * member failing with a final error (DLOCK_EWRONGTYPE, DLOCK_EAUTH) ends it.
+ */
 DLOCK_EXTERN int dlock_multilock_lock(dlock_multilock *lock, int64_t lease_ms);
 
 /**
- * Try for up to wait_ms (0 = one parallel attempt). Returns 0, or
- * DLOCK_ENOTACQUIRED (a member is held by another owner), DLOCK_ENOQUORUM
- * (a member's server failed: see dlock_multilock_status), DLOCK_EINVAL,
- * DLOCK_ENOMEM. Nothing stays held on failure.
+ * Try for up to wait_ms (0 = one attempt, members in order). Returns 0,
+ * DLOCK_EINVAL (bad wait or lease), or a quorum's errors (errors.h; the
+ * quorum is every member): DLOCK_ENOTACQUIRED (a member is held by another
+ * owner), DLOCK_ENOQUORUM (a member's server failed: see
+ * dlock_multilock_status), DLOCK_EWRONGTYPE, DLOCK_EEXPIRED, DLOCK_ENOMEM,
+ * DLOCK_EFORKED, DLOCK_ECANCELED. Nothing stays held on failure.
  */
 DLOCK_EXTERN int dlock_multilock_try(dlock_multilock *lock, int64_t wait_ms, int64_t lease_ms);
 
-/** dlock_multilock_try() for an explicit owner on every member. */
+/** dlock_multilock_try() for an explicit owner on every member; DLOCK_EINVAL for a bad owner. */
 DLOCK_EXTERN int dlock_multilock_try_as(dlock_multilock *lock, const char *owner,
 		int64_t wait_ms, int64_t lease_ms);
 
@@ -90,14 +98,19 @@ DLOCK_EXTERN int dlock_multilock_try_as(dlock_multilock *lock, const char *owner
  * (dlock_fencedlock_new), returning a token that grows strictly from one
  * holder to the next: the largest of the members' tokens, written back to
  * every member before success (see dlock_redlock_try_fenced).
+ * Errors as dlock_multilock_try(); DLOCK_EINVAL when the members are not
+ * fenced or token is NULL.
  */
 DLOCK_EXTERN int dlock_multilock_try_fenced(int64_t *token, dlock_multilock *lock,
 		const char *owner, int64_t wait_ms, int64_t lease_ms);
 
 /**
  * Release every member, all at once; a member that fails does not stop the
- * others. Returns 0, DLOCK_ENOTOWNER (no member was held), or the first
- * member error (the rest were still released).
+ * others. Returns 0, DLOCK_ENOTOWNER (no member was held), DLOCK_ELOST (the
+ * lock had been lost before: fewer members held than needed), DLOCK_EINVAL
+ * (NULL handle, bad owner for _as), DLOCK_ENOMEM (call it again: a member
+ * could not even be sent its release), or the first member's error (one
+ * command's errors, errors.h; the rest were still released).
  */
 DLOCK_EXTERN int dlock_multilock_unlock(dlock_multilock *lock);
 DLOCK_EXTERN int dlock_multilock_unlock_as(dlock_multilock *lock, const char *owner);
@@ -105,19 +118,27 @@ DLOCK_EXTERN int dlock_multilock_unlock_as(dlock_multilock *lock, const char *ow
 /**
  * Local state of owner's hold (NULL = calling thread), no network traffic:
  * 0 all members held, DLOCK_ELOST some member's hold was lost,
- * DLOCK_ENOTOWNER not held.
+ * DLOCK_ENOTOWNER not held, DLOCK_EINVAL NULL handle.
  */
 DLOCK_EXTERN int dlock_multilock_check(const dlock_multilock *lock, const char *owner);
 
-/** Called (on a client's background thread) when a held MultiLock is lost. */
+/**
+ * Set the callback called (on a client's background thread) when a held
+ * MultiLock is lost. Errors: DLOCK_EINVAL (NULL handle).
+ */
 DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_multilock_lost_cb cb,
 		void *userdata);
 
 /** Number of members. */
 DLOCK_EXTERN size_t dlock_multilock_size(const dlock_multilock *lock);
 
-/** Member i's answer in the most recent acquisition on this handle. */
-DLOCK_EXTERN int dlock_multilock_status(dlock_member_status *out, const dlock_multilock *lock, size_t i);
+/**
+ * Member i's answer in the most recent acquisition on this handle, into
+ * *out (whose version must be set: DLOCK_MEMBER_STATUS_INIT).
+ * Errors: DLOCK_EINVAL (NULL argument, no member i, unknown version).
+ */
+DLOCK_EXTERN int dlock_multilock_status(dlock_member_status *out, const dlock_multilock *lock,
+		size_t i);
 
 /** The handle's last failure message (see dlock_lock_errmsg). */
 DLOCK_EXTERN const char *dlock_multilock_errmsg(const dlock_multilock *lock);

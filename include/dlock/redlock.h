@@ -67,6 +67,8 @@ DLOCK_EXTERN int dlock_redlock_options_init(dlock_redlock_options *opts, unsigne
 /**
  * A RedLock over n (>= 1) member locks (borrowed, like dlock_multilock_new;
  * normally one per server, same name). opts may be NULL.
+ * Errors: DLOCK_EINVAL (as dlock_multilock_new, one server listed twice in
+ * any db, bad options or their version), DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
 		const dlock_redlock_options *opts);
@@ -75,10 +77,11 @@ DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *membe
  * A RedLock on lock `name` over the servers `uris` (one client each, owned by
  * the RedLock and connected lazily, so a server that is down at start is just
  * a failed vote). client_opts and opts may be NULL.
- * Errors: DLOCK_EINVAL (bad URI: the message names it), DLOCK_ENOMEM, DLOCK_ESYS.
+ * Errors: DLOCK_EINVAL (bad URI: the message names it; bad options),
+ * DLOCK_ENOMEM, DLOCK_ESYS.
  */
-DLOCK_EXTERN int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, size_t n,
-		const char *name, const dlock_client_options *client_opts,
+DLOCK_EXTERN int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris,
+		size_t n, const char *name, const dlock_client_options *client_opts,
 		const dlock_redlock_options *opts);
 
 /** Free the handle, and the clients and members it opened. Accepts NULL. */
@@ -88,16 +91,19 @@ DLOCK_EXTERN void dlock_redlock_free(dlock_redlock *lock);
  * Block until a quorum is held. *validity_ms (may be NULL) receives the
  * validity. lease_ms > 0 or DLOCK_LEASE_WATCHDOG (members renewed by their
  * clients' watchdogs; lost when fewer than a quorum can be renewed).
+ * Errors: DLOCK_EINVAL (bad lease), a wait's final errors (errors.h);
+ * members' final errors on more than n - quorum members end it.
  */
 DLOCK_EXTERN int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *lock, int64_t lease_ms);
 
 /**
- * Try for up to wait_ms (0 = one parallel attempt). Returns 0,
+ * Try for up to wait_ms (0 = one parallel attempt). Returns 0, DLOCK_EINVAL
+ * (bad wait, lease, or owner for _as), or a quorum's errors (errors.h):
  * DLOCK_ENOTACQUIRED (held by another owner on too many members),
- * DLOCK_ENOQUORUM (too many servers failed to answer), DLOCK_EEXPIRED
- * (a quorum, but only after the TTL had run out), DLOCK_EINVAL, DLOCK_ENOMEM.
- * Nothing stays held on failure: every member that may have been taken is
- * released.
+ * DLOCK_ENOQUORUM (too many servers failed to answer), DLOCK_EWRONGTYPE,
+ * DLOCK_EEXPIRED (a quorum, but only after the TTL had run out),
+ * DLOCK_ENOMEM, DLOCK_EFORKED, DLOCK_ECANCELED. Nothing stays held on
+ * failure: every member that may have been taken is released.
  */
 DLOCK_EXTERN int dlock_redlock_try(int64_t *validity_ms, dlock_redlock *lock, int64_t wait_ms,
 		int64_t lease_ms);
@@ -117,25 +123,37 @@ DLOCK_EXTERN int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *lock,
  * `redisson_lock_token:*` persistent (appendonly yes, appendfsync always),
  * or a majority restarting empty one after the other can hand out a smaller
  * token again.
- * DLOCK_EINVAL when the members are not fenced locks.
+ * Errors as dlock_redlock_try(); DLOCK_EINVAL when the members are not
+ * fenced locks or token is NULL.
  */
 DLOCK_EXTERN int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock *lock,
 		const char *owner, int64_t wait_ms, int64_t lease_ms);
 
-/** Release on every member (also those that failed while acquiring). */
+/**
+ * Release on every member (also those that failed while acquiring).
+ * Errors as dlock_multilock_unlock(); a quorum of releases is success.
+ */
 DLOCK_EXTERN int dlock_redlock_unlock(dlock_redlock *lock);
 DLOCK_EXTERN int dlock_redlock_unlock_as(dlock_redlock *lock, const char *owner);
 
-/** 0 held on a quorum, DLOCK_ELOST fewer than a quorum still held, DLOCK_ENOTOWNER. */
+/**
+ * Local state, no traffic: 0 held on a quorum, DLOCK_ELOST fewer than a
+ * quorum still held, DLOCK_ENOTOWNER not held, DLOCK_EINVAL NULL handle.
+ */
 DLOCK_EXTERN int dlock_redlock_check(const dlock_redlock *lock, const char *owner);
 
+/** As dlock_multilock_set_lost_cb(). */
 DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_redlock_lost_cb cb,
 		void *userdata);
 
+/** Number of members. */
 DLOCK_EXTERN size_t dlock_redlock_size(const dlock_redlock *lock);
 /** Member i (to query it or read its client), owned by the RedLock. */
 DLOCK_EXTERN dlock_lock *dlock_redlock_member(dlock_redlock *lock, size_t i);
-DLOCK_EXTERN int dlock_redlock_status(dlock_member_status *out, const dlock_redlock *lock, size_t i);
+/** As dlock_multilock_status(). */
+DLOCK_EXTERN int dlock_redlock_status(dlock_member_status *out, const dlock_redlock *lock,
+		size_t i);
+/** The handle's last failure message (see dlock_lock_errmsg). */
 DLOCK_EXTERN const char *dlock_redlock_errmsg(const dlock_redlock *lock);
 
 /** dlock_redlock_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */

@@ -250,14 +250,15 @@ int dlock_client_owner(char *buf, size_t len, const dlock_client *c, uint64_t th
 	size_t n = 0, i;
 
 	if (c == NULL || buf == NULL)
-		return DLOCK_EINVAL;
+		return dlock__seterr(DLOCK_EINVAL, "owner: NULL %s", c == NULL ? "client" : "buffer");
 	/* By hand: this runs on every call of every lock operation. */
 	do {
 		digits[n++] = (char)('0' + thread_id % 10);
 		thread_id /= 10;
 	} while (thread_id != 0);
 	if (36 + 1 + n + 1 > len)
-		return DLOCK_EINVAL;
+		return dlock__seterr(DLOCK_EINVAL, "owner: a buffer of %zu bytes is too small "
+				"(%zu needed; 64 always suffice)", len, 36 + 1 + n + 1);
 	memcpy(buf, c->id, 36);
 	buf[36] = ':';
 	for (i = 0; i < n; i++)

@@ -65,7 +65,8 @@ int dlock__conn_start(dlock__conn **out, const dlock__node *node);
 int dlock__conn_connected(dlock__conn *c);
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
 
-/* Send a command (and whatever was deferred) whole, before deadline. `what` names it in messages. */
+/* Send a command (and whatever was deferred) whole, before deadline.
+ * `what` names it in messages. */
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
 		const char *what, int64_t deadline);
 

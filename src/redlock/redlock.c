@@ -121,7 +121,8 @@ int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
 	return make(out, members, n, opts);
 }
 
-int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, size_t n, const char *name,
+int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, size_t n,
+		const char *name,
 		const dlock_client_options *client_opts, const dlock_redlock_options *opts)
 {
 	dlock_client_options copts;

@@ -40,7 +40,8 @@ void dlock__holds_uncertain(dlock_lock *l, const char *owner);
  * no earlier than that). `handle` receives the lost callback.
  * Returns 0 or DLOCK_ENOMEM (then nothing is renewed: the caller releases).
  */
-int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, int64_t lease_ms, int64_t sent_at);
+int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
+		int64_t lease_ms, int64_t sent_at);
 
 /* The lease to keep on the key after a partial release (Redisson's internalLockLeaseTime);
  * 0 when the client has no record: keep the key's TTL. */
