@@ -277,6 +277,15 @@ int dlock__client_check_fork(dlock_client *c)
 			(int)c->pid);
 }
 
+/* A connection counted in the pool failed to open: uncount it, wake a waiter. */
+static void open_failed(dlock_client *c)
+{
+	dlock__mutex_lock(&c->pool_mu);
+	c->n_open--;
+	pthread_cond_signal(&c->pool_cv);
+	dlock__mutex_unlock(&c->pool_mu);
+}
+
 int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 {
 	struct timespec ts;
@@ -306,12 +315,8 @@ int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 	dlock__mutex_unlock(&c->pool_mu);
 
 	rc = dlock__conn_open(out, &c->node, dlock__deadline_in(c->opts.connect_timeout_ms));
-	if (rc < 0) {
-		dlock__mutex_lock(&c->pool_mu);
-		c->n_open--;
-		pthread_cond_signal(&c->pool_cv);
-		dlock__mutex_unlock(&c->pool_mu);
-	}
+	if (rc < 0)
+		open_failed(c);
 	return rc;
 }
 
@@ -401,12 +406,8 @@ int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
 	c->conn_gen++;
 	dlock__mutex_unlock(&c->pool_mu);
 	rc = dlock__conn_start(out, &c->node);
-	if (rc < 0) {
-		dlock__mutex_lock(&c->pool_mu);
-		c->n_open--;
-		pthread_cond_signal(&c->pool_cv);
-		dlock__mutex_unlock(&c->pool_mu);
-	}
+	if (rc < 0)
+		open_failed(c);
 	return rc;
 }
 

@@ -52,14 +52,20 @@ void dlock__rollback_finish(dlock_lock *l, const char *owner, int64_t believed, 
 	dlock__holds_released(l, owner, left);
 }
 
+/* A call of `script` on one key, its arguments to come. */
+static void one_key(dlock__call *c, dlock__script *script, const char *key, size_t len)
+{
+	c->script = script;
+	c->argc = 0;
+	dlock__call_push(c, key, len);
+	dlock__call_keys_done(c);
+}
+
 void dlock__renew_prepare(dlock_lock *l, const char *owner, int64_t ttl, dlock__renew *r)
 {
 	dlock__call *c = &r->call;
 
-	c->script = &dlock__script_renew;
-	c->argc = 0;
-	dlock__call_push(c, l->name, l->name_len);
-	dlock__call_keys_done(c);
+	one_key(c, &dlock__script_renew, l->name, l->name_len);
 	dlock__call_push(c, r->ttl, dlock__fmt_i64(r->ttl, ttl));
 	dlock__call_push(c, owner, strlen(owner));
 }
@@ -72,13 +78,8 @@ int dlock__renew_succeeded(const redisReply *reply)
 
 void dlock__token_raise_prepare(dlock_lock *l, int64_t max, dlock__token_raise *t)
 {
-	dlock__call *c = &t->call;
-
-	c->script = &dlock__script_token_raise;
-	c->argc = 0;
-	dlock__call_push(c, l->token_key, l->token_key_len);
-	dlock__call_keys_done(c);
-	dlock__call_push(c, t->max, dlock__fmt_i64(t->max, max));
+	one_key(&t->call, &dlock__script_token_raise, l->token_key, l->token_key_len);
+	dlock__call_push(&t->call, t->max, dlock__fmt_i64(t->max, max));
 }
 
 int dlock__token_raised(const redisReply *reply, int64_t max)

@@ -49,6 +49,18 @@ hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, cons
 	return *find_link(h, name, name_len, owner);
 }
 
+/* The link to l's hold of owner (where it would be), h->mu held. */
+static hold **link_of(const dlock_lock *l, const char *owner)
+{
+	return find_link(l->holds, l->name, l->name_len, owner);
+}
+
+/* l's hold of owner, or NULL; h->mu held. */
+static hold *find_of(const dlock_lock *l, const char *owner)
+{
+	return *link_of(l, owner);
+}
+
 static void free_hold(hold *x)
 {
 	dlock__free(x->name);
@@ -138,13 +150,11 @@ int64_t dlock__holds_count(const dlock_lock *l, const char *owner,
 		int trusted)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold *x;
 	int64_t n = -1;
 
 	dlock__mutex_lock(&h->mu);
-	x = dlock__holds_find(h, name, name_len, owner);
+	x = find_of(l, owner);
 	/* A lost hold is gone from the server: nothing to adopt. */
 	if (x != NULL && (trusted || x->uncertain))
 		n = x->lost || x->expired ? 0 : x->count;
@@ -155,12 +165,10 @@ int64_t dlock__holds_count(const dlock_lock *l, const char *owner,
 void dlock__holds_uncertain(dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
-	x = dlock__holds_find(h, name, name_len, owner);
+	x = find_of(l, owner);
 	if (x != NULL)
 		x->uncertain = 1;
 	dlock__mutex_unlock(&h->mu);
@@ -170,24 +178,23 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
 		int64_t lease_ms, int64_t sent_at)
 {
 	dlock__holds *h = handle->holds;
-	const char *name = handle->name;
-	size_t name_len = handle->name_len;
+	const dlock_lock *l = handle;
 	hold **link, *x;
 	int schedule = 0;
 
 	dlock__mutex_lock(&h->mu);
-	link = find_link(h, name, name_len, owner);
+	link = link_of(l, owner);
 	x = *link;
 	if (x == NULL) {
 		x = dlock__calloc(1, sizeof(*x));
-		if (x == NULL || (x->name = dlock__strndup(name, name_len)) == NULL ||
+		if (x == NULL || (x->name = dlock__strndup(l->name, l->name_len)) == NULL ||
 		    (x->owner = dlock__strdup(owner)) == NULL) {
 			if (x != NULL)
 				free_hold(x);
 			dlock__mutex_unlock(&h->mu);
 			return DLOCK_ENOMEM;
 		}
-		x->name_len = name_len;
+		x->name_len = l->name_len;
 		x->epoch = ++h->next_epoch;
 		*link = x;
 		if (++h->count > h->nbuckets)
@@ -225,13 +232,11 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
 int64_t dlock__holds_lease(const dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold *x;
 	int64_t lease;
 
 	dlock__mutex_lock(&h->mu);
-	x = dlock__holds_find(h, name, name_len, owner);
+	x = find_of(l, owner);
 	/* Unknown (taken by another process): leave the key's TTL alone. */
 	lease = x != NULL ? x->lease_ms : 0;
 	dlock__mutex_unlock(&h->mu);
@@ -241,13 +246,11 @@ int64_t dlock__holds_lease(const dlock_lock *l, const char *owner)
 int dlock__holds_released(dlock_lock *l, const char *owner, int64_t left)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold **link;
 	int was_lost = 0;
 
 	dlock__mutex_lock(&h->mu);
-	link = find_link(h, name, name_len, owner);
+	link = link_of(l, owner);
 	if (*link != NULL) {
 		was_lost = (*link)->lost;
 		if (left > 0)
@@ -262,13 +265,11 @@ int dlock__holds_released(dlock_lock *l, const char *owner, int64_t left)
 uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold *x;
 	uint64_t epoch = 0;
 
 	dlock__mutex_lock(&h->mu);
-	x = dlock__holds_find(h, name, name_len, owner);
+	x = find_of(l, owner);
 	if (x != NULL) {
 		x->releasing++;
 		epoch = x->epoch;
@@ -280,12 +281,10 @@ uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner)
 void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
-	x = dlock__holds_find(h, name, name_len, owner);
+	x = find_of(l, owner);
 	if (x != NULL && x->epoch == epoch && x->releasing > 0)
 		x->releasing--;
 	dlock__mutex_unlock(&h->mu);
@@ -294,12 +293,10 @@ void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch)
 void dlock__holds_unsure_release(dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold **link;
 
 	dlock__mutex_lock(&h->mu);
-	link = find_link(h, name, name_len, owner);
+	link = link_of(l, owner);
 	if (*link != NULL) {
 		if ((*link)->count > 1 && !(*link)->lost)
 			(*link)->count--;
@@ -326,13 +323,11 @@ int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now)
 int dlock__holds_state(const dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold *x;
 	int rc;
 
 	dlock__mutex_lock(&h->mu);
-	x = dlock__holds_find(h, name, name_len, owner);
+	x = find_of(l, owner);
 	if (x == NULL)
 		rc = DLOCK_ENOTOWNER;
 	else if (x->lost || x->expired)
@@ -406,8 +401,6 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 void dlock__holds_name_deleted(dlock_lock *l)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	lost_event *cb = NULL;
 	size_t ncb = 0, i, n;
 	hold *x;
@@ -417,7 +410,7 @@ void dlock__holds_name_deleted(dlock_lock *l)
 	n = h->nbuckets;
 	for (i = 0; i < n; i++)
 		for (x = h->buckets[i]; x != NULL; x = x->next)
-			if (x->name_len == name_len && memcmp(x->name, name, name_len) == 0)
+			if (x->name_len == l->name_len && memcmp(x->name, l->name, l->name_len) == 0)
 				dlock__holds_mark_lost(h, x, DLOCK_LOST_FORCED, cb, &ncb);
 	dlock__mutex_unlock(&h->mu);
 	if (cb != NULL)
@@ -450,12 +443,10 @@ int dlock__holds_observe(dlock_lock *l, const char *owner,
 		dlock__lost_observer observer, void *arg)
 {
 	dlock__holds *h = l->holds;
-	const char *name = l->name;
-	size_t name_len = l->name_len;
 	hold *x;
 
 	dlock__mutex_lock(&h->mu);
-	x = dlock__holds_find(h, name, name_len, owner);
+	x = find_of(l, owner);
 	if (x != NULL && !x->lost) {
 		x->observer = observer;
 		x->observer_arg = arg;
