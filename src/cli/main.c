@@ -169,6 +169,20 @@ typedef struct cli_args {
 	const char *nodes;
 } cli_args;
 
+static int parse_mode(const char *text, cli_config *cfg)
+{
+	if (strcmp(text, "rlock") == 0)
+		cfg->mode = MODE_RLOCK;
+	else if (strcmp(text, "redlock") == 0)
+		cfg->mode = MODE_REDLOCK;
+	else if (strcmp(text, "multilock") == 0)
+		cfg->mode = MODE_MULTILOCK;
+	else
+		return usage_error("unknown mode \"%s\": use rlock, redlock or multilock", text);
+	cfg->mode_given = 1;
+	return 0;
+}
+
 /* Parse options until the first operand; returns 0, or an exit status. */
 static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 {
@@ -182,26 +196,16 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 			a->nodes = optarg;
 			break;
 		case 'm':
-			if (strcmp(optarg, "rlock") == 0)
-				cfg->mode = MODE_RLOCK;
-			else if (strcmp(optarg, "redlock") == 0)
-				cfg->mode = MODE_REDLOCK;
-			else if (strcmp(optarg, "multilock") == 0)
-				cfg->mode = MODE_MULTILOCK;
-			else
-				return usage_error("unknown mode \"%s\": use rlock, redlock or multilock",
-						optarg);
-			cfg->mode_given = 1;
+			if (parse_mode(optarg, cfg) != 0)
+				return EXIT_USAGE;
 			break;
 		case OPT_TIMEOUT:
-			if (parse_ms(optarg, "--timeout", 1, &v) < 0)
+			if (parse_ms(optarg, "--timeout", 1, &cfg->timeout_ms) < 0)
 				return EXIT_USAGE;
-			cfg->timeout_ms = (int)v;
 			break;
 		case OPT_WATCHDOG:
-			if (parse_ms(optarg, "--watchdog", 3, &v) < 0)
+			if (parse_ms(optarg, "--watchdog", 3, &cfg->watchdog_ms) < 0)
 				return EXIT_USAGE;
-			cfg->watchdog_ms = (int)v;
 			break;
 		case OPT_GUARD:
 			if (parse_ms(optarg, "--restart-guard", 0, &cfg->restart_guard_ms) < 0)
@@ -283,47 +287,20 @@ static int configure(cli_config *cfg, cli_args *a)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int is_command(const char *command)
 {
-	cli_config cfg = { 0 };
-	cli_args a = { 0 };
-	cli_target t;
-	const char *command, *name;
-	int rc, status;
+	static const char *const known[] = { "run", "acquire", "release", "status", "unlock" };
+	size_t i;
 
-	cfg.timeout_ms = 1000;
-	cfg.watchdog_ms = 30000;
-	cfg.restart_guard_ms = -1;
-	cfg.conflict_exit = EXIT_CONFLICT;
-	a.grace_ms = 10000;
+	for (i = 0; i < sizeof(known) / sizeof(*known); i++)
+		if (strcmp(command, known[i]) == 0)
+			return 1;
+	return 0;
+}
 
-	if ((rc = parse_options(argc, argv, &cfg, &a)) != 0)
-		return rc;
-	if (a.help) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
-	if (a.version) {
-		printf("dlock %s\n", dlock_version());
-		return 0;
-	}
-	if (optind >= argc)
-		return usage_error("%s", "no command given");
-	command = argv[optind++];
-	if ((rc = parse_options(argc, argv, &cfg, &a)) != 0)
-		return rc;
-	if (a.help) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
-	if (strcmp(command, "run") != 0 && strcmp(command, "acquire") != 0 &&
-	    strcmp(command, "release") != 0 && strcmp(command, "status") != 0 &&
-	    strcmp(command, "unlock") != 0)
-		return usage_error("unknown command \"%s\"", command);
-	if (optind >= argc || argv[optind][0] == '\0')
-		return usage_error("%s: the lock NAME is missing or empty", command);
-	name = argv[optind++];
-
+/* What each command needs beyond the name; returns 0 or an exit status. */
+static int check_command(const char *command, const cli_args *a, int argc, char **argv)
+{
 	if (strcmp(command, "run") == 0) {
 		if (optind < argc && strcmp(argv[optind], "--") == 0)
 			optind++;
@@ -332,20 +309,108 @@ int main(int argc, char **argv)
 	} else if (optind < argc) {
 		return usage_error("unexpected argument \"%s\"", argv[optind]);
 	}
-	if (strcmp(command, "acquire") == 0 && !a.lease_given)
+	if (strcmp(command, "acquire") == 0 && !a->lease_given)
 		return usage_error("%s", "acquire needs -l LEASE_MS (a lock taken from a shell "
 				"must expire by itself)");
 	if ((strcmp(command, "acquire") == 0 || strcmp(command, "release") == 0) &&
-	    (a.owner == NULL || a.owner[0] == '\0'))
+	    (a->owner == NULL || a->owner[0] == '\0'))
 		return usage_error("%s needs --owner OWNER", command);
-	if (strcmp(command, "unlock") == 0 && !a.force)
+	if (strcmp(command, "unlock") == 0 && !a->force)
 		return usage_error("%s", "unlock needs --force (to release your own hold, use "
 				"release --owner)");
+	return 0;
+}
+
+/*
+ * The command line: global options, the command, its options, the name.
+ * Returns 0 with *command and *name set, 1 when it only asked for help or
+ * the version (printed), or an exit status.
+ */
+static int parse_command_line(int argc, char **argv, cli_config *cfg, cli_args *a,
+		const char **command, const char **name)
+{
+	int rc;
+
+	if ((rc = parse_options(argc, argv, cfg, a)) != 0)
+		return rc;
+	if (a->help || a->version) {
+		if (a->help)
+			fputs(usage_text, stdout);
+		else
+			printf("dlock %s\n", dlock_version());
+		return 1;
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no command given");
+	*command = argv[optind++];
+	if ((rc = parse_options(argc, argv, cfg, a)) != 0)
+		return rc;
+	if (a->help) {
+		fputs(usage_text, stdout);
+		return 1;
+	}
+	if (!is_command(*command))
+		return usage_error("unknown command \"%s\"", *command);
+	if (optind >= argc || argv[optind][0] == '\0')
+		return usage_error("%s: the lock NAME is missing or empty", *command);
+	*name = argv[optind++];
+	return check_command(*command, a, argc, argv);
+}
+
+static int cmd_acquire(cli_target *t, const cli_config *cfg, const cli_args *a, const char *name)
+{
+	int64_t validity = 0, token = 0;
+	int rc = cli_target_acquire(t, a->owner, a->wait_given ? a->wait_ms : 0, a->lease_ms,
+			&validity, &token);
+
+	if (rc < 0)
+		cli_report_failure("acquire", t, rc);
+	else if (cfg->fenced)
+		printf("%lld\n", (long long)token); /* for scripts: TOKEN=$(dlock acquire --fenced ...) */
+	else
+		printf("acquired \"%s\" as %s for %lld ms\n", name, a->owner, (long long)validity);
+	return cli_exit_for(rc, cfg);
+}
+
+static int cmd_release(cli_target *t, const cli_config *cfg, const cli_args *a)
+{
+	int rc = cli_target_release(t, a->owner);
+
+	if (rc < 0)
+		fprintf(stderr, "dlock: release: %s\n", cli_target_errmsg(t));
+	return rc == DLOCK_ELOST ? EXIT_NOT_OWNER : cli_exit_for(rc, cfg);
+}
+
+static int cmd_run(cli_target *t, const cli_config *cfg, const cli_args *a, char **argv)
+{
+	cli_run_args ra;
+
+	ra.wait_ms = a->wait_given ? a->wait_ms : DLOCK_WAIT_FOREVER;
+	ra.lease_ms = a->lease_given ? a->lease_ms : DLOCK_LEASE_WATCHDOG;
+	ra.grace_ms = a->grace_ms;
+	ra.argv = argv;
+	return cli_run(t, cfg, &ra);
+}
+
+int main(int argc, char **argv)
+{
+	cli_config cfg = { 0 };
+	cli_args a = { 0 };
+	cli_target t;
+	const char *command = NULL, *name = NULL;
+	int rc, status;
+
+	cfg.timeout_ms = 1000;
+	cfg.watchdog_ms = 30000;
+	cfg.restart_guard_ms = -1;
+	cfg.conflict_exit = EXIT_CONFLICT;
+	a.grace_ms = 10000;
+	if ((rc = parse_command_line(argc, argv, &cfg, &a, &command, &name)) != 0)
+		return rc == 1 ? 0 : rc;
 	if ((rc = configure(&cfg, &a)) != 0) {
 		free_config(&cfg);
 		return rc;
 	}
-
 	rc = cli_target_open(&t, &cfg, name);
 	if (rc < 0) {
 		fprintf(stderr, "dlock: %s\n", dlock_errmsg_last());
@@ -353,39 +418,16 @@ int main(int argc, char **argv)
 		free_config(&cfg);
 		return rc == DLOCK_EINVAL ? EXIT_USAGE : EXIT_UNAVAILABLE;
 	}
-
-	if (strcmp(command, "run") == 0) {
-		cli_run_args ra;
-
-		ra.wait_ms = a.wait_given ? a.wait_ms : DLOCK_WAIT_FOREVER;
-		ra.lease_ms = a.lease_given ? a.lease_ms : DLOCK_LEASE_WATCHDOG;
-		ra.grace_ms = a.grace_ms;
-		ra.argv = argv + optind;
-		status = cli_run(&t, &cfg, &ra);
-	} else if (strcmp(command, "acquire") == 0) {
-		int64_t validity = 0, token = 0;
-
-		rc = cli_target_acquire(&t, a.owner, a.wait_given ? a.wait_ms : 0, a.lease_ms,
-				&validity, &token);
-		status = cli_exit_for(rc, &cfg);
-		if (rc < 0)
-			cli_report_failure("acquire", &t, rc);
-		else if (cfg.fenced)
-			printf("%lld\n", (long long)token); /* for scripts: TOKEN=$(dlock acquire --fenced ...) */
-		else
-			printf("acquired \"%s\" as %s for %lld ms\n", name, a.owner, (long long)validity);
-	} else if (strcmp(command, "release") == 0) {
-		rc = cli_target_release(&t, a.owner);
-		status = cli_exit_for(rc, &cfg);
-		if (rc == DLOCK_ELOST)
-			status = EXIT_NOT_OWNER;
-		if (rc < 0)
-			fprintf(stderr, "dlock: release: %s\n", cli_target_errmsg(&t));
-	} else if (strcmp(command, "status") == 0) {
+	if (strcmp(command, "run") == 0)
+		status = cmd_run(&t, &cfg, &a, argv + optind);
+	else if (strcmp(command, "acquire") == 0)
+		status = cmd_acquire(&t, &cfg, &a, name);
+	else if (strcmp(command, "release") == 0)
+		status = cmd_release(&t, &cfg, &a);
+	else if (strcmp(command, "status") == 0)
 		status = cli_target_status(&t, a.json, stdout);
-	} else {
+	else
 		status = cli_target_force(&t, stdout);
-	}
 	cli_target_close(&t);
 	free_config(&cfg);
 	return status;

@@ -254,88 +254,117 @@ static const char *mode_name(cli_mode m)
 	return m == MODE_REDLOCK ? "redlock" : m == MODE_MULTILOCK ? "multilock" : "rlock";
 }
 
+/* What every node showed, summed up. */
+typedef struct status_counts {
+	size_t reachable, held, refused, wrongtype;
+} status_counts;
+
+static void print_json_node(FILE *out, const char *node, const node_view *v)
+{
+	size_t j;
+
+	fprintf(out, "{\"node\":");
+	json_string(out, node, strlen(node));
+	fprintf(out, ",\"reachable\":%s", v->reachable ? "true" : "false");
+	if (v->info == NULL) {
+		fprintf(out, ",\"error\":");
+		json_string(out, v->error, strlen(v->error));
+		fprintf(out, "}");
+		return;
+	}
+	fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[", (long long)dlock_lock_info_ttl_ms(v->info));
+	for (j = 0; j < dlock_lock_info_holders(v->info); j++) {
+		const char *owner = dlock_lock_info_owner(v->info, j);
+
+		fprintf(out, "%s{\"owner\":", j ? "," : "");
+		json_string(out, owner, strlen(owner));
+		fprintf(out, ",\"count\":%lld}", (long long)dlock_lock_info_count(v->info, j));
+	}
+	fprintf(out, "]}");
+}
+
+static void print_json(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "{\"name\":");
+	json_string(out, t->name, strlen(t->name));
+	fprintf(out, ",\"mode\":\"%s\",\"quorum\":%zu,\"held_on\":%zu,\"nodes\":[",
+			mode_name(t->mode), cli_target_quorum(t), c->held);
+	for (i = 0; i < t->n; i++) {
+		fputs(i ? "," : "", out);
+		print_json_node(out, dlock_client_node(t->clients[i]), &v[i]);
+	}
+	fprintf(out, "]}\n");
+}
+
+static void print_table_node(FILE *out, const char *node, const node_view *v)
+{
+	size_t j;
+
+	if (v->info == NULL) {
+		fprintf(out, "%-24s %-12s %s\n", node, v->reachable ? "error" : "unreachable",
+				v->error);
+		return;
+	}
+	if (dlock_lock_info_holders(v->info) == 0)
+		fprintf(out, "%-24s %-12s %-8s %-6s %s\n", node, "free", "-", "-", "-");
+	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
+		fprintf(out, "%-24s %-12s %-8lld %-6lld %s\n", j ? "" : node, j ? "" : "held",
+				(long long)dlock_lock_info_ttl_ms(v->info),
+				(long long)dlock_lock_info_count(v->info, j),
+				dlock_lock_info_owner(v->info, j));
+}
+
+static void print_table(const cli_target *t, const node_view *v, const status_counts *c,
+		FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "lock \"%s\" (%s, %zu node%s, quorum %zu): held on %zu, reachable %zu\n",
+			t->name, mode_name(t->mode), t->n, t->n == 1 ? "" : "s",
+			cli_target_quorum(t), c->held, c->reachable);
+	fprintf(out, "%-24s %-12s %-8s %-6s %s\n", "NODE", "STATE", "TTL_MS", "COUNT", "OWNER");
+	for (i = 0; i < t->n; i++)
+		print_table_node(out, dlock_client_node(t->clients[i]), &v[i]);
+}
+
+/* A node that answered with an error is a failure; one that is down is
+ * not, while a quorum can still be seen. */
+static int status_exit(const cli_target *t, const status_counts *c)
+{
+	if (c->wrongtype > 0) {
+		fprintf(stderr, "dlock: status: \"%s\" holds a value that is not a Redisson/dlock lock "
+				"(another lock library?) on %zu node%s\n", t->name, c->wrongtype,
+				c->wrongtype == 1 ? "" : "s");
+		return EXIT_WRONGTYPE;
+	}
+	return c->refused > 0 || c->reachable < cli_target_quorum(t) ? EXIT_UNAVAILABLE : 0;
+}
+
 int cli_target_status(cli_target *t, int json, FILE *out)
 {
 	node_view *v = calloc(t->n, sizeof(*v));
-	size_t i, j, reachable = 0, held = 0, refused = 0, wrongtype = 0;
-	int status;
+	status_counts c = { 0, 0, 0, 0 };
+	size_t i;
 
 	if (v == NULL)
 		return EXIT_UNAVAILABLE;
 	for (i = 0; i < t->n; i++) {
 		view_node(t, i, &v[i]);
-		reachable += v[i].reachable;
-		refused += v[i].reachable && v[i].rc < 0;
-		wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
-		held += dlock_lock_info_holders(v[i].info) > 0;
+		c.reachable += v[i].reachable;
+		c.refused += v[i].reachable && v[i].rc < 0;
+		c.wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
+		c.held += dlock_lock_info_holders(v[i].info) > 0;
 	}
-	if (json) {
-		fprintf(out, "{\"name\":");
-		json_string(out, t->name, strlen(t->name));
-		fprintf(out, ",\"mode\":\"%s\",\"quorum\":%zu,\"held_on\":%zu,\"nodes\":[",
-				mode_name(t->mode), cli_target_quorum(t), held);
-		for (i = 0; i < t->n; i++) {
-			const char *node = dlock_client_node(t->clients[i]);
-
-			fprintf(out, "%s{\"node\":", i ? "," : "");
-			json_string(out, node, strlen(node));
-			fprintf(out, ",\"reachable\":%s", v[i].reachable ? "true" : "false");
-			if (v[i].info == NULL) {
-				fprintf(out, ",\"error\":");
-				json_string(out, v[i].error, strlen(v[i].error));
-			} else {
-				fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[",
-						(long long)dlock_lock_info_ttl_ms(v[i].info));
-				for (j = 0; j < dlock_lock_info_holders(v[i].info); j++) {
-					const char *owner = dlock_lock_info_owner(v[i].info, j);
-
-					fprintf(out, "%s{\"owner\":", j ? "," : "");
-					json_string(out, owner, strlen(owner));
-					fprintf(out, ",\"count\":%lld}",
-							(long long)dlock_lock_info_count(v[i].info, j));
-				}
-				fprintf(out, "]");
-			}
-			fprintf(out, "}");
-		}
-		fprintf(out, "]}\n");
-	} else {
-		fprintf(out, "lock \"%s\" (%s, %zu node%s, quorum %zu): held on %zu, reachable %zu\n",
-				t->name, mode_name(t->mode), t->n, t->n == 1 ? "" : "s",
-				cli_target_quorum(t), held, reachable);
-		fprintf(out, "%-24s %-12s %-8s %-6s %s\n", "NODE", "STATE", "TTL_MS", "COUNT", "OWNER");
-		for (i = 0; i < t->n; i++) {
-			const char *node = dlock_client_node(t->clients[i]);
-
-			if (v[i].info == NULL) {
-				fprintf(out, "%-24s %-12s %s\n", node,
-						v[i].reachable ? "error" : "unreachable", v[i].error);
-			} else if (dlock_lock_info_holders(v[i].info) == 0) {
-				fprintf(out, "%-24s %-12s %-8s %-6s %s\n", node, "free", "-", "-", "-");
-			} else {
-				for (j = 0; j < dlock_lock_info_holders(v[i].info); j++)
-					fprintf(out, "%-24s %-12s %-8lld %-6lld %s\n", j ? "" : node,
-							j ? "" : "held",
-							(long long)dlock_lock_info_ttl_ms(v[i].info),
-							(long long)dlock_lock_info_count(v[i].info, j),
-							dlock_lock_info_owner(v[i].info, j));
-			}
-		}
-	}
+	if (json)
+		print_json(t, v, &c, out);
+	else
+		print_table(t, v, &c, out);
 	for (i = 0; i < t->n; i++)
 		dlock_lock_info_free(v[i].info);
 	free(v);
-	/* A node that answered with an error is a failure; one that is down
-	 * is not, while a quorum can still be seen. */
-	if (wrongtype > 0) {
-		fprintf(stderr, "dlock: status: \"%s\" holds a value that is not a Redisson/dlock lock "
-				"(another lock library?) on %zu node%s\n", t->name, wrongtype,
-				wrongtype == 1 ? "" : "s");
-		status = EXIT_WRONGTYPE;
-	} else {
-		status = refused > 0 || reachable < cli_target_quorum(t) ? EXIT_UNAVAILABLE : 0;
-	}
-	return status;
+	return status_exit(t, &c);
 }
 
 int cli_target_force(cli_target *t, FILE *out)

@@ -26,8 +26,8 @@ typedef struct cli_config {
 	size_t n;
 	cli_mode mode;
 	int mode_given;
-	int timeout_ms;          /* per-command deadline (also used to connect) */
-	int watchdog_ms;
+	int64_t timeout_ms;      /* per-command deadline (also used to connect) */
+	int64_t watchdog_ms;
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
 	int fenced;              /* fenced locks: acquisitions return a token */
