@@ -90,7 +90,8 @@ DLOCK_EXTERN void dlock_redlock_free(dlock_redlock *lock);
 /**
  * Block until a quorum is held. *validity_ms (may be NULL) receives the
  * validity. lease_ms > 0 or DLOCK_LEASE_WATCHDOG (members renewed by their
- * clients' watchdogs; lost when fewer than a quorum can be renewed).
+ * clients' watchdogs; lost when fewer than a quorum can be renewed, and then
+ * the members still held are no longer renewed, so they expire).
  * Errors: DLOCK_EINVAL (bad lease), a wait's final errors (errors.h);
  * members' final errors on more than n - quorum members end it.
  */

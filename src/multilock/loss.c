@@ -85,29 +85,44 @@ void dlock__loss_disarm(dlock__engine *e, const char *member_owner)
 	dlock__mutex_unlock(&e->mu);
 }
 
+/* Member i's owner field for an armed key (see owner_key). */
+static const char *member_owner_of_key(const dlock__engine *e, size_t i, const char *key,
+		char *buf, size_t size)
+{
+	if (key[0] != ':')
+		return key;
+	snprintf(buf, size, "%s%s", dlock_client_id(dlock__lock_client(e->members[i])), key);
+	return buf;
+}
+
 /* Members whose hold of the armed key is alive. */
 static size_t alive_for_key(dlock__engine *e, const char *key)
 {
 	char buf[DLOCK__OWNER_MAX + 64];
 	size_t i, alive = 0;
 
-	for (i = 0; i < e->n; i++) {
-		const char *o = key;
-
-		if (key[0] == ':') {
-			snprintf(buf, sizeof(buf), "%s%s",
-					dlock_client_id(dlock__lock_client(e->members[i])), key);
-			o = buf;
-		}
-		alive += dlock__holds_state(e->members[i], o) == 0;
-	}
+	for (i = 0; i < e->n; i++)
+		alive += dlock__holds_state(e->members[i],
+				member_owner_of_key(e, i, key, buf, sizeof(buf))) == 0;
 	return alive;
+}
+
+/* The lock is lost: its surviving member holds stop being renewed. */
+static void abandon_members(dlock__engine *e, const char *key)
+{
+	char buf[DLOCK__OWNER_MAX + 64];
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		dlock__holds_abandon(e->members[i], member_owner_of_key(e, i, key, buf, sizeof(buf)));
 }
 
 /*
  * A member hold was lost (on that member client's background thread).
  * Members of different clients report on different threads, so the count
- * and the report happen under the engine's lock.
+ * and the report happen under the engine's lock. Once the lock is lost, the
+ * members still held stop being renewed: kept alive they would only block
+ * the next holder until the owner unlocks (their keys expire instead).
  */
 static void member_lost(void *arg, const char *owner, int reason)
 {
@@ -115,14 +130,19 @@ static void member_lost(void *arg, const char *owner, int reason)
 	dlock__engine_lost_fn fn = NULL;
 	void *ud = NULL;
 	char key[DLOCK__OWNER_MAX + 1];
+	int lost;
 
 	owner_key(e, owner, key, sizeof(key));
 	dlock__mutex_lock(&e->mu);
-	if (alive_for_key(e, key) < e->rules.quorum && disarm_locked(e, key)) {
+	lost = alive_for_key(e, key) < e->rules.quorum && disarm_locked(e, key);
+	if (lost) {
 		fn = e->lost_fn;
 		ud = e->lost_ud;
 	}
 	dlock__mutex_unlock(&e->mu);
+	/* Outside e->mu: each member's table has its own lock. */
+	if (lost)
+		abandon_members(e, key);
 	if (fn != NULL)
 		fn(e->self, owner, reason, ud);
 }

@@ -398,6 +398,18 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
+void dlock__holds_abandon(const dlock_lock *l, const char *owner)
+{
+	dlock__holds *h = l->holds;
+	hold *x;
+
+	dlock__mutex_lock(&h->mu);
+	x = find_of(l, owner);
+	if (x != NULL)
+		dlock__holds_mark_lost(h, x, 0, NULL, NULL);
+	dlock__mutex_unlock(&h->mu);
+}
+
 void dlock__holds_name_deleted(dlock_lock *l)
 {
 	dlock__holds *h = l->holds;

@@ -72,6 +72,14 @@ void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch);
  */
 void dlock__holds_unsure_release(dlock_lock *l, const char *owner);
 
+/*
+ * The MultiLock or RedLock this hold is a member of was lost: the hold is
+ * worth nothing to its owner any more, so stop renewing it (it counts as
+ * lost, without a callback of its own) and let the key expire, rather than
+ * keep blocking everyone else until the owner unlocks.
+ */
+void dlock__holds_abandon(const dlock_lock *l, const char *owner);
+
 /* Force unlock: every local hold of the name is lost (callbacks run). */
 void dlock__holds_name_deleted(dlock_lock *l);
 

@@ -702,17 +702,17 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
     cr_assert_str_eq(lost.owner, owner, "callback owner %s, expected member 2's owner %s", lost.owner,
                      owner);
 
-    /* Once only, however many renewals follow; the other members stay renewed. */
+    /* Once only. The other members are no longer renewed: held on, they would
+     * only block the next holder until the owner unlocks; within the watchdog
+     * timeout (1000 ms) their keys expire and the lock is free. */
     sleep_ms(1200);
     cr_assert_eq(lost_calls(&lost), 1, "lost callback ran %d times", lost_calls(&lost));
     cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ELOST);
-    for (int i = 0; i < NSRV; i += 2) {
-        int64_t t = pttl(f.s[i], f.name);
-        cr_assert(t > 0 && t <= 1000, "server %d: PTTL %" PRId64 " after the loss of member 2", i, t);
-    }
-    cr_assert_eq(exists(f.s[1], f.name), 0);
+    for (int i = 0; i < NSRV; i++)
+        cr_assert_eq(exists(f.s[i], f.name), 0, "server %d: still held %lld ms after the loss",
+                     i, (long long)(rh_now_ms() - lost.at));
 
-    /* Releasing: members 1 and 3 are released; member 2's loss is reported. */
+    /* Releasing: the loss is reported; nothing is left anywhere. */
     rc = dlock_multilock_unlock(f.m);
     cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost MultiLock: %d (%s)", rc, dlock_strerror(rc));
     for (int i = 0; i < NSRV; i++)
