@@ -10,118 +10,36 @@
  * back where they were before the objects were made (no leak); after 0 the
  * operation must really have done its job.
  *
- * One counting allocator stays installed for the whole test (each Criterion
- * test runs in its own process, so the hook is per test); only the "fail at
- * k" variable is toggled around the operation. Allocations made by the
- * clients' background threads (the reactor: pub/sub, watchdog) are counted
- * as live but never failed, so the k-th allocation is deterministic.
- * Redis state is checked over raw hiredis connections (hiredis allocates
- * with its own allocator, not the hook).
+ * The loop, the counting allocator and the leak checks are the torture
+ * runner of tests/support (dl_torture_run); each test here gives it the
+ * operation and what its result must mean. Redis state is checked over raw
+ * hiredis connections (hiredis allocates with its own allocator, not the
+ * hook).
  */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <hiredis/hiredis.h>
 
 #include "dlock.h"
 #include "redis_harness.h"
+#include "support.h"
 
 #define NSRV 3
-#define KMAX 500 /* far more allocations than any operation makes */
 
-/* ---- the counting, failing allocator ------------------------------------ */
-
-static pthread_t test_thread;
-static atomic_long live;      /* blocks allocated and not freed, every thread */
-static atomic_long counted;   /* allocations by the test thread since arm() */
-static atomic_long fail_at;   /* 0: fail nothing; k: fail the k-th counted one */
-static atomic_int injected;   /* the k-th allocation was reached (and failed) */
-
-static int fail_now(void)
-{
-	long n, k;
-
-	if (!pthread_equal(pthread_self(), test_thread))
-		return 0;
-	n = atomic_fetch_add(&counted, 1) + 1;
-	k = atomic_load(&fail_at);
-	if (k > 0 && n == k) {
-		atomic_store(&injected, 1);
-		return 1;
-	}
-	return 0;
-}
-
-static void *count_malloc(size_t size)
-{
-	void *p;
-
-	if (fail_now())
-		return NULL;
-	p = malloc(size);
-	if (p != NULL)
-		atomic_fetch_add(&live, 1);
-	return p;
-}
-
-static void *count_realloc(void *ptr, size_t size)
-{
-	void *p;
-
-	if (fail_now())
-		return NULL; /* ptr stays valid, as with a real failure */
-	p = realloc(ptr, size);
-	if (p != NULL && ptr == NULL)
-		atomic_fetch_add(&live, 1);
-	return p;
-}
-
-static void count_free(void *ptr)
-{
-	if (ptr != NULL)
-		atomic_fetch_sub(&live, 1);
-	free(ptr);
-}
-
-static const dlock_allocator counting = { DLOCK_ALLOCATOR_VERSION, count_malloc, count_realloc, count_free };
-
-/* Before any dlock object exists; the hook then stays for the whole test. */
-static void install_allocator(void)
-{
-	test_thread = pthread_self();
-	cr_assert_eq(dlock_set_allocator(&counting), 0);
-}
-
-static void arm(long k)
-{
-	atomic_store(&injected, 0);
-	atomic_store(&counted, 0);
-	atomic_store(&fail_at, k);
-}
-
-/* Stop failing; returns 1 when a failure was injected since arm(). */
-static int disarm(void)
-{
-	atomic_store(&fail_at, 0);
-	return atomic_load(&injected);
-}
-
-/* ---- helpers ------------------------------------------------------------ */
+/* ---- servers and raw checks ---------------------------------------------- */
 
 static rh_server *srv[NSRV];
 static const char *uris[NSRV];
 
 static void start_servers(int n)
 {
+	dl_torture_install();
 	cr_assert_eq(rh_servers_start(srv, n, NULL), 0, "could not start %d servers", n);
 	for (int i = 0; i < n; i++) {
 		uris[i] = rh_server_uri(srv[i]);
@@ -134,28 +52,6 @@ static void stop_servers(int n)
 {
 	for (int i = 0; i < n; i++)
 		rh_server_free(srv[i]);
-}
-
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the directory's own descriptor */
 }
 
 static int64_t exists(int i, const char *key)
@@ -210,460 +106,403 @@ static void assert_absent_everywhere(int n, const char *key, const char *op, lon
 		cr_assert_eq(exists(i, key), 0, "%s, k=%ld: %s left on server %d", op, k, key, i);
 }
 
-static void assert_rc(int rc, int inj, const char *op, long k, const char *msg)
-{
-	cr_assert(rc == 0 || rc == DLOCK_ENOMEM,
-		  "%s, k=%ld: returned %d (%s), expected 0 or DLOCK_ENOMEM: %s",
-		  op, k, rc, dlock_strerror(rc), msg);
-	if (rc == DLOCK_ENOMEM)
-		cr_assert(inj, "%s, k=%ld: DLOCK_ENOMEM without an injected failure", op, k);
-}
+/* ---- client ------------------------------------------------------------- */
 
-static void report(const char *op, long k, long allocations)
-{
-	fprintf(stderr, "alloc_failures: %-34s failed k = 1..%ld (%ld allocations on the calling thread)\n",
-		op, k - 1, allocations);
-}
+typedef struct client_ctx {
+	dlock_client *c;
+	int lazy;
+} client_ctx;
 
-static dlock_client *open_client(int i, int watchdog_ms)
+static int client_open_run(void *arg)
 {
+	client_ctx *x = arg;
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-	dlock_client *c = NULL;
 	int rc;
 
-	o.connect_timeout_ms = 1000;
-	o.command_timeout_ms = 1000;
-	if (watchdog_ms > 0)
-		o.watchdog_timeout_ms = watchdog_ms;
-	rc = dlock_client_open(&c, uris[i], &o);
-	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", uris[i], dlock_strerror(rc),
-		     dlock_errmsg_last());
-	return c;
+	x->c = NULL;
+	o.lazy_connect = x->lazy; /* lazy: no connection in open, the first command connects */
+	rc = dlock_client_open(&x->c, uris[0], &o);
+	if (rc == 0 && x->lazy)
+		rc = dlock_client_ping(x->c);
+	else if (rc == 0) {
+		dlock_client_close(x->c); /* eager: open connected and PINGed */
+		x->c = NULL;
+	}
+	return rc;
 }
 
-static dlock_lock *new_lock(dlock_client *c, const char *name)
+static void client_open_check(void *arg, int rc, long k)
 {
-	dlock_lock *l = NULL;
-	int rc = dlock_lock_new(&l, c, name);
+	client_ctx *x = arg;
 
-	cr_assert_eq(rc, 0, "lock_new: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
-	return l;
+	if (x->lazy && rc == 0)
+		cr_assert_eq(dlock_client_ping(x->c), 0, "k=%ld", k);
+	if (!x->lazy && rc < 0)
+		cr_assert_null(x->c, "k=%ld: *out set on failure", k);
 }
 
-static void my_owner(dlock_client *c, char *buf, size_t len)
+static void client_close(void *arg)
 {
-	cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
+	client_ctx *x = arg;
+
+	dlock_client_close(x->c);
+	x->c = NULL;
 }
-
-/* The baseline every iteration returns to: live blocks and open descriptors. */
-typedef struct baseline {
-	long live;
-	int fds;
-} baseline;
-
-static baseline take_baseline(void)
-{
-	baseline b = { atomic_load(&live), count_fds() };
-
-	return b;
-}
-
-static void assert_baseline(baseline b, const char *op, long k)
-{
-	long now = atomic_load(&live);
-
-	cr_assert_eq(now, b.live, "%s, k=%ld: %ld allocation(s) leaked", op, k, now - b.live);
-	cr_assert_eq(count_fds(), b.fds, "%s, k=%ld: descriptors leaked", op, k);
-}
-
-/* ---- client ------------------------------------------------------------- */
 
 Test(alloc_failures, client_open_close, .timeout = 120)
 {
-	long k, allocs = 0;
+	client_ctx x = { NULL, 0 };
+	dl_torture t = { "client_open + close", NULL, client_open_run, client_open_check,
+		client_close, NULL };
 
-	install_allocator();
 	start_servers(1);
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_client *c = NULL;
-		int rc, inj;
-
-		arm(k);
-		rc = dlock_client_open(&c, uris[0], NULL); /* eager: connects and PINGs */
-		if (rc == 0)
-			dlock_client_close(c);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, "client_open", k, dlock_errmsg_last());
-		if (rc < 0)
-			cr_assert_null(c);
-		assert_baseline(b, "client_open", k);
-		if (!inj)
-			break;
-	}
-	cr_assert_leq(k, KMAX);
-	report("client_open + close", k, allocs);
-
-	/* Lazy too: no connection in open, the first command connects. */
-	for (k = 1; k <= KMAX; k++) {
-		dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-		baseline b = take_baseline();
-		dlock_client *c = NULL;
-		int rc, inj;
-
-		o.lazy_connect = 1;
-		arm(k);
-		rc = dlock_client_open(&c, uris[0], &o);
-		if (rc == 0)
-			rc = dlock_client_ping(c);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, "client_open lazy + ping", k, dlock_errmsg_last());
-		if (rc == 0)
-			cr_assert_eq(dlock_client_ping(c), 0);
-		dlock_client_close(c);
-		assert_baseline(b, "client_open lazy + ping", k);
-		if (!inj)
-			break;
-	}
-	cr_assert_leq(k, KMAX);
-	report("client_open lazy + ping + close", k, allocs);
+	dl_torture_run(&t, &x);
+	x.lazy = 1;
+	t.op = "client_open lazy + ping + close";
+	dl_torture_run(&t, &x);
 	stop_servers(1);
 }
 
 /* ---- RLock -------------------------------------------------------------- */
 
+enum lock_kind { PLAIN, FENCED, FAIR };
+
+/* One client and one handle on server 0 (lock_new's test makes its own). */
+typedef struct lock_ctx {
+	const char *name;
+	enum lock_kind kind;
+	int64_t wait, lease;      /* the acquire's */
+	int reentrant;            /* unlock: taken twice first */
+	int64_t token, last_token;
+	int64_t t0, t1;           /* the waiting try's start and end */
+	dlock_client *c;
+	dlock_lock *l;
+	char owner[64];
+	pthread_t th;
+} lock_ctx;
+
+static dlock_lock *make_lock(lock_ctx *x)
+{
+	dlock_lock *l = NULL;
+	int rc = x->kind == FENCED ? dlock_fencedlock_new(&l, x->c, x->name) :
+		x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0) :
+		dlock_lock_new(&l, x->c, x->name);
+
+	return rc == 0 ? l : NULL;
+}
+
+/* A short watchdog (renewed every 200 ms) so renewals run meanwhile. */
+static void lock_setup(void *arg)
+{
+	lock_ctx *x = arg;
+
+	x->c = dl_client(uris[0], 1000, 600);
+	x->l = make_lock(x);
+	cr_assert_not_null(x->l, "%s", dlock_errmsg_last());
+	dl_owner(x->c, x->owner, sizeof x->owner);
+}
+
+static void lock_teardown(void *arg)
+{
+	lock_ctx *x = arg;
+
+	dlock_lock_free(x->l);
+	dlock_client_close(x->c);
+	x->l = NULL;
+	x->c = NULL;
+}
+
+static const char *lock_errmsg(void *arg)
+{
+	return dlock_lock_errmsg(((lock_ctx *)arg)->l);
+}
+
+static void new_setup(void *arg)
+{
+	lock_ctx *x = arg;
+
+	x->c = dl_client(uris[0], 1000, 0);
+	x->l = NULL;
+}
+
+static int new_run(void *arg)
+{
+	lock_ctx *x = arg;
+	dlock_lock *l = NULL;
+	int rc = x->kind == FENCED ? dlock_fencedlock_new(&l, x->c, x->name) :
+		x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0) :
+		dlock_lock_new(&l, x->c, x->name);
+
+	if (rc == 0)
+		dlock_lock_free(l);
+	else
+		x->l = l; /* must be NULL */
+	return rc;
+}
+
+/* After a failed lock_new the client still works: a new handle takes and releases. */
+static void new_check(void *arg, int rc, long k)
+{
+	lock_ctx *x = arg;
+	dlock_lock *l;
+
+	cr_assert_null(x->l, "k=%ld: *out set on failure", k);
+	if (x->kind != PLAIN)
+		return;
+	(void)rc;
+	l = dl_lock(x->c, x->name);
+	dl_owner(x->c, x->owner, sizeof x->owner);
+	dl_pass(dlock_lock_try(l, 0, 10000));
+	cr_assert_eq(hget(0, x->name, x->owner), 1);
+	dl_pass(dlock_lock_unlock(l));
+	cr_assert_eq(exists(0, x->name), 0);
+	dlock_lock_free(l);
+}
+
 Test(alloc_failures, lock_new_free, .timeout = 120)
 {
-	const char *name = "af:new";
-	char owner[64];
-	long k, allocs = 0;
+	lock_ctx x = { .name = "af:new" };
+	dl_torture t = { "lock_new + free", new_setup, new_run, new_check, lock_teardown, NULL };
 
-	install_allocator();
 	start_servers(1);
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_client *c = open_client(0, 0);
-		dlock_lock *l = NULL;
-		int rc, inj;
-
-		arm(k);
-		rc = dlock_lock_new(&l, c, name);
-		if (rc == 0)
-			dlock_lock_free(l);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, "lock_new", k, dlock_errmsg_last());
-		if (rc < 0)
-			cr_assert_null(l);
-		/* The client still works: a handle made now takes and releases. */
-		l = new_lock(c, name);
-		my_owner(c, owner, sizeof owner);
-		cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
-		cr_assert_eq(hget(0, name, owner), 1);
-		cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-		cr_assert_eq(exists(0, name), 0);
-		dlock_lock_free(l);
-		dlock_client_close(c);
-		assert_baseline(b, "lock_new", k);
-		if (!inj)
-			break;
-	}
-	cr_assert_leq(k, KMAX);
-	report("lock_new + free", k, allocs);
-
+	dl_torture_run(&t, &x);
 	/* The fenced and fair kinds make more names. */
-	for (int kind = 0; kind < 2; kind++) {
-		const char *op = kind == 0 ? "fencedlock_new + free" : "fairlock_new + free";
-
-		for (k = 1; k <= KMAX; k++) {
-			baseline b = take_baseline();
-			dlock_client *c = open_client(0, 0);
-			dlock_lock *l = NULL;
-			int rc, inj;
-
-			arm(k);
-			rc = kind == 0 ? dlock_fencedlock_new(&l, c, name) :
-				dlock_fairlock_new(&l, c, name, 0);
-			if (rc == 0)
-				dlock_lock_free(l);
-			allocs = atomic_load(&counted);
-			inj = disarm();
-			assert_rc(rc, inj, op, k, dlock_errmsg_last());
-			dlock_client_close(c);
-			assert_baseline(b, op, k);
-			if (!inj)
-				break;
-		}
-		cr_assert_leq(k, KMAX);
-		report(op, k, allocs);
-	}
+	x.kind = FENCED;
+	t.op = "fencedlock_new + free";
+	dl_torture_run(&t, &x);
+	x.kind = FAIR;
+	t.op = "fairlock_new + free";
+	dl_torture_run(&t, &x);
 	stop_servers(1);
 }
 
-enum acquire_kind { TRY_LEASE, TRY_WATCHDOG, LOCK_LEASE, LOCK_WATCHDOG };
-
-static void acquire_op(enum acquire_kind kind, const char *op)
+static int acquire_run(void *arg)
 {
-	const char *name = "af:acquire";
-	char owner[64];
-	long k, allocs = 0;
+	lock_ctx *x = arg;
 
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		/* A short watchdog (renewed every 200 ms) so renewals run meanwhile. */
-		dlock_client *c = open_client(0, 600);
-		dlock_lock *l = new_lock(c, name);
-		int rc, inj;
+	return x->wait < 0 ? dlock_lock_lock(x->l, x->lease) : dlock_lock_try(x->l, x->wait, x->lease);
+}
 
-		my_owner(c, owner, sizeof owner);
-		arm(k);
-		switch (kind) {
-		case TRY_LEASE: rc = dlock_lock_try(l, 0, 10000); break;
-		case TRY_WATCHDOG: rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG); break;
-		case LOCK_LEASE: rc = dlock_lock_lock(l, 10000); break;
-		default: rc = dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG); break;
+static void acquire_check(void *arg, int rc, long k)
+{
+	lock_ctx *x = arg;
+
+	if (rc == 0) {
+		cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld: not held after 0", k);
+		cr_assert_eq(dlock_lock_check(x->l, NULL), 0, "k=%ld: not recorded", k);
+		if (x->lease < 0) {
+			/* Past the 600 ms TTL: only renewals keep it. */
+			dl_sleep_ms(900);
+			cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld: the watchdog did not renew", k);
 		}
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_lock_errmsg(l));
-		if (rc == 0) {
-			cr_assert_eq(hget(0, name, owner), 1, "%s, k=%ld: not held after 0", op, k);
-			cr_assert_eq(dlock_lock_check(l, NULL), 0, "%s, k=%ld: not recorded", op, k);
-			if (kind == TRY_WATCHDOG || kind == LOCK_WATCHDOG) {
-				/* Past the 600 ms TTL: only renewals keep it. */
-				sleep_ms(900);
-				cr_assert_eq(hget(0, name, owner), 1,
-					     "%s, k=%ld: the watchdog did not renew", op, k);
-			}
-			cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-		} else {
-			cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER,
-				     "%s, k=%ld: a record survived ENOMEM", op, k);
-		}
-		cr_assert_eq(exists(0, name), 0, "%s, k=%ld: lock left behind", op, k);
-		dlock_lock_free(l);
-		dlock_client_close(c);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
+		dl_pass(dlock_lock_unlock(x->l));
+	} else {
+		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER,
+			     "k=%ld: a record survived ENOMEM", k);
 	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
+	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);
 }
 
 Test(alloc_failures, lock_try_and_lock, .timeout = 120)
 {
-	install_allocator();
+	static const struct { const char *op; int64_t wait, lease; } ops[] = {
+		{ "lock_try(0, lease)", 0, 10000 },
+		{ "lock_try(0, watchdog)", 0, DLOCK_LEASE_WATCHDOG },
+		{ "lock_lock(lease)", DLOCK_WAIT_FOREVER, 10000 },
+		{ "lock_lock(watchdog)", DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG },
+	};
+	dl_torture t = { NULL, lock_setup, acquire_run, acquire_check, lock_teardown, lock_errmsg };
+
 	start_servers(1);
-	acquire_op(TRY_LEASE, "lock_try(0, lease)");
-	acquire_op(TRY_WATCHDOG, "lock_try(0, watchdog)");
-	acquire_op(LOCK_LEASE, "lock_lock(lease)");
-	acquire_op(LOCK_WATCHDOG, "lock_lock(watchdog)");
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		lock_ctx x = { .name = "af:acquire", .wait = ops[i].wait, .lease = ops[i].lease };
+
+		t.op = ops[i].op;
+		dl_torture_run(&t, &x);
+	}
 	stop_servers(1);
 }
 
-static void unlock_op(int64_t lease, int reentrant, const char *op)
+static void unlock_setup(void *arg)
 {
-	const char *name = "af:unlock";
-	char owner[64];
-	long k, allocs = 0;
+	lock_ctx *x = arg;
 
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_client *c = open_client(0, 600);
-		dlock_lock *l = new_lock(c, name);
-		int rc, inj;
+	lock_setup(x);
+	dl_pass(dlock_lock_try(x->l, 0, x->lease));
+	if (x->reentrant)
+		dl_pass(dlock_lock_try(x->l, 0, x->lease));
+}
 
-		my_owner(c, owner, sizeof owner);
-		cr_assert_eq(dlock_lock_try(l, 0, lease), 0, "%s", dlock_lock_errmsg(l));
-		if (reentrant)
-			cr_assert_eq(dlock_lock_try(l, 0, lease), 0, "%s", dlock_lock_errmsg(l));
-		arm(k);
-		rc = dlock_lock_unlock(l);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_lock_errmsg(l));
-		if (rc == 0) {
-			if (reentrant) {
-				cr_assert_eq(hget(0, name, owner), 1, "%s, k=%ld", op, k);
-				cr_assert_eq(dlock_lock_check(l, NULL), 0);
-				cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-			}
-			cr_assert_eq(exists(0, name), 0, "%s, k=%ld: still held after 0", op, k);
-			cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
-		} else {
-			/* Nothing changed: still held, and it can still be released. */
-			cr_assert_eq(hget(0, name, owner), reentrant ? 2 : 1,
-				     "%s, k=%ld: ENOMEM but the count changed", op, k);
-			cr_assert_eq(dlock_lock_check(l, NULL), 0);
-			cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-			if (reentrant)
-				cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-			cr_assert_eq(exists(0, name), 0);
+static int unlock_run(void *arg)
+{
+	return dlock_lock_unlock(((lock_ctx *)arg)->l);
+}
+
+static void unlock_check(void *arg, int rc, long k)
+{
+	lock_ctx *x = arg;
+
+	if (rc == 0) {
+		if (x->reentrant) {
+			cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld", k);
+			cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
+			dl_pass(dlock_lock_unlock(x->l));
 		}
-		dlock_lock_free(l);
-		dlock_client_close(c);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
+		cr_assert_eq(exists(0, x->name), 0, "k=%ld: still held after 0", k);
+		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER);
+		return;
 	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
+	/* Nothing changed: still held, and it can still be released. */
+	cr_assert_eq(hget(0, x->name, x->owner), x->reentrant ? 2 : 1,
+		     "k=%ld: ENOMEM but the count changed", k);
+	cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
+	dl_pass(dlock_lock_unlock(x->l));
+	if (x->reentrant)
+		dl_pass(dlock_lock_unlock(x->l));
+	cr_assert_eq(exists(0, x->name), 0);
 }
 
 Test(alloc_failures, lock_unlock, .timeout = 120)
 {
-	install_allocator();
+	static const struct { const char *op; int64_t lease; int reentrant; } ops[] = {
+		{ "lock_unlock (lease)", 10000, 0 },
+		{ "lock_unlock (watchdog)", DLOCK_LEASE_WATCHDOG, 0 },
+		{ "lock_unlock (re-entered)", 10000, 1 },
+	};
+	dl_torture t = { NULL, unlock_setup, unlock_run, unlock_check, lock_teardown, lock_errmsg };
+
 	start_servers(1);
-	unlock_op(10000, 0, "lock_unlock (lease)");
-	unlock_op(DLOCK_LEASE_WATCHDOG, 0, "lock_unlock (watchdog)");
-	unlock_op(10000, 1, "lock_unlock (re-entered)");
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		lock_ctx x = { .name = "af:unlock", .lease = ops[i].lease,
+			.reentrant = ops[i].reentrant };
+
+		t.op = ops[i].op;
+		dl_torture_run(&t, &x);
+	}
 	stop_servers(1);
 }
 
 /* A foreign holder that lets go after 300 ms: DEL, then the unlock message. */
-typedef struct foreign {
-	int port;
-	const char *name;
-	char channel[128];
-	int ok;
-} foreign;
-
 static void *foreign_release(void *arg)
 {
-	foreign *f = arg;
+	lock_ctx *x = arg;
+	char channel[128];
 	redisContext *ctx;
 	redisReply *r;
+	intptr_t ok;
 
-	sleep_ms(300);
-	ctx = redisConnect("127.0.0.1", f->port);
+	dl_sleep_ms(300);
+	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", x->name);
+	ctx = redisConnect("127.0.0.1", rh_server_port(srv[0]));
 	if (ctx == NULL || ctx->err) {
 		if (ctx)
 			redisFree(ctx);
 		return NULL;
 	}
-	r = redisCommand(ctx, "DEL %s", f->name);
-	f->ok = r != NULL && r->type == REDIS_REPLY_INTEGER;
+	r = redisCommand(ctx, "DEL %s", x->name);
+	ok = r != NULL && r->type == REDIS_REPLY_INTEGER;
 	freeReplyObject(r);
-	r = redisCommand(ctx, "PUBLISH %s 0", f->channel);
-	f->ok &= r != NULL && r->type == REDIS_REPLY_INTEGER;
+	r = redisCommand(ctx, "PUBLISH %s 0", channel);
+	ok &= r != NULL && r->type == REDIS_REPLY_INTEGER;
 	freeReplyObject(r);
 	redisFree(ctx);
-	return NULL;
+	return (void *)ok;
+}
+
+static void waiting_setup(void *arg)
+{
+	lock_ctx *x = arg;
+
+	lock_setup(x);
+	cr_assert_eq(rh_command_int(srv[0], "HSET %s foreign:1 1", x->name), 1);
+	/* A safety net: a missed message still ends the wait at the TTL. */
+	cr_assert_eq(rh_command_int(srv[0], "PEXPIRE %s 1000", x->name), 1);
+	cr_assert_eq(pthread_create(&x->th, NULL, foreign_release, x), 0);
+	x->t0 = rh_now_ms();
+}
+
+static int waiting_run(void *arg)
+{
+	lock_ctx *x = arg;
+	int rc = dlock_lock_try(x->l, 2000, 10000);
+
+	x->t1 = rh_now_ms();
+	return rc;
+}
+
+static void waiting_check(void *arg, int rc, long k)
+{
+	lock_ctx *x = arg;
+	void *ok = NULL;
+
+	pthread_join(x->th, &ok);
+	cr_assert(ok != NULL, "the foreign release failed");
+	if (rc == 0) {
+		cr_assert_geq(x->t1 - x->t0, 250, "acquired after %" PRId64 " ms while held",
+			      x->t1 - x->t0);
+		cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld: not held after 0", k);
+		dl_pass(dlock_lock_unlock(x->l));
+	} else {
+		cr_assert_eq(hget(0, x->name, x->owner), -1, "k=%ld: our hold left behind", k);
+		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER);
+	}
+	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);
 }
 
 Test(alloc_failures, waiting_try_joins_pubsub, .timeout = 180)
 {
-	const char *name = "af:wait";
-	char owner[64];
-	long k, allocs = 0;
+	lock_ctx x = { .name = "af:wait" };
+	dl_torture t = { "lock_try(2000) waiting (pub/sub)", waiting_setup, waiting_run,
+		waiting_check, lock_teardown, lock_errmsg };
 
-	install_allocator();
 	start_servers(1);
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_client *c = open_client(0, 0);
-		dlock_lock *l = new_lock(c, name);
-		foreign f = { rh_server_port(srv[0]), name, "", 0 };
-		pthread_t th;
-		int64_t t0, elapsed;
-		int rc, inj;
-
-		snprintf(f.channel, sizeof f.channel, "redisson_lock__channel:{%s}", name);
-		my_owner(c, owner, sizeof owner);
-		cr_assert_eq(rh_command_int(srv[0], "HSET %s foreign:1 1", name), 1);
-		/* A safety net: a missed message still ends the wait at the TTL. */
-		cr_assert_eq(rh_command_int(srv[0], "PEXPIRE %s 1000", name), 1);
-		cr_assert_eq(pthread_create(&th, NULL, foreign_release, &f), 0);
-		t0 = rh_now_ms();
-		arm(k);
-		rc = dlock_lock_try(l, 2000, 10000);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		elapsed = rh_now_ms() - t0;
-		pthread_join(th, NULL);
-		cr_assert(f.ok, "the foreign release failed");
-		assert_rc(rc, inj, "waiting lock_try", k, dlock_lock_errmsg(l));
-		if (rc == 0) {
-			cr_assert_geq(elapsed, 250, "acquired after %" PRId64 " ms while held", elapsed);
-			cr_assert_eq(hget(0, name, owner), 1, "k=%ld: not held after 0", k);
-			cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-		} else {
-			cr_assert_eq(hget(0, name, owner), -1, "k=%ld: our hold left behind", k);
-			cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
-		}
-		cr_assert_eq(exists(0, name), 0, "k=%ld: lock left behind", k);
-		dlock_lock_free(l);
-		dlock_client_close(c);
-		assert_baseline(b, "waiting lock_try", k);
-		if (!inj)
-			break;
-	}
-	cr_assert_leq(k, KMAX);
-	report("lock_try(2000) waiting (pub/sub)", k, allocs);
+	dl_torture_run(&t, &x);
 	stop_servers(1);
 }
 
 /* The fenced and fair kinds: acquire (with the token / the queue) and release. */
-static void kind_op(int fair, const char *op)
+static int kind_run(void *arg)
 {
-	const char *name = fair ? "af:fair" : "af:fenced";
-	char owner[64];
-	long k, allocs = 0;
-	int64_t last_token = 0;
+	lock_ctx *x = arg;
+	int rc = x->kind == FAIR ? dlock_lock_try(x->l, 0, 10000) :
+		dlock_lock_try_fenced(&x->token, x->l, NULL, 0, 10000);
 
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_client *c = open_client(0, 0);
-		dlock_lock *l = NULL;
-		int64_t token = 0;
-		int rc, inj;
+	return rc == 0 ? dlock_lock_unlock(x->l) : rc;
+}
 
-		cr_assert_eq(fair ? dlock_fairlock_new(&l, c, name, 0) : dlock_fencedlock_new(&l, c, name),
-			     0);
-		my_owner(c, owner, sizeof owner);
-		arm(k);
-		rc = fair ? dlock_lock_try(l, 0, 10000) : dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
-		if (rc == 0)
-			rc = dlock_lock_unlock(l);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_lock_errmsg(l));
-		if (rc == 0 && !fair) {
-			cr_assert_gt(token, last_token, "%s, k=%ld: token %" PRId64 " after %" PRId64,
-				     op, k, token, last_token);
-			last_token = token;
-		}
-		if (rc < 0 && hget(0, name, owner) == 1) {
-			/* The acquire went through and the release ran out of memory:
-			 * nothing changed by it, so it can be released now. */
-			cr_assert_eq(dlock_lock_check(l, NULL), 0);
-			cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-		}
-		cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER, "%s, k=%ld", op, k);
-		cr_assert_eq(exists(0, name), 0, "%s, k=%ld: lock left behind", op, k);
-		if (fair) {
-			cr_assert_eq(rh_command_int(srv[0], "LLEN redisson_lock_queue:{%s}", name), 0,
-				     "%s, k=%ld: left in the queue", op, k);
-		}
-		dlock_lock_free(l);
-		dlock_client_close(c);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
+static void kind_check(void *arg, int rc, long k)
+{
+	lock_ctx *x = arg;
+
+	if (rc == 0 && x->kind == FENCED) {
+		cr_assert_gt(x->token, x->last_token, "k=%ld: token %" PRId64 " after %" PRId64,
+			     k, x->token, x->last_token);
+		x->last_token = x->token;
 	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
+	if (rc < 0 && hget(0, x->name, x->owner) == 1) {
+		/* The acquire went through and the release ran out of memory:
+		 * nothing changed by it, so it can be released now. */
+		cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
+		dl_pass(dlock_lock_unlock(x->l));
+	}
+	cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER, "k=%ld", k);
+	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);
+	if (x->kind == FAIR)
+		cr_assert_eq(rh_command_int(srv[0], "LLEN redisson_lock_queue:{%s}", x->name), 0,
+			     "k=%ld: left in the queue", k);
 }
 
 Test(alloc_failures, fenced_and_fair_locks, .timeout = 120)
 {
-	install_allocator();
+	lock_ctx fenced = { .name = "af:fenced", .kind = FENCED };
+	lock_ctx fair = { .name = "af:fair", .kind = FAIR };
+	dl_torture t = { "fencedlock try_fenced + unlock", lock_setup, kind_run, kind_check,
+		lock_teardown, lock_errmsg };
+
 	start_servers(1);
-	kind_op(0, "fencedlock try_fenced + unlock");
-	kind_op(1, "fairlock try + unlock");
+	dl_torture_run(&t, &fenced);
+	t.op = "fairlock try + unlock";
+	dl_torture_run(&t, &fair);
 	stop_servers(1);
 }
 
@@ -674,13 +513,11 @@ static dlock_redlock *open_redlock(const char *name, int fenced, int watchdog_ms
 	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
 	dlock_redlock *r = NULL;
-	int rc;
 
 	if (watchdog_ms > 0)
 		co.watchdog_timeout_ms = watchdog_ms;
 	ro.fenced = fenced;
-	rc = dlock_redlock_new_from_uris(&r, uris, NSRV, name, &co, &ro);
-	cr_assert_eq(rc, 0, "redlock_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
+	dl_pass(dlock_redlock_new_from_uris(&r, uris, NSRV, name, &co, &ro));
 	return r;
 }
 
@@ -693,169 +530,177 @@ static int held_count(const char *name)
 	return n;
 }
 
+typedef struct rl_ctx {
+	const char *name;
+	int fenced;
+	int64_t lease;
+	int64_t validity, token, last_token;
+	dlock_redlock *r, *r2;
+} rl_ctx;
+
+static const char *rl_errmsg(void *arg)
+{
+	rl_ctx *x = arg;
+
+	return dlock_redlock_errmsg(x->r2 ? x->r2 : x->r);
+}
+
+static void rl_teardown(void *arg)
+{
+	rl_ctx *x = arg;
+
+	dlock_redlock_free(x->r2);
+	dlock_redlock_free(x->r);
+	x->r = x->r2 = NULL;
+}
+
+static int rl_open_run(void *arg)
+{
+	rl_ctx *x = arg;
+	dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
+	int rc;
+
+	ro.fenced = x->fenced;
+	rc = dlock_redlock_new_from_uris(&x->r, uris, NSRV, x->name, NULL, &ro);
+	if (rc == 0) {
+		dlock_redlock_free(x->r);
+		x->r = NULL;
+	}
+	return rc;
+}
+
+static void rl_open_check(void *arg, int rc, long k)
+{
+	(void)rc;
+	cr_assert_null(((rl_ctx *)arg)->r, "k=%ld: *out set on failure", k);
+}
+
 Test(alloc_failures, redlock_open_free, .timeout = 120)
 {
-	const char *name = "af:rl-open";
-	long k, allocs = 0;
+	rl_ctx x = { .name = "af:rl-open" };
+	dl_torture t = { "redlock_open + free", NULL, rl_open_run, rl_open_check, rl_teardown, NULL };
+	long live;
+	int fds;
 
-	install_allocator();
 	start_servers(NSRV);
-	for (int fenced = 0; fenced < 2; fenced++) {
-		const char *op = fenced ? "redlock_open (fenced) + free" : "redlock_open + free";
-
-		for (k = 1; k <= KMAX; k++) {
-			dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
-			baseline b = take_baseline();
-			dlock_redlock *r = NULL;
-			int rc, inj;
-
-			ro.fenced = fenced;
-			arm(k);
-			rc = dlock_redlock_new_from_uris(&r, uris, NSRV, name, NULL, &ro);
-			if (rc == 0)
-				dlock_redlock_free(r);
-			allocs = atomic_load(&counted);
-			inj = disarm();
-			assert_rc(rc, inj, op, k, dlock_errmsg_last());
-			if (rc < 0)
-				cr_assert_null(r);
-			assert_baseline(b, op, k);
-			if (!inj)
-				break;
-		}
-		cr_assert_leq(k, KMAX);
-		report(op, k, allocs);
-	}
-	/* What open made works. */
-	{
-		baseline b = take_baseline();
-		dlock_redlock *r = open_redlock(name, 0, 0);
-		int64_t validity = 0;
-
-		cr_assert_eq(dlock_redlock_try(&validity, r, 0, 10000), 0, "%s",
-			     dlock_redlock_errmsg(r));
-		cr_assert_eq(held_count(name), NSRV);
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
-		assert_absent_everywhere(NSRV, name, "redlock_open check", 0);
-		dlock_redlock_free(r);
-		assert_baseline(b, "redlock_open check", 0);
-	}
+	dl_torture_run(&t, &x);
+	x.fenced = 1;
+	t.op = "redlock_open (fenced) + free";
+	dl_torture_run(&t, &x);
+	/* What open made works, and leaves nothing behind. */
+	live = dl_torture_live();
+	fds = dl_count_fds();
+	x.r = open_redlock(x.name, 0, 0);
+	dl_pass(dlock_redlock_try(&x.validity, x.r, 0, 10000));
+	cr_assert_eq(held_count(x.name), NSRV);
+	dl_pass(dlock_redlock_unlock(x.r));
+	assert_absent_everywhere(NSRV, x.name, "redlock_open check", 0);
+	rl_teardown(&x);
+	cr_assert_eq(dl_torture_live(), live, "redlock_open check: leaked");
+	cr_assert_eq(dl_count_fds(), fds, "redlock_open check: descriptors leaked");
 	stop_servers(NSRV);
 }
 
-/* dlock_redlock_try / try_fenced with failures. */
-static void redlock_acquire_op(int fenced, int64_t lease, const char *op)
+static void rl_setup(void *arg)
 {
-	const char *name = fenced ? "af:rl-fenced" : "af:rl-try";
-	long k, allocs = 0;
-	int64_t last_token = 0;
+	rl_ctx *x = arg;
 
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_redlock *r = open_redlock(name, fenced, 600);
-		int64_t validity = 0, token = 0;
-		int rc, inj;
+	x->r = open_redlock(x->name, x->fenced, 600);
+}
 
-		arm(k);
-		if (fenced)
-			rc = dlock_redlock_try_fenced(&validity, &token, r, NULL, 0, lease);
-		else
-			rc = dlock_redlock_try(&validity, r, 0, lease);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_redlock_errmsg(r));
-		if (rc == 0) {
-			int n = held_count(name);
+static int rl_acquire_run(void *arg)
+{
+	rl_ctx *x = arg;
 
-			cr_assert_geq(n, NSRV / 2 + 1, "%s, k=%ld: 0 but held on %d servers", op, k, n);
-			cr_assert_gt(validity, 0);
-			cr_assert_eq(dlock_redlock_check(r, NULL), 0, "%s, k=%ld: check", op, k);
-			if (fenced) {
-				cr_assert_gt(token, last_token, "%s, k=%ld: token %" PRId64
-					     " after %" PRId64, op, k, token, last_token);
-				last_token = token;
-			}
-			if (lease < 0) {
-				sleep_ms(900);
-				cr_assert_geq(held_count(name), NSRV / 2 + 1,
-					      "%s, k=%ld: not renewed", op, k);
-			}
-			cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
-		} else {
-			cr_assert_neq(dlock_redlock_check(r, NULL), 0);
+	return x->fenced ? dlock_redlock_try_fenced(&x->validity, &x->token, x->r, NULL, 0, x->lease)
+		: dlock_redlock_try(&x->validity, x->r, 0, x->lease);
+}
+
+static void rl_acquire_check(void *arg, int rc, long k)
+{
+	rl_ctx *x = arg;
+
+	if (rc == 0) {
+		int n = held_count(x->name);
+
+		cr_assert_geq(n, NSRV / 2 + 1, "k=%ld: 0 but held on %d servers", k, n);
+		cr_assert_gt(x->validity, 0);
+		cr_assert_eq(dlock_redlock_check(x->r, NULL), 0, "k=%ld: check", k);
+		if (x->fenced) {
+			cr_assert_gt(x->token, x->last_token, "k=%ld: token %" PRId64 " after %" PRId64,
+				     k, x->token, x->last_token);
+			x->last_token = x->token;
 		}
-		assert_absent_everywhere(NSRV, name, op, k);
-		if (lease < 0) {
-			/* Nothing renews a member that is gone for good. */
-			sleep_ms(700);
-			assert_absent_everywhere(NSRV, name, op, k);
+		if (x->lease < 0) {
+			dl_sleep_ms(900);
+			cr_assert_geq(held_count(x->name), NSRV / 2 + 1, "k=%ld: not renewed", k);
 		}
-		dlock_redlock_free(r);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
+		dl_pass(dlock_redlock_unlock(x->r));
+	} else {
+		cr_assert_neq(dlock_redlock_check(x->r, NULL), 0);
 	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
+	assert_absent_everywhere(NSRV, x->name, "redlock acquire", k);
+	if (x->lease < 0) {
+		/* Nothing renews a member that is gone for good. */
+		dl_sleep_ms(700);
+		assert_absent_everywhere(NSRV, x->name, "redlock acquire", k);
+	}
 }
 
 Test(alloc_failures, redlock_try, .timeout = 180)
 {
-	install_allocator();
+	rl_ctx lease = { .name = "af:rl-try", .lease = 10000 };
+	rl_ctx watchdog = { .name = "af:rl-try", .lease = DLOCK_LEASE_WATCHDOG };
+	dl_torture t = { "redlock_try(0, lease)", rl_setup, rl_acquire_run, rl_acquire_check,
+		rl_teardown, rl_errmsg };
+
 	start_servers(NSRV);
-	redlock_acquire_op(0, 10000, "redlock_try(0, lease)");
-	redlock_acquire_op(0, DLOCK_LEASE_WATCHDOG, "redlock_try(0, watchdog)");
+	dl_torture_run(&t, &lease);
+	t.op = "redlock_try(0, watchdog)";
+	dl_torture_run(&t, &watchdog);
 	stop_servers(NSRV);
 }
 
 Test(alloc_failures, redlock_try_fenced, .timeout = 180)
 {
-	install_allocator();
+	rl_ctx x = { .name = "af:rl-fenced", .fenced = 1, .lease = 10000 };
+	dl_torture t = { "redlock_try_fenced(0, lease)", rl_setup, rl_acquire_run,
+		rl_acquire_check, rl_teardown, rl_errmsg };
+
 	start_servers(NSRV);
-	redlock_acquire_op(1, 10000, "redlock_try_fenced(0, lease)");
+	dl_torture_run(&t, &x);
 	stop_servers(NSRV);
 }
 
-static void redlock_unlock_op(int64_t lease, const char *op)
+static void rl_unlock_setup(void *arg)
 {
-	const char *name = "af:rl-unlock";
-	long k, allocs = 0;
+	rl_ctx *x = arg;
 
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_redlock *r = open_redlock(name, 0, 600);
-		int64_t validity = 0;
-		int rc, inj;
+	rl_setup(x);
+	dl_pass(dlock_redlock_try(&x->validity, x->r, 0, x->lease));
+	cr_assert_eq(held_count(x->name), NSRV);
+}
 
-		cr_assert_eq(dlock_redlock_try(&validity, r, 0, lease), 0, "%s",
-			     dlock_redlock_errmsg(r));
-		cr_assert_eq(held_count(name), NSRV);
-		arm(k);
-		rc = dlock_redlock_unlock(r);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_redlock_errmsg(r));
-		if (rc == 0) {
-			assert_absent_everywhere(NSRV, name, op, k);
-			cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER,
-				     "%s, k=%ld: a member record survived", op, k);
-		} else {
-			/* Whatever is still held is released by a second unlock. */
-			cr_assert_eq(dlock_redlock_unlock(r), 0, "%s, k=%ld: second unlock: %s",
-				     op, k, dlock_redlock_errmsg(r));
-			assert_absent_everywhere(NSRV, name, op, k);
-		}
-		if (lease < 0) {
-			sleep_ms(700);
-			assert_absent_everywhere(NSRV, name, op, k);
-		}
-		dlock_redlock_free(r);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
+static int rl_unlock_run(void *arg)
+{
+	return dlock_redlock_unlock(((rl_ctx *)arg)->r);
+}
+
+static void rl_unlock_check(void *arg, int rc, long k)
+{
+	rl_ctx *x = arg;
+
+	if (rc == 0)
+		cr_assert_eq(dlock_redlock_check(x->r, NULL), DLOCK_ENOTOWNER,
+			     "k=%ld: a member record survived", k);
+	else /* whatever is still held is released by a second unlock */
+		cr_assert_eq(dlock_redlock_unlock(x->r), 0, "k=%ld: second unlock: %s", k,
+			     dlock_redlock_errmsg(x->r));
+	assert_absent_everywhere(NSRV, x->name, "redlock_unlock", k);
+	if (x->lease < 0) {
+		dl_sleep_ms(700);
+		assert_absent_everywhere(NSRV, x->name, "redlock_unlock", k);
 	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
 }
 
 /*
@@ -863,223 +708,222 @@ static void redlock_unlock_op(int64_t lease, const char *op)
  * empty, so the release opens its connections as it goes, and that can fail
  * for one member while the others are released.
  */
-static void redlock_unlock_fresh_op(void)
+#define FRESH_OWNER "af-explicit-owner"
+
+static void rl_fresh_setup(void *arg)
 {
-	const char *name = "af:rl-fresh", *owner = "af-explicit-owner";
-	const char *op = "redlock_unlock_as (fresh handle)";
-	long k, allocs = 0;
+	rl_ctx *x = arg;
 
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		dlock_redlock *r1 = open_redlock(name, 0, 0), *r2;
-		int64_t validity = 0;
-		int rc, inj;
+	x->r = open_redlock(x->name, 0, 0);
+	dl_pass(dlock_redlock_try_as(&x->validity, x->r, FRESH_OWNER, 0, 10000));
+	/* A member slower than the quorum's grace gets its hold a moment later. */
+	for (int i = 0; i < NSRV; i++) {
+		int64_t until = rh_now_ms() + 2000;
 
-		cr_assert_eq(dlock_redlock_try_as(&validity, r1, owner, 0, 10000), 0, "%s",
-			     dlock_redlock_errmsg(r1));
-		/* A member slower than the quorum's grace gets its hold a moment later. */
-		for (int i = 0; i < NSRV; i++) {
-			int64_t until = rh_now_ms() + 2000;
-
-			while (hget(i, name, owner) != 1 && rh_now_ms() < until)
-				sleep_ms(5);
-			cr_assert_eq(hget(i, name, owner), 1, "%s, k=%ld: server %d does not hold it",
-				     op, k, i);
-		}
-		r2 = open_redlock(name, 0, 0);
-		arm(k);
-		rc = dlock_redlock_unlock_as(r2, owner);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_redlock_errmsg(r2));
-		if (rc < 0)
-			cr_assert_eq(dlock_redlock_unlock_as(r2, owner), 0, "%s, k=%ld: second unlock: %s",
-				     op, k, dlock_redlock_errmsg(r2));
-		assert_absent_everywhere(NSRV, name, op, k);
-		dlock_redlock_free(r2);
-		dlock_redlock_free(r1);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
+		while (hget(i, x->name, FRESH_OWNER) != 1 && rh_now_ms() < until)
+			dl_sleep_ms(5);
+		cr_assert_eq(hget(i, x->name, FRESH_OWNER), 1, "server %d does not hold it", i);
 	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
+	x->r2 = open_redlock(x->name, 0, 0);
+}
+
+static int rl_fresh_run(void *arg)
+{
+	return dlock_redlock_unlock_as(((rl_ctx *)arg)->r2, FRESH_OWNER);
+}
+
+static void rl_fresh_check(void *arg, int rc, long k)
+{
+	rl_ctx *x = arg;
+
+	if (rc < 0)
+		cr_assert_eq(dlock_redlock_unlock_as(x->r2, FRESH_OWNER), 0,
+			     "k=%ld: second unlock: %s", k, dlock_redlock_errmsg(x->r2));
+	assert_absent_everywhere(NSRV, x->name, "redlock_unlock_as (fresh handle)", k);
 }
 
 Test(alloc_failures, redlock_unlock, .timeout = 180)
 {
-	install_allocator();
+	rl_ctx lease = { .name = "af:rl-unlock", .lease = 10000 };
+	rl_ctx watchdog = { .name = "af:rl-unlock", .lease = DLOCK_LEASE_WATCHDOG };
+	rl_ctx fresh = { .name = "af:rl-fresh" };
+	dl_torture t = { "redlock_unlock (lease)", rl_unlock_setup, rl_unlock_run,
+		rl_unlock_check, rl_teardown, rl_errmsg };
+	dl_torture f = { "redlock_unlock_as (fresh handle)", rl_fresh_setup, rl_fresh_run,
+		rl_fresh_check, rl_teardown, rl_errmsg };
+
 	start_servers(NSRV);
-	redlock_unlock_op(10000, "redlock_unlock (lease)");
-	redlock_unlock_op(DLOCK_LEASE_WATCHDOG, "redlock_unlock (watchdog)");
-	redlock_unlock_fresh_op();
+	dl_torture_run(&t, &lease);
+	t.op = "redlock_unlock (watchdog)";
+	dl_torture_run(&t, &watchdog);
+	dl_torture_run(&f, &fresh);
 	stop_servers(NSRV);
 }
 
 /* ---- MultiLock ---------------------------------------------------------- */
 
-typedef struct ml {
+typedef struct ml_ctx {
+	const char *name;
+	int64_t wait, lease;
+	int make;                 /* ml_setup makes the MultiLock */
+	int locked;               /* ml_setup takes it too */
 	dlock_client *c[NSRV];
 	dlock_lock *l[NSRV];
 	dlock_multilock *m;
 	char owner[NSRV][64];
-} ml;
+} ml_ctx;
 
-static void ml_up(ml *f, const char *name, int make)
-{
-	memset(f, 0, sizeof *f);
-	for (int i = 0; i < NSRV; i++) {
-		f->c[i] = open_client(i, 600);
-		f->l[i] = new_lock(f->c[i], name);
-		my_owner(f->c[i], f->owner[i], sizeof f->owner[i]);
-	}
-	if (make)
-		cr_assert_eq(dlock_multilock_new(&f->m, f->l, NSRV), 0);
-}
-
-static void ml_down(ml *f)
-{
-	dlock_multilock_free(f->m);
-	for (int i = 0; i < NSRV; i++) {
-		dlock_lock_free(f->l[i]);
-		dlock_client_close(f->c[i]);
-	}
-}
-
-static int ml_held(ml *f, const char *name)
+static int ml_held(ml_ctx *x)
 {
 	int n = 0;
 
 	for (int i = 0; i < NSRV; i++)
-		n += hget(i, name, f->owner[i]) == 1;
+		n += hget(i, x->name, x->owner[i]) == 1;
 	return n;
+}
+
+static void ml_setup(void *arg)
+{
+	ml_ctx *x = arg;
+
+	for (int i = 0; i < NSRV; i++) {
+		x->c[i] = dl_client(uris[i], 1000, 600);
+		x->l[i] = dl_lock(x->c[i], x->name);
+		dl_owner(x->c[i], x->owner[i], sizeof x->owner[i]);
+	}
+	x->m = NULL;
+	if (x->make)
+		dl_pass(dlock_multilock_new(&x->m, x->l, NSRV));
+	if (x->locked) {
+		dl_pass(dlock_multilock_try(x->m, 0, 10000));
+		cr_assert_eq(ml_held(x), NSRV);
+	}
+}
+
+static void ml_teardown(void *arg)
+{
+	ml_ctx *x = arg;
+
+	dlock_multilock_free(x->m);
+	x->m = NULL;
+	for (int i = 0; i < NSRV; i++) {
+		dlock_lock_free(x->l[i]);
+		dlock_client_close(x->c[i]);
+	}
+}
+
+static const char *ml_errmsg(void *arg)
+{
+	ml_ctx *x = arg;
+
+	return x->m ? dlock_multilock_errmsg(x->m) : dlock_errmsg_last();
+}
+
+
+static int ml_new_run(void *arg)
+{
+	ml_ctx *x = arg;
+	int rc = dlock_multilock_new(&x->m, x->l, NSRV);
+
+	if (rc == 0) {
+		dlock_multilock_free(x->m);
+		x->m = NULL;
+	}
+	return rc;
+}
+
+static void ml_new_check(void *arg, int rc, long k)
+{
+	(void)rc;
+	cr_assert_null(((ml_ctx *)arg)->m, "k=%ld: *out set on failure", k);
 }
 
 Test(alloc_failures, multilock_new_free, .timeout = 120)
 {
-	const char *name = "af:ml-new";
-	long k, allocs = 0;
+	ml_ctx x = { .name = "af:ml-new" };
+	dl_torture t = { "multilock_new + free", ml_setup, ml_new_run, ml_new_check, ml_teardown,
+		NULL };
 
-	install_allocator();
 	start_servers(NSRV);
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		ml f;
-		int rc, inj;
-
-		ml_up(&f, name, 0);
-		arm(k);
-		rc = dlock_multilock_new(&f.m, f.l, NSRV);
-		if (rc == 0) {
-			dlock_multilock_free(f.m);
-			f.m = NULL;
-		}
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, "multilock_new", k, dlock_errmsg_last());
-		if (rc < 0)
-			cr_assert_null(f.m);
-		ml_down(&f);
-		assert_baseline(b, "multilock_new", k);
-		if (!inj)
-			break;
-	}
-	cr_assert_leq(k, KMAX);
-	report("multilock_new + free", k, allocs);
+	dl_torture_run(&t, &x);
 	stop_servers(NSRV);
 }
 
-static void multilock_try_op(int64_t wait, int64_t lease, const char *op)
+static int ml_try_run(void *arg)
 {
-	const char *name = "af:ml-try";
-	long k, allocs = 0;
+	ml_ctx *x = arg;
 
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		ml f;
-		int rc, inj;
+	return dlock_multilock_try(x->m, x->wait, x->lease);
+}
 
-		ml_up(&f, name, 1);
-		arm(k);
-		rc = dlock_multilock_try(f.m, wait, lease);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_multilock_errmsg(f.m));
-		if (rc == 0) {
-			cr_assert_eq(ml_held(&f, name), NSRV, "%s, k=%ld: 0 but not held everywhere",
-				     op, k);
-			cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
-			if (lease < 0) {
-				sleep_ms(900);
-				cr_assert_eq(ml_held(&f, name), NSRV, "%s, k=%ld: not renewed", op, k);
-			}
-			cr_assert_eq(dlock_multilock_unlock(f.m), 0, "%s",
-				     dlock_multilock_errmsg(f.m));
-		} else {
-			cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER,
-				     "%s, k=%ld: a member record survived ENOMEM", op, k);
+static void ml_try_check(void *arg, int rc, long k)
+{
+	ml_ctx *x = arg;
+
+	if (rc == 0) {
+		cr_assert_eq(ml_held(x), NSRV, "k=%ld: 0 but not held everywhere", k);
+		cr_assert_eq(dlock_multilock_check(x->m, NULL), 0);
+		if (x->lease < 0) {
+			dl_sleep_ms(900);
+			cr_assert_eq(ml_held(x), NSRV, "k=%ld: not renewed", k);
 		}
-		assert_absent_everywhere(NSRV, name, op, k);
-		if (lease < 0) {
-			sleep_ms(700);
-			assert_absent_everywhere(NSRV, name, op, k);
-		}
-		ml_down(&f);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
+		dl_pass(dlock_multilock_unlock(x->m));
+	} else {
+		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER,
+			     "k=%ld: a member record survived ENOMEM", k);
 	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
+	assert_absent_everywhere(NSRV, x->name, "multilock_try", k);
+	if (x->lease < 0) {
+		dl_sleep_ms(700);
+		assert_absent_everywhere(NSRV, x->name, "multilock_try", k);
+	}
 }
 
 Test(alloc_failures, multilock_try, .timeout = 240)
 {
-	install_allocator();
-	start_servers(NSRV);
 	/* wait 0: Redisson's ordered single attempts; wait > 0: the parallel attempt. */
-	multilock_try_op(0, 10000, "multilock_try(0, lease)");
-	multilock_try_op(1000, 10000, "multilock_try(1000, lease)");
-	multilock_try_op(1000, DLOCK_LEASE_WATCHDOG, "multilock_try(1000, watchdog)");
+	static const struct { const char *op; int64_t wait, lease; } ops[] = {
+		{ "multilock_try(0, lease)", 0, 10000 },
+		{ "multilock_try(1000, lease)", 1000, 10000 },
+		{ "multilock_try(1000, watchdog)", 1000, DLOCK_LEASE_WATCHDOG },
+	};
+	dl_torture t = { NULL, ml_setup, ml_try_run, ml_try_check, ml_teardown, ml_errmsg };
+
+	start_servers(NSRV);
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		ml_ctx x = { .name = "af:ml-try", .wait = ops[i].wait, .lease = ops[i].lease,
+			.make = 1 };
+
+		t.op = ops[i].op;
+		dl_torture_run(&t, &x);
+	}
 	stop_servers(NSRV);
+}
+
+static int ml_unlock_run(void *arg)
+{
+	return dlock_multilock_unlock(((ml_ctx *)arg)->m);
+}
+
+static void ml_unlock_check(void *arg, int rc, long k)
+{
+	ml_ctx *x = arg;
+
+	if (rc == 0)
+		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER);
+	else
+		cr_assert_eq(dlock_multilock_unlock(x->m), 0, "k=%ld: second unlock: %s", k,
+			     dlock_multilock_errmsg(x->m));
+	assert_absent_everywhere(NSRV, x->name, "multilock_unlock", k);
 }
 
 Test(alloc_failures, multilock_unlock, .timeout = 120)
 {
-	const char *name = "af:ml-unlock";
-	const char *op = "multilock_unlock";
-	long k, allocs = 0;
+	ml_ctx x = { .name = "af:ml-unlock", .make = 1, .locked = 1 };
+	dl_torture t = { "multilock_unlock", ml_setup, ml_unlock_run, ml_unlock_check,
+		ml_teardown, ml_errmsg };
 
-	install_allocator();
 	start_servers(NSRV);
-	for (k = 1; k <= KMAX; k++) {
-		baseline b = take_baseline();
-		ml f;
-		int rc, inj;
-
-		ml_up(&f, name, 1);
-		cr_assert_eq(dlock_multilock_try(f.m, 0, 10000), 0, "%s",
-			     dlock_multilock_errmsg(f.m));
-		cr_assert_eq(ml_held(&f, name), NSRV);
-		arm(k);
-		rc = dlock_multilock_unlock(f.m);
-		allocs = atomic_load(&counted);
-		inj = disarm();
-		assert_rc(rc, inj, op, k, dlock_multilock_errmsg(f.m));
-		if (rc == 0) {
-			assert_absent_everywhere(NSRV, name, op, k);
-			cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER);
-		} else {
-			cr_assert_eq(dlock_multilock_unlock(f.m), 0, "%s, k=%ld: second unlock: %s",
-				     op, k, dlock_multilock_errmsg(f.m));
-			assert_absent_everywhere(NSRV, name, op, k);
-		}
-		ml_down(&f);
-		assert_baseline(b, op, k);
-		if (!inj)
-			break;
-	}
-	cr_assert_leq(k, KMAX);
-	report(op, k, allocs);
+	dl_torture_run(&t, &x);
 	stop_servers(NSRV);
 }

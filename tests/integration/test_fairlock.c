@@ -32,105 +32,9 @@
 
 #include "dlock.h"
 #include "redis_harness.h"
+#include "support.h"
 
-/* ---- Redisson's fair scripts, verbatim (reference §3.2 EVAL_LONG, §3.4) ---- */
-
-/* KEYS = [name, queue, timeouts], ARGV = [leaseMs, lockName, wait, nowMs].
- * nil = acquired, else a number (estimated wait). */
-static const char RF_ACQUIRE[] =
-	"while true do "
-	"local firstThreadId2 = redis.call('lindex', KEYS[2], 0);"
-	"if firstThreadId2 == false then "
-	"break;"
-	"end;"
-	"local timeout = redis.call('zscore', KEYS[3], firstThreadId2);"
-	"if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "
-	"redis.call('zrem', KEYS[3], firstThreadId2);"
-	"redis.call('lpop', KEYS[2]);"
-	"else "
-	"break;"
-	"end;"
-	"end;"
-	"if (redis.call('exists', KEYS[1]) == 0) "
-	"and ((redis.call('exists', KEYS[2]) == 0) "
-	"or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
-	"redis.call('lpop', KEYS[2]);"
-	"redis.call('zrem', KEYS[3], ARGV[2]);"
-	"local keys = redis.call('zrange', KEYS[3], 0, -1);"
-	"for i = 1, #keys, 1 do "
-	"redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);"
-	"end;"
-	"redis.call('hset', KEYS[1], ARGV[2], 1);"
-	"redis.call('pexpire', KEYS[1], ARGV[1]);"
-	"return nil;"
-	"end;"
-	"if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
-	"redis.call('hincrby', KEYS[1], ARGV[2],1);"
-	"redis.call('pexpire', KEYS[1], ARGV[1]);"
-	"return nil;"
-	"end;"
-	"local timeout = redis.call('zscore', KEYS[3], ARGV[2]);"
-	"if timeout ~= false then "
-	"local ttl = redis.call('pttl', KEYS[1]);"
-	"return math.max(0, ttl); "
-	"end;"
-	"local lastThreadId = redis.call('lindex', KEYS[2], -1);"
-	"local ttl;"
-	"if lastThreadId ~= false and lastThreadId ~= ARGV[2] and redis.call('zscore', KEYS[3], lastThreadId) ~= false then "
-	"ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);"
-	"else "
-	"ttl = redis.call('pttl', KEYS[1]);"
-	"end;"
-	"local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);"
-	"if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then "
-	"redis.call('rpush', KEYS[2], ARGV[2]);"
-	"end;"
-	"return ttl;";
-
-/* KEYS = [name, queue, timeouts, channel, latch],
- * ARGV = [0, internalLockLeaseTime, lockName, nowMs, publishCommand, latchTimeout]. */
-static const char RF_UNLOCK[] =
-	"local val = redis.call('get', KEYS[5]); "
-	"if val ~= false then "
-	"return tonumber(val);"
-	"end; "
-	"while true do "
-	"local firstThreadId2 = redis.call('lindex', KEYS[2], 0);"
-	"if firstThreadId2 == false then "
-	"break;"
-	"end; "
-	"local timeout = redis.call('zscore', KEYS[3], firstThreadId2);"
-	"if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "
-	"redis.call('zrem', KEYS[3], firstThreadId2); "
-	"redis.call('lpop', KEYS[2]); "
-	"else "
-	"break;"
-	"end; "
-	"end;"
-	"if (redis.call('exists', KEYS[1]) == 0) then "
-	"local nextThreadId = redis.call('lindex', KEYS[2], 0); "
-	"if nextThreadId ~= false then "
-	"redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
-	"end; "
-	"redis.call('set', KEYS[5], 1, 'px', ARGV[6]); "
-	"return 1; "
-	"end;"
-	"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
-	"return nil;"
-	"end; "
-	"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-	"if (counter > 0) then "
-	"redis.call('pexpire', KEYS[1], ARGV[2]); "
-	"redis.call('set', KEYS[5], 0, 'px', ARGV[6]); "
-	"return 0; "
-	"end; "
-	"redis.call('del', KEYS[1]); "
-	"redis.call('set', KEYS[5], 1, 'px', ARGV[6]); "
-	"local nextThreadId = redis.call('lindex', KEYS[2], 0); "
-	"if nextThreadId ~= false then "
-	"redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
-	"end; "
-	"return 1; ";
+/* Redisson's own scripts (the oracle) are in tests/support/redisson_scripts.c. */
 
 /* ---- fixture: one server per test ---------------------------------------- */
 
@@ -326,7 +230,7 @@ static void redisson_acquire(const char *name, const char *owner, int64_t lease,
 	snprintf(lease_s, sizeof lease_s, "%" PRId64, lease);
 	snprintf(wait_s, sizeof wait_s, "%" PRId64, wait);
 	snprintf(now_s, sizeof now_s, "%" PRId64, now);
-	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s %s %s %s %s", RF_ACQUIRE, name, q, t,
+	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s %s %s %s %s", dl_redisson_fair_acquire, name, q, t,
 				   lease_s, owner, wait_s, now_s);
 	cr_assert_not_null(r, "EVAL (Redisson fair acquire) failed");
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
@@ -348,7 +252,7 @@ static int64_t redisson_unlock(const char *name, const char *owner)
 	snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
 	snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%032x", name, ++seq);
 	snprintf(now_s, sizeof now_s, "%" PRId64, wall_ms());
-	redisReply *r = rh_command(srv, "EVAL %s 5 %s %s %s %s %s 0 30000 %s %s publish 16000", RF_UNLOCK,
+	redisReply *r = rh_command(srv, "EVAL %s 5 %s %s %s %s %s 0 30000 %s %s publish 16000", dl_redisson_fair_unlock,
 				   name, q, t, ch, latch, owner, now_s);
 	cr_assert_not_null(r, "EVAL (Redisson fair unlock) failed");
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,

@@ -32,41 +32,9 @@
 
 #include "dlock.h"
 #include "redis_harness.h"
+#include "support.h"
 
-/* ---- Redisson's scripts, verbatim (reference §5.1 token acquire, §1.3 unlock) ---- */
-
-/* KEYS = [name, tokenKey], ARGV = [leaseMs, lockName]; {-1, token} acquired, {pttl, -1} busy. */
-static const char RFENCED_ACQUIRE[] =
-	"if (redis.call('exists', KEYS[1]) == 0 "
-	"or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
-	"local token = redis.call('incr', KEYS[2]);"
-	"redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-	"redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"return {-1, token}; "
-	"end; "
-	"return {redis.call('pttl', KEYS[1]), -1};";
-
-static const char REDISSON_UNLOCK[] =
-	"local val = redis.call('get', KEYS[3]); "
-	"if val ~= false then "
-	"return tonumber(val);"
-	"end; "
-	"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
-	"return nil;"
-	"end; "
-	"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-	"if (counter > 0) then "
-	"redis.call('pexpire', KEYS[1], ARGV[2]); "
-	"redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
-	"return 0; "
-	"else "
-	"redis.call('del', KEYS[1]); "
-	"redis.call(ARGV[4], KEYS[2], ARGV[1]); "
-	"redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
-	"return 1; "
-	"end; ";
-
-#define REDISSON_OWNER "11111111-2222-3333-4444-555555555555:77"
+/* Redisson's own scripts (the oracle) are in tests/support/redisson_scripts.c. */
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -209,8 +177,8 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	freeReplyObject(r);
 
 	/* A Redisson RFencedLock waiter is refused while dlock holds it. */
-	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s", RFENCED_ACQUIRE,
-		       REDISSON_OWNER);
+	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s", dl_redisson_fenced_acquire,
+		       DL_REDISSON_OWNER);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->elements, 2);
@@ -224,8 +192,8 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "EXISTS fence:one"), 0);
 
 	/* Redisson takes the next number from the same counter, and dlock continues after it. */
-	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s", RFENCED_ACQUIRE,
-		       REDISSON_OWNER);
+	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s", dl_redisson_fenced_acquire,
+		       DL_REDISSON_OWNER);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->elements, 2);
@@ -237,7 +205,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(counter_on(s, "fence:one"), 4, "a refused acquisition counted");
 	r = rh_command(s, "EVAL %s 3 fence:one redisson_lock__channel:{fence:one} "
 		       "redisson_unlock_latch:{fence:one}:00000000000000000000000000000001 0 30000 %s publish 16000",
-		       REDISSON_UNLOCK, REDISSON_OWNER);
+		       dl_redisson_unlock, DL_REDISSON_OWNER);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 1);

@@ -21,40 +21,9 @@
 
 #include "dlock.h"
 #include "redis_harness.h"
+#include "support.h"
 
-/* ---- Redisson's scripts, verbatim (reference/redisson-wire.md §1.2, §1.3) ---- */
-
-static const char REDISSON_ACQUIRE[] =
-	"if ((redis.call('exists', KEYS[1]) == 0) "
-	"or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
-	"redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-	"redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"return nil; "
-	"end; "
-	"return redis.call('pttl', KEYS[1]);";
-
-static const char REDISSON_UNLOCK[] =
-	"local val = redis.call('get', KEYS[3]); "
-	"if val ~= false then "
-	"return tonumber(val);"
-	"end; "
-	"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
-	"return nil;"
-	"end; "
-	"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-	"if (counter > 0) then "
-	"redis.call('pexpire', KEYS[1], ARGV[2]); "
-	"redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
-	"return 0; "
-	"else "
-	"redis.call('del', KEYS[1]); "
-	"redis.call(ARGV[4], KEYS[2], ARGV[1]); "
-	"redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
-	"return 1; "
-	"end; ";
-
-/* A Redisson client id and thread id, as a Java service would write them. */
-#define REDISSON_OWNER "11111111-2222-3333-4444-555555555555:77"
+/* Redisson's own scripts (the oracle) are in tests/support/redisson_scripts.c. */
 
 /* ---- fixture: one server per test ---------------------------------------- */
 
@@ -725,7 +694,7 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 /* Redisson's acquire for `owner`: NULL reply (acquired) -> -3, else the PTTL. */
 static int64_t redisson_acquire(const char *name, const char *owner, int64_t lease)
 {
-	redisReply *r = rh_command(srv, "EVAL %s 1 %s %lld %s", REDISSON_ACQUIRE, name,
+	redisReply *r = rh_command(srv, "EVAL %s 1 %s %lld %s", dl_redisson_acquire, name,
 				   (long long)lease, owner);
 	cr_assert_not_null(r);
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
@@ -744,7 +713,7 @@ static int64_t redisson_unlock(const char *name, const char *owner, const char *
 	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
 	snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%s", name, request_id);
 	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s 0 30000 %s publish 16000",
-				   REDISSON_UNLOCK, name, channel, latch, owner);
+				   dl_redisson_unlock, name, channel, latch, owner);
 	cr_assert_not_null(r);
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
 		  "Redisson unlock: reply type %d %s", r->type,
@@ -759,24 +728,24 @@ Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = new_lock(c, "interop-a");
 
-	cr_assert_eq(redisson_acquire("interop-a", REDISSON_OWNER, 30000), -3);
+	cr_assert_eq(redisson_acquire("interop-a", DL_REDISSON_OWNER, 30000), -3);
 	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
 	rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
-	assert_hash_is("interop-a", REDISSON_OWNER, "1");
+	assert_hash_is("interop-a", DL_REDISSON_OWNER, "1");
 	int is_locked = 0, held = 1;
 	cr_assert_eq(dlock_lock_is_locked(&is_locked, l), 0);
 	cr_assert_eq(is_locked, 1);
 	cr_assert_eq(dlock_lock_is_held(&held, l), 0);
 	cr_assert_eq(held, 0);
-	cr_assert_eq(dlock_lock_is_held_as(&held, l, REDISSON_OWNER), 0);
+	cr_assert_eq(dlock_lock_is_held_as(&held, l, DL_REDISSON_OWNER), 0);
 	cr_assert_eq(held, 1);
 
 	/* And the reverse: a dlock holder excludes Redisson (reply = PTTL). */
-	cr_assert_eq(redisson_unlock("interop-a", REDISSON_OWNER, "aaaa0000aaaa0000aaaa0000aaaa0000"), 1);
+	cr_assert_eq(redisson_unlock("interop-a", DL_REDISSON_OWNER, "aaaa0000aaaa0000aaaa0000aaaa0000"), 1);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0);
-	int64_t t = redisson_acquire("interop-a", REDISSON_OWNER, 30000);
+	int64_t t = redisson_acquire("interop-a", DL_REDISSON_OWNER, 30000);
 	cr_assert(t > 9000 && t <= 10000, "Redisson acquire against dlock holder: %" PRId64, t);
 	cr_assert_eq(dlock_lock_unlock(l), 0);
 
@@ -789,7 +758,7 @@ Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = new_lock(c, "interop-b");
 
-	cr_assert_eq(redisson_acquire("interop-b", REDISSON_OWNER, 30000), -3);
+	cr_assert_eq(redisson_acquire("interop-b", DL_REDISSON_OWNER, 30000), -3);
 	waiter w = {.client = c, .lock = l, .lease = 30000, .release = 1};
 	pthread_t th;
 	int64_t started = rh_now_ms();
@@ -800,7 +769,7 @@ Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 		sleep_ms((int)(300 - since));
 
 	int64_t before = rh_now_ms();
-	cr_assert_eq(redisson_unlock("interop-b", REDISSON_OWNER, "bbbb0000bbbb0000bbbb0000bbbb0000"), 1);
+	cr_assert_eq(redisson_unlock("interop-b", DL_REDISSON_OWNER, "bbbb0000bbbb0000bbbb0000bbbb0000"), 1);
 	int64_t unlocked_at = rh_now_ms();
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
@@ -822,13 +791,13 @@ Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
 
 	redisContext *sub = subscribe("redisson_lock__channel:{interop-c}");
 	cr_assert_eq(dlock_lock_lock(l, 30000), 0);
-	int64_t t = redisson_acquire("interop-c", REDISSON_OWNER, 30000);
+	int64_t t = redisson_acquire("interop-c", DL_REDISSON_OWNER, 30000);
 	cr_assert(t > 25000 && t <= 30000, "Redisson acquire while dlock holds: %" PRId64, t);
 
 	cr_assert_eq(dlock_lock_unlock(l), 0);
 	expect_message(sub, "redisson_lock__channel:{interop-c}", "0", 2000);
-	cr_assert_eq(redisson_acquire("interop-c", REDISSON_OWNER, 30000), -3);
-	assert_hash_is("interop-c", REDISSON_OWNER, "1");
+	cr_assert_eq(redisson_acquire("interop-c", DL_REDISSON_OWNER, 30000), -3);
+	assert_hash_is("interop-c", DL_REDISSON_OWNER, "1");
 	/* dlock now sees a Redisson holder. */
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), DLOCK_ENOTACQUIRED);
 
@@ -850,7 +819,7 @@ Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 	assert_hash_is("interop-d", owner, "2");
 
 	/* A Redisson unlock for another owner is refused (nil). */
-	cr_assert_eq(redisson_unlock("interop-d", REDISSON_OWNER, "dddd0000dddd0000dddd0000dddd0000"), -3);
+	cr_assert_eq(redisson_unlock("interop-d", DL_REDISSON_OWNER, "dddd0000dddd0000dddd0000dddd0000"), -3);
 	cr_assert_eq(redisson_unlock("interop-d", owner, "dddd0000dddd0000dddd0000dddd0001"), 0);
 	assert_hash_is("interop-d", owner, "1");
 	expect_no_message(sub, 100);
@@ -958,15 +927,15 @@ Test(rlock_wire, explicit_owner_shared_with_redisson_counts_every_acquire, .time
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = new_lock(c, "shared-owner");
 
-	cr_assert_eq(dlock_lock_try_as(l, REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
-	assert_hash_is("shared-owner", REDISSON_OWNER, "1");
+	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	assert_hash_is("shared-owner", DL_REDISSON_OWNER, "1");
 	/* The Java side re-enters with the same owner. */
-	cr_assert_eq(redisson_acquire("shared-owner", REDISSON_OWNER, 10000), -3);
-	assert_hash_is("shared-owner", REDISSON_OWNER, "2");
+	cr_assert_eq(redisson_acquire("shared-owner", DL_REDISSON_OWNER, 10000), -3);
+	assert_hash_is("shared-owner", DL_REDISSON_OWNER, "2");
 	/* dlock re-enters once more: three acquires, count 3. */
-	cr_assert_eq(dlock_lock_try_as(l, REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(&n, l, REDISSON_OWNER), 0);
+	cr_assert_eq(dlock_lock_hold_count_as(&n, l, DL_REDISSON_OWNER), 0);
 	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
 
 	dlock_lock_free(l);

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <criterion/criterion.h>
+
+#include "support.h"
+
+void dl__pass(int rc, const char *expr, const char *file, int line)
+{
+	if (rc >= 0)
+		return;
+	cr_assert_fail("%s:%d: %s returned %d (%s): %s", file, line, expr, rc, dlock_strerror(rc),
+			dlock_errmsg_last());
+}
+
+dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c = NULL;
+	int rc;
+
+	if (timeout_ms > 0)
+		o.connect_timeout_ms = o.command_timeout_ms = timeout_ms;
+	if (watchdog_ms > 0)
+		o.watchdog_timeout_ms = watchdog_ms;
+	rc = dlock_client_open(&c, uri, &o);
+	cr_assert_eq(rc, 0, "dlock_client_open %s: %s (%s)", uri, dlock_strerror(rc),
+			dlock_errmsg_last());
+	return c;
+}
+
+dlock_lock *dl_lock(dlock_client *client, const char *name)
+{
+	dlock_lock *l = NULL;
+	int rc = dlock_lock_new(&l, client, name);
+
+	cr_assert_eq(rc, 0, "dlock_lock_new %s: %s (%s)", name, dlock_strerror(rc),
+			dlock_errmsg_last());
+	return l;
+}
+
+void dl_owner(dlock_client *client, char *buf, size_t len)
+{
+	cr_assert_gt(dlock_client_owner(buf, len, client, dlock_thread_id()), 0, "%s",
+			dlock_errmsg_last());
+}

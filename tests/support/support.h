@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Test support shared by the unit, integration and stress tests: fixtures
+ * that fail the test with the library's own message, time, Redisson's
+ * reference scripts, and the allocation-failure torture runner.
+ *
+ * support.c needs no test framework (the stress programs run under
+ * ThreadSanitizer, where Criterion's runner cannot start); fixtures.c and
+ * torture.c are for Criterion tests.
+ */
+#ifndef DLOCK_TEST_SUPPORT_H
+#define DLOCK_TEST_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlock.h>
+
+/* ---- support.c: no framework --------------------------------------------- */
+
+/* Sleep, resuming after signals. */
+void dl_sleep_ms(int64_t ms);
+
+/* Open descriptors of this process. */
+int dl_count_fds(void);
+
+/* ---- fixtures.c: Criterion ------------------------------------------------ */
+
+/*
+ * Pass when expr (a dlock call) returns >= 0; otherwise fail the test with
+ * the expression, the code's name and the library's message for it - as
+ * libgit2's cl_git_pass, so a failure says why, not only that.
+ */
+#define dl_pass(expr) dl__pass((expr), #expr, __FILE__, __LINE__)
+void dl__pass(int rc, const char *expr, const char *file, int line);
+
+/* A client on uri; timeout_ms (connect and command) and watchdog_ms of 0
+ * keep the library's defaults. Fails the test when it cannot open. */
+dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms);
+
+/* A lock handle, failing the test when it cannot be made. */
+dlock_lock *dl_lock(dlock_client *client, const char *name);
+
+/* The calling thread's owner string on client. */
+void dl_owner(dlock_client *client, char *buf, size_t len);
+
+/* ---- redisson_scripts.c --------------------------------------------------- */
+
+/* A Redisson client id and thread id, as a Java service writes them. */
+#define DL_REDISSON_OWNER "11111111-2222-3333-4444-555555555555:77"
+
+extern const char dl_redisson_acquire[];
+extern const char dl_redisson_unlock[];
+extern const char dl_redisson_fenced_acquire[];
+extern const char dl_redisson_fair_acquire[];
+extern const char dl_redisson_fair_unlock[];
+
+/* ---- torture.c: allocation failures (Criterion) --------------------------- */
+
+/*
+ * One operation, run with the k-th allocation the library makes on the
+ * calling thread failing, for k = 1, 2, ... until it runs without reaching
+ * its k-th: run() must return 0 or DLOCK_ENOMEM (the latter only when a
+ * failure was injected), check() then asserts what that result means, and
+ * after teardown() the library's live allocations and this process's
+ * descriptors are back where they were (no leak). setup, check and teardown
+ * may be NULL; errmsg says whose message to show.
+ */
+typedef struct dl_torture {
+	const char *op;                      /* named in every failure */
+	void (*setup)(void *ctx);
+	int (*run)(void *ctx);
+	void (*check)(void *ctx, int rc, long k);
+	void (*teardown)(void *ctx);
+	const char *(*errmsg)(void *ctx);
+} dl_torture;
+
+/* Install the counting allocator (before any dlock object exists). */
+void dl_torture_install(void);
+
+/* Run t over every k; ctx is passed to each step. */
+void dl_torture_run(const dl_torture *t, void *ctx);
+
+/* Live blocks the library allocated, on any thread. */
+long dl_torture_live(void);
+
+#endif
