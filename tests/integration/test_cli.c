@@ -42,6 +42,7 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #ifndef DLOCK_CLI_PATH
 #error "DLOCK_CLI_PATH must name the dlock binary (tests/CMakeLists.txt defines it)"
@@ -65,13 +66,6 @@ typedef struct proc {
     int64_t t0, t1;         /* started, exit noticed (rh_now_ms) */
     char desc[1024];        /* "dlock arg arg ..." for messages */
 } proc;
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 static proc *proc_new(void)
 {
@@ -202,7 +196,7 @@ static int proc_wait(proc *p, int timeout_s)
         if (n > 0)
             poll(pf, n, 5);
         else
-            sleep_ms(5);
+            dl_sleep_ms(5);
         proc_drain(p, 0);
         proc_drain(p, 1);
         pid_t w = waitpid(p->pid, &st, WNOHANG);
@@ -546,7 +540,7 @@ static long wait_for_pidfile(const char *path, int64_t timeout_ms)
             if (ok && v > 0)
                 return v;
         }
-        sleep_ms(10);
+        dl_sleep_ms(10);
     }
     return -1;
 }
@@ -566,7 +560,7 @@ static int gone_within(pid_t pid, int64_t timeout_ms)
             return 1;
         if (rh_now_ms() >= deadline)
             return 0;
-        sleep_ms(10);
+        dl_sleep_ms(10);
     }
 }
 
@@ -618,7 +612,7 @@ Test(cli, run_passes_exit_status_and_identity, .timeout = 60)
     {
         int64_t deadline = rh_now_ms() + 5000;
         while (exists(s, "cli-one") != 1 && rh_now_ms() < deadline)
-            sleep_ms(10);
+            dl_sleep_ms(10);
         redisReply *r = rh_command(s, "HGETALL cli-one");
         cr_assert_not_null(r);
         cr_assert_eq(r->elements, 2, "one holder expected, HGETALL has %zu elements",
@@ -790,7 +784,7 @@ Test(cli, run_force_unlocked_under_watchdog_exits_70, .timeout = 60)
                               "--grace", "500", "cli-lost", "--", "sh", "-c", script));
     long child = wait_for_pidfile(pidfile, 5000);
     cr_assert_gt(child, 0, "the command did not start");
-    sleep_ms(500);
+    dl_sleep_ms(500);
     cr_assert_eq(exists(s, "cli-lost"), 1);
 
     proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-lost");
@@ -1084,7 +1078,7 @@ Test(cli, run_forwards_sigint_to_the_command, .timeout = 60)
                             "sh", "-c", script));
     cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
     if (rh_now_ms() - p->t0 < 500)
-        sleep_ms(500 - (rh_now_ms() - p->t0));
+        dl_sleep_ms(500 - (rh_now_ms() - p->t0));
     cr_expect_eq(exists(s, "cli-fwd"), 1);
     int64_t sent = rh_now_ms();
     cr_assert_eq(kill(p->pid, SIGINT), 0);
@@ -1116,7 +1110,7 @@ Test(cli, run_waiting_for_the_lock_stops_on_sigterm, .timeout = 60)
 
     proc *p = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "-w", "4000",
                             "cli-wait", "--", "sh", "-c", script));
-    sleep_ms(500);
+    dl_sleep_ms(500);
     int64_t sent = rh_now_ms();
     cr_assert_eq(kill(p->pid, SIGTERM), 0);
     proc_wait(p, HARD_TIMEOUT_S);
@@ -1288,9 +1282,9 @@ Test(cli, run_without_w_waits_on_pubsub_until_released, .timeout = 60)
     EXPECT_STATUS(a, 0);
     proc_free(a);
     proc *run = dlock_bg(ARGS("-n", uri, "run", "nightly-report", "--", "true"));
-    sleep_ms(500);
+    dl_sleep_ms(500);
     freeReplyObject(rh_command(s, "CONFIG RESETSTAT"));
-    sleep_ms(2000);
+    dl_sleep_ms(2000);
     long calls = script_calls(s);
     cr_expect(!run->done && waitpid(run->pid, NULL, WNOHANG) == 0, "run gave up while held");
     /* Waiting on pub/sub: woken by the unlock or the holder's TTL (60 s). */
@@ -1321,7 +1315,7 @@ Test(cli, run_loss_stops_the_grandchildren, .timeout = 60)
                               "sleep 37.123 & wait"));
     int64_t until = rh_now_ms() + 5000;
     while (!process_running("sleep 37.123") && rh_now_ms() < until)
-        sleep_ms(10);
+        dl_sleep_ms(10);
     cr_assert(process_running("sleep 37.123"), "the job did not start");
     proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-tree");
     EXPECT_STATUS(un, 0);
@@ -1366,7 +1360,7 @@ Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
     /* Gone, or a zombie waiting for init to reap it: not running. */
     int64_t until = rh_now_ms() + 1000;
     while (process_running("sleep 39.4") && rh_now_ms() < until)
-        sleep_ms(10);
+        dl_sleep_ms(10);
     cr_expect(!process_running("sleep 39.4"), "the command (pid %ld) outlived its killed dlock",
               child);
     proc_free(run);
@@ -1507,7 +1501,7 @@ Test(cli, run_wait_rides_out_a_server_restart, .timeout = 60)
     cr_assert_eq(rh_server_kill(s), 0);
     proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "-w", "10000",
                               "cli-restart", "--", "true"));
-    sleep_ms(1500);
+    dl_sleep_ms(1500);
     cr_assert_eq(rh_server_restart(s), 0);
     proc_wait(run, HARD_TIMEOUT_S);
     EXPECT_STATUS(run, 0);
@@ -1529,7 +1523,7 @@ Test(cli, redlock_run_wait_rides_out_a_majority_outage, .timeout = 60)
         cr_assert_eq(rh_server_pause(s[i]), 0);
     proc *run = dlock_bg(ARGS("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "run",
                               "-w", "15000", "cli-outage", "--", "true"));
-    sleep_ms(2500);
+    dl_sleep_ms(2500);
     for (int i = 0; i < 3; i++)
         cr_assert_eq(rh_server_resume(s[i]), 0);
     proc_wait(run, HARD_TIMEOUT_S);

@@ -56,14 +56,6 @@ TestSuite(fairlock, .init = start_server, .fini = stop_server);
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-	}
-}
-
 /* Epoch milliseconds: the clock fair-lock deadlines are written in. */
 static int64_t wall_ms(void)
 {
@@ -198,7 +190,7 @@ static void await_queue_pos(const char *name, const char *owner, int pos, int ti
 	int p;
 
 	while ((p = queue_pos(name, owner)) != pos && rh_now_ms() < end)
-		sleep_ms(2);
+		dl_sleep_ms(2);
 	cr_assert_eq(p, pos, "%s is at queue position %d of %s, want %d", owner, p, name, pos);
 }
 
@@ -376,7 +368,7 @@ static void *fwaiter_main(void *arg)
 	atomic_store(&w->done, 1);
 	w->unlock_rc = 1;
 	if (w->rc == 0 && w->hold_ms >= 0) {
-		sleep_ms(w->hold_ms);
+		dl_sleep_ms(w->hold_ms);
 		atomic_store(&w->releasing, 1);
 		w->unlock_rc = dlock_lock_unlock(w->lock);
 	}
@@ -401,7 +393,7 @@ static void fwaiter_run(fwaiter *w)
 	cr_assert_eq(pthread_create(&w->th, NULL, fwaiter_main, w), 0);
 	int64_t end = rh_now_ms() + 2000;
 	while (!atomic_load(&w->owner_ready) && rh_now_ms() < end)
-		sleep_ms(1);
+		dl_sleep_ms(1);
 	cr_assert(atomic_load(&w->owner_ready), "waiter thread did not start");
 }
 
@@ -418,7 +410,7 @@ static void fwaiter_await_done(fwaiter *w, int timeout_ms)
 	int64_t end = rh_now_ms() + timeout_ms;
 
 	while (!atomic_load(&w->done) && rh_now_ms() < end)
-		sleep_ms(1);
+		dl_sleep_ms(1);
 	cr_assert(atomic_load(&w->done), "waiter %s: try did not return within %d ms", w->owner, timeout_ms);
 }
 
@@ -428,7 +420,7 @@ static void fwaiter_join(fwaiter *w, int timeout_ms)
 	int64_t end = rh_now_ms() + timeout_ms;
 
 	while (!atomic_load(&w->finished) && rh_now_ms() < end)
-		sleep_ms(1);
+		dl_sleep_ms(1);
 	cr_assert(atomic_load(&w->finished), "waiter %s did not finish within %d ms", w->owner, timeout_ms);
 	pthread_join(w->th, NULL);
 }
@@ -456,7 +448,7 @@ Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
 		int64_t at = first_start + 100 * i;
 		int64_t now = rh_now_ms();
 		if (at > now)
-			sleep_ms(at - now);
+			dl_sleep_ms(at - now);
 		/* Each waiter: try(10000, 1000) and never unlock. */
 		fwaiter_init(&w[i], c, l, 10000, 1000, -1);
 		w[i].index = i;
@@ -590,7 +582,7 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 		cr_assert_eq(exists(name), 0, "the lock was taken %" PRId64 " ms before the ghost's place expired",
 			     deadline - wall_ms());
 		cr_assert_eq(queue_pos(name, "ghost:1"), 0, "the ghost left the head early");
-		sleep_ms(20);
+		dl_sleep_ms(20);
 	}
 	fwaiter_await_done(&w, 6000);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_strerror(w.rc));
@@ -652,7 +644,7 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 		cr_assert(!atomic_load(&w.done), "the dlock waiter returned (%s) while redisson:7 was ahead",
 			  dlock_strerror(w.rc));
 		cr_assert_eq(exists(name), 0, "the lock was taken while redisson:7 was head");
-		sleep_ms(20);
+		dl_sleep_ms(20);
 	}
 	cr_assert_eq(queue_pos(name, "redisson:7"), 0);
 	cr_assert_eq(queue_pos(name, w.owner), 1);
@@ -729,7 +721,7 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 		numbers++;
 		if (atomic_load(&w.done) && !atomic_load(&w.releasing))
 			numbers_while_held++;
-		sleep_ms(10);
+		dl_sleep_ms(10);
 	}
 	cr_assert_eq(acquired, 1, "redisson:8 never acquired (dlock waiter: done %d rc %d)",
 		     atomic_load(&w.done), w.rc);

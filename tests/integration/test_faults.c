@@ -18,15 +18,9 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define CMD_TIMEOUT_MS 200
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms)
 {
@@ -40,13 +34,6 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms)
     return c;
 }
 
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-    dlock_lock *l = NULL;
-    cr_assert_eq(dlock_lock_new(&l, c, name), 0, "%s", dlock_errmsg_last());
-    return l;
-}
-
 /* Poll until the key is gone (1) or limit_ms passed (0). */
 static int key_gone_within(rh_server *s, const char *key, int64_t limit_ms)
 {
@@ -54,7 +41,7 @@ static int key_gone_within(rh_server *s, const char *key, int64_t limit_ms)
     do {
         if (rh_command_int(s, "EXISTS %s", key) == 0)
             return 1;
-        sleep_ms(5);
+        dl_sleep_ms(5);
     } while (rh_now_ms() < end);
     return 0;
 }
@@ -77,8 +64,8 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
     cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
     for (int i = 0; i < 3; i++) {
         c[i] = open_client(s[i], 30000);
-        a[i] = new_lock(c[i], "faults:flush:a");
-        b[i] = new_lock(c[i], "faults:flush:b");
+        a[i] = dl_lock(c[i], "faults:flush:a");
+        b[i] = dl_lock(c[i], "faults:flush:b");
     }
     cr_assert_eq(dlock_redlock_new(&ra, a, 3, &ro), 0, "%s", dlock_errmsg_last());
     cr_assert_eq(dlock_multilock_new(&mb, b, 3), 0, "%s", dlock_errmsg_last());
@@ -122,8 +109,8 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 900);
-    dlock_lock *held = new_lock(c, "faults:fork:held");
-    dlock_lock *other = new_lock(c, "faults:fork:child");
+    dlock_lock *held = dl_lock(c, "faults:fork:held");
+    dlock_lock *other = dl_lock(c, "faults:fork:child");
 
     cr_assert_eq(dlock_lock_lock(held, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(held));
     pid_t pid = fork();
@@ -143,7 +130,7 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
               "the child's lock did not fail with DLOCK_EFORKED (status %d)", st);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:child"), 0);
     /* The parent's watchdog still renews its hold, past three TTLs. */
-    sleep_ms(2700);
+    dl_sleep_ms(2700);
     cr_assert_eq(dlock_lock_check(held, NULL), 0);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:held"), 1);
     cr_assert_eq(dlock_lock_unlock(held), 0, "%s", dlock_lock_errmsg(held));
@@ -172,8 +159,8 @@ Test(faults, redlock_refuses_a_server_listed_twice, .timeout = 30)
 
     /* A MultiLock may hold two names on one server, not one name twice. */
     dlock_client *c = open_client(s[0], 30000), *c2 = open_client(s[0], 30000);
-    dlock_lock *a = new_lock(c, "faults:dup:a"), *b = new_lock(c, "faults:dup:b");
-    dlock_lock *a2 = new_lock(c2, "faults:dup:a");
+    dlock_lock *a = dl_lock(c, "faults:dup:a"), *b = dl_lock(c, "faults:dup:b");
+    dlock_lock *a2 = dl_lock(c2, "faults:dup:a");
     dlock_multilock *m = NULL;
     dlock_lock *ok[2] = {a, b}, *bad[2] = {a, a2};
     cr_assert_eq(dlock_multilock_new(&m, ok, 2), 0, "%s", dlock_errmsg_last());
@@ -202,11 +189,11 @@ Test(faults, timed_out_try_leaves_no_hold, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 30000), *other = open_client(s, 30000);
-    dlock_lock *l = new_lock(c, "faults:late"), *l2 = new_lock(other, "faults:late");
+    dlock_lock *l = dl_lock(c, "faults:late"), *l2 = dl_lock(other, "faults:late");
 
     cr_assert_eq(rh_server_pause(s), 0);
     int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
-    sleep_ms(100);
+    dl_sleep_ms(100);
     cr_assert_eq(rh_server_resume(s), 0);
     cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(l));
     cr_assert(key_gone_within(s, "faults:late", 500),
@@ -242,7 +229,7 @@ Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 3
     freeReplyObject(rh_command(s, "CLIENT PAUSE 1500 WRITE"));
     int rc = dlock_lock_try(b, 500, DLOCK_LEASE_WATCHDOG);
     cr_assert_neq(rc, 0, "b got a held lock");
-    sleep_ms(1500); /* the pause ends: b's queued commands run */
+    dl_sleep_ms(1500); /* the pause ends: b's queued commands run */
     cr_assert_eq(dlock_lock_unlock(a), 0, "%s", dlock_lock_errmsg(a));
     int64_t t0 = rh_now_ms();
     rc = dlock_lock_try(c, 3000, 5000);
@@ -286,7 +273,7 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 900);
-    dlock_lock *good = new_lock(c, "faults:good"), *bad = new_lock(c, "faults:bad");
+    dlock_lock *good = dl_lock(c, "faults:good"), *bad = dl_lock(c, "faults:bad");
     lost_log g = {PTHREAD_MUTEX_INITIALIZER, 0, 0, ""};
     cr_assert_eq(dlock_lock_set_lost_cb(good, log_lost, &g), 0);
     cr_assert_eq(dlock_lock_set_lost_cb(bad, log_lost, &g), 0);
@@ -295,7 +282,7 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
     cr_assert_eq(dlock_lock_lock(bad, DLOCK_LEASE_WATCHDOG), 0);
     freeReplyObject(rh_command(s, "DEL faults:bad"));
     freeReplyObject(rh_command(s, "SET faults:bad not-a-lock"));
-    sleep_ms(2000); /* more than two TTLs */
+    dl_sleep_ms(2000); /* more than two TTLs */
     cr_assert_eq(dlock_lock_check(good, NULL), 0);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:good"), 1, "the good lock expired");
     cr_assert_eq(dlock_lock_check(bad, NULL), DLOCK_ELOST);
@@ -315,7 +302,7 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
     rh_server *s = rh_server_start((const char *const[]){"--maxclients", "4", NULL});
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 900);
-    dlock_lock *l = new_lock(c, "faults:maxclients");
+    dlock_lock *l = dl_lock(c, "faults:maxclients");
     redisContext *fill[8];
     int nfill = 0;
 
@@ -333,7 +320,7 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
         fill[nfill] = x;
     }
     cr_assert_lt(nfill, 8, "maxclients was not reached");
-    sleep_ms(2700); /* three TTLs */
+    dl_sleep_ms(2700); /* three TTLs */
     cr_assert_eq(dlock_lock_check(l, NULL), 0, "the hold was lost at maxclients");
     for (int i = 0; i < nfill; i++)
         redisFree(fill[i]);
@@ -365,14 +352,14 @@ Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
         char name[32];
         /* Paced so that the table grows through several renewal periods. */
         while (rh_now_ms() - t0 < spread * n / want)
-            sleep_ms(1);
+            dl_sleep_ms(1);
         snprintf(name, sizeof name, "grow:%ld", n);
-        locks[n] = new_lock(c, name);
+        locks[n] = dl_lock(c, name);
         dlock_lock_set_lost_cb(locks[n], log_lost, &g);
         cr_assert_eq(dlock_lock_try(locks[n], 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
                      dlock_lock_errmsg(locks[n]));
     }
-    sleep_ms(1500);
+    dl_sleep_ms(1500);
     long keys = (long)rh_command_int(s, "DBSIZE");
     /* The worst remaining TTL, over every key. */
     int64_t worst = INT64_MAX;
@@ -466,7 +453,7 @@ Test(faults, members_whose_ttl_reset_failed_are_rolled_back, .timeout = 30)
         rh_server_resume(s[i]);
     cr_assert_eq(st.fired, 1, "the ordered round never reached its TTL reset");
     cr_assert_neq(rc, 0, "granted with 2 of 3 servers paused at the TTL reset");
-    sleep_ms(300); /* the rollbacks queued at the paused servers run now */
+    dl_sleep_ms(300); /* the rollbacks queued at the paused servers run now */
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(rh_command_int(s[i], "EXISTS %s", "faults:reset"), 0,
                      "server %d still holds the lock after the failed try", i);

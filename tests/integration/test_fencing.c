@@ -38,14 +38,6 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-	}
-}
-
 /* CLOCK_MONOTONIC in microseconds: one clock for every process of the machine. */
 static int64_t mono_us(void)
 {
@@ -564,7 +556,7 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 				running--;
 			}
 		}
-		sleep_ms(5);
+		dl_sleep_ms(5);
 	}
 	for (int i = 0; i < P_PROCS; i++)
 		if (!exited[i]) {
@@ -678,7 +670,7 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 		cr_assert_eq(counter_on(s[i], name), prev, "server %d's counter", i + 1);
 
 	/* Delayed restart of 4 and 5 (they come back with what they had: nothing). */
-	sleep_ms(P_LEASE + 100);
+	dl_sleep_ms(P_LEASE + 100);
 	cr_assert_eq(rh_server_restart(s[3]), 0);
 	cr_assert_eq(rh_server_restart(s[4]), 0);
 
@@ -686,7 +678,7 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 	 * nobody acquires meanwhile. */
 	cr_assert_eq(rh_server_kill(s[0]), 0);
 	cr_assert_eq(rh_server_kill(s[1]), 0);
-	sleep_ms(P_LEASE + 100);
+	dl_sleep_ms(P_LEASE + 100);
 	cr_assert_eq(rh_server_restart(s[0]), 0);
 	cr_assert_eq(rh_server_restart(s[1]), 0);
 

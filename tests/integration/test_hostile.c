@@ -37,6 +37,7 @@
 
 #include "dlock.h"
 #include "redis_harness.h"
+#include "support.h"
 
 /* The library's name limit (DLOCK__NAME_MAX, "at most 64 KiB" in lock.h). */
 #define NAME_MAX_BYTES 65536
@@ -63,23 +64,9 @@ static dlock_client *open_server(rh_server *s, int command_timeout_ms)
 	return open_ok(rh_server_uri(s), &o);
 }
 
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-	dlock_lock *l = NULL;
-	int rc = dlock_lock_new(&l, c, name);
-
-	cr_assert_eq(rc, 0, "dlock_lock_new: %d %s", rc, dlock_errmsg_last());
-	return l;
-}
-
 static void node_of(const rh_server *s, char *buf, size_t len)
 {
 	snprintf(buf, len, "127.0.0.1:%d", rh_server_port(s));
-}
-
-static void my_owner(dlock_client *c, char *buf, size_t len)
-{
-	cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
 }
 
 static void ok_reply(redisReply *r, const char *what)
@@ -253,9 +240,9 @@ static void assert_msg(const char *msg, const char *node, const char *want, cons
 static void fresh_cycle(rh_server *s, dlock_client *c, const char *name)
 {
 	char owner[64];
-	dlock_lock *l = new_lock(c, name);
+	dlock_lock *l = dl_lock(c, name);
 
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "fresh lock %s: %s", name, dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, strlen(name), owner), 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "fresh unlock %s: %s", name, dlock_lock_errmsg(l));
@@ -461,7 +448,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 {
 	size_t len = strlen(name);
 	char owner[64], what[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	snprintf(what, sizeof what, "name of %zu bytes \"%.20s\"", len, name);
 
 	/* Plain RLock: the key is the name verbatim, the unlock message goes to
@@ -476,7 +463,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	freeReplyObject(r);
 
-	dlock_lock *l = new_lock(c, name);
+	dlock_lock *l = dl_lock(c, name);
 	cr_assert_eq(strcmp(dlock_lock_name(l), name), 0, "%s: dlock_lock_name differs", what);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, len, owner), 1, "%s: not in Redis under its exact name", what);
@@ -713,11 +700,11 @@ Test(hostile, wrongtype_every_operation_and_type, .timeout = 30)
 	snap before;
 	snap_take(s, &before);
 	dlock_client *c = open_server(s, 0);
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 
 	for (size_t i = 0; i < NWRONG; i++) {
 		const char *key = wrongtype_keys[i];
-		dlock_lock *l = new_lock(c, key);
+		dlock_lock *l = dl_lock(c, key);
 		int held = -1;
 		int64_t n = -1;
 
@@ -848,7 +835,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 
 	/* A re-entry while the counter is broken must not count a hold either. */
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-reenter"), 0);
 	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
@@ -1030,7 +1017,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	dlock_client *cm = open_server(master, 0);
 	dlock_client *cr = open_server(replica, 0);
 	/* A lock someone holds on the master, replicated. */
-	dlock_lock *lm = new_lock(cm, "ro-held");
+	dlock_lock *lm = dl_lock(cm, "ro-held");
 	cr_assert_eq(dlock_lock_try_as(lm, "holder:1", 0, 30000), 0, "%s", dlock_lock_errmsg(lm));
 	ok_reply(rh_command(master, "SET sentinel keep"), "SET");
 	cr_assert_eq(rh_command_int(master, "WAIT 1 2000"), 1, "not replicated");
@@ -1038,7 +1025,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	snap_take(master, &before_m);
 	snap_take(replica, &before_r);
 
-	dlock_lock *l = new_lock(cr, "ro-lock");
+	dlock_lock *l = dl_lock(cr, "ro-lock");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "try on a replica: rc %d (%s) %s", rc, dlock_strerror(rc),
 		     dlock_lock_errmsg(l));
@@ -1052,7 +1039,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 
 	/* Release and force-release of the replicated hold are refused too. */
-	dlock_lock *lh = new_lock(cr, "ro-held");
+	dlock_lock *lh = dl_lock(cr, "ro-held");
 	rc = dlock_lock_unlock_as(lh, "holder:1");
 	cr_assert_eq(rc, DLOCK_ESERVER, "unlock on a replica: rc %d %s", rc, dlock_lock_errmsg(lh));
 	assert_msg(dlock_lock_errmsg(lh), rnode, "READONLY", "unlock on a replica");
@@ -1109,10 +1096,10 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	char node[64], owner[64];
 	node_of(s, node, sizeof node);
 	dlock_client *c = open_server(s, 0);
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	/* Warm the script cache, so the refusal is the script's, not SCRIPT LOAD's. */
 	fresh_cycle(s, c, "oom-warm");
-	dlock_lock *held = new_lock(c, "oom-held");
+	dlock_lock *held = dl_lock(c, "oom-held");
 	cr_assert_eq(dlock_lock_try(held, 0, 30000), 0);
 
 	ok_reply(rh_command(s, "CONFIG SET maxmemory-policy noeviction"), "policy");
@@ -1138,7 +1125,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	snap before;
 	snap_take(s, &before);
 
-	dlock_lock *l = new_lock(c, "oom-lock");
+	dlock_lock *l = dl_lock(c, "oom-lock");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "try at maxmemory: rc %d (%s) %s", rc, dlock_strerror(rc),
 		     dlock_lock_errmsg(l));
@@ -1269,7 +1256,7 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	node_of(s, node, sizeof node);
 	ok_reply(rh_command(s, "ACL SETUSER limited on >pw ~* &* +@all -eval -evalsha"), "ACL");
 	dlock_client *admin = open_server(s, 0);
-	dlock_lock *la = new_lock(admin, "acl-held");
+	dlock_lock *la = dl_lock(admin, "acl-held");
 	cr_assert_eq(dlock_lock_try_as(la, "holder:1", 0, 30000), 0);
 	ok_reply(rh_command(s, "SET sentinel keep"), "SET");
 	snap before;
@@ -1277,7 +1264,7 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 
 	snprintf(uri, sizeof uri, "redis://limited:pw@127.0.0.1:%d", rh_server_port(s));
 	dlock_client *c = open_ok(uri, NULL);
-	dlock_lock *l = new_lock(c, "acl-lock");
+	dlock_lock *l = dl_lock(c, "acl-lock");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "try: rc %d (%s) %s", rc, dlock_strerror(rc),
 		     dlock_lock_errmsg(l));
@@ -1289,7 +1276,7 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	cr_assert_lt(rh_now_ms() - t0, 1000);
 	assert_msg(dlock_lock_errmsg(l), node, "NOPERM", "lock without EVAL");
 
-	dlock_lock *lh = new_lock(c, "acl-held");
+	dlock_lock *lh = dl_lock(c, "acl-held");
 	rc = dlock_lock_unlock_as(lh, "holder:1");
 	cr_assert_eq(rc, DLOCK_ESERVER, "unlock: rc %d %s", rc, dlock_lock_errmsg(lh));
 	assert_msg(dlock_lock_errmsg(lh), node, "NOPERM", "unlock without EVAL");
@@ -1340,7 +1327,7 @@ Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	o.watchdog_timeout_ms = 1000;
 	dlock_client *c = open_ok(uri, &o);
-	dlock_lock *l = new_lock(c, "refused");
+	dlock_lock *l = dl_lock(c, "refused");
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	ok_reply(rh_command(s, "ACL SETUSER revoked -eval -evalsha"), "ACL revoke");
@@ -1540,7 +1527,7 @@ Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 	memset(&st, 0, sizeof st);
 	st.s = s;
 	st.name = "storm";
-	st.lock = new_lock(c, st.name);
+	st.lock = dl_lock(c, st.name);
 	st.final_count = -1;
 	atomic_init(&st.stop_kill, 0);
 	atomic_init(&st.stop_lock, 0);
@@ -1721,7 +1708,7 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	cr_assert_not_null(s);
 	dlock_client *c = open_server(s, 0);
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	rh_server *one[1] = {s};
 
 	dlock_lock *f = NULL;
@@ -1820,9 +1807,9 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	char node[64], owner[64];
 	node_of(s, node, sizeof node);
 	dlock_client *c = open_server(s, 300);
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	fresh_cycle(s, c, "sleep-warm"); /* the acquire goes out as EVALSHA and runs on waking */
-	dlock_lock *l = new_lock(c, "sleepy");
+	dlock_lock *l = dl_lock(c, "sleepy");
 	redisContext *sleeper, *probe;
 
 	/* A first acquire that times out. */

@@ -16,13 +16,7 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
+#include "support.h"
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_timeout_ms)
 {
@@ -36,20 +30,13 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_time
     return c;
 }
 
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-    dlock_lock *l = NULL;
-    cr_assert_eq(dlock_lock_new(&l, c, name), 0, "%s", dlock_errmsg_last());
-    return l;
-}
-
 /* Someone else deletes the key; the unlock comes before the next renewal. */
 Test(loss, unlock_that_finds_the_hold_gone_says_lost, .timeout = 30)
 {
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 30000, 500);
-    dlock_lock *l = new_lock(c, "loss:deleted");
+    dlock_lock *l = dl_lock(c, "loss:deleted");
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
     cr_assert_eq(rh_command_int(s, "DEL %s", "loss:deleted"), 1);
@@ -63,7 +50,7 @@ Test(loss, unlock_that_finds_the_hold_gone_says_lost, .timeout = 30)
     /* The record is gone: a second unlock is a plain "not owner". */
     cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
     /* Someone who never held it is told "not owner", not "lost". */
-    dlock_lock *other = new_lock(c, "loss:never");
+    dlock_lock *other = dl_lock(c, "loss:never");
     cr_assert_eq(dlock_lock_unlock(other), DLOCK_ENOTOWNER);
 
     dlock_lock_free(other);
@@ -78,13 +65,13 @@ Test(loss, unlock_after_a_loss_is_lost_whatever_the_transport, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 900, 150);
-    dlock_lock *l = new_lock(c, "loss:unreachable");
+    dlock_lock *l = dl_lock(c, "loss:unreachable");
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
     cr_assert_eq(rh_server_pause(s), 0);
     int64_t until = rh_now_ms() + 3000;
     while (dlock_lock_check(l, NULL) == 0 && rh_now_ms() < until)
-        sleep_ms(10);
+        dl_sleep_ms(10);
     int state = dlock_lock_check(l, NULL);
     int rc = dlock_lock_unlock(l);
     char msg[256];
@@ -105,19 +92,19 @@ Test(loss, leased_hold_is_not_held_past_its_lease, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 30000, 500);
-    dlock_lock *l = new_lock(c, "loss:lease");
+    dlock_lock *l = dl_lock(c, "loss:lease");
 
     int64_t t0 = rh_now_ms();
     cr_assert_eq(dlock_lock_try(l, 0, 300), 0, "%s", dlock_lock_errmsg(l));
     cr_assert_eq(dlock_lock_check(l, NULL), 0);
     while (dlock_lock_check(l, NULL) == 0)
-        sleep_ms(2);
+        dl_sleep_ms(2);
     int64_t t_lost = rh_now_ms();
     cr_assert_leq(t_lost - t0, 300, "check said held %lld ms into a 300 ms lease",
                   (long long)(t_lost - t0));
     cr_assert_geq(t_lost - t0, 250, "check said lost after only %lld ms of a 300 ms lease",
                   (long long)(t_lost - t0));
-    sleep_ms(100);
+    dl_sleep_ms(100);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "loss:lease"), 0);
     cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
@@ -136,14 +123,14 @@ Test(loss, check_is_never_later_than_the_key, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1200, 100);
-    dlock_lock *l = new_lock(c, "loss:check");
+    dlock_lock *l = dl_lock(c, "loss:check");
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
     /* Pause just after a renewal landed (the PTTL jumps up), so that no
      * renewal can extend the key between the reading and the pause. */
     int64_t prev = rh_command_int(s, "PTTL %s", "loss:check"), pttl, t_pttl;
     for (;;) {
-        sleep_ms(3);
+        dl_sleep_ms(3);
         pttl = rh_command_int(s, "PTTL %s", "loss:check");
         t_pttl = rh_now_ms();
         if (pttl > prev)
@@ -153,7 +140,7 @@ Test(loss, check_is_never_later_than_the_key, .timeout = 30)
     cr_assert(pttl > 0);
     cr_assert_eq(rh_server_pause(s), 0);
     while (dlock_lock_check(l, NULL) == 0 && rh_now_ms() < t_pttl + 3000)
-        sleep_ms(1);
+        dl_sleep_ms(1);
     int64_t t_lost = rh_now_ms();
     cr_assert_eq(rh_server_resume(s), 0);
     cr_assert_leq(t_lost, t_pttl + pttl,

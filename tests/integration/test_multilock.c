@@ -28,17 +28,11 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define NSRV 3
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms)
 {
@@ -53,14 +47,6 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms)
     cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
                  dlock_errmsg_last());
     return c;
-}
-
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-    dlock_lock *l = NULL;
-    int rc = dlock_lock_new(&l, c, name);
-    cr_assert_eq(rc, 0, "lock_new: %s", dlock_strerror(rc));
-    return l;
 }
 
 /* Three servers, a client on each, a member lock of `name` on each, and the MultiLock. */
@@ -79,7 +65,7 @@ static void fixture_up(ml_fixture *f, const char *name, int watchdog_ms)
     cr_assert_eq(rh_servers_start(f->s, NSRV, NULL), 0, "could not start %d servers", NSRV);
     for (int i = 0; i < NSRV; i++) {
         f->c[i] = open_client(f->s[i], watchdog_ms);
-        f->l[i] = new_lock(f->c[i], name);
+        f->l[i] = dl_lock(f->c[i], name);
     }
     int rc = dlock_multilock_new(&f->m, f->l, NSRV);
     cr_assert_eq(rc, 0, "multilock_new: %s", dlock_strerror(rc));
@@ -132,94 +118,6 @@ static void assert_only_field(rh_server *s, const char *key, const char *field, 
 }
 
 /* A counter threads bump and the main thread waits on, with a deadline. */
-typedef struct gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int value;
-} gate;
-
-static void gate_init(gate *g)
-{
-    pthread_condattr_t a;
-    memset(g, 0, sizeof *g);
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &a);
-    pthread_condattr_destroy(&a);
-}
-
-static void gate_destroy(gate *g)
-{
-    pthread_cond_destroy(&g->cv);
-    pthread_mutex_destroy(&g->mu);
-}
-
-static void gate_add(gate *g, int d)
-{
-    pthread_mutex_lock(&g->mu);
-    g->value += d;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-static int gate_get(gate *g)
-{
-    pthread_mutex_lock(&g->mu);
-    int v = g->value;
-    pthread_mutex_unlock(&g->mu);
-    return v;
-}
-
-/* Wait until value >= want or until `deadline` (rh_now_ms clock); returns the value. */
-static int gate_wait(gate *g, int want, int64_t deadline)
-{
-    struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L};
-    pthread_mutex_lock(&g->mu);
-    while (g->value < want && rh_now_ms() < deadline)
-        if (pthread_cond_timedwait(&g->cv, &g->mu, &ts) == ETIMEDOUT)
-            break;
-    int v = g->value;
-    pthread_mutex_unlock(&g->mu);
-    return v;
-}
-
-/* Failures seen by worker threads: a count and the first message. */
-typedef struct failures {
-    pthread_mutex_t mu;
-    int count;
-    char first[512];
-} failures;
-
-static void fail_init(failures *f)
-{
-    memset(f, 0, sizeof *f);
-    pthread_mutex_init(&f->mu, NULL);
-}
-
-static void fail_record(failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail_record(failures *f, const char *fmt, ...)
-{
-    va_list ap;
-    pthread_mutex_lock(&f->mu);
-    if (f->count++ == 0) {
-        va_start(ap, fmt);
-        vsnprintf(f->first, sizeof f->first, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&f->mu);
-}
-
-static void fail_assert_none(failures *f)
-{
-    pthread_mutex_lock(&f->mu);
-    int n = f->count;
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", f->first);
-    pthread_mutex_unlock(&f->mu);
-    cr_assert_eq(n, 0, "%d failure(s) in worker threads; first: %s", n, msg);
-}
-
 /* ---- 1. all three members held, then none ------------------------------- */
 
 Test(multilock, holds_every_member_and_releases_all, .timeout = 30)
@@ -262,9 +160,9 @@ Test(multilock, holds_every_member_and_releases_all, .timeout = 30)
 typedef struct t2_shared {
     dlock_multilock *m;
     pthread_barrier_t start;
-    gate tried;    /* threads that have their answer */
-    gate release;  /* set by main: the winner may unlock */
-    gate finished;
+    dl_gate tried;    /* threads that have their answer */
+    dl_gate release;  /* set by main: the winner may unlock */
+    dl_gate finished;
 } t2_shared;
 
 typedef struct t2_arg {
@@ -283,12 +181,12 @@ static void *t2_worker(void *p)
     int64_t t0 = rh_now_ms();
     a->rc = dlock_multilock_try(a->sh->m, 0, 10000);
     a->elapsed_ms = rh_now_ms() - t0;
-    gate_add(&a->sh->tried, 1);
+    dl_gate_add(&a->sh->tried, 1);
     if (a->rc == 0) {
-        gate_wait(&a->sh->release, 1, rh_now_ms() + 20000);
+        dl_gate_wait(&a->sh->release, 1, rh_now_ms() + 20000);
         a->unlock_rc = dlock_multilock_unlock(a->sh->m);
     }
-    gate_add(&a->sh->finished, 1);
+    dl_gate_add(&a->sh->finished, 1);
     return NULL;
 }
 
@@ -302,16 +200,16 @@ Test(multilock, concurrent_single_attempts_have_one_winner, .timeout = 40)
 
     sh.m = f.m;
     pthread_barrier_init(&sh.start, NULL, T2_THREADS);
-    gate_init(&sh.tried);
-    gate_init(&sh.release);
-    gate_init(&sh.finished);
+    dl_gate_init(&sh.tried);
+    dl_gate_init(&sh.release);
+    dl_gate_init(&sh.finished);
     memset(args, 0, sizeof args);
     for (int i = 0; i < T2_THREADS; i++) {
         args[i].sh = &sh;
         args[i].unlock_rc = 1;
         cr_assert_eq(pthread_create(&th[i], NULL, t2_worker, &args[i]), 0);
     }
-    int n = gate_wait(&sh.tried, T2_THREADS, rh_now_ms() + 10000);
+    int n = dl_gate_wait(&sh.tried, T2_THREADS, rh_now_ms() + 10000);
     cr_assert_eq(n, T2_THREADS, "only %d of %d threads returned from try(0, 10000) within 10 s", n,
                  T2_THREADS);
 
@@ -335,8 +233,8 @@ Test(multilock, concurrent_single_attempts_have_one_winner, .timeout = 40)
         assert_only_field(f.s[i], f.name, owner, "1");
     }
 
-    gate_add(&sh.release, 1);
-    n = gate_wait(&sh.finished, T2_THREADS, rh_now_ms() + 10000);
+    dl_gate_add(&sh.release, 1);
+    n = dl_gate_wait(&sh.finished, T2_THREADS, rh_now_ms() + 10000);
     cr_assert_eq(n, T2_THREADS, "the winner did not finish its unlock");
     for (int i = 0; i < T2_THREADS; i++)
         pthread_join(th[i], NULL);
@@ -345,9 +243,9 @@ Test(multilock, concurrent_single_attempts_have_one_winner, .timeout = 40)
         cr_assert_eq(exists(f.s[i], f.name), 0, "server %d still has the key", i);
 
     pthread_barrier_destroy(&sh.start);
-    gate_destroy(&sh.tried);
-    gate_destroy(&sh.release);
-    gate_destroy(&sh.finished);
+    dl_gate_destroy(&sh.tried);
+    dl_gate_destroy(&sh.release);
+    dl_gate_destroy(&sh.finished);
     fixture_down(&f);
 }
 
@@ -355,8 +253,8 @@ Test(multilock, concurrent_single_attempts_have_one_winner, .timeout = 40)
 
 typedef struct t3_shared {
     dlock_multilock *m;
-    gate a_held, a_release, a_done;
-    gate b_started, b_acquired, b_release, b_done;
+    dl_gate a_held, a_release, a_done;
+    dl_gate b_started, b_acquired, b_release, b_done;
     int a_rc, a_unlock_rc, b_rc, b_unlock_rc;
     uint64_t a_tid, b_tid;
     int64_t a_unlock_at, b_acquired_at;
@@ -367,13 +265,13 @@ static void *t3_holder(void *p)
     t3_shared *sh = p;
     sh->a_tid = dlock_thread_id();
     sh->a_rc = dlock_multilock_try(sh->m, 0, 30000);
-    gate_add(&sh->a_held, 1);
+    dl_gate_add(&sh->a_held, 1);
     if (sh->a_rc == 0) {
-        gate_wait(&sh->a_release, 1, rh_now_ms() + 20000);
+        dl_gate_wait(&sh->a_release, 1, rh_now_ms() + 20000);
         sh->a_unlock_at = rh_now_ms();
         sh->a_unlock_rc = dlock_multilock_unlock(sh->m);
     }
-    gate_add(&sh->a_done, 1);
+    dl_gate_add(&sh->a_done, 1);
     return NULL;
 }
 
@@ -381,15 +279,15 @@ static void *t3_waiter(void *p)
 {
     t3_shared *sh = p;
     sh->b_tid = dlock_thread_id();
-    gate_add(&sh->b_started, 1);
+    dl_gate_add(&sh->b_started, 1);
     sh->b_rc = dlock_multilock_lock(sh->m, 30000);
     sh->b_acquired_at = rh_now_ms();
-    gate_add(&sh->b_acquired, 1);
+    dl_gate_add(&sh->b_acquired, 1);
     if (sh->b_rc == 0) {
-        gate_wait(&sh->b_release, 1, rh_now_ms() + 20000);
+        dl_gate_wait(&sh->b_release, 1, rh_now_ms() + 20000);
         sh->b_unlock_rc = dlock_multilock_unlock(sh->m);
     }
-    gate_add(&sh->b_done, 1);
+    dl_gate_add(&sh->b_done, 1);
     return NULL;
 }
 
@@ -401,20 +299,20 @@ Test(multilock, waiter_gets_it_when_holder_releases, .timeout = 40)
     memset(&sh, 0, sizeof sh);
     sh.m = f.m;
     sh.a_unlock_rc = sh.b_unlock_rc = 1;
-    gate *gates[] = {&sh.a_held, &sh.a_release, &sh.a_done, &sh.b_started,
+    dl_gate *gates[] = {&sh.a_held, &sh.a_release, &sh.a_done, &sh.b_started,
                      &sh.b_acquired, &sh.b_release, &sh.b_done};
     for (size_t i = 0; i < sizeof gates / sizeof gates[0]; i++)
-        gate_init(gates[i]);
+        dl_gate_init(gates[i]);
 
     pthread_t ta, tb;
     cr_assert_eq(pthread_create(&ta, NULL, t3_holder, &sh), 0);
-    cr_assert_eq(gate_wait(&sh.a_held, 1, rh_now_ms() + 5000), 1, "holder did not return");
+    cr_assert_eq(dl_gate_wait(&sh.a_held, 1, rh_now_ms() + 5000), 1, "holder did not return");
     cr_assert_eq(sh.a_rc, 0, "holder: try(0, 30000): %s", dlock_strerror(sh.a_rc));
 
     cr_assert_eq(pthread_create(&tb, NULL, t3_waiter, &sh), 0);
-    cr_assert_eq(gate_wait(&sh.b_started, 1, rh_now_ms() + 5000), 1);
-    sleep_ms(500);
-    cr_assert_eq(gate_get(&sh.b_acquired), 0, "the waiter returned (%s) while the holder held the lock",
+    cr_assert_eq(dl_gate_wait(&sh.b_started, 1, rh_now_ms() + 5000), 1);
+    dl_sleep_ms(500);
+    cr_assert_eq(dl_gate_get(&sh.b_acquired), 0, "the waiter returned (%s) while the holder held the lock",
                  dlock_strerror(sh.b_rc));
     /* The waiter took nothing meanwhile: each server has only the holder's field. */
     for (int i = 0; i < NSRV; i++) {
@@ -423,10 +321,10 @@ Test(multilock, waiter_gets_it_when_holder_releases, .timeout = 40)
         assert_only_field(f.s[i], f.name, owner, "1");
     }
 
-    gate_add(&sh.a_release, 1);
-    cr_assert_eq(gate_wait(&sh.a_done, 1, rh_now_ms() + 5000), 1, "holder's unlock did not return");
+    dl_gate_add(&sh.a_release, 1);
+    cr_assert_eq(dl_gate_wait(&sh.a_done, 1, rh_now_ms() + 5000), 1, "holder's unlock did not return");
     cr_assert_eq(sh.a_unlock_rc, 0, "holder's unlock: %s", dlock_strerror(sh.a_unlock_rc));
-    cr_assert_eq(gate_wait(&sh.b_acquired, 1, rh_now_ms() + 5000), 1,
+    cr_assert_eq(dl_gate_wait(&sh.b_acquired, 1, rh_now_ms() + 5000), 1,
                  "the waiter did not acquire within 5 s of the release");
     cr_assert_eq(sh.b_rc, 0, "waiter: lock(30000): %s", dlock_strerror(sh.b_rc));
     int64_t delay = sh.b_acquired_at - sh.a_unlock_at;
@@ -440,8 +338,8 @@ Test(multilock, waiter_gets_it_when_holder_releases, .timeout = 40)
         cr_assert(t > 25000 && t <= 30000, "server %d: PTTL %" PRId64 " after the waiter acquired", i, t);
     }
 
-    gate_add(&sh.b_release, 1);
-    cr_assert_eq(gate_wait(&sh.b_done, 1, rh_now_ms() + 5000), 1);
+    dl_gate_add(&sh.b_release, 1);
+    cr_assert_eq(dl_gate_wait(&sh.b_done, 1, rh_now_ms() + 5000), 1);
     cr_assert_eq(sh.b_unlock_rc, 0, "waiter's unlock: %s", dlock_strerror(sh.b_unlock_rc));
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
@@ -449,7 +347,7 @@ Test(multilock, waiter_gets_it_when_holder_releases, .timeout = 40)
         cr_assert_eq(exists(f.s[i], f.name), 0);
 
     for (size_t i = 0; i < sizeof gates / sizeof gates[0]; i++)
-        gate_destroy(gates[i]);
+        dl_gate_destroy(gates[i]);
     fixture_down(&f);
 }
 
@@ -599,7 +497,7 @@ Test(multilock, lease_expires_and_watchdog_renews, .timeout = 30)
             gone_at = now;
             break;
         }
-        sleep_ms(10);
+        dl_sleep_ms(10);
     }
     cr_assert_neq(gone_at, -1, "the leased keys were still there 2.5 s after try(0, 1000)");
     cr_assert(gone_at - t0 >= 900 && gone_at - t0 <= 1300,
@@ -619,7 +517,7 @@ Test(multilock, lease_expires_and_watchdog_renews, .timeout = 30)
             cr_assert(t > 0 && t <= 1000, "server %d: PTTL %" PRId64 " %" PRId64 " ms into a watchdog hold",
                       i, t, rh_now_ms() - t0);
         }
-        sleep_ms(50);
+        dl_sleep_ms(50);
     }
     cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
     rc = dlock_multilock_unlock(f.m);
@@ -673,13 +571,13 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
     int rc = dlock_multilock_try(f.m, 0, DLOCK_LEASE_WATCHDOG);
     cr_assert_eq(rc, 0, "try(0, watchdog): %s (%s)", dlock_strerror(rc), dlock_multilock_errmsg(f.m));
     cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
-    sleep_ms(400); /* past one renewal (every 333 ms) */
+    dl_sleep_ms(400); /* past one renewal (every 333 ms) */
     cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
     cr_assert_eq(lost_calls(&lost), 0);
 
     /* Someone else force-unlocks member 2 through their own client. */
     dlock_client *other = open_client(f.s[1], 0);
-    dlock_lock *ol = new_lock(other, f.name);
+    dlock_lock *ol = dl_lock(other, f.name);
     int deleted = -1;
     rc = dlock_lock_force_unlock(&deleted, ol);
     int64_t forced_at = rh_now_ms();
@@ -687,13 +585,13 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
     cr_assert_eq(deleted, 1);
 
     while ((rc = dlock_multilock_check(f.m, NULL)) == 0 && rh_now_ms() - forced_at < 2000)
-        sleep_ms(5);
+        dl_sleep_ms(5);
     int64_t seen = rh_now_ms() - forced_at;
     cr_assert_eq(rc, DLOCK_ELOST, "check = %d (%s) %" PRId64 " ms after the force unlock", rc,
                  dlock_strerror(rc), seen);
     cr_assert_leq(seen, 1000, "the loss was noticed only after %" PRId64 " ms", seen);
     while (lost_calls(&lost) == 0 && rh_now_ms() - forced_at < 2000)
-        sleep_ms(5);
+        dl_sleep_ms(5);
     cr_assert_eq(lost_calls(&lost), 1, "lost callback ran %d times", lost_calls(&lost));
     cr_assert_leq(lost.at - forced_at, 1000);
     cr_assert_eq(lost.lock, f.m);
@@ -705,7 +603,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
     /* Once only. The other members are no longer renewed: held on, they would
      * only block the next holder until the owner unlocks; within the watchdog
      * timeout (1000 ms) their keys expire and the lock is free. */
-    sleep_ms(1200);
+    dl_sleep_ms(1200);
     cr_assert_eq(lost_calls(&lost), 1, "lost callback ran %d times", lost_calls(&lost));
     cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ELOST);
     for (int i = 0; i < NSRV; i++)
@@ -736,8 +634,8 @@ typedef struct t7_shared {
     atomic_int counter;
     atomic_int inside;
     atomic_int overlaps;
-    failures fail;
-    gate done;
+    dl_failures fail;
+    dl_gate done;
 } t7_shared;
 
 typedef struct t7_arg {
@@ -753,7 +651,7 @@ static void *t7_worker(void *p)
     for (int i = 0; i < T7_ITERS; i++) {
         int rc = dlock_multilock_try(sh->m, 5000, 2000);
         if (rc != 0) {
-            fail_record(&sh->fail, "thread %d iter %d: try(5000, 2000): %s (%s)", a->id, i,
+            dl_failures_record(&sh->fail, "thread %d iter %d: try(5000, 2000): %s (%s)", a->id, i,
                         dlock_strerror(rc), dlock_multilock_errmsg(sh->m));
             continue;
         }
@@ -761,17 +659,17 @@ static void *t7_worker(void *p)
             atomic_fetch_add(&sh->overlaps, 1);
         int v = atomic_load_explicit(&sh->counter, memory_order_relaxed);
         if (i % 3 == 0)
-            sleep_ms(1);
+            dl_sleep_ms(1);
         else
             sched_yield();
         atomic_store_explicit(&sh->counter, v + 1, memory_order_relaxed);
         atomic_fetch_sub(&sh->inside, 1);
         rc = dlock_multilock_unlock(sh->m);
         if (rc != 0)
-            fail_record(&sh->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
+            dl_failures_record(&sh->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
                         dlock_multilock_errmsg(sh->m));
     }
-    gate_add(&sh->done, 1);
+    dl_gate_add(&sh->done, 1);
     return NULL;
 }
 
@@ -788,21 +686,21 @@ Test(multilock, threads_sharing_a_handle_exclude_each_other, .timeout = 90)
     atomic_init(&sh.counter, 0);
     atomic_init(&sh.inside, 0);
     atomic_init(&sh.overlaps, 0);
-    fail_init(&sh.fail);
-    gate_init(&sh.done);
+    dl_failures_init(&sh.fail);
+    dl_gate_init(&sh.done);
     int64_t t0 = rh_now_ms();
     for (int i = 0; i < T7_THREADS; i++) {
         args[i] = (t7_arg){&sh, i};
         cr_assert_eq(pthread_create(&th[i], NULL, t7_worker, &args[i]), 0);
     }
-    int n = gate_wait(&sh.done, T7_THREADS, t0 + 60000);
+    int n = dl_gate_wait(&sh.done, T7_THREADS, t0 + 60000);
     cr_assert_eq(n, T7_THREADS, "only %d of %d threads finished within 60 s", n, T7_THREADS);
     for (int i = 0; i < T7_THREADS; i++)
         pthread_join(th[i], NULL);
     cr_log_info("multilock: %d x %d critical sections in %" PRId64 " ms", T7_THREADS, T7_ITERS,
                 rh_now_ms() - t0);
 
-    fail_assert_none(&sh.fail);
+    dl_failures_assert_none(&sh.fail);
     cr_assert_eq(atomic_load(&sh.overlaps), 0, "%d entries found another thread inside",
                  atomic_load(&sh.overlaps));
     cr_assert_eq(atomic_load(&sh.counter), T7_THREADS * T7_ITERS, "counter %d, expected %d",
@@ -811,7 +709,7 @@ Test(multilock, threads_sharing_a_handle_exclude_each_other, .timeout = 90)
         cr_assert_eq(exists(f.s[i], f.name), 0, "server %d: key left behind", i);
 
     pthread_barrier_destroy(&sh.start);
-    gate_destroy(&sh.done);
+    dl_gate_destroy(&sh.done);
     fixture_down(&f);
 }
 
@@ -837,7 +735,7 @@ Test(multilock, members_sharing_one_client_with_a_small_pool, .timeout = 30)
     const char *names[NSRV] = {"ml:pool:a", "ml:pool:b", "ml:pool:c"};
     dlock_lock *l[NSRV];
     for (int i = 0; i < NSRV; i++)
-        l[i] = new_lock(c, names[i]);
+        l[i] = dl_lock(c, names[i]);
     dlock_multilock *m = NULL;
     cr_assert_eq(dlock_multilock_new(&m, l, NSRV), 0);
 

@@ -32,6 +32,7 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define N 5
 #define CMD_TIMEOUT_MS 200
@@ -39,13 +40,6 @@
 #define CUT_MS 4000       /* longer than the watchdog timeout */
 #define MARGIN_MS 300     /* scheduling slack on a loaded two-core machine */
 #define WAITER "partition-waiter" /* the waiting thread's owner, released from the test */
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 /* ---- iptables ------------------------------------------------------------ */
 
@@ -214,9 +208,9 @@ static void minority_partition(int k)
     cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
                  dlock_redlock_errmsg(f.holder));
     waiter_start(&w, f.waiter, 30000);
-    sleep_ms(300);
+    dl_sleep_ms(300);
     cut_servers(&f, k);
-    sleep_ms(CUT_MS);
+    dl_sleep_ms(CUT_MS);
 
     cr_assert_eq(dlock_redlock_check(f.holder, NULL), 0,
                  "%d of %d cut off: the holder must keep its quorum", k, N);
@@ -225,7 +219,7 @@ static void minority_partition(int k)
 
     heal_servers(&f);
     healed = rh_now_ms();
-    sleep_ms(500);
+    dl_sleep_ms(500);
     cr_assert_eq(dlock_redlock_unlock(f.holder), 0, "%s", dlock_redlock_errmsg(f.holder));
     unlocked = rh_now_ms();
     pthread_join(w.th, NULL);
@@ -263,10 +257,10 @@ Test(partition, three_of_five_cut_holder_loses_it_first, .timeout = 90)
     cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
                  dlock_redlock_errmsg(f.holder));
     waiter_start(&w, f.waiter, 30000);
-    sleep_ms(300);
+    dl_sleep_ms(300);
     cut_at = rh_now_ms();
     cut_servers(&f, 3);
-    sleep_ms(CUT_MS);
+    dl_sleep_ms(CUT_MS);
 
     pthread_mutex_lock(&g_lost.mu);
     lost_at = g_lost.at_ms;
@@ -326,14 +320,14 @@ Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
     cut(rh_server_port(s));
     int rc = dlock_lock_try(a, 0, 5000);
     for (int i = 0; i < 6; i++) {
-        sleep_ms(1000);
+        dl_sleep_ms(1000);
         dlock_lock_try(a, 0, 5000);
     }
     heal(rh_server_port(s));
     int64_t healed = rh_now_ms();
     cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(a));
     while ((rc = dlock_lock_try(b, 0, 5000)) != 0 && rh_now_ms() - healed < 15000)
-        sleep_ms(20);
+        dl_sleep_ms(20);
     int64_t took = rh_now_ms() - healed;
     cr_log_info("a 7 s partition: the node answered a new acquire %lld ms after the heal",
                 (long long)took);

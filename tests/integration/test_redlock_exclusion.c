@@ -7,7 +7,7 @@
  * strict mode), and split votes among contenders on 5 servers.
  *
  * Worker threads and child processes never call cr_assert: threads record
- * failures for the main thread; children write them to the shared log and
+ * dl_failures for the main thread; children write them to the shared log and
  * exit non-zero. Children call no harness function.
  */
 #include <criterion/criterion.h>
@@ -32,15 +32,9 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 static int64_t now_us(void)
 {
@@ -75,14 +69,6 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms)
     cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
                  dlock_errmsg_last());
     return c;
-}
-
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-    dlock_lock *l = NULL;
-    int rc = dlock_lock_new(&l, c, name);
-    cr_assert_eq(rc, 0, "lock_new: %s", dlock_strerror(rc));
-    return l;
 }
 
 /* A RedLock on `name` over servers s[0..n-1], its own clients (dlock_redlock_new_from_uris). */
@@ -153,84 +139,6 @@ static const char *vote_name(dlock_vote v)
 }
 
 /* A counter threads bump and the main thread waits on, with a deadline. */
-typedef struct gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int value;
-} gate;
-
-static void gate_init(gate *g)
-{
-    pthread_condattr_t a;
-    memset(g, 0, sizeof *g);
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &a);
-    pthread_condattr_destroy(&a);
-}
-
-static void gate_destroy(gate *g)
-{
-    pthread_cond_destroy(&g->cv);
-    pthread_mutex_destroy(&g->mu);
-}
-
-static void gate_add(gate *g, int d)
-{
-    pthread_mutex_lock(&g->mu);
-    g->value += d;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-static int gate_wait(gate *g, int want, int64_t deadline)
-{
-    struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L};
-    pthread_mutex_lock(&g->mu);
-    while (g->value < want && rh_now_ms() < deadline)
-        if (pthread_cond_timedwait(&g->cv, &g->mu, &ts) == ETIMEDOUT)
-            break;
-    int v = g->value;
-    pthread_mutex_unlock(&g->mu);
-    return v;
-}
-
-typedef struct failures {
-    pthread_mutex_t mu;
-    int count;
-    char first[512];
-} failures;
-
-static void fail_init(failures *f)
-{
-    memset(f, 0, sizeof *f);
-    pthread_mutex_init(&f->mu, NULL);
-}
-
-static void fail_record(failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail_record(failures *f, const char *fmt, ...)
-{
-    va_list ap;
-    pthread_mutex_lock(&f->mu);
-    if (f->count++ == 0) {
-        va_start(ap, fmt);
-        vsnprintf(f->first, sizeof f->first, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&f->mu);
-}
-
-static void fail_assert_none(failures *f)
-{
-    pthread_mutex_lock(&f->mu);
-    int n = f->count;
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", f->first);
-    pthread_mutex_unlock(&f->mu);
-    cr_assert_eq(n, 0, "%d failure(s) in worker threads; first: %s", n, msg);
-}
-
 /*
  * The guarded section shared by the thread tests: read the counter, sleep,
  * write it + 1 (a lost update shows a second holder), with an occupancy
@@ -254,7 +162,7 @@ static void critical_section(section *s, int sleep_for_ms)
     if (atomic_fetch_add(&s->inside, 1) != 0)
         atomic_fetch_add(&s->overlaps, 1);
     int v = atomic_load_explicit(&s->counter, memory_order_relaxed);
-    sleep_ms(sleep_for_ms);
+    dl_sleep_ms(sleep_for_ms);
     atomic_store_explicit(&s->counter, v + 1, memory_order_relaxed);
     atomic_fetch_sub(&s->inside, 1);
 }
@@ -270,8 +178,8 @@ typedef struct r1_shared {
     int use_try; /* 0: lock(2000); 1: try(4000, 2000) */
     pthread_barrier_t start;
     section sec;
-    failures fail;
-    gate done;
+    dl_failures fail;
+    dl_gate done;
 } r1_shared;
 
 typedef struct r1_arg {
@@ -289,26 +197,26 @@ static void *r1_worker(void *p)
         int rc = sh->use_try ? dlock_redlock_try(&validity, sh->r, 4000, 2000)
                              : dlock_redlock_lock(&validity, sh->r, 2000);
         if (rc != 0) {
-            fail_record(&sh->fail, "thread %d round %d: %s: %s (%s)", a->id, i,
+            dl_failures_record(&sh->fail, "thread %d round %d: %s: %s (%s)", a->id, i,
                         sh->use_try ? "try(4000, 2000)" : "lock(2000)", dlock_strerror(rc),
                         dlock_redlock_errmsg(sh->r));
             continue;
         }
         int64_t t0 = rh_now_ms();
         if (validity <= 0 || validity > 2000)
-            fail_record(&sh->fail, "thread %d round %d: validity %" PRId64 " ms for a 2000 ms lease",
+            dl_failures_record(&sh->fail, "thread %d round %d: validity %" PRId64 " ms for a 2000 ms lease",
                         a->id, i, validity);
         critical_section(&sh->sec, 10);
         int64_t took = rh_now_ms() - t0;
         if (took >= validity)
-            fail_record(&sh->fail, "thread %d round %d: section took %" PRId64 " ms, validity %" PRId64,
+            dl_failures_record(&sh->fail, "thread %d round %d: section took %" PRId64 " ms, validity %" PRId64,
                         a->id, i, took, validity);
         rc = dlock_redlock_unlock(sh->r);
         if (rc != 0)
-            fail_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
+            dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
                         dlock_redlock_errmsg(sh->r));
     }
-    gate_add(&sh->done, 1);
+    dl_gate_add(&sh->done, 1);
     return NULL;
 }
 
@@ -321,7 +229,7 @@ static void run_redisson_shape(int use_try, const char *prefix)
     char names[R1_MEMBERS][32];
     for (int i = 0; i < R1_MEMBERS; i++) {
         snprintf(names[i], sizeof names[i], "%s%d", prefix, i);
-        members[i] = new_lock(c[i < 4 ? 0 : 1], names[i]);
+        members[i] = dl_lock(c[i < 4 ? 0 : 1], names[i]);
     }
     dlock_redlock_options ro = redlock_opts(0, 0);
     r1_shared sh;
@@ -331,8 +239,8 @@ static void run_redisson_shape(int use_try, const char *prefix)
     sh.use_try = use_try;
     pthread_barrier_init(&sh.start, NULL, R1_THREADS);
     section_init(&sh.sec);
-    fail_init(&sh.fail);
-    gate_init(&sh.done);
+    dl_failures_init(&sh.fail);
+    dl_gate_init(&sh.done);
 
     r1_arg args[R1_THREADS];
     pthread_t th[R1_THREADS];
@@ -341,7 +249,7 @@ static void run_redisson_shape(int use_try, const char *prefix)
         args[i] = (r1_arg){&sh, i};
         cr_assert_eq(pthread_create(&th[i], NULL, r1_worker, &args[i]), 0);
     }
-    int n = gate_wait(&sh.done, R1_THREADS, t0 + 80000);
+    int n = dl_gate_wait(&sh.done, R1_THREADS, t0 + 80000);
     cr_assert_eq(n, R1_THREADS, "%s: only %d of %d threads finished within 80 s (counter %d)",
                  use_try ? "try" : "lock", n, R1_THREADS, atomic_load(&sh.sec.counter));
     for (int i = 0; i < R1_THREADS; i++)
@@ -349,7 +257,7 @@ static void run_redisson_shape(int use_try, const char *prefix)
     cr_log_info("redlock 7 members / 2 servers, %s: %d sections in %" PRId64 " ms",
                 use_try ? "try(4000, 2000)" : "lock(2000)", R1_THREADS * R1_ROUNDS, rh_now_ms() - t0);
 
-    fail_assert_none(&sh.fail);
+    dl_failures_assert_none(&sh.fail);
     cr_assert_eq(atomic_load(&sh.sec.overlaps), 0, "%d entries found another thread inside",
                  atomic_load(&sh.sec.overlaps));
     cr_assert_eq(atomic_load(&sh.sec.counter), R1_THREADS * R1_ROUNDS, "counter %d, expected %d",
@@ -363,7 +271,7 @@ static void run_redisson_shape(int use_try, const char *prefix)
     dlock_client_close(c[0]);
     dlock_client_close(c[1]);
     pthread_barrier_destroy(&sh.start);
-    gate_destroy(&sh.done);
+    dl_gate_destroy(&sh.done);
     rh_server_free(s[0]);
     rh_server_free(s[1]);
 }
@@ -577,7 +485,7 @@ Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted
                 running--;
             }
         }
-        sleep_ms(5);
+        dl_sleep_ms(5);
     }
     if (running > 0) {
         for (int i = 0; i < P_PROCS; i++)
@@ -780,8 +688,8 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 typedef struct v_shared {
     pthread_barrier_t start;
     section sec;
-    failures fail;
-    gate done;
+    dl_failures fail;
+    dl_gate done;
     atomic_int completed;
 } v_shared;
 
@@ -804,18 +712,18 @@ static void *v_worker(void *p)
         if (waited > a->max_wait_ms)
             a->max_wait_ms = waited;
         if (rc != 0) {
-            fail_record(&sh->fail, "thread %d round %d: lock(2000): %s (%s)", a->id, i, dlock_strerror(rc),
+            dl_failures_record(&sh->fail, "thread %d round %d: lock(2000): %s (%s)", a->id, i, dlock_strerror(rc),
                         dlock_redlock_errmsg(a->r));
             continue;
         }
         critical_section(&sh->sec, 2);
         rc = dlock_redlock_unlock(a->r);
         if (rc != 0)
-            fail_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
+            dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
                         dlock_redlock_errmsg(a->r));
         atomic_fetch_add(&sh->completed, 1);
     }
-    gate_add(&sh->done, 1);
+    dl_gate_add(&sh->done, 1);
     return NULL;
 }
 
@@ -829,15 +737,15 @@ Test(redlock_exclusion, split_votes_resolve_and_every_contender_progresses, .tim
 
     pthread_barrier_init(&sh.start, NULL, V_THREADS);
     section_init(&sh.sec);
-    fail_init(&sh.fail);
-    gate_init(&sh.done);
+    dl_failures_init(&sh.fail);
+    dl_gate_init(&sh.done);
     atomic_init(&sh.completed, 0);
     for (int i = 0; i < V_THREADS; i++)
         args[i] = (v_arg){&sh, open_redlock(s, V_SERVERS, V_NAME, 0, 0, 0), i, 0};
     int64_t t0 = rh_now_ms();
     for (int i = 0; i < V_THREADS; i++)
         cr_assert_eq(pthread_create(&th[i], NULL, v_worker, &args[i]), 0);
-    int n = gate_wait(&sh.done, V_THREADS, t0 + 60000);
+    int n = dl_gate_wait(&sh.done, V_THREADS, t0 + 60000);
     int64_t took = rh_now_ms() - t0;
     cr_assert_eq(n, V_THREADS, "only %d of %d contenders finished within 60 s; %d of %d rounds done", n,
                  V_THREADS, atomic_load(&sh.completed), V_THREADS * V_ROUNDS);
@@ -850,7 +758,7 @@ Test(redlock_exclusion, split_votes_resolve_and_every_contender_progresses, .tim
     cr_log_info("split votes: %d rounds in %" PRId64 " ms, longest wait %" PRId64 " ms",
                 V_THREADS * V_ROUNDS, took, max_wait);
 
-    fail_assert_none(&sh.fail);
+    dl_failures_assert_none(&sh.fail);
     cr_assert_eq(atomic_load(&sh.completed), V_THREADS * V_ROUNDS);
     cr_assert_eq(atomic_load(&sh.sec.overlaps), 0, "%d entries found another contender inside",
                  atomic_load(&sh.sec.overlaps));
@@ -861,7 +769,7 @@ Test(redlock_exclusion, split_votes_resolve_and_every_contender_progresses, .tim
     for (int i = 0; i < V_THREADS; i++)
         dlock_redlock_free(args[i].r);
     pthread_barrier_destroy(&sh.start);
-    gate_destroy(&sh.done);
+    dl_gate_destroy(&sh.done);
     for (int i = 0; i < V_SERVERS; i++)
         rh_server_free(s[i]);
 }

@@ -21,6 +21,7 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define MAXN 5
 #define CMD_TIMEOUT_MS 200
@@ -28,13 +29,6 @@
 #define MARGIN_MS 150
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 static int64_t now_us(void)
 {
@@ -181,7 +175,7 @@ static int wait_clean(cluster *c, const char *name, int keys_too, int64_t limit_
         }
         if (dirty < 0 || rh_now_ms() > end)
             return dirty;
-        sleep_ms(10);
+        dl_sleep_ms(10);
     }
 }
 
@@ -367,7 +361,7 @@ Test(redlock_nodes, watchdog_keeps_quorum_and_unlock_clears_all, .timeout = 30)
     cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 
     /* 3.5 watchdog timeouts: without renewal every key would be gone. */
-    sleep_ms(3500);
+    dl_sleep_ms(3500);
     cr_assert_eq(dlock_redlock_check(r, NULL), 0);
     size_t alive = 0;
     for (int i = 0; i < 3; i++) {
@@ -383,7 +377,7 @@ Test(redlock_nodes, watchdog_keeps_quorum_and_unlock_clears_all, .timeout = 30)
     cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
     assert_all_dbsize_zero(&c, name, 500);
     /* And nothing renews it back into existence. */
-    sleep_ms(400);
+    dl_sleep_ms(400);
     cr_assert_eq(wait_clean(&c, name, 0, 0), -1);
 
     dlock_redlock_free(r);
@@ -480,7 +474,7 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
     cluster_kill(&c, victims[1]);
 
     /* Three watchdog timeouts: the two dead members are lost, three renew. */
-    sleep_ms(3000);
+    dl_sleep_ms(3000);
     rc = dlock_redlock_check(r, NULL);
     char held[16] = "";
     for (int i = 0; i < 5; i++)
@@ -549,7 +543,7 @@ Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
     cr_assert_eq(lr.lock, r);
     cr_assert_leq(lr.at_ms - killed_at, 1500);
     /* Exactly once: give a second loss report time to show up. */
-    sleep_ms(600);
+    dl_sleep_ms(600);
     cr_assert_eq(lost_rec_count(&lr), 1, "lost callback fired %d times", lost_rec_count(&lr));
     cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ELOST);
 
@@ -765,7 +759,7 @@ Test(redlock_nodes, quorum_after_the_lease_is_expired, .timeout = 30)
     try_job j = {.r = r, .wait_ms = 0, .lease_ms = 500, .rc = 1, .validity = 12345};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, try_thread, &j), 0);
-    sleep_ms(1000);
+    dl_sleep_ms(1000);
     cluster_resume(&c, 1);
     cluster_resume(&c, 2);
     cr_assert_eq(pthread_join(th, NULL), 0);

@@ -23,17 +23,11 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define CHANNEL_PREFIX "redisson_lock__channel"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool_size)
 {
@@ -47,50 +41,6 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool_size)
     int rc = dlock_client_open(&c, rh_server_uri(s), &o);
     cr_assert_eq(rc, 0, "client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
     return c;
-}
-
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-    dlock_lock *l = NULL;
-    int rc = dlock_lock_new(&l, c, name);
-    cr_assert_eq(rc, 0, "lock_new: %s", dlock_strerror(rc));
-    return l;
-}
-
-/* Failures seen by worker threads: a count and the first message. */
-typedef struct failures {
-    pthread_mutex_t mu;
-    int count;
-    char first[512];
-} failures;
-
-static void fail_init(failures *f)
-{
-    memset(f, 0, sizeof *f);
-    pthread_mutex_init(&f->mu, NULL);
-}
-
-static void fail_record(failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail_record(failures *f, const char *fmt, ...)
-{
-    va_list ap;
-    pthread_mutex_lock(&f->mu);
-    if (f->count++ == 0) {
-        va_start(ap, fmt);
-        vsnprintf(f->first, sizeof f->first, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&f->mu);
-}
-
-static void fail_assert_none(failures *f)
-{
-    pthread_mutex_lock(&f->mu);
-    int n = f->count;
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", f->first);
-    pthread_mutex_unlock(&f->mu);
-    cr_assert_eq(n, 0, "%d failure(s) in worker threads; first: %s", n, msg);
 }
 
 /*
@@ -134,7 +84,7 @@ static int wait_no_lock_channels(rh_server *s, char *left, size_t len)
         freeReplyObject(r);
         if (n == 0 || rh_now_ms() > end)
             return n;
-        sleep_ms(20);
+        dl_sleep_ms(20);
     }
 }
 
@@ -146,7 +96,7 @@ static int wait_no_lock_channels(rh_server *s, char *left, size_t len)
 typedef struct t1_arg {
     dlock_lock *lock;
     section *sec;
-    failures *fail;
+    dl_failures *fail;
     int id;
 } t1_arg;
 
@@ -156,14 +106,14 @@ static void *t1_worker(void *p)
     for (int i = 0; i < T1_ITERS; i++) {
         int rc = dlock_lock_lock(a->lock, DLOCK_LEASE_WATCHDOG);
         if (rc != 0) {
-            fail_record(a->fail, "thread %d iter %d: lock: %s (%s)", a->id, i, dlock_strerror(rc),
+            dl_failures_record(a->fail, "thread %d iter %d: lock: %s (%s)", a->id, i, dlock_strerror(rc),
                         dlock_lock_errmsg(a->lock));
             return NULL;
         }
         critical_section(a->sec, i);
         rc = dlock_lock_unlock(a->lock);
         if (rc != 0) {
-            fail_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
+            dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
                         dlock_lock_errmsg(a->lock));
             return NULL;
         }
@@ -176,12 +126,12 @@ static void run_t1(rh_server *s, dlock_lock **locks, const char *name)
     pthread_t th[T1_THREADS];
     t1_arg args[T1_THREADS];
     section sec;
-    failures fail;
+    dl_failures fail;
 
     atomic_init(&sec.counter, 0);
     atomic_init(&sec.inside, 0);
     atomic_init(&sec.overlaps, 0);
-    fail_init(&fail);
+    dl_failures_init(&fail);
     int64_t t0 = rh_now_ms();
     for (int i = 0; i < T1_THREADS; i++) {
         args[i] = (t1_arg){locks[i], &sec, &fail, i};
@@ -191,7 +141,7 @@ static void run_t1(rh_server *s, dlock_lock **locks, const char *name)
         pthread_join(th[i], NULL);
     int64_t took = rh_now_ms() - t0;
 
-    fail_assert_none(&fail);
+    dl_failures_assert_none(&fail);
     cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
                  atomic_load(&sec.overlaps));
     cr_assert_eq(atomic_load(&sec.counter), T1_THREADS * T1_ITERS, "counter %d, expected %d",
@@ -211,7 +161,7 @@ Test(rlock_concurrency, eight_threads_share_one_client_and_handle, .timeout = 60
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 0, 4); /* pool of 4 for 8 threads: pool waits */
-    dlock_lock *l = new_lock(c, "conc:shared");
+    dlock_lock *l = dl_lock(c, "conc:shared");
     dlock_lock *locks[T1_THREADS];
     for (int i = 0; i < T1_THREADS; i++)
         locks[i] = l;
@@ -231,7 +181,7 @@ Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
     dlock_lock *locks[T1_THREADS];
     for (int i = 0; i < T1_THREADS; i++) {
         cs[i] = open_client(s, 0, 0);
-        locks[i] = new_lock(cs[i], "conc:own");
+        locks[i] = dl_lock(cs[i], "conc:own");
     }
 
     run_t1(s, locks, "conc:own");
@@ -254,14 +204,14 @@ static void *t2_worker(void *p)
     for (int i = 0; i < T2_ITERS; i++) {
         int rc = dlock_lock_try(a->lock, 5000, 2000);
         if (rc != 0) {
-            fail_record(a->fail, "thread %d iter %d: try(5000, 2000): %s (%s)", a->id, i,
+            dl_failures_record(a->fail, "thread %d iter %d: try(5000, 2000): %s (%s)", a->id, i,
                         dlock_strerror(rc), dlock_lock_errmsg(a->lock));
             return NULL;
         }
         critical_section(a->sec, i);
         rc = dlock_lock_unlock(a->lock);
         if (rc != 0) {
-            fail_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
+            dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
                         dlock_lock_errmsg(a->lock));
             return NULL;
         }
@@ -275,22 +225,22 @@ Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
     cr_assert_not_null(s);
     /* Half the threads share a client and a handle, the others have their own. */
     dlock_client *shared = open_client(s, 0, 0);
-    dlock_lock *shared_lock = new_lock(shared, "conc:try");
+    dlock_lock *shared_lock = dl_lock(shared, "conc:try");
     dlock_client *own[T2_THREADS / 2];
     pthread_t th[T2_THREADS];
     t1_arg args[T2_THREADS];
     section sec;
-    failures fail;
+    dl_failures fail;
 
     atomic_init(&sec.counter, 0);
     atomic_init(&sec.inside, 0);
     atomic_init(&sec.overlaps, 0);
-    fail_init(&fail);
+    dl_failures_init(&fail);
     for (int i = 0; i < T2_THREADS; i++) {
         dlock_lock *l = shared_lock;
         if (i >= T2_THREADS / 2) {
             own[i - T2_THREADS / 2] = open_client(s, 0, 0);
-            l = new_lock(own[i - T2_THREADS / 2], "conc:try");
+            l = dl_lock(own[i - T2_THREADS / 2], "conc:try");
         }
         args[i] = (t1_arg){l, &sec, &fail, i};
     }
@@ -299,7 +249,7 @@ Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
     for (int i = 0; i < T2_THREADS; i++)
         pthread_join(th[i], NULL);
 
-    fail_assert_none(&fail);
+    dl_failures_assert_none(&fail);
     cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
                  atomic_load(&sec.overlaps));
     cr_assert_eq(atomic_load(&sec.counter), T2_THREADS * T2_ITERS, "counter %d, expected %d",
@@ -322,7 +272,7 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 0, 0);
-    dlock_lock *l = new_lock(c, "conc:reentrant");
+    dlock_lock *l = dl_lock(c, "conc:reentrant");
     char owner[64];
     cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, dlock_thread_id()), 0);
     int64_t count = -1;
@@ -364,7 +314,7 @@ typedef struct t4_arg {
     dlock_client *client;
     pthread_barrier_t *held;    /* all names taken */
     pthread_barrier_t *release; /* the main thread has looked */
-    failures *fail;
+    dl_failures *fail;
     int id;
 } t4_arg;
 
@@ -375,7 +325,7 @@ static void *t4_worker(void *p)
     int taken = 0;
 
     if (locks == NULL)
-        fail_record(a->fail, "thread %d: out of memory", a->id);
+        dl_failures_record(a->fail, "thread %d: out of memory", a->id);
     for (int i = 0; locks != NULL && i < T4_NAMES; i++) {
         char name[32];
         snprintf(name, sizeof name, "n:%d:%d", a->id, i);
@@ -383,7 +333,7 @@ static void *t4_worker(void *p)
         if (rc == 0)
             rc = dlock_lock_lock(locks[i], DLOCK_LEASE_WATCHDOG);
         if (rc != 0) {
-            fail_record(a->fail, "thread %d: lock %s: %s (%s)", a->id, name, dlock_strerror(rc),
+            dl_failures_record(a->fail, "thread %d: lock %s: %s (%s)", a->id, name, dlock_strerror(rc),
                         locks[i] ? dlock_lock_errmsg(locks[i]) : "");
             break;
         }
@@ -394,11 +344,11 @@ static void *t4_worker(void *p)
     for (int i = 0; i < taken; i++) {
         int rc = dlock_lock_check(locks[i], NULL);
         if (rc != 0)
-            fail_record(a->fail, "thread %d: check %s: %s", a->id, dlock_lock_name(locks[i]),
+            dl_failures_record(a->fail, "thread %d: check %s: %s", a->id, dlock_lock_name(locks[i]),
                         dlock_strerror(rc));
         rc = dlock_lock_unlock(locks[i]);
         if (rc != 0)
-            fail_record(a->fail, "thread %d: unlock %s: %s (%s)", a->id, dlock_lock_name(locks[i]),
+            dl_failures_record(a->fail, "thread %d: unlock %s: %s (%s)", a->id, dlock_lock_name(locks[i]),
                         dlock_strerror(rc), dlock_lock_errmsg(locks[i]));
     }
     if (locks != NULL)
@@ -416,9 +366,9 @@ Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
     pthread_barrier_t held, release;
     pthread_t th[T4_THREADS];
     t4_arg args[T4_THREADS];
-    failures fail;
+    dl_failures fail;
 
-    fail_init(&fail);
+    dl_failures_init(&fail);
     cr_assert_eq(pthread_barrier_init(&held, NULL, T4_THREADS + 1), 0);
     cr_assert_eq(pthread_barrier_init(&release, NULL, T4_THREADS + 1), 0);
     for (int i = 0; i < T4_THREADS; i++) {
@@ -429,7 +379,7 @@ Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
 
     /* All 2000 holds stay through two TTLs: the watchdog renews them in batches. */
     int64_t dbsize_held = rh_command_int(s, "DBSIZE");
-    sleep_ms(2 * T4_WATCHDOG_MS);
+    dl_sleep_ms(2 * T4_WATCHDOG_MS);
     int64_t dbsize_later = rh_command_int(s, "DBSIZE");
     int64_t pttl_first = rh_command_int(s, "PTTL %s", "n:0:0");
     int64_t pttl_last = rh_command_int(s, "PTTL %s", "n:3:499");
@@ -438,7 +388,7 @@ Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
     for (int i = 0; i < T4_THREADS; i++)
         pthread_join(th[i], NULL);
 
-    fail_assert_none(&fail);
+    dl_failures_assert_none(&fail);
     cr_assert_eq(dbsize_held, T4_THREADS * T4_NAMES);
     cr_assert_eq(dbsize_later, T4_THREADS * T4_NAMES, "%lld of %d holds left after two TTLs",
                  (long long)dbsize_later, T4_THREADS * T4_NAMES);
@@ -448,7 +398,7 @@ Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
     /* Nothing is left in Redis once every hold is released. */
     int64_t end = rh_now_ms() + 1000, dbsize;
     while ((dbsize = rh_command_int(s, "DBSIZE")) != 0 && rh_now_ms() < end)
-        sleep_ms(20);
+        dl_sleep_ms(20);
     char sample[256] = "";
     int64_t sample_pttl = 0;
     if (dbsize != 0) {
@@ -476,7 +426,7 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 0, 0);
-    dlock_lock *l = new_lock(c, "conc:raw");
+    dlock_lock *l = dl_lock(c, "conc:raw");
 
     /* A holder that will never publish: a bare Redisson-format hash. */
     cr_assert_eq(rh_command_int(s, "HSET %s %s %s", "conc:raw", "raw-holder-uuid:1", "1"), 1);

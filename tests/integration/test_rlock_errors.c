@@ -22,6 +22,7 @@
 
 #include "dlock.h"
 #include "redis_harness.h"
+#include "support.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -33,20 +34,6 @@ static dlock_client *open_ok(const char *uri, const dlock_client_options *o)
 	cr_assert_eq(rc, 0, "dlock_client_open(%s): %d %s", uri, rc, dlock_errmsg_last());
 	cr_assert_not_null(c);
 	return c;
-}
-
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-	dlock_lock *l = NULL;
-	int rc = dlock_lock_new(&l, c, name);
-
-	cr_assert_eq(rc, 0, "dlock_lock_new: %d %s", rc, dlock_errmsg_last());
-	return l;
-}
-
-static void my_owner(dlock_client *c, char *buf, size_t len)
-{
-	cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
 }
 
 static void node_of(const rh_server *s, char *buf, size_t len)
@@ -71,9 +58,9 @@ static int64_t hget_count(rh_server *s, const char *name, const char *field)
 static void lock_unlock_cycle(rh_server *s, dlock_client *c, const char *name)
 {
 	char owner[64];
-	dlock_lock *l = new_lock(c, name);
+	dlock_lock *l = dl_lock(c, name);
 
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "lock %s: %s", name, dlock_lock_errmsg(l));
 	cr_assert_eq(hget_count(s, name, owner), 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "unlock %s: %s", name, dlock_lock_errmsg(l));
@@ -111,9 +98,9 @@ Test(rlock_errors, script_flush_falls_back_to_eval, .timeout = 30)
 	rh_server *s = rh_server_start(NULL);
 	cr_assert_not_null(s);
 	dlock_client *c = open_ok(rh_server_uri(s), NULL);
-	dlock_lock *l = new_lock(c, "flushed");
+	dlock_lock *l = dl_lock(c, "flushed");
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
@@ -159,7 +146,7 @@ Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 	freeReplyObject(r);
 
 	dlock_client *c = open_ok(rh_server_uri(s), NULL);
-	dlock_lock *l = new_lock(c, "stringkey");
+	dlock_lock *l = dl_lock(c, "stringkey");
 
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d (%s): %s", rc, dlock_strerror(rc),
@@ -248,7 +235,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	o.lazy_connect = 1;
 	snprintf(uri, sizeof uri, "redis://alice:Qv93-nope@127.0.0.1:%d", port);
 	c = open_ok(uri, &o);
-	dlock_lock *l = new_lock(c, "lazy-auth");
+	dlock_lock *l = dl_lock(c, "lazy-auth");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EAUTH, "rc %d %s", rc, dlock_lock_errmsg(l));
 	cr_assert_null(strstr(dlock_lock_errmsg(l), "Qv93-nope"));
@@ -276,7 +263,7 @@ Test(rlock_errors, missing_password_fails_at_open, .timeout = 30)
 	int rc = dlock_client_open(&c, rh_server_uri(s), NULL);
 	if (c != NULL) {
 		/* Show what the first use says, then fail on the open. */
-		dlock_lock *l = new_lock(c, "nopass");
+		dlock_lock *l = dl_lock(c, "nopass");
 		int first = dlock_lock_try(l, 0, 1000);
 		char msg[512];
 		snprintf(msg, sizeof msg, "%s", dlock_lock_errmsg(l));
@@ -301,8 +288,8 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 	char uri[128], owner[64];
 	snprintf(uri, sizeof uri, "redis://127.0.0.1:%d/3", rh_server_port(s));
 	dlock_client *c = open_ok(uri, NULL);
-	dlock_lock *l = new_lock(c, "db-lock");
-	my_owner(c, owner, sizeof owner);
+	dlock_lock *l = dl_lock(c, "db-lock");
+	dl_owner(c, owner, sizeof owner);
 
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
 
@@ -369,7 +356,7 @@ Test(rlock_errors, unreachable_server_fails_fast_with_econn, .timeout = 30)
 	o.lazy_connect = 1;
 	c = open_ok(uri, &o);
 	cr_assert_str_eq(dlock_client_node(c), node);
-	dlock_lock *l = new_lock(c, "nowhere");
+	dlock_lock *l = dl_lock(c, "nowhere");
 	t0 = rh_now_ms();
 	rc = dlock_lock_try(l, 0, 10000);
 	elapsed = rh_now_ms() - t0;
@@ -402,8 +389,8 @@ Test(rlock_errors, paused_server_times_out_and_client_recovers, .timeout = 30)
 	opts_init(&o);
 	o.command_timeout_ms = 300;
 	dlock_client *c = open_ok(rh_server_uri(s), &o);
-	dlock_lock *l = new_lock(c, "paused");
-	my_owner(c, owner, sizeof owner);
+	dlock_lock *l = dl_lock(c, "paused");
+	dl_owner(c, owner, sizeof owner);
 
 	/* Warm the script cache, so the acquire sent to the paused server is an
 	 * EVALSHA that runs when the server wakes up (not a NOSCRIPT). */
@@ -462,8 +449,8 @@ Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 
 	opts_init(&o);
 	o.command_timeout_ms = 200;
 	dlock_client *c = open_ok(rh_server_uri(s), &o);
-	dlock_lock *l = new_lock(c, "owed");
-	my_owner(c, owner, sizeof owner);
+	dlock_lock *l = dl_lock(c, "owed");
+	dl_owner(c, owner, sizeof owner);
 	lock_unlock_cycle(s, c, "warm-up");
 
 	cr_assert_eq(rh_server_pause(s), 0);
@@ -513,9 +500,9 @@ Test(rlock_errors, killed_pooled_connection_is_replaced_and_counts_stay_exact, .
 	rh_server *s = rh_server_start(NULL);
 	cr_assert_not_null(s);
 	dlock_client *c = open_ok(rh_server_uri(s), NULL);
-	dlock_lock *l = new_lock(c, "dropped");
+	dlock_lock *l = dl_lock(c, "dropped");
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 	int64_t n = -1;
 
 	/* lock | kill | unlock */
@@ -599,7 +586,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	rh_server *s = rh_server_start(NULL);
 	cr_assert_not_null(s);
 	dlock_client *c = open_ok(rh_server_uri(s), NULL);
-	dlock_lock *l = new_lock(c, "pubsub-drop");
+	dlock_lock *l = dl_lock(c, "pubsub-drop");
 	const char *channel = "redisson_lock__channel:{pubsub-drop}";
 
 	cr_assert_eq(dlock_lock_try_as(l, "holder:1", 0, 30000), 0);

@@ -20,15 +20,9 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_timeout_ms)
 {
@@ -43,20 +37,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_time
     return c;
 }
 
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-    dlock_lock *l = NULL;
-    int rc = dlock_lock_new(&l, c, name);
-    cr_assert_eq(rc, 0, "lock_new: %s", dlock_strerror(rc));
-    return l;
-}
-
 /* The calling thread's owner name (`<uuid>:<tid>`). */
-static void my_owner(dlock_client *c, char *buf, size_t len)
-{
-    cr_assert_gt(dlock_client_owner(buf, len, c, dlock_thread_id()), 0);
-}
-
 /* Poll EXISTS every 5 ms until the key is gone or `limit_ms` passed; returns
  * the time it was first seen gone (rh_now_ms) or -1. */
 static int64_t wait_key_gone(rh_server *s, const char *name, int64_t limit_ms)
@@ -70,7 +51,7 @@ static int64_t wait_key_gone(rh_server *s, const char *name, int64_t limit_ms)
             return now;
         if (now > end)
             return -1;
-        sleep_ms(5);
+        dl_sleep_ms(5);
     }
 }
 
@@ -146,16 +127,16 @@ Test(rlock_watchdog, renews_while_held_and_stops_after_unlock, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1000, 0);
-    dlock_lock *l = new_lock(c, "wd:keep");
+    dlock_lock *l = dl_lock(c, "wd:keep");
     char owner[64];
-    my_owner(c, owner, sizeof owner);
+    dl_owner(c, owner, sizeof owner);
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
     int64_t pttl = rh_command_int(s, "PTTL %s", "wd:keep");
     cr_assert(pttl > 0 && pttl <= 1000, "PTTL right after lock: %lld", (long long)pttl);
 
     /* 3.5 timeouts: without renewal the key would be long gone. */
-    sleep_ms(3500);
+    dl_sleep_ms(3500);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:keep"), 1, "the watchdog did not keep the lock");
     pttl = rh_command_int(s, "PTTL %s", "wd:keep");
     cr_assert(pttl > 0 && pttl <= 1000, "PTTL after 3.5 s: %lld (expected (0, 1000])", (long long)pttl);
@@ -191,7 +172,7 @@ Test(rlock_watchdog, leased_lock_is_not_renewed, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1000, 0);
-    dlock_lock *l = new_lock(c, "wd:leased");
+    dlock_lock *l = dl_lock(c, "wd:leased");
 
     int64_t t0 = rh_now_ms();
     cr_assert_eq(dlock_lock_lock(l, 800), 0, "%s", dlock_lock_errmsg(l));
@@ -262,10 +243,10 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 
     /* The parent's client, made after the fork. */
     dlock_client *c = open_client(s, 1000, 0);
-    dlock_lock *l = new_lock(c, "wd:killed");
+    dlock_lock *l = dl_lock(c, "wd:killed");
 
     /* The child's watchdog is really renewing: 1.5 TTLs later it is still held. */
-    sleep_ms(1500);
+    dl_sleep_ms(1500);
     cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "wd:killed", child_owner), 1,
                  "the child's watchdog did not renew its lock");
     cr_assert_eq(dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG), DLOCK_ENOTACQUIRED);
@@ -307,16 +288,16 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 0);
-    dlock_lock *l = new_lock(c, "wd:restart");
+    dlock_lock *l = dl_lock(c, "wd:restart");
     lost_rec rec;
     lost_rec_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
     char owner[64];
-    my_owner(c, owner, sizeof owner);
+    dl_owner(c, owner, sizeof owner);
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart"), 1);
-    sleep_ms(600); /* at least one renewal on the first server process */
+    dl_sleep_ms(600); /* at least one renewal on the first server process */
 
     int64_t t_kill = rh_now_ms();
     cr_assert_eq(rh_server_kill(s), 0);
@@ -336,10 +317,10 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
     cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 
     /* The client reconnects by itself and the watchdog works on the new process. */
-    dlock_lock *l2 = new_lock(c, "wd:restart:2");
+    dlock_lock *l2 = dl_lock(c, "wd:restart:2");
     rc = dlock_lock_lock(l2, DLOCK_LEASE_WATCHDOG);
     cr_assert_eq(rc, 0, "lock after the restart: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l2));
-    sleep_ms(3 * 1500);
+    dl_sleep_ms(3 * 1500);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart:2"), 1, "not renewed on the new server process");
     int64_t pttl = rh_command_int(s, "PTTL %s", "wd:restart:2");
     cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
@@ -399,7 +380,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 0);
-    dlock_lock *l = new_lock(c, "wd:restart:pool");
+    dlock_lock *l = dl_lock(c, "wd:restart:pool");
     lost_rec rec;
     lost_rec_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
@@ -423,7 +404,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
     cr_assert_geq(clients, 1 + 3, "only %lld connections: the pool did not grow", (long long)clients);
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-    sleep_ms(600);
+    dl_sleep_ms(600);
 
     int64_t t_kill = rh_now_ms();
     cr_assert_eq(rh_server_kill(s), 0);
@@ -436,7 +417,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
     int rc = dlock_lock_unlock(l);
     cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold after a restart (%lld pooled connections): %s (%s)",
                  (long long)(clients - 1), dlock_strerror(rc), dlock_lock_errmsg(l));
-    dlock_lock *l2 = new_lock(c, "wd:restart:pool:2");
+    dlock_lock *l2 = dl_lock(c, "wd:restart:pool:2");
     rc = dlock_lock_lock(l2, DLOCK_LEASE_WATCHDOG);
     cr_assert_eq(rc, 0, "lock after the restart: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l2));
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart:pool:2"), 1);
@@ -456,22 +437,22 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 200);
-    dlock_lock *l = new_lock(c, "wd:pause:short");
+    dlock_lock *l = dl_lock(c, "wd:pause:short");
     lost_rec rec;
     lost_rec_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-    sleep_ms(700);
+    dl_sleep_ms(700);
 
     cr_assert_eq(rh_server_pause(s), 0);
-    sleep_ms(600);
+    dl_sleep_ms(600);
     cr_assert_eq(rh_server_resume(s), 0);
 
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 1);
     cr_assert_eq(dlock_lock_check(l, NULL), 0, "declared lost after a 600 ms outage with a 1500 ms TTL");
 
-    sleep_ms(3000);
+    dl_sleep_ms(3000);
     cr_assert_eq(lost_rec_count(&rec), 0, "lost callback after a 600 ms outage");
     cr_assert_eq(dlock_lock_check(l, NULL), 0);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 1, "no longer renewed after the outage");
@@ -494,15 +475,15 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
     rh_server *s = rh_server_start(NULL);
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 200);
-    dlock_lock *l = new_lock(c, "wd:pause:long");
+    dlock_lock *l = dl_lock(c, "wd:pause:long");
     lost_rec rec;
     lost_rec_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
     char owner[64];
-    my_owner(c, owner, sizeof owner);
+    dl_owner(c, owner, sizeof owner);
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-    sleep_ms(700);
+    dl_sleep_ms(700);
 
     int64_t t_ttl = rh_now_ms();
     int64_t pttl = rh_command_int(s, "PTTL %s", "wd:pause:long");
@@ -516,7 +497,7 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
     int64_t waited = t_seen - t_pause;
     /* Resume before asserting, so a failure does not leave the server stopped for long. */
     if (waited < 2500)
-        sleep_ms(2500 - waited);
+        dl_sleep_ms(2500 - waited);
     cr_assert_eq(rh_server_resume(s), 0);
 
     cr_assert(fired, "hold not declared lost %lld ms into a 2500 ms outage (TTL 1500 ms)",

@@ -58,24 +58,6 @@ static dlock_client *open_client(int watchdog_ms)
 	return c;
 }
 
-static dlock_lock *new_lock(dlock_client *c, const char *name)
-{
-	dlock_lock *l = NULL;
-	int rc = dlock_lock_new(&l, c, name);
-
-	cr_assert_eq(rc, 0, "dlock_lock_new(%s): %d %s", name, rc, dlock_errmsg_last());
-	cr_assert_not_null(l);
-	return l;
-}
-
-static void my_owner(dlock_client *c, char *buf, size_t len)
-{
-	int n = dlock_client_owner(buf, len, c, dlock_thread_id());
-
-	cr_assert_gt(n, 0);
-	cr_assert_eq((size_t)n, strlen(buf));
-}
-
 static void node_label(char *buf, size_t len)
 {
 	snprintf(buf, len, "127.0.0.1:%d", rh_server_port(srv));
@@ -269,9 +251,9 @@ static void *waiter_main(void *arg)
 Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "wire-lock");
+	dlock_lock *l = dl_lock(c, "wire-lock");
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 
 	/* The field is <client-uuid>:<tid>. */
 	char want[64];
@@ -326,9 +308,9 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 Test(rlock_wire, leased_hold_ttl_and_partial_release_keeps_lease, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "lease-lock");
+	dlock_lock *l = dl_lock(c, "lease-lock");
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("lease-lock", owner, "1");
@@ -360,9 +342,9 @@ Test(rlock_wire, leased_hold_ttl_and_partial_release_keeps_lease, .timeout = 30)
 Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "a{b}c");
+	dlock_lock *l = dl_lock(c, "a{b}c");
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 
 	redisContext *sub = subscribe("redisson_lock__channel:a{b}c");
 	redisContext *wrong = subscribe("redisson_lock__channel:{a{b}c}");
@@ -410,7 +392,7 @@ static void *unlock_thread(void *arg)
 Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "owned");
+	dlock_lock *l = dl_lock(c, "owned");
 	char node[64], before[512], after[512];
 	node_label(node, sizeof node);
 
@@ -455,9 +437,9 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 Test(rlock_wire, leased_lock_is_taken_by_waiter_after_lease, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "leased");
+	dlock_lock *l = dl_lock(c, "leased");
 	char me[64];
-	my_owner(c, me, sizeof me);
+	dl_owner(c, me, sizeof me);
 
 	int64_t t0 = rh_now_ms();
 	cr_assert_eq(dlock_lock_try_as(l, "owner-A:1", 0, 2000), 0, "%s", dlock_lock_errmsg(l));
@@ -483,7 +465,7 @@ Test(rlock_wire, leased_lock_is_taken_by_waiter_after_lease, .timeout = 30)
 Test(rlock_wire, try_lock_gives_up_after_wait, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "held");
+	dlock_lock *l = dl_lock(c, "held");
 
 	/* A Redisson-style holder that never releases. */
 	cr_assert_eq(rh_command_int(srv, "HSET held %s 1", "otheruuid:1"), 1);
@@ -521,7 +503,7 @@ Test(rlock_wire, try_lock_gives_up_after_wait, .timeout = 30)
 Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "wake");
+	dlock_lock *l = dl_lock(c, "wake");
 	const char *holder = "holder-uuid:5";
 
 	cr_assert_eq(dlock_lock_try_as(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
@@ -582,8 +564,8 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 {
 	dlock_client *a = open_client(900);
 	dlock_client *b = open_client(30000);
-	dlock_lock *la = new_lock(a, "forced");
-	dlock_lock *lb = new_lock(b, "forced");
+	dlock_lock *la = dl_lock(a, "forced");
+	dlock_lock *lb = dl_lock(b, "forced");
 	const char *holder = "holder-uuid:6";
 	lost_rec lost = {.calls = 0};
 	pthread_mutex_init(&lost.mu, NULL);
@@ -660,8 +642,8 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout = 30)
 {
 	dlock_client *a = open_client(30000);
-	dlock_lock *l1 = new_lock(a, "forced-same");
-	dlock_lock *l2 = new_lock(a, "forced-same");
+	dlock_lock *l1 = dl_lock(a, "forced-same");
+	dlock_lock *l2 = dl_lock(a, "forced-same");
 	const char *holder = "holder-uuid:7";
 	lost_rec lost = {.calls = 0};
 	pthread_mutex_init(&lost.mu, NULL);
@@ -726,7 +708,7 @@ static int64_t redisson_unlock(const char *name, const char *owner, const char *
 Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "interop-a");
+	dlock_lock *l = dl_lock(c, "interop-a");
 
 	cr_assert_eq(redisson_acquire("interop-a", DL_REDISSON_OWNER, 30000), -3);
 	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
@@ -756,7 +738,7 @@ Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
 Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "interop-b");
+	dlock_lock *l = dl_lock(c, "interop-b");
 
 	cr_assert_eq(redisson_acquire("interop-b", DL_REDISSON_OWNER, 30000), -3);
 	waiter w = {.client = c, .lock = l, .lease = 30000, .release = 1};
@@ -787,7 +769,7 @@ Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "interop-c");
+	dlock_lock *l = dl_lock(c, "interop-c");
 
 	redisContext *sub = subscribe("redisson_lock__channel:{interop-c}");
 	cr_assert_eq(dlock_lock_lock(l, 30000), 0);
@@ -809,9 +791,9 @@ Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
 Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "interop-d");
+	dlock_lock *l = dl_lock(c, "interop-d");
 	char owner[64];
-	my_owner(c, owner, sizeof owner);
+	dl_owner(c, owner, sizeof owner);
 
 	redisContext *sub = subscribe("redisson_lock__channel:{interop-d}");
 	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
@@ -872,7 +854,7 @@ static void run_as(as_op *op)
 Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "pool-lock");
+	dlock_lock *l = dl_lock(c, "pool-lock");
 	char owner[64];
 	/* An owner built the documented way, for a thread id that is not ours. */
 	cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, 424242), 0);
@@ -925,7 +907,7 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 Test(rlock_wire, explicit_owner_shared_with_redisson_counts_every_acquire, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "shared-owner");
+	dlock_lock *l = dl_lock(c, "shared-owner");
 
 	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("shared-owner", DL_REDISSON_OWNER, "1");
@@ -947,8 +929,8 @@ Test(rlock_wire, explicit_owner_shared_by_two_clients_counts_every_acquire, .tim
 {
 	dlock_client *a = open_client(30000);
 	dlock_client *b = open_client(30000);
-	dlock_lock *la = new_lock(a, "shared-owner2");
-	dlock_lock *lb = new_lock(b, "shared-owner2");
+	dlock_lock *la = dl_lock(a, "shared-owner2");
+	dlock_lock *lb = dl_lock(b, "shared-owner2");
 	const char *owner = "job-42:1";
 
 	cr_assert_eq(dlock_lock_try_as(la, owner, 0, 10000), 0);
@@ -981,7 +963,7 @@ Test(rlock_wire, explicit_owner_shared_by_two_clients_counts_every_acquire, .tim
 Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
-	dlock_lock *l = new_lock(c, "surplus");
+	dlock_lock *l = dl_lock(c, "surplus");
 	dlock_lock *f = NULL;
 	char owner[64];
 	int64_t n = -1, token = -1;
@@ -1049,7 +1031,7 @@ Test(rlock_wire, bad_arguments_are_einval_and_write_nothing, .timeout = 30)
 		free(name);
 	}
 
-	l = new_lock(c, "valid");
+	l = dl_lock(c, "valid");
 	cr_assert_eq(dlock_lock_lock(l, 0), DLOCK_EINVAL);
 	cr_assert_eq(dlock_lock_lock(l, -5), DLOCK_EINVAL);
 	cr_assert_eq(dlock_lock_try(l, 0, 0), DLOCK_EINVAL);

@@ -75,6 +75,7 @@
 #include <unistd.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define NSERVERS 5
 #define NWORKERS 6
@@ -124,18 +125,6 @@ static int64_t now_us(void)
 static int64_t now_ms(void)
 {
 	return now_us() / 1000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-	}
 }
 
 static uint64_t g_rng;
@@ -237,7 +226,7 @@ static void abandon(dlock_redlock *rl, int idx, int64_t token, int64_t t0, int64
 
 	log_line("@A %d %" PRId64 " %" PRId64 " 1 %d\n", (int)pid, now_us(), token, check);
 	while (!atomic_load(&g_lost_flag) && now_us() < until)
-		sleep_ms(5);
+		dl_sleep_ms(5);
 	if (atomic_load(&g_lost_flag))
 		return;
 	log_line("@V %d %" PRId64 " %d %d 0\n", (int)pid, now_us(), V_NO_CALLBACK, check);
@@ -283,7 +272,7 @@ static int section(dlock_redlock *rl, int idx, int watchdog, int64_t token, int6
 			break;
 		if (!still_held(rl, watchdog, deadline_us))
 			break;
-		sleep_ms(left > 20000 ? 20 : (left + 999) / 1000);
+		dl_sleep_ms(left > 20000 ? 20 : (left + 999) / 1000);
 	}
 	if (!still_held(rl, watchdog, deadline_us)) {
 		if (watchdog)
@@ -411,7 +400,7 @@ static int worker_main(int idx)
 				log_line("@V %d %" PRId64 " %d %d 0\n", (int)pid, t1, V_BAD_RC, rc);
 				fprintf(stderr, "worker %d: try: %s\n", idx, dlock_redlock_errmsg(rl));
 			}
-			sleep_ms(10 + rnd(40));
+			dl_sleep_ms(10 + rnd(40));
 			continue;
 		}
 		st.acquired++;
@@ -501,13 +490,13 @@ static int worker_main(int idx)
 			log_line("@L %d %" PRId64 " %d 0 0\n", (int)pid, now_us(), lost_now - lost_logged);
 			lost_logged = lost_now;
 		}
-		sleep_ms(rnd(20));
+		dl_sleep_ms(rnd(20));
 	}
 	/* Every hold is released. Stay (clients open, watchdogs running) until
 	 * the parent has looked at Redis: an unlock must cancel renewal. */
 	log_line("@Q %d %" PRId64 " 0 0 0\n", (int)pid, now_us());
 	while (access(g_exit_path, F_OK) != 0 && now_us() < g_hard_end_us)
-		sleep_ms(20);
+		dl_sleep_ms(20);
 	dlock_redlock_free(rl);
 	lost_logged = atomic_load(&g_lost_events) - lost_logged;
 	if (lost_logged > 0)
@@ -722,7 +711,7 @@ static void phase1(chaos *c, int64_t end_ms)
 			}
 			next = now + 200 + rnd(800);
 		}
-		sleep_ms(20);
+		dl_sleep_ms(20);
 	}
 }
 
@@ -739,7 +728,7 @@ static int quiesce(chaos *c, int64_t limit_ms)
 		if (now_ms() > deadline)
 			return -1;
 		chaos_tick(c);
-		sleep_ms(20);
+		dl_sleep_ms(20);
 	}
 	return 0;
 }
@@ -920,7 +909,7 @@ static void reap(const pid_t *workers, int *done, int *wstatus, int64_t deadline
 		}
 		if (left == 0 || now_ms() >= deadline)
 			return;
-		sleep_ms(20);
+		dl_sleep_ms(20);
 	}
 }
 
@@ -1066,7 +1055,7 @@ int main(void)
 	quiesce_rc = quiesce(&c, 15000L * factor);
 	/* All servers up and given the counter; a little more so that every
 	 * counter holds the latest token before three of them lose theirs. */
-	sleep_ms(1500);
+	dl_sleep_ms(1500);
 
 	/* ---- phase 2: 3 of 5 down ---- */
 	victims[0] = (int)rnd(NSERVERS);
@@ -1078,7 +1067,7 @@ int main(void)
 	for (i = 0; i < 3; i++)
 		kill_server(&c, victims[i], 0);
 	t_p2_down = now_us();
-	sleep_ms(PHASE2_DOWN_MS);
+	dl_sleep_ms(PHASE2_DOWN_MS);
 	t_p2_restart = now_us();
 	for (i = 0; i < 3; i++)
 		restart_now(&c, victims[i]);
@@ -1088,7 +1077,7 @@ int main(void)
 
 		while (now_ms() < end) {
 			chaos_tick(&c); /* only seeds: nothing is due */
-			sleep_ms(50);
+			dl_sleep_ms(50);
 		}
 	}
 
@@ -1121,7 +1110,7 @@ int main(void)
 				keys_left += rh_command_int(servers[i], "EXISTS %s", LOCK_NAME) != 0;
 			if (keys_left == 0 || now_ms() >= deadline)
 				break;
-			sleep_ms(100);
+			dl_sleep_ms(100);
 		}
 		for (i = 0; keys_left > 0 && i < NSERVERS; i++) {
 			redisReply *r = rh_command(servers[i], "HGETALL %s", LOCK_NAME);

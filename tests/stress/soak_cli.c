@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define NSERVERS 5
 #define NWORKERS 4
@@ -64,14 +65,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	while (ms > 0 && nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-	}
 }
 
 static uint64_t g_rng;
@@ -178,7 +171,7 @@ static int section(void)
 	count = read_long("counter");
 	len = rnd(10) < 7 ? 30 + rnd(170) : 1000 + rnd(MAX_SECTION_MS - 1000);
 	write_long("until", (long)(now_ms() + len)); /* for the chaos to aim at */
-	for (end = now_ms() + len; now_ms() < end; sleep_ms(10)) {
+	for (end = now_ms() + len; now_ms() < end; dl_sleep_ms(10)) {
 		pid_t o = (pid_t)read_long("owner");
 
 		if (o != me) {
@@ -248,13 +241,13 @@ static void worker_loop(int worker)
 			event("V slow %d %" PRId64 "\n", worker, took);
 		/* Whatever ended the run, its section must not outlive it. */
 		for (gone_by = now_ms() + ORPHAN_GRACE_MS; alive(sec) && now_ms() < gone_by;)
-			sleep_ms(5);
+			dl_sleep_ms(5);
 		if (alive(sec)) {
 			event("V orphan %d %d\n", worker, (int)sec);
 			kill(sec, SIGKILL);
 		}
 		write_long(pidfile, 0);
-		sleep_ms(rnd(30));
+		dl_sleep_ms(rnd(30));
 	}
 	_exit(0);
 }
@@ -278,21 +271,21 @@ static void chaos_step(rh_server **s, chaos_stats *st)
 
 		while (now_ms() < give_up && !(alive((pid_t)read_long("owner")) &&
 				read_long("until") - now_ms() > WATCHDOG_MS + 300))
-			sleep_ms(5);
+			dl_sleep_ms(5);
 		for (k = 0; k < 3; k++)
 			rh_server_pause(s[(i + k) % NSERVERS]);
-		sleep_ms(MAJORITY_PAUSE_MS);
+		dl_sleep_ms(MAJORITY_PAUSE_MS);
 		for (k = 0; k < 3; k++)
 			rh_server_resume(s[(i + k) % NSERVERS]);
 		st->majority_pauses++;
 	} else if (what < 5) { /* one dies; back empty after the longest TTL */
 		rh_server_kill(s[i]);
-		sleep_ms(WATCHDOG_MS + 200);
+		dl_sleep_ms(WATCHDOG_MS + 200);
 		rh_server_restart(s[i]);
 		st->kills++;
 	} else if (what < 8) {
 		rh_server_pause(s[i]);
-		sleep_ms(100 + rnd(800));
+		dl_sleep_ms(100 + rnd(800));
 		rh_server_resume(s[i]);
 		st->short_pauses++;
 	} else {
@@ -453,10 +446,10 @@ int main(int argc, char **argv)
 			worker_loop(i);
 		}
 	}
-	sleep_ms(1000);
+	dl_sleep_ms(1000);
 	for (end = now_ms() + (seconds - 5) * 1000; now_ms() < end;) {
 		chaos_step(s, &st);
-		sleep_ms(500 + rnd(1500));
+		dl_sleep_ms(500 + rnd(1500));
 	}
 	path_of(path, sizeof(path), "stop");
 	close(open(path, O_WRONLY | O_CREAT, 0644));
@@ -465,7 +458,7 @@ int main(int argc, char **argv)
 		int status;
 
 		while (waitpid(workers[i], &status, WNOHANG) == 0 && now_ms() < give_up)
-			sleep_ms(50);
+			dl_sleep_ms(50);
 		if (kill(workers[i], 0) == 0) {
 			event("V hung-worker %d\n", i);
 			kill(workers[i], SIGKILL);

@@ -42,3 +42,11 @@ void dl_owner(dlock_client *client, char *buf, size_t len)
 	cr_assert_gt(dlock_client_owner(buf, len, client, dlock_thread_id()), 0, "%s",
 			dlock_errmsg_last());
 }
+
+void dl_failures_assert_none(dl_failures *f)
+{
+	char first[512];
+	int n = dl_failures_get(f, first, sizeof first);
+
+	cr_assert_eq(n, 0, "%d failure(s) in worker threads; first: %s", n, first);
+}

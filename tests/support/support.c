@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "support.h"
@@ -26,4 +29,92 @@ int dl_count_fds(void)
 			n++;
 	closedir(d);
 	return n - 1; /* the directory's own descriptor */
+}
+
+void dl_gate_init(dl_gate *g)
+{
+	pthread_condattr_t a;
+
+	memset(g, 0, sizeof *g);
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void dl_gate_destroy(dl_gate *g)
+{
+	pthread_cond_destroy(&g->cv);
+	pthread_mutex_destroy(&g->mu);
+}
+
+void dl_gate_add(dl_gate *g, int delta)
+{
+	pthread_mutex_lock(&g->mu);
+	g->value += delta;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+int dl_gate_get(dl_gate *g)
+{
+	int v;
+
+	pthread_mutex_lock(&g->mu);
+	v = g->value;
+	pthread_mutex_unlock(&g->mu);
+	return v;
+}
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int dl_gate_wait(dl_gate *g, int want, int64_t deadline)
+{
+	struct timespec ts = { (time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L };
+	int v;
+
+	pthread_mutex_lock(&g->mu);
+	while (g->value < want && monotonic_ms() < deadline)
+		if (pthread_cond_timedwait(&g->cv, &g->mu, &ts) == ETIMEDOUT)
+			break;
+	v = g->value;
+	pthread_mutex_unlock(&g->mu);
+	return v;
+}
+
+void dl_failures_init(dl_failures *f)
+{
+	memset(f, 0, sizeof *f);
+	pthread_mutex_init(&f->mu, NULL);
+}
+
+void dl_failures_record(dl_failures *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&f->mu);
+	if (f->count++ == 0) {
+		va_start(ap, fmt);
+		vsnprintf(f->first, sizeof f->first, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+int dl_failures_get(dl_failures *f, char *first, size_t len)
+{
+	int n;
+
+	pthread_mutex_lock(&f->mu);
+	n = f->count;
+	snprintf(first, len, "%s", f->first);
+	pthread_mutex_unlock(&f->mu);
+	return n;
 }

@@ -11,6 +11,7 @@
 #ifndef DLOCK_TEST_SUPPORT_H
 #define DLOCK_TEST_SUPPORT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,36 @@ void dl_sleep_ms(int64_t ms);
 
 /* Open descriptors of this process. */
 int dl_count_fds(void);
+
+/* A counter threads wait on (start gates, "n are inside" barriers). */
+typedef struct dl_gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int value;
+} dl_gate;
+
+void dl_gate_init(dl_gate *g);
+void dl_gate_destroy(dl_gate *g);
+void dl_gate_add(dl_gate *g, int delta);
+int dl_gate_get(dl_gate *g);
+/* Wait until value >= want or `deadline` (monotonic ms, rh_now_ms's clock); returns the value. */
+int dl_gate_wait(dl_gate *g, int want, int64_t deadline);
+
+/*
+ * Failures seen by worker threads, which must not assert (Criterion's
+ * assertions belong to the test's main thread): a count and the first
+ * message; the main thread asserts none with dl_failures_assert_none().
+ */
+typedef struct dl_failures {
+	pthread_mutex_t mu;
+	int count;
+	char first[512];
+} dl_failures;
+
+void dl_failures_init(dl_failures *f);
+void dl_failures_record(dl_failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The count and the first message (copied). */
+int dl_failures_get(dl_failures *f, char *first, size_t len);
 
 /* ---- fixtures.c: Criterion ------------------------------------------------ */
 
@@ -43,6 +74,9 @@ dlock_lock *dl_lock(dlock_client *client, const char *name);
 
 /* The calling thread's owner string on client. */
 void dl_owner(dlock_client *client, char *buf, size_t len);
+
+/* Fail the test when a worker thread recorded a failure (naming the first). */
+void dl_failures_assert_none(dl_failures *f);
 
 /* ---- redisson_scripts.c --------------------------------------------------- */
 
