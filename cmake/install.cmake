@@ -49,6 +49,13 @@ install(EXPORT dlockTargets
   NAMESPACE dlock::
   DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
 
+# dlockConfig.cmake finds hiredis and uuid with these modules (hiredis 0.14
+# installs no CMake package, libuuid none at all).
+install(FILES
+  ${PROJECT_SOURCE_DIR}/cmake/Findhiredis.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/Finduuid.cmake
+  DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/dlockConfig.cmake.in
   ${PROJECT_BINARY_DIR}/dlockConfig.cmake
