@@ -50,7 +50,7 @@ install(EXPORT dlockTargets
   DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
 
 # dlockConfig.cmake finds hiredis and uuid with these modules (hiredis 0.14
-# installs no CMake package, libuuid none at all).
+# installs no CMake package with a target, libuuid none at all).
 install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/Findhiredis.cmake
   ${PROJECT_SOURCE_DIR}/cmake/Finduuid.cmake
