@@ -17,8 +17,9 @@ packages=(
 	redis-tools
 	valgrind          # ci/matrix.sh: memcheck
 	iptables          # test_partition: network partitions on loopback
-	clang             # ci/matrix.sh: the libFuzzer targets
+	clang             # ci/matrix.sh: the clang build of the suite, the libFuzzer targets
 	libclang-rt-dev   #   and their runtime
+	abigail-tools     # ci/abi-check.sh: abidw, abidiff
 )
 
 installed() {

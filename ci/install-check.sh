@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Install dlock into a temporary prefix and build examples/hello_lock.c against
-# the installed copy the three ways a user would: pkg-config, find_package with
-# dlock::dlock, and find_package with dlock::dlock_static. Each binary must
-# load and fail cleanly against an unreachable server.
+# the installed copy the ways a user would: pkg-config (run through
+# LD_LIBRARY_PATH, and through an rpath as the README shows), find_package
+# with dlock::dlock, and find_package with dlock::dlock_static; then as a
+# subproject, add_subdirectory(dlock). Each binary must load and fail cleanly
+# against an unreachable server. Also checked: every installed version (dlock.pc,
+# the CMake package, the command, the man page) is project(VERSION)'s, and
+# dlock.pc's own Cflags name no dependency's directories.
 #
 #   ci/install-check.sh [BUILD_DIR]   (default: a fresh build in the temp dir)
 #
 # With BUILD_DIR, that already-configured build tree is installed instead of a
-# new one being built.
+# new one being built. CMAKE=/path/to/cmake runs every CMake step with that
+# one (to check the minimum version CMakeLists.txt declares).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 jobs=$(nproc 2>/dev/null || echo 2)
+cmake=${CMAKE:-cmake}
+version=$(sed -n 's/^project(dlock VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+[ -n "$version" ] || { echo "install-check: no project(dlock VERSION ...) in CMakeLists.txt" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-install-check.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -38,12 +46,13 @@ if [ $# -ge 1 ]; then
 else
 	build=$tmp/build
 	step "building dlock into $build"
-	quiet cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	quiet "$cmake" -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF
-	quiet cmake --build "$build" -j"$jobs"
+	quiet "$cmake" --build "$build" -j"$jobs"
 	step "installing into $prefix"
 fi
-quiet cmake --install "$build" --prefix "$prefix"
+echo "install-check: $("$cmake" --version | head -1)"
+quiet "$cmake" --install "$build" --prefix "$prefix"
 
 libdir=$(dirname "$(find "$prefix" -name 'libdlock.so' -print -quit)")
 for f in "$prefix/include/dlock.h" "$prefix/include/dlock/lock.h" "$libdir/libdlock.a" \
@@ -52,12 +61,47 @@ for f in "$prefix/include/dlock.h" "$prefix/include/dlock/lock.h" "$libdir/libdl
 	[ -e "$f" ] || { echo "install-check: not installed: $f" >&2; exit 1; }
 done
 
-# run_unreachable NAME BINARY: it must start (the library loads), fail with a
-# non-zero status, and name the unreachable node in its error line.
+step "versions: project(VERSION) is $version"
+# expect_version WHAT ACTUAL
+expect_version() {
+	if [ "$2" != "$version" ]; then
+		echo "install-check: $1 says '$2', project(VERSION) is $version" >&2
+		exit 1
+	fi
+	echo "install-check: $1: $2"
+}
+expect_version dlock.pc "$(sed -n 's/^Version: //p' "$libdir/pkgconfig/dlock.pc")"
+expect_version dlockConfigVersion.cmake \
+	"$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$libdir/cmake/dlock/dlockConfigVersion.cmake")"
+expect_version "libdlock.so.${version%%.*} (real name)" \
+	"$(basename "$(readlink -f "$libdir/libdlock.so")" | sed 's/^libdlock\.so\.//')"
+if [ -x "$prefix/bin/dlock" ]; then
+	expect_version "dlock --version" \
+		"$(LD_LIBRARY_PATH="$libdir" "$prefix/bin/dlock" --version | sed 's/^dlock //')"
+	expect_version "man page" \
+		"$(find "$prefix" -name dlock.1 -exec sed -n 's/^\.TH .*"dlock \([^"]*\)".*/\1/p' {} +)"
+fi
+# The public headers include neither hiredis nor uuid: dlock.pc's own Cflags
+# name only dlock's include directory. (Requires.private still brings their
+# Cflags into `pkg-config --cflags`: that is how pkg-config treats it.)
+cflags=$(sed -n 's/^Cflags: *//p' "$libdir/pkgconfig/dlock.pc")
+if [ "$cflags" != '-I${includedir}' ]; then
+	echo "install-check: dlock.pc: Cflags: $cflags (expected only -I\${includedir})" >&2
+	exit 1
+fi
+if grep -rlE '#[[:space:]]*include[[:space:]]*[<"](hiredis|uuid)' "$prefix/include"; then
+	echo "install-check: an installed public header includes hiredis or uuid" >&2
+	exit 1
+fi
+
+# run_unreachable NAME BINARY [LIBRARY_PATH]: it must start (the library
+# loads; LIBRARY_PATH, default the installed libdir, is LD_LIBRARY_PATH for
+# it), fail with a non-zero status, and name the unreachable node in its error
+# line.
 run_unreachable() {
-	local name=$1 bin=$2 out status=0
-	out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-		timeout 30 "$bin" "$unreachable" 2>&1 </dev/null) || status=$?
+	local name=$1 bin=$2 ldpath=${3-$libdir} out status=0 ld=(--unset=LD_LIBRARY_PATH)
+	[ -z "$ldpath" ] || ld=(LD_LIBRARY_PATH="$ldpath")
+	out=$(env "${ld[@]}" timeout 30 "$bin" "$unreachable" 2>&1 </dev/null) || status=$?
 	if [ "$status" -eq 0 ]; then
 		echo "install-check: $name: exit 0 against $unreachable (expected a failure)" >&2
 		exit 1
@@ -87,23 +131,35 @@ grep -q "$libdir/libdlock.so" <<<"$deps" || {
 }
 run_unreachable pkg-config "$tmp/hello_pc"
 
+step "pkg-config with an rpath (the README's command), run without LD_LIBRARY_PATH"
+# shellcheck disable=SC2046  # word splitting of the flags is intended
+cc -o "$tmp/hello_rpath" "$root/examples/hello_lock.c" $(pkg-config --cflags --libs dlock) \
+	-Wl,-rpath,"$(pkg-config --variable=libdir dlock)"
+deps=$(env --unset=LD_LIBRARY_PATH ldd "$tmp/hello_rpath")
+grep -q "$libdir/libdlock.so" <<<"$deps" || {
+	echo "install-check: hello_rpath does not find the installed libdlock.so by its rpath:" >&2
+	echo "$deps" >&2
+	exit 1
+}
+run_unreachable pkg-config-rpath "$tmp/hello_rpath" ""
+
 step "find_package(dlock): dlock::dlock and dlock::dlock_static"
 mkdir -p "$tmp/consumer"
 cp "$root/examples/hello_lock.c" "$tmp/consumer/"
-cat >"$tmp/consumer/CMakeLists.txt" <<'CMAKE'
+cat >"$tmp/consumer/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.16)
 project(dlock_consumer LANGUAGES C)
-find_package(dlock 0.1 REQUIRED)
-message(STATUS "found dlock ${dlock_VERSION} in ${dlock_DIR}")
+find_package(dlock ${version%.*} REQUIRED)
+message(STATUS "found dlock \${dlock_VERSION} in \${dlock_DIR}")
 add_executable(hello hello_lock.c)
 target_link_libraries(hello PRIVATE dlock::dlock)
 add_executable(hello_static hello_lock.c)
 target_link_libraries(hello_static PRIVATE dlock::dlock_static)
 CMAKE
-quiet cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
+quiet "$cmake" -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
 	-DCMAKE_C_FLAGS="-Wall -Wextra -Werror"
 grep 'found dlock' "$tmp/quiet.log"
-quiet cmake --build "$tmp/consumer/build" -j"$jobs"
+quiet "$cmake" --build "$tmp/consumer/build" -j"$jobs"
 
 deps=$(ldd "$tmp/consumer/build/hello_static")
 if grep -q libdlock <<<"$deps"; then
@@ -112,5 +168,41 @@ if grep -q libdlock <<<"$deps"; then
 fi
 run_unreachable find_package-shared "$tmp/consumer/build/hello"
 run_unreachable find_package-static "$tmp/consumer/build/hello_static"
+
+step "add_subdirectory(dlock) in a parent project with no build type"
+# The parent's choices stand: no build type is forced on it, and dlock's tests,
+# examples and install rules stay off (its Criterion is not needed).
+mkdir -p "$tmp/parent"
+cp "$root/examples/hello_lock.c" "$tmp/parent/"
+cat >"$tmp/parent/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(dlock_parent LANGUAGES C)
+add_subdirectory(${DLOCK_SOURCE_DIR} dlock)
+add_executable(hello hello_lock.c)
+target_link_libraries(hello PRIVATE dlock::dlock)
+add_executable(hello_static hello_lock.c)
+target_link_libraries(hello_static PRIVATE dlock::dlock_static)
+install(TARGETS hello_static DESTINATION bin)
+CMAKE
+quiet "$cmake" -S "$tmp/parent" -B "$tmp/parent/build" -DDLOCK_SOURCE_DIR="$root" \
+	-DCMAKE_C_FLAGS="-Wall -Wextra -Werror"
+cache=$tmp/parent/build/CMakeCache.txt
+for want in CMAKE_BUILD_TYPE:STRING= DLOCK_BUILD_TESTS:BOOL=OFF DLOCK_BUILD_EXAMPLES:BOOL=OFF \
+	DLOCK_INSTALL:BOOL=OFF; do
+	grep -qxF "$want" "$cache" || {
+		echo "install-check: add_subdirectory: expected $want in the cache, found: $(grep "^${want%%:*}:" "$cache")" >&2
+		exit 1
+	}
+done
+quiet "$cmake" --build "$tmp/parent/build" -j"$jobs"
+quiet "$cmake" --install "$tmp/parent/build" --prefix "$tmp/parent/prefix"
+installed=$(cd "$tmp/parent/prefix" && find . -type f -o -type l | sort)
+if [ "$installed" != ./bin/hello_static ]; then
+	echo "install-check: add_subdirectory: the parent's install put in more than its own program:" >&2
+	echo "$installed" >&2
+	exit 1
+fi
+run_unreachable add_subdirectory-shared "$tmp/parent/build/hello" ""
+run_unreachable add_subdirectory-static "$tmp/parent/build/hello_static" ""
 
 step "passed"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# dlock's sanitizer and valgrind matrix (ci/test.sh runs it after the plain
-# build; it can also be run alone). Separate build directories:
+# dlock's compiler, sanitizer and valgrind matrix (ci/test.sh runs it after
+# the plain build, which is gcc's; it can also be run alone). Separate build
+# directories:
+#   build-clang  the plain suite (ctest -LE stress) built with clang and
+#                clang++, warnings as errors
 #   build-asan   the whole test suite under AddressSanitizer + UBSan
 #   build-tsan   the stress programs under ThreadSanitizer (Criterion's test
 #                runner cannot start under TSan, so the threaded paths are
@@ -28,6 +31,16 @@ configure_and_build() { # dir sanitizer
 		-DDLOCK_SANITIZER="$2" -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 	cmake --build "$1" -j"$jobs"
 }
+
+section "clang: the plain suite (build-clang)"
+if CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-clang" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DDLOCK_WERROR=ON >/dev/null && cmake --build "$root/build-clang" -j"$jobs"; then
+	if ! (cd "$root/build-clang" && ctest --output-on-failure -j2 -LE stress); then
+		failed+=("clang")
+	fi
+else
+	failed+=("clang build")
+fi
 
 section "ASan + UBSan: the whole suite (build-asan)"
 configure_and_build "$root/build-asan" address,undefined

@@ -6,8 +6,9 @@
 #   3. ctest                 unit, integration and header tests; then the stress
 #                            programs and soaks beside two CPU hogs (ci/load.sh)
 #   4. ci/install-check.sh   install and build an example against the installed copy
-#   5. ci/demo.sh            the demo, checking its own result
-#   6. ci/matrix.sh          ASan+UBSan suite, TSan stress, valgrind, libFuzzer
+#   5. ci/abi-check.sh       libdlock.so's ABI against the baseline in abi/
+#   6. ci/demo.sh            the demo, checking its own result
+#   7. ci/matrix.sh          clang suite, ASan+UBSan suite, TSan stress, valgrind, libFuzzer
 #                            (DLOCK_SKIP_MATRIX=1 skips it for a quick local run)
 # Works from any directory, needs no terminal or stdin; exits non-zero on any failure.
 # A failing ctest run does not stop the install check (both results are worth
@@ -67,12 +68,17 @@ fi
 section "install check (ci/install-check.sh)"
 "$root/ci/install-check.sh"
 
+section "ABI check (ci/abi-check.sh)"
+if ! "$root/ci/abi-check.sh"; then
+	failed+=("ABI check")
+fi
+
 section "the demo (ci/demo.sh, on this build)"
 if ! BUILD_DIR="$build" "$root/ci/demo.sh"; then
 	failed+=("demo")
 fi
 
-section "sanitizers, valgrind, fuzzing (ci/matrix.sh)"
+section "clang, sanitizers, valgrind, fuzzing (ci/matrix.sh)"
 if [ "${DLOCK_SKIP_MATRIX:-0}" = 1 ]; then
 	echo "skipped (DLOCK_SKIP_MATRIX=1)"
 elif ! BUILD_DIR="$build" "$root/ci/matrix.sh"; then

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installation: the shared and static libraries, the public headers, a CMake
-# package (find_package(dlock) -> dlock::dlock, dlock::dlock_static) and a
-# pkg-config file (dlock.pc). Included from the top-level CMakeLists.txt.
+# package (find_package(dlock) -> dlock::dlock, dlock::dlock_static), a
+# pkg-config file (dlock.pc) and the dlock command with its man page.
+# Included from the top-level CMakeLists.txt when DLOCK_INSTALL is on.
 include(CMakePackageConfigHelpers)
 
 set(DLOCK_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/dlock
@@ -21,10 +22,38 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/dlock.h
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dlock
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
+if(DLOCK_GENERATED_INCLUDE_DIR)
+  install(FILES ${DLOCK_GENERATED_INCLUDE_DIR}/dlock/version.h
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlock)
+endif()
+
+# The command and its man page, whose .TH line is given this version.
+if(TARGET dlock_cli)
+  install(TARGETS dlock_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  set(_dlock_man ${PROJECT_SOURCE_DIR}/doc/dlock.1)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_dlock_man})
+  file(READ ${_dlock_man} _dlock_man_text)
+  string(REGEX REPLACE "(\\.TH [^\n]*\")dlock [^\"]*\"" "\\1dlock ${PROJECT_VERSION}\""
+         _dlock_man_stamped "${_dlock_man_text}")
+  if(_dlock_man_stamped STREQUAL _dlock_man_text AND NOT _dlock_man_text MATCHES "\"dlock ${PROJECT_VERSION}\"")
+    message(WARNING "dlock: doc/dlock.1 has no .TH line with \"dlock VERSION\": installed as it is")
+  endif()
+  # Written through configure_file so that an unchanged page is not rewritten.
+  file(WRITE ${PROJECT_BINARY_DIR}/man/dlock.1.tmp "${_dlock_man_stamped}")
+  configure_file(${PROJECT_BINARY_DIR}/man/dlock.1.tmp ${PROJECT_BINARY_DIR}/man/dlock.1 COPYONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/man/dlock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
 
 install(EXPORT dlockTargets
   FILE dlockTargets.cmake
   NAMESPACE dlock::
+  DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+
+# dlockConfig.cmake finds hiredis and uuid with these modules (hiredis 0.14
+# installs no CMake package with a target, libuuid none at all).
+install(FILES
+  ${PROJECT_SOURCE_DIR}/cmake/Findhiredis.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/Finduuid.cmake
   DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
 
 configure_package_config_file(
