@@ -4,7 +4,7 @@
 # libabigail (Debian: abigail-tools; ci/deps.sh installs it).
 #
 #   ci/abi-check.sh             build libdlock.so, compare its ABI with
-#                               abi/<soname>.abixml (abi/libdlock.so.0.abixml)
+#                               abi/<soname>.abixml (abi/libdlock.so.1.abixml)
 #   ci/abi-check.sh --update    write that baseline from the current code
 #
 # What it does: builds libdlock.so alone (Debug, -g -Og, source paths made
@@ -26,8 +26,8 @@
 # The verdict:
 #   incompatible   abidiff's ABIDIFF_ABI_INCOMPATIBLE_CHANGE bit (8), or any
 #                  function or variable removed: FAILS. Restore the interface,
-#                  or make it a new ABI: bump the SOVERSION (the major version
-#                  in project(VERSION), CMakeLists.txt) and record the new
+#                  or make it a new ABI: bump the SOVERSION (DLOCK_SOVERSION
+#                  in CMakeLists.txt) and record the new
 #                  soname's baseline with --update.
 #   changed        an existing function or variable reaches a type that
 #                  changed (a parameter's type, a public struct's layout, ...):
@@ -166,8 +166,8 @@ if [ "$update" = 1 ]; then
 			show_report
 			cat >&2 <<EOF
 abi-check: NOT updated: the current ABI is incompatible with $rel.
-abi-check: An incompatible ABI is a new soname: bump the SOVERSION (the major version in
-abi-check: project(VERSION), CMakeLists.txt), then run ci/abi-check.sh --update to record
+abi-check: An incompatible ABI is a new soname: bump the SOVERSION (DLOCK_SOVERSION in
+abi-check: CMakeLists.txt), then run ci/abi-check.sh --update to record
 abi-check: the new soname's baseline (and git rm the old one when nothing needs it).
 abi-check: To overwrite this baseline anyway: ci/abi-check.sh --update --force.
 EOF
@@ -206,8 +206,8 @@ abi-check: FAILED: the ABI of $soname changed ($changed changed, $added added ag
 abi-check: Existing functions reach types that changed (report above); abidiff cannot tell
 abi-check: whether that is compatible. If it is by design (say, a member appended to a
 abi-check: versioned options struct), record it: ci/abi-check.sh --update, and commit $rel.
-abi-check: If it is not, it is an incompatible change: bump the SOVERSION (the major version
-abi-check: in project(VERSION), CMakeLists.txt) and run ci/abi-check.sh --update.
+abi-check: If it is not, it is an incompatible change: bump the SOVERSION (DLOCK_SOVERSION
+abi-check: in CMakeLists.txt) and run ci/abi-check.sh --update.
 EOF
 	exit 1
 	;;
@@ -217,8 +217,8 @@ incompatible)
 abi-check: FAILED: INCOMPATIBLE change to the ABI of $soname ($removed removed, $changed changed
 abi-check: against $rel; abidiff exit status $status).
 abi-check: Programs linked against $soname would break. Restore the interface, or make this a
-abi-check: new ABI deliberately: bump the SOVERSION (the major version in project(VERSION),
-abi-check: CMakeLists.txt), then run ci/abi-check.sh --update and commit the new baseline.
+abi-check: new ABI deliberately: bump the SOVERSION (DLOCK_SOVERSION in CMakeLists.txt),
+abi-check: then run ci/abi-check.sh --update and commit the new baseline.
 EOF
 	exit 1
 	;;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # dlock's test command (the README's, and what .ci/run runs):
 #   1. ci/deps.sh            install missing Debian packages
-#   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci)
+#   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci);
+#                            ci/layers.sh first: every include looks down the layers
 #   3. ctest                 unit, integration and header tests; then the stress
 #                            programs and soaks beside two CPU hogs (ci/load.sh)
 #   4. ci/install-check.sh   install and build an example against the installed copy
@@ -45,6 +46,9 @@ trap finish EXIT
 
 section "dependencies (ci/deps.sh)"
 "$root/ci/deps.sh"
+
+section "layers (ci/layers.sh)"
+"$root/ci/layers.sh"
 
 section "configure ($build)"
 cmake -S "$root" -B "$build" -DDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
