@@ -257,69 +257,6 @@ static int64_t redisson_unlock(const char *name, const char *owner)
 
 /* ---- raw pub/sub (hiredis) ----------------------------------------------- */
 
-static redisContext *raw_connect(void)
-{
-	struct timeval tv = {2, 0};
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", rh_server_port(srv), tv);
-
-	cr_assert_not_null(c);
-	cr_assert_eq(c->err, 0, "connect: %s", c->errstr);
-	cr_assert_eq(redisSetTimeout(c, tv), REDIS_OK);
-	return c;
-}
-
-/* The next reply on a subscribed connection within timeout_ms, or NULL. */
-static redisReply *next_reply(redisContext *c, int timeout_ms)
-{
-	int64_t deadline = rh_now_ms() + timeout_ms;
-
-	for (;;) {
-		void *reply = NULL;
-
-		cr_assert_eq(redisGetReplyFromReader(c, &reply), REDIS_OK, "reader: %s", c->errstr);
-		if (reply != NULL)
-			return reply;
-		int64_t left = deadline - rh_now_ms();
-		if (left <= 0)
-			return NULL;
-		struct pollfd p = {c->fd, POLLIN, 0};
-		if (poll(&p, 1, (int)left) > 0)
-			cr_assert_eq(redisBufferRead(c), REDIS_OK, "read: %s", c->errstr);
-	}
-}
-
-static redisContext *subscribe(const char *channel)
-{
-	redisContext *c = raw_connect();
-	int done = 0;
-
-	cr_assert_eq(redisAppendCommand(c, "SUBSCRIBE %s", channel), REDIS_OK);
-	while (!done)
-		cr_assert_eq(redisBufferWrite(c, &done), REDIS_OK);
-	redisReply *r = next_reply(c, 2000);
-	cr_assert_not_null(r, "no SUBSCRIBE confirmation for %s", channel);
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	cr_assert_eq(r->elements, 3);
-	cr_assert_str_eq(r->element[0]->str, "subscribe");
-	cr_assert_str_eq(r->element[1]->str, channel);
-	freeReplyObject(r);
-	return c;
-}
-
-static void expect_message(redisContext *c, const char *channel, const char *payload, int timeout_ms)
-{
-	redisReply *r = next_reply(c, timeout_ms);
-
-	cr_assert_not_null(r, "no message on %s within %d ms", channel, timeout_ms);
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	cr_assert_eq(r->elements, 3);
-	cr_assert_str_eq(r->element[0]->str, "message");
-	cr_assert_str_eq(r->element[1]->str, channel);
-	cr_assert_eq(r->element[2]->type, REDIS_REPLY_STRING);
-	cr_assert_str_eq(r->element[2]->str, payload, "payload on %s", channel);
-	freeReplyObject(r);
-}
-
 /* ---- a waiter thread ----------------------------------------------------- */
 
 typedef struct fifo_log {
@@ -624,19 +561,19 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	cr_assert_gt(ret, 0);
 	cr_assert_eq(queue_pos(name, "redisson:7"), 0);
 
-	redisContext *sub7 = subscribe("redisson_lock__channel:{fair:interop-a}:redisson:7");
+	redisContext *sub7 = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{fair:interop-a}:redisson:7");
 
 	fwaiter w;
 	fwaiter_start(&w, c, l, 5000, 30000, 0);
 	await_queue_pos(name, w.owner, 1, 2000);
 	char wch[200];
 	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
-	redisContext *subw = subscribe(wch);
+	redisContext *subw = dl_subscribe(rh_server_port(srv), wch);
 
 	/* dlock's unlock wakes the head, redisson:7, on its own channel. */
 	rc = dlock_lock_unlock_as(l, holder);
 	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
-	expect_message(sub7, "redisson_lock__channel:{fair:interop-a}:redisson:7", "0", 1000);
+	dl_expect_message(sub7, "redisson_lock__channel:{fair:interop-a}:redisson:7", "0", 1000);
 
 	/* redisson:7 is head and its place is valid: the dlock waiter must not take it. */
 	int64_t until = rh_now_ms() + 500;
@@ -664,7 +601,7 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	/* Redisson's unlock wakes the dlock waiter, which gets the lock promptly. */
 	int64_t t_unlock = rh_now_ms();
 	cr_assert_eq(redisson_unlock(name, "redisson:7"), 1);
-	expect_message(subw, wch, "0", 1000);
+	dl_expect_message(subw, wch, "0", 1000);
 	fwaiter_await_done(&w, 3000);
 	cr_assert_eq(w.rc, 0, "dlock waiter: %s", dlock_strerror(w.rc));
 	cr_assert_lt(w.returned_ms - t_unlock, 300, "the dlock waiter acquired %" PRId64 " ms after Redisson's unlock",
@@ -773,14 +710,14 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	await_queue_pos(name, w.owner, 0, 2000);
 	char wch[200];
 	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
-	redisContext *sub = subscribe(wch);
+	redisContext *sub = dl_subscribe(rh_server_port(srv), wch);
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
 	rc = dlock_lock_force_unlock(&deleted, l);
 	cr_assert_eq(rc, 0, "force unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(deleted, 1);
-	expect_message(sub, wch, "0", 1000);
+	dl_expect_message(sub, wch, "0", 1000);
 	fwaiter_await_done(&w, 3000);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_strerror(w.rc));
 	cr_assert_lt(w.returned_ms - t_force, 300, "the waiter acquired %" PRId64 " ms after the force unlock",

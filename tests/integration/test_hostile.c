@@ -315,17 +315,6 @@ static char *aux_key(const char *prefix, const char *name, size_t len, size_t *o
 	return k;
 }
 
-static redisContext *raw_connect(rh_server *s, int timeout_ms)
-{
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", rh_server_port(s), tv);
-
-	cr_assert_not_null(c);
-	cr_assert_eq(c->err, 0, "raw connect: %s", c->errstr);
-	cr_assert_eq(redisSetTimeout(c, tv), REDIS_OK);
-	return c;
-}
-
 /* ---- 1. NULL, empty and over-long names ------------------------------------ */
 
 typedef int (*make_fn)(dlock_lock **out, dlock_client *c, const char *name);
@@ -455,7 +444,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	 * redisson_lock__channel:{name} (or :name when it has a brace). */
 	size_t chlen;
 	char *channel = aux_key("redisson_lock__channel", name, len, &chlen);
-	redisContext *sub = raw_connect(s, 3000);
+	redisContext *sub = dl_raw_connect(rh_server_port(s), 3000);
 	const char *sargv[2] = {"SUBSCRIBE", channel};
 	size_t slens[2] = {9, chlen};
 	redisReply *r = redisCommandArgv(sub, 2, sargv, slens);
@@ -1756,8 +1745,8 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
  */
 static void put_to_sleep(rh_server *s, redisContext **sleeper, redisContext **probe)
 {
-	*sleeper = raw_connect(s, 5000);
-	*probe = raw_connect(s, 5000);
+	*sleeper = dl_raw_connect(rh_server_port(s), 5000);
+	*probe = dl_raw_connect(rh_server_port(s), 5000);
 	cr_assert_eq(redisAppendCommand(*sleeper, "DEBUG SLEEP 1"), REDIS_OK);
 	int done = 0;
 	while (!done)

@@ -102,78 +102,9 @@ static void hash_snapshot(const char *name, char *buf, size_t len)
 	freeReplyObject(r);
 }
 
-static redisContext *raw_connect(void)
-{
-	struct timeval tv = {2, 0};
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", rh_server_port(srv), tv);
-
-	cr_assert_not_null(c);
-	cr_assert_eq(c->err, 0, "connect: %s", c->errstr);
-	cr_assert_eq(redisSetTimeout(c, tv), REDIS_OK);
-	return c;
-}
-
-/*
- * The next reply on a (subscribed) connection within timeout_ms, or NULL when
- * none came. Polls the socket itself, so a timeout leaves the context usable.
- */
-static redisReply *next_reply(redisContext *c, int timeout_ms)
-{
-	int64_t deadline = rh_now_ms() + timeout_ms;
-
-	for (;;) {
-		void *reply = NULL;
-
-		cr_assert_eq(redisGetReplyFromReader(c, &reply), REDIS_OK, "reader: %s", c->errstr);
-		if (reply != NULL)
-			return reply;
-		int64_t left = deadline - rh_now_ms();
-		if (left <= 0)
-			return NULL;
-		struct pollfd p = {c->fd, POLLIN, 0};
-		int rc = poll(&p, 1, (int)left);
-		if (rc > 0)
-			cr_assert_eq(redisBufferRead(c), REDIS_OK, "read: %s", c->errstr);
-	}
-}
-
-/* A raw subscriber on `channel`, confirmed by the server. */
-static redisContext *subscribe(const char *channel)
-{
-	redisContext *c = raw_connect();
-
-	cr_assert_eq(redisAppendCommand(c, "SUBSCRIBE %s", channel), REDIS_OK);
-	int done = 0;
-	while (!done)
-		cr_assert_eq(redisBufferWrite(c, &done), REDIS_OK);
-	redisReply *r = next_reply(c, 2000);
-	cr_assert_not_null(r, "no SUBSCRIBE confirmation");
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	cr_assert_eq(r->elements, 3);
-	cr_assert_str_eq(r->element[0]->str, "subscribe");
-	cr_assert_str_eq(r->element[1]->str, channel);
-	freeReplyObject(r);
-	return c;
-}
-
-/* The next pub/sub message must be `payload` on `channel`, within timeout_ms. */
-static void expect_message(redisContext *c, const char *channel, const char *payload, int timeout_ms)
-{
-	redisReply *r = next_reply(c, timeout_ms);
-
-	cr_assert_not_null(r, "no message on %s within %d ms", channel, timeout_ms);
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	cr_assert_eq(r->elements, 3);
-	cr_assert_str_eq(r->element[0]->str, "message");
-	cr_assert_str_eq(r->element[1]->str, channel);
-	cr_assert_eq(r->element[2]->type, REDIS_REPLY_STRING);
-	cr_assert_str_eq(r->element[2]->str, payload);
-	freeReplyObject(r);
-}
-
 static void expect_no_message(redisContext *c, int timeout_ms)
 {
-	redisReply *r = next_reply(c, timeout_ms);
+	redisReply *r = dl_next_reply(c, timeout_ms);
 
 	if (r != NULL) {
 		char what[256];
@@ -261,7 +192,7 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 	cr_assert_str_eq(owner, want);
 	cr_assert_eq(strlen(dlock_client_id(c)), 36);
 
-	redisContext *sub = subscribe("redisson_lock__channel:{wire-lock}");
+	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{wire-lock}");
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("wire-lock", owner, "1");
@@ -288,7 +219,7 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 	/* Second unlock: key gone, exactly one "0". */
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	assert_key_absent("wire-lock");
-	expect_message(sub, "redisson_lock__channel:{wire-lock}", "0", 2000);
+	dl_expect_message(sub, "redisson_lock__channel:{wire-lock}", "0", 2000);
 	expect_no_message(sub, 300);
 
 	/* What remains are only unlock latches, named as Redisson names them. */
@@ -346,14 +277,14 @@ Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
 
-	redisContext *sub = subscribe("redisson_lock__channel:a{b}c");
-	redisContext *wrong = subscribe("redisson_lock__channel:{a{b}c}");
+	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:a{b}c");
+	redisContext *wrong = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{a{b}c}");
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("a{b}c", owner, "1");
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	assert_key_absent("a{b}c");
-	expect_message(sub, "redisson_lock__channel:a{b}c", "0", 2000);
+	dl_expect_message(sub, "redisson_lock__channel:a{b}c", "0", 2000);
 	expect_no_message(sub, 200);
 	expect_no_message(wrong, 100);
 
@@ -771,13 +702,13 @@ Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = dl_lock(c, "interop-c");
 
-	redisContext *sub = subscribe("redisson_lock__channel:{interop-c}");
+	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{interop-c}");
 	cr_assert_eq(dlock_lock_lock(l, 30000), 0);
 	int64_t t = redisson_acquire("interop-c", DL_REDISSON_OWNER, 30000);
 	cr_assert(t > 25000 && t <= 30000, "Redisson acquire while dlock holds: %" PRId64, t);
 
 	cr_assert_eq(dlock_lock_unlock(l), 0);
-	expect_message(sub, "redisson_lock__channel:{interop-c}", "0", 2000);
+	dl_expect_message(sub, "redisson_lock__channel:{interop-c}", "0", 2000);
 	cr_assert_eq(redisson_acquire("interop-c", DL_REDISSON_OWNER, 30000), -3);
 	assert_hash_is("interop-c", DL_REDISSON_OWNER, "1");
 	/* dlock now sees a Redisson holder. */
@@ -795,7 +726,7 @@ Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
 
-	redisContext *sub = subscribe("redisson_lock__channel:{interop-d}");
+	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{interop-d}");
 	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
 	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
 	assert_hash_is("interop-d", owner, "2");
@@ -807,7 +738,7 @@ Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 	expect_no_message(sub, 100);
 	cr_assert_eq(redisson_unlock("interop-d", owner, "dddd0000dddd0000dddd0000dddd0002"), 1);
 	assert_key_absent("interop-d");
-	expect_message(sub, "redisson_lock__channel:{interop-d}", "0", 2000);
+	dl_expect_message(sub, "redisson_lock__channel:{interop-d}", "0", 2000);
 
 	/* dlock's own unlock now finds nothing to release: the hold it had
 	 * recorded is gone, which it reports as a loss (a second unlock, with

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <hiredis/hiredis.h>
+
 #include <dlock.h>
 
 /* ---- support.c: no framework --------------------------------------------- */
@@ -77,6 +79,21 @@ void dl_owner(dlock_client *client, char *buf, size_t len);
 
 /* Fail the test when a worker thread recorded a failure (naming the first). */
 void dl_failures_assert_none(dl_failures *f);
+
+/* ---- raw.c: hiredis, bypassing dlock (Criterion) --------------------------- */
+
+/* A connection to 127.0.0.1:port with timeout_ms for connect and commands. */
+redisContext *dl_raw_connect(int port, int timeout_ms);
+
+/* The next reply on a (subscribed) connection within timeout_ms, or NULL when
+ * none came. Polls the socket itself, so a timeout leaves the context usable. */
+redisReply *dl_next_reply(redisContext *c, int timeout_ms);
+
+/* A raw subscriber on `channel`, confirmed by the server. */
+redisContext *dl_subscribe(int port, const char *channel);
+
+/* The next pub/sub message must be `payload` on `channel`, within timeout_ms. */
+void dl_expect_message(redisContext *c, const char *channel, const char *payload, int timeout_ms);
 
 /* ---- redisson_scripts.c --------------------------------------------------- */
 
