@@ -194,66 +194,9 @@ static void assert_all_dbsize_zero(cluster *c, const char *name, int64_t limit_m
     }
 }
 
-/* Records RedLock lost callbacks. */
-typedef struct lost_rec {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int fired;
-    int64_t at_ms;
-    dlock_redlock *lock;
-} lost_rec;
-
-static void lost_rec_init(lost_rec *r)
-{
-    pthread_condattr_t a;
-    memset(r, 0, sizeof *r);
-    cr_assert_eq(pthread_mutex_init(&r->mu, NULL), 0);
-    cr_assert_eq(pthread_condattr_init(&a), 0);
-    cr_assert_eq(pthread_condattr_setclock(&a, CLOCK_MONOTONIC), 0);
-    cr_assert_eq(pthread_cond_init(&r->cv, &a), 0);
-    pthread_condattr_destroy(&a);
-}
-
-static void lost_rec_destroy(lost_rec *r)
-{
-    pthread_cond_destroy(&r->cv);
-    pthread_mutex_destroy(&r->mu);
-}
-
 static void on_lost(dlock_redlock *lock, const char *owner, int reason, void *ud)
 {
-    (void)reason;
-    lost_rec *r = ud;
-    int64_t now = rh_now_ms();
-    (void)owner;
-    pthread_mutex_lock(&r->mu);
-    if (r->fired++ == 0) {
-        r->at_ms = now;
-        r->lock = lock;
-    }
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-static int lost_rec_wait(lost_rec *r, int64_t deadline)
-{
-    struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L};
-    int fired;
-    pthread_mutex_lock(&r->mu);
-    while (r->fired == 0 && rh_now_ms() < deadline)
-        if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)
-            break;
-    fired = r->fired;
-    pthread_mutex_unlock(&r->mu);
-    return fired;
-}
-
-static int lost_rec_count(lost_rec *r)
-{
-    pthread_mutex_lock(&r->mu);
-    int n = r->fired;
-    pthread_mutex_unlock(&r->mu);
-    return n;
+    dl_lost_note(ud, lock, owner, reason);
 }
 
 /* Pre-hold `name` on server i for a foreign owner (raw commands). */
@@ -447,8 +390,8 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
 {
     const char *name = "rl:held-minority";
     cluster c;
-    lost_rec lr;
-    lost_rec_init(&lr);
+    dl_lost lr;
+    dl_lost_init(&lr);
     cluster_start(&c, 5);
     dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
     cr_assert_eq(dlock_redlock_set_lost_cb(r, on_lost, &lr), 0);
@@ -483,7 +426,7 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
                  "killed servers %d and %d of 5 while held: check says %s; votes at acquisition %s "
                  "(1 = ACQUIRED, 0 = NONE), members still held %s",
                  victims[0], victims[1], dlock_strerror(rc), votes, held);
-    cr_assert_eq(lost_rec_count(&lr), 0, "lost callback fired with a quorum still held");
+    cr_assert_eq(dl_lost_count(&lr), 0, "lost callback fired with a quorum still held");
     size_t have = 0;
     for (int i = 0; i < 5; i++)
         if (c.up[i] && held_by_me_once(&c, i, name))
@@ -493,19 +436,19 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
     rc = dlock_redlock_unlock(r);
     cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
     assert_all_dbsize_zero(&c, name, 500);
-    cr_assert_eq(lost_rec_count(&lr), 0);
+    cr_assert_eq(dl_lost_count(&lr), 0);
 
     dlock_redlock_free(r);
     cluster_free(&c);
-    lost_rec_destroy(&lr);
+    dl_lost_destroy(&lr);
 }
 
 Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
 {
     const char *name = "rl:held-majority";
     cluster c;
-    lost_rec lr;
-    lost_rec_init(&lr);
+    dl_lost lr;
+    dl_lost_init(&lr);
     cluster_start(&c, 3);
     dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
     cr_assert_eq(dlock_redlock_set_lost_cb(r, on_lost, &lr), 0);
@@ -531,9 +474,9 @@ Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
 
     /* Renewal stops reaching them; within one timeout (+ margin) the TTL
      * they were last renewed with has run out: lost. */
-    int fired = lost_rec_wait(&lr, killed_at + 1500);
+    int fired = dl_lost_wait(&lr, killed_at + 1500);
     if (fired != 1) {
-        int later = lost_rec_wait(&lr, killed_at + 3000);
+        int later = dl_lost_wait(&lr, killed_at + 3000);
         rc = dlock_redlock_check(r, NULL);
         cr_assert_fail("lost callback fired %d times within 1.5 s of killing servers %d and %d "
                        "(votes at acquisition %s, 1 = ACQUIRED, 0 = NONE); %d times after 3 s; check says %s",
@@ -544,17 +487,17 @@ Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
     cr_assert_leq(lr.at_ms - killed_at, 1500);
     /* Exactly once: give a second loss report time to show up. */
     dl_sleep_ms(600);
-    cr_assert_eq(lost_rec_count(&lr), 1, "lost callback fired %d times", lost_rec_count(&lr));
+    cr_assert_eq(dl_lost_count(&lr), 1, "lost callback fired %d times", dl_lost_count(&lr));
     cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ELOST);
 
     /* The release still reaches the member that is alive. */
     (void)dlock_redlock_unlock(r);
     cr_assert_eq(wait_clean(&c, name, 0, 500), -1, "the surviving member still holds the key");
-    cr_assert_eq(lost_rec_count(&lr), 1);
+    cr_assert_eq(dl_lost_count(&lr), 1);
 
     dlock_redlock_free(r);
     cluster_free(&c);
-    lost_rec_destroy(&lr);
+    dl_lost_destroy(&lr);
 }
 
 /* ---- 5. a majority down -------------------------------------------------- */

@@ -55,69 +55,9 @@ static int64_t wait_key_gone(rh_server *s, const char *name, int64_t limit_ms)
     }
 }
 
-/* Records lost callbacks; the test thread waits on it with a deadline. */
-typedef struct lost_rec {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int fired;
-    int64_t at_ms;
-    dlock_lock *lock;
-    char owner[128];
-    int reason;
-} lost_rec;
-
-static void lost_rec_init(lost_rec *r)
-{
-    pthread_condattr_t a;
-    memset(r, 0, sizeof *r);
-    cr_assert_eq(pthread_mutex_init(&r->mu, NULL), 0);
-    cr_assert_eq(pthread_condattr_init(&a), 0);
-    cr_assert_eq(pthread_condattr_setclock(&a, CLOCK_MONOTONIC), 0);
-    cr_assert_eq(pthread_cond_init(&r->cv, &a), 0);
-    pthread_condattr_destroy(&a);
-}
-
-static void lost_rec_destroy(lost_rec *r)
-{
-    pthread_cond_destroy(&r->cv);
-    pthread_mutex_destroy(&r->mu);
-}
-
 static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
 {
-    lost_rec *r = ud;
-    int64_t now = rh_now_ms();
-    pthread_mutex_lock(&r->mu);
-    if (r->fired++ == 0) {
-        r->at_ms = now;
-        r->lock = lock;
-        r->reason = reason;
-        snprintf(r->owner, sizeof r->owner, "%s", owner ? owner : "(null)");
-    }
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* Wait until the callback has fired or until `deadline` (rh_now_ms clock). */
-static int lost_rec_wait(lost_rec *r, int64_t deadline)
-{
-    struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L};
-    int fired;
-    pthread_mutex_lock(&r->mu);
-    while (r->fired == 0 && rh_now_ms() < deadline)
-        if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)
-            break;
-    fired = r->fired;
-    pthread_mutex_unlock(&r->mu);
-    return fired;
-}
-
-static int lost_rec_count(lost_rec *r)
-{
-    pthread_mutex_lock(&r->mu);
-    int n = r->fired;
-    pthread_mutex_unlock(&r->mu);
-    return n;
+    dl_lost_note(ud, lock, owner, reason);
 }
 
 /* ---- 1. the watchdog keeps a lock, and stops with the release ------------ */
@@ -289,8 +229,8 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 0);
     dlock_lock *l = dl_lock(c, "wd:restart");
-    lost_rec rec;
-    lost_rec_init(&rec);
+    dl_lost rec;
+    dl_lost_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
     char owner[64];
     dl_owner(c, owner, sizeof owner);
@@ -305,10 +245,10 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
     int64_t t_back = rh_now_ms();
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart"), 0);
 
-    int fired = lost_rec_wait(&rec, t_kill + 1500 + 500);
+    int fired = dl_lost_wait(&rec, t_kill + 1500 + 500);
     cr_assert(fired, "no lost callback %lld ms after the kill (server back after %lld ms)",
               (long long)(rh_now_ms() - t_kill), (long long)(t_back - t_kill));
-    cr_assert_eq(lost_rec_count(&rec), 1);
+    cr_assert_eq(dl_lost_count(&rec), 1);
     cr_assert_eq(rec.lock, l);
     cr_assert_str_eq(rec.owner, owner);
     cr_assert_eq(rec.reason, DLOCK_LOST_GONE);
@@ -325,14 +265,14 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
     int64_t pttl = rh_command_int(s, "PTTL %s", "wd:restart:2");
     cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
     cr_assert_eq(dlock_lock_check(l2, NULL), 0);
-    cr_assert_eq(lost_rec_count(&rec), 1);
+    cr_assert_eq(dl_lost_count(&rec), 1);
     cr_assert_eq(dlock_lock_unlock(l2), 0);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart:2"), 0);
 
     dlock_lock_free(l2);
     dlock_lock_free(l);
     dlock_client_close(c);
-    lost_rec_destroy(&rec);
+    dl_lost_destroy(&rec);
     rh_server_free(s);
 }
 
@@ -381,8 +321,8 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 0);
     dlock_lock *l = dl_lock(c, "wd:restart:pool");
-    lost_rec rec;
-    lost_rec_init(&rec);
+    dl_lost rec;
+    dl_lost_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
 
     /* Several threads at once: the pool opens several connections. */
@@ -409,7 +349,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
     int64_t t_kill = rh_now_ms();
     cr_assert_eq(rh_server_kill(s), 0);
     cr_assert_eq(rh_server_restart(s), 0);
-    cr_assert(lost_rec_wait(&rec, t_kill + 1500 + 500), "no lost callback %lld ms after the kill",
+    cr_assert(dl_lost_wait(&rec, t_kill + 1500 + 500), "no lost callback %lld ms after the kill",
               (long long)(rh_now_ms() - t_kill));
     cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
 
@@ -426,7 +366,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
     dlock_lock_free(l2);
     dlock_lock_free(l);
     dlock_client_close(c);
-    lost_rec_destroy(&rec);
+    dl_lost_destroy(&rec);
     rh_server_free(s);
 }
 
@@ -438,8 +378,8 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 200);
     dlock_lock *l = dl_lock(c, "wd:pause:short");
-    lost_rec rec;
-    lost_rec_init(&rec);
+    dl_lost rec;
+    dl_lost_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
 
     cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
@@ -453,7 +393,7 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
     cr_assert_eq(dlock_lock_check(l, NULL), 0, "declared lost after a 600 ms outage with a 1500 ms TTL");
 
     dl_sleep_ms(3000);
-    cr_assert_eq(lost_rec_count(&rec), 0, "lost callback after a 600 ms outage");
+    cr_assert_eq(dl_lost_count(&rec), 0, "lost callback after a 600 ms outage");
     cr_assert_eq(dlock_lock_check(l, NULL), 0);
     cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 1, "no longer renewed after the outage");
     int64_t pttl = rh_command_int(s, "PTTL %s", "wd:pause:short");
@@ -464,7 +404,7 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 
     dlock_lock_free(l);
     dlock_client_close(c);
-    lost_rec_destroy(&rec);
+    dl_lost_destroy(&rec);
     rh_server_free(s);
 }
 
@@ -476,8 +416,8 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
     cr_assert_not_null(s);
     dlock_client *c = open_client(s, 1500, 200);
     dlock_lock *l = dl_lock(c, "wd:pause:long");
-    lost_rec rec;
-    lost_rec_init(&rec);
+    dl_lost rec;
+    dl_lost_init(&rec);
     cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
     char owner[64];
     dl_owner(c, owner, sizeof owner);
@@ -492,7 +432,7 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
     cr_assert_eq(rh_server_pause(s), 0);
 
     /* TTL + one renewal period (500 ms) + margin, all while the server is stopped. */
-    int fired = lost_rec_wait(&rec, t_pause + 1500 + 500 + 300);
+    int fired = dl_lost_wait(&rec, t_pause + 1500 + 500 + 300);
     int64_t t_seen = rh_now_ms();
     int64_t waited = t_seen - t_pause;
     /* Resume before asserting, so a failure does not leave the server stopped for long. */
@@ -502,7 +442,7 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 
     cr_assert(fired, "hold not declared lost %lld ms into a 2500 ms outage (TTL 1500 ms)",
               (long long)waited);
-    cr_assert_eq(lost_rec_count(&rec), 1);
+    cr_assert_eq(dl_lost_count(&rec), 1);
     cr_assert_str_eq(rec.owner, owner);
     cr_assert_eq(rec.reason, DLOCK_LOST_UNREACHABLE);
     cr_assert_leq(rec.at_ms - t_pause, 1500 + 500 + 300);
@@ -519,6 +459,6 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 
     dlock_lock_free(l);
     dlock_client_close(c);
-    lost_rec_destroy(&rec);
+    dl_lost_destroy(&rec);
     rh_server_free(s);
 }

@@ -27,21 +27,9 @@
 
 /* ---- fixture: one server per test ---------------------------------------- */
 
-static rh_server *srv;
+#define srv dl_srv
 
-static void start_server(void)
-{
-	srv = rh_server_start(NULL);
-	cr_assert_not_null(srv, "redis-server did not start");
-}
-
-static void stop_server(void)
-{
-	rh_server_free(srv);
-	srv = NULL;
-}
-
-TestSuite(rlock_wire, .init = start_server, .fini = stop_server);
+TestSuite(rlock_wire, .init = dl_server_start, .fini = dl_server_stop);
 
 /* ---- helpers ------------------------------------------------------------- */
 

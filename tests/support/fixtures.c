@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <criterion/criterion.h>
 
+#include "redis_harness.h"
 #include "support.h"
 
 void dl__pass(int rc, const char *expr, const char *file, int line)
@@ -49,4 +50,18 @@ void dl_failures_assert_none(dl_failures *f)
 	int n = dl_failures_get(f, first, sizeof first);
 
 	cr_assert_eq(n, 0, "%d failure(s) in worker threads; first: %s", n, first);
+}
+
+rh_server *dl_srv;
+
+void dl_server_start(void)
+{
+	dl_srv = rh_server_start(NULL);
+	cr_assert_not_null(dl_srv, "redis-server did not start");
+}
+
+void dl_server_stop(void)
+{
+	rh_server_free(dl_srv);
+	dl_srv = NULL;
 }

@@ -118,3 +118,61 @@ int dl_failures_get(dl_failures *f, char *first, size_t len)
 	pthread_mutex_unlock(&f->mu);
 	return n;
 }
+
+void dl_lost_init(dl_lost *r)
+{
+	pthread_condattr_t a;
+
+	memset(r, 0, sizeof *r);
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void dl_lost_destroy(dl_lost *r)
+{
+	pthread_cond_destroy(&r->cv);
+	pthread_mutex_destroy(&r->mu);
+}
+
+void dl_lost_note(void *ud, const void *lock, const char *owner, int reason)
+{
+	dl_lost *r = ud;
+	int64_t now = monotonic_ms();
+
+	pthread_mutex_lock(&r->mu);
+	if (r->fired++ == 0) {
+		r->at_ms = now;
+		r->lock = lock;
+		r->reason = reason;
+		snprintf(r->owner, sizeof r->owner, "%s", owner ? owner : "(null)");
+	}
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+int dl_lost_wait(dl_lost *r, int64_t deadline)
+{
+	struct timespec ts = { (time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L };
+	int fired;
+
+	pthread_mutex_lock(&r->mu);
+	while (r->fired == 0 && monotonic_ms() < deadline)
+		if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)
+			break;
+	fired = r->fired;
+	pthread_mutex_unlock(&r->mu);
+	return fired;
+}
+
+int dl_lost_count(dl_lost *r)
+{
+	int n;
+
+	pthread_mutex_lock(&r->mu);
+	n = r->fired;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}

@@ -42,6 +42,28 @@ int dl_gate_get(dl_gate *g);
 int dl_gate_wait(dl_gate *g, int want, int64_t deadline);
 
 /*
+ * Records lost callbacks (any kind of lock: the callback passes its handle
+ * as `lock`); the test thread waits on it with a deadline.
+ */
+typedef struct dl_lost {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int fired;
+	int64_t at_ms;      /* of the first callback (monotonic) */
+	const void *lock;
+	char owner[128];
+	int reason;
+} dl_lost;
+
+void dl_lost_init(dl_lost *r);
+void dl_lost_destroy(dl_lost *r);
+/* What a lost callback calls with its arguments (ud is the dl_lost). */
+void dl_lost_note(void *ud, const void *lock, const char *owner, int reason);
+/* Wait until a callback fired or `deadline` (monotonic ms); returns how many fired. */
+int dl_lost_wait(dl_lost *r, int64_t deadline);
+int dl_lost_count(dl_lost *r);
+
+/*
  * Failures seen by worker threads, which must not assert (Criterion's
  * assertions belong to the test's main thread): a count and the first
  * message; the main thread asserts none with dl_failures_assert_none().
@@ -76,6 +98,11 @@ dlock_lock *dl_lock(dlock_client *client, const char *name);
 
 /* The calling thread's owner string on client. */
 void dl_owner(dlock_client *client, char *buf, size_t len);
+
+/* One redis-server per test: TestSuite(name, .init = dl_server_start, .fini = dl_server_stop). */
+extern struct rh_server *dl_srv;
+void dl_server_start(void);
+void dl_server_stop(void);
 
 /* Fail the test when a worker thread recorded a failure (naming the first). */
 void dl_failures_assert_none(dl_failures *f);
