@@ -20,77 +20,6 @@
 
 static void flush_idle(void *arg);
 
-/* The longest time option accepted: a day (beyond that it is surely a bug). */
-#define TIME_MAX_MS (24 * 3600 * 1000LL)
-
-int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
-{
-	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
-
-	if (opts == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "client options: NULL");
-	if (version == 0 || version > DLOCK_CLIENT_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "client options: unknown version %u (this "
-				"library knows 1..%d)", version, DLOCK_CLIENT_OPTIONS_VERSION);
-	/* Version 1's fields; a later version adds its own below, so a caller
-	 * built against older headers never has more written than it has. */
-	opts->version = version;
-	opts->connect_timeout_ms = defaults.connect_timeout_ms;
-	opts->command_timeout_ms = defaults.command_timeout_ms;
-	opts->watchdog_timeout_ms = defaults.watchdog_timeout_ms;
-	opts->pool_size = defaults.pool_size;
-	opts->lazy_connect = defaults.lazy_connect;
-	return 0;
-}
-
-/*
- * The caller's options into *dst, field by field as far as its version has
- * them; the fields of later versions keep their defaults.
- */
-int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_options *src)
-{
-	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
-
-	*dst = defaults;
-	if (src == NULL)
-		return 0;
-	if (src->version == 0 || src->version > DLOCK_CLIENT_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "options: unknown version %u (this library "
-				"knows 1..%d): initialise them with DLOCK_CLIENT_OPTIONS_INIT",
-				src->version, DLOCK_CLIENT_OPTIONS_VERSION);
-	dst->connect_timeout_ms = src->connect_timeout_ms;
-	dst->command_timeout_ms = src->command_timeout_ms;
-	dst->watchdog_timeout_ms = src->watchdog_timeout_ms;
-	dst->pool_size = src->pool_size;
-	dst->lazy_connect = src->lazy_connect;
-	return 0;
-}
-
-static int check_time(const char *name, int64_t v, int64_t min)
-{
-	if (v >= min && v <= TIME_MAX_MS)
-		return 0;
-	return dlock__seterr(DLOCK_EINVAL, "options: %s must be %lld..%lld ms (got %lld)", name,
-			(long long)min, (long long)TIME_MAX_MS, (long long)v);
-}
-
-static int check_options(const dlock_client_options *o)
-{
-	int rc;
-
-	if ((rc = check_time("connect_timeout_ms", o->connect_timeout_ms, 1)) < 0 ||
-	    (rc = check_time("command_timeout_ms", o->command_timeout_ms, 1)) < 0 ||
-	    (rc = check_time("watchdog_timeout_ms", o->watchdog_timeout_ms, 3)) < 0)
-		return rc;
-	if (o->pool_size < 1 || o->pool_size > 1024)
-		return dlock__seterr(DLOCK_EINVAL, "options: pool_size must be 1..1024 (got %d)",
-				o->pool_size);
-	if (o->lazy_connect != 0 && o->lazy_connect != 1)
-		return dlock__seterr(DLOCK_EINVAL, "options: lazy_connect must be 0 or 1 (got %d)",
-				o->lazy_connect);
-	return 0;
-}
-
 static void free_client(dlock_client *c)
 {
 	int i;
@@ -183,7 +112,7 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	if (out == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "client: out is NULL");
 	*out = NULL;
-	if ((rc = dlock__client_options_copy(&opts, user)) < 0 || (rc = check_options(&opts)) < 0)
+	if ((rc = dlock__client_options_copy(&opts, user)) < 0 || (rc = dlock__client_options_check(&opts)) < 0)
 		return rc;
 	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
 	if (rc < 0)
@@ -277,140 +206,6 @@ int dlock__client_check_fork(dlock_client *c)
 			(int)c->pid);
 }
 
-/* A connection counted in the pool failed to open: uncount it, wake a waiter. */
-static void open_failed(dlock_client *c)
-{
-	dlock__mutex_lock(&c->pool_mu);
-	c->n_open--;
-	pthread_cond_signal(&c->pool_cv);
-	dlock__mutex_unlock(&c->pool_mu);
-}
-
-int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
-{
-	struct timespec ts;
-	int rc;
-
-	*out = NULL;
-	if ((rc = dlock__client_check_fork(c)) < 0)
-		return rc;
-	dlock__deadline_timespec(deadline, &ts);
-	dlock__mutex_lock(&c->pool_mu);
-	for (;;) {
-		if (c->n_idle > 0) {
-			*out = c->idle[--c->n_idle];
-			dlock__mutex_unlock(&c->pool_mu);
-			return 0;
-		}
-		if (c->n_open < c->opts.pool_size)
-			break;
-		if (pthread_cond_timedwait(&c->pool_cv, &c->pool_mu, &ts) == ETIMEDOUT) {
-			dlock__mutex_unlock(&c->pool_mu);
-			return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
-					"no free connection in the pool (%d in use)", c->opts.pool_size);
-		}
-	}
-	c->n_open++;
-	c->conn_gen++;
-	dlock__mutex_unlock(&c->pool_mu);
-
-	rc = dlock__conn_open(out, &c->node, dlock__deadline_in(c->opts.connect_timeout_ms));
-	if (rc < 0)
-		open_failed(c);
-	return rc;
-}
-
-#define DROP_MAX 64
-
-static int owes_nothing(const dlock__conn *conn)
-{
-	return conn->owed == 0;
-}
-
-
-static _Thread_local int64_t owed_cutoff; /* for owes_too_long (drop_idle's filter) */
-
-static int owes_too_long(const dlock__conn *conn)
-{
-	return dlock__conn_owes_since_before(conn, owed_cutoff);
-}
-
-/* Take the idle connections `drop` picks (up to DROP_MAX) out of the pool,
- * into dead[], for closing once pool_mu is released. Returns how many. */
-static int drop_idle(dlock_client *c, int (*drop)(const dlock__conn *), dlock__conn **dead)
-{
-	int i, n = 0, kept = 0;
-
-	for (i = 0; i < c->n_idle; i++) {
-		if (n < DROP_MAX && drop(c->idle[i])) {
-			dead[n++] = c->idle[i];
-			c->n_open--;
-		} else {
-			c->idle[kept++] = c->idle[i];
-		}
-	}
-	c->n_idle = kept;
-	return n;
-}
-
-void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
-{
-	if (conn == NULL)
-		return;
-	dlock__mutex_lock(&c->pool_mu);
-	if (conn->broken) {
-		/* One dead connection usually means a restarted or unreachable
-		 * server: the idle ones are likely dead too, so a retry must not
-		 * pick one of them. Reconnecting is cheap; drop them all - but
-		 * those still owed replies: their commands may yet run on a hung
-		 * server, and while it owes them it gets no new acquire (see
-		 * dlock__client_owes). Closing them would forget that; they are
-		 * closed when they turn out dead. */
-		dlock__conn *dead[DROP_MAX];
-		int i, n;
-
-		c->n_open--;
-		n = drop_idle(c, owes_nothing, dead);
-		pthread_cond_broadcast(&c->pool_cv);
-		dlock__mutex_unlock(&c->pool_mu);
-		dlock__conn_close(conn);
-		for (i = 0; i < n; i++)
-			dlock__conn_close(dead[i]);
-		return;
-	}
-	if (c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
-		c->idle[c->n_idle++] = conn;
-		conn = NULL;
-	} else {
-		c->n_open--; /* an extra one a multiplexed operation opened */
-	}
-	pthread_cond_signal(&c->pool_cv);
-	dlock__mutex_unlock(&c->pool_mu);
-	dlock__conn_close(conn);
-}
-
-int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
-{
-	int rc;
-
-	*out = NULL;
-	if ((rc = dlock__client_check_fork(c)) < 0)
-		return rc;
-	dlock__mutex_lock(&c->pool_mu);
-	if (c->n_idle > 0) {
-		*out = c->idle[--c->n_idle];
-		dlock__mutex_unlock(&c->pool_mu);
-		return 0;
-	}
-	c->n_open++;
-	c->conn_gen++;
-	dlock__mutex_unlock(&c->pool_mu);
-	rc = dlock__conn_start(out, &c->node);
-	if (rc < 0)
-		open_failed(c);
-	return rc;
-}
-
 /* Queue the undo behind a call given up on conn (see dlock__client_run_call). */
 static void send_undo(dlock__conn *conn, const dlock__call *u)
 {
@@ -496,27 +291,6 @@ static void flush_idle(void *arg)
 	/* Replies still owed (a server paused or hung): look again soon. */
 	if (atomic_load(&c->node.owed) > 0)
 		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);
-}
-
-void dlock__client_drain(dlock_client *c)
-{
-	dlock__conn *dead[DROP_MAX];
-	int i, n;
-
-	dlock__mutex_lock(&c->pool_mu);
-	for (i = 0; i < c->n_idle; i++) {
-		dlock__conn_flush(c->idle[i]);
-		dlock__conn_drain(c->idle[i]);
-	}
-	/* Closed or reset by the server: whatever it had not run is gone with
-	 * it, and so are the replies it owed. Owing for too long: reset. */
-	owed_cutoff = dlock__now_ms() - dlock__owed_bound_ms(c);
-	n = drop_idle(c, owes_too_long, dead);
-	if (n > 0)
-		pthread_cond_broadcast(&c->pool_cv);
-	dlock__mutex_unlock(&c->pool_mu);
-	for (i = 0; i < n; i++)
-		dlock__conn_reset(dead[i]);
 }
 
 int dlock_client_cancel_waits(dlock_client *c)

@@ -98,6 +98,9 @@ void dlock__client_forget(dlock_client *client, const char *key, size_t len);
  */
 int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_options *src);
 
+/* 0, or DLOCK_EINVAL with a message naming the field out of range. */
+int dlock__client_options_check(const dlock_client_options *o);
+
 /* A lock handle was made from the client (+1) or freed (-1): close refuses while any live. */
 void dlock__client_handle_added(dlock_client *client, int delta);
 
