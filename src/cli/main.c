@@ -14,6 +14,7 @@
 #include "run.h"
 #include "target.h"
 
+/* clang-format off */
 static const char usage_text[] =
 "Usage: dlock [GLOBAL OPTIONS] COMMAND [OPTIONS] NAME ...\n"
 "\n"
@@ -89,9 +90,9 @@ static const char usage_text[] =
 "  dlock acquire -l 60000 --owner deploy:$$ release-train && ./deploy.sh;\n"
 "  dlock release --owner deploy:$$ release-train\n"
 "  dlock status --json nightly-report\n";
+/* clang-format on */
 
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -111,8 +112,10 @@ static int parse_ms(const char *text, const char *what, int64_t min, int64_t *ou
 	errno = 0;
 	v = strtoll(text, &end, 10);
 	if (errno != 0 || end == text || *end != '\0' || v < min || v > INT_MAX) {
-		fprintf(stderr, "dlock: %s must be a whole number from %lld to %d, not \"%s\""
-				" (see dlock --help)\n", what, (long long)min, INT_MAX, text);
+		fprintf(stderr,
+				"dlock: %s must be a whole number from %lld to %d, not \"%s\""
+				" (see dlock --help)\n",
+				what, (long long)min, INT_MAX, text);
 		return -1;
 	}
 	*out = v;
@@ -138,29 +141,29 @@ static int split_nodes(cli_config *cfg, const char *list)
 }
 
 enum {
-	OPT_TIMEOUT = 256, OPT_WATCHDOG, OPT_GUARD, OPT_CONFLICT, OPT_OWNER, OPT_JSON,
-	OPT_FORCE, OPT_GRACE, OPT_FENCED
+	OPT_TIMEOUT = 256,
+	OPT_WATCHDOG,
+	OPT_GUARD,
+	OPT_CONFLICT,
+	OPT_OWNER,
+	OPT_JSON,
+	OPT_FORCE,
+	OPT_GRACE,
+	OPT_FENCED
 };
 
-static const struct option long_options[] = {
-	{ "nodes", required_argument, NULL, 'n' },
+static const struct option long_options[] = { { "nodes", required_argument, NULL, 'n' },
 	{ "mode", required_argument, NULL, 'm' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
 	{ "restart-guard", required_argument, NULL, OPT_GUARD },
 	{ "conflict-exit-code", required_argument, NULL, OPT_CONFLICT },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
+	{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' },
 	/* command options */
-	{ "wait", required_argument, NULL, 'w' },
-	{ "lease", required_argument, NULL, 'l' },
-	{ "owner", required_argument, NULL, OPT_OWNER },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "fenced", no_argument, NULL, OPT_FENCED },
-	{ NULL, 0, NULL, 0 }
-};
+	{ "wait", required_argument, NULL, 'w' }, { "lease", required_argument, NULL, 'l' },
+	{ "owner", required_argument, NULL, OPT_OWNER }, { "json", no_argument, NULL, OPT_JSON },
+	{ "force", no_argument, NULL, OPT_FORCE }, { "grace", required_argument, NULL, OPT_GRACE },
+	{ "fenced", no_argument, NULL, OPT_FENCED }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
@@ -215,7 +218,8 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 			if (parse_ms(optarg, "--conflict-exit-code", 0, &v) < 0)
 				return EXIT_USAGE;
 			if (v > 255)
-				return usage_error("--conflict-exit-code must be 0..255, not %s", optarg);
+				return usage_error("--conflict-exit-code must be 0..255, not %s",
+						optarg);
 			cfg->conflict_exit = (int)v;
 			break;
 		case 'h':
@@ -305,18 +309,21 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 		if (optind < argc && strcmp(argv[optind], "--") == 0)
 			optind++;
 		if (optind >= argc)
-			return usage_error("%s", "run: the command to run is missing (NAME -- CMD ...)");
+			return usage_error("%s",
+					"run: the command to run is missing (NAME -- CMD ...)");
 	} else if (optind < argc) {
 		return usage_error("unexpected argument \"%s\"", argv[optind]);
 	}
 	if (strcmp(command, "acquire") == 0 && !a->lease_given)
-		return usage_error("%s", "acquire needs -l LEASE_MS (a lock taken from a shell "
+		return usage_error("%s",
+				"acquire needs -l LEASE_MS (a lock taken from a shell "
 				"must expire by itself)");
 	if ((strcmp(command, "acquire") == 0 || strcmp(command, "release") == 0) &&
-	    (a->owner == NULL || a->owner[0] == '\0'))
+			(a->owner == NULL || a->owner[0] == '\0'))
 		return usage_error("%s needs --owner OWNER", command);
 	if (strcmp(command, "unlock") == 0 && !a->force)
-		return usage_error("%s", "unlock needs --force (to release your own hold, use "
+		return usage_error("%s",
+				"unlock needs --force (to release your own hold, use "
 				"release --owner)");
 	return 0;
 }
@@ -366,7 +373,8 @@ static int cmd_acquire(cli_target *t, const cli_config *cfg, const cli_args *a, 
 	if (rc < 0)
 		cli_report_failure("acquire", t, rc);
 	else if (cfg->fenced)
-		printf("%lld\n", (long long)token); /* for scripts: TOKEN=$(dlock acquire --fenced ...) */
+		printf("%lld\n",
+				(long long)token); /* for scripts: TOKEN=$(dlock acquire --fenced ...) */
 	else
 		printf("acquired \"%s\" as %s for %lld ms\n", name, a->owner, (long long)validity);
 	return cli_exit_for(rc, cfg);

@@ -58,7 +58,7 @@
 
 static int wake_pipe[2] = { -1, -1 };
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-static int ignored[65];  /* signals the caller had ignored (nohup): left alone */
+static int ignored[65]; /* signals the caller had ignored (nohup): left alone */
 
 static void note(unsigned char b)
 {
@@ -121,10 +121,10 @@ static int install_handlers(void)
 
 /* Read what the pipe has: the first stop signal (or 0), and whether the lock was lost. */
 typedef struct notes {
-	int stop;        /* a stop signal for dlock (128+N is its exit status) */
+	int stop; /* a stop signal for dlock (128+N is its exit status) */
 	int lost;
-	int acquired;    /* the acquire thread is done */
-	int pass_on[8];  /* signals to forward to the job, in order */
+	int acquired;   /* the acquire thread is done */
+	int pass_on[8]; /* signals to forward to the job, in order */
 	int npass;
 } notes;
 
@@ -145,7 +145,8 @@ static void read_notes(notes *n)
 				continue;
 			else if (n->npass < 8)
 				n->pass_on[n->npass++] = b;
-			if (b != NOTE_LOST && b != NOTE_ACQUIRED && is_stop_signal(b) && n->stop == 0)
+			if (b != NOTE_LOST && b != NOTE_ACQUIRED && is_stop_signal(b) &&
+					n->stop == 0)
 				n->stop = b;
 		}
 	}
@@ -172,7 +173,8 @@ static void *acquire_main(void *arg)
 {
 	acquire_job *j = arg;
 
-	j->rc = cli_target_acquire(j->t, j->owner, j->wait_ms, j->lease_ms, &j->validity, &j->token);
+	j->rc = cli_target_acquire(
+			j->t, j->owner, j->wait_ms, j->lease_ms, &j->validity, &j->token);
 	note(NOTE_ACQUIRED);
 	return NULL;
 }
@@ -193,12 +195,14 @@ static int acquire_interruptibly(cli_target *t, const char *owner, const cli_run
 	/* One attempt first: an operator whose servers are down learns it now,
 	 * not after a silent wait (the wait then rides the outage out). */
 	rc = cli_target_acquire(t, owner, 0, a->lease_ms, validity, token);
-	if (rc == 0 || a->wait_ms == 0 || (rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM &&
-			rc != DLOCK_ECONN && rc != DLOCK_ETIMEDOUT))
+	if (rc == 0 || a->wait_ms == 0 ||
+			(rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM && rc != DLOCK_ECONN &&
+					rc != DLOCK_ETIMEDOUT))
 		return rc;
 	if (rc != DLOCK_ENOTACQUIRED)
 		fprintf(stderr, "dlock: run: %s; trying again until the wait ends%s\n",
-				cli_target_errmsg(t), a->wait_ms < 0 ? " (none: -w bounds it)" : "");
+				cli_target_errmsg(t),
+				a->wait_ms < 0 ? " (none: -w bounds it)" : "");
 	if (pthread_create(&th, NULL, acquire_main, &j) != 0) {
 		acquire_main(&j); /* no thread: wait without being interruptible */
 		read_notes(&n);
@@ -311,7 +315,8 @@ static void signal_job(pid_t pgid, int sig)
 			continue;
 		/* Those still in the group had theirs: once each. */
 		if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL &&
-		    sscanf(p + 1, " %*c %d %d", &ppid, &pgrp) == 2 && ppid == me && pgrp != pgid)
+				sscanf(p + 1, " %*c %d %d", &ppid, &pgrp) == 2 && ppid == me &&
+				pgrp != pgid)
 			kill((pid_t)atoi(d->d_name), sig);
 		fclose(f);
 	}
@@ -337,7 +342,7 @@ static int reap(pid_t child, int *status, int *child_done)
 typedef struct job_state {
 	pid_t pid;
 	int status, done, lost, stopping;
-	int64_t term_at, kill_at;   /* the next SIGTERM / SIGKILL to the job (INT64_MAX: none) */
+	int64_t term_at, kill_at; /* the next SIGTERM / SIGKILL to the job (INT64_MAX: none) */
 } job_state;
 
 /* Stop the job: SIGTERM now, SIGKILL after the grace (or at `kill_by`, if sooner). */
@@ -380,16 +385,18 @@ static void supervise(cli_target *t, const char *owner, const cli_run_args *a, j
 		now = now_ms();
 		if (!j->lost && (n.lost || cli_target_check(t, owner) != 0)) {
 			j->lost = 1;
-			fprintf(stderr, "dlock: run: lock \"%s\" was lost while the command ran; "
-					"stopping it (SIGTERM, SIGKILL after %lld ms)\n", t->name,
-					(long long)a->grace_ms);
+			fprintf(stderr,
+					"dlock: run: lock \"%s\" was lost while the command ran; "
+					"stopping it (SIGTERM, SIGKILL after %lld ms)\n",
+					t->name, (long long)a->grace_ms);
 			stop_job(j, a->grace_ms, INT64_MAX);
 		}
 		if (!j->stopping && now >= j->term_at) {
 			j->lost = 1;
-			fprintf(stderr, "dlock: run: lock \"%s\" reaches the end of its lease in "
-					"%lld ms; stopping the command (SIGTERM, SIGKILL then)\n", t->name,
-					(long long)(lease_end - now));
+			fprintf(stderr,
+					"dlock: run: lock \"%s\" reaches the end of its lease in "
+					"%lld ms; stopping the command (SIGTERM, SIGKILL then)\n",
+					t->name, (long long)(lease_end - now));
 			stop_job(j, a->grace_ms, lease_end);
 		}
 		/* The command is done; whatever it left running is stopped too. */
@@ -446,12 +453,15 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	rc = cli_target_release(t, owner);
 	if (rc == DLOCK_ELOST || rc == DLOCK_ENOTOWNER) {
 		if (!j.lost)
-			fprintf(stderr, "dlock: run: lock \"%s\" was lost before the command ended "
-					"(found at release): %s\n", t->name, cli_target_errmsg(t));
+			fprintf(stderr,
+					"dlock: run: lock \"%s\" was lost before the command ended "
+					"(found at release): %s\n",
+					t->name, cli_target_errmsg(t));
 		return EXIT_LOST;
 	}
 	if (rc < 0 && !j.lost)
-		fprintf(stderr, "dlock: run: releasing \"%s\": %s\n", t->name, cli_target_errmsg(t));
+		fprintf(stderr, "dlock: run: releasing \"%s\": %s\n", t->name,
+				cli_target_errmsg(t));
 	if (j.lost)
 		return EXIT_LOST;
 	if (WIFSIGNALED(j.status))

@@ -29,7 +29,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 		if (rc < 0)
 			return rc;
 		rc = t->fenced ? dlock_fencedlock_new(&t->locks[i], t->clients[i], name)
-			: dlock_lock_new(&t->locks[i], t->clients[i], name);
+			       : dlock_lock_new(&t->locks[i], t->clients[i], name);
 		if (rc < 0)
 			return rc;
 	}
@@ -70,17 +70,18 @@ int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_
 	*validity_ms = lease_ms;
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return t->fenced
-			? dlock_redlock_try_fenced(validity_ms, token, t->redlock, owner, wait_ms, lease_ms)
-			: dlock_redlock_try_as(validity_ms, t->redlock, owner, wait_ms, lease_ms);
+		return t->fenced ? dlock_redlock_try_fenced(validity_ms, token, t->redlock, owner,
+						   wait_ms, lease_ms)
+				 : dlock_redlock_try_as(validity_ms, t->redlock, owner, wait_ms,
+						   lease_ms);
 	case MODE_MULTILOCK:
-		return t->fenced
-			? dlock_multilock_try_fenced(token, t->multilock, owner, wait_ms, lease_ms)
-			: dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
+		return t->fenced ? dlock_multilock_try_fenced(
+						   token, t->multilock, owner, wait_ms, lease_ms)
+				 : dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
 	default:
-		return t->fenced
-			? dlock_lock_try_fenced(token, t->locks[0], owner, wait_ms, lease_ms)
-			: dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
+		return t->fenced ? dlock_lock_try_fenced(
+						   token, t->locks[0], owner, wait_ms, lease_ms)
+				 : dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
 	}
 }
 
@@ -170,8 +171,10 @@ void cli_target_cancel(cli_target *t)
 void cli_report_failure(const char *command, const cli_target *t, int rc)
 {
 	if (rc == DLOCK_EWRONGTYPE)
-		fprintf(stderr, "dlock: %s: \"%s\" holds a value that is not a Redisson/dlock lock "
-				"(another lock library?): %s\n", command, t->name, cli_target_errmsg(t));
+		fprintf(stderr,
+				"dlock: %s: \"%s\" holds a value that is not a Redisson/dlock lock "
+				"(another lock library?): %s\n",
+				command, t->name, cli_target_errmsg(t));
 	else
 		fprintf(stderr, "dlock: %s: lock \"%s\" not acquired: %s\n", command, t->name,
 				cli_target_errmsg(t));
@@ -215,9 +218,9 @@ int cli_exit_for(int rc, const cli_config *cfg)
 
 typedef struct node_view {
 	int reachable;
-	int rc;                 /* the query's error, or 0 */
+	int rc; /* the query's error, or 0 */
 	char error[512];
-	dlock_lock_info *info;  /* NULL when the query failed */
+	dlock_lock_info *info; /* NULL when the query failed */
 } node_view;
 
 static void view_node(cli_target *t, size_t i, node_view *v)
@@ -225,8 +228,8 @@ static void view_node(cli_target *t, size_t i, node_view *v)
 	memset(v, 0, sizeof(*v));
 	v->rc = dlock_lock_query(&v->info, t->locks[i]);
 	/* A server that answered with an error is reachable; one that did not is not. */
-	v->reachable = v->rc == 0 || (v->rc != DLOCK_ECONN && v->rc != DLOCK_ETIMEDOUT &&
-			v->rc != DLOCK_EAUTH);
+	v->reachable = v->rc == 0 ||
+			(v->rc != DLOCK_ECONN && v->rc != DLOCK_ETIMEDOUT && v->rc != DLOCK_EAUTH);
 	if (v->rc < 0)
 		snprintf(v->error, sizeof(v->error), "%s", dlock_lock_errmsg(t->locks[i]));
 }
@@ -316,8 +319,7 @@ static void print_table_node(FILE *out, const char *node, const node_view *v)
 				dlock_lock_info_owner(v->info, j));
 }
 
-static void print_table(const cli_target *t, const node_view *v, const status_counts *c,
-		FILE *out)
+static void print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
 {
 	size_t i;
 
@@ -334,9 +336,10 @@ static void print_table(const cli_target *t, const node_view *v, const status_co
 static int status_exit(const cli_target *t, const status_counts *c)
 {
 	if (c->wrongtype > 0) {
-		fprintf(stderr, "dlock: status: \"%s\" holds a value that is not a Redisson/dlock lock "
-				"(another lock library?) on %zu node%s\n", t->name, c->wrongtype,
-				c->wrongtype == 1 ? "" : "s");
+		fprintf(stderr,
+				"dlock: status: \"%s\" holds a value that is not a Redisson/dlock lock "
+				"(another lock library?) on %zu node%s\n",
+				t->name, c->wrongtype, c->wrongtype == 1 ? "" : "s");
 		return EXIT_WRONGTYPE;
 	}
 	return c->refused > 0 || c->reachable < cli_target_quorum(t) ? EXIT_UNAVAILABLE : 0;
@@ -376,7 +379,8 @@ int cli_target_force(cli_target *t, FILE *out)
 		int rc = dlock_lock_force_unlock(&d, t->locks[i]);
 
 		if (rc < 0) {
-			fprintf(stderr, "dlock: unlock --force: %s\n", dlock_lock_errmsg(t->locks[i]));
+			fprintf(stderr, "dlock: unlock --force: %s\n",
+					dlock_lock_errmsg(t->locks[i]));
 			continue;
 		}
 		ok++;

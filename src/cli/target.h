@@ -13,7 +13,7 @@
 /* Exit statuses (sysexits.h names, as SPEC §7 lists them). */
 #define EXIT_NOT_OWNER 1
 #define EXIT_USAGE 64
-#define EXIT_WRONGTYPE 65   /* EX_DATAERR: the key is not a lock (another library's?) */
+#define EXIT_WRONGTYPE 65 /* EX_DATAERR: the key is not a lock (another library's?) */
 #define EXIT_UNAVAILABLE 69
 #define EXIT_LOST 70
 #define EXIT_CONFLICT 75
@@ -22,15 +22,15 @@ typedef enum cli_mode { MODE_RLOCK, MODE_REDLOCK, MODE_MULTILOCK } cli_mode;
 
 /* What the global options say. */
 typedef struct cli_config {
-	char **nodes;            /* URIs */
+	char **nodes; /* URIs */
 	size_t n;
 	cli_mode mode;
 	int mode_given;
-	int64_t timeout_ms;      /* per-command deadline (also used to connect) */
+	int64_t timeout_ms; /* per-command deadline (also used to connect) */
 	int64_t watchdog_ms;
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
-	int fenced;              /* fenced locks: acquisitions return a token */
+	int fenced; /* fenced locks: acquisitions return a token */
 } cli_config;
 
 typedef struct cli_target {

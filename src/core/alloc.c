@@ -19,8 +19,10 @@ int dlock_set_allocator(const dlock_allocator *a)
 		return 0;
 	}
 	if (a->version == 0 || a->version > DLOCK_ALLOCATOR_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "allocator: unknown version %u (this library "
-				"knows 1..%d)", a->version, DLOCK_ALLOCATOR_VERSION);
+		return dlock__seterr(DLOCK_EINVAL,
+				"allocator: unknown version %u (this library "
+				"knows 1..%d)",
+				a->version, DLOCK_ALLOCATOR_VERSION);
 	if (a->malloc_fn == NULL || a->realloc_fn == NULL || a->free_fn == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "allocator: a function is NULL");
 	/* Version 1's fields; later versions add theirs here. */

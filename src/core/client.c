@@ -55,7 +55,8 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 	}
 	/* Mutexes and condition variables that fail to initialise are a broken system. */
 	if (dlock__errbuf_init(&c->err) != 0 || pthread_mutex_init(&c->pool_mu, NULL) != 0 ||
-	    dlock__cond_init(&c->pool_cv) != 0 || pthread_mutex_init(&c->ext_mu, NULL) != 0)
+			dlock__cond_init(&c->pool_cv) != 0 ||
+			pthread_mutex_init(&c->ext_mu, NULL) != 0)
 		abort();
 	c->pid = getpid();
 	c->opts = *opts;
@@ -112,7 +113,8 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	if (out == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "client: out is NULL");
 	*out = NULL;
-	if ((rc = dlock__client_options_copy(&opts, user)) < 0 || (rc = dlock__client_options_check(&opts)) < 0)
+	if ((rc = dlock__client_options_copy(&opts, user)) < 0 ||
+			(rc = dlock__client_options_check(&opts)) < 0)
 		return rc;
 	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
 	if (rc < 0)
@@ -140,10 +142,13 @@ int dlock_client_close(dlock_client *c)
 		return 0;
 	handles = atomic_load(&c->handles);
 	if (handles > 0)
-		return dlock__errbuf_record(&c->err, dlock__seterr(DLOCK_EBUSY, "client %s: %lld "
-				"lock handle%s made from it %s still alive: free them first",
-				c->node.label, (long long)handles, handles == 1 ? "" : "s",
-				handles == 1 ? "is" : "are"));
+		return dlock__errbuf_record(&c->err,
+				dlock__seterr(DLOCK_EBUSY,
+						"client %s: %lld "
+						"lock handle%s made from it %s still alive: free them first",
+						c->node.label, (long long)handles,
+						handles == 1 ? "" : "s",
+						handles == 1 ? "is" : "are"));
 	free_client(c);
 	return 0;
 }
@@ -179,15 +184,18 @@ int dlock_client_owner(char *buf, size_t len, const dlock_client *c, uint64_t th
 	size_t n = 0, i;
 
 	if (c == NULL || buf == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "owner: NULL %s", c == NULL ? "client" : "buffer");
+		return dlock__seterr(
+				DLOCK_EINVAL, "owner: NULL %s", c == NULL ? "client" : "buffer");
 	/* By hand: this runs on every call of every lock operation. */
 	do {
 		digits[n++] = (char)('0' + thread_id % 10);
 		thread_id /= 10;
 	} while (thread_id != 0);
 	if (36 + 1 + n + 1 > len)
-		return dlock__seterr(DLOCK_EINVAL, "owner: a buffer of %zu bytes is too small "
-				"(%zu needed; 64 always suffice)", len, 36 + 1 + n + 1);
+		return dlock__seterr(DLOCK_EINVAL,
+				"owner: a buffer of %zu bytes is too small "
+				"(%zu needed; 64 always suffice)",
+				len, 36 + 1 + n + 1);
 	memcpy(buf, c->id, 36);
 	buf[36] = ':';
 	for (i = 0; i < n; i++)
@@ -231,14 +239,16 @@ static int run(dlock_client *c, const dlock__call *call, int argc, const char **
 		dlock__conn *conn = NULL;
 		int64_t deadline;
 
-		rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
+		rc = dlock__client_conn_get(
+				c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
 		if (rc < 0)
 			return rc;
 		deadline = dlock__deadline_in(c->opts.command_timeout_ms);
 		if (call != NULL)
-			rc = dlock__script_run(conn, call->script, call->nkeys, call->argv, call->lens,
-					call->argc - call->nkeys, call->argv + call->nkeys,
-					call->lens + call->nkeys, out, deadline);
+			rc = dlock__script_run(conn, call->script, call->nkeys, call->argv,
+					call->lens, call->argc - call->nkeys,
+					call->argv + call->nkeys, call->lens + call->nkeys, out,
+					deadline);
 		else
 			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
 		if (rc == DLOCK_ETIMEDOUT && undo != NULL && !conn->broken && conn->owed > 0)
@@ -250,8 +260,8 @@ static int run(dlock_client *c, const dlock__call *call, int argc, const char **
 	return rc;
 }
 
-int dlock__client_run(dlock_client *c, int argc, const char **argv, const size_t *lens,
-		int retry, redisReply **out)
+int dlock__client_run(dlock_client *c, int argc, const char **argv, const size_t *lens, int retry,
+		redisReply **out)
 {
 	return run(c, NULL, argc, argv, lens, retry, NULL, out);
 }
@@ -345,7 +355,7 @@ int dlock_client_uptime(int64_t *seconds, dlock_client *c)
 	rc = simple_command(c, "INFO", "server", &r);
 	if (rc == 0) {
 		if (r->type != REDIS_REPLY_STRING ||
-		    (p = strstr(r->str, "uptime_in_seconds:")) == NULL)
+				(p = strstr(r->str, "uptime_in_seconds:")) == NULL)
 			rc = dlock__seterr_node(DLOCK_EPROTO, c->node.label,
 					"INFO server: no uptime_in_seconds");
 		else

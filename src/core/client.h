@@ -14,7 +14,7 @@
 #include "core/script.h"
 
 struct dlock_client {
-	pid_t pid;           /* the process that opened it: a forked child may not use it */
+	pid_t pid; /* the process that opened it: a forked child may not use it */
 	dlock__node node;
 	dlock_client_options opts;
 	char id[37];
@@ -23,16 +23,16 @@ struct dlock_client {
 
 	pthread_mutex_t pool_mu;
 	pthread_cond_t pool_cv;
-	dlock__conn **idle;  /* pool_size slots */
+	dlock__conn **idle; /* pool_size slots */
 	int n_idle;
-	int n_open;          /* idle + lent out + being opened */
-	uint64_t conn_gen;   /* connections opened so far: a new one may meet a restarted server */
+	int n_open;        /* idle + lent out + being opened */
+	uint64_t conn_gen; /* connections opened so far: a new one may meet a restarted server */
 	_Atomic int64_t timed_out_at; /* monotonic ms a multiplexed command timed out;
 	                                 0 once the server answered again */
-	_Atomic uint64_t cancels; /* dlock_client_cancel_waits() calls so far */
-	_Atomic int64_t handles;  /* lock handles made from it and not freed */
-	uint64_t started_gen;   /* conn_gen when started_at was read */
-	int64_t started_at;     /* monotonic ms the server started, as of started_gen */
+	_Atomic uint64_t cancels;     /* dlock_client_cancel_waits() calls so far */
+	_Atomic int64_t handles;      /* lock handles made from it and not freed */
+	uint64_t started_gen;         /* conn_gen when started_at was read */
+	int64_t started_at;           /* monotonic ms the server started, as of started_gen */
 
 	/* State of the layer above (the single-server locks), made on first
 	 * use and freed with the client; core never looks inside. */
@@ -109,7 +109,6 @@ uint64_t dlock__client_cancels(dlock_client *client);
 
 /* When a multiplexed command last timed out, or 0 once the server answered again. */
 int64_t dlock__client_timed_out_at(const dlock_client *client);
-
 
 /*
  * When the server started, on this process's monotonic clock (from INFO's

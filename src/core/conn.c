@@ -36,7 +36,8 @@ static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadl
 		if (rc > 0)
 			return 0;
 		if (rc == 0)
-			return fail_transport(c, DLOCK_ETIMEDOUT, what, "no answer before the deadline");
+			return fail_transport(
+					c, DLOCK_ETIMEDOUT, what, "no answer before the deadline");
 		if (errno != EINTR)
 			return fail_transport(c, DLOCK_ECONN, what, strerror(errno));
 	}
@@ -115,7 +116,8 @@ static int wait_connected(dlock__conn *c, int64_t deadline)
 		rc = poll(&p, 1, dlock__ms_until(deadline));
 	} while (rc < 0 && errno == EINTR);
 	if (rc == 0)
-		return fail_transport(c, DLOCK_ETIMEDOUT, "connect", "no answer before the connect timeout");
+		return fail_transport(c, DLOCK_ETIMEDOUT, "connect",
+				"no answer before the connect timeout");
 	if (rc < 0)
 		return fail_transport(c, DLOCK_ECONN, "connect", strerror(errno));
 	return dlock__conn_connected(c);
@@ -343,8 +345,9 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 		ssize_t n;
 
 		if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
-			return fail_transport(c, DLOCK_EPROTO, what, c->reader->errstr[0]
-					? c->reader->errstr : "unreadable reply");
+			return fail_transport(c, DLOCK_EPROTO, what,
+					c->reader->errstr[0] ? c->reader->errstr
+							     : "unreadable reply");
 		if (reply != NULL && c->nchecks > 0) {
 			/* A pipelined AUTH or SELECT: any refusal fails the connection. */
 			redisReply *r = reply;
@@ -386,7 +389,8 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			continue;
 		}
 		if (n == 0)
-			return fail_transport(c, DLOCK_ECONN, what, "connection closed by the server");
+			return fail_transport(
+					c, DLOCK_ECONN, what, "connection closed by the server");
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -418,7 +422,8 @@ void dlock__conn_flush(dlock__conn *c)
 	size_t done = 0;
 
 	while (!c->broken && done < c->out_len) {
-		ssize_t n = send(c->fd, c->out + done, c->out_len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send(c->fd, c->out + done, c->out_len - done,
+				MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n > 0)
 			done += (size_t)n;
@@ -449,7 +454,7 @@ int dlock__reply_is_error(const redisReply *r, const char *prefix)
 	size_t n = strlen(prefix);
 
 	return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
-		strncmp(r->str, prefix, n) == 0;
+			strncmp(r->str, prefix, n) == 0;
 }
 
 int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what)

@@ -34,12 +34,12 @@ typedef struct dlock__node {
 
 typedef struct dlock__conn {
 	int fd;
-	int broken; /* a transport failure happened: close, never reuse */
-	int discard; /* replies nobody waits for any more (fire-and-forget commands,
+	int broken;         /* a transport failure happened: close, never reuse */
+	int discard;        /* replies nobody waits for any more (fire-and-forget commands,
 	                replies given up at a deadline): skipped when they come */
-	int owed;    /* of those, the ones given up at a deadline (counted in node->owed) */
+	int owed;           /* of those, the ones given up at a deadline (counted in node->owed) */
 	int64_t owed_since; /* monotonic ms the oldest owed reply was given up */
-	char *out;   /* formatted commands not sent yet (deferred ones wait here
+	char *out;          /* formatted commands not sent yet (deferred ones wait here
 	                for the next command, to share its write) */
 	size_t out_len, out_cap;
 	int connecting; /* a non-blocking connect is under way */

@@ -14,36 +14,60 @@ static _Thread_local char thread_copy[DLOCK__ERRMSG_MAX];
 const char *dlock_strerror(int error)
 {
 	switch (error) {
-	case DLOCK_OK: return "success";
-	case DLOCK_EINVAL: return "invalid argument";
-	case DLOCK_ENOMEM: return "out of memory";
-	case DLOCK_ECONN: return "connection failed";
-	case DLOCK_ETIMEDOUT: return "timed out";
-	case DLOCK_EAUTH: return "authentication failed";
-	case DLOCK_ESERVER: return "server error";
-	case DLOCK_EWRONGTYPE: return "key holds a value that is not a lock";
-	case DLOCK_EPROTO: return "unexpected reply";
-	case DLOCK_ENOTACQUIRED: return "lock held by another owner";
-	case DLOCK_ENOTOWNER: return "lock not held by this owner";
-	case DLOCK_ELOST: return "lock lost";
-	case DLOCK_ENOQUORUM: return "too few nodes could vote for a quorum";
-	case DLOCK_EEXPIRED: return "lock expired while acquiring";
-	case DLOCK_ESYS: return "system call failed";
-	case DLOCK_ECANCELED: return "wait canceled";
-	case DLOCK_EFORKED: return "client opened before fork(); open a new one in the child";
-	case DLOCK_EBUSY: return "still in use";
-	default: return "unknown error";
+	case DLOCK_OK:
+		return "success";
+	case DLOCK_EINVAL:
+		return "invalid argument";
+	case DLOCK_ENOMEM:
+		return "out of memory";
+	case DLOCK_ECONN:
+		return "connection failed";
+	case DLOCK_ETIMEDOUT:
+		return "timed out";
+	case DLOCK_EAUTH:
+		return "authentication failed";
+	case DLOCK_ESERVER:
+		return "server error";
+	case DLOCK_EWRONGTYPE:
+		return "key holds a value that is not a lock";
+	case DLOCK_EPROTO:
+		return "unexpected reply";
+	case DLOCK_ENOTACQUIRED:
+		return "lock held by another owner";
+	case DLOCK_ENOTOWNER:
+		return "lock not held by this owner";
+	case DLOCK_ELOST:
+		return "lock lost";
+	case DLOCK_ENOQUORUM:
+		return "too few nodes could vote for a quorum";
+	case DLOCK_EEXPIRED:
+		return "lock expired while acquiring";
+	case DLOCK_ESYS:
+		return "system call failed";
+	case DLOCK_ECANCELED:
+		return "wait canceled";
+	case DLOCK_EFORKED:
+		return "client opened before fork(); open a new one in the child";
+	case DLOCK_EBUSY:
+		return "still in use";
+	default:
+		return "unknown error";
 	}
 }
 
 const char *dlock_lost_reason_str(int reason)
 {
 	switch (reason) {
-	case DLOCK_LOST_GONE: return "the hold was gone from the server";
-	case DLOCK_LOST_UNREACHABLE: return "no renewal reached the server before the lease ran out";
-	case DLOCK_LOST_FORCED: return "force-unlocked";
-	case DLOCK_LOST_REPLACED: return "the key was replaced by a value that is not a lock";
-	default: return "unknown";
+	case DLOCK_LOST_GONE:
+		return "the hold was gone from the server";
+	case DLOCK_LOST_UNREACHABLE:
+		return "no renewal reached the server before the lease ran out";
+	case DLOCK_LOST_FORCED:
+		return "force-unlocked";
+	case DLOCK_LOST_REPLACED:
+		return "the key was replaced by a value that is not a lock";
+	default:
+		return "unknown";
 	}
 }
 

@@ -20,12 +20,11 @@ typedef struct dlock__errbuf {
 } dlock__errbuf;
 
 /* Format the thread's last message; returns code, so: return dlock__seterr(...). */
-int dlock__seterr(int code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int dlock__seterr(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Like dlock__seterr(), for a failure on `node` ("host:port: ..."). */
 int dlock__seterr_node(int code, const char *node, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+		__attribute__((format(printf, 3, 4)));
 
 /* The calling thread's last message. */
 const char *dlock__errmsg_thread(void);

@@ -29,10 +29,10 @@ typedef struct group {
 	size_t *fifo;      /* ops whose replies are due, in the order they will come */
 	size_t head, tail; /* fifo[head..tail) */
 	size_t nops;
-	int fresh;         /* conn was opened by this run: it needs its handshake */
-	int sent;          /* commands went out: a failure may come after they ran */
-	int retried;       /* already moved once to a fresh connection */
-	int64_t deadline;  /* for the reply at the head of the fifo (or the connect) */
+	int fresh;        /* conn was opened by this run: it needs its handshake */
+	int sent;         /* commands went out: a failure may come after they ran */
+	int retried;      /* already moved once to a fresh connection */
+	int64_t deadline; /* for the reply at the head of the fifo (or the connect) */
 } group;
 
 /* Messages name the script; formatted only when something fails. */
@@ -53,9 +53,8 @@ static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char nu
 
 	op->cmd = cmd;
 	op->cmd_lens = cmd_lens;
-	op->cmd_argc = dlock__script_argv(c->script, c->nkeys, c->argv, c->lens,
-			c->argc - c->nkeys, c->argv + c->nkeys, c->lens + c->nkeys,
-			op->cmd, op->cmd_lens, numbuf);
+	op->cmd_argc = dlock__script_argv(c->script, c->nkeys, c->argv, c->lens, c->argc - c->nkeys,
+			c->argv + c->nkeys, c->lens + c->nkeys, op->cmd, op->cmd_lens, numbuf);
 	if (op->no_wait)
 		dlock__script_argv_to_eval(c->script, op->cmd, op->cmd_lens);
 }
@@ -199,8 +198,8 @@ static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
 			freeReplyObject(reply);
 			dlock__script_argv_to_eval(op->call->script, op->cmd, op->cmd_lens);
 			g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
-			r = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
-					g->deadline);
+			r = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens,
+					what_of(op), g->deadline);
 			if (r < 0)
 				return r;
 			g->fifo[g->tail++] = (size_t)(op - ops);
@@ -239,7 +238,7 @@ typedef struct run {
 	size_t ngroups;
 	size_t npending;
 	size_t *fifos;
-	size_t *pidx;        /* pfd[k] polls groups[pidx[k]] */
+	size_t *pidx; /* pfd[k] polls groups[pidx[k]] */
 	struct pollfd *pfd;
 	char (*nums)[16];
 	const char **cmds;
@@ -263,7 +262,7 @@ static int run_layout(run *r, dlock__mux_op *ops, size_t n, unsigned char *stack
 {
 	size_t slots = command_slots(ops, n);
 	size_t need = n * (sizeof(group) + 3 * sizeof(size_t) + sizeof(struct pollfd) + 16) +
-		slots * (sizeof(char *) + sizeof(size_t));
+			slots * (sizeof(char *) + sizeof(size_t));
 
 	memset(r, 0, sizeof(*r));
 	r->ops = ops;
@@ -277,7 +276,7 @@ static int run_layout(run *r, dlock__mux_op *ops, size_t n, unsigned char *stack
 	r->fifos = (size_t *)(r->groups + n);
 	r->pidx = r->fifos + 2 * n;
 	r->pfd = (struct pollfd *)(r->pidx + n);
-	r->nums = (char (*)[16])(r->pfd + n);
+	r->nums = (char(*)[16])(r->pfd + n);
 	r->cmds = (const char **)(r->nums + n);
 	r->cmd_lens = (size_t *)(r->cmds + slots);
 	return 0;

@@ -25,18 +25,18 @@ typedef struct dlock__mux_op {
 	/* in */
 	dlock_client *client;
 	const dlock__call *call; /* kept alive by the caller until the run ends */
-	int no_retry;        /* never resend (repeating it could count twice) */
-	int no_wait;         /* send, but do not wait for the answer (a server that just
+	int no_retry;            /* never resend (repeating it could count twice) */
+	int no_wait;             /* send, but do not wait for the answer (a server that just
 	                        timed out: best effort); rc 0, reply NULL */
-	int skip;            /* do not send at all (the caller decided); rc DLOCK_ETIMEDOUT */
+	int skip;                /* do not send at all (the caller decided); rc DLOCK_ETIMEDOUT */
 	/* out */
-	int rc;              /* 0 with reply set, or DLOCK_E* (reply NULL) */
-	redisReply *reply;   /* owned by the op until dlock__mux_clear() */
-	int abandoned;       /* sent without a definite answer: it may have run */
-	int undecided;       /* not waited for: the caller had decided without it
+	int rc;            /* 0 with reply set, or DLOCK_E* (reply NULL) */
+	redisReply *reply; /* owned by the op until dlock__mux_clear() */
+	int abandoned;     /* sent without a definite answer: it may have run */
+	int undecided;     /* not waited for: the caller had decided without it
 	                        (rc DLOCK_ETIMEDOUT, abandoned) */
 	int64_t sent_at;
-	char errmsg[256];    /* the one-line message when rc < 0 */
+	char errmsg[256]; /* the one-line message when rc < 0 */
 	/* private */
 	const char **cmd;
 	size_t *cmd_lens;
@@ -49,8 +49,7 @@ typedef struct dlock__mux_op {
  * set *wake_at (monotonic ms) to be asked again by then even if no reply
  * comes. NULL: wait for all (or their deadlines).
  */
-typedef int (*dlock__mux_enough)(void *arg, const dlock__mux_op *ops, size_t n,
-		int64_t *wake_at);
+typedef int (*dlock__mux_enough)(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at);
 
 /* Run every op; returns 0 (each op has its own rc), or DLOCK_ENOMEM. */
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);

@@ -14,8 +14,10 @@ int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
 	if (opts == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "client options: NULL");
 	if (version == 0 || version > DLOCK_CLIENT_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "client options: unknown version %u (this "
-				"library knows 1..%d)", version, DLOCK_CLIENT_OPTIONS_VERSION);
+		return dlock__seterr(DLOCK_EINVAL,
+				"client options: unknown version %u (this "
+				"library knows 1..%d)",
+				version, DLOCK_CLIENT_OPTIONS_VERSION);
 	/* Version 1's fields; a later version adds its own below, so a caller
 	 * built against older headers never has more written than it has. */
 	opts->version = version;
@@ -39,7 +41,8 @@ int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_opt
 	if (src == NULL)
 		return 0;
 	if (src->version == 0 || src->version > DLOCK_CLIENT_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "options: unknown version %u (this library "
+		return dlock__seterr(DLOCK_EINVAL,
+				"options: unknown version %u (this library "
 				"knows 1..%d): initialise them with DLOCK_CLIENT_OPTIONS_INIT",
 				src->version, DLOCK_CLIENT_OPTIONS_VERSION);
 	dst->connect_timeout_ms = src->connect_timeout_ms;
@@ -63,8 +66,8 @@ int dlock__client_options_check(const dlock_client_options *o)
 	int rc;
 
 	if ((rc = check_time("connect_timeout_ms", o->connect_timeout_ms, 1)) < 0 ||
-	    (rc = check_time("command_timeout_ms", o->command_timeout_ms, 1)) < 0 ||
-	    (rc = check_time("watchdog_timeout_ms", o->watchdog_timeout_ms, 3)) < 0)
+			(rc = check_time("command_timeout_ms", o->command_timeout_ms, 1)) < 0 ||
+			(rc = check_time("watchdog_timeout_ms", o->watchdog_timeout_ms, 3)) < 0)
 		return rc;
 	if (o->pool_size < 1 || o->pool_size > 1024)
 		return dlock__seterr(DLOCK_EINVAL, "options: pool_size must be 1..1024 (got %d)",

@@ -86,5 +86,6 @@ int dlock__client_owes(dlock_client *c, int64_t deadline)
 	dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);
 	return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
 			"still owes %d replies to commands that timed out: not asked again until "
-			"they come (a late release could undo a new hold)", atomic_load(&c->node.owed));
+			"they come (a late release could undo a new hold)",
+			atomic_load(&c->node.owed));
 }

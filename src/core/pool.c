@@ -45,7 +45,8 @@ int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 		if (pthread_cond_timedwait(&c->pool_cv, &c->pool_mu, &ts) == ETIMEDOUT) {
 			dlock__mutex_unlock(&c->pool_mu);
 			return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
-					"no free connection in the pool (%d in use)", c->opts.pool_size);
+					"no free connection in the pool (%d in use)",
+					c->opts.pool_size);
 		}
 	}
 	c->n_open++;
@@ -64,7 +65,6 @@ static int owes_nothing(const dlock__conn *conn)
 {
 	return conn->owed == 0;
 }
-
 
 static _Thread_local int64_t owed_cutoff; /* for owes_too_long (drop_idle's filter) */
 

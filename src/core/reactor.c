@@ -20,10 +20,10 @@ enum sub_state { SUB_NONE, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING };
 struct dlock__sub {
 	char *channel;
 	size_t len;
-	int refs;            /* local waiters joined */
+	int refs; /* local waiters joined */
 	enum sub_state state;
-	uint64_t gen;        /* bumped each time the subscription becomes active */
-	int permits;         /* unlock messages not yet consumed by a waiter */
+	uint64_t gen; /* bumped each time the subscription becomes active */
+	int permits;  /* unlock messages not yet consumed by a waiter */
 	pthread_cond_t cv;
 	struct dlock__sub *next;
 };
@@ -34,9 +34,9 @@ struct dlock__reactor {
 	pthread_mutex_t mu;
 	int wake_fd;
 	int stopping;
-	uint64_t wakeups;       /* dlock__reactor_wake_waiters() calls: waiters return */
+	uint64_t wakeups; /* dlock__reactor_wake_waiters() calls: waiters return */
 	dlock__sub *subs;
-	dlock__conn *conn;      /* pub/sub connection; only the thread touches it */
+	dlock__conn *conn; /* pub/sub connection; only the thread touches it */
 	int64_t reconnect_at;
 	dlock__reactor_job job;
 	void *job_arg;
@@ -127,8 +127,8 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 	dlock__mutex_unlock(&r->mu);
 }
 
-static int send_channels(dlock__reactor *r, const char *cmd, const char **names,
-		size_t *lens, int n)
+static int send_channels(
+		dlock__reactor *r, const char *cmd, const char **names, size_t *lens, int n)
 {
 	names[0] = cmd;
 	lens[0] = strlen(cmd);
@@ -179,8 +179,8 @@ static void sync_subscriptions(dlock__reactor *r)
 		dlock__conn *c = NULL;
 
 		dlock__mutex_unlock(&r->mu);
-		if (dlock__conn_open(&c, r->node,
-				dlock__deadline_in(r->node->connect_timeout_ms)) < 0)
+		if (dlock__conn_open(&c, r->node, dlock__deadline_in(r->node->connect_timeout_ms)) <
+				0)
 			r->reconnect_at = dlock__now_ms() + RECONNECT_DELAY_MS;
 		r->conn = c;
 		dlock__mutex_lock(&r->mu);
@@ -193,7 +193,9 @@ static void sync_subscriptions(dlock__reactor *r)
 	/* Only this thread frees subs, so the names stay valid while unlocked. */
 	dlock__mutex_unlock(&r->mu);
 	if ((nsub > 0 && send_channels(r, "SUBSCRIBE", sub_names, sub_lens, nsub) < 0) ||
-	    (nunsub > 0 && send_channels(r, "UNSUBSCRIBE", unsub_names, unsub_lens, nunsub) < 0))
+			(nunsub > 0 &&
+					send_channels(r, "UNSUBSCRIBE", unsub_names, unsub_lens,
+							nunsub) < 0))
 		drop_connection(r);
 	dlock__mutex_lock(&r->mu);
 }
@@ -382,7 +384,7 @@ dlock__sub *dlock__sub_join(dlock__reactor *r, const char *channel, size_t len)
 	if (s == NULL) {
 		s = dlock__calloc(1, sizeof(*s));
 		if (s == NULL || (s->channel = dlock__strndup(channel, len)) == NULL ||
-		    dlock__cond_init(&s->cv) != 0) {
+				dlock__cond_init(&s->cv) != 0) {
 			if (s != NULL)
 				dlock__free(s->channel);
 			dlock__free(s);

@@ -26,8 +26,8 @@ static const char *script_sha(dlock__script *s)
 }
 
 int dlock__script_argv(dlock__script *s, int nkeys, const char *const *keys, const size_t *key_lens,
-		int nargs, const char *const *args, const size_t *arg_lens,
-		const char **argv, size_t *lens, char numbuf[16])
+		int nargs, const char *const *args, const size_t *arg_lens, const char **argv,
+		size_t *lens, char numbuf[16])
 {
 	int i, n = 0;
 
@@ -74,12 +74,13 @@ int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char *c
 		argv = dlock__malloc(sizeof(*argv) * (size_t)total);
 		lens = dlock__malloc(sizeof(*lens) * (size_t)total);
 		if (argv == NULL || lens == NULL) {
-			rc = dlock__seterr_node(DLOCK_ENOMEM, c->node->label, "EVALSHA %s: out of memory",
-					s->name);
+			rc = dlock__seterr_node(DLOCK_ENOMEM, c->node->label,
+					"EVALSHA %s: out of memory", s->name);
 			goto done;
 		}
 	}
-	argc = dlock__script_argv(s, nkeys, keys, key_lens, nargs, args, arg_lens, argv, lens, numbuf);
+	argc = dlock__script_argv(
+			s, nkeys, keys, key_lens, nargs, args, arg_lens, argv, lens, numbuf);
 	/* Messages name the script (formatting "EVALSHA name" each time costs). */
 	rc = dlock__conn_command(c, out, argc, argv, lens, s->name, deadline);
 	if (rc == 0 && dlock__reply_is_error(*out, "NOSCRIPT")) {

@@ -17,7 +17,10 @@ typedef struct dlock__script {
 	char sha[41];
 } dlock__script;
 
-#define DLOCK__SCRIPT(name, body) { name, body, PTHREAD_ONCE_INIT, "" }
+#define DLOCK__SCRIPT(name, body) \
+	{ \
+		name, body, PTHREAD_ONCE_INIT, "" \
+	}
 
 /* Most keys plus arguments a script call may have. */
 #define DLOCK__SCRIPT_MAX_ARGS 1024
@@ -32,7 +35,7 @@ typedef struct dlock__script {
 typedef struct dlock__call {
 	dlock__script *script;
 	int nkeys;
-	int argc;            /* keys then args */
+	int argc; /* keys then args */
 	const char *argv[DLOCK__CALL_MAX];
 	size_t lens[DLOCK__CALL_MAX];
 } dlock__call;
@@ -56,8 +59,8 @@ static inline void dlock__call_keys_done(dlock__call *c)
  * lives in numbuf (16 bytes). Returns the argument count.
  */
 int dlock__script_argv(dlock__script *s, int nkeys, const char *const *keys, const size_t *key_lens,
-		int nargs, const char *const *args, const size_t *arg_lens,
-		const char **argv, size_t *lens, char numbuf[16]);
+		int nargs, const char *const *args, const size_t *arg_lens, const char **argv,
+		size_t *lens, char numbuf[16]);
 
 /* Turn an EVALSHA argv (from dlock__script_argv) into EVAL in place. */
 void dlock__script_argv_to_eval(dlock__script *s, const char **argv, size_t *lens);

@@ -24,7 +24,7 @@ static void sha1_block(uint32_t h[5], const unsigned char *b)
 	/* Big-endian words, built byte by byte so any alignment and byte order works. */
 	for (i = 0; i < 16; i++)
 		w[i] = (uint32_t)b[4 * i] << 24 | (uint32_t)b[4 * i + 1] << 16 |
-		       (uint32_t)b[4 * i + 2] << 8 | (uint32_t)b[4 * i + 3];
+				(uint32_t)b[4 * i + 2] << 8 | (uint32_t)b[4 * i + 3];
 	for (i = 16; i < 80; i++)
 		w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
 

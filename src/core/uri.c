@@ -27,9 +27,9 @@
 #define DB_ECHO_MAX 12
 
 #if defined(__GNUC__) || defined(__clang__)
-#  define URI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define URI_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
-#  define URI_PRINTF(f, a)
+#define URI_PRINTF(f, a)
 #endif
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...) URI_PRINTF(3, 4);
@@ -100,8 +100,8 @@ static void describe_byte(unsigned char c, char buf[8])
  * Percent-decode s[0..n) into a new string. `what` names the field in
  * messages; the field's text itself is never quoted, since it may be secret.
  */
-static int decode_field(const char *s, size_t n, const char *what, char **out,
-			char *err, size_t errlen)
+static int decode_field(
+		const char *s, size_t n, const char *what, char **out, char *err, size_t errlen)
 {
 	char *d = dlock__malloc(n + 1);
 	size_t i, j = 0;
@@ -120,7 +120,8 @@ static int decode_field(const char *s, size_t n, const char *what, char **out,
 		hi = i + 2 < n ? hex_value((unsigned char)s[i + 1]) : -1;
 		lo = i + 2 < n ? hex_value((unsigned char)s[i + 2]) : -1;
 		if (hi < 0 || lo < 0) {
-			seterr(err, errlen, "malformed %%-escape in %s of URI (expected %%XX)", what);
+			seterr(err, errlen, "malformed %%-escape in %s of URI (expected %%XX)",
+					what);
 			dlock__free(d);
 			return DLOCK_EINVAL;
 		}
@@ -159,8 +160,8 @@ static int parse_userinfo(dlock__uri *u, const char *s, size_t n, char *err, siz
 }
 
 /* `[addr]`, stored without brackets; inet_pton is the authority on IPv6 syntax. */
-static int parse_ipv6(dlock__uri *u, const char *s, const char *end, const char **next,
-		      char *err, size_t errlen)
+static int parse_ipv6(dlock__uri *u, const char *s, const char *end, const char **next, char *err,
+		size_t errlen)
 {
 	const char *close = memchr(s, ']', (size_t)(end - s));
 	unsigned char addr[16];
@@ -203,8 +204,8 @@ static int parse_ipv6(dlock__uri *u, const char *s, const char *end, const char 
 }
 
 /* A hostname or IPv4 address: a run of [A-Za-z0-9._-] ending at ':', '/' or the end. */
-static int parse_host(dlock__uri *u, const char *s, const char *end, const char **next,
-		      char *err, size_t errlen)
+static int parse_host(dlock__uri *u, const char *s, const char *end, const char **next, char *err,
+		size_t errlen)
 {
 	const char *p = s;
 	size_t n;
@@ -225,7 +226,8 @@ static int parse_host(dlock__uri *u, const char *s, const char *end, const char 
 	if (n == 0) {
 		/* "redis://::1" is the likely mistake behind an empty host before two colons. */
 		if (p < end && *p == ':' && memchr(p + 1, ':', (size_t)(end - p - 1)) != NULL)
-			seterr(err, errlen, "empty host in URI (put IPv6 addresses in brackets: [::1])");
+			seterr(err, errlen,
+					"empty host in URI (put IPv6 addresses in brackets: [::1])");
 		else
 			seterr(err, errlen, "empty host in URI");
 		return DLOCK_EINVAL;
@@ -247,8 +249,8 @@ static int parse_host(dlock__uri *u, const char *s, const char *end, const char 
  * Decimal 1..65535. The digits are quoted back only when short: after a
  * forgotten '@', "redis://user:secret" puts the password where the port goes.
  */
-static int parse_port(dlock__uri *u, const char *s, const char *end, const char **next,
-		      char *err, size_t errlen)
+static int parse_port(dlock__uri *u, const char *s, const char *end, const char **next, char *err,
+		size_t errlen)
 {
 	const char *p = s;
 	long v = 0;
@@ -265,10 +267,12 @@ static int parse_port(dlock__uri *u, const char *s, const char *end, const char 
 		if (!is_digit((unsigned char)s[i])) {
 			/* "redis://2001:db8::1" lands here: the first group became the host. */
 			if (memchr(s, ':', n) != NULL)
-				seterr(err, errlen, "port is not a decimal number in URI "
-				       "(put IPv6 addresses in brackets: [::1])");
+				seterr(err, errlen,
+						"port is not a decimal number in URI "
+						"(put IPv6 addresses in brackets: [::1])");
 			else
-				seterr(err, errlen, "port is not a decimal number in URI (1..65535)");
+				seterr(err, errlen,
+						"port is not a decimal number in URI (1..65535)");
 			return DLOCK_EINVAL;
 		}
 	}
@@ -355,8 +359,9 @@ static int check_scheme(const char *text, size_t len, char *err, size_t errlen)
 				break;
 		}
 		if (i == n) {
-			seterr(err, errlen, "unsupported scheme \"%.*s\" in URI (expected redis://)",
-			       (int)n, text);
+			seterr(err, errlen,
+					"unsupported scheme \"%.*s\" in URI (expected redis://)",
+					(int)n, text);
 			return DLOCK_EINVAL;
 		}
 	}
@@ -391,11 +396,13 @@ static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 		if (!is_ctl((unsigned char)*p))
 			continue;
 		if (at != NULL && p < at)
-			seterr(err, errlen, "whitespace or control character in userinfo of URI "
-			       "(percent-encode it)");
+			seterr(err, errlen,
+					"whitespace or control character in userinfo of URI "
+					"(percent-encode it)");
 		else
-			seterr(err, errlen, "whitespace or control character 0x%02x at byte %zu of URI",
-			       (unsigned char)*p, (size_t)(p - text));
+			seterr(err, errlen,
+					"whitespace or control character 0x%02x at byte %zu of URI",
+					(unsigned char)*p, (size_t)(p - text));
 		return DLOCK_EINVAL;
 	}
 

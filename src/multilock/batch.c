@@ -141,8 +141,8 @@ int64_t dlock__finalize(dlock__engine *e, dlock__member_try *t, int64_t lease_ms
 				b.ops[i].rc < 0 ? b.ops[i].errmsg : "hold expired while acquiring");
 	}
 	if (dlock__tries_count(t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum)
-		validity = dlock__quorum_validity(min_ttl, dlock__now_ms() - t_send,
-				e->rules.drift_factor);
+		validity = dlock__quorum_validity(
+				min_ttl, dlock__now_ms() - t_send, e->rules.drift_factor);
 out:
 	batch_free(&b);
 	return validity;

@@ -49,15 +49,19 @@ static int check_members(dlock_lock *const *members, size_t n, const dlock__rule
 			if (members[j] == members[i])
 				return dlock__seterr(DLOCK_EINVAL,
 						"multilock: member %zu is member %zu again", i, j);
-			if (!dlock__lock_same_resource(members[j], members[i], rules->one_per_server))
+			if (!dlock__lock_same_resource(
+					    members[j], members[i], rules->one_per_server))
 				continue;
 			if (rules->one_per_server)
-				return dlock__seterr(DLOCK_EINVAL, "redlock: server %s is listed twice "
+				return dlock__seterr(DLOCK_EINVAL,
+						"redlock: server %s is listed twice "
 						"for lock %s (members %zu and %zu): a quorum needs independent "
-						"servers", node, dlock__lock_shown(members[i]), j, i);
-			return dlock__seterr(DLOCK_EINVAL, "multilock: lock %s on %s is listed "
-					"twice (members %zu and %zu)", dlock__lock_shown(members[i]),
-					node, j, i);
+						"servers",
+						node, dlock__lock_shown(members[i]), j, i);
+			return dlock__seterr(DLOCK_EINVAL,
+					"multilock: lock %s on %s is listed "
+					"twice (members %zu and %zu)",
+					dlock__lock_shown(members[i]), node, j, i);
 		}
 	}
 	for (i = 1; i < n; i++)
@@ -112,8 +116,7 @@ void dlock__engine_destroy(dlock__engine *e)
 	e->members = NULL;
 }
 
-const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner,
-		char buf[64])
+const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner, char buf[64])
 {
 	if (owner != NULL)
 		return owner;
@@ -174,11 +177,11 @@ typedef struct acquisition {
 	int64_t wait_ms;
 	int64_t lease_ms;
 	int64_t deadline;
-	dlock__member_try *t;         /* this round */
-	dlock_member_status *seen;    /* each member's latest answer, over the rounds */
-	uint64_t *cancels;            /* each client's cancel count at the start */
+	dlock__member_try *t;      /* this round */
+	dlock_member_status *seen; /* each member's latest answer, over the rounds */
+	uint64_t *cancels;         /* each client's cancel count at the start */
 	int64_t validity;
-	int expired;                  /* the last quorum's validity ran out */
+	int expired; /* the last quorum's validity ran out */
 	dlock__backoff backoff;
 } acquisition;
 
@@ -188,9 +191,11 @@ static int check_args(dlock__engine *e, const char *owner, int64_t wait_ms, int6
 	int rc;
 
 	if (wait_ms < 0 && wait_ms != DLOCK_WAIT_FOREVER)
-		return dlock__seterr(DLOCK_EINVAL, "multilock: wait must be >= 0 or DLOCK_WAIT_FOREVER");
+		return dlock__seterr(
+				DLOCK_EINVAL, "multilock: wait must be >= 0 or DLOCK_WAIT_FOREVER");
 	if (lease_ms <= 0 && lease_ms != DLOCK_LEASE_WATCHDOG)
-		return dlock__seterr(DLOCK_EINVAL, "multilock: lease must be > 0 or DLOCK_LEASE_WATCHDOG");
+		return dlock__seterr(DLOCK_EINVAL,
+				"multilock: lease must be > 0 or DLOCK_LEASE_WATCHDOG");
 	if (owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX))
 		return dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
 	for (i = 0; i < e->n; i++)
@@ -206,8 +211,8 @@ static void acquisition_free(acquisition *a)
 	dlock__free(a->cancels);
 }
 
-static int acquisition_init(acquisition *a, dlock__engine *e, const char *owner,
-		int64_t wait_ms, int64_t lease_ms)
+static int acquisition_init(acquisition *a, dlock__engine *e, const char *owner, int64_t wait_ms,
+		int64_t lease_ms)
 {
 	size_t i;
 
@@ -268,7 +273,7 @@ static int fail(acquisition *a)
 			"lock %s: %s: %zu of %zu needed, %zu took it, %zu held by others, %zu failed",
 			dlock__lock_shown(e->members[0]), dlock_strerror(rc), e->rules.quorum, e->n,
 			dlock__votes_count(seen, e->n, DLOCK_VOTE_ACQUIRED) +
-			dlock__votes_count(seen, e->n, DLOCK_VOTE_YOUNG),
+					dlock__votes_count(seen, e->n, DLOCK_VOTE_YOUNG),
 			dlock__votes_count(seen, e->n, DLOCK_VOTE_HELD),
 			dlock__votes_count(seen, e->n, DLOCK_VOTE_ERROR));
 	for (i = 0; i < e->n && n < sizeof(msg); i++)
@@ -297,10 +302,11 @@ static int parallel_phase(acquisition *a)
 	if (filtered_quorum(a)) {
 		for (i = 0; i < e->n; i++)
 			if (a->t[i].st.vote == DLOCK_VOTE_ACQUIRED &&
-			    dlock__lock_ttl(e->members[i], a->lease_ms) < ttl)
+					dlock__lock_ttl(e->members[i], a->lease_ms) < ttl)
 				ttl = dlock__lock_ttl(e->members[i], a->lease_ms);
 		/* The TTLs were set by commands sent at t0 or later. */
-		a->validity = dlock__quorum_validity(ttl, dlock__now_ms() - t0, e->rules.drift_factor);
+		a->validity = dlock__quorum_validity(
+				ttl, dlock__now_ms() - t0, e->rules.drift_factor);
 		if (!e->rules.check_validity || a->validity > 0)
 			return 1;
 		a->expired = 1;
@@ -338,16 +344,19 @@ static int ordered_attempt(acquisition *a, int64_t round_ms)
 
 	dlock__tries_reset(e, a->t, a->owner);
 	a->expired = 0;
-	if (!dlock__ordered_round(e, a->t, a->owner, round_ms, a->lease_ms, a->wait_ms == 0,
-			a->cancels))
+	if (!dlock__ordered_round(
+			    e, a->t, a->owner, round_ms, a->lease_ms, a->wait_ms == 0, a->cancels))
 		return 0;
 	if (filtered_quorum(a)) {
 		if (e->test_hook != NULL)
 			e->test_hook("finalize", e->test_hook_arg);
 		a->validity = dlock__finalize(e, a->t, a->lease_ms);
 		merge_votes(a);
-		if (a->validity > 0 || (!e->rules.check_validity &&
-		    dlock__tries_count(a->t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum))
+		if (a->validity > 0 ||
+				(!e->rules.check_validity &&
+						dlock__tries_count(
+								a->t, e->n, DLOCK_VOTE_ACQUIRED) >=
+								e->rules.quorum))
 			return 1;
 		a->expired = 1;
 	}
@@ -377,7 +386,7 @@ static int ordered_phase(acquisition *a)
 		if (a->wait_ms == 0 || dlock__quorum_hopeless(a->seen, e->n, e->rules.quorum))
 			return fail(a);
 		contention = dlock__tries_count(a->t, e->n, DLOCK_VOTE_HELD) > 0 ||
-			dlock__tries_count(a->t, e->n, DLOCK_VOTE_YOUNG) > 0;
+				dlock__tries_count(a->t, e->n, DLOCK_VOTE_YOUNG) > 0;
 		left = time_left(a);
 		pause_ms(dlock__backoff_next(&a->backoff, contention, left, dlock__random()));
 	}
@@ -409,8 +418,11 @@ static int grant(acquisition *a, int64_t *validity_out, int64_t *token_out)
 		dlock__rollback_some(e, a->t, NULL);
 		merge_votes(a);
 		a->expired = rc == DLOCK_EEXPIRED;
-		return rc == DLOCK_ENOMEM ? dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory "
-				"fencing", dlock__lock_shown(e->members[0])) : fail(a);
+		return rc == DLOCK_ENOMEM ? dlock__seterr(DLOCK_ENOMEM,
+							    "lock %s: out of memory "
+							    "fencing",
+							    dlock__lock_shown(e->members[0]))
+					  : fail(a);
 	}
 	if (token_out != NULL)
 		*token_out = token;
@@ -420,8 +432,8 @@ static int grant(acquisition *a, int64_t *validity_out, int64_t *token_out)
 	return 0;
 }
 
-int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *validity_out, int64_t *token_out)
+int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *validity_out, int64_t *token_out)
 {
 	acquisition a;
 	int rc = check_args(e, owner, wait_ms, lease_ms);
@@ -462,13 +474,14 @@ int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *
 	unsigned int version;
 
 	if (out == NULL || i >= e->n)
-		return dlock__seterr(DLOCK_EINVAL, "member status: %s", out == NULL ?
-				"NULL argument" : "no such member");
+		return dlock__seterr(DLOCK_EINVAL, "member status: %s",
+				out == NULL ? "NULL argument" : "no such member");
 	version = out->version;
 	if (version == 0 || version > DLOCK_MEMBER_STATUS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL, "member status: unknown version %u (this library "
-				"knows 1..%d): initialise it with DLOCK_MEMBER_STATUS_INIT", version,
-				DLOCK_MEMBER_STATUS_VERSION);
+		return dlock__seterr(DLOCK_EINVAL,
+				"member status: unknown version %u (this library "
+				"knows 1..%d): initialise it with DLOCK_MEMBER_STATUS_INIT",
+				version, DLOCK_MEMBER_STATUS_VERSION);
 	dlock__mutex_lock(mu);
 	/* Version 1's fields; a later version copies its own too. */
 	out->node = e->status[i].node;

@@ -15,7 +15,7 @@
 /* One member's part in an acquisition round. */
 typedef struct dlock__member_try {
 	dlock_member_status st;
-	int touched;     /* a command that may have taken the member was sent */
+	int touched;      /* a command that may have taken the member was sent */
 	int64_t believed; /* the owner's count there before this round (-1 unknown) */
 	int64_t count;    /* holds after our acquire, when ACQUIRED/YOUNG */
 	int64_t taken;    /* holds after our acquire, kept whatever the vote becomes
@@ -30,34 +30,33 @@ typedef struct dlock__member_try {
  * Drop votes that must not count: called after the parallel attempt with
  * every member's vote; may turn DLOCK_VOTE_ACQUIRED into DLOCK_VOTE_YOUNG.
  */
-typedef void (*dlock__vote_filter)(void *arg, dlock_lock *const *members,
-		dlock__member_try *tries, size_t n, int64_t lease_ms);
+typedef void (*dlock__vote_filter)(void *arg, dlock_lock *const *members, dlock__member_try *tries,
+		size_t n, int64_t lease_ms);
 
 typedef struct dlock__rules {
 	size_t quorum;
-	int share_wait;        /* RedLock: a waiting member gets max(remaining/n, 1) ms */
-	int check_validity;    /* RedLock: refuse a quorum whose TTL ran out */
-	int one_per_server;    /* RedLock: one name is on a server once, whatever the db */
+	int share_wait;     /* RedLock: a waiting member gets max(remaining/n, 1) ms */
+	int check_validity; /* RedLock: refuse a quorum whose TTL ran out */
+	int one_per_server; /* RedLock: one name is on a server once, whatever the db */
 	double drift_factor;
 	dlock__vote_filter filter;
 	void *filter_arg;
 } dlock__rules;
 
-typedef void (*dlock__engine_lost_fn)(void *self, const char *owner, int reason,
-		void *userdata);
+typedef void (*dlock__engine_lost_fn)(void *self, const char *owner, int reason, void *userdata);
 
 typedef struct dlock__engine {
 	dlock_lock **members;
 	size_t n;
 	dlock__rules rules;
-	int fenced;                   /* every member is a fenced lock */
+	int fenced; /* every member is a fenced lock */
 	dlock__errbuf err;
-	pthread_mutex_t mu;           /* status, callback */
-	dlock_member_status *status;  /* of the last acquisition */
-	void *self;                   /* the public handle, for callbacks */
+	pthread_mutex_t mu;          /* status, callback */
+	dlock_member_status *status; /* of the last acquisition */
+	void *self;                  /* the public handle, for callbacks */
 	dlock__engine_lost_fn lost_fn;
 	void *lost_ud;
-	char **armed;                 /* owners whose loss is still to be reported */
+	char **armed; /* owners whose loss is still to be reported */
 	size_t narmed;
 	/* Tests only (NULL otherwise): called with a step's name ("finalize")
 	 * just before it, to stage a fault at that exact point. */
@@ -70,8 +69,8 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 void dlock__engine_destroy(dlock__engine *e);
 
 /* *token (may be NULL): a fenced engine's quorum-monotonic token. */
-int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms,
-		int64_t lease_ms, int64_t *validity_ms, int64_t *token);
+int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		int64_t *validity_ms, int64_t *token);
 int dlock__engine_release(dlock__engine *e, const char *owner);
 int dlock__engine_check(const dlock__engine *e, const char *owner);
 int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *out);

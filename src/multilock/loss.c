@@ -86,8 +86,8 @@ void dlock__loss_disarm(dlock__engine *e, const char *member_owner)
 }
 
 /* Member i's owner field for an armed key (see owner_key). */
-static const char *member_owner_of_key(const dlock__engine *e, size_t i, const char *key,
-		char *buf, size_t size)
+static const char *member_owner_of_key(
+		const dlock__engine *e, size_t i, const char *key, char *buf, size_t size)
 {
 	if (key[0] != ':')
 		return key;
@@ -103,7 +103,7 @@ static size_t alive_for_key(dlock__engine *e, const char *key)
 
 	for (i = 0; i < e->n; i++)
 		alive += dlock__holds_state(e->members[i],
-				member_owner_of_key(e, i, key, buf, sizeof(buf))) == 0;
+					 member_owner_of_key(e, i, key, buf, sizeof(buf))) == 0;
 	return alive;
 }
 
@@ -114,7 +114,8 @@ static void abandon_members(dlock__engine *e, const char *key)
 	size_t i;
 
 	for (i = 0; i < e->n; i++)
-		dlock__holds_abandon(e->members[i], member_owner_of_key(e, i, key, buf, sizeof(buf)));
+		dlock__holds_abandon(
+				e->members[i], member_owner_of_key(e, i, key, buf, sizeof(buf)));
 }
 
 /*

@@ -49,7 +49,8 @@ int dlock_multilock_lock(dlock_multilock *m, int64_t lease_ms)
 {
 	CHECK_HANDLE(m);
 	return dlock__errbuf_record(&m->engine.err,
-			dlock__engine_acquire(&m->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL, NULL));
+			dlock__engine_acquire(&m->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL,
+					NULL));
 }
 
 int dlock_multilock_try(dlock_multilock *m, int64_t wait_ms, int64_t lease_ms)
@@ -74,8 +75,10 @@ int dlock_multilock_try_fenced(int64_t *token, dlock_multilock *m, const char *o
 {
 	CHECK_HANDLE(m);
 	if (token == NULL || !m->engine.fenced)
-		return dlock__errbuf_record(&m->engine.err, dlock__seterr(DLOCK_EINVAL,
-				token ? "multilock: the members are not fenced locks" : "multilock: NULL token"));
+		return dlock__errbuf_record(&m->engine.err,
+				dlock__seterr(DLOCK_EINVAL,
+						token ? "multilock: the members are not fenced locks"
+						      : "multilock: NULL token"));
 	return dlock__errbuf_record(&m->engine.err,
 			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL, token));
 }
@@ -160,6 +163,6 @@ int dlock_multilock_is_held_as(int *out, dlock_multilock *m, const char *owner)
 int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *m, size_t i)
 {
 	CHECK_HANDLE(m);
-	return dlock__errbuf_record(&m->engine.err,
-			dlock__engine_member_ttl(&m->engine, i, out_ms));
+	return dlock__errbuf_record(
+			&m->engine.err, dlock__engine_member_ttl(&m->engine, i, out_ms));
 }

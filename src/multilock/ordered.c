@@ -18,8 +18,8 @@
 /* What one member's acquire in order says of the round. */
 enum step { STEP_NEXT, STEP_QUORUM, STEP_FAILED };
 
-static int64_t member_wait(const dlock__engine *e, int64_t round_ms, int64_t left,
-		int single_attempts)
+static int64_t member_wait(
+		const dlock__engine *e, int64_t round_ms, int64_t left, int single_attempts)
 {
 	int64_t wait = round_ms;
 
@@ -36,9 +36,9 @@ static int64_t member_wait(const dlock__engine *e, int64_t round_ms, int64_t lef
 }
 
 /* Take member i within wait; counts what it means against the limit. */
-static enum step take_member(dlock__engine *e, size_t i, dlock__member_try *t,
-		const char *owner, int64_t wait, int64_t provisional, uint64_t cancels,
-		size_t *acquired, size_t *failures_left)
+static enum step take_member(dlock__engine *e, size_t i, dlock__member_try *t, const char *owner,
+		int64_t wait, int64_t provisional, uint64_t cancels, size_t *acquired,
+		size_t *failures_left)
 {
 	dlock_lock *m = e->members[i];
 	int rc;
@@ -48,8 +48,9 @@ static enum step take_member(dlock__engine *e, size_t i, dlock__member_try *t,
 		t->believed = 0;
 	/* owner NULL (the thread's own), not its spelled-out string: the
 	 * acquire trusts only the former to adopt holds our lost replies left. */
-	rc = dlock__lock_record(m, dlock__lock_acquire(m, owner, wait, provisional, cancels, 0,
-			&t->token, &t->st.ttl_ms));
+	rc = dlock__lock_record(m,
+			dlock__lock_acquire(m, owner, wait, provisional, cancels, 0, &t->token,
+					&t->st.ttl_ms));
 	if (rc == 0) {
 		t->st.vote = DLOCK_VOTE_ACQUIRED;
 		t->count = t->taken = dlock__holds_count(m, t->owner_ptr, 1);
@@ -76,11 +77,12 @@ int dlock__ordered_round(dlock__engine *e, dlock__member_try *t, const char *own
 {
 	int64_t round_end = dlock__now_ms() + round_ms;
 	int64_t provisional = lease_ms > 0 ? (lease_ms > 2 * round_ms ? lease_ms : 2 * round_ms)
-		: DLOCK_LEASE_WATCHDOG;
+					   : DLOCK_LEASE_WATCHDOG;
 	size_t i, acquired = 0, failures_left = e->n - e->rules.quorum;
 
 	for (i = 0; i < e->n; i++) {
-		int64_t wait = member_wait(e, round_ms, round_end - dlock__now_ms(), single_attempts);
+		int64_t wait = member_wait(
+				e, round_ms, round_end - dlock__now_ms(), single_attempts);
 		enum step s = take_member(e, i, &t[i], owner, wait, provisional, cancels[i],
 				&acquired, &failures_left);
 

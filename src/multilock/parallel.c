@@ -168,11 +168,11 @@ void dlock__take_the_rest(dlock__engine *e, dlock__member_try *t, const char *ow
 		return; /* the quorum stands; this was an extra */
 	for (i = 0; i < e->n; i++) {
 		ask[i] = t[i].st.vote != DLOCK_VOTE_ACQUIRED && t[i].st.vote != DLOCK_VOTE_YOUNG &&
-			!dlock__member_is_slow(e, i);
+				!dlock__member_is_slow(e, i);
 		n += ask[i];
 	}
 	if (n > 0 && dlock__now_ms() < deadline &&
-	    dlock__parallel_attempt(e, t, owner, lease_ms, ask, &p, &t0) == 0) {
+			dlock__parallel_attempt(e, t, owner, lease_ms, ask, &p, &t0) == 0) {
 		for (i = 0; i < e->n; i++)
 			ask[i] = ask[i] && t[i].taken == 0 && t[i].touched;
 		dlock__rollback_some(e, t, ask);

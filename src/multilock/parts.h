@@ -19,8 +19,7 @@
 #include "multilock/quorum.h"
 
 /* The owner field on member i: the explicit owner, or the calling thread there. */
-const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner,
-		char buf[64]);
+const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner, char buf[64]);
 
 /* Every member unasked, with its node and its owner field. */
 void dlock__tries_reset(const dlock__engine *e, dlock__member_try *t, const char *owner);

@@ -42,8 +42,9 @@ static int ask_quorum(dlock__engine *e, int held, const char *owner, int *out)
 		return 0;
 	return dlock__seterr(first_rc == DLOCK_EWRONGTYPE ? DLOCK_EWRONGTYPE : DLOCK_ENOQUORUM,
 			"lock %s: %zu of %zu members answered (%zu yes, %zu no; %zu needed): "
-			"cannot tell; %s", dlock__lock_shown(e->members[0]), yes + no, e->n, yes, no,
-			e->rules.quorum, first);
+			"cannot tell; %s",
+			dlock__lock_shown(e->members[0]), yes + no, e->n, yes, no, e->rules.quorum,
+			first);
 }
 
 int dlock__engine_is_locked(dlock__engine *e, int *out)

@@ -25,7 +25,7 @@ size_t dlock__votes_with_error(const dlock_member_status *st, size_t n, int erro
 int dlock__quorum_hopeless(const dlock_member_status *st, size_t n, size_t quorum)
 {
 	size_t final = dlock__votes_with_error(st, n, DLOCK_EWRONGTYPE) +
-		dlock__votes_with_error(st, n, DLOCK_EAUTH);
+			dlock__votes_with_error(st, n, DLOCK_EAUTH);
 
 	return final > n - quorum;
 }
@@ -48,11 +48,11 @@ int dlock__quorum_failure(const dlock_member_status *st, size_t n, size_t quorum
 		rc = DLOCK_EEXPIRED;
 	else if (n - errors < quorum)
 		rc = dlock__votes_with_error(st, n, DLOCK_EWRONGTYPE) > 0 ? DLOCK_EWRONGTYPE
-			: DLOCK_ENOQUORUM;
+									  : DLOCK_ENOQUORUM;
 	else
 		rc = DLOCK_ENOTACQUIRED;
 	if ((rc == DLOCK_ENOQUORUM || (rc == DLOCK_ENOTACQUIRED && held == 0)) &&
-	    dlock__votes_with_error(st, n, DLOCK_ENOMEM) > 0)
+			dlock__votes_with_error(st, n, DLOCK_ENOMEM) > 0)
 		rc = DLOCK_ENOMEM;
 	return rc;
 }
@@ -73,8 +73,8 @@ int64_t dlock__backoff_next(dlock__backoff *b, int contention, int64_t left, uin
 	return pause < left ? pause : left;
 }
 
-int dlock__parallel_decided(dlock__parallel *p, const dlock__tally *t, int64_t now,
-		int64_t *wake_at)
+int dlock__parallel_decided(
+		dlock__parallel *p, const dlock__tally *t, int64_t now, int64_t *wake_at)
 {
 	int64_t grace_end;
 

@@ -52,7 +52,7 @@ typedef struct dlock__backoff {
 	int64_t jitter_ms;
 	int64_t min_ms;
 	int64_t max_ms;
-	int64_t current;     /* 0 after contention */
+	int64_t current; /* 0 after contention */
 } dlock__backoff;
 
 int64_t dlock__backoff_next(dlock__backoff *b, int contention, int64_t left, uint64_t random);
@@ -83,7 +83,7 @@ typedef struct dlock__parallel {
 	int64_t deadline;     /* decide by then whatever is still pending (0: none) */
 } dlock__parallel;
 
-int dlock__parallel_decided(dlock__parallel *p, const dlock__tally *t, int64_t now,
-		int64_t *wake_at);
+int dlock__parallel_decided(
+		dlock__parallel *p, const dlock__tally *t, int64_t now, int64_t *wake_at);
 
 #endif

@@ -18,7 +18,7 @@
 
 typedef struct releasing {
 	dlock__engine *e;
-	dlock__member_try *t;  /* touched: a normal unlock; else a rollback */
+	dlock__member_try *t; /* touched: a normal unlock; else a rollback */
 	dlock__mux_op *ops;
 	dlock__release *rel;
 	dlock__rollback *rb;
@@ -133,20 +133,25 @@ static int verdict(const releasing *r, int was_lost)
 	int rc = 0;
 
 	if (r->nomem)
-		return dlock__seterr(DLOCK_ENOMEM, "lock %s released on %zu of %zu nodes: out of "
-				"memory", shown, r->released, e->n);
+		return dlock__seterr(DLOCK_ENOMEM,
+				"lock %s released on %zu of %zu nodes: out of "
+				"memory",
+				shown, r->released, e->n);
 	if (r->released >= e->rules.quorum)
 		rc = 0;
 	else if (r->first_error < 0)
-		rc = dlock__seterr(r->first_error, "lock %s released on %zu of %zu nodes (quorum "
-				"%zu): %s", shown, r->released, e->n, e->rules.quorum, r->first_msg);
+		rc = dlock__seterr(r->first_error,
+				"lock %s released on %zu of %zu nodes (quorum "
+				"%zu): %s",
+				shown, r->released, e->n, e->rules.quorum, r->first_msg);
 	else if (r->released == 0)
-		rc = dlock__seterr(DLOCK_ENOTOWNER, "lock %s is not held by %s on any node",
-				shown, r->t[0].owner_ptr);
+		rc = dlock__seterr(DLOCK_ENOTOWNER, "lock %s is not held by %s on any node", shown,
+				r->t[0].owner_ptr);
 	if (was_lost)
-		rc = dlock__seterr(DLOCK_ELOST, "lock %s had been lost before the unlock (fewer "
-				"than %zu of %zu members still held); released on %zu", shown,
-				e->rules.quorum, e->n, r->released);
+		rc = dlock__seterr(DLOCK_ELOST,
+				"lock %s had been lost before the unlock (fewer "
+				"than %zu of %zu members still held); released on %zu",
+				shown, e->rules.quorum, e->n, r->released);
 	return rc;
 }
 

@@ -6,8 +6,8 @@
 #include "core/client.h"
 #include "single/member.h"
 
-void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_try *tries,
-		size_t n, int64_t lease_ms)
+void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_try *tries, size_t n,
+		int64_t lease_ms)
 {
 	const dlock__guard *g = arg;
 	int64_t window = g->window_ms;
@@ -45,7 +45,8 @@ void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_tr
 			tries[i].st.vote = DLOCK_VOTE_YOUNG;
 			snprintf(tries[i].st.message, sizeof(tries[i].st.message),
 					"%.160s: restarted %llds ago (guard window %lld ms); vote not counted",
-					dlock_client_node(c), (long long)tries[i].st.uptime_s, (long long)w);
+					dlock_client_node(c), (long long)tries[i].st.uptime_s,
+					(long long)w);
 		}
 	}
 }

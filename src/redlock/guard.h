@@ -16,12 +16,12 @@
 #include "multilock/engine.h"
 
 typedef struct dlock__guard {
-	int64_t window_ms;  /* -1: the longer of the watchdog timeout and the lease; 0: off */
-	int strict;         /* ignore young nodes' votes even without a visible holder */
+	int64_t window_ms; /* -1: the longer of the watchdog timeout and the lease; 0: off */
+	int strict;        /* ignore young nodes' votes even without a visible holder */
 } dlock__guard;
 
 /* The engine's vote filter (arg: a dlock__guard). */
-void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_try *tries,
-		size_t n, int64_t lease_ms);
+void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_try *tries, size_t n,
+		int64_t lease_ms);
 
 #endif

@@ -29,9 +29,10 @@ static int known_version(unsigned int version)
 {
 	if (version > 0 && version <= DLOCK_REDLOCK_OPTIONS_VERSION)
 		return 0;
-	return dlock__seterr(DLOCK_EINVAL, "redlock options: unknown version %u (this library "
-			"knows 1..%d): initialise them with DLOCK_REDLOCK_OPTIONS_INIT", version,
-			DLOCK_REDLOCK_OPTIONS_VERSION);
+	return dlock__seterr(DLOCK_EINVAL,
+			"redlock options: unknown version %u (this library "
+			"knows 1..%d): initialise them with DLOCK_REDLOCK_OPTIONS_INIT",
+			version, DLOCK_REDLOCK_OPTIONS_VERSION);
 }
 
 /* Version 1's fields of src into dst; a later version copies its own too. */
@@ -75,9 +76,11 @@ static int copy_options(dlock_redlock_options *dst, const dlock_redlock_options 
 static int check_options(const dlock_redlock_options *o)
 {
 	if (!(o->drift_factor >= 0 && o->drift_factor < 1))
-		return dlock__seterr(DLOCK_EINVAL, "redlock options: drift_factor must be in [0, 1)");
+		return dlock__seterr(
+				DLOCK_EINVAL, "redlock options: drift_factor must be in [0, 1)");
 	if (o->restart_guard_ms < -1)
-		return dlock__seterr(DLOCK_EINVAL, "redlock options: restart_guard_ms must be >= -1");
+		return dlock__seterr(
+				DLOCK_EINVAL, "redlock options: restart_guard_ms must be >= -1");
 	return 0;
 }
 
@@ -122,8 +125,8 @@ int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
 }
 
 int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, size_t n,
-		const char *name,
-		const dlock_client_options *client_opts, const dlock_redlock_options *opts)
+		const char *name, const dlock_client_options *client_opts,
+		const dlock_redlock_options *opts)
 {
 	dlock_client_options copts;
 	dlock_redlock_options ro;
@@ -138,7 +141,7 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 	if (uris == NULL || n == 0)
 		return dlock__seterr(DLOCK_EINVAL, "redlock: no server URIs");
 	if ((rc = dlock__client_options_copy(&copts, client_opts)) < 0 ||
-	    (rc = copy_options(&ro, opts)) < 0)
+			(rc = copy_options(&ro, opts)) < 0)
 		return rc;
 	/* A server that is down at start is a failed vote, not a failed open. */
 	copts.lazy_connect = 1;
@@ -206,15 +209,17 @@ void dlock_redlock_free(dlock_redlock *r)
 int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *r, int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
-	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
-			DLOCK_WAIT_FOREVER, lease_ms, validity_ms, NULL));
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_acquire(&r->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms,
+					validity_ms, NULL));
 }
 
 int dlock_redlock_try(int64_t *validity_ms, dlock_redlock *r, int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
-	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, NULL,
-			wait_ms, lease_ms, validity_ms, NULL));
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_acquire(
+					&r->engine, NULL, wait_ms, lease_ms, validity_ms, NULL));
 }
 
 int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *r, const char *owner, int64_t wait_ms,
@@ -222,10 +227,11 @@ int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *r, const char *own
 {
 	CHECK_HANDLE(r);
 	if (owner == NULL)
-		return dlock__errbuf_record(&r->engine.err,
-				dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
-	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, owner,
-			wait_ms, lease_ms, validity_ms, NULL));
+		return dlock__errbuf_record(
+				&r->engine.err, dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_acquire(
+					&r->engine, owner, wait_ms, lease_ms, validity_ms, NULL));
 }
 
 int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock *r,
@@ -233,11 +239,13 @@ int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock
 {
 	CHECK_HANDLE(r);
 	if (token == NULL || !r->engine.fenced)
-		return dlock__errbuf_record(&r->engine.err, dlock__seterr(DLOCK_EINVAL,
-				token ? "redlock: the members are not fenced locks (options.fenced)" :
-				"redlock: NULL token"));
-	return dlock__errbuf_record(&r->engine.err, dlock__engine_acquire(&r->engine, owner,
-			wait_ms, lease_ms, validity_ms, token));
+		return dlock__errbuf_record(&r->engine.err,
+				dlock__seterr(DLOCK_EINVAL,
+						token ? "redlock: the members are not fenced locks (options.fenced)"
+						      : "redlock: NULL token"));
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_acquire(
+					&r->engine, owner, wait_ms, lease_ms, validity_ms, token));
 }
 
 int dlock_redlock_unlock(dlock_redlock *r)
@@ -250,8 +258,8 @@ int dlock_redlock_unlock_as(dlock_redlock *r, const char *owner)
 {
 	CHECK_HANDLE(r);
 	if (owner == NULL)
-		return dlock__errbuf_record(&r->engine.err,
-				dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
+		return dlock__errbuf_record(
+				&r->engine.err, dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_release(&r->engine, owner));
 }
 
@@ -324,6 +332,6 @@ int dlock_redlock_is_held_as(int *out, dlock_redlock *r, const char *owner)
 int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *r, size_t i)
 {
 	CHECK_HANDLE(r);
-	return dlock__errbuf_record(&r->engine.err,
-			dlock__engine_member_ttl(&r->engine, i, out_ms));
+	return dlock__errbuf_record(
+			&r->engine.err, dlock__engine_member_ttl(&r->engine, i, out_ms));
 }

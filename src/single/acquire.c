@@ -91,8 +91,8 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	return 0;
 }
 
-int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
-		int64_t sent_at, int64_t *ttl)
+int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r, int64_t sent_at,
+		int64_t *ttl)
 {
 	dlock_client *c = l->client;
 	dlock__acquired got;
@@ -105,8 +105,8 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 		/* Nobody holds it; others asked first (the fair script's answer). */
 		*ttl = FAIR_POLL_MS;
 		return dlock__seterr_node(rc, c->node.label,
-				"lock %s is free, but %lld waiter(s) asked first (fair lock)", l->shown,
-				(long long)(-1000 - got.ttl));
+				"lock %s is free, but %lld waiter(s) asked first (fair lock)",
+				l->shown, (long long)(-1000 - got.ttl));
 	}
 	if (rc == DLOCK_ENOTACQUIRED) {
 		*ttl = got.ttl;
@@ -119,8 +119,7 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 				"acquire %s: unexpected reply (type %d)", l->shown, r->type);
 	a->count = got.count;
 	a->token = got.token;
-	rc = dlock__holds_acquired(l, a->owner, got.count,
-			a->lease_ms, sent_at);
+	rc = dlock__holds_acquired(l, a->owner, got.count, a->lease_ms, sent_at);
 	if (rc < 0) {
 		/* Nobody would renew or track it: give the hold back. */
 		dlock_lock_unlock_as(l, a->owner);
@@ -136,8 +135,8 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
  * the attempt never ran). NULL when the count before is unknown (an
  * explicit owner without a record): then a late hold expires by its lease.
  */
-static const dlock__call *make_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
-		dlock__rollback *u)
+static const dlock__call *make_undo(
+		dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, dlock__rollback *u)
 {
 	if (a->believed < 0)
 		return NULL;
@@ -176,9 +175,10 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 	dlock__rollback u;
 	int64_t sent_at;
 	/* A server that owes replies may just be waking up: give them a moment. */
-	int rc = dlock__client_owes(l->client, dlock__deadline_in(
-			l->client->opts.command_timeout_ms < OWED_GRACE_MS ?
-			l->client->opts.command_timeout_ms : OWED_GRACE_MS));
+	int rc = dlock__client_owes(l->client,
+			dlock__deadline_in(l->client->opts.command_timeout_ms < OWED_GRACE_MS
+							? l->client->opts.command_timeout_ms
+							: OWED_GRACE_MS));
 
 	*retry = 1;
 	if (rc < 0)
@@ -187,8 +187,8 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 	/* Safe to repeat after a dropped connection when the count before is
 	 * known: see the acquire script. A timed-out attempt may still run when
 	 * the server wakes up: its undo follows it on the same connection. */
-	rc = dlock__client_run_call(l->client, &a->call, a->believed >= 0,
-			make_undo(l, a, wait_ms, &u), &r);
+	rc = dlock__client_run_call(
+			l->client, &a->call, a->believed >= 0, make_undo(l, a, wait_ms, &u), &r);
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
 	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
@@ -212,7 +212,8 @@ static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
 	dlock__call_push(&call, l->timeouts, l->timeouts_len);
 	dlock__call_keys_done(&call);
 	dlock__call_push(&call, owner, strlen(owner));
-	dlock__call_push(&call, place, dlock__fmt_i64(place, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
+	dlock__call_push(&call, place,
+			dlock__fmt_i64(place, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
 	dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	freeReplyObject(r);
 }
@@ -220,11 +221,11 @@ static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
 static int check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
 	if (wait_ms < 0 && wait_ms != DLOCK_WAIT_FOREVER)
-		return dlock__seterr(DLOCK_EINVAL, "lock %s: wait must be >= 0 or DLOCK_WAIT_FOREVER",
-				l->shown);
+		return dlock__seterr(DLOCK_EINVAL,
+				"lock %s: wait must be >= 0 or DLOCK_WAIT_FOREVER", l->shown);
 	if (lease_ms <= 0 && lease_ms != DLOCK_LEASE_WATCHDOG)
-		return dlock__seterr(DLOCK_EINVAL, "lock %s: lease must be > 0 or DLOCK_LEASE_WATCHDOG",
-				l->shown);
+		return dlock__seterr(DLOCK_EINVAL,
+				"lock %s: lease must be > 0 or DLOCK_LEASE_WATCHDOG", l->shown);
 	return 0;
 }
 
@@ -310,9 +311,11 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 
 			if (now >= deadline)
 				break;
-			dlock__sub_wait(l->client->reactor, sub, &seen, wake < deadline ? wake : deadline);
+			dlock__sub_wait(l->client->reactor, sub, &seen,
+					wake < deadline ? wake : deadline);
 			if (dlock__client_cancels(l->client) != cancels) {
-				rc = dlock__seterr(DLOCK_ECANCELED, "lock %s: the wait was canceled", l->shown);
+				rc = dlock__seterr(DLOCK_ECANCELED,
+						"lock %s: the wait was canceled", l->shown);
 				break;
 			}
 			/* The count may have changed meanwhile (another thread, same owner). */
@@ -336,11 +339,12 @@ done:
 	return rc;
 }
 
-static int lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		int64_t *token)
+static int lock_acquire(
+		dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms, int64_t *token)
 {
-	return dlock__errbuf_record(&l->err, dlock__lock_acquire(l, owner, wait_ms, lease_ms,
-			dlock__client_cancels(l->client), 1, token, NULL));
+	return dlock__errbuf_record(&l->err,
+			dlock__lock_acquire(l, owner, wait_ms, lease_ms,
+					dlock__client_cancels(l->client), 1, token, NULL));
 }
 
 int dlock_lock_lock(dlock_lock *l, int64_t lease_ms)
@@ -364,13 +368,15 @@ int dlock_lock_try_as(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t
 	return lock_acquire(l, owner, wait_ms, lease_ms, NULL);
 }
 
-int dlock_lock_try_fenced(int64_t *token, dlock_lock *l, const char *owner, int64_t wait_ms,
-		int64_t lease_ms)
+int dlock_lock_try_fenced(
+		int64_t *token, dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
 	if (l == NULL || token == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "token" : "handle");
 	if (l->kind != DLOCK__FENCED)
-		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EINVAL,
-				"lock %s is not fenced (make it with dlock_fencedlock_new)", l->shown));
+		return dlock__errbuf_record(&l->err,
+				dlock__seterr(DLOCK_EINVAL,
+						"lock %s is not fenced (make it with dlock_fencedlock_new)",
+						l->shown));
 	return lock_acquire(l, owner, wait_ms, lease_ms, token);
 }

@@ -15,11 +15,11 @@
 
 typedef struct dlock__acquire {
 	dlock__call call;
-	const char *owner;    /* points into owner_buf or at the caller's string */
-	int64_t lease_ms;     /* as asked: > 0 or DLOCK_LEASE_WATCHDOG */
-	int64_t believed;     /* hold count before, as the client believed it (-1 unknown) */
-	int64_t count;        /* holds after a successful acquire */
-	int64_t token;        /* fenced: the token this acquisition got */
+	const char *owner; /* points into owner_buf or at the caller's string */
+	int64_t lease_ms;  /* as asked: > 0 or DLOCK_LEASE_WATCHDOG */
+	int64_t believed;  /* hold count before, as the client believed it (-1 unknown) */
+	int64_t count;     /* holds after a successful acquire */
+	int64_t token;     /* fenced: the token this acquisition got */
 	char owner_buf[64];
 	char lease_s[24];
 	char believed_s[24];
@@ -40,8 +40,8 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
  * (and recorded, so the watchdog renews it), DLOCK_ENOTACQUIRED with *ttl,
  * or an error (error replies mapped, message set). Does not free r.
  */
-int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
-		int64_t sent_at, int64_t *ttl);
+int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r, int64_t sent_at,
+		int64_t *ttl);
 
 /*
  * Acquire with the wait for a release (pub/sub); *token (may be NULL)
@@ -58,13 +58,12 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 /* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
 int64_t dlock__wall_ms(void);
 
-
 /* The release of one hold, split the same way. */
 typedef struct dlock__release {
-	dlock__call call;     /* the kind's release script */
+	dlock__call call; /* the kind's release script */
 	const char *owner;
-	char *latch;          /* allocated: redisson_unlock_latch:{name}:<request-id> */
-	uint64_t epoch;       /* of the hold marked as being released (0: none) */
+	char *latch;    /* allocated: redisson_unlock_latch:{name}:<request-id> */
+	uint64_t epoch; /* of the hold marked as being released (0: none) */
 	char owner_buf[64];
 	char lease_s[24];
 	char latch_ttl[24];

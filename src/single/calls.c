@@ -31,19 +31,19 @@ void dlock__rollback_prepare(dlock_lock *l, const char *owner, int64_t expect, i
 	dlock__call_push(c, u->count, dlock__fmt_i64(u->count, expect));
 	dlock__call_push(c, u->lease, dlock__fmt_i64(u->lease, dlock__holds_lease(l, owner)));
 	if (fair)
-		dlock__call_push(c, u->wait, dlock__fmt_i64(u->wait,
-				wait_ms > 0 ? wait_ms : l->fair_wait_ms));
+		dlock__call_push(c, u->wait,
+				dlock__fmt_i64(u->wait, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
 }
 
-void dlock__rollback_finish(dlock_lock *l, const char *owner, int64_t believed, int rc,
-		const redisReply *reply)
+void dlock__rollback_finish(
+		dlock_lock *l, const char *owner, int64_t believed, int rc, const redisReply *reply)
 {
 	int64_t left = believed > 0 ? believed : 0;
 
 	/* The plain rollback answers the holds left, or -1 when it had not
 	 * been taken (nothing changed); the fair undo does not say. */
 	if (l->kind != DLOCK__FAIR && rc == 0 && reply != NULL &&
-	    reply->type == REDIS_REPLY_INTEGER) {
+			reply->type == REDIS_REPLY_INTEGER) {
 		if (reply->integer < 0)
 			return;
 		left = reply->integer;
@@ -73,7 +73,8 @@ void dlock__renew_prepare(dlock_lock *l, const char *owner, int64_t ttl, dlock__
 int dlock__renew_succeeded(const redisReply *reply)
 {
 	return reply != NULL && reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
-		reply->element[0]->type == REDIS_REPLY_INTEGER && reply->element[0]->integer == 1;
+			reply->element[0]->type == REDIS_REPLY_INTEGER &&
+			reply->element[0]->integer == 1;
 }
 
 void dlock__token_raise_prepare(dlock_lock *l, int64_t max, dlock__token_raise *t)

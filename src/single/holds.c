@@ -39,7 +39,7 @@ static hold **find_link(dlock__holds *h, const char *name, size_t name_len, cons
 
 	for (; *link != NULL; link = &(*link)->next)
 		if ((*link)->name_len == name_len && memcmp((*link)->name, name, name_len) == 0 &&
-		    strcmp((*link)->owner, owner) == 0)
+				strcmp((*link)->owner, owner) == 0)
 			return link;
 	return link;
 }
@@ -134,7 +134,7 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 		}
 		if (h != NULL) {
 			if (pthread_mutex_init(&h->mu, NULL) != 0 ||
-			    pthread_mutex_init(&h->cb_mu, NULL) != 0)
+					pthread_mutex_init(&h->cb_mu, NULL) != 0)
 				abort();
 			h->client = c;
 			c->ext = h;
@@ -146,8 +146,7 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 	return h;
 }
 
-int64_t dlock__holds_count(const dlock_lock *l, const char *owner,
-		int trusted)
+int64_t dlock__holds_count(const dlock_lock *l, const char *owner, int trusted)
 {
 	dlock__holds *h = l->holds;
 	hold *x;
@@ -174,8 +173,8 @@ void dlock__holds_uncertain(dlock_lock *l, const char *owner)
 	dlock__mutex_unlock(&h->mu);
 }
 
-int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
-		int64_t lease_ms, int64_t sent_at)
+int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, int64_t lease_ms,
+		int64_t sent_at)
 {
 	dlock__holds *h = handle->holds;
 	const dlock_lock *l = handle;
@@ -188,7 +187,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
 	if (x == NULL) {
 		x = dlock__calloc(1, sizeof(*x));
 		if (x == NULL || (x->name = dlock__strndup(l->name, l->name_len)) == NULL ||
-		    (x->owner = dlock__strdup(owner)) == NULL) {
+				(x->owner = dlock__strdup(owner)) == NULL) {
 			if (x != NULL)
 				free_hold(x);
 			dlock__mutex_unlock(&h->mu);
@@ -422,7 +421,8 @@ void dlock__holds_name_deleted(dlock_lock *l)
 	n = h->nbuckets;
 	for (i = 0; i < n; i++)
 		for (x = h->buckets[i]; x != NULL; x = x->next)
-			if (x->name_len == l->name_len && memcmp(x->name, l->name, l->name_len) == 0)
+			if (x->name_len == l->name_len &&
+					memcmp(x->name, l->name, l->name_len) == 0)
 				dlock__holds_mark_lost(h, x, DLOCK_LOST_FORCED, cb, &ncb);
 	dlock__mutex_unlock(&h->mu);
 	if (cb != NULL)
@@ -451,8 +451,7 @@ void dlock__holds_detach(dlock_lock *handle)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
-int dlock__holds_observe(dlock_lock *l, const char *owner,
-		dlock__lost_observer observer, void *arg)
+int dlock__holds_observe(dlock_lock *l, const char *owner, dlock__lost_observer observer, void *arg)
 {
 	dlock__holds *h = l->holds;
 	hold *x;
@@ -482,4 +481,3 @@ void dlock__holds_unobserve(dlock_lock *l, void *arg)
 	dlock__mutex_unlock(&h->mu);
 	dlock__mutex_unlock(&h->cb_mu);
 }
-

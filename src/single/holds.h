@@ -28,8 +28,7 @@ dlock__holds *dlock__holds_of(dlock_client *client);
  * With `trusted` 0 (an explicit owner, which others may share) the count is
  * only given when an acquire of it ended without an answer, else -1.
  */
-int64_t dlock__holds_count(const dlock_lock *l, const char *owner,
-		int trusted);
+int64_t dlock__holds_count(const dlock_lock *l, const char *owner, int trusted);
 
 /* An acquire for owner ended without an answer: it may or may not have counted. */
 void dlock__holds_uncertain(dlock_lock *l, const char *owner);
@@ -40,8 +39,8 @@ void dlock__holds_uncertain(dlock_lock *l, const char *owner);
  * no earlier than that). `handle` receives the lost callback.
  * Returns 0 or DLOCK_ENOMEM (then nothing is renewed: the caller releases).
  */
-int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count,
-		int64_t lease_ms, int64_t sent_at);
+int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, int64_t lease_ms,
+		int64_t sent_at);
 
 /* The lease to keep on the key after a partial release (Redisson's internalLockLeaseTime);
  * 0 when the client has no record: keep the key's TTL. */
@@ -96,8 +95,8 @@ void dlock__holds_detach(dlock_lock *handle);
  * running notification to finish.
  */
 typedef void (*dlock__lost_observer)(void *arg, const char *owner, int reason);
-int dlock__holds_observe(dlock_lock *l, const char *owner,
-		dlock__lost_observer observer, void *arg);
+int dlock__holds_observe(
+		dlock_lock *l, const char *owner, dlock__lost_observer observer, void *arg);
 void dlock__holds_unobserve(dlock_lock *l, void *arg);
 
 /* The handle's callback, read by the watchdog under the callback lock. */

@@ -18,15 +18,15 @@ typedef struct hold {
 	char *name;
 	size_t name_len;
 	char *owner;
-	uint64_t epoch;        /* distinguishes a hold from a later one of the same key */
+	uint64_t epoch; /* distinguishes a hold from a later one of the same key */
 	int64_t count;
-	int64_t lease_ms;      /* kept on the key after a partial release */
+	int64_t lease_ms; /* kept on the key after a partial release */
 	int watchdog;
 	int lost;
-	int expired;           /* check() saw the TTL run out: lost, whatever a late renewal says */
-	int uncertain;         /* an acquire got no answer: compare counts on the next one */
-	int releasing;         /* releases of it on their way: "gone" may be their doing */
-	int64_t confirmed_at;  /* the TTL was last set no earlier than this */
+	int expired;          /* check() saw the TTL run out: lost, whatever a late renewal says */
+	int uncertain;        /* an acquire got no answer: compare counts on the next one */
+	int releasing;        /* releases of it on their way: "gone" may be their doing */
+	int64_t confirmed_at; /* the TTL was last set no earlier than this */
 	dlock_lock *handle;
 	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
 	void *observer_arg;
@@ -35,12 +35,12 @@ typedef struct hold {
 
 struct dlock__holds {
 	dlock_client *client;
-	pthread_mutex_t mu;     /* the table */
-	pthread_mutex_t cb_mu;  /* held while a lost callback runs, so detach can wait for it */
+	pthread_mutex_t mu;    /* the table */
+	pthread_mutex_t cb_mu; /* held while a lost callback runs, so detach can wait for it */
 	hold **buckets;
 	size_t nbuckets;
 	size_t count;
-	size_t watched;         /* holds with watchdog and not lost */
+	size_t watched; /* holds with watchdog and not lost */
 	uint64_t next_epoch;
 };
 
@@ -50,7 +50,7 @@ typedef struct lost_event {
 	char *owner;
 	dlock__lost_observer observer;
 	void *observer_arg;
-	int reason;             /* dlock_lost_reason */
+	int reason; /* dlock_lost_reason */
 } lost_event;
 
 /* One renewal in flight: copies, so the table may change meanwhile. */

@@ -22,18 +22,18 @@ struct dlock_lock {
 	dlock__holds *holds;
 	char *name;
 	size_t name_len;
-	char *channel;       /* redisson_lock__channel:{name} */
+	char *channel; /* redisson_lock__channel:{name} */
 	size_t channel_len;
-	char *latch_prefix;  /* redisson_unlock_latch:{name}: */
+	char *latch_prefix; /* redisson_unlock_latch:{name}: */
 	size_t latch_prefix_len;
-	char *token_key;     /* fenced: redisson_lock_token:{name} */
+	char *token_key; /* fenced: redisson_lock_token:{name} */
 	size_t token_key_len;
-	char *queue;         /* fair: redisson_lock_queue:{name} */
+	char *queue; /* fair: redisson_lock_queue:{name} */
 	size_t queue_len;
-	char *timeouts;      /* fair: redisson_lock_timeout:{name} */
+	char *timeouts; /* fair: redisson_lock_timeout:{name} */
 	size_t timeouts_len;
 	int64_t fair_wait_ms; /* fair: how long a waiter's place lasts */
-	char shown[80];      /* the name as messages show it: printable, truncated */
+	char shown[80];       /* the name as messages show it: printable, truncated */
 	dlock__errbuf err;
 	pthread_mutex_t cb_mu;
 	dlock_lost_cb lost_cb;
@@ -41,8 +41,8 @@ struct dlock_lock {
 };
 
 /* The owner string: explicit (checked), or `<uuid>:<tid>` of the calling thread in buf. */
-int dlock__resolve_owner(const dlock_lock *l, const char *owner, char *buf, size_t size,
-		const char **out);
+int dlock__resolve_owner(
+		const dlock_lock *l, const char *owner, char *buf, size_t size, const char **out);
 
 /* Redisson's prefixName(): "prefix:{name}", or "prefix:name" when the name has a '{'. */
 char *dlock__prefix_name(const char *prefix, const char *name, size_t name_len, size_t *out_len);

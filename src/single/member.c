@@ -25,7 +25,7 @@ int dlock__lock_same_resource(const dlock_lock *a, const dlock_lock *b, int any_
 	const dlock__node *x = &a->client->node, *y = &b->client->node;
 
 	return x->port == y->port && strcmp(x->host, y->host) == 0 && (any_db || x->db == y->db) &&
-		a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0;
+			a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0;
 }
 
 int64_t dlock__lock_ttl(const dlock_lock *l, int64_t lease_ms)

@@ -13,8 +13,7 @@
 #include "single/lock_internal.h"
 
 /* A read-only query: CMD name [field]. */
-static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out,
-		int nil_is_zero)
+static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out, int nil_is_zero)
 {
 	const char *argv[3] = { cmd, l->name, field };
 	size_t lens[3] = { strlen(cmd), l->name_len, field ? strlen(field) : 0 };
@@ -105,8 +104,8 @@ int dlock_lock_token(int64_t *token, dlock_lock *l)
 
 	CHECK_OUT(l, token);
 	if (l->kind != DLOCK__FENCED)
-		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EINVAL,
-				"lock %s is not fenced", l->shown));
+		return dlock__errbuf_record(&l->err,
+				dlock__seterr(DLOCK_EINVAL, "lock %s is not fenced", l->shown));
 	argv[0] = "GET";
 	lens[0] = 3;
 	argv[1] = l->token_key;
@@ -182,8 +181,8 @@ int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
 		return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument");
 	*out = NULL;
 	if ((info = dlock__calloc(1, sizeof(*info))) == NULL)
-		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_ENOMEM,
-				"query %s: out of memory", l->shown));
+		return dlock__errbuf_record(&l->err,
+				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown));
 	argv[1] = l->name;
 	lens[1] = l->name_len;
 	rc = dlock__client_run(l->client, 2, argv, lens, 1, &r);

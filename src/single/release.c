@@ -38,7 +38,8 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	dlock__fmt_i64(r->lease_s, dlock__holds_lease(l, r->owner));
 	/* The latch must outlive the one retry a dropped connection causes. */
 	dlock__fmt_i64(r->latch_ttl,
-			3 * (int64_t)(c->opts.connect_timeout_ms + c->opts.command_timeout_ms) + 1000);
+			3 * (int64_t)(c->opts.connect_timeout_ms + c->opts.command_timeout_ms) +
+					1000);
 
 #define ARG(p, len) dlock__call_push(&r->call, (p), (len))
 	r->call.script = fair ? &dlock__script_fair_release : &dlock__script_release;
@@ -92,13 +93,13 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 		int was_lost = dlock__holds_released(l, r->owner, -1);
 
 		return dlock__seterr_node(DLOCK_ELOST, c->node.label,
-				"lock %s was lost before the unlock: %s", l->shown, was_lost ?
-				"the watchdog had found it lost" :
-				"the hold was gone from the server (expired or deleted)");
+				"lock %s was lost before the unlock: %s", l->shown,
+				was_lost ? "the watchdog had found it lost"
+					 : "the hold was gone from the server (expired or deleted)");
 	}
 	if (rc == DLOCK_ENOTOWNER)
-		return dlock__seterr_node(rc, c->node.label, "unlock %s: not held by %s", l->shown,
-				r->owner);
+		return dlock__seterr_node(
+				rc, c->node.label, "unlock %s: not held by %s", l->shown, r->owner);
 	if (rc < 0) {
 		dlock__holds_unsure_release(l, r->owner);
 		return dlock__seterr_node(rc, c->node.label,
@@ -160,7 +161,7 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "force unlock: NULL handle");
 	call.script = l->kind == DLOCK__FAIR ? &dlock__script_fair_force_release
-		: &dlock__script_force_release;
+					     : &dlock__script_force_release;
 	call.argc = 0;
 	dlock__call_push(&call, l->name, l->name_len);
 	if (l->kind == DLOCK__FAIR) {

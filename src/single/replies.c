@@ -16,8 +16,8 @@ int dlock__parse_acquire(const redisReply *r, int fenced, dlock__acquired *out)
 		return DLOCK_ENOTACQUIRED;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != want || r->element == NULL ||
-	    r->element[0] == NULL || r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    r->element[0]->integer < 1)
+			r->element[0] == NULL || r->element[0]->type != REDIS_REPLY_INTEGER ||
+			r->element[0]->integer < 1)
 		return DLOCK_EPROTO;
 	if (fenced && (r->element[1] == NULL || r->element[1]->type != REDIS_REPLY_INTEGER))
 		return DLOCK_EPROTO;

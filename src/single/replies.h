@@ -10,9 +10,9 @@
 #include <hiredis/hiredis.h>
 
 typedef struct dlock__acquired {
-	int64_t count;  /* holds after the acquire */
-	int64_t token;  /* fenced: the token; else 0 */
-	int64_t ttl;    /* not acquired: how long the holder keeps it (-1: no expiry) */
+	int64_t count; /* holds after the acquire */
+	int64_t token; /* fenced: the token; else 0 */
+	int64_t ttl;   /* not acquired: how long the holder keeps it (-1: no expiry) */
 } dlock__acquired;
 
 /*

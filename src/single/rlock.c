@@ -86,16 +86,19 @@ static int lock_make(dlock_lock **out, dlock_client *client, const char *name,
 	l->holds = dlock__holds_of(client);
 	l->name = dlock__strndup(name, len);
 	l->channel = dlock__prefix_name("redisson_lock__channel", name, len, &l->channel_len);
-	l->latch_prefix = dlock__prefix_name("redisson_unlock_latch", name, len, &l->latch_prefix_len);
+	l->latch_prefix = dlock__prefix_name(
+			"redisson_unlock_latch", name, len, &l->latch_prefix_len);
 	if (kind == DLOCK__FENCED)
-		l->token_key = dlock__prefix_name("redisson_lock_token", name, len, &l->token_key_len);
+		l->token_key = dlock__prefix_name(
+				"redisson_lock_token", name, len, &l->token_key_len);
 	if (kind == DLOCK__FAIR) {
 		l->queue = dlock__prefix_name("redisson_lock_queue", name, len, &l->queue_len);
-		l->timeouts = dlock__prefix_name("redisson_lock_timeout", name, len, &l->timeouts_len);
+		l->timeouts = dlock__prefix_name(
+				"redisson_lock_timeout", name, len, &l->timeouts_len);
 	}
 	if (l->holds == NULL || l->name == NULL || l->channel == NULL || l->latch_prefix == NULL ||
-	    (kind == DLOCK__FENCED && l->token_key == NULL) ||
-	    (kind == DLOCK__FAIR && (l->queue == NULL || l->timeouts == NULL))) {
+			(kind == DLOCK__FENCED && l->token_key == NULL) ||
+			(kind == DLOCK__FAIR && (l->queue == NULL || l->timeouts == NULL))) {
 		dlock_lock_free(l);
 		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");
 	}
@@ -114,8 +117,8 @@ int dlock_fencedlock_new(dlock_lock **out, dlock_client *client, const char *nam
 	return lock_make(out, client, name, DLOCK__FENCED);
 }
 
-int dlock_fairlock_new(dlock_lock **out, dlock_client *client, const char *name,
-		int64_t waiter_timeout_ms)
+int dlock_fairlock_new(
+		dlock_lock **out, dlock_client *client, const char *name, int64_t waiter_timeout_ms)
 {
 	int rc;
 
@@ -123,7 +126,8 @@ int dlock_fairlock_new(dlock_lock **out, dlock_client *client, const char *name,
 		return dlock__seterr(DLOCK_EINVAL, "fair lock: waiter timeout must be >= 0");
 	rc = lock_make(out, client, name, DLOCK__FAIR);
 	if (rc == 0)
-		(*out)->fair_wait_ms = waiter_timeout_ms ? waiter_timeout_ms : DLOCK_FAIR_WAIT_DEFAULT;
+		(*out)->fair_wait_ms =
+				waiter_timeout_ms ? waiter_timeout_ms : DLOCK_FAIR_WAIT_DEFAULT;
 	return rc;
 }
 
@@ -179,8 +183,8 @@ void dlock__lock_lost_cb(dlock_lock *l, dlock_lost_cb *cb, void **userdata)
 	dlock__mutex_unlock(&l->cb_mu);
 }
 
-int dlock__resolve_owner(const dlock_lock *l, const char *owner, char *buf, size_t size,
-		const char **out)
+int dlock__resolve_owner(
+		const dlock_lock *l, const char *owner, char *buf, size_t size, const char **out)
 {
 	if (owner == NULL) {
 		dlock_client_owner(buf, size, l->client, dlock_thread_id());

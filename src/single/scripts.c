@@ -7,6 +7,8 @@
  */
 #include "single/scripts.h"
 
+/* clang-format off: the Lua keeps its own layout */
+
 /*
  * Why the acquire is safe to retry (Redisson issue 7367: a retried acquire
  * whose first reply was lost counts the hold twice, so the lock is never
@@ -35,47 +37,44 @@
 	"if b >= 0 and " trusted " == '1' and c > b + 1 then " \
 	"  c = b + 1; " \
 	"  redis.call('hset', KEYS[1], ARGV[2], c); " \
-	"elseif c ~= b + 1 then " \
-	counted \
-	"  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); " \
+	"elseif c ~= b + 1 then " counted "  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); " \
 	"end; "
 
 dlock__script dlock__script_acquire = DLOCK__SCRIPT("acquire",
-	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
-	"if c == false then "
-	"  if redis.call('exists', KEYS[1]) == 1 then "
-	"    return redis.call('pttl', KEYS[1]); "
-	"  end; "
-	"  redis.call('hset', KEYS[1], ARGV[2], 1); "
-	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"  return {1}; "
-	"end; "
-	ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]", "")
-	"redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"return {c};");
+		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"if c == false then "
+		"  if redis.call('exists', KEYS[1]) == 1 then "
+		"    return redis.call('pttl', KEYS[1]); "
+		"  end; "
+		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
+		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+		"  return {1}; "
+		"end; " ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]",
+				"") "redis.call('pexpire', KEYS[1], ARGV[1]); "
+				    "return {c};");
 
 /* Redisson's unlock with its request-id latch: a release re-sent after a
  * lost reply finds the latch and returns the first answer. */
 dlock__script dlock__script_release = DLOCK__SCRIPT("release",
-	"local v = redis.call('get', KEYS[3]); "
-	"if v ~= false then "
-	"  return tonumber(v); "
-	"end; "
-	"if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then "
-	"  return nil; "
-	"end; "
-	"local c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-	"if c > 0 then "
-	"  if tonumber(ARGV[2]) > 0 then "
-	"    redis.call('pexpire', KEYS[1], ARGV[2]); "
-	"  end; "
-	"else "
-	"  c = 0; "
-	"  redis.call('del', KEYS[1]); "
-	"  redis.call('publish', KEYS[2], ARGV[1]); "
-	"end; "
-	"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
-	"return c;");
+		"local v = redis.call('get', KEYS[3]); "
+		"if v ~= false then "
+		"  return tonumber(v); "
+		"end; "
+		"if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then "
+		"  return nil; "
+		"end; "
+		"local c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+		"if c > 0 then "
+		"  if tonumber(ARGV[2]) > 0 then "
+		"    redis.call('pexpire', KEYS[1], ARGV[2]); "
+		"  end; "
+		"else "
+		"  c = 0; "
+		"  redis.call('del', KEYS[1]); "
+		"  redis.call('publish', KEYS[2], ARGV[1]); "
+		"end; "
+		"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
+		"return c;");
 
 /* Force unlock deletes only a lock: anything else under the name is not ours to break. */
 #define REFUSE_NON_LOCK \
@@ -85,76 +84,75 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 	"end; "
 
 dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
-	REFUSE_NON_LOCK
-	"if redis.call('del', KEYS[1]) == 1 then "
-	"  redis.call('publish', KEYS[2], ARGV[1]); "
-	"  return 1; "
-	"end; "
-	"return 0;");
+		REFUSE_NON_LOCK "if redis.call('del', KEYS[1]) == 1 then "
+				"  redis.call('publish', KEYS[2], ARGV[1]); "
+				"  return 1; "
+				"end; "
+				"return 0;");
 
 dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
-	"local r = {}; "
-	"for i = 1, #KEYS do "
-	/* Judged per lock: a key another program replaced by a value of
+		"local r = {}; "
+		"for i = 1, #KEYS do "
+		/* Judged per lock: a key another program replaced by a value of
 	 * another type (-1) must not fail the renewal of the others. */
-	"  local t = redis.call('type', KEYS[i]).ok; "
-	"  if t ~= 'hash' and t ~= 'none' then "
-	"    r[i] = -1; "
-	"  elseif redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then "
-	"    redis.call('pexpire', KEYS[i], ARGV[1]); "
-	"    r[i] = 1; "
-	"  else "
-	"    r[i] = 0; "
-	"  end; "
-	"end; "
-	"return r;");
+		"  local t = redis.call('type', KEYS[i]).ok; "
+		"  if t ~= 'hash' and t ~= 'none' then "
+		"    r[i] = -1; "
+		"  elseif redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then "
+		"    redis.call('pexpire', KEYS[i], ARGV[1]); "
+		"    r[i] = 1; "
+		"  else "
+		"    r[i] = 0; "
+		"  end; "
+		"end; "
+		"return r;");
 
 dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
-	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
-	"if c == false or tonumber(c) ~= tonumber(ARGV[3]) then "
-	"  return -1; "
-	"end; "
-	"if tonumber(c) > 1 then "
-	"  redis.call('hincrby', KEYS[1], ARGV[2], -1); "
-	"  if tonumber(ARGV[4]) > 0 then "
-	"    redis.call('pexpire', KEYS[1], ARGV[4]); "
-	"  end; "
-	"  return tonumber(c) - 1; "
-	"end; "
-	"redis.call('del', KEYS[1]); "
-	"redis.call('publish', KEYS[2], ARGV[1]); "
-	"return 0;");
+		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"if c == false or tonumber(c) ~= tonumber(ARGV[3]) then "
+		"  return -1; "
+		"end; "
+		"if tonumber(c) > 1 then "
+		"  redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+		"  if tonumber(ARGV[4]) > 0 then "
+		"    redis.call('pexpire', KEYS[1], ARGV[4]); "
+		"  end; "
+		"  return tonumber(c) - 1; "
+		"end; "
+		"redis.call('del', KEYS[1]); "
+		"redis.call('publish', KEYS[2], ARGV[1]); "
+		"return 0;");
 
 /* The fenced acquire (Redisson's RFencedLock): every acquisition, re-entry
  * included, INCRs redisson_lock_token:{name}. KEYS: name, token key. ARGV as
  * the plain acquire. Reply {count, token} or the holder's PTTL. */
 dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT("acquire-fenced",
-	/* The counter is read or incremented before the lock is touched: a
+		/* The counter is read or incremented before the lock is touched: a
 	 * counter that is not a number fails the script with nothing written. */
-	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
-	"if c == false then "
-	"  if redis.call('exists', KEYS[1]) == 1 then "
-	"    return redis.call('pttl', KEYS[1]); "
-	"  end; "
-	"  local t = redis.call('incr', KEYS[2]); "
-	"  redis.call('hset', KEYS[1], ARGV[2], 1); "
-	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"  return {1, t}; "
-	"end; "
-	"local t = tonumber(redis.call('get', KEYS[2]) or '0'); "
-	ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]", "  t = redis.call('incr', KEYS[2]); ")
-	"redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"return {c, t};");
+		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"if c == false then "
+		"  if redis.call('exists', KEYS[1]) == 1 then "
+		"    return redis.call('pttl', KEYS[1]); "
+		"  end; "
+		"  local t = redis.call('incr', KEYS[2]); "
+		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
+		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+		"  return {1, t}; "
+		"end; "
+		"local t = tonumber(redis.call('get', KEYS[2]) or '0'); " ADOPT_OR_COUNT("ARGV[3]",
+				"ARGV[4]",
+				"  t = redis.call('incr', KEYS[2]); ") "redis.call('pexpire', KEYS[1], ARGV[1]); "
+								       "return {c, t};");
 
 /* Raise a token counter to at least ARGV[1] (a fenced RedLock writes its
  * quorum's maximum back). KEYS: token key. Reply: the counter after. */
 dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
-	"local v = tonumber(redis.call('get', KEYS[1]) or '0'); "
-	"if v < tonumber(ARGV[1]) then "
-	"  redis.call('set', KEYS[1], ARGV[1]); "
-	"  return tonumber(ARGV[1]); "
-	"end; "
-	"return v;");
+		"local v = tonumber(redis.call('get', KEYS[1]) or '0'); "
+		"if v < tonumber(ARGV[1]) then "
+		"  redis.call('set', KEYS[1], ARGV[1]); "
+		"  return tonumber(ARGV[1]); "
+		"end; "
+		"return v;");
 
 /*
  * Fair lock (Redisson's RFairLock): waiters queue in the LIST
@@ -187,41 +185,41 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
  * -1000 - the queue's length.
  */
 dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
-	FAIR_DROP_EXPIRED("ARGV[5]")
-	"if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
-	"    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
-	"  redis.call('lpop', KEYS[2]); "
-	"  redis.call('zrem', KEYS[3], ARGV[2]); "
-	"  local ks = redis.call('zrange', KEYS[3], 0, -1); "
-	"  for i = 1, #ks do "
-	"    redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), ks[i]); "
-	"  end; "
-	"  redis.call('hset', KEYS[1], ARGV[2], 1); "
-	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"  return {1}; "
-	"end; "
-	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
-	"if c ~= false then "
-	ADOPT_OR_COUNT("ARGV[3]", "ARGV[7]", "")
-	"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-	"  return {c}; "
-	"end; "
-	"local pttl = redis.call('pttl', KEYS[1]); "
-	"if pttl == -2 then pttl = -1000 - redis.call('llen', KEYS[2]); end; "
-	"if ARGV[6] == '0' or redis.call('zscore', KEYS[3], ARGV[2]) ~= false then "
-	"  return pttl; "
-	"end; "
-	"local last = redis.call('lindex', KEYS[2], -1); "
-	"local ttl; "
-	"if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then "
-	"  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - tonumber(ARGV[5]); "
-	"else "
-	"  ttl = redis.call('pttl', KEYS[1]); "
-	"end; "
-	"if redis.call('zadd', KEYS[3], ttl + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[2]) == 1 then "
-	"  redis.call('rpush', KEYS[2], ARGV[2]); "
-	"end; "
-	"return pttl;");
+		FAIR_DROP_EXPIRED(
+				"ARGV[5]") "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
+					   "    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
+					   "  redis.call('lpop', KEYS[2]); "
+					   "  redis.call('zrem', KEYS[3], ARGV[2]); "
+					   "  local ks = redis.call('zrange', KEYS[3], 0, -1); "
+					   "  for i = 1, #ks do "
+					   "    redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), ks[i]); "
+					   "  end; "
+					   "  redis.call('hset', KEYS[1], ARGV[2], 1); "
+					   "  redis.call('pexpire', KEYS[1], ARGV[1]); "
+					   "  return {1}; "
+					   "end; "
+					   "local c = redis.call('hget', KEYS[1], ARGV[2]); "
+					   "if c ~= false then " ADOPT_OR_COUNT("ARGV[3]",
+							   "ARGV[7]",
+							   "") "  redis.call('pexpire', KEYS[1], ARGV[1]); "
+							       "  return {c}; "
+							       "end; "
+							       "local pttl = redis.call('pttl', KEYS[1]); "
+							       "if pttl == -2 then pttl = -1000 - redis.call('llen', KEYS[2]); end; "
+							       "if ARGV[6] == '0' or redis.call('zscore', KEYS[3], ARGV[2]) ~= false then "
+							       "  return pttl; "
+							       "end; "
+							       "local last = redis.call('lindex', KEYS[2], -1); "
+							       "local ttl; "
+							       "if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then "
+							       "  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - tonumber(ARGV[5]); "
+							       "else "
+							       "  ttl = redis.call('pttl', KEYS[1]); "
+							       "end; "
+							       "if redis.call('zadd', KEYS[3], ttl + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[2]) == 1 then "
+							       "  redis.call('rpush', KEYS[2], ARGV[2]); "
+							       "end; "
+							       "return pttl;");
 
 #define FAIR_LEAVE(queue, deadlines, owner, wait) \
 	"local q = redis.call('lrange', " queue ", 0, -1); " \
@@ -242,25 +240,22 @@ dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
  * the TTL), wait ms. A released lock wakes the head of the queue.
  */
 dlock__script dlock__script_fair_undo = DLOCK__SCRIPT("fair-undo",
-	"local c = redis.call('hget', KEYS[1], ARGV[2]); "
-	"if c ~= false and tonumber(c) == tonumber(ARGV[3]) then "
-	"  if tonumber(c) > 1 then "
-	"    redis.call('hincrby', KEYS[1], ARGV[2], -1); "
-	"    if tonumber(ARGV[4]) > 0 then redis.call('pexpire', KEYS[1], ARGV[4]); end; "
-	"  else "
-	"    redis.call('del', KEYS[1]); "
-	"    local head = redis.call('lindex', KEYS[2], 0); "
-	"    if head ~= false then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1]); end; "
-	"  end; "
-	"end; "
-	FAIR_LEAVE("KEYS[2]", "KEYS[3]", "ARGV[2]", "ARGV[5]")
-	"return 1;");
+		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"if c ~= false and tonumber(c) == tonumber(ARGV[3]) then "
+		"  if tonumber(c) > 1 then "
+		"    redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+		"    if tonumber(ARGV[4]) > 0 then redis.call('pexpire', KEYS[1], ARGV[4]); end; "
+		"  else "
+		"    redis.call('del', KEYS[1]); "
+		"    local head = redis.call('lindex', KEYS[2], 0); "
+		"    if head ~= false then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1]); end; "
+		"  end; "
+		"end; " FAIR_LEAVE("KEYS[2]", "KEYS[3]", "ARGV[2]", "ARGV[5]") "return 1;");
 
 /* A waiter gives up: those behind it move up by its wait, and it leaves.
  * KEYS: queue, deadlines. ARGV: owner, wait ms. */
-dlock__script dlock__script_fair_leave = DLOCK__SCRIPT("fair-leave",
-	FAIR_LEAVE("KEYS[1]", "KEYS[2]", "ARGV[1]", "ARGV[2]")
-	"return 1;");
+dlock__script dlock__script_fair_leave = DLOCK__SCRIPT(
+		"fair-leave", FAIR_LEAVE("KEYS[1]", "KEYS[2]", "ARGV[1]", "ARGV[2]") "return 1;");
 
 /*
  * Fair release. KEYS: name, queue, deadlines, channel prefix
@@ -271,33 +266,32 @@ dlock__script dlock__script_fair_leave = DLOCK__SCRIPT("fair-leave",
  * Reply: nil not the owner; otherwise the holds left.
  */
 dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
-	"local v = redis.call('get', KEYS[5]); "
-	"if v ~= false then return tonumber(v); end; "
-	FAIR_DROP_EXPIRED("ARGV[4]")
-	"local c = 0; "
-	"if redis.call('exists', KEYS[1]) == 1 then "
-	"  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil; end; "
-	"  c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-	"  if c > 0 then "
-	"    if tonumber(ARGV[2]) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]); end; "
-	"    redis.call('set', KEYS[5], c, 'px', ARGV[5]); "
-	"    return c; "
-	"  end; "
-	"  redis.call('del', KEYS[1]); "
-	"end; "
-	"local nxt = redis.call('lindex', KEYS[2], 0); "
-	"if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
-	"redis.call('set', KEYS[5], 0, 'px', ARGV[5]); "
-	"return 0;");
+		"local v = redis.call('get', KEYS[5]); "
+		"if v ~= false then return tonumber(v); end; " FAIR_DROP_EXPIRED(
+				"ARGV[4]") "local c = 0; "
+					   "if redis.call('exists', KEYS[1]) == 1 then "
+					   "  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil; end; "
+					   "  c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+					   "  if c > 0 then "
+					   "    if tonumber(ARGV[2]) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]); end; "
+					   "    redis.call('set', KEYS[5], c, 'px', ARGV[5]); "
+					   "    return c; "
+					   "  end; "
+					   "  redis.call('del', KEYS[1]); "
+					   "end; "
+					   "local nxt = redis.call('lindex', KEYS[2], 0); "
+					   "if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+					   "redis.call('set', KEYS[5], 0, 'px', ARGV[5]); "
+					   "return 0;");
 
 /* Fair force unlock. KEYS: name, queue, deadlines, channel prefix.
  * ARGV: message, now. Reply: 1 deleted, 0 none. */
 dlock__script dlock__script_fair_force_release = DLOCK__SCRIPT("fair-force-release",
-	REFUSE_NON_LOCK
-	FAIR_DROP_EXPIRED("ARGV[2]")
-	"if redis.call('del', KEYS[1]) == 1 then "
-	"  local nxt = redis.call('lindex', KEYS[2], 0); "
-	"  if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
-	"  return 1; "
-	"end; "
-	"return 0;");
+		REFUSE_NON_LOCK FAIR_DROP_EXPIRED(
+				"ARGV[2]") "if redis.call('del', KEYS[1]) == 1 then "
+					   "  local nxt = redis.call('lindex', KEYS[2], 0); "
+					   "  if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+					   "  return 1; "
+					   "end; "
+					   "return 0;");
+/* clang-format on */

@@ -67,8 +67,8 @@ static ssize_t collect(dlock__holds *h, int64_t now, renewal **out, lost_event *
 }
 
 /* Renew one batch; 0 when the server answered for every hold. */
-static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
-		lost_event *cb, size_t *ncb)
+static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset, lost_event *cb,
+		size_t *ncb)
 {
 	dlock_client *c = h->client;
 	const char *keys[RENEW_BATCH], *args[RENEW_BATCH + 1];
@@ -93,8 +93,8 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 		arg_lens[i + 1] = strlen(batch[offset + i].owner);
 	}
 	sent_at = dlock__now_ms();
-	rc = dlock__script_run(conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1,
-			args, arg_lens, &r, dlock__deadline_in(c->opts.command_timeout_ms));
+	rc = dlock__script_run(conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1, args,
+			arg_lens, &r, dlock__deadline_in(c->opts.command_timeout_ms));
 	dlock__client_conn_put(c, conn);
 	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != n))
 		rc = -1; /* an error reply (OOM, READONLY ...): try again later */
@@ -106,12 +106,17 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 
 			if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
 				continue;
-			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
+			if (r->element[i]->type == REDIS_REPLY_INTEGER &&
+					r->element[i]->integer == 1)
 				x->confirmed_at = sent_at;
 			else if (x->releasing == 0) /* else the release may have run first */
-				dlock__holds_mark_lost(h, x, r->element[i]->type == REDIS_REPLY_INTEGER &&
-						r->element[i]->integer < 0 ? DLOCK_LOST_REPLACED :
-						DLOCK_LOST_GONE, cb, ncb);
+				dlock__holds_mark_lost(h, x,
+						r->element[i]->type == REDIS_REPLY_INTEGER &&
+										r->element[i]->integer <
+												0
+								? DLOCK_LOST_REPLACED
+								: DLOCK_LOST_GONE,
+						cb, ncb);
 		}
 		dlock__mutex_unlock(&h->mu);
 	}

@@ -34,7 +34,7 @@ rh_server *rh_server_start(const char *const *extra);
 int rh_servers_start(rh_server **out, int n, const char *const *extra);
 
 int rh_server_port(const rh_server *s);
-pid_t rh_server_pid(const rh_server *s);      /* 0 when not running */
+pid_t rh_server_pid(const rh_server *s);       /* 0 when not running */
 const char *rh_server_uri(const rh_server *s); /* "redis://127.0.0.1:PORT" */
 
 /* SIGKILL and reap; the port is free afterwards. 0 or -1. */

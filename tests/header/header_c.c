@@ -18,7 +18,8 @@ HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentine
 
 /* The API's signatures as function pointers: a changed signature or a
  * missing export breaks the build. */
-static int (*const p_open)(dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
+static int (*const p_open)(
+		dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
 static int (*const p_close)(dlock_client *) = dlock_client_close;
 static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
 static int (*const p_owner)(char *, size_t, const dlock_client *, uint64_t) = dlock_client_owner;
@@ -29,7 +30,8 @@ static int (*const p_lock_try_as)(dlock_lock *, const char *, int64_t, int64_t) 
 static int (*const p_lock_unlock)(dlock_lock *) = dlock_lock_unlock;
 static int (*const p_lock_unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
 static int (*const p_lock_check)(const dlock_lock *, const char *) = dlock_lock_check;
-static int (*const p_lock_set_lost_cb)(dlock_lock *, dlock_lost_cb, void *) = dlock_lock_set_lost_cb;
+static int (*const p_lock_set_lost_cb)(
+		dlock_lock *, dlock_lost_cb, void *) = dlock_lock_set_lost_cb;
 static const char *(*const p_lost_reason_str)(int) = dlock_lost_reason_str;
 static const char *(*const p_lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;
 static void (*const p_lock_free)(dlock_lock *) = dlock_lock_free;
@@ -41,13 +43,22 @@ int main(void)
 	dlock_client_options fn_opts;
 	int failures = 0;
 	const void *const fns[] = {
-		(const void *)&p_open, (const void *)&p_close, (const void *)&p_client_errmsg,
-		(const void *)&p_owner, (const void *)&p_lock_new, (const void *)&p_lock_lock,
-		(const void *)&p_lock_try, (const void *)&p_lock_try_as, (const void *)&p_lock_unlock,
-		(const void *)&p_lock_unlock_as, (const void *)&p_lock_check,
-		(const void *)&p_lock_set_lost_cb, (const void *)&p_lost_reason_str,
+		(const void *)&p_open,
+		(const void *)&p_close,
+		(const void *)&p_client_errmsg,
+		(const void *)&p_owner,
+		(const void *)&p_lock_new,
+		(const void *)&p_lock_lock,
+		(const void *)&p_lock_try,
+		(const void *)&p_lock_try_as,
+		(const void *)&p_lock_unlock,
+		(const void *)&p_lock_unlock_as,
+		(const void *)&p_lock_check,
+		(const void *)&p_lock_set_lost_cb,
+		(const void *)&p_lost_reason_str,
 		(const void *)&p_lock_errmsg,
-		(const void *)&p_lock_free, (const void *)&p_set_allocator,
+		(const void *)&p_lock_free,
+		(const void *)&p_set_allocator,
 	};
 	size_t i;
 
@@ -63,12 +74,12 @@ int main(void)
 	}
 	memset(&fn_opts, 0xff, sizeof fn_opts);
 	if (dlock_client_options_init(&fn_opts, DLOCK_CLIENT_OPTIONS_VERSION) != 0 ||
-	    fn_opts.version != macro_opts.version ||
-	    fn_opts.connect_timeout_ms != macro_opts.connect_timeout_ms ||
-	    fn_opts.command_timeout_ms != macro_opts.command_timeout_ms ||
-	    fn_opts.watchdog_timeout_ms != macro_opts.watchdog_timeout_ms ||
-	    fn_opts.pool_size != macro_opts.pool_size ||
-	    fn_opts.lazy_connect != macro_opts.lazy_connect) {
+			fn_opts.version != macro_opts.version ||
+			fn_opts.connect_timeout_ms != macro_opts.connect_timeout_ms ||
+			fn_opts.command_timeout_ms != macro_opts.command_timeout_ms ||
+			fn_opts.watchdog_timeout_ms != macro_opts.watchdog_timeout_ms ||
+			fn_opts.pool_size != macro_opts.pool_size ||
+			fn_opts.lazy_connect != macro_opts.lazy_connect) {
 		fprintf(stderr, "dlock_client_options_init() disagrees with DLOCK_CLIENT_OPTIONS_INIT\n");
 		failures++;
 	}

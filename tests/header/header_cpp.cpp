@@ -12,9 +12,12 @@ static_assert(!DLOCK_VERSION_CHECK(DLOCK_VERSION_MAJOR + 1, 0, 0), "version belo
 static_assert(DLOCK_OK == 0 && DLOCK_EINVAL < 0 && DLOCK_ESYS < 0, "error codes are negative");
 static_assert(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, "sentinels are negative");
 
-namespace {
+namespace
+{
 
-void on_lost(dlock_lock *, const char *, int, void *) {}
+void on_lost(dlock_lock *, const char *, int, void *)
+{
+}
 
 } // namespace
 
@@ -22,7 +25,8 @@ int main()
 {
 	const dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_lost_cb cb = on_lost;
-	int (*open_fn)(dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
+	int (*open_fn)(dlock_client **, const char *, const dlock_client_options *) =
+			dlock_client_open;
 	int (*lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
 	int (*unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
 	const char *(*lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;
@@ -31,11 +35,12 @@ int main()
 	uint64_t (*thread_id)(void) = dlock_thread_id;
 
 	if (opts.version != DLOCK_CLIENT_OPTIONS_VERSION || cb == nullptr || open_fn == nullptr ||
-	    lock_try == nullptr || unlock_as == nullptr || lock_errmsg == nullptr ||
-	    client_errmsg == nullptr || owner == nullptr || thread_id == nullptr)
+			lock_try == nullptr || unlock_as == nullptr || lock_errmsg == nullptr ||
+			client_errmsg == nullptr || owner == nullptr || thread_id == nullptr)
 		return 1;
 	if (std::strcmp(dlock_version(), DLOCK_VERSION_STRING) != 0) {
-		std::fprintf(stderr, "library %s, headers %s\n", dlock_version(), DLOCK_VERSION_STRING);
+		std::fprintf(stderr, "library %s, headers %s\n", dlock_version(),
+				DLOCK_VERSION_STRING);
 		return 1;
 	}
 	return dlock_strerror(DLOCK_EINVAL) != nullptr ? 0 : 1;

@@ -70,7 +70,7 @@ static int64_t hget(int i, const char *key, const char *field)
 
 	cr_assert_not_null(r);
 	cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL,
-		  "HGET: reply type %d", r->type);
+			"HGET: reply type %d", r->type);
 	v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
 	freeReplyObject(r);
 	return v;
@@ -94,7 +94,7 @@ static int held_by_me(int i, const char *key)
 		size_t fl = r->element[0]->len, sl = strlen(suffix);
 
 		held = fl > sl && strcmp(f + fl - sl, suffix) == 0 &&
-			strcmp(r->element[1]->str, "1") == 0;
+				strcmp(r->element[1]->str, "1") == 0;
 	}
 	freeReplyObject(r);
 	return held;
@@ -171,10 +171,10 @@ enum lock_kind { PLAIN, FENCED, FAIR };
 typedef struct lock_ctx {
 	const char *name;
 	enum lock_kind kind;
-	int64_t wait, lease;      /* the acquire's */
-	int reentrant;            /* unlock: taken twice first */
+	int64_t wait, lease; /* the acquire's */
+	int reentrant;       /* unlock: taken twice first */
 	int64_t token, last_token;
-	int64_t t0, t1;           /* the waiting try's start and end */
+	int64_t t0, t1; /* the waiting try's start and end */
 	dlock_client *c;
 	dlock_lock *l;
 	char owner[64];
@@ -184,9 +184,9 @@ typedef struct lock_ctx {
 static dlock_lock *make_lock(lock_ctx *x)
 {
 	dlock_lock *l = NULL;
-	int rc = x->kind == FENCED ? dlock_fencedlock_new(&l, x->c, x->name) :
-		x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0) :
-		dlock_lock_new(&l, x->c, x->name);
+	int rc = x->kind == FENCED        ? dlock_fencedlock_new(&l, x->c, x->name)
+			: x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0)
+					  : dlock_lock_new(&l, x->c, x->name);
 
 	return rc == 0 ? l : NULL;
 }
@@ -229,9 +229,9 @@ static int new_run(void *arg)
 {
 	lock_ctx *x = arg;
 	dlock_lock *l = NULL;
-	int rc = x->kind == FENCED ? dlock_fencedlock_new(&l, x->c, x->name) :
-		x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0) :
-		dlock_lock_new(&l, x->c, x->name);
+	int rc = x->kind == FENCED        ? dlock_fencedlock_new(&l, x->c, x->name)
+			: x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0)
+					  : dlock_lock_new(&l, x->c, x->name);
 
 	if (rc == 0)
 		dlock_lock_free(l);
@@ -280,7 +280,8 @@ static int acquire_run(void *arg)
 {
 	lock_ctx *x = arg;
 
-	return x->wait < 0 ? dlock_lock_lock(x->l, x->lease) : dlock_lock_try(x->l, x->wait, x->lease);
+	return x->wait < 0 ? dlock_lock_lock(x->l, x->lease)
+			   : dlock_lock_try(x->l, x->wait, x->lease);
 }
 
 static void acquire_check(void *arg, int rc, long k)
@@ -293,19 +294,23 @@ static void acquire_check(void *arg, int rc, long k)
 		if (x->lease < 0) {
 			/* Past the 600 ms TTL: only renewals keep it. */
 			dl_sleep_ms(900);
-			cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld: the watchdog did not renew", k);
+			cr_assert_eq(hget(0, x->name, x->owner), 1,
+					"k=%ld: the watchdog did not renew", k);
 		}
 		dl_pass(dlock_lock_unlock(x->l));
 	} else {
 		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER,
-			     "k=%ld: a record survived ENOMEM", k);
+				"k=%ld: a record survived ENOMEM", k);
 	}
 	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);
 }
 
 Test(alloc_failures, lock_try_and_lock, .timeout = 120)
 {
-	static const struct { const char *op; int64_t wait, lease; } ops[] = {
+	static const struct {
+		const char *op;
+		int64_t wait, lease;
+	} ops[] = {
 		{ "lock_try(0, lease)", 0, 10000 },
 		{ "lock_try(0, watchdog)", 0, DLOCK_LEASE_WATCHDOG },
 		{ "lock_lock(lease)", DLOCK_WAIT_FOREVER, 10000 },
@@ -354,7 +359,7 @@ static void unlock_check(void *arg, int rc, long k)
 	}
 	/* Nothing changed: still held, and it can still be released. */
 	cr_assert_eq(hget(0, x->name, x->owner), x->reentrant ? 2 : 1,
-		     "k=%ld: ENOMEM but the count changed", k);
+			"k=%ld: ENOMEM but the count changed", k);
 	cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
 	dl_pass(dlock_lock_unlock(x->l));
 	if (x->reentrant)
@@ -364,7 +369,11 @@ static void unlock_check(void *arg, int rc, long k)
 
 Test(alloc_failures, lock_unlock, .timeout = 120)
 {
-	static const struct { const char *op; int64_t lease; int reentrant; } ops[] = {
+	static const struct {
+		const char *op;
+		int64_t lease;
+		int reentrant;
+	} ops[] = {
 		{ "lock_unlock (lease)", 10000, 0 },
 		{ "lock_unlock (watchdog)", DLOCK_LEASE_WATCHDOG, 0 },
 		{ "lock_unlock (re-entered)", 10000, 1 },
@@ -373,8 +382,9 @@ Test(alloc_failures, lock_unlock, .timeout = 120)
 
 	start_servers(1);
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
-		lock_ctx x = { .name = "af:unlock", .lease = ops[i].lease,
-			.reentrant = ops[i].reentrant };
+		lock_ctx x = {
+			.name = "af:unlock", .lease = ops[i].lease, .reentrant = ops[i].reentrant
+		};
 
 		t.op = ops[i].op;
 		dl_torture_run(&t, &x);
@@ -439,7 +449,7 @@ static void waiting_check(void *arg, int rc, long k)
 	cr_assert(ok != NULL, "the foreign release failed");
 	if (rc == 0) {
 		cr_assert_geq(x->t1 - x->t0, 250, "acquired after %" PRId64 " ms while held",
-			      x->t1 - x->t0);
+				x->t1 - x->t0);
 		cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld: not held after 0", k);
 		dl_pass(dlock_lock_unlock(x->l));
 	} else {
@@ -464,8 +474,8 @@ Test(alloc_failures, waiting_try_joins_pubsub, .timeout = 180)
 static int kind_run(void *arg)
 {
 	lock_ctx *x = arg;
-	int rc = x->kind == FAIR ? dlock_lock_try(x->l, 0, 10000) :
-		dlock_lock_try_fenced(&x->token, x->l, NULL, 0, 10000);
+	int rc = x->kind == FAIR ? dlock_lock_try(x->l, 0, 10000)
+				 : dlock_lock_try_fenced(&x->token, x->l, NULL, 0, 10000);
 
 	return rc == 0 ? dlock_lock_unlock(x->l) : rc;
 }
@@ -475,8 +485,8 @@ static void kind_check(void *arg, int rc, long k)
 	lock_ctx *x = arg;
 
 	if (rc == 0 && x->kind == FENCED) {
-		cr_assert_gt(x->token, x->last_token, "k=%ld: token %" PRId64 " after %" PRId64,
-			     k, x->token, x->last_token);
+		cr_assert_gt(x->token, x->last_token, "k=%ld: token %" PRId64 " after %" PRId64, k,
+				x->token, x->last_token);
 		x->last_token = x->token;
 	}
 	if (rc < 0 && hget(0, x->name, x->owner) == 1) {
@@ -489,7 +499,7 @@ static void kind_check(void *arg, int rc, long k)
 	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);
 	if (x->kind == FAIR)
 		cr_assert_eq(rh_command_int(srv[0], "LLEN redisson_lock_queue:{%s}", x->name), 0,
-			     "k=%ld: left in the queue", k);
+				"k=%ld: left in the queue", k);
 }
 
 Test(alloc_failures, fenced_and_fair_locks, .timeout = 120)
@@ -578,7 +588,8 @@ static void rl_open_check(void *arg, int rc, long k)
 Test(alloc_failures, redlock_open_free, .timeout = 120)
 {
 	rl_ctx x = { .name = "af:rl-open" };
-	dl_torture t = { "redlock_open + free", NULL, rl_open_run, rl_open_check, rl_teardown, NULL };
+	dl_torture t = { "redlock_open + free", NULL, rl_open_run, rl_open_check, rl_teardown,
+		NULL };
 	long live;
 	int fds;
 
@@ -612,8 +623,9 @@ static int rl_acquire_run(void *arg)
 {
 	rl_ctx *x = arg;
 
-	return x->fenced ? dlock_redlock_try_fenced(&x->validity, &x->token, x->r, NULL, 0, x->lease)
-		: dlock_redlock_try(&x->validity, x->r, 0, x->lease);
+	return x->fenced
+			? dlock_redlock_try_fenced(&x->validity, &x->token, x->r, NULL, 0, x->lease)
+			: dlock_redlock_try(&x->validity, x->r, 0, x->lease);
 }
 
 static void rl_acquire_check(void *arg, int rc, long k)
@@ -627,8 +639,9 @@ static void rl_acquire_check(void *arg, int rc, long k)
 		cr_assert_gt(x->validity, 0);
 		cr_assert_eq(dlock_redlock_check(x->r, NULL), 0, "k=%ld: check", k);
 		if (x->fenced) {
-			cr_assert_gt(x->token, x->last_token, "k=%ld: token %" PRId64 " after %" PRId64,
-				     k, x->token, x->last_token);
+			cr_assert_gt(x->token, x->last_token,
+					"k=%ld: token %" PRId64 " after %" PRId64, k, x->token,
+					x->last_token);
 			x->last_token = x->token;
 		}
 		if (x->lease < 0) {
@@ -664,8 +677,8 @@ Test(alloc_failures, redlock_try, .timeout = 180)
 Test(alloc_failures, redlock_try_fenced, .timeout = 180)
 {
 	rl_ctx x = { .name = "af:rl-fenced", .fenced = 1, .lease = 10000 };
-	dl_torture t = { "redlock_try_fenced(0, lease)", rl_setup, rl_acquire_run,
-		rl_acquire_check, rl_teardown, rl_errmsg };
+	dl_torture t = { "redlock_try_fenced(0, lease)", rl_setup, rl_acquire_run, rl_acquire_check,
+		rl_teardown, rl_errmsg };
 
 	start_servers(NSRV);
 	dl_torture_run(&t, &x);
@@ -692,10 +705,10 @@ static void rl_unlock_check(void *arg, int rc, long k)
 
 	if (rc == 0)
 		cr_assert_eq(dlock_redlock_check(x->r, NULL), DLOCK_ENOTOWNER,
-			     "k=%ld: a member record survived", k);
+				"k=%ld: a member record survived", k);
 	else /* whatever is still held is released by a second unlock */
 		cr_assert_eq(dlock_redlock_unlock(x->r), 0, "k=%ld: second unlock: %s", k,
-			     dlock_redlock_errmsg(x->r));
+				dlock_redlock_errmsg(x->r));
 	assert_absent_everywhere(NSRV, x->name, "redlock_unlock", k);
 	if (x->lease < 0) {
 		dl_sleep_ms(700);
@@ -738,7 +751,7 @@ static void rl_fresh_check(void *arg, int rc, long k)
 
 	if (rc < 0)
 		cr_assert_eq(dlock_redlock_unlock_as(x->r2, FRESH_OWNER), 0,
-			     "k=%ld: second unlock: %s", k, dlock_redlock_errmsg(x->r2));
+				"k=%ld: second unlock: %s", k, dlock_redlock_errmsg(x->r2));
 	assert_absent_everywhere(NSRV, x->name, "redlock_unlock_as (fresh handle)", k);
 }
 
@@ -747,8 +760,8 @@ Test(alloc_failures, redlock_unlock, .timeout = 180)
 	rl_ctx lease = { .name = "af:rl-unlock", .lease = 10000 };
 	rl_ctx watchdog = { .name = "af:rl-unlock", .lease = DLOCK_LEASE_WATCHDOG };
 	rl_ctx fresh = { .name = "af:rl-fresh" };
-	dl_torture t = { "redlock_unlock (lease)", rl_unlock_setup, rl_unlock_run,
-		rl_unlock_check, rl_teardown, rl_errmsg };
+	dl_torture t = { "redlock_unlock (lease)", rl_unlock_setup, rl_unlock_run, rl_unlock_check,
+		rl_teardown, rl_errmsg };
 	dl_torture f = { "redlock_unlock_as (fresh handle)", rl_fresh_setup, rl_fresh_run,
 		rl_fresh_check, rl_teardown, rl_errmsg };
 
@@ -765,8 +778,8 @@ Test(alloc_failures, redlock_unlock, .timeout = 180)
 typedef struct ml_ctx {
 	const char *name;
 	int64_t wait, lease;
-	int make;                 /* ml_setup makes the MultiLock */
-	int locked;               /* ml_setup takes it too */
+	int make;   /* ml_setup makes the MultiLock */
+	int locked; /* ml_setup takes it too */
 	dlock_client *c[NSRV];
 	dlock_lock *l[NSRV];
 	dlock_multilock *m;
@@ -819,7 +832,6 @@ static const char *ml_errmsg(void *arg)
 	return x->m ? dlock_multilock_errmsg(x->m) : dlock_errmsg_last();
 }
 
-
 static int ml_new_run(void *arg)
 {
 	ml_ctx *x = arg;
@@ -870,7 +882,7 @@ static void ml_try_check(void *arg, int rc, long k)
 		dl_pass(dlock_multilock_unlock(x->m));
 	} else {
 		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER,
-			     "k=%ld: a member record survived ENOMEM", k);
+				"k=%ld: a member record survived ENOMEM", k);
 	}
 	assert_absent_everywhere(NSRV, x->name, "multilock_try", k);
 	if (x->lease < 0) {
@@ -882,7 +894,10 @@ static void ml_try_check(void *arg, int rc, long k)
 Test(alloc_failures, multilock_try, .timeout = 240)
 {
 	/* wait 0: Redisson's ordered single attempts; wait > 0: the parallel attempt. */
-	static const struct { const char *op; int64_t wait, lease; } ops[] = {
+	static const struct {
+		const char *op;
+		int64_t wait, lease;
+	} ops[] = {
 		{ "multilock_try(0, lease)", 0, 10000 },
 		{ "multilock_try(1000, lease)", 1000, 10000 },
 		{ "multilock_try(1000, watchdog)", 1000, DLOCK_LEASE_WATCHDOG },
@@ -891,8 +906,9 @@ Test(alloc_failures, multilock_try, .timeout = 240)
 
 	start_servers(NSRV);
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
-		ml_ctx x = { .name = "af:ml-try", .wait = ops[i].wait, .lease = ops[i].lease,
-			.make = 1 };
+		ml_ctx x = {
+			.name = "af:ml-try", .wait = ops[i].wait, .lease = ops[i].lease, .make = 1
+		};
 
 		t.op = ops[i].op;
 		dl_torture_run(&t, &x);
@@ -913,15 +929,15 @@ static void ml_unlock_check(void *arg, int rc, long k)
 		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER);
 	else
 		cr_assert_eq(dlock_multilock_unlock(x->m), 0, "k=%ld: second unlock: %s", k,
-			     dlock_multilock_errmsg(x->m));
+				dlock_multilock_errmsg(x->m));
 	assert_absent_everywhere(NSRV, x->name, "multilock_unlock", k);
 }
 
 Test(alloc_failures, multilock_unlock, .timeout = 120)
 {
 	ml_ctx x = { .name = "af:ml-unlock", .make = 1, .locked = 1 };
-	dl_torture t = { "multilock_unlock", ml_setup, ml_unlock_run, ml_unlock_check,
-		ml_teardown, ml_errmsg };
+	dl_torture t = { "multilock_unlock", ml_setup, ml_unlock_run, ml_unlock_check, ml_teardown,
+		ml_errmsg };
 
 	start_servers(NSRV);
 	dl_torture_run(&t, &x);

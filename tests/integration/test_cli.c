@@ -48,40 +48,40 @@
 #error "DLOCK_CLI_PATH must name the dlock binary (tests/CMakeLists.txt defines it)"
 #endif
 
-#define TMO "300"        /* --timeout for every call */
+#define TMO "300"         /* --timeout for every call */
 #define HARD_TIMEOUT_S 20 /* a dlock call that takes longer fails the test */
 #define OUT_MAX 65536
 
 /* ---- running the CLI ------------------------------------------------------ */
 
 typedef struct proc {
-    pid_t pid;
-    int fd[2];              /* read ends: stdout, stderr (-1 once closed) */
-    char out[OUT_MAX];
-    size_t out_len;
-    char err[OUT_MAX];
-    size_t err_len;
-    int status;             /* as a shell reports it: exit code, or 128+signal */
-    int done;
-    int64_t t0, t1;         /* started, exit noticed (rh_now_ms) */
-    char desc[1024];        /* "dlock arg arg ..." for messages */
+	pid_t pid;
+	int fd[2]; /* read ends: stdout, stderr (-1 once closed) */
+	char out[OUT_MAX];
+	size_t out_len;
+	char err[OUT_MAX];
+	size_t err_len;
+	int status; /* as a shell reports it: exit code, or 128+signal */
+	int done;
+	int64_t t0, t1;  /* started, exit noticed (rh_now_ms) */
+	char desc[1024]; /* "dlock arg arg ..." for messages */
 } proc;
 
 static proc *proc_new(void)
 {
-    proc *p = calloc(1, sizeof *p);
-    cr_assert_not_null(p);
-    p->fd[0] = p->fd[1] = -1;
-    return p;
+	proc *p = calloc(1, sizeof *p);
+	cr_assert_not_null(p);
+	p->fd[0] = p->fd[1] = -1;
+	return p;
 }
 
 static void proc_describe(proc *p, const char *const *args)
 {
-    size_t off = (size_t)snprintf(p->desc, sizeof p->desc, "dlock");
-    for (size_t i = 0; args[i] != NULL && off < sizeof p->desc; i++)
-        off += (size_t)snprintf(p->desc + off, sizeof p->desc - off,
-                                strchr(args[i], ' ') || args[i][0] == '\0' ? " '%s'" : " %s",
-                                args[i]);
+	size_t off = (size_t)snprintf(p->desc, sizeof p->desc, "dlock");
+	for (size_t i = 0; args[i] != NULL && off < sizeof p->desc; i++)
+		off += (size_t)snprintf(p->desc + off, sizeof p->desc - off,
+				strchr(args[i], ' ') || args[i][0] == '\0' ? " '%s'" : " %s",
+				args[i]);
 }
 
 /*
@@ -95,84 +95,84 @@ static int g_own_group, g_ignore_hup;
 
 static void proc_start(proc *p, const char *const *env, const char *const *args)
 {
-    int out[2], err[2];
-    size_t n = 0;
+	int out[2], err[2];
+	size_t n = 0;
 
-    while (args[n] != NULL)
-        n++;
-    proc_describe(p, args);
-    cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
-    cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
-    p->t0 = rh_now_ms();
-    p->pid = fork();
-    cr_assert_geq(p->pid, 0, "fork: %s", strerror(errno));
-    if (p->pid == 0) {
-        char **argv = calloc(n + 2, sizeof *argv);
-        sigset_t none;
-        int devnull = open("/dev/null", O_RDONLY);
+	while (args[n] != NULL)
+		n++;
+	proc_describe(p, args);
+	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
+	p->t0 = rh_now_ms();
+	p->pid = fork();
+	cr_assert_geq(p->pid, 0, "fork: %s", strerror(errno));
+	if (p->pid == 0) {
+		char **argv = calloc(n + 2, sizeof *argv);
+		sigset_t none;
+		int devnull = open("/dev/null", O_RDONLY);
 
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (g_own_group)
-            setpgid(0, 0); /* a shell job of its own: signals go to its group */
-        signal(SIGHUP, g_ignore_hup ? SIG_IGN : SIG_DFL); /* as nohup */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGCHLD, SIG_DFL);
-        if (argv == NULL || devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 ||
-            dup2(err[1], 2) < 0)
-            _exit(126);
-        unsetenv("DLOCK_NODES");
-        for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
-            char name[256];
-            const char *eq = strchr(env[i], '=');
-            size_t len = eq ? (size_t)(eq - env[i]) : strlen(env[i]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (g_own_group)
+			setpgid(0, 0); /* a shell job of its own: signals go to its group */
+		signal(SIGHUP, g_ignore_hup ? SIG_IGN : SIG_DFL); /* as nohup */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		if (argv == NULL || devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 ||
+				dup2(err[1], 2) < 0)
+			_exit(126);
+		unsetenv("DLOCK_NODES");
+		for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+			char name[256];
+			const char *eq = strchr(env[i], '=');
+			size_t len = eq ? (size_t)(eq - env[i]) : strlen(env[i]);
 
-            if (len >= sizeof name)
-                _exit(126);
-            memcpy(name, env[i], len);
-            name[len] = '\0';
-            setenv(name, eq ? eq + 1 : "", 1);
-        }
-        argv[0] = (char *)DLOCK_CLI_PATH;
-        for (size_t i = 0; i < n; i++)
-            argv[i + 1] = (char *)args[i];
-        execv(DLOCK_CLI_PATH, argv);
-        _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
-    p->fd[0] = out[0];
-    p->fd[1] = err[0];
-    fcntl(p->fd[0], F_SETFL, O_NONBLOCK);
-    fcntl(p->fd[1], F_SETFL, O_NONBLOCK);
+			if (len >= sizeof name)
+				_exit(126);
+			memcpy(name, env[i], len);
+			name[len] = '\0';
+			setenv(name, eq ? eq + 1 : "", 1);
+		}
+		argv[0] = (char *)DLOCK_CLI_PATH;
+		for (size_t i = 0; i < n; i++)
+			argv[i + 1] = (char *)args[i];
+		execv(DLOCK_CLI_PATH, argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	p->fd[0] = out[0];
+	p->fd[1] = err[0];
+	fcntl(p->fd[0], F_SETFL, O_NONBLOCK);
+	fcntl(p->fd[1], F_SETFL, O_NONBLOCK);
 }
 
 /* Read what is available on stream i; closes it on EOF. */
 static void proc_drain(proc *p, int i)
 {
-    char *buf = i == 0 ? p->out : p->err;
-    size_t *len = i == 0 ? &p->out_len : &p->err_len;
-    char tmp[4096];
+	char *buf = i == 0 ? p->out : p->err;
+	size_t *len = i == 0 ? &p->out_len : &p->err_len;
+	char tmp[4096];
 
-    while (p->fd[i] >= 0) {
-        ssize_t r = read(p->fd[i], tmp, sizeof tmp);
-        if (r > 0) {
-            size_t k = (size_t)r;
-            if (k > OUT_MAX - 1 - *len)
-                k = OUT_MAX - 1 - *len; /* keep reading, drop the excess */
-            memcpy(buf + *len, tmp, k);
-            *len += k;
-            buf[*len] = '\0';
-        } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-            close(p->fd[i]);
-            p->fd[i] = -1;
-        } else if (errno == EAGAIN) {
-            return;
-        }
-    }
+	while (p->fd[i] >= 0) {
+		ssize_t r = read(p->fd[i], tmp, sizeof tmp);
+		if (r > 0) {
+			size_t k = (size_t)r;
+			if (k > OUT_MAX - 1 - *len)
+				k = OUT_MAX - 1 - *len; /* keep reading, drop the excess */
+			memcpy(buf + *len, tmp, k);
+			*len += k;
+			buf[*len] = '\0';
+		} else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+			close(p->fd[i]);
+			p->fd[i] = -1;
+		} else if (errno == EAGAIN) {
+			return;
+		}
+	}
 }
 
 /*
@@ -183,80 +183,80 @@ static void proc_drain(proc *p, int i)
  */
 static int proc_wait(proc *p, int timeout_s)
 {
-    int64_t deadline = p->t0 + (int64_t)timeout_s * 1000;
-    int st;
+	int64_t deadline = p->t0 + (int64_t)timeout_s * 1000;
+	int st;
 
-    while (!p->done) {
-        struct pollfd pf[2];
-        nfds_t n = 0;
+	while (!p->done) {
+		struct pollfd pf[2];
+		nfds_t n = 0;
 
-        for (int i = 0; i < 2; i++)
-            if (p->fd[i] >= 0)
-                pf[n++] = (struct pollfd){p->fd[i], POLLIN, 0};
-        if (n > 0)
-            poll(pf, n, 5);
-        else
-            dl_sleep_ms(5);
-        proc_drain(p, 0);
-        proc_drain(p, 1);
-        pid_t w = waitpid(p->pid, &st, WNOHANG);
-        cr_assert_neq(w, -1, "waitpid(%s): %s", p->desc, strerror(errno));
-        if (w == p->pid) {
-            p->t1 = rh_now_ms();
-            p->done = 1;
-            p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            break;
-        }
-        if (rh_now_ms() > deadline) {
-            kill(p->pid, SIGKILL);
-            waitpid(p->pid, &st, 0);
-            p->done = 1;
-            proc_drain(p, 0);
-            proc_drain(p, 1);
-            cr_assert_fail("hard timeout: `%s` still running after %d s (killed)\n"
-                           "stdout: %s\nstderr: %s",
-                           p->desc, timeout_s, p->out, p->err);
-        }
-    }
-    proc_drain(p, 0);
-    proc_drain(p, 1);
-    for (int i = 0; i < 2; i++)
-        if (p->fd[i] >= 0) {
-            close(p->fd[i]);
-            p->fd[i] = -1;
-        }
-    return p->status;
+		for (int i = 0; i < 2; i++)
+			if (p->fd[i] >= 0)
+				pf[n++] = (struct pollfd){ p->fd[i], POLLIN, 0 };
+		if (n > 0)
+			poll(pf, n, 5);
+		else
+			dl_sleep_ms(5);
+		proc_drain(p, 0);
+		proc_drain(p, 1);
+		pid_t w = waitpid(p->pid, &st, WNOHANG);
+		cr_assert_neq(w, -1, "waitpid(%s): %s", p->desc, strerror(errno));
+		if (w == p->pid) {
+			p->t1 = rh_now_ms();
+			p->done = 1;
+			p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+		if (rh_now_ms() > deadline) {
+			kill(p->pid, SIGKILL);
+			waitpid(p->pid, &st, 0);
+			p->done = 1;
+			proc_drain(p, 0);
+			proc_drain(p, 1);
+			cr_assert_fail("hard timeout: `%s` still running after %d s (killed)\n"
+				       "stdout: %s\nstderr: %s",
+					p->desc, timeout_s, p->out, p->err);
+		}
+	}
+	proc_drain(p, 0);
+	proc_drain(p, 1);
+	for (int i = 0; i < 2; i++)
+		if (p->fd[i] >= 0) {
+			close(p->fd[i]);
+			p->fd[i] = -1;
+		}
+	return p->status;
 }
 
 static int64_t proc_elapsed(const proc *p)
 {
-    return p->t1 - p->t0;
+	return p->t1 - p->t0;
 }
 
 static void proc_free(proc *p)
 {
-    if (p == NULL)
-        return;
-    if (!p->done && p->pid > 0) {
-        int st;
-        kill(p->pid, SIGKILL);
-        waitpid(p->pid, &st, 0);
-    }
-    for (int i = 0; i < 2; i++)
-        if (p->fd[i] >= 0)
-            close(p->fd[i]);
-    free(p);
+	if (p == NULL)
+		return;
+	if (!p->done && p->pid > 0) {
+		int st;
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, &st, 0);
+	}
+	for (int i = 0; i < 2; i++)
+		if (p->fd[i] >= 0)
+			close(p->fd[i]);
+	free(p);
 }
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 /* Run dlock to completion (HARD_TIMEOUT_S); returns a proc to inspect and free. */
 static proc *dlock_env(const char *const *env, const char *const *args)
 {
-    proc *p = proc_new();
-    proc_start(p, env, args);
-    proc_wait(p, HARD_TIMEOUT_S);
-    return p;
+	proc *p = proc_new();
+	proc_start(p, env, args);
+	proc_wait(p, HARD_TIMEOUT_S);
+	return p;
 }
 
 #define DLOCK(...) dlock_env(NULL, ARGS(__VA_ARGS__))
@@ -264,832 +264,840 @@ static proc *dlock_env(const char *const *env, const char *const *args)
 /* Start dlock in the background. */
 static proc *dlock_bg(const char *const *args)
 {
-    proc *p = proc_new();
-    proc_start(p, NULL, args);
-    return p;
+	proc *p = proc_new();
+	proc_start(p, NULL, args);
+	return p;
 }
 
 /* ---- assertions on output -------------------------------------------------- */
 
-#define EXPECT_STATUS(p, want)                                                             \
-    cr_expect_eq((p)->status, (want), "`%s` exited %d, expected %d\nstdout: %s\nstderr: %s", \
-                 (p)->desc, (p)->status, (want), (p)->out, (p)->err)
-#define ASSERT_STATUS(p, want)                                                             \
-    cr_assert_eq((p)->status, (want), "`%s` exited %d, expected %d\nstdout: %s\nstderr: %s", \
-                 (p)->desc, (p)->status, (want), (p)->out, (p)->err)
+#define EXPECT_STATUS(p, want) \
+	cr_expect_eq((p)->status, (want), "`%s` exited %d, expected %d\nstdout: %s\nstderr: %s", \
+			(p)->desc, (p)->status, (want), (p)->out, (p)->err)
+#define ASSERT_STATUS(p, want) \
+	cr_assert_eq((p)->status, (want), "`%s` exited %d, expected %d\nstdout: %s\nstderr: %s", \
+			(p)->desc, (p)->status, (want), (p)->out, (p)->err)
 
 static size_t count_char(const char *s, char c)
 {
-    size_t k = 0;
-    for (; *s; s++)
-        k += *s == c;
-    return k;
+	size_t k = 0;
+	for (; *s; s++)
+		k += *s == c;
+	return k;
 }
 
 static size_t count_str(const char *hay, const char *needle)
 {
-    size_t k = 0, n = strlen(needle);
-    for (const char *q = strstr(hay, needle); q != NULL; q = strstr(q + n, needle))
-        k++;
-    return k;
+	size_t k = 0, n = strlen(needle);
+	for (const char *q = strstr(hay, needle); q != NULL; q = strstr(q + n, needle))
+		k++;
+	return k;
 }
 
 /* stderr is exactly one non-empty line. */
 static int one_line(const char *s)
 {
-    size_t n = strlen(s);
-    return n > 1 && s[n - 1] == '\n' && count_char(s, '\n') == 1;
+	size_t n = strlen(s);
+	return n > 1 && s[n - 1] == '\n' && count_char(s, '\n') == 1;
 }
 
-#define EXPECT_ONE_LINE_ERR(p)                                                              \
-    cr_expect(one_line((p)->err), "`%s`: stderr should be one line, is (%zu bytes):\n%s",  \
-              (p)->desc, (p)->err_len, (p)->err)
+#define EXPECT_ONE_LINE_ERR(p) \
+	cr_expect(one_line((p)->err), "`%s`: stderr should be one line, is (%zu bytes):\n%s", \
+			(p)->desc, (p)->err_len, (p)->err)
 
 /* `word` occurs in `text` with no letter, digit, '-' or '_' on either side. */
 static int has_word(const char *text, const char *word)
 {
-    size_t n = strlen(word);
-    for (const char *q = strstr(text, word); q != NULL; q = strstr(q + 1, word)) {
-        char before = q == text ? ' ' : q[-1], after = q[n];
-        if (!isalnum((unsigned char)before) && before != '-' && before != '_' &&
-            !isalnum((unsigned char)after) && after != '-' && after != '_')
-            return 1;
-    }
-    return 0;
+	size_t n = strlen(word);
+	for (const char *q = strstr(text, word); q != NULL; q = strstr(q + 1, word)) {
+		char before = q == text ? ' ' : q[-1], after = q[n];
+		if (!isalnum((unsigned char)before) && before != '-' && before != '_' &&
+				!isalnum((unsigned char)after) && after != '-' && after != '_')
+			return 1;
+	}
+	return 0;
 }
 
 /* "<36-char uuid>:<pid>" with the given pid. */
 static int owner_matches(const char *owner, pid_t pid)
 {
-    char want[32];
+	char want[32];
 
-    if (strlen(owner) < 38)
-        return 0;
-    for (int i = 0; i < 36; i++) {
-        int dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? owner[i] != '-' : !isxdigit((unsigned char)owner[i]))
-            return 0;
-    }
-    snprintf(want, sizeof want, ":%ld", (long)pid);
-    return strcmp(owner + 36, want) == 0;
+	if (strlen(owner) < 38)
+		return 0;
+	for (int i = 0; i < 36; i++) {
+		int dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? owner[i] != '-' : !isxdigit((unsigned char)owner[i]))
+			return 0;
+	}
+	snprintf(want, sizeof want, ":%ld", (long)pid);
+	return strcmp(owner + 36, want) == 0;
 }
 
 /* ---- a tiny JSON syntax check ------------------------------------------------ */
 
 static const char *json_ws(const char *s)
 {
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-        s++;
-    return s;
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	return s;
 }
 
 static const char *json_value(const char *s, int depth);
 
 static const char *json_string_lit(const char *s)
 {
-    if (*s++ != '"')
-        return NULL;
-    while (*s != '"') {
-        if ((unsigned char)*s < 0x20)
-            return NULL;
-        if (*s == '\\') {
-            s++;
-            if (*s == 'u') {
-                for (int i = 1; i <= 4; i++)
-                    if (!isxdigit((unsigned char)s[i]))
-                        return NULL;
-                s += 4;
-            } else if (!strchr("\"\\/bfnrt", *s) || *s == '\0') {
-                return NULL;
-            }
-        }
-        s++;
-    }
-    return s + 1;
+	if (*s++ != '"')
+		return NULL;
+	while (*s != '"') {
+		if ((unsigned char)*s < 0x20)
+			return NULL;
+		if (*s == '\\') {
+			s++;
+			if (*s == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)s[i]))
+						return NULL;
+				s += 4;
+			} else if (!strchr("\"\\/bfnrt", *s) || *s == '\0') {
+				return NULL;
+			}
+		}
+		s++;
+	}
+	return s + 1;
 }
 
 static const char *json_number(const char *s)
 {
-    if (*s == '-')
-        s++;
-    if (*s == '0')
-        s++;
-    else if (isdigit((unsigned char)*s))
-        while (isdigit((unsigned char)*s))
-            s++;
-    else
-        return NULL;
-    if (*s == '.') {
-        s++;
-        if (!isdigit((unsigned char)*s))
-            return NULL;
-        while (isdigit((unsigned char)*s))
-            s++;
-    }
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-')
-            s++;
-        if (!isdigit((unsigned char)*s))
-            return NULL;
-        while (isdigit((unsigned char)*s))
-            s++;
-    }
-    return s;
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (isdigit((unsigned char)*s))
+		while (isdigit((unsigned char)*s))
+			s++;
+	else
+		return NULL;
+	if (*s == '.') {
+		s++;
+		if (!isdigit((unsigned char)*s))
+			return NULL;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!isdigit((unsigned char)*s))
+			return NULL;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return s;
 }
 
 static const char *json_value(const char *s, int depth)
 {
-    if (depth > 64)
-        return NULL;
-    s = json_ws(s);
-    if (*s == '{' || *s == '[') {
-        char close = *s == '{' ? '}' : ']';
-        int object = *s == '{';
-        s = json_ws(s + 1);
-        if (*s == close)
-            return s + 1;
-        for (;;) {
-            if (object) {
-                if ((s = json_string_lit(json_ws(s))) == NULL)
-                    return NULL;
-                s = json_ws(s);
-                if (*s++ != ':')
-                    return NULL;
-            }
-            if ((s = json_value(s, depth + 1)) == NULL)
-                return NULL;
-            s = json_ws(s);
-            if (*s == close)
-                return s + 1;
-            if (*s++ != ',')
-                return NULL;
-        }
-    }
-    if (*s == '"')
-        return json_string_lit(s);
-    if (strncmp(s, "true", 4) == 0)
-        return s + 4;
-    if (strncmp(s, "false", 5) == 0)
-        return s + 5;
-    if (strncmp(s, "null", 4) == 0)
-        return s + 4;
-    return json_number(s);
+	if (depth > 64)
+		return NULL;
+	s = json_ws(s);
+	if (*s == '{' || *s == '[') {
+		char close = *s == '{' ? '}' : ']';
+		int object = *s == '{';
+		s = json_ws(s + 1);
+		if (*s == close)
+			return s + 1;
+		for (;;) {
+			if (object) {
+				if ((s = json_string_lit(json_ws(s))) == NULL)
+					return NULL;
+				s = json_ws(s);
+				if (*s++ != ':')
+					return NULL;
+			}
+			if ((s = json_value(s, depth + 1)) == NULL)
+				return NULL;
+			s = json_ws(s);
+			if (*s == close)
+				return s + 1;
+			if (*s++ != ',')
+				return NULL;
+		}
+	}
+	if (*s == '"')
+		return json_string_lit(s);
+	if (strncmp(s, "true", 4) == 0)
+		return s + 4;
+	if (strncmp(s, "false", 5) == 0)
+		return s + 5;
+	if (strncmp(s, "null", 4) == 0)
+		return s + 4;
+	return json_number(s);
 }
 
 /* One JSON value and nothing but whitespace after it. */
 static int json_valid(const char *s)
 {
-    const char *end = json_value(s, 0);
-    return end != NULL && *json_ws(end) == '\0';
+	const char *end = json_value(s, 0);
+	return end != NULL && *json_ws(end) == '\0';
 }
 
 /* ---- Redis and file helpers ------------------------------------------------- */
 
 static void node_label(rh_server *s, char *buf, size_t len)
 {
-    snprintf(buf, len, "127.0.0.1:%d", rh_server_port(s));
+	snprintf(buf, len, "127.0.0.1:%d", rh_server_port(s));
 }
 
 static int64_t exists(rh_server *s, const char *key)
 {
-    return rh_command_int(s, "EXISTS %s", key);
+	return rh_command_int(s, "EXISTS %s", key);
 }
 
 /* HGET as a string into buf ("" and 0 when absent); returns 1 when present. */
 static int hget(rh_server *s, const char *key, const char *field, char *buf, size_t len)
 {
-    redisReply *r = rh_command(s, "HGET %s %s", key, field);
-    int present;
+	redisReply *r = rh_command(s, "HGET %s %s", key, field);
+	int present;
 
-    cr_assert_not_null(r, "HGET %s %s: transport error", key, field);
-    cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL, "HGET: type %d",
-              r->type);
-    present = r->type == REDIS_REPLY_STRING;
-    snprintf(buf, len, "%s", present ? r->str : "");
-    freeReplyObject(r);
-    return present;
+	cr_assert_not_null(r, "HGET %s %s: transport error", key, field);
+	cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL, "HGET: type %d",
+			r->type);
+	present = r->type == REDIS_REPLY_STRING;
+	snprintf(buf, len, "%s", present ? r->str : "");
+	freeReplyObject(r);
+	return present;
 }
 
 /* HGETALL flattened to "f1=v1;f2=v2;" (order as the server gives it). */
 static void hgetall(rh_server *s, const char *key, char *buf, size_t len)
 {
-    redisReply *r = rh_command(s, "HGETALL %s", key);
-    size_t off = 0;
+	redisReply *r = rh_command(s, "HGETALL %s", key);
+	size_t off = 0;
 
-    cr_assert_not_null(r);
-    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-    buf[0] = '\0';
-    for (size_t i = 0; i + 1 < r->elements && off < len; i += 2)
-        off += (size_t)snprintf(buf + off, len - off, "%s=%s;", r->element[i]->str,
-                                r->element[i + 1]->str);
-    freeReplyObject(r);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	buf[0] = '\0';
+	for (size_t i = 0; i + 1 < r->elements && off < len; i += 2)
+		off += (size_t)snprintf(buf + off, len - off, "%s=%s;", r->element[i]->str,
+				r->element[i + 1]->str);
+	freeReplyObject(r);
 }
 
 /* The foreign holder of the conflict tests: Redisson's layout, another JVM's owner. */
 static void hold_foreign(rh_server *s, const char *key)
 {
-    cr_assert_eq(rh_command_int(s, "HSET %s foreign:1 1", key), 1);
-    cr_assert_eq(rh_command_int(s, "PEXPIRE %s 60000", key), 1);
+	cr_assert_eq(rh_command_int(s, "HSET %s foreign:1 1", key), 1);
+	cr_assert_eq(rh_command_int(s, "PEXPIRE %s 60000", key), 1);
 }
 
 /* A loopback port nobody listens on (bound, then closed). */
 static int closed_port(void)
 {
-    struct sockaddr_in a = {0};
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	struct sockaddr_in a = { 0 };
+	socklen_t alen = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
 
-    cr_assert_geq(fd, 0);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+	cr_assert_geq(fd, 0);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
 }
 
 static void make_tmpdir(char *buf, size_t len)
 {
-    snprintf(buf, len, "/tmp/dlock-cli-XXXXXX");
-    cr_assert_not_null(mkdtemp(buf), "mkdtemp: %s", strerror(errno));
+	snprintf(buf, len, "/tmp/dlock-cli-XXXXXX");
+	cr_assert_not_null(mkdtemp(buf), "mkdtemp: %s", strerror(errno));
 }
 
 static void remove_tmpdir(const char *dir, const char *const *files)
 {
-    char path[512];
-    for (size_t i = 0; files[i] != NULL; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+	char path[512];
+	for (size_t i = 0; files[i] != NULL; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
 }
 
 /* Wait (bounded) until path exists and holds a line; returns its number, or -1. */
 static long wait_for_pidfile(const char *path, int64_t timeout_ms)
 {
-    int64_t deadline = rh_now_ms() + timeout_ms;
+	int64_t deadline = rh_now_ms() + timeout_ms;
 
-    while (rh_now_ms() < deadline) {
-        FILE *f = fopen(path, "r");
-        if (f != NULL) {
-            long v = -1;
-            int ok = fscanf(f, "%ld", &v) == 1;
-            fclose(f);
-            if (ok && v > 0)
-                return v;
-        }
-        dl_sleep_ms(10);
-    }
-    return -1;
+	while (rh_now_ms() < deadline) {
+		FILE *f = fopen(path, "r");
+		if (f != NULL) {
+			long v = -1;
+			int ok = fscanf(f, "%ld", &v) == 1;
+			fclose(f);
+			if (ok && v > 0)
+				return v;
+		}
+		dl_sleep_ms(10);
+	}
+	return -1;
 }
 
 static int file_exists(const char *path)
 {
-    struct stat st;
-    return stat(path, &st) == 0;
+	struct stat st;
+	return stat(path, &st) == 0;
 }
 
 /* 1 once pid is gone (reaped by its parent), within timeout_ms. */
 static int gone_within(pid_t pid, int64_t timeout_ms)
 {
-    int64_t deadline = rh_now_ms() + timeout_ms;
-    for (;;) {
-        if (kill(pid, 0) == -1 && errno == ESRCH)
-            return 1;
-        if (rh_now_ms() >= deadline)
-            return 0;
-        dl_sleep_ms(10);
-    }
+	int64_t deadline = rh_now_ms() + timeout_ms;
+	for (;;) {
+		if (kill(pid, 0) == -1 && errno == ESRCH)
+			return 1;
+		if (rh_now_ms() >= deadline)
+			return 0;
+		dl_sleep_ms(10);
+	}
 }
 
 /* ---- 1. acquired: the command's status, identity, the key meanwhile ------------ */
 
 Test(cli, run_passes_exit_status_and_identity, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
-    char port[16], env_nodes[128], script[256];
-    snprintf(port, sizeof port, "%d", rh_server_port(s));
-    snprintf(env_nodes, sizeof env_nodes, "DLOCK_NODES=%s", uri);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
+	char port[16], env_nodes[128], script[256];
+	snprintf(port, sizeof port, "%d", rh_server_port(s));
+	snprintf(env_nodes, sizeof env_nodes, "DLOCK_NODES=%s", uri);
 
-    proc *p = DLOCK("-n", uri, "--timeout", TMO, "run", "cli-one", "--", "sh", "-c", "exit 0");
-    EXPECT_STATUS(p, 0);
-    cr_expect_eq(exists(s, "cli-one"), 0, "the key must be gone after the run");
-    proc_free(p);
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "run", "cli-one", "--", "sh", "-c", "exit 0");
+	EXPECT_STATUS(p, 0);
+	cr_expect_eq(exists(s, "cli-one"), 0, "the key must be gone after the run");
+	proc_free(p);
 
-    p = DLOCK("-n", uri, "--timeout", TMO, "run", "cli-one", "--", "sh", "-c", "exit 7");
-    EXPECT_STATUS(p, 7);
-    cr_expect_eq(exists(s, "cli-one"), 0);
-    proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "run", "cli-one", "--", "sh", "-c", "exit 7");
+	EXPECT_STATUS(p, 7);
+	cr_expect_eq(exists(s, "cli-one"), 0);
+	proc_free(p);
 
-    /* Nodes from DLOCK_NODES; the child reports its environment and the key. */
-    snprintf(script, sizeof script,
-             "echo \"$DLOCK_NAME $DLOCK_OWNER\"; redis-cli -p %s hgetall \"$DLOCK_NAME\"", port);
-    p = dlock_env((const char *const[]){env_nodes, NULL},
-                  ARGS("--timeout", TMO, "run", "cli-one", "--", "sh", "-c", script));
-    ASSERT_STATUS(p, 0);
-    {
-        char name[64] = "", owner[128] = "", field[128] = "", count[16] = "";
-        int k = sscanf(p->out, "%63s %127s %127s %15s", name, owner, field, count);
-        cr_assert_eq(k, 4, "child output: %s", p->out);
-        cr_expect_str_eq(name, "cli-one", "DLOCK_NAME");
-        cr_expect(owner_matches(owner, p->pid), "DLOCK_OWNER \"%s\" is not <uuid>:%ld", owner,
-                  (long)p->pid);
-        cr_expect_str_eq(field, owner, "the hash field is the owner (HGETALL: %s)", p->out);
-        cr_expect_str_eq(count, "1");
-        cr_expect_eq(count_char(p->out, '\n'), 3, "one holder only: %s", p->out);
-    }
-    cr_expect_eq(exists(s, "cli-one"), 0);
-    proc_free(p);
+	/* Nodes from DLOCK_NODES; the child reports its environment and the key. */
+	snprintf(script, sizeof script,
+			"echo \"$DLOCK_NAME $DLOCK_OWNER\"; redis-cli -p %s hgetall \"$DLOCK_NAME\"",
+			port);
+	p = dlock_env((const char *const[]){ env_nodes, NULL },
+			ARGS("--timeout", TMO, "run", "cli-one", "--", "sh", "-c", script));
+	ASSERT_STATUS(p, 0);
+	{
+		char name[64] = "", owner[128] = "", field[128] = "", count[16] = "";
+		int k = sscanf(p->out, "%63s %127s %127s %15s", name, owner, field, count);
+		cr_assert_eq(k, 4, "child output: %s", p->out);
+		cr_expect_str_eq(name, "cli-one", "DLOCK_NAME");
+		cr_expect(owner_matches(owner, p->pid), "DLOCK_OWNER \"%s\" is not <uuid>:%ld",
+				owner, (long)p->pid);
+		cr_expect_str_eq(field, owner, "the hash field is the owner (HGETALL: %s)", p->out);
+		cr_expect_str_eq(count, "1");
+		cr_expect_eq(count_char(p->out, '\n'), 3, "one holder only: %s", p->out);
+	}
+	cr_expect_eq(exists(s, "cli-one"), 0);
+	proc_free(p);
 
-    /* From the parent while the command sleeps: one field <uuid>:<dlock's pid>,
+	/* From the parent while the command sleeps: one field <uuid>:<dlock's pid>,
      * count 1, the watchdog's lease (default 30 s). */
-    p = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "run", "cli-one", "--", "sh", "-c",
-                      "exec sleep 1"));
-    {
-        int64_t deadline = rh_now_ms() + 5000;
-        while (exists(s, "cli-one") != 1 && rh_now_ms() < deadline)
-            dl_sleep_ms(10);
-        redisReply *r = rh_command(s, "HGETALL cli-one");
-        cr_assert_not_null(r);
-        cr_assert_eq(r->elements, 2, "one holder expected, HGETALL has %zu elements",
-                     r->elements);
-        cr_expect(owner_matches(r->element[0]->str, p->pid), "field \"%s\" is not <uuid>:%ld",
-                  r->element[0]->str, (long)p->pid);
-        cr_expect_str_eq(r->element[1]->str, "1");
-        freeReplyObject(r);
-        int64_t pttl = rh_command_int(s, "PTTL cli-one");
-        cr_expect(pttl > 20000 && pttl <= 30000, "PTTL %" PRId64 " (watchdog lease 30000)",
-                  pttl);
-    }
-    proc_wait(p, HARD_TIMEOUT_S);
-    EXPECT_STATUS(p, 0);
-    cr_expect_eq(exists(s, "cli-one"), 0);
-    proc_free(p);
+	p = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "run", "cli-one", "--", "sh", "-c",
+			"exec sleep 1"));
+	{
+		int64_t deadline = rh_now_ms() + 5000;
+		while (exists(s, "cli-one") != 1 && rh_now_ms() < deadline)
+			dl_sleep_ms(10);
+		redisReply *r = rh_command(s, "HGETALL cli-one");
+		cr_assert_not_null(r);
+		cr_assert_eq(r->elements, 2, "one holder expected, HGETALL has %zu elements",
+				r->elements);
+		cr_expect(owner_matches(r->element[0]->str, p->pid),
+				"field \"%s\" is not <uuid>:%ld", r->element[0]->str, (long)p->pid);
+		cr_expect_str_eq(r->element[1]->str, "1");
+		freeReplyObject(r);
+		int64_t pttl = rh_command_int(s, "PTTL cli-one");
+		cr_expect(pttl > 20000 && pttl <= 30000, "PTTL %" PRId64 " (watchdog lease 30000)",
+				pttl);
+	}
+	proc_wait(p, HARD_TIMEOUT_S);
+	EXPECT_STATUS(p, 0);
+	cr_expect_eq(exists(s, "cli-one"), 0);
+	proc_free(p);
 
-    rh_server_free(s);
+	rh_server_free(s);
 }
 
 /* Without -l the watchdog keeps the lock past its lease for as long as CMD runs. */
 Test(cli, run_without_lease_is_renewed_past_the_watchdog_lease, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char script[256];
-    snprintf(script, sizeof script,
-             "sleep 1.5; redis-cli -p %d hget \"$DLOCK_NAME\" \"$DLOCK_OWNER\"",
-             rh_server_port(s));
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char script[256];
+	snprintf(script, sizeof script,
+			"sleep 1.5; redis-cli -p %d hget \"$DLOCK_NAME\" \"$DLOCK_OWNER\"",
+			rh_server_port(s));
 
-    proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "--watchdog", "600", "run",
-                    "cli-wd", "--", "sh", "-c", script);
-    EXPECT_STATUS(p, 0);
-    cr_expect_str_eq(p->out, "1\n", "still held after 2.5 watchdog leases: %s", p->out);
-    cr_expect_eq(exists(s, "cli-wd"), 0);
-    proc_free(p);
-    rh_server_free(s);
+	proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "--watchdog", "600", "run",
+			"cli-wd", "--", "sh", "-c", script);
+	EXPECT_STATUS(p, 0);
+	cr_expect_str_eq(p->out, "1\n", "still held after 2.5 watchdog leases: %s", p->out);
+	cr_expect_eq(exists(s, "cli-wd"), 0);
+	proc_free(p);
+	rh_server_free(s);
 }
 
 /* ---- 2. killed by a signal: 128+N ----------------------------------------------- */
 
 Test(cli, run_child_killed_by_signal_gives_128_plus_n, .timeout = 30)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
 
-    proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-sig", "--", "sh",
-                    "-c", "kill -TERM $$");
-    EXPECT_STATUS(p, 128 + SIGTERM);
-    cr_expect_eq(exists(s, "cli-sig"), 0, "released after the child died");
-    proc_free(p);
+	proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-sig", "--", "sh",
+			"-c", "kill -TERM $$");
+	EXPECT_STATUS(p, 128 + SIGTERM);
+	cr_expect_eq(exists(s, "cli-sig"), 0, "released after the child died");
+	proc_free(p);
 
-    /* A command that cannot be executed: 127 as a shell says, the lock released. */
-    p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-sig", "--",
-              "/nonexistent/dlock-test-command");
-    EXPECT_STATUS(p, 127);
-    cr_expect_eq(exists(s, "cli-sig"), 0);
-    proc_free(p);
-    rh_server_free(s);
+	/* A command that cannot be executed: 127 as a shell says, the lock released. */
+	p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-sig", "--",
+			"/nonexistent/dlock-test-command");
+	EXPECT_STATUS(p, 127);
+	cr_expect_eq(exists(s, "cli-sig"), 0);
+	proc_free(p);
+	rh_server_free(s);
 }
 
 /* ---- 3. held by others: 75 (or --conflict-exit-code) ------------------------------ */
 
 Test(cli, run_conflict_exits_75_after_the_wait, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
-    char node[64], before[256], after[256];
-    node_label(s, node, sizeof node);
-    hold_foreign(s, "cli-conf");
-    hgetall(s, "cli-conf", before, sizeof before);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
+	char node[64], before[256], after[256];
+	node_label(s, node, sizeof node);
+	hold_foreign(s, "cli-conf");
+	hgetall(s, "cli-conf", before, sizeof before);
 
-    proc *p = DLOCK("-n", uri, "--timeout", TMO, "run", "-w", "500", "cli-conf", "--", "true");
-    EXPECT_STATUS(p, 75);
-    cr_expect(proc_elapsed(p) >= 450 && proc_elapsed(p) <= 1500,
-              "-w 500 took %" PRId64 " ms", proc_elapsed(p));
-    EXPECT_ONE_LINE_ERR(p);
-    cr_expect(strstr(p->err, "cli-conf") != NULL, "stderr names the lock: %s", p->err);
-    cr_expect(strstr(p->err, node) != NULL, "stderr names the node %s: %s", node, p->err);
-    cr_expect(strstr(p->err, "held") != NULL, "stderr gives the cause (held): %s", p->err);
-    cr_expect_eq(p->out_len, 0, "nothing on stdout: %s", p->out);
-    proc_free(p);
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "run", "-w", "500", "cli-conf", "--", "true");
+	EXPECT_STATUS(p, 75);
+	cr_expect(proc_elapsed(p) >= 450 && proc_elapsed(p) <= 1500, "-w 500 took %" PRId64 " ms",
+			proc_elapsed(p));
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "cli-conf") != NULL, "stderr names the lock: %s", p->err);
+	cr_expect(strstr(p->err, node) != NULL, "stderr names the node %s: %s", node, p->err);
+	cr_expect(strstr(p->err, "held") != NULL, "stderr gives the cause (held): %s", p->err);
+	cr_expect_eq(p->out_len, 0, "nothing on stdout: %s", p->out);
+	proc_free(p);
 
-    p = DLOCK("-n", uri, "--timeout", TMO, "run", "-w", "0", "cli-conf", "--", "true");
-    EXPECT_STATUS(p, 75);
-    cr_expect_lt(proc_elapsed(p), 400, "-w 0 took %" PRId64 " ms", proc_elapsed(p));
-    EXPECT_ONE_LINE_ERR(p);
-    cr_expect(strstr(p->err, "cli-conf") != NULL, "%s", p->err);
-    proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "run", "-w", "0", "cli-conf", "--", "true");
+	EXPECT_STATUS(p, 75);
+	cr_expect_lt(proc_elapsed(p), 400, "-w 0 took %" PRId64 " ms", proc_elapsed(p));
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "cli-conf") != NULL, "%s", p->err);
+	proc_free(p);
 
-    p = DLOCK("-n", uri, "--timeout", TMO, "--conflict-exit-code", "9", "run", "-w", "0",
-              "cli-conf", "--", "true");
-    EXPECT_STATUS(p, 9);
-    EXPECT_ONE_LINE_ERR(p);
-    proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "--conflict-exit-code", "9", "run", "-w", "0",
+			"cli-conf", "--", "true");
+	EXPECT_STATUS(p, 9);
+	EXPECT_ONE_LINE_ERR(p);
+	proc_free(p);
 
-    /* acquire answers the same way. */
-    p = DLOCK("-n", uri, "--timeout", TMO, "acquire", "-l", "5000", "--owner", "me:1",
-              "cli-conf");
-    EXPECT_STATUS(p, 75);
-    EXPECT_ONE_LINE_ERR(p);
-    proc_free(p);
+	/* acquire answers the same way. */
+	p = DLOCK("-n", uri, "--timeout", TMO, "acquire", "-l", "5000", "--owner", "me:1",
+			"cli-conf");
+	EXPECT_STATUS(p, 75);
+	EXPECT_ONE_LINE_ERR(p);
+	proc_free(p);
 
-    hgetall(s, "cli-conf", after, sizeof after);
-    cr_expect_str_eq(after, before, "the foreign hold is untouched");
-    rh_server_free(s);
+	hgetall(s, "cli-conf", after, sizeof after);
+	cr_expect_str_eq(after, before, "the foreign hold is untouched");
+	rh_server_free(s);
 }
 
 /* ---- 4. too few nodes reachable: 69 --------------------------------------------- */
 
 Test(cli, run_without_quorum_exits_69, .timeout = 60)
 {
-    rh_server *s[3];
-    cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
-    char nodes[512], dead1[64], dead2[64], single[128];
-    snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
-             rh_server_uri(s[2]));
-    node_label(s[1], dead1, sizeof dead1);
-    node_label(s[2], dead2, sizeof dead2);
-    cr_assert_eq(rh_server_kill(s[1]), 0);
-    cr_assert_eq(rh_server_kill(s[2]), 0);
+	rh_server *s[3];
+	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+	char nodes[512], dead1[64], dead2[64], single[128];
+	snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
+			rh_server_uri(s[2]));
+	node_label(s[1], dead1, sizeof dead1);
+	node_label(s[2], dead2, sizeof dead2);
+	cr_assert_eq(rh_server_kill(s[1]), 0);
+	cr_assert_eq(rh_server_kill(s[2]), 0);
 
-    proc *p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "run", "-w", "0",
-                    "cli-quorum", "--", "true");
-    EXPECT_STATUS(p, 69);
-    EXPECT_ONE_LINE_ERR(p);
-    cr_expect(strstr(p->err, dead1) != NULL || strstr(p->err, dead2) != NULL,
-              "stderr names a dead node (%s or %s): %s", dead1, dead2, p->err);
-    cr_expect_lt(proc_elapsed(p), 2000, "took %" PRId64 " ms", proc_elapsed(p));
-    cr_expect_eq(exists(s[0], "cli-quorum"), 0, "no hold left on the live node");
-    proc_free(p);
+	proc *p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "run", "-w", "0",
+			"cli-quorum", "--", "true");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, dead1) != NULL || strstr(p->err, dead2) != NULL,
+			"stderr names a dead node (%s or %s): %s", dead1, dead2, p->err);
+	cr_expect_lt(proc_elapsed(p), 2000, "took %" PRId64 " ms", proc_elapsed(p));
+	cr_expect_eq(exists(s[0], "cli-quorum"), 0, "no hold left on the live node");
+	proc_free(p);
 
-    /* acquire: the same status. */
-    p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "acquire", "-l", "5000",
-              "--owner", "me:1", "cli-quorum");
-    EXPECT_STATUS(p, 69);
-    EXPECT_ONE_LINE_ERR(p);
-    cr_expect_eq(exists(s[0], "cli-quorum"), 0);
-    proc_free(p);
+	/* acquire: the same status. */
+	p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "acquire", "-l", "5000",
+			"--owner", "me:1", "cli-quorum");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect_eq(exists(s[0], "cli-quorum"), 0);
+	proc_free(p);
 
-    /* One node, nobody listening. */
-    int port = closed_port();
-    snprintf(single, sizeof single, "redis://127.0.0.1:%d", port);
-    snprintf(dead1, sizeof dead1, "127.0.0.1:%d", port);
-    p = DLOCK("-n", single, "--timeout", TMO, "run", "-w", "0", "cli-quorum", "--", "true");
-    EXPECT_STATUS(p, 69);
-    EXPECT_ONE_LINE_ERR(p);
-    cr_expect(strstr(p->err, dead1) != NULL, "stderr names %s: %s", dead1, p->err);
-    proc_free(p);
+	/* One node, nobody listening. */
+	int port = closed_port();
+	snprintf(single, sizeof single, "redis://127.0.0.1:%d", port);
+	snprintf(dead1, sizeof dead1, "127.0.0.1:%d", port);
+	p = DLOCK("-n", single, "--timeout", TMO, "run", "-w", "0", "cli-quorum", "--", "true");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, dead1) != NULL, "stderr names %s: %s", dead1, p->err);
+	proc_free(p);
 
-    for (int i = 0; i < 3; i++)
-        rh_server_free(s[i]);
+	for (int i = 0; i < 3; i++)
+		rh_server_free(s[i]);
 }
 
 /* ---- 5. lost while CMD runs: 70 ------------------------------------------------- */
 
 Test(cli, run_force_unlocked_under_watchdog_exits_70, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
-    char dir[64], pidfile[128], script[256];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-    snprintf(script, sizeof script, "echo $$ > %s; exec sleep 30", pidfile);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
+	char dir[64], pidfile[128], script[256];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
+	snprintf(script, sizeof script, "echo $$ > %s; exec sleep 30", pidfile);
 
-    proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
-                              "--grace", "500", "cli-lost", "--", "sh", "-c", script));
-    long child = wait_for_pidfile(pidfile, 5000);
-    cr_assert_gt(child, 0, "the command did not start");
-    dl_sleep_ms(500);
-    cr_assert_eq(exists(s, "cli-lost"), 1);
+	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
+			"--grace", "500", "cli-lost", "--", "sh", "-c", script));
+	long child = wait_for_pidfile(pidfile, 5000);
+	cr_assert_gt(child, 0, "the command did not start");
+	dl_sleep_ms(500);
+	cr_assert_eq(exists(s, "cli-lost"), 1);
 
-    proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-lost");
-    EXPECT_STATUS(un, 0);
-    int64_t unlocked = rh_now_ms();
-    proc_free(un);
+	proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-lost");
+	EXPECT_STATUS(un, 0);
+	int64_t unlocked = rh_now_ms();
+	proc_free(un);
 
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 70);
-    cr_expect_leq(run->t1 - unlocked, 2500,
-                  "exited %" PRId64 " ms after the force unlock (watchdog/3 + grace + margin)",
-                  run->t1 - unlocked);
-    cr_expect(kill((pid_t)child, 0) == -1 && errno == ESRCH, "the command (pid %ld) survived",
-              child);
-    EXPECT_ONE_LINE_ERR(run);
-    cr_expect(strstr(run->err, "cli-lost") != NULL, "%s", run->err);
-    cr_expect_eq(exists(s, "cli-lost"), 0);
-    proc_free(run);
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 70);
+	cr_expect_leq(run->t1 - unlocked, 2500,
+			"exited %" PRId64
+			" ms after the force unlock (watchdog/3 + grace + margin)",
+			run->t1 - unlocked);
+	cr_expect(kill((pid_t)child, 0) == -1 && errno == ESRCH, "the command (pid %ld) survived",
+			child);
+	EXPECT_ONE_LINE_ERR(run);
+	cr_expect(strstr(run->err, "cli-lost") != NULL, "%s", run->err);
+	cr_expect_eq(exists(s, "cli-lost"), 0);
+	proc_free(run);
 
-    remove_tmpdir(dir, ARGS("pid"));
-    rh_server_free(s);
+	remove_tmpdir(dir, ARGS("pid"));
+	rh_server_free(s);
 }
 
 Test(cli, run_outliving_its_lease_exits_70, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char dir[64], pidfile[128], script[256];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-    snprintf(script, sizeof script, "echo $$ > %s; exec sleep 30", pidfile);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char dir[64], pidfile[128], script[256];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
+	snprintf(script, sizeof script, "echo $$ > %s; exec sleep 30", pidfile);
 
-    proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "800", "--grace",
-                    "300", "cli-lease", "--", "sh", "-c", script);
-    EXPECT_STATUS(p, 70);
-    /* Stopped before the lease ends, not after: SIGTERM at 800 - 300 ms
+	proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "800", "--grace",
+			"300", "cli-lease", "--", "sh", "-c", script);
+	EXPECT_STATUS(p, 70);
+	/* Stopped before the lease ends, not after: SIGTERM at 800 - 300 ms
      * (--grace), SIGKILL by 800 ms (plus dlock's own start and exit). */
-    cr_expect(proc_elapsed(p) >= 450 && proc_elapsed(p) <= 950,
-              "a run with -l 800 --grace 300 ended after %" PRId64 " ms", proc_elapsed(p));
-    long child = wait_for_pidfile(pidfile, 100);
-    cr_expect_gt(child, 0);
-    if (child > 0)
-        cr_expect(kill((pid_t)child, 0) == -1 && errno == ESRCH,
-                  "the command (pid %ld) survived", child);
-    EXPECT_ONE_LINE_ERR(p);
-    proc_free(p);
+	cr_expect(proc_elapsed(p) >= 450 && proc_elapsed(p) <= 950,
+			"a run with -l 800 --grace 300 ended after %" PRId64 " ms",
+			proc_elapsed(p));
+	long child = wait_for_pidfile(pidfile, 100);
+	cr_expect_gt(child, 0);
+	if (child > 0)
+		cr_expect(kill((pid_t)child, 0) == -1 && errno == ESRCH,
+				"the command (pid %ld) survived", child);
+	EXPECT_ONE_LINE_ERR(p);
+	proc_free(p);
 
-    remove_tmpdir(dir, ARGS("pid"));
-    rh_server_free(s);
+	remove_tmpdir(dir, ARGS("pid"));
+	rh_server_free(s);
 }
 
 /* A command that ignores SIGTERM gets SIGKILL after the grace period. */
 Test(cli, run_lost_command_ignoring_sigterm_is_killed_after_grace, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
-    char dir[64], pidfile[128], script[256];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-    snprintf(script, sizeof script,
-             "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done", pidfile);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
+	char dir[64], pidfile[128], script[256];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
+	snprintf(script, sizeof script, "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done",
+			pidfile);
 
-    proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
-                              "--grace", "700", "cli-kill", "--", "sh", "-c", script));
-    long child = wait_for_pidfile(pidfile, 5000);
-    cr_assert_gt(child, 0, "the command did not start");
+	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
+			"--grace", "700", "cli-kill", "--", "sh", "-c", script));
+	long child = wait_for_pidfile(pidfile, 5000);
+	cr_assert_gt(child, 0, "the command did not start");
 
-    proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-kill");
-    EXPECT_STATUS(un, 0);
-    int64_t unlocked = rh_now_ms();
-    proc_free(un);
+	proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-kill");
+	EXPECT_STATUS(un, 0);
+	int64_t unlocked = rh_now_ms();
+	proc_free(un);
 
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 70);
-    /* At least the grace (SIGTERM is ignored), at most detection + grace + margin. */
-    cr_expect(run->t1 - unlocked >= 650 && run->t1 - unlocked <= 2500,
-              "exited %" PRId64 " ms after the force unlock (grace 700)", run->t1 - unlocked);
-    cr_expect(gone_within((pid_t)child, 1000), "the command (pid %ld) survived SIGKILL", child);
-    proc_free(run);
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 70);
+	/* At least the grace (SIGTERM is ignored), at most detection + grace + margin. */
+	cr_expect(run->t1 - unlocked >= 650 && run->t1 - unlocked <= 2500,
+			"exited %" PRId64 " ms after the force unlock (grace 700)",
+			run->t1 - unlocked);
+	cr_expect(gone_within((pid_t)child, 1000), "the command (pid %ld) survived SIGKILL", child);
+	proc_free(run);
 
-    remove_tmpdir(dir, ARGS("pid"));
-    rh_server_free(s);
+	remove_tmpdir(dir, ARGS("pid"));
+	rh_server_free(s);
 }
 
 /* ---- 6. usage errors: 64 ------------------------------------------------------- */
 
 Test(cli, usage_errors_exit_64_with_one_line, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
-    char two[256];
-    snprintf(two, sizeof two, "%s,%s", uri, uri);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
+	char two[256];
+	snprintf(two, sizeof two, "%s,%s", uri, uri);
 
-    const char *const *cases[] = {
-        ARGS("-n", uri, "--timeout", TMO, "--bogus", "run", "cli-use", "--", "true"),
-        ARGS("-n", uri, "--timeout", TMO, "run", "--bogus", "cli-use", "--", "true"),
-        ARGS("-n", "http://x", "--timeout", TMO, "run", "cli-use", "--", "true"),
-        ARGS("-n", uri, "--timeout", TMO, "run", "", "--", "true"),
-        ARGS("-n", uri, "--timeout", TMO, "run", "cli-use", "--"),
-        ARGS("-n", uri, "--timeout", TMO, "acquire", "--owner", "me:1", "cli-use"),
-        ARGS("-n", uri, "--timeout", TMO, "acquire", "-l", "5000", "cli-use"),
-        ARGS("-n", uri, "--timeout", TMO, "release", "cli-use"),
-        ARGS("-n", uri, "--timeout", TMO, "unlock", "cli-use"),
-        ARGS("-n", two, "-m", "rlock", "--timeout", TMO, "run", "cli-use", "--", "true"),
-        ARGS("-n", uri, "--timeout", "abc", "run", "cli-use", "--", "true"),
-        ARGS("-n", uri, "--timeout", TMO, "--conflict-exit-code", "abc", "run", "cli-use", "--",
-             "true"),
-        ARGS("-n", uri, "--timeout", TMO, "-m", "paxos", "run", "cli-use", "--", "true"),
-        ARGS("-n", uri, "--timeout", TMO, "frobnicate", "cli-use"),
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        proc *p = dlock_env(NULL, cases[i]);
-        EXPECT_STATUS(p, 64);
-        EXPECT_ONE_LINE_ERR(p);
-        cr_expect_eq(p->out_len, 0, "`%s`: nothing on stdout: %s", p->desc, p->out);
-        proc_free(p);
-    }
-    cr_expect_eq(exists(s, "cli-use"), 0, "no usage error may touch the lock");
-    rh_server_free(s);
+	const char *const *cases[] = {
+		ARGS("-n", uri, "--timeout", TMO, "--bogus", "run", "cli-use", "--", "true"),
+		ARGS("-n", uri, "--timeout", TMO, "run", "--bogus", "cli-use", "--", "true"),
+		ARGS("-n", "http://x", "--timeout", TMO, "run", "cli-use", "--", "true"),
+		ARGS("-n", uri, "--timeout", TMO, "run", "", "--", "true"),
+		ARGS("-n", uri, "--timeout", TMO, "run", "cli-use", "--"),
+		ARGS("-n", uri, "--timeout", TMO, "acquire", "--owner", "me:1", "cli-use"),
+		ARGS("-n", uri, "--timeout", TMO, "acquire", "-l", "5000", "cli-use"),
+		ARGS("-n", uri, "--timeout", TMO, "release", "cli-use"),
+		ARGS("-n", uri, "--timeout", TMO, "unlock", "cli-use"),
+		ARGS("-n", two, "-m", "rlock", "--timeout", TMO, "run", "cli-use", "--", "true"),
+		ARGS("-n", uri, "--timeout", "abc", "run", "cli-use", "--", "true"),
+		ARGS("-n", uri, "--timeout", TMO, "--conflict-exit-code", "abc", "run", "cli-use",
+				"--", "true"),
+		ARGS("-n", uri, "--timeout", TMO, "-m", "paxos", "run", "cli-use", "--", "true"),
+		ARGS("-n", uri, "--timeout", TMO, "frobnicate", "cli-use"),
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		proc *p = dlock_env(NULL, cases[i]);
+		EXPECT_STATUS(p, 64);
+		EXPECT_ONE_LINE_ERR(p);
+		cr_expect_eq(p->out_len, 0, "`%s`: nothing on stdout: %s", p->desc, p->out);
+		proc_free(p);
+	}
+	cr_expect_eq(exists(s, "cli-use"), 0, "no usage error may touch the lock");
+	rh_server_free(s);
 }
 
 /* ---- 7. acquire/release with one owner re-enter ----------------------------------- */
 
 Test(cli, acquire_release_with_owner_reenters, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
-    char v[64];
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
+	char v[64];
 
-    for (int i = 0; i < 2; i++) {
-        proc *p = DLOCK("-n", uri, "--timeout", TMO, "acquire", "-l", "10000", "--owner",
-                        "me:1", "cli-re");
-        EXPECT_STATUS(p, 0);
-        proc_free(p);
-    }
-    cr_assert(hget(s, "cli-re", "me:1", v, sizeof v));
-    cr_expect_str_eq(v, "2", "hold count after two acquires");
-    cr_expect_eq(rh_command_int(s, "HLEN cli-re"), 1);
+	for (int i = 0; i < 2; i++) {
+		proc *p = DLOCK("-n", uri, "--timeout", TMO, "acquire", "-l", "10000", "--owner",
+				"me:1", "cli-re");
+		EXPECT_STATUS(p, 0);
+		proc_free(p);
+	}
+	cr_assert(hget(s, "cli-re", "me:1", v, sizeof v));
+	cr_expect_str_eq(v, "2", "hold count after two acquires");
+	cr_expect_eq(rh_command_int(s, "HLEN cli-re"), 1);
 
-    proc *p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "me:1", "cli-re");
-    EXPECT_STATUS(p, 0);
-    proc_free(p);
-    cr_assert(hget(s, "cli-re", "me:1", v, sizeof v));
-    cr_expect_str_eq(v, "1", "hold count after one release");
-    int64_t pttl = rh_command_int(s, "PTTL cli-re");
-    cr_expect(pttl > 8000 && pttl <= 10000, "PTTL %" PRId64 ": the 10 s lease is kept", pttl);
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "me:1", "cli-re");
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+	cr_assert(hget(s, "cli-re", "me:1", v, sizeof v));
+	cr_expect_str_eq(v, "1", "hold count after one release");
+	int64_t pttl = rh_command_int(s, "PTTL cli-re");
+	cr_expect(pttl > 8000 && pttl <= 10000, "PTTL %" PRId64 ": the 10 s lease is kept", pttl);
 
-    p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "me:1", "cli-re");
-    EXPECT_STATUS(p, 0);
-    proc_free(p);
-    cr_expect_eq(exists(s, "cli-re"), 0, "the last release deletes the key");
+	p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "me:1", "cli-re");
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+	cr_expect_eq(exists(s, "cli-re"), 0, "the last release deletes the key");
 
-    p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "me:1", "cli-re");
-    EXPECT_STATUS(p, 1);
-    EXPECT_ONE_LINE_ERR(p);
-    proc_free(p);
-    rh_server_free(s);
+	p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "me:1", "cli-re");
+	EXPECT_STATUS(p, 1);
+	EXPECT_ONE_LINE_ERR(p);
+	proc_free(p);
+	rh_server_free(s);
 }
 
 /* ---- 8. release by a non-owner: 1, nothing changed --------------------------------- */
 
 Test(cli, release_by_other_owner_exits_1_and_changes_nothing, .timeout = 30)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
-    char before[256], after[256];
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
+	char before[256], after[256];
 
-    proc *p = DLOCK("-n", uri, "--timeout", TMO, "acquire", "-l", "10000", "--owner", "me:1",
-                    "cli-other");
-    ASSERT_STATUS(p, 0);
-    proc_free(p);
-    hgetall(s, "cli-other", before, sizeof before);
-    cr_expect_str_eq(before, "me:1=1;");
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "acquire", "-l", "10000", "--owner", "me:1",
+			"cli-other");
+	ASSERT_STATUS(p, 0);
+	proc_free(p);
+	hgetall(s, "cli-other", before, sizeof before);
+	cr_expect_str_eq(before, "me:1=1;");
 
-    p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "someone-else", "cli-other");
-    EXPECT_STATUS(p, 1);
-    EXPECT_ONE_LINE_ERR(p);
-    proc_free(p);
-    hgetall(s, "cli-other", after, sizeof after);
-    cr_expect_str_eq(after, before, "the hash is unchanged");
-    int64_t pttl = rh_command_int(s, "PTTL cli-other");
-    cr_expect(pttl > 8000 && pttl <= 10000, "PTTL %" PRId64, pttl);
-    rh_server_free(s);
+	p = DLOCK("-n", uri, "--timeout", TMO, "release", "--owner", "someone-else", "cli-other");
+	EXPECT_STATUS(p, 1);
+	EXPECT_ONE_LINE_ERR(p);
+	proc_free(p);
+	hgetall(s, "cli-other", after, sizeof after);
+	cr_expect_str_eq(after, before, "the hash is unchanged");
+	int64_t pttl = rh_command_int(s, "PTTL cli-other");
+	cr_expect(pttl > 8000 && pttl <= 10000, "PTTL %" PRId64, pttl);
+	rh_server_free(s);
 }
 
 /* ---- 9. status and status --json ----------------------------------------------- */
 
 /* The part of `text` about node i: from its label to the next node's label. */
-static void node_segment(const char *text, char labels[][64], int n, int i, char *buf,
-                         size_t len)
+static void node_segment(const char *text, char labels[][64], int n, int i, char *buf, size_t len)
 {
-    const char *start = strstr(text, labels[i]), *end = text + strlen(text);
+	const char *start = strstr(text, labels[i]), *end = text + strlen(text);
 
-    cr_assert_not_null(start, "%s missing from: %s", labels[i], text);
-    for (int j = 0; j < n; j++) {
-        const char *q = strstr(text, labels[j]);
-        if (j != i && q != NULL && q > start && q < end)
-            end = q;
-    }
-    snprintf(buf, len, "%.*s", (int)(end - start), start);
+	cr_assert_not_null(start, "%s missing from: %s", labels[i], text);
+	for (int j = 0; j < n; j++) {
+		const char *q = strstr(text, labels[j]);
+		if (j != i && q != NULL && q > start && q < end)
+			end = q;
+	}
+	snprintf(buf, len, "%.*s", (int)(end - start), start);
 }
 
 Test(cli, status_json_and_table_with_a_dead_node, .timeout = 60)
 {
-    rh_server *s[3];
-    char labels[3][64], nodes[512], seg[1024];
-    const char *holders = "\"holders\":[{\"owner\":\"me:1\",\"count\":1}]";
-    cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
-    snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
-             rh_server_uri(s[2]));
-    for (int i = 0; i < 3; i++)
-        node_label(s[i], labels[i], sizeof labels[i]);
-    cr_assert_eq(rh_server_kill(s[2]), 0);
+	rh_server *s[3];
+	char labels[3][64], nodes[512], seg[1024];
+	const char *holders = "\"holders\":[{\"owner\":\"me:1\",\"count\":1}]";
+	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+	snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
+			rh_server_uri(s[2]));
+	for (int i = 0; i < 3; i++)
+		node_label(s[i], labels[i], sizeof labels[i]);
+	cr_assert_eq(rh_server_kill(s[2]), 0);
 
-    proc *p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "acquire", "-l",
-                    "20000", "--owner", "me:1", "cli-st");
-    ASSERT_STATUS(p, 0);
-    proc_free(p);
+	proc *p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "acquire", "-l",
+			"20000", "--owner", "me:1", "cli-st");
+	ASSERT_STATUS(p, 0);
+	proc_free(p);
 
-    p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "status", "--json",
-              "cli-st");
-    EXPECT_STATUS(p, 0);
-    cr_expect(json_valid(p->out), "not JSON: %s", p->out);
-    cr_expect(strstr(p->out, "\"quorum\":2") != NULL, "%s", p->out);
-    cr_expect_eq(count_str(p->out, holders), 2, "two live holders: %s", p->out);
-    cr_expect_eq(count_str(p->out, "\"reachable\":false"), 1, "%s", p->out);
-    for (int i = 0; i < 3; i++) {
-        node_segment(p->out, labels, 3, i, seg, sizeof seg);
-        if (i < 2) {
-            cr_expect(strstr(seg, holders) != NULL, "node %s: %s", labels[i], seg);
-            cr_expect(strstr(seg, "\"reachable\":true") != NULL, "node %s: %s", labels[i], seg);
-        } else {
-            cr_expect(strstr(seg, "\"reachable\":false") != NULL, "node %s: %s", labels[i],
-                      seg);
-        }
-    }
-    proc_free(p);
+	p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "status", "--json",
+			"cli-st");
+	EXPECT_STATUS(p, 0);
+	cr_expect(json_valid(p->out), "not JSON: %s", p->out);
+	cr_expect(strstr(p->out, "\"quorum\":2") != NULL, "%s", p->out);
+	cr_expect_eq(count_str(p->out, holders), 2, "two live holders: %s", p->out);
+	cr_expect_eq(count_str(p->out, "\"reachable\":false"), 1, "%s", p->out);
+	for (int i = 0; i < 3; i++) {
+		node_segment(p->out, labels, 3, i, seg, sizeof seg);
+		if (i < 2) {
+			cr_expect(strstr(seg, holders) != NULL, "node %s: %s", labels[i], seg);
+			cr_expect(strstr(seg, "\"reachable\":true") != NULL, "node %s: %s",
+					labels[i], seg);
+		} else {
+			cr_expect(strstr(seg, "\"reachable\":false") != NULL, "node %s: %s",
+					labels[i], seg);
+		}
+	}
+	proc_free(p);
 
-    p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "status", "cli-st");
-    EXPECT_STATUS(p, 0);
-    {
-        /* Header line(s) first, then exactly one line per node. */
-        char *lines[16];
-        int n = 0;
-        char *save = NULL;
-        for (char *l = strtok_r(p->out, "\n", &save); l != NULL && n < 16;
-             l = strtok_r(NULL, "\n", &save))
-            lines[n++] = l;
-        cr_assert(n >= 4 && n <= 5, "%d lines: header(s) and 3 nodes expected", n);
-        cr_expect(strstr(lines[0], "cli-st") != NULL, "header names the lock: %s", lines[0]);
-        for (int i = 0; i < 3; i++) {
-            int where = -1, times = 0;
-            for (int j = 0; j < n; j++)
-                if (strstr(lines[j], labels[i]) != NULL && strstr(lines[j], labels[i]) ==
-                    lines[j] + strspn(lines[j], " ")) {
-                    where = j;
-                    times++;
-                }
-            cr_expect_eq(times, 1, "node %s must start exactly one line", labels[i]);
-            cr_expect_geq(where, n - 3, "node lines come after the header");
-            if (where >= 0 && i < 2)
-                cr_expect(strstr(lines[where], "me:1") != NULL, "%s", lines[where]);
-            if (where >= 0 && i == 2)
-                cr_expect(strstr(lines[where], "unreachable") != NULL, "%s", lines[where]);
-        }
-    }
-    proc_free(p);
+	p = DLOCK("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "status", "cli-st");
+	EXPECT_STATUS(p, 0);
+	{
+		/* Header line(s) first, then exactly one line per node. */
+		char *lines[16];
+		int n = 0;
+		char *save = NULL;
+		for (char *l = strtok_r(p->out, "\n", &save); l != NULL && n < 16;
+				l = strtok_r(NULL, "\n", &save))
+			lines[n++] = l;
+		cr_assert(n >= 4 && n <= 5, "%d lines: header(s) and 3 nodes expected", n);
+		cr_expect(strstr(lines[0], "cli-st") != NULL, "header names the lock: %s",
+				lines[0]);
+		for (int i = 0; i < 3; i++) {
+			int where = -1, times = 0;
+			for (int j = 0; j < n; j++)
+				if (strstr(lines[j], labels[i]) != NULL &&
+						strstr(lines[j], labels[i]) ==
+								lines[j] + strspn(lines[j], " ")) {
+					where = j;
+					times++;
+				}
+			cr_expect_eq(times, 1, "node %s must start exactly one line", labels[i]);
+			cr_expect_geq(where, n - 3, "node lines come after the header");
+			if (where >= 0 && i < 2)
+				cr_expect(strstr(lines[where], "me:1") != NULL, "%s", lines[where]);
+			if (where >= 0 && i == 2)
+				cr_expect(strstr(lines[where], "unreachable") != NULL, "%s",
+						lines[where]);
+		}
+	}
+	proc_free(p);
 
-    for (int i = 0; i < 3; i++)
-        rh_server_free(s[i]);
+	for (int i = 0; i < 3; i++)
+		rh_server_free(s[i]);
 }
 
 /* ---- 10. signals are forwarded ---------------------------------------------------- */
 
 Test(cli, run_forwards_sigint_to_the_command, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char dir[64], ready[128], script[512];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(ready, sizeof ready, "%s/ready", dir);
-    /* The background sleep ignores SIGINT (no job control): the trap ends it. */
-    snprintf(script, sizeof script,
-             "trap 'kill $! 2>/dev/null; exit 5' INT; sleep 30 & echo $$ > %s; wait", ready);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char dir[64], ready[128], script[512];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(ready, sizeof ready, "%s/ready", dir);
+	/* The background sleep ignores SIGINT (no job control): the trap ends it. */
+	snprintf(script, sizeof script,
+			"trap 'kill $! 2>/dev/null; exit 5' INT; sleep 30 & echo $$ > %s; wait",
+			ready);
 
-    proc *p = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-fwd", "--",
-                            "sh", "-c", script));
-    cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
-    if (rh_now_ms() - p->t0 < 500)
-        dl_sleep_ms(500 - (rh_now_ms() - p->t0));
-    cr_expect_eq(exists(s, "cli-fwd"), 1);
-    int64_t sent = rh_now_ms();
-    cr_assert_eq(kill(p->pid, SIGINT), 0);
-    proc_wait(p, HARD_TIMEOUT_S);
-    EXPECT_STATUS(p, 5);
-    cr_expect_leq(p->t1 - sent, 2000, "exit %" PRId64 " ms after SIGINT", p->t1 - sent);
-    cr_expect_eq(exists(s, "cli-fwd"), 0, "released");
-    proc_free(p);
+	proc *p = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-fwd", "--",
+			"sh", "-c", script));
+	cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
+	if (rh_now_ms() - p->t0 < 500)
+		dl_sleep_ms(500 - (rh_now_ms() - p->t0));
+	cr_expect_eq(exists(s, "cli-fwd"), 1);
+	int64_t sent = rh_now_ms();
+	cr_assert_eq(kill(p->pid, SIGINT), 0);
+	proc_wait(p, HARD_TIMEOUT_S);
+	EXPECT_STATUS(p, 5);
+	cr_expect_leq(p->t1 - sent, 2000, "exit %" PRId64 " ms after SIGINT", p->t1 - sent);
+	cr_expect_eq(exists(s, "cli-fwd"), 0, "released");
+	proc_free(p);
 
-    remove_tmpdir(dir, ARGS("ready"));
-    rh_server_free(s);
+	remove_tmpdir(dir, ARGS("ready"));
+	rh_server_free(s);
 }
 
 /*
@@ -1099,106 +1107,107 @@ Test(cli, run_forwards_sigint_to_the_command, .timeout = 60)
  */
 Test(cli, run_waiting_for_the_lock_stops_on_sigterm, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char dir[64], marker[128], script[256], before[256], after[256];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(marker, sizeof marker, "%s/ran", dir);
-    snprintf(script, sizeof script, "touch %s", marker);
-    hold_foreign(s, "cli-wait");
-    hgetall(s, "cli-wait", before, sizeof before);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char dir[64], marker[128], script[256], before[256], after[256];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(marker, sizeof marker, "%s/ran", dir);
+	snprintf(script, sizeof script, "touch %s", marker);
+	hold_foreign(s, "cli-wait");
+	hgetall(s, "cli-wait", before, sizeof before);
 
-    proc *p = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "-w", "4000",
-                            "cli-wait", "--", "sh", "-c", script));
-    dl_sleep_ms(500);
-    int64_t sent = rh_now_ms();
-    cr_assert_eq(kill(p->pid, SIGTERM), 0);
-    proc_wait(p, HARD_TIMEOUT_S);
-    cr_expect_leq(p->t1 - sent, 1500,
-                  "`%s` exited %" PRId64 " ms after SIGTERM (status %d): the signal was ignored "
-                  "while waiting\nstderr: %s",
-                  p->desc, p->t1 - sent, p->status, p->err);
-    cr_expect_neq(p->status, 0);
-    cr_expect(!file_exists(marker), "CMD ran after SIGTERM");
-    hgetall(s, "cli-wait", after, sizeof after);
-    cr_expect_str_eq(after, before);
-    proc_free(p);
+	proc *p = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "-w", "4000",
+			"cli-wait", "--", "sh", "-c", script));
+	dl_sleep_ms(500);
+	int64_t sent = rh_now_ms();
+	cr_assert_eq(kill(p->pid, SIGTERM), 0);
+	proc_wait(p, HARD_TIMEOUT_S);
+	cr_expect_leq(p->t1 - sent, 1500,
+			"`%s` exited %" PRId64
+			" ms after SIGTERM (status %d): the signal was ignored "
+			"while waiting\nstderr: %s",
+			p->desc, p->t1 - sent, p->status, p->err);
+	cr_expect_neq(p->status, 0);
+	cr_expect(!file_exists(marker), "CMD ran after SIGTERM");
+	hgetall(s, "cli-wait", after, sizeof after);
+	cr_expect_str_eq(after, before);
+	proc_free(p);
 
-    remove_tmpdir(dir, ARGS("ran"));
-    rh_server_free(s);
+	remove_tmpdir(dir, ARGS("ran"));
+	rh_server_free(s);
 }
 
 /* ---- 11. --help and --version ------------------------------------------------------ */
 
 Test(cli, help_and_version, .timeout = 30)
 {
-    proc *p = DLOCK("--help");
-    EXPECT_STATUS(p, 0);
-    const char *words[] = {"run", "acquire", "release", "status", "unlock", "64", "69", "70",
-                           "75"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        cr_expect(has_word(p->out, words[i]), "--help does not mention %s", words[i]);
-    cr_expect_eq(p->err_len, 0, "%s", p->err);
-    proc_free(p);
+	proc *p = DLOCK("--help");
+	EXPECT_STATUS(p, 0);
+	const char *words[] = { "run", "acquire", "release", "status", "unlock", "64", "69", "70",
+		"75" };
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		cr_expect(has_word(p->out, words[i]), "--help does not mention %s", words[i]);
+	cr_expect_eq(p->err_len, 0, "%s", p->err);
+	proc_free(p);
 
-    p = DLOCK("-h");
-    EXPECT_STATUS(p, 0);
-    cr_expect(has_word(p->out, "acquire"));
-    proc_free(p);
+	p = DLOCK("-h");
+	EXPECT_STATUS(p, 0);
+	cr_expect(has_word(p->out, "acquire"));
+	proc_free(p);
 
-    char want[128];
-    snprintf(want, sizeof want, "dlock %s\n", dlock_version());
-    p = DLOCK("--version");
-    EXPECT_STATUS(p, 0);
-    cr_expect_str_eq(p->out, want);
-    cr_expect_eq(p->err_len, 0, "%s", p->err);
-    proc_free(p);
+	char want[128];
+	snprintf(want, sizeof want, "dlock %s\n", dlock_version());
+	p = DLOCK("--version");
+	EXPECT_STATUS(p, 0);
+	cr_expect_str_eq(p->out, want);
+	cr_expect_eq(p->err_len, 0, "%s", p->err);
+	proc_free(p);
 }
 
 /* ---- 12. multilock ---------------------------------------------------------------- */
 
 Test(cli, multilock_run_holds_every_node, .timeout = 60)
 {
-    rh_server *s[2];
-    char nodes[256], script[512], after[256];
-    cr_assert_eq(rh_servers_start(s, 2, NULL), 0);
-    snprintf(nodes, sizeof nodes, "%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]));
-    snprintf(script, sizeof script,
-             "redis-cli -p %d hget \"$DLOCK_NAME\" \"$DLOCK_OWNER\"; "
-             "redis-cli -p %d hget \"$DLOCK_NAME\" \"$DLOCK_OWNER\"",
-             rh_server_port(s[0]), rh_server_port(s[1]));
+	rh_server *s[2];
+	char nodes[256], script[512], after[256];
+	cr_assert_eq(rh_servers_start(s, 2, NULL), 0);
+	snprintf(nodes, sizeof nodes, "%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]));
+	snprintf(script, sizeof script,
+			"redis-cli -p %d hget \"$DLOCK_NAME\" \"$DLOCK_OWNER\"; "
+			"redis-cli -p %d hget \"$DLOCK_NAME\" \"$DLOCK_OWNER\"",
+			rh_server_port(s[0]), rh_server_port(s[1]));
 
-    proc *p = DLOCK("-n", nodes, "-m", "multilock", "--timeout", TMO, "run", "cli-multi", "--",
-                    "sh", "-c", script);
-    EXPECT_STATUS(p, 0);
-    cr_expect_str_eq(p->out, "1\n1\n", "held on both nodes by DLOCK_OWNER: %s", p->out);
-    cr_expect_eq(exists(s[0], "cli-multi"), 0);
-    cr_expect_eq(exists(s[1], "cli-multi"), 0);
-    proc_free(p);
+	proc *p = DLOCK("-n", nodes, "-m", "multilock", "--timeout", TMO, "run", "cli-multi", "--",
+			"sh", "-c", script);
+	EXPECT_STATUS(p, 0);
+	cr_expect_str_eq(p->out, "1\n1\n", "held on both nodes by DLOCK_OWNER: %s", p->out);
+	cr_expect_eq(exists(s[0], "cli-multi"), 0);
+	cr_expect_eq(exists(s[1], "cli-multi"), 0);
+	proc_free(p);
 
-    /* One member held by another: 75, and nothing left on the free member. */
-    hold_foreign(s[1], "cli-multi");
-    p = DLOCK("-n", nodes, "-m", "multilock", "--timeout", TMO, "run", "-w", "0", "cli-multi",
-              "--", "true");
-    EXPECT_STATUS(p, 75);
-    EXPECT_ONE_LINE_ERR(p);
-    cr_expect_eq(exists(s[0], "cli-multi"), 0);
-    hgetall(s[1], "cli-multi", after, sizeof after);
-    cr_expect_str_eq(after, "foreign:1=1;");
-    proc_free(p);
-    rh_command_int(s[1], "DEL cli-multi");
+	/* One member held by another: 75, and nothing left on the free member. */
+	hold_foreign(s[1], "cli-multi");
+	p = DLOCK("-n", nodes, "-m", "multilock", "--timeout", TMO, "run", "-w", "0", "cli-multi",
+			"--", "true");
+	EXPECT_STATUS(p, 75);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect_eq(exists(s[0], "cli-multi"), 0);
+	hgetall(s[1], "cli-multi", after, sizeof after);
+	cr_expect_str_eq(after, "foreign:1=1;");
+	proc_free(p);
+	rh_command_int(s[1], "DEL cli-multi");
 
-    /* One member dead: every member is needed, so 69. */
-    cr_assert_eq(rh_server_kill(s[1]), 0);
-    p = DLOCK("-n", nodes, "-m", "multilock", "--timeout", TMO, "run", "-w", "0", "cli-multi",
-              "--", "true");
-    EXPECT_STATUS(p, 69);
-    EXPECT_ONE_LINE_ERR(p);
-    cr_expect_eq(exists(s[0], "cli-multi"), 0);
-    proc_free(p);
+	/* One member dead: every member is needed, so 69. */
+	cr_assert_eq(rh_server_kill(s[1]), 0);
+	p = DLOCK("-n", nodes, "-m", "multilock", "--timeout", TMO, "run", "-w", "0", "cli-multi",
+			"--", "true");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect_eq(exists(s[0], "cli-multi"), 0);
+	proc_free(p);
 
-    rh_server_free(s[0]);
-    rh_server_free(s[1]);
+	rh_server_free(s[0]);
+	rh_server_free(s[1]);
 }
 
 /* ---- 12. `run` owns its job, waits for as long as it takes, reports loss ----------- */
@@ -1207,329 +1216,333 @@ Test(cli, multilock_run_holds_every_node, .timeout = 60)
  * "sleep 37.123", not the dlock or sh whose arguments mention it. */
 static int process_running(const char *mark)
 {
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    int found = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
 
-    cr_assert_not_null(d);
-    while (!found && (e = readdir(d)) != NULL) {
-        char path[300], buf[4096], stat[512], *p;
-        size_t n;
-        FILE *f;
+	cr_assert_not_null(d);
+	while (!found && (e = readdir(d)) != NULL) {
+		char path[300], buf[4096], stat[512], *p;
+		size_t n;
+		FILE *f;
 
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-        if ((f = fopen(path, "r")) == NULL)
-            continue;
-        n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < n; i++)
-            if (buf[i] == '\0')
-                buf[i] = ' ';
-        buf[n] = '\0';
-        if (strncmp(buf, mark, strlen(mark)) != 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        if ((f = fopen(path, "r")) == NULL)
-            continue;
-        if (fgets(stat, sizeof stat, f) != NULL && (p = strrchr(stat, ')')) != NULL)
-            found = p[2] != 'Z';
-        fclose(f);
-    }
-    closedir(d);
-    return found;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[n] = '\0';
+		if (strncmp(buf, mark, strlen(mark)) != 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(stat, sizeof stat, f) != NULL && (p = strrchr(stat, ')')) != NULL)
+			found = p[2] != 'Z';
+		fclose(f);
+	}
+	closedir(d);
+	return found;
 }
 
 static long count_lines(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    long n = 0;
-    int c;
+	FILE *f = fopen(path, "r");
+	long n = 0;
+	int c;
 
-    if (f == NULL)
-        return 0;
-    while ((c = fgetc(f)) != EOF)
-        n += c == '\n';
-    fclose(f);
-    return n;
+	if (f == NULL)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
 }
 
 /* Acquire scripts the server ran (EVAL and EVALSHA of any script). */
 static long script_calls(rh_server *s)
 {
-    redisReply *r = rh_command(s, "INFO commandstats");
-    long n = 0;
+	redisReply *r = rh_command(s, "INFO commandstats");
+	long n = 0;
 
-    cr_assert_not_null(r);
-    for (const char *p = r->str; (p = strstr(p, "cmdstat_eval")) != NULL; p++) {
-        const char *c = strstr(p, "calls=");
-        if (c != NULL)
-            n += atol(c + 6);
-    }
-    freeReplyObject(r);
-    return n;
+	cr_assert_not_null(r);
+	for (const char *p = r->str; (p = strstr(p, "cmdstat_eval")) != NULL; p++) {
+		const char *c = strstr(p, "calls=");
+		if (c != NULL)
+			n += atol(c + 6);
+	}
+	freeReplyObject(r);
+	return n;
 }
 
 /* The README's and --help's first example: no -w waits for as long as it takes. */
 Test(cli, run_without_w_waits_on_pubsub_until_released, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
 
-    proc *a = DLOCK("-n", uri, "acquire", "-l", "60000", "--owner", "ops:1", "nightly-report");
-    EXPECT_STATUS(a, 0);
-    proc_free(a);
-    proc *run = dlock_bg(ARGS("-n", uri, "run", "nightly-report", "--", "true"));
-    dl_sleep_ms(500);
-    freeReplyObject(rh_command(s, "CONFIG RESETSTAT"));
-    dl_sleep_ms(2000);
-    long calls = script_calls(s);
-    cr_expect(!run->done && waitpid(run->pid, NULL, WNOHANG) == 0, "run gave up while held");
-    /* Waiting on pub/sub: woken by the unlock or the holder's TTL (60 s). */
-    cr_expect_leq(calls, 2, "%ld acquire scripts in 2 s of waiting: it polls", calls);
+	proc *a = DLOCK("-n", uri, "acquire", "-l", "60000", "--owner", "ops:1", "nightly-report");
+	EXPECT_STATUS(a, 0);
+	proc_free(a);
+	proc *run = dlock_bg(ARGS("-n", uri, "run", "nightly-report", "--", "true"));
+	dl_sleep_ms(500);
+	freeReplyObject(rh_command(s, "CONFIG RESETSTAT"));
+	dl_sleep_ms(2000);
+	long calls = script_calls(s);
+	cr_expect(!run->done && waitpid(run->pid, NULL, WNOHANG) == 0, "run gave up while held");
+	/* Waiting on pub/sub: woken by the unlock or the holder's TTL (60 s). */
+	cr_expect_leq(calls, 2, "%ld acquire scripts in 2 s of waiting: it polls", calls);
 
-    proc *rel = DLOCK("-n", uri, "release", "--owner", "ops:1", "nightly-report");
-    int64_t released = rh_now_ms();
-    EXPECT_STATUS(rel, 0);
-    proc_free(rel);
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 0);
-    cr_expect_leq(run->t1 - released, 1000, "ran %" PRId64 " ms after the release",
-                  run->t1 - released);
-    cr_expect_eq(exists(s, "nightly-report"), 0);
-    proc_free(run);
-    rh_server_free(s);
+	proc *rel = DLOCK("-n", uri, "release", "--owner", "ops:1", "nightly-report");
+	int64_t released = rh_now_ms();
+	EXPECT_STATUS(rel, 0);
+	proc_free(rel);
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 0);
+	cr_expect_leq(run->t1 - released, 1000, "ran %" PRId64 " ms after the release",
+			run->t1 - released);
+	cr_expect_eq(exists(s, "nightly-report"), 0);
+	proc_free(run);
+	rh_server_free(s);
 }
 
 /* A loss stops the whole job: the shell's background grandchild too. */
 Test(cli, run_loss_stops_the_grandchildren, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    const char *uri = rh_server_uri(s);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	const char *uri = rh_server_uri(s);
 
-    proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
-                              "--grace", "500", "cli-tree", "--", "sh", "-c",
-                              "sleep 37.123 & wait"));
-    int64_t until = rh_now_ms() + 5000;
-    while (!process_running("sleep 37.123") && rh_now_ms() < until)
-        dl_sleep_ms(10);
-    cr_assert(process_running("sleep 37.123"), "the job did not start");
-    proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-tree");
-    EXPECT_STATUS(un, 0);
-    proc_free(un);
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 70);
-    cr_expect(!process_running("sleep 37.123"), "the grandchild outlived the lost lock");
-    proc_free(run);
-    rh_server_free(s);
+	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
+			"--grace", "500", "cli-tree", "--", "sh", "-c", "sleep 37.123 & wait"));
+	int64_t until = rh_now_ms() + 5000;
+	while (!process_running("sleep 37.123") && rh_now_ms() < until)
+		dl_sleep_ms(10);
+	cr_assert(process_running("sleep 37.123"), "the job did not start");
+	proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-tree");
+	EXPECT_STATUS(un, 0);
+	proc_free(un);
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 70);
+	cr_expect(!process_running("sleep 37.123"), "the grandchild outlived the lost lock");
+	proc_free(run);
+	rh_server_free(s);
 }
 
 /* The command ends, but left a process behind: it is stopped before the release. */
 Test(cli, run_stops_what_the_command_left_running, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
 
-    proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "--grace", "300",
-                      "cli-left", "--", "sh", "-c", "setsid sleep 38.321 & exit 3");
-    EXPECT_STATUS(run, 3);
-    cr_expect(!process_running("sleep 38.321"), "a process of the job outlived the lock");
-    proc_free(run);
-    rh_server_free(s);
+	proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "--grace", "300",
+			"cli-left", "--", "sh", "-c", "setsid sleep 38.321 & exit 3");
+	EXPECT_STATUS(run, 3);
+	cr_expect(!process_running("sleep 38.321"), "a process of the job outlived the lock");
+	proc_free(run);
+	rh_server_free(s);
 }
 
 /* A dlock killed with SIGKILL takes its command with it. */
 Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char dir[64], pidfile[128], script[256];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-    snprintf(script, sizeof script, "echo $$ > %s; exec sleep 39.4", pidfile);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char dir[64], pidfile[128], script[256];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
+	snprintf(script, sizeof script, "echo $$ > %s; exec sleep 39.4", pidfile);
 
-    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-orphan",
-                              "--", "sh", "-c", script));
-    long child = wait_for_pidfile(pidfile, 5000);
-    cr_assert_gt(child, 0, "the command did not start");
-    cr_assert_eq(kill(run->pid, SIGKILL), 0);
-    proc_wait(run, HARD_TIMEOUT_S);
-    /* Gone, or a zombie waiting for init to reap it: not running. */
-    int64_t until = rh_now_ms() + 1000;
-    while (process_running("sleep 39.4") && rh_now_ms() < until)
-        dl_sleep_ms(10);
-    cr_expect(!process_running("sleep 39.4"), "the command (pid %ld) outlived its killed dlock",
-              child);
-    proc_free(run);
-    remove_tmpdir(dir, ARGS("pid"));
-    rh_server_free(s);
+	proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-orphan",
+			"--", "sh", "-c", script));
+	long child = wait_for_pidfile(pidfile, 5000);
+	cr_assert_gt(child, 0, "the command did not start");
+	cr_assert_eq(kill(run->pid, SIGKILL), 0);
+	proc_wait(run, HARD_TIMEOUT_S);
+	/* Gone, or a zombie waiting for init to reap it: not running. */
+	int64_t until = rh_now_ms() + 1000;
+	while (process_running("sleep 39.4") && rh_now_ms() < until)
+		dl_sleep_ms(10);
+	cr_expect(!process_running("sleep 39.4"), "the command (pid %ld) outlived its killed dlock",
+			child);
+	proc_free(run);
+	remove_tmpdir(dir, ARGS("pid"));
+	rh_server_free(s);
 }
 
 /* Ctrl-C at a terminal signals the shell job's group: the command gets it once. */
 Test(cli, run_sigint_to_the_job_reaches_the_command_once, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char dir[64], ready[128], ints[128], script[512];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(ready, sizeof ready, "%s/ready", dir);
-    snprintf(ints, sizeof ints, "%s/ints", dir);
-    snprintf(script, sizeof script,
-             "trap 'echo int >> %s' INT; echo $$ > %s; i=0; "
-             "while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done", ints, ready);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char dir[64], ready[128], ints[128], script[512];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(ready, sizeof ready, "%s/ready", dir);
+	snprintf(ints, sizeof ints, "%s/ints", dir);
+	snprintf(script, sizeof script,
+			"trap 'echo int >> %s' INT; echo $$ > %s; i=0; "
+			"while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done",
+			ints, ready);
 
-    g_own_group = 1;
-    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-int", "--",
-                              "sh", "-c", script));
-    g_own_group = 0;
-    cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
-    cr_assert_eq(kill(-run->pid, SIGINT), 0); /* the terminal signals the whole job */
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 0);
-    cr_expect_eq(count_lines(ints), 1, "the command got SIGINT %ld times", count_lines(ints));
-    proc_free(run);
-    remove_tmpdir(dir, ARGS("ready", "ints"));
-    rh_server_free(s);
+	g_own_group = 1;
+	proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-int", "--",
+			"sh", "-c", script));
+	g_own_group = 0;
+	cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
+	cr_assert_eq(kill(-run->pid, SIGINT), 0); /* the terminal signals the whole job */
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 0);
+	cr_expect_eq(count_lines(ints), 1, "the command got SIGINT %ld times", count_lines(ints));
+	proc_free(run);
+	remove_tmpdir(dir, ARGS("ready", "ints"));
+	rh_server_free(s);
 }
 
 /* Under nohup, SIGHUP stays ignored: by dlock and by its command. */
 Test(cli, run_under_nohup_ignores_sighup, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char dir[64], ready[128], done[128], script[512];
-    make_tmpdir(dir, sizeof dir);
-    snprintf(ready, sizeof ready, "%s/ready", dir);
-    snprintf(done, sizeof done, "%s/done", dir);
-    snprintf(script, sizeof script, "echo $$ > %s; sleep 0.5; echo ok > %s", ready, done);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char dir[64], ready[128], done[128], script[512];
+	make_tmpdir(dir, sizeof dir);
+	snprintf(ready, sizeof ready, "%s/ready", dir);
+	snprintf(done, sizeof done, "%s/done", dir);
+	snprintf(script, sizeof script, "echo $$ > %s; sleep 0.5; echo ok > %s", ready, done);
 
-    g_own_group = 1;
-    g_ignore_hup = 1;
-    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-hup", "--",
-                              "sh", "-c", script));
-    g_own_group = 0;
-    g_ignore_hup = 0;
-    cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
-    cr_assert_eq(kill(-run->pid, SIGHUP), 0); /* the terminal went away */
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 0);
-    cr_expect(file_exists(done), "the command was killed by a SIGHUP nohup ignores");
-    proc_free(run);
-    remove_tmpdir(dir, ARGS("ready", "done"));
-    rh_server_free(s);
+	g_own_group = 1;
+	g_ignore_hup = 1;
+	proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-hup", "--",
+			"sh", "-c", script));
+	g_own_group = 0;
+	g_ignore_hup = 0;
+	cr_assert_gt(wait_for_pidfile(ready, 5000), 0, "the command did not start");
+	cr_assert_eq(kill(-run->pid, SIGHUP), 0); /* the terminal went away */
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 0);
+	cr_expect(file_exists(done), "the command was killed by a SIGHUP nohup ignores");
+	proc_free(run);
+	remove_tmpdir(dir, ARGS("ready", "done"));
+	rh_server_free(s);
 }
 
 /* --grace is counted so that even a command ignoring SIGTERM is gone by the lease's end. */
 Test(cli, run_lease_stops_a_stubborn_command_before_the_lease_ends, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
 
-    proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "1000", "--grace",
-                      "400", "cli-stubborn", "--", "sh", "-c",
-                      "trap '' TERM; while :; do sleep 0.05; done");
-    EXPECT_STATUS(run, 70);
-    cr_expect(proc_elapsed(run) >= 550 && proc_elapsed(run) <= 1150,
-              "a run with -l 1000 --grace 400 ended after %" PRId64 " ms: the command outlived "
-              "its lease", proc_elapsed(run));
-    proc_free(run);
-    rh_server_free(s);
+	proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "1000", "--grace",
+			"400", "cli-stubborn", "--", "sh", "-c",
+			"trap '' TERM; while :; do sleep 0.05; done");
+	EXPECT_STATUS(run, 70);
+	cr_expect(proc_elapsed(run) >= 550 && proc_elapsed(run) <= 1150,
+			"a run with -l 1000 --grace 400 ended after %" PRId64
+			" ms: the command outlived "
+			"its lease",
+			proc_elapsed(run));
+	proc_free(run);
+	rh_server_free(s);
 }
 
 /* The hold vanished while the command ran, and the command ended before any renewal. */
 Test(cli, run_lock_lost_found_at_release_exits_70, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    char script[256];
-    snprintf(script, sizeof script, "redis-cli -p %d DEL cli-gone >/dev/null",
-             rh_server_port(s));
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	char script[256];
+	snprintf(script, sizeof script, "redis-cli -p %d DEL cli-gone >/dev/null",
+			rh_server_port(s));
 
-    proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-gone", "--", "sh",
-                      "-c", script);
-    EXPECT_STATUS(run, 70);
-    cr_expect(strstr(run->err, "lost") != NULL, "stderr: %s", run->err);
-    proc_free(run);
-    rh_server_free(s);
+	proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-gone", "--", "sh",
+			"-c", script);
+	EXPECT_STATUS(run, 70);
+	cr_expect(strstr(run->err, "lost") != NULL, "stderr: %s", run->err);
+	proc_free(run);
+	rh_server_free(s);
 }
 
 /* A key another lock library holds: its own exit status and words, on every command. */
 Test(cli, key_of_another_library_exits_65_and_says_so, .timeout = 60)
 {
-    rh_server *s[3];
-    char nodes[256];
-    cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
-    snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
-             rh_server_uri(s[2]));
-    for (int i = 0; i < 3; i++)
-        freeReplyObject(rh_command(s[i], "SET cli-foreign some-token"));
+	rh_server *s[3];
+	char nodes[256];
+	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+	snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
+			rh_server_uri(s[2]));
+	for (int i = 0; i < 3; i++)
+		freeReplyObject(rh_command(s[i], "SET cli-foreign some-token"));
 
-    proc *one = DLOCK("-n", rh_server_uri(s[0]), "--timeout", TMO, "run", "-w", "0",
-                      "cli-foreign", "--", "true");
-    EXPECT_STATUS(one, 65);
-    cr_expect(strstr(one->err, "holds a value that is not a Redisson/dlock lock "
-                               "(another lock library?)") != NULL, "stderr: %s", one->err);
-    EXPECT_ONE_LINE_ERR(one);
-    proc_free(one);
+	proc *one = DLOCK("-n", rh_server_uri(s[0]), "--timeout", TMO, "run", "-w", "0",
+			"cli-foreign", "--", "true");
+	EXPECT_STATUS(one, 65);
+	cr_expect(strstr(one->err,
+				  "holds a value that is not a Redisson/dlock lock "
+				  "(another lock library?)") != NULL,
+			"stderr: %s", one->err);
+	EXPECT_ONE_LINE_ERR(one);
+	proc_free(one);
 
-    proc *red = DLOCK("-n", nodes, "--timeout", TMO, "run", "cli-foreign", "--", "true");
-    EXPECT_STATUS(red, 65);
-    cr_expect(strstr(red->err, "another lock library?") != NULL, "stderr: %s", red->err);
-    proc_free(red);
+	proc *red = DLOCK("-n", nodes, "--timeout", TMO, "run", "cli-foreign", "--", "true");
+	EXPECT_STATUS(red, 65);
+	cr_expect(strstr(red->err, "another lock library?") != NULL, "stderr: %s", red->err);
+	proc_free(red);
 
-    proc *acq = DLOCK("-n", nodes, "--timeout", TMO, "acquire", "-l", "1000", "--owner", "x",
-                      "cli-foreign");
-    EXPECT_STATUS(acq, 65);
-    proc_free(acq);
+	proc *acq = DLOCK("-n", nodes, "--timeout", TMO, "acquire", "-l", "1000", "--owner", "x",
+			"cli-foreign");
+	EXPECT_STATUS(acq, 65);
+	proc_free(acq);
 
-    proc *st = DLOCK("-n", nodes, "--timeout", TMO, "status", "cli-foreign");
-    cr_expect_neq(st->status, 0, "status with a node answering an error exits 0");
-    proc_free(st);
-    for (int i = 0; i < 3; i++)
-        rh_server_free(s[i]);
+	proc *st = DLOCK("-n", nodes, "--timeout", TMO, "status", "cli-foreign");
+	cr_expect_neq(st->status, 0, "status with a node answering an error exits 0");
+	proc_free(st);
+	for (int i = 0; i < 3; i++)
+		rh_server_free(s[i]);
 }
 
 /* A wait rides out a server restart: it is not "unreachable" until the wait ends. */
 Test(cli, run_wait_rides_out_a_server_restart, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
 
-    cr_assert_eq(rh_server_kill(s), 0);
-    proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "-w", "10000",
-                              "cli-restart", "--", "true"));
-    dl_sleep_ms(1500);
-    cr_assert_eq(rh_server_restart(s), 0);
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 0);
-    proc_free(run);
-    rh_server_free(s);
+	cr_assert_eq(rh_server_kill(s), 0);
+	proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "-w", "10000",
+			"cli-restart", "--", "true"));
+	dl_sleep_ms(1500);
+	cr_assert_eq(rh_server_restart(s), 0);
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 0);
+	proc_free(run);
+	rh_server_free(s);
 }
 
 /* ... and a majority of a RedLock's servers gone for a while. */
 Test(cli, redlock_run_wait_rides_out_a_majority_outage, .timeout = 60)
 {
-    rh_server *s[5];
-    char nodes[512] = "";
-    cr_assert_eq(rh_servers_start(s, 5, NULL), 0);
-    for (int i = 0; i < 5; i++) {
-        strcat(nodes, i ? "," : "");
-        strcat(nodes, rh_server_uri(s[i]));
-    }
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(rh_server_pause(s[i]), 0);
-    proc *run = dlock_bg(ARGS("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "run",
-                              "-w", "15000", "cli-outage", "--", "true"));
-    dl_sleep_ms(2500);
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(rh_server_resume(s[i]), 0);
-    proc_wait(run, HARD_TIMEOUT_S);
-    EXPECT_STATUS(run, 0);
-    cr_expect_geq(proc_elapsed(run), 2400, "acquired while a majority was paused?");
-    proc_free(run);
-    for (int i = 0; i < 5; i++)
-        rh_server_free(s[i]);
+	rh_server *s[5];
+	char nodes[512] = "";
+	cr_assert_eq(rh_servers_start(s, 5, NULL), 0);
+	for (int i = 0; i < 5; i++) {
+		strcat(nodes, i ? "," : "");
+		strcat(nodes, rh_server_uri(s[i]));
+	}
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rh_server_pause(s[i]), 0);
+	proc *run = dlock_bg(ARGS("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "run",
+			"-w", "15000", "cli-outage", "--", "true"));
+	dl_sleep_ms(2500);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rh_server_resume(s[i]), 0);
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 0);
+	cr_expect_geq(proc_elapsed(run), 2400, "acquired while a majority was paused?");
+	proc_free(run);
+	for (int i = 0; i < 5; i++)
+		rh_server_free(s[i]);
 }

@@ -71,7 +71,7 @@ static dlock_lock *new_fair(dlock_client *c, const char *name)
 	int rc = dlock_fairlock_new(&l, c, name, 0);
 
 	cr_assert_eq(rc, 0, "dlock_fairlock_new(%s): %s (%s)", name, dlock_strerror(rc),
-		     dlock_errmsg_last());
+			dlock_errmsg_last());
 	cr_assert_not_null(l);
 	return l;
 }
@@ -201,7 +201,7 @@ static int64_t exists(const char *key)
 /* Redisson's fair acquire (EVAL_LONG) for owner: *acquired = 1 on nil, else
  * the returned number in *ret. */
 static void redisson_acquire(const char *name, const char *owner, int64_t lease, int64_t wait,
-			     int64_t now, int *acquired, int64_t *ret)
+		int64_t now, int *acquired, int64_t *ret)
 {
 	char q[256], t[256], lease_s[24], wait_s[24], now_s[24];
 
@@ -210,12 +210,12 @@ static void redisson_acquire(const char *name, const char *owner, int64_t lease,
 	snprintf(lease_s, sizeof lease_s, "%" PRId64, lease);
 	snprintf(wait_s, sizeof wait_s, "%" PRId64, wait);
 	snprintf(now_s, sizeof now_s, "%" PRId64, now);
-	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s %s %s %s %s", dl_redisson_fair_acquire, name, q, t,
-				   lease_s, owner, wait_s, now_s);
+	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s %s %s %s %s", dl_redisson_fair_acquire,
+			name, q, t, lease_s, owner, wait_s, now_s);
 	cr_assert_not_null(r, "EVAL (Redisson fair acquire) failed");
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
-		  "Redisson fair acquire: reply type %d (%s)", r->type,
-		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+			"Redisson fair acquire: reply type %d (%s)", r->type,
+			r->type == REDIS_REPLY_ERROR ? r->str : "");
 	*acquired = r->type == REDIS_REPLY_NIL;
 	*ret = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
 	freeReplyObject(r);
@@ -232,12 +232,12 @@ static int64_t redisson_unlock(const char *name, const char *owner)
 	snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
 	snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%032x", name, ++seq);
 	snprintf(now_s, sizeof now_s, "%" PRId64, wall_ms());
-	redisReply *r = rh_command(srv, "EVAL %s 5 %s %s %s %s %s 0 30000 %s %s publish 16000", dl_redisson_fair_unlock,
-				   name, q, t, ch, latch, owner, now_s);
+	redisReply *r = rh_command(srv, "EVAL %s 5 %s %s %s %s %s 0 30000 %s %s publish 16000",
+			dl_redisson_fair_unlock, name, q, t, ch, latch, owner, now_s);
 	cr_assert_not_null(r, "EVAL (Redisson fair unlock) failed");
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
-		  "Redisson fair unlock: reply type %d (%s)", r->type,
-		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+			"Redisson fair unlock: reply type %d (%s)", r->type,
+			r->type == REDIS_REPLY_ERROR ? r->str : "");
 	int64_t v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 	freeReplyObject(r);
 	return v;
@@ -250,8 +250,8 @@ static int64_t redisson_unlock(const char *name, const char *owner)
 typedef struct fifo_log {
 	pthread_mutex_t mu;
 	int next;
-	int order[MAXQ];      /* order[k] = index of the k-th thread to acquire */
-	int64_t at_ms[MAXQ];  /* monotonic time of the k-th acquisition */
+	int order[MAXQ];     /* order[k] = index of the k-th thread to acquire */
+	int64_t at_ms[MAXQ]; /* monotonic time of the k-th acquisition */
 } fifo_log;
 
 typedef struct fwaiter {
@@ -260,7 +260,7 @@ typedef struct fwaiter {
 	int64_t wait_ms, lease_ms;
 	int64_t hold_ms; /* < 0: never unlock; else hold this long, then unlock */
 	int index;
-	fifo_log *log;   /* may be NULL */
+	fifo_log *log; /* may be NULL */
 	pthread_t th;
 	/* written by the thread */
 	char owner[80];
@@ -301,8 +301,8 @@ static void *fwaiter_main(void *arg)
 	return NULL;
 }
 
-static void fwaiter_init(fwaiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms, int64_t lease_ms,
-			 int64_t hold_ms)
+static void fwaiter_init(fwaiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms,
+		int64_t lease_ms, int64_t hold_ms)
 {
 	memset(w, 0, sizeof *w);
 	w->client = c;
@@ -322,8 +322,8 @@ static void fwaiter_run(fwaiter *w)
 	cr_assert(atomic_load(&w->owner_ready), "waiter thread did not start");
 }
 
-static void fwaiter_start(fwaiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms, int64_t lease_ms,
-			  int64_t hold_ms)
+static void fwaiter_start(fwaiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms,
+		int64_t lease_ms, int64_t hold_ms)
 {
 	fwaiter_init(w, c, l, wait_ms, lease_ms, hold_ms);
 	fwaiter_run(w);
@@ -336,7 +336,8 @@ static void fwaiter_await_done(fwaiter *w, int timeout_ms)
 
 	while (!atomic_load(&w->done) && rh_now_ms() < end)
 		dl_sleep_ms(1);
-	cr_assert(atomic_load(&w->done), "waiter %s: try did not return within %d ms", w->owner, timeout_ms);
+	cr_assert(atomic_load(&w->done), "waiter %s: try did not return within %d ms", w->owner,
+			timeout_ms);
 }
 
 /* Wait (bounded) until the thread is finished, then join it. */
@@ -346,7 +347,8 @@ static void fwaiter_join(fwaiter *w, int timeout_ms)
 
 	while (!atomic_load(&w->finished) && rh_now_ms() < end)
 		dl_sleep_ms(1);
-	cr_assert(atomic_load(&w->finished), "waiter %s did not finish within %d ms", w->owner, timeout_ms);
+	cr_assert(atomic_load(&w->finished), "waiter %s did not finish within %d ms", w->owner,
+			timeout_ms);
 	pthread_join(w->th, NULL);
 }
 
@@ -385,23 +387,26 @@ Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
 
 	for (int i = 0; i < FIFO_N; i++)
 		cr_assert_eq(w[i].rc, 0, "waiter %d (%s): %s after %" PRId64 " ms", i, w[i].owner,
-			     dlock_strerror(w[i].rc), w[i].returned_ms - w[i].started_ms);
+				dlock_strerror(w[i].rc), w[i].returned_ms - w[i].started_ms);
 	cr_assert_eq(log.next, FIFO_N);
 	char order[128];
 	size_t n = 0;
 	for (int k = 0; k < FIFO_N; k++)
-		n += (size_t)snprintf(order + n, sizeof order - n, "%d(+%" PRId64 "ms) ", log.order[k],
-				      log.at_ms[k] - first_start);
+		n += (size_t)snprintf(order + n, sizeof order - n, "%d(+%" PRId64 "ms) ",
+				log.order[k], log.at_ms[k] - first_start);
 	cr_log_info("fair FIFO: acquisition order %s", order);
 	for (int k = 0; k < FIFO_N; k++)
-		cr_assert_eq(log.order[k], k, "acquisition %d went to waiter %d, not %d: order %s", k,
-			     log.order[k], k, order);
+		cr_assert_eq(log.order[k], k, "acquisition %d went to waiter %d, not %d: order %s",
+				k, log.order[k], k, order);
 	/* Each held its lease (1000 ms): the next one cannot have come sooner. */
 	for (int k = 1; k < FIFO_N; k++)
-		cr_assert_geq(log.at_ms[k] - log.at_ms[k - 1], 900, "acquisitions %d and %d only %" PRId64
-			      " ms apart (lease 1000): order %s", k - 1, k, log.at_ms[k] - log.at_ms[k - 1], order);
-	cr_assert_leq(log.at_ms[FIFO_N - 1] - first_start, 11000, "the last waiter acquired %" PRId64
-		      " ms after the first start", log.at_ms[FIFO_N - 1] - first_start);
+		cr_assert_geq(log.at_ms[k] - log.at_ms[k - 1], 900,
+				"acquisitions %d and %d only %" PRId64
+				" ms apart (lease 1000): order %s",
+				k - 1, k, log.at_ms[k] - log.at_ms[k - 1], order);
+	cr_assert_leq(log.at_ms[FIFO_N - 1] - first_start, 11000,
+			"the last waiter acquired %" PRId64 " ms after the first start",
+			log.at_ms[FIFO_N - 1] - first_start);
 
 	pthread_mutex_destroy(&log.mu);
 	dlock_lock_free(l);
@@ -426,7 +431,8 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 	int64_t t0 = rh_now_ms();
 	rc = dlock_lock_try(l, 500, 30000);
 	int64_t el = rh_now_ms() - t0;
-	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "A: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "A: %s (%s)", dlock_strerror(rc),
+			dlock_lock_errmsg(l));
 	cr_assert(el >= 480 && el <= 1000, "A's try(500) returned after %" PRId64 " ms", el);
 	cr_assert_eq(queue_pos(name, me), -1, "A (%s) is still in the queue", me);
 	cr_assert_eq(zset_has(name, me), 0, "A (%s) still has a deadline", me);
@@ -443,7 +449,8 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 	cr_assert_eq(a.rc, DLOCK_ENOTACQUIRED, "A: %s", dlock_strerror(a.rc));
 	int64_t a_el = a.returned_ms - a.started_ms;
 	cr_assert(a_el >= 780 && a_el <= 1400, "A's try(800) returned after %" PRId64 " ms", a_el);
-	cr_assert(!atomic_load(&b.done), "B returned while the holder still holds: %s", dlock_strerror(b.rc));
+	cr_assert(!atomic_load(&b.done), "B returned while the holder still holds: %s",
+			dlock_strerror(b.rc));
 	char q[MAXQ][80], z[MAXQ][80];
 	int nq = queue_list(name, q), nz = zset_list(name, z);
 	cr_assert_eq(nq, 1, "queue has %d entries after A left, want only B", nq);
@@ -451,7 +458,8 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 	cr_assert_eq(nz, 1, "deadlines have %d entries after A left, want only B", nz);
 	cr_assert_str_eq(z[0], b.owner);
 	int64_t bd = deadline_of(name, b.owner);
-	cr_assert_gt(bd, wall_ms() + 1000, "B's place expires at %" PRId64 ", now %" PRId64, bd, wall_ms());
+	cr_assert_gt(bd, wall_ms() + 1000, "B's place expires at %" PRId64 ", now %" PRId64, bd,
+			wall_ms());
 
 	/* The holder releases: B gets it at once. */
 	rc = dlock_lock_unlock_as(l, holder);
@@ -460,7 +468,7 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 	fwaiter_await_done(&b, 3000);
 	cr_assert_eq(b.rc, 0, "B: %s", dlock_strerror(b.rc));
 	cr_assert_lt(b.returned_ms - t_unlock, 300, "B acquired %" PRId64 " ms after the unlock",
-		     b.returned_ms - t_unlock);
+			b.returned_ms - t_unlock);
 	fwaiter_join(&b, 3000);
 	cr_assert_eq(b.unlock_rc, 0, "B's unlock: %s", dlock_strerror(b.unlock_rc));
 	assert_no_queue(name);
@@ -488,11 +496,12 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 	int64_t ttl = 0, enq_wall = wall_ms(), enq_mono = rh_now_ms();
 	redisson_acquire(name, "ghost:1", 30000, 1500, enq_wall, &acquired, &ttl);
 	cr_assert_eq(acquired, 0, "ghost acquired a held lock");
-	cr_assert(ttl > 0 && ttl <= 1000, "ghost's acquire returned %" PRId64 " (the holder's PTTL)", ttl);
+	cr_assert(ttl > 0 && ttl <= 1000,
+			"ghost's acquire returned %" PRId64 " (the holder's PTTL)", ttl);
 	int64_t deadline = deadline_of(name, "ghost:1");
 	/* The script's deadline: the holder's PTTL + wait + now. */
-	cr_assert_eq(deadline, enq_wall + ttl + 1500, "ghost's deadline %" PRId64 ", want %" PRId64, deadline,
-		     enq_wall + ttl + 1500);
+	cr_assert_eq(deadline, enq_wall + ttl + 1500, "ghost's deadline %" PRId64 ", want %" PRId64,
+			deadline, enq_wall + ttl + 1500);
 	cr_assert_eq(queue_pos(name, "ghost:1"), 0);
 
 	rc = dlock_lock_unlock_as(l, holder);
@@ -504,20 +513,26 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 	await_queue_pos(name, w.owner, 1, 2000);
 	/* While the ghost's place is valid nobody holds the lock. */
 	while (!atomic_load(&w.done) && wall_ms() < deadline - 30) {
-		cr_assert_eq(exists(name), 0, "the lock was taken %" PRId64 " ms before the ghost's place expired",
-			     deadline - wall_ms());
+		cr_assert_eq(exists(name), 0,
+				"the lock was taken %" PRId64
+				" ms before the ghost's place expired",
+				deadline - wall_ms());
 		cr_assert_eq(queue_pos(name, "ghost:1"), 0, "the ghost left the head early");
 		dl_sleep_ms(20);
 	}
 	fwaiter_await_done(&w, 6000);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_strerror(w.rc));
-	cr_assert_geq(w.returned_wall, deadline, "the waiter acquired %" PRId64 " ms before the ghost's place "
-		      "expired", deadline - w.returned_wall);
-	cr_assert_leq(w.returned_wall - deadline, 400, "the waiter acquired %" PRId64 " ms after the ghost's "
-		      "place expired", w.returned_wall - deadline);
+	cr_assert_geq(w.returned_wall, deadline,
+			"the waiter acquired %" PRId64 " ms before the ghost's place "
+			"expired",
+			deadline - w.returned_wall);
+	cr_assert_leq(w.returned_wall - deadline, 400,
+			"the waiter acquired %" PRId64 " ms after the ghost's "
+			"place expired",
+			w.returned_wall - deadline);
 	int64_t since_enq = w.returned_ms - enq_mono;
-	cr_assert(since_enq >= 1000 && since_enq <= 3000, "acquired %" PRId64 " ms after the ghost queued",
-		  since_enq);
+	cr_assert(since_enq >= 1000 && since_enq <= 3000,
+			"acquired %" PRId64 " ms after the ghost queued", since_enq);
 	cr_assert_eq(queue_pos(name, "ghost:1"), -1, "the ghost is still queued");
 	cr_assert_eq(zset_has(name, "ghost:1"), 0, "the ghost still has a deadline");
 	fwaiter_join(&w, 3000);
@@ -549,7 +564,8 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	cr_assert_gt(ret, 0);
 	cr_assert_eq(queue_pos(name, "redisson:7"), 0);
 
-	redisContext *sub7 = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{fair:interop-a}:redisson:7");
+	redisContext *sub7 = dl_subscribe(
+			rh_server_port(srv), "redisson_lock__channel:{fair:interop-a}:redisson:7");
 
 	fwaiter w;
 	fwaiter_start(&w, c, l, 5000, 30000, 0);
@@ -566,8 +582,9 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	/* redisson:7 is head and its place is valid: the dlock waiter must not take it. */
 	int64_t until = rh_now_ms() + 500;
 	while (rh_now_ms() < until) {
-		cr_assert(!atomic_load(&w.done), "the dlock waiter returned (%s) while redisson:7 was ahead",
-			  dlock_strerror(w.rc));
+		cr_assert(!atomic_load(&w.done),
+				"the dlock waiter returned (%s) while redisson:7 was ahead",
+				dlock_strerror(w.rc));
 		cr_assert_eq(exists(name), 0, "the lock was taken while redisson:7 was head");
 		dl_sleep_ms(20);
 	}
@@ -583,7 +600,8 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	cr_assert_eq(r->type, REDIS_REPLY_STRING);
 	cr_assert_str_eq(r->str, "1");
 	freeReplyObject(r);
-	cr_assert_eq(queue_pos(name, w.owner), 0, "the dlock waiter is not head after redisson:7 acquired");
+	cr_assert_eq(queue_pos(name, w.owner), 0,
+			"the dlock waiter is not head after redisson:7 acquired");
 	cr_assert(!atomic_load(&w.done));
 
 	/* Redisson's unlock wakes the dlock waiter, which gets the lock promptly. */
@@ -592,8 +610,9 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	dl_expect_message(subw, wch, "0", 1000);
 	fwaiter_await_done(&w, 3000);
 	cr_assert_eq(w.rc, 0, "dlock waiter: %s", dlock_strerror(w.rc));
-	cr_assert_lt(w.returned_ms - t_unlock, 300, "the dlock waiter acquired %" PRId64 " ms after Redisson's unlock",
-		     w.returned_ms - t_unlock);
+	cr_assert_lt(w.returned_ms - t_unlock, 300,
+			"the dlock waiter acquired %" PRId64 " ms after Redisson's unlock",
+			w.returned_ms - t_unlock);
 	fwaiter_join(&w, 3000);
 	cr_assert_eq(w.unlock_rc, 0, "dlock waiter unlock: %s", dlock_strerror(w.unlock_rc));
 	assert_no_queue(name);
@@ -638,9 +657,12 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 	while (!acquired && rh_now_ms() < end) {
 		redisson_acquire(name, "redisson:8", 30000, 10000, wall_ms(), &acquired, &ret);
 		if (acquired) {
-			cr_assert(atomic_load(&w.done) && w.rc == 0, "redisson:8 acquired before the dlock waiter "
-				  "ahead of it (done %d, rc %d)", atomic_load(&w.done), w.rc);
-			cr_assert(atomic_load(&w.releasing), "redisson:8 acquired while the dlock waiter held the lock");
+			cr_assert(atomic_load(&w.done) && w.rc == 0,
+					"redisson:8 acquired before the dlock waiter "
+					"ahead of it (done %d, rc %d)",
+					atomic_load(&w.done), w.rc);
+			cr_assert(atomic_load(&w.releasing),
+					"redisson:8 acquired while the dlock waiter held the lock");
 			break;
 		}
 		numbers++;
@@ -649,10 +671,11 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 		dl_sleep_ms(10);
 	}
 	cr_assert_eq(acquired, 1, "redisson:8 never acquired (dlock waiter: done %d rc %d)",
-		     atomic_load(&w.done), w.rc);
-	cr_assert_gt(numbers_while_held, 0, "redisson:8 was never refused while the dlock waiter held the lock");
+			atomic_load(&w.done), w.rc);
+	cr_assert_gt(numbers_while_held, 0,
+			"redisson:8 was never refused while the dlock waiter held the lock");
 	cr_log_info("redisson:8 refused %d times (%d while the dlock waiter held it)", numbers,
-		    numbers_while_held);
+			numbers_while_held);
 	fwaiter_join(&w, 3000);
 	cr_assert_eq(w.rc, 0);
 	cr_assert_eq(w.unlock_rc, 0, "dlock waiter unlock: %s", dlock_strerror(w.unlock_rc));
@@ -708,8 +731,9 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	dl_expect_message(sub, wch, "0", 1000);
 	fwaiter_await_done(&w, 3000);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_strerror(w.rc));
-	cr_assert_lt(w.returned_ms - t_force, 300, "the waiter acquired %" PRId64 " ms after the force unlock",
-		     w.returned_ms - t_force);
+	cr_assert_lt(w.returned_ms - t_force, 300,
+			"the waiter acquired %" PRId64 " ms after the force unlock",
+			w.returned_ms - t_force);
 	fwaiter_join(&w, 3000);
 	cr_assert_eq(w.unlock_rc, 0, "waiter unlock: %s", dlock_strerror(w.unlock_rc));
 	assert_no_queue(name);
@@ -745,7 +769,8 @@ Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
 		int64_t t0 = rh_now_ms();
 		rc = dlock_lock_try(l, 0, 30000);
 		int64_t el = rh_now_ms() - t0;
-		cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "try(0): %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+		cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "try(0): %s (%s)", dlock_strerror(rc),
+				dlock_lock_errmsg(l));
 		cr_assert_lt(el, 200, "try(0) took %" PRId64 " ms", el);
 		assert_no_queue(name);
 	}

@@ -71,7 +71,8 @@ static dlock_client *open_client(rh_server *s)
 	dlock_client *c = NULL;
 	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
 
-	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc), dlock_errmsg_last());
+	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
+			dlock_errmsg_last());
 	return c;
 }
 
@@ -107,11 +108,16 @@ static int64_t counter_on(rh_server *s, const char *name)
 static const char *vote_name(dlock_vote v)
 {
 	switch (v) {
-	case DLOCK_VOTE_NONE: return "none";
-	case DLOCK_VOTE_ACQUIRED: return "acquired";
-	case DLOCK_VOTE_HELD: return "held";
-	case DLOCK_VOTE_ERROR: return "error";
-	case DLOCK_VOTE_YOUNG: return "young";
+	case DLOCK_VOTE_NONE:
+		return "none";
+	case DLOCK_VOTE_ACQUIRED:
+		return "acquired";
+	case DLOCK_VOTE_HELD:
+		return "held";
+	case DLOCK_VOTE_ERROR:
+		return "error";
+	case DLOCK_VOTE_YOUNG:
+		return "young";
 	}
 	return "?";
 }
@@ -169,12 +175,13 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	freeReplyObject(r);
 
 	/* A Redisson RFencedLock waiter is refused while dlock holds it. */
-	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s", dl_redisson_fenced_acquire,
-		       DL_REDISSON_OWNER);
+	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s",
+			dl_redisson_fenced_acquire, DL_REDISSON_OWNER);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->elements, 2);
-	cr_assert_gt(r->element[0]->integer, 0, "Redisson's acquire got in while dlock held the lock");
+	cr_assert_gt(r->element[0]->integer, 0,
+			"Redisson's acquire got in while dlock held the lock");
 	cr_assert_eq(r->element[1]->integer, -1);
 	freeReplyObject(r);
 	cr_assert_eq(counter_on(s, "fence:one"), 3, "a refused acquisition counted");
@@ -184,20 +191,23 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "EXISTS fence:one"), 0);
 
 	/* Redisson takes the next number from the same counter, and dlock continues after it. */
-	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s", dl_redisson_fenced_acquire,
-		       DL_REDISSON_OWNER);
+	r = rh_command(s, "EVAL %s 2 fence:one redisson_lock_token:{fence:one} 30000 %s",
+			dl_redisson_fenced_acquire, DL_REDISSON_OWNER);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->elements, 2);
-	cr_assert_eq(r->element[0]->integer, -1, "Redisson's acquire of a free lock: %lld", r->element[0]->integer);
+	cr_assert_eq(r->element[0]->integer, -1, "Redisson's acquire of a free lock: %lld",
+			r->element[0]->integer);
 	cr_assert_eq(r->element[1]->integer, 4, "Redisson's token %lld", r->element[1]->integer);
 	freeReplyObject(r);
 	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
-	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "dlock while Redisson holds it: %s", dlock_strerror(rc));
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "dlock while Redisson holds it: %s",
+			dlock_strerror(rc));
 	cr_assert_eq(counter_on(s, "fence:one"), 4, "a refused acquisition counted");
-	r = rh_command(s, "EVAL %s 3 fence:one redisson_lock__channel:{fence:one} "
-		       "redisson_unlock_latch:{fence:one}:00000000000000000000000000000001 0 30000 %s publish 16000",
-		       dl_redisson_unlock, DL_REDISSON_OWNER);
+	r = rh_command(s,
+			"EVAL %s 3 fence:one redisson_lock__channel:{fence:one} "
+			"redisson_unlock_latch:{fence:one}:00000000000000000000000000000001 0 30000 %s publish 16000",
+			dl_redisson_unlock, DL_REDISSON_OWNER);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 1);
@@ -247,10 +257,13 @@ static void assert_voters_raised(rh_server **s, dlock_redlock *r, const char *na
 			continue;
 		voters++;
 		int64_t v = counter_on(s[i], name);
-		cr_assert_geq(v, token, "server %d voted for token %" PRId64 " but its counter is %" PRId64 " (votes %s)",
-			      i + 1, token, v, votes);
+		cr_assert_geq(v, token,
+				"server %d voted for token %" PRId64 " but its counter is %" PRId64
+				" (votes %s)",
+				i + 1, token, v, votes);
 	}
-	cr_assert_geq(voters, 3, "only %d acquired votes for a granted RedLock (votes %s)", voters, votes);
+	cr_assert_geq(voters, 3, "only %d acquired votes for a granted RedLock (votes %s)", voters,
+			votes);
 }
 
 Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeout = 60)
@@ -264,10 +277,12 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 
 	for (int i = 0; i < 10; i++) {
 		int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
-		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc), dlock_redlock_errmsg(r));
+		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc),
+				dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
-		cr_assert_gt(tok, prev, "acquisition %d: token %" PRId64 " after %" PRId64 " (votes %s)", i, tok, prev,
-			     votes);
+		cr_assert_gt(tok, prev,
+				"acquisition %d: token %" PRId64 " after %" PRId64 " (votes %s)", i,
+				tok, prev, votes);
 		assert_voters_raised(s, r, name, tok);
 		prev = tok;
 		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
@@ -290,23 +305,31 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 		cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
 		cr_assert_eq(dlock_redlock_status(&st3, r, 2), 0);
-		cr_log_info("fenced redlock: token %" PRId64 " after server 3 was set to 1000; votes %s", tok, votes);
-		cr_assert_gt(tok, prev, "token %" PRId64 " after %" PRId64 " (votes %s)", tok, prev, votes);
+		cr_log_info("fenced redlock: token %" PRId64
+			    " after server 3 was set to 1000; votes %s",
+				tok, votes);
+		cr_assert_gt(tok, prev, "token %" PRId64 " after %" PRId64 " (votes %s)", tok, prev,
+				votes);
 		if (st3.vote == DLOCK_VOTE_ACQUIRED)
-			cr_assert_gt(tok, 1000, "token %" PRId64 " from a quorum including server 3, whose counter was "
-				     "set to 1000 (previous %" PRId64 ", votes %s)", tok, prev, votes);
+			cr_assert_gt(tok, 1000,
+					"token %" PRId64
+					" from a quorum including server 3, whose counter was "
+					"set to 1000 (previous %" PRId64 ", votes %s)",
+					tok, prev, votes);
 		assert_voters_raised(s, r, name, tok);
 		prev = tok;
 		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	} while (st3.vote != DLOCK_VOTE_ACQUIRED && ++attempts < 20);
-	cr_assert_eq(st3.vote, DLOCK_VOTE_ACQUIRED, "server 3 never voted in 20 acquisitions (votes %s)", votes);
+	cr_assert_eq(st3.vote, DLOCK_VOTE_ACQUIRED,
+			"server 3 never voted in 20 acquisitions (votes %s)", votes);
 
 	/* And from there on, still strictly growing. */
 	for (int i = 0; i < 3; i++) {
 		rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
 		cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
-		cr_assert_gt(tok, prev, "token %" PRId64 " after %" PRId64 " (votes %s)", tok, prev, votes);
+		cr_assert_gt(tok, prev, "token %" PRId64 " after %" PRId64 " (votes %s)", tok, prev,
+				votes);
 		assert_voters_raised(s, r, name, tok);
 		prev = tok;
 		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
@@ -321,9 +344,12 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 		ro.fenced = 0;
 		for (int i = 0; i < N5; i++)
 			uris[i] = rh_server_uri(s[i]);
-		cr_assert_eq(dlock_redlock_new_from_uris(&p, uris, N5, "fence:plain-redlock", &co, &ro), 0);
+		cr_assert_eq(dlock_redlock_new_from_uris(
+					     &p, uris, N5, "fence:plain-redlock", &co, &ro),
+				0);
 		rc = dlock_redlock_try_fenced(&validity, &tok, p, NULL, 0, 5000);
-		cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain RedLock: %s", dlock_strerror(rc));
+		cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain RedLock: %s",
+				dlock_strerror(rc));
 		for (int i = 0; i < N5; i++)
 			cr_assert_eq(rh_command_int(s[i], "EXISTS fence:plain-redlock"), 0);
 		dlock_redlock_free(p);
@@ -372,8 +398,8 @@ static void put_line(int fd, const char *fmt, ...)
 }
 
 /* A child: its own fenced RedLock; acquire until the shared total is reached. Never returns. */
-static void proc_child(pid_t parent, const char (*uris)[64], const char *log_path, const char *counter_path,
-		       const char *note_path)
+static void proc_child(pid_t parent, const char (*uris)[64], const char *log_path,
+		const char *counter_path, const char *note_path)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
@@ -392,16 +418,18 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 	dlock_redlock *r = NULL;
 	int rc = dlock_redlock_new_from_uris(&r, u, N5, P_NAME, &co, &ro);
 	if (rc != 0) {
-		put_line(note_fd, "F %d open: %s (%s)\n", me, dlock_strerror(rc), dlock_errmsg_last());
+		put_line(note_fd, "F %d open: %s (%s)\n", me, dlock_strerror(rc),
+				dlock_errmsg_last());
 		_exit(5);
 	}
 	int64_t give_up = mono_us() + 100 * 1000000LL;
-	int sections = 0, failed = 0, unlock_errs = 0, refused[16] = {0};
+	int sections = 0, failed = 0, unlock_errs = 0, refused[16] = { 0 };
 	for (;;) {
 		if (read_counter(cnt_fd) >= P_TOTAL)
 			break;
 		if (mono_us() > give_up) {
-			put_line(note_fd, "F %d gave up after 100 s with %d sections\n", me, sections);
+			put_line(note_fd, "F %d gave up after 100 s with %d sections\n", me,
+					sections);
 			failed++;
 			break;
 		}
@@ -409,9 +437,10 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 		rc = dlock_redlock_try_fenced(&validity, &token, r, NULL, 5000, P_LEASE);
 		if (rc != 0) {
 			refused[-rc < 16 ? -rc : 15]++;
-			if (rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM && rc != DLOCK_EEXPIRED) {
-				put_line(note_fd, "F %d try_fenced: %s (%s)\n", me, dlock_strerror(rc),
-					 dlock_redlock_errmsg(r));
+			if (rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM &&
+					rc != DLOCK_EEXPIRED) {
+				put_line(note_fd, "F %d try_fenced: %s (%s)\n", me,
+						dlock_strerror(rc), dlock_redlock_errmsg(r));
 				failed++;
 			}
 			continue;
@@ -433,15 +462,19 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 			failed++;
 		}
 		if ((e - b) / 1000 >= validity) {
-			put_line(note_fd, "F %d section took %" PRId64 " us, validity %" PRId64 " ms\n", me, e - b,
-				 validity);
+			put_line(note_fd,
+					"F %d section took %" PRId64 " us, validity %" PRId64
+					" ms\n",
+					me, e - b, validity);
 			failed++;
 		}
 		if (dlock_redlock_unlock(r) != 0)
 			unlock_errs++; /* a member on a killed server; the others were released */
 	}
-	put_line(note_fd, "S %d sections %d notacquired %d noquorum %d expired %d unlock_errors %d\n", me, sections,
-		 refused[-DLOCK_ENOTACQUIRED], refused[-DLOCK_ENOQUORUM], refused[-DLOCK_EEXPIRED], unlock_errs);
+	put_line(note_fd,
+			"S %d sections %d notacquired %d noquorum %d expired %d unlock_errors %d\n",
+			me, sections, refused[-DLOCK_ENOTACQUIRED], refused[-DLOCK_ENOQUORUM],
+			refused[-DLOCK_EEXPIRED], unlock_errs);
 	dlock_redlock_free(r);
 	close(log_fd);
 	close(cnt_fd);
@@ -493,7 +526,8 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 		kids[i] = fork();
 		cr_assert_geq(kids[i], 0, "fork: %s", strerror(errno));
 		if (kids[i] == 0)
-			proc_child(parent, (const char (*)[64])uris, log_path, counter_path, note_path);
+			proc_child(parent, (const char(*)[64])uris, log_path, counter_path,
+					note_path);
 	}
 
 	/*
@@ -506,15 +540,15 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 	 * every later quorum meets one of them. (Why two: the section counted
 	 * first after the kill may have been granted just before it.)
 	 */
-	int down[N5] = {0};
-	int64_t kill_at[N5] = {0};
-	int kill_count[N5] = {0};
+	int down[N5] = { 0 };
+	int64_t kill_at[N5] = { 0 };
+	int kill_count[N5] = { 0 };
 	int ndown = 0, kills = 0, restarts = 0, max_down = 0, last_kill_count = 0;
 	int64_t last_kill = 0;
 	int64_t t0 = rh_now_ms(), deadline = t0 + 110000;
 	int running = P_PROCS;
 	int status[P_PROCS];
-	int exited[P_PROCS] = {0};
+	int exited[P_PROCS] = { 0 };
 	char events[2048];
 	size_t en = 0;
 	events[0] = '\0';
@@ -522,16 +556,20 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 		int v = read_counter(cfd);
 		int64_t now = rh_now_ms();
 		for (int i = 0; i < N5; i++) {
-			if (down[i] && now - kill_at[i] >= P_LEASE + 100 && v >= kill_count[i] + 2) {
-				cr_assert_eq(rh_server_restart(s[i]), 0, "restart server %d", i + 1);
+			if (down[i] && now - kill_at[i] >= P_LEASE + 100 &&
+					v >= kill_count[i] + 2) {
+				cr_assert_eq(rh_server_restart(s[i]), 0, "restart server %d",
+						i + 1);
 				down[i] = 0;
 				ndown--;
 				restarts++;
 				if (en < sizeof events)
-					en += (size_t)snprintf(events + en, sizeof events - en, "+%d@%d ", i + 1, v);
+					en += (size_t)snprintf(events + en, sizeof events - en,
+							"+%d@%d ", i + 1, v);
 			}
 		}
-		if (ndown < 2 && v < P_TOTAL - 10 && v >= last_kill_count + 5 && now - last_kill >= 400) {
+		if (ndown < 2 && v < P_TOTAL - 10 && v >= last_kill_count + 5 &&
+				now - last_kill >= 400) {
 			int victim;
 			do
 				victim = rand() % N5;
@@ -545,8 +583,8 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 			kill_at[victim] = last_kill = rh_now_ms();
 			kill_count[victim] = last_kill_count = read_counter(cfd);
 			if (en < sizeof events)
-				en += (size_t)snprintf(events + en, sizeof events - en, "-%d@%d ", victim + 1,
-						       kill_count[victim]);
+				en += (size_t)snprintf(events + en, sizeof events - en, "-%d@%d ",
+						victim + 1, kill_count[victim]);
 		}
 		for (int i = 0; i < P_PROCS; i++) {
 			if (exited[i])
@@ -565,8 +603,9 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 		}
 	int counter = read_counter(cfd);
 	close(cfd);
-	cr_log_info("fenced processes: %d sections in %" PRId64 " ms, %d kills, %d restarts, max %d down (seed %u): %s",
-		    counter, rh_now_ms() - t0, kills, restarts, max_down, seed, events);
+	cr_log_info("fenced processes: %d sections in %" PRId64
+		    " ms, %d kills, %d restarts, max %d down (seed %u): %s",
+			counter, rh_now_ms() - t0, kills, restarts, max_down, seed, events);
 
 	/* The children's notes: failures (F) and statistics (S). */
 	char first_fail[700] = "";
@@ -589,7 +628,8 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 	while (fgets(line, sizeof line, fp) != NULL) {
 		long long tk, b, e;
 		int pid;
-		cr_assert_eq(sscanf(line, "%lld %lld %lld %d", &tk, &b, &e, &pid), 4, "garbled log line: %s", line);
+		cr_assert_eq(sscanf(line, "%lld %lld %lld %d", &tk, &b, &e, &pid), 4,
+				"garbled log line: %s", line);
 		cr_assert_lt(n, P_TOTAL + 16, "too many sections in the log");
 		sec[n].token = tk;
 		sec[n].begin = b;
@@ -601,18 +641,23 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 	qsort(sec, (size_t)n, sizeof sec[0], by_begin);
 	for (int i = 1; i < n; i++) {
 		cr_assert_geq(sec[i].begin, sec[i - 1].end,
-			      "sections overlap: pid %d [%" PRId64 ", %" PRId64 "] token %" PRId64 " and pid %d [%" PRId64
-			      ", %" PRId64 "] token %" PRId64, sec[i - 1].pid, sec[i - 1].begin, sec[i - 1].end,
-			      sec[i - 1].token, sec[i].pid, sec[i].begin, sec[i].end, sec[i].token);
+				"sections overlap: pid %d [%" PRId64 ", %" PRId64 "] token %" PRId64
+				" and pid %d [%" PRId64 ", %" PRId64 "] token %" PRId64,
+				sec[i - 1].pid, sec[i - 1].begin, sec[i - 1].end, sec[i - 1].token,
+				sec[i].pid, sec[i].begin, sec[i].end, sec[i].token);
 		cr_assert_gt(sec[i].token, sec[i - 1].token,
-			     "section %d (pid %d) has token %" PRId64 " after section %d (pid %d) had %" PRId64, i,
-			     sec[i].pid, sec[i].token, i - 1, sec[i - 1].pid, sec[i - 1].token);
+				"section %d (pid %d) has token %" PRId64
+				" after section %d (pid %d) had %" PRId64,
+				i, sec[i].pid, sec[i].token, i - 1, sec[i - 1].pid,
+				sec[i - 1].token);
 	}
 
-	cr_assert_eq(running, 0, "%d child process(es) still running after 110 s (counter %d)", running, counter);
+	cr_assert_eq(running, 0, "%d child process(es) still running after 110 s (counter %d)",
+			running, counter);
 	cr_assert_str_empty(first_fail, "a child failed: %s", first_fail);
 	for (int i = 0; i < P_PROCS; i++)
-		cr_assert(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0, "child %d: status 0x%x", i, status[i]);
+		cr_assert(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0,
+				"child %d: status 0x%x", i, status[i]);
 	cr_assert_eq(counter, P_TOTAL, "counter %d, want %d", counter, P_TOTAL);
 	cr_assert_eq(n, P_TOTAL, "%d sections in the log, want %d", n, P_TOTAL);
 	cr_assert_geq(kills, 3, "only %d servers were killed", kills);
@@ -661,7 +706,8 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 	cr_assert_eq(rh_server_kill(s[4]), 0);
 	for (int i = 0; i < 10; i++) {
 		int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, P_LEASE);
-		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc), dlock_redlock_errmsg(r));
+		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc),
+				dlock_redlock_errmsg(r));
 		cr_assert_gt(tok, prev);
 		prev = tok;
 		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
@@ -687,16 +733,21 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 	int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, P_LEASE);
 	votes_str(r, votes, sizeof votes);
 	if (rc == 0) {
-		cr_log_info("after the restarts: token %" PRId64 " (previous holder's %" PRId64 "), votes %s", tok,
-			    prev, votes);
-		cr_assert_gt(tok, prev, "the next holder got token %" PRId64 " after the previous holder's %" PRId64
-			     " (votes %s): the persisted counters were not counted",
-			     tok, prev, votes);
+		cr_log_info("after the restarts: token %" PRId64 " (previous holder's %" PRId64
+			    "), votes %s",
+				tok, prev, votes);
+		cr_assert_gt(tok, prev,
+				"the next holder got token %" PRId64
+				" after the previous holder's %" PRId64
+				" (votes %s): the persisted counters were not counted",
+				tok, prev, votes);
 		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	} else {
 		/* Refusing is safe (no token is handed out); it must be an infrastructure error. */
-		cr_log_info("after the restarts: refused with %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
-		cr_assert_eq(rc, DLOCK_ENOQUORUM, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
+		cr_log_info("after the restarts: refused with %s (%s)", dlock_strerror(rc),
+				dlock_redlock_errmsg(r));
+		cr_assert_eq(rc, DLOCK_ENOQUORUM, "%s (%s)", dlock_strerror(rc),
+				dlock_redlock_errmsg(r));
 	}
 
 	dlock_redlock_free(r);
@@ -729,20 +780,26 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	for (int k = 0; k < 6; k++) {
 		int64_t tok = -1;
 		int rc = dlock_multilock_try_fenced(&tok, ml, NULL, k % 2 ? 1000 : 0, 5000);
-		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", k, dlock_strerror(rc), dlock_multilock_errmsg(ml));
+		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", k, dlock_strerror(rc),
+				dlock_multilock_errmsg(ml));
 		int64_t ctr[3], max = 0;
 		for (int i = 0; i < 3; i++) {
 			ctr[i] = counter_on(s[i], name);
 			if (ctr[i] > max)
 				max = ctr[i];
 		}
-		cr_assert_gt(tok, prev, "acquisition %d: token %" PRId64 " after %" PRId64, k, tok, prev);
-		cr_assert_eq(tok, max, "acquisition %d: token %" PRId64 ", members' counters %" PRId64 " %" PRId64
-			     " %" PRId64, k, tok, ctr[0], ctr[1], ctr[2]);
+		cr_assert_gt(tok, prev, "acquisition %d: token %" PRId64 " after %" PRId64, k, tok,
+				prev);
+		cr_assert_eq(tok, max,
+				"acquisition %d: token %" PRId64 ", members' counters %" PRId64
+				" %" PRId64 " %" PRId64,
+				k, tok, ctr[0], ctr[1], ctr[2]);
 		/* Written back to every member. */
 		for (int i = 0; i < 3; i++)
-			cr_assert_eq(ctr[i], tok, "acquisition %d: member %d's counter %" PRId64 ", token %" PRId64, k,
-				     i + 1, ctr[i], tok);
+			cr_assert_eq(ctr[i], tok,
+					"acquisition %d: member %d's counter %" PRId64
+					", token %" PRId64,
+					k, i + 1, ctr[i], tok);
 		if (k == 0)
 			cr_assert_eq(tok, 51, "first token %" PRId64 " (member 2 was at 50)", tok);
 		prev = tok;
@@ -762,7 +819,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(s[i], "EXISTS fence:multi-plain"), 0);
 	dlock_multilock_free(pl);
-	dlock_lock *mixed[2] = {m[0], p[1]};
+	dlock_lock *mixed[2] = { m[0], p[1] };
 	dlock_multilock *mx = NULL;
 	cr_assert_eq(dlock_multilock_new(&mx, mixed, 2), DLOCK_EINVAL);
 
@@ -794,7 +851,8 @@ Test(fencing, example_storage_refuses_the_paused_holders_write, .timeout = 60)
 		dup2(pipefd[1], 1);
 		dup2(pipefd[1], 2);
 		close(pipefd[0]);
-		execl(DLOCK_EXAMPLES_DIR "/fenced_writer", "fenced_writer", rh_server_uri(s), (char *)NULL);
+		execl(DLOCK_EXAMPLES_DIR "/fenced_writer", "fenced_writer", rh_server_uri(s),
+				(char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -809,9 +867,10 @@ Test(fencing, example_storage_refuses_the_paused_holders_write, .timeout = 60)
 	close(pipefd[0]);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fenced_writer failed (%d):\n%s",
-		  status, out);
+			status, out);
 	/* The story it tells: A paused with the older token, B accepted, A refused. */
-	cr_assert_not_null(strstr(out, "writer B: got the lock, token 2, wrote: ACCEPTED"), "%s", out);
+	cr_assert_not_null(
+			strstr(out, "writer B: got the lock, token 2, wrote: ACCEPTED"), "%s", out);
 	cr_assert_not_null(strstr(out, "token 1: REFUSED (stale token)"), "%s", out);
 	rh_server_free(s);
 }

@@ -89,7 +89,7 @@ static int64_t hget_b(rh_server *s, const char *key, size_t len, const char *fie
 
 	cr_assert_not_null(r);
 	cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL, "HGET: type %d %s",
-		  r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
+			r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
 	int64_t v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
 	freeReplyObject(r);
 	return v;
@@ -207,18 +207,19 @@ static void snap_assert_same(rh_server *s, const snap *before, const char *what)
 		size_t j;
 		for (j = 0; j < before->n; j++)
 			if (before->klen[j] == now.klen[i] &&
-			    memcmp(before->keys[j], now.keys[i], now.klen[i]) == 0)
+					memcmp(before->keys[j], now.keys[i], now.klen[i]) == 0)
 				break;
 		cr_assert_lt(j, before->n, "%s: new key \"%.80s\" (%zu bytes) appeared", what,
-			     now.keys[i], now.klen[i]);
+				now.keys[i], now.klen[i]);
 		cr_assert(before->dlen[j] == now.dlen[i] &&
-			  memcmp(before->dumps[j], now.dumps[i], now.dlen[i]) == 0,
-			  "%s: the value of \"%.80s\" changed", what, now.keys[i]);
+						memcmp(before->dumps[j], now.dumps[i],
+								now.dlen[i]) == 0,
+				"%s: the value of \"%.80s\" changed", what, now.keys[i]);
 		cr_assert_eq(before->ttl[j], now.ttl[i], "%s: the TTL of \"%.80s\" changed", what,
-			     now.keys[i]);
+				now.keys[i]);
 	}
 	cr_assert_eq(now.n, before->n, "%s: %zu keys before, %zu after (a key disappeared)", what,
-		     before->n, now.n);
+			before->n, now.n);
 	snap_free(&now);
 }
 
@@ -229,11 +230,11 @@ static void assert_msg(const char *msg, const char *node, const char *want, cons
 	cr_assert_str_neq(msg, "", "%s: empty message", what);
 	cr_assert_null(strchr(msg, '\n'), "%s: message is not one line: %s", what, msg);
 	if (node != NULL)
-		cr_assert_not_null(strstr(msg, node), "%s: message \"%s\" should name %s", what, msg,
-				   node);
+		cr_assert_not_null(strstr(msg, node), "%s: message \"%s\" should name %s", what,
+				msg, node);
 	if (want != NULL)
-		cr_assert_not_null(strstr(msg, want), "%s: message \"%s\" should contain \"%s\"", what,
-				   msg, want);
+		cr_assert_not_null(strstr(msg, want), "%s: message \"%s\" should contain \"%s\"",
+				what, msg, want);
 }
 
 /* The client still works: lock and unlock a fresh name, with Redis checked. */
@@ -243,7 +244,8 @@ static void fresh_cycle(rh_server *s, dlock_client *c, const char *name)
 	dlock_lock *l = dl_lock(c, name);
 
 	dl_owner(c, owner, sizeof owner);
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "fresh lock %s: %s", name, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "fresh lock %s: %s", name,
+			dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, strlen(name), owner), 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "fresh unlock %s: %s", name, dlock_lock_errmsg(l));
 	cr_assert_eq(exists_b(s, name, strlen(name)), 0);
@@ -261,9 +263,9 @@ static void describe_keys(rh_server *s, char *buf, size_t size)
 		goto out;
 	for (size_t i = 0; i < r->elements && i < 4 && n < size; i++)
 		n += (size_t)snprintf(buf + n, size - n, "%s\"%.80s\" (PTTL %" PRId64 ")",
-				      i ? ", " : "", r->element[i]->str,
-				      rh_command_int(s, "PTTL %b", r->element[i]->str,
-						     r->element[i]->len));
+				i ? ", " : "", r->element[i]->str,
+				rh_command_int(s, "PTTL %b", r->element[i]->str,
+						r->element[i]->len));
 out:
 	if (r != NULL)
 		freeReplyObject(r);
@@ -337,12 +339,12 @@ static int make_fair(dlock_lock **out, dlock_client *c, const char *name)
 static const struct kind {
 	const char *label;
 	make_fn make;
-} kinds[] = {{"rlock", make_plain}, {"fenced", make_fenced}, {"fair", make_fair}};
+} kinds[] = { { "rlock", make_plain }, { "fenced", make_fenced }, { "fair", make_fair } };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
 static void expect_bad_name(dlock_client *c, const struct kind *k, const char *name,
-			    const char *want, const char *what)
+		const char *want, const char *what)
 {
 	dlock_lock *l = (dlock_lock *)0x1;
 	int rc = k->make(&l, c, name);
@@ -369,13 +371,13 @@ Test(hostile, null_and_empty_names_are_einval_and_send_nothing, .timeout = 30)
 		expect_bad_name(c, &kinds[k], "", "empty", "empty name");
 		dlock_lock *l = (dlock_lock *)0x1;
 		cr_assert_eq(kinds[k].make(&l, NULL, "fine"), DLOCK_EINVAL, "%s: NULL client",
-			     kinds[k].label);
+				kinds[k].label);
 		cr_assert_null(l);
 		cr_assert_eq(kinds[k].make(NULL, c, "fine"), DLOCK_EINVAL, "%s: NULL out",
-			     kinds[k].label);
+				kinds[k].label);
 	}
 	/* The same names through the RedLock constructor, with a valid server list. */
-	const char *uris[1] = {rh_server_uri(s)};
+	const char *uris[1] = { rh_server_uri(s) };
 	dlock_redlock *r = (dlock_redlock *)0x1;
 	cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 1, NULL, &o, NULL), DLOCK_EINVAL);
 	cr_assert_null(r);
@@ -385,7 +387,7 @@ Test(hostile, null_and_empty_names_are_einval_and_send_nothing, .timeout = 30)
 	assert_msg(dlock_errmsg_last(), NULL, "empty", "redlock empty name");
 
 	cr_assert_eq(info_int(s, "stats", "total_connections_received"), conns,
-		     "a bad name made the client connect");
+			"a bad name made the client connect");
 	snap_assert_same(s, &before, "bad names");
 	snap_free(&before);
 
@@ -413,14 +415,14 @@ Test(hostile, names_over_64k_are_einval_and_send_nothing, .timeout = 30)
 	/* The message must not quote the whole name (it is one short line). */
 	cr_assert_lt(strlen(dlock_errmsg_last()), 512);
 
-	const char *uris[1] = {rh_server_uri(s)};
+	const char *uris[1] = { rh_server_uri(s) };
 	dlock_redlock *r = (dlock_redlock *)0x1;
 	cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 1, mib, &o, NULL), DLOCK_EINVAL);
 	cr_assert_null(r);
 	assert_msg(dlock_errmsg_last(), NULL, "long", "redlock 1 MiB name");
 
 	cr_assert_eq(info_int(s, "stats", "total_connections_received"), conns,
-		     "an over-long name made the client connect");
+			"an over-long name made the client connect");
 	cr_assert_eq(rh_command_int(s, "DBSIZE"), 0);
 
 	fresh_cycle(s, c, "after-long-names");
@@ -445,8 +447,8 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	size_t chlen;
 	char *channel = aux_key("redisson_lock__channel", name, len, &chlen);
 	redisContext *sub = dl_raw_connect(rh_server_port(s), 3000);
-	const char *sargv[2] = {"SUBSCRIBE", channel};
-	size_t slens[2] = {9, chlen};
+	const char *sargv[2] = { "SUBSCRIBE", channel };
+	size_t slens[2] = { 9, chlen };
 	redisReply *r = redisCommandArgv(sub, 2, sargv, slens);
 	cr_assert_not_null(r, "SUBSCRIBE: %s", sub->errstr);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
@@ -471,13 +473,13 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
 
 	r = NULL;
-	cr_assert_eq(redisGetReply(sub, (void **)&r), REDIS_OK, "%s: no unlock message on the channel",
-		     what);
+	cr_assert_eq(redisGetReply(sub, (void **)&r), REDIS_OK,
+			"%s: no unlock message on the channel", what);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->elements, 3);
 	cr_assert_str_eq(r->element[0]->str, "message");
 	cr_assert(r->element[1]->len == chlen && memcmp(r->element[1]->str, channel, chlen) == 0,
-		  "%s: message on the wrong channel", what);
+			"%s: message on the wrong channel", what);
 	cr_assert_str_eq(r->element[2]->str, "0");
 	freeReplyObject(r);
 	redisFree(sub);
@@ -490,7 +492,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	cr_assert_eq(dlock_fencedlock_new(&l, c, name), 0);
 	int64_t token = 0;
 	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s: fenced: %s", what,
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
 	redisReply *g = rh_command(s, "GET %b", token_key, tklen);
 	cr_assert_not_null(g);
@@ -526,8 +528,8 @@ Test(hostile, odd_names_round_trip_and_leave_no_key, .timeout = 60)
 	char *max_mixed = filled_name(NAME_MAX_BYTES, 'z');
 	memcpy(max_mixed + 100, "{x}", 3);
 	memcpy(max_mixed + NAME_MAX_BYTES - 6, "\xe5\x90\x8d\xe5\x89\x8d", 6);
-	const char *names[] = {"a{b}c", "with space", "line\nbreak", "ünïcödé-名前", "{", "}",
-			       "\t\r\x01\x7f", "*", k1, max, max_mixed};
+	const char *names[] = { "a{b}c", "with space", "line\nbreak", "ünïcödé-名前", "{", "}",
+		"\t\r\x01\x7f", "*", k1, max, max_mixed };
 
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		odd_name_round_trip(s, c, names[i]);
@@ -615,29 +617,31 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 			int rc = dlock_client_open(&c, uri, &o);
 			if (rc == 0)
 				dlock_client_close(c);
-			cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\" (lazy %d): rc %d (%s)", uri, lazy, rc,
-				     dlock_strerror(rc));
+			cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\" (lazy %d): rc %d (%s)", uri, lazy,
+					rc, dlock_strerror(rc));
 			cr_assert_null(c, "\"%s\": *out must be NULL", uri);
 			const char *msg = dlock_errmsg_last();
 			cr_assert_str_neq(msg, "", "\"%s\": no message", uri);
-			cr_assert_null(strchr(msg, '\n'), "\"%s\": message not one line: %s", uri, msg);
-			cr_assert_null(strstr(msg, secret), "\"%s\": message leaks the password: %s", uri,
-				       msg);
+			cr_assert_null(strchr(msg, '\n'), "\"%s\": message not one line: %s", uri,
+					msg);
+			cr_assert_null(strstr(msg, secret),
+					"\"%s\": message leaks the password: %s", uri, msg);
 		}
 	}
 	/* One malformed member in a RedLock's list: the open fails, naming its position. */
 	char good[64], bad[64];
 	snprintf(good, sizeof good, "redis://127.0.0.1:%d", p);
 	snprintf(bad, sizeof bad, "redis://:%s@127.0.0.1:%d/x", secret, p);
-	const char *list[3] = {good, good, bad};
+	const char *list[3] = { good, good, bad };
 	dlock_redlock *r = (dlock_redlock *)0x1;
-	cr_assert_eq(dlock_redlock_new_from_uris(&r, list, 3, "uri-lock", NULL, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_new_from_uris(&r, list, 3, "uri-lock", NULL, NULL),
+			DLOCK_EINVAL);
 	cr_assert_null(r);
 	assert_msg(dlock_errmsg_last(), NULL, "server 3 of 3", "redlock bad URI");
 	cr_assert_null(strstr(dlock_errmsg_last(), secret), "leaks: %s", dlock_errmsg_last());
 
 	cr_assert_eq(info_int(s, "stats", "total_connections_received"), conns,
-		     "a malformed URI made a connection to the server");
+			"a malformed URI made a connection to the server");
 	cr_assert_eq(rh_command_int(s, "DBSIZE"), 0);
 
 	/* The check above can see a connection: a good URI makes one. */
@@ -652,11 +656,10 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 /* ---- 4. WRONGTYPE ------------------------------------------------------------ */
 
 /* Keys of every non-hash type, without TTLs, to compare afterwards. */
-static const char *const wrongtype_keys[] = {"wt:string", "wt:list", "wt:set", "wt:zset",
-					     "wt:stream"};
-static const char *const wrongtype_make[] = {"SET wt:string x", "RPUSH wt:list a b",
-					     "SADD wt:set a b", "ZADD wt:zset 1 a 2 b",
-					     "XADD wt:stream 1-1 f v"};
+static const char *const wrongtype_keys[] = { "wt:string", "wt:list", "wt:set", "wt:zset",
+	"wt:stream" };
+static const char *const wrongtype_make[] = { "SET wt:string x", "RPUSH wt:list a b",
+	"SADD wt:set a b", "ZADD wt:zset 1 a 2 b", "XADD wt:stream 1-1 f v" };
 #define NWRONG (sizeof wrongtype_keys / sizeof wrongtype_keys[0])
 
 static void make_wrongtype_key(rh_server *s, size_t i)
@@ -675,7 +678,7 @@ static void make_wrongtype_keys(rh_server *s)
 static void expect_wrongtype(int rc, dlock_lock *l, const char *node, const char *what)
 {
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "%s: rc %d (%s) %s", what, rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "WRONGTYPE", what);
 }
 
@@ -758,11 +761,13 @@ Test(hostile, wrongtype_force_unlock_leaves_the_key, .timeout = 30)
 			cr_assert_eq(kinds[k].make(&l, c, key), 0);
 			int rc = dlock_lock_force_unlock(&deleted, l);
 			int64_t exists = exists_b(s, key, strlen(key));
-			cr_expect_eq(exists, 1, "%s force_unlock on %s deleted the key (rc %d, deleted %d)",
-				     kinds[k].label, key, rc, deleted);
-			cr_expect_eq(rc, DLOCK_EWRONGTYPE, "%s force_unlock on %s: rc %d (%s), deleted %d: %s",
-				     kinds[k].label, key, rc, dlock_strerror(rc), deleted,
-				     dlock_lock_errmsg(l));
+			cr_expect_eq(exists, 1,
+					"%s force_unlock on %s deleted the key (rc %d, deleted %d)",
+					kinds[k].label, key, rc, deleted);
+			cr_expect_eq(rc, DLOCK_EWRONGTYPE,
+					"%s force_unlock on %s: rc %d (%s), deleted %d: %s",
+					kinds[k].label, key, rc, dlock_strerror(rc), deleted,
+					dlock_lock_errmsg(l));
 			if (rc == DLOCK_EWRONGTYPE)
 				assert_msg(dlock_lock_errmsg(l), node, "WRONGTYPE", key);
 			dlock_lock_free(l);
@@ -799,11 +804,11 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-list"), 0);
 	int rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "WRONGTYPE", "fenced acquire, list counter");
 	cr_expect_eq(rh_command_int(s, "EXISTS fenced-list"), 0,
-		     "the failed fenced acquire left a hold on fenced-list (PTTL %" PRId64 ")",
-		     rh_command_int(s, "PTTL fenced-list"));
+			"the failed fenced acquire left a hold on fenced-list (PTTL %" PRId64 ")",
+			rh_command_int(s, "PTTL fenced-list"));
 	ok_reply(rh_command(s, "DEL fenced-list"), "DEL"); /* report the next case on its own */
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 	dlock_lock_free(l);
@@ -811,11 +816,11 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-text"), 0);
 	rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ESERVER || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
-		  dlock_strerror(rc), dlock_lock_errmsg(l));
+			dlock_strerror(rc), dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, NULL, "fenced acquire, text counter");
 	cr_expect_eq(rh_command_int(s, "EXISTS fenced-text"), 0,
-		     "the failed fenced acquire left a hold on fenced-text (PTTL %" PRId64 ")",
-		     rh_command_int(s, "PTTL fenced-text"));
+			"the failed fenced acquire left a hold on fenced-text (PTTL %" PRId64 ")",
+			rh_command_int(s, "PTTL fenced-text"));
 	cr_log_info("fenced acquire with a text counter: %s", dlock_lock_errmsg(l));
 	ok_reply(rh_command(s, "DEL fenced-text"), "DEL");
 	dlock_lock_free(l);
@@ -826,16 +831,17 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-reenter"), 0);
-	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s",
+			dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
 	ok_reply(rh_command(s, "DEL redisson_lock_token:{fenced-reenter}"), "DEL");
 	ok_reply(rh_command(s, "RPUSH redisson_lock_token:{fenced-reenter} a"), "RPUSH");
 	rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "re-entry: rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	cr_expect_eq(hget_b(s, "fenced-reenter", 14, owner), 1,
-		     "a refused re-entry changed the hold count to %" PRId64,
-		     hget_b(s, "fenced-reenter", 14, owner));
+			"a refused re-entry changed the hold count to %" PRId64,
+			hget_b(s, "fenced-reenter", 14, owner));
 	ok_reply(rh_command(s, "DEL redisson_lock_token:{fenced-reenter}"), "DEL");
 	while (dlock_lock_unlock(l) == 0)
 		;
@@ -860,7 +866,7 @@ Test(hostile, fair_lock_keys_of_wrong_type, .timeout = 30)
 	snap before;
 	snap_take(s, &before);
 	dlock_client *c = open_server(s, 0);
-	const char *names[] = {"fair-a", "fair-b", "fair-c"};
+	const char *names[] = { "fair-a", "fair-b", "fair-c" };
 
 	for (size_t i = 0; i < 3; i++) {
 		dlock_lock *l = NULL;
@@ -886,7 +892,7 @@ Test(hostile, fair_lock_keys_of_wrong_type, .timeout = 30)
 }
 
 static dlock_redlock *open_redlock(rh_server **srv, int n, const char *const *uris,
-				   const char *name, int watchdog_ms, int fenced)
+		const char *name, int watchdog_ms, int fenced)
 {
 	dlock_client_options co;
 	dlock_redlock_options ro;
@@ -929,7 +935,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	cr_assert_eq(dlock_redlock_status(&st, r, 0), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "member 0 vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EWRONGTYPE, "member 0 error %d (%s)", st.error,
-		     dlock_strerror(st.error));
+			dlock_strerror(st.error));
 	assert_msg(st.message, node0, "WRONGTYPE", "member 0 status");
 	cr_assert_str_eq(st.node, node0);
 	for (size_t i = 1; i < 3; i++) {
@@ -948,7 +954,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	snap_take(srv[1], &before1);
 	rc = dlock_redlock_try(&validity, r, 0, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
-		  dlock_strerror(rc), dlock_redlock_errmsg(r));
+			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	assert_msg(dlock_redlock_errmsg(r), node0, "WRONGTYPE", "RedLock, 2 WRONGTYPE members");
 	cr_log_info("RedLock, 2 WRONGTYPE members: %d %s", rc, dlock_redlock_errmsg(r));
 	assert_msg(dlock_redlock_errmsg(r), node1, NULL, "RedLock, 2 WRONGTYPE members");
@@ -958,7 +964,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	int64_t t0 = rh_now_ms();
 	rc = dlock_redlock_try(&validity, r, 300, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "wait: rc %d (%s) %s", rc,
-		  dlock_strerror(rc), dlock_redlock_errmsg(r));
+			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_lt(rh_now_ms() - t0, 2000);
 	cr_assert_eq(rh_command_int(srv[2], "EXISTS rl-wt"), 0, "member 2 kept its hold");
 	snap_assert_same(srv[0], &before0, "RedLock with 2 WRONGTYPE members (0)");
@@ -988,7 +994,7 @@ static void await_link_up(rh_server *replica)
 	while (!info_has(replica, "replication", "master_link_status:up") && rh_now_ms() < deadline)
 		usleep(10 * 1000);
 	cr_assert(info_has(replica, "replication", "master_link_status:up"),
-		  "the replica never synced with its master");
+			"the replica never synced with its master");
 }
 
 Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
@@ -997,7 +1003,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	cr_assert_not_null(master);
 	char port[16], rnode[64];
 	snprintf(port, sizeof port, "%d", rh_server_port(master));
-	const char *const extra[] = {"--replicaof", "127.0.0.1", port, NULL};
+	const char *const extra[] = { "--replicaof", "127.0.0.1", port, NULL };
 	rh_server *replica = rh_server_start(extra);
 	cr_assert_not_null(replica);
 	node_of(replica, rnode, sizeof rnode);
@@ -1017,7 +1023,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	dlock_lock *l = dl_lock(cr, "ro-lock");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "try on a replica: rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), rnode, "READONLY", "try on a replica");
 	cr_log_info("replica: %s", dlock_lock_errmsg(l));
 	int64_t t0 = rh_now_ms();
@@ -1035,7 +1041,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	int deleted = -1;
 	rc = dlock_lock_force_unlock(&deleted, lh);
 	cr_assert_eq(rc, DLOCK_ESERVER, "force unlock on a replica: rc %d %s", rc,
-		     dlock_lock_errmsg(lh));
+			dlock_lock_errmsg(lh));
 	assert_msg(dlock_lock_errmsg(lh), rnode, "READONLY", "force unlock on a replica");
 	/* Reads work there. */
 	int locked = 0;
@@ -1094,7 +1100,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	ok_reply(rh_command(s, "CONFIG SET maxmemory-policy noeviction"), "policy");
 	int64_t used = info_int(s, "memory", "used_memory");
 	ok_reply(rh_command(s, "CONFIG SET maxmemory %lld", (long long)(used + 256 * 1024)),
-		 "maxmemory");
+			"maxmemory");
 	size_t vlen = 32 * 1024;
 	char *value = filled_name(vlen, 'v');
 	int filled = 0, oom = 0;
@@ -1117,7 +1123,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	dlock_lock *l = dl_lock(c, "oom-lock");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "try at maxmemory: rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "OOM", "try at maxmemory");
 	cr_log_info("maxmemory: %s", dlock_lock_errmsg(l));
 	int64_t t0 = rh_now_ms();
@@ -1134,7 +1140,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	/* A re-entry of a lock already held adds a count: refused as well. */
 	rc = dlock_lock_try(held, 0, 30000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "re-entry at maxmemory: rc %d %s", rc,
-		     dlock_lock_errmsg(held));
+			dlock_lock_errmsg(held));
 	assert_msg(dlock_lock_errmsg(held), node, "OOM", "re-entry at maxmemory");
 	int64_t n = -1;
 	cr_assert_eq(dlock_lock_hold_count(&n, held), 0, "%s", dlock_lock_errmsg(held));
@@ -1168,20 +1174,21 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 
 Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 {
-	const char *const extra[] = {"--requirepass", "s3cret", NULL};
+	const char *const extra[] = { "--requirepass", "s3cret", NULL };
 	rh_server *srv[3];
 	cr_assert_eq(rh_servers_start(srv, 3, extra), 0);
 	const char *bad_pw = "Wr0ng-Pw-93x";
 	char uris[3][128], bad[3][128], node[3][64];
 	for (int i = 0; i < 3; i++) {
-		snprintf(uris[i], sizeof uris[i], "redis://:s3cret@127.0.0.1:%d", rh_server_port(srv[i]));
+		snprintf(uris[i], sizeof uris[i], "redis://:s3cret@127.0.0.1:%d",
+				rh_server_port(srv[i]));
 		snprintf(bad[i], sizeof bad[i], "redis://:%s@127.0.0.1:%d", bad_pw,
-			 rh_server_port(srv[i]));
+				rh_server_port(srv[i]));
 		node_of(srv[i], node[i], sizeof node[i]);
 	}
 
 	/* One member with a wrong password: a quorum, and that member's status says why. */
-	const char *one_bad[3] = {uris[0], bad[1], uris[2]};
+	const char *one_bad[3] = { uris[0], bad[1], uris[2] };
 	dlock_redlock *r = open_redlock(NULL, 3, one_bad, "rl-auth", 0, 0);
 	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_redlock_errmsg(r));
@@ -1189,7 +1196,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	cr_assert_eq(dlock_redlock_status(&st, r, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EAUTH, "error %d (%s) %s", st.error, dlock_strerror(st.error),
-		     st.message);
+			st.message);
 	assert_msg(st.message, node[1], NULL, "member with a wrong password");
 	cr_assert_null(strstr(st.message, bad_pw), "the status leaks the password: %s", st.message);
 	cr_assert_null(strstr(st.message, "s3cret"), "the status leaks a password: %s", st.message);
@@ -1199,11 +1206,11 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	dlock_redlock_free(r);
 
 	/* Two: no quorum; the message names both nodes and no password. */
-	const char *two_bad[3] = {bad[0], uris[1], bad[2]};
+	const char *two_bad[3] = { bad[0], uris[1], bad[2] };
 	r = open_redlock(NULL, 3, two_bad, "rl-auth", 0, 0);
 	rc = dlock_redlock_try(NULL, r, 0, 10000);
-	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EAUTH, "rc %d (%s) %s", rc, dlock_strerror(rc),
-		  dlock_redlock_errmsg(r));
+	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EAUTH, "rc %d (%s) %s", rc,
+			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	const char *msg = dlock_redlock_errmsg(r);
 	cr_log_info("two wrong passwords: %s", msg);
 	assert_msg(msg, node[0], NULL, "two wrong passwords");
@@ -1212,7 +1219,8 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	cr_assert_null(strstr(msg, "s3cret"), "the message leaks a password: %s", msg);
 	for (size_t i = 0; i < 3; i += 2) {
 		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
-		cr_assert_eq(st.error, DLOCK_EAUTH, "member %zu: error %d %s", i, st.error, st.message);
+		cr_assert_eq(st.error, DLOCK_EAUTH, "member %zu: error %d %s", i, st.error,
+				st.message);
 		cr_assert_null(strstr(st.message, bad_pw));
 	}
 	/* And on the member lock handles. */
@@ -1227,7 +1235,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	dlock_redlock_free(r);
 
 	/* The servers are fine for correct credentials. */
-	r = open_redlock(NULL, 3, (const char *[]){uris[0], uris[1], uris[2]}, "rl-auth", 0, 0);
+	r = open_redlock(NULL, 3, (const char *[]){ uris[0], uris[1], uris[2] }, "rl-auth", 0, 0);
 	cr_assert_eq(dlock_redlock_try(NULL, r, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
 	cr_assert_eq(dlock_redlock_unlock(r), 0);
 	dlock_redlock_free(r);
@@ -1256,7 +1264,7 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "acl-lock");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "try: rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "NOPERM", "try without EVAL");
 	cr_log_info("no EVAL: %s", dlock_lock_errmsg(l));
 	int64_t t0 = rh_now_ms();
@@ -1324,7 +1332,7 @@ Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
 	cr_assert_eq(rc, DLOCK_ESERVER, "unlock: rc %d %s", rc, dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "NOPERM", "refused unlock");
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER,
-		     "the hold is still recorded (and renewed) after its unlock was refused");
+			"the hold is still recorded (and renewed) after its unlock was refused");
 	/* Redis as it was: the hold is there until its TTL runs out. */
 	cr_assert_eq(rh_command_int(s, "EXISTS refused"), 1);
 	int64_t t0 = rh_now_ms();
@@ -1419,7 +1427,7 @@ static int64_t storm_drain(storm *st, int64_t *fails, int *timed_out)
 			*timed_out |= rc == DLOCK_ETIMEDOUT;
 		} else {
 			storm_fail(st, "unlock returned %d (%s): %s", rc, dlock_strerror(rc),
-				   dlock_lock_errmsg(st->lock));
+					dlock_lock_errmsg(st->lock));
 			return ok;
 		}
 	}
@@ -1445,7 +1453,7 @@ static void storm_iteration(storm *st)
 			st->transport_errors++;
 		} else {
 			storm_fail(st, "try returned %d (%s): %s", rc, dlock_strerror(rc),
-				   dlock_lock_errmsg(st->lock));
+					dlock_lock_errmsg(st->lock));
 			return;
 		}
 	}
@@ -1460,14 +1468,18 @@ static void storm_iteration(storm *st)
 		if (rc == 0) {
 			st->count_checks++;
 			if (count != taken) {
-				storm_fail(st, "hold count %" PRId64 " after %d successful acquires "
-					   "(iteration %" PRId64 ")", count, taken, st->iterations);
+				storm_fail(st,
+						"hold count %" PRId64
+						" after %d successful acquires "
+						"(iteration %" PRId64 ")",
+						count, taken, st->iterations);
 				return;
 			}
 		} else if (is_transport(rc)) {
 			count = -1;
 		} else {
-			storm_fail(st, "hold_count returned %d: %s", rc, dlock_lock_errmsg(st->lock));
+			storm_fail(st, "hold_count returned %d: %s", rc,
+					dlock_lock_errmsg(st->lock));
 			return;
 		}
 	}
@@ -1475,8 +1487,10 @@ static void storm_iteration(storm *st)
 	if (st->violation)
 		return;
 	if (count >= 0 && (released > count || released < count - fails)) {
-		storm_fail(st, "%" PRId64 " successful unlocks (%" PRId64 " failed) for a count of %"
-			   PRId64, released, fails, count);
+		storm_fail(st,
+				"%" PRId64 " successful unlocks (%" PRId64
+				" failed) for a count of %" PRId64,
+				released, fails, count);
 		return;
 	}
 	/* "Not owner" must mean the key is gone (unless a timed-out command may
@@ -1484,8 +1498,10 @@ static void storm_iteration(storm *st)
 	if (!timed_out) {
 		int64_t e = exists_b(st->s, st->name, name_len);
 		if (e != 0)
-			storm_fail(st, "unlock said \"not owner\" but EXISTS is %" PRId64
-				   " (iteration %" PRId64 ")", e, st->iterations);
+			storm_fail(st,
+					"unlock said \"not owner\" but EXISTS is %" PRId64
+					" (iteration %" PRId64 ")",
+					e, st->iterations);
 	}
 }
 
@@ -1534,11 +1550,13 @@ Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 	cr_assert_eq(pthread_join(locker, NULL), 0);
 	cr_log_info("client kill storm: %" PRId64 " iterations, %" PRId64 " ok calls, %" PRId64
 		    " transport errors, %" PRId64 " count checks, %" PRId64 " connections killed",
-		    st.iterations, st.ok_calls, st.transport_errors, st.count_checks, st.killed);
+			st.iterations, st.ok_calls, st.transport_errors, st.count_checks,
+			st.killed);
 
-	cr_assert_not(st.violation, "%s (after %" PRId64 " iterations, %" PRId64
-		      " transport errors, %" PRId64 " connections killed)", st.why, st.iterations,
-		      st.transport_errors, st.killed);
+	cr_assert_not(st.violation,
+			"%s (after %" PRId64 " iterations, %" PRId64 " transport errors, %" PRId64
+			" connections killed)",
+			st.why, st.iterations, st.transport_errors, st.killed);
 	cr_assert_gt(st.iterations, 20, "only %" PRId64 " iterations", st.iterations);
 	cr_assert_gt(st.killed, 20, "only %" PRId64 " connections killed", st.killed);
 	cr_assert_eq(st.final_rc, 0, "final hold_count: %d", st.final_rc);
@@ -1558,8 +1576,8 @@ Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 		const redisReply *k = keys->element[i];
 		if (strcmp(k->str, "sentinel") == 0)
 			continue;
-		cr_assert(strncmp(k->str, latch, strlen(latch)) == 0, "key \"%s\" left after the storm",
-			  k->str);
+		cr_assert(strncmp(k->str, latch, strlen(latch)) == 0,
+				"key \"%s\" left after the storm", k->str);
 		int64_t ttl = rh_command_int(s, "PTTL %b", k->str, k->len);
 		cr_assert(ttl > 0 && ttl <= 7000, "latch %s has PTTL %" PRId64, k->str, ttl);
 		latches++;
@@ -1617,7 +1635,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	int64_t validity = 0;
 
 	/* Flushes racing every call. */
-	flusher f = {.srv = srv, .n = 3};
+	flusher f = { .srv = srv, .n = 3 };
 	atomic_init(&f.stop, 0);
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, flusher_main, &f), 0);
@@ -1634,8 +1652,10 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	}
 	atomic_store(&f.stop, 1);
 	cr_assert_eq(pthread_join(th, NULL), 0);
-	cr_assert_eq(failures, 0, "%d of 200 lock/unlock cycles failed under SCRIPT FLUSH; first: %d "
-		     "(%s) %s", failures, first_rc, dlock_strerror(first_rc), first_msg);
+	cr_assert_eq(failures, 0,
+			"%d of 200 lock/unlock cycles failed under SCRIPT FLUSH; first: %d "
+			"(%s) %s",
+			failures, first_rc, dlock_strerror(first_rc), first_msg);
 	cr_assert_gt(f.flushes, 10);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-flush"), 0);
@@ -1643,7 +1663,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	/* Held with the watchdog (600 ms, renewed every 200 ms): flushed, the
 	 * renewals still work on every node and the lock outlives its TTL. */
 	cr_assert_eq(dlock_redlock_lock(&validity, r, DLOCK_LEASE_WATCHDOG), 0, "%s",
-		     dlock_redlock_errmsg(r));
+			dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
 	int64_t start = rh_now_ms();
 	for (int i = 0; i < 3; i++) {
@@ -1657,15 +1677,17 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 			low = now_ttl;
 			usleep(5 * 1000);
 		}
-		cr_assert_gt(now_ttl, low, "node %d: no renewal after SCRIPT FLUSH (PTTL %" PRId64 ")",
-			     i, now_ttl);
+		cr_assert_gt(now_ttl, low,
+				"node %d: no renewal after SCRIPT FLUSH (PTTL %" PRId64 ")", i,
+				now_ttl);
 	}
 	/* Past two full TTLs since the flush, still held everywhere. */
 	while (rh_now_ms() - start < 1300)
 		usleep(20 * 1000);
 	cr_assert_eq(dlock_redlock_check(r, NULL), 0, "lost after SCRIPT FLUSH");
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-flush"), 1, "node %d lost the key", i);
+		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-flush"), 1, "node %d lost the key",
+				i);
 	flush_all(srv, 3);
 	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
@@ -1676,12 +1698,12 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	r = open_redlock(srv, 3, NULL, "rl-flush-fenced", 0, 1);
 	int64_t t1 = 0, t2 = 0;
 	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t1, r, NULL, 0, 5000), 0, "%s",
-		     dlock_redlock_errmsg(r));
+			dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
 	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
 	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t2, r, NULL, 0, 5000), 0, "%s",
-		     dlock_redlock_errmsg(r));
+			dlock_redlock_errmsg(r));
 	cr_assert_gt(t2, t1);
 	flush_all(srv, 3);
 	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
@@ -1698,7 +1720,7 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	dlock_client *c = open_server(s, 0);
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
-	rh_server *one[1] = {s};
+	rh_server *one[1] = { s };
 
 	dlock_lock *f = NULL;
 	cr_assert_eq(dlock_fencedlock_new(&f, c, "flush-fenced"), 0);
@@ -1756,7 +1778,7 @@ static void put_to_sleep(rh_server *s, redisContext **sleeper, redisContext **pr
 		done = 0;
 		while (!done)
 			cr_assert_eq(redisBufferWrite(*probe, &done), REDIS_OK);
-		struct pollfd p = {.fd = (*probe)->fd, .events = POLLIN};
+		struct pollfd p = { .fd = (*probe)->fd, .events = POLLIN };
 		if (poll(&p, 1, 150) == 0)
 			return; /* asleep */
 		redisReply *r = NULL;
@@ -1807,7 +1829,7 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	int rc = dlock_lock_try(l, 0, 10000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 250 && elapsed <= 900, "timed out after %" PRId64 " ms", elapsed);
 	assert_msg(dlock_lock_errmsg(l), node, NULL, "acquire against a sleeping server");
 	cr_log_info("sleeping server: %s (%" PRId64 " ms)", dlock_lock_errmsg(l), elapsed);
@@ -1822,11 +1844,13 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	cr_assert_eq(rc, 0, "after waking: rc %d %s", rc, dlock_lock_errmsg(l));
 	int64_t n = -1;
 	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
-	cr_assert_eq(n, 1, "hold count %" PRId64 " after a timed-out acquire (ran: %s) and one more",
-		     n, ran == 1 ? "yes" : "no");
+	cr_assert_eq(n, 1,
+			"hold count %" PRId64 " after a timed-out acquire (ran: %s) and one more",
+			n, ran == 1 ? "yes" : "no");
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(rh_command_int(s, "EXISTS sleepy"), 0, "key left: the timed-out acquire "
-		     "was counted twice");
+	cr_assert_eq(rh_command_int(s, "EXISTS sleepy"), 0,
+			"key left: the timed-out acquire "
+			"was counted twice");
 
 	/* A re-entry that times out: held once, the lost one may run on waking. */
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
@@ -1835,9 +1859,9 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	rc = dlock_lock_try(l, 0, 10000);
 	elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "re-entry: rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 250 && elapsed <= 900, "re-entry timed out after %" PRId64 " ms",
-		  elapsed);
+			elapsed);
 	assert_msg(dlock_lock_errmsg(l), node, NULL, "re-entry against a sleeping server");
 	await_wake(sleeper, probe);
 	await_field(s, "sleepy", owner, 2);
@@ -1863,7 +1887,7 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "is_held: rc %d %s", rc, dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 250 && elapsed <= 900, "is_held timed out after %" PRId64 " ms",
-		  elapsed);
+			elapsed);
 	await_wake(sleeper, probe);
 	snap_assert_same(s, &before, "query against a sleeping server");
 	snap_free(&before);

@@ -38,104 +38,109 @@
 
 static int64_t now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static dlock_client_options client_opts(int watchdog_ms)
 {
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    o.command_timeout_ms = 500;
-    o.connect_timeout_ms = 500;
-    if (watchdog_ms > 0)
-        o.watchdog_timeout_ms = watchdog_ms;
-    return o;
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	o.command_timeout_ms = 500;
+	o.connect_timeout_ms = 500;
+	if (watchdog_ms > 0)
+		o.watchdog_timeout_ms = watchdog_ms;
+	return o;
 }
 
 static dlock_redlock_options redlock_opts(int64_t guard_ms, int strict)
 {
-    dlock_redlock_options o = DLOCK_REDLOCK_OPTIONS_INIT;
-    o.restart_guard_ms = guard_ms;
-    o.restart_guard_strict = strict;
-    return o;
+	dlock_redlock_options o = DLOCK_REDLOCK_OPTIONS_INIT;
+	o.restart_guard_ms = guard_ms;
+	o.restart_guard_strict = strict;
+	return o;
 }
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms)
 {
-    dlock_client_options o = client_opts(watchdog_ms);
-    dlock_client *c = NULL;
-    int rc = dlock_client_open(&c, rh_server_uri(s), &o);
-    cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
-                 dlock_errmsg_last());
-    return c;
+	dlock_client_options o = client_opts(watchdog_ms);
+	dlock_client *c = NULL;
+	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
+			dlock_errmsg_last());
+	return c;
 }
 
 /* A RedLock on `name` over servers s[0..n-1], its own clients (dlock_redlock_new_from_uris). */
 static dlock_redlock *open_redlock(rh_server **s, int n, const char *name, int watchdog_ms,
-                                   int64_t guard_ms, int strict)
+		int64_t guard_ms, int strict)
 {
-    const char *uris[16];
-    cr_assert_leq(n, 16);
-    for (int i = 0; i < n; i++)
-        uris[i] = rh_server_uri(s[i]);
-    dlock_client_options co = client_opts(watchdog_ms);
-    dlock_redlock_options ro = redlock_opts(guard_ms, strict);
-    dlock_redlock *r = NULL;
-    int rc = dlock_redlock_new_from_uris(&r, uris, (size_t)n, name, &co, &ro);
-    cr_assert_eq(rc, 0, "redlock_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
-    return r;
+	const char *uris[16];
+	cr_assert_leq(n, 16);
+	for (int i = 0; i < n; i++)
+		uris[i] = rh_server_uri(s[i]);
+	dlock_client_options co = client_opts(watchdog_ms);
+	dlock_redlock_options ro = redlock_opts(guard_ms, strict);
+	dlock_redlock *r = NULL;
+	int rc = dlock_redlock_new_from_uris(&r, uris, (size_t)n, name, &co, &ro);
+	cr_assert_eq(rc, 0, "redlock_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
+	return r;
 }
 
 static int64_t exists(rh_server *s, const char *key)
 {
-    int64_t e = rh_command_int(s, "EXISTS %s", key);
-    cr_assert_neq(e, INT64_MIN, "EXISTS on port %d failed", rh_server_port(s));
-    return e;
+	int64_t e = rh_command_int(s, "EXISTS %s", key);
+	cr_assert_neq(e, INT64_MIN, "EXISTS on port %d failed", rh_server_port(s));
+	return e;
 }
 
 /* Assert that the hash `key` on s is exactly { field: "1" }. */
 static void assert_only_field(rh_server *s, const char *key, const char *field)
 {
-    int64_t n = rh_command_int(s, "HLEN %s", key);
-    cr_assert_eq(n, 1, "port %d: HLEN %s = %" PRId64 ", expected exactly one holder", rh_server_port(s),
-                 key, n);
-    redisReply *r = rh_command(s, "HGET %s %s", key, field);
-    cr_assert_not_null(r);
-    cr_assert_eq(r->type, REDIS_REPLY_STRING, "port %d: %s is not held by %s", rh_server_port(s), key,
-                 field);
-    cr_assert_str_eq(r->str, "1");
-    freeReplyObject(r);
+	int64_t n = rh_command_int(s, "HLEN %s", key);
+	cr_assert_eq(n, 1, "port %d: HLEN %s = %" PRId64 ", expected exactly one holder",
+			rh_server_port(s), key, n);
+	redisReply *r = rh_command(s, "HGET %s %s", key, field);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_STRING, "port %d: %s is not held by %s",
+			rh_server_port(s), key, field);
+	cr_assert_str_eq(r->str, "1");
+	freeReplyObject(r);
 }
 
 /* Assert that `key` is absent on s; if not, say who holds it and for how long. */
 static void assert_no_key(rh_server *s, const char *key, const char *what)
 {
-    if (exists(s, key) == 0)
-        return;
-    char fields[256] = "";
-    size_t off = 0;
-    redisReply *r = rh_command(s, "HGETALL %s", key);
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY)
-        for (size_t i = 0; i + 1 < r->elements && off < sizeof fields; i += 2)
-            off += (size_t)snprintf(fields + off, sizeof fields - off, "%s%s=%s", i ? ", " : "",
-                                    r->element[i]->str, r->element[i + 1]->str);
-    if (r != NULL)
-        freeReplyObject(r);
-    cr_assert_fail("%s: port %d still has %s {%s} with PTTL %" PRId64 " ms", what, rh_server_port(s), key,
-                   fields, rh_command_int(s, "PTTL %s", key));
+	if (exists(s, key) == 0)
+		return;
+	char fields[256] = "";
+	size_t off = 0;
+	redisReply *r = rh_command(s, "HGETALL %s", key);
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+		for (size_t i = 0; i + 1 < r->elements && off < sizeof fields; i += 2)
+			off += (size_t)snprintf(fields + off, sizeof fields - off, "%s%s=%s",
+					i ? ", " : "", r->element[i]->str, r->element[i + 1]->str);
+	if (r != NULL)
+		freeReplyObject(r);
+	cr_assert_fail("%s: port %d still has %s {%s} with PTTL %" PRId64 " ms", what,
+			rh_server_port(s), key, fields, rh_command_int(s, "PTTL %s", key));
 }
 
 static const char *vote_name(dlock_vote v)
 {
-    switch (v) {
-    case DLOCK_VOTE_NONE: return "NONE";
-    case DLOCK_VOTE_ACQUIRED: return "ACQUIRED";
-    case DLOCK_VOTE_HELD: return "HELD";
-    case DLOCK_VOTE_ERROR: return "ERROR";
-    case DLOCK_VOTE_YOUNG: return "YOUNG";
-    }
-    return "?";
+	switch (v) {
+	case DLOCK_VOTE_NONE:
+		return "NONE";
+	case DLOCK_VOTE_ACQUIRED:
+		return "ACQUIRED";
+	case DLOCK_VOTE_HELD:
+		return "HELD";
+	case DLOCK_VOTE_ERROR:
+		return "ERROR";
+	case DLOCK_VOTE_YOUNG:
+		return "YOUNG";
+	}
+	return "?";
 }
 
 /* A counter threads bump and the main thread waits on, with a deadline. */
@@ -145,26 +150,26 @@ static const char *vote_name(dlock_vote v)
  * count that must be 0 on entry. Relaxed atomics only keep TSan quiet.
  */
 typedef struct section {
-    atomic_int counter;
-    atomic_int inside;
-    atomic_int overlaps;
+	atomic_int counter;
+	atomic_int inside;
+	atomic_int overlaps;
 } section;
 
 static void section_init(section *s)
 {
-    atomic_init(&s->counter, 0);
-    atomic_init(&s->inside, 0);
-    atomic_init(&s->overlaps, 0);
+	atomic_init(&s->counter, 0);
+	atomic_init(&s->inside, 0);
+	atomic_init(&s->overlaps, 0);
 }
 
 static void critical_section(section *s, int sleep_for_ms)
 {
-    if (atomic_fetch_add(&s->inside, 1) != 0)
-        atomic_fetch_add(&s->overlaps, 1);
-    int v = atomic_load_explicit(&s->counter, memory_order_relaxed);
-    dl_sleep_ms(sleep_for_ms);
-    atomic_store_explicit(&s->counter, v + 1, memory_order_relaxed);
-    atomic_fetch_sub(&s->inside, 1);
+	if (atomic_fetch_add(&s->inside, 1) != 0)
+		atomic_fetch_add(&s->overlaps, 1);
+	int v = atomic_load_explicit(&s->counter, memory_order_relaxed);
+	dl_sleep_ms(sleep_for_ms);
+	atomic_store_explicit(&s->counter, v + 1, memory_order_relaxed);
+	atomic_fetch_sub(&s->inside, 1);
 }
 
 /* ---- 1. Redisson's shape: 7 members on 2 servers, 10 threads ------------- */
@@ -174,116 +179,122 @@ static void critical_section(section *s, int sleep_for_ms)
 #define R1_ROUNDS 5
 
 typedef struct r1_shared {
-    dlock_redlock *r;
-    int use_try; /* 0: lock(2000); 1: try(4000, 2000) */
-    pthread_barrier_t start;
-    section sec;
-    dl_failures fail;
-    dl_gate done;
+	dlock_redlock *r;
+	int use_try; /* 0: lock(2000); 1: try(4000, 2000) */
+	pthread_barrier_t start;
+	section sec;
+	dl_failures fail;
+	dl_gate done;
 } r1_shared;
 
 typedef struct r1_arg {
-    r1_shared *sh;
-    int id;
+	r1_shared *sh;
+	int id;
 } r1_arg;
 
 static void *r1_worker(void *p)
 {
-    r1_arg *a = p;
-    r1_shared *sh = a->sh;
-    pthread_barrier_wait(&sh->start);
-    for (int i = 0; i < R1_ROUNDS; i++) {
-        int64_t validity = -1;
-        int rc = sh->use_try ? dlock_redlock_try(&validity, sh->r, 4000, 2000)
-                             : dlock_redlock_lock(&validity, sh->r, 2000);
-        if (rc != 0) {
-            dl_failures_record(&sh->fail, "thread %d round %d: %s: %s (%s)", a->id, i,
-                        sh->use_try ? "try(4000, 2000)" : "lock(2000)", dlock_strerror(rc),
-                        dlock_redlock_errmsg(sh->r));
-            continue;
-        }
-        int64_t t0 = rh_now_ms();
-        if (validity <= 0 || validity > 2000)
-            dl_failures_record(&sh->fail, "thread %d round %d: validity %" PRId64 " ms for a 2000 ms lease",
-                        a->id, i, validity);
-        critical_section(&sh->sec, 10);
-        int64_t took = rh_now_ms() - t0;
-        if (took >= validity)
-            dl_failures_record(&sh->fail, "thread %d round %d: section took %" PRId64 " ms, validity %" PRId64,
-                        a->id, i, took, validity);
-        rc = dlock_redlock_unlock(sh->r);
-        if (rc != 0)
-            dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
-                        dlock_redlock_errmsg(sh->r));
-    }
-    dl_gate_add(&sh->done, 1);
-    return NULL;
+	r1_arg *a = p;
+	r1_shared *sh = a->sh;
+	pthread_barrier_wait(&sh->start);
+	for (int i = 0; i < R1_ROUNDS; i++) {
+		int64_t validity = -1;
+		int rc = sh->use_try ? dlock_redlock_try(&validity, sh->r, 4000, 2000)
+				     : dlock_redlock_lock(&validity, sh->r, 2000);
+		if (rc != 0) {
+			dl_failures_record(&sh->fail, "thread %d round %d: %s: %s (%s)", a->id, i,
+					sh->use_try ? "try(4000, 2000)" : "lock(2000)",
+					dlock_strerror(rc), dlock_redlock_errmsg(sh->r));
+			continue;
+		}
+		int64_t t0 = rh_now_ms();
+		if (validity <= 0 || validity > 2000)
+			dl_failures_record(&sh->fail,
+					"thread %d round %d: validity %" PRId64
+					" ms for a 2000 ms lease",
+					a->id, i, validity);
+		critical_section(&sh->sec, 10);
+		int64_t took = rh_now_ms() - t0;
+		if (took >= validity)
+			dl_failures_record(&sh->fail,
+					"thread %d round %d: section took %" PRId64
+					" ms, validity %" PRId64,
+					a->id, i, took, validity);
+		rc = dlock_redlock_unlock(sh->r);
+		if (rc != 0)
+			dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id,
+					i, dlock_strerror(rc), dlock_redlock_errmsg(sh->r));
+	}
+	dl_gate_add(&sh->done, 1);
+	return NULL;
 }
 
 static void run_redisson_shape(int use_try, const char *prefix)
 {
-    rh_server *s[2];
-    cr_assert_eq(rh_servers_start(s, 2, NULL), 0);
-    dlock_client *c[2] = {open_client(s[0], 0), open_client(s[1], 0)};
-    dlock_lock *members[R1_MEMBERS];
-    char names[R1_MEMBERS][32];
-    for (int i = 0; i < R1_MEMBERS; i++) {
-        snprintf(names[i], sizeof names[i], "%s%d", prefix, i);
-        members[i] = dl_lock(c[i < 4 ? 0 : 1], names[i]);
-    }
-    dlock_redlock_options ro = redlock_opts(0, 0);
-    r1_shared sh;
-    int rc = dlock_redlock_new(&sh.r, members, R1_MEMBERS, &ro);
-    cr_assert_eq(rc, 0, "redlock_new: %s", dlock_strerror(rc));
-    cr_assert_eq(dlock_redlock_size(sh.r), R1_MEMBERS);
-    sh.use_try = use_try;
-    pthread_barrier_init(&sh.start, NULL, R1_THREADS);
-    section_init(&sh.sec);
-    dl_failures_init(&sh.fail);
-    dl_gate_init(&sh.done);
+	rh_server *s[2];
+	cr_assert_eq(rh_servers_start(s, 2, NULL), 0);
+	dlock_client *c[2] = { open_client(s[0], 0), open_client(s[1], 0) };
+	dlock_lock *members[R1_MEMBERS];
+	char names[R1_MEMBERS][32];
+	for (int i = 0; i < R1_MEMBERS; i++) {
+		snprintf(names[i], sizeof names[i], "%s%d", prefix, i);
+		members[i] = dl_lock(c[i < 4 ? 0 : 1], names[i]);
+	}
+	dlock_redlock_options ro = redlock_opts(0, 0);
+	r1_shared sh;
+	int rc = dlock_redlock_new(&sh.r, members, R1_MEMBERS, &ro);
+	cr_assert_eq(rc, 0, "redlock_new: %s", dlock_strerror(rc));
+	cr_assert_eq(dlock_redlock_size(sh.r), R1_MEMBERS);
+	sh.use_try = use_try;
+	pthread_barrier_init(&sh.start, NULL, R1_THREADS);
+	section_init(&sh.sec);
+	dl_failures_init(&sh.fail);
+	dl_gate_init(&sh.done);
 
-    r1_arg args[R1_THREADS];
-    pthread_t th[R1_THREADS];
-    int64_t t0 = rh_now_ms();
-    for (int i = 0; i < R1_THREADS; i++) {
-        args[i] = (r1_arg){&sh, i};
-        cr_assert_eq(pthread_create(&th[i], NULL, r1_worker, &args[i]), 0);
-    }
-    int n = dl_gate_wait(&sh.done, R1_THREADS, t0 + 80000);
-    cr_assert_eq(n, R1_THREADS, "%s: only %d of %d threads finished within 80 s (counter %d)",
-                 use_try ? "try" : "lock", n, R1_THREADS, atomic_load(&sh.sec.counter));
-    for (int i = 0; i < R1_THREADS; i++)
-        pthread_join(th[i], NULL);
-    cr_log_info("redlock 7 members / 2 servers, %s: %d sections in %" PRId64 " ms",
-                use_try ? "try(4000, 2000)" : "lock(2000)", R1_THREADS * R1_ROUNDS, rh_now_ms() - t0);
+	r1_arg args[R1_THREADS];
+	pthread_t th[R1_THREADS];
+	int64_t t0 = rh_now_ms();
+	for (int i = 0; i < R1_THREADS; i++) {
+		args[i] = (r1_arg){ &sh, i };
+		cr_assert_eq(pthread_create(&th[i], NULL, r1_worker, &args[i]), 0);
+	}
+	int n = dl_gate_wait(&sh.done, R1_THREADS, t0 + 80000);
+	cr_assert_eq(n, R1_THREADS, "%s: only %d of %d threads finished within 80 s (counter %d)",
+			use_try ? "try" : "lock", n, R1_THREADS, atomic_load(&sh.sec.counter));
+	for (int i = 0; i < R1_THREADS; i++)
+		pthread_join(th[i], NULL);
+	cr_log_info("redlock 7 members / 2 servers, %s: %d sections in %" PRId64 " ms",
+			use_try ? "try(4000, 2000)" : "lock(2000)", R1_THREADS * R1_ROUNDS,
+			rh_now_ms() - t0);
 
-    dl_failures_assert_none(&sh.fail);
-    cr_assert_eq(atomic_load(&sh.sec.overlaps), 0, "%d entries found another thread inside",
-                 atomic_load(&sh.sec.overlaps));
-    cr_assert_eq(atomic_load(&sh.sec.counter), R1_THREADS * R1_ROUNDS, "counter %d, expected %d",
-                 atomic_load(&sh.sec.counter), R1_THREADS * R1_ROUNDS);
-    for (int i = 0; i < R1_MEMBERS; i++)
-        assert_no_key(s[i < 4 ? 0 : 1], names[i], "after every thread released");
+	dl_failures_assert_none(&sh.fail);
+	cr_assert_eq(atomic_load(&sh.sec.overlaps), 0, "%d entries found another thread inside",
+			atomic_load(&sh.sec.overlaps));
+	cr_assert_eq(atomic_load(&sh.sec.counter), R1_THREADS * R1_ROUNDS,
+			"counter %d, expected %d", atomic_load(&sh.sec.counter),
+			R1_THREADS * R1_ROUNDS);
+	for (int i = 0; i < R1_MEMBERS; i++)
+		assert_no_key(s[i < 4 ? 0 : 1], names[i], "after every thread released");
 
-    dlock_redlock_free(sh.r);
-    for (int i = 0; i < R1_MEMBERS; i++)
-        dlock_lock_free(members[i]);
-    dlock_client_close(c[0]);
-    dlock_client_close(c[1]);
-    pthread_barrier_destroy(&sh.start);
-    dl_gate_destroy(&sh.done);
-    rh_server_free(s[0]);
-    rh_server_free(s[1]);
+	dlock_redlock_free(sh.r);
+	for (int i = 0; i < R1_MEMBERS; i++)
+		dlock_lock_free(members[i]);
+	dlock_client_close(c[0]);
+	dlock_client_close(c[1]);
+	pthread_barrier_destroy(&sh.start);
+	dl_gate_destroy(&sh.done);
+	rh_server_free(s[0]);
+	rh_server_free(s[1]);
 }
 
 Test(redlock_exclusion, seven_members_two_servers_lock, .timeout = 90)
 {
-    run_redisson_shape(0, "L");
+	run_redisson_shape(0, "L");
 }
 
 Test(redlock_exclusion, seven_members_two_servers_try, .timeout = 90)
 {
-    run_redisson_shape(1, "T");
+	run_redisson_shape(1, "T");
 }
 
 /* ---- 2. forked processes on 5 servers, one killed and restarted ---------- */
@@ -298,231 +309,250 @@ Test(redlock_exclusion, seven_members_two_servers_try, .timeout = 90)
 static void log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_line(int fd, const char *fmt, ...)
 {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof buf) {
-        n = (int)sizeof buf - 1;
-        buf[n - 1] = '\n';
-    }
-    ssize_t w = write(fd, buf, (size_t)n);
-    (void)w;
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof buf) {
+		n = (int)sizeof buf - 1;
+		buf[n - 1] = '\n';
+	}
+	ssize_t w = write(fd, buf, (size_t)n);
+	(void)w;
 }
 
 static int read_counter(int fd)
 {
-    int v = -1;
-    if (pread(fd, &v, sizeof v, 0) != (ssize_t)sizeof v)
-        return -1;
-    return v;
+	int v = -1;
+	if (pread(fd, &v, sizeof v, 0) != (ssize_t)sizeof v)
+		return -1;
+	return v;
 }
 
 /* A child: its own RedLock, P_SECTIONS critical sections. Never returns. */
 static void proc_child(pid_t parent, const char (*uris)[64], const char *log_path,
-                       const char *counter_path)
+		const char *counter_path)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(3);
-    int log_fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    int cnt_fd = open(counter_path, O_RDWR | O_CLOEXEC);
-    if (log_fd < 0 || cnt_fd < 0)
-        _exit(4);
-    pid_t me = getpid();
-    const char *u[P_SERVERS];
-    for (int i = 0; i < P_SERVERS; i++)
-        u[i] = uris[i];
-    dlock_client_options co = client_opts(0);
-    dlock_redlock_options ro = redlock_opts(0, 0);
-    dlock_redlock *r = NULL;
-    int rc = dlock_redlock_new_from_uris(&r, u, P_SERVERS, P_NAME, &co, &ro);
-    if (rc != 0) {
-        log_line(log_fd, "F %d open: %s (%s)\n", (int)me, dlock_strerror(rc), dlock_errmsg_last());
-        _exit(5);
-    }
-    int failed = 0;
-    for (int i = 0; i < P_SECTIONS; i++) {
-        int64_t validity = -1;
-        int64_t t_try = now_us();
-        rc = dlock_redlock_try(&validity, r, 10000, 2000);
-        if (rc != 0) {
-            log_line(log_fd, "F %d section %d: try(10000, 2000) after %" PRId64 " ms: %s (%s)\n", (int)me,
-                     i, (now_us() - t_try) / 1000, dlock_strerror(rc), dlock_redlock_errmsg(r));
-            failed++;
-            continue;
-        }
-        int64_t t_b = now_us();
-        log_line(log_fd, "B %d %" PRId64 "\n", (int)me, t_b);
-        int v = read_counter(cnt_fd);
-        usleep(1000);
-        v++;
-        ssize_t w = pwrite(cnt_fd, &v, sizeof v, 0);
-        int64_t t_e = now_us();
-        log_line(log_fd, "E %d %" PRId64 "\n", (int)me, t_e);
-        if (w != (ssize_t)sizeof v) {
-            log_line(log_fd, "F %d section %d: counter write failed\n", (int)me, i);
-            failed++;
-        }
-        if ((t_e - t_b) / 1000 >= validity) {
-            log_line(log_fd, "F %d section %d: took %" PRId64 " us, validity %" PRId64 " ms\n", (int)me, i,
-                     t_e - t_b, validity);
-            failed++;
-        }
-        rc = dlock_redlock_unlock(r);
-        if (rc != 0) /* a killed member may make this fail; the lock is still released */
-            log_line(log_fd, "U %d section %d: unlock: %s (%s)\n", (int)me, i, dlock_strerror(rc),
-                     dlock_redlock_errmsg(r));
-    }
-    dlock_redlock_free(r);
-    close(log_fd);
-    close(cnt_fd);
-    _exit(failed ? 1 : 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(3);
+	int log_fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int cnt_fd = open(counter_path, O_RDWR | O_CLOEXEC);
+	if (log_fd < 0 || cnt_fd < 0)
+		_exit(4);
+	pid_t me = getpid();
+	const char *u[P_SERVERS];
+	for (int i = 0; i < P_SERVERS; i++)
+		u[i] = uris[i];
+	dlock_client_options co = client_opts(0);
+	dlock_redlock_options ro = redlock_opts(0, 0);
+	dlock_redlock *r = NULL;
+	int rc = dlock_redlock_new_from_uris(&r, u, P_SERVERS, P_NAME, &co, &ro);
+	if (rc != 0) {
+		log_line(log_fd, "F %d open: %s (%s)\n", (int)me, dlock_strerror(rc),
+				dlock_errmsg_last());
+		_exit(5);
+	}
+	int failed = 0;
+	for (int i = 0; i < P_SECTIONS; i++) {
+		int64_t validity = -1;
+		int64_t t_try = now_us();
+		rc = dlock_redlock_try(&validity, r, 10000, 2000);
+		if (rc != 0) {
+			log_line(log_fd,
+					"F %d section %d: try(10000, 2000) after %" PRId64
+					" ms: %s (%s)\n",
+					(int)me, i, (now_us() - t_try) / 1000, dlock_strerror(rc),
+					dlock_redlock_errmsg(r));
+			failed++;
+			continue;
+		}
+		int64_t t_b = now_us();
+		log_line(log_fd, "B %d %" PRId64 "\n", (int)me, t_b);
+		int v = read_counter(cnt_fd);
+		usleep(1000);
+		v++;
+		ssize_t w = pwrite(cnt_fd, &v, sizeof v, 0);
+		int64_t t_e = now_us();
+		log_line(log_fd, "E %d %" PRId64 "\n", (int)me, t_e);
+		if (w != (ssize_t)sizeof v) {
+			log_line(log_fd, "F %d section %d: counter write failed\n", (int)me, i);
+			failed++;
+		}
+		if ((t_e - t_b) / 1000 >= validity) {
+			log_line(log_fd,
+					"F %d section %d: took %" PRId64 " us, validity %" PRId64
+					" ms\n",
+					(int)me, i, t_e - t_b, validity);
+			failed++;
+		}
+		rc = dlock_redlock_unlock(r);
+		if (rc != 0) /* a killed member may make this fail; the lock is still released */
+			log_line(log_fd, "U %d section %d: unlock: %s (%s)\n", (int)me, i,
+					dlock_strerror(rc), dlock_redlock_errmsg(r));
+	}
+	dlock_redlock_free(r);
+	close(log_fd);
+	close(cnt_fd);
+	_exit(failed ? 1 : 0);
 }
 
 /* Parse the log: sections never overlap, in file order and in time. */
-static void check_log(const char *path, int *sections, char *first_fail, size_t fail_len, int *unlock_errs)
+static void check_log(const char *path, int *sections, char *first_fail, size_t fail_len,
+		int *unlock_errs)
 {
-    FILE *fp = fopen(path, "r");
-    cr_assert_not_null(fp, "open %s: %s", path, strerror(errno));
-    char line[640];
-    int open_pid = 0, lineno = 0, fails = 0;
-    int64_t open_t = 0, last_end = 0;
-    *sections = 0;
-    *unlock_errs = 0;
-    first_fail[0] = '\0';
-    while (fgets(line, sizeof line, fp) != NULL) {
-        lineno++;
-        char kind = line[0];
-        int pid = 0;
-        long long t = 0;
-        if (kind == 'F') {
-            if (fails++ == 0)
-                snprintf(first_fail, fail_len, "%s", line);
-            continue;
-        }
-        if (kind == 'U') {
-            (*unlock_errs)++;
-            continue;
-        }
-        cr_assert(kind == 'B' || kind == 'E', "log line %d is garbled: %s", lineno, line);
-        cr_assert_eq(sscanf(line + 1, " %d %lld", &pid, &t), 2, "log line %d is garbled: %s", lineno, line);
-        if (kind == 'B') {
-            cr_assert_eq(open_pid, 0, "line %d: pid %d began while pid %d was inside (since %" PRId64 " us)",
-                         lineno, pid, open_pid, open_t);
-            cr_assert_geq(t, last_end, "line %d: pid %d began at %lld us, before the previous section ended (%" PRId64
-                          " us)", lineno, pid, t, last_end);
-            open_pid = pid;
-            open_t = t;
-        } else {
-            cr_assert_eq(open_pid, pid, "line %d: pid %d ended a section opened by pid %d", lineno, pid, open_pid);
-            cr_assert_geq(t, open_t);
-            open_pid = 0;
-            last_end = t;
-            (*sections)++;
-        }
-    }
-    fclose(fp);
-    cr_assert_eq(open_pid, 0, "the log ends inside a section of pid %d", open_pid);
-    if (fails)
-        cr_log_error("%d failure line(s) in the log", fails);
+	FILE *fp = fopen(path, "r");
+	cr_assert_not_null(fp, "open %s: %s", path, strerror(errno));
+	char line[640];
+	int open_pid = 0, lineno = 0, fails = 0;
+	int64_t open_t = 0, last_end = 0;
+	*sections = 0;
+	*unlock_errs = 0;
+	first_fail[0] = '\0';
+	while (fgets(line, sizeof line, fp) != NULL) {
+		lineno++;
+		char kind = line[0];
+		int pid = 0;
+		long long t = 0;
+		if (kind == 'F') {
+			if (fails++ == 0)
+				snprintf(first_fail, fail_len, "%s", line);
+			continue;
+		}
+		if (kind == 'U') {
+			(*unlock_errs)++;
+			continue;
+		}
+		cr_assert(kind == 'B' || kind == 'E', "log line %d is garbled: %s", lineno, line);
+		cr_assert_eq(sscanf(line + 1, " %d %lld", &pid, &t), 2,
+				"log line %d is garbled: %s", lineno, line);
+		if (kind == 'B') {
+			cr_assert_eq(open_pid, 0,
+					"line %d: pid %d began while pid %d was inside (since %" PRId64
+					" us)",
+					lineno, pid, open_pid, open_t);
+			cr_assert_geq(t, last_end,
+					"line %d: pid %d began at %lld us, before the previous section ended (%" PRId64
+					" us)",
+					lineno, pid, t, last_end);
+			open_pid = pid;
+			open_t = t;
+		} else {
+			cr_assert_eq(open_pid, pid,
+					"line %d: pid %d ended a section opened by pid %d", lineno,
+					pid, open_pid);
+			cr_assert_geq(t, open_t);
+			open_pid = 0;
+			last_end = t;
+			(*sections)++;
+		}
+	}
+	fclose(fp);
+	cr_assert_eq(open_pid, 0, "the log ends inside a section of pid %d", open_pid);
+	if (fails)
+		cr_log_error("%d failure line(s) in the log", fails);
 }
 
 Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted, .timeout = 120)
 {
-    rh_server *s[P_SERVERS];
-    cr_assert_eq(rh_servers_start(s, P_SERVERS, NULL), 0);
-    char uris[P_SERVERS][64];
-    for (int i = 0; i < P_SERVERS; i++)
-        snprintf(uris[i], sizeof uris[i], "%s", rh_server_uri(s[i]));
+	rh_server *s[P_SERVERS];
+	cr_assert_eq(rh_servers_start(s, P_SERVERS, NULL), 0);
+	char uris[P_SERVERS][64];
+	for (int i = 0; i < P_SERVERS; i++)
+		snprintf(uris[i], sizeof uris[i], "%s", rh_server_uri(s[i]));
 
-    char dir[] = "/tmp/dlock-rl-procs-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char log_path[128], counter_path[128];
-    snprintf(log_path, sizeof log_path, "%s/sections.log", dir);
-    snprintf(counter_path, sizeof counter_path, "%s/counter", dir);
-    int lfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int cfd = open(counter_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    cr_assert(lfd >= 0 && cfd >= 0);
-    int zero = 0;
-    cr_assert_eq(pwrite(cfd, &zero, sizeof zero, 0), (ssize_t)sizeof zero);
-    close(lfd);
+	char dir[] = "/tmp/dlock-rl-procs-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char log_path[128], counter_path[128];
+	snprintf(log_path, sizeof log_path, "%s/sections.log", dir);
+	snprintf(counter_path, sizeof counter_path, "%s/counter", dir);
+	int lfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int cfd = open(counter_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert(lfd >= 0 && cfd >= 0);
+	int zero = 0;
+	cr_assert_eq(pwrite(cfd, &zero, sizeof zero, 0), (ssize_t)sizeof zero);
+	close(lfd);
 
-    pid_t parent = getpid();
-    pid_t kids[P_PROCS];
-    for (int i = 0; i < P_PROCS; i++) {
-        kids[i] = fork();
-        cr_assert_geq(kids[i], 0, "fork: %s", strerror(errno));
-        if (kids[i] == 0)
-            proc_child(parent, (const char (*)[64])uris, log_path, counter_path);
-    }
+	pid_t parent = getpid();
+	pid_t kids[P_PROCS];
+	for (int i = 0; i < P_PROCS; i++) {
+		kids[i] = fork();
+		cr_assert_geq(kids[i], 0, "fork: %s", strerror(errno));
+		if (kids[i] == 0)
+			proc_child(parent, (const char(*)[64])uris, log_path, counter_path);
+	}
 
-    /* Kill server 3 after ~25% of the sections, restart it (empty) after ~60%. */
-    const int victim = 2;
-    int64_t t0 = rh_now_ms(), deadline = t0 + 110000;
-    int killed_at = -1, restarted_at = -1, running = P_PROCS;
-    int status[P_PROCS];
-    int exited[P_PROCS] = {0};
-    while (running > 0 && rh_now_ms() < deadline) {
-        int v = read_counter(cfd);
-        if (killed_at < 0 && v >= P_TOTAL / 4) {
-            cr_assert_eq(rh_server_kill(s[victim]), 0);
-            killed_at = v;
-        }
-        if (killed_at >= 0 && restarted_at < 0 && v >= P_TOTAL * 6 / 10) {
-            cr_assert_eq(rh_server_restart(s[victim]), 0);
-            restarted_at = v;
-        }
-        for (int i = 0; i < P_PROCS; i++) {
-            if (exited[i])
-                continue;
-            pid_t w = waitpid(kids[i], &status[i], WNOHANG);
-            if (w == kids[i]) {
-                exited[i] = 1;
-                running--;
-            }
-        }
-        dl_sleep_ms(5);
-    }
-    if (running > 0) {
-        for (int i = 0; i < P_PROCS; i++)
-            if (!exited[i]) {
-                kill(kids[i], SIGKILL);
-                waitpid(kids[i], &status[i], 0);
-            }
-    }
-    int counter = read_counter(cfd);
-    close(cfd);
-    cr_log_info("redlock processes: %d sections in %" PRId64 " ms; server %d killed at %d, restarted at %d",
-                counter, rh_now_ms() - t0, victim + 1, killed_at, restarted_at);
+	/* Kill server 3 after ~25% of the sections, restart it (empty) after ~60%. */
+	const int victim = 2;
+	int64_t t0 = rh_now_ms(), deadline = t0 + 110000;
+	int killed_at = -1, restarted_at = -1, running = P_PROCS;
+	int status[P_PROCS];
+	int exited[P_PROCS] = { 0 };
+	while (running > 0 && rh_now_ms() < deadline) {
+		int v = read_counter(cfd);
+		if (killed_at < 0 && v >= P_TOTAL / 4) {
+			cr_assert_eq(rh_server_kill(s[victim]), 0);
+			killed_at = v;
+		}
+		if (killed_at >= 0 && restarted_at < 0 && v >= P_TOTAL * 6 / 10) {
+			cr_assert_eq(rh_server_restart(s[victim]), 0);
+			restarted_at = v;
+		}
+		for (int i = 0; i < P_PROCS; i++) {
+			if (exited[i])
+				continue;
+			pid_t w = waitpid(kids[i], &status[i], WNOHANG);
+			if (w == kids[i]) {
+				exited[i] = 1;
+				running--;
+			}
+		}
+		dl_sleep_ms(5);
+	}
+	if (running > 0) {
+		for (int i = 0; i < P_PROCS; i++)
+			if (!exited[i]) {
+				kill(kids[i], SIGKILL);
+				waitpid(kids[i], &status[i], 0);
+			}
+	}
+	int counter = read_counter(cfd);
+	close(cfd);
+	cr_log_info("redlock processes: %d sections in %" PRId64
+		    " ms; server %d killed at %d, restarted at %d",
+			counter, rh_now_ms() - t0, victim + 1, killed_at, restarted_at);
 
-    int sections = 0, unlock_errs = 0;
-    char first_fail[640];
-    check_log(log_path, &sections, first_fail, sizeof first_fail, &unlock_errs);
-    if (unlock_errs)
-        cr_log_info("%d unlock(s) reported an error (a member on the killed server)", unlock_errs);
-    cr_assert_eq(running, 0, "%d child process(es) still running after 110 s (counter %d)", running, counter);
-    cr_assert_str_empty(first_fail, "a child failed: %s", first_fail);
-    for (int i = 0; i < P_PROCS; i++)
-        cr_assert(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0, "child %d: status 0x%x", i, status[i]);
-    cr_assert_geq(killed_at, 0, "the server was never killed");
-    cr_assert_geq(restarted_at, 0, "the server was never restarted");
-    cr_assert_eq(sections, P_TOTAL, "%d complete sections in the log, expected %d", sections, P_TOTAL);
-    cr_assert_eq(counter, P_TOTAL, "counter %d, expected %d (lost updates: overlapping sections)", counter,
-                 P_TOTAL);
-    for (int i = 0; i < P_SERVERS; i++)
-        assert_no_key(s[i], P_NAME, "after every process released");
+	int sections = 0, unlock_errs = 0;
+	char first_fail[640];
+	check_log(log_path, &sections, first_fail, sizeof first_fail, &unlock_errs);
+	if (unlock_errs)
+		cr_log_info("%d unlock(s) reported an error (a member on the killed server)",
+				unlock_errs);
+	cr_assert_eq(running, 0, "%d child process(es) still running after 110 s (counter %d)",
+			running, counter);
+	cr_assert_str_empty(first_fail, "a child failed: %s", first_fail);
+	for (int i = 0; i < P_PROCS; i++)
+		cr_assert(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0,
+				"child %d: status 0x%x", i, status[i]);
+	cr_assert_geq(killed_at, 0, "the server was never killed");
+	cr_assert_geq(restarted_at, 0, "the server was never restarted");
+	cr_assert_eq(sections, P_TOTAL, "%d complete sections in the log, expected %d", sections,
+			P_TOTAL);
+	cr_assert_eq(counter, P_TOTAL,
+			"counter %d, expected %d (lost updates: overlapping sections)", counter,
+			P_TOTAL);
+	for (int i = 0; i < P_SERVERS; i++)
+		assert_no_key(s[i], P_NAME, "after every process released");
 
-    unlink(log_path);
-    unlink(counter_path);
-    rmdir(dir);
-    for (int i = 0; i < P_SERVERS; i++)
-        rh_server_free(s[i]);
+	unlink(log_path);
+	unlink(counter_path);
+	rmdir(dir);
+	for (int i = 0; i < P_SERVERS; i++)
+		rh_server_free(s[i]);
 }
-
 
 /* ---- 3. the restart guard: Kleppmann's scenario -------------------------- */
 
@@ -532,150 +562,159 @@ Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted
  * (`<some client uuid>:<tid>`), into buf. */
 static void only_field_of_this_thread(rh_server *s, const char *key, char *buf, size_t len)
 {
-    redisReply *r = rh_command(s, "HKEYS %s", key);
-    cr_assert_not_null(r);
-    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-    cr_assert_eq(r->elements, 1, "port %d: %s has %zu fields, expected one", rh_server_port(s), key,
-                 r->elements);
-    snprintf(buf, len, "%s", r->element[0]->str);
-    freeReplyObject(r);
-    char suffix[32];
-    snprintf(suffix, sizeof suffix, ":%" PRIu64, dlock_thread_id());
-    size_t n = strlen(buf), k = strlen(suffix);
-    cr_assert(n == 36 + k && strcmp(buf + n - k, suffix) == 0, "port %d: field %s is not this thread's",
-              rh_server_port(s), buf);
+	redisReply *r = rh_command(s, "HKEYS %s", key);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 1, "port %d: %s has %zu fields, expected one", rh_server_port(s),
+			key, r->elements);
+	snprintf(buf, len, "%s", r->element[0]->str);
+	freeReplyObject(r);
+	char suffix[32];
+	snprintf(suffix, sizeof suffix, ":%" PRIu64, dlock_thread_id());
+	size_t n = strlen(buf), k = strlen(suffix);
+	cr_assert(n == 36 + k && strcmp(buf + n - k, suffix) == 0,
+			"port %d: field %s is not this thread's", rh_server_port(s), buf);
 }
 
 static void status_of(dlock_redlock *r, size_t i, dlock_member_status *st)
 {
-    cr_assert_eq(dlock_redlock_status(st, r, i), 0);
+	cr_assert_eq(dlock_redlock_status(st, r, i), 0);
 }
 
 Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeout = 60)
 {
-    rh_server *s[3];
-    dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-    cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+	rh_server *s[3];
+	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 
-    /* Node 3 is down while client A acquires: A holds nodes 1 and 2. */
-    cr_assert_eq(rh_server_kill(s[2]), 0);
-    dlock_redlock *a = open_redlock(s, 3, K_NAME, 30000, -1, 0);
-    int64_t validity = -1;
-    int rc = dlock_redlock_try(&validity, a, 0, 30000);
-    cr_assert_eq(rc, 0, "A: try(0, 30000): %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(a));
-    cr_assert(validity > 25000 && validity < 30000, "A's validity %" PRId64, validity);
-    status_of(a, 2, &st);
-    cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "A: node 3 (down) voted %s", vote_name(st.vote));
-    char field_a1[128], field_a2[128];
-    only_field_of_this_thread(s[0], K_NAME, field_a1, sizeof field_a1);
-    only_field_of_this_thread(s[1], K_NAME, field_a2, sizeof field_a2);
+	/* Node 3 is down while client A acquires: A holds nodes 1 and 2. */
+	cr_assert_eq(rh_server_kill(s[2]), 0);
+	dlock_redlock *a = open_redlock(s, 3, K_NAME, 30000, -1, 0);
+	int64_t validity = -1;
+	int rc = dlock_redlock_try(&validity, a, 0, 30000);
+	cr_assert_eq(rc, 0, "A: try(0, 30000): %s (%s)", dlock_strerror(rc),
+			dlock_redlock_errmsg(a));
+	cr_assert(validity > 25000 && validity < 30000, "A's validity %" PRId64, validity);
+	status_of(a, 2, &st);
+	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "A: node 3 (down) voted %s", vote_name(st.vote));
+	char field_a1[128], field_a2[128];
+	only_field_of_this_thread(s[0], K_NAME, field_a1, sizeof field_a1);
+	only_field_of_this_thread(s[1], K_NAME, field_a2, sizeof field_a2);
 
-    /* Node 2 crashes and comes back empty; node 3 comes back empty. */
-    cr_assert_eq(rh_server_kill(s[1]), 0);
-    cr_assert_eq(rh_server_restart(s[1]), 0);
-    cr_assert_eq(rh_server_restart(s[2]), 0);
-    cr_assert_eq(exists(s[1], K_NAME), 0);
-    cr_assert_eq(exists(s[2], K_NAME), 0);
+	/* Node 2 crashes and comes back empty; node 3 comes back empty. */
+	cr_assert_eq(rh_server_kill(s[1]), 0);
+	cr_assert_eq(rh_server_restart(s[1]), 0);
+	cr_assert_eq(rh_server_restart(s[2]), 0);
+	cr_assert_eq(exists(s[1], K_NAME), 0);
+	cr_assert_eq(exists(s[2], K_NAME), 0);
 
-    /* Client B, guard on (default window: the 30 s lease/watchdog): refused. */
-    dlock_redlock *b = open_redlock(s, 3, K_NAME, 30000, -1, 0);
-    int64_t t0 = rh_now_ms();
-    rc = dlock_redlock_try(NULL, b, 0, 30000);
-    int64_t took = rh_now_ms() - t0;
-    cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B (guard on): try(0, 30000) = %s (%s)", dlock_strerror(rc),
-                 dlock_redlock_errmsg(b));
-    cr_assert_lt(took, 1000, "B's refused try took %" PRId64 " ms", took);
-    status_of(b, 0, &st);
-    cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "B: node 1 voted %s, expected HELD", vote_name(st.vote));
-    cr_assert(st.ttl_ms > 25000 && st.ttl_ms <= 30000, "B: node 1 HELD with ttl_ms %" PRId64, st.ttl_ms);
-    for (int i = 1; i < 3; i++) {
-        status_of(b, (size_t)i, &st);
-        cr_assert_eq(st.vote, DLOCK_VOTE_YOUNG, "B: node %d voted %s (%s), expected YOUNG", i + 1,
-                     vote_name(st.vote), st.message);
-        cr_assert(st.uptime_s >= 0 && st.uptime_s < 30, "B: node %d uptime_s %" PRId64, i + 1, st.uptime_s);
-    }
-    cr_assert_eq(exists(s[1], K_NAME), 0, "B left its vote on node 2");
-    cr_assert_eq(exists(s[2], K_NAME), 0, "B left its vote on node 3");
-    assert_only_field(s[0], K_NAME, field_a1);
-    cr_assert_eq(dlock_redlock_check(b, NULL), DLOCK_ENOTOWNER);
+	/* Client B, guard on (default window: the 30 s lease/watchdog): refused. */
+	dlock_redlock *b = open_redlock(s, 3, K_NAME, 30000, -1, 0);
+	int64_t t0 = rh_now_ms();
+	rc = dlock_redlock_try(NULL, b, 0, 30000);
+	int64_t took = rh_now_ms() - t0;
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B (guard on): try(0, 30000) = %s (%s)",
+			dlock_strerror(rc), dlock_redlock_errmsg(b));
+	cr_assert_lt(took, 1000, "B's refused try took %" PRId64 " ms", took);
+	status_of(b, 0, &st);
+	cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "B: node 1 voted %s, expected HELD",
+			vote_name(st.vote));
+	cr_assert(st.ttl_ms > 25000 && st.ttl_ms <= 30000, "B: node 1 HELD with ttl_ms %" PRId64,
+			st.ttl_ms);
+	for (int i = 1; i < 3; i++) {
+		status_of(b, (size_t)i, &st);
+		cr_assert_eq(st.vote, DLOCK_VOTE_YOUNG, "B: node %d voted %s (%s), expected YOUNG",
+				i + 1, vote_name(st.vote), st.message);
+		cr_assert(st.uptime_s >= 0 && st.uptime_s < 30, "B: node %d uptime_s %" PRId64,
+				i + 1, st.uptime_s);
+	}
+	cr_assert_eq(exists(s[1], K_NAME), 0, "B left its vote on node 2");
+	cr_assert_eq(exists(s[2], K_NAME), 0, "B left its vote on node 3");
+	assert_only_field(s[0], K_NAME, field_a1);
+	cr_assert_eq(dlock_redlock_check(b, NULL), DLOCK_ENOTOWNER);
 
-    /* Client C, guard off: takes nodes 2 and 3 while A still holds: the hazard. */
-    dlock_redlock *c = open_redlock(s, 3, K_NAME, 30000, 0, 0);
-    rc = dlock_redlock_try(&validity, c, 0, 30000);
-    cr_assert_eq(rc, 0, "C (guard off): try(0, 30000) = %s (%s)", dlock_strerror(rc),
-                 dlock_redlock_errmsg(c));
-    cr_assert_gt(validity, 25000);
-    char field_c2[128], field_c3[128];
-    only_field_of_this_thread(s[1], K_NAME, field_c2, sizeof field_c2);
-    only_field_of_this_thread(s[2], K_NAME, field_c3, sizeof field_c3);
-    cr_assert_str_neq(field_c2, field_a2);
-    assert_only_field(s[0], K_NAME, field_a1);
-    cr_assert_eq(dlock_redlock_check(a, NULL), 0); /* A believes it holds it: no network check */
-    cr_assert_eq(dlock_redlock_check(c, NULL), 0);
+	/* Client C, guard off: takes nodes 2 and 3 while A still holds: the hazard. */
+	dlock_redlock *c = open_redlock(s, 3, K_NAME, 30000, 0, 0);
+	rc = dlock_redlock_try(&validity, c, 0, 30000);
+	cr_assert_eq(rc, 0, "C (guard off): try(0, 30000) = %s (%s)", dlock_strerror(rc),
+			dlock_redlock_errmsg(c));
+	cr_assert_gt(validity, 25000);
+	char field_c2[128], field_c3[128];
+	only_field_of_this_thread(s[1], K_NAME, field_c2, sizeof field_c2);
+	only_field_of_this_thread(s[2], K_NAME, field_c3, sizeof field_c3);
+	cr_assert_str_neq(field_c2, field_a2);
+	assert_only_field(s[0], K_NAME, field_a1);
+	cr_assert_eq(dlock_redlock_check(a, NULL),
+			0); /* A believes it holds it: no network check */
+	cr_assert_eq(dlock_redlock_check(c, NULL), 0);
 
-    rc = dlock_redlock_unlock(c);
-    cr_assert_eq(rc, 0, "C: unlock: %s", dlock_strerror(rc));
-    cr_assert_eq(exists(s[1], K_NAME), 0);
-    cr_assert_eq(exists(s[2], K_NAME), 0);
-    dlock_redlock_unlock(a); /* node 2 lost A's hold: the result is not this test's concern */
-    cr_assert_eq(exists(s[0], K_NAME), 0, "A's release did not reach node 1");
+	rc = dlock_redlock_unlock(c);
+	cr_assert_eq(rc, 0, "C: unlock: %s", dlock_strerror(rc));
+	cr_assert_eq(exists(s[1], K_NAME), 0);
+	cr_assert_eq(exists(s[2], K_NAME), 0);
+	dlock_redlock_unlock(a); /* node 2 lost A's hold: the result is not this test's concern */
+	cr_assert_eq(exists(s[0], K_NAME), 0, "A's release did not reach node 1");
 
-    dlock_redlock_free(a);
-    dlock_redlock_free(b);
-    dlock_redlock_free(c);
-    for (int i = 0; i < 3; i++)
-        rh_server_free(s[i]);
+	dlock_redlock_free(a);
+	dlock_redlock_free(b);
+	dlock_redlock_free(c);
+	for (int i = 0; i < 3; i++)
+		rh_server_free(s[i]);
 }
 
 #define S_NAME "rl:strict"
 
 Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .timeout = 30)
 {
-    rh_server *s[3];
-    cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+	rh_server *s[3];
+	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 
-    /* Every node is seconds old: with a 60 s strict window none counts. */
-    dlock_redlock *r = open_redlock(s, 3, S_NAME, 0, 60000, 1);
-    int rc = dlock_redlock_try(NULL, r, 0, 5000);
-    cr_log_info("strict guard, fresh nodes, no holder: try(0, 5000) = %d %s (%s)", rc, dlock_strerror(rc),
-                dlock_redlock_errmsg(r));
-    cr_assert_neq(rc, 0, "strict guard: acquired on nodes younger than the window");
-    cr_assert(rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOQUORUM, "strict guard: %s", dlock_strerror(rc));
-    int young = 0;
-    for (size_t i = 0; i < 3; i++) {
-        dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-        cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
-        cr_assert_neq(st.vote, DLOCK_VOTE_ACQUIRED, "node %zu counted", i + 1);
-        cr_assert_neq(st.vote, DLOCK_VOTE_HELD, "node %zu HELD with no holder", i + 1);
-        young += st.vote == DLOCK_VOTE_YOUNG;
-    }
-    cr_assert_geq(young, 2, "only %d YOUNG votes", young);
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(exists(s[i], S_NAME), 0, "node %d kept a hold after the refused try", i + 1);
-    cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
+	/* Every node is seconds old: with a 60 s strict window none counts. */
+	dlock_redlock *r = open_redlock(s, 3, S_NAME, 0, 60000, 1);
+	int rc = dlock_redlock_try(NULL, r, 0, 5000);
+	cr_log_info("strict guard, fresh nodes, no holder: try(0, 5000) = %d %s (%s)", rc,
+			dlock_strerror(rc), dlock_redlock_errmsg(r));
+	cr_assert_neq(rc, 0, "strict guard: acquired on nodes younger than the window");
+	cr_assert(rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOQUORUM, "strict guard: %s",
+			dlock_strerror(rc));
+	int young = 0;
+	for (size_t i = 0; i < 3; i++) {
+		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
+		cr_assert_neq(st.vote, DLOCK_VOTE_ACQUIRED, "node %zu counted", i + 1);
+		cr_assert_neq(st.vote, DLOCK_VOTE_HELD, "node %zu HELD with no holder", i + 1);
+		young += st.vote == DLOCK_VOTE_YOUNG;
+	}
+	cr_assert_geq(young, 2, "only %d YOUNG votes", young);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(exists(s[i], S_NAME), 0, "node %d kept a hold after the refused try",
+				i + 1);
+	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
 
-    /* With a wait, still refused, and within the wait. */
-    int64_t t0 = rh_now_ms();
-    rc = dlock_redlock_try(NULL, r, 500, 5000);
-    int64_t took = rh_now_ms() - t0;
-    cr_assert_neq(rc, 0, "strict guard with a wait: acquired on young nodes");
-    cr_assert_lt(took, 2000, "try(500, ...) took %" PRId64 " ms", took);
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(exists(s[i], S_NAME), 0, "node %d kept a hold after the refused wait", i + 1);
+	/* With a wait, still refused, and within the wait. */
+	int64_t t0 = rh_now_ms();
+	rc = dlock_redlock_try(NULL, r, 500, 5000);
+	int64_t took = rh_now_ms() - t0;
+	cr_assert_neq(rc, 0, "strict guard with a wait: acquired on young nodes");
+	cr_assert_lt(took, 2000, "try(500, ...) took %" PRId64 " ms", took);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(exists(s[i], S_NAME), 0, "node %d kept a hold after the refused wait",
+				i + 1);
 
-    /* Strict but window 0: the guard is off, and the lock is had. */
-    dlock_redlock *r0 = open_redlock(s, 3, S_NAME, 0, 0, 1);
-    rc = dlock_redlock_try(NULL, r0, 0, 5000);
-    cr_assert_eq(rc, 0, "strict, window 0: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r0));
-    rc = dlock_redlock_unlock(r0);
-    cr_assert_eq(rc, 0, "unlock: %s", dlock_strerror(rc));
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(exists(s[i], S_NAME), 0);
+	/* Strict but window 0: the guard is off, and the lock is had. */
+	dlock_redlock *r0 = open_redlock(s, 3, S_NAME, 0, 0, 1);
+	rc = dlock_redlock_try(NULL, r0, 0, 5000);
+	cr_assert_eq(rc, 0, "strict, window 0: %s (%s)", dlock_strerror(rc),
+			dlock_redlock_errmsg(r0));
+	rc = dlock_redlock_unlock(r0);
+	cr_assert_eq(rc, 0, "unlock: %s", dlock_strerror(rc));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(exists(s[i], S_NAME), 0);
 
-    dlock_redlock_free(r);
-    dlock_redlock_free(r0);
-    for (int i = 0; i < 3; i++)
-        rh_server_free(s[i]);
+	dlock_redlock_free(r);
+	dlock_redlock_free(r0);
+	for (int i = 0; i < 3; i++)
+		rh_server_free(s[i]);
 }
 
 /* ---- 4. split votes: 5 contenders on 5 servers all make progress --------- */
@@ -686,90 +725,91 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 #define V_NAME "rl:split"
 
 typedef struct v_shared {
-    pthread_barrier_t start;
-    section sec;
-    dl_failures fail;
-    dl_gate done;
-    atomic_int completed;
+	pthread_barrier_t start;
+	section sec;
+	dl_failures fail;
+	dl_gate done;
+	atomic_int completed;
 } v_shared;
 
 typedef struct v_arg {
-    v_shared *sh;
-    dlock_redlock *r;
-    int id;
-    int64_t max_wait_ms;
+	v_shared *sh;
+	dlock_redlock *r;
+	int id;
+	int64_t max_wait_ms;
 } v_arg;
 
 static void *v_worker(void *p)
 {
-    v_arg *a = p;
-    v_shared *sh = a->sh;
-    pthread_barrier_wait(&sh->start);
-    for (int i = 0; i < V_ROUNDS; i++) {
-        int64_t t0 = rh_now_ms();
-        int rc = dlock_redlock_lock(NULL, a->r, 2000);
-        int64_t waited = rh_now_ms() - t0;
-        if (waited > a->max_wait_ms)
-            a->max_wait_ms = waited;
-        if (rc != 0) {
-            dl_failures_record(&sh->fail, "thread %d round %d: lock(2000): %s (%s)", a->id, i, dlock_strerror(rc),
-                        dlock_redlock_errmsg(a->r));
-            continue;
-        }
-        critical_section(&sh->sec, 2);
-        rc = dlock_redlock_unlock(a->r);
-        if (rc != 0)
-            dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
-                        dlock_redlock_errmsg(a->r));
-        atomic_fetch_add(&sh->completed, 1);
-    }
-    dl_gate_add(&sh->done, 1);
-    return NULL;
+	v_arg *a = p;
+	v_shared *sh = a->sh;
+	pthread_barrier_wait(&sh->start);
+	for (int i = 0; i < V_ROUNDS; i++) {
+		int64_t t0 = rh_now_ms();
+		int rc = dlock_redlock_lock(NULL, a->r, 2000);
+		int64_t waited = rh_now_ms() - t0;
+		if (waited > a->max_wait_ms)
+			a->max_wait_ms = waited;
+		if (rc != 0) {
+			dl_failures_record(&sh->fail, "thread %d round %d: lock(2000): %s (%s)",
+					a->id, i, dlock_strerror(rc), dlock_redlock_errmsg(a->r));
+			continue;
+		}
+		critical_section(&sh->sec, 2);
+		rc = dlock_redlock_unlock(a->r);
+		if (rc != 0)
+			dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id,
+					i, dlock_strerror(rc), dlock_redlock_errmsg(a->r));
+		atomic_fetch_add(&sh->completed, 1);
+	}
+	dl_gate_add(&sh->done, 1);
+	return NULL;
 }
 
 Test(redlock_exclusion, split_votes_resolve_and_every_contender_progresses, .timeout = 90)
 {
-    rh_server *s[V_SERVERS];
-    cr_assert_eq(rh_servers_start(s, V_SERVERS, NULL), 0);
-    v_shared sh;
-    v_arg args[V_THREADS];
-    pthread_t th[V_THREADS];
+	rh_server *s[V_SERVERS];
+	cr_assert_eq(rh_servers_start(s, V_SERVERS, NULL), 0);
+	v_shared sh;
+	v_arg args[V_THREADS];
+	pthread_t th[V_THREADS];
 
-    pthread_barrier_init(&sh.start, NULL, V_THREADS);
-    section_init(&sh.sec);
-    dl_failures_init(&sh.fail);
-    dl_gate_init(&sh.done);
-    atomic_init(&sh.completed, 0);
-    for (int i = 0; i < V_THREADS; i++)
-        args[i] = (v_arg){&sh, open_redlock(s, V_SERVERS, V_NAME, 0, 0, 0), i, 0};
-    int64_t t0 = rh_now_ms();
-    for (int i = 0; i < V_THREADS; i++)
-        cr_assert_eq(pthread_create(&th[i], NULL, v_worker, &args[i]), 0);
-    int n = dl_gate_wait(&sh.done, V_THREADS, t0 + 60000);
-    int64_t took = rh_now_ms() - t0;
-    cr_assert_eq(n, V_THREADS, "only %d of %d contenders finished within 60 s; %d of %d rounds done", n,
-                 V_THREADS, atomic_load(&sh.completed), V_THREADS * V_ROUNDS);
-    int64_t max_wait = 0;
-    for (int i = 0; i < V_THREADS; i++) {
-        pthread_join(th[i], NULL);
-        if (args[i].max_wait_ms > max_wait)
-            max_wait = args[i].max_wait_ms;
-    }
-    cr_log_info("split votes: %d rounds in %" PRId64 " ms, longest wait %" PRId64 " ms",
-                V_THREADS * V_ROUNDS, took, max_wait);
+	pthread_barrier_init(&sh.start, NULL, V_THREADS);
+	section_init(&sh.sec);
+	dl_failures_init(&sh.fail);
+	dl_gate_init(&sh.done);
+	atomic_init(&sh.completed, 0);
+	for (int i = 0; i < V_THREADS; i++)
+		args[i] = (v_arg){ &sh, open_redlock(s, V_SERVERS, V_NAME, 0, 0, 0), i, 0 };
+	int64_t t0 = rh_now_ms();
+	for (int i = 0; i < V_THREADS; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, v_worker, &args[i]), 0);
+	int n = dl_gate_wait(&sh.done, V_THREADS, t0 + 60000);
+	int64_t took = rh_now_ms() - t0;
+	cr_assert_eq(n, V_THREADS,
+			"only %d of %d contenders finished within 60 s; %d of %d rounds done", n,
+			V_THREADS, atomic_load(&sh.completed), V_THREADS * V_ROUNDS);
+	int64_t max_wait = 0;
+	for (int i = 0; i < V_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		if (args[i].max_wait_ms > max_wait)
+			max_wait = args[i].max_wait_ms;
+	}
+	cr_log_info("split votes: %d rounds in %" PRId64 " ms, longest wait %" PRId64 " ms",
+			V_THREADS * V_ROUNDS, took, max_wait);
 
-    dl_failures_assert_none(&sh.fail);
-    cr_assert_eq(atomic_load(&sh.completed), V_THREADS * V_ROUNDS);
-    cr_assert_eq(atomic_load(&sh.sec.overlaps), 0, "%d entries found another contender inside",
-                 atomic_load(&sh.sec.overlaps));
-    cr_assert_eq(atomic_load(&sh.sec.counter), V_THREADS * V_ROUNDS);
-    for (int i = 0; i < V_SERVERS; i++)
-        assert_no_key(s[i], V_NAME, "after every contender released");
+	dl_failures_assert_none(&sh.fail);
+	cr_assert_eq(atomic_load(&sh.completed), V_THREADS * V_ROUNDS);
+	cr_assert_eq(atomic_load(&sh.sec.overlaps), 0, "%d entries found another contender inside",
+			atomic_load(&sh.sec.overlaps));
+	cr_assert_eq(atomic_load(&sh.sec.counter), V_THREADS * V_ROUNDS);
+	for (int i = 0; i < V_SERVERS; i++)
+		assert_no_key(s[i], V_NAME, "after every contender released");
 
-    for (int i = 0; i < V_THREADS; i++)
-        dlock_redlock_free(args[i].r);
-    pthread_barrier_destroy(&sh.start);
-    dl_gate_destroy(&sh.done);
-    for (int i = 0; i < V_SERVERS; i++)
-        rh_server_free(s[i]);
+	for (int i = 0; i < V_THREADS; i++)
+		dlock_redlock_free(args[i].r);
+	pthread_barrier_destroy(&sh.start);
+	dl_gate_destroy(&sh.done);
+	for (int i = 0; i < V_SERVERS; i++)
+		rh_server_free(s[i]);
 }

@@ -31,16 +31,16 @@
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool_size)
 {
-    dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-    dlock_client *c = NULL;
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c = NULL;
 
-    if (watchdog_ms > 0)
-        o.watchdog_timeout_ms = watchdog_ms;
-    if (pool_size > 0)
-        o.pool_size = pool_size;
-    int rc = dlock_client_open(&c, rh_server_uri(s), &o);
-    cr_assert_eq(rc, 0, "client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
-    return c;
+	if (watchdog_ms > 0)
+		o.watchdog_timeout_ms = watchdog_ms;
+	if (pool_size > 0)
+		o.pool_size = pool_size;
+	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	cr_assert_eq(rc, 0, "client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
+	return c;
 }
 
 /*
@@ -49,43 +49,44 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool_size)
  * that nobody else is inside.
  */
 typedef struct section {
-    atomic_int counter;
-    atomic_int inside;
-    atomic_int overlaps;
+	atomic_int counter;
+	atomic_int inside;
+	atomic_int overlaps;
 } section;
 
 static void critical_section(section *sec, int i)
 {
-    if (atomic_fetch_add(&sec->inside, 1) != 0)
-        atomic_fetch_add(&sec->overlaps, 1);
-    int v = atomic_load_explicit(&sec->counter, memory_order_relaxed);
-    if (i % 4 == 0)
-        sched_yield();
-    atomic_store_explicit(&sec->counter, v + 1, memory_order_relaxed);
-    atomic_fetch_sub(&sec->inside, 1);
+	if (atomic_fetch_add(&sec->inside, 1) != 0)
+		atomic_fetch_add(&sec->overlaps, 1);
+	int v = atomic_load_explicit(&sec->counter, memory_order_relaxed);
+	if (i % 4 == 0)
+		sched_yield();
+	atomic_store_explicit(&sec->counter, v + 1, memory_order_relaxed);
+	atomic_fetch_sub(&sec->inside, 1);
 }
 
 /* Poll PUBSUB CHANNELS * until none of dlock's channels is left (2 s at most);
  * returns the number left, with one of them in `left`. */
 static int wait_no_lock_channels(rh_server *s, char *left, size_t len)
 {
-    int64_t end = rh_now_ms() + 2000;
-    for (;;) {
-        redisReply *r = rh_command(s, "PUBSUB CHANNELS *");
-        cr_assert_not_null(r, "PUBSUB CHANNELS failed");
-        cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-        int n = 0;
-        left[0] = '\0';
-        for (size_t i = 0; i < r->elements; i++)
-            if (strncmp(r->element[i]->str, CHANNEL_PREFIX, strlen(CHANNEL_PREFIX)) == 0) {
-                if (n++ == 0)
-                    snprintf(left, len, "%s", r->element[i]->str);
-            }
-        freeReplyObject(r);
-        if (n == 0 || rh_now_ms() > end)
-            return n;
-        dl_sleep_ms(20);
-    }
+	int64_t end = rh_now_ms() + 2000;
+	for (;;) {
+		redisReply *r = rh_command(s, "PUBSUB CHANNELS *");
+		cr_assert_not_null(r, "PUBSUB CHANNELS failed");
+		cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+		int n = 0;
+		left[0] = '\0';
+		for (size_t i = 0; i < r->elements; i++)
+			if (strncmp(r->element[i]->str, CHANNEL_PREFIX, strlen(CHANNEL_PREFIX)) ==
+					0) {
+				if (n++ == 0)
+					snprintf(left, len, "%s", r->element[i]->str);
+			}
+		freeReplyObject(r);
+		if (n == 0 || rh_now_ms() > end)
+			return n;
+		dl_sleep_ms(20);
+	}
 }
 
 /* ---- 1. eight threads, lock / increment / unlock ------------------------- */
@@ -94,103 +95,105 @@ static int wait_no_lock_channels(rh_server *s, char *left, size_t len)
 #define T1_ITERS 200
 
 typedef struct t1_arg {
-    dlock_lock *lock;
-    section *sec;
-    dl_failures *fail;
-    int id;
+	dlock_lock *lock;
+	section *sec;
+	dl_failures *fail;
+	int id;
 } t1_arg;
 
 static void *t1_worker(void *p)
 {
-    t1_arg *a = p;
-    for (int i = 0; i < T1_ITERS; i++) {
-        int rc = dlock_lock_lock(a->lock, DLOCK_LEASE_WATCHDOG);
-        if (rc != 0) {
-            dl_failures_record(a->fail, "thread %d iter %d: lock: %s (%s)", a->id, i, dlock_strerror(rc),
-                        dlock_lock_errmsg(a->lock));
-            return NULL;
-        }
-        critical_section(a->sec, i);
-        rc = dlock_lock_unlock(a->lock);
-        if (rc != 0) {
-            dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
-                        dlock_lock_errmsg(a->lock));
-            return NULL;
-        }
-    }
-    return NULL;
+	t1_arg *a = p;
+	for (int i = 0; i < T1_ITERS; i++) {
+		int rc = dlock_lock_lock(a->lock, DLOCK_LEASE_WATCHDOG);
+		if (rc != 0) {
+			dl_failures_record(a->fail, "thread %d iter %d: lock: %s (%s)", a->id, i,
+					dlock_strerror(rc), dlock_lock_errmsg(a->lock));
+			return NULL;
+		}
+		critical_section(a->sec, i);
+		rc = dlock_lock_unlock(a->lock);
+		if (rc != 0) {
+			dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i,
+					dlock_strerror(rc), dlock_lock_errmsg(a->lock));
+			return NULL;
+		}
+	}
+	return NULL;
 }
 
 static void run_t1(rh_server *s, dlock_lock **locks, const char *name)
 {
-    pthread_t th[T1_THREADS];
-    t1_arg args[T1_THREADS];
-    section sec;
-    dl_failures fail;
+	pthread_t th[T1_THREADS];
+	t1_arg args[T1_THREADS];
+	section sec;
+	dl_failures fail;
 
-    atomic_init(&sec.counter, 0);
-    atomic_init(&sec.inside, 0);
-    atomic_init(&sec.overlaps, 0);
-    dl_failures_init(&fail);
-    int64_t t0 = rh_now_ms();
-    for (int i = 0; i < T1_THREADS; i++) {
-        args[i] = (t1_arg){locks[i], &sec, &fail, i};
-        cr_assert_eq(pthread_create(&th[i], NULL, t1_worker, &args[i]), 0);
-    }
-    for (int i = 0; i < T1_THREADS; i++)
-        pthread_join(th[i], NULL);
-    int64_t took = rh_now_ms() - t0;
+	atomic_init(&sec.counter, 0);
+	atomic_init(&sec.inside, 0);
+	atomic_init(&sec.overlaps, 0);
+	dl_failures_init(&fail);
+	int64_t t0 = rh_now_ms();
+	for (int i = 0; i < T1_THREADS; i++) {
+		args[i] = (t1_arg){ locks[i], &sec, &fail, i };
+		cr_assert_eq(pthread_create(&th[i], NULL, t1_worker, &args[i]), 0);
+	}
+	for (int i = 0; i < T1_THREADS; i++)
+		pthread_join(th[i], NULL);
+	int64_t took = rh_now_ms() - t0;
 
-    dl_failures_assert_none(&fail);
-    cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
-                 atomic_load(&sec.overlaps));
-    cr_assert_eq(atomic_load(&sec.counter), T1_THREADS * T1_ITERS, "counter %d, expected %d",
-                 atomic_load(&sec.counter), T1_THREADS * T1_ITERS);
-    cr_log_info("%d lock/unlock pairs by %d threads took %lld ms", T1_THREADS * T1_ITERS, T1_THREADS,
-                (long long)took);
+	dl_failures_assert_none(&fail);
+	cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
+			atomic_load(&sec.overlaps));
+	cr_assert_eq(atomic_load(&sec.counter), T1_THREADS * T1_ITERS, "counter %d, expected %d",
+			atomic_load(&sec.counter), T1_THREADS * T1_ITERS);
+	cr_log_info("%d lock/unlock pairs by %d threads took %lld ms", T1_THREADS * T1_ITERS,
+			T1_THREADS, (long long)took);
 
-    /* The waiters' subscriptions are all dropped (UNSUBSCRIBE is asynchronous). */
-    char left[256];
-    int n = wait_no_lock_channels(s, left, sizeof left);
-    cr_assert_eq(n, 0, "%d lock channel(s) still subscribed 2 s after the last waiter left, e.g. %s", n, left);
-    cr_assert_eq(rh_command_int(s, "EXISTS %s", name), 0, "the lock key is left behind");
+	/* The waiters' subscriptions are all dropped (UNSUBSCRIBE is asynchronous). */
+	char left[256];
+	int n = wait_no_lock_channels(s, left, sizeof left);
+	cr_assert_eq(n, 0,
+			"%d lock channel(s) still subscribed 2 s after the last waiter left, e.g. %s",
+			n, left);
+	cr_assert_eq(rh_command_int(s, "EXISTS %s", name), 0, "the lock key is left behind");
 }
 
 Test(rlock_concurrency, eight_threads_share_one_client_and_handle, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    dlock_client *c = open_client(s, 0, 4); /* pool of 4 for 8 threads: pool waits */
-    dlock_lock *l = dl_lock(c, "conc:shared");
-    dlock_lock *locks[T1_THREADS];
-    for (int i = 0; i < T1_THREADS; i++)
-        locks[i] = l;
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	dlock_client *c = open_client(s, 0, 4); /* pool of 4 for 8 threads: pool waits */
+	dlock_lock *l = dl_lock(c, "conc:shared");
+	dlock_lock *locks[T1_THREADS];
+	for (int i = 0; i < T1_THREADS; i++)
+		locks[i] = l;
 
-    run_t1(s, locks, "conc:shared");
+	run_t1(s, locks, "conc:shared");
 
-    dlock_lock_free(l);
-    dlock_client_close(c);
-    rh_server_free(s);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+	rh_server_free(s);
 }
 
 Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    dlock_client *cs[T1_THREADS];
-    dlock_lock *locks[T1_THREADS];
-    for (int i = 0; i < T1_THREADS; i++) {
-        cs[i] = open_client(s, 0, 0);
-        locks[i] = dl_lock(cs[i], "conc:own");
-    }
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	dlock_client *cs[T1_THREADS];
+	dlock_lock *locks[T1_THREADS];
+	for (int i = 0; i < T1_THREADS; i++) {
+		cs[i] = open_client(s, 0, 0);
+		locks[i] = dl_lock(cs[i], "conc:own");
+	}
 
-    run_t1(s, locks, "conc:own");
+	run_t1(s, locks, "conc:own");
 
-    for (int i = 0; i < T1_THREADS; i++) {
-        dlock_lock_free(locks[i]);
-        dlock_client_close(cs[i]);
-    }
-    rh_server_free(s);
+	for (int i = 0; i < T1_THREADS; i++) {
+		dlock_lock_free(locks[i]);
+		dlock_client_close(cs[i]);
+	}
+	rh_server_free(s);
 }
 
 /* ---- 2. try with a wait and a lease -------------------------------------- */
@@ -200,108 +203,109 @@ Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
 
 static void *t2_worker(void *p)
 {
-    t1_arg *a = p;
-    for (int i = 0; i < T2_ITERS; i++) {
-        int rc = dlock_lock_try(a->lock, 5000, 2000);
-        if (rc != 0) {
-            dl_failures_record(a->fail, "thread %d iter %d: try(5000, 2000): %s (%s)", a->id, i,
-                        dlock_strerror(rc), dlock_lock_errmsg(a->lock));
-            return NULL;
-        }
-        critical_section(a->sec, i);
-        rc = dlock_lock_unlock(a->lock);
-        if (rc != 0) {
-            dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i, dlock_strerror(rc),
-                        dlock_lock_errmsg(a->lock));
-            return NULL;
-        }
-    }
-    return NULL;
+	t1_arg *a = p;
+	for (int i = 0; i < T2_ITERS; i++) {
+		int rc = dlock_lock_try(a->lock, 5000, 2000);
+		if (rc != 0) {
+			dl_failures_record(a->fail, "thread %d iter %d: try(5000, 2000): %s (%s)",
+					a->id, i, dlock_strerror(rc), dlock_lock_errmsg(a->lock));
+			return NULL;
+		}
+		critical_section(a->sec, i);
+		rc = dlock_lock_unlock(a->lock);
+		if (rc != 0) {
+			dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i,
+					dlock_strerror(rc), dlock_lock_errmsg(a->lock));
+			return NULL;
+		}
+	}
+	return NULL;
 }
 
 Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    /* Half the threads share a client and a handle, the others have their own. */
-    dlock_client *shared = open_client(s, 0, 0);
-    dlock_lock *shared_lock = dl_lock(shared, "conc:try");
-    dlock_client *own[T2_THREADS / 2];
-    pthread_t th[T2_THREADS];
-    t1_arg args[T2_THREADS];
-    section sec;
-    dl_failures fail;
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	/* Half the threads share a client and a handle, the others have their own. */
+	dlock_client *shared = open_client(s, 0, 0);
+	dlock_lock *shared_lock = dl_lock(shared, "conc:try");
+	dlock_client *own[T2_THREADS / 2];
+	pthread_t th[T2_THREADS];
+	t1_arg args[T2_THREADS];
+	section sec;
+	dl_failures fail;
 
-    atomic_init(&sec.counter, 0);
-    atomic_init(&sec.inside, 0);
-    atomic_init(&sec.overlaps, 0);
-    dl_failures_init(&fail);
-    for (int i = 0; i < T2_THREADS; i++) {
-        dlock_lock *l = shared_lock;
-        if (i >= T2_THREADS / 2) {
-            own[i - T2_THREADS / 2] = open_client(s, 0, 0);
-            l = dl_lock(own[i - T2_THREADS / 2], "conc:try");
-        }
-        args[i] = (t1_arg){l, &sec, &fail, i};
-    }
-    for (int i = 0; i < T2_THREADS; i++)
-        cr_assert_eq(pthread_create(&th[i], NULL, t2_worker, &args[i]), 0);
-    for (int i = 0; i < T2_THREADS; i++)
-        pthread_join(th[i], NULL);
+	atomic_init(&sec.counter, 0);
+	atomic_init(&sec.inside, 0);
+	atomic_init(&sec.overlaps, 0);
+	dl_failures_init(&fail);
+	for (int i = 0; i < T2_THREADS; i++) {
+		dlock_lock *l = shared_lock;
+		if (i >= T2_THREADS / 2) {
+			own[i - T2_THREADS / 2] = open_client(s, 0, 0);
+			l = dl_lock(own[i - T2_THREADS / 2], "conc:try");
+		}
+		args[i] = (t1_arg){ l, &sec, &fail, i };
+	}
+	for (int i = 0; i < T2_THREADS; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, t2_worker, &args[i]), 0);
+	for (int i = 0; i < T2_THREADS; i++)
+		pthread_join(th[i], NULL);
 
-    dl_failures_assert_none(&fail);
-    cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
-                 atomic_load(&sec.overlaps));
-    cr_assert_eq(atomic_load(&sec.counter), T2_THREADS * T2_ITERS, "counter %d, expected %d",
-                 atomic_load(&sec.counter), T2_THREADS * T2_ITERS);
-    cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:try"), 0);
+	dl_failures_assert_none(&fail);
+	cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
+			atomic_load(&sec.overlaps));
+	cr_assert_eq(atomic_load(&sec.counter), T2_THREADS * T2_ITERS, "counter %d, expected %d",
+			atomic_load(&sec.counter), T2_THREADS * T2_ITERS);
+	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:try"), 0);
 
-    for (int i = T2_THREADS / 2; i < T2_THREADS; i++) {
-        dlock_lock_free(args[i].lock);
-        dlock_client_close(own[i - T2_THREADS / 2]);
-    }
-    dlock_lock_free(shared_lock);
-    dlock_client_close(shared);
-    rh_server_free(s);
+	for (int i = T2_THREADS / 2; i < T2_THREADS; i++) {
+		dlock_lock_free(args[i].lock);
+		dlock_client_close(own[i - T2_THREADS / 2]);
+	}
+	dlock_lock_free(shared_lock);
+	dlock_client_close(shared);
+	rh_server_free(s);
 }
 
 /* ---- 3. reentrancy in one thread ---------------------------------------- */
 
 Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    dlock_client *c = open_client(s, 0, 0);
-    dlock_lock *l = dl_lock(c, "conc:reentrant");
-    char owner[64];
-    cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, dlock_thread_id()), 0);
-    int64_t count = -1;
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	dlock_client *c = open_client(s, 0, 0);
+	dlock_lock *l = dl_lock(c, "conc:reentrant");
+	char owner[64];
+	cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, dlock_thread_id()), 0);
+	int64_t count = -1;
 
-    for (int i = 1; i <= 3; i++) {
-        cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "lock #%d: %s", i, dlock_lock_errmsg(l));
-        cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
-        cr_assert_eq(count, i);
-    }
-    cr_assert_eq(rh_command_int(s, "HLEN %s", "conc:reentrant"), 1);
-    redisReply *r = rh_command(s, "HGET %s %s", "conc:reentrant", owner);
-    cr_assert_not_null(r);
-    cr_assert_eq(r->type, REDIS_REPLY_STRING);
-    cr_assert_str_eq(r->str, "3");
-    freeReplyObject(r);
+	for (int i = 1; i <= 3; i++) {
+		cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "lock #%d: %s", i,
+				dlock_lock_errmsg(l));
+		cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+		cr_assert_eq(count, i);
+	}
+	cr_assert_eq(rh_command_int(s, "HLEN %s", "conc:reentrant"), 1);
+	redisReply *r = rh_command(s, "HGET %s %s", "conc:reentrant", owner);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_STRING);
+	cr_assert_str_eq(r->str, "3");
+	freeReplyObject(r);
 
-    for (int i = 2; i >= 0; i--) {
-        cr_assert_eq(dlock_lock_unlock(l), 0, "unlock to %d: %s", i, dlock_lock_errmsg(l));
-        cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
-        cr_assert_eq(count, i);
-        cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), i > 0 ? 1 : 0);
-    }
-    cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
-    cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), 0);
-    cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
+	for (int i = 2; i >= 0; i--) {
+		cr_assert_eq(dlock_lock_unlock(l), 0, "unlock to %d: %s", i, dlock_lock_errmsg(l));
+		cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+		cr_assert_eq(count, i);
+		cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), i > 0 ? 1 : 0);
+	}
+	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), 0);
+	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 
-    dlock_lock_free(l);
-    dlock_client_close(c);
-    rh_server_free(s);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+	rh_server_free(s);
 }
 
 /* ---- 4. many names at once on one client --------------------------------- */
@@ -311,141 +315,146 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 #define T4_WATCHDOG_MS 1500
 
 typedef struct t4_arg {
-    dlock_client *client;
-    pthread_barrier_t *held;    /* all names taken */
-    pthread_barrier_t *release; /* the main thread has looked */
-    dl_failures *fail;
-    int id;
+	dlock_client *client;
+	pthread_barrier_t *held;    /* all names taken */
+	pthread_barrier_t *release; /* the main thread has looked */
+	dl_failures *fail;
+	int id;
 } t4_arg;
 
 static void *t4_worker(void *p)
 {
-    t4_arg *a = p;
-    dlock_lock **locks = calloc(T4_NAMES, sizeof *locks);
-    int taken = 0;
+	t4_arg *a = p;
+	dlock_lock **locks = calloc(T4_NAMES, sizeof *locks);
+	int taken = 0;
 
-    if (locks == NULL)
-        dl_failures_record(a->fail, "thread %d: out of memory", a->id);
-    for (int i = 0; locks != NULL && i < T4_NAMES; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "n:%d:%d", a->id, i);
-        int rc = dlock_lock_new(&locks[i], a->client, name);
-        if (rc == 0)
-            rc = dlock_lock_lock(locks[i], DLOCK_LEASE_WATCHDOG);
-        if (rc != 0) {
-            dl_failures_record(a->fail, "thread %d: lock %s: %s (%s)", a->id, name, dlock_strerror(rc),
-                        locks[i] ? dlock_lock_errmsg(locks[i]) : "");
-            break;
-        }
-        taken++;
-    }
-    pthread_barrier_wait(a->held);
-    pthread_barrier_wait(a->release);
-    for (int i = 0; i < taken; i++) {
-        int rc = dlock_lock_check(locks[i], NULL);
-        if (rc != 0)
-            dl_failures_record(a->fail, "thread %d: check %s: %s", a->id, dlock_lock_name(locks[i]),
-                        dlock_strerror(rc));
-        rc = dlock_lock_unlock(locks[i]);
-        if (rc != 0)
-            dl_failures_record(a->fail, "thread %d: unlock %s: %s (%s)", a->id, dlock_lock_name(locks[i]),
-                        dlock_strerror(rc), dlock_lock_errmsg(locks[i]));
-    }
-    if (locks != NULL)
-        for (int i = 0; i < T4_NAMES; i++)
-            dlock_lock_free(locks[i]);
-    free(locks);
-    return NULL;
+	if (locks == NULL)
+		dl_failures_record(a->fail, "thread %d: out of memory", a->id);
+	for (int i = 0; locks != NULL && i < T4_NAMES; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "n:%d:%d", a->id, i);
+		int rc = dlock_lock_new(&locks[i], a->client, name);
+		if (rc == 0)
+			rc = dlock_lock_lock(locks[i], DLOCK_LEASE_WATCHDOG);
+		if (rc != 0) {
+			dl_failures_record(a->fail, "thread %d: lock %s: %s (%s)", a->id, name,
+					dlock_strerror(rc),
+					locks[i] ? dlock_lock_errmsg(locks[i]) : "");
+			break;
+		}
+		taken++;
+	}
+	pthread_barrier_wait(a->held);
+	pthread_barrier_wait(a->release);
+	for (int i = 0; i < taken; i++) {
+		int rc = dlock_lock_check(locks[i], NULL);
+		if (rc != 0)
+			dl_failures_record(a->fail, "thread %d: check %s: %s", a->id,
+					dlock_lock_name(locks[i]), dlock_strerror(rc));
+		rc = dlock_lock_unlock(locks[i]);
+		if (rc != 0)
+			dl_failures_record(a->fail, "thread %d: unlock %s: %s (%s)", a->id,
+					dlock_lock_name(locks[i]), dlock_strerror(rc),
+					dlock_lock_errmsg(locks[i]));
+	}
+	if (locks != NULL)
+		for (int i = 0; i < T4_NAMES; i++)
+			dlock_lock_free(locks[i]);
+	free(locks);
+	return NULL;
 }
 
 Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    dlock_client *c = open_client(s, T4_WATCHDOG_MS, 0);
-    pthread_barrier_t held, release;
-    pthread_t th[T4_THREADS];
-    t4_arg args[T4_THREADS];
-    dl_failures fail;
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	dlock_client *c = open_client(s, T4_WATCHDOG_MS, 0);
+	pthread_barrier_t held, release;
+	pthread_t th[T4_THREADS];
+	t4_arg args[T4_THREADS];
+	dl_failures fail;
 
-    dl_failures_init(&fail);
-    cr_assert_eq(pthread_barrier_init(&held, NULL, T4_THREADS + 1), 0);
-    cr_assert_eq(pthread_barrier_init(&release, NULL, T4_THREADS + 1), 0);
-    for (int i = 0; i < T4_THREADS; i++) {
-        args[i] = (t4_arg){c, &held, &release, &fail, i};
-        cr_assert_eq(pthread_create(&th[i], NULL, t4_worker, &args[i]), 0);
-    }
-    pthread_barrier_wait(&held);
+	dl_failures_init(&fail);
+	cr_assert_eq(pthread_barrier_init(&held, NULL, T4_THREADS + 1), 0);
+	cr_assert_eq(pthread_barrier_init(&release, NULL, T4_THREADS + 1), 0);
+	for (int i = 0; i < T4_THREADS; i++) {
+		args[i] = (t4_arg){ c, &held, &release, &fail, i };
+		cr_assert_eq(pthread_create(&th[i], NULL, t4_worker, &args[i]), 0);
+	}
+	pthread_barrier_wait(&held);
 
-    /* All 2000 holds stay through two TTLs: the watchdog renews them in batches. */
-    int64_t dbsize_held = rh_command_int(s, "DBSIZE");
-    dl_sleep_ms(2 * T4_WATCHDOG_MS);
-    int64_t dbsize_later = rh_command_int(s, "DBSIZE");
-    int64_t pttl_first = rh_command_int(s, "PTTL %s", "n:0:0");
-    int64_t pttl_last = rh_command_int(s, "PTTL %s", "n:3:499");
+	/* All 2000 holds stay through two TTLs: the watchdog renews them in batches. */
+	int64_t dbsize_held = rh_command_int(s, "DBSIZE");
+	dl_sleep_ms(2 * T4_WATCHDOG_MS);
+	int64_t dbsize_later = rh_command_int(s, "DBSIZE");
+	int64_t pttl_first = rh_command_int(s, "PTTL %s", "n:0:0");
+	int64_t pttl_last = rh_command_int(s, "PTTL %s", "n:3:499");
 
-    pthread_barrier_wait(&release);
-    for (int i = 0; i < T4_THREADS; i++)
-        pthread_join(th[i], NULL);
+	pthread_barrier_wait(&release);
+	for (int i = 0; i < T4_THREADS; i++)
+		pthread_join(th[i], NULL);
 
-    dl_failures_assert_none(&fail);
-    cr_assert_eq(dbsize_held, T4_THREADS * T4_NAMES);
-    cr_assert_eq(dbsize_later, T4_THREADS * T4_NAMES, "%lld of %d holds left after two TTLs",
-                 (long long)dbsize_later, T4_THREADS * T4_NAMES);
-    cr_assert(pttl_first > 0 && pttl_first <= T4_WATCHDOG_MS, "PTTL n:0:0 %lld", (long long)pttl_first);
-    cr_assert(pttl_last > 0 && pttl_last <= T4_WATCHDOG_MS, "PTTL n:3:499 %lld", (long long)pttl_last);
+	dl_failures_assert_none(&fail);
+	cr_assert_eq(dbsize_held, T4_THREADS * T4_NAMES);
+	cr_assert_eq(dbsize_later, T4_THREADS * T4_NAMES, "%lld of %d holds left after two TTLs",
+			(long long)dbsize_later, T4_THREADS * T4_NAMES);
+	cr_assert(pttl_first > 0 && pttl_first <= T4_WATCHDOG_MS, "PTTL n:0:0 %lld",
+			(long long)pttl_first);
+	cr_assert(pttl_last > 0 && pttl_last <= T4_WATCHDOG_MS, "PTTL n:3:499 %lld",
+			(long long)pttl_last);
 
-    /* Nothing is left in Redis once every hold is released. */
-    int64_t end = rh_now_ms() + 1000, dbsize;
-    while ((dbsize = rh_command_int(s, "DBSIZE")) != 0 && rh_now_ms() < end)
-        dl_sleep_ms(20);
-    char sample[256] = "";
-    int64_t sample_pttl = 0;
-    if (dbsize != 0) {
-        redisReply *r = rh_command(s, "RANDOMKEY");
-        if (r && r->type == REDIS_REPLY_STRING) {
-            snprintf(sample, sizeof sample, "%s", r->str);
-            sample_pttl = rh_command_int(s, "PTTL %s", r->str);
-        }
-        if (r)
-            freeReplyObject(r);
-    }
-    cr_assert_eq(dbsize, 0, "DBSIZE %lld 1 s after releasing every lock; e.g. %s (PTTL %lld ms)",
-                 (long long)dbsize, sample, (long long)sample_pttl);
+	/* Nothing is left in Redis once every hold is released. */
+	int64_t end = rh_now_ms() + 1000, dbsize;
+	while ((dbsize = rh_command_int(s, "DBSIZE")) != 0 && rh_now_ms() < end)
+		dl_sleep_ms(20);
+	char sample[256] = "";
+	int64_t sample_pttl = 0;
+	if (dbsize != 0) {
+		redisReply *r = rh_command(s, "RANDOMKEY");
+		if (r && r->type == REDIS_REPLY_STRING) {
+			snprintf(sample, sizeof sample, "%s", r->str);
+			sample_pttl = rh_command_int(s, "PTTL %s", r->str);
+		}
+		if (r)
+			freeReplyObject(r);
+	}
+	cr_assert_eq(dbsize, 0,
+			"DBSIZE %lld 1 s after releasing every lock; e.g. %s (PTTL %lld ms)",
+			(long long)dbsize, sample, (long long)sample_pttl);
 
-    pthread_barrier_destroy(&held);
-    pthread_barrier_destroy(&release);
-    dlock_client_close(c);
-    rh_server_free(s);
+	pthread_barrier_destroy(&held);
+	pthread_barrier_destroy(&release);
+	dlock_client_close(c);
+	rh_server_free(s);
 }
 
 /* ---- 5. no unlock message: the wait ends with the holder's TTL ----------- */
 
 Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout = 30)
 {
-    rh_server *s = rh_server_start(NULL);
-    cr_assert_not_null(s);
-    dlock_client *c = open_client(s, 0, 0);
-    dlock_lock *l = dl_lock(c, "conc:raw");
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	dlock_client *c = open_client(s, 0, 0);
+	dlock_lock *l = dl_lock(c, "conc:raw");
 
-    /* A holder that will never publish: a bare Redisson-format hash. */
-    cr_assert_eq(rh_command_int(s, "HSET %s %s %s", "conc:raw", "raw-holder-uuid:1", "1"), 1);
-    cr_assert_eq(rh_command_int(s, "PEXPIRE %s %d", "conc:raw", 1500), 1);
-    int64_t t0 = rh_now_ms();
+	/* A holder that will never publish: a bare Redisson-format hash. */
+	cr_assert_eq(rh_command_int(s, "HSET %s %s %s", "conc:raw", "raw-holder-uuid:1", "1"), 1);
+	cr_assert_eq(rh_command_int(s, "PEXPIRE %s %d", "conc:raw", 1500), 1);
+	int64_t t0 = rh_now_ms();
 
-    int rc = dlock_lock_try(l, 5000, DLOCK_LEASE_WATCHDOG);
-    int64_t elapsed = rh_now_ms() - t0;
-    cr_assert_eq(rc, 0, "try(5000): %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
-    cr_assert(elapsed >= 1300 && elapsed <= 2200, "acquired after %lld ms; the holder's TTL was 1500 ms",
-              (long long)elapsed);
-    cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "conc:raw", "raw-holder-uuid:1"), 0);
-    int64_t count = 0;
-    cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
-    cr_assert_eq(count, 1);
+	int rc = dlock_lock_try(l, 5000, DLOCK_LEASE_WATCHDOG);
+	int64_t elapsed = rh_now_ms() - t0;
+	cr_assert_eq(rc, 0, "try(5000): %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	cr_assert(elapsed >= 1300 && elapsed <= 2200,
+			"acquired after %lld ms; the holder's TTL was 1500 ms", (long long)elapsed);
+	cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "conc:raw", "raw-holder-uuid:1"), 0);
+	int64_t count = 0;
+	cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+	cr_assert_eq(count, 1);
 
-    cr_assert_eq(dlock_lock_unlock(l), 0);
-    cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:raw"), 0);
-    dlock_lock_free(l);
-    dlock_client_close(c);
-    rh_server_free(s);
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:raw"), 0);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+	rh_server_free(s);
 }

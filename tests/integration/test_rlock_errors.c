@@ -49,7 +49,7 @@ static int64_t hget_count(rh_server *s, const char *name, const char *field)
 	cr_assert_not_null(r);
 	int64_t v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
 	cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL,
-		  "HGET: reply type %d", r->type);
+			"HGET: reply type %d", r->type);
 	freeReplyObject(r);
 	return v;
 }
@@ -150,7 +150,7 @@ Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d (%s): %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	const char *msg = dlock_lock_errmsg(l);
 	cr_assert_not_null(strstr(msg, "WRONGTYPE"), "message: %s", msg);
 	cr_assert_not_null(strstr(msg, node), "message \"%s\" should name %s", msg, node);
@@ -190,7 +190,7 @@ static void expect_eauth(rh_server *s, const char *userinfo, const char *secret)
 	snprintf(uri, sizeof uri, "redis://%s@127.0.0.1:%d", userinfo, rh_server_port(s));
 	int rc = dlock_client_open(&c, uri, NULL);
 	cr_assert_eq(rc, DLOCK_EAUTH, "%s: rc %d (%s) %s", userinfo, rc, dlock_strerror(rc),
-		     dlock_errmsg_last());
+			dlock_errmsg_last());
 	cr_assert_null(c, "*out must be NULL on failure");
 	const char *msg = dlock_errmsg_last();
 	cr_assert_not_null(strstr(msg, node), "message \"%s\" should name %s", msg, node);
@@ -199,7 +199,7 @@ static void expect_eauth(rh_server *s, const char *userinfo, const char *secret)
 
 Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 {
-	const char *const extra[] = {"--requirepass", "s3cret", NULL};
+	const char *const extra[] = { "--requirepass", "s3cret", NULL };
 	rh_server *s = rh_server_start(extra);
 	cr_assert_not_null(s);
 	char uri[256];
@@ -217,7 +217,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	redisReply *r = rh_command(s, "ACL SETUSER alice on >pw ~* &* +@all");
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_STATUS, "ACL SETUSER: %s",
-		     r->type == REDIS_REPLY_ERROR ? r->str : "?");
+			r->type == REDIS_REPLY_ERROR ? r->str : "?");
 	freeReplyObject(r);
 
 	snprintf(uri, sizeof uri, "redis://alice:pw@127.0.0.1:%d", port);
@@ -253,7 +253,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
  */
 Test(rlock_errors, missing_password_fails_at_open, .timeout = 30)
 {
-	const char *const extra[] = {"--requirepass", "s3cret", NULL};
+	const char *const extra[] = { "--requirepass", "s3cret", NULL };
 	rh_server *s = rh_server_start(extra);
 	cr_assert_not_null(s);
 	char node[64];
@@ -271,8 +271,8 @@ Test(rlock_errors, missing_password_fails_at_open, .timeout = 30)
 		dlock_client_close(c);
 		rh_server_free(s);
 		cr_assert_eq(rc, DLOCK_EAUTH,
-			     "open without a password succeeded (rc %d); the first lock then gave %d: %s",
-			     rc, first, msg);
+				"open without a password succeeded (rc %d); the first lock then gave %d: %s",
+				rc, first, msg);
 	}
 	cr_assert_eq(rc, DLOCK_EAUTH, "rc %d %s", rc, dlock_errmsg_last());
 	cr_assert_not_null(strstr(dlock_errmsg_last(), node), "message: %s", dlock_errmsg_last());
@@ -293,7 +293,7 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
 
-	struct timeval tv = {2, 0};
+	struct timeval tv = { 2, 0 };
 	redisContext *raw = redisConnectWithTimeout("127.0.0.1", rh_server_port(s), tv);
 	cr_assert_not_null(raw);
 	cr_assert_eq(raw->err, 0);
@@ -371,7 +371,8 @@ Test(rlock_errors, unreachable_server_fails_fast_with_econn, .timeout = 30)
 	cr_assert_geq(elapsed, 1000, "a 1000 ms wait gave up after %" PRId64 " ms", elapsed);
 	cr_assert_lt(elapsed, 1000 + 500 + 300, "a 1000 ms wait took %" PRId64 " ms", elapsed);
 	cr_assert_eq(dlock_client_ping(c), DLOCK_ECONN);
-	cr_assert_not_null(strstr(dlock_client_errmsg(c), node), "message: %s", dlock_client_errmsg(c));
+	cr_assert_not_null(strstr(dlock_client_errmsg(c), node), "message: %s",
+			dlock_client_errmsg(c));
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
@@ -401,7 +402,7 @@ Test(rlock_errors, paused_server_times_out_and_client_recovers, .timeout = 30)
 	int rc = dlock_lock_try(l, 0, 10000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 250 && elapsed <= 1000, "timed out after %" PRId64 " ms", elapsed);
 	cr_assert_not_null(strstr(dlock_lock_errmsg(l), node), "message: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_resume(s), 0);
@@ -456,12 +457,13 @@ Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 
 	cr_assert_eq(rh_server_pause(s), 0);
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	/* While it is only hung, it is not asked again: its late replies are owed. */
 	rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
-	cr_assert_not_null(strstr(dlock_lock_errmsg(l), "owes"), "message: %s", dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
+	cr_assert_not_null(
+			strstr(dlock_lock_errmsg(l), "owes"), "message: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_kill(s), 0);
 	cr_assert_eq(rh_server_restart(s), 0);
 
@@ -472,7 +474,7 @@ Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 
 			usleep(20 * 1000);
 	} while (rc != 0 && rh_now_ms() - t0 < 2000);
 	cr_assert_eq(rc, 0, "2 s after the restart: rc %d (%s) %s", rc, dlock_strerror(rc),
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 	cr_assert_eq(hget_count(s, "owed", owner), 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS owed"), 0);
@@ -490,7 +492,7 @@ static void kill_normal_clients(rh_server *s)
 
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "CLIENT KILL: %s",
-		     r->type == REDIS_REPLY_ERROR ? r->str : "?");
+			r->type == REDIS_REPLY_ERROR ? r->str : "?");
 	cr_assert_geq(r->integer, 1, "no dlock connection was killed");
 	freeReplyObject(r);
 }
@@ -590,7 +592,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	const char *channel = "redisson_lock__channel:{pubsub-drop}";
 
 	cr_assert_eq(dlock_lock_try_as(l, "holder:1", 0, 30000), 0);
-	waiter w = {.lock = l, .rc = 1};
+	waiter w = { .lock = l, .rc = 1 };
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
 	await_numsub(s, channel, 1, 3000);
@@ -607,7 +609,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
 	cr_assert_lt(w.acquired_at - t0, 2000, "waiter took %" PRId64 " ms after the unlock",
-		     w.acquired_at - t0);
+			w.acquired_at - t0);
 	cr_assert_eq(rh_command_int(s, "EXISTS pubsub-drop"), 0);
 
 	dlock_lock_free(l);
@@ -625,7 +627,7 @@ static void expect_bad_option(dlock_client_options *o, const char *field)
 	cr_assert_eq(rc, DLOCK_EINVAL, "%s: rc %d", field, rc);
 	cr_assert_null(c);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), field), "message \"%s\" should name %s",
-			   dlock_errmsg_last(), field);
+			dlock_errmsg_last(), field);
 }
 
 Test(rlock_errors, bad_options_and_uris_are_einval, .timeout = 30)
@@ -660,8 +662,8 @@ Test(rlock_errors, bad_options_and_uris_are_einval, .timeout = 30)
 	o.version = 77;
 	expect_bad_option(&o, "version");
 
-	const char *bad[] = {"http://x", "redis://", "redis://h:99999", "redis://h:0",
-			     "redis://h:12x", "", "redis://h/notadb", "redis://h:6379/-1"};
+	const char *bad[] = { "http://x", "redis://", "redis://h:99999", "redis://h:0",
+		"redis://h:12x", "", "redis://h/notadb", "redis://h:6379/-1" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		dlock_client *c = (dlock_client *)0x1;
 		int rc = dlock_client_open(&c, bad[i], NULL);

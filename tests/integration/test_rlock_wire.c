@@ -59,7 +59,7 @@ static void assert_hash_is(const char *name, const char *field, const char *valu
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->elements, 2, "HGETALL %s: %zu elements, want one field", name,
-		     (size_t)r->elements);
+			(size_t)r->elements);
 	cr_assert_str_eq(r->element[0]->str, field);
 	cr_assert_str_eq(r->element[1]->str, value, "count of %s", field);
 	freeReplyObject(r);
@@ -86,7 +86,7 @@ static void hash_snapshot(const char *name, char *buf, size_t len)
 	buf[0] = '\0';
 	for (size_t i = 0; i + 1 < r->elements; i += 2)
 		n += (size_t)snprintf(buf + n, len - n, "%s=%s,", r->element[i]->str,
-				      r->element[i + 1]->str);
+				r->element[i + 1]->str);
 	freeReplyObject(r);
 }
 
@@ -96,10 +96,9 @@ static void expect_no_message(redisContext *c, int timeout_ms)
 
 	if (r != NULL) {
 		char what[256];
-		snprintf(what, sizeof what, "%s %s %s",
-			 r->elements > 0 ? r->element[0]->str : "?",
-			 r->elements > 1 ? r->element[1]->str : "?",
-			 r->elements > 2 && r->element[2]->str ? r->element[2]->str : "?");
+		snprintf(what, sizeof what, "%s %s %s", r->elements > 0 ? r->element[0]->str : "?",
+				r->elements > 1 ? r->element[1]->str : "?",
+				r->elements > 2 && r->element[2]->str ? r->element[2]->str : "?");
 		freeReplyObject(r);
 		cr_assert_fail("unexpected message: %s", what);
 	}
@@ -145,7 +144,7 @@ typedef struct waiter {
 	char owner[64];
 	int64_t count_after; /* hold count seen right after acquiring */
 	int unlock_rc;
-	int release;         /* unlock before returning */
+	int release; /* unlock before returning */
 } waiter;
 
 static void *waiter_main(void *arg)
@@ -215,8 +214,8 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 	cr_assert_not_null(r);
 	for (size_t i = 0; i < r->elements; i++)
 		cr_assert(strncmp(r->element[i]->str, "redisson_unlock_latch:{wire-lock}:",
-				  strlen("redisson_unlock_latch:{wire-lock}:")) == 0,
-			  "unexpected key %s", r->element[i]->str);
+					  strlen("redisson_unlock_latch:{wire-lock}:")) == 0,
+				"unexpected key %s", r->element[i]->str);
 	freeReplyObject(r);
 
 	redisFree(sub);
@@ -281,8 +280,8 @@ Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
 	cr_assert_not_null(r);
 	for (size_t i = 0; i < r->elements; i++)
 		cr_assert(strncmp(r->element[i]->str, "redisson_unlock_latch:a{b}c:",
-				  strlen("redisson_unlock_latch:a{b}c:")) == 0,
-			  "unexpected key %s", r->element[i]->str);
+					  strlen("redisson_unlock_latch:a{b}c:")) == 0,
+				"unexpected key %s", r->element[i]->str);
 	freeReplyObject(r);
 
 	redisFree(sub);
@@ -320,7 +319,7 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 	hash_snapshot("owned", before, sizeof before);
 
 	/* Another thread (another owner on the same client). */
-	unlock_try u = {.lock = l, .rc = 1};
+	unlock_try u = { .lock = l, .rc = 1 };
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, unlock_thread, &u), 0);
 	cr_assert_eq(pthread_join(th, NULL), 0);
@@ -333,7 +332,7 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 	int rc = dlock_lock_unlock_as(l, "someone-else:1");
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "rc %d", rc);
 	cr_assert_not_null(strstr(dlock_lock_errmsg(l), node), "message \"%s\" should name %s",
-			   dlock_lock_errmsg(l), node);
+			dlock_lock_errmsg(l), node);
 	hash_snapshot("owned", after, sizeof after);
 	cr_assert_str_eq(after, before);
 	int64_t t = pttl("owned");
@@ -368,7 +367,7 @@ Test(rlock_wire, leased_lock_is_taken_by_waiter_after_lease, .timeout = 30)
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 1800 && elapsed <= 2600, "acquired after %" PRId64 " ms, want ~2000",
-		  elapsed);
+			elapsed);
 	assert_hash_is("leased", me, "1");
 	int64_t t = pttl("leased");
 	cr_assert(t > 4000 && t <= 5000, "PTTL %" PRId64, t);
@@ -395,7 +394,7 @@ Test(rlock_wire, try_lock_gives_up_after_wait, .timeout = 30)
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d (%s)", rc, dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 950 && elapsed <= 1400, "gave up after %" PRId64 " ms, want ~1000",
-		  elapsed);
+			elapsed);
 
 	t0 = rh_now_ms();
 	rc = dlock_lock_try(l, 0, 10000);
@@ -426,9 +425,9 @@ Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 	const char *holder = "holder-uuid:5";
 
 	cr_assert_eq(dlock_lock_try_as(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
-		     dlock_lock_errmsg(l));
+			dlock_lock_errmsg(l));
 
-	waiter w = {.client = c, .lock = l, .lease = 30000, .release = 1};
+	waiter w = { .client = c, .lock = l, .lease = 30000, .release = 1 };
 	pthread_t th;
 	int64_t started = rh_now_ms();
 	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
@@ -445,8 +444,9 @@ Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 
 	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
 	cr_assert_geq(w.acquired_at, before_unlock, "the waiter got in before the unlock");
-	cr_assert_lt(w.acquired_at - unlocked_at, 150, "waiter acquired %" PRId64 " ms after the unlock",
-		     w.acquired_at - unlocked_at);
+	cr_assert_lt(w.acquired_at - unlocked_at, 150,
+			"waiter acquired %" PRId64 " ms after the unlock",
+			w.acquired_at - unlocked_at);
 	cr_assert_eq(w.count_after, 1);
 	cr_assert_eq(w.unlock_rc, 0);
 	assert_key_absent("wake");
@@ -486,18 +486,18 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 	dlock_lock *la = dl_lock(a, "forced");
 	dlock_lock *lb = dl_lock(b, "forced");
 	const char *holder = "holder-uuid:6";
-	lost_rec lost = {.calls = 0};
+	lost_rec lost = { .calls = 0 };
 	pthread_mutex_init(&lost.mu, NULL);
 
 	cr_assert_eq(dlock_lock_set_lost_cb(la, on_lost, &lost), 0);
 	cr_assert_eq(dlock_lock_try_as(la, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
-		     dlock_lock_errmsg(la));
+			dlock_lock_errmsg(la));
 	int64_t t = pttl("forced");
 	cr_assert(t > 800 && t <= 900, "PTTL %" PRId64, t);
 	cr_assert_eq(dlock_lock_check(la, holder), 0);
 
 	/* A waiter on the holder's client. */
-	waiter w = {.client = a, .lock = la, .lease = 30000, .release = 0};
+	waiter w = { .client = a, .lock = la, .lease = 30000, .release = 0 };
 	pthread_t th;
 	int64_t started = rh_now_ms();
 	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
@@ -517,15 +517,16 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
 	cr_assert_geq(w.acquired_at, before);
-	cr_assert_lt(w.acquired_at - forced_at, 150, "waiter acquired %" PRId64 " ms after force unlock",
-		     w.acquired_at - forced_at);
+	cr_assert_lt(w.acquired_at - forced_at, 150,
+			"waiter acquired %" PRId64 " ms after force unlock",
+			w.acquired_at - forced_at);
 
 	/* The holder's client finds out at its next renewal (every 300 ms). */
 	int64_t deadline = forced_at + 1000;
 	while ((rc = dlock_lock_check(la, holder)) == 0 && rh_now_ms() < deadline)
 		sleep_ms(10);
 	cr_assert_eq(rc, DLOCK_ELOST, "check %d %" PRId64 " ms after the force unlock", rc,
-		     rh_now_ms() - forced_at);
+			rh_now_ms() - forced_at);
 	/* The callback runs on the background thread; wait for it (bounded). */
 	while (rh_now_ms() < deadline + 500) {
 		pthread_mutex_lock(&lost.mu);
@@ -564,7 +565,7 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 	dlock_lock *l1 = dl_lock(a, "forced-same");
 	dlock_lock *l2 = dl_lock(a, "forced-same");
 	const char *holder = "holder-uuid:7";
-	lost_rec lost = {.calls = 0};
+	lost_rec lost = { .calls = 0 };
 	pthread_mutex_init(&lost.mu, NULL);
 
 	cr_assert_eq(dlock_lock_set_lost_cb(l1, on_lost, &lost), 0);
@@ -596,11 +597,11 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 static int64_t redisson_acquire(const char *name, const char *owner, int64_t lease)
 {
 	redisReply *r = rh_command(srv, "EVAL %s 1 %s %lld %s", dl_redisson_acquire, name,
-				   (long long)lease, owner);
+			(long long)lease, owner);
 	cr_assert_not_null(r);
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
-		  "Redisson acquire: reply type %d %s", r->type,
-		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+			"Redisson acquire: reply type %d %s", r->type,
+			r->type == REDIS_REPLY_ERROR ? r->str : "");
 	int64_t v = r->type == REDIS_REPLY_NIL ? -3 : r->integer;
 	freeReplyObject(r);
 	return v;
@@ -614,11 +615,11 @@ static int64_t redisson_unlock(const char *name, const char *owner, const char *
 	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
 	snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%s", name, request_id);
 	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s 0 30000 %s publish 16000",
-				   dl_redisson_unlock, name, channel, latch, owner);
+			dl_redisson_unlock, name, channel, latch, owner);
 	cr_assert_not_null(r);
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
-		  "Redisson unlock: reply type %d %s", r->type,
-		  r->type == REDIS_REPLY_ERROR ? r->str : "");
+			"Redisson unlock: reply type %d %s", r->type,
+			r->type == REDIS_REPLY_ERROR ? r->str : "");
 	int64_t v = r->type == REDIS_REPLY_NIL ? -3 : r->integer;
 	freeReplyObject(r);
 	return v;
@@ -644,7 +645,9 @@ Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
 	cr_assert_eq(held, 1);
 
 	/* And the reverse: a dlock holder excludes Redisson (reply = PTTL). */
-	cr_assert_eq(redisson_unlock("interop-a", DL_REDISSON_OWNER, "aaaa0000aaaa0000aaaa0000aaaa0000"), 1);
+	cr_assert_eq(redisson_unlock("interop-a", DL_REDISSON_OWNER,
+				     "aaaa0000aaaa0000aaaa0000aaaa0000"),
+			1);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0);
 	int64_t t = redisson_acquire("interop-a", DL_REDISSON_OWNER, 30000);
 	cr_assert(t > 9000 && t <= 10000, "Redisson acquire against dlock holder: %" PRId64, t);
@@ -660,7 +663,7 @@ Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "interop-b");
 
 	cr_assert_eq(redisson_acquire("interop-b", DL_REDISSON_OWNER, 30000), -3);
-	waiter w = {.client = c, .lock = l, .lease = 30000, .release = 1};
+	waiter w = { .client = c, .lock = l, .lease = 30000, .release = 1 };
 	pthread_t th;
 	int64_t started = rh_now_ms();
 	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
@@ -670,13 +673,16 @@ Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 		sleep_ms((int)(300 - since));
 
 	int64_t before = rh_now_ms();
-	cr_assert_eq(redisson_unlock("interop-b", DL_REDISSON_OWNER, "bbbb0000bbbb0000bbbb0000bbbb0000"), 1);
+	cr_assert_eq(redisson_unlock("interop-b", DL_REDISSON_OWNER,
+				     "bbbb0000bbbb0000bbbb0000bbbb0000"),
+			1);
 	int64_t unlocked_at = rh_now_ms();
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
 	cr_assert_geq(w.acquired_at, before);
-	cr_assert_lt(w.acquired_at - unlocked_at, 200, "waiter acquired %" PRId64 " ms after the unlock",
-		     w.acquired_at - unlocked_at);
+	cr_assert_lt(w.acquired_at - unlocked_at, 200,
+			"waiter acquired %" PRId64 " ms after the unlock",
+			w.acquired_at - unlocked_at);
 	cr_assert_eq(w.count_after, 1);
 	cr_assert_eq(w.unlock_rc, 0);
 	assert_key_absent("interop-b");
@@ -720,7 +726,9 @@ Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 	assert_hash_is("interop-d", owner, "2");
 
 	/* A Redisson unlock for another owner is refused (nil). */
-	cr_assert_eq(redisson_unlock("interop-d", DL_REDISSON_OWNER, "dddd0000dddd0000dddd0000dddd0000"), -3);
+	cr_assert_eq(redisson_unlock("interop-d", DL_REDISSON_OWNER,
+				     "dddd0000dddd0000dddd0000dddd0000"),
+			-3);
 	cr_assert_eq(redisson_unlock("interop-d", owner, "dddd0000dddd0000dddd0000dddd0001"), 0);
 	assert_hash_is("interop-d", owner, "1");
 	expect_no_message(sub, 100);
@@ -778,14 +786,14 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 	/* An owner built the documented way, for a thread id that is not ours. */
 	cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, 424242), 0);
 
-	as_op op = {.lock = l, .owner = owner, .acquire = 1};
+	as_op op = { .lock = l, .owner = owner, .acquire = 1 };
 	run_as(&op);
 	cr_assert_eq(op.rc, 0, "try_as: %d", op.rc);
 	cr_assert_eq(op.count_rc, 0);
 	cr_assert_eq(op.count, 1);
 	assert_hash_is("pool-lock", owner, "1");
 
-	op = (as_op){.lock = l, .owner = owner, .acquire = 1};
+	op = (as_op){ .lock = l, .owner = owner, .acquire = 1 };
 	run_as(&op);
 	cr_assert_eq(op.rc, 0);
 	cr_assert_eq(op.count, 2);
@@ -797,20 +805,20 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 	cr_assert_eq(dlock_lock_hold_count_as(&n, l, owner), 0);
 	cr_assert_eq(n, 2);
 
-	op = (as_op){.lock = l, .owner = owner, .acquire = 0};
+	op = (as_op){ .lock = l, .owner = owner, .acquire = 0 };
 	run_as(&op);
 	cr_assert_eq(op.rc, 0, "unlock_as: %d", op.rc);
 	cr_assert_eq(op.count, 1);
 	assert_hash_is("pool-lock", owner, "1");
 
-	op = (as_op){.lock = l, .owner = owner, .acquire = 0};
+	op = (as_op){ .lock = l, .owner = owner, .acquire = 0 };
 	run_as(&op);
 	cr_assert_eq(op.rc, 0, "unlock_as: %d", op.rc);
 	cr_assert_eq(op.count_rc, 0);
 	cr_assert_eq(op.count, 0);
 	assert_key_absent("pool-lock");
 
-	op = (as_op){.lock = l, .owner = owner, .acquire = 0};
+	op = (as_op){ .lock = l, .owner = owner, .acquire = 0 };
 	run_as(&op);
 	cr_assert_eq(op.rc, DLOCK_ENOTOWNER);
 
@@ -828,13 +836,15 @@ Test(rlock_wire, explicit_owner_shared_with_redisson_counts_every_acquire, .time
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = dl_lock(c, "shared-owner");
 
-	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s",
+			dlock_lock_errmsg(l));
 	assert_hash_is("shared-owner", DL_REDISSON_OWNER, "1");
 	/* The Java side re-enters with the same owner. */
 	cr_assert_eq(redisson_acquire("shared-owner", DL_REDISSON_OWNER, 10000), -3);
 	assert_hash_is("shared-owner", DL_REDISSON_OWNER, "2");
 	/* dlock re-enters once more: three acquires, count 3. */
-	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s",
+			dlock_lock_errmsg(l));
 	int64_t n = -1;
 	cr_assert_eq(dlock_lock_hold_count_as(&n, l, DL_REDISSON_OWNER), 0);
 	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
@@ -909,7 +919,8 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	redisReply *r = rh_command(srv, "SET %s 5", "redisson_lock_token:{surplus-f}");
 	cr_assert_not_null(r);
 	freeReplyObject(r);
-	cr_assert_eq(dlock_lock_try_fenced(&token, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_try_fenced(&token, f, NULL, 0, 10000), 0, "%s",
+			dlock_lock_errmsg(f));
 	cr_assert_eq(token, 5, "token %" PRId64 ": an adopted hold draws no new token", token);
 	assert_hash_is("surplus-f", owner, "1");
 	cr_assert_eq(dlock_lock_unlock(f), 0, "%s", dlock_lock_errmsg(f));

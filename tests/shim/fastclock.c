@@ -33,7 +33,8 @@ __attribute__((constructor)) static void fastclock_init(void)
 
 static void scale(const struct timespec *base, struct timespec *ts)
 {
-	double d = (double)(ts->tv_sec - base->tv_sec) * 1e9 + (double)(ts->tv_nsec - base->tv_nsec);
+	double d = (double)(ts->tv_sec - base->tv_sec) * 1e9 +
+			(double)(ts->tv_nsec - base->tv_nsec);
 	long long ns = (long long)base->tv_nsec + (long long)(d * factor);
 
 	ts->tv_sec = base->tv_sec + (time_t)(ns / 1000000000LL);
@@ -51,7 +52,8 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
 		return rc;
 	if (clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE)
 		scale(&base_real, ts);
-	else if (clk == CLOCK_MONOTONIC || clk == CLOCK_MONOTONIC_COARSE || clk == CLOCK_MONOTONIC_RAW)
+	else if (clk == CLOCK_MONOTONIC || clk == CLOCK_MONOTONIC_COARSE ||
+			clk == CLOCK_MONOTONIC_RAW)
 		scale(&base_mono, ts);
 	return 0;
 }

@@ -79,23 +79,30 @@
 
 #define NSERVERS 5
 #define NWORKERS 6
-#define MAX_DOWN 2                  /* never more servers down at once in phase 1 */
+#define MAX_DOWN 2 /* never more servers down at once in phase 1 */
 #define CMD_TIMEOUT_MS 200
 #define WATCHDOG_MS 1500
 #define LEASE_MS 1500
-#define LONGEST_TTL_MS 1500         /* max(lease, watchdog timeout) */
+#define LONGEST_TTL_MS 1500 /* max(lease, watchdog timeout) */
 #define MAX_WAIT_MS 1500
 #define LOCK_NAME "soak:chaos"
 #define TOKEN_KEY "redisson_lock_token:{" LOCK_NAME "}"
-#define DRIFT_MS (LEASE_MS / 100)   /* drift factor 0.01 (the default) */
-#define PHASE2_DOWN_MS 4000         /* > LONGEST_TTL_MS: a delayed restart */
-#define PHASE2_AFTER_MS 8000        /* run on after the servers came back */
-#define COUNTER_LEN 42              /* "%020lld %020lld\n" */
+#define DRIFT_MS (LEASE_MS / 100) /* drift factor 0.01 (the default) */
+#define PHASE2_DOWN_MS 4000       /* > LONGEST_TTL_MS: a delayed restart */
+#define PHASE2_AFTER_MS 8000      /* run on after the servers came back */
+#define COUNTER_LEN 42            /* "%020lld %020lld\n" */
 
 /* Worker-reported violation kinds ("@V pid t kind a b"). */
 enum {
-	V_SLOW_TRY = 1, V_SLOW_UNLOCK, V_BAD_RC, V_FENCE, V_COUNTER_FILE, V_IO, V_VALIDITY,
-	V_RENEWED, V_NO_CALLBACK
+	V_SLOW_TRY = 1,
+	V_SLOW_UNLOCK,
+	V_BAD_RC,
+	V_FENCE,
+	V_COUNTER_FILE,
+	V_IO,
+	V_VALIDITY,
+	V_RENEWED,
+	V_NO_CALLBACK
 };
 
 static const char *const v_names[] = { "", "try exceeded wait + 2 x command timeout + margin",
@@ -110,7 +117,8 @@ static const char *const v_names[] = { "", "try exceeded wait + 2 x command time
 
 static char g_uris[NSERVERS][64];
 static char g_dir[PATH_MAX], g_log_path[PATH_MAX + 16], g_counter_path[PATH_MAX + 16],
-	g_stop_path[PATH_MAX + 16], g_exit_path[PATH_MAX + 16], g_journal_path[PATH_MAX + 16];
+		g_stop_path[PATH_MAX + 16], g_exit_path[PATH_MAX + 16],
+		g_journal_path[PATH_MAX + 16];
 static int64_t g_hard_end_us; /* a worker gives up by itself after this */
 static int g_margin_ms;       /* scheduling slack on top of the library's bounds */
 
@@ -199,15 +207,16 @@ static void explain_member_states(dlock_redlock *rl, int idx, int64_t t0, int64_
 {
 	size_t i;
 
-	fprintf(stderr, "worker %d: granted (try %" PRId64 "..%" PRId64 " us), now check says %d,"
-			" lost flag %d:", idx, t0, t1, dlock_redlock_check(rl, NULL),
-			atomic_load(&g_lost_flag));
+	fprintf(stderr,
+			"worker %d: granted (try %" PRId64 "..%" PRId64 " us), now check says %d,"
+			" lost flag %d:",
+			idx, t0, t1, dlock_redlock_check(rl, NULL), atomic_load(&g_lost_flag));
 	for (i = 0; i < dlock_redlock_size(rl); i++) {
 		dlock_member_status ms;
 
 		dlock_redlock_status(&ms, rl, i);
-		fprintf(stderr, " [%zu %s vote %d err %d state %d]", i, ms.node, (int)ms.vote, ms.error,
-				dlock_lock_check(dlock_redlock_member(rl, i), NULL));
+		fprintf(stderr, " [%zu %s vote %d err %d state %d]", i, ms.node, (int)ms.vote,
+				ms.error, dlock_lock_check(dlock_redlock_member(rl, i), NULL));
 	}
 	fprintf(stderr, " at %" PRId64 "\n", now_us());
 }
@@ -261,7 +270,8 @@ static int section(dlock_redlock *rl, int idx, int watchdog, int64_t token, int6
 	/* Kleppmann's fenced resource: it has seen `last`; a token not above it
 	 * means two holders' grants were not ordered. */
 	if (token <= last)
-		log_line("@V %d %" PRId64 " %d %" PRId64 " %lld\n", (int)pid, begin, V_FENCE, token, last);
+		log_line("@V %d %" PRId64 " %d %" PRId64 " %lld\n", (int)pid, begin, V_FENCE, token,
+				last);
 	/* The work: sleep in slices, a watchdog holder giving up as soon as it
 	 * hears of a loss. */
 	until = begin + work_ms * 1000;
@@ -289,7 +299,8 @@ static int section(dlock_redlock *rl, int idx, int watchdog, int64_t token, int6
 	end = now_us();
 	log_line("%" PRId64 " %" PRId64 " %" PRId64 " %d\n", token, begin, end, (int)pid);
 	if (!watchdog && end > deadline_us)
-		log_line("@T %d %" PRId64 " %" PRId64 " 0 0\n", (int)pid, end, (end - deadline_us) / 1000);
+		log_line("@T %d %" PRId64 " %" PRId64 " 0 0\n", (int)pid, end,
+				(end - deadline_us) / 1000);
 	return 1;
 }
 
@@ -334,7 +345,7 @@ static int64_t quorum_time_left(dlock_redlock *rl, int64_t t1_us)
 static int rc_allowed(int rc)
 {
 	return rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOQUORUM || rc == DLOCK_EEXPIRED ||
-		rc == DLOCK_ETIMEDOUT;
+			rc == DLOCK_ETIMEDOUT;
 }
 
 static int worker_main(int idx)
@@ -364,7 +375,8 @@ static int worker_main(int idx)
 	for (i = 0; i < NSERVERS; i++)
 		uris[i] = g_uris[i];
 	if (dlock_redlock_new_from_uris(&rl, uris, NSERVERS, LOCK_NAME, &co, &ro) != 0) {
-		fprintf(stderr, "worker %d: dlock_redlock_new_from_uris: %s\n", idx, dlock_errmsg_last());
+		fprintf(stderr, "worker %d: dlock_redlock_new_from_uris: %s\n", idx,
+				dlock_errmsg_last());
 		return 2;
 	}
 	dlock_redlock_set_lost_cb(rl, on_lost, NULL);
@@ -390,22 +402,26 @@ static int worker_main(int idx)
 		if (elapsed > wait + bound_ms) {
 			log_line("@V %d %" PRId64 " %d %" PRId64 " %" PRId64 "\n", (int)pid, t1,
 					V_SLOW_TRY, elapsed, wait);
-			fprintf(stderr, "worker %d: try(wait %" PRId64 ") took %" PRId64 " ms, rc %d: %s\n",
-					idx, wait, elapsed, rc, rc ? dlock_redlock_errmsg(rl) : "acquired");
+			fprintf(stderr,
+					"worker %d: try(wait %" PRId64 ") took %" PRId64
+					" ms, rc %d: %s\n",
+					idx, wait, elapsed, rc,
+					rc ? dlock_redlock_errmsg(rl) : "acquired");
 		}
 		if (rc != 0) {
 			log_line("@E %d %" PRId64 " %d %" PRId64 " %" PRId64 "\n", (int)pid, t1, rc,
 					elapsed, wait);
 			if (!rc_allowed(rc)) {
 				log_line("@V %d %" PRId64 " %d %d 0\n", (int)pid, t1, V_BAD_RC, rc);
-				fprintf(stderr, "worker %d: try: %s\n", idx, dlock_redlock_errmsg(rl));
+				fprintf(stderr, "worker %d: try: %s\n", idx,
+						dlock_redlock_errmsg(rl));
 			}
 			dl_sleep_ms(10 + rnd(40));
 			continue;
 		}
 		st.acquired++;
-		log_line("@G %d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n", (int)pid, t0, t1,
-				token, validity);
+		log_line("@G %d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n", (int)pid, t0,
+				t1, token, validity);
 		if (wait == 0) {
 			/* One parallel attempt: the library measured its elapsed time
 			 * from (about) t0; what it did not count came after its decision. */
@@ -419,13 +435,16 @@ static int worker_main(int idx)
 
 			/* 5 ms: PTTL's rounding and the server's cached clock. */
 			if (left != INT64_MAX && left + 5 < validity) {
-				log_line("@V %d %" PRId64 " %d %" PRId64 " %" PRId64 "\n", (int)pid, t1,
-						V_VALIDITY, validity, left);
+				log_line("@V %d %" PRId64 " %d %" PRId64 " %" PRId64 "\n", (int)pid,
+						t1, V_VALIDITY, validity, left);
 				if (st.validity_reports++ < 3)
-					fprintf(stderr, "worker %d: try(wait %" PRId64 ") took %" PRId64
-							" ms and reported validity %" PRId64 " ms, but the quorum's"
-							" keys had at most %" PRId64 " ms left\n", idx, wait,
-							elapsed, validity, left);
+					fprintf(stderr,
+							"worker %d: try(wait %" PRId64
+							") took %" PRId64
+							" ms and reported validity %" PRId64
+							" ms, but the quorum's"
+							" keys had at most %" PRId64 " ms left\n",
+							idx, wait, elapsed, validity, left);
 			}
 		}
 		if (watchdog) {
@@ -443,7 +462,8 @@ static int worker_main(int idx)
 			deadline_us = t1 + validity * 1000;
 			work_ms = rnd(100) < 10 ? 50 + rnd(250) : rnd(4);
 			if (validity <= 0 || deadline_us - now_us() < (work_ms + 100) * 1000) {
-				log_line("@S %d %" PRId64 " %" PRId64 " 0 0\n", (int)pid, now_us(), validity);
+				log_line("@S %d %" PRId64 " %" PRId64 " 0 0\n", (int)pid, now_us(),
+						validity);
 				st.skipped++;
 			} else if (section(rl, idx, 0, token, deadline_us, work_ms, t0, t1)) {
 				st.sections++;
@@ -458,36 +478,45 @@ static int worker_main(int idx)
 		if (elapsed > st.max_unlock_ms)
 			st.max_unlock_ms = elapsed;
 		if (elapsed > bound_ms) {
-			log_line("@V %d %" PRId64 " %d %" PRId64 " 0\n", (int)pid, t1, V_SLOW_UNLOCK, elapsed);
-			fprintf(stderr, "worker %d: unlock took %" PRId64 " ms, rc %d\n", idx, elapsed, rc);
+			log_line("@V %d %" PRId64 " %d %" PRId64 " 0\n", (int)pid, t1,
+					V_SLOW_UNLOCK, elapsed);
+			fprintf(stderr, "worker %d: unlock took %" PRId64 " ms, rc %d\n", idx,
+					elapsed, rc);
 		}
 		/* An unlock cancels renewal (whatever it returned): no member hold of
 		 * this thread may still be held-and-renewed by its client. */
 		for (i = 0; watchdog && i < NSERVERS; i++) {
 			if (dlock_lock_check(dlock_redlock_member(rl, (size_t)i), NULL) != 0)
 				continue;
-			log_line("@V %d %" PRId64 " %d %d %d\n", (int)pid, now_us(), V_RENEWED, rc, i);
+			log_line("@V %d %" PRId64 " %d %d %d\n", (int)pid, now_us(), V_RENEWED, rc,
+					i);
 			if (st.renewed_reports++ < 3) {
 				/* What the server holds tells a surplus count from a lost answer. */
 				int64_t count = -1;
-				int qrc = dlock_lock_hold_count(&count, dlock_redlock_member(rl, (size_t)i));
+				int qrc = dlock_lock_hold_count(
+						&count, dlock_redlock_member(rl, (size_t)i));
 
-				fprintf(stderr, "worker %d: unlock returned %d (%s) but member %d (%s) is"
-						" still held and renewed (the server counts %" PRId64 " holds%s)\n",
-						idx, rc, rc ? dlock_redlock_errmsg(rl) : "ok", i, g_uris[i], count,
+				fprintf(stderr,
+						"worker %d: unlock returned %d (%s) but member %d (%s) is"
+						" still held and renewed (the server counts %" PRId64
+						" holds%s)\n",
+						idx, rc, rc ? dlock_redlock_errmsg(rl) : "ok", i,
+						g_uris[i], count,
 						qrc == 0 ? "" : ", as far as it answered");
 			}
 		}
 		if (rc != 0) {
 			if (getenv("SOAK_DEBUG"))
-				fprintf(stderr, "worker %d: unlock (%s, token %" PRId64 "): %s\n", idx,
-						watchdog ? "watchdog" : "lease", token, dlock_redlock_errmsg(rl));
+				fprintf(stderr, "worker %d: unlock (%s, token %" PRId64 "): %s\n",
+						idx, watchdog ? "watchdog" : "lease", token,
+						dlock_redlock_errmsg(rl));
 			st.unlock_errors++;
 			log_line("@U %d %" PRId64 " %d 0 0\n", (int)pid, t1, rc);
 		}
 		lost_now = atomic_load(&g_lost_events);
 		if (lost_now != lost_logged) {
-			log_line("@L %d %" PRId64 " %d 0 0\n", (int)pid, now_us(), lost_now - lost_logged);
+			log_line("@L %d %" PRId64 " %d 0 0\n", (int)pid, now_us(),
+					lost_now - lost_logged);
 			lost_logged = lost_now;
 		}
 		dl_sleep_ms(rnd(20));
@@ -520,8 +549,8 @@ enum { S_UP, S_PAUSED, S_KILLED, S_UNSEEDED };
 typedef struct srv {
 	rh_server *h;
 	int state;
-	int64_t until_ms;  /* PAUSED: resume at; KILLED: restart at */
-	int64_t floor;     /* UNSEEDED: the fencing counter the others had */
+	int64_t until_ms; /* PAUSED: resume at; KILLED: restart at */
+	int64_t floor;    /* UNSEEDED: the fencing counter the others had */
 } srv;
 
 typedef struct chaos {
@@ -680,7 +709,8 @@ static void phase1(chaos *c, int64_t end_ms)
 			if (i < 0 && now >= immediate_at + 10000)
 				i = pick_up(c);
 			if (i >= 0) {
-				c->immediate_held = rh_command_int(c->s[i].h, "EXISTS %s", LOCK_NAME) == 1;
+				c->immediate_held = rh_command_int(c->s[i].h, "EXISTS %s",
+								    LOCK_NAME) == 1;
 				kill_server(c, i, now);
 				restart_now(c, i);
 				c->immediate++;
@@ -699,7 +729,8 @@ static void phase1(chaos *c, int64_t end_ms)
 				/* The delayed restart: after the longest TTL, plus some. */
 				kill_server(c, (int)i, now + LONGEST_TTL_MS + 300 + rnd(1500));
 				c->kills_p1++;
-			} else if (action < 70 && down_count(c) < MAX_DOWN && (i = pick_up(c)) >= 0) {
+			} else if (action < 70 && down_count(c) < MAX_DOWN &&
+					(i = pick_up(c)) >= 0) {
 				if (rh_server_pause(c->s[i].h) == 0) {
 					journal(c, (int)i, "paused");
 					c->s[i].state = S_PAUSED;
@@ -800,7 +831,8 @@ static int read_log(logdata *d)
 
 		if (line[0] == '@' && line[1] == 'X') {
 			if (sscanf(line + 2, "%d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld",
-					&pid, &w, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &a, &b, &c) != 11) {
+					    &pid, &w, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &a,
+					    &b, &c) != 11) {
 				d->bad_lines++;
 				continue;
 			}
@@ -947,11 +979,16 @@ static void remove_tree(void)
 static const char *rc_name(int64_t rc)
 {
 	switch ((int)rc) {
-	case DLOCK_ENOTACQUIRED: return "not acquired";
-	case DLOCK_ENOQUORUM: return "no quorum";
-	case DLOCK_EEXPIRED: return "expired while acquiring";
-	case DLOCK_ETIMEDOUT: return "timed out";
-	default: return dlock_strerror((int)rc);
+	case DLOCK_ENOTACQUIRED:
+		return "not acquired";
+	case DLOCK_ENOQUORUM:
+		return "no quorum";
+	case DLOCK_EEXPIRED:
+		return "expired while acquiring";
+	case DLOCK_ETIMEDOUT:
+		return "timed out";
+	default:
+		return dlock_strerror((int)rc);
 	}
 }
 
@@ -970,7 +1007,8 @@ int main(void)
 	int64_t t_start, t_p1_end, t_p2_begin, t_p2_down, t_p2_restart, t_p2_up, t_stop;
 	int victims[3];
 	long overlaps = 0, token_bad = 0, worker_v = 0, fence_v = 0, p2_sections_down = 0;
-	long validity_v = 0, renewed_v = 0, nocb_v = 0, p2_bad_rc = 0, noquorum_p2 = 0, p2_errors = 0;
+	long validity_v = 0, renewed_v = 0, nocb_v = 0, p2_bad_rc = 0, noquorum_p2 = 0,
+	     p2_errors = 0;
 	long sections_after = 0;
 	long sections_p1 = 0;
 	long lost_events = 0, abandoned = 0, skipped = 0, late = 0, errors_by[16], unlock_by[16];
@@ -988,9 +1026,9 @@ int main(void)
 	g_margin_ms = 150 * factor;
 	rng_seed((uint64_t)now_us() ^ (uint64_t)parent);
 	printf("soak_chaos: %d servers, %d workers (3 watchdog %d ms, 3 lease %d ms), "
-			"command timeout %d ms, margin %d ms; phase 1 %d s, phase 2 ~%d s\n",
-			NSERVERS, NWORKERS, WATCHDOG_MS, LEASE_MS, CMD_TIMEOUT_MS, g_margin_ms, phase1_s,
-			(PHASE2_DOWN_MS + PHASE2_AFTER_MS) / 1000 + 3);
+	       "command timeout %d ms, margin %d ms; phase 1 %d s, phase 2 ~%d s\n",
+			NSERVERS, NWORKERS, WATCHDOG_MS, LEASE_MS, CMD_TIMEOUT_MS, g_margin_ms,
+			phase1_s, (PHASE2_DOWN_MS + PHASE2_AFTER_MS) / 1000 + 3);
 
 	if (rh_servers_start(servers, NSERVERS, NULL) != 0) {
 		fprintf(stderr, "could not start redis-server\n");
@@ -1002,7 +1040,8 @@ int main(void)
 		snprintf(g_uris[i], sizeof(g_uris[i]), "%s", rh_server_uri(servers[i]));
 	}
 	snprintf(g_dir, sizeof(g_dir), "%s/dlock-soak-%ld-XXXXXX",
-			getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)parent);
+			getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+			(long)parent);
 	if (!mkdtemp(g_dir)) {
 		perror("mkdtemp");
 		return 2;
@@ -1087,8 +1126,13 @@ int main(void)
 		close(fd);
 	t_stop = now_ms();
 	/* The longest a worker may need: a try, a long hold, an unlock. */
-	reap(workers, done, wstatus, t_stop + (int64_t)(MAX_WAIT_MS + 1200 + 4 *
-			(2 * CMD_TIMEOUT_MS + g_margin_ms) + 2000) * factor, 1);
+	reap(workers, done, wstatus,
+			t_stop +
+					(int64_t)(MAX_WAIT_MS + 1200 +
+							4 * (2 * CMD_TIMEOUT_MS + g_margin_ms) +
+							2000) *
+							factor,
+			1);
 	for (i = 0; i < NWORKERS; i++)
 		if (done[i] == 0) {
 			fprintf(stderr, "worker %d (pid %d) did not leave its loop in time\n", i,
@@ -1107,7 +1151,8 @@ int main(void)
 		for (;;) {
 			keys_left = 0;
 			for (i = 0; i < NSERVERS; i++)
-				keys_left += rh_command_int(servers[i], "EXISTS %s", LOCK_NAME) != 0;
+				keys_left += rh_command_int(servers[i], "EXISTS %s", LOCK_NAME) !=
+						0;
 			if (keys_left == 0 || now_ms() >= deadline)
 				break;
 			dl_sleep_ms(100);
@@ -1117,10 +1162,12 @@ int main(void)
 			size_t j;
 
 			if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
-				fprintf(stderr, "server %d still has %s (PTTL %" PRId64 "):", i, LOCK_NAME,
+				fprintf(stderr, "server %d still has %s (PTTL %" PRId64 "):", i,
+						LOCK_NAME,
 						rh_command_int(servers[i], "PTTL %s", LOCK_NAME));
 				for (j = 0; j + 1 < r->elements; j += 2)
-					fprintf(stderr, " %s=%s", r->element[j]->str, r->element[j + 1]->str);
+					fprintf(stderr, " %s=%s", r->element[j]->str,
+							r->element[j + 1]->str);
 				fprintf(stderr, "\n");
 			}
 			if (r)
@@ -1136,9 +1183,11 @@ int main(void)
 			if (WIFEXITED(wstatus[i]) && WEXITSTATUS(wstatus[i]) == 0)
 				exited_ok++;
 			else
-				fprintf(stderr, "worker %d (pid %d) ended with %s %d\n", i, (int)workers[i],
-						WIFEXITED(wstatus[i]) ? "status" : "signal", WIFEXITED(wstatus[i]) ?
-						WEXITSTATUS(wstatus[i]) : WTERMSIG(wstatus[i]));
+				fprintf(stderr, "worker %d (pid %d) ended with %s %d\n", i,
+						(int)workers[i],
+						WIFEXITED(wstatus[i]) ? "status" : "signal",
+						WIFEXITED(wstatus[i]) ? WEXITSTATUS(wstatus[i])
+								      : WTERMSIG(wstatus[i]));
 			continue;
 		}
 		fprintf(stderr, "worker %d (pid %d) did not %s: kill -9\n", i, (int)workers[i],
@@ -1169,15 +1218,20 @@ int main(void)
 
 		if (k > 0 && s->begin < max_end) {
 			if (overlaps++ < 5)
-				fprintf(stderr, "overlap: token %" PRId64 " pid %d [%" PRId64 ", %" PRId64
-						"] begins before an earlier section ends (%" PRId64 ")\n",
+				fprintf(stderr,
+						"overlap: token %" PRId64 " pid %d [%" PRId64
+						", %" PRId64
+						"] begins before an earlier section ends (%" PRId64
+						")\n",
 						s->token, s->pid, s->begin, s->end, max_end);
 		}
 		if (k > 0 && s->token <= d.s[k - 1].token) {
 			if (token_bad++ < 5)
-				fprintf(stderr, "token order: %" PRId64 " (pid %d, begin %" PRId64 ") after %"
-						PRId64 " (pid %d, begin %" PRId64 ")\n", s->token, s->pid, s->begin,
-						d.s[k - 1].token, d.s[k - 1].pid, d.s[k - 1].begin);
+				fprintf(stderr,
+						"token order: %" PRId64 " (pid %d, begin %" PRId64
+						") after %" PRId64 " (pid %d, begin %" PRId64 ")\n",
+						s->token, s->pid, s->begin, d.s[k - 1].token,
+						d.s[k - 1].pid, d.s[k - 1].begin);
 		}
 		if (s->end > max_end)
 			max_end = s->end;
@@ -1203,26 +1257,34 @@ int main(void)
 				nocb_v++;
 			else
 				worker_v++;
-			if ((kind == V_VALIDITY && validity_v > 5) || (kind == V_RENEWED && renewed_v > 5))
+			if ((kind == V_VALIDITY && validity_v > 5) ||
+					(kind == V_RENEWED && renewed_v > 5))
 				break;
-			fprintf(stderr, "worker %d reported at +%" PRId64 " ms: %s (%" PRId64 ", %" PRId64
-					")\n", e->pid, e->t / 1000 - t_start, kind > 0 && kind <= V_NO_CALLBACK ?
-					v_names[kind] : "?", e->b, e->c);
+			fprintf(stderr,
+					"worker %d reported at +%" PRId64 " ms: %s (%" PRId64
+					", %" PRId64 ")\n",
+					e->pid, e->t / 1000 - t_start,
+					kind > 0 && kind <= V_NO_CALLBACK ? v_names[kind] : "?",
+					e->b, e->c);
 			break;
 		}
 		case 'E':
 			if (e->a > -16 && e->a < 0)
 				errors_by[-e->a]++;
-			if (e->t >= t_p2_begin && e->t <= t_p2_up + (int64_t)CMD_TIMEOUT_MS * 1000) {
+			if (e->t >= t_p2_begin &&
+					e->t <= t_p2_up + (int64_t)CMD_TIMEOUT_MS * 1000) {
 				p2_errors++;
 				noquorum_p2 += e->a == DLOCK_ENOQUORUM;
 			}
 			/* Tries begun with 3 of 5 down (t - elapsed): no quorum, or
 			 * (a young or stale vote) not acquired, or a timeout. */
 			if (e->t - e->b * 1000 > t_p2_down && e->t < t_p2_restart &&
-			    e->a != DLOCK_ENOQUORUM && e->a != DLOCK_ENOTACQUIRED && e->a != DLOCK_ETIMEDOUT) {
+					e->a != DLOCK_ENOQUORUM && e->a != DLOCK_ENOTACQUIRED &&
+					e->a != DLOCK_ETIMEDOUT) {
 				if (p2_bad_rc++ < 5)
-					fprintf(stderr, "phase 2: try failed with %s (%" PRId64 ")\n",
+					fprintf(stderr,
+							"phase 2: try failed with %s (%" PRId64
+							")\n",
 							rc_name(e->a), e->a);
 			}
 			break;
@@ -1231,9 +1293,13 @@ int main(void)
 			 * began after the third kill and returned before the first
 			 * restart must have failed. */
 			if (e->t > t_p2_down && e->a < t_p2_restart && p2_sections_down++ < 5)
-				fprintf(stderr, "phase 2: a try begun %" PRId64 " ms after 3 of 5 servers"
-						" were killed was granted %" PRId64 " ms later (token %" PRId64 ")\n",
-						(e->t - t_p2_down) / 1000, (e->a - e->t) / 1000, e->b);
+				fprintf(stderr,
+						"phase 2: a try begun %" PRId64
+						" ms after 3 of 5 servers"
+						" were killed was granted %" PRId64
+						" ms later (token %" PRId64 ")\n",
+						(e->t - t_p2_down) / 1000, (e->a - e->t) / 1000,
+						e->b);
 			break;
 		case 'U':
 			if (e->a > -16 && e->a < 0)
@@ -1266,15 +1332,16 @@ int main(void)
 			printf(" %s %ld,", rc_name(-i), errors_by[i]);
 	printf("\n");
 	printf("  servers killed: %ld (phase 1: %ld, of which %ld restarted at once%s; phase 2: 3"
-			" for %d ms), paused: %ld, restart failures: %ld\n", c.kills, c.kills_p1,
-			c.immediate, c.immediate_held ? " while a holder had its key there" : "",
-			PHASE2_DOWN_MS, c.pauses, c.restart_failures);
+	       " for %d ms), paused: %ld, restart failures: %ld\n",
+			c.kills, c.kills_p1, c.immediate,
+			c.immediate_held ? " while a holder had its key there" : "", PHASE2_DOWN_MS,
+			c.pauses, c.restart_failures);
 	printf("  connections killed: %ld (in %ld CLIENT KILL TYPE normal)\n", c.conn_killed,
 			c.client_kill_cmds);
 	printf("  lost-lock events: %ld; sections abandoned (lock lost or lease running out): %ld;"
-			" skipped (validity too short): %ld; leased sections that ended past their"
-			" validity (preempted after the last look): %ld\n", lost_events, abandoned, skipped,
-			late);
+	       " skipped (validity too short): %ld; leased sections that ended past their"
+	       " validity (preempted after the last look): %ld\n",
+			lost_events, abandoned, skipped, late);
 	printf("  unlock errors: %ld;", d.unlock_errors);
 	for (i = 1; i < 16; i++)
 		if (unlock_by[i])
@@ -1283,14 +1350,16 @@ int main(void)
 	printf("  no-quorum errors in phase 2: %ld (of %ld failed tries in phase 2)\n", noquorum_p2,
 			p2_errors);
 	printf("  slowest try beyond its wait: %" PRId64 " ms; slowest unlock: %" PRId64
-			" ms (bound %d ms); validity overstated by up to %" PRId64 " ms\n", d.max_overrun,
-			d.max_unlock, 2 * CMD_TIMEOUT_MS + g_margin_ms, d.max_stale);
+	       " ms (bound %d ms); validity overstated by up to %" PRId64 " ms\n",
+			d.max_overrun, d.max_unlock, 2 * CMD_TIMEOUT_MS + g_margin_ms, d.max_stale);
 	printf("  violations: %ld (overlaps %ld, token order %ld, fence %ld, validity %ld, renewed"
-			" after unlock %ld, loss without callback %ld, worker-reported %ld, phase-2 grants"
-			" %ld, phase-2 error codes %ld, keys left %d, counter %s)\n", overlaps + token_bad +
-			fence_v + validity_v + renewed_v + nocb_v + worker_v + p2_sections_down + p2_bad_rc +
-			keys_left + ((long long)d.ns != counter), overlaps, token_bad, fence_v, validity_v,
-			renewed_v, nocb_v, worker_v, p2_sections_down, p2_bad_rc, keys_left,
+	       " after unlock %ld, loss without callback %ld, worker-reported %ld, phase-2 grants"
+	       " %ld, phase-2 error codes %ld, keys left %d, counter %s)\n",
+			overlaps + token_bad + fence_v + validity_v + renewed_v + nocb_v +
+					worker_v + p2_sections_down + p2_bad_rc + keys_left +
+					((long long)d.ns != counter),
+			overlaps, token_bad, fence_v, validity_v, renewed_v, nocb_v, worker_v,
+			p2_sections_down, p2_bad_rc, keys_left,
 			(long long)d.ns == counter ? "exact" : "WRONG");
 	printf("  run: %.1f s\n\n", (double)(now_ms() - t_start) / 1000.0);
 
@@ -1302,22 +1371,34 @@ int main(void)
 			token_bad);
 	CHECK(fence_v == 0, "the resource never saw a token <= the last one it accepted (%ld)",
 			fence_v);
-	CHECK((long long)d.ns == counter, "the shared counter (%lld) equals the completed sections"
-			" (%zu)", counter, d.ns);
-	CHECK(d.ns > 0 && counter_token == d.s[d.ns - 1].token, "the counter file holds the last"
-			" section's token (%lld)", counter_token);
-	CHECK(validity_v == 0, "the validity a grant reported was no longer than its quorum's keys"
-			" had left (%ld grants overstated it)", validity_v);
-	CHECK(renewed_v == 0, "no watchdog kept renewing a member hold after its RedLock was"
-			" unlocked (%ld unlocks left one renewed)", renewed_v);
-	CHECK(nocb_v == 0, "every loss a watchdog holder saw (dlock_redlock_check) also came through"
-			" the lost callback (%ld did not)", nocb_v);
-	CHECK(worker_v == 0, "every try returned within wait + 2 x %d ms + %d ms, every unlock"
+	CHECK((long long)d.ns == counter,
+			"the shared counter (%lld) equals the completed sections"
+			" (%zu)",
+			counter, d.ns);
+	CHECK(d.ns > 0 && counter_token == d.s[d.ns - 1].token,
+			"the counter file holds the last"
+			" section's token (%lld)",
+			counter_token);
+	CHECK(validity_v == 0,
+			"the validity a grant reported was no longer than its quorum's keys"
+			" had left (%ld grants overstated it)",
+			validity_v);
+	CHECK(renewed_v == 0,
+			"no watchdog kept renewing a member hold after its RedLock was"
+			" unlocked (%ld unlocks left one renewed)",
+			renewed_v);
+	CHECK(nocb_v == 0,
+			"every loss a watchdog holder saw (dlock_redlock_check) also came through"
+			" the lost callback (%ld did not)",
+			nocb_v);
+	CHECK(worker_v == 0,
+			"every try returned within wait + 2 x %d ms + %d ms, every unlock"
 			" within 2 x %d ms + %d ms, only documented error codes (%ld reports)",
 			CMD_TIMEOUT_MS, g_margin_ms, CMD_TIMEOUT_MS, g_margin_ms, worker_v);
-	CHECK(exited_ok == NWORKERS && killed_workers == 0 && late_workers == 0, "all %d workers"
-			" left by themselves, in time, when told (%d did; %d late, %d killed)", NWORKERS,
-			exited_ok, late_workers, killed_workers);
+	CHECK(exited_ok == NWORKERS && killed_workers == 0 && late_workers == 0,
+			"all %d workers"
+			" left by themselves, in time, when told (%d did; %d late, %d killed)",
+			NWORKERS, exited_ok, late_workers, killed_workers);
 	CHECK(d.x_workers == NWORKERS, "every worker reported its figures (%ld)", d.x_workers);
 	CHECK(sections_p1 > 0, "sections completed under phase-1 chaos (%ld)", sections_p1);
 	CHECK(c.kills_p1 > 0 && c.pauses > 0 && c.client_kill_cmds > 0 && c.immediate == 1,
@@ -1327,12 +1408,16 @@ int main(void)
 			"every server came back and got the counter before phase 2");
 	CHECK(p2_sections_down == 0, "no grant while 3 of 5 servers were down (%ld)",
 			p2_sections_down);
-	CHECK(noquorum_p2 > 0 && p2_bad_rc == 0, "phase 2: tries failed with no quorum (%ld) and"
-			" only not-acquired/no-quorum/timed-out (%ld others)", noquorum_p2, p2_bad_rc);
+	CHECK(noquorum_p2 > 0 && p2_bad_rc == 0,
+			"phase 2: tries failed with no quorum (%ld) and"
+			" only not-acquired/no-quorum/timed-out (%ld others)",
+			noquorum_p2, p2_bad_rc);
 	CHECK(sections_after > 0, "work resumed after the servers returned (%ld sections)",
 			sections_after);
-	CHECK(keys_left == 0, "no lock key outlived the workers' unlocks by more than a lease, their"
-			" clients still open (%d servers still have one)", keys_left);
+	CHECK(keys_left == 0,
+			"no lock key outlived the workers' unlocks by more than a lease, their"
+			" clients still open (%d servers still have one)",
+			keys_left);
 
 	rh_cleanup_all();
 	if (g_journal)

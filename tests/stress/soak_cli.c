@@ -53,9 +53,9 @@
 #define WAIT_MS 20000
 #define GRACE_MS 2000
 #define WATCHDOG_MS 1500
-#define MAJORITY_PAUSE_MS 2300     /* > WATCHDOG_MS: the holders' keys expire */
+#define MAJORITY_PAUSE_MS 2300 /* > WATCHDOG_MS: the holders' keys expire */
 #define MAX_SECTION_MS 3000
-#define ORPHAN_GRACE_MS 1000       /* a stopped section is gone within this */
+#define ORPHAN_GRACE_MS 1000 /* a stopped section is gone within this */
 
 static char g_dir[PATH_MAX], g_self[PATH_MAX];
 
@@ -83,8 +83,7 @@ static void path_of(char *buf, size_t size, const char *file)
 }
 
 /* One line, one write() to the O_APPEND event log shared by every process. */
-__attribute__((format(printf, 1, 2)))
-static void event(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void event(const char *fmt, ...)
 {
 	char path[PATH_MAX + 16], buf[256];
 	va_list ap;
@@ -269,8 +268,9 @@ static void chaos_step(rh_server **s, chaos_stats *st)
 		 * find the lock lost and stop it. */
 		int64_t give_up = now_ms() + 10000;
 
-		while (now_ms() < give_up && !(alive((pid_t)read_long("owner")) &&
-				read_long("until") - now_ms() > WATCHDOG_MS + 300))
+		while (now_ms() < give_up &&
+				!(alive((pid_t)read_long("owner")) &&
+						read_long("until") - now_ms() > WATCHDOG_MS + 300))
 			dl_sleep_ms(5);
 		for (k = 0; k < 3; k++)
 			rh_server_pause(s[(i + k) % NSERVERS]);
@@ -300,8 +300,7 @@ static void chaos_step(rh_server **s, chaos_stats *st)
 
 static int g_passed, g_failed;
 
-__attribute__((format(printf, 2, 3)))
-static void check(int ok, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void check(int ok, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -468,12 +467,13 @@ int main(int argc, char **argv)
 
 	read_events(&t);
 	printf("soak_cli: %ld runs: %ld done, %ld lost (exit 70), %ld not acquired (75), "
-			"%ld no quorum (69); %ld sections completed; slowest run %lld ms\n",
+	       "%ld no quorum (69); %ld sections completed; slowest run %lld ms\n",
 			t.runs, t.done, t.lost, t.not_acquired, t.no_quorum, t.completed,
 			(long long)t.slowest);
 	printf("soak_cli: chaos: %ld majority pauses of %d ms, %ld kills, %ld short pauses, "
-			"%ld CLIENT KILLs\n", st.majority_pauses, MAJORITY_PAUSE_MS, st.kills,
-			st.short_pauses, st.client_kills);
+	       "%ld CLIENT KILLs\n",
+			st.majority_pauses, MAJORITY_PAUSE_MS, st.kills, st.short_pauses,
+			st.client_kills);
 	check(t.overlaps == 0, "no section saw another one's claim (%ld did)", t.overlaps);
 	check(t.starts_over_live == 0, "no section started while an earlier one ran (%ld did)",
 			t.starts_over_live);
@@ -482,8 +482,8 @@ int main(int argc, char **argv)
 	check(t.bad_exits == 0, "every run exited 0, 70, 75 or 69 (%ld other)", t.bad_exits);
 	check(t.slow == 0, "every run returned within wait + section + grace (%ld slow)", t.slow);
 	check(t.completed == read_long("counter") && t.io == 0,
-			"counter %ld == sections completed %ld (I/O errors %ld)", read_long("counter"),
-			t.completed, t.io);
+			"counter %ld == sections completed %ld (I/O errors %ld)",
+			read_long("counter"), t.completed, t.io);
 	/* A section may finish after its lock was lost (found at release): exit 70. */
 	check(t.done <= t.completed && t.completed <= t.done + t.lost,
 			"runs that exited 0 (%ld) <= sections completed (%ld) <= those + lost runs",

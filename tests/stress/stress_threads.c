@@ -72,13 +72,13 @@ typedef struct shared {
 	dlock_redlock *redlock;
 	dlock_multilock *multilock;
 	int rounds;
-	int counter;              /* protected by the distributed lock only */
+	int counter; /* protected by the distributed lock only */
 	atomic_int inside;
 	atomic_int overlaps;
 	atomic_int errors;
 	atomic_int lost;
-	char killed_node[32];      /* "127.0.0.1:PORT" of the server killed meanwhile */
-	atomic_int unlocks_short;  /* unlocks that found the killed server was needed */
+	char killed_node[32];     /* "127.0.0.1:PORT" of the server killed meanwhile */
+	atomic_int unlocks_short; /* unlocks that found the killed server was needed */
 } shared;
 
 /* Count an unexpected result; the first few are described on stderr. */
@@ -107,7 +107,7 @@ static void *rlock_worker(void *arg)
 
 	for (i = 0; i < sh->rounds; i++) {
 		int rc = (i % 2) ? dlock_lock_lock(sh->lock, DLOCK_LEASE_WATCHDOG)
-			: dlock_lock_try(sh->lock, 10000, 5000);
+				 : dlock_lock_try(sh->lock, 10000, 5000);
 
 		if (rc != 0) {
 			note_error(sh, "acquire", rc, dlock_lock_errmsg(sh->lock));
@@ -230,16 +230,19 @@ static void *redlock_worker(void *arg)
 	int i;
 
 	for (i = 0; i < sh->rounds; i++) {
-		int rc = sh->redlock ? dlock_redlock_try(NULL, sh->redlock, 10000, DLOCK_LEASE_WATCHDOG)
-			: dlock_multilock_try(sh->multilock, 10000, 5000);
+		int rc = sh->redlock
+				? dlock_redlock_try(NULL, sh->redlock, 10000, DLOCK_LEASE_WATCHDOG)
+				: dlock_multilock_try(sh->multilock, 10000, 5000);
 
 		if (rc != 0) {
-			note_error(sh, "acquire", rc, sh->redlock ? dlock_redlock_errmsg(sh->redlock) :
-					dlock_multilock_errmsg(sh->multilock));
+			note_error(sh, "acquire", rc,
+					sh->redlock ? dlock_redlock_errmsg(sh->redlock)
+						    : dlock_multilock_errmsg(sh->multilock));
 			continue;
 		}
 		section(sh);
-		rc = sh->redlock ? dlock_redlock_unlock(sh->redlock) : dlock_multilock_unlock(sh->multilock);
+		rc = sh->redlock ? dlock_redlock_unlock(sh->redlock)
+				 : dlock_multilock_unlock(sh->multilock);
 		/*
 		 * A RedLock may be granted on 2 of 3 while the third still shows
 		 * the previous holder. If the server killed meanwhile was one of
@@ -247,14 +250,17 @@ static void *redlock_worker(void *arg)
 		 * naming that server. Anything else is an error.
 		 */
 		if (rc == DLOCK_ECONN && sh->redlock &&
-		    strstr(dlock_redlock_errmsg(sh->redlock), "released on 1 of 3 nodes") != NULL &&
-		    strstr(dlock_redlock_errmsg(sh->redlock), sh->killed_node) != NULL) {
+				strstr(dlock_redlock_errmsg(sh->redlock),
+						"released on 1 of 3 nodes") != NULL &&
+				strstr(dlock_redlock_errmsg(sh->redlock), sh->killed_node) !=
+						NULL) {
 			atomic_fetch_add(&sh->unlocks_short, 1);
 			continue;
 		}
 		if (rc != 0)
-			note_error(sh, "unlock", rc, sh->redlock ? dlock_redlock_errmsg(sh->redlock) :
-					dlock_multilock_errmsg(sh->multilock));
+			note_error(sh, "unlock", rc,
+					sh->redlock ? dlock_redlock_errmsg(sh->redlock)
+						    : dlock_multilock_errmsg(sh->multilock));
 	}
 	return NULL;
 }
@@ -290,7 +296,7 @@ static void scenario_quorum(rh_server **s)
 	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
 	if (atomic_load(&sh.unlocks_short) > 0)
 		printf("  (%d unlocks released no quorum: the killed server was one of two holding)\n",
-		       atomic_load(&sh.unlocks_short));
+				atomic_load(&sh.unlocks_short));
 	dlock_redlock_free(sh.redlock);
 	report("RedLock shared by 4 threads, a server killed and restarted", ok);
 
@@ -303,7 +309,8 @@ static void scenario_quorum(rh_server **s)
 	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
 	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
 	for (i = 0; i < 3; i++)
-		CHECK(rh_command_int(s[i], "EXISTS stress:quorum") == 0, "key left on server %d", i + 1);
+		CHECK(rh_command_int(s[i], "EXISTS stress:quorum") == 0, "key left on server %d",
+				i + 1);
 	dlock_multilock_free(sh.multilock);
 	for (i = 0; i < 3; i++) {
 		dlock_lock_free(m[i]);
@@ -323,7 +330,8 @@ static void scenario_churn(rh_server *s)
 		dlock_lock *l;
 
 		dlock_lock_new(&l, c, "stress:churn");
-		CHECK(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s", dlock_lock_errmsg(l));
+		CHECK(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s",
+				dlock_lock_errmsg(l));
 		usleep(ms(15) * 1000); /* the watchdog runs (every 10 ms) */
 		/* Freed while held: renewal stops; then the client closes under it. */
 		dlock_lock_free(l);

@@ -49,7 +49,7 @@ typedef struct dl_lost {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int fired;
-	int64_t at_ms;      /* of the first callback (monotonic) */
+	int64_t at_ms; /* of the first callback (monotonic) */
 	const void *lock;
 	char owner[128];
 	int reason;
@@ -145,7 +145,7 @@ extern const char dl_redisson_fair_unlock[];
  * may be NULL; errmsg says whose message to show.
  */
 typedef struct dl_torture {
-	const char *op;                      /* named in every failure */
+	const char *op; /* named in every failure */
 	void (*setup)(void *ctx);
 	int (*run)(void *ctx);
 	void (*check)(void *ctx, int rc, long k);

@@ -18,10 +18,10 @@
 #define KMAX 500 /* far more allocations than any operation makes */
 
 static pthread_t test_thread;
-static atomic_long live;      /* blocks allocated and not freed, every thread */
-static atomic_long counted;   /* allocations by the test thread since arm() */
-static atomic_long fail_at;   /* 0: fail nothing; k: fail the k-th counted one */
-static atomic_int injected;   /* the k-th allocation was reached (and failed) */
+static atomic_long live;    /* blocks allocated and not freed, every thread */
+static atomic_long counted; /* allocations by the test thread since arm() */
+static atomic_long fail_at; /* 0: fail nothing; k: fail the k-th counted one */
+static atomic_int injected; /* the k-th allocation was reached (and failed) */
 
 static int fail_now(void)
 {
@@ -69,9 +69,8 @@ static void count_free(void *ptr)
 	free(ptr);
 }
 
-static const dlock_allocator counting = {
-	DLOCK_ALLOCATOR_VERSION, count_malloc, count_realloc, count_free
-};
+static const dlock_allocator counting = { DLOCK_ALLOCATOR_VERSION, count_malloc, count_realloc,
+	count_free };
 
 void dl_torture_install(void)
 {
@@ -110,8 +109,10 @@ static int run_once(const dl_torture *t, void *ctx, long k, long *allocs)
 	rc = t->run(ctx);
 	*allocs = atomic_load(&counted);
 	inj = disarm();
-	cr_assert(rc == 0 || rc == DLOCK_ENOMEM, "%s, k=%ld: returned %d (%s), expected 0 or "
-			"DLOCK_ENOMEM: %s", t->op, k, rc, dlock_strerror(rc),
+	cr_assert(rc == 0 || rc == DLOCK_ENOMEM,
+			"%s, k=%ld: returned %d (%s), expected 0 or "
+			"DLOCK_ENOMEM: %s",
+			t->op, k, rc, dlock_strerror(rc),
 			t->errmsg ? t->errmsg(ctx) : dlock_errmsg_last());
 	if (rc == DLOCK_ENOMEM)
 		cr_assert(inj, "%s, k=%ld: DLOCK_ENOMEM without an injected failure", t->op, k);
@@ -133,6 +134,8 @@ void dl_torture_run(const dl_torture *t, void *ctx)
 		if (!run_once(t, ctx, k, &allocs))
 			break;
 	cr_assert_leq(k, KMAX, "%s: still failing after %d allocations", t->op, KMAX);
-	fprintf(stderr, "alloc_failures: %-34s failed k = 1..%ld (%ld allocations on the calling "
-			"thread)\n", t->op, k - 1, allocs);
+	fprintf(stderr,
+			"alloc_failures: %-34s failed k = 1..%ld (%ld allocations on the calling "
+			"thread)\n",
+			t->op, k - 1, allocs);
 }

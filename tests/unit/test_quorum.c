@@ -29,13 +29,14 @@ Test(quorum, validity_takes_off_elapsed_time_drift_and_two_ms)
 	cr_assert_eq(dlock__quorum_validity(10000, 0, 0.01), 10000 - 100 - 2);
 	cr_assert_eq(dlock__quorum_validity(10000, 250, 0.01), 10000 - 250 - 100 - 2);
 	cr_assert_eq(dlock__quorum_validity(30000, 0, 0), 30000 - 2);
-	cr_assert_lt(dlock__quorum_validity(100, 99, 0.01), 0, "a round slower than the TTL is invalid");
+	cr_assert_lt(dlock__quorum_validity(100, 99, 0.01), 0,
+			"a round slower than the TTL is invalid");
 }
 
 Test(quorum, failure_is_contention_when_enough_members_answered)
 {
-	dlock_vote v[5] = { DLOCK_VOTE_ACQUIRED, DLOCK_VOTE_HELD, DLOCK_VOTE_HELD,
-		DLOCK_VOTE_ERROR, DLOCK_VOTE_ACQUIRED };
+	dlock_vote v[5] = { DLOCK_VOTE_ACQUIRED, DLOCK_VOTE_HELD, DLOCK_VOTE_HELD, DLOCK_VOTE_ERROR,
+		DLOCK_VOTE_ACQUIRED };
 	int err[5] = { 0, 0, 0, DLOCK_ECONN, 0 };
 	dlock_member_status st[5];
 
@@ -74,13 +75,14 @@ Test(quorum, out_of_memory_is_the_cause_unless_a_holder_was_seen)
 
 Test(quorum, hopeless_once_final_errors_exceed_the_failure_limit)
 {
-	dlock_vote v[5] = { DLOCK_VOTE_ERROR, DLOCK_VOTE_ERROR, DLOCK_VOTE_HELD,
-		DLOCK_VOTE_HELD, DLOCK_VOTE_HELD };
+	dlock_vote v[5] = { DLOCK_VOTE_ERROR, DLOCK_VOTE_ERROR, DLOCK_VOTE_HELD, DLOCK_VOTE_HELD,
+		DLOCK_VOTE_HELD };
 	int err[5] = { DLOCK_EWRONGTYPE, DLOCK_EAUTH, 0, 0, 0 };
 	dlock_member_status st[5];
 
 	members(st, 5, v, err);
-	cr_assert_not(dlock__quorum_hopeless(st, 5, 3), "2 final failures of 5 leave a quorum of 3");
+	cr_assert_not(dlock__quorum_hopeless(st, 5, 3),
+			"2 final failures of 5 leave a quorum of 3");
 	v[2] = DLOCK_VOTE_ERROR;
 	err[2] = DLOCK_EAUTH;
 	members(st, 5, v, err);

@@ -32,8 +32,8 @@ static void assert_opt_str(const char *field, const char *got, const char *want,
 	}
 }
 
-static void check_ok(const char *text, const char *user, const char *password,
-		     const char *host, int port, int db)
+static void check_ok(const char *text, const char *user, const char *password, const char *host,
+		int port, int db)
 {
 	dlock__uri u;
 	char err[256];
@@ -66,14 +66,16 @@ static void check_bad(const char *text, const char *secret, const char *want)
 	memset(&u, 0xa5, sizeof u);
 	err[0] = '\0';
 	rc = dlock__uri_parse(&u, text, err, sizeof err);
-	cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\": rc %d, want DLOCK_EINVAL", text ? text : "(null)", rc);
+	cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\": rc %d, want DLOCK_EINVAL", text ? text : "(null)",
+			rc);
 	cr_assert(is_zeroed(&u), "\"%s\": *out must be zeroed on failure", text ? text : "(null)");
 	cr_assert(err[0] != '\0', "\"%s\": empty message", text ? text : "(null)");
 	cr_assert_null(strchr(err, '\n'), "message must be one line: %s", err);
 	if (secret != NULL)
 		cr_assert_null(strstr(err, secret), "message leaks the password: %s", err);
 	if (want != NULL)
-		cr_assert_not_null(strstr(err, want), "message \"%s\" should mention \"%s\"", err, want);
+		cr_assert_not_null(strstr(err, want), "message \"%s\" should mention \"%s\"", err,
+				want);
 }
 
 /* ---- valid forms ---------------------------------------------------- */
@@ -439,7 +441,8 @@ Test(uri_alloc, every_failure_point, .timeout = 10)
 			rc = dlock__uri_parse(&u, texts[t], err, sizeof err);
 			if (rc == DLOCK_ENOMEM) {
 				cr_assert(is_zeroed(&u), "%s, budget %d", texts[t], budget);
-				cr_assert_eq(alloc_live, 0, "%s, budget %d: leak", texts[t], budget);
+				cr_assert_eq(alloc_live, 0, "%s, budget %d: leak", texts[t],
+						budget);
 				cr_assert(err[0] != '\0');
 			} else {
 				cr_assert_eq(rc, 0, "%s, budget %d: rc %d", texts[t], budget, rc);
@@ -557,7 +560,8 @@ Test(uri_fuzz, mutations, .timeout = 60)
 			ok++;
 			cr_assert_not_null(u.host, "iteration %d", i);
 			cr_assert(u.host[0] != '\0', "iteration %d: empty host", i);
-			cr_assert(u.port >= 1 && u.port <= 65535, "iteration %d: port %d", i, u.port);
+			cr_assert(u.port >= 1 && u.port <= 65535, "iteration %d: port %d", i,
+					u.port);
 			cr_assert(u.db >= 0, "iteration %d: db %d", i, u.db);
 			dlock__uri_clear(&u);
 		} else {
