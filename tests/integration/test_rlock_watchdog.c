@@ -60,6 +60,32 @@ static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
 	dl_lost_note(ud, lock, owner, reason);
 }
 
+/* A server, a client and a lock whose lost callbacks are recorded. */
+typedef struct watched {
+	rh_server *s;
+	dlock_client *c;
+	dlock_lock *l;
+	dl_lost rec;
+} watched;
+
+static void watched_up(watched *w, const char *name, int watchdog_ms, int command_timeout_ms)
+{
+	w->s = rh_server_start(NULL);
+	cr_assert_not_null(w->s);
+	w->c = open_client(w->s, watchdog_ms, command_timeout_ms);
+	w->l = dl_lock(w->c, name);
+	dl_lost_init(&w->rec);
+	cr_assert_eq(dlock_lock_set_lost_cb(w->l, on_lost, &w->rec), 0);
+}
+
+static void watched_down(watched *w)
+{
+	dlock_lock_free(w->l);
+	dlock_client_close(w->c);
+	dl_lost_destroy(&w->rec);
+	rh_server_free(w->s);
+}
+
 /* ---- 1. the watchdog keeps a lock, and stops with the release ------------ */
 
 Test(rlock_watchdog, renews_while_held_and_stops_after_unlock, .timeout = 30)
@@ -230,13 +256,11 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 
 Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeout = 40)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 1500, 0);
-	dlock_lock *l = dl_lock(c, "wd:restart");
-	dl_lost rec;
-	dl_lost_init(&rec);
-	cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
+	watched w;
+	watched_up(&w, "wd:restart", 1500, 0);
+	rh_server *s = w.s;
+	dlock_client *c = w.c;
+	dlock_lock *l = w.l;
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
 
@@ -250,13 +274,13 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
 	int64_t t_back = rh_now_ms();
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart"), 0);
 
-	int fired = dl_lost_wait(&rec, t_kill + 1500 + 500);
+	int fired = dl_lost_wait(&w.rec, t_kill + 1500 + 500);
 	cr_assert(fired, "no lost callback %lld ms after the kill (server back after %lld ms)",
 			(long long)(rh_now_ms() - t_kill), (long long)(t_back - t_kill));
-	cr_assert_eq(dl_lost_count(&rec), 1);
-	cr_assert_eq(rec.lock, l);
-	cr_assert_str_eq(rec.owner, owner);
-	cr_assert_eq(rec.reason, DLOCK_LOST_GONE);
+	cr_assert_eq(dl_lost_count(&w.rec), 1);
+	cr_assert_eq(w.rec.lock, l);
+	cr_assert_str_eq(w.rec.owner, owner);
+	cr_assert_eq(w.rec.reason, DLOCK_LOST_GONE);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
 	int rc = dlock_lock_unlock(l);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc),
@@ -273,15 +297,12 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
 	int64_t pttl = rh_command_int(s, "PTTL %s", "wd:restart:2");
 	cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
 	cr_assert_eq(dlock_lock_check(l2, NULL), 0);
-	cr_assert_eq(dl_lost_count(&rec), 1);
+	cr_assert_eq(dl_lost_count(&w.rec), 1);
 	cr_assert_eq(dlock_lock_unlock(l2), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart:2"), 0);
 
 	dlock_lock_free(l2);
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	dl_lost_destroy(&rec);
-	rh_server_free(s);
+	watched_down(&w);
 }
 
 /*
@@ -325,13 +346,11 @@ static int64_t connected_clients(rh_server *s)
 
 Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 1500, 0);
-	dlock_lock *l = dl_lock(c, "wd:restart:pool");
-	dl_lost rec;
-	dl_lost_init(&rec);
-	cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
+	watched w;
+	watched_up(&w, "wd:restart:pool", 1500, 0);
+	rh_server *s = w.s;
+	dlock_client *c = w.c;
+	dlock_lock *l = w.l;
 
 	/* Several threads at once: the pool opens several connections. */
 	pthread_barrier_t start;
@@ -358,7 +377,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 	int64_t t_kill = rh_now_ms();
 	cr_assert_eq(rh_server_kill(s), 0);
 	cr_assert_eq(rh_server_restart(s), 0);
-	cr_assert(dl_lost_wait(&rec, t_kill + 1500 + 500),
+	cr_assert(dl_lost_wait(&w.rec, t_kill + 1500 + 500),
 			"no lost callback %lld ms after the kill",
 			(long long)(rh_now_ms() - t_kill));
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
@@ -376,23 +395,18 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 	cr_assert_eq(dlock_lock_unlock(l2), 0);
 
 	dlock_lock_free(l2);
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	dl_lost_destroy(&rec);
-	rh_server_free(s);
+	watched_down(&w);
 }
 
 /* ---- 5. a short outage (server paused) does not lose the lock ------------ */
 
 Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 1500, 200);
-	dlock_lock *l = dl_lock(c, "wd:pause:short");
-	dl_lost rec;
-	dl_lost_init(&rec);
-	cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
+	watched w;
+	watched_up(&w, "wd:pause:short", 1500, 200);
+	rh_server *s = w.s;
+	dlock_client *c = w.c;
+	dlock_lock *l = w.l;
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	dl_sleep_ms(700);
@@ -406,7 +420,7 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 			"declared lost after a 600 ms outage with a 1500 ms TTL");
 
 	dl_sleep_ms(3000);
-	cr_assert_eq(dl_lost_count(&rec), 0, "lost callback after a 600 ms outage");
+	cr_assert_eq(dl_lost_count(&w.rec), 0, "lost callback after a 600 ms outage");
 	cr_assert_eq(dlock_lock_check(l, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 1,
 			"no longer renewed after the outage");
@@ -416,23 +430,18 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 0);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	dl_lost_destroy(&rec);
-	rh_server_free(s);
+	watched_down(&w);
 }
 
 /* ---- 6. an outage longer than the TTL loses the hold, on time ------------ */
 
 Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 1500, 200);
-	dlock_lock *l = dl_lock(c, "wd:pause:long");
-	dl_lost rec;
-	dl_lost_init(&rec);
-	cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, &rec), 0);
+	watched w;
+	watched_up(&w, "wd:pause:long", 1500, 200);
+	rh_server *s = w.s;
+	dlock_client *c = w.c;
+	dlock_lock *l = w.l;
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
 
@@ -446,7 +455,7 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 	cr_assert_eq(rh_server_pause(s), 0);
 
 	/* TTL + one renewal period (500 ms) + margin, all while the server is stopped. */
-	int fired = dl_lost_wait(&rec, t_pause + 1500 + 500 + 300);
+	int fired = dl_lost_wait(&w.rec, t_pause + 1500 + 500 + 300);
 	int64_t t_seen = rh_now_ms();
 	int64_t waited = t_seen - t_pause;
 	/* Resume before asserting, so a failure does not leave the server stopped for long. */
@@ -456,14 +465,14 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 
 	cr_assert(fired, "hold not declared lost %lld ms into a 2500 ms outage (TTL 1500 ms)",
 			(long long)waited);
-	cr_assert_eq(dl_lost_count(&rec), 1);
-	cr_assert_str_eq(rec.owner, owner);
-	cr_assert_eq(rec.reason, DLOCK_LOST_UNREACHABLE);
-	cr_assert_leq(rec.at_ms - t_pause, 1500 + 500 + 300);
+	cr_assert_eq(dl_lost_count(&w.rec), 1);
+	cr_assert_str_eq(w.rec.owner, owner);
+	cr_assert_eq(w.rec.reason, DLOCK_LOST_UNREACHABLE);
+	cr_assert_leq(w.rec.at_ms - t_pause, 1500 + 500 + 300);
 	/* Not before the key's TTL could have run out on the server. */
-	cr_assert_geq(rec.at_ms, t_ttl + pttl - 250,
+	cr_assert_geq(w.rec.at_ms, t_ttl + pttl - 250,
 			"declared lost %lld ms into the outage, but the key had %lld ms left",
-			(long long)(rec.at_ms - t_pause), (long long)pttl);
+			(long long)(w.rec.at_ms - t_pause), (long long)pttl);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
 
 	/* The server is back; the key has expired there and the release says lost. */
@@ -472,8 +481,5 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(l));
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	dl_lost_destroy(&rec);
-	rh_server_free(s);
+	watched_down(&w);
 }
