@@ -368,35 +368,6 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 #define P_NAME "fence:procs"
 #define P_WORK_US 50000 /* time spent inside each critical section */
 
-static int read_counter(int fd)
-{
-	int v = -1;
-
-	if (pread(fd, &v, sizeof v, 0) != (ssize_t)sizeof v)
-		return -1;
-	return v;
-}
-
-/* One line, one write(): O_APPEND keeps lines whole against the other writers. */
-static void put_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put_line(int fd, const char *fmt, ...)
-{
-	char buf[600];
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof buf) {
-		n = (int)sizeof buf - 1;
-		buf[n - 1] = '\n';
-	}
-	ssize_t w = write(fd, buf, (size_t)n);
-	(void)w;
-}
-
 /* A child: its own fenced RedLock; acquire until the shared total is reached. Never returns. */
 static void proc_child(pid_t parent, const char (*uris)[64], const char *log_path,
 		const char *counter_path, const char *note_path)
@@ -418,17 +389,17 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 	dlock_redlock *r = NULL;
 	int rc = dlock_redlock_new_from_uris(&r, u, N5, P_NAME, &co, &ro);
 	if (rc != 0) {
-		put_line(note_fd, "F %d open: %s (%s)\n", me, dlock_strerror(rc),
+		dl_log_line(note_fd, "F %d open: %s (%s)\n", me, dlock_strerror(rc),
 				dlock_errmsg_last());
 		_exit(5);
 	}
 	int64_t give_up = mono_us() + 100 * 1000000LL;
 	int sections = 0, failed = 0, unlock_errs = 0, refused[16] = { 0 };
 	for (;;) {
-		if (read_counter(cnt_fd) >= P_TOTAL)
+		if (dl_read_counter(cnt_fd) >= P_TOTAL)
 			break;
 		if (mono_us() > give_up) {
-			put_line(note_fd, "F %d gave up after 100 s with %d sections\n", me,
+			dl_log_line(note_fd, "F %d gave up after 100 s with %d sections\n", me,
 					sections);
 			failed++;
 			break;
@@ -439,14 +410,14 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 			refused[-rc < 16 ? -rc : 15]++;
 			if (rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM &&
 					rc != DLOCK_EEXPIRED) {
-				put_line(note_fd, "F %d try_fenced: %s (%s)\n", me,
+				dl_log_line(note_fd, "F %d try_fenced: %s (%s)\n", me,
 						dlock_strerror(rc), dlock_redlock_errmsg(r));
 				failed++;
 			}
 			continue;
 		}
 		int64_t b = mono_us();
-		int v = read_counter(cnt_fd);
+		int v = dl_read_counter(cnt_fd);
 		if (v >= P_TOTAL) { /* the total was reached meanwhile: not a counted section */
 			dlock_redlock_unlock(r);
 			break;
@@ -455,14 +426,14 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 		v++;
 		ssize_t w = pwrite(cnt_fd, &v, sizeof v, 0);
 		int64_t e = mono_us();
-		put_line(log_fd, "%" PRId64 " %" PRId64 " %" PRId64 " %d\n", token, b, e, me);
+		dl_log_line(log_fd, "%" PRId64 " %" PRId64 " %" PRId64 " %d\n", token, b, e, me);
 		sections++;
 		if (w != (ssize_t)sizeof v) {
-			put_line(note_fd, "F %d counter write failed\n", me);
+			dl_log_line(note_fd, "F %d counter write failed\n", me);
 			failed++;
 		}
 		if ((e - b) / 1000 >= validity) {
-			put_line(note_fd,
+			dl_log_line(note_fd,
 					"F %d section took %" PRId64 " us, validity %" PRId64
 					" ms\n",
 					me, e - b, validity);
@@ -471,7 +442,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 		if (dlock_redlock_unlock(r) != 0)
 			unlock_errs++; /* a member on a killed server; the others were released */
 	}
-	put_line(note_fd,
+	dl_log_line(note_fd,
 			"S %d sections %d notacquired %d noquorum %d expired %d unlock_errors %d\n",
 			me, sections, refused[-DLOCK_ENOTACQUIRED], refused[-DLOCK_ENOQUORUM],
 			refused[-DLOCK_EEXPIRED], unlock_errs);
@@ -553,7 +524,7 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 	size_t en = 0;
 	events[0] = '\0';
 	while (running > 0 && rh_now_ms() < deadline) {
-		int v = read_counter(cfd);
+		int v = dl_read_counter(cfd);
 		int64_t now = rh_now_ms();
 		for (int i = 0; i < N5; i++) {
 			if (down[i] && now - kill_at[i] >= P_LEASE + 100 &&
@@ -581,7 +552,7 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 			if (ndown > max_down)
 				max_down = ndown;
 			kill_at[victim] = last_kill = rh_now_ms();
-			kill_count[victim] = last_kill_count = read_counter(cfd);
+			kill_count[victim] = last_kill_count = dl_read_counter(cfd);
 			if (en < sizeof events)
 				en += (size_t)snprintf(events + en, sizeof events - en, "-%d@%d ",
 						victim + 1, kill_count[victim]);
@@ -601,7 +572,7 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 			kill(kids[i], SIGKILL);
 			waitpid(kids[i], &status[i], 0);
 		}
-	int counter = read_counter(cfd);
+	int counter = dl_read_counter(cfd);
 	close(cfd);
 	cr_log_info("fenced processes: %d sections in %" PRId64
 		    " ms, %d kills, %d restarts, max %d down (seed %u): %s",

@@ -305,33 +305,6 @@ Test(redlock_exclusion, seven_members_two_servers_try, .timeout = 90)
 #define P_TOTAL (P_PROCS * P_SECTIONS)
 #define P_NAME "rl:procs"
 
-/* One line, one write(): O_APPEND makes it atomic against the other writers. */
-static void log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void log_line(int fd, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof buf) {
-		n = (int)sizeof buf - 1;
-		buf[n - 1] = '\n';
-	}
-	ssize_t w = write(fd, buf, (size_t)n);
-	(void)w;
-}
-
-static int read_counter(int fd)
-{
-	int v = -1;
-	if (pread(fd, &v, sizeof v, 0) != (ssize_t)sizeof v)
-		return -1;
-	return v;
-}
-
 /* A child: its own RedLock, P_SECTIONS critical sections. Never returns. */
 static void proc_child(pid_t parent, const char (*uris)[64], const char *log_path,
 		const char *counter_path)
@@ -352,7 +325,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 	dlock_redlock *r = NULL;
 	int rc = dlock_redlock_new_from_uris(&r, u, P_SERVERS, P_NAME, &co, &ro);
 	if (rc != 0) {
-		log_line(log_fd, "F %d open: %s (%s)\n", (int)me, dlock_strerror(rc),
+		dl_log_line(log_fd, "F %d open: %s (%s)\n", (int)me, dlock_strerror(rc),
 				dlock_errmsg_last());
 		_exit(5);
 	}
@@ -362,7 +335,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 		int64_t t_try = now_us();
 		rc = dlock_redlock_try(&validity, r, 10000, 2000);
 		if (rc != 0) {
-			log_line(log_fd,
+			dl_log_line(log_fd,
 					"F %d section %d: try(10000, 2000) after %" PRId64
 					" ms: %s (%s)\n",
 					(int)me, i, (now_us() - t_try) / 1000, dlock_strerror(rc),
@@ -371,19 +344,19 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 			continue;
 		}
 		int64_t t_b = now_us();
-		log_line(log_fd, "B %d %" PRId64 "\n", (int)me, t_b);
-		int v = read_counter(cnt_fd);
+		dl_log_line(log_fd, "B %d %" PRId64 "\n", (int)me, t_b);
+		int v = dl_read_counter(cnt_fd);
 		usleep(1000);
 		v++;
 		ssize_t w = pwrite(cnt_fd, &v, sizeof v, 0);
 		int64_t t_e = now_us();
-		log_line(log_fd, "E %d %" PRId64 "\n", (int)me, t_e);
+		dl_log_line(log_fd, "E %d %" PRId64 "\n", (int)me, t_e);
 		if (w != (ssize_t)sizeof v) {
-			log_line(log_fd, "F %d section %d: counter write failed\n", (int)me, i);
+			dl_log_line(log_fd, "F %d section %d: counter write failed\n", (int)me, i);
 			failed++;
 		}
 		if ((t_e - t_b) / 1000 >= validity) {
-			log_line(log_fd,
+			dl_log_line(log_fd,
 					"F %d section %d: took %" PRId64 " us, validity %" PRId64
 					" ms\n",
 					(int)me, i, t_e - t_b, validity);
@@ -391,7 +364,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 		}
 		rc = dlock_redlock_unlock(r);
 		if (rc != 0) /* a killed member may make this fail; the lock is still released */
-			log_line(log_fd, "U %d section %d: unlock: %s (%s)\n", (int)me, i,
+			dl_log_line(log_fd, "U %d section %d: unlock: %s (%s)\n", (int)me, i,
 					dlock_strerror(rc), dlock_redlock_errmsg(r));
 	}
 	dlock_redlock_free(r);
@@ -492,7 +465,7 @@ Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted
 	int status[P_PROCS];
 	int exited[P_PROCS] = { 0 };
 	while (running > 0 && rh_now_ms() < deadline) {
-		int v = read_counter(cfd);
+		int v = dl_read_counter(cfd);
 		if (killed_at < 0 && v >= P_TOTAL / 4) {
 			cr_assert_eq(rh_server_kill(s[victim]), 0);
 			killed_at = v;
@@ -519,7 +492,7 @@ Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted
 				waitpid(kids[i], &status[i], 0);
 			}
 	}
-	int counter = read_counter(cfd);
+	int counter = dl_read_counter(cfd);
 	close(cfd);
 	cr_log_info("redlock processes: %d sections in %" PRId64
 		    " ms; server %d killed at %d, restarted at %d",

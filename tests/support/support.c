@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "support.h"
 
@@ -175,4 +176,33 @@ int dl_lost_count(dl_lost *r)
 	n = r->fired;
 	pthread_mutex_unlock(&r->mu);
 	return n;
+}
+
+void dl_log_line(int fd, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	ssize_t w;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof buf) {
+		n = (int)sizeof buf - 1;
+		buf[n - 1] = '\n';
+	}
+	w = write(fd, buf, (size_t)n);
+	(void)w;
+}
+
+int dl_read_counter(int fd)
+{
+	int v = -1;
+
+	if (pread(fd, &v, sizeof v, 0) != (ssize_t)sizeof v)
+		return -1;
+	return v;
 }

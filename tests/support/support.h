@@ -27,6 +27,13 @@ void dl_sleep_ms(int64_t ms);
 /* Open descriptors of this process. */
 int dl_count_fds(void);
 
+/* Append one line with one write(): O_APPEND keeps it whole against the
+ * other processes writing the same log. Truncated past 1 KiB. */
+void dl_log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The int at the start of a shared counter file, or -1. */
+int dl_read_counter(int fd);
+
 /* A counter threads wait on (start gates, "n are inside" barriers). */
 typedef struct dl_gate {
 	pthread_mutex_t mu;
