@@ -245,6 +245,31 @@ static int64_t redisson_unlock(const char *name, const char *owner)
 
 /* ---- raw pub/sub (hiredis) ----------------------------------------------- */
 
+/* A client, a fair lock of `name` and its holder: owner `tid` of the client,
+ * holding it for lease_ms. */
+typedef struct fair_holder {
+	dlock_client *c;
+	dlock_lock *l;
+	char holder[80];
+} fair_holder;
+
+static void fair_holder_up(fair_holder *f, const char *name, uint64_t tid, int64_t lease_ms)
+{
+	f->c = open_client(0);
+	f->l = new_fair(f->c, name);
+	owner_of(f->c, tid, f->holder, sizeof f->holder);
+	dl_pass(dlock_lock_try_as(f->l, f->holder, 0, lease_ms));
+}
+
+/* The queue and the lock are gone; free what fair_holder_up made. */
+static void fair_holder_down(fair_holder *f, const char *name)
+{
+	assert_no_queue(name);
+	cr_assert_eq(exists(name), 0);
+	dlock_lock_free(f->l);
+	dlock_client_close(f->c);
+}
+
 /* ---- a waiter thread ----------------------------------------------------- */
 
 typedef struct fifo_log {
@@ -418,21 +443,18 @@ Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
 Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 {
 	const char *name = "fair:leave";
-	dlock_client *c = open_client(0);
-	dlock_lock *l = new_fair(c, name);
-	char holder[80], me[80];
-	owner_of(c, 900001, holder, sizeof holder);
-	owner_of(c, dlock_thread_id(), me, sizeof me);
-
-	int rc = dlock_lock_try_as(l, holder, 0, 30000);
-	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	fair_holder f;
+	fair_holder_up(&f, name, 900001, 30000);
+	int rc;
+	char me[80];
+	owner_of(f.c, dlock_thread_id(), me, sizeof me);
 
 	/* A (this thread) tries for 500 ms. */
 	int64_t t0 = rh_now_ms();
-	rc = dlock_lock_try(l, 500, 30000);
+	rc = dlock_lock_try(f.l, 500, 30000);
 	int64_t el = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "A: %s (%s)", dlock_strerror(rc),
-			dlock_lock_errmsg(l));
+			dlock_lock_errmsg(f.l));
 	cr_assert(el >= 480 && el <= 1000, "A's try(500) returned after %" PRId64 " ms", el);
 	cr_assert_eq(queue_pos(name, me), -1, "A (%s) is still in the queue", me);
 	cr_assert_eq(zset_has(name, me), 0, "A (%s) still has a deadline", me);
@@ -440,9 +462,9 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 
 	/* A (short wait) and B (long wait) queue up, B behind A. */
 	fwaiter a, b;
-	fwaiter_start(&a, c, l, 800, 30000, 0);
+	fwaiter_start(&a, f.c, f.l, 800, 30000, 0);
 	await_queue_pos(name, a.owner, 0, 2000);
-	fwaiter_start(&b, c, l, 10000, 30000, 0);
+	fwaiter_start(&b, f.c, f.l, 10000, 30000, 0);
 	await_queue_pos(name, b.owner, 1, 2000);
 
 	fwaiter_join(&a, 5000);
@@ -461,21 +483,17 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 	cr_assert_gt(bd, wall_ms() + 1000, "B's place expires at %" PRId64 ", now %" PRId64, bd,
 			wall_ms());
 
-	/* The holder releases: B gets it at once. */
-	rc = dlock_lock_unlock_as(l, holder);
+	/* The f.holder releases: B gets it at once. */
+	rc = dlock_lock_unlock_as(f.l, f.holder);
 	int64_t t_unlock = rh_now_ms();
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
 	fwaiter_await_done(&b, 3000);
 	cr_assert_eq(b.rc, 0, "B: %s", dlock_strerror(b.rc));
 	cr_assert_lt(b.returned_ms - t_unlock, 300, "B acquired %" PRId64 " ms after the unlock",
 			b.returned_ms - t_unlock);
 	fwaiter_join(&b, 3000);
 	cr_assert_eq(b.unlock_rc, 0, "B's unlock: %s", dlock_strerror(b.unlock_rc));
-	assert_no_queue(name);
-	cr_assert_eq(exists(name), 0);
-
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	fair_holder_down(&f, name);
 }
 
 /* ---- 3. a crashed waiter's place expires after its wait ------------------- */
@@ -483,13 +501,9 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 {
 	const char *name = "fair:ghost";
-	dlock_client *c = open_client(0);
-	dlock_lock *l = new_fair(c, name);
-	char holder[80];
-	owner_of(c, 900002, holder, sizeof holder);
-
-	int rc = dlock_lock_try_as(l, holder, 0, 1000);
-	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	fair_holder f;
+	fair_holder_up(&f, name, 900002, 1000);
+	int rc;
 
 	/* "ghost:1" queues through Redisson's script with a 1500 ms wait and never comes back. */
 	int acquired = 0;
@@ -499,17 +513,17 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 	cr_assert(ttl > 0 && ttl <= 1000,
 			"ghost's acquire returned %" PRId64 " (the holder's PTTL)", ttl);
 	int64_t deadline = deadline_of(name, "ghost:1");
-	/* The script's deadline: the holder's PTTL + wait + now. */
+	/* The script's deadline: the f.holder's PTTL + wait + now. */
 	cr_assert_eq(deadline, enq_wall + ttl + 1500, "ghost's deadline %" PRId64 ", want %" PRId64,
 			deadline, enq_wall + ttl + 1500);
 	cr_assert_eq(queue_pos(name, "ghost:1"), 0);
 
-	rc = dlock_lock_unlock_as(l, holder);
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	rc = dlock_lock_unlock_as(f.l, f.holder);
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
 
 	/* A dlock waiter queues behind the ghost. */
 	fwaiter w;
-	fwaiter_start(&w, c, l, 5000, 30000, 100);
+	fwaiter_start(&w, f.c, f.l, 5000, 30000, 100);
 	await_queue_pos(name, w.owner, 1, 2000);
 	/* While the ghost's place is valid nobody holds the lock. */
 	while (!atomic_load(&w.done) && wall_ms() < deadline - 30) {
@@ -537,11 +551,7 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 	cr_assert_eq(zset_has(name, "ghost:1"), 0, "the ghost still has a deadline");
 	fwaiter_join(&w, 3000);
 	cr_assert_eq(w.unlock_rc, 0, "waiter unlock: %s", dlock_strerror(w.unlock_rc));
-	assert_no_queue(name);
-	cr_assert_eq(exists(name), 0);
-
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	fair_holder_down(&f, name);
 }
 
 /* ---- 4. interop with Redisson's fair scripts ------------------------------ */
@@ -549,13 +559,9 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 {
 	const char *name = "fair:interop-a";
-	dlock_client *c = open_client(0);
-	dlock_lock *l = new_fair(c, name);
-	char holder[80];
-	owner_of(c, 900003, holder, sizeof holder);
-
-	int rc = dlock_lock_try_as(l, holder, 0, 30000);
-	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	fair_holder f;
+	fair_holder_up(&f, name, 900003, 30000);
+	int rc;
 
 	int acquired = 0;
 	int64_t ret = 0;
@@ -568,15 +574,15 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 			rh_server_port(srv), "redisson_lock__channel:{fair:interop-a}:redisson:7");
 
 	fwaiter w;
-	fwaiter_start(&w, c, l, 5000, 30000, 0);
+	fwaiter_start(&w, f.c, f.l, 5000, 30000, 0);
 	await_queue_pos(name, w.owner, 1, 2000);
 	char wch[200];
 	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
 	redisContext *subw = dl_subscribe(rh_server_port(srv), wch);
 
 	/* dlock's unlock wakes the head, redisson:7, on its own channel. */
-	rc = dlock_lock_unlock_as(l, holder);
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	rc = dlock_lock_unlock_as(f.l, f.holder);
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
 	dl_expect_message(sub7, "redisson_lock__channel:{fair:interop-a}:redisson:7", "0", 1000);
 
 	/* redisson:7 is head and its place is valid: the dlock waiter must not take it. */
@@ -620,24 +626,20 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 
 	redisFree(sub7);
 	redisFree(subw);
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_lock_free(f.l);
+	dlock_client_close(f.c);
 }
 
 Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 {
 	const char *name = "fair:interop-b";
-	dlock_client *c = open_client(0);
-	dlock_lock *l = new_fair(c, name);
-	char holder[80];
-	owner_of(c, 900004, holder, sizeof holder);
-
-	int rc = dlock_lock_try_as(l, holder, 0, 30000);
-	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	fair_holder f;
+	fair_holder_up(&f, name, 900004, 30000);
+	int rc;
 
 	/* The dlock waiter holds 300 ms once it has the lock, then releases. */
 	fwaiter w;
-	fwaiter_start(&w, c, l, 10000, 30000, 300);
+	fwaiter_start(&w, f.c, f.l, 10000, 30000, 300);
 	await_queue_pos(name, w.owner, 0, 2000);
 
 	int acquired = 0;
@@ -646,8 +648,8 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 	cr_assert_eq(acquired, 0, "redisson:8 acquired a held lock");
 	cr_assert_eq(queue_pos(name, "redisson:8"), 1);
 
-	rc = dlock_lock_unlock_as(l, holder);
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	rc = dlock_lock_unlock_as(f.l, f.holder);
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
 
 	/* Redisson's waiter keeps asking: a number every time until the dlock waiter
 	 * has had the lock and given it back. */
@@ -680,11 +682,7 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 	cr_assert_eq(w.rc, 0);
 	cr_assert_eq(w.unlock_rc, 0, "dlock waiter unlock: %s", dlock_strerror(w.unlock_rc));
 	cr_assert_eq(redisson_unlock(name, "redisson:8"), 1);
-	assert_no_queue(name);
-	cr_assert_eq(exists(name), 0);
-
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	fair_holder_down(&f, name);
 }
 
 /* ---- 5. unlock by a non-owner; force unlock wakes the head --------------- */
@@ -692,22 +690,19 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 {
 	const char *name = "fair:force";
-	dlock_client *c = open_client(0);
-	dlock_lock *l = new_fair(c, name);
-	char holder[80], other[80];
-	owner_of(c, 900005, holder, sizeof holder);
-	owner_of(c, 900006, other, sizeof other);
-
-	int rc = dlock_lock_try_as(l, holder, 0, 30000);
-	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	fair_holder f;
+	fair_holder_up(&f, name, 900005, 30000);
+	int rc;
+	char other[80];
+	owner_of(f.c, 900006, other, sizeof other);
 
 	/* Not the owner: refused, nothing changes. */
-	rc = dlock_lock_unlock(l);
+	rc = dlock_lock_unlock(f.l);
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock by this thread: %s", dlock_strerror(rc));
-	rc = dlock_lock_unlock_as(l, other);
+	rc = dlock_lock_unlock_as(f.l, other);
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock as another owner: %s", dlock_strerror(rc));
 	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
-	redisReply *r = rh_command(srv, "HGET %s %s", name, holder);
+	redisReply *r = rh_command(srv, "HGET %s %s", name, f.holder);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_STRING, "the holder's field is gone");
 	cr_assert_str_eq(r->str, "1");
@@ -717,7 +712,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 
 	/* A waiter queues; force unlock wakes it on its channel. */
 	fwaiter w;
-	fwaiter_start(&w, c, l, 10000, 30000, 0);
+	fwaiter_start(&w, f.c, f.l, 10000, 30000, 0);
 	await_queue_pos(name, w.owner, 0, 2000);
 	char wch[200];
 	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
@@ -725,8 +720,8 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
-	rc = dlock_lock_force_unlock(&deleted, l);
-	cr_assert_eq(rc, 0, "force unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	rc = dlock_lock_force_unlock(&deleted, f.l);
+	cr_assert_eq(rc, 0, "force unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
 	cr_assert_eq(deleted, 1);
 	dl_expect_message(sub, wch, "0", 1000);
 	fwaiter_await_done(&w, 3000);
@@ -741,12 +736,12 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 
 	/* Force unlock of a free lock: nothing deleted. */
 	deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(&deleted, l), 0);
+	cr_assert_eq(dlock_lock_force_unlock(&deleted, f.l), 0);
 	cr_assert_eq(deleted, 0);
 
 	redisFree(sub);
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_lock_free(f.l);
+	dlock_client_close(f.c);
 }
 
 /* ---- 6. a single attempt never queues ------------------------------------- */
@@ -754,32 +749,28 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
 {
 	const char *name = "fair:once";
-	dlock_client *c = open_client(0);
-	dlock_lock *l = new_fair(c, name);
-	char holder[80];
-	owner_of(c, 900007, holder, sizeof holder);
-
 	/* Free: one attempt takes it, no queue is made. */
-	int rc = dlock_lock_try_as(l, holder, 0, 30000);
-	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
+	fair_holder f;
+	fair_holder_up(&f, name, 900007, 30000);
+	int rc;
 	assert_no_queue(name);
 
 	/* Held: one attempt fails at once and leaves no trace. */
 	for (int i = 0; i < 3; i++) {
 		int64_t t0 = rh_now_ms();
-		rc = dlock_lock_try(l, 0, 30000);
+		rc = dlock_lock_try(f.l, 0, 30000);
 		int64_t el = rh_now_ms() - t0;
 		cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "try(0): %s (%s)", dlock_strerror(rc),
-				dlock_lock_errmsg(l));
+				dlock_lock_errmsg(f.l));
 		cr_assert_lt(el, 200, "try(0) took %" PRId64 " ms", el);
 		assert_no_queue(name);
 	}
 	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
 
-	cr_assert_eq(dlock_lock_unlock_as(l, holder), 0);
+	cr_assert_eq(dlock_lock_unlock_as(f.l, f.holder), 0);
 	cr_assert_eq(exists(name), 0);
 	assert_no_queue(name);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_lock_free(f.l);
+	dlock_client_close(f.c);
 }
