@@ -405,7 +405,6 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 	watched w;
 	watched_up(&w, "wd:pause:short", 1500, 200);
 	rh_server *s = w.s;
-	dlock_client *c = w.c;
 	dlock_lock *l = w.l;
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
