@@ -164,6 +164,18 @@ static void *waiter_main(void *arg)
 	return NULL;
 }
 
+/* Every key left on the server starts with prefix (unlock latches, say). */
+static void assert_only_keys_with_prefix(const char *prefix)
+{
+	redisReply *r = rh_command(srv, "KEYS *");
+
+	cr_assert_not_null(r);
+	for (size_t i = 0; i < r->elements; i++)
+		cr_assert(strncmp(r->element[i]->str, prefix, strlen(prefix)) == 0,
+				"unexpected key %s", r->element[i]->str);
+	freeReplyObject(r);
+}
+
 /* ---- 1. wire layout ------------------------------------------------------ */
 
 Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
@@ -210,13 +222,7 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 	expect_no_message(sub, 300);
 
 	/* What remains are only unlock latches, named as Redisson names them. */
-	redisReply *r = rh_command(srv, "KEYS *");
-	cr_assert_not_null(r);
-	for (size_t i = 0; i < r->elements; i++)
-		cr_assert(strncmp(r->element[i]->str, "redisson_unlock_latch:{wire-lock}:",
-					  strlen("redisson_unlock_latch:{wire-lock}:")) == 0,
-				"unexpected key %s", r->element[i]->str);
-	freeReplyObject(r);
+	assert_only_keys_with_prefix("redisson_unlock_latch:{wire-lock}:");
 
 	redisFree(sub);
 	dlock_lock_free(l);
@@ -276,13 +282,7 @@ Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
 	expect_no_message(wrong, 100);
 
 	/* The latch, too, follows prefixName(): no added braces. */
-	redisReply *r = rh_command(srv, "KEYS *");
-	cr_assert_not_null(r);
-	for (size_t i = 0; i < r->elements; i++)
-		cr_assert(strncmp(r->element[i]->str, "redisson_unlock_latch:a{b}c:",
-					  strlen("redisson_unlock_latch:a{b}c:")) == 0,
-				"unexpected key %s", r->element[i]->str);
-	freeReplyObject(r);
+	assert_only_keys_with_prefix("redisson_unlock_latch:a{b}c:");
 
 	redisFree(sub);
 	redisFree(wrong);
