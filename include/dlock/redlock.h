@@ -52,7 +52,10 @@ typedef struct dlock_redlock_options {
 	/** Clock drift allowance per ms of TTL (default 0.01). */
 	double drift_factor;
 	/** Restart guard window, ms: -1 = the longer of the watchdog timeout and
-	 *  the lease (default), 0 = off. */
+	 *  the lease (default), 0 = off. While it is on, an acquisition decides
+	 *  only once every member answered or timed out (the answer still to
+	 *  come may be the holder that makes the others' votes doubtful), so a
+	 *  hung server costs one command timeout, then is skipped for 2 s. */
 	int64_t restart_guard_ms;
 	/** 1: ignore young nodes' votes altogether (safest, least available). */
 	int restart_guard_strict;

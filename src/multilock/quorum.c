@@ -83,8 +83,6 @@ int dlock__parallel_decided(
 			return 1;
 		*wake_at = p->deadline;
 	}
-	if (t->held > 0 && p->wait_all_if_held)
-		return 0;
 	if (t->n - t->failed < p->quorum)
 		return 1;
 	if (t->ok < p->quorum)
@@ -93,7 +91,7 @@ int dlock__parallel_decided(
 	 * likely still hung, do not wait for them at all. */
 	if (t->pending_live == 0)
 		return 1;
-	if (p->wait_all)
+	if (p->wait_all || p->hear_all)
 		return 0;
 	if (p->quorum_at == 0)
 		p->quorum_at = now;

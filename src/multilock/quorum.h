@@ -64,7 +64,9 @@ int64_t dlock__backoff_next(dlock__backoff *b, int contention, int64_t left, uin
  * 2 ms): on healthy servers their answers are already on the way, and every
  * extra member held makes the lock survive more failures; a hung server
  * costs only the grace. Members still pending that timed out recently are
- * not waited for at all.
+ * not waited for at all. With hear_all, a quorum is never decided while a
+ * member may still answer within its command timeout: its answer may be the
+ * holder that makes the other votes doubtful.
  */
 typedef struct dlock__tally {
 	size_t n;            /* members asked */
@@ -76,7 +78,9 @@ typedef struct dlock__tally {
 
 typedef struct dlock__parallel {
 	size_t quorum;
-	int wait_all_if_held; /* a vote filter may discount votes: decide on all of them */
+	int hear_all;         /* a vote filter judges the votes together (RedLock's restart
+	                         guard doubts young nodes only when another shows a
+	                         holder): decide on every answer, never at a bare quorum */
 	int wait_all;         /* watchdog mode: hold every member that answers in time */
 	int64_t started;      /* when the commands went out */
 	int64_t quorum_at;    /* when a quorum had answered yes (0: not yet) */

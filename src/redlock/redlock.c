@@ -104,7 +104,10 @@ static int make(dlock_redlock **out, dlock_lock *const *members, size_t n,
 	rules.check_validity = 1;
 	rules.one_per_server = 1;
 	rules.drift_factor = opts->drift_factor;
-	rules.filter = dlock__guard_filter;
+	/* The guard judges the votes together, so the engine then hears every
+	 * member (or its timeout) before deciding; without it, a quorum and a
+	 * short grace decide. */
+	rules.filter = opts->restart_guard_ms != 0 ? dlock__guard_filter : NULL;
 	rules.filter_arg = &r->guard;
 	rc = dlock__engine_init(&r->engine, members, n, &rules, r);
 	if (rc < 0) {
