@@ -567,11 +567,7 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 		}
 		dl_sleep_ms(5);
 	}
-	for (int i = 0; i < P_PROCS; i++)
-		if (!exited[i]) {
-			kill(kids[i], SIGKILL);
-			waitpid(kids[i], &status[i], 0);
-		}
+	dl_kill_unexited(kids, exited, status, P_PROCS);
 	int counter = dl_read_counter(cfd);
 	close(cfd);
 	cr_log_info("fenced processes: %d sections in %" PRId64

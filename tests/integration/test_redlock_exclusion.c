@@ -485,13 +485,8 @@ Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted
 		}
 		dl_sleep_ms(5);
 	}
-	if (running > 0) {
-		for (int i = 0; i < P_PROCS; i++)
-			if (!exited[i]) {
-				kill(kids[i], SIGKILL);
-				waitpid(kids[i], &status[i], 0);
-			}
-	}
+	if (running > 0)
+		dl_kill_unexited(kids, exited, status, P_PROCS);
 	int counter = dl_read_counter(cfd);
 	close(cfd);
 	cr_log_info("redlock processes: %d sections in %" PRId64

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "support.h"
@@ -205,4 +207,13 @@ int dl_read_counter(int fd)
 	if (pread(fd, &v, sizeof v, 0) != (ssize_t)sizeof v)
 		return -1;
 	return v;
+}
+
+void dl_kill_unexited(const pid_t *kids, const int *exited, int *status, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!exited[i]) {
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], &status[i], 0);
+		}
 }

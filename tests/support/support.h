@@ -12,6 +12,7 @@
 #define DLOCK_TEST_SUPPORT_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,9 @@ void dl_log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 /* The int at the start of a shared counter file, or -1. */
 int dl_read_counter(int fd);
+
+/* SIGKILL and reap the children that have not exited (exited[i] == 0). */
+void dl_kill_unexited(const pid_t *kids, const int *exited, int *status, int n);
 
 /* A counter threads wait on (start gates, "n are inside" barriers). */
 typedef struct dl_gate {
