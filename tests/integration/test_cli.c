@@ -566,10 +566,12 @@ static int gone_within(pid_t pid, int64_t timeout_ms)
 
 /* ---- 1. acquired: the command's status, identity, the key meanwhile ------------ */
 
+/* Each test gets a fresh server (Criterion runs init/fini in its process). */
+TestSuite(cli, .init = dl_server_start, .fini = dl_server_stop);
+
 Test(cli, run_passes_exit_status_and_identity, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 	char port[16], env_nodes[128], script[256];
 	snprintf(port, sizeof port, "%d", rh_server_port(s));
@@ -630,15 +632,12 @@ Test(cli, run_passes_exit_status_and_identity, .timeout = 60)
 	EXPECT_STATUS(p, 0);
 	cr_expect_eq(exists(s, "cli-one"), 0);
 	proc_free(p);
-
-	rh_server_free(s);
 }
 
 /* Without -l the watchdog keeps the lock past its lease for as long as CMD runs. */
 Test(cli, run_without_lease_is_renewed_past_the_watchdog_lease, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char script[256];
 	snprintf(script, sizeof script,
 			"sleep 1.5; redis-cli -p %d hget \"$DLOCK_NAME\" \"$DLOCK_OWNER\"",
@@ -650,15 +649,13 @@ Test(cli, run_without_lease_is_renewed_past_the_watchdog_lease, .timeout = 60)
 	cr_expect_str_eq(p->out, "1\n", "still held after 2.5 watchdog leases: %s", p->out);
 	cr_expect_eq(exists(s, "cli-wd"), 0);
 	proc_free(p);
-	rh_server_free(s);
 }
 
 /* ---- 2. killed by a signal: 128+N ----------------------------------------------- */
 
 Test(cli, run_child_killed_by_signal_gives_128_plus_n, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 
 	proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-sig", "--", "sh",
 			"-c", "kill -TERM $$");
@@ -672,15 +669,13 @@ Test(cli, run_child_killed_by_signal_gives_128_plus_n, .timeout = 30)
 	EXPECT_STATUS(p, 127);
 	cr_expect_eq(exists(s, "cli-sig"), 0);
 	proc_free(p);
-	rh_server_free(s);
 }
 
 /* ---- 3. held by others: 75 (or --conflict-exit-code) ------------------------------ */
 
 Test(cli, run_conflict_exits_75_after_the_wait, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 	char node[64], before[256], after[256];
 	node_label(s, node, sizeof node);
@@ -720,7 +715,6 @@ Test(cli, run_conflict_exits_75_after_the_wait, .timeout = 60)
 
 	hgetall(s, "cli-conf", after, sizeof after);
 	cr_expect_str_eq(after, before, "the foreign hold is untouched");
-	rh_server_free(s);
 }
 
 /* ---- 4. too few nodes reachable: 69 --------------------------------------------- */
@@ -773,8 +767,7 @@ Test(cli, run_without_quorum_exits_69, .timeout = 60)
 
 Test(cli, run_force_unlocked_under_watchdog_exits_70, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 	char dir[64], pidfile[128], script[256];
 	make_tmpdir(dir, sizeof dir);
@@ -807,13 +800,11 @@ Test(cli, run_force_unlocked_under_watchdog_exits_70, .timeout = 60)
 	proc_free(run);
 
 	remove_tmpdir(dir, ARGS("pid"));
-	rh_server_free(s);
 }
 
 Test(cli, run_outliving_its_lease_exits_70, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char dir[64], pidfile[128], script[256];
 	make_tmpdir(dir, sizeof dir);
 	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
@@ -836,14 +827,12 @@ Test(cli, run_outliving_its_lease_exits_70, .timeout = 60)
 	proc_free(p);
 
 	remove_tmpdir(dir, ARGS("pid"));
-	rh_server_free(s);
 }
 
 /* A command that ignores SIGTERM gets SIGKILL after the grace period. */
 Test(cli, run_lost_command_ignoring_sigterm_is_killed_after_grace, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 	char dir[64], pidfile[128], script[256];
 	make_tmpdir(dir, sizeof dir);
@@ -871,15 +860,13 @@ Test(cli, run_lost_command_ignoring_sigterm_is_killed_after_grace, .timeout = 60
 	proc_free(run);
 
 	remove_tmpdir(dir, ARGS("pid"));
-	rh_server_free(s);
 }
 
 /* ---- 6. usage errors: 64 ------------------------------------------------------- */
 
 Test(cli, usage_errors_exit_64_with_one_line, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 	char two[256];
 	snprintf(two, sizeof two, "%s,%s", uri, uri);
@@ -909,15 +896,13 @@ Test(cli, usage_errors_exit_64_with_one_line, .timeout = 60)
 		proc_free(p);
 	}
 	cr_expect_eq(exists(s, "cli-use"), 0, "no usage error may touch the lock");
-	rh_server_free(s);
 }
 
 /* ---- 7. acquire/release with one owner re-enter ----------------------------------- */
 
 Test(cli, acquire_release_with_owner_reenters, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 	char v[64];
 
@@ -948,15 +933,13 @@ Test(cli, acquire_release_with_owner_reenters, .timeout = 60)
 	EXPECT_STATUS(p, 1);
 	EXPECT_ONE_LINE_ERR(p);
 	proc_free(p);
-	rh_server_free(s);
 }
 
 /* ---- 8. release by a non-owner: 1, nothing changed --------------------------------- */
 
 Test(cli, release_by_other_owner_exits_1_and_changes_nothing, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 	char before[256], after[256];
 
@@ -975,7 +958,6 @@ Test(cli, release_by_other_owner_exits_1_and_changes_nothing, .timeout = 30)
 	cr_expect_str_eq(after, before, "the hash is unchanged");
 	int64_t pttl = rh_command_int(s, "PTTL cli-other");
 	cr_expect(pttl > 8000 && pttl <= 10000, "PTTL %" PRId64, pttl);
-	rh_server_free(s);
 }
 
 /* ---- 9. status and status --json ----------------------------------------------- */
@@ -1072,8 +1054,7 @@ Test(cli, status_json_and_table_with_a_dead_node, .timeout = 60)
 
 Test(cli, run_forwards_sigint_to_the_command, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char dir[64], ready[128], script[512];
 	make_tmpdir(dir, sizeof dir);
 	snprintf(ready, sizeof ready, "%s/ready", dir);
@@ -1097,7 +1078,6 @@ Test(cli, run_forwards_sigint_to_the_command, .timeout = 60)
 	proc_free(p);
 
 	remove_tmpdir(dir, ARGS("ready"));
-	rh_server_free(s);
 }
 
 /*
@@ -1107,8 +1087,7 @@ Test(cli, run_forwards_sigint_to_the_command, .timeout = 60)
  */
 Test(cli, run_waiting_for_the_lock_stops_on_sigterm, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char dir[64], marker[128], script[256], before[256], after[256];
 	make_tmpdir(dir, sizeof dir);
 	snprintf(marker, sizeof marker, "%s/ran", dir);
@@ -1134,7 +1113,6 @@ Test(cli, run_waiting_for_the_lock_stops_on_sigterm, .timeout = 60)
 	proc_free(p);
 
 	remove_tmpdir(dir, ARGS("ran"));
-	rh_server_free(s);
 }
 
 /* ---- 11. --help and --version ------------------------------------------------------ */
@@ -1283,8 +1261,7 @@ static long script_calls(rh_server *s)
 /* The README's and --help's first example: no -w waits for as long as it takes. */
 Test(cli, run_without_w_waits_on_pubsub_until_released, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 
 	proc *a = DLOCK("-n", uri, "acquire", "-l", "60000", "--owner", "ops:1", "nightly-report");
@@ -1309,14 +1286,12 @@ Test(cli, run_without_w_waits_on_pubsub_until_released, .timeout = 60)
 			run->t1 - released);
 	cr_expect_eq(exists(s, "nightly-report"), 0);
 	proc_free(run);
-	rh_server_free(s);
 }
 
 /* A loss stops the whole job: the shell's background grandchild too. */
 Test(cli, run_loss_stops_the_grandchildren, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
 
 	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
@@ -1332,28 +1307,24 @@ Test(cli, run_loss_stops_the_grandchildren, .timeout = 60)
 	EXPECT_STATUS(run, 70);
 	cr_expect(!process_running("sleep 37.123"), "the grandchild outlived the lost lock");
 	proc_free(run);
-	rh_server_free(s);
 }
 
 /* The command ends, but left a process behind: it is stopped before the release. */
 Test(cli, run_stops_what_the_command_left_running, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 
 	proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "--grace", "300",
 			"cli-left", "--", "sh", "-c", "setsid sleep 38.321 & exit 3");
 	EXPECT_STATUS(run, 3);
 	cr_expect(!process_running("sleep 38.321"), "a process of the job outlived the lock");
 	proc_free(run);
-	rh_server_free(s);
 }
 
 /* A dlock killed with SIGKILL takes its command with it. */
 Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char dir[64], pidfile[128], script[256];
 	make_tmpdir(dir, sizeof dir);
 	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
@@ -1373,14 +1344,12 @@ Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
 			child);
 	proc_free(run);
 	remove_tmpdir(dir, ARGS("pid"));
-	rh_server_free(s);
 }
 
 /* Ctrl-C at a terminal signals the shell job's group: the command gets it once. */
 Test(cli, run_sigint_to_the_job_reaches_the_command_once, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char dir[64], ready[128], ints[128], script[512];
 	make_tmpdir(dir, sizeof dir);
 	snprintf(ready, sizeof ready, "%s/ready", dir);
@@ -1401,14 +1370,12 @@ Test(cli, run_sigint_to_the_job_reaches_the_command_once, .timeout = 60)
 	cr_expect_eq(count_lines(ints), 1, "the command got SIGINT %ld times", count_lines(ints));
 	proc_free(run);
 	remove_tmpdir(dir, ARGS("ready", "ints"));
-	rh_server_free(s);
 }
 
 /* Under nohup, SIGHUP stays ignored: by dlock and by its command. */
 Test(cli, run_under_nohup_ignores_sighup, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char dir[64], ready[128], done[128], script[512];
 	make_tmpdir(dir, sizeof dir);
 	snprintf(ready, sizeof ready, "%s/ready", dir);
@@ -1428,14 +1395,12 @@ Test(cli, run_under_nohup_ignores_sighup, .timeout = 60)
 	cr_expect(file_exists(done), "the command was killed by a SIGHUP nohup ignores");
 	proc_free(run);
 	remove_tmpdir(dir, ARGS("ready", "done"));
-	rh_server_free(s);
 }
 
 /* --grace is counted so that even a command ignoring SIGTERM is gone by the lease's end. */
 Test(cli, run_lease_stops_a_stubborn_command_before_the_lease_ends, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 
 	proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "1000", "--grace",
 			"400", "cli-stubborn", "--", "sh", "-c",
@@ -1447,14 +1412,12 @@ Test(cli, run_lease_stops_a_stubborn_command_before_the_lease_ends, .timeout = 6
 			"its lease",
 			proc_elapsed(run));
 	proc_free(run);
-	rh_server_free(s);
 }
 
 /* The hold vanished while the command ran, and the command ended before any renewal. */
 Test(cli, run_lock_lost_found_at_release_exits_70, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char script[256];
 	snprintf(script, sizeof script, "redis-cli -p %d DEL cli-gone >/dev/null",
 			rh_server_port(s));
@@ -1464,7 +1427,6 @@ Test(cli, run_lock_lost_found_at_release_exits_70, .timeout = 60)
 	EXPECT_STATUS(run, 70);
 	cr_expect(strstr(run->err, "lost") != NULL, "stderr: %s", run->err);
 	proc_free(run);
-	rh_server_free(s);
 }
 
 /* A key another lock library holds: its own exit status and words, on every command. */

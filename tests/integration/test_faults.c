@@ -24,14 +24,7 @@
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms)
 {
-	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-	dlock_client *c = NULL;
-
-	o.watchdog_timeout_ms = watchdog_ms;
-	o.command_timeout_ms = CMD_TIMEOUT_MS;
-	o.connect_timeout_ms = CMD_TIMEOUT_MS;
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(s), &o), 0, "%s", dlock_errmsg_last());
-	return c;
+	return dl_client(rh_server_uri(s), CMD_TIMEOUT_MS, watchdog_ms);
 }
 
 /* Poll until the key is gone (1) or limit_ms passed (0). */
@@ -51,6 +44,9 @@ static int key_gone_within(rh_server *s, const char *key, int64_t limit_ms)
  * without waiting. That server's script cache was flushed meanwhile: the
  * release must still run (EVAL, not an EVALSHA whose NOSCRIPT nobody reads).
  */
+/* Each test gets a fresh server (Criterion runs init/fini in its process). */
+TestSuite(faults, .init = dl_server_start, .fini = dl_server_stop);
+
 Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 {
 	rh_server *s[3];
@@ -218,8 +214,7 @@ Test(faults, timed_out_try_leaves_no_hold, .timeout = 30)
  */
 Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *ca = open_client(s, 30000), *cb = open_client(s, 30000),
 		     *cc = open_client(s, 30000);
 	dlock_lock *a = NULL, *b = NULL, *c = NULL;
@@ -248,7 +243,6 @@ Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 3
 	dlock_client_close(ca);
 	dlock_client_close(cb);
 	dlock_client_close(cc);
-	rh_server_free(s);
 }
 
 /* ---- renewal judged per lock, on connections that exist, every hold --------- */
@@ -274,8 +268,7 @@ static void log_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
 /* One key replaced by a value of another type: only that lock is lost. */
 Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_client(s, 900);
 	dlock_lock *good = dl_lock(c, "faults:good"), *bad = dl_lock(c, "faults:bad");
 	lost_log g = { PTHREAD_MUTEX_INITIALIZER, 0, 0, "" };
@@ -297,7 +290,6 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 	dlock_lock_free(good);
 	dlock_lock_free(bad);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* At maxclients, renewal uses the connections the client has. */
@@ -342,8 +334,7 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
  */
 Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_client(s, 1500);
 	const char *env = getenv("DLOCK_TEST_HOLDS");
 	long want = env ? atol(env) : 20000, n = 0;
@@ -388,7 +379,6 @@ Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
 		dlock_lock_free(locks[i]);
 	free(locks);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- the quorum engine: what was taken is given back; more than a bare quorum ---- */

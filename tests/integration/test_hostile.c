@@ -44,16 +44,6 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static dlock_client *open_ok(const char *uri, const dlock_client_options *o)
-{
-	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, uri, o);
-
-	cr_assert_eq(rc, 0, "dlock_client_open(%s): %d %s", uri, rc, dlock_errmsg_last());
-	cr_assert_not_null(c);
-	return c;
-}
-
 static dlock_client *open_server(rh_server *s, int command_timeout_ms)
 {
 	dlock_client_options o;
@@ -61,7 +51,7 @@ static dlock_client *open_server(rh_server *s, int command_timeout_ms)
 	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
 	if (command_timeout_ms > 0)
 		o.command_timeout_ms = command_timeout_ms;
-	return open_ok(rh_server_uri(s), &o);
+	return dl_client_opts(rh_server_uri(s), &o);
 }
 
 static void node_of(const rh_server *s, char *buf, size_t len)
@@ -354,14 +344,16 @@ static void expect_bad_name(dlock_client *c, const struct kind *k, const char *n
 	assert_msg(dlock_errmsg_last(), NULL, want, what);
 }
 
+/* Each test gets a fresh server (Criterion runs init/fini in its process). */
+TestSuite(hostile, .init = dl_server_start, .fini = dl_server_stop);
+
 Test(hostile, null_and_empty_names_are_einval_and_send_nothing, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client_options o;
 	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
 	o.lazy_connect = 1; /* anything sent would have to connect first */
-	dlock_client *c = open_ok(rh_server_uri(s), &o);
+	dlock_client *c = dl_client_opts(rh_server_uri(s), &o);
 	int64_t conns = info_int(s, "stats", "total_connections_received");
 	snap before;
 	snap_take(s, &before);
@@ -393,17 +385,15 @@ Test(hostile, null_and_empty_names_are_einval_and_send_nothing, .timeout = 30)
 
 	fresh_cycle(s, c, "after-bad-names");
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 Test(hostile, names_over_64k_are_einval_and_send_nothing, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client_options o;
 	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
 	o.lazy_connect = 1;
-	dlock_client *c = open_ok(rh_server_uri(s), &o);
+	dlock_client *c = dl_client_opts(rh_server_uri(s), &o);
 	int64_t conns = info_int(s, "stats", "total_connections_received");
 	char *just_over = filled_name(NAME_MAX_BYTES + 1, 'x');
 	char *mib = filled_name(1 << 20, 'm');
@@ -429,7 +419,6 @@ Test(hostile, names_over_64k_are_einval_and_send_nothing, .timeout = 30)
 	free(just_over);
 	free(mib);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 2. odd names round-trip ----------------------------------------------- */
@@ -519,8 +508,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 
 Test(hostile, odd_names_round_trip_and_leave_no_key, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_server(s, 0);
 	char *k1 = filled_name(1000, 'k');
 	char *max = filled_name(NAME_MAX_BYTES, 'M');
@@ -539,7 +527,6 @@ Test(hostile, odd_names_round_trip_and_leave_no_key, .timeout = 60)
 	free(max);
 	free(max_mixed);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 3. malformed URIs at dlock_client_open ---------------------------------- */
@@ -556,8 +543,7 @@ static void with_port(char *out, size_t size, const char *fmt, int port)
 
 Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	int p = rh_server_port(s);
 	int64_t conns = info_int(s, "stats", "total_connections_received");
 	const char *secret = "Sekr1t-Pw";
@@ -646,11 +632,10 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 
 	/* The check above can see a connection: a good URI makes one. */
 	o.lazy_connect = 0;
-	dlock_client *c = open_ok(good, &o);
+	dlock_client *c = dl_client_opts(good, &o);
 	cr_assert_gt(info_int(s, "stats", "total_connections_received"), conns);
 	fresh_cycle(s, c, "after-bad-uris");
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 4. WRONGTYPE ------------------------------------------------------------ */
@@ -684,8 +669,7 @@ static void expect_wrongtype(int rc, dlock_lock *l, const char *node, const char
 
 Test(hostile, wrongtype_every_operation_and_type, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64], what[96], owner[64];
 	node_of(s, node, sizeof node);
 	make_wrongtype_keys(s);
@@ -731,7 +715,6 @@ Test(hostile, wrongtype_every_operation_and_type, .timeout = 30)
 	fresh_cycle(s, c, "after-wrongtype");
 	snap_free(&before);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /*
@@ -741,8 +724,7 @@ Test(hostile, wrongtype_every_operation_and_type, .timeout = 30)
  */
 Test(hostile, wrongtype_force_unlock_leaves_the_key, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64];
 	node_of(s, node, sizeof node);
 	make_wrongtype_keys(s);
@@ -779,7 +761,6 @@ Test(hostile, wrongtype_force_unlock_leaves_the_key, .timeout = 30)
 	fresh_cycle(s, c, "after-wrongtype-force");
 	snap_free(&before);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /*
@@ -789,8 +770,7 @@ Test(hostile, wrongtype_force_unlock_leaves_the_key, .timeout = 30)
  */
 Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64];
 	node_of(s, node, sizeof node);
 	ok_reply(rh_command(s, "RPUSH redisson_lock_token:{fenced-list} a"), "RPUSH");
@@ -850,14 +830,12 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	fresh_cycle(s, c, "after-fenced-wrongtype");
 	snap_free(&before);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* A fair lock whose name, queue or deadline key has the wrong type. */
 Test(hostile, fair_lock_keys_of_wrong_type, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64];
 	node_of(s, node, sizeof node);
 	ok_reply(rh_command(s, "SET fair-a x"), "SET");
@@ -888,7 +866,6 @@ Test(hostile, fair_lock_keys_of_wrong_type, .timeout = 30)
 	fresh_cycle(s, c, "after-fair-wrongtype");
 	snap_free(&before);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 static dlock_redlock *open_redlock(rh_server **srv, int n, const char *const *uris,
@@ -1086,8 +1063,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 
 Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64], owner[64];
 	node_of(s, node, sizeof node);
 	dlock_client *c = open_server(s, 0);
@@ -1167,7 +1143,6 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	dlock_lock_free(l);
 	dlock_lock_free(held);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 7. wrong password on a RedLock member -------------------------------------- */
@@ -1247,8 +1222,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 
 Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64], uri[128];
 	node_of(s, node, sizeof node);
 	ok_reply(rh_command(s, "ACL SETUSER limited on >pw ~* &* +@all -eval -evalsha"), "ACL");
@@ -1260,7 +1234,7 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	snap_take(s, &before);
 
 	snprintf(uri, sizeof uri, "redis://limited:pw@127.0.0.1:%d", rh_server_port(s));
-	dlock_client *c = open_ok(uri, NULL);
+	dlock_client *c = dl_client_opts(uri, NULL);
 	dlock_lock *l = dl_lock(c, "acl-lock");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "try: rc %d (%s) %s", rc, dlock_strerror(rc),
@@ -1304,7 +1278,6 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	dlock_lock_free(la);
 	dlock_client_close(c);
 	dlock_client_close(admin);
-	rh_server_free(s);
 }
 
 /*
@@ -1315,15 +1288,14 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
  */
 Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64], uri[128];
 	node_of(s, node, sizeof node);
 	ok_reply(rh_command(s, "ACL SETUSER revoked on >pw ~* &* +@all"), "ACL");
 	snprintf(uri, sizeof uri, "redis://revoked:pw@127.0.0.1:%d", rh_server_port(s));
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	o.watchdog_timeout_ms = 1000;
-	dlock_client *c = open_ok(uri, &o);
+	dlock_client *c = dl_client_opts(uri, &o);
 	dlock_lock *l = dl_lock(c, "refused");
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
@@ -1348,7 +1320,6 @@ Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 9. CLIENT KILL while locking ----------------------------------------------------- */
@@ -1525,8 +1496,7 @@ static void *locker_main(void *arg)
 
 Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_server(s, 0);
 	storm st;
 	memset(&st, 0, sizeof st);
@@ -1593,7 +1563,6 @@ Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 
 	dlock_lock_free(st.lock);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 10. SCRIPT FLUSH under a RedLock and the other kinds ---------------------------- */
@@ -1715,8 +1684,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 
 Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_server(s, 0);
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
@@ -1753,7 +1721,6 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	dlock_lock_free(fair);
 	dlock_lock_free(f);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 11. DEBUG SLEEP past the command timeout ------------------------------------------ */
@@ -1813,8 +1780,7 @@ static void await_field(rh_server *s, const char *key, const char *owner, int64_
 
 Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64], owner[64];
 	node_of(s, node, sizeof node);
 	dlock_client *c = open_server(s, 300);
@@ -1895,5 +1861,4 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	fresh_cycle(s, c, "sleep-fresh");
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }

@@ -20,14 +20,7 @@
 
 static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_timeout_ms)
 {
-	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-	dlock_client *c = NULL;
-
-	o.watchdog_timeout_ms = watchdog_ms;
-	o.command_timeout_ms = command_timeout_ms;
-	o.connect_timeout_ms = command_timeout_ms;
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(s), &o), 0, "%s", dlock_errmsg_last());
-	return c;
+	return dl_client(rh_server_uri(s), command_timeout_ms, watchdog_ms);
 }
 
 /* Someone else deletes the key; the unlock comes before the next renewal. */

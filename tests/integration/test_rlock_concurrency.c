@@ -159,10 +159,12 @@ static void run_t1(rh_server *s, dlock_lock **locks, const char *name)
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", name), 0, "the lock key is left behind");
 }
 
+/* Each test gets a fresh server (Criterion runs init/fini in its process). */
+TestSuite(rlock_concurrency, .init = dl_server_start, .fini = dl_server_stop);
+
 Test(rlock_concurrency, eight_threads_share_one_client_and_handle, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_client(s, 0, 4); /* pool of 4 for 8 threads: pool waits */
 	dlock_lock *l = dl_lock(c, "conc:shared");
 	dlock_lock *locks[T1_THREADS];
@@ -173,13 +175,11 @@ Test(rlock_concurrency, eight_threads_share_one_client_and_handle, .timeout = 60
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *cs[T1_THREADS];
 	dlock_lock *locks[T1_THREADS];
 	for (int i = 0; i < T1_THREADS; i++) {
@@ -193,7 +193,6 @@ Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
 		dlock_lock_free(locks[i]);
 		dlock_client_close(cs[i]);
 	}
-	rh_server_free(s);
 }
 
 /* ---- 2. try with a wait and a lease -------------------------------------- */
@@ -224,8 +223,7 @@ static void *t2_worker(void *p)
 
 Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	/* Half the threads share a client and a handle, the others have their own. */
 	dlock_client *shared = open_client(s, 0, 0);
 	dlock_lock *shared_lock = dl_lock(shared, "conc:try");
@@ -265,15 +263,13 @@ Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 	}
 	dlock_lock_free(shared_lock);
 	dlock_client_close(shared);
-	rh_server_free(s);
 }
 
 /* ---- 3. reentrancy in one thread ---------------------------------------- */
 
 Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_client(s, 0, 0);
 	dlock_lock *l = dl_lock(c, "conc:reentrant");
 	char owner[64];
@@ -305,7 +301,6 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 4. many names at once on one client --------------------------------- */
@@ -366,8 +361,7 @@ static void *t4_worker(void *p)
 
 Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_client(s, T4_WATCHDOG_MS, 0);
 	pthread_barrier_t held, release;
 	pthread_t th[T4_THREADS];
@@ -425,15 +419,13 @@ Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
 	pthread_barrier_destroy(&held);
 	pthread_barrier_destroy(&release);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 5. no unlock message: the wait ends with the holder's TTL ----------- */
 
 Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	dlock_client *c = open_client(s, 0, 0);
 	dlock_lock *l = dl_lock(c, "conc:raw");
 
@@ -456,5 +448,4 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:raw"), 0);
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }

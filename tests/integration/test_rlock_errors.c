@@ -26,16 +26,6 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static dlock_client *open_ok(const char *uri, const dlock_client_options *o)
-{
-	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, uri, o);
-
-	cr_assert_eq(rc, 0, "dlock_client_open(%s): %d %s", uri, rc, dlock_errmsg_last());
-	cr_assert_not_null(c);
-	return c;
-}
-
 static void node_of(const rh_server *s, char *buf, size_t len)
 {
 	snprintf(buf, len, "127.0.0.1:%d", rh_server_port(s));
@@ -93,11 +83,13 @@ static void opts_init(dlock_client_options *o)
 
 /* ---- 1. SCRIPT FLUSH ----------------------------------------------------- */
 
+/* Each test gets a fresh server (Criterion runs init/fini in its process). */
+TestSuite(rlock_errors, .init = dl_server_start, .fini = dl_server_stop);
+
 Test(rlock_errors, script_flush_falls_back_to_eval, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_ok(rh_server_uri(s), NULL);
+	rh_server *s = dl_srv;
+	dlock_client *c = dl_client_opts(rh_server_uri(s), NULL);
 	dlock_lock *l = dl_lock(c, "flushed");
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
@@ -130,22 +122,20 @@ Test(rlock_errors, script_flush_falls_back_to_eval, .timeout = 30)
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 2. WRONGTYPE -------------------------------------------------------- */
 
 Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char node[64];
 	node_of(s, node, sizeof node);
 	redisReply *r = rh_command(s, "SET %s %s", "stringkey", "x");
 	cr_assert_not_null(r);
 	freeReplyObject(r);
 
-	dlock_client *c = open_ok(rh_server_uri(s), NULL);
+	dlock_client *c = dl_client_opts(rh_server_uri(s), NULL);
 	dlock_lock *l = dl_lock(c, "stringkey");
 
 	int rc = dlock_lock_try(l, 0, 10000);
@@ -176,7 +166,6 @@ Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 3. credentials ------------------------------------------------------ */
@@ -209,7 +198,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	expect_eauth(s, ":pw-Zq81xv", "Zq81xv");
 
 	snprintf(uri, sizeof uri, "redis://:s3cret@127.0.0.1:%d", port);
-	dlock_client *c = open_ok(uri, NULL);
+	dlock_client *c = dl_client_opts(uri, NULL);
 	cr_assert_eq(dlock_client_ping(c), 0, "%s", dlock_client_errmsg(c));
 	lock_unlock_cycle(s, c, "auth-lock");
 	dlock_client_close(c);
@@ -221,7 +210,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	freeReplyObject(r);
 
 	snprintf(uri, sizeof uri, "redis://alice:pw@127.0.0.1:%d", port);
-	c = open_ok(uri, NULL);
+	c = dl_client_opts(uri, NULL);
 	lock_unlock_cycle(s, c, "alice-lock");
 	dlock_client_close(c);
 
@@ -234,7 +223,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	opts_init(&o);
 	o.lazy_connect = 1;
 	snprintf(uri, sizeof uri, "redis://alice:Qv93-nope@127.0.0.1:%d", port);
-	c = open_ok(uri, &o);
+	c = dl_client_opts(uri, &o);
 	dlock_lock *l = dl_lock(c, "lazy-auth");
 	int rc = dlock_lock_try(l, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EAUTH, "rc %d %s", rc, dlock_lock_errmsg(l));
@@ -283,11 +272,10 @@ Test(rlock_errors, missing_password_fails_at_open, .timeout = 30)
 
 Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
+	rh_server *s = dl_srv;
 	char uri[128], owner[64];
 	snprintf(uri, sizeof uri, "redis://127.0.0.1:%d/3", rh_server_port(s));
-	dlock_client *c = open_ok(uri, NULL);
+	dlock_client *c = dl_client_opts(uri, NULL);
 	dlock_lock *l = dl_lock(c, "db-lock");
 	dl_owner(c, owner, sizeof owner);
 
@@ -329,7 +317,6 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 	redisFree(raw);
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 5. unreachable server ----------------------------------------------- */
@@ -354,7 +341,7 @@ Test(rlock_errors, unreachable_server_fails_fast_with_econn, .timeout = 30)
 	cr_assert_not_null(strstr(dlock_errmsg_last(), node), "message: %s", dlock_errmsg_last());
 
 	o.lazy_connect = 1;
-	c = open_ok(uri, &o);
+	c = dl_client_opts(uri, &o);
 	cr_assert_str_eq(dlock_client_node(c), node);
 	dlock_lock *l = dl_lock(c, "nowhere");
 	t0 = rh_now_ms();
@@ -389,7 +376,7 @@ Test(rlock_errors, paused_server_times_out_and_client_recovers, .timeout = 30)
 	dlock_client_options o;
 	opts_init(&o);
 	o.command_timeout_ms = 300;
-	dlock_client *c = open_ok(rh_server_uri(s), &o);
+	dlock_client *c = dl_client_opts(rh_server_uri(s), &o);
 	dlock_lock *l = dl_lock(c, "paused");
 	dl_owner(c, owner, sizeof owner);
 
@@ -449,7 +436,7 @@ Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 
 	dlock_client_options o;
 	opts_init(&o);
 	o.command_timeout_ms = 200;
-	dlock_client *c = open_ok(rh_server_uri(s), &o);
+	dlock_client *c = dl_client_opts(rh_server_uri(s), &o);
 	dlock_lock *l = dl_lock(c, "owed");
 	dl_owner(c, owner, sizeof owner);
 	lock_unlock_cycle(s, c, "warm-up");
@@ -499,9 +486,8 @@ static void kill_normal_clients(rh_server *s)
 
 Test(rlock_errors, killed_pooled_connection_is_replaced_and_counts_stay_exact, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_ok(rh_server_uri(s), NULL);
+	rh_server *s = dl_srv;
+	dlock_client *c = dl_client_opts(rh_server_uri(s), NULL);
 	dlock_lock *l = dl_lock(c, "dropped");
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
@@ -538,7 +524,6 @@ Test(rlock_errors, killed_pooled_connection_is_replaced_and_counts_stay_exact, .
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 typedef struct waiter {
@@ -585,9 +570,8 @@ static void await_numsub(rh_server *s, const char *channel, int64_t want, int ti
  */
 Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_ok(rh_server_uri(s), NULL);
+	rh_server *s = dl_srv;
+	dlock_client *c = dl_client_opts(rh_server_uri(s), NULL);
 	dlock_lock *l = dl_lock(c, "pubsub-drop");
 	const char *channel = "redisson_lock__channel:{pubsub-drop}";
 
@@ -614,7 +598,6 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
-	rh_server_free(s);
 }
 
 /* ---- 8. option and URI validation ----------------------------------------- */

@@ -66,6 +66,7 @@ typedef struct watched {
 	dlock_client *c;
 	dlock_lock *l;
 	dl_lost rec;
+	char owner[64]; /* the calling thread's */
 } watched;
 
 static void watched_up(watched *w, const char *name, int watchdog_ms, int command_timeout_ms)
@@ -76,6 +77,7 @@ static void watched_up(watched *w, const char *name, int watchdog_ms, int comman
 	w->l = dl_lock(w->c, name);
 	dl_lost_init(&w->rec);
 	cr_assert_eq(dlock_lock_set_lost_cb(w->l, on_lost, &w->rec), 0);
+	dl_owner(w->c, w->owner, sizeof w->owner);
 }
 
 static void watched_down(watched *w)
@@ -258,48 +260,43 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
 {
 	watched w;
 	watched_up(&w, "wd:restart", 1500, 0);
-	rh_server *s = w.s;
-	dlock_client *c = w.c;
-	dlock_lock *l = w.l;
-	char owner[64];
-	dl_owner(c, owner, sizeof owner);
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart"), 1);
+	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart"), 1);
 	dl_sleep_ms(600); /* at least one renewal on the first server process */
 
 	int64_t t_kill = rh_now_ms();
-	cr_assert_eq(rh_server_kill(s), 0);
-	cr_assert_eq(rh_server_restart(s), 0);
+	cr_assert_eq(rh_server_kill(w.s), 0);
+	cr_assert_eq(rh_server_restart(w.s), 0);
 	int64_t t_back = rh_now_ms();
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart"), 0);
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart"), 0);
 
 	int fired = dl_lost_wait(&w.rec, t_kill + 1500 + 500);
 	cr_assert(fired, "no lost callback %lld ms after the kill (server back after %lld ms)",
 			(long long)(rh_now_ms() - t_kill), (long long)(t_back - t_kill));
 	cr_assert_eq(dl_lost_count(&w.rec), 1);
-	cr_assert_eq(w.rec.lock, l);
-	cr_assert_str_eq(w.rec.owner, owner);
+	cr_assert_eq(w.rec.lock, w.l);
+	cr_assert_str_eq(w.rec.owner, w.owner);
 	cr_assert_eq(w.rec.reason, DLOCK_LOST_GONE);
-	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
-	int rc = dlock_lock_unlock(l);
+	cr_assert_eq(dlock_lock_check(w.l, NULL), DLOCK_ELOST);
+	int rc = dlock_lock_unlock(w.l);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc),
-			dlock_lock_errmsg(l));
+			dlock_lock_errmsg(w.l));
 
 	/* The client reconnects by itself and the watchdog works on the new process. */
-	dlock_lock *l2 = dl_lock(c, "wd:restart:2");
+	dlock_lock *l2 = dl_lock(w.c, "wd:restart:2");
 	rc = dlock_lock_lock(l2, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "lock after the restart: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(l2));
 	dl_sleep_ms(3 * 1500);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart:2"), 1,
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart:2"), 1,
 			"not renewed on the new server process");
-	int64_t pttl = rh_command_int(s, "PTTL %s", "wd:restart:2");
+	int64_t pttl = rh_command_int(w.s, "PTTL %s", "wd:restart:2");
 	cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
 	cr_assert_eq(dlock_lock_check(l2, NULL), 0);
 	cr_assert_eq(dl_lost_count(&w.rec), 1);
 	cr_assert_eq(dlock_lock_unlock(l2), 0);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart:2"), 0);
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart:2"), 0);
 
 	dlock_lock_free(l2);
 	watched_down(&w);
@@ -348,9 +345,6 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 {
 	watched w;
 	watched_up(&w, "wd:restart:pool", 1500, 0);
-	rh_server *s = w.s;
-	dlock_client *c = w.c;
-	dlock_lock *l = w.l;
 
 	/* Several threads at once: the pool opens several connections. */
 	pthread_barrier_t start;
@@ -358,7 +352,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 	busy_arg args[BUSY_THREADS];
 	cr_assert_eq(pthread_barrier_init(&start, NULL, BUSY_THREADS), 0);
 	for (int i = 0; i < BUSY_THREADS; i++) {
-		args[i] = (busy_arg){ l, &start, 0 };
+		args[i] = (busy_arg){ w.l, &start, 0 };
 		cr_assert_eq(pthread_create(&th[i], NULL, busy_worker, &args[i]), 0);
 	}
 	for (int i = 0; i < BUSY_THREADS; i++) {
@@ -367,31 +361,31 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 	}
 	pthread_barrier_destroy(&start);
 	/* Precondition: at least 3 pooled connections besides the harness's own. */
-	int64_t clients = connected_clients(s);
+	int64_t clients = connected_clients(w.s);
 	cr_assert_geq(clients, 1 + 3, "only %lld connections: the pool did not grow",
 			(long long)clients);
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
 	dl_sleep_ms(600);
 
 	int64_t t_kill = rh_now_ms();
-	cr_assert_eq(rh_server_kill(s), 0);
-	cr_assert_eq(rh_server_restart(s), 0);
+	cr_assert_eq(rh_server_kill(w.s), 0);
+	cr_assert_eq(rh_server_restart(w.s), 0);
 	cr_assert(dl_lost_wait(&w.rec, t_kill + 1500 + 500),
 			"no lost callback %lld ms after the kill",
 			(long long)(rh_now_ms() - t_kill));
-	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
+	cr_assert_eq(dlock_lock_check(w.l, NULL), DLOCK_ELOST);
 
 	/* The first calls after the restart, as a single thread makes them. */
-	int rc = dlock_lock_unlock(l);
+	int rc = dlock_lock_unlock(w.l);
 	cr_assert_eq(rc, DLOCK_ELOST,
 			"unlock of a lost hold after a restart (%lld pooled connections): %s (%s)",
-			(long long)(clients - 1), dlock_strerror(rc), dlock_lock_errmsg(l));
-	dlock_lock *l2 = dl_lock(c, "wd:restart:pool:2");
+			(long long)(clients - 1), dlock_strerror(rc), dlock_lock_errmsg(w.l));
+	dlock_lock *l2 = dl_lock(w.c, "wd:restart:pool:2");
 	rc = dlock_lock_lock(l2, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "lock after the restart: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(l2));
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:restart:pool:2"), 1);
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart:pool:2"), 1);
 	cr_assert_eq(dlock_lock_unlock(l2), 0);
 
 	dlock_lock_free(l2);
@@ -404,30 +398,28 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 {
 	watched w;
 	watched_up(&w, "wd:pause:short", 1500, 200);
-	rh_server *s = w.s;
-	dlock_lock *l = w.l;
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
 	dl_sleep_ms(700);
 
-	cr_assert_eq(rh_server_pause(s), 0);
+	cr_assert_eq(rh_server_pause(w.s), 0);
 	dl_sleep_ms(600);
-	cr_assert_eq(rh_server_resume(s), 0);
+	cr_assert_eq(rh_server_resume(w.s), 0);
 
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 1);
-	cr_assert_eq(dlock_lock_check(l, NULL), 0,
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:pause:short"), 1);
+	cr_assert_eq(dlock_lock_check(w.l, NULL), 0,
 			"declared lost after a 600 ms outage with a 1500 ms TTL");
 
 	dl_sleep_ms(3000);
 	cr_assert_eq(dl_lost_count(&w.rec), 0, "lost callback after a 600 ms outage");
-	cr_assert_eq(dlock_lock_check(l, NULL), 0);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 1,
+	cr_assert_eq(dlock_lock_check(w.l, NULL), 0);
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:pause:short"), 1,
 			"no longer renewed after the outage");
-	int64_t pttl = rh_command_int(s, "PTTL %s", "wd:pause:short");
+	int64_t pttl = rh_command_int(w.s, "PTTL %s", "wd:pause:short");
 	cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
-	int rc = dlock_lock_unlock(l);
-	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:short"), 0);
+	int rc = dlock_lock_unlock(w.l);
+	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(w.l));
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:pause:short"), 0);
 
 	watched_down(&w);
 }
@@ -438,20 +430,15 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 {
 	watched w;
 	watched_up(&w, "wd:pause:long", 1500, 200);
-	rh_server *s = w.s;
-	dlock_client *c = w.c;
-	dlock_lock *l = w.l;
-	char owner[64];
-	dl_owner(c, owner, sizeof owner);
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
 	dl_sleep_ms(700);
 
 	int64_t t_ttl = rh_now_ms();
-	int64_t pttl = rh_command_int(s, "PTTL %s", "wd:pause:long");
+	int64_t pttl = rh_command_int(w.s, "PTTL %s", "wd:pause:long");
 	cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
 	int64_t t_pause = rh_now_ms();
-	cr_assert_eq(rh_server_pause(s), 0);
+	cr_assert_eq(rh_server_pause(w.s), 0);
 
 	/* TTL + one renewal period (500 ms) + margin, all while the server is stopped. */
 	int fired = dl_lost_wait(&w.rec, t_pause + 1500 + 500 + 300);
@@ -460,25 +447,25 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 	/* Resume before asserting, so a failure does not leave the server stopped for long. */
 	if (waited < 2500)
 		dl_sleep_ms(2500 - waited);
-	cr_assert_eq(rh_server_resume(s), 0);
+	cr_assert_eq(rh_server_resume(w.s), 0);
 
 	cr_assert(fired, "hold not declared lost %lld ms into a 2500 ms outage (TTL 1500 ms)",
 			(long long)waited);
 	cr_assert_eq(dl_lost_count(&w.rec), 1);
-	cr_assert_str_eq(w.rec.owner, owner);
+	cr_assert_str_eq(w.rec.owner, w.owner);
 	cr_assert_eq(w.rec.reason, DLOCK_LOST_UNREACHABLE);
 	cr_assert_leq(w.rec.at_ms - t_pause, 1500 + 500 + 300);
 	/* Not before the key's TTL could have run out on the server. */
 	cr_assert_geq(w.rec.at_ms, t_ttl + pttl - 250,
 			"declared lost %lld ms into the outage, but the key had %lld ms left",
 			(long long)(w.rec.at_ms - t_pause), (long long)pttl);
-	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
+	cr_assert_eq(dlock_lock_check(w.l, NULL), DLOCK_ELOST);
 
 	/* The server is back; the key has expired there and the release says lost. */
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:pause:long"), 0);
-	int rc = dlock_lock_unlock(l);
+	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:pause:long"), 0);
+	int rc = dlock_lock_unlock(w.l);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc),
-			dlock_lock_errmsg(l));
+			dlock_lock_errmsg(w.l));
 
 	watched_down(&w);
 }

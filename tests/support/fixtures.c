@@ -28,6 +28,17 @@ dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms
 	return c;
 }
 
+dlock_client *dl_client_opts(const char *uri, const dlock_client_options *o)
+{
+	dlock_client *c = NULL;
+	int rc = dlock_client_open(&c, uri, o);
+
+	cr_assert_eq(rc, 0, "dlock_client_open(%s): %s (%s)", uri, dlock_strerror(rc),
+			dlock_errmsg_last());
+	cr_assert_not_null(c);
+	return c;
+}
+
 dlock_lock *dl_lock(dlock_client *client, const char *name)
 {
 	dlock_lock *l = NULL;

@@ -104,6 +104,9 @@ void dl__pass(int rc, const char *expr, const char *file, int line);
  * keep the library's defaults. Fails the test when it cannot open. */
 dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms);
 
+/* A client on uri with these options (NULL: defaults), which must open. */
+dlock_client *dl_client_opts(const char *uri, const dlock_client_options *o);
+
 /* A lock handle, failing the test when it cannot be made. */
 dlock_lock *dl_lock(dlock_client *client, const char *name);
 
