@@ -20,6 +20,9 @@
 #define JP_PENDING_MAX 64
 #define JP_START_MS 90000 /* a JVM and Redisson on a busy 2-core host */
 #define JP_REPLY_MS 30000
+/* Lock+unlock cycles of every kind before "ready", so that the wake-ups the
+ * tests time are Redisson's steady state, not the JVM loading classes. */
+#define JP_WARMUP "200"
 
 struct java_peer {
 	pid_t pid;
@@ -59,9 +62,9 @@ static pid_t spawn(const char *servers, int64_t watchdog_ms, int *to_fd, int *fr
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(in[0], STDIN_FILENO);
 		dup2(out[1], STDOUT_FILENO);
-		execlp(java && *java ? java : "java", "java", "-XX:+UseSerialGC",
-				"-XX:TieredStopAtLevel=1", "-cp", cp, "dlock.interop.Peer", "--servers",
-				servers, "--watchdog-ms", wd, (char *)NULL);
+		execlp(java && *java ? java : "java", "java", "-XX:+UseSerialGC", "-cp", cp,
+				"dlock.interop.Peer", "--servers", servers, "--watchdog-ms", wd, "--warmup",
+				JP_WARMUP, (char *)NULL);
 		fprintf(stderr, "exec java: %s\n", strerror(errno));
 		_exit(127);
 	}

@@ -25,7 +25,7 @@ typedef struct jp_reply {
 
 /* Start the JVM on the servers (comma-separated redis:// URIs; multi and red
  * locks span all of them) with Redisson's lockWatchdogTimeout = watchdog_ms;
- * returns once Redisson is connected. The class path comes from
+ * returns once Redisson is connected and warmed up. The class path comes from
  * DLOCK_REDISSON_CLASSPATH, which tests/interop/run.sh sets. */
 java_peer *jp_start(const char *servers, int64_t watchdog_ms);
 

@@ -121,6 +121,30 @@ Test(redisson_rlock, dlock_unlock_wakes_a_redisson_waiter)
 	c_unlock_wakes_java("orders", "RLock unlock wake-up, dlock -> Redisson");
 }
 
+/* The same hand-off within each language, for reference: what part of a
+ * cross-language wake-up is the waking side's own. */
+Test(redisson_rlock, baseline_wake_ups_within_each_language)
+{
+	jp_reply r;
+	jp_ok(peer, &r, "w1", "lock rlock base %d", IO_LONG_LEASE_MS);
+	long seq = java_waits("w2", "rlock", "base");
+	jp_ok(peer, &r, "w1", "unlock rlock base");
+	int64_t unlocked = r.t_start_ns;
+	jp_wait(peer, seq, &r);
+	io_wake(peer, "RLock unlock wake-up, Redisson -> Redisson", unlocked, r.t_end_ns);
+	jp_ok(peer, &r, "w2", "unlock rlock base");
+
+	dlock_lock *l = dl_lock(cli, "base");
+	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
+	io_call w;
+	c_waits(&w, l);
+	unlocked = c_unlock_timed(l);
+	cr_assert_eq(io_call_join(&w), 0, "%s", dlock_lock_errmsg(l));
+	io_wake(peer, "RLock unlock wake-up, dlock -> dlock", unlocked, w.t_end_ns);
+	io_call_unlock(&w, cli, l);
+	dlock_lock_free(l);
+}
+
 /* Braces decide the channel and latch names (hash tags); both sides must
  * derive the same ones. */
 Test(redisson_rlock, names_with_braces_wake_both_ways)

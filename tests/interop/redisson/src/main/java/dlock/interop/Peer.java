@@ -24,13 +24,16 @@ import org.redisson.config.Config;
  * (tests/interop/peer.c).
  *
  * <pre>
- * java dlock.interop.Peer --servers redis://127.0.0.1:P1[,redis://...] --watchdog-ms N
+ * java dlock.interop.Peer --servers redis://127.0.0.1:P1[,redis://...] --watchdog-ms N [--warmup N]
  * stdin:  SEQ WORKER COMMAND ARGS...      e.g. "7 w1 lock rlock orders -1"
  * stdout: SEQ ok VALUE T_START T_END     T_* = System.nanoTime() around the call
  *         SEQ err MESSAGE
  * </pre>
  *
- * The first line is "ready REDISSON_VERSION". Every WORKER is one thread,
+ * The first line is "ready REDISSON_VERSION", after N lock+unlock cycles of
+ * every kind on scratch names (--warmup): the JVM has then loaded and
+ * compiled the paths the tests time, so a wake-up measures Redisson's steady
+ * state, not its class loading. Every WORKER is one thread,
  * because Redisson's lock owner is the client id and the calling thread's id:
  * a test that wants two Java owners uses two workers. A worker runs its
  * commands in order; a blocking "lock" blocks that worker only.
@@ -62,10 +65,12 @@ public final class Peer {
 	public static void main(String[] args) throws Exception {
 		String servers = null;
 		long watchdogMs = 30000;
+		int warmup = 0;
 		for (int i = 0; i + 1 < args.length; i += 2) {
 			switch (args[i]) {
 			case "--servers" -> servers = args[i + 1];
 			case "--watchdog-ms" -> watchdogMs = Long.parseLong(args[i + 1]);
+			case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
 			default -> throw new IllegalArgumentException("unknown option " + args[i]);
 			}
 		}
@@ -76,7 +81,9 @@ public final class Peer {
 		for (int i = 0; i < addresses.length; i++)
 			clients[i] = connect(addresses[i], watchdogMs);
 		PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-		new Peer(clients, out).serve(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
+		Peer peer = new Peer(clients, out);
+		peer.warmUp(warmup);
+		peer.serve(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
 	}
 
 	/* Redisson's defaults but the watchdog, which the tests shorten to stay fast. */
@@ -85,6 +92,19 @@ public final class Peer {
 		config.setLockWatchdogTimeout(watchdogMs);
 		config.useSingleServer().setAddress(address);
 		return Redisson.create(config);
+	}
+
+	private void warmUp(int cycles) throws Exception {
+		String[] kinds = clients.length > 1 ? new String[] { "rlock", "fair", "fenced", "multi", "red" }
+				: new String[] { "rlock", "fair", "fenced", "read" };
+		for (int i = 0; i < cycles; i++) {
+			for (String kind : kinds) {
+				RLock lock = lockOf(kind, "dlock-interop-warmup");
+				lock(lock, 10000);
+				lock.isHeldByCurrentThread();
+				lock.unlock();
+			}
+		}
 	}
 
 	private void serve(BufferedReader in) throws Exception {
