@@ -3,9 +3,9 @@
 /*
  * compare-table.js - the markdown report of bench/compare.sh.
  *
- * usage: node compare-table.js FILE.json...   (dlock-bench --json and
- * node-redlock-bench.js --json outputs; machine facts come from CMP_*
- * environment variables set by compare.sh)
+ * usage: node compare-table.js FILE.json...   (dlock-bench, node-redlock-bench.js,
+ * redisson-bench and redsync-bench --json outputs, contend.js outputs;
+ * machine facts come from CMP_* environment variables set by compare.sh)
  *
  * Rows of the same (impl, scenario, servers, paused, what) from several files
  * (compare.sh's rounds) are merged: their pair_ns samples are pooled before
@@ -61,67 +61,98 @@ const pick = (impl, scenario, servers, paused, what = 'lock+unlock') =>
 const f = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
 const ratio = (a, b) => (a == null || b == null || !b ? null : a / b);
 
-console.log(`### dlock vs floor vs node-redlock: ${e.CMP_DATE || ''}\n`);
-console.log(`Machine: ${e.CMP_NPROC} CPUs, ${e.CMP_CPU}; redis ${e.CMP_REDIS}; ` +
-	`node ${nodeDoc.node_version}, redlock ${nodeDoc.redlock_version}, ` +
-	`ioredis ${nodeDoc.ioredis_version}; dlock ${dl.dlock_version} (git ${e.CMP_GIT}).`);
-console.log(`Iterations: ${e.CMP_ITER} per row in ${e.CMP_ROUNDS} alternating rounds of ` +
-	`${e.CMP_PER_ROUND} (dlock and floor also alternate every 500 pairs within a round), ` +
-	`warm-up ${e.CMP_WARMUP} per round; paused row: ${e.CMP_ITER_PAUSED}, one run. ` +
-	`Latencies in µs per lock+unlock pair; CPU = client user+sys µs per pair; ` +
-	`floor latch DEL: ${dl.floor_latch_del}.\n`);
+const rsDoc = docs.find((d) => d.tool === 'redsync-bench') || {};
+const rjDoc = docs.find((d) => d.tool === 'redisson-bench') || {};
+const PEERS = ['floor', 'redisson', 'redsync', 'node-redlock'];
 
-console.log('| scenario | dlock p50 | dlock p99 | dlock ops/s | dlock CPU | floor p50 | floor p99 | ' +
-	'floor CPU | node-redlock p50 | node-redlock p99 | node-redlock CPU | dlock/floor p50 | ' +
-	'dlock/node p50 | dlock/node p99 | dlock/node CPU |');
-console.log('|---|' + '---:|'.repeat(14));
+console.log(`### dlock vs its floor, Redisson, go-redsync and node-redlock: ${e.CMP_DATE || ''}\n`);
+console.log(`Machine: ${e.CMP_NPROC} CPUs, ${e.CMP_CPU}; load average ${e.CMP_LOAD_BEFORE || '?'} ` +
+	`before, ${e.CMP_LOAD_AFTER || '?'} after; redis ${e.CMP_REDIS}; dlock ${dl.dlock_version} ` +
+	`(git ${e.CMP_GIT}); Redisson ${rjDoc.redisson_version} on Java ${rjDoc.java_version}; ` +
+	`redsync ${rsDoc.redsync_version}, go-redis ${rsDoc.goredis_version}, ${rsDoc.go_version}; ` +
+	`node ${nodeDoc.node_version}, redlock ${nodeDoc.redlock_version}, ioredis ${nodeDoc.ioredis_version}.`);
+console.log(`Iterations: ${e.CMP_ITER} per row in ${e.CMP_ROUNDS} rounds of ${e.CMP_PER_ROUND} ` +
+	'in which the four clients take turns (the order rotates every round; dlock and floor ' +
+	`also alternate every 500 pairs within a round), warm-up ${e.CMP_WARMUP} per round, ` +
+	`Redisson ${e.CMP_JVM_WARMUP} per row and round (a fresh JVM each round); paused row: ` +
+	`${e.CMP_ITER_PAUSED}, one run. Latencies in µs per lock+unlock pair (nearest rank); ` +
+	'client CPU = the process\'s own user+sys µs per pair (a JVM\'s all threads: netty, GC, ' +
+	'JIT); server CPU = the redis-servers\' INFO cpu µs per pair, summed over the row\'s ' +
+	`servers; floor latch DEL: ${dl.floor_latch_del}. dlock÷ = dlock's figure over the row's.\n`);
+
+console.log('| scenario | implementation | p50 | p99 | ops/s | client CPU/op | server CPU/op | ' +
+	'dlock÷ p50 | dlock÷ p99 | dlock÷ client CPU |');
+console.log('|---|---|' + '---:|'.repeat(8));
 const lines = [
 	['1 server', 1, 1, 2, 1, 0],
 	['3 servers', 1, 3, 2, 3, 0],
 	['5 servers', 1, 5, 2, 5, 0],
 	['5, 1 paused (cmd timeout 50 ms)', 5, 5, 5, 5, 1],
 ];
+const peerRow = (impl, sd, n, sf, nf, paused) => (impl === 'floor' ? pick('floor', sf, nf, paused)
+	: pick(impl, sd, n, paused));
 const summary = {};
 for (const [label, sd, n, sf, nf, paused] of lines) {
-	const d = pick('dlock', sd, n, paused), fl = pick('floor', sf, nf, paused);
-	const nr = pick('node-redlock', sd, n, paused);
+	const d = pick('dlock', sd, n, paused);
 	if (!d) continue;
-	const r = {
-		df: ratio(d.p50_us, fl && fl.p50_us), dn50: ratio(d.p50_us, nr && nr.p50_us),
-		dn99: ratio(d.p99_us, nr && nr.p99_us), dncpu: ratio(d.cpu_us_per_op, nr && nr.cpu_us_per_op),
+	const r = {};
+	const out = (impl, x) => {
+		const rp50 = ratio(d.p50_us, x.p50_us), rp99 = ratio(d.p99_us, x.p99_us);
+		const rcpu = ratio(d.cpu_us_per_op, x.cpu_us_per_op);
+		r[impl] = { p50: rp50, p99: rp99, cpu: rcpu };
+		const dash = impl === 'dlock';
+		console.log(`| ${label} | ${impl} | ${f(x.p50_us)} | ${f(x.p99_us)} | ${f(x.ops_per_s, 0)} | ` +
+			`${f(x.cpu_us_per_op)} | ${f(x.server_cpu_us_per_op)} | ${dash ? '' : f(rp50, 2)} | ` +
+			`${dash ? '' : f(rp99, 2)} | ${dash ? '' : f(rcpu, 2)} |`);
 	};
-	summary[label] = r;
-	console.log(`| ${label} | ${f(d.p50_us)} | ${f(d.p99_us)} | ${f(d.ops_per_s, 0)} | ` +
-		`${f(d.cpu_us_per_op)} | ${f(fl && fl.p50_us)} | ${f(fl && fl.p99_us)} | ` +
-		`${f(fl && fl.cpu_us_per_op)} | ${f(nr && nr.p50_us)} | ${f(nr && nr.p99_us)} | ` +
-		`${f(nr && nr.cpu_us_per_op)} | ${f(r.df, 2)} | ${f(r.dn50, 2)} | ${f(r.dn99, 2)} | ` +
-		`${f(r.dncpu, 2)} |`);
+	out('dlock', d);
+	for (const impl of PEERS) {
+		const x = peerRow(impl, sd, n, sf, nf, paused);
+		if (x) out(impl, x);
+	}
+	const wd = n === 1 && !paused && pick('redisson', 1, 1, 0, 'lock+unlock watchdog');
+	if (wd) out('redisson, watchdog (no lease)', wd);
+	summary[label] = { df: r.floor && r.floor.p50, dn50: r['node-redlock'] && r['node-redlock'].p50,
+		dn99: r['node-redlock'] && r['node-redlock'].p99, dncpu: r['node-redlock'] && r['node-redlock'].cpu };
 }
 
-console.log('\nPer round (p50 ratios of each round on its own; the spread is the noise):\n');
-console.log('| servers | dlock/floor p50 by round | dlock/node-redlock p50 by round |');
-console.log('|---|---|---|');
+const cont = ['dlock', 'redisson', 'redsync', 'node-redlock'].map((i) => pick(i, 6, 1, 0, 'contended'))
+	.filter(Boolean);
+if (cont.length) {
+	const c0 = cont[0];
+	console.log(`\nContended (${c0.procs} processes on one lock, 1 server, ${c0.window_s.toFixed(1)} s ` +
+		`each; every process loops lock → hold ${c0.hold_us} µs spinning → unlock → sleep ` +
+		`${c0.think_us} µs). A hand-off is an acquisition by another process than the last ` +
+		'holder; wait = from the last holder\'s unlock call returning (or, in brackets, starting) ' +
+		'to the next holder\'s lock call returning, all on CLOCK_MONOTONIC; re-acquired = share ' +
+		'of acquisitions by the process that had just unlocked; CPU per acquisition, all 8 ' +
+		'processes\' and the server\'s:\n');
+	console.log('| implementation | waits by | hand-offs/s | acquisitions/s | re-acquired | ' +
+		'wait p50 | wait p99 | (from unlock call) p50 | p99 | client CPU/acq | server CPU/acq | ' +
+		'fewest–most acquisitions per process | failed lock calls | overlaps |');
+	console.log('|---|---|' + '---:|'.repeat(12));
+	const how = { dlock: 'pub/sub', redisson: 'pub/sub', redsync: 'polling (defaults)',
+		'node-redlock': 'polling (defaults)' };
+	for (const c of cont)
+		console.log(`| ${c.impl} | ${how[c.impl]} | ${f(c.handoffs_per_s, 0)} | ` +
+			`${f(c.acquisitions_per_s, 0)} | ${f(100 * c.reacquire_share, 0)} % | ${f(c.wait_p50_us)} | ` +
+			`${f(c.wait_p99_us)} | ${f(c.wait_call_p50_us)} | ${f(c.wait_call_p99_us)} | ` +
+			`${f(c.cpu_us_per_op)} | ${f(c.server_cpu_us_per_op)} | ` +
+			`${Math.min(...c.per_process)}–${Math.max(...c.per_process)} | ${c.failed_lock_calls} | ` +
+			`${c.overlaps} |`);
+}
+
+console.log('\nPer round (dlock\'s p50 over each peer\'s, each round on its own; the spread ' +
+	'is the noise):\n');
+console.log('| servers | ' + PEERS.map((p) => `dlock÷${p} p50 by round`).join(' | ') + ' |');
+console.log('|---|' + '---|'.repeat(PEERS.length));
 for (const [label, sd, n, sf, nf] of lines.slice(0, 3)) {
-	const d = pick('dlock', sd, n, 0), fl = pick('floor', sf, nf, 0), nr = pick('node-redlock', sd, n, 0);
+	const d = pick('dlock', sd, n, 0);
 	if (!d) continue;
-	const by = (o) => (o ? o.rounds.map((r) => r.p50_us) : []);
-	const dr = by(d), fr = by(fl), nrr = by(nr);
+	const by = (o) => (o ? o.rounds.map((x) => x.p50_us) : []);
 	const list = (a, b) => a.map((x, i) => f(ratio(x, b[i]), 2)).join(', ');
-	console.log(`| ${label} | ${list(dr, fr)} | ${list(dr, nrr)} |`);
-}
-
-console.log('\nWhere the CPU goes (µs per lock+unlock pair; server = the redis-servers\' own ' +
-	'CPU, INFO cpu used_cpu_user+sys, summed over the servers of the row):\n');
-console.log('| scenario | dlock client | dlock server | floor client | floor server | ' +
-	'node-redlock client | node-redlock server |');
-console.log('|---|---:|---:|---:|---:|---:|---:|');
-for (const [label, sd, n, sf, nf, paused] of lines.slice(0, 3)) {
-	const d = pick('dlock', sd, n, paused), fl = pick('floor', sf, nf, paused);
-	const nr = pick('node-redlock', sd, n, paused);
-	if (!d) continue;
-	console.log(`| ${label} | ${f(d.cpu_us_per_op)} | ${f(d.server_cpu_us_per_op)} | ` +
-		`${f(fl && fl.cpu_us_per_op)} | ${f(fl && fl.server_cpu_us_per_op)} | ` +
-		`${f(nr && nr.cpu_us_per_op)} | ${f(nr && nr.server_cpu_us_per_op)} |`);
+	console.log(`| ${label} | ` + PEERS.map((p) => list(by(d), by(peerRow(p, sd, n, sf, nf, 0))))
+		.join(' | ') + ' |');
 }
 
 console.log('\nScenario 5 detail (5 servers, command timeout 50 ms; acquire = the lock call ' +
