@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -55,6 +56,10 @@ import org.redisson.config.Config;
 public final class Peer {
 	private final RedissonClient[] clients;
 	private final Map<String, ExecutorService> workers = new HashMap<>();
+	/* One lock object per kind and name, as an application keeps it: an
+	 * RLock object remembers the lease it last locked with, and a partial
+	 * unlock resets the TTL to that (a fresh object: the watchdog timeout). */
+	private final Map<String, RLock> locks = new ConcurrentHashMap<>();
 	private final PrintStream out;
 
 	private Peer(RedissonClient[] clients, PrintStream out) {
@@ -191,6 +196,10 @@ public final class Peer {
 	}
 
 	private RLock lockOf(String kind, String name) {
+		return locks.computeIfAbsent(kind + " " + name, k -> newLock(kind, name));
+	}
+
+	private RLock newLock(String kind, String name) {
 		RedissonClient first = clients[0];
 		return switch (kind) {
 		case "rlock" -> first.getLock(name);
