@@ -31,7 +31,8 @@
 #   --iterations-paused N  pairs for scenario 5, per phase (default 300)
 #   --warmup-paused N      warm-up pairs in scenario 5, per phase (default 20)
 #   --contend-procs N      worker processes in the contended case (default 8)
-#   --contend-duration S   seconds of contention per implementation (default 10)
+#   --contend-duration S   seconds of contention per implementation (default 10),
+#                          after --contend-warm S unrecorded (default 3)
 #   --contend-hold-us N    µs each holder holds the lock (default 100)
 #   --contend-think-us N   µs a worker sleeps after its unlock (default 1000)
 #   --bench PATH           a built dlock-bench, dlock-contend beside it
@@ -51,6 +52,7 @@ rounds=4
 jvm_warmup=10000
 contend_procs=8
 contend_duration=10
+contend_warm=3
 contend_hold_us=100
 contend_think_us=1000
 bench=${DLOCK_BENCH:-}
@@ -68,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--jvm-warmup) jvm_warmup=$2; shift 2 ;;
 	--contend-procs) contend_procs=$2; shift 2 ;;
 	--contend-duration) contend_duration=$2; shift 2 ;;
+	--contend-warm) contend_warm=$2; shift 2 ;;
 	--contend-hold-us) contend_hold_us=$2; shift 2 ;;
 	--contend-think-us) contend_think_us=$2; shift 2 ;;
 	--bench) bench=$2; shift 2 ;;
@@ -239,7 +242,7 @@ contend() { # impl warm-up-pairs worker-command...
 	shift 2
 	log "contended: $impl, $contend_procs processes, $contend_duration s"
 	node "$here/contend.js" --impl "$impl" --uri "${uris[0]}" --procs "$contend_procs" \
-		--duration "$contend_duration" --hold-us "$contend_hold_us" \
+		--duration "$contend_duration" --warm-s "$contend_warm" --hold-us "$contend_hold_us" \
 		--think-us "$contend_think_us" --warmup "$warm" -- "$@" \
 		>"$tmp/contend-$impl.json" 2> >(tee "$tmp/contend-$impl.log" >&2)
 	files+=("$tmp/contend-$impl.json")

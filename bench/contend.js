@@ -6,8 +6,10 @@
  * -contend-worker, redisson-bench --contend-worker, node-redlock-contend.js).
  *
  * It starts the N workers (each warms up on a lock of its own and says
- * "ready"), reads the server's INFO cpu, sends every worker its go line, and
- * when all are done merges their holds on CLOCK_MONOTONIC, which all of them
+ * "ready"), sends every worker its go line; they contend --warm-s seconds
+ * unrecorded (a JIT compiles the waiting paths too), then --duration seconds
+ * measured. It reads the server's INFO cpu around that, and when all are done
+ * merges their holds on CLOCK_MONOTONIC, which all of them
  * read (one Linux machine). Sorted by acquisition time, consecutive holds by
  * two different processes are a hand-off; its wait is the time from the
  * previous holder's unlock call returning to the next holder's lock call
@@ -21,7 +23,7 @@
  * own, summed, per acquisition; server CPU is INFO cpu's, per acquisition.
  *
  * usage: node contend.js --impl NAME --uri redis://127.0.0.1:PORT [--procs 8]
- *          [--duration S] [--hold-us N] [--think-us N] [--warmup N]
+ *          [--duration S] [--warm-s S] [--hold-us N] [--think-us N] [--warmup N]
  *          [--ready-timeout S] -- WORKER-COMMAND [ARGS...]
  * Prints one JSON document (tool "contend") for compare-table.js.
  */
@@ -31,10 +33,10 @@ const { spawn } = require('child_process');
 const net = require('net');
 
 function parseArgs(argv) {
-	const o = { impl: '', uri: '', procs: 8, duration: 10, holdUs: 100, thinkUs: 1000,
+	const o = { impl: '', uri: '', procs: 8, duration: 10, warmS: 3, holdUs: 100, thinkUs: 1000,
 		warmup: 2000, readyTimeout: 180, cmd: [] };
 	const keys = { '--impl': 'impl', '--uri': 'uri', '--procs': 'procs', '--duration': 'duration',
-		'--hold-us': 'holdUs', '--think-us': 'thinkUs', '--warmup': 'warmup',
+		'--warm-s': 'warmS', '--hold-us': 'holdUs', '--think-us': 'thinkUs', '--warmup': 'warmup',
 		'--ready-timeout': 'readyTimeout' };
 	for (let i = 2; i < argv.length; i += 2) {
 		if (argv[i] === '--') { o.cmd = argv.slice(i + 1); break; }
@@ -69,8 +71,8 @@ function serverCpuUs(uri) {
 
 function startWorker(o, i, name) {
 	const args = [...o.cmd.slice(1), '--uri', o.uri, '--name', name, '--duration',
-		String(o.duration), '--hold-us', String(o.holdUs), '--think-us', String(o.thinkUs),
-		'--warmup', String(o.warmup)];
+		String(o.duration), '--warm-s', String(o.warmS), '--hold-us', String(o.holdUs),
+		'--think-us', String(o.thinkUs), '--warmup', String(o.warmup)];
 	const p = spawn(o.cmd[0], args, { stdio: ['pipe', 'pipe', 'inherit'] });
 	const w = { i, p, out: '', ready: null, done: null };
 	w.ready = new Promise((res, rej) => {
@@ -135,7 +137,7 @@ function merge(o, ws, s0, s1) {
 async function main() {
 	const o = parseArgs(process.argv);
 	const name = `contend:${o.impl}:${process.pid}:${Date.now()}`;
-	console.error(`contend.js: ${o.impl}, ${o.procs} processes, ${o.duration} s, hold ` +
+	console.error(`contend.js: ${o.impl}, ${o.procs} processes, ${o.warmS} + ${o.duration} s, hold ` +
 		`${o.holdUs} µs, think ${o.thinkUs} µs`);
 	const ws = Array.from({ length: o.procs }, (_, i) => startWorker(o, i, name));
 	const kill = () => ws.forEach((w) => w.p.exitCode === null && w.p.kill('SIGKILL'));
@@ -145,8 +147,10 @@ async function main() {
 		timer = setTimeout(() => rej(new Error('workers not ready in time')), o.readyTimeout * 1e3);
 	})]);
 	clearTimeout(timer);
-	const s0 = await serverCpuUs(o.uri);
 	ws.forEach((w) => w.p.stdin.write('go\n'));
+	/* The warm phase is not the server's measured CPU either. */
+	await new Promise((res) => setTimeout(res, o.warmS * 1e3));
+	const s0 = await serverCpuUs(o.uri);
 	await Promise.all(ws.map((w) => w.done));
 	const s1 = await serverCpuUs(o.uri);
 	const r = merge(o, ws.map((w) => ({ ...parseWorker(w), i: w.i })), s0, s1);

@@ -8,7 +8,9 @@
  *     hold --hold-us (spinning)    dlock_lock_unlock    sleep --think-us
  *
  * for --duration seconds. It first warms up on a lock of its own, prints
- * "ready" and waits for a line on stdin, so that all N start together. Then
+ * "ready" and waits for a line on stdin, so that all N start together; then
+ * it runs the loop --warm-s seconds unrecorded (the contended paths warm
+ * too: it matters to a JIT, and it is the same for all), then measured. Then
  * it prints what contend.js merges: "window START END", "cpu US" (its own
  * getrusage user+sys over the loop), "failed N", and one line per hold,
  * "h ACQUIRED UNLOCK_CALLED UNLOCK_RETURNED", in CLOCK_MONOTONIC ns, the
@@ -17,7 +19,7 @@
  * Only the public API, linked as a user would (the static library).
  *
  * usage: dlock-contend --uri redis://127.0.0.1:PORT --name LOCK [--duration S]
- *                      [--hold-us N] [--think-us N] [--warmup N]
+ *                      [--hold-us N] [--think-us N] [--warmup N] [--warm-s S]
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -34,9 +36,9 @@
 
 static struct {
 	const char *uri, *name;
-	double duration;
+	double duration, warm_s;
 	long hold_us, think_us, warmup;
-} opt = { NULL, NULL, 10, 100, 1000, 2000 };
+} opt = { NULL, NULL, 10, 3, 100, 1000, 2000 };
 
 typedef struct hold {
 	uint64_t acquired, unlock_called, unlock_returned;
@@ -81,6 +83,7 @@ static void parse_args(int argc, char **argv)
 		{ "hold-us", required_argument, NULL, 'H' },
 		{ "think-us", required_argument, NULL, 'T' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "warm-s", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -93,6 +96,7 @@ static void parse_args(int argc, char **argv)
 		case 'H': opt.hold_us = atol(optarg); break;
 		case 'T': opt.think_us = atol(optarg); break;
 		case 'w': opt.warmup = atol(optarg); break;
+		case 'W': opt.warm_s = atof(optarg); break;
 		default: exit(2);
 		}
 	}
@@ -136,8 +140,9 @@ static void wait_for_go(void)
 		die("stdin", "no go line");
 }
 
-/* The measured loop; returns the holds, *n of them. */
-static hold *contend(dlock_lock *l, size_t *n, uint64_t *t0, uint64_t *t1, double *cpu)
+/* The loop for secs seconds; returns the holds, *n of them. */
+static hold *contend(dlock_lock *l, double secs, size_t *n, uint64_t *t0, uint64_t *t1,
+		double *cpu)
 {
 	size_t cap = 1 << 16;
 	hold *h = malloc(cap * sizeof(*h));
@@ -146,7 +151,7 @@ static hold *contend(dlock_lock *l, size_t *n, uint64_t *t0, uint64_t *t1, doubl
 
 	*n = 0;
 	*t0 = now_ns();
-	end = *t0 + (uint64_t)(opt.duration * 1e9);
+	end = *t0 + (uint64_t)(secs * 1e9);
 	while (h != NULL && now_ns() < end) {
 		hold x;
 
@@ -188,7 +193,8 @@ int main(int argc, char **argv)
 	warm_up(client);
 	l = open_lock(client, opt.name);
 	wait_for_go();
-	h = contend(l, &n, &t0, &t1, &cpu);
+	free(contend(l, opt.warm_s, &n, &t0, &t1, &cpu));
+	h = contend(l, opt.duration, &n, &t0, &t1, &cpu);
 	printf("window %" PRIu64 " %" PRIu64 "\ncpu %.0f\nfailed 0\n", t0, t1, cpu);
 	for (i = 0; i < n; i++)
 		printf("h %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", h[i].acquired, h[i].unlock_called,

@@ -5,14 +5,14 @@
  * for node-redlock 4.x (npm `redlock@4.2.0`, ioredis): N such processes on one
  * lock on one server, each looping redlock.lock(name, 10000) with redlock's
  * defaults (retryCount 10, retryDelay 200 ms, retryJitter 100 ms: it polls),
- * hold --hold-us (spinning), unlock, sleep --think-us, for --duration s.
- * It warms up on a lock of its own, prints "ready", waits for a line on stdin,
- * and at the end prints "window START END", "cpu US", "failed N" (lock calls
+ * hold --hold-us (spinning), unlock, sleep --think-us: --warm-s seconds
+ * unrecorded, then --duration s measured. It warms up on a lock of its own,
+ * prints "ready", waits for a line on stdin, and at the end prints "window START END", "cpu US", "failed N" (lock calls
  * that ran out of retries; it asks again) and "h ACQUIRED UNLOCK_CALLED
  * UNLOCK_RETURNED" per hold, process.hrtime.bigint() = CLOCK_MONOTONIC ns.
  *
  * usage: node node-redlock-contend.js --uri redis://127.0.0.1:PORT --name LOCK
- *          [--duration S] [--hold-us N] [--think-us N] [--warmup N]
+ *          [--duration S] [--warm-s S] [--hold-us N] [--think-us N] [--warmup N]
  */
 'use strict';
 
@@ -21,11 +21,11 @@ const Redis = require('ioredis');
 const readline = require('readline');
 
 const LEASE_MS = 10000;
-const opt = { uri: '', name: '', duration: 10, holdUs: 100, thinkUs: 1000, warmup: 2000 };
+const opt = { uri: '', name: '', duration: 10, warmS: 3, holdUs: 100, thinkUs: 1000, warmup: 2000 };
 for (let i = 2; i < process.argv.length; i += 2) {
 	const k = process.argv[i], v = process.argv[i + 1];
 	const key = { '--uri': 'uri', '--name': 'name', '--duration': 'duration',
-		'--hold-us': 'holdUs', '--think-us': 'thinkUs', '--warmup': 'warmup' }[k];
+		'--warm-s': 'warmS', '--hold-us': 'holdUs', '--think-us': 'thinkUs', '--warmup': 'warmup' }[k];
 	if (!key || v === undefined) throw new Error(`unknown argument ${k}`);
 	opt[key] = key === 'uri' || key === 'name' ? v : Number(v);
 }
@@ -53,10 +53,19 @@ async function main() {
 	}
 	process.stdout.write('ready\n');
 	await goLine();
+	await loop(redlock, opt.warmS);
+	const r = await loop(redlock, opt.duration);
+	process.stdout.write(`window ${r.t0} ${r.t1}\ncpu ${r.cpu}\nfailed ${r.failed}\n` +
+		r.holds.join('\n') + (r.holds.length ? '\n' : '') + 'end\n', () => process.exit(0));
+	client.disconnect();
+}
+
+/* The worker's loop for secs seconds. */
+async function loop(redlock, secs) {
 	const holds = [];
 	let failed = 0;
 	const c0 = process.cpuUsage(), t0 = now();
-	const end = t0 + BigInt(Math.round(opt.duration * 1e9));
+	const end = t0 + BigInt(Math.round(secs * 1e9));
 	while (now() < end) {
 		let lock;
 		try {
@@ -72,12 +81,9 @@ async function main() {
 		holds.push(`h ${a} ${u} ${now()}`);
 		if (opt.thinkUs > 0) await sleep(opt.thinkUs);
 	}
-	const t1 = now(), c = process.cpuUsage(c0);
-	process.stdout.write(`window ${t0} ${t1}\ncpu ${c.user + c.system}\nfailed ${failed}\n` +
-		holds.join('\n') + (holds.length ? '\n' : '') + 'end\n', () => process.exit(0));
-	client.disconnect();
+	const c = process.cpuUsage(c0);
+	return { holds, failed, t0, t1: now(), cpu: c.user + c.system };
 }
-
 main().catch((e) => {
 	console.error(`node-redlock-contend: ${e.stack || e}`);
 	process.exit(1);

@@ -2,10 +2,11 @@
 
 // The contended case (bench/contend.js): this process is one of N on one
 // lock on one server. It warms up on a lock of its own, says "ready", waits
-// for a line on stdin, then for -duration seconds: Lock (redsync's defaults:
-// 32 tries, a random 50-250 ms between them, i.e. polling), hold -hold-us,
-// Unlock, sleep -think-us. It prints what contend.js merges: one line per
-// hold "h ACQUIRED UNLOCK_CALLED UNLOCK_RETURNED" (CLOCK_MONOTONIC ns).
+// for a line on stdin, then loops -warm-s seconds unrecorded and -duration
+// seconds measured: Lock (redsync's defaults: 32 tries, a random 50-250 ms
+// between them, i.e. polling), hold -hold-us, Unlock, sleep -think-us. It
+// prints what contend.js merges: one line per hold "h ACQUIRED
+// UNLOCK_CALLED UNLOCK_RETURNED" (CLOCK_MONOTONIC ns).
 package main
 
 import (
@@ -23,7 +24,8 @@ var (
 	contendWorker = flag.Bool("contend-worker", false, "be one process of the contended case")
 	cURI          = flag.String("uri", "", "the one server (contend-worker)")
 	cName         = flag.String("name", "", "the lock (contend-worker)")
-	cDuration     = flag.Float64("duration", 10, "seconds of contention")
+	cDuration     = flag.Float64("duration", 10, "seconds of contention, measured")
+	cWarmS        = flag.Float64("warm-s", 3, "seconds of contention before, unrecorded")
 	cHoldUs       = flag.Int64("hold-us", 100, "µs the lock is held (spinning)")
 	cThinkUs      = flag.Int64("think-us", 1000, "µs slept between an unlock and the next Lock")
 )
@@ -31,6 +33,37 @@ var (
 func spinUntil(t int64) {
 	for monoNs() < t {
 	}
+}
+
+type contendRun struct {
+	holds  [][3]int64
+	failed int
+	t0, t1 int64
+	cpuUs  float64
+}
+
+// loop runs the worker's loop for secs seconds.
+func loop(m *redsync.Mutex, secs float64) contendRun {
+	var r contendRun
+	c0 := cpuUs()
+	r.t0 = monoNs()
+	end := r.t0 + int64(secs*1e9)
+	for monoNs() < end {
+		if err := m.Lock(); err != nil {
+			r.failed++ // all tries used up: ask again, as a user would
+			continue
+		}
+		a := monoNs()
+		spinUntil(a + *cHoldUs*1000)
+		u := monoNs()
+		if ok, err := m.Unlock(); !ok || err != nil {
+			fail("unlock: %v %v", ok, err)
+		}
+		r.holds = append(r.holds, [3]int64{a, u, monoNs()})
+		time.Sleep(time.Duration(*cThinkUs) * time.Microsecond)
+	}
+	r.t1, r.cpuUs = monoNs(), cpuUs()-c0
+	return r
 }
 
 func contend() {
@@ -48,28 +81,11 @@ func contend() {
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		fail("no go line: %v", err)
 	}
+	loop(m, *cWarmS)
+	r := loop(m, *cDuration)
 	out := bufio.NewWriter(os.Stdout)
-	var holds [][3]int64
-	failed := 0
-	c0, t0 := cpuUs(), monoNs()
-	end := t0 + int64(*cDuration*1e9)
-	for monoNs() < end {
-		if err := m.Lock(); err != nil {
-			failed++ // all tries used up: ask again, as a user would
-			continue
-		}
-		a := monoNs()
-		spinUntil(a + *cHoldUs*1000)
-		u := monoNs()
-		if ok, err := m.Unlock(); !ok || err != nil {
-			fail("unlock: %v %v", ok, err)
-		}
-		holds = append(holds, [3]int64{a, u, monoNs()})
-		time.Sleep(time.Duration(*cThinkUs) * time.Microsecond)
-	}
-	t1, c1 := monoNs(), cpuUs()
-	fmt.Fprintf(out, "window %d %d\ncpu %.0f\nfailed %d\n", t0, t1, c1-c0, failed)
-	for _, h := range holds {
+	fmt.Fprintf(out, "window %d %d\ncpu %.0f\nfailed %d\n", r.t0, r.t1, r.cpuUs, r.failed)
+	for _, h := range r.holds {
 		fmt.Fprintf(out, "h %d %d %d\n", h[0], h[1], h[2])
 	}
 	fmt.Fprintln(out, "end")

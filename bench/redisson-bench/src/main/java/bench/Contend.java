@@ -13,8 +13,9 @@ import org.redisson.api.RedissonClient;
  * The contended case (bench/contend.js): this JVM is one of N processes on
  * one RLock on one server. It warms up on a lock of its own (--warmup pairs,
  * so the JIT is done before the clock runs), says "ready", waits for a line
- * on stdin, then for --duration seconds: lock(10 s) (Redisson waits on the
- * lock's pub/sub channel), hold --hold-us (spinning), unlock, sleep
+ * on stdin, then loops --warm-s seconds unrecorded (the contended paths get
+ * compiled too) and --duration seconds measured: lock(10 s) (Redisson waits
+ * on the lock's pub/sub channel), hold --hold-us (spinning), unlock, sleep
  * --think-us. Then one line per hold, "h ACQUIRED UNLOCK_CALLED
  * UNLOCK_RETURNED", System.nanoTime = CLOCK_MONOTONIC ns.
  */
@@ -41,11 +42,32 @@ final class Contend {
 		out.flush();
 		if (new BufferedReader(new InputStreamReader(System.in)).readLine() == null)
 			throw new IllegalStateException("no go line");
+		loop(l, Double.parseDouble(b.opt.get("warm-s")));
+		Run r = loop(l, Double.parseDouble(b.opt.get("duration")));
+		long[] h = r.holds;
+		StringBuilder sb = new StringBuilder();
+		sb.append("window ").append(r.t0).append(' ').append(r.t1).append('\n');
+		sb.append("cpu ").append(Math.round(r.cpuUs)).append("\nfailed 0\n");
+		for (int i = 0; i < r.n; i += 3)
+			sb.append("h ").append(h[i]).append(' ').append(h[i + 1]).append(' ').append(h[i + 2])
+					.append('\n');
+		sb.append("end\n");
+		out.print(sb);
+		out.flush();
+		c.shutdown();
+	}
+
+	/** A loop's holds (acquired, unlock called, returned; n slots used). */
+	private record Run(long[] holds, int n, long t0, long t1, double cpuUs) {
+	}
+
+	/** The worker's loop for secs seconds. */
+	private Run loop(RLock l, double secs) {
 		long hold = b.num("hold-us") * 1000, think = b.num("think-us") * 1000;
-		long[] h = new long[3 * 1 << 20];
+		long[] h = new long[3 << 20];
 		int k = 0;
 		double c0 = Measure.cpuUs();
-		long t0 = Measure.monoNs(), end = t0 + (long) (Double.parseDouble(b.opt.get("duration")) * 1e9);
+		long t0 = Measure.monoNs(), end = t0 + (long) (secs * 1e9);
 		while (Measure.monoNs() < end && k + 3 <= h.length) {
 			l.lock(RedissonBench.LEASE_MS, TimeUnit.MILLISECONDS);
 			long a = Measure.monoNs();
@@ -58,16 +80,6 @@ final class Contend {
 			if (think > 0)
 				LockSupport.parkNanos(think);
 		}
-		long t1 = Measure.monoNs();
-		StringBuilder sb = new StringBuilder();
-		sb.append("window ").append(t0).append(' ').append(t1).append('\n');
-		sb.append("cpu ").append(Math.round(Measure.cpuUs() - c0)).append("\nfailed 0\n");
-		for (int i = 0; i < k; i += 3)
-			sb.append("h ").append(h[i]).append(' ').append(h[i + 1]).append(' ').append(h[i + 2])
-					.append('\n');
-		sb.append("end\n");
-		out.print(sb);
-		out.flush();
-		c.shutdown();
+		return new Run(h, k, t0, Measure.monoNs(), Measure.cpuUs() - c0);
 	}
 }

@@ -38,8 +38,8 @@ public final class RedissonBench {
 	}
 
 	final Map<String, String> opt = new LinkedHashMap<>(Map.of("iterations", "20000",
-			"warmup", "2000", "jvm-warmup", "10000", "duration", "10", "hold-us", "100",
-			"think-us", "1000"));
+			"warmup", "2000", "jvm-warmup", "10000", "duration", "10", "warm-s", "3",
+			"hold-us", "100", "think-us", "1000"));
 	final List<String> uris = new ArrayList<>();
 	boolean json, samples;
 
