@@ -4,7 +4,8 @@
 #   1. ci/deps.sh            install missing Debian packages
 #   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci);
 #                            ci/layers.sh first: every include looks down the layers
-#   3. ctest                 unit, integration and header tests; then the stress
+#   3. ctest                 unit, integration, header and Redisson interop tests
+#                            (Maven downloads Redisson into the build folder); then the stress
 #                            programs and soaks beside two CPU hogs (ci/load.sh)
 #   4. ci/install-check.sh   install and build an example against the installed copy
 #   5. ci/abi-check.sh       libdlock.so's ABI against the baseline in abi/
