@@ -56,7 +56,8 @@ DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned 
 
 /**
  * Open a client for `uri`: redis://[[user]:password@]host[:port][/db]
- * (port 6379 and db 0 by default; a password alone means the default user).
+ * (port 6379 and db 0 by default; a password alone means the default user),
+ * or unix://[[user]:password@]/path/to/redis.sock[?db=N] (alias redis+unix://).
  * `opts` may be NULL for defaults; it is copied. On success *out is a new
  * client the caller frees with dlock_client_close().
  *

@@ -58,6 +58,7 @@ static const char usage_text[] =
 "\n"
 "Global options (also accepted after the command):\n"
 "  -n, --nodes URI[,URI...]   Redis servers: redis://[[user]:password@]host[:port][/db]\n"
+"                             or unix://[[user]:password@]/path/to/redis.sock[?db=N]\n"
 "                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379);\n"
 "                             a server listed twice is refused\n"
 "  -m, --mode MODE            rlock (one node), redlock (a quorum of n/2+1 nodes;\n"

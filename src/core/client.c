@@ -34,6 +34,7 @@ static void free_client(dlock_client *c)
 		dlock__conn_close(c->idle[i]);
 	dlock__free(c->idle);
 	dlock__free(c->node.host);
+	dlock__free(c->node.path);
 	dlock__free(c->node.user);
 	dlock__free(c->node.password);
 	dlock__errbuf_destroy(&c->err);
@@ -62,13 +63,18 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 	c->opts = *opts;
 	c->node.host = u->host;
 	c->node.port = u->port;
+	c->node.path = u->path;
 	c->node.user = u->user;
 	c->node.password = u->password;
 	c->node.db = u->db;
 	c->node.connect_timeout_ms = opts->connect_timeout_ms;
 	c->node.command_timeout_ms = opts->command_timeout_ms;
-	snprintf(c->node.label, sizeof(c->node.label),
-			strchr(u->host, ':') ? "[%.255s]:%d" : "%.255s:%d", u->host, u->port);
+	if (u->path != NULL)
+		snprintf(c->node.label, sizeof(c->node.label), "unix:%s", u->path);
+	else
+		snprintf(c->node.label, sizeof(c->node.label),
+				strchr(u->host, ':') ? "[%.255s]:%d" : "%.255s:%d", u->host,
+				u->port);
 	dlock__uuid(c->id);
 	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
 	if (c->idle == NULL) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <fcntl.h>
 
@@ -43,6 +44,30 @@ static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadl
 	}
 }
 
+/* A non-blocking connect to a Unix socket; c->connecting when under way. */
+static int connect_unix(dlock__conn *c)
+{
+	struct sockaddr_un sa;
+	size_t n = strlen(c->node->path);
+
+	if (n >= sizeof sa.sun_path)
+		return fail_transport(c, DLOCK_EINVAL, "connect", "socket path too long");
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, c->node->path, n + 1);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return fail_transport(c, DLOCK_ESYS, "socket", strerror(errno));
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+		return 0;
+	/* A full listen backlog answers EAGAIN; wait for it like a TCP connect. */
+	if (errno == EINPROGRESS || errno == EAGAIN) {
+		c->connecting = 1;
+		return 0;
+	}
+	return fail_transport(c, DLOCK_ECONN, "connect", strerror(errno));
+}
+
 /* Resolve and start a non-blocking connect; c->connecting when it is under way. */
 static int connect_start(dlock__conn *c)
 {
@@ -50,6 +75,8 @@ static int connect_start(dlock__conn *c)
 	char port[16];
 	int rc, err = ECONNREFUSED;
 
+	if (c->node->path != NULL)
+		return connect_unix(c);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

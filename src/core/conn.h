@@ -17,14 +17,15 @@
 
 /* Where a server is and how to talk to it; shared by its connections. */
 typedef struct dlock__node {
-	char *host;
+	char *host; /* TCP; NULL for a Unix socket */
 	int port;
+	char *path; /* a Unix socket's path; NULL for TCP */
 	char *user;
 	char *password;
 	int db;
 	int64_t connect_timeout_ms;
 	int64_t command_timeout_ms;
-	char label[280]; /* "host:port", for messages */
+	char label[280]; /* "host:port" or "unix:/path", for messages */
 	/* Replies the server owes to commands given up at a deadline, over all
 	 * of this node's connections. While it owes any, a late release still
 	 * queued there could undo a new hold of the same owner taken over

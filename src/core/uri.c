@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Parsing of redis://[[user]:password@]host[:port][/db].
+ * Parsing of redis://[[user]:password@]host[:port][/db] and of
+ * unix://[[user]:password@]/path/to/redis.sock[?db=N] (also redis+unix://,
+ * as redis-py and go-redis spell it).
  *
  * This is the one place that reads connection text a user typed, so it is
  * strict (anything it does not understand is an error, never a guess) and
@@ -20,6 +22,8 @@
 
 #define URI_MAX_LEN 4096
 #define HOST_MAX_LEN 255
+/* sun_path holds 108 bytes with the NUL. */
+#define UNIX_PATH_MAX_LEN 107
 #define DEFAULT_PORT 6379
 
 /* Longest port / db text we quote back; longer digit runs are not echoed. */
@@ -332,17 +336,36 @@ static int parse_db(dlock__uri *u, const char *s, const char *end, char *err, si
 	return 0;
 }
 
+enum scheme { SCHEME_TCP = 1, SCHEME_UNIX };
+
+/* The schemes understood, with the length of their "name://". */
+static const struct {
+	const char *prefix;
+	size_t len;
+	enum scheme scheme;
+} schemes[] = {
+	{ "redis://", 8, SCHEME_TCP },
+	{ "unix://", 7, SCHEME_UNIX },
+	{ "redis+unix://", 13, SCHEME_UNIX },
+};
+
 /*
- * The scheme must be redis://. A foreign scheme is quoted only if it looks
- * like one (RFC 3986 characters, short), so a mangled URI is never echoed.
+ * Which scheme text starts with; *skip is its length. A foreign scheme is
+ * quoted only if it looks like one (RFC 3986 characters, short), so a
+ * mangled URI is never echoed.
  */
-static int check_scheme(const char *text, size_t len, char *err, size_t errlen)
+static int check_scheme(const char *text, size_t len, size_t *skip, char *err, size_t errlen)
 {
 	const char *sep;
 	size_t n;
 
-	if (len >= 8 && strncasecmp(text, "redis://", 8) == 0)
-		return 0;
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+		if (len >= schemes[i].len &&
+				strncasecmp(text, schemes[i].prefix, schemes[i].len) == 0) {
+			*skip = schemes[i].len;
+			return (int)schemes[i].scheme;
+		}
+	}
 	if (len >= 9 && strncasecmp(text, "rediss://", 9) == 0) {
 		seterr(err, errlen, "TLS (rediss://) is not supported");
 		return DLOCK_EINVAL;
@@ -360,13 +383,50 @@ static int check_scheme(const char *text, size_t len, char *err, size_t errlen)
 		}
 		if (i == n) {
 			seterr(err, errlen,
-					"unsupported scheme \"%.*s\" in URI (expected redis://)",
+					"unsupported scheme \"%.*s\" in URI (expected redis:// or "
+					"unix://)",
 					(int)n, text);
 			return DLOCK_EINVAL;
 		}
 	}
-	seterr(err, errlen, "URI must start with redis://");
+	seterr(err, errlen, "URI must start with redis:// or unix://");
 	return DLOCK_EINVAL;
+}
+
+/* A Unix socket's absolute path up to '?' or the end, percent-decoded. */
+static int parse_unix_path(dlock__uri *u, const char *s, const char *end, const char **next,
+		char *err, size_t errlen)
+{
+	const char *q = memchr(s, '?', (size_t)(end - s));
+	const char *stop = q != NULL ? q : end;
+	int rc;
+
+	if (s == stop || *s != '/') {
+		seterr(err, errlen,
+				"a unix:// URI needs an absolute socket path (unix:///path/to/redis.sock)");
+		return DLOCK_EINVAL;
+	}
+	rc = decode_field(s, (size_t)(stop - s), "socket path", &u->path, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (strlen(u->path) > UNIX_PATH_MAX_LEN) {
+		seterr(err, errlen, "socket path longer than %d bytes in URI", UNIX_PATH_MAX_LEN);
+		return DLOCK_EINVAL;
+	}
+	*next = stop;
+	return 0;
+}
+
+/* Nothing, or "?db=N": the one query a unix:// URI takes. */
+static int parse_unix_query(dlock__uri *u, const char *s, const char *end, char *err, size_t errlen)
+{
+	if (s == end)
+		return 0;
+	if ((size_t)(end - s) <= 4 || strncmp(s, "?db=", 4) != 0) {
+		seterr(err, errlen, "a unix:// URI takes only ?db=N after the path");
+		return DLOCK_EINVAL;
+	}
+	return parse_db(u, s + 4, end, err, errlen);
 }
 
 /*
@@ -374,11 +434,44 @@ static int check_scheme(const char *text, size_t len, char *err, size_t errlen)
  * contain '@', and this way a password may hold '@', ':' or '/' even
  * unescaped. It also fixes which bytes are secret before any message is made.
  */
+static int parse_tcp_rest(dlock__uri *u, const char *p, const char *end, char *err, size_t errlen)
+{
+	int rc;
+
+	/* Caught up front so the message names the real problem, not a bad port or db. */
+	if (memchr(p, '?', (size_t)(end - p)) != NULL) {
+		seterr(err, errlen, "query strings ('?') are not supported in URI");
+		return DLOCK_EINVAL;
+	}
+	rc = parse_host(u, p, end, &p, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (p < end && *p == ':') {
+		rc = parse_port(u, p + 1, end, &p, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	if (p < end) {
+		/* parse_host and parse_port stop only at ':' (handled), '/' or the end. */
+		rc = parse_db(u, p + 1, end, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_unix_rest(dlock__uri *u, const char *p, const char *end, char *err, size_t errlen)
+{
+	int rc = parse_unix_path(u, p, end, &p, err, errlen);
+
+	return rc != 0 ? rc : parse_unix_query(u, p, end, err, errlen);
+}
+
 static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 {
 	const char *at, *p, *end;
-	size_t len;
-	int rc;
+	size_t len, skip = 0;
+	int rc, scheme;
 
 	len = bounded_len(text, URI_MAX_LEN + 1);
 	if (len == 0) {
@@ -406,43 +499,25 @@ static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 		return DLOCK_EINVAL;
 	}
 
-	rc = check_scheme(text, len, err, errlen);
-	if (rc != 0)
-		return rc;
-	p = text + 8;
+	scheme = check_scheme(text, len, &skip, err, errlen);
+	if (scheme < 0)
+		return scheme;
+	p = text + skip;
 
-	if (at != NULL) {
+	/* unix:///path has no userinfo: an '@' is then part of the path. */
+	if (at != NULL && !(scheme == SCHEME_UNIX && *p == '/')) {
 		rc = parse_userinfo(u, p, (size_t)(at - p), err, errlen);
 		if (rc != 0)
 			return rc;
 		p = at + 1;
 	}
-
-	/* Caught up front so the message names the real problem, not a bad port or db. */
-	if (memchr(p, '?', (size_t)(end - p)) != NULL) {
-		seterr(err, errlen, "query strings ('?') are not supported in URI");
-		return DLOCK_EINVAL;
-	}
 	if (memchr(p, '#', (size_t)(end - p)) != NULL) {
 		seterr(err, errlen, "fragments ('#') are not supported in URI");
 		return DLOCK_EINVAL;
 	}
-
-	rc = parse_host(u, p, end, &p, err, errlen);
-	if (rc != 0)
-		return rc;
-	if (p < end && *p == ':') {
-		rc = parse_port(u, p + 1, end, &p, err, errlen);
-		if (rc != 0)
-			return rc;
-	}
-	if (p < end) {
-		/* parse_host and parse_port stop only at ':' (handled), '/' or the end. */
-		rc = parse_db(u, p + 1, end, err, errlen);
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
+	if (scheme == SCHEME_UNIX)
+		return parse_unix_rest(u, p, end, err, errlen);
+	return parse_tcp_rest(u, p, end, err, errlen);
 }
 
 int dlock__uri_parse(dlock__uri *out, const char *text, char *err, size_t errlen)
@@ -478,5 +553,6 @@ void dlock__uri_clear(dlock__uri *uri)
 	dlock__free(uri->user);
 	dlock__free(uri->password);
 	dlock__free(uri->host);
+	dlock__free(uri->path);
 	memset(uri, 0, sizeof *uri);
 }

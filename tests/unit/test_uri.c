@@ -244,7 +244,7 @@ Test(uri_invalid, scheme, .timeout = 10)
 	check_bad("redis//host", NULL, "redis://");
 	check_bad("redi://host", NULL, "\"redi\"");
 	check_bad("http://localhost", NULL, "\"http\"");
-	check_bad("unix:///tmp/redis.sock", NULL, "\"unix\"");
+	check_bad("unixx:///tmp/redis.sock", NULL, "\"unixx\"");
 	check_bad("redis+sentinel://h", NULL, "\"redis+sentinel\"");
 	/* Something that only contains "://" later is not quoted as a scheme. */
 	check_bad("u:hunter2@h://x", "hunter2", "redis://");

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unix:// URIs against a real redis-server listening on a Unix socket
+ * (--unixsocket): locks, the db, AUTH, pub/sub wake-ups, a missing socket,
+ * and RedLock members of mixed kinds.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "redis_harness.h"
+#include "support.h"
+
+static char dir[64];
+static char sock[128];
+static char uri[256];
+static rh_server *srv;
+
+/* A server on a socket in a fresh directory; extra_arg/extra_val may add one option. */
+static void start(const char *extra_arg, const char *extra_val)
+{
+	snprintf(dir, sizeof dir, "/tmp/dlock-unix-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sock, sizeof sock, "%s/redis.sock", dir);
+	snprintf(uri, sizeof uri, "unix://%s", sock);
+	const char *args[] = { "--unixsocket", sock, "--unixsocketperm", "700", extra_arg,
+		extra_val, NULL };
+	srv = rh_server_start(args);
+	cr_assert_not_null(srv, "could not start redis-server on %s", sock);
+}
+
+static void stop(void)
+{
+	rh_server_free(srv);
+	unlink(sock);
+	rmdir(dir);
+}
+
+static void start_plain(void)
+{
+	start(NULL, NULL);
+}
+
+TestSuite(unix_socket, .init = start_plain, .fini = stop, .timeout = 60);
+
+Test(unix_socket, a_lock_over_a_unix_socket_is_the_same_lock)
+{
+	dlock_client *c = dl_client(uri, 2000, 30000);
+	char label[160];
+	snprintf(label, sizeof label, "unix:%s", sock);
+	cr_assert_str_eq(dlock_client_node(c), label);
+
+	dlock_lock *l = dl_lock(c, "over-unix");
+	dl_pass(dlock_lock_lock(l, 10000));
+	char owner[128];
+	dl_owner(c, owner, sizeof owner);
+	cr_assert_eq(rh_command_int(srv, "HEXISTS over-unix %s", owner), 1,
+			"the hold is not on the server the TCP port reaches");
+	/* A TCP client of the same server is kept out. */
+	dlock_client *tcp = dl_client(rh_server_uri(srv), 2000, 30000);
+	dlock_lock *other = dl_lock(tcp, "over-unix");
+	cr_assert_eq(dlock_lock_try(other, 0, 1000), DLOCK_ENOTACQUIRED);
+	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_try(other, 0, 1000));
+	dl_pass(dlock_lock_unlock(other));
+	dlock_lock_free(other);
+	dlock_client_close(tcp);
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+Test(unix_socket, the_db_query_selects_the_database)
+{
+	char with_db[300];
+	snprintf(with_db, sizeof with_db, "%s?db=5", uri);
+	dlock_client *c = dl_client(with_db, 2000, 30000);
+	dlock_lock *l = dl_lock(c, "in-db-5");
+	dl_pass(dlock_lock_lock(l, 10000));
+	cr_assert_eq(rh_command_int(srv, "EXISTS in-db-5"), 0, "the lock landed in db 0");
+	redisReply *r = rh_command(srv, "SELECT 5");
+	freeReplyObject(r);
+	cr_assert_eq(rh_command_int(srv, "EXISTS in-db-5"), 1, "the lock is not in db 5");
+	r = rh_command(srv, "SELECT 0");
+	freeReplyObject(r);
+	dl_pass(dlock_lock_unlock(l));
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* A waiter on the socket wakes from a TCP client's unlock (pub/sub over both). */
+typedef struct waiter {
+	dlock_lock *l;
+	int rc;
+	int64_t at_ms;
+} waiter;
+
+static void *wait_for_it(void *arg)
+{
+	waiter *w = arg;
+	w->rc = dlock_lock_lock(w->l, 10000);
+	w->at_ms = rh_now_ms();
+	if (w->rc == 0)
+		w->rc = dlock_lock_unlock(w->l);
+	return NULL;
+}
+
+Test(unix_socket, a_unix_waiter_wakes_on_a_tcp_unlock)
+{
+	dlock_client *tcp = dl_client(rh_server_uri(srv), 2000, 30000);
+	dlock_client *ux = dl_client(uri, 2000, 30000);
+	dlock_lock *holder = dl_lock(tcp, "wake");
+	waiter w = { dl_lock(ux, "wake"), -1, 0 };
+	dl_pass(dlock_lock_lock(holder, 20000));
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, wait_for_it, &w), 0);
+	dl_sleep_ms(300);
+	int64_t unlocked = rh_now_ms();
+	dl_pass(dlock_lock_unlock(holder));
+	pthread_join(t, NULL);
+	cr_assert_eq(w.rc, 0, "%s", dlock_lock_errmsg(w.l));
+	cr_assert(w.at_ms - unlocked < 2000, "woke %lld ms after the unlock (lease 20 s)",
+			(long long)(w.at_ms - unlocked));
+	dlock_lock_free(holder);
+	dlock_lock_free(w.l);
+	dlock_client_close(ux);
+	dlock_client_close(tcp);
+}
+
+Test(unix_socket, a_missing_socket_is_a_connection_error_naming_it)
+{
+	char missing[300];
+	snprintf(missing, sizeof missing, "unix://%s/nobody.sock", dir);
+	dlock_client *c = NULL;
+	int rc = dlock_client_open(&c, missing, NULL);
+	cr_assert_eq(rc, DLOCK_ECONN, "rc %d", rc);
+	const char *msg = dlock_errmsg_last();
+	cr_assert(strstr(msg, "nobody.sock") && strstr(msg, "No such file"),
+			"the message should name the socket and the cause: %s", msg);
+}
+
+Test(unix_socket, one_socket_twice_is_refused_in_a_redlock)
+{
+	const char *uris[] = { uri, uri, "redis://127.0.0.1:1" };
+	dlock_redlock *rl = NULL;
+	int rc = dlock_redlock_new_from_uris(&rl, uris, 3, "twice", NULL, NULL);
+	cr_assert_eq(rc, DLOCK_EINVAL, "rc %d", rc);
+	cr_assert_not_null(strstr(dlock_errmsg_last(), "listed twice"), "%s", dlock_errmsg_last());
+}
+
+/* A RedLock over a Unix socket and two TCP servers takes its quorum across both kinds. */
+Test(unix_socket, a_redlock_mixes_unix_and_tcp_members)
+{
+	rh_server *tcp[2];
+	cr_assert_eq(rh_servers_start(tcp, 2, NULL), 0);
+	const char *uris[] = { uri, rh_server_uri(tcp[0]), rh_server_uri(tcp[1]) };
+	dlock_redlock *rl = NULL;
+	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "mixed", NULL, NULL));
+	int64_t validity = 0;
+	cr_assert_eq(dlock_redlock_try(&validity, rl, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(rh_command_int(srv, "EXISTS mixed"), 1, "not held over the socket");
+	cr_assert_eq(rh_command_int(tcp[0], "EXISTS mixed") +
+					rh_command_int(tcp[1], "EXISTS mixed"),
+			2);
+	dl_pass(dlock_redlock_unlock(rl));
+	cr_assert_eq(rh_command_int(srv, "EXISTS mixed"), 0);
+	dlock_redlock_free(rl);
+	rh_server_free(tcp[0]);
+	rh_server_free(tcp[1]);
+}
+
+/* AUTH over the socket; a wrong password is an auth error naming the socket. */
+static void start_with_password(void)
+{
+	start("--requirepass", "s3cret");
+}
+
+Test(unix_socket, auth_over_the_socket, .init = start_with_password)
+{
+	char good[300], bad[300];
+	snprintf(good, sizeof good, "unix://:s3cret@%s", sock);
+	snprintf(bad, sizeof bad, "unix://:wrong@%s", sock);
+	dlock_client *c = dl_client(good, 2000, 30000);
+	dl_pass(dlock_client_ping(c));
+	dlock_client_close(c);
+
+	c = NULL;
+	int rc = dlock_client_open(&c, bad, NULL);
+	cr_assert_eq(rc, DLOCK_EAUTH, "rc %d", rc);
+	cr_assert_not_null(strstr(dlock_errmsg_last(), sock), "%s", dlock_errmsg_last());
+	cr_assert_null(strstr(dlock_errmsg_last(), "wrong"), "the password leaked: %s",
+			dlock_errmsg_last());
+}

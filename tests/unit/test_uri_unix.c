@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unix:// URIs (and redis+unix://): the socket path, optional userinfo and
+ * ?db=N, and the malformed forms with their promise (DLOCK_EINVAL, one line,
+ * never the password, *out left zeroed).
+ */
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "dlock/errors.h"
+#include "core/uri.h"
+
+typedef struct unix_case {
+	const char *text;
+	const char *user, *password, *path;
+	int db;
+} unix_case;
+
+static const unix_case valid[] = {
+	{ "unix:///tmp/redis.sock", NULL, NULL, "/tmp/redis.sock", 0 },
+	{ "redis+unix:///tmp/redis.sock", NULL, NULL, "/tmp/redis.sock", 0 },
+	{ "UNIX:///var/run/redis/redis-server.sock?db=3", NULL, NULL,
+			"/var/run/redis/redis-server.sock", 3 },
+	{ "unix://:hunter2@/tmp/r.sock?db=1", NULL, "hunter2", "/tmp/r.sock", 1 },
+	{ "unix://app:p%40ss@/tmp/r.sock", "app", "p@ss", "/tmp/r.sock", 0 },
+	/* No userinfo: an '@' in the path is the path's. */
+	{ "unix:///tmp/a@b.sock", NULL, NULL, "/tmp/a@b.sock", 0 },
+	{ "unix:///tmp/with%20space.sock", NULL, NULL, "/tmp/with space.sock", 0 },
+};
+
+static void assert_same(const char *what, const char *got, const char *want, const char *text)
+{
+	if (want == NULL)
+		cr_assert_null(got, "%s: %s should be NULL", text, what);
+	else
+		cr_assert(got != NULL && strcmp(got, want) == 0, "%s: %s is \"%s\", want \"%s\"",
+				text, what, got ? got : "(null)", want);
+}
+
+Test(uri_unix, valid_forms, .timeout = 10)
+{
+	for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+		const unix_case *k = &valid[i];
+		dlock__uri u;
+		char err[256];
+		int rc = dlock__uri_parse(&u, k->text, err, sizeof err);
+
+		cr_assert_eq(rc, 0, "%s: rc %d (%s)", k->text, rc, err);
+		assert_same("user", u.user, k->user, k->text);
+		assert_same("password", u.password, k->password, k->text);
+		assert_same("path", u.path, k->path, k->text);
+		cr_assert_null(u.host, "%s: a Unix socket has no host", k->text);
+		cr_assert_eq(u.db, k->db, "%s: db %d", k->text, u.db);
+		dlock__uri_clear(&u);
+	}
+}
+
+typedef struct bad_case {
+	const char *text;
+	const char *secret; /* must not appear in the message */
+	const char *want;   /* must appear in it */
+} bad_case;
+
+static const bad_case invalid[] = {
+	{ "unix://", NULL, "absolute socket path" },
+	{ "unix://tmp/redis.sock", NULL, "absolute socket path" },
+	{ "unix://:hunter2@tmp/r.sock", "hunter2", "absolute socket path" },
+	{ "unix:///tmp/r.sock?db=", NULL, "?db=N" },
+	{ "unix:///tmp/r.sock?timeout=3", NULL, "?db=N" },
+	{ "unix:///tmp/r.sock?db=x", NULL, "db" },
+	{ "unix:///tmp/r.sock?db=-1", NULL, "negative db" },
+	{ "unix:///tmp/r.sock#frag", NULL, "fragments" },
+	{ "unix:///tmp/%zz.sock", NULL, "%-escape in socket path" },
+	{ "unix:///tmp/"
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	  "aaaaaaaaaaaaaaaaaaaa.sock",
+			NULL, "longer than 107" },
+	{ "redis+unix://:hunter2@/tmp/x y", "hunter2", "whitespace" },
+};
+
+Test(uri_unix, invalid_forms, .timeout = 10)
+{
+	static const dlock__uri zero;
+
+	for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
+		const bad_case *k = &invalid[i];
+		dlock__uri u;
+		char err[256] = "";
+		int rc = dlock__uri_parse(&u, k->text, err, sizeof err);
+
+		cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\": rc %d, want DLOCK_EINVAL", k->text, rc);
+		cr_assert(memcmp(&u, &zero, sizeof u) == 0, "\"%s\": *out must be zeroed", k->text);
+		cr_assert_null(strchr(err, '\n'), "one line: %s", err);
+		if (k->secret)
+			cr_assert_null(strstr(err, k->secret), "message leaks the password: %s",
+					err);
+		cr_assert_not_null(strstr(err, k->want),
+				"\"%s\": message \"%s\" should mention \"%s\"", k->text, err,
+				k->want);
+	}
+}
