@@ -118,6 +118,24 @@ extern struct rh_server *dl_srv;
 void dl_server_start(void);
 void dl_server_stop(void);
 
+/*
+ * One server of the test's own, a client on it (dl_client's timeout_ms and
+ * watchdog_ms) and a lock `name`: what most single-server cases start from.
+ * dl_single_down frees the three.
+ */
+typedef struct dl_single {
+	struct rh_server *s;
+	dlock_client *c;
+	dlock_lock *l;
+} dl_single;
+
+void dl_single_up(dl_single *t, const char *name, int64_t timeout_ms, int64_t watchdog_ms);
+void dl_single_down(dl_single *t);
+
+/* l, held once by this thread on s: a hold count of 1; then the unlock
+ * succeeds and takes the key with it. */
+void dl_assert_held_once_then_release(struct rh_server *s, dlock_lock *l);
+
 /* Fail the test when a worker thread recorded a failure (naming the first). */
 void dl_failures_assert_none(dl_failures *f);
 
