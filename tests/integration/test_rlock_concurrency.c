@@ -430,12 +430,7 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
 	cr_assert(elapsed >= 1300 && elapsed <= 2200,
 			"acquired after %lld ms; the holder's TTL was 1500 ms", (long long)elapsed);
 	cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "conc:raw", "raw-holder-uuid:1"), 0);
-	int64_t count = 0;
-	cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
-	cr_assert_eq(count, 1);
-
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:raw"), 0);
+	dl_assert_held_once_then_release(s, l);
 	dlock_lock_free(l);
 	dlock_client_close(c);
 }
