@@ -516,6 +516,29 @@ static void make_tmpdir(char *buf, size_t len)
 	cr_assert_not_null(mkdtemp(buf), "mkdtemp: %s", strerror(errno));
 }
 
+/* `dlock unlock --force name` must succeed; returns when it returned. */
+static int64_t force_unlock(const char *uri, const char *name)
+{
+	proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", name);
+	EXPECT_STATUS(un, 0);
+	int64_t at = rh_now_ms();
+	proc_free(un);
+	return at;
+}
+
+/* A scratch directory and a shell command that writes its pid to <dir>/pid
+ * between `before` and `after`. */
+typedef struct pid_job {
+	char dir[64], pidfile[128], script[256];
+} pid_job;
+
+static void pid_job_init(pid_job *j, const char *before, const char *after)
+{
+	make_tmpdir(j->dir, sizeof j->dir);
+	snprintf(j->pidfile, sizeof j->pidfile, "%s/pid", j->dir);
+	snprintf(j->script, sizeof j->script, "%secho $$ > %s; %s", before, j->pidfile, after);
+}
+
 static void remove_tmpdir(const char *dir, const char *const *files)
 {
 	char path[512];
@@ -765,26 +788,31 @@ Test(cli, run_without_quorum_exits_69, .timeout = 60)
 
 /* ---- 5. lost while CMD runs: 70 ------------------------------------------------- */
 
+/* `dlock --watchdog 900 run --grace <grace> name -- sh -c <j's script>` in the
+ * background, once the command has started (its pid in *child). */
+static proc *watched_run(
+		pid_job *j, const char *uri, const char *grace, const char *name, long *child)
+{
+	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
+			"--grace", grace, name, "--", "sh", "-c", j->script));
+	*child = wait_for_pidfile(j->pidfile, 5000);
+	cr_assert_gt(*child, 0, "the command did not start");
+	return run;
+}
+
 Test(cli, run_force_unlocked_under_watchdog_exits_70, .timeout = 60)
 {
 	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
-	char dir[64], pidfile[128], script[256];
-	make_tmpdir(dir, sizeof dir);
-	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-	snprintf(script, sizeof script, "echo $$ > %s; exec sleep 30", pidfile);
+	pid_job j;
+	pid_job_init(&j, "", "exec sleep 30");
 
-	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
-			"--grace", "500", "cli-lost", "--", "sh", "-c", script));
-	long child = wait_for_pidfile(pidfile, 5000);
-	cr_assert_gt(child, 0, "the command did not start");
+	long child;
+	proc *run = watched_run(&j, uri, "500", "cli-lost", &child);
 	dl_sleep_ms(500);
 	cr_assert_eq(exists(s, "cli-lost"), 1);
 
-	proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-lost");
-	EXPECT_STATUS(un, 0);
-	int64_t unlocked = rh_now_ms();
-	proc_free(un);
+	int64_t unlocked = force_unlock(uri, "cli-lost");
 
 	proc_wait(run, HARD_TIMEOUT_S);
 	EXPECT_STATUS(run, 70);
@@ -799,26 +827,24 @@ Test(cli, run_force_unlocked_under_watchdog_exits_70, .timeout = 60)
 	cr_expect_eq(exists(s, "cli-lost"), 0);
 	proc_free(run);
 
-	remove_tmpdir(dir, ARGS("pid"));
+	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
 Test(cli, run_outliving_its_lease_exits_70, .timeout = 60)
 {
 	rh_server *s = dl_srv;
-	char dir[64], pidfile[128], script[256];
-	make_tmpdir(dir, sizeof dir);
-	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-	snprintf(script, sizeof script, "echo $$ > %s; exec sleep 30", pidfile);
+	pid_job j;
+	pid_job_init(&j, "", "exec sleep 30");
 
 	proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "800", "--grace",
-			"300", "cli-lease", "--", "sh", "-c", script);
+			"300", "cli-lease", "--", "sh", "-c", j.script);
 	EXPECT_STATUS(p, 70);
 	/* Stopped before the lease ends, not after: SIGTERM at 800 - 300 ms
      * (--grace), SIGKILL by 800 ms (plus dlock's own start and exit). */
 	cr_expect(proc_elapsed(p) >= 450 && proc_elapsed(p) <= 950,
 			"a run with -l 800 --grace 300 ended after %" PRId64 " ms",
 			proc_elapsed(p));
-	long child = wait_for_pidfile(pidfile, 100);
+	long child = wait_for_pidfile(j.pidfile, 100);
 	cr_expect_gt(child, 0);
 	if (child > 0)
 		cr_expect(kill((pid_t)child, 0) == -1 && errno == ESRCH,
@@ -826,7 +852,7 @@ Test(cli, run_outliving_its_lease_exits_70, .timeout = 60)
 	EXPECT_ONE_LINE_ERR(p);
 	proc_free(p);
 
-	remove_tmpdir(dir, ARGS("pid"));
+	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
 /* A command that ignores SIGTERM gets SIGKILL after the grace period. */
@@ -834,21 +860,13 @@ Test(cli, run_lost_command_ignoring_sigterm_is_killed_after_grace, .timeout = 60
 {
 	rh_server *s = dl_srv;
 	const char *uri = rh_server_uri(s);
-	char dir[64], pidfile[128], script[256];
-	make_tmpdir(dir, sizeof dir);
-	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-	snprintf(script, sizeof script, "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done",
-			pidfile);
+	pid_job j;
+	pid_job_init(&j, "trap '' TERM; ", "while :; do sleep 0.05; done");
 
-	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
-			"--grace", "700", "cli-kill", "--", "sh", "-c", script));
-	long child = wait_for_pidfile(pidfile, 5000);
-	cr_assert_gt(child, 0, "the command did not start");
+	long child;
+	proc *run = watched_run(&j, uri, "700", "cli-kill", &child);
 
-	proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-kill");
-	EXPECT_STATUS(un, 0);
-	int64_t unlocked = rh_now_ms();
-	proc_free(un);
+	int64_t unlocked = force_unlock(uri, "cli-kill");
 
 	proc_wait(run, HARD_TIMEOUT_S);
 	EXPECT_STATUS(run, 70);
@@ -859,7 +877,7 @@ Test(cli, run_lost_command_ignoring_sigterm_is_killed_after_grace, .timeout = 60
 	cr_expect(gone_within((pid_t)child, 1000), "the command (pid %ld) survived SIGKILL", child);
 	proc_free(run);
 
-	remove_tmpdir(dir, ARGS("pid"));
+	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
 /* ---- 6. usage errors: 64 ------------------------------------------------------- */
@@ -1300,9 +1318,7 @@ Test(cli, run_loss_stops_the_grandchildren, .timeout = 60)
 	while (!process_running("sleep 37.123") && rh_now_ms() < until)
 		dl_sleep_ms(10);
 	cr_assert(process_running("sleep 37.123"), "the job did not start");
-	proc *un = DLOCK("-n", uri, "--timeout", TMO, "unlock", "--force", "cli-tree");
-	EXPECT_STATUS(un, 0);
-	proc_free(un);
+	force_unlock(uri, "cli-tree");
 	proc_wait(run, HARD_TIMEOUT_S);
 	EXPECT_STATUS(run, 70);
 	cr_expect(!process_running("sleep 37.123"), "the grandchild outlived the lost lock");
@@ -1325,14 +1341,12 @@ Test(cli, run_stops_what_the_command_left_running, .timeout = 60)
 Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
 {
 	rh_server *s = dl_srv;
-	char dir[64], pidfile[128], script[256];
-	make_tmpdir(dir, sizeof dir);
-	snprintf(pidfile, sizeof pidfile, "%s/pid", dir);
-	snprintf(script, sizeof script, "echo $$ > %s; exec sleep 39.4", pidfile);
+	pid_job j;
+	pid_job_init(&j, "", "exec sleep 39.4");
 
 	proc *run = dlock_bg(ARGS("-n", rh_server_uri(s), "--timeout", TMO, "run", "cli-orphan",
-			"--", "sh", "-c", script));
-	long child = wait_for_pidfile(pidfile, 5000);
+			"--", "sh", "-c", j.script));
+	long child = wait_for_pidfile(j.pidfile, 5000);
 	cr_assert_gt(child, 0, "the command did not start");
 	cr_assert_eq(kill(run->pid, SIGKILL), 0);
 	proc_wait(run, HARD_TIMEOUT_S);
@@ -1343,7 +1357,7 @@ Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
 	cr_expect(!process_running("sleep 39.4"), "the command (pid %ld) outlived its killed dlock",
 			child);
 	proc_free(run);
-	remove_tmpdir(dir, ARGS("pid"));
+	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
 /* Ctrl-C at a terminal signals the shell job's group: the command gets it once. */

@@ -105,24 +105,7 @@ static int64_t counter_on(rh_server *s, const char *name)
 	return v;
 }
 
-static const char *vote_name(dlock_vote v)
-{
-	switch (v) {
-	case DLOCK_VOTE_NONE:
-		return "none";
-	case DLOCK_VOTE_ACQUIRED:
-		return "acquired";
-	case DLOCK_VOTE_HELD:
-		return "held";
-	case DLOCK_VOTE_ERROR:
-		return "error";
-	case DLOCK_VOTE_YOUNG:
-		return "young";
-	}
-	return "?";
-}
-
-/* "1:acquired 2:none ..." for messages. */
+/* "1:ACQUIRED 2:NONE ..." for messages. */
 static void votes_str(dlock_redlock *r, char *buf, size_t len)
 {
 	size_t n = 0;
@@ -131,7 +114,7 @@ static void votes_str(dlock_redlock *r, char *buf, size_t len)
 	for (size_t i = 0; i < dlock_redlock_size(r) && n < len; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
-		n += (size_t)snprintf(buf + n, len - n, "%zu:%s ", i + 1, vote_name(st.vote));
+		n += (size_t)snprintf(buf + n, len - n, "%zu:%s ", i + 1, dl_vote_name(st.vote));
 	}
 }
 
@@ -369,30 +352,18 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 #define P_WORK_US 50000 /* time spent inside each critical section */
 
 /* A child: its own fenced RedLock; acquire until the shared total is reached. Never returns. */
-static void proc_child(pid_t parent, const char (*uris)[64], const char *log_path,
-		const char *counter_path, const char *note_path)
+static void proc_child(const dl_procs *p, pid_t parent)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(3);
-	int log_fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	int cnt_fd = open(counter_path, O_RDWR | O_CLOEXEC);
-	int note_fd = open(note_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	dl_child_prologue(parent);
+	int log_fd = open(p->log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int cnt_fd = open(p->counter_path, O_RDWR | O_CLOEXEC);
+	int note_fd = open(p->note_path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (log_fd < 0 || cnt_fd < 0 || note_fd < 0)
 		_exit(4);
 	int me = (int)getpid();
-	const char *u[N5];
-	for (int i = 0; i < N5; i++)
-		u[i] = uris[i];
 	dlock_client_options co = client_opts();
 	dlock_redlock_options ro = fenced_opts();
-	dlock_redlock *r = NULL;
-	int rc = dlock_redlock_new_from_uris(&r, u, N5, P_NAME, &co, &ro);
-	if (rc != 0) {
-		dl_log_line(note_fd, "F %d open: %s (%s)\n", me, dlock_strerror(rc),
-				dlock_errmsg_last());
-		_exit(5);
-	}
+	dlock_redlock *r = dl_child_redlock(p, P_NAME, &co, &ro, note_fd);
 	int64_t give_up = mono_us() + 100 * 1000000LL;
 	int sections = 0, failed = 0, unlock_errs = 0, refused[16] = { 0 };
 	for (;;) {
@@ -405,7 +376,7 @@ static void proc_child(pid_t parent, const char (*uris)[64], const char *log_pat
 			break;
 		}
 		int64_t validity = -1, token = -1;
-		rc = dlock_redlock_try_fenced(&validity, &token, r, NULL, 5000, P_LEASE);
+		int rc = dlock_redlock_try_fenced(&validity, &token, r, NULL, 5000, P_LEASE);
 		if (rc != 0) {
 			refused[-rc < 16 ? -rc : 15]++;
 			if (rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM &&
@@ -467,39 +438,14 @@ static int by_begin(const void *a, const void *b)
 
 Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeout = 120)
 {
-	rh_server *s[N5];
-	cr_assert_eq(rh_servers_start(s, N5, NULL), 0);
-	char uris[N5][64];
-	for (int i = 0; i < N5; i++)
-		snprintf(uris[i], sizeof uris[i], "%s", rh_server_uri(s[i]));
-
-	char dir[] = "/tmp/dlock-fence-procs-XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
-	char log_path[128], counter_path[128], note_path[128];
-	snprintf(log_path, sizeof log_path, "%s/sections.log", dir);
-	snprintf(counter_path, sizeof counter_path, "%s/counter", dir);
-	snprintf(note_path, sizeof note_path, "%s/notes.log", dir);
-	int lfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int nfd = open(note_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int cfd = open(counter_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	cr_assert(lfd >= 0 && nfd >= 0 && cfd >= 0);
-	int zero = 0;
-	cr_assert_eq(pwrite(cfd, &zero, sizeof zero, 0), (ssize_t)sizeof zero);
-	close(lfd);
-	close(nfd);
+	dl_procs p;
+	dl_procs_start(&p, N5, "/tmp/dlock-fence-procs-XXXXXX", 1);
 
 	unsigned seed = (unsigned)getpid() ^ (unsigned)time(NULL);
 	srand(seed);
 
-	pid_t parent = getpid();
 	pid_t kids[P_PROCS];
-	for (int i = 0; i < P_PROCS; i++) {
-		kids[i] = fork();
-		cr_assert_geq(kids[i], 0, "fork: %s", strerror(errno));
-		if (kids[i] == 0)
-			proc_child(parent, (const char(*)[64])uris, log_path, counter_path,
-					note_path);
-	}
+	dl_procs_fork(&p, kids, P_PROCS, proc_child);
 
 	/*
 	 * Kill a server now and then, never more than 2 down at once, and bring
@@ -524,12 +470,12 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 	size_t en = 0;
 	events[0] = '\0';
 	while (running > 0 && rh_now_ms() < deadline) {
-		int v = dl_read_counter(cfd);
+		int v = dl_read_counter(p.cfd);
 		int64_t now = rh_now_ms();
 		for (int i = 0; i < N5; i++) {
 			if (down[i] && now - kill_at[i] >= P_LEASE + 100 &&
 					v >= kill_count[i] + 2) {
-				cr_assert_eq(rh_server_restart(s[i]), 0, "restart server %d",
+				cr_assert_eq(rh_server_restart(p.s[i]), 0, "restart server %d",
 						i + 1);
 				down[i] = 0;
 				ndown--;
@@ -545,38 +491,31 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 			do
 				victim = rand() % N5;
 			while (down[victim]);
-			cr_assert_eq(rh_server_kill(s[victim]), 0, "kill server %d", victim + 1);
+			cr_assert_eq(rh_server_kill(p.s[victim]), 0, "kill server %d", victim + 1);
 			down[victim] = 1;
 			ndown++;
 			kills++;
 			if (ndown > max_down)
 				max_down = ndown;
 			kill_at[victim] = last_kill = rh_now_ms();
-			kill_count[victim] = last_kill_count = dl_read_counter(cfd);
+			kill_count[victim] = last_kill_count = dl_read_counter(p.cfd);
 			if (en < sizeof events)
 				en += (size_t)snprintf(events + en, sizeof events - en, "-%d@%d ",
 						victim + 1, kill_count[victim]);
 		}
-		for (int i = 0; i < P_PROCS; i++) {
-			if (exited[i])
-				continue;
-			if (waitpid(kids[i], &status[i], WNOHANG) == kids[i]) {
-				exited[i] = 1;
-				running--;
-			}
-		}
+		running -= dl_reap_exited(kids, exited, status, P_PROCS);
 		dl_sleep_ms(5);
 	}
 	dl_kill_unexited(kids, exited, status, P_PROCS);
-	int counter = dl_read_counter(cfd);
-	close(cfd);
+	int counter = dl_read_counter(p.cfd);
+	close(p.cfd);
 	cr_log_info("fenced processes: %d sections in %" PRId64
 		    " ms, %d kills, %d restarts, max %d down (seed %u): %s",
 			counter, rh_now_ms() - t0, kills, restarts, max_down, seed, events);
 
 	/* The children's notes: failures (F) and statistics (S). */
 	char first_fail[700] = "";
-	FILE *fp = fopen(note_path, "r");
+	FILE *fp = fopen(p.note_path, "r");
 	cr_assert_not_null(fp);
 	char line[700];
 	while (fgets(line, sizeof line, fp) != NULL) {
@@ -590,7 +529,7 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 	/* The sections, in time order. */
 	static section sec[P_TOTAL + 16];
 	int n = 0;
-	fp = fopen(log_path, "r");
+	fp = fopen(p.log_path, "r");
 	cr_assert_not_null(fp);
 	while (fgets(line, sizeof line, fp) != NULL) {
 		long long tk, b, e;
@@ -619,24 +558,14 @@ Test(fencing, fenced_redlock_processes_with_servers_killed_and_restarted, .timeo
 				sec[i - 1].token);
 	}
 
-	cr_assert_eq(running, 0, "%d child process(es) still running after 110 s (counter %d)",
-			running, counter);
-	cr_assert_str_empty(first_fail, "a child failed: %s", first_fail);
-	for (int i = 0; i < P_PROCS; i++)
-		cr_assert(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0,
-				"child %d: status 0x%x", i, status[i]);
+	dl_procs_assert_children_ok(running, counter, first_fail, status, P_PROCS);
 	cr_assert_eq(counter, P_TOTAL, "counter %d, want %d", counter, P_TOTAL);
 	cr_assert_eq(n, P_TOTAL, "%d sections in the log, want %d", n, P_TOTAL);
 	cr_assert_geq(kills, 3, "only %d servers were killed", kills);
 	cr_assert_geq(restarts, 2, "only %d servers were restarted", restarts);
 	cr_assert_eq(max_down, 2, "never two servers down at once");
 
-	unlink(log_path);
-	unlink(counter_path);
-	unlink(note_path);
-	rmdir(dir);
-	for (int i = 0; i < N5; i++)
-		rh_server_free(s[i]);
+	dl_procs_free(&p);
 }
 
 /* ---- 3b. delayed restarts must not let a token go back ---------------------- */

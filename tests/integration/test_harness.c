@@ -40,8 +40,9 @@ static int ping_fresh(int port, int timeout_ms)
 	return ok;
 }
 
-/* 1 when nothing listens on 127.0.0.1:port (we can listen there ourselves). */
-static int port_is_free(int port)
+/* A socket listening on 127.0.0.1:port with this backlog, or -1 when the
+ * port is taken. */
+static int listen_on(int port, int backlog)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
@@ -53,9 +54,21 @@ static int port_is_free(int port)
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sa.sin_port = htons((uint16_t)port);
-	int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, backlog) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* 1 when nothing listens on 127.0.0.1:port (we can listen there ourselves). */
+static int port_is_free(int port)
+{
+	int fd = listen_on(port, 1);
+	if (fd < 0)
+		return 0;
 	close(fd);
-	return ok;
+	return 1;
 }
 
 static void assert_pong(rh_server *s)
@@ -163,17 +176,8 @@ Test(harness, restart_on_a_taken_port_fails_in_bounded_time, .timeout = 30)
 	int port = rh_server_port(s);
 	cr_assert_eq(rh_server_kill(s), 0);
 
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	struct sockaddr_in sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sa.sin_port = htons((uint16_t)port);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-	cr_assert_eq(listen(fd, 4), 0);
+	int fd = listen_on(port, 4);
+	cr_assert_geq(fd, 0, "could not take port %d back from the killed server", port);
 
 	int64_t t0 = rh_now_ms();
 	cr_assert_eq(rh_server_restart(s), -1);
@@ -266,6 +270,12 @@ Test(harness, extra_args_password_and_debug_command, .timeout = 30)
 	rh_server_free(s);
 }
 
+/* What the child reports through the pipe: its server's pid and directory. */
+typedef struct server_report {
+	pid_t pid;
+	char dir[PATH_MAX];
+} server_report;
+
 /*
  * A test process that dies without cleaning up (crash, Criterion timeout)
  * must leave no server: a forked child starts one and _exit()s. We become a
@@ -282,10 +292,7 @@ Test(harness, dying_parent_leaves_no_server, .timeout = 30)
 	cr_assert_geq(child, 0);
 	if (child == 0) {
 		close(fds[0]);
-		struct {
-			pid_t pid;
-			char dir[PATH_MAX];
-		} msg;
+		server_report msg;
 		memset(&msg, 0, sizeof msg);
 		rh_server *s = rh_server_start(NULL);
 		if (s) {
@@ -300,10 +307,7 @@ Test(harness, dying_parent_leaves_no_server, .timeout = 30)
 		_exit(w == (ssize_t)sizeof msg ? 0 : 1); /* no cleanup, no atexit */
 	}
 	close(fds[1]);
-	struct {
-		pid_t pid;
-		char dir[PATH_MAX];
-	} msg;
+	server_report msg;
 	memset(&msg, 0, sizeof msg);
 	ssize_t n = read(fds[0], &msg, sizeof msg);
 	close(fds[0]);

@@ -18,81 +18,66 @@
 #include "redis_harness.h"
 #include "support.h"
 
-static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_timeout_ms)
-{
-	return dl_client(rh_server_uri(s), command_timeout_ms, watchdog_ms);
-}
-
 /* Someone else deletes the key; the unlock comes before the next renewal. */
 Test(loss, unlock_that_finds_the_hold_gone_says_lost, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 30000, 500);
-	dlock_lock *l = dl_lock(c, "loss:deleted");
+	dl_single t;
+	dl_single_up(&t, "loss:deleted", 500, 30000);
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(rh_command_int(s, "DEL %s", "loss:deleted"), 1);
-	int rc = dlock_lock_unlock(l);
+	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(rh_command_int(t.s, "DEL %s", "loss:deleted"), 1);
+	int rc = dlock_lock_unlock(t.l);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a deleted hold: %s (%s)", dlock_strerror(rc),
-			dlock_lock_errmsg(l));
-	cr_assert(strstr(dlock_lock_errmsg(l), "was lost before the unlock") != NULL, "%s",
-			dlock_lock_errmsg(l));
-	cr_assert(strstr(dlock_lock_errmsg(l), rh_server_uri(s) + strlen("redis://")) != NULL,
-			"the message names the node: %s", dlock_lock_errmsg(l));
+			dlock_lock_errmsg(t.l));
+	cr_assert(strstr(dlock_lock_errmsg(t.l), "was lost before the unlock") != NULL, "%s",
+			dlock_lock_errmsg(t.l));
+	cr_assert(strstr(dlock_lock_errmsg(t.l), rh_server_uri(t.s) + strlen("redis://")) != NULL,
+			"the message names the node: %s", dlock_lock_errmsg(t.l));
 	/* The record is gone: a second unlock is a plain "not owner". */
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ENOTOWNER);
 	/* Someone who never held it is told "not owner", not "lost". */
-	dlock_lock *other = dl_lock(c, "loss:never");
+	dlock_lock *other = dl_lock(t.c, "loss:never");
 	cr_assert_eq(dlock_lock_unlock(other), DLOCK_ENOTOWNER);
 
 	dlock_lock_free(other);
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	rh_server_free(s);
+	dl_single_down(&t);
 }
 
 /* The watchdog found it lost; the server is still unreachable at unlock. */
 Test(loss, unlock_after_a_loss_is_lost_whatever_the_transport, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 900, 150);
-	dlock_lock *l = dl_lock(c, "loss:unreachable");
+	dl_single t;
+	dl_single_up(&t, "loss:unreachable", 150, 900);
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(rh_server_pause(s), 0);
+	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(rh_server_pause(t.s), 0);
 	int64_t until = rh_now_ms() + 3000;
-	while (dlock_lock_check(l, NULL) == 0 && rh_now_ms() < until)
+	while (dlock_lock_check(t.l, NULL) == 0 && rh_now_ms() < until)
 		dl_sleep_ms(10);
-	int state = dlock_lock_check(l, NULL);
-	int rc = dlock_lock_unlock(l);
+	int state = dlock_lock_check(t.l, NULL);
+	int rc = dlock_lock_unlock(t.l);
 	char msg[256];
-	snprintf(msg, sizeof msg, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(rh_server_resume(s), 0);
+	snprintf(msg, sizeof msg, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(rh_server_resume(t.s), 0);
 
 	cr_assert_eq(state, DLOCK_ELOST, "check: %s", dlock_strerror(state));
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold on a paused server: %s (%s)",
 			dlock_strerror(rc), msg);
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	rh_server_free(s);
+	dl_single_down(&t);
 }
 
 /* A leased hold is not "held" past its lease, and its unlock says lost. */
 Test(loss, leased_hold_is_not_held_past_its_lease, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 30000, 500);
-	dlock_lock *l = dl_lock(c, "loss:lease");
+	dl_single t;
+	dl_single_up(&t, "loss:lease", 500, 30000);
 
 	int64_t t0 = rh_now_ms(), asked, last_held = t0;
-	cr_assert_eq(dlock_lock_try(l, 0, 300), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_check(l, NULL), 0);
+	cr_assert_eq(dlock_lock_try(t.l, 0, 300), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_check(t.l, NULL), 0);
 	/* The time a check was asked, not when its answer was read: on a busy
 	 * machine the thread may sleep between the two. */
-	while ((asked = rh_now_ms(), dlock_lock_check(l, NULL)) == 0) {
+	while ((asked = rh_now_ms(), dlock_lock_check(t.l, NULL)) == 0) {
 		last_held = asked;
 		dl_sleep_ms(2);
 	}
@@ -102,12 +87,10 @@ Test(loss, leased_hold_is_not_held_past_its_lease, .timeout = 30)
 	cr_assert_geq(t_lost - t0, 250, "check said lost after only %lld ms of a 300 ms lease",
 			(long long)(t_lost - t0));
 	dl_sleep_ms(100);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "loss:lease"), 0);
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(rh_command_int(t.s, "EXISTS %s", "loss:lease"), 0);
+	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ELOST, "%s", dlock_lock_errmsg(t.l));
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	rh_server_free(s);
+	dl_single_down(&t);
 }
 
 /*
@@ -117,35 +100,31 @@ Test(loss, leased_hold_is_not_held_past_its_lease, .timeout = 30)
  */
 Test(loss, check_is_never_later_than_the_key, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 1200, 100);
-	dlock_lock *l = dl_lock(c, "loss:check");
+	dl_single t;
+	dl_single_up(&t, "loss:check", 100, 1200);
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
 	/* Pause just after a renewal landed (the PTTL jumps up), so that no
      * renewal can extend the key between the reading and the pause. */
-	int64_t prev = rh_command_int(s, "PTTL %s", "loss:check"), pttl, t_pttl;
+	int64_t prev = rh_command_int(t.s, "PTTL %s", "loss:check"), pttl, t_pttl;
 	for (;;) {
 		dl_sleep_ms(3);
-		pttl = rh_command_int(s, "PTTL %s", "loss:check");
+		pttl = rh_command_int(t.s, "PTTL %s", "loss:check");
 		t_pttl = rh_now_ms();
 		if (pttl > prev)
 			break;
 		prev = pttl;
 	}
 	cr_assert(pttl > 0);
-	cr_assert_eq(rh_server_pause(s), 0);
-	while (dlock_lock_check(l, NULL) == 0 && rh_now_ms() < t_pttl + 3000)
+	cr_assert_eq(rh_server_pause(t.s), 0);
+	while (dlock_lock_check(t.l, NULL) == 0 && rh_now_ms() < t_pttl + 3000)
 		dl_sleep_ms(1);
 	int64_t t_lost = rh_now_ms();
-	cr_assert_eq(rh_server_resume(s), 0);
+	cr_assert_eq(rh_server_resume(t.s), 0);
 	cr_assert_leq(t_lost, t_pttl + pttl, "check said held %lld ms after the key's TTL ran out",
 			(long long)(t_lost - t_pttl - pttl));
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	rh_server_free(s);
+	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ELOST, "%s", dlock_lock_errmsg(t.l));
+	dl_single_down(&t);
 }
 
 /* A RedLock whose majority was deleted: its unlock says lost. */

@@ -88,6 +88,21 @@ static void owner_of(dlock_client *c, uint64_t tid, char *buf, size_t len)
 	cr_assert_gt(dlock_client_owner(buf, len, c, tid), 0);
 }
 
+/* This thread's owner string on each member's client. */
+static void own_owners(ml_fixture *f, char (*own)[64])
+{
+	for (int i = 0; i < NSRV; i++)
+		owner_of(f->c[i], dlock_thread_id(), own[i], sizeof own[i]);
+}
+
+/* try(0, 10000) must take every member. */
+static void take_for_10s(ml_fixture *f)
+{
+	int rc = dlock_multilock_try(f->m, 0, 10000);
+	cr_assert_eq(rc, 0, "try(0, 10000): %s (%s)", dlock_strerror(rc),
+			dlock_multilock_errmsg(f->m));
+}
+
 static int64_t exists(rh_server *s, const char *key)
 {
 	int64_t e = rh_command_int(s, "EXISTS %s", key);
@@ -125,13 +140,10 @@ Test(multilock, holds_every_member_and_releases_all, .timeout = 30)
 	ml_fixture f;
 	fixture_up(&f, "ml:basic", 0);
 	char owner[NSRV][64];
-	for (int i = 0; i < NSRV; i++)
-		owner_of(f.c[i], dlock_thread_id(), owner[i], sizeof owner[i]);
+	own_owners(&f, owner);
 
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER);
-	int rc = dlock_multilock_try(f.m, 0, 10000);
-	cr_assert_eq(rc, 0, "try(0, 10000): %s (%s)", dlock_strerror(rc),
-			dlock_multilock_errmsg(f.m));
+	take_for_10s(&f);
 
 	for (int i = 0; i < NSRV; i++) {
 		assert_only_field(f.s[i], f.name, owner[i], "1");
@@ -144,7 +156,7 @@ Test(multilock, holds_every_member_and_releases_all, .timeout = 30)
 	}
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
 
-	rc = dlock_multilock_unlock(f.m);
+	int rc = dlock_multilock_unlock(f.m);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_multilock_errmsg(f.m));
 	for (int i = 0; i < NSRV; i++)
 		cr_assert_eq(exists(f.s[i], f.name), 0, "server %d still has %s after unlock", i,
@@ -432,17 +444,14 @@ Test(multilock, own_leftover_holds_are_adopted_not_counted_again, .timeout = 30)
 	ml_fixture f;
 	char own[NSRV][64];
 	fixture_up(&f, "ml:leftover", 0);
-	for (int i = 0; i < NSRV; i++)
-		owner_of(f.c[i], dlock_thread_id(), own[i], sizeof own[i]);
+	own_owners(&f, own);
 	/* One lost acquire applied on member 1, two on member 3. */
 	cr_assert_eq(rh_command_int(f.s[0], "HSET %s %s %s", f.name, own[0], "1"), 1);
 	cr_assert_eq(rh_command_int(f.s[0], "PEXPIRE %s %d", f.name, 30000), 1);
 	cr_assert_eq(rh_command_int(f.s[2], "HSET %s %s %s", f.name, own[2], "2"), 1);
 	cr_assert_eq(rh_command_int(f.s[2], "PEXPIRE %s %d", f.name, 30000), 1);
 
-	int rc = dlock_multilock_try(f.m, 0, 10000);
-	cr_assert_eq(rc, 0, "try(0, 10000): %s (%s)", dlock_strerror(rc),
-			dlock_multilock_errmsg(f.m));
+	take_for_10s(&f);
 	for (int i = 0; i < NSRV; i++) {
 		assert_only_field(f.s[i], f.name, own[i], "1");
 		int64_t t = pttl(f.s[i], f.name);

@@ -126,23 +126,6 @@ static void assert_no_key(rh_server *s, const char *key, const char *what)
 			rh_server_port(s), key, fields, rh_command_int(s, "PTTL %s", key));
 }
 
-static const char *vote_name(dlock_vote v)
-{
-	switch (v) {
-	case DLOCK_VOTE_NONE:
-		return "NONE";
-	case DLOCK_VOTE_ACQUIRED:
-		return "ACQUIRED";
-	case DLOCK_VOTE_HELD:
-		return "HELD";
-	case DLOCK_VOTE_ERROR:
-		return "ERROR";
-	case DLOCK_VOTE_YOUNG:
-		return "YOUNG";
-	}
-	return "?";
-}
-
 /* A counter threads bump and the main thread waits on, with a deadline. */
 /*
  * The guarded section shared by the thread tests: read the counter, sleep,
@@ -306,34 +289,22 @@ Test(redlock_exclusion, seven_members_two_servers_try, .timeout = 90)
 #define P_NAME "rl:procs"
 
 /* A child: its own RedLock, P_SECTIONS critical sections. Never returns. */
-static void proc_child(pid_t parent, const char (*uris)[64], const char *log_path,
-		const char *counter_path)
+static void proc_child(const dl_procs *p, pid_t parent)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(3);
-	int log_fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	int cnt_fd = open(counter_path, O_RDWR | O_CLOEXEC);
+	dl_child_prologue(parent);
+	int log_fd = open(p->log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int cnt_fd = open(p->counter_path, O_RDWR | O_CLOEXEC);
 	if (log_fd < 0 || cnt_fd < 0)
 		_exit(4);
 	pid_t me = getpid();
-	const char *u[P_SERVERS];
-	for (int i = 0; i < P_SERVERS; i++)
-		u[i] = uris[i];
 	dlock_client_options co = client_opts(0);
 	dlock_redlock_options ro = redlock_opts(0, 0);
-	dlock_redlock *r = NULL;
-	int rc = dlock_redlock_new_from_uris(&r, u, P_SERVERS, P_NAME, &co, &ro);
-	if (rc != 0) {
-		dl_log_line(log_fd, "F %d open: %s (%s)\n", (int)me, dlock_strerror(rc),
-				dlock_errmsg_last());
-		_exit(5);
-	}
+	dlock_redlock *r = dl_child_redlock(p, P_NAME, &co, &ro, log_fd);
 	int failed = 0;
 	for (int i = 0; i < P_SECTIONS; i++) {
 		int64_t validity = -1;
 		int64_t t_try = now_us();
-		rc = dlock_redlock_try(&validity, r, 10000, 2000);
+		int rc = dlock_redlock_try(&validity, r, 10000, 2000);
 		if (rc != 0) {
 			dl_log_line(log_fd,
 					"F %d section %d: try(10000, 2000) after %" PRId64
@@ -431,32 +402,10 @@ static void check_log(const char *path, int *sections, char *first_fail, size_t 
 
 Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted, .timeout = 120)
 {
-	rh_server *s[P_SERVERS];
-	cr_assert_eq(rh_servers_start(s, P_SERVERS, NULL), 0);
-	char uris[P_SERVERS][64];
-	for (int i = 0; i < P_SERVERS; i++)
-		snprintf(uris[i], sizeof uris[i], "%s", rh_server_uri(s[i]));
-
-	char dir[] = "/tmp/dlock-rl-procs-XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
-	char log_path[128], counter_path[128];
-	snprintf(log_path, sizeof log_path, "%s/sections.log", dir);
-	snprintf(counter_path, sizeof counter_path, "%s/counter", dir);
-	int lfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int cfd = open(counter_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	cr_assert(lfd >= 0 && cfd >= 0);
-	int zero = 0;
-	cr_assert_eq(pwrite(cfd, &zero, sizeof zero, 0), (ssize_t)sizeof zero);
-	close(lfd);
-
-	pid_t parent = getpid();
+	dl_procs p;
+	dl_procs_start(&p, P_SERVERS, "/tmp/dlock-rl-procs-XXXXXX", 0);
 	pid_t kids[P_PROCS];
-	for (int i = 0; i < P_PROCS; i++) {
-		kids[i] = fork();
-		cr_assert_geq(kids[i], 0, "fork: %s", strerror(errno));
-		if (kids[i] == 0)
-			proc_child(parent, (const char(*)[64])uris, log_path, counter_path);
-	}
+	dl_procs_fork(&p, kids, P_PROCS, proc_child);
 
 	/* Kill server 3 after ~25% of the sections, restart it (empty) after ~60%. */
 	const int victim = 2;
@@ -465,46 +414,33 @@ Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted
 	int status[P_PROCS];
 	int exited[P_PROCS] = { 0 };
 	while (running > 0 && rh_now_ms() < deadline) {
-		int v = dl_read_counter(cfd);
+		int v = dl_read_counter(p.cfd);
 		if (killed_at < 0 && v >= P_TOTAL / 4) {
-			cr_assert_eq(rh_server_kill(s[victim]), 0);
+			cr_assert_eq(rh_server_kill(p.s[victim]), 0);
 			killed_at = v;
 		}
 		if (killed_at >= 0 && restarted_at < 0 && v >= P_TOTAL * 6 / 10) {
-			cr_assert_eq(rh_server_restart(s[victim]), 0);
+			cr_assert_eq(rh_server_restart(p.s[victim]), 0);
 			restarted_at = v;
 		}
-		for (int i = 0; i < P_PROCS; i++) {
-			if (exited[i])
-				continue;
-			pid_t w = waitpid(kids[i], &status[i], WNOHANG);
-			if (w == kids[i]) {
-				exited[i] = 1;
-				running--;
-			}
-		}
+		running -= dl_reap_exited(kids, exited, status, P_PROCS);
 		dl_sleep_ms(5);
 	}
 	if (running > 0)
 		dl_kill_unexited(kids, exited, status, P_PROCS);
-	int counter = dl_read_counter(cfd);
-	close(cfd);
+	int counter = dl_read_counter(p.cfd);
+	close(p.cfd);
 	cr_log_info("redlock processes: %d sections in %" PRId64
 		    " ms; server %d killed at %d, restarted at %d",
 			counter, rh_now_ms() - t0, victim + 1, killed_at, restarted_at);
 
 	int sections = 0, unlock_errs = 0;
 	char first_fail[640];
-	check_log(log_path, &sections, first_fail, sizeof first_fail, &unlock_errs);
+	check_log(p.log_path, &sections, first_fail, sizeof first_fail, &unlock_errs);
 	if (unlock_errs)
 		cr_log_info("%d unlock(s) reported an error (a member on the killed server)",
 				unlock_errs);
-	cr_assert_eq(running, 0, "%d child process(es) still running after 110 s (counter %d)",
-			running, counter);
-	cr_assert_str_empty(first_fail, "a child failed: %s", first_fail);
-	for (int i = 0; i < P_PROCS; i++)
-		cr_assert(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0,
-				"child %d: status 0x%x", i, status[i]);
+	dl_procs_assert_children_ok(running, counter, first_fail, status, P_PROCS);
 	cr_assert_geq(killed_at, 0, "the server was never killed");
 	cr_assert_geq(restarted_at, 0, "the server was never restarted");
 	cr_assert_eq(sections, P_TOTAL, "%d complete sections in the log, expected %d", sections,
@@ -513,13 +449,9 @@ Test(redlock_exclusion, processes_exclude_while_a_server_is_killed_and_restarted
 			"counter %d, expected %d (lost updates: overlapping sections)", counter,
 			P_TOTAL);
 	for (int i = 0; i < P_SERVERS; i++)
-		assert_no_key(s[i], P_NAME, "after every process released");
+		assert_no_key(p.s[i], P_NAME, "after every process released");
 
-	unlink(log_path);
-	unlink(counter_path);
-	rmdir(dir);
-	for (int i = 0; i < P_SERVERS; i++)
-		rh_server_free(s[i]);
+	dl_procs_free(&p);
 }
 
 /* ---- 3. the restart guard: Kleppmann's scenario -------------------------- */
@@ -563,7 +495,8 @@ static void *busy_main(void *arg)
 			"local t = redis.call('TIME'); "
 			"local stop = t[1] * 1000000 + t[2] + ARGV[1] * 1000; "
 			"repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= stop; "
-			"return 1", b->ms));
+			"return 1",
+			b->ms));
 	return NULL;
 }
 
@@ -594,12 +527,15 @@ Test(redlock_exclusion, restart_guard_hears_a_slow_holder, .timeout = 60)
 	dl_sleep_ms(30); /* the script is running */
 	rc = dlock_redlock_try(NULL, b, 0, 30000);
 	pthread_join(busy.th, NULL);
-	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B took the lock while node 1 still showed A's hold: "
-			"%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(b));
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED,
+			"B took the lock while node 1 still showed A's hold: "
+			"%s (%s)",
+			dlock_strerror(rc), dlock_redlock_errmsg(b));
 	status_of(b, 0, &st);
-	cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "B: node 1 voted %s", vote_name(st.vote));
+	cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "B: node 1 voted %s", dl_vote_name(st.vote));
 	for (int i = 1; i < 3; i++)
-		cr_assert_eq(exists(s[i], K_NAME), 0, "node %d: B's vote was not given back", i + 1);
+		cr_assert_eq(exists(s[i], K_NAME), 0, "node %d: B's vote was not given back",
+				i + 1);
 
 	dlock_redlock_free(b);
 	dlock_redlock_unlock(a); /* its hold on node 2 went with the restart: not the point here */
@@ -623,7 +559,7 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
 			dlock_redlock_errmsg(a));
 	cr_assert(validity > 25000 && validity < 30000, "A's validity %" PRId64, validity);
 	status_of(a, 2, &st);
-	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "A: node 3 (down) voted %s", vote_name(st.vote));
+	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "A: node 3 (down) voted %s", dl_vote_name(st.vote));
 	char field_a1[128], field_a2[128];
 	only_field_of_this_thread(s[0], K_NAME, field_a1, sizeof field_a1);
 	only_field_of_this_thread(s[1], K_NAME, field_a2, sizeof field_a2);
@@ -645,13 +581,13 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
 	cr_assert_lt(took, 1000, "B's refused try took %" PRId64 " ms", took);
 	status_of(b, 0, &st);
 	cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "B: node 1 voted %s, expected HELD",
-			vote_name(st.vote));
+			dl_vote_name(st.vote));
 	cr_assert(st.ttl_ms > 25000 && st.ttl_ms <= 30000, "B: node 1 HELD with ttl_ms %" PRId64,
 			st.ttl_ms);
 	for (int i = 1; i < 3; i++) {
 		status_of(b, (size_t)i, &st);
 		cr_assert_eq(st.vote, DLOCK_VOTE_YOUNG, "B: node %d voted %s (%s), expected YOUNG",
-				i + 1, vote_name(st.vote), st.message);
+				i + 1, dl_vote_name(st.vote), st.message);
 		cr_assert(st.uptime_s >= 0 && st.uptime_s < 30, "B: node %d uptime_s %" PRId64,
 				i + 1, st.uptime_s);
 	}

@@ -43,6 +43,8 @@ typedef struct cluster {
 	int up[MAXN];
 	int n;
 	const char *uris[MAXN];
+	dl_lost lost; /* a watched RedLock's lost callbacks (watched_redlock) */
+	int watched;
 } cluster;
 
 static void cluster_start(cluster *c, int n)
@@ -61,6 +63,8 @@ static void cluster_free(cluster *c)
 {
 	for (int i = 0; i < c->n; i++)
 		rh_server_free(c->s[i]);
+	if (c->watched)
+		dl_lost_destroy(&c->lost);
 	memset(c, 0, sizeof *c);
 }
 
@@ -222,6 +226,54 @@ static int foreign_intact(cluster *c, int i, const char *name)
 	return ok;
 }
 
+/* No answering server has the key limit_ms later (else: which, with its PTTL). */
+static void assert_key_gone(cluster *c, const char *name, int64_t limit_ms, const char *after)
+{
+	int dirty = wait_clean(c, name, 0, limit_ms);
+	cr_assert_eq(dirty, -1, "server %d still has the lock key %lld ms after %s (PTTL %lld)",
+			dirty, (long long)limit_ms, after,
+			dirty >= 0 ? (long long)rh_command_int(c->s[dirty], "PTTL %s", name) : 0LL);
+}
+
+/* The RedLock first, then its servers. */
+static void cluster_done(cluster *c, dlock_redlock *r)
+{
+	dlock_redlock_free(r);
+	cluster_free(c);
+}
+
+/* Unlock, and no server keeps a key 500 ms later. */
+static void unlock_everywhere(cluster *c, dlock_redlock *r, const char *name)
+{
+	int rc = dlock_redlock_unlock(r);
+	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
+	assert_all_dbsize_zero(c, name, 500);
+}
+
+/* n fresh servers and `name` held on them under a 1000 ms watchdog; c->lost
+ * records its lost callbacks. */
+static dlock_redlock *watched_redlock(cluster *c, int n, const char *name)
+{
+	cluster_start(c, n);
+	dl_lost_init(&c->lost);
+	c->watched = 1;
+	dlock_redlock *r = open_redlock(c, name, 1000, CMD_TIMEOUT_MS);
+	cr_assert_eq(dlock_redlock_set_lost_cb(r, on_lost, &c->lost), 0);
+	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
+	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
+	return r;
+}
+
+/* n fresh servers, those in kill_idx killed, and a RedLock on `name` over all. */
+static dlock_redlock *some_killed(
+		cluster *c, int n, const int *kill_idx, int nkill, const char *name)
+{
+	cluster_start(c, n);
+	for (int k = 0; k < nkill; k++)
+		cluster_kill(c, kill_idx[k]);
+	return open_redlock(c, name, 0, CMD_TIMEOUT_MS);
+}
+
 /* ---- 1. every node up --------------------------------------------------- */
 
 static void all_up(int n)
@@ -265,9 +317,7 @@ static void all_up(int n)
 	}
 	cr_assert_eq(dlock_redlock_check(r, NULL), 0);
 
-	rc = dlock_redlock_unlock(r);
-	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
-	assert_all_dbsize_zero(&c, name, 500);
+	unlock_everywhere(&c, r, name);
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
 
 	/* Warm: connections are open now. Best of a few. */
@@ -286,8 +336,7 @@ static void all_up(int n)
 	fprintf(stderr, "redlock_nodes: uncontended try on %d nodes: first %lld us (with connects), warm best %lld us\n",
 			n, (long long)cold_us, (long long)warm_us);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 Test(redlock_nodes, all_up_3_acquires_quorum_and_releases_everywhere, .timeout = 30)
@@ -306,11 +355,7 @@ Test(redlock_nodes, watchdog_keeps_quorum_and_unlock_clears_all, .timeout = 30)
 {
 	const char *name = "rl:watchdog";
 	cluster c;
-	cluster_start(&c, 3);
-	dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
-
-	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
-	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
+	dlock_redlock *r = watched_redlock(&c, 3, name);
 
 	/* 3.5 watchdog timeouts: without renewal every key would be gone. */
 	dl_sleep_ms(3500);
@@ -327,15 +372,12 @@ Test(redlock_nodes, watchdog_keeps_quorum_and_unlock_clears_all, .timeout = 30)
 	cr_assert_geq(alive, quorum_of(3), "only %zu servers still hold the key after 3.5 s",
 			alive);
 
-	rc = dlock_redlock_unlock(r);
-	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
-	assert_all_dbsize_zero(&c, name, 500);
+	unlock_everywhere(&c, r, name);
 	/* And nothing renews it back into existence. */
 	dl_sleep_ms(400);
 	cr_assert_eq(wait_clean(&c, name, 0, 0), -1);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 /* ---- 3. a minority down before acquiring --------------------------------- */
@@ -347,10 +389,7 @@ static void minority_down(int n, const int *kill_idx, int nkill)
 	int64_t validity = -1;
 
 	snprintf(name, sizeof name, "rl:minority:%d", n);
-	cluster_start(&c, n);
-	for (int k = 0; k < nkill; k++)
-		cluster_kill(&c, kill_idx[k]);
-	dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
+	dlock_redlock *r = some_killed(&c, n, kill_idx, nkill, name);
 
 	int64_t t0 = rh_now_ms();
 	int rc = dlock_redlock_try(&validity, r, 0, 10000);
@@ -379,12 +418,9 @@ static void minority_down(int n, const int *kill_idx, int nkill)
 	cr_assert_geq(have, quorum_of(n));
 	cr_assert_geq(count_votes(r, n, DLOCK_VOTE_ACQUIRED), quorum_of(n));
 
-	rc = dlock_redlock_unlock(r);
-	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
-	assert_all_dbsize_zero(&c, name, 500);
+	unlock_everywhere(&c, r, name);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 Test(redlock_nodes, one_of_3_killed_before_acquiring, .timeout = 30)
@@ -405,14 +441,7 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
 {
 	const char *name = "rl:held-minority";
 	cluster c;
-	dl_lost lr;
-	dl_lost_init(&lr);
-	cluster_start(&c, 5);
-	dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
-	cr_assert_eq(dlock_redlock_set_lost_cb(r, on_lost, &lr), 0);
-
-	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
-	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
+	dlock_redlock *r = watched_redlock(&c, 5, name);
 
 	/*
      * Kill two of the members the lock was taken on (any two of five must
@@ -433,7 +462,7 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
 
 	/* Three watchdog timeouts: the two dead members are lost, three renew. */
 	dl_sleep_ms(3000);
-	rc = dlock_redlock_check(r, NULL);
+	int rc = dlock_redlock_check(r, NULL);
 	char held[16] = "";
 	for (int i = 0; i < 5; i++)
 		held[i] = dlock_lock_check(dlock_redlock_member(r, i), NULL) == 0 ? 'H' : '-';
@@ -441,35 +470,24 @@ Test(redlock_nodes, minority_killed_while_held_keeps_the_lock, .timeout = 30)
 			"killed servers %d and %d of 5 while held: check says %s; votes at acquisition %s "
 			"(1 = ACQUIRED, 0 = NONE), members still held %s",
 			victims[0], victims[1], dlock_strerror(rc), votes, held);
-	cr_assert_eq(dl_lost_count(&lr), 0, "lost callback fired with a quorum still held");
+	cr_assert_eq(dl_lost_count(&c.lost), 0, "lost callback fired with a quorum still held");
 	size_t have = 0;
 	for (int i = 0; i < 5; i++)
 		if (c.up[i] && held_by_me_once(&c, i, name))
 			have++;
 	cr_assert_geq(have, 3, "only %zu live servers still hold the key", have);
 
-	rc = dlock_redlock_unlock(r);
-	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
-	assert_all_dbsize_zero(&c, name, 500);
-	cr_assert_eq(dl_lost_count(&lr), 0);
+	unlock_everywhere(&c, r, name);
+	cr_assert_eq(dl_lost_count(&c.lost), 0);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
-	dl_lost_destroy(&lr);
+	cluster_done(&c, r);
 }
 
 Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
 {
 	const char *name = "rl:held-majority";
 	cluster c;
-	dl_lost lr;
-	dl_lost_init(&lr);
-	cluster_start(&c, 3);
-	dlock_redlock *r = open_redlock(&c, name, 1000, CMD_TIMEOUT_MS);
-	cr_assert_eq(dlock_redlock_set_lost_cb(r, on_lost, &lr), 0);
-
-	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
-	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
+	dlock_redlock *r = watched_redlock(&c, 3, name);
 	cr_assert_eq(dlock_redlock_check(r, NULL), 0);
 	/* Kill two members the lock was taken on (the last two; with only two
      * taken, both of them). */
@@ -489,30 +507,29 @@ Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
 
 	/* Renewal stops reaching them; within one timeout (+ margin) the TTL
      * they were last renewed with has run out: lost. */
-	int fired = dl_lost_wait(&lr, killed_at + 1500);
+	int fired = dl_lost_wait(&c.lost, killed_at + 1500);
 	if (fired != 1) {
-		int later = dl_lost_wait(&lr, killed_at + 3000);
-		rc = dlock_redlock_check(r, NULL);
+		int later = dl_lost_wait(&c.lost, killed_at + 3000);
+		int rc = dlock_redlock_check(r, NULL);
 		cr_assert_fail("lost callback fired %d times within 1.5 s of killing servers %d and %d "
 			       "(votes at acquisition %s, 1 = ACQUIRED, 0 = NONE); %d times after 3 s; check says %s",
 				fired, victims[1], victims[0], votes, later, dlock_strerror(rc));
 	}
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ELOST);
-	cr_assert_eq(lr.lock, r);
-	cr_assert_leq(lr.at_ms - killed_at, 1500);
+	cr_assert_eq(c.lost.lock, r);
+	cr_assert_leq(c.lost.at_ms - killed_at, 1500);
 	/* Exactly once: give a second loss report time to show up. */
 	dl_sleep_ms(600);
-	cr_assert_eq(dl_lost_count(&lr), 1, "lost callback fired %d times", dl_lost_count(&lr));
+	cr_assert_eq(dl_lost_count(&c.lost), 1, "lost callback fired %d times",
+			dl_lost_count(&c.lost));
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ELOST);
 
 	/* The release still reaches the member that is alive. */
 	(void)dlock_redlock_unlock(r);
 	cr_assert_eq(wait_clean(&c, name, 0, 500), -1, "the surviving member still holds the key");
-	cr_assert_eq(dl_lost_count(&lr), 1);
+	cr_assert_eq(dl_lost_count(&c.lost), 1);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
-	dl_lost_destroy(&lr);
+	cluster_done(&c, r);
 }
 
 /* ---- 5. a majority down -------------------------------------------------- */
@@ -524,10 +541,7 @@ static void majority_down(int n, const int *kill_idx, int nkill)
 	int64_t validity = 12345;
 
 	snprintf(name, sizeof name, "rl:majority:%d", n);
-	cluster_start(&c, n);
-	for (int k = 0; k < nkill; k++)
-		cluster_kill(&c, kill_idx[k]);
-	dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
+	dlock_redlock *r = some_killed(&c, n, kill_idx, nkill, name);
 
 	int64_t t0 = rh_now_ms();
 	int rc = dlock_redlock_try(&validity, r, 1000, 10000);
@@ -560,8 +574,7 @@ static void majority_down(int n, const int *kill_idx, int nkill)
 	}
 	assert_all_dbsize_zero(&c, name, 0);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 Test(redlock_nodes, two_of_3_killed_is_no_quorum, .timeout = 30)
@@ -607,27 +620,31 @@ Test(redlock_nodes, paused_node_costs_at_most_a_timeout_and_is_released_later, .
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	/* The acquire the paused server received runs when it resumes; the
      * release went to it too and takes that back. */
-	int dirty = wait_clean(&c, name, 0, 1000);
-	cr_assert_eq(dirty, -1, "server %d still has the lock key 1 s after unlock (PTTL %lld)",
-			dirty,
-			dirty >= 0 ? (long long)rh_command_int(c.s[dirty], "PTTL %s", name) : 0LL);
+	assert_key_gone(&c, name, 1000, "unlock");
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 /* ---- 7. members held by another owner ------------------------------------ */
 
+/* Five fresh servers, `name` held for 30 s by a foreign owner on those in
+ * held[], and a RedLock on it over all five. */
+static dlock_redlock *foreign_held(cluster *c, const char *name, const int *held, int nheld)
+{
+	cluster_start(c, 5);
+	for (int k = 0; k < nheld; k++)
+		foreign_hold(c, held[k], name, 30000);
+	return open_redlock(c, name, 0, CMD_TIMEOUT_MS);
+}
+
 Test(redlock_nodes, foreign_holder_on_minority_does_not_block, .timeout = 30)
 {
 	const char *name = "rl:foreign-minority";
+	const int held[] = { 0, 3 };
 	cluster c;
-	int64_t validity = -1;
-	cluster_start(&c, 5);
-	foreign_hold(&c, 0, name, 30000);
-	foreign_hold(&c, 3, name, 30000);
-	dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
+	dlock_redlock *r = foreign_held(&c, name, held, 2);
 
+	int64_t validity = -1;
 	int rc = dlock_redlock_try(&validity, r, 0, 10000);
 	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert(validity > 9800 && validity <= 10000, "validity %lld", (long long)validity);
@@ -661,8 +678,7 @@ Test(redlock_nodes, foreign_holder_on_minority_does_not_block, .timeout = 30)
 		}
 	}
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 Test(redlock_nodes, foreign_holder_on_majority_is_not_acquired, .timeout = 30)
@@ -670,10 +686,7 @@ Test(redlock_nodes, foreign_holder_on_majority_is_not_acquired, .timeout = 30)
 	const char *name = "rl:foreign-majority";
 	const int held[] = { 1, 2, 4 };
 	cluster c;
-	cluster_start(&c, 5);
-	for (int k = 0; k < 3; k++)
-		foreign_hold(&c, held[k], name, 30000);
-	dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
+	dlock_redlock *r = foreign_held(&c, name, held, 3);
 
 	int rc = dlock_redlock_try(NULL, r, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "%s (%s)", dlock_strerror(rc),
@@ -694,8 +707,7 @@ Test(redlock_nodes, foreign_holder_on_majority_is_not_acquired, .timeout = 30)
 	}
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 /* ---- 8. a quorum that comes after the lease ran out ---------------------- */
@@ -743,11 +755,9 @@ Test(redlock_nodes, quorum_after_the_lease_is_expired, .timeout = 30)
 	cr_assert(strstr(j.errmsg, "expire") != NULL, "message does not mention expiry: %s",
 			j.errmsg);
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
-	int dirty = wait_clean(&c, name, 0, 1500);
-	cr_assert_eq(dirty, -1, "server %d still has the key", dirty);
+	assert_key_gone(&c, name, 1500, "the refused try");
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 /* ---- 9. waiting for holders ---------------------------------------------- */
@@ -756,13 +766,13 @@ Test(redlock_nodes, waits_for_foreign_holders_to_expire, .timeout = 30)
 {
 	const char *name = "rl:wait";
 	cluster c;
-	int64_t v = -1;
 	cluster_start(&c, 3);
 	dlock_redlock *r = open_redlock(&c, name, 0, CMD_TIMEOUT_MS);
 	int64_t t0 = rh_now_ms();
 	for (int i = 0; i < 3; i++)
 		foreign_hold(&c, i, name, 800);
 
+	int64_t v = -1;
 	int rc = dlock_redlock_try(&v, r, 3000, 5000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%s (%s) after %lld ms", dlock_strerror(rc), dlock_redlock_errmsg(r),
@@ -785,8 +795,7 @@ Test(redlock_nodes, waits_for_foreign_holders_to_expire, .timeout = 30)
 	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	assert_all_dbsize_zero(&c, name, 500);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }
 
 /* ---- 10. argument errors -------------------------------------------------- */
@@ -853,6 +862,5 @@ Test(redlock_nodes, bad_arguments_are_einval, .timeout = 30)
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(c.s[i], "DBSIZE"), 0, "server %d", i);
 
-	dlock_redlock_free(r);
-	cluster_free(&c);
+	cluster_done(&c, r);
 }

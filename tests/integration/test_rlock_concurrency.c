@@ -65,6 +65,23 @@ static void critical_section(section *sec, int i)
 	atomic_fetch_sub(&sec->inside, 1);
 }
 
+static void section_init(section *sec)
+{
+	atomic_init(&sec->counter, 0);
+	atomic_init(&sec->inside, 0);
+	atomic_init(&sec->overlaps, 0);
+}
+
+/* No worker failed, nobody found another inside, and no increment was lost. */
+static void assert_excluded(section *sec, dl_failures *fail, int want)
+{
+	dl_failures_assert_none(fail);
+	cr_assert_eq(atomic_load(&sec->overlaps), 0, "%d entries found another thread inside",
+			atomic_load(&sec->overlaps));
+	cr_assert_eq(atomic_load(&sec->counter), want, "counter %d, expected %d",
+			atomic_load(&sec->counter), want);
+}
+
 /* Poll PUBSUB CHANNELS * until none of dlock's channels is left (2 s at most);
  * returns the number left, with one of them in `left`. */
 static int wait_no_lock_channels(rh_server *s, char *left, size_t len)
@@ -94,20 +111,26 @@ static int wait_no_lock_channels(rh_server *s, char *left, size_t len)
 #define T1_THREADS 8
 #define T1_ITERS 200
 
+/* One worker of tests 1 and 2: `iters` sections, each entered with lock()
+ * (test 1) or try(5000, 2000) (test 2). */
 typedef struct t1_arg {
 	dlock_lock *lock;
 	section *sec;
 	dl_failures *fail;
 	int id;
+	int iters;
+	int with_try;
 } t1_arg;
 
 static void *t1_worker(void *p)
 {
 	t1_arg *a = p;
-	for (int i = 0; i < T1_ITERS; i++) {
-		int rc = dlock_lock_lock(a->lock, DLOCK_LEASE_WATCHDOG);
+	for (int i = 0; i < a->iters; i++) {
+		int rc = a->with_try ? dlock_lock_try(a->lock, 5000, 2000)
+				     : dlock_lock_lock(a->lock, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
-			dl_failures_record(a->fail, "thread %d iter %d: lock: %s (%s)", a->id, i,
+			dl_failures_record(a->fail, "thread %d iter %d: %s: %s (%s)", a->id, i,
+					a->with_try ? "try(5000, 2000)" : "lock",
 					dlock_strerror(rc), dlock_lock_errmsg(a->lock));
 			return NULL;
 		}
@@ -129,24 +152,18 @@ static void run_t1(rh_server *s, dlock_lock **locks, const char *name)
 	section sec;
 	dl_failures fail;
 
-	atomic_init(&sec.counter, 0);
-	atomic_init(&sec.inside, 0);
-	atomic_init(&sec.overlaps, 0);
+	section_init(&sec);
 	dl_failures_init(&fail);
 	int64_t t0 = rh_now_ms();
 	for (int i = 0; i < T1_THREADS; i++) {
-		args[i] = (t1_arg){ locks[i], &sec, &fail, i };
+		args[i] = (t1_arg){ locks[i], &sec, &fail, i, T1_ITERS, 0 };
 		cr_assert_eq(pthread_create(&th[i], NULL, t1_worker, &args[i]), 0);
 	}
 	for (int i = 0; i < T1_THREADS; i++)
 		pthread_join(th[i], NULL);
 	int64_t took = rh_now_ms() - t0;
 
-	dl_failures_assert_none(&fail);
-	cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
-			atomic_load(&sec.overlaps));
-	cr_assert_eq(atomic_load(&sec.counter), T1_THREADS * T1_ITERS, "counter %d, expected %d",
-			atomic_load(&sec.counter), T1_THREADS * T1_ITERS);
+	assert_excluded(&sec, &fail, T1_THREADS * T1_ITERS);
 	cr_log_info("%d lock/unlock pairs by %d threads took %lld ms", T1_THREADS * T1_ITERS,
 			T1_THREADS, (long long)took);
 
@@ -200,27 +217,6 @@ Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
 #define T2_THREADS 6
 #define T2_ITERS 100
 
-static void *t2_worker(void *p)
-{
-	t1_arg *a = p;
-	for (int i = 0; i < T2_ITERS; i++) {
-		int rc = dlock_lock_try(a->lock, 5000, 2000);
-		if (rc != 0) {
-			dl_failures_record(a->fail, "thread %d iter %d: try(5000, 2000): %s (%s)",
-					a->id, i, dlock_strerror(rc), dlock_lock_errmsg(a->lock));
-			return NULL;
-		}
-		critical_section(a->sec, i);
-		rc = dlock_lock_unlock(a->lock);
-		if (rc != 0) {
-			dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i,
-					dlock_strerror(rc), dlock_lock_errmsg(a->lock));
-			return NULL;
-		}
-	}
-	return NULL;
-}
-
 Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 {
 	rh_server *s = dl_srv;
@@ -233,9 +229,7 @@ Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 	section sec;
 	dl_failures fail;
 
-	atomic_init(&sec.counter, 0);
-	atomic_init(&sec.inside, 0);
-	atomic_init(&sec.overlaps, 0);
+	section_init(&sec);
 	dl_failures_init(&fail);
 	for (int i = 0; i < T2_THREADS; i++) {
 		dlock_lock *l = shared_lock;
@@ -243,18 +237,14 @@ Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 			own[i - T2_THREADS / 2] = open_client(s, 0, 0);
 			l = dl_lock(own[i - T2_THREADS / 2], "conc:try");
 		}
-		args[i] = (t1_arg){ l, &sec, &fail, i };
+		args[i] = (t1_arg){ l, &sec, &fail, i, T2_ITERS, 1 };
 	}
 	for (int i = 0; i < T2_THREADS; i++)
-		cr_assert_eq(pthread_create(&th[i], NULL, t2_worker, &args[i]), 0);
+		cr_assert_eq(pthread_create(&th[i], NULL, t1_worker, &args[i]), 0);
 	for (int i = 0; i < T2_THREADS; i++)
 		pthread_join(th[i], NULL);
 
-	dl_failures_assert_none(&fail);
-	cr_assert_eq(atomic_load(&sec.overlaps), 0, "%d entries found another thread inside",
-			atomic_load(&sec.overlaps));
-	cr_assert_eq(atomic_load(&sec.counter), T2_THREADS * T2_ITERS, "counter %d, expected %d",
-			atomic_load(&sec.counter), T2_THREADS * T2_ITERS);
+	assert_excluded(&sec, &fail, T2_THREADS * T2_ITERS);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:try"), 0);
 
 	for (int i = T2_THREADS / 2; i < T2_THREADS; i++) {
@@ -440,12 +430,7 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
 	cr_assert(elapsed >= 1300 && elapsed <= 2200,
 			"acquired after %lld ms; the holder's TTL was 1500 ms", (long long)elapsed);
 	cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "conc:raw", "raw-holder-uuid:1"), 0);
-	int64_t count = 0;
-	cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
-	cr_assert_eq(count, 1);
-
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:raw"), 0);
+	dl_assert_held_once_then_release(s, l);
 	dlock_lock_free(l);
 	dlock_client_close(c);
 }

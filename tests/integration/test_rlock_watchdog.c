@@ -80,6 +80,15 @@ static void watched_up(watched *w, const char *name, int watchdog_ms, int comman
 	dl_owner(w->c, w->owner, sizeof w->owner);
 }
 
+/* The outage cases: held under a 1500 ms watchdog with 200 ms commands, and
+ * past its first renewal (every 500 ms) before the server stops. */
+static void watched_held(watched *w, const char *name)
+{
+	watched_up(w, name, 1500, 200);
+	cr_assert_eq(dlock_lock_lock(w->l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w->l));
+	dl_sleep_ms(700);
+}
+
 static void watched_down(watched *w)
 {
 	dlock_lock_free(w->l);
@@ -92,77 +101,69 @@ static void watched_down(watched *w)
 
 Test(rlock_watchdog, renews_while_held_and_stops_after_unlock, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 1000, 0);
-	dlock_lock *l = dl_lock(c, "wd:keep");
+	dl_single t;
+	dl_single_up(&t, "wd:keep", 0, 1000);
 	char owner[64];
-	dl_owner(c, owner, sizeof owner);
+	dl_owner(t.c, owner, sizeof owner);
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-	int64_t pttl = rh_command_int(s, "PTTL %s", "wd:keep");
+	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
+	int64_t pttl = rh_command_int(t.s, "PTTL %s", "wd:keep");
 	cr_assert(pttl > 0 && pttl <= 1000, "PTTL right after lock: %lld", (long long)pttl);
 
 	/* 3.5 timeouts: without renewal the key would be long gone. */
 	dl_sleep_ms(3500);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:keep"), 1,
+	cr_assert_eq(rh_command_int(t.s, "EXISTS %s", "wd:keep"), 1,
 			"the watchdog did not keep the lock");
-	pttl = rh_command_int(s, "PTTL %s", "wd:keep");
+	pttl = rh_command_int(t.s, "PTTL %s", "wd:keep");
 	cr_assert(pttl > 0 && pttl <= 1000, "PTTL after 3.5 s: %lld (expected (0, 1000])",
 			(long long)pttl);
-	redisReply *r = rh_command(s, "HGET %s %s", "wd:keep", owner);
+	redisReply *r = rh_command(t.s, "HGET %s %s", "wd:keep", owner);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_STRING, "our field is not in the hash");
 	cr_assert_str_eq(r->str, "1");
 	freeReplyObject(r);
-	cr_assert_eq(dlock_lock_check(l, NULL), 0);
+	cr_assert_eq(dlock_lock_check(t.l, NULL), 0);
 
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:keep"), 0);
-	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_unlock(t.l), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(rh_command_int(t.s, "EXISTS %s", "wd:keep"), 0);
+	cr_assert_eq(dlock_lock_check(t.l, NULL), DLOCK_ENOTOWNER);
 
 	/* A hash that looks exactly like our released hold must not be renewed. */
-	cr_assert_eq(rh_command_int(s, "HSET %s %s %s", "wd:keep", owner, "1"), 1);
+	cr_assert_eq(rh_command_int(t.s, "HSET %s %s %s", "wd:keep", owner, "1"), 1);
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(rh_command_int(s, "PEXPIRE %s %d", "wd:keep", 1000), 1);
-	int64_t gone = wait_key_gone(s, "wd:keep", 2500);
+	cr_assert_eq(rh_command_int(t.s, "PEXPIRE %s %d", "wd:keep", 1000), 1);
+	int64_t gone = wait_key_gone(t.s, "wd:keep", 2500);
 	cr_assert_neq(gone, -1, "the released hold is still renewed 2.5 s later");
 	cr_assert_leq(gone - t0, 1200, "released hold lived %lld ms with a 1000 ms TTL (renewed)",
 			(long long)(gone - t0));
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	rh_server_free(s);
+	dl_single_down(&t);
 }
 
 /* ---- 2. a lease is never renewed ---------------------------------------- */
 
 Test(rlock_watchdog, leased_lock_is_not_renewed, .timeout = 30)
 {
-	rh_server *s = rh_server_start(NULL);
-	cr_assert_not_null(s);
-	dlock_client *c = open_client(s, 1000, 0);
-	dlock_lock *l = dl_lock(c, "wd:leased");
+	dl_single t;
+	dl_single_up(&t, "wd:leased", 0, 1000);
 
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(dlock_lock_lock(l, 800), 0, "%s", dlock_lock_errmsg(l));
-	int64_t pttl = rh_command_int(s, "PTTL %s", "wd:leased");
+	cr_assert_eq(dlock_lock_lock(t.l, 800), 0, "%s", dlock_lock_errmsg(t.l));
+	int64_t pttl = rh_command_int(t.s, "PTTL %s", "wd:leased");
 	cr_assert(pttl > 0 && pttl <= 800, "PTTL of an 800 ms lease: %lld", (long long)pttl);
-	cr_assert_eq(dlock_lock_check(l, NULL), 0);
+	cr_assert_eq(dlock_lock_check(t.l, NULL), 0);
 
-	int64_t gone = wait_key_gone(s, "wd:leased", 3000);
+	int64_t gone = wait_key_gone(t.s, "wd:leased", 3000);
 	cr_assert_neq(gone, -1, "an 800 ms lease was still there 3 s later");
 	int64_t lived = gone - t0;
 	cr_assert(lived >= 700 && lived <= 1300, "an 800 ms lease lived %lld ms", (long long)lived);
 
 	/* The expired lease is not ours any more: the unlock says it was lost
      * (the caller's section outlived its lease), and then "not owner". */
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST);
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ELOST);
+	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ENOTOWNER);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
-	rh_server_free(s);
+	dl_single_down(&t);
 }
 
 /* ---- 3. a holder killed with SIGKILL frees the lock within one timeout --- */
@@ -243,12 +244,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 			(long long)(t_acq - t_kill), (long long)pttl);
 	cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "wd:killed", child_owner), 0);
 	cr_assert_eq(rh_command_int(s, "HLEN %s", "wd:killed"), 1);
-	int64_t count = 0;
-	cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
-	cr_assert_eq(count, 1);
-
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "wd:killed"), 0);
+	dl_assert_held_once_then_release(s, l);
 	dlock_lock_free(l);
 	dlock_client_close(c);
 	rh_server_free(s);
@@ -397,10 +393,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 {
 	watched w;
-	watched_up(&w, "wd:pause:short", 1500, 200);
-
-	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
-	dl_sleep_ms(700);
+	watched_held(&w, "wd:pause:short");
 
 	cr_assert_eq(rh_server_pause(w.s), 0);
 	dl_sleep_ms(600);
@@ -429,10 +422,7 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 {
 	watched w;
-	watched_up(&w, "wd:pause:long", 1500, 200);
-
-	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
-	dl_sleep_ms(700);
+	watched_held(&w, "wd:pause:long");
 
 	int64_t t_ttl = rh_now_ms();
 	int64_t pttl = rh_command_int(w.s, "PTTL %s", "wd:pause:long");

@@ -63,6 +63,31 @@ void dl_failures_assert_none(dl_failures *f)
 	cr_assert_eq(n, 0, "%d failure(s) in worker threads; first: %s", n, first);
 }
 
+void dl_single_up(dl_single *t, const char *name, int64_t timeout_ms, int64_t watchdog_ms)
+{
+	t->s = rh_server_start(NULL);
+	cr_assert_not_null(t->s);
+	t->c = dl_client(rh_server_uri(t->s), timeout_ms, watchdog_ms);
+	t->l = dl_lock(t->c, name);
+}
+
+void dl_single_down(dl_single *t)
+{
+	dlock_lock_free(t->l);
+	dlock_client_close(t->c);
+	rh_server_free(t->s);
+}
+
+void dl_assert_held_once_then_release(rh_server *s, dlock_lock *l)
+{
+	int64_t count = 0;
+
+	cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+	cr_assert_eq(count, 1);
+	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(rh_command_int(s, "EXISTS %s", dlock_lock_name(l)), 0);
+}
+
 rh_server *dl_srv;
 
 void dl_server_start(void)

@@ -209,6 +209,35 @@ int dl_read_counter(int fd)
 	return v;
 }
 
+int dl_reap_exited(const pid_t *kids, int *exited, int *status, int n)
+{
+	int reaped = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!exited[i] && waitpid(kids[i], &status[i], WNOHANG) == kids[i]) {
+			exited[i] = 1;
+			reaped++;
+		}
+	return reaped;
+}
+
+const char *dl_vote_name(dlock_vote v)
+{
+	switch (v) {
+	case DLOCK_VOTE_NONE:
+		return "NONE";
+	case DLOCK_VOTE_ACQUIRED:
+		return "ACQUIRED";
+	case DLOCK_VOTE_HELD:
+		return "HELD";
+	case DLOCK_VOTE_ERROR:
+		return "ERROR";
+	case DLOCK_VOTE_YOUNG:
+		return "YOUNG";
+	}
+	return "?";
+}
+
 void dl_kill_unexited(const pid_t *kids, const int *exited, int *status, int n)
 {
 	for (int i = 0; i < n; i++)

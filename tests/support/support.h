@@ -35,8 +35,15 @@ void dl_log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* The int at the start of a shared counter file, or -1. */
 int dl_read_counter(int fd);
 
+/* Reap, without waiting, the children that exited since (exited[i] set,
+ * status[i] filled); returns how many did. */
+int dl_reap_exited(const pid_t *kids, int *exited, int *status, int n);
+
 /* SIGKILL and reap the children that have not exited (exited[i] == 0). */
 void dl_kill_unexited(const pid_t *kids, const int *exited, int *status, int n);
+
+/* "ACQUIRED", "NONE", ... for messages. */
+const char *dl_vote_name(dlock_vote v);
 
 /* A counter threads wait on (start gates, "n are inside" barriers). */
 typedef struct dl_gate {
@@ -118,8 +125,67 @@ extern struct rh_server *dl_srv;
 void dl_server_start(void);
 void dl_server_stop(void);
 
+/*
+ * One server of the test's own, a client on it (dl_client's timeout_ms and
+ * watchdog_ms) and a lock `name`: what most single-server cases start from.
+ * dl_single_down frees the three.
+ */
+typedef struct dl_single {
+	struct rh_server *s;
+	dlock_client *c;
+	dlock_lock *l;
+} dl_single;
+
+void dl_single_up(dl_single *t, const char *name, int64_t timeout_ms, int64_t watchdog_ms);
+void dl_single_down(dl_single *t);
+
+/* l, held once by this thread on s: a hold count of 1; then the unlock
+ * succeeds and takes the key with it. */
+void dl_assert_held_once_then_release(struct rh_server *s, dlock_lock *l);
+
 /* Fail the test when a worker thread recorded a failure (naming the first). */
 void dl_failures_assert_none(dl_failures *f);
+
+/* ---- procs.c: tests of forked children contending for a lock (Criterion) --- */
+
+#define DL_PROCS_MAX_SERVERS 8
+
+/*
+ * The servers (their URIs copied for the children) and the scratch files of
+ * such a test: an append-only log, optional notes and a counter file that
+ * holds an int, open as cfd in the test process.
+ */
+typedef struct dl_procs {
+	struct rh_server *s[DL_PROCS_MAX_SERVERS];
+	char uris[DL_PROCS_MAX_SERVERS][64];
+	int n;
+	char dir[64];
+	char log_path[128], counter_path[128], note_path[128];
+	int cfd;
+} dl_procs;
+
+/* Start nservers servers and make dir_template (mkdtemp) with an empty
+ * sections.log, notes.log (with_notes) and a counter holding 0. */
+void dl_procs_start(dl_procs *p, int nservers, const char *dir_template, int with_notes);
+
+/* Fork nkids children that run child(p, test's pid), which never returns. */
+void dl_procs_fork(const dl_procs *p, pid_t *kids, int nkids,
+		void (*child)(const dl_procs *p, pid_t parent));
+
+/* None still running, no child reported a failure, each exited 0. */
+void dl_procs_assert_children_ok(
+		int running, int counter, const char *first_fail, const int *status, int nkids);
+
+/* Remove the scratch files and free the servers. */
+void dl_procs_free(dl_procs *p);
+
+/* A child's first call: die with the test process (exit 3 when it is gone already). */
+void dl_child_prologue(pid_t parent);
+
+/* A child's RedLock on `name` over p's servers; on failure an "F <pid> open"
+ * line in log_fd and _exit(5). */
+dlock_redlock *dl_child_redlock(const dl_procs *p, const char *name, const dlock_client_options *co,
+		const dlock_redlock_options *ro, int log_fd);
 
 /* ---- raw.c: hiredis, bypassing dlock (Criterion) --------------------------- */
 
