@@ -56,6 +56,7 @@ contend_warm=3
 contend_hold_us=100
 contend_think_us=1000
 bench=${DLOCK_BENCH:-}
+bench_given=
 maven_repo=
 go_cache=
 keep=
@@ -73,7 +74,7 @@ while [ $# -gt 0 ]; do
 	--contend-warm) contend_warm=$2; shift 2 ;;
 	--contend-hold-us) contend_hold_us=$2; shift 2 ;;
 	--contend-think-us) contend_think_us=$2; shift 2 ;;
-	--bench) bench=$2; shift 2 ;;
+	--bench) bench=$2; bench_given=1; shift 2 ;;
 	--maven-repo) maven_repo=$2; shift 2 ;;
 	--go-cache) go_cache=$2; shift 2 ;;
 	--keep) keep=$2; shift 2 ;;
@@ -254,7 +255,9 @@ contend node-redlock "$warmup" node "$here/node-redlock-contend.js"
 
 # --- the table --------------------------------------------------------------
 git_rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "?")
-if [ -n "$(git -C "$repo" status --porcelain -- src include 2>/dev/null || true)" ]; then
+if [ -n "$bench_given" ]; then
+	git_rev="$git_rev, but dlock-bench from --bench $bench"
+elif [ -n "$(git -C "$repo" status --porcelain -- src include 2>/dev/null || true)" ]; then
 	git_rev="$git_rev+uncommitted changes in src/ or include/"
 fi
 export CMP_DATE=$(date -u '+%Y-%m-%d %H:%M UTC') CMP_NPROC=$(nproc)
