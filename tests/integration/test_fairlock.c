@@ -97,21 +97,27 @@ static void tkey(const char *name, char *buf, size_t len)
 
 #define MAXQ 16
 
+/* The members of key as strings, by `range` (LRANGE or ZRANGE); returns how many. */
+static int members(const char *range, const char *key, char out[MAXQ][80])
+{
+	redisReply *r = rh_command(srv, "%s %s 0 -1", range, key);
+	cr_assert_not_null(r, "%s %s failed", range, key);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_leq(r->elements, MAXQ, "%s has %zu entries", key, (size_t)r->elements);
+	int n = (int)r->elements;
+	for (int i = 0; i < n; i++)
+		snprintf(out[i], 80, "%s", r->element[i]->str);
+	freeReplyObject(r);
+	return n;
+}
+
 /* The queue LIST as strings; returns its length. */
 static int queue_list(const char *name, char out[MAXQ][80])
 {
 	char q[256];
 
 	qkey(name, q, sizeof q);
-	redisReply *r = rh_command(srv, "LRANGE %s 0 -1", q);
-	cr_assert_not_null(r, "LRANGE %s failed", q);
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	cr_assert_leq(r->elements, MAXQ, "queue of %s has %zu entries", name, (size_t)r->elements);
-	int n = (int)r->elements;
-	for (int i = 0; i < n; i++)
-		snprintf(out[i], 80, "%s", r->element[i]->str);
-	freeReplyObject(r);
-	return n;
+	return members("LRANGE", q, out);
 }
 
 /* The deadlines ZSET's members, in score order; returns how many. */
@@ -120,15 +126,7 @@ static int zset_list(const char *name, char out[MAXQ][80])
 	char t[256];
 
 	tkey(name, t, sizeof t);
-	redisReply *r = rh_command(srv, "ZRANGE %s 0 -1", t);
-	cr_assert_not_null(r, "ZRANGE %s failed", t);
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	cr_assert_leq(r->elements, MAXQ);
-	int n = (int)r->elements;
-	for (int i = 0; i < n; i++)
-		snprintf(out[i], 80, "%s", r->element[i]->str);
-	freeReplyObject(r);
-	return n;
+	return members("ZRANGE", t, out);
 }
 
 /* Position of owner in the queue, or -1. */
@@ -253,12 +251,32 @@ typedef struct fair_holder {
 	char holder[80];
 } fair_holder;
 
-static void fair_holder_up(fair_holder *f, const char *name, uint64_t tid, int64_t lease_ms)
+static fair_holder fair_holder_up(const char *name, uint64_t tid, int64_t lease_ms)
 {
-	f->c = open_client(0);
-	f->l = new_fair(f->c, name);
-	owner_of(f->c, tid, f->holder, sizeof f->holder);
-	dl_pass(dlock_lock_try_as(f->l, f->holder, 0, lease_ms));
+	fair_holder f;
+
+	f.c = open_client(0);
+	f.l = new_fair(f.c, name);
+	owner_of(f.c, tid, f.holder, sizeof f.holder);
+	dl_pass(dlock_lock_try_as(f.l, f.holder, 0, lease_ms));
+	return f;
+}
+
+/* The holder unlocks; returns when (rh_now_ms()). */
+static int64_t fair_holder_release(fair_holder *f)
+{
+	int rc = dlock_lock_unlock_as(f->l, f->holder);
+	int64_t at = rh_now_ms();
+
+	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f->l));
+	return at;
+}
+
+/* Free what fair_holder_up made. */
+static void fair_holder_free(fair_holder *f)
+{
+	dlock_lock_free(f->l);
+	dlock_client_close(f->c);
 }
 
 /* The queue and the lock are gone; free what fair_holder_up made. */
@@ -266,8 +284,7 @@ static void fair_holder_down(fair_holder *f, const char *name)
 {
 	assert_no_queue(name);
 	cr_assert_eq(exists(name), 0);
-	dlock_lock_free(f->l);
-	dlock_client_close(f->c);
+	fair_holder_free(f);
 }
 
 /* ---- a waiter thread ----------------------------------------------------- */
@@ -354,27 +371,50 @@ static void fwaiter_start(fwaiter *w, dlock_client *c, dlock_lock *l, int64_t wa
 	fwaiter_run(w);
 }
 
-/* Wait (bounded) until the waiter's try returned. */
-static void fwaiter_await_done(fwaiter *w, int timeout_ms)
+/* Wait (bounded) until the waiter thread sets *flag; returns it. */
+static int await_flag(atomic_int *flag, int timeout_ms)
 {
 	int64_t end = rh_now_ms() + timeout_ms;
 
-	while (!atomic_load(&w->done) && rh_now_ms() < end)
+	while (!atomic_load(flag) && rh_now_ms() < end)
 		dl_sleep_ms(1);
-	cr_assert(atomic_load(&w->done), "waiter %s: try did not return within %d ms", w->owner,
-			timeout_ms);
+	return atomic_load(flag);
+}
+
+/* Wait (bounded) until the waiter's try returned. */
+static void fwaiter_await_done(fwaiter *w, int timeout_ms)
+{
+	cr_assert(await_flag(&w->done, timeout_ms), "waiter %s: try did not return within %d ms",
+			w->owner, timeout_ms);
 }
 
 /* Wait (bounded) until the thread is finished, then join it. */
 static void fwaiter_join(fwaiter *w, int timeout_ms)
 {
-	int64_t end = rh_now_ms() + timeout_ms;
-
-	while (!atomic_load(&w->finished) && rh_now_ms() < end)
-		dl_sleep_ms(1);
-	cr_assert(atomic_load(&w->finished), "waiter %s did not finish within %d ms", w->owner,
-			timeout_ms);
+	cr_assert(await_flag(&w->finished, timeout_ms), "waiter %s did not finish within %d ms",
+			w->owner, timeout_ms);
 	pthread_join(w->th, NULL);
+}
+
+/*
+ * `who` got the lock within 300 ms of the release at released_at (what
+ * `release` names), then unlocked it.
+ */
+static void fwaiter_took_over(fwaiter *w, const char *who, int64_t released_at, const char *release)
+{
+	fwaiter_await_done(w, 3000);
+	cr_assert_eq(w->rc, 0, "%s: %s", who, dlock_strerror(w->rc));
+	cr_assert_lt(w->returned_ms - released_at, 300, "%s acquired %" PRId64 " ms after %s", who,
+			w->returned_ms - released_at, release);
+	fwaiter_join(w, 3000);
+	cr_assert_eq(w->unlock_rc, 0, "%s's unlock: %s", who, dlock_strerror(w->unlock_rc));
+}
+
+/* A raw subscriber on w's own channel (its name into ch), where a release wakes it. */
+static redisContext *subscribe_waiter(const char *name, const fwaiter *w, char *ch, size_t len)
+{
+	snprintf(ch, len, "redisson_lock__channel:{%s}:%s", name, w->owner);
+	return dl_subscribe(rh_server_port(srv), ch);
 }
 
 /* ---- 1. FIFO ------------------------------------------------------------- */
@@ -443,19 +483,12 @@ Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
 Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 {
 	const char *name = "fair:leave";
-	fair_holder f;
-	fair_holder_up(&f, name, 900001, 30000);
-	int rc;
+	fair_holder f = fair_holder_up(name, 900001, 30000);
 	char me[80];
 	owner_of(f.c, dlock_thread_id(), me, sizeof me);
 
 	/* A (this thread) tries for 500 ms. */
-	int64_t t0 = rh_now_ms();
-	rc = dlock_lock_try(f.l, 500, 30000);
-	int64_t el = rh_now_ms() - t0;
-	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "A: %s (%s)", dlock_strerror(rc),
-			dlock_lock_errmsg(f.l));
-	cr_assert(el >= 480 && el <= 1000, "A's try(500) returned after %" PRId64 " ms", el);
+	dl_assert_try(f.l, 500, 30000, DLOCK_ENOTACQUIRED, 480, 1000);
 	cr_assert_eq(queue_pos(name, me), -1, "A (%s) is still in the queue", me);
 	cr_assert_eq(zset_has(name, me), 0, "A (%s) still has a deadline", me);
 	assert_no_queue(name); /* A was the only waiter */
@@ -484,15 +517,8 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 			wall_ms());
 
 	/* The f.holder releases: B gets it at once. */
-	rc = dlock_lock_unlock_as(f.l, f.holder);
-	int64_t t_unlock = rh_now_ms();
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
-	fwaiter_await_done(&b, 3000);
-	cr_assert_eq(b.rc, 0, "B: %s", dlock_strerror(b.rc));
-	cr_assert_lt(b.returned_ms - t_unlock, 300, "B acquired %" PRId64 " ms after the unlock",
-			b.returned_ms - t_unlock);
-	fwaiter_join(&b, 3000);
-	cr_assert_eq(b.unlock_rc, 0, "B's unlock: %s", dlock_strerror(b.unlock_rc));
+	int64_t t_unlock = fair_holder_release(&f);
+	fwaiter_took_over(&b, "B", t_unlock, "the unlock");
 	fair_holder_down(&f, name);
 }
 
@@ -501,9 +527,7 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 {
 	const char *name = "fair:ghost";
-	fair_holder f;
-	fair_holder_up(&f, name, 900002, 1000);
-	int rc;
+	fair_holder f = fair_holder_up(name, 900002, 1000);
 
 	/* "ghost:1" queues through Redisson's script with a 1500 ms wait and never comes back. */
 	int acquired = 0;
@@ -518,8 +542,7 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 			deadline, enq_wall + ttl + 1500);
 	cr_assert_eq(queue_pos(name, "ghost:1"), 0);
 
-	rc = dlock_lock_unlock_as(f.l, f.holder);
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
+	fair_holder_release(&f);
 
 	/* A dlock waiter queues behind the ghost. */
 	fwaiter w;
@@ -559,9 +582,7 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 {
 	const char *name = "fair:interop-a";
-	fair_holder f;
-	fair_holder_up(&f, name, 900003, 30000);
-	int rc;
+	fair_holder f = fair_holder_up(name, 900003, 30000);
 
 	int acquired = 0;
 	int64_t ret = 0;
@@ -577,12 +598,10 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	fwaiter_start(&w, f.c, f.l, 5000, 30000, 0);
 	await_queue_pos(name, w.owner, 1, 2000);
 	char wch[200];
-	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
-	redisContext *subw = dl_subscribe(rh_server_port(srv), wch);
+	redisContext *subw = subscribe_waiter(name, &w, wch, sizeof wch);
 
 	/* dlock's unlock wakes the head, redisson:7, on its own channel. */
-	rc = dlock_lock_unlock_as(f.l, f.holder);
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
+	fair_holder_release(&f);
 	dl_expect_message(sub7, "redisson_lock__channel:{fair:interop-a}:redisson:7", "0", 1000);
 
 	/* redisson:7 is head and its place is valid: the dlock waiter must not take it. */
@@ -614,28 +633,17 @@ Test(fairlock, redisson_waiter_ahead_of_dlock_waiter, .timeout = 30)
 	int64_t t_unlock = rh_now_ms();
 	cr_assert_eq(redisson_unlock(name, "redisson:7"), 1);
 	dl_expect_message(subw, wch, "0", 1000);
-	fwaiter_await_done(&w, 3000);
-	cr_assert_eq(w.rc, 0, "dlock waiter: %s", dlock_strerror(w.rc));
-	cr_assert_lt(w.returned_ms - t_unlock, 300,
-			"the dlock waiter acquired %" PRId64 " ms after Redisson's unlock",
-			w.returned_ms - t_unlock);
-	fwaiter_join(&w, 3000);
-	cr_assert_eq(w.unlock_rc, 0, "dlock waiter unlock: %s", dlock_strerror(w.unlock_rc));
-	assert_no_queue(name);
-	cr_assert_eq(exists(name), 0);
+	fwaiter_took_over(&w, "the dlock waiter", t_unlock, "Redisson's unlock");
 
 	redisFree(sub7);
 	redisFree(subw);
-	dlock_lock_free(f.l);
-	dlock_client_close(f.c);
+	fair_holder_down(&f, name);
 }
 
 Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 {
 	const char *name = "fair:interop-b";
-	fair_holder f;
-	fair_holder_up(&f, name, 900004, 30000);
-	int rc;
+	fair_holder f = fair_holder_up(name, 900004, 30000);
 
 	/* The dlock waiter holds 300 ms once it has the lock, then releases. */
 	fwaiter w;
@@ -648,8 +656,7 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 	cr_assert_eq(acquired, 0, "redisson:8 acquired a held lock");
 	cr_assert_eq(queue_pos(name, "redisson:8"), 1);
 
-	rc = dlock_lock_unlock_as(f.l, f.holder);
-	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
+	fair_holder_release(&f);
 
 	/* Redisson's waiter keeps asking: a number every time until the dlock waiter
 	 * has had the lock and given it back. */
@@ -690,14 +697,12 @@ Test(fairlock, dlock_waiter_ahead_of_redisson_waiter, .timeout = 30)
 Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 {
 	const char *name = "fair:force";
-	fair_holder f;
-	fair_holder_up(&f, name, 900005, 30000);
-	int rc;
+	fair_holder f = fair_holder_up(name, 900005, 30000);
 	char other[80];
 	owner_of(f.c, 900006, other, sizeof other);
 
 	/* Not the owner: refused, nothing changes. */
-	rc = dlock_lock_unlock(f.l);
+	int rc = dlock_lock_unlock(f.l);
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock by this thread: %s", dlock_strerror(rc));
 	rc = dlock_lock_unlock_as(f.l, other);
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock as another owner: %s", dlock_strerror(rc));
@@ -715,8 +720,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	fwaiter_start(&w, f.c, f.l, 10000, 30000, 0);
 	await_queue_pos(name, w.owner, 0, 2000);
 	char wch[200];
-	snprintf(wch, sizeof wch, "redisson_lock__channel:{%s}:%s", name, w.owner);
-	redisContext *sub = dl_subscribe(rh_server_port(srv), wch);
+	redisContext *sub = subscribe_waiter(name, &w, wch, sizeof wch);
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
@@ -724,13 +728,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	cr_assert_eq(rc, 0, "force unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
 	cr_assert_eq(deleted, 1);
 	dl_expect_message(sub, wch, "0", 1000);
-	fwaiter_await_done(&w, 3000);
-	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_strerror(w.rc));
-	cr_assert_lt(w.returned_ms - t_force, 300,
-			"the waiter acquired %" PRId64 " ms after the force unlock",
-			w.returned_ms - t_force);
-	fwaiter_join(&w, 3000);
-	cr_assert_eq(w.unlock_rc, 0, "waiter unlock: %s", dlock_strerror(w.unlock_rc));
+	fwaiter_took_over(&w, "the waiter", t_force, "the force unlock");
 	assert_no_queue(name);
 	cr_assert_eq(exists(name), 0);
 
@@ -740,8 +738,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	cr_assert_eq(deleted, 0);
 
 	redisFree(sub);
-	dlock_lock_free(f.l);
-	dlock_client_close(f.c);
+	fair_holder_free(&f);
 }
 
 /* ---- 6. a single attempt never queues ------------------------------------- */
@@ -750,27 +747,16 @@ Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
 {
 	const char *name = "fair:once";
 	/* Free: one attempt takes it, no queue is made. */
-	fair_holder f;
-	fair_holder_up(&f, name, 900007, 30000);
-	int rc;
+	fair_holder f = fair_holder_up(name, 900007, 30000);
 	assert_no_queue(name);
 
 	/* Held: one attempt fails at once and leaves no trace. */
 	for (int i = 0; i < 3; i++) {
-		int64_t t0 = rh_now_ms();
-		rc = dlock_lock_try(f.l, 0, 30000);
-		int64_t el = rh_now_ms() - t0;
-		cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "try(0): %s (%s)", dlock_strerror(rc),
-				dlock_lock_errmsg(f.l));
-		cr_assert_lt(el, 200, "try(0) took %" PRId64 " ms", el);
+		dl_assert_try(f.l, 0, 30000, DLOCK_ENOTACQUIRED, 0, 199);
 		assert_no_queue(name);
 	}
 	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
 
-	cr_assert_eq(dlock_lock_unlock_as(f.l, f.holder), 0);
-	cr_assert_eq(exists(name), 0);
-	assert_no_queue(name);
-
-	dlock_lock_free(f.l);
-	dlock_client_close(f.c);
+	fair_holder_release(&f);
+	fair_holder_down(&f, name);
 }

@@ -115,8 +115,7 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 		int rc = dlock_lock_try(other, 0, DLOCK_LEASE_WATCHDOG);
 		int msg_ok = strstr(dlock_lock_errmsg(other), "fork") != NULL;
 		int ping = dlock_client_ping(c);
-		dlock_lock_free(other);
-		dlock_lock_free(held);
+		dl_free_locks(other, held);
 		dlock_client_close(c);
 		_exit(rc == DLOCK_EFORKED && msg_ok && ping == DLOCK_EFORKED ? 0 : 1);
 	}
@@ -130,8 +129,7 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 	cr_assert_eq(dlock_lock_check(held, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:held"), 1);
 	cr_assert_eq(dlock_lock_unlock(held), 0, "%s", dlock_lock_errmsg(held));
-	dlock_lock_free(other);
-	dlock_lock_free(held);
+	dl_free_locks(other, held);
 	dlock_client_close(c);
 	rh_server_free(s);
 }
@@ -166,11 +164,8 @@ Test(faults, redlock_refuses_a_server_listed_twice, .timeout = 30)
 	m = NULL;
 	cr_assert_eq(dlock_multilock_new(&m, bad, 2), DLOCK_EINVAL);
 	cr_assert_null(m);
-	dlock_lock_free(a);
-	dlock_lock_free(b);
-	dlock_lock_free(a2);
-	dlock_client_close(c);
-	dlock_client_close(c2);
+	dl_free_locks(a, b, a2);
+	dl_close_clients(c, c2);
 	for (int i = 0; i < 2; i++)
 		rh_server_free(s[i]);
 }
@@ -199,10 +194,8 @@ Test(faults, timed_out_try_leaves_no_hold, .timeout = 30)
 			(long long)rh_command_int(s, "PTTL %s", "faults:late"));
 	cr_assert_eq(dlock_lock_try(l2, 0, 5000), 0, "%s", dlock_lock_errmsg(l2));
 	cr_assert_eq(dlock_lock_unlock(l2), 0);
-	dlock_lock_free(l);
-	dlock_lock_free(l2);
-	dlock_client_close(c);
-	dlock_client_close(other);
+	dl_free_locks(l, l2);
+	dl_close_clients(c, other);
 	rh_server_free(s);
 }
 
@@ -237,12 +230,8 @@ Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 3
 	cr_assert_leq(took, 500, "c waited %lld ms behind a waiter that had given up",
 			(long long)took);
 	cr_assert_eq(dlock_lock_unlock(c), 0);
-	dlock_lock_free(a);
-	dlock_lock_free(b);
-	dlock_lock_free(c);
-	dlock_client_close(ca);
-	dlock_client_close(cb);
-	dlock_client_close(cc);
+	dl_free_locks(a, b, c);
+	dl_close_clients(ca, cb, cc);
 }
 
 /* ---- renewal judged per lock, on connections that exist, every hold --------- */
@@ -287,8 +276,7 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 	cr_assert_str_eq(g.name, "faults:bad");
 	cr_assert_eq(g.reason, DLOCK_LOST_REPLACED);
 	cr_assert_eq(dlock_lock_unlock(good), 0);
-	dlock_lock_free(good);
-	dlock_lock_free(bad);
+	dl_free_locks(good, bad);
 	dlock_client_close(c);
 }
 

@@ -65,14 +65,41 @@ static void assert_hash_is(const char *name, const char *field, const char *valu
 	freeReplyObject(r);
 }
 
+/* The same, for this thread's owner on c. */
+static void assert_mine(dlock_client *c, const char *name, const char *count)
+{
+	char owner[64];
+
+	dl_owner(c, owner, sizeof owner);
+	assert_hash_is(name, owner, count);
+}
+
 static void assert_key_absent(const char *name)
 {
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", name), 0, "key %s still exists", name);
 }
 
-static int64_t pttl(const char *name)
+/* PTTL of name in (lo, hi]: a lease just set or renewed, less what the round trips took. */
+static void assert_pttl(const char *name, int64_t lo, int64_t hi, const char *when)
 {
-	return rh_command_int(srv, "PTTL %s", name);
+	int64_t t = rh_command_int(srv, "PTTL %s", name);
+
+	cr_assert(t > lo && t <= hi, "PTTL of %s %s: %" PRId64 ", want (%" PRId64 ", %" PRId64 "]",
+			name, when, t, lo, hi);
+}
+
+/* The end of most tests: the lock freed, its client closed. */
+static void close_lock(dlock_lock *l, dlock_client *c)
+{
+	dlock_lock_free(l);
+	dlock_client_close(c);
+}
+
+/* The last unlock of a hold: it succeeds and the key is gone. */
+static void unlock_last(dlock_lock *l, const char *name)
+{
+	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	assert_key_absent(name);
 }
 
 /* The HGETALL reply as one string "f1=v1,f2=v2," (for before/after comparison). */
@@ -164,6 +191,32 @@ static void *waiter_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Start w and return once it waits on `channel` and 300 ms have passed, so
+ * that a wake-up measured next is the message's, not the first attempt's.
+ */
+static void start_waiter(waiter *w, pthread_t *th, const char *channel)
+{
+	int64_t started = rh_now_ms();
+
+	cr_assert_eq(pthread_create(th, NULL, waiter_main, w), 0);
+	await_numsub(channel, 1, 3000);
+	int64_t since = rh_now_ms() - started;
+	if (since < 300)
+		sleep_ms((int)(300 - since));
+}
+
+/* The waiter acquired after `before` and within `within_ms` of the release at released_at. */
+static void assert_woke(const waiter *w, int64_t before, int64_t released_at, int64_t within_ms,
+		const char *release)
+{
+	cr_assert_eq(w->rc, 0, "waiter: %d", w->rc);
+	cr_assert_geq(w->acquired_at, before, "the waiter got in before the %s", release);
+	cr_assert_lt(w->acquired_at - released_at, within_ms,
+			"waiter acquired %" PRId64 " ms after the %s", w->acquired_at - released_at,
+			release);
+}
+
 /* Every key left on the server starts with prefix (unlock latches, say). */
 static void assert_only_keys_with_prefix(const char *prefix)
 {
@@ -195,15 +248,13 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("wire-lock", owner, "1");
-	int64_t t = pttl("wire-lock");
-	cr_assert(t > 29000 && t <= 30000, "PTTL %" PRId64 " not in (29000, 30000]", t);
+	assert_pttl("wire-lock", 29000, 30000, "while held");
 	cr_assert_eq(rh_command_int(srv, "DBSIZE"), 1, "only the lock key exists while held");
 
 	/* Re-entry: same field, count 2, TTL reset to the watchdog timeout. */
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("wire-lock", owner, "2");
-	t = pttl("wire-lock");
-	cr_assert(t > 29000 && t <= 30000, "PTTL %" PRId64 " not in (29000, 30000]", t);
+	assert_pttl("wire-lock", 29000, 30000, "after re-entry");
 	int64_t n = -1;
 	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 2);
@@ -211,13 +262,11 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 	/* First unlock: count 1, still held, no message. */
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("wire-lock", owner, "1");
-	t = pttl("wire-lock");
-	cr_assert(t > 29000 && t <= 30000, "PTTL after partial unlock %" PRId64, t);
+	assert_pttl("wire-lock", 29000, 30000, "after partial unlock");
 	expect_no_message(sub, 200);
 
 	/* Second unlock: key gone, exactly one "0". */
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-	assert_key_absent("wire-lock");
+	unlock_last(l, "wire-lock");
 	dl_expect_message(sub, "redisson_lock__channel:{wire-lock}", "0", 2000);
 	expect_no_message(sub, 300);
 
@@ -225,31 +274,26 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 	assert_only_keys_with_prefix("redisson_unlock_latch:{wire-lock}:");
 
 	redisFree(sub);
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 Test(rlock_wire, leased_hold_ttl_and_partial_release_keeps_lease, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = dl_lock(c, "lease-lock");
-	char owner[64];
-	dl_owner(c, owner, sizeof owner);
 
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
-	assert_hash_is("lease-lock", owner, "1");
-	int64_t t = pttl("lease-lock");
-	cr_assert(t > 9000 && t <= 10000, "PTTL %" PRId64 " not in (9000, 10000]", t);
+	assert_mine(c, "lease-lock", "1");
+	assert_pttl("lease-lock", 9000, 10000, "while held");
 
 	/* Redisson's testRemainTimeToLive2: a partial release keeps the lease. */
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
 	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
-	assert_hash_is("lease-lock", owner, "3");
+	assert_mine(c, "lease-lock", "3");
 	cr_assert_eq(dlock_lock_unlock(l), 0);
 	cr_assert_eq(dlock_lock_unlock(l), 0);
-	assert_hash_is("lease-lock", owner, "1");
-	t = pttl("lease-lock");
-	cr_assert(t > 9000 && t <= 10000, "PTTL after partial release %" PRId64, t);
+	assert_mine(c, "lease-lock", "1");
+	assert_pttl("lease-lock", 9000, 10000, "after partial release");
 	int64_t ttl = 0;
 	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
 	cr_assert(ttl > 9000 && ttl <= 10000, "remaining_ttl %" PRId64, ttl);
@@ -259,24 +303,20 @@ Test(rlock_wire, leased_hold_ttl_and_partial_release_keeps_lease, .timeout = 30)
 	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
 	cr_assert_eq(ttl, -2);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = dl_lock(c, "a{b}c");
-	char owner[64];
-	dl_owner(c, owner, sizeof owner);
 
 	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:a{b}c");
 	redisContext *wrong = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{a{b}c}");
 
 	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-	assert_hash_is("a{b}c", owner, "1");
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-	assert_key_absent("a{b}c");
+	assert_mine(c, "a{b}c", "1");
+	unlock_last(l, "a{b}c");
 	dl_expect_message(sub, "redisson_lock__channel:a{b}c", "0", 2000);
 	expect_no_message(sub, 200);
 	expect_no_message(wrong, 100);
@@ -286,8 +326,7 @@ Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
 
 	redisFree(sub);
 	redisFree(wrong);
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /* ---- 2. unlock by a non-owner ------------------------------------------- */
@@ -335,19 +374,16 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 			dlock_lock_errmsg(l), node);
 	hash_snapshot("owned", after, sizeof after);
 	cr_assert_str_eq(after, before);
-	int64_t t = pttl("owned");
-	cr_assert(t > 15000 && t <= 20000, "PTTL %" PRId64 " changed by a refused unlock", t);
+	assert_pttl("owned", 15000, 20000, "after a refused unlock");
 
 	/* The owner itself still holds twice. */
 	int64_t n = 0;
 	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
 	cr_assert_eq(n, 2);
 	cr_assert_eq(dlock_lock_unlock(l), 0);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	assert_key_absent("owned");
+	unlock_last(l, "owned");
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /* ---- 3. lease expiry lets the next owner in ------------------------------ */
@@ -356,8 +392,6 @@ Test(rlock_wire, leased_lock_is_taken_by_waiter_after_lease, .timeout = 30)
 {
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = dl_lock(c, "leased");
-	char me[64];
-	dl_owner(c, me, sizeof me);
 
 	int64_t t0 = rh_now_ms();
 	cr_assert_eq(dlock_lock_try_as(l, "owner-A:1", 0, 2000), 0, "%s", dlock_lock_errmsg(l));
@@ -368,14 +402,11 @@ Test(rlock_wire, leased_lock_is_taken_by_waiter_after_lease, .timeout = 30)
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 1800 && elapsed <= 2600, "acquired after %" PRId64 " ms, want ~2000",
 			elapsed);
-	assert_hash_is("leased", me, "1");
-	int64_t t = pttl("leased");
-	cr_assert(t > 4000 && t <= 5000, "PTTL %" PRId64, t);
+	assert_mine(c, "leased", "1");
+	assert_pttl("leased", 4000, 5000, "of the new hold");
 
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	assert_key_absent("leased");
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	unlock_last(l, "leased");
+	close_lock(l, c);
 }
 
 /* ---- 4. try_lock against a held lock ------------------------------------- */
@@ -389,31 +420,20 @@ Test(rlock_wire, try_lock_gives_up_after_wait, .timeout = 30)
 	cr_assert_eq(rh_command_int(srv, "HSET held %s 1", "otheruuid:1"), 1);
 	cr_assert_eq(rh_command_int(srv, "PEXPIRE held 30000"), 1);
 
-	int64_t t0 = rh_now_ms();
-	int rc = dlock_lock_try(l, 1000, 10000);
-	int64_t elapsed = rh_now_ms() - t0;
-	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d (%s)", rc, dlock_lock_errmsg(l));
-	cr_assert(elapsed >= 950 && elapsed <= 1400, "gave up after %" PRId64 " ms, want ~1000",
-			elapsed);
-
-	t0 = rh_now_ms();
-	rc = dlock_lock_try(l, 0, 10000);
-	elapsed = rh_now_ms() - t0;
-	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
-	cr_assert_lt(elapsed, 200, "a single attempt took %" PRId64 " ms", elapsed);
+	/* Gives up after its wait (~1000 ms); a single attempt (under 200 ms) at once. */
+	dl_assert_try(l, 1000, 10000, DLOCK_ENOTACQUIRED, 950, 1400);
+	dl_assert_try(l, 0, 10000, DLOCK_ENOTACQUIRED, 0, 199);
 
 	/* Same with the watchdog lease. */
-	rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
 
 	/* The holder is untouched; the waiter's subscription is gone. */
 	assert_hash_is("held", "otheruuid:1", "1");
-	int64_t t = pttl("held");
-	cr_assert(t > 25000 && t <= 30000, "PTTL %" PRId64, t);
+	assert_pttl("held", 25000, 30000, "of the untouched holder");
 	await_numsub("redisson_lock__channel:{held}", 0, 2000);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /* ---- 5. wake-up by the unlock message ------------------------------------ */
@@ -429,12 +449,7 @@ Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 
 	waiter w = { .client = c, .lock = l, .lease = 30000, .release = 1 };
 	pthread_t th;
-	int64_t started = rh_now_ms();
-	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
-	await_numsub("redisson_lock__channel:{wake}", 1, 3000);
-	int64_t since = rh_now_ms() - started;
-	if (since < 300)
-		sleep_ms((int)(300 - since));
+	start_waiter(&w, &th, "redisson_lock__channel:{wake}");
 
 	int64_t before_unlock = rh_now_ms();
 	int rc = dlock_lock_unlock_as(l, holder);
@@ -442,69 +457,59 @@ Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(pthread_join(th, NULL), 0);
 
-	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
-	cr_assert_geq(w.acquired_at, before_unlock, "the waiter got in before the unlock");
-	cr_assert_lt(w.acquired_at - unlocked_at, 150,
-			"waiter acquired %" PRId64 " ms after the unlock",
-			w.acquired_at - unlocked_at);
+	assert_woke(&w, before_unlock, unlocked_at, 150, "unlock");
 	cr_assert_eq(w.count_after, 1);
 	cr_assert_eq(w.unlock_rc, 0);
 	assert_key_absent("wake");
 	await_numsub("redisson_lock__channel:{wake}", 0, 2000);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /* ---- 6. force unlock wakes waiters and the watchdog learns the loss ------ */
 
-typedef struct lost_rec {
-	pthread_mutex_t mu;
-	int calls;
-	dlock_lock *lock;
-	char owner[128];
-	int64_t at;
-} lost_rec;
-
+/* The lost callback records into a dl_lost (tests/support). */
 static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
 {
-	(void)reason;
-	lost_rec *r = ud;
+	dl_lost_note(ud, lock, owner, reason);
+}
 
-	pthread_mutex_lock(&r->mu);
-	r->calls++;
-	r->lock = lock;
-	snprintf(r->owner, sizeof r->owner, "%s", owner);
-	r->at = rh_now_ms();
-	pthread_mutex_unlock(&r->mu);
+/* holder takes l with the watchdog lease; lost records l's lost callbacks. */
+static void hold_watched(dlock_lock *l, const char *holder, dl_lost *lost)
+{
+	dl_lost_init(lost);
+	cr_assert_eq(dlock_lock_set_lost_cb(l, on_lost, lost), 0);
+	cr_assert_eq(dlock_lock_try_as(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+			dlock_lock_errmsg(l));
+}
+
+/* The lost callback ran exactly once, for `lock` and `owner`. */
+static void assert_lost_once(dl_lost *lost, const dlock_lock *lock, const char *owner)
+{
+	pthread_mutex_lock(&lost->mu);
+	cr_assert_eq(lost->fired, 1, "lost callback ran %d times", lost->fired);
+	cr_assert_eq(lost->lock, lock);
+	cr_assert_str_eq(lost->owner, owner);
+	pthread_mutex_unlock(&lost->mu);
 }
 
 Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_loss, .timeout = 30)
 {
+	dl_lost lost; /* what the holder's lost callback saw */
 	dlock_client *a = open_client(900);
 	dlock_client *b = open_client(30000);
 	dlock_lock *la = dl_lock(a, "forced");
 	dlock_lock *lb = dl_lock(b, "forced");
 	const char *holder = "holder-uuid:6";
-	lost_rec lost = { .calls = 0 };
-	pthread_mutex_init(&lost.mu, NULL);
 
-	cr_assert_eq(dlock_lock_set_lost_cb(la, on_lost, &lost), 0);
-	cr_assert_eq(dlock_lock_try_as(la, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
-			dlock_lock_errmsg(la));
-	int64_t t = pttl("forced");
-	cr_assert(t > 800 && t <= 900, "PTTL %" PRId64, t);
+	hold_watched(la, holder, &lost);
+	assert_pttl("forced", 800, 900, "with a 900 ms watchdog");
 	cr_assert_eq(dlock_lock_check(la, holder), 0);
 
 	/* A waiter on the holder's client. */
 	waiter w = { .client = a, .lock = la, .lease = 30000, .release = 0 };
 	pthread_t th;
-	int64_t started = rh_now_ms();
-	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
-	await_numsub("redisson_lock__channel:{forced}", 1, 3000);
-	int64_t since = rh_now_ms() - started;
-	if (since < 300)
-		sleep_ms((int)(300 - since));
+	start_waiter(&w, &th, "redisson_lock__channel:{forced}");
 	/* The watchdog has kept the key alive past several renewals. */
 	cr_assert_eq(dlock_lock_check(la, holder), 0);
 
@@ -515,11 +520,7 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(lb));
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(pthread_join(th, NULL), 0);
-	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
-	cr_assert_geq(w.acquired_at, before);
-	cr_assert_lt(w.acquired_at - forced_at, 150,
-			"waiter acquired %" PRId64 " ms after force unlock",
-			w.acquired_at - forced_at);
+	assert_woke(&w, before, forced_at, 150, "force unlock");
 
 	/* The holder's client finds out at its next renewal (every 300 ms). */
 	int64_t deadline = forced_at + 1000;
@@ -528,19 +529,8 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 	cr_assert_eq(rc, DLOCK_ELOST, "check %d %" PRId64 " ms after the force unlock", rc,
 			rh_now_ms() - forced_at);
 	/* The callback runs on the background thread; wait for it (bounded). */
-	while (rh_now_ms() < deadline + 500) {
-		pthread_mutex_lock(&lost.mu);
-		int calls = lost.calls;
-		pthread_mutex_unlock(&lost.mu);
-		if (calls > 0)
-			break;
-		sleep_ms(5);
-	}
-	pthread_mutex_lock(&lost.mu);
-	cr_assert_eq(lost.calls, 1, "lost callback ran %d times", lost.calls);
-	cr_assert_eq(lost.lock, la);
-	cr_assert_str_eq(lost.owner, holder);
-	pthread_mutex_unlock(&lost.mu);
+	dl_lost_wait(&lost, deadline + 500);
+	assert_lost_once(&lost, la, holder);
 
 	/* The waiter's hold is intact; the lost holder cannot release it. */
 	assert_hash_is("forced", w.owner, "1");
@@ -552,30 +542,26 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 	cr_assert_eq(dlock_lock_unlock_as(la, w.owner), 0);
 	assert_key_absent("forced");
 
-	dlock_lock_free(la);
-	dlock_lock_free(lb);
-	dlock_client_close(a);
-	dlock_client_close(b);
-	pthread_mutex_destroy(&lost.mu);
+	dl_free_locks(la, lb);
+	dl_close_clients(a, b);
+	dl_lost_destroy(&lost);
 }
 
 Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout = 30)
 {
+	dl_lost lost; /* what l1's lost callback saw */
 	dlock_client *a = open_client(30000);
 	dlock_lock *l1 = dl_lock(a, "forced-same");
 	dlock_lock *l2 = dl_lock(a, "forced-same");
 	const char *holder = "holder-uuid:7";
-	lost_rec lost = { .calls = 0 };
-	pthread_mutex_init(&lost.mu, NULL);
 
-	cr_assert_eq(dlock_lock_set_lost_cb(l1, on_lost, &lost), 0);
-	cr_assert_eq(dlock_lock_try_as(l1, holder, 0, DLOCK_LEASE_WATCHDOG), 0);
+	hold_watched(l1, holder, &lost);
 	int deleted = -1;
 	cr_assert_eq(dlock_lock_force_unlock(&deleted, l2), 0);
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(dlock_lock_check(l1, holder), DLOCK_ELOST);
 	pthread_mutex_lock(&lost.mu);
-	cr_assert_eq(lost.calls, 1);
+	cr_assert_eq(lost.fired, 1);
 	cr_assert_str_eq(lost.owner, holder);
 	pthread_mutex_unlock(&lost.mu);
 	assert_key_absent("forced-same");
@@ -585,26 +571,31 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 	cr_assert_eq(dlock_lock_force_unlock(&deleted, l2), 0);
 	cr_assert_eq(deleted, 0);
 
-	dlock_lock_free(l1);
-	dlock_lock_free(l2);
+	dl_free_locks(l1, l2);
 	dlock_client_close(a);
-	pthread_mutex_destroy(&lost.mu);
+	dl_lost_destroy(&lost);
 }
 
 /* ---- 7. interoperation with Redisson's scripts ---------------------------- */
 
-/* Redisson's acquire for `owner`: NULL reply (acquired) -> -3, else the PTTL. */
-static int64_t redisson_acquire(const char *name, const char *owner, int64_t lease)
+/* A Redisson script's reply (`what` runs it): NULL -> -3, else the integer. */
+static int64_t script_reply(redisReply *r, const char *what)
 {
-	redisReply *r = rh_command(srv, "EVAL %s 1 %s %lld %s", dl_redisson_acquire, name,
-			(long long)lease, owner);
 	cr_assert_not_null(r);
 	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
-			"Redisson acquire: reply type %d %s", r->type,
+			"Redisson %s: reply type %d %s", what, r->type,
 			r->type == REDIS_REPLY_ERROR ? r->str : "");
 	int64_t v = r->type == REDIS_REPLY_NIL ? -3 : r->integer;
 	freeReplyObject(r);
 	return v;
+}
+
+/* Redisson's acquire for `owner`: NULL reply (acquired) -> -3, else the PTTL. */
+static int64_t redisson_acquire(const char *name, const char *owner, int64_t lease)
+{
+	return script_reply(rh_command(srv, "EVAL %s 1 %s %lld %s", dl_redisson_acquire, name,
+					    (long long)lease, owner),
+			"acquire");
 }
 
 /* Redisson's unlock for `owner`: NULL reply -> -3, else 0 or 1. */
@@ -614,15 +605,9 @@ static int64_t redisson_unlock(const char *name, const char *owner, const char *
 
 	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
 	snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%s", name, request_id);
-	redisReply *r = rh_command(srv, "EVAL %s 3 %s %s %s 0 30000 %s publish 16000",
-			dl_redisson_unlock, name, channel, latch, owner);
-	cr_assert_not_null(r);
-	cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_INTEGER,
-			"Redisson unlock: reply type %d %s", r->type,
-			r->type == REDIS_REPLY_ERROR ? r->str : "");
-	int64_t v = r->type == REDIS_REPLY_NIL ? -3 : r->integer;
-	freeReplyObject(r);
-	return v;
+	return script_reply(rh_command(srv, "EVAL %s 3 %s %s %s 0 30000 %s publish 16000",
+					    dl_redisson_unlock, name, channel, latch, owner),
+			"unlock");
 }
 
 Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
@@ -653,8 +638,7 @@ Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
 	cr_assert(t > 9000 && t <= 10000, "Redisson acquire against dlock holder: %" PRId64, t);
 	cr_assert_eq(dlock_lock_unlock(l), 0);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
@@ -665,12 +649,7 @@ Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 	cr_assert_eq(redisson_acquire("interop-b", DL_REDISSON_OWNER, 30000), -3);
 	waiter w = { .client = c, .lock = l, .lease = 30000, .release = 1 };
 	pthread_t th;
-	int64_t started = rh_now_ms();
-	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
-	await_numsub("redisson_lock__channel:{interop-b}", 1, 3000);
-	int64_t since = rh_now_ms() - started;
-	if (since < 300)
-		sleep_ms((int)(300 - since));
+	start_waiter(&w, &th, "redisson_lock__channel:{interop-b}");
 
 	int64_t before = rh_now_ms();
 	cr_assert_eq(redisson_unlock("interop-b", DL_REDISSON_OWNER,
@@ -678,17 +657,12 @@ Test(rlock_wire, redisson_unlock_wakes_dlock_waiter, .timeout = 30)
 			1);
 	int64_t unlocked_at = rh_now_ms();
 	cr_assert_eq(pthread_join(th, NULL), 0);
-	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
-	cr_assert_geq(w.acquired_at, before);
-	cr_assert_lt(w.acquired_at - unlocked_at, 200,
-			"waiter acquired %" PRId64 " ms after the unlock",
-			w.acquired_at - unlocked_at);
+	assert_woke(&w, before, unlocked_at, 200, "Redisson unlock");
 	cr_assert_eq(w.count_after, 1);
 	cr_assert_eq(w.unlock_rc, 0);
 	assert_key_absent("interop-b");
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
@@ -709,8 +683,7 @@ Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), DLOCK_ENOTACQUIRED);
 
 	redisFree(sub);
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
@@ -745,8 +718,7 @@ Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 	assert_key_absent("interop-d");
 
 	redisFree(sub);
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /* ---- 8. explicit owner across threads ------------------------------------ */
@@ -822,8 +794,7 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 	run_as(&op);
 	cr_assert_eq(op.rc, DLOCK_ENOTOWNER);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /*
@@ -849,8 +820,7 @@ Test(rlock_wire, explicit_owner_shared_with_redisson_counts_every_acquire, .time
 	cr_assert_eq(dlock_lock_hold_count_as(&n, l, DL_REDISSON_OWNER), 0);
 	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /* The same with two dlock clients sharing one explicit owner. */
@@ -927,8 +897,7 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	assert_key_absent("surplus-f");
 
 	dlock_lock_free(f);
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }
 
 /* ---- 9. argument validation ---------------------------------------------- */
@@ -990,6 +959,5 @@ Test(rlock_wire, bad_arguments_are_einval_and_write_nothing, .timeout = 30)
 	cr_assert_null(strstr(r->str, "cmdstat_hset"), "a write ran:\n%s", r->str);
 	freeReplyObject(r);
 
-	dlock_lock_free(l);
-	dlock_client_close(c);
+	close_lock(l, c);
 }

@@ -242,4 +242,25 @@ void dl_torture_run(const dl_torture *t, void *ctx);
 /* Live blocks the library allocated, on any thread. */
 long dl_torture_live(void);
 
+/* ---- checks.c: repeated assertion sequences (Criterion) ------------------- */
+
+/*
+ * dlock_lock_try(l, wait_ms, lease_ms) / dlock_lock_lock(l, lease_ms) must
+ * return `want` after lo_ms..hi_ms (both inclusive); a failure names the
+ * call, the code and the lock's message. Return how long the call took.
+ */
+int64_t dl_assert_try(dlock_lock *l, int64_t wait_ms, int64_t lease_ms, int want, int64_t lo_ms,
+		int64_t hi_ms);
+int64_t dl_assert_lock(dlock_lock *l, int64_t lease_ms, int want, int64_t lo_ms, int64_t hi_ms);
+
+/* The end of a test: dl_free_locks(a, b) frees each lock, dl_close_clients(c, d) closes each client. */
+#define dl_free_locks(...) \
+	dl__free_locks((dlock_lock *const[]){ __VA_ARGS__ }, \
+			sizeof((dlock_lock *const[]){ __VA_ARGS__ }) / sizeof(dlock_lock *))
+#define dl_close_clients(...) \
+	dl__close_clients((dlock_client *const[]){ __VA_ARGS__ }, \
+			sizeof((dlock_client *const[]){ __VA_ARGS__ }) / sizeof(dlock_client *))
+void dl__free_locks(dlock_lock *const *locks, size_t n);
+void dl__close_clients(dlock_client *const *clients, size_t n);
+
 #endif
