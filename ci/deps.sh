@@ -20,6 +20,8 @@ packages=(
 	clang             # ci/matrix.sh: the clang build of the suite, the libFuzzer targets
 	libclang-rt-dev   #   and their runtime
 	abigail-tools     # ci/abi-check.sh: abidw, abidiff
+	libssl-dev        # TLS (rediss://); the tests make certificates with
+	openssl           #   the openssl command
 	openjdk-17-jdk-headless  # tests/interop: the real Redisson (Java) beside dlock
 	maven                    #   which Maven downloads into the build folder
 )

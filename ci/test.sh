@@ -52,7 +52,7 @@ section "layers (ci/layers.sh)"
 "$root/ci/layers.sh"
 
 section "configure ($build)"
-cmake -S "$root" -B "$build" -DDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S "$root" -B "$build" -DDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_TLS=ON
 
 section "build (-j$jobs, warnings are errors)"
 cmake --build "$build" -j"$jobs"

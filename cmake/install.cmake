@@ -56,6 +56,14 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/Finduuid.cmake
   DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
 
+# What dlockConfig.cmake and dlock.pc say of TLS's libraries.
+if(DLOCK_TLS_LIBS)
+  set(DLOCK_TLS_FOUND_FOR_CONFIG TRUE)
+  set(DLOCK_PC_TLS_LIBS " -lssl -lcrypto")
+else()
+  set(DLOCK_TLS_FOUND_FOR_CONFIG FALSE)
+  set(DLOCK_PC_TLS_LIBS "")
+endif()
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/dlockConfig.cmake.in
   ${PROJECT_BINARY_DIR}/dlockConfig.cmake

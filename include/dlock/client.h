@@ -18,7 +18,7 @@ extern "C" {
 
 typedef struct dlock_client dlock_client;
 
-#define DLOCK_CLIENT_OPTIONS_VERSION 1
+#define DLOCK_CLIENT_OPTIONS_VERSION 2
 
 /**
  * Client options. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
@@ -41,10 +41,28 @@ typedef struct dlock_client_options {
 	 *  so a bad password or an unreachable server fails there. 1: connect
 	 *  on first use (a quorum member that may be down at start). */
 	int lazy_connect;
+
+	/* Version 2: TLS, for rediss:// URIs (ignored for others). The files
+	 * are read by dlock_client_open(); the strings need not outlive it. */
+	/** PEM file of the CA certificates that may sign the server's
+	 *  certificate; NULL (and no tls_ca_dir): the system's CAs. */
+	const char *tls_ca_file;
+	/** A directory of hashed CA certificates (openssl rehash); NULL: none. */
+	const char *tls_ca_dir;
+	/** Mutual TLS: this client's certificate and its key (PEM); NULL: none. */
+	const char *tls_cert_file;
+	const char *tls_key_file;
+	/** The name the server's certificate must carry (and SNI); NULL: the
+	 *  URI's host, an IP address being matched as one. */
+	const char *tls_server_name;
+	/** 1: do NOT verify the server's certificate or name. Anyone on the
+	 *  path can then impersonate the server and hand out its locks; for
+	 *  tests only. Messages about such a node say "TLS, NOT verified". */
+	int tls_insecure;
 } dlock_client_options;
 
 #define DLOCK_CLIENT_OPTIONS_INIT \
-	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0 }
+	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0, NULL, NULL, NULL, NULL, NULL, 0 }
 
 /**
  * Fill `opts` with the defaults of `version` (any 0 < version <=

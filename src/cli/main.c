@@ -58,6 +58,7 @@ static const char usage_text[] =
 "\n"
 "Global options (also accepted after the command):\n"
 "  -n, --nodes URI[,URI...]   Redis servers: redis://[[user]:password@]host[:port][/db]\n"
+"                             (rediss:// for TLS, see --tls-*)\n"
 "                             or unix://[[user]:password@]/path/to/redis.sock[?db=N]\n"
 "                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379);\n"
 "                             a server listed twice is refused\n"
@@ -71,6 +72,16 @@ static const char usage_text[] =
 "                             does not count while another node shows the lock held\n"
 "                             (0 = off; default: the longer of --watchdog and -l)\n"
 "      --conflict-exit-code N exit status when the lock is held by others (default 75)\n"
+"      --tls-ca FILE          rediss:// nodes: the CA certificates (PEM) that sign the\n"
+"                             servers' certificates (default: the system's)\n"
+"      --tls-ca-dir DIR       a directory of hashed CA certificates (openssl rehash)\n"
+"      --tls-cert FILE, --tls-key FILE\n"
+"                             mutual TLS: this client's certificate and key (PEM)\n"
+"      --tls-server-name NAME the name the servers' certificates must carry\n"
+"                             (default: each URI's host; an IP address as one)\n"
+"      --tls-insecure         do NOT verify the servers' certificates: anyone on the\n"
+"                             path can pose as a server and hand out the lock.\n"
+"                             For tests only; dlock warns on every use\n"
 "      --fenced               fenced locks (Redisson's RFencedLock): every acquisition\n"
 "                             gets a token that grows from one holder to the next,\n"
 "                             also across a RedLock quorum; a resource that rejects\n"
@@ -150,7 +161,13 @@ enum {
 	OPT_JSON,
 	OPT_FORCE,
 	OPT_GRACE,
-	OPT_FENCED
+	OPT_FENCED,
+	OPT_TLS_CA,
+	OPT_TLS_CA_DIR,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_TLS_SERVER_NAME,
+	OPT_TLS_INSECURE
 };
 
 static const struct option long_options[] = { { "nodes", required_argument, NULL, 'n' },
@@ -164,7 +181,13 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "wait", required_argument, NULL, 'w' }, { "lease", required_argument, NULL, 'l' },
 	{ "owner", required_argument, NULL, OPT_OWNER }, { "json", no_argument, NULL, OPT_JSON },
 	{ "force", no_argument, NULL, OPT_FORCE }, { "grace", required_argument, NULL, OPT_GRACE },
-	{ "fenced", no_argument, NULL, OPT_FENCED }, { NULL, 0, NULL, 0 } };
+	{ "fenced", no_argument, NULL, OPT_FENCED },
+	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
+	{ "tls-ca-dir", required_argument, NULL, OPT_TLS_CA_DIR },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME },
+	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
@@ -251,6 +274,24 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 		case OPT_FENCED:
 			cfg->fenced = 1;
 			break;
+		case OPT_TLS_CA:
+			cfg->tls_ca = optarg;
+			break;
+		case OPT_TLS_CA_DIR:
+			cfg->tls_ca_dir = optarg;
+			break;
+		case OPT_TLS_CERT:
+			cfg->tls_cert = optarg;
+			break;
+		case OPT_TLS_KEY:
+			cfg->tls_key = optarg;
+			break;
+		case OPT_TLS_SERVER_NAME:
+			cfg->tls_server_name = optarg;
+			break;
+		case OPT_TLS_INSECURE:
+			cfg->tls_insecure = 1;
+			break;
 		case OPT_GRACE:
 			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)
 				return EXIT_USAGE;
@@ -289,6 +330,12 @@ static int configure(cli_config *cfg, cli_args *a)
 		cfg->mode = cfg->n == 1 ? MODE_RLOCK : MODE_REDLOCK;
 	if (cfg->mode == MODE_RLOCK && cfg->n != 1)
 		return usage_error("mode rlock takes exactly one node, not %zu", cfg->n);
+	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
+		return usage_error("--tls-cert and --tls-key go together");
+	if (cfg->tls_insecure)
+		fprintf(stderr,
+				"dlock: WARNING: --tls-insecure: the servers' TLS certificates are "
+				"NOT verified; anyone on the network path can pose as a server\n");
 	return 0;
 }
 

@@ -20,6 +20,12 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	copts.command_timeout_ms = cfg->timeout_ms;
 	copts.watchdog_timeout_ms = cfg->watchdog_ms;
 	copts.lazy_connect = 1;
+	copts.tls_ca_file = cfg->tls_ca;
+	copts.tls_ca_dir = cfg->tls_ca_dir;
+	copts.tls_cert_file = cfg->tls_cert;
+	copts.tls_key_file = cfg->tls_key;
+	copts.tls_server_name = cfg->tls_server_name;
+	copts.tls_insecure = cfg->tls_insecure;
 	t->clients = calloc(t->n, sizeof(*t->clients));
 	t->locks = calloc(t->n, sizeof(*t->locks));
 	if (t->clients == NULL || t->locks == NULL)

@@ -31,6 +31,9 @@ typedef struct cli_config {
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
 	int fenced; /* fenced locks: acquisitions return a token */
+	/* rediss:// nodes: the client options' TLS fields (NULL/0: defaults) */
+	const char *tls_ca, *tls_ca_dir, *tls_cert, *tls_key, *tls_server_name;
+	int tls_insecure;
 } cli_config;
 
 typedef struct cli_target {

@@ -9,6 +9,7 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/client.h"
+#include "core/tls.h"
 #include "core/owed.h"
 #include "core/ids.h"
 #include "core/time.h"
@@ -35,6 +36,7 @@ static void free_client(dlock_client *c)
 	dlock__free(c->idle);
 	dlock__free(c->node.host);
 	dlock__free(c->node.path);
+	dlock__tls_ctx_free(c->node.tls);
 	dlock__free(c->node.user);
 	dlock__free(c->node.password);
 	dlock__errbuf_destroy(&c->err);
@@ -48,6 +50,7 @@ static void free_client(dlock_client *c)
 static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_options *opts)
 {
 	dlock_client *c = dlock__calloc(1, sizeof(*c));
+	int rc;
 
 	*out = NULL;
 	if (c == NULL) {
@@ -80,6 +83,11 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 	if (c->idle == NULL) {
 		free_client(c);
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
+	}
+	/* The caller's TLS files are read now: their strings need not outlive the open. */
+	if (u->tls && (rc = dlock__tls_ctx_new(&c->node.tls, opts, u->host)) < 0) {
+		free_client(c);
+		return rc;
 	}
 	*out = c;
 	return 0;

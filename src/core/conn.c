@@ -17,11 +17,68 @@
 #include "core/owed.h"
 #include "core/error.h"
 #include "core/time.h"
+#include "core/tls.h"
 
 static int fail_transport(dlock__conn *c, int code, const char *what, const char *why)
 {
 	c->broken = 1;
 	return dlock__seterr_node(code, c->node->label, "%s: %s", what, why);
+}
+
+/* recv()/send() through TLS when the node has it; EAGAIN sets c->want. */
+static ssize_t io_read(dlock__conn *c, void *buf, size_t len)
+{
+	ssize_t n = c->tls ? dlock__tls_read(c, buf, len) : recv(c->fd, buf, len, 0);
+
+	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
+		c->want = POLLIN;
+	return n;
+}
+
+static ssize_t io_write(dlock__conn *c, const void *buf, size_t len)
+{
+	ssize_t n = c->tls ? dlock__tls_write(c, buf, len)
+			   : send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
+		c->want = POLLOUT;
+	return n;
+}
+
+/* Why the last io_read/io_write failed. */
+static const char *io_strerror(const dlock__conn *c)
+{
+	return c->tls && errno == EPROTO ? dlock__tls_strerror() : strerror(errno);
+}
+
+/*
+ * Why a read or write failed (n: its result, 0 = closed). A server that
+ * drops a new connection before any reply may want TLS, or (over TLS) a
+ * client certificate - which TLS 1.3 refuses only after the client's side
+ * of the handshake: say so.
+ */
+static const char *io_failed_why(const dlock__conn *c, ssize_t n, char *buf, size_t len)
+{
+	const char *why = n == 0 ? "connection closed by the server" : io_strerror(c);
+	const char *hint = "";
+
+	if (!c->answered && c->tls)
+		hint = " before any reply (does the server require a client certificate? "
+		       "tls_cert_file, --tls-cert)";
+	else if (!c->answered && (n == 0 || errno == ECONNRESET))
+		hint = " before any reply (if it expects TLS, use rediss://)";
+	snprintf(buf, len, "%s%s", why, hint);
+	return buf;
+}
+
+short dlock__conn_events(const dlock__conn *c)
+{
+	return c->connecting || c->tls ? c->want : POLLIN;
+}
+
+int dlock__conn_buffered(const dlock__conn *c)
+{
+	return dlock__tls_pending(c);
 }
 
 static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadline)
@@ -44,6 +101,19 @@ static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadl
 	}
 }
 
+/* On a connected socket of a TLS node: the handshake is the rest of connecting. */
+static int start_tls(dlock__conn *c)
+{
+	int rc;
+
+	if (c->node->tls == NULL)
+		return 0;
+	rc = dlock__tls_start(c, c->node->tls);
+	if (rc == 0)
+		c->connecting = 1;
+	return rc;
+}
+
 /* A non-blocking connect to a Unix socket; c->connecting when under way. */
 static int connect_unix(dlock__conn *c)
 {
@@ -58,11 +128,14 @@ static int connect_unix(dlock__conn *c)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return fail_transport(c, DLOCK_ESYS, "socket", strerror(errno));
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+		c->tcp_up = 1;
 		return 0;
+	}
 	/* A full listen backlog answers EAGAIN; wait for it like a TCP connect. */
 	if (errno == EINPROGRESS || errno == EAGAIN) {
 		c->connecting = 1;
+		c->want = POLLOUT;
 		return 0;
 	}
 	return fail_transport(c, DLOCK_ECONN, "connect", strerror(errno));
@@ -96,10 +169,13 @@ static int connect_start(dlock__conn *c)
 			continue;
 		}
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			c->tcp_up = 1;
 			break;
+		}
 		if (errno == EINPROGRESS) {
 			c->connecting = 1;
+			c->want = POLLOUT;
 			break;
 		}
 		err = errno;
@@ -109,45 +185,66 @@ static int connect_start(dlock__conn *c)
 	freeaddrinfo(res);
 	if (c->fd < 0)
 		return fail_transport(c, DLOCK_ECONN, "connect", strerror(err));
-	return 0;
+	return c->tcp_up ? start_tls(c) : 0;
 }
 
-int dlock__conn_connected(dlock__conn *c)
+/* The socket's connect finished: did it succeed? Then a TLS node starts its handshake. */
+static int tcp_connected(dlock__conn *c)
 {
-	socklen_t len;
+	socklen_t len = sizeof(int);
 	int err = 0;
 
-	if (!c->connecting)
-		return 0;
-	len = sizeof(err);
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (err != 0)
 		return fail_transport(c, DLOCK_ECONN, "connect", strerror(err));
-	c->connecting = 0;
-	return 0;
+	c->tcp_up = 1;
+	return start_tls(c);
 }
 
-/* Wait for a connect under way to finish, before the deadline. */
+int dlock__conn_connected(dlock__conn *c)
+{
+	int rc = 0;
+
+	if (!c->connecting)
+		return 0;
+	if (!c->tcp_up)
+		rc = tcp_connected(c);
+	if (rc == 0 && c->tls != NULL)
+		rc = dlock__tls_handshake(c);
+	if (rc == DLOCK__AGAIN)
+		return 0; /* still connecting: poll for c->want */
+	if (rc == 0)
+		c->connecting = 0;
+	return rc;
+}
+
+/* Finish a connect (and TLS handshake) under way, before the deadline. */
 static int wait_connected(dlock__conn *c, int64_t deadline)
 {
 	struct pollfd p;
 	int rc;
 
-	if (!c->connecting)
-		return 0;
-	p.fd = c->fd;
-	p.events = POLLOUT;
-	do {
-		p.revents = 0;
-		rc = poll(&p, 1, dlock__ms_until(deadline));
-	} while (rc < 0 && errno == EINTR);
-	if (rc == 0)
-		return fail_transport(c, DLOCK_ETIMEDOUT, "connect",
-				"no answer before the connect timeout");
-	if (rc < 0)
-		return fail_transport(c, DLOCK_ECONN, "connect", strerror(errno));
-	return dlock__conn_connected(c);
+	while (c->connecting) {
+		p.fd = c->fd;
+		p.events = c->want;
+		do {
+			p.revents = 0;
+			rc = poll(&p, 1, dlock__ms_until(deadline));
+		} while (rc < 0 && errno == EINTR);
+		if (rc == 0)
+			return fail_transport(c, DLOCK_ETIMEDOUT, "connect",
+					c->tcp_up ? "the TLS handshake did not finish before the connect "
+						    "timeout (is this the server's TLS port? a plain "
+						    "port never answers it)"
+						  : "no answer before the connect timeout");
+		if (rc < 0)
+			return fail_transport(c, DLOCK_ECONN, "connect", strerror(errno));
+		rc = dlock__conn_connected(c);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 /* AUTH and SELECT, pipelined with a PING whose reply says they are done
@@ -249,6 +346,8 @@ void dlock__conn_close(dlock__conn *c)
 		return;
 	if (c->owed > 0) /* a closed connection's debts die with it */
 		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
+	if (c->tls != NULL)
+		dlock__tls_close(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->reader != NULL)
@@ -260,21 +359,23 @@ void dlock__conn_close(dlock__conn *c)
 static int send_all(dlock__conn *c, const char *buf, size_t len, const char *what, int64_t deadline)
 {
 	while (len > 0) {
-		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+		ssize_t n = io_write(c, buf, len);
 
 		if (n > 0) {
 			buf += n;
 			len -= (size_t)n;
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int rc = wait_fd(c, POLLOUT, what, deadline);
+			int rc = wait_fd(c, c->want, what, deadline);
 
 			if (rc < 0)
 				return rc;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else {
-			return fail_transport(c, DLOCK_ECONN, what,
-					n == 0 ? "connection closed" : strerror(errno));
+			char why[320];
+
+			return fail_transport(
+					c, DLOCK_ECONN, what, io_failed_why(c, n, why, sizeof why));
 		}
 	}
 	return 0;
@@ -409,23 +510,25 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			*out = reply;
 			return 0;
 		}
-		n = recv(c->fd, buf, sizeof(buf), 0);
+		n = io_read(c, buf, sizeof(buf));
 		if (n > 0) {
+			c->answered = 1;
 			if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
 				return fail_transport(c, DLOCK_EPROTO, what, "unreadable reply");
 			continue;
 		}
-		if (n == 0)
-			return fail_transport(
-					c, DLOCK_ECONN, what, "connection closed by the server");
-		if (errno == EINTR)
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return fail_transport(c, DLOCK_ECONN, what, strerror(errno));
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+			char why[320];
+
+			return fail_transport(
+					c, DLOCK_ECONN, what, io_failed_why(c, n, why, sizeof why));
+		}
 		if (deadline == 0)
 			return DLOCK__AGAIN;
 		{
-			struct pollfd p = { c->fd, POLLIN, 0 };
+			struct pollfd p = { c->fd, c->want, 0 };
 			int rc;
 
 			do {
@@ -449,8 +552,7 @@ void dlock__conn_flush(dlock__conn *c)
 	size_t done = 0;
 
 	while (!c->broken && done < c->out_len) {
-		ssize_t n = send(c->fd, c->out + done, c->out_len - done,
-				MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = io_write(c, c->out + done, c->out_len - done);
 
 		if (n > 0)
 			done += (size_t)n;

@@ -26,6 +26,7 @@ typedef struct dlock__node {
 	int64_t connect_timeout_ms;
 	int64_t command_timeout_ms;
 	char label[280]; /* "host:port" or "unix:/path", for messages */
+	struct dlock__tls_ctx *tls; /* rediss://: the TLS settings; NULL for plain TCP */
 	/* Replies the server owes to commands given up at a deadline, over all
 	 * of this node's connections. While it owes any, a late release still
 	 * queued there could undo a new hold of the same owner taken over
@@ -43,7 +44,12 @@ typedef struct dlock__conn {
 	char *out;          /* formatted commands not sent yet (deferred ones wait here
 	                for the next command, to share its write) */
 	size_t out_len, out_cap;
-	int connecting; /* a non-blocking connect is under way */
+	int connecting; /* a non-blocking connect (and TLS handshake) is under way */
+	int tcp_up;     /* the socket is connected (a TLS handshake may follow) */
+	short want;     /* what the next step waits for: POLLIN or POLLOUT */
+	int answered;   /* any byte came back: a close before is worth a hint */
+	void *tls;      /* OpenSSL's SSL, when the node is TLS (core/tls.c) */
+	const struct dlock__tls_ctx *tls_ctx;
 	int checks[2];  /* pipelined AUTH/SELECT whose replies are checked first: the code */
 	int nchecks;
 	redisReader *reader;
@@ -59,11 +65,19 @@ void dlock__conn_close(dlock__conn *c);
 
 /*
  * The same in steps, for multiplexing: start a non-blocking connect
- * (c->connecting while under way: poll for POLLOUT), finish it, then send
- * AUTH/SELECT without waiting; their replies are checked by the next read.
+ * (c->connecting while under way: poll for dlock__conn_events()), advance it
+ * each time the socket is ready (a TLS node's handshake takes several
+ * steps; c->connecting stays set until it is done), then send AUTH/SELECT
+ * without waiting; their replies are checked by the next read.
  */
 int dlock__conn_start(dlock__conn **out, const dlock__node *node);
 int dlock__conn_connected(dlock__conn *c);
+
+/* The poll events the connection waits for now. */
+short dlock__conn_events(const dlock__conn *c);
+
+/* Bytes are buffered above the socket (TLS): readable without polling. */
+int dlock__conn_buffered(const dlock__conn *c);
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
 
 /* Send a command (and whatever was deferred) whole, before deadline.

@@ -352,6 +352,8 @@ static void group_ready(run *r, group *g)
 
 	if (g->conn->connecting) {
 		rc = dlock__conn_connected(g->conn);
+		if (rc == 0 && g->conn->connecting)
+			return; /* a TLS handshake goes on */
 		if (rc == 0)
 			rc = send_group(g, r->ops);
 		if (rc == 0 && group_no_wait(g, r->ops)) {
@@ -384,20 +386,25 @@ static int run_poll_once(run *r, int64_t wake_at)
 		if (g->conn == NULL || g->head == g->tail)
 			continue;
 		r->pfd[nfds].fd = g->conn->fd;
-		r->pfd[nfds].events = g->conn->connecting ? POLLOUT : POLLIN;
+		r->pfd[nfds].events = dlock__conn_events(g->conn);
 		r->pfd[nfds].revents = 0;
 		r->pidx[nfds++] = i;
 		if (g->deadline < wake_at)
 			wake_at = g->deadline;
+		if (dlock__conn_buffered(g->conn))
+			wake_at = 0; /* TLS has bytes the socket no longer shows */
 	}
 	if (nfds == 0)
 		return 1;
 	ready = poll(r->pfd, nfds, dlock__ms_until(wake_at));
 	if (ready < 0 && errno != EINTR)
 		return dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
-	for (k = 0; ready > 0 && k < nfds; k++)
-		if (r->pfd[k].revents != 0)
-			group_ready(r, &r->groups[r->pidx[k]]);
+	for (k = 0; k < nfds; k++) {
+		group *g = &r->groups[r->pidx[k]];
+
+		if (g->conn != NULL && (r->pfd[k].revents != 0 || dlock__conn_buffered(g->conn)))
+			group_ready(r, g);
+	}
 	return 0;
 }
 

@@ -7,6 +7,17 @@
 /* The longest time option accepted: a day (beyond that it is surely a bug). */
 #define TIME_MAX_MS (24 * 3600 * 1000LL)
 
+/* Version 2's fields: TLS. */
+static void copy_v2(dlock_client_options *dst, const dlock_client_options *src)
+{
+	dst->tls_ca_file = src->tls_ca_file;
+	dst->tls_ca_dir = src->tls_ca_dir;
+	dst->tls_cert_file = src->tls_cert_file;
+	dst->tls_key_file = src->tls_key_file;
+	dst->tls_server_name = src->tls_server_name;
+	dst->tls_insecure = src->tls_insecure;
+}
+
 int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
 {
 	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
@@ -26,6 +37,8 @@ int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
 	opts->watchdog_timeout_ms = defaults.watchdog_timeout_ms;
 	opts->pool_size = defaults.pool_size;
 	opts->lazy_connect = defaults.lazy_connect;
+	if (version >= 2)
+		copy_v2(opts, &defaults);
 	return 0;
 }
 
@@ -50,6 +63,8 @@ int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_opt
 	dst->watchdog_timeout_ms = src->watchdog_timeout_ms;
 	dst->pool_size = src->pool_size;
 	dst->lazy_connect = src->lazy_connect;
+	if (src->version >= 2)
+		copy_v2(dst, src);
 	return 0;
 }
 
@@ -75,5 +90,12 @@ int dlock__client_options_check(const dlock_client_options *o)
 	if (o->lazy_connect != 0 && o->lazy_connect != 1)
 		return dlock__seterr(DLOCK_EINVAL, "options: lazy_connect must be 0 or 1 (got %d)",
 				o->lazy_connect);
+	if (o->tls_insecure != 0 && o->tls_insecure != 1)
+		return dlock__seterr(DLOCK_EINVAL, "options: tls_insecure must be 0 or 1 (got %d)",
+				o->tls_insecure);
+	if ((o->tls_cert_file == NULL) != (o->tls_key_file == NULL))
+		return dlock__seterr(DLOCK_EINVAL,
+				"options: tls_cert_file and tls_key_file go together (mutual TLS needs "
+				"both)");
 	return 0;
 }

@@ -258,15 +258,17 @@ static void *reactor_main(void *arg)
 		p[0].events = POLLIN;
 		if (r->conn != NULL) {
 			p[1].fd = r->conn->fd;
-			p[1].events = POLLIN;
+			p[1].events = dlock__conn_events(r->conn);
 			nfds = 2;
+			if (dlock__conn_buffered(r->conn))
+				until = 0; /* TLS has messages the socket no longer shows */
 		}
 		dlock__mutex_unlock(&r->mu);
 		p[0].revents = p[1].revents = 0;
-		if (poll(p, (nfds_t)nfds, dlock__ms_until(until)) > 0) {
+		if (poll(p, (nfds_t)nfds, dlock__ms_until(until)) >= 0) {
 			if (p[0].revents)
 				drain_wake(r);
-			if (nfds == 2 && p[1].revents)
+			if (nfds == 2 && (p[1].revents || dlock__conn_buffered(r->conn)))
 				read_messages(r);
 		}
 		dlock__mutex_lock(&r->mu);

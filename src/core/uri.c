@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Parsing of redis://[[user]:password@]host[:port][/db] and of
+ * Parsing of redis://[[user]:password@]host[:port][/db] (rediss:// for TLS) and of
  * unix://[[user]:password@]/path/to/redis.sock[?db=N] (also redis+unix://,
  * as redis-py and go-redis spell it).
  *
@@ -336,7 +336,7 @@ static int parse_db(dlock__uri *u, const char *s, const char *end, char *err, si
 	return 0;
 }
 
-enum scheme { SCHEME_TCP = 1, SCHEME_UNIX };
+enum scheme { SCHEME_TCP = 1, SCHEME_TLS, SCHEME_UNIX };
 
 /* The schemes understood, with the length of their "name://". */
 static const struct {
@@ -345,6 +345,7 @@ static const struct {
 	enum scheme scheme;
 } schemes[] = {
 	{ "redis://", 8, SCHEME_TCP },
+	{ "rediss://", 9, SCHEME_TLS },
 	{ "unix://", 7, SCHEME_UNIX },
 	{ "redis+unix://", 13, SCHEME_UNIX },
 };
@@ -366,10 +367,6 @@ static int check_scheme(const char *text, size_t len, size_t *skip, char *err, s
 			return (int)schemes[i].scheme;
 		}
 	}
-	if (len >= 9 && strncasecmp(text, "rediss://", 9) == 0) {
-		seterr(err, errlen, "TLS (rediss://) is not supported");
-		return DLOCK_EINVAL;
-	}
 	sep = strstr(text, "://");
 	n = sep != NULL ? (size_t)(sep - text) : 0;
 	if (n > 0 && n <= 16 && is_alpha((unsigned char)text[0])) {
@@ -383,13 +380,13 @@ static int check_scheme(const char *text, size_t len, size_t *skip, char *err, s
 		}
 		if (i == n) {
 			seterr(err, errlen,
-					"unsupported scheme \"%.*s\" in URI (expected redis:// or "
-					"unix://)",
+					"unsupported scheme \"%.*s\" in URI (expected redis://, "
+					"rediss:// or unix://)",
 					(int)n, text);
 			return DLOCK_EINVAL;
 		}
 	}
-	seterr(err, errlen, "URI must start with redis:// or unix://");
+	seterr(err, errlen, "URI must start with redis://, rediss:// or unix://");
 	return DLOCK_EINVAL;
 }
 
@@ -517,6 +514,7 @@ static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 	}
 	if (scheme == SCHEME_UNIX)
 		return parse_unix_rest(u, p, end, err, errlen);
+	u->tls = scheme == SCHEME_TLS;
 	return parse_tcp_rest(u, p, end, err, errlen);
 }
 

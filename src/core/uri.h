@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Internal: parsing of redis://[[user]:password@]host[:port][/db] and
+/* Internal: parsing of redis[s]://[[user]:password@]host[:port][/db] and
  * unix://[[user]:password@]/path[?db=N] (alias redis+unix://). */
 #ifndef DLOCK_CORE_URI_H
 #define DLOCK_CORE_URI_H
@@ -12,6 +12,7 @@ typedef struct dlock__uri {
 	char *host;     /* TCP: never NULL after a successful parse; IPv6 without brackets */
 	int port;       /* TCP: 1..65535, default 6379 */
 	char *path;     /* a Unix socket's path (then host is NULL), absolute */
+	int tls;        /* rediss:// */
 	int db;         /* >= 0, default 0 */
 } dlock__uri;
 

@@ -360,6 +360,11 @@ static int rh_pick_port(void)
 	return port;
 }
 
+int rh_free_port(void)
+{
+	return rh_pick_port();
+}
+
 /* Reap the child if it has exited; returns 1 if it is gone. */
 static int rh_child_exited(rh_server *s, int *status)
 {

@@ -34,6 +34,10 @@ rh_server *rh_server_start(const char *const *extra);
 int rh_servers_start(rh_server **out, int n, const char *const *extra);
 
 int rh_server_port(const rh_server *s);
+
+/* A loopback port free right now (for a second listener, e.g. --tls-port);
+ * another process may take it before it is used: retry on failure. */
+int rh_free_port(void);
 pid_t rh_server_pid(const rh_server *s);       /* 0 when not running */
 const char *rh_server_uri(const rh_server *s); /* "redis://127.0.0.1:PORT" */
 

@@ -55,6 +55,29 @@ Test(api, client_options_accept_known_versions_only)
 	cr_assert_eq(dlock_client_close(c), 0);
 }
 
+/* A program built against version 1's header passes a struct that ends at
+ * lazy_connect: the library must read no further (ASan would see it) and
+ * give the later fields their defaults. */
+typedef struct options_v1 {
+	unsigned int version;
+	int64_t connect_timeout_ms, command_timeout_ms, watchdog_timeout_ms;
+	int pool_size;
+	int lazy_connect;
+} options_v1;
+
+Test(api, version_1_options_are_read_as_far_as_they_go)
+{
+	options_v1 *v1 = malloc(sizeof *v1); /* exactly version 1's size */
+	dlock_client *c = NULL;
+
+	cr_assert_not_null(v1);
+	*v1 = (options_v1){ 1, 500, 500, 30000, 2, 0 };
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), (const dlock_client_options *)v1),
+			0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_close(c), 0);
+	free(v1);
+}
+
 Test(api, redlock_options_accept_known_versions_only)
 {
 	dlock_redlock_options ro;

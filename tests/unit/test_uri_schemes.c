@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * unix:// URIs (and redis+unix://): the socket path, optional userinfo and
- * ?db=N, and the malformed forms with their promise (DLOCK_EINVAL, one line,
- * never the password, *out left zeroed).
+ * The schemes beside redis://: unix:// (and redis+unix://) with the socket
+ * path, optional userinfo and ?db=N, and the malformed forms with their
+ * promise (DLOCK_EINVAL, one line, never the password, *out left zeroed);
+ * rediss:// is redis:// with TLS.
  */
 #include <string.h>
 
@@ -38,7 +39,7 @@ static void assert_same(const char *what, const char *got, const char *want, con
 				text, what, got ? got : "(null)", want);
 }
 
-Test(uri_unix, valid_forms, .timeout = 10)
+Test(uri_schemes, valid_forms, .timeout = 10)
 {
 	for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
 		const unix_case *k = &valid[i];
@@ -79,7 +80,7 @@ static const bad_case invalid[] = {
 	{ "redis+unix://:hunter2@/tmp/x y", "hunter2", "whitespace" },
 };
 
-Test(uri_unix, invalid_forms, .timeout = 10)
+Test(uri_schemes, invalid_forms, .timeout = 10)
 {
 	static const dlock__uri zero;
 
@@ -99,4 +100,25 @@ Test(uri_unix, invalid_forms, .timeout = 10)
 				"\"%s\": message \"%s\" should mention \"%s\"", k->text, err,
 				k->want);
 	}
+}
+
+Test(uri_schemes, rediss_is_redis_with_tls, .timeout = 10)
+{
+	static const char *const texts[] = { "rediss://:pw@cache.example.com:6380/2",
+		"REDISS://cache.example.com:6380/2" };
+	for (size_t i = 0; i < 2; i++) {
+		dlock__uri u;
+		char err[256];
+		cr_assert_eq(dlock__uri_parse(&u, texts[i], err, sizeof err), 0, "%s", err);
+		cr_assert_eq(u.tls, 1, "%s: not TLS", texts[i]);
+		cr_assert_str_eq(u.host, "cache.example.com");
+		cr_assert_eq(u.port, 6380);
+		cr_assert_eq(u.db, 2);
+		dlock__uri_clear(&u);
+	}
+	dlock__uri plain;
+	char err[256];
+	cr_assert_eq(dlock__uri_parse(&plain, "redis://h", err, sizeof err), 0);
+	cr_assert_eq(plain.tls, 0, "redis:// must not be TLS");
+	dlock__uri_clear(&plain);
 }
