@@ -3,69 +3,38 @@
 #include "dlock/errors.h"
 #include "core/client.h"
 #include "core/error.h"
+#include "core/fields.h"
 
 /* The longest time option accepted: a day (beyond that it is surely a bug). */
 #define TIME_MAX_MS (24 * 3600 * 1000LL)
 
-/* Version 2's fields: TLS. */
-static void copy_v2(dlock_client_options *dst, const dlock_client_options *src)
-{
-	dst->tls_ca_file = src->tls_ca_file;
-	dst->tls_ca_dir = src->tls_ca_dir;
-	dst->tls_cert_file = src->tls_cert_file;
-	dst->tls_key_file = src->tls_key_file;
-	dst->tls_server_name = src->tls_server_name;
-	dst->tls_insecure = src->tls_insecure;
-}
+/* The fields after `version`, and the version that added each. */
+static const dlock__field fields[] = {
+	DLOCK__FIELD(dlock_client_options, connect_timeout_ms, 1),
+	DLOCK__FIELD(dlock_client_options, command_timeout_ms, 1),
+	DLOCK__FIELD(dlock_client_options, watchdog_timeout_ms, 1),
+	DLOCK__FIELD(dlock_client_options, pool_size, 1),
+	DLOCK__FIELD(dlock_client_options, lazy_connect, 1),
+	DLOCK__FIELD(dlock_client_options, tls_ca_file, 2),
+	DLOCK__FIELD(dlock_client_options, tls_ca_dir, 2),
+	DLOCK__FIELD(dlock_client_options, tls_cert_file, 2),
+	DLOCK__FIELD(dlock_client_options, tls_key_file, 2),
+	DLOCK__FIELD(dlock_client_options, tls_server_name, 2),
+	DLOCK__FIELD(dlock_client_options, tls_insecure, 2),
+};
+static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
+static const dlock__versioned versioned = DLOCK__VERSIONED("client options",
+		"DLOCK_CLIENT_OPTIONS_INIT", DLOCK_CLIENT_OPTIONS_VERSION, dlock_client_options,
+		&defaults, fields);
 
 int dlock_client_options_init(dlock_client_options *opts, unsigned int version)
 {
-	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
-
-	if (opts == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "client options: NULL");
-	if (version == 0 || version > DLOCK_CLIENT_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL,
-				"client options: unknown version %u (this "
-				"library knows 1..%d)",
-				version, DLOCK_CLIENT_OPTIONS_VERSION);
-	/* Version 1's fields; a later version adds its own below, so a caller
-	 * built against older headers never has more written than it has. */
-	opts->version = version;
-	opts->connect_timeout_ms = defaults.connect_timeout_ms;
-	opts->command_timeout_ms = defaults.command_timeout_ms;
-	opts->watchdog_timeout_ms = defaults.watchdog_timeout_ms;
-	opts->pool_size = defaults.pool_size;
-	opts->lazy_connect = defaults.lazy_connect;
-	if (version >= 2)
-		copy_v2(opts, &defaults);
-	return 0;
+	return dlock__versioned_init(opts, version, &versioned);
 }
 
-/*
- * The caller's options into *dst, field by field as far as its version has
- * them; the fields of later versions keep their defaults.
- */
 int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_options *src)
 {
-	dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
-
-	*dst = defaults;
-	if (src == NULL)
-		return 0;
-	if (src->version == 0 || src->version > DLOCK_CLIENT_OPTIONS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL,
-				"options: unknown version %u (this library "
-				"knows 1..%d): initialise them with DLOCK_CLIENT_OPTIONS_INIT",
-				src->version, DLOCK_CLIENT_OPTIONS_VERSION);
-	dst->connect_timeout_ms = src->connect_timeout_ms;
-	dst->command_timeout_ms = src->command_timeout_ms;
-	dst->watchdog_timeout_ms = src->watchdog_timeout_ms;
-	dst->pool_size = src->pool_size;
-	dst->lazy_connect = src->lazy_connect;
-	if (src->version >= 2)
-		copy_v2(dst, src);
-	return 0;
+	return dlock__versioned_load(dst, src, &versioned);
 }
 
 static int check_time(const char *name, int64_t v, int64_t min)

@@ -6,6 +6,7 @@
 #include "dlock/redlock.h"
 #include "core/alloc.h"
 #include "core/client.h"
+#include "core/fields.h"
 #include "multilock/engine.h"
 #include "redlock/guard.h"
 #include "redlock/redlock_internal.h"
@@ -25,52 +26,27 @@ dlock__engine *dlock__redlock_engine(dlock_redlock *r)
 	return &r->engine;
 }
 
-static int known_version(unsigned int version)
-{
-	if (version > 0 && version <= DLOCK_REDLOCK_OPTIONS_VERSION)
-		return 0;
-	return dlock__seterr(DLOCK_EINVAL,
-			"redlock options: unknown version %u (this library "
-			"knows 1..%d): initialise them with DLOCK_REDLOCK_OPTIONS_INIT",
-			version, DLOCK_REDLOCK_OPTIONS_VERSION);
-}
-
-/* Version 1's fields of src into dst; a later version copies its own too. */
-static void copy_v1(dlock_redlock_options *dst, const dlock_redlock_options *src)
-{
-	dst->drift_factor = src->drift_factor;
-	dst->restart_guard_ms = src->restart_guard_ms;
-	dst->restart_guard_strict = src->restart_guard_strict;
-	dst->fenced = src->fenced;
-}
+/* The fields after `version`, and the version that added each. */
+static const dlock__field fields[] = {
+	DLOCK__FIELD(dlock_redlock_options, drift_factor, 1),
+	DLOCK__FIELD(dlock_redlock_options, restart_guard_ms, 1),
+	DLOCK__FIELD(dlock_redlock_options, restart_guard_strict, 1),
+	DLOCK__FIELD(dlock_redlock_options, fenced, 1),
+};
+static const dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
+static const dlock__versioned versioned = DLOCK__VERSIONED("redlock options",
+		"DLOCK_REDLOCK_OPTIONS_INIT", DLOCK_REDLOCK_OPTIONS_VERSION, dlock_redlock_options,
+		&defaults, fields);
 
 int dlock_redlock_options_init(dlock_redlock_options *opts, unsigned int version)
 {
-	dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
-	int rc;
-
-	if (opts == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "redlock options: NULL");
-	if ((rc = known_version(version)) < 0)
-		return rc;
-	opts->version = version;
-	copy_v1(opts, &defaults);
-	return 0;
+	return dlock__versioned_init(opts, version, &versioned);
 }
 
 /* The caller's options (NULL: defaults), as far as their version has them. */
 static int copy_options(dlock_redlock_options *dst, const dlock_redlock_options *src)
 {
-	dlock_redlock_options defaults = DLOCK_REDLOCK_OPTIONS_INIT;
-	int rc;
-
-	*dst = defaults;
-	if (src == NULL)
-		return 0;
-	if ((rc = known_version(src->version)) < 0)
-		return rc;
-	copy_v1(dst, src);
-	return 0;
+	return dlock__versioned_load(dst, src, &versioned);
 }
 
 static int check_options(const dlock_redlock_options *o)

@@ -61,6 +61,13 @@ static hold *find_of(const dlock_lock *l, const char *owner)
 	return *link_of(l, owner);
 }
 
+/* Lock the table and find owner's hold of l (NULL: none); the caller unlocks. */
+static hold *lock_find(dlock__holds *h, const dlock_lock *l, const char *owner)
+{
+	dlock__mutex_lock(&h->mu);
+	return find_of(l, owner);
+}
+
 static void free_hold(hold *x)
 {
 	dlock__free(x->name);
@@ -149,11 +156,9 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 int64_t dlock__holds_count(const dlock_lock *l, const char *owner, int trusted)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 	int64_t n = -1;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	/* A lost hold is gone from the server: nothing to adopt. */
 	if (x != NULL && (trusted || x->uncertain))
 		n = x->lost || x->expired ? 0 : x->count;
@@ -164,10 +169,8 @@ int64_t dlock__holds_count(const dlock_lock *l, const char *owner, int trusted)
 void dlock__holds_uncertain(dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	if (x != NULL)
 		x->uncertain = 1;
 	dlock__mutex_unlock(&h->mu);
@@ -231,11 +234,9 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 int64_t dlock__holds_lease(const dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 	int64_t lease;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	/* Unknown (taken by another process): leave the key's TTL alone. */
 	lease = x != NULL ? x->lease_ms : 0;
 	dlock__mutex_unlock(&h->mu);
@@ -264,11 +265,9 @@ int dlock__holds_released(dlock_lock *l, const char *owner, int64_t left)
 uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 	uint64_t epoch = 0;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	if (x != NULL) {
 		x->releasing++;
 		epoch = x->epoch;
@@ -280,10 +279,8 @@ uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner)
 void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	if (x != NULL && x->epoch == epoch && x->releasing > 0)
 		x->releasing--;
 	dlock__mutex_unlock(&h->mu);
@@ -322,11 +319,9 @@ int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now)
 int dlock__holds_state(const dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 	int rc;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	if (x == NULL)
 		rc = DLOCK_ENOTOWNER;
 	else if (x->lost || x->expired)
@@ -400,10 +395,8 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 void dlock__holds_abandon(const dlock_lock *l, const char *owner)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	if (x != NULL)
 		dlock__holds_mark_lost(h, x, 0, NULL, NULL);
 	dlock__mutex_unlock(&h->mu);
@@ -454,10 +447,8 @@ void dlock__holds_detach(dlock_lock *handle)
 int dlock__holds_observe(dlock_lock *l, const char *owner, dlock__lost_observer observer, void *arg)
 {
 	dlock__holds *h = l->holds;
-	hold *x;
 
-	dlock__mutex_lock(&h->mu);
-	x = find_of(l, owner);
+	hold *x = lock_find(h, l, owner);
 	if (x != NULL && !x->lost) {
 		x->observer = observer;
 		x->observer_arg = arg;
