@@ -48,7 +48,7 @@ static pid_t spawn(const char *servers, int64_t watchdog_ms, int *to_fd, int *fr
 	const char *cp = getenv("DLOCK_REDISSON_CLASSPATH");
 	if (!cp || !*cp)
 		cr_assert_fail("DLOCK_REDISSON_CLASSPATH is not set: run the interop tests with ctest, "
-				"whose tests/interop/run.sh builds the Java peer with Maven");
+			       "whose tests/interop/run.sh builds the Java peer with Maven");
 	const char *java = getenv("DLOCK_JAVA");
 	char wd[32];
 	snprintf(wd, sizeof wd, "%" PRId64, watchdog_ms);
@@ -63,8 +63,8 @@ static pid_t spawn(const char *servers, int64_t watchdog_ms, int *to_fd, int *fr
 		dup2(in[0], STDIN_FILENO);
 		dup2(out[1], STDOUT_FILENO);
 		execlp(java && *java ? java : "java", "java", "-XX:+UseSerialGC", "-cp", cp,
-				"dlock.interop.Peer", "--servers", servers, "--watchdog-ms", wd, "--warmup",
-				JP_WARMUP, (char *)NULL);
+				"dlock.interop.Peer", "--servers", servers, "--watchdog-ms", wd,
+				"--warmup", JP_WARMUP, (char *)NULL);
 		fprintf(stderr, "exec java: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -102,7 +102,8 @@ static int read_line(java_peer *p, int64_t deadline_ns, char **line)
 		ssize_t got = read(p->from_fd, p->buf + p->len, sizeof p->buf - 1 - p->len);
 		if (got < 0 && errno == EINTR)
 			continue;
-		cr_assert(got > 0, "the Java peer (pid %d) exited or closed its output; its stderr "
+		cr_assert(got > 0,
+				"the Java peer (pid %d) exited or closed its output; its stderr "
 				"above says why",
 				(int)p->pid);
 		p->len += (size_t)got;
@@ -206,7 +207,8 @@ int jp_poll(java_peer *p, long seq, int64_t timeout_ms, jp_reply *out)
 	while (!take_pending(p, seq, out)) {
 		if (!read_line(p, deadline, &line))
 			return 0;
-		cr_assert(p->npending < JP_PENDING_MAX, "too many unclaimed replies from the Java peer");
+		cr_assert(p->npending < JP_PENDING_MAX,
+				"too many unclaimed replies from the Java peer");
 		p->pending[p->npending++] = line;
 	}
 	return 1;
@@ -215,7 +217,8 @@ int jp_poll(java_peer *p, long seq, int64_t timeout_ms, jp_reply *out)
 void jp_wait(java_peer *p, long seq, jp_reply *out)
 {
 	if (!jp_poll(p, seq, JP_REPLY_MS, out))
-		cr_assert_fail("the Java peer did not answer request %ld in %d s", seq, JP_REPLY_MS / 1000);
+		cr_assert_fail("the Java peer did not answer request %ld in %d s", seq,
+				JP_REPLY_MS / 1000);
 }
 
 const char *jp_ok(java_peer *p, jp_reply *out, const char *worker, const char *fmt, ...)

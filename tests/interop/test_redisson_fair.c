@@ -51,6 +51,23 @@ static void queue_reaches(int64_t n)
 	cr_assert_eq(len, n, "the fair queue holds %" PRId64 " waiters, expected %" PRId64, len, n);
 }
 
+/* Wait until the fair waiter `owner` listens on its channel. */
+static void subscribed(const char *owner)
+{
+	int64_t deadline = rh_now_ms() + 10000;
+	while (rh_now_ms() < deadline) {
+		redisReply *r = rh_command(
+				dl_srv, "PUBSUB NUMSUB redisson_lock__channel:{fair}:%s", owner);
+		cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+		long long n = r->element[1]->integer;
+		freeReplyObject(r);
+		if (n > 0)
+			return;
+		dl_sleep_ms(2);
+	}
+	cr_assert_fail("the fair waiter %s never subscribed to its channel", owner);
+}
+
 static int64_t deadline_of(const char *owner)
 {
 	redisReply *r = rh_command(dl_srv, "ZSCORE " TIMEOUTS " %s", owner);
@@ -69,60 +86,95 @@ static int queued(const char *owner)
 	return in;
 }
 
-static int lock_long(void *l)
-{
-	return dlock_lock_lock(l, IO_LONG_LEASE_MS);
-}
+/* ---- waiters of either language -------------------------------------------- */
 
-static int try_briefly(void *l)
-{
-	return dlock_lock_try(l, 1500, IO_LONG_LEASE_MS);
-}
-
-static void c_owner(char *buf, size_t len, const io_call *w)
-{
-	cr_assert(dlock_client_owner(buf, len, cli, w->thread_id) > 0);
-}
-
-/* ---- FIFO across the languages --------------------------------------------- */
-
-/* The four waiters, in the order they queue and must be served. */
+/* A waiter in the fair queue: a Redisson worker or a dlock thread. */
 typedef struct waiter {
 	const char *java_worker; /* NULL: a dlock thread */
-	long seq;                /* the Java lock request */
-	io_call call;            /* the dlock lock call */
+	int64_t wait_ms;         /* how long it waits before giving up */
+	dlock_lock *l;           /* the dlock side's handle */
+	long seq;                /* the Java request */
+	io_call call;            /* the dlock call */
+	char owner[256];         /* its field in the queue */
 } waiter;
 
-static int got_it(waiter *w, int64_t timeout_ms, int64_t *at_ns)
+static int c_try(void *arg)
+{
+	waiter *w = arg;
+	return dlock_lock_try(w->l, w->wait_ms, IO_LONG_LEASE_MS);
+}
+
+/* Queue w as the position-th waiter. */
+static void join_queue(waiter *w, int64_t position)
+{
+	jp_reply r;
+	if (w->java_worker) {
+		snprintf(w->owner, sizeof w->owner, "%s", jp_ok(peer, &r, w->java_worker, "owner"));
+		w->seq = jp_send(peer, w->java_worker, "try fair fair %lld %d",
+				(long long)w->wait_ms, IO_LONG_LEASE_MS);
+	} else {
+		io_call_start(&w->call, c_try, w);
+	}
+	queue_reaches(position);
+	if (!w->java_worker)
+		cr_assert(dlock_client_owner(w->owner, sizeof w->owner, cli, w->call.thread_id) >
+				0);
+	/* Queued comes before subscribed: a wake-up timed before the waiter
+	 * listens would time its retry instead. */
+	subscribed(w->owner);
+}
+
+static const char *language(const waiter *w)
+{
+	return w->java_worker ? "Redisson" : "dlock";
+}
+
+/* Whether w's try returned within timeout_ms: *got says if it took the lock,
+ * *at_ns when it returned. */
+static int returned(waiter *w, int64_t timeout_ms, int *got, int64_t *at_ns)
 {
 	if (w->java_worker) {
 		jp_reply r;
 		if (!jp_poll(peer, w->seq, timeout_ms, &r))
 			return 0;
 		cr_assert(r.ok, "Redisson's fair lock failed: %s", r.value);
+		*got = strcmp(r.value, "true") == 0;
 		*at_ns = r.t_end_ns;
 		return 1;
 	}
 	if (!io_call_poll(&w->call, timeout_ms))
 		return 0;
-	cr_assert_eq(w->call.rc, 0, "dlock's fair lock failed: rc %d", w->call.rc);
+	cr_assert(w->call.rc == 0 || w->call.rc == DLOCK_ENOTACQUIRED, "dlock's fair lock: rc %d",
+			w->call.rc);
+	*got = w->call.rc == 0;
 	*at_ns = w->call.t_end_ns;
 	return 1;
 }
 
-/* Release waiter w's hold; returns when the unlock call started. */
-static int64_t release(waiter *w, dlock_lock *l)
+/* Wait for w to take the lock; returns when it did. */
+static int64_t takes_it(waiter *w, int64_t timeout_ms, const char *why)
 {
+	int got = 0;
+	int64_t at = 0;
+	cr_assert(returned(w, timeout_ms, &got, &at) && got, "%s (%s)", why, language(w));
+	return at;
+}
+
+/* Release w's hold; returns when the unlock call started. */
+static int64_t release(waiter *w)
+{
+	jp_reply r;
 	if (w->java_worker) {
-		jp_reply r;
 		jp_ok(peer, &r, w->java_worker, "unlock fair fair");
 		return r.t_start_ns;
 	}
 	int64_t start = jp_now_ns();
 	cr_assert_eq(io_call_join(&w->call), 0);
-	io_call_unlock(&w->call, cli, l);
+	io_call_unlock(&w->call, cli, w->l);
 	return start;
 }
+
+/* ---- FIFO across the languages --------------------------------------------- */
 
 Test(redisson_fair, waiters_are_served_in_order_across_languages)
 {
@@ -131,28 +183,24 @@ Test(redisson_fair, waiters_are_served_in_order_across_languages)
 	waiter ws[] = { { .java_worker = "w1" }, { 0 }, { .java_worker = "w2" }, { 0 } };
 	size_t n = sizeof ws / sizeof ws[0];
 	for (size_t i = 0; i < n; i++) {
-		if (ws[i].java_worker)
-			ws[i].seq = jp_send(peer, ws[i].java_worker, "lock fair fair %d", IO_LONG_LEASE_MS);
-		else
-			io_call_start(&ws[i].call, lock_long, l);
-		queue_reaches((int64_t)i + 1);
+		ws[i].wait_ms = 30000;
+		ws[i].l = l;
+		join_queue(&ws[i], (int64_t)i + 1);
 	}
 
 	int64_t released = jp_now_ns();
 	dl_pass(dlock_lock_unlock(l));
 	for (size_t i = 0; i < n; i++) {
-		int64_t at = 0;
-		cr_assert(got_it(&ws[i], 10000, &at), "waiter %zu (%s) was not served next", i + 1,
-				ws[i].java_worker ? "Redisson" : "dlock");
+		int64_t at = takes_it(&ws[i], 10000, "the next waiter was not served next");
 		for (size_t j = i + 1; j < n; j++)
-			cr_assert_not(got_it(&ws[j], 0, &(int64_t){ 0 }),
-					"waiter %zu got the fair lock before waiter %zu", j + 1, i + 1);
+			cr_assert_not(returned(&ws[j], 0, &(int){ 0 }, &(int64_t){ 0 }),
+					"waiter %zu got the fair lock before waiter %zu", j + 1,
+					i + 1);
 		char what[96];
 		snprintf(what, sizeof what, "fair hand-off %zu, %s -> %s", i + 1,
-				i == 0 ? "dlock" : ws[i - 1].java_worker ? "Redisson" : "dlock",
-				ws[i].java_worker ? "Redisson" : "dlock");
+				i == 0 ? "dlock" : language(&ws[i - 1]), language(&ws[i]));
 		io_wake(peer, what, released, at);
-		released = release(&ws[i], l);
+		released = release(&ws[i]);
 	}
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS fair " QUEUE " " TIMEOUTS), 0);
 	dlock_lock_free(l);
@@ -160,34 +208,48 @@ Test(redisson_fair, waiters_are_served_in_order_across_languages)
 
 /* ---- a waiter that gives up ------------------------------------------------ */
 
-/* Waiter A gives up; B, queued behind it, stays queued with an earlier
- * deadline (a waiter's deadline counts the waits of those ahead of it). */
-static void gives_up_and_shrinks(const char *a_owner, const char *b_owner, int (*a_gave_up)(void))
+/* Waiter a (1.5 s) gives up; b, queued behind it, stays queued with an
+ * earlier deadline (a waiter's deadline counts the waits of those ahead of
+ * it) and takes the lock when the holder lets go. */
+static void gives_up_and_shrinks(waiter *a, waiter *b, void (*holder_releases)(void))
 {
-	int64_t before = deadline_of(b_owner);
-	cr_assert(a_gave_up(), "the first waiter did not give up");
-	cr_assert_not(queued(a_owner), "the waiter that gave up is still queued");
-	cr_assert(queued(b_owner), "the waiter behind it left the queue too");
-	int64_t after = deadline_of(b_owner);
-	fprintf(stderr, "interop fair give-up: the next waiter's deadline moved %" PRId64 " ms\n",
-			after - before);
-	cr_assert(after < before, "the next waiter's deadline did not shrink (%" PRId64 " -> %" PRId64 ")",
+	a->wait_ms = 1500;
+	b->wait_ms = 30000;
+	join_queue(a, 1);
+	join_queue(b, 2);
+	int64_t before = deadline_of(b->owner);
+	int got = 1;
+	int64_t at = 0;
+	cr_assert(returned(a, 30000, &got, &at) && !got, "the first waiter (%s) did not give up",
+			language(a));
+	cr_assert_not(queued(a->owner), "the waiter that gave up is still queued");
+	cr_assert(queued(b->owner), "the waiter behind it left the queue too");
+	int64_t after = deadline_of(b->owner);
+	fprintf(stderr,
+			"interop fair give-up (%s, then %s): the next deadline moved %" PRId64
+			" ms\n",
+			language(a), language(b), after - before);
+	cr_assert(after < before,
+			"the next waiter's deadline did not shrink (%" PRId64 " -> %" PRId64 ")",
 			before, after);
+	if (!a->java_worker)
+		io_call_join(&a->call);
+	holder_releases();
+	takes_it(b, 10000, "the waiter behind did not get the lock");
+	release(b);
 }
 
-static io_call *gave_up_call;
-static long gave_up_seq;
+static dlock_lock *holder_lock;
 
-static int dlock_gave_up(void)
-{
-	return io_call_join(gave_up_call) == DLOCK_ENOTACQUIRED;
-}
-
-static int redisson_gave_up(void)
+static void redisson_holder_releases(void)
 {
 	jp_reply r;
-	jp_wait(peer, gave_up_seq, &r);
-	return r.ok && strcmp(r.value, "false") == 0;
+	jp_ok(peer, &r, "w0", "unlock fair fair");
+}
+
+static void dlock_holder_releases(void)
+{
+	dl_pass(dlock_lock_unlock(holder_lock));
 }
 
 Test(redisson_fair, a_dlock_waiter_that_gives_up_shrinks_redissons_deadline)
@@ -195,78 +257,65 @@ Test(redisson_fair, a_dlock_waiter_that_gives_up_shrinks_redissons_deadline)
 	jp_reply r;
 	dlock_lock *l = fair_lock();
 	jp_ok(peer, &r, "w0", "lock fair fair %d", IO_LONG_LEASE_MS);
-	io_call a;
-	io_call_start(&a, try_briefly, l);
-	queue_reaches(1);
-	char a_owner[128], b_owner[256];
-	c_owner(a_owner, sizeof a_owner, &a);
-	snprintf(b_owner, sizeof b_owner, "%s", jp_ok(peer, &r, "w1", "owner"));
-	long b = jp_send(peer, "w1", "try fair fair 30000 %d", IO_LONG_LEASE_MS);
-	queue_reaches(2);
-
-	gave_up_call = &a;
-	gives_up_and_shrinks(a_owner, b_owner, dlock_gave_up);
-	jp_ok(peer, &r, "w0", "unlock fair fair");
-	jp_wait(peer, b, &r);
-	cr_assert_str_eq(r.value, "true", "Redisson's waiter: %s", r.value);
-	jp_ok(peer, &r, "w1", "unlock fair fair");
+	waiter a = { .l = l }, b = { .java_worker = "w1" };
+	gives_up_and_shrinks(&a, &b, redisson_holder_releases);
 	dlock_lock_free(l);
 }
 
 Test(redisson_fair, a_redisson_waiter_that_gives_up_shrinks_dlocks_deadline)
 {
-	jp_reply r;
-	dlock_lock *l = fair_lock();
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
-	char a_owner[256], b_owner[128];
-	snprintf(a_owner, sizeof a_owner, "%s", jp_ok(peer, &r, "w1", "owner"));
-	gave_up_seq = jp_send(peer, "w1", "try fair fair 1500 %d", IO_LONG_LEASE_MS);
-	queue_reaches(1);
-	io_call b;
-	io_call_start(&b, lock_long, l);
-	queue_reaches(2);
-	c_owner(b_owner, sizeof b_owner, &b);
-
-	gives_up_and_shrinks(a_owner, b_owner, redisson_gave_up);
-	dl_pass(dlock_lock_unlock(l));
-	cr_assert_eq(io_call_join(&b), 0);
-	io_call_unlock(&b, cli, l);
-	dlock_lock_free(l);
+	holder_lock = fair_lock();
+	dl_pass(dlock_lock_lock(holder_lock, IO_LONG_LEASE_MS));
+	waiter a = { .java_worker = "w1" }, b = { .l = holder_lock };
+	gives_up_and_shrinks(&a, &b, dlock_holder_releases);
+	dlock_lock_free(holder_lock);
 }
 
 /* ---- force unlock wakes the head ------------------------------------------- */
+
+/* The head waiter (queued and subscribed) wakes from the other side's force unlock. */
+static void force_wakes_head(waiter *head, int64_t (*force)(void), const char *what)
+{
+	head->wait_ms = 30000;
+	join_queue(head, 1);
+	int64_t forced = force();
+	io_wake(peer, what, forced, takes_it(head, 10000, "the head waiter did not wake"));
+	release(head);
+}
+
+static int64_t redisson_forces(void)
+{
+	jp_reply r;
+	cr_assert_str_eq(jp_ok(peer, &r, "w9", "force fair fair"), "true");
+	return r.t_start_ns;
+}
+
+static int64_t dlock_forces(void)
+{
+	int deleted = 0;
+	int64_t start = jp_now_ns();
+	dl_pass(dlock_lock_force_unlock(&deleted, holder_lock));
+	cr_assert_eq(deleted, 1);
+	return start;
+}
 
 Test(redisson_fair, redissons_force_unlock_wakes_dlocks_head_waiter)
 {
 	jp_reply r;
 	dlock_lock *l = fair_lock();
 	jp_ok(peer, &r, "w0", "lock fair fair %d", IO_LONG_LEASE_MS);
-	io_call w;
-	io_call_start(&w, lock_long, l);
-	queue_reaches(1);
-	cr_assert_str_eq(jp_ok(peer, &r, "w9", "force fair fair"), "true");
-	cr_assert_eq(io_call_join(&w), 0);
-	io_wake(peer, "fair forceUnlock wake-up, Redisson -> dlock", r.t_start_ns, w.t_end_ns);
-	io_call_unlock(&w, cli, l);
+	waiter head = { .l = l };
+	force_wakes_head(&head, redisson_forces, "fair forceUnlock wake-up, Redisson -> dlock");
 	dlock_lock_free(l);
 }
 
 Test(redisson_fair, dlocks_force_unlock_wakes_redissons_head_waiter)
 {
-	jp_reply r;
-	dlock_lock *l = fair_lock();
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
-	long seq = jp_send(peer, "w1", "lock fair fair %d", IO_LONG_LEASE_MS);
-	queue_reaches(1);
-	int deleted = 0;
-	int64_t forced = jp_now_ns();
-	dl_pass(dlock_lock_force_unlock(&deleted, l));
-	cr_assert_eq(deleted, 1);
-	jp_wait(peer, seq, &r);
-	cr_assert(r.ok, "Redisson's fair waiter: %s", r.value);
-	io_wake(peer, "fair forceUnlock wake-up, dlock -> Redisson", forced, r.t_end_ns);
-	jp_ok(peer, &r, "w1", "unlock fair fair");
-	dlock_lock_free(l);
+	holder_lock = fair_lock();
+	dl_pass(dlock_lock_lock(holder_lock, IO_LONG_LEASE_MS));
+	waiter head = { .java_worker = "w1" };
+	force_wakes_head(&head, dlock_forces, "fair forceUnlock wake-up, dlock -> Redisson");
+	dlock_lock_free(holder_lock);
 }
 
 /* ---- fencing tokens ------------------------------------------------------------ */
@@ -295,13 +344,14 @@ Test(redisson_fair, fencing_tokens_rise_across_languages)
 	for (int i = 0; i < 8; i++) {
 		int java = i % 3 != 1; /* J C J J C J J C: runs of both */
 		int64_t token = java ? java_token() : dlock_token(l);
-		cr_assert(token > last, "acquisition %d (%s) got token %" PRId64 " after %" PRId64, i + 1,
-				java ? "Redisson" : "dlock", token, last);
+		cr_assert(token > last, "acquisition %d (%s) got token %" PRId64 " after %" PRId64,
+				i + 1, java ? "Redisson" : "dlock", token, last);
 		last = token;
 	}
 	int64_t counter = 0;
 	dl_pass(dlock_lock_token(&counter, l));
-	cr_assert_eq(counter, last, "dlock reads the token counter as %" PRId64 ", last token %" PRId64,
+	cr_assert_eq(counter, last,
+			"dlock reads the token counter as %" PRId64 ", last token %" PRId64,
 			counter, last);
 	dlock_lock_free(l);
 }

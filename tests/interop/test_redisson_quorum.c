@@ -175,8 +175,9 @@ Test(redisson_quorum, redlocks_keep_excluding_each_other_with_a_server_down)
 			(double)(r.t_end_ns - r.t_start_ns) / 1e6);
 	cr_assert_eq(servers_holding(), 2, "Redisson holds on %d servers", servers_holding());
 	int rc = quorum_try(&q, 0);
-	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "dlock took a RedLock Redisson holds on 2 of 3: rc %d (%s)",
-			rc, quorum_errmsg(&q));
+	cr_assert_eq(rc, DLOCK_ENOTACQUIRED,
+			"dlock took a RedLock Redisson holds on 2 of 3: rc %d (%s)", rc,
+			quorum_errmsg(&q));
 	jp_ok(peer, &r, "w1", "unlock red " NAME);
 
 	int64_t t0 = jp_now_ns();

@@ -55,8 +55,8 @@ static long java_waits(const char *worker, const char *kind, const char *name)
 {
 	long seq = jp_send(peer, worker, "lock %s %s -1", kind, name);
 	jp_reply r;
-	cr_assert_not(jp_poll(peer, seq, IO_SETTLE_MS, &r),
-			"Redisson got a lock dlock holds (%s)", r.value);
+	cr_assert_not(jp_poll(peer, seq, IO_SETTLE_MS, &r), "Redisson got a lock dlock holds (%s)",
+			r.value);
 	return seq;
 }
 
@@ -81,8 +81,8 @@ static void java_unlock_wakes_c(const char *name, const char *what)
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, name);
 	jp_ok(peer, &r, "w1", "lock rlock %s %d", name, IO_LONG_LEASE_MS);
-	cr_assert_eq(dlock_lock_try(l, 0, 1000), DLOCK_ENOTACQUIRED, "dlock took \"%s\" from Redisson",
-			name);
+	cr_assert_eq(dlock_lock_try(l, 0, 1000), DLOCK_ENOTACQUIRED,
+			"dlock took \"%s\" from Redisson", name);
 	io_call w;
 	c_waits(&w, l);
 	jp_ok(peer, &r, "w1", "unlock rlock %s", name);
@@ -278,15 +278,16 @@ Test(redisson_rlock, dlock_force_unlock_wakes_redisson_and_the_holder_learns)
 /* The waiter gets in once the lease ran out, not before; Redisson's call
  * returned within [t_start, t_end], so the expiry lies between those plus the
  * lease. */
-static void assert_after_lease(int64_t t_start, int64_t t_end, int64_t acquired, int lease_ms,
-		const char *what)
+static void assert_after_lease(
+		int64_t t_start, int64_t t_end, int64_t acquired, int lease_ms, const char *what)
 {
 	double early = (double)(acquired - t_start) / 1e6;
 	double late = (double)(acquired - t_end) / 1e6;
 	fprintf(stderr, "interop %s: in %.1f ms after a %d ms lease\n", what, late, lease_ms);
-	cr_assert(early >= lease_ms - 5, "%s: in %.1f ms into a %d ms lease", what, early, lease_ms);
-	cr_assert(late <= lease_ms + IO_WAKE_MAX_MS, "%s: in only %.1f ms after a %d ms lease", what,
-			late, lease_ms);
+	cr_assert(early >= lease_ms - 5, "%s: in %.1f ms into a %d ms lease", what, early,
+			lease_ms);
+	cr_assert(late <= lease_ms + IO_WAKE_MAX_MS, "%s: in only %.1f ms after a %d ms lease",
+			what, late, lease_ms);
 }
 
 Test(redisson_rlock, a_redisson_lease_expires_for_dlock)
@@ -309,7 +310,8 @@ Test(redisson_rlock, a_dlock_lease_expires_for_redisson)
 	dl_pass(dlock_lock_lock(l, 1000));
 	int64_t t_end = jp_now_ns();
 	jp_ok(peer, &r, "w1", "lock rlock leased -1");
-	assert_after_lease(t_start, t_end, r.t_end_ns, 1000, "RLock lease expiry, dlock -> Redisson");
+	assert_after_lease(
+			t_start, t_end, r.t_end_ns, 1000, "RLock lease expiry, dlock -> Redisson");
 	jp_ok(peer, &r, "w1", "unlock rlock leased");
 	dlock_lock_free(l);
 }
@@ -322,10 +324,11 @@ static void kept_out_past_three_watchdogs(int (*other_gets_in)(void *), void *ar
 {
 	int64_t until = rh_now_ms() + 13 * WATCHDOG_MS / 4;
 	while (rh_now_ms() < until) {
-		cr_assert_not(other_gets_in(arg), "the other side got in during the watchdog's hold");
+		cr_assert_not(other_gets_in(arg),
+				"the other side got in during the watchdog's hold");
 		int64_t ttl = rh_command_int(dl_srv, "PTTL watched");
-		cr_assert(ttl > 0 && ttl <= WATCHDOG_MS, "PTTL %" PRId64 " under a watchdog of %d ms",
-				ttl, WATCHDOG_MS);
+		cr_assert(ttl > 0 && ttl <= WATCHDOG_MS,
+				"PTTL %" PRId64 " under a watchdog of %d ms", ttl, WATCHDOG_MS);
 		dl_sleep_ms(250);
 	}
 }
@@ -382,7 +385,8 @@ Test(redisson_rlock, redissons_read_lock_co_acquires_and_drops_an_rlock_hold)
 	dlock_lock *l = dl_lock(cli, "shared-name");
 	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
 	const char *read = jp_ok(peer, &r, "w1", "try read shared-name 0 5000");
-	cr_assert_str_eq(read, "true", "Redisson's read lock no longer co-acquires an RLock's name: "
+	cr_assert_str_eq(read, "true",
+			"Redisson's read lock no longer co-acquires an RLock's name: "
 			"update the README's compatibility section");
 	int held = 0;
 	dl_pass(dlock_lock_is_held(&held, l));
@@ -390,7 +394,8 @@ Test(redisson_rlock, redissons_read_lock_co_acquires_and_drops_an_rlock_hold)
 
 	jp_ok(peer, &r, "w1", "unlock read shared-name");
 	dl_pass(dlock_lock_is_held(&held, l));
-	cr_assert_eq(held, 0, "Redisson's read unlock no longer drops the RLock hold: update the "
+	cr_assert_eq(held, 0,
+			"Redisson's read unlock no longer drops the RLock hold: update the "
 			"README's compatibility section");
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);

@@ -252,11 +252,14 @@ static void same_steps(const char *kind, dlock_lock *l, const step *steps, size_
 		snapshot(&jdata, JAVA_NAME, java_owner);
 		snapshot(&cdata, C_NAME, c_owner);
 		drain_messages(&jmsg, &cmsg, JAVA_NAME, java_owner, C_NAME, c_owner);
-		fprintf(stderr, "interop wire %s, after %s:\n%s%s", kind, steps[i].what, jdata.s, jmsg.s);
-		cr_assert_str_eq(cdata.s, jdata.s, "%s %s: the data differ\nRedisson:\n%s\ndlock:\n%s",
-				kind, steps[i].what, jdata.s, cdata.s);
-		cr_assert_str_eq(cmsg.s, jmsg.s, "%s %s: the messages differ\nRedisson:\n%s\ndlock:\n%s",
-				kind, steps[i].what, jmsg.s, cmsg.s);
+		fprintf(stderr, "interop wire %s, after %s:\n%s%s", kind, steps[i].what, jdata.s,
+				jmsg.s);
+		cr_assert_str_eq(cdata.s, jdata.s,
+				"%s %s: the data differ\nRedisson:\n%s\ndlock:\n%s", kind,
+				steps[i].what, jdata.s, cdata.s);
+		cr_assert_str_eq(cmsg.s, jmsg.s,
+				"%s %s: the messages differ\nRedisson:\n%s\ndlock:\n%s", kind,
+				steps[i].what, jmsg.s, cmsg.s);
 	}
 }
 

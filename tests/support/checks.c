@@ -60,3 +60,47 @@ void dl__close_clients(dlock_client *const *clients, size_t n)
 	for (size_t i = 0; i < n; i++)
 		dlock_client_close(clients[i]);
 }
+
+void dl_assert_one_lock(dlock_lock *a, dlock_lock *b)
+{
+	dl_pass(dlock_lock_lock(a, 10000));
+	dl_assert_try(b, 0, 1000, DLOCK_ENOTACQUIRED, 0, 1000);
+	dl_pass(dlock_lock_unlock(a));
+	dl_assert_try(b, 0, 1000, 0, 0, 1000);
+	dl_pass(dlock_lock_unlock(b));
+}
+
+typedef struct waiter {
+	dlock_lock *l;
+	int rc;
+	int64_t at_ms;
+} waiter;
+
+static void *wait_then_release(void *arg)
+{
+	waiter *w = arg;
+
+	w->rc = dlock_lock_lock(w->l, 10000);
+	w->at_ms = rh_now_ms();
+	if (w->rc == 0)
+		w->rc = dlock_lock_unlock(w->l);
+	return NULL;
+}
+
+void dl_assert_unlock_wakes(dlock_lock *holder, dlock_lock *waiter_lock)
+{
+	waiter w = { waiter_lock, -1, 0 };
+	pthread_t t;
+	int64_t unlocked;
+
+	dl_pass(dlock_lock_lock(holder, 20000));
+	cr_assert_eq(pthread_create(&t, NULL, wait_then_release, &w), 0);
+	dl_sleep_ms(300); /* the waiter is subscribed and waiting */
+	unlocked = rh_now_ms();
+	dl_pass(dlock_lock_unlock(holder));
+	pthread_join(t, NULL);
+	cr_assert_eq(w.rc, 0, "the waiter: %s", dlock_lock_errmsg(waiter_lock));
+	cr_assert(w.at_ms - unlocked < 2000,
+			"the waiter woke %lld ms after the unlock (lease 20 s)",
+			(long long)(w.at_ms - unlocked));
+}

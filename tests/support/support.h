@@ -263,4 +263,12 @@ int64_t dl_assert_lock(dlock_lock *l, int64_t lease_ms, int want, int64_t lo_ms,
 void dl__free_locks(dlock_lock *const *locks, size_t n);
 void dl__close_clients(dlock_client *const *clients, size_t n);
 
+/* `a` and `b` (two clients' handles, e.g. over TCP and over TLS) are one
+ * lock: while a holds, b is kept out; after a's unlock b gets in. */
+void dl_assert_one_lock(dlock_lock *a, dlock_lock *b);
+
+/* `waiter`, blocked on the lock `holder` holds (20 s lease), wakes within
+ * 2 s of holder's unlock: the unlock message reached it. */
+void dl_assert_unlock_wakes(dlock_lock *holder, dlock_lock *waiter);
+
 #endif
