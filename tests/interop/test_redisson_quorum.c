@@ -163,6 +163,28 @@ Test(redisson_quorum, redisson_redlock_against_dlock_redlock)
 	c_unlock_wakes_java("red", "RedLock unlock wake-up, dlock -> Redisson");
 }
 
+/* The same hand-off within Redisson, for reference: the part of a
+ * cross-language wake-up that is Redisson's own. */
+Test(redisson_quorum, baseline_wake_ups_within_redisson)
+{
+	static const char *const kinds[] = { "multi", "red" };
+	for (size_t i = 0; i < 2; i++) {
+		jp_reply r;
+		jp_ok(peer, &r, "w1", "lock %s " NAME " %d", kinds[i], IO_LONG_LEASE_MS);
+		long seq = jp_send(peer, "w2", "lock %s " NAME " %d", kinds[i], IO_LONG_LEASE_MS);
+		cr_assert_not(jp_poll(peer, seq, IO_SETTLE_MS, &r), "Redisson got in twice");
+		jp_ok(peer, &r, "w1", "unlock %s " NAME, kinds[i]);
+		int64_t unlocked = r.t_start_ns;
+		jp_wait(peer, seq, &r);
+		cr_assert(r.ok, "Redisson: %s", r.value);
+		char what[64];
+		snprintf(what, sizeof what, "%s unlock wake-up, Redisson -> Redisson",
+				i ? "RedLock" : "MultiLock");
+		io_wake(peer, what, unlocked, r.t_end_ns);
+		jp_ok(peer, &r, "w2", "unlock %s " NAME, kinds[i]);
+	}
+}
+
 /* One of three servers is gone: both RedLocks still take the lock on the
  * other two (a quorum) and still exclude each other there. */
 Test(redisson_quorum, redlocks_keep_excluding_each_other_with_a_server_down)
