@@ -469,6 +469,8 @@ static void parse_uri(server *s, const char *uri)
 	snprintf(s->uri, sizeof(s->uri), "%s", uri);
 	if (strncmp(p, "redis://", 8) == 0)
 		p += 8;
+	else if (strncmp(p, "rediss://", 9) == 0)
+		p += 9;
 	if (strchr(p, '@') != NULL)
 		die("--uris: credentials are not supported by the bench (%s)", uri);
 	colon = strchr(p, ':');
@@ -717,6 +719,9 @@ static int dl_red_pair(void *p, uint64_t *t_acq)
 		note("  redlock unlock: %s: %s\n", dlock_strerror(rc), dlock_redlock_errmsg(c->red));
 	return rc;
 }
+
+/* Scenario 1's client options: the defaults, and --tls-ca for rediss:// servers. */
+static dlock_client_options tls_opts = DLOCK_CLIENT_OPTIONS_INIT;
 
 static dlock_redlock *open_redlock(int n, const char *name, const dlock_client_options *copts)
 {
@@ -994,13 +999,13 @@ static void uncontended(int do_dlock, int do_floor)
 			snprintf(what, sizeof(what), "s1-n%d", n);
 			lock_name(name, sizeof(name), what);
 			if (n == 1) {
-				if (dlock_client_open(&client, servers[0].uri, NULL) < 0)
+				if (dlock_client_open(&client, servers[0].uri, &tls_opts) < 0)
 					die("dlock_client_open: %s", dlock_errmsg_last());
 				if (dlock_lock_new(&c.lock, client, name) < 0)
 					die("dlock_lock_new: %s", dlock_errmsg_last());
 				meter_init(&md, dl_single_pair, &c, opt.iterations);
 			} else {
-				c.red = open_redlock(n, name, NULL);
+				c.red = open_redlock(n, name, &tls_opts);
 				meter_init(&md, dl_red_pair, &c, opt.iterations);
 			}
 			md.nstat = n;
@@ -1532,6 +1537,8 @@ static void usage(FILE *f)
 "  --block N              dlock and floor alternate every N pairs (default 500)\n"
 "  --uris U1,U2,...       use these servers (redis://127.0.0.1:PORT) instead of\n"
 "                         starting 5 redis-servers\n"
+"  --tls-ca FILE          rediss:// URIs: their CA (--scenario 1 only: the floor,\n"
+"                         scenario 2, speaks plain TCP)\n"
 "  --pause-pid PID        with --uris: the server scenario 5 pauses (SIGSTOP)\n"
 "  --pause-index I        without --uris: which of our 5 servers to pause (default 4)\n"
 "  --paused-connect-timeout-ms MS  scenario 5's connect timeout (default: dlock's)\n"
@@ -1569,6 +1576,7 @@ int main(int argc, char **argv)
 		{ "handoffs", required_argument, NULL, 'H' },
 		{ "block", required_argument, NULL, 'B' },
 		{ "uris", required_argument, NULL, 'u' },
+		{ "tls-ca", required_argument, NULL, 'T' },
 		{ "pause-pid", required_argument, NULL, 'p' },
 		{ "pause-index", required_argument, NULL, 'i' },
 		{ "paused-connect-timeout-ms", required_argument, NULL, 'C' },
@@ -1616,6 +1624,7 @@ int main(int argc, char **argv)
 			free(copy);
 			break;
 		}
+		case 'T': tls_opts.tls_ca_file = optarg; break;
 		case 'p': opt.pause_pid = (pid_t)atol(optarg); break;
 		case 'i': opt.pause_index = atoi(optarg); break;
 		case 'C': opt.paused_connect_timeout_ms = atoi(optarg); break;
