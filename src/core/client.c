@@ -379,33 +379,6 @@ int dlock_client_uptime(int64_t *seconds, dlock_client *c)
 	return dlock__errbuf_record(&c->err, rc);
 }
 
-int dlock__client_started_at(dlock_client *c, int64_t *started_ms)
-{
-	int64_t uptime = 0, before;
-	uint64_t gen;
-	int rc;
-
-	dlock__mutex_lock(&c->pool_mu);
-	gen = c->conn_gen;
-	if (c->started_gen == gen && gen != 0) {
-		*started_ms = c->started_at;
-		dlock__mutex_unlock(&c->pool_mu);
-		return 0;
-	}
-	dlock__mutex_unlock(&c->pool_mu);
-	before = dlock__now_ms();
-	rc = dlock_client_uptime(&uptime, c);
-	if (rc < 0)
-		return rc;
-	/* Rounded so the server looks as young as it may be. */
-	*started_ms = before - uptime * 1000;
-	dlock__mutex_lock(&c->pool_mu);
-	c->started_at = *started_ms;
-	c->started_gen = c->conn_gen;
-	dlock__mutex_unlock(&c->pool_mu);
-	return 0;
-}
-
 int64_t dlock__client_timed_out_at(const dlock_client *c)
 {
 	return atomic_load(&c->timed_out_at);

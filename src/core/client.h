@@ -117,4 +117,23 @@ int64_t dlock__client_timed_out_at(const dlock_client *client);
  */
 int dlock__client_started_at(dlock_client *client, int64_t *started_ms);
 
+/* The same for n clients at once (core/started.c): the ones whose start is
+ * not known for their current connections are asked in one multiplexed
+ * round, at most one command timeout. rcs[i]: 0, or why started_ms[i] is
+ * unknown (DLOCK_ENOMEM when the round could not be run at all). */
+void dlock__clients_started_at(
+		dlock_client *const *clients, size_t n, int64_t *started_ms, int *rcs);
+
+struct dlock__mux_op;
+
+/* The uptime question as a mux op, to ride beside another command on c's
+ * connection: 1 with *op and *gen (c's connection generation) set when c's
+ * start is not known, 0 when it is (nothing to ask). */
+int dlock__uptime_op(struct dlock__mux_op *op, dlock_client *c, uint64_t *gen);
+
+/* Record the answer to an uptime op asked at asked_ms: 0 with *started_ms
+ * (also cached for generation gen), or why it is unknown. */
+int dlock__uptime_note(const struct dlock__mux_op *op, uint64_t gen, int64_t asked_ms,
+		int64_t *started_ms);
+
 #endif

@@ -27,10 +27,32 @@ int dlock__member_is_slow(const dlock__engine *e, size_t i)
 	return at != 0 && dlock__now_ms() < at + SLOW_WINDOW_MS;
 }
 
+/* Servers' uptimes asked beside the acquires (see ask_uptimes). */
+typedef struct uptimes {
+	size_t n;
+	uint64_t *gen;  /* per uptime op: its client's connection generation */
+	size_t *member; /* per uptime op: the member it rides behind */
+	int64_t asked;
+} uptimes;
+
 typedef struct attempt_wait {
 	const dlock__engine *e;
 	dlock__parallel *p;
+	const uptimes *u;
 } attempt_wait;
+
+/* An uptime reply still on its way behind an acquire that was answered:
+ * it is right behind, so the decision waits for it. */
+static int uptime_due(const attempt_wait *w, const dlock__mux_op *ops)
+{
+	for (size_t k = 0; k < w->u->n; k++) {
+		const dlock__mux_op *acq = &ops[w->u->member[k]];
+
+		if (ops[w->e->n + k].pending && acq->rc == 0 && acq->reply != NULL)
+			return 1;
+	}
+	return 0;
+}
 
 static int reply_acquired(const dlock__mux_op *op)
 {
@@ -41,10 +63,11 @@ static int reply_acquired(const dlock__mux_op *op)
 static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
 	attempt_wait *w = arg;
-	dlock__tally t = { n, 0, 0, 0, 0 };
+	dlock__tally t = { w->e->n, 0, 0, 0, 0 };
 	size_t i;
 
-	for (i = 0; i < n; i++) {
+	(void)n; /* the acquires are the first e->n ops; uptimes follow */
+	for (i = 0; i < w->e->n; i++) {
 		if (ops[i].rc < 0) {
 			t.failed++;
 		} else if (ops[i].reply != NULL) {
@@ -58,7 +81,7 @@ static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 			t.pending_live++;
 		}
 	}
-	return dlock__parallel_decided(w->p, &t, dlock__now_ms(), wake_at);
+	return dlock__parallel_decided(w->p, &t, dlock__now_ms(), wake_at) && !uptime_due(w, ops);
 }
 
 /* Build member i's acquire into ops[i]; < 0 for an owner that is bad everywhere. */
@@ -116,12 +139,41 @@ static void record_answer(dlock__engine *e, size_t i, dlock__member_try *t, dloc
 	}
 }
 
+/*
+ * With a vote filter (RedLock's restart guard), a member whose server's
+ * start is not known for its current connection is asked its uptime right
+ * behind the acquire, on the same connection: the guard then judges without
+ * a round trip of its own, so an attempt costs one command timeout at most.
+ * The uptime ops go after the e->n acquires.
+ */
+static void ask_uptimes(dlock__engine *e, const dlock__parallel *p, dlock__mux_op *ops, uptimes *u)
+{
+	u->n = 0;
+	u->asked = dlock__now_ms();
+	if (!p->hear_all || u->gen == NULL || u->member == NULL)
+		return;
+	for (size_t i = 0; i < e->n; i++)
+		if (!ops[i].skip &&
+				dlock__uptime_op(&ops[e->n + u->n], ops[i].client, &u->gen[u->n]))
+			u->member[u->n++] = i;
+}
+
+static void note_uptimes(dlock__engine *e, const dlock__mux_op *ops, const uptimes *u)
+{
+	int64_t started;
+
+	for (size_t k = 0; k < u->n; k++)
+		dlock__uptime_note(&ops[e->n + k], u->gen[k], u->asked, &started);
+}
+
 int dlock__parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *owner,
 		int64_t lease_ms, const int *ask, dlock__parallel *p, int64_t *t0)
 {
-	dlock__mux_op *ops = dlock__calloc(e->n, sizeof(*ops));
+	dlock__mux_op *ops = dlock__calloc(2 * e->n, sizeof(*ops));
 	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
-	attempt_wait w = { e, p };
+	uptimes u = { 0, dlock__calloc(e->n, sizeof(*u.gen)),
+		dlock__calloc(e->n, sizeof(*u.member)), 0 };
+	attempt_wait w = { e, p, &u };
 	size_t i;
 	int rc = 0;
 
@@ -136,16 +188,21 @@ int dlock__parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 	}
 	if (rc < 0)
 		goto out;
+	ask_uptimes(e, p, ops, &u);
 	*t0 = p->started = dlock__now_ms();
-	rc = dlock__mux_run(ops, e->n, attempt_decided, &w);
+	rc = dlock__mux_run(ops, e->n + u.n, attempt_decided, &w);
 	for (i = 0; rc == 0 && i < e->n; i++)
 		if (!ops[i].skip) /* else its vote says why it was not asked */
 			record_answer(e, i, &t[i], &acq[i], &ops[i]);
+	if (rc == 0)
+		note_uptimes(e, ops, &u);
 out:
 	if (ops != NULL)
-		dlock__mux_clear(ops, e->n);
+		dlock__mux_clear(ops, e->n + u.n);
 	dlock__free(ops);
 	dlock__free(acq);
+	dlock__free(u.gen);
+	dlock__free(u.member);
 	return rc;
 }
 
