@@ -210,6 +210,31 @@ static int parse_mode(const char *text, cli_config *cfg)
 	return 0;
 }
 
+/* The --tls-* options: the client options' TLS fields. */
+static void tls_option(int opt, const char *arg, cli_config *cfg)
+{
+	switch (opt) {
+	case OPT_TLS_CA:
+		cfg->tls_ca = arg;
+		break;
+	case OPT_TLS_CA_DIR:
+		cfg->tls_ca_dir = arg;
+		break;
+	case OPT_TLS_CERT:
+		cfg->tls_cert = arg;
+		break;
+	case OPT_TLS_KEY:
+		cfg->tls_key = arg;
+		break;
+	case OPT_TLS_SERVER_NAME:
+		cfg->tls_server_name = arg;
+		break;
+	default:
+		cfg->tls_insecure = 1;
+		break;
+	}
+}
+
 /* Parse options until the first operand; returns 0, or an exit status. */
 static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 {
@@ -218,6 +243,10 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 
 	opterr = 0; /* our own one-line messages */
 	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:", long_options, NULL)) != -1) {
+		if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE) {
+			tls_option(c, optarg, cfg);
+			continue;
+		}
 		switch (c) {
 		case 'n':
 			a->nodes = optarg;
@@ -273,24 +302,6 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 			break;
 		case OPT_FENCED:
 			cfg->fenced = 1;
-			break;
-		case OPT_TLS_CA:
-			cfg->tls_ca = optarg;
-			break;
-		case OPT_TLS_CA_DIR:
-			cfg->tls_ca_dir = optarg;
-			break;
-		case OPT_TLS_CERT:
-			cfg->tls_cert = optarg;
-			break;
-		case OPT_TLS_KEY:
-			cfg->tls_key = optarg;
-			break;
-		case OPT_TLS_SERVER_NAME:
-			cfg->tls_server_name = optarg;
-			break;
-		case OPT_TLS_INSECURE:
-			cfg->tls_insecure = 1;
 			break;
 		case OPT_GRACE:
 			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)

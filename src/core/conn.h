@@ -56,6 +56,10 @@ typedef struct dlock__conn {
 	const dlock__node *node;
 } dlock__conn;
 
+/* Mark c broken (never reused) and set "node: what: why"; returns code.
+ * Shared by conn.c and connect.c. */
+int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why);
+
 /* dlock__conn_read() with deadline 0 and no complete reply yet. */
 #define DLOCK__AGAIN 1
 

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Connecting one connection: TCP or a Unix socket, non-blocking, then for a
+ * TLS node the handshake (core/tls.c), then AUTH and SELECT pipelined -
+ * all within the connect deadline, in steps the multiplexer can drive.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "dlock/errors.h"
+#include "core/alloc.h"
+#include "core/conn.h"
+#include "core/error.h"
+#include "core/time.h"
+#include "core/tls.h"
+
+/* On a connected socket of a TLS node: the handshake is the rest of connecting. */
+static int start_tls(dlock__conn *c)
+{
+	int rc;
+
+	if (c->node->tls == NULL)
+		return 0;
+	rc = dlock__tls_start(c, c->node->tls);
+	if (rc == 0)
+		c->connecting = 1;
+	return rc;
+}
+
+/* A non-blocking connect to a Unix socket; c->connecting when under way. */
+static int connect_unix(dlock__conn *c)
+{
+	struct sockaddr_un sa;
+	size_t n = strlen(c->node->path);
+
+	if (n >= sizeof sa.sun_path)
+		return dlock__conn_fail(c, DLOCK_EINVAL, "connect", "socket path too long");
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, c->node->path, n + 1);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return dlock__conn_fail(c, DLOCK_ESYS, "socket", strerror(errno));
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+		c->tcp_up = 1;
+		return 0;
+	}
+	/* A full listen backlog answers EAGAIN; wait for it like a TCP connect. */
+	if (errno == EINPROGRESS || errno == EAGAIN) {
+		c->connecting = 1;
+		c->want = POLLOUT;
+		return 0;
+	}
+	return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
+}
+
+/* Resolve and start a non-blocking connect; c->connecting when it is under way. */
+static int connect_start(dlock__conn *c)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char port[16];
+	int rc, err = ECONNREFUSED;
+
+	if (c->node->path != NULL)
+		return connect_unix(c);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%d", c->node->port);
+	rc = getaddrinfo(c->node->host, port, &hints, &res);
+	if (rc != 0)
+		return dlock__conn_fail(c, DLOCK_ECONN, "resolve", gai_strerror(rc));
+
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		int one = 1;
+
+		c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				ai->ai_protocol);
+		if (c->fd < 0) {
+			err = errno;
+			continue;
+		}
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			c->tcp_up = 1;
+			break;
+		}
+		if (errno == EINPROGRESS) {
+			c->connecting = 1;
+			c->want = POLLOUT;
+			break;
+		}
+		err = errno;
+		close(c->fd);
+		c->fd = -1;
+	}
+	freeaddrinfo(res);
+	if (c->fd < 0)
+		return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(err));
+	return c->tcp_up ? start_tls(c) : 0;
+}
+
+/* The socket's connect finished: did it succeed? Then a TLS node starts its handshake. */
+static int tcp_connected(dlock__conn *c)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err != 0)
+		return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(err));
+	c->tcp_up = 1;
+	return start_tls(c);
+}
+
+int dlock__conn_connected(dlock__conn *c)
+{
+	int rc = 0;
+
+	if (!c->connecting)
+		return 0;
+	if (!c->tcp_up)
+		rc = tcp_connected(c);
+	if (rc == 0 && c->tls != NULL)
+		rc = dlock__tls_handshake(c);
+	if (rc == DLOCK__AGAIN)
+		return 0; /* still connecting: poll for c->want */
+	if (rc == 0)
+		c->connecting = 0;
+	return rc;
+}
+
+/* Finish a connect (and TLS handshake) under way, before the deadline. */
+static int wait_connected(dlock__conn *c, int64_t deadline)
+{
+	struct pollfd p;
+	int rc;
+
+	while (c->connecting) {
+		p.fd = c->fd;
+		p.events = c->want;
+		do {
+			p.revents = 0;
+			rc = poll(&p, 1, dlock__ms_until(deadline));
+		} while (rc < 0 && errno == EINTR);
+		if (rc == 0)
+			return dlock__conn_fail(c, DLOCK_ETIMEDOUT, "connect",
+					c->tcp_up ? "the TLS handshake did not finish before the connect "
+						    "timeout (is this the server's TLS port? a plain "
+						    "port never answers it)"
+						  : "no answer before the connect timeout");
+		if (rc < 0)
+			return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
+		rc = dlock__conn_connected(c);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* AUTH and SELECT, pipelined with a PING whose reply says they are done
+ * (their own replies are checked on the way by dlock__conn_read). */
+static int handshake(dlock__conn *c, int64_t deadline)
+{
+	const char *ping = "PING";
+	size_t len = 4;
+	redisReply *r = NULL;
+	int rc = dlock__conn_send_handshake(c, deadline);
+
+	if (rc < 0 || c->nchecks == 0)
+		return rc;
+	rc = dlock__conn_command(c, &r, 1, &ping, &len, "PING", deadline);
+	freeReplyObject(r);
+	return rc;
+}
+
+int dlock__conn_start(dlock__conn **out, const dlock__node *node)
+{
+	dlock__conn *c;
+	int rc;
+
+	*out = NULL;
+	c = dlock__calloc(1, sizeof(*c));
+	if (c == NULL)
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	c->fd = -1;
+	c->node = node;
+	c->reader = redisReaderCreate();
+	if (c->reader == NULL) {
+		dlock__free(c);
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	}
+	rc = connect_start(c);
+	if (rc < 0) {
+		dlock__conn_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
+{
+	int rc = 0;
+
+	if (c->node->password != NULL) {
+		const char *argv[3] = { "AUTH", c->node->user, c->node->password };
+		size_t lens[3] = { 4, 0, strlen(c->node->password) };
+		int argc = 3;
+
+		if (c->node->user != NULL) {
+			lens[1] = strlen(c->node->user);
+		} else {
+			argv[1] = c->node->password;
+			lens[1] = lens[2];
+			argc = 2;
+		}
+		rc = dlock__conn_send(c, argc, argv, lens, "AUTH", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK_EAUTH;
+	}
+	if (rc == 0 && c->node->db != 0) {
+		char db[16];
+		const char *argv[2] = { "SELECT", db };
+		size_t lens[2] = { 6, 0 };
+
+		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", c->node->db);
+		rc = dlock__conn_send(c, 2, argv, lens, "SELECT", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK_ESERVER;
+	}
+	return rc;
+}
+
+int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
+{
+	dlock__conn *c;
+	int rc = dlock__conn_start(&c, node);
+
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	rc = wait_connected(c, deadline);
+	if (rc == 0)
+		rc = handshake(c, deadline);
+	if (rc < 0) {
+		dlock__conn_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
