@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
@@ -43,8 +44,25 @@ static const char *take_ssl_errors(void)
 	return tls_reason;
 }
 
+/* A file the options name must be readable: say why not in the OS's words
+ * (OpenSSL's own reason for a missing file is "system lib"). */
+static int readable(const char *what, const char *path)
+{
+	if (path == NULL || access(path, R_OK) == 0)
+		return 0;
+	return dlock__seterr(DLOCK_EINVAL, "TLS: cannot read the %s \"%s\": %s", what, path,
+			strerror(errno));
+}
+
 static int load_files(SSL_CTX *ssl, const dlock_client_options *o)
 {
+	int rc;
+
+	if ((rc = readable("CA file", o->tls_ca_file)) < 0 ||
+			(rc = readable("CA directory", o->tls_ca_dir)) < 0 ||
+			(rc = readable("client certificate", o->tls_cert_file)) < 0 ||
+			(rc = readable("client key", o->tls_key_file)) < 0)
+		return rc;
 	if (o->tls_ca_file != NULL || o->tls_ca_dir != NULL) {
 		if (SSL_CTX_load_verify_locations(ssl, o->tls_ca_file, o->tls_ca_dir) != 1)
 			return dlock__seterr(DLOCK_EINVAL, "TLS: cannot load the CA %s \"%s\": %s",
