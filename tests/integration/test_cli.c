@@ -530,6 +530,7 @@ static int64_t force_unlock(const char *uri, const char *name)
  * between `before` and `after`. */
 typedef struct pid_job {
 	char dir[64], pidfile[128], script[256];
+	long child; /* the command's pid, once watched_run saw it start */
 } pid_job;
 
 static void pid_job_init(pid_job *j, const char *before, const char *after)
@@ -788,95 +789,67 @@ Test(cli, run_without_quorum_exits_69, .timeout = 60)
 
 /* ---- 5. lost while CMD runs: 70 ------------------------------------------------- */
 
-/* `dlock --watchdog 900 run --grace <grace> name -- sh -c <j's script>` in the
- * background, once the command has started (its pid in *child). */
-static proc *watched_run(
-		pid_job *j, const char *uri, const char *grace, const char *name, long *child)
+/* `dlock --watchdog 900 run --grace <grace> name -- sh -c <j's script>` on
+ * the suite's server in the background, once the command has started (its
+ * pid in j->child). */
+static proc *watched_run(pid_job *j, const char *grace, const char *name)
 {
-	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", uri, "--timeout", TMO, "run",
-			"--grace", grace, name, "--", "sh", "-c", j->script));
-	*child = wait_for_pidfile(j->pidfile, 5000);
-	cr_assert_gt(*child, 0, "the command did not start");
+	proc *run = dlock_bg(ARGS("--watchdog", "900", "-n", rh_server_uri(dl_srv), "--timeout",
+			TMO, "run", "--grace", grace, name, "--", "sh", "-c", j->script));
+	j->child = wait_for_pidfile(j->pidfile, 5000);
+	cr_assert_gt(j->child, 0, "the command did not start");
 	return run;
+}
+
+/* j runs under the lock; once it ran settle_ms, the lock is force-unlocked
+ * from outside and dlock must exit 70 (lost). Returns when the unlock was. */
+static int64_t lose_watched_run(
+		pid_job *j, const char *grace, const char *name, int settle_ms, proc **run)
+{
+	*run = watched_run(j, grace, name);
+	dl_sleep_ms(settle_ms);
+	cr_assert_eq(exists(dl_srv, name), 1);
+	int64_t unlocked = force_unlock(rh_server_uri(dl_srv), name);
+	proc_wait(*run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(*run, 70);
+	return unlocked;
 }
 
 Test(cli, run_force_unlocked_under_watchdog_exits_70, .timeout = 60)
 {
-	rh_server *s = dl_srv;
-	const char *uri = rh_server_uri(s);
 	pid_job j;
+	proc *run;
 	pid_job_init(&j, "", "exec sleep 30");
 
-	long child;
-	proc *run = watched_run(&j, uri, "500", "cli-lost", &child);
-	dl_sleep_ms(500);
-	cr_assert_eq(exists(s, "cli-lost"), 1);
-
-	int64_t unlocked = force_unlock(uri, "cli-lost");
-
-	proc_wait(run, HARD_TIMEOUT_S);
-	EXPECT_STATUS(run, 70);
+	int64_t unlocked = lose_watched_run(&j, "500", "cli-lost", 500, &run);
 	cr_expect_leq(run->t1 - unlocked, 2500,
 			"exited %" PRId64
 			" ms after the force unlock (watchdog/3 + grace + margin)",
 			run->t1 - unlocked);
-	cr_expect(kill((pid_t)child, 0) == -1 && errno == ESRCH, "the command (pid %ld) survived",
-			child);
+	cr_expect(kill((pid_t)j.child, 0) == -1 && errno == ESRCH, "the command (pid %ld) survived",
+			j.child);
 	EXPECT_ONE_LINE_ERR(run);
 	cr_expect(strstr(run->err, "cli-lost") != NULL, "%s", run->err);
-	cr_expect_eq(exists(s, "cli-lost"), 0);
+	cr_expect_eq(exists(dl_srv, "cli-lost"), 0);
 	proc_free(run);
-
-	remove_tmpdir(j.dir, ARGS("pid"));
-}
-
-Test(cli, run_outliving_its_lease_exits_70, .timeout = 60)
-{
-	rh_server *s = dl_srv;
-	pid_job j;
-	pid_job_init(&j, "", "exec sleep 30");
-
-	proc *p = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "800", "--grace",
-			"300", "cli-lease", "--", "sh", "-c", j.script);
-	EXPECT_STATUS(p, 70);
-	/* Stopped before the lease ends, not after: SIGTERM at 800 - 300 ms
-     * (--grace), SIGKILL by 800 ms (plus dlock's own start and exit). */
-	cr_expect(proc_elapsed(p) >= 450 && proc_elapsed(p) <= 950,
-			"a run with -l 800 --grace 300 ended after %" PRId64 " ms",
-			proc_elapsed(p));
-	long child = wait_for_pidfile(j.pidfile, 100);
-	cr_expect_gt(child, 0);
-	if (child > 0)
-		cr_expect(kill((pid_t)child, 0) == -1 && errno == ESRCH,
-				"the command (pid %ld) survived", child);
-	EXPECT_ONE_LINE_ERR(p);
-	proc_free(p);
-
 	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
 /* A command that ignores SIGTERM gets SIGKILL after the grace period. */
 Test(cli, run_lost_command_ignoring_sigterm_is_killed_after_grace, .timeout = 60)
 {
-	rh_server *s = dl_srv;
-	const char *uri = rh_server_uri(s);
 	pid_job j;
+	proc *run;
 	pid_job_init(&j, "trap '' TERM; ", "while :; do sleep 0.05; done");
 
-	long child;
-	proc *run = watched_run(&j, uri, "700", "cli-kill", &child);
-
-	int64_t unlocked = force_unlock(uri, "cli-kill");
-
-	proc_wait(run, HARD_TIMEOUT_S);
-	EXPECT_STATUS(run, 70);
+	int64_t unlocked = lose_watched_run(&j, "700", "cli-kill", 0, &run);
 	/* At least the grace (SIGTERM is ignored), at most detection + grace + margin. */
 	cr_expect(run->t1 - unlocked >= 650 && run->t1 - unlocked <= 2500,
 			"exited %" PRId64 " ms after the force unlock (grace 700)",
 			run->t1 - unlocked);
-	cr_expect(gone_within((pid_t)child, 1000), "the command (pid %ld) survived SIGKILL", child);
+	cr_expect(gone_within((pid_t)j.child, 1000), "the command (pid %ld) survived SIGKILL",
+			j.child);
 	proc_free(run);
-
 	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
@@ -1360,14 +1333,20 @@ Test(cli, run_sigkilled_takes_its_command_with_it, .timeout = 60)
 	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
+/* A fresh temporary directory (64 bytes) and the paths (128 bytes) of two files in it. */
+static void tmpdir_with(char *dir, char *a, const char *a_name, char *b, const char *b_name)
+{
+	make_tmpdir(dir, 64);
+	snprintf(a, 128, "%s/%s", dir, a_name);
+	snprintf(b, 128, "%s/%s", dir, b_name);
+}
+
 /* Ctrl-C at a terminal signals the shell job's group: the command gets it once. */
 Test(cli, run_sigint_to_the_job_reaches_the_command_once, .timeout = 60)
 {
 	rh_server *s = dl_srv;
 	char dir[64], ready[128], ints[128], script[512];
-	make_tmpdir(dir, sizeof dir);
-	snprintf(ready, sizeof ready, "%s/ready", dir);
-	snprintf(ints, sizeof ints, "%s/ints", dir);
+	tmpdir_with(dir, ready, "ready", ints, "ints");
 	snprintf(script, sizeof script,
 			"trap 'echo int >> %s' INT; echo $$ > %s; i=0; "
 			"while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done",
@@ -1391,9 +1370,7 @@ Test(cli, run_under_nohup_ignores_sighup, .timeout = 60)
 {
 	rh_server *s = dl_srv;
 	char dir[64], ready[128], done[128], script[512];
-	make_tmpdir(dir, sizeof dir);
-	snprintf(ready, sizeof ready, "%s/ready", dir);
-	snprintf(done, sizeof done, "%s/done", dir);
+	tmpdir_with(dir, ready, "ready", done, "done");
 	snprintf(script, sizeof script, "echo $$ > %s; sleep 0.5; echo ok > %s", ready, done);
 
 	g_own_group = 1;

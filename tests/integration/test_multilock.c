@@ -58,6 +58,16 @@ typedef struct ml_fixture {
 	const char *name;
 } ml_fixture;
 
+static void fixture_up(ml_fixture *f, const char *name, int watchdog_ms);
+
+/* Three servers, a client and a member each, and the MultiLock over them. */
+static ml_fixture fixture(const char *name, int watchdog_ms)
+{
+	ml_fixture f;
+	fixture_up(&f, name, watchdog_ms);
+	return f;
+}
+
 static void fixture_up(ml_fixture *f, const char *name, int watchdog_ms)
 {
 	memset(f, 0, sizeof *f);
@@ -137,8 +147,7 @@ static void assert_only_field(rh_server *s, const char *key, const char *field, 
 
 Test(multilock, holds_every_member_and_releases_all, .timeout = 30)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:basic", 0);
+	ml_fixture f = fixture("ml:basic", 0);
 	char owner[NSRV][64];
 	own_owners(&f, owner);
 
@@ -205,25 +214,29 @@ static void *t2_worker(void *p)
 	return NULL;
 }
 
-Test(multilock, concurrent_single_attempts_have_one_winner, .timeout = 40)
+/* The race's gates, and its threads started (they meet at sh->start). */
+static void t2_start(t2_shared *sh, t2_arg *args, pthread_t *th)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:race", 0);
-	t2_shared sh;
-	t2_arg args[T2_THREADS];
-	pthread_t th[T2_THREADS];
-
-	sh.m = f.m;
-	pthread_barrier_init(&sh.start, NULL, T2_THREADS);
-	dl_gate_init(&sh.tried);
-	dl_gate_init(&sh.release);
-	dl_gate_init(&sh.finished);
-	memset(args, 0, sizeof args);
+	pthread_barrier_init(&sh->start, NULL, T2_THREADS);
+	dl_gate_init(&sh->tried);
+	dl_gate_init(&sh->release);
+	dl_gate_init(&sh->finished);
+	memset(args, 0, T2_THREADS * sizeof *args);
 	for (int i = 0; i < T2_THREADS; i++) {
-		args[i].sh = &sh;
+		args[i].sh = sh;
 		args[i].unlock_rc = 1;
 		cr_assert_eq(pthread_create(&th[i], NULL, t2_worker, &args[i]), 0);
 	}
+}
+
+Test(multilock, concurrent_single_attempts_have_one_winner, .timeout = 40)
+{
+	ml_fixture f = fixture("ml:race", 0);
+	t2_shared sh = { .m = f.m };
+	t2_arg args[T2_THREADS];
+	pthread_t th[T2_THREADS];
+
+	t2_start(&sh, args, th);
 	int n = dl_gate_wait(&sh.tried, T2_THREADS, rh_now_ms() + 10000);
 	cr_assert_eq(n, T2_THREADS, "only %d of %d threads returned from try(0, 10000) within 10 s",
 			n, T2_THREADS);
@@ -310,8 +323,7 @@ static void *t3_waiter(void *p)
 
 Test(multilock, waiter_gets_it_when_holder_releases, .timeout = 40)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:wait", 0);
+	ml_fixture f = fixture("ml:wait", 0);
 	t3_shared sh;
 	memset(&sh, 0, sizeof sh);
 	sh.m = f.m;
@@ -391,8 +403,7 @@ static void assert_foreign_intact(rh_server *s, const char *key)
 
 Test(multilock, member_held_by_other_fails_and_leaves_nothing, .timeout = 30)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:foreign", 0);
+	ml_fixture f = fixture("ml:foreign", 0);
 	set_foreign_holder(f.s[1], f.name);
 
 	/* One attempt. */
@@ -472,8 +483,7 @@ Test(multilock, own_leftover_holds_are_adopted_not_counted_again, .timeout = 30)
 /* multilock.h: ttl_ms is "the holder's remaining TTL for DLOCK_VOTE_HELD". */
 Test(multilock, held_member_status_reports_holder_ttl, .timeout = 30)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:foreign-ttl", 0);
+	ml_fixture f = fixture("ml:foreign-ttl", 0);
 	set_foreign_holder(f.s[1], f.name);
 
 	int rc = dlock_multilock_try(f.m, 0, 5000);
@@ -501,8 +511,7 @@ Test(multilock, held_member_status_reports_holder_ttl, .timeout = 30)
 
 Test(multilock, lease_expires_and_watchdog_renews, .timeout = 30)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:lease", 1000);
+	ml_fixture f = fixture("ml:lease", 1000);
 
 	/* A 1 s lease: every member expires after about 1 s. */
 	int64_t t0 = rh_now_ms();
@@ -590,8 +599,7 @@ static int lost_calls(lost_rec *r)
 
 Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:lost", 1000);
+	ml_fixture f = fixture("ml:lost", 1000);
 	lost_rec lost;
 	memset(&lost, 0, sizeof lost);
 	pthread_mutex_init(&lost.mu, NULL);
@@ -707,21 +715,26 @@ static void *t7_worker(void *p)
 	return NULL;
 }
 
+/* The shared section's state, zeroed, on the MultiLock m. */
+static void t7_init(t7_shared *sh, dlock_multilock *m)
+{
+	sh->m = m;
+	pthread_barrier_init(&sh->start, NULL, T7_THREADS);
+	atomic_init(&sh->counter, 0);
+	atomic_init(&sh->inside, 0);
+	atomic_init(&sh->overlaps, 0);
+	dl_failures_init(&sh->fail);
+	dl_gate_init(&sh->done);
+}
+
 Test(multilock, threads_sharing_a_handle_exclude_each_other, .timeout = 90)
 {
-	ml_fixture f;
-	fixture_up(&f, "ml:excl", 0);
+	ml_fixture f = fixture("ml:excl", 0);
 	t7_shared sh;
 	t7_arg args[T7_THREADS];
 	pthread_t th[T7_THREADS];
 
-	sh.m = f.m;
-	pthread_barrier_init(&sh.start, NULL, T7_THREADS);
-	atomic_init(&sh.counter, 0);
-	atomic_init(&sh.inside, 0);
-	atomic_init(&sh.overlaps, 0);
-	dl_failures_init(&sh.fail);
-	dl_gate_init(&sh.done);
+	t7_init(&sh, f.m);
 	int64_t t0 = rh_now_ms();
 	for (int i = 0; i < T7_THREADS; i++) {
 		args[i] = (t7_arg){ &sh, i };
