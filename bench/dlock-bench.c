@@ -64,6 +64,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "clock.h"
+
 #include "dlock.h"
 #include "single/scripts.h" /* dlock__script_acquire, dlock__script_release */
 
@@ -142,23 +144,6 @@ static void note(const char *fmt, ...)
 
 /* ------------------------------------------------------------------------ */
 /* Clocks and statistics                                                      */
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-		(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
 
 typedef struct dist {
 	long n;

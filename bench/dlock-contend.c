@@ -32,6 +32,8 @@
 
 #include <dlock.h>
 
+#include "clock.h"
+
 #define LEASE_MS 10000
 
 static struct {
@@ -48,23 +50,6 @@ static void die(const char *what, const char *msg)
 {
 	fprintf(stderr, "dlock-contend: %s: %s\n", what, msg);
 	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-		(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 static void sleep_us(long us)
