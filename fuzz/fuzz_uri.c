@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer target: the URI parser (what dlock_client_open and the CLI's -n read). */
+/* libFuzzer target: the URI parser (what dlock_client_open and the CLI's -n read):
+ * redis://, rediss:// and unix:// alike. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	rc = dlock__uri_parse(&u, text, err, sizeof(err));
 	if (rc == 0) {
-		/* A parse that succeeds always gives a usable address. */
-		if (u.host == NULL || u.host[0] == '\0' || u.port < 1 || u.port > 65535 || u.db < 0)
+		/* A parse that succeeds always gives a usable address: a host and
+		 * port, or an absolute socket path, never both. */
+		int tcp = u.host != NULL && u.host[0] != '\0' && u.port >= 1 && u.port <= 65535;
+		int unix_socket = u.path != NULL && u.path[0] == '/' && u.host == NULL;
+
+		if (tcp == unix_socket || u.db < 0 || (u.tls && !tcp))
 			abort();
 		dlock__uri_clear(&u);
 	} else if (rc != DLOCK_EINVAL && rc != DLOCK_ENOMEM) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "secrets.h"
 #include "target.h"
 
 /* clang-format off */
@@ -72,6 +73,13 @@ static const char usage_text[] =
 "                             does not count while another node shows the lock held\n"
 "                             (0 = off; default: the longer of --watchdog and -l)\n"
 "      --conflict-exit-code N exit status when the lock is held by others (default 75)\n"
+"      --password-file FILE   the servers' password: the file's first line; for every\n"
+"                             URI without one of its own (a password written in a URI\n"
+"                             shows in ps and /proc/PID/cmdline; this does not)\n"
+"      --password-env VAR     the password from environment variable VAR (default:\n"
+"                             $DLOCK_PASSWORD); removed from the environment, so the\n"
+"                             command dlock runs never sees it\n"
+"      --user NAME            ACL user for that password (default: $DLOCK_USER)\n"
 "      --tls-ca FILE          rediss:// nodes: the CA certificates (PEM) that sign the\n"
 "                             servers' certificates (default: the system's)\n"
 "      --tls-ca-dir DIR       a directory of hashed CA certificates (openssl rehash)\n"
@@ -162,6 +170,9 @@ enum {
 	OPT_FORCE,
 	OPT_GRACE,
 	OPT_FENCED,
+	OPT_PASSWORD_FILE,
+	OPT_PASSWORD_ENV,
+	OPT_USER,
 	OPT_TLS_CA,
 	OPT_TLS_CA_DIR,
 	OPT_TLS_CERT,
@@ -182,6 +193,9 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "owner", required_argument, NULL, OPT_OWNER }, { "json", no_argument, NULL, OPT_JSON },
 	{ "force", no_argument, NULL, OPT_FORCE }, { "grace", required_argument, NULL, OPT_GRACE },
 	{ "fenced", no_argument, NULL, OPT_FENCED },
+	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
+	{ "password-env", required_argument, NULL, OPT_PASSWORD_ENV },
+	{ "user", required_argument, NULL, OPT_USER },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 	{ "tls-ca-dir", required_argument, NULL, OPT_TLS_CA_DIR },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
@@ -194,6 +208,7 @@ typedef struct cli_args {
 	int wait_given, lease_given, json, force, help, version;
 	const char *owner;
 	const char *nodes;
+	cli_secret_args secret;
 } cli_args;
 
 static int parse_mode(const char *text, cli_config *cfg)
@@ -208,6 +223,17 @@ static int parse_mode(const char *text, cli_config *cfg)
 		return usage_error("unknown mode \"%s\": use rlock, redlock or multilock", text);
 	cfg->mode_given = 1;
 	return 0;
+}
+
+/* --password-file, --password-env, --user. */
+static void secret_option(int opt, const char *arg, cli_secret_args *s)
+{
+	if (opt == OPT_PASSWORD_FILE)
+		s->file = arg;
+	else if (opt == OPT_PASSWORD_ENV)
+		s->env = arg;
+	else
+		s->user = arg;
 }
 
 /* The --tls-* options: the client options' TLS fields. */
@@ -235,6 +261,18 @@ static void tls_option(int opt, const char *arg, cli_config *cfg)
 	}
 }
 
+/* The password and TLS options; 0 when c is neither. */
+static int connection_option(int c, const char *arg, cli_config *cfg, cli_args *a)
+{
+	if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE)
+		tls_option(c, arg, cfg);
+	else if (c >= OPT_PASSWORD_FILE && c <= OPT_USER)
+		secret_option(c, arg, &a->secret);
+	else
+		return 0;
+	return 1;
+}
+
 /* Parse options until the first operand; returns 0, or an exit status. */
 static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 {
@@ -243,10 +281,8 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 
 	opterr = 0; /* our own one-line messages */
 	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:", long_options, NULL)) != -1) {
-		if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE) {
-			tls_option(c, optarg, cfg);
+		if (connection_option(c, optarg, cfg, a))
 			continue;
-		}
 		switch (c) {
 		case 'n':
 			a->nodes = optarg;
@@ -330,13 +366,17 @@ static void free_config(cli_config *cfg)
 static int configure(cli_config *cfg, cli_args *a)
 {
 	const char *nodes = a->nodes;
+	int rc;
 
 	if (nodes == NULL)
 		nodes = getenv("DLOCK_NODES");
 	if (nodes == NULL || nodes[0] == '\0')
 		nodes = "redis://127.0.0.1:6379";
+	/* The list is not echoed: it may carry a password. */
 	if (split_nodes(cfg, nodes) < 0)
-		return usage_error("no node in \"%s\"", nodes);
+		return usage_error("no node in the node list (-n or DLOCK_NODES)");
+	if ((rc = cli_secret_apply(cfg->nodes, cfg->n, &a->secret)) != 0)
+		return rc;
 	if (!cfg->mode_given)
 		cfg->mode = cfg->n == 1 ? MODE_RLOCK : MODE_REDLOCK;
 	if (cfg->mode == MODE_RLOCK && cfg->n != 1)
