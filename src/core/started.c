@@ -109,11 +109,13 @@ void dlock__clients_started_at(
 	int64_t asked = dlock__now_ms();
 
 	for (i = 0; i < n; i++) {
-		rcs[i] = cached(clients[i], &started_ms[i]) ? 0 : DLOCK_ENOMEM;
-		if (rcs[i] == 0 || ops == NULL || gens == NULL || which == NULL)
-			continue;
-		dlock__uptime_op(&ops[nops], clients[i], &gens[nops]);
-		which[nops++] = i;
+		/* Unknown until answered; a start cached meanwhile is taken as is. */
+		rcs[i] = DLOCK_ENOMEM;
+		if (ops != NULL && gens != NULL && which != NULL &&
+				dlock__uptime_op(&ops[nops], clients[i], &gens[nops]))
+			which[nops++] = i;
+		else if (cached(clients[i], &started_ms[i]))
+			rcs[i] = 0;
 	}
 	if (nops > 0 && dlock__mux_run(ops, nops, NULL, NULL) == 0)
 		for (size_t k = 0; k < nops; k++)
