@@ -18,7 +18,7 @@ extern "C" {
 
 typedef struct dlock_client dlock_client;
 
-#define DLOCK_CLIENT_OPTIONS_VERSION 2
+#define DLOCK_CLIENT_OPTIONS_VERSION 3
 
 /**
  * Client options. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
@@ -59,10 +59,26 @@ typedef struct dlock_client_options {
 	 *  path can then impersonate the server and hand out its locks; for
 	 *  tests only. Messages about such a node say "TLS, NOT verified". */
 	int tls_insecure;
+
+	/* Version 3: Sentinel and replica acknowledgement. */
+	/** redis+sentinel:// URIs: the credentials the sentinels ask for (their
+	 *  own `requirepass`/ACL, not the primary's); NULL: no AUTH to sentinels.
+	 *  Copied by dlock_client_open(). */
+	const char *sentinel_user;
+	const char *sentinel_password;
+	/** Replicas that must acknowledge an acquisition (WAIT) before it counts;
+	 *  fewer within sync_timeout_ms: the hold is rolled back and the call
+	 *  fails with DLOCK_ENOSYNC. 0 (default): do not wait for replicas.
+	 *  Replication stays asynchronous: see README "Replica acknowledgement". */
+	int sync_replicas;
+	/** How long an acquisition waits for those acknowledgements, ms
+	 *  (default 1000, Redisson's slavesSyncTimeout; at most 1 day). */
+	int64_t sync_timeout_ms;
 } dlock_client_options;
 
 #define DLOCK_CLIENT_OPTIONS_INIT \
-	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0, NULL, NULL, NULL, NULL, NULL, 0 }
+	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0, NULL, NULL, NULL, NULL, NULL, 0, \
+		NULL, NULL, 0, 1000 }
 
 /**
  * Fill `opts` with the defaults of `version` (any 0 < version <=

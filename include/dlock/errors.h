@@ -54,7 +54,9 @@ typedef enum dlock_error {
 	DLOCK_ECANCELED = -15,   /**< the wait was canceled (dlock_client_cancel_waits) */
 	DLOCK_EFORKED = -16,     /**< the client was opened by the parent of this forked
 	                              process: open a new client in the child */
-	DLOCK_EBUSY = -17        /**< the object is still in use (a client with lock handles) */
+	DLOCK_EBUSY = -17,       /**< the object is still in use (a client with lock handles) */
+	DLOCK_ENOSYNC = -18      /**< fewer replicas than sync_replicas acknowledged the
+	                              acquisition in time: it was rolled back */
 } dlock_error;
 
 /**

@@ -50,6 +50,8 @@ const char *dlock_strerror(int error)
 		return "client opened before fork(); open a new one in the child";
 	case DLOCK_EBUSY:
 		return "still in use";
+	case DLOCK_ENOSYNC:
+		return "too few replicas acknowledged the acquisition";
 	default:
 		return "unknown error";
 	}

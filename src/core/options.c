@@ -21,6 +21,10 @@ static const dlock__field fields[] = {
 	DLOCK__FIELD(dlock_client_options, tls_key_file, 2),
 	DLOCK__FIELD(dlock_client_options, tls_server_name, 2),
 	DLOCK__FIELD(dlock_client_options, tls_insecure, 2),
+	DLOCK__FIELD(dlock_client_options, sentinel_user, 3),
+	DLOCK__FIELD(dlock_client_options, sentinel_password, 3),
+	DLOCK__FIELD(dlock_client_options, sync_replicas, 3),
+	DLOCK__FIELD(dlock_client_options, sync_timeout_ms, 3),
 };
 static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
 static const dlock__versioned versioned = DLOCK__VERSIONED("client options",
@@ -51,7 +55,8 @@ int dlock__client_options_check(const dlock_client_options *o)
 
 	if ((rc = check_time("connect_timeout_ms", o->connect_timeout_ms, 1)) < 0 ||
 			(rc = check_time("command_timeout_ms", o->command_timeout_ms, 1)) < 0 ||
-			(rc = check_time("watchdog_timeout_ms", o->watchdog_timeout_ms, 3)) < 0)
+			(rc = check_time("watchdog_timeout_ms", o->watchdog_timeout_ms, 3)) < 0 ||
+			(rc = check_time("sync_timeout_ms", o->sync_timeout_ms, 1)) < 0)
 		return rc;
 	if (o->pool_size < 1 || o->pool_size > 1024)
 		return dlock__seterr(DLOCK_EINVAL, "options: pool_size must be 1..1024 (got %d)",
@@ -62,6 +67,9 @@ int dlock__client_options_check(const dlock_client_options *o)
 	if (o->tls_insecure != 0 && o->tls_insecure != 1)
 		return dlock__seterr(DLOCK_EINVAL, "options: tls_insecure must be 0 or 1 (got %d)",
 				o->tls_insecure);
+	if (o->sync_replicas < 0 || o->sync_replicas > 1024)
+		return dlock__seterr(DLOCK_EINVAL, "options: sync_replicas must be 0..1024 (got %d)",
+				o->sync_replicas);
 	if ((o->tls_cert_file == NULL) != (o->tls_key_file == NULL))
 		return dlock__seterr(DLOCK_EINVAL,
 				"options: tls_cert_file and tls_key_file go together (mutual TLS needs "
