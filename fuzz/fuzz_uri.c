@@ -23,11 +23,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = dlock__uri_parse(&u, text, err, sizeof(err));
 	if (rc == 0) {
 		/* A parse that succeeds always gives a usable address: a host and
-		 * port, or an absolute socket path, never both. */
+		 * port, an absolute socket path, or sentinels (each a host and
+		 * port) and a primary's name - exactly one of them. */
 		int tcp = u.host != NULL && u.host[0] != '\0' && u.port >= 1 && u.port <= 65535;
 		int unix_socket = u.path != NULL && u.path[0] == '/' && u.host == NULL;
+		int sentinel = u.n_sentinels > 0 && u.master != NULL && u.master[0] != '\0' &&
+				u.host == NULL && u.path == NULL;
 
-		if (tcp == unix_socket || u.db < 0 || (u.tls && !tcp))
+		for (size_t i = 0; sentinel && i < u.n_sentinels; i++)
+			if (u.sentinel_hosts[i] == NULL || u.sentinel_hosts[i][0] == '\0' ||
+					u.sentinel_ports[i] < 1 || u.sentinel_ports[i] > 65535)
+				abort();
+		if (tcp + unix_socket + sentinel != 1 || u.db < 0 || (u.tls && !tcp))
 			abort();
 		dlock__uri_clear(&u);
 	} else if (rc != DLOCK_EINVAL && rc != DLOCK_ENOMEM) {

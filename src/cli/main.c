@@ -3,6 +3,7 @@
  * dlock - the command-line tool: run a command under a distributed lock,
  * take and release locks from scripts, look at and break locks.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -142,21 +143,47 @@ static int parse_ms(const char *text, const char *what, int64_t min, int64_t *ou
 	return 0;
 }
 
+/* s starts a URI: a scheme ([A-Za-z][A-Za-z0-9+.-]*) and "://". */
+static int starts_uri(const char *s)
+{
+	size_t n = 0;
+
+	if (!isalpha((unsigned char)s[0]))
+		return 0;
+	while (isalnum((unsigned char)s[n]) || s[n] == '+' || s[n] == '-' || s[n] == '.')
+		n++;
+	return strncmp(s + n, "://", 3) == 0;
+}
+
+static int add_node(cli_config *cfg, const char *s, size_t n)
+{
+	char **grown;
+
+	if (n == 0)
+		return 0;
+	grown = realloc(cfg->nodes, (cfg->n + 1) * sizeof(*grown));
+	if (grown == NULL)
+		return -1;
+	cfg->nodes = grown;
+	cfg->nodes[cfg->n] = strndup(s, n);
+	return cfg->nodes[cfg->n++] == NULL ? -1 : 0;
+}
+
+/* URIs are comma-separated; a comma not followed by a scheme belongs to the
+ * URI before it (the sentinel list of redis+sentinel://a,b,c/name). */
 static int split_nodes(cli_config *cfg, const char *list)
 {
-	char *copy = strdup(list), *tok, *save = NULL;
+	const char *start = list, *p;
 
-	if (copy == NULL)
-		return -1;
-	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		char **grown = realloc(cfg->nodes, (cfg->n + 1) * sizeof(*grown));
-
-		if (grown == NULL)
+	for (p = list; *p != '\0'; p++) {
+		if (*p != ',' || !starts_uri(p + 1))
+			continue;
+		if (add_node(cfg, start, (size_t)(p - start)) < 0)
 			return -1;
-		cfg->nodes = grown;
-		cfg->nodes[cfg->n++] = strdup(tok);
+		start = p + 1;
 	}
-	free(copy);
+	if (add_node(cfg, start, strlen(start)) < 0)
+		return -1;
 	return cfg->n > 0 ? 0 : -1;
 }
 

@@ -13,6 +13,7 @@
 #include "core/owed.h"
 #include "core/ids.h"
 #include "core/time.h"
+#include "core/sentinel.h"
 #include "core/uri.h"
 
 /* How long a deferred command (a used unlock latch's DEL) waits for a
@@ -36,6 +37,7 @@ static void free_client(dlock_client *c)
 	dlock__free(c->idle);
 	dlock__free(c->node.host);
 	dlock__free(c->node.path);
+	dlock__sentinel_free(c->node.sentinel);
 	dlock__tls_ctx_free(c->node.tls);
 	dlock__free(c->node.user);
 	dlock__free(c->node.password);
@@ -46,6 +48,44 @@ static void free_client(dlock_client *c)
 	dlock__free(c);
 }
 
+/* The node the parsed URI names: its strings move in (u keeps the rest). */
+static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_options *opts)
+{
+	n->host = u->host;
+	n->port = u->port;
+	n->path = u->path;
+	n->user = u->user;
+	n->password = u->password;
+	n->db = u->db;
+	u->host = u->path = u->user = u->password = NULL;
+	n->connect_timeout_ms = opts->connect_timeout_ms;
+	n->command_timeout_ms = opts->command_timeout_ms;
+	if (n->path != NULL)
+		snprintf(n->label, sizeof(n->label), "unix:%s", n->path);
+	else if (u->master != NULL)
+		snprintf(n->label, sizeof(n->label), "sentinel:%.255s", u->master);
+	else
+		snprintf(n->label, sizeof(n->label),
+				strchr(n->host, ':') ? "[%.255s]:%d" : "%.255s:%d", n->host,
+				n->port);
+	if (u->master != NULL)
+		return dlock__sentinel_new(&n->sentinel, u, opts);
+	/* The caller's TLS files are read now: their strings need not outlive the open. */
+	if (u->tls)
+		return dlock__tls_ctx_new(&n->tls, opts, n->host);
+	return 0;
+}
+
+int dlock__node_same_server(const dlock__node *x, const dlock__node *y)
+{
+	if (x->sentinel != NULL || y->sentinel != NULL)
+		return x->sentinel != NULL && y->sentinel != NULL &&
+				dlock__sentinel_same(x->sentinel, y->sentinel);
+	if (x->path != NULL || y->path != NULL)
+		return x->path != NULL && y->path != NULL && strcmp(x->path, y->path) == 0;
+	return x->port == y->port && strcmp(x->host, y->host) == 0;
+}
+
 /* A client for the parsed URI (its strings move into the client). */
 static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_options *opts)
 {
@@ -53,10 +93,8 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 	int rc;
 
 	*out = NULL;
-	if (c == NULL) {
-		dlock__uri_clear(u);
+	if (c == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
-	}
 	/* Mutexes and condition variables that fail to initialise are a broken system. */
 	if (dlock__errbuf_init(&c->err) != 0 || pthread_mutex_init(&c->pool_mu, NULL) != 0 ||
 			dlock__cond_init(&c->pool_cv) != 0 ||
@@ -64,28 +102,11 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 		abort();
 	c->pid = getpid();
 	c->opts = *opts;
-	c->node.host = u->host;
-	c->node.port = u->port;
-	c->node.path = u->path;
-	c->node.user = u->user;
-	c->node.password = u->password;
-	c->node.db = u->db;
-	c->node.connect_timeout_ms = opts->connect_timeout_ms;
-	c->node.command_timeout_ms = opts->command_timeout_ms;
-	if (u->path != NULL)
-		snprintf(c->node.label, sizeof(c->node.label), "unix:%s", u->path);
-	else
-		snprintf(c->node.label, sizeof(c->node.label),
-				strchr(u->host, ':') ? "[%.255s]:%d" : "%.255s:%d", u->host,
-				u->port);
 	dlock__uuid(c->id);
 	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
-	if (c->idle == NULL) {
-		free_client(c);
-		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
-	}
-	/* The caller's TLS files are read now: their strings need not outlive the open. */
-	if (u->tls && (rc = dlock__tls_ctx_new(&c->node.tls, opts, u->host)) < 0) {
+	rc = c->idle == NULL ? dlock__seterr(DLOCK_ENOMEM, "client: out of memory")
+			     : node_from_uri(&c->node, u, opts);
+	if (rc < 0) {
 		free_client(c);
 		return rc;
 	}
@@ -133,7 +154,9 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
 	if (rc < 0)
 		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
-	if ((rc = client_new(&c, &u, &opts)) < 0)
+	rc = client_new(&c, &u, &opts);
+	dlock__uri_clear(&u); /* what client_new did not take */
+	if (rc < 0)
 		return rc;
 	rc = dlock__reactor_start(&c->reactor, &c->node);
 	if (rc == 0)

@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/conn.h"
 #include "core/owed.h"
+#include "core/sentinel.h"
 #include "core/error.h"
 #include "core/time.h"
 #include "core/tls.h"
@@ -20,7 +21,9 @@
 int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why)
 {
 	c->broken = 1;
-	return dlock__seterr_node(code, c->node->label, "%s: %s", what, why);
+	if (c->node->sentinel != NULL)
+		dlock__sentinel_suspect(c->node->sentinel); /* the primary may have moved */
+	return dlock__seterr_node(code, c->label, "%s: %s", what, why);
 }
 
 /* recv()/send() through TLS when the node has it; EAGAIN sets c->want. */
@@ -203,7 +206,7 @@ int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *
 	if (c->broken)
 		return dlock__conn_fail(c, DLOCK_ECONN, what, "connection already failed");
 	if (format_command(c, argc, argv, lens) < 0)
-		return dlock__seterr_node(DLOCK_ENOMEM, c->node->label, "%s: out of memory", what);
+		return dlock__seterr_node(DLOCK_ENOMEM, c->label, "%s: out of memory", what);
 	rc = send_all(c, c->out, c->out_len, what, deadline);
 	c->out_len = 0;
 	return rc;
@@ -223,17 +226,33 @@ int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t 
 }
 
 /* The reply to a pipelined AUTH or SELECT: any refusal fails the connection. */
+/* ROLE's reply starts with "master" on a primary. */
+static int is_primary(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+			r->element[0]->type == REDIS_REPLY_STRING &&
+			strcmp(r->element[0]->str, "master") == 0;
+}
+
+static const char *check_name(int code)
+{
+	return code == DLOCK_EAUTH ? "AUTH" : code == DLOCK__CHECK_ROLE ? "ROLE" : "SELECT";
+}
+
+/* The reply to a pipelined AUTH, SELECT or ROLE of the handshake. */
 static int take_check(dlock__conn *c, redisReply *r)
 {
 	int code = c->checks[0], rc = 0;
 
-	c->checks[0] = c->checks[1];
+	memmove(c->checks, c->checks + 1, sizeof(c->checks) - sizeof(c->checks[0]));
 	c->nchecks--;
-	if (r->type == REDIS_REPLY_ERROR) {
-		rc = dlock__seterr_node(code, c->node->label, "%s: %s",
-				code == DLOCK_EAUTH ? "AUTH" : "SELECT", r->str);
-		c->broken = 1;
-	}
+	if (r->type == REDIS_REPLY_ERROR)
+		rc = dlock__conn_fail(c, code == DLOCK__CHECK_ROLE ? DLOCK_ESERVER : code,
+				check_name(code), r->str);
+	else if (code == DLOCK__CHECK_ROLE && !is_primary(r))
+		rc = dlock__conn_fail(c, DLOCK_ECONN, "ROLE",
+				"not the primary (the sentinels' answer was out of date: a failover "
+				"is under way); asking the sentinels again");
 	freeReplyObject(r);
 	return rc;
 }
@@ -276,6 +295,13 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			reply = NULL;
 			continue;
 		}
+		if (reply != NULL && c->node->sentinel != NULL &&
+				dlock__reply_is_error(reply, "READONLY")) {
+			freeReplyObject(reply);
+			return dlock__conn_fail(c, DLOCK_ECONN, what,
+					"READONLY: this server is a replica now (failover); asking the "
+					"sentinels for the new primary");
+		}
 		if (reply != NULL) {
 			*out = reply;
 			return 0;
@@ -310,7 +336,7 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			if (rc == 0) {
 				/* Given up, not broken: the late reply is skipped when it comes. */
 				dlock__conn_give_up(c, 1);
-				return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node->label,
+				return dlock__seterr_node(DLOCK_ETIMEDOUT, c->label,
 						"%s: no answer within the command timeout", what);
 			}
 		}

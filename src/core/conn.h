@@ -25,14 +25,21 @@ typedef struct dlock__node {
 	int db;
 	int64_t connect_timeout_ms;
 	int64_t command_timeout_ms;
-	char label[280]; /* "host:port" or "unix:/path", for messages */
+	char label[280];            /* "host:port" or "unix:/path", for messages */
 	struct dlock__tls_ctx *tls; /* rediss://: the TLS settings; NULL for plain TCP */
+	/* redis+sentinel://: where the primary is comes from the sentinels
+	 * (then host is NULL and label is "sentinel:NAME"; core/sentinel.h). */
+	struct dlock__sentinel *sentinel;
 	/* Replies the server owes to commands given up at a deadline, over all
 	 * of this node's connections. While it owes any, a late release still
 	 * queued there could undo a new hold of the same owner taken over
 	 * another connection: acquisitions wait until it has answered. */
 	_Atomic int owed;
 } dlock__node;
+
+/* x and y reach the same server (the same socket path, host and port, or
+ * Sentinel-managed primary); db aside. core/client.c */
+int dlock__node_same_server(const dlock__node *x, const dlock__node *y);
 
 typedef struct dlock__conn {
 	int fd;
@@ -50,11 +57,17 @@ typedef struct dlock__conn {
 	int answered;   /* any byte came back: a close before is worth a hint */
 	void *tls;      /* OpenSSL's SSL, when the node is TLS (core/tls.c) */
 	const struct dlock__tls_ctx *tls_ctx;
-	int checks[2];  /* pipelined AUTH/SELECT whose replies are checked first: the code */
+	int checks[3]; /* pipelined AUTH/SELECT/ROLE whose replies are checked first: the code */
 	int nchecks;
 	redisReader *reader;
 	const dlock__node *node;
+	const char *label;    /* for messages: node->label, or addr_label for a sentinel node */
+	char addr_label[300]; /* "sentinel:NAME (host:port)": the primary this one reached */
+	uint64_t epoch;       /* a sentinel node's address generation when it connected */
 } dlock__conn;
+
+/* checks[] code of a ROLE that must say "master" (a Sentinel-managed node). */
+#define DLOCK__CHECK_ROLE 1
 
 /* Mark c broken (never reused) and set "node: what: why"; returns code.
  * Shared by conn.c and connect.c. */

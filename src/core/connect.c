@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/conn.h"
 #include "core/error.h"
+#include "core/sentinel.h"
 #include "core/time.h"
 #include "core/tls.h"
 
@@ -62,21 +63,41 @@ static int connect_unix(dlock__conn *c)
 	return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
 }
 
+/* A Sentinel-managed node: the primary's address as the sentinels say, before deadline. */
+static int sentinel_target(dlock__conn *c, int64_t deadline, char *host, size_t len, int *port)
+{
+	int rc = dlock__sentinel_primary(c->node->sentinel, deadline, host, len, port, &c->epoch);
+
+	if (rc == 0)
+		snprintf(c->addr_label, sizeof(c->addr_label),
+				strchr(host, ':') ? "%.40s ([%.255s]:%d)" : "%.40s (%.255s:%d)",
+				c->node->label, host, *port);
+	return rc;
+}
+
 /* Resolve and start a non-blocking connect; c->connecting when it is under way. */
-static int connect_start(dlock__conn *c)
+static int connect_start(dlock__conn *c, int64_t deadline)
 {
 	struct addrinfo hints, *res = NULL, *ai;
-	char port[16];
-	int rc, err = ECONNREFUSED;
+	char port[16], found[256];
+	const char *host = c->node->host;
+	int rc, err = ECONNREFUSED, tcp_port = c->node->port;
 
 	if (c->node->path != NULL)
 		return connect_unix(c);
+	if (c->node->sentinel != NULL) {
+		rc = sentinel_target(c, deadline, found, sizeof(found), &tcp_port);
+		if (rc < 0)
+			return rc;
+		host = found;
+		c->label = c->addr_label;
+	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
-	snprintf(port, sizeof(port), "%d", c->node->port);
-	rc = getaddrinfo(c->node->host, port, &hints, &res);
+	snprintf(port, sizeof(port), "%d", tcp_port);
+	rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0)
 		return dlock__conn_fail(c, DLOCK_ECONN, "resolve", gai_strerror(rc));
 
@@ -184,7 +205,8 @@ static int handshake(dlock__conn *c, int64_t deadline)
 	return rc;
 }
 
-int dlock__conn_start(dlock__conn **out, const dlock__node *node)
+/* Start connecting; a Sentinel-managed node's address is found before deadline. */
+static int conn_start(dlock__conn **out, const dlock__node *node, int64_t deadline)
 {
 	dlock__conn *c;
 	int rc;
@@ -195,18 +217,24 @@ int dlock__conn_start(dlock__conn **out, const dlock__node *node)
 		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
 	c->fd = -1;
 	c->node = node;
+	c->label = node->label;
 	c->reader = redisReaderCreate();
 	if (c->reader == NULL) {
 		dlock__free(c);
 		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
 	}
-	rc = connect_start(c);
+	rc = connect_start(c, deadline);
 	if (rc < 0) {
 		dlock__conn_close(c);
 		return rc;
 	}
 	*out = c;
 	return 0;
+}
+
+int dlock__conn_start(dlock__conn **out, const dlock__node *node)
+{
+	return conn_start(out, node, dlock__deadline_in(node->connect_timeout_ms));
 }
 
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
@@ -239,13 +267,22 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 		if (rc == 0)
 			c->checks[c->nchecks++] = DLOCK_ESERVER;
 	}
+	if (rc == 0 && c->node->sentinel != NULL) {
+		/* A sentinel's answer may be stale: confirm that this is the primary. */
+		const char *role = "ROLE";
+		size_t len = 4;
+
+		rc = dlock__conn_send(c, 1, &role, &len, "ROLE", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK__CHECK_ROLE;
+	}
 	return rc;
 }
 
 int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
 {
 	dlock__conn *c;
-	int rc = dlock__conn_start(&c, node);
+	int rc = conn_start(&c, node, deadline);
 
 	*out = NULL;
 	if (rc < 0)

@@ -68,7 +68,8 @@ int dlock__client_options_check(const dlock_client_options *o)
 		return dlock__seterr(DLOCK_EINVAL, "options: tls_insecure must be 0 or 1 (got %d)",
 				o->tls_insecure);
 	if (o->sync_replicas < 0 || o->sync_replicas > 1024)
-		return dlock__seterr(DLOCK_EINVAL, "options: sync_replicas must be 0..1024 (got %d)",
+		return dlock__seterr(DLOCK_EINVAL,
+				"options: sync_replicas must be 0..1024 (got %d)",
 				o->sync_replicas);
 	if ((o->tls_cert_file == NULL) != (o->tls_key_file == NULL))
 		return dlock__seterr(DLOCK_EINVAL,

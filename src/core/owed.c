@@ -8,6 +8,7 @@
 #include "core/client.h"
 #include "core/error.h"
 #include "core/owed.h"
+#include "core/sentinel.h"
 #include "core/time.h"
 
 int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens)
@@ -30,6 +31,8 @@ void dlock__conn_reset(dlock__conn *c)
 
 void dlock__conn_give_up(dlock__conn *c, int replies)
 {
+	if (c->node->sentinel != NULL)
+		dlock__sentinel_suspect(c->node->sentinel); /* a paused primary may be replaced */
 	if (c->owed == 0)
 		c->owed_since = dlock__now_ms();
 	c->discard += replies;

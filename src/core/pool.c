@@ -13,6 +13,7 @@
 #include "core/client.h"
 #include "core/error.h"
 #include "core/owed.h"
+#include "core/sentinel.h"
 #include "core/time.h"
 
 /* A connection counted in the pool failed to open: uncount it, wake a waiter. */
@@ -24,6 +25,8 @@ static void open_failed(dlock_client *c)
 	dlock__mutex_unlock(&c->pool_mu);
 }
 
+static void follow_primary(dlock_client *c, int64_t deadline, int may_ask);
+
 int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 {
 	struct timespec ts;
@@ -32,6 +35,7 @@ int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 	*out = NULL;
 	if ((rc = dlock__client_check_fork(c)) < 0)
 		return rc;
+	follow_primary(c, deadline, 1);
 	dlock__deadline_timespec(deadline, &ts);
 	dlock__mutex_lock(&c->pool_mu);
 	for (;;) {
@@ -73,6 +77,13 @@ static int owes_too_long(const dlock__conn *conn)
 	return dlock__conn_owes_since_before(conn, owed_cutoff);
 }
 
+static _Thread_local uint64_t primary_epoch; /* for to_older_primary (drop_idle's filter) */
+
+static int to_older_primary(const dlock__conn *conn)
+{
+	return conn->epoch != primary_epoch;
+}
+
 /* Take the idle connections `drop` picks (up to DROP_MAX) out of the pool,
  * into dead[], for closing once pool_mu is released. Returns how many. */
 static int drop_idle(dlock_client *c, int (*drop)(const dlock__conn *), dlock__conn **dead)
@@ -91,10 +102,44 @@ static int drop_idle(dlock_client *c, int (*drop)(const dlock__conn *), dlock__c
 	return n;
 }
 
+/*
+ * A Sentinel-managed node: when something suggested that the primary moved,
+ * ask the sentinels now (may_ask; within deadline), and close the idle
+ * connections to an earlier primary - a demoted one still takes writes
+ * until Sentinel reconfigures it, and they must not go there.
+ */
+static void follow_primary(dlock_client *c, int64_t deadline, int may_ask)
+{
+	dlock__conn *dead[DROP_MAX];
+	char host[256];
+	uint64_t epoch;
+	int i, n, port;
+
+	if (c->node.sentinel == NULL)
+		return;
+	if (!may_ask)
+		epoch = dlock__sentinel_epoch(c->node.sentinel);
+	else if (dlock__sentinel_primary(
+				 c->node.sentinel, deadline, host, sizeof(host), &port, &epoch) < 0)
+		return; /* no answer: the connection about to be used says what is wrong */
+	dlock__mutex_lock(&c->pool_mu);
+	primary_epoch = epoch;
+	n = drop_idle(c, to_older_primary, dead);
+	if (n > 0)
+		pthread_cond_broadcast(&c->pool_cv);
+	dlock__mutex_unlock(&c->pool_mu);
+	for (i = 0; i < n; i++)
+		dlock__conn_close(dead[i]);
+}
+
 void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 {
+	int older;
+
 	if (conn == NULL)
 		return;
+	/* A connection to a primary the sentinels have since replaced is not kept. */
+	older = c->node.sentinel != NULL && conn->epoch != dlock__sentinel_epoch(c->node.sentinel);
 	dlock__mutex_lock(&c->pool_mu);
 	if (conn->broken) {
 		/* One dead connection usually means a restarted or unreachable
@@ -116,11 +161,11 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 			dlock__conn_close(dead[i]);
 		return;
 	}
-	if (c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
+	if (!older && c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
 		c->idle[c->n_idle++] = conn;
 		conn = NULL;
 	} else {
-		c->n_open--; /* an extra one a multiplexed operation opened */
+		c->n_open--; /* to an older primary, or an extra one a multiplexed operation opened */
 	}
 	pthread_cond_signal(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
@@ -134,6 +179,7 @@ int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
 	*out = NULL;
 	if ((rc = dlock__client_check_fork(c)) < 0)
 		return rc;
+	follow_primary(c, 0, 0); /* never waits: multiplexing */
 	dlock__mutex_lock(&c->pool_mu);
 	if (c->n_idle > 0) {
 		*out = c->idle[--c->n_idle];

@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/reactor.h"
+#include "core/sentinel_watch.h"
 #include "core/time.h"
 
 /* How long to wait before connecting again after the pub/sub connection failed. */
@@ -36,7 +37,8 @@ struct dlock__reactor {
 	int stopping;
 	uint64_t wakeups; /* dlock__reactor_wake_waiters() calls: waiters return */
 	dlock__sub *subs;
-	dlock__conn *conn; /* pub/sub connection; only the thread touches it */
+	dlock__conn *conn;  /* pub/sub connection; only the thread touches it */
+	dlock__watch watch; /* a Sentinel-managed node's +switch-master watch (the thread's) */
 	int64_t reconnect_at;
 	dlock__reactor_job job;
 	void *job_arg;
@@ -92,6 +94,16 @@ static void drop_connection(dlock__reactor *r)
 	for (s = r->subs; s != NULL; s = s->next)
 		s->state = SUB_NONE;
 	dlock__mutex_unlock(&r->mu);
+}
+
+/* The sentinels announced a new primary: subscribe there at once (waiters
+ * wake when their subscription is active again and look at the lock). */
+static void read_watch(dlock__reactor *r)
+{
+	if (!dlock__watch_read(&r->watch) || r->conn == NULL)
+		return;
+	drop_connection(r);
+	r->reconnect_at = dlock__now_ms();
 }
 
 static void handle_reply(dlock__reactor *r, redisReply *reply)
@@ -217,15 +229,45 @@ static void read_messages(dlock__reactor *r)
 	}
 }
 
+/* Poll the wake-up descriptor, the pub/sub connection and the Sentinel
+ * watch until `until`, and handle what is ready. Called without r->mu. */
+static void poll_once(dlock__reactor *r, int64_t until)
+{
+	struct pollfd p[3];
+	int nfds = 1, conn_at = -1, watch_at = -1;
+	short events;
+
+	memset(p, 0, sizeof(p));
+	p[0].fd = r->wake_fd;
+	p[0].events = POLLIN;
+	if (r->conn != NULL) {
+		conn_at = nfds++;
+		p[conn_at].fd = r->conn->fd;
+		p[conn_at].events = dlock__conn_events(r->conn);
+		if (dlock__conn_buffered(r->conn))
+			until = 0; /* TLS has messages the socket no longer shows */
+	}
+	if ((p[nfds].fd = dlock__watch_fd(&r->watch, &events)) >= 0) {
+		watch_at = nfds++;
+		p[watch_at].events = events;
+	}
+	if (poll(p, (nfds_t)nfds, dlock__ms_until(until)) < 0)
+		return;
+	if (p[0].revents)
+		drain_wake(r);
+	if (conn_at >= 0 && (p[conn_at].revents || dlock__conn_buffered(r->conn)))
+		read_messages(r);
+	if (watch_at >= 0 && p[watch_at].revents)
+		read_watch(r);
+}
+
 static void *reactor_main(void *arg)
 {
 	dlock__reactor *r = arg;
 
 	dlock__mutex_lock(&r->mu);
 	while (!r->stopping) {
-		struct pollfd p[2];
-		int64_t now = dlock__now_ms(), until;
-		int nfds = 1;
+		int64_t now = dlock__now_ms(), until, watch_due;
 
 		if (r->flush != NULL && now >= r->flush_due) {
 			r->flush_due = DLOCK__NEVER;
@@ -254,23 +296,9 @@ static void *reactor_main(void *arg)
 			until = r->flush_due;
 		if (r->conn == NULL && r->subs != NULL && r->reconnect_at < until)
 			until = r->reconnect_at;
-		p[0].fd = r->wake_fd;
-		p[0].events = POLLIN;
-		if (r->conn != NULL) {
-			p[1].fd = r->conn->fd;
-			p[1].events = dlock__conn_events(r->conn);
-			nfds = 2;
-			if (dlock__conn_buffered(r->conn))
-				until = 0; /* TLS has messages the socket no longer shows */
-		}
 		dlock__mutex_unlock(&r->mu);
-		p[0].revents = p[1].revents = 0;
-		if (poll(p, (nfds_t)nfds, dlock__ms_until(until)) >= 0) {
-			if (p[0].revents)
-				drain_wake(r);
-			if (nfds == 2 && (p[1].revents || dlock__conn_buffered(r->conn)))
-				read_messages(r);
-		}
+		watch_due = dlock__watch_tend(&r->watch);
+		poll_once(r, watch_due < until ? watch_due : until);
 		dlock__mutex_lock(&r->mu);
 	}
 	dlock__mutex_unlock(&r->mu);
@@ -287,6 +315,7 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node)
 	if (r == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "%s: out of memory", node->label);
 	r->node = node;
+	dlock__watch_init(&r->watch, node->sentinel);
 	r->job_due = DLOCK__NEVER;
 	r->flush_due = DLOCK__NEVER;
 	r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -329,6 +358,7 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 		free_sub(s);
 	}
 	dlock__conn_close(r->conn);
+	dlock__watch_close(&r->watch);
 	pthread_mutex_destroy(&r->mu);
 	close(r->wake_fd);
 	dlock__free(r);

@@ -150,7 +150,7 @@ int dlock__tls_start(dlock__conn *c, dlock__tls_ctx *t)
 	if (ssl == NULL || SSL_set_fd(ssl, c->fd) != 1 || !expect_name(ssl, t)) {
 		SSL_free(ssl);
 		c->broken = 1;
-		return dlock__seterr_node(DLOCK_ENOMEM, c->node->label, "TLS: out of memory");
+		return dlock__seterr_node(DLOCK_ENOMEM, c->label, "TLS: out of memory");
 	}
 	c->tls = ssl;
 	c->tls_ctx = t;
@@ -167,22 +167,22 @@ static int handshake_failed(dlock__conn *c, SSL *ssl, int ret, int err)
 
 	c->broken = 1;
 	if (verify != X509_V_OK)
-		return dlock__seterr_node(DLOCK_ECONN, c->node->label,
+		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS: the server's certificate is not trusted for \"%s\": %s (give the "
 				"CA that signed it: tls_ca_file, --tls-ca)",
 				t->name, X509_verify_cert_error_string(verify));
 	if (strstr(why, "wrong version number") || strstr(why, "packet length too long") ||
 			strstr(why, "record layer failure"))
-		return dlock__seterr_node(DLOCK_ECONN, c->node->label,
+		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS handshake: the server answered without TLS (%s): is this a "
 				"plain port? use redis:// for it",
 				why);
 	if (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN || *why == '\0')
-		return dlock__seterr_node(DLOCK_ECONN, c->node->label,
+		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS handshake: %s (is this the server's TLS port?)",
 				ret == 0 || errno == 0 ? "the server closed the connection"
 						       : strerror(errno));
-	return dlock__seterr_node(DLOCK_ECONN, c->node->label, "TLS handshake: %s", why);
+	return dlock__seterr_node(DLOCK_ECONN, c->label, "TLS handshake: %s", why);
 }
 
 int dlock__tls_handshake(dlock__conn *c)
@@ -292,7 +292,7 @@ int dlock__tls_start(dlock__conn *c, dlock__tls_ctx *t)
 {
 	(void)t;
 	c->broken = 1;
-	return dlock__seterr_node(DLOCK_EINVAL, c->node->label, "TLS is not built in");
+	return dlock__seterr_node(DLOCK_EINVAL, c->label, "TLS is not built in");
 }
 
 int dlock__tls_handshake(dlock__conn *c)

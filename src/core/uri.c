@@ -19,6 +19,7 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/uri.h"
+#include "core/uri_parts.h"
 
 #define URI_MAX_LEN 4096
 #define HOST_MAX_LEN 255
@@ -30,15 +31,7 @@
 #define PORT_ECHO_MAX 5
 #define DB_ECHO_MAX 12
 
-#if defined(__GNUC__) || defined(__clang__)
-#define URI_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define URI_PRINTF(f, a)
-#endif
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) URI_PRINTF(3, 4);
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void dlock__uri_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -104,14 +97,14 @@ static void describe_byte(unsigned char c, char buf[8])
  * Percent-decode s[0..n) into a new string. `what` names the field in
  * messages; the field's text itself is never quoted, since it may be secret.
  */
-static int decode_field(
+int dlock__uri_decode_field(
 		const char *s, size_t n, const char *what, char **out, char *err, size_t errlen)
 {
 	char *d = dlock__malloc(n + 1);
 	size_t i, j = 0;
 
 	if (d == NULL) {
-		seterr(err, errlen, "out of memory parsing URI");
+		dlock__uri_seterr(err, errlen, "out of memory parsing URI");
 		return DLOCK_ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
@@ -124,14 +117,14 @@ static int decode_field(
 		hi = i + 2 < n ? hex_value((unsigned char)s[i + 1]) : -1;
 		lo = i + 2 < n ? hex_value((unsigned char)s[i + 2]) : -1;
 		if (hi < 0 || lo < 0) {
-			seterr(err, errlen, "malformed %%-escape in %s of URI (expected %%XX)",
-					what);
+			dlock__uri_seterr(err, errlen,
+					"malformed %%-escape in %s of URI (expected %%XX)", what);
 			dlock__free(d);
 			return DLOCK_EINVAL;
 		}
 		if (hi == 0 && lo == 0) {
 			/* A NUL would silently cut the C string short. */
-			seterr(err, errlen, "%%00 is not allowed in %s of URI", what);
+			dlock__uri_seterr(err, errlen, "%%00 is not allowed in %s of URI", what);
 			dlock__free(d);
 			return DLOCK_EINVAL;
 		}
@@ -151,16 +144,18 @@ static int parse_userinfo(dlock__uri *u, const char *s, size_t n, char *err, siz
 	int rc;
 
 	if (colon == NULL) {
-		seterr(err, errlen, "userinfo needs ':' (use :password@ or user:password@)");
+		dlock__uri_seterr(err, errlen,
+				"userinfo needs ':' (use :password@ or user:password@)");
 		return DLOCK_EINVAL;
 	}
 	ulen = (size_t)(colon - s);
 	if (ulen > 0) {
-		rc = decode_field(s, ulen, "user name", &u->user, err, errlen);
+		rc = dlock__uri_decode_field(s, ulen, "user name", &u->user, err, errlen);
 		if (rc != 0)
 			return rc;
 	}
-	return decode_field(colon + 1, n - ulen - 1, "password", &u->password, err, errlen);
+	return dlock__uri_decode_field(
+			colon + 1, n - ulen - 1, "password", &u->password, err, errlen);
 }
 
 /* `[addr]`, stored without brackets; inet_pton is the authority on IPv6 syntax. */
@@ -173,34 +168,34 @@ static int parse_ipv6(dlock__uri *u, const char *s, const char *end, const char 
 	size_t n;
 
 	if (close == NULL) {
-		seterr(err, errlen, "missing ']' after IPv6 address in URI");
+		dlock__uri_seterr(err, errlen, "missing ']' after IPv6 address in URI");
 		return DLOCK_EINVAL;
 	}
 	n = (size_t)(close - s - 1);
 	if (n == 0) {
-		seterr(err, errlen, "empty IPv6 address \"[]\" in URI");
+		dlock__uri_seterr(err, errlen, "empty IPv6 address \"[]\" in URI");
 		return DLOCK_EINVAL;
 	}
 	if (n >= sizeof buf) {
-		seterr(err, errlen, "IPv6 address too long in URI");
+		dlock__uri_seterr(err, errlen, "IPv6 address too long in URI");
 		return DLOCK_EINVAL;
 	}
 	memcpy(buf, s + 1, n);
 	buf[n] = '\0';
 	if (inet_pton(AF_INET6, buf, addr) != 1) {
-		seterr(err, errlen, "bad IPv6 address \"%s\" in URI", buf);
+		dlock__uri_seterr(err, errlen, "bad IPv6 address \"%s\" in URI", buf);
 		return DLOCK_EINVAL;
 	}
 	if (close + 1 < end && close[1] != ':' && close[1] != '/') {
 		char b[8];
 
 		describe_byte((unsigned char)close[1], b);
-		seterr(err, errlen, "unexpected %s after IPv6 address in URI", b);
+		dlock__uri_seterr(err, errlen, "unexpected %s after IPv6 address in URI", b);
 		return DLOCK_EINVAL;
 	}
 	u->host = dlock__strndup(buf, n);
 	if (u->host == NULL) {
-		seterr(err, errlen, "out of memory parsing URI");
+		dlock__uri_seterr(err, errlen, "out of memory parsing URI");
 		return DLOCK_ENOMEM;
 	}
 	*next = close + 1;
@@ -208,8 +203,8 @@ static int parse_ipv6(dlock__uri *u, const char *s, const char *end, const char 
 }
 
 /* A hostname or IPv4 address: a run of [A-Za-z0-9._-] ending at ':', '/' or the end. */
-static int parse_host(dlock__uri *u, const char *s, const char *end, const char **next, char *err,
-		size_t errlen)
+int dlock__uri_parse_host(dlock__uri *u, const char *s, const char *end, const char **next,
+		char *err, size_t errlen)
 {
 	const char *p = s;
 	size_t n;
@@ -221,7 +216,7 @@ static int parse_host(dlock__uri *u, const char *s, const char *end, const char 
 			char b[8];
 
 			describe_byte((unsigned char)*p, b);
-			seterr(err, errlen, "bad character %s in host of URI", b);
+			dlock__uri_seterr(err, errlen, "bad character %s in host of URI", b);
 			return DLOCK_EINVAL;
 		}
 		p++;
@@ -230,19 +225,19 @@ static int parse_host(dlock__uri *u, const char *s, const char *end, const char 
 	if (n == 0) {
 		/* "redis://::1" is the likely mistake behind an empty host before two colons. */
 		if (p < end && *p == ':' && memchr(p + 1, ':', (size_t)(end - p - 1)) != NULL)
-			seterr(err, errlen,
+			dlock__uri_seterr(err, errlen,
 					"empty host in URI (put IPv6 addresses in brackets: [::1])");
 		else
-			seterr(err, errlen, "empty host in URI");
+			dlock__uri_seterr(err, errlen, "empty host in URI");
 		return DLOCK_EINVAL;
 	}
 	if (n > HOST_MAX_LEN) {
-		seterr(err, errlen, "host longer than %d bytes in URI", HOST_MAX_LEN);
+		dlock__uri_seterr(err, errlen, "host longer than %d bytes in URI", HOST_MAX_LEN);
 		return DLOCK_EINVAL;
 	}
 	u->host = dlock__strndup(s, n);
 	if (u->host == NULL) {
-		seterr(err, errlen, "out of memory parsing URI");
+		dlock__uri_seterr(err, errlen, "out of memory parsing URI");
 		return DLOCK_ENOMEM;
 	}
 	*next = p;
@@ -253,8 +248,8 @@ static int parse_host(dlock__uri *u, const char *s, const char *end, const char 
  * Decimal 1..65535. The digits are quoted back only when short: after a
  * forgotten '@', "redis://user:secret" puts the password where the port goes.
  */
-static int parse_port(dlock__uri *u, const char *s, const char *end, const char **next, char *err,
-		size_t errlen)
+int dlock__uri_parse_port(dlock__uri *u, const char *s, const char *end, const char **next,
+		char *err, size_t errlen)
 {
 	const char *p = s;
 	long v = 0;
@@ -264,30 +259,30 @@ static int parse_port(dlock__uri *u, const char *s, const char *end, const char 
 		p++;
 	n = (size_t)(p - s);
 	if (n == 0) {
-		seterr(err, errlen, "empty port after ':' in URI");
+		dlock__uri_seterr(err, errlen, "empty port after ':' in URI");
 		return DLOCK_EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!is_digit((unsigned char)s[i])) {
 			/* "redis://2001:db8::1" lands here: the first group became the host. */
 			if (memchr(s, ':', n) != NULL)
-				seterr(err, errlen,
+				dlock__uri_seterr(err, errlen,
 						"port is not a decimal number in URI "
 						"(put IPv6 addresses in brackets: [::1])");
 			else
-				seterr(err, errlen,
+				dlock__uri_seterr(err, errlen,
 						"port is not a decimal number in URI (1..65535)");
 			return DLOCK_EINVAL;
 		}
 	}
 	if (n > PORT_ECHO_MAX) {
-		seterr(err, errlen, "port out of range in URI (1..65535)");
+		dlock__uri_seterr(err, errlen, "port out of range in URI (1..65535)");
 		return DLOCK_EINVAL;
 	}
 	for (size_t i = 0; i < n; i++)
 		v = v * 10 + (s[i] - '0');
 	if (v < 1 || v > 65535) {
-		seterr(err, errlen, "bad port \"%.*s\" in URI (1..65535)", (int)n, s);
+		dlock__uri_seterr(err, errlen, "bad port \"%.*s\" in URI (1..65535)", (int)n, s);
 		return DLOCK_EINVAL;
 	}
 	u->port = (int)v;
@@ -296,7 +291,7 @@ static int parse_port(dlock__uri *u, const char *s, const char *end, const char 
 }
 
 /* "/" alone or "/N" with N in 0..INT_MAX; nothing may follow. */
-static int parse_db(dlock__uri *u, const char *s, const char *end, char *err, size_t errlen)
+int dlock__uri_parse_db(dlock__uri *u, const char *s, const char *end, char *err, size_t errlen)
 {
 	const char *p = s;
 	long long v = 0;
@@ -305,38 +300,40 @@ static int parse_db(dlock__uri *u, const char *s, const char *end, char *err, si
 	if (p == end)
 		return 0;
 	if (*p == '-') {
-		seterr(err, errlen, "negative db in URI (0..%d)", INT_MAX);
+		dlock__uri_seterr(err, errlen, "negative db in URI (0..%d)", INT_MAX);
 		return DLOCK_EINVAL;
 	}
 	while (p < end && is_digit((unsigned char)*p))
 		p++;
 	n = (size_t)(p - s);
 	if (n == 0) {
-		seterr(err, errlen, "db is not a decimal number in URI (0..%d)", INT_MAX);
+		dlock__uri_seterr(
+				err, errlen, "db is not a decimal number in URI (0..%d)", INT_MAX);
 		return DLOCK_EINVAL;
 	}
 	if (p < end) {
 		char b[8];
 
 		describe_byte((unsigned char)*p, b);
-		seterr(err, errlen, "unexpected %s after db in URI", b);
+		dlock__uri_seterr(err, errlen, "unexpected %s after db in URI", b);
 		return DLOCK_EINVAL;
 	}
 	if (n > DB_ECHO_MAX) {
-		seterr(err, errlen, "db out of range in URI (0..%d)", INT_MAX);
+		dlock__uri_seterr(err, errlen, "db out of range in URI (0..%d)", INT_MAX);
 		return DLOCK_EINVAL;
 	}
 	for (size_t i = 0; i < n; i++)
 		v = v * 10 + (s[i] - '0');
 	if (v > INT_MAX) {
-		seterr(err, errlen, "bad db \"%.*s\" in URI (0..%d)", (int)n, s, INT_MAX);
+		dlock__uri_seterr(
+				err, errlen, "bad db \"%.*s\" in URI (0..%d)", (int)n, s, INT_MAX);
 		return DLOCK_EINVAL;
 	}
 	u->db = (int)v;
 	return 0;
 }
 
-enum scheme { SCHEME_TCP = 1, SCHEME_TLS, SCHEME_UNIX };
+enum scheme { SCHEME_TCP = 1, SCHEME_TLS, SCHEME_UNIX, SCHEME_SENTINEL };
 
 /* The schemes understood, with the length of their "name://". */
 static const struct {
@@ -348,6 +345,7 @@ static const struct {
 	{ "rediss://", 9, SCHEME_TLS },
 	{ "unix://", 7, SCHEME_UNIX },
 	{ "redis+unix://", 13, SCHEME_UNIX },
+	{ "redis+sentinel://", 17, SCHEME_SENTINEL },
 };
 
 /*
@@ -379,14 +377,15 @@ static int check_scheme(const char *text, size_t len, size_t *skip, char *err, s
 				break;
 		}
 		if (i == n) {
-			seterr(err, errlen,
+			dlock__uri_seterr(err, errlen,
 					"unsupported scheme \"%.*s\" in URI (expected redis://, "
-					"rediss:// or unix://)",
+					"rediss://, unix:// or redis+sentinel://)",
 					(int)n, text);
 			return DLOCK_EINVAL;
 		}
 	}
-	seterr(err, errlen, "URI must start with redis://, rediss:// or unix://");
+	dlock__uri_seterr(err, errlen,
+			"URI must start with redis://, rediss://, unix:// or redis+sentinel://");
 	return DLOCK_EINVAL;
 }
 
@@ -399,15 +398,16 @@ static int parse_unix_path(dlock__uri *u, const char *s, const char *end, const 
 	int rc;
 
 	if (s == stop || *s != '/') {
-		seterr(err, errlen,
+		dlock__uri_seterr(err, errlen,
 				"a unix:// URI needs an absolute socket path (unix:///path/to/redis.sock)");
 		return DLOCK_EINVAL;
 	}
-	rc = decode_field(s, (size_t)(stop - s), "socket path", &u->path, err, errlen);
+	rc = dlock__uri_decode_field(s, (size_t)(stop - s), "socket path", &u->path, err, errlen);
 	if (rc != 0)
 		return rc;
 	if (strlen(u->path) > UNIX_PATH_MAX_LEN) {
-		seterr(err, errlen, "socket path longer than %d bytes in URI", UNIX_PATH_MAX_LEN);
+		dlock__uri_seterr(err, errlen, "socket path longer than %d bytes in URI",
+				UNIX_PATH_MAX_LEN);
 		return DLOCK_EINVAL;
 	}
 	*next = stop;
@@ -420,10 +420,10 @@ static int parse_unix_query(dlock__uri *u, const char *s, const char *end, char 
 	if (s == end)
 		return 0;
 	if ((size_t)(end - s) <= 4 || strncmp(s, "?db=", 4) != 0) {
-		seterr(err, errlen, "a unix:// URI takes only ?db=N after the path");
+		dlock__uri_seterr(err, errlen, "a unix:// URI takes only ?db=N after the path");
 		return DLOCK_EINVAL;
 	}
-	return parse_db(u, s + 4, end, err, errlen);
+	return dlock__uri_parse_db(u, s + 4, end, err, errlen);
 }
 
 /*
@@ -437,20 +437,20 @@ static int parse_tcp_rest(dlock__uri *u, const char *p, const char *end, char *e
 
 	/* Caught up front so the message names the real problem, not a bad port or db. */
 	if (memchr(p, '?', (size_t)(end - p)) != NULL) {
-		seterr(err, errlen, "query strings ('?') are not supported in URI");
+		dlock__uri_seterr(err, errlen, "query strings ('?') are not supported in URI");
 		return DLOCK_EINVAL;
 	}
-	rc = parse_host(u, p, end, &p, err, errlen);
+	rc = dlock__uri_parse_host(u, p, end, &p, err, errlen);
 	if (rc != 0)
 		return rc;
 	if (p < end && *p == ':') {
-		rc = parse_port(u, p + 1, end, &p, err, errlen);
+		rc = dlock__uri_parse_port(u, p + 1, end, &p, err, errlen);
 		if (rc != 0)
 			return rc;
 	}
 	if (p < end) {
 		/* parse_host and parse_port stop only at ':' (handled), '/' or the end. */
-		rc = parse_db(u, p + 1, end, err, errlen);
+		rc = dlock__uri_parse_db(u, p + 1, end, err, errlen);
 		if (rc != 0)
 			return rc;
 	}
@@ -472,11 +472,11 @@ static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 
 	len = bounded_len(text, URI_MAX_LEN + 1);
 	if (len == 0) {
-		seterr(err, errlen, "URI is empty");
+		dlock__uri_seterr(err, errlen, "URI is empty");
 		return DLOCK_EINVAL;
 	}
 	if (len > URI_MAX_LEN) {
-		seterr(err, errlen, "URI is longer than %d bytes", URI_MAX_LEN);
+		dlock__uri_seterr(err, errlen, "URI is longer than %d bytes", URI_MAX_LEN);
 		return DLOCK_EINVAL;
 	}
 	end = text + len;
@@ -486,11 +486,11 @@ static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 		if (!is_ctl((unsigned char)*p))
 			continue;
 		if (at != NULL && p < at)
-			seterr(err, errlen,
+			dlock__uri_seterr(err, errlen,
 					"whitespace or control character in userinfo of URI "
 					"(percent-encode it)");
 		else
-			seterr(err, errlen,
+			dlock__uri_seterr(err, errlen,
 					"whitespace or control character 0x%02x at byte %zu of URI",
 					(unsigned char)*p, (size_t)(p - text));
 		return DLOCK_EINVAL;
@@ -509,11 +509,13 @@ static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 		p = at + 1;
 	}
 	if (memchr(p, '#', (size_t)(end - p)) != NULL) {
-		seterr(err, errlen, "fragments ('#') are not supported in URI");
+		dlock__uri_seterr(err, errlen, "fragments ('#') are not supported in URI");
 		return DLOCK_EINVAL;
 	}
 	if (scheme == SCHEME_UNIX)
 		return parse_unix_rest(u, p, end, err, errlen);
+	if (scheme == SCHEME_SENTINEL)
+		return dlock__uri_parse_sentinel_rest(u, p, end, err, errlen);
 	u->tls = scheme == SCHEME_TLS;
 	return parse_tcp_rest(u, p, end, err, errlen);
 }
@@ -523,14 +525,14 @@ int dlock__uri_parse(dlock__uri *out, const char *text, char *err, size_t errlen
 	dlock__uri u;
 	int rc;
 
-	seterr(err, errlen, "%s", "");
+	dlock__uri_seterr(err, errlen, "%s", "");
 	if (out == NULL) {
-		seterr(err, errlen, "URI output is NULL");
+		dlock__uri_seterr(err, errlen, "URI output is NULL");
 		return DLOCK_EINVAL;
 	}
 	memset(out, 0, sizeof *out);
 	if (text == NULL) {
-		seterr(err, errlen, "URI is NULL");
+		dlock__uri_seterr(err, errlen, "URI is NULL");
 		return DLOCK_EINVAL;
 	}
 	memset(&u, 0, sizeof u);
@@ -552,5 +554,10 @@ void dlock__uri_clear(dlock__uri *uri)
 	dlock__free(uri->password);
 	dlock__free(uri->host);
 	dlock__free(uri->path);
+	for (size_t i = 0; i < uri->n_sentinels; i++)
+		dlock__free(uri->sentinel_hosts[i]);
+	dlock__free(uri->sentinel_hosts);
+	dlock__free(uri->sentinel_ports);
+	dlock__free(uri->master);
 	memset(uri, 0, sizeof *uri);
 }

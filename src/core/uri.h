@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Internal: parsing of redis[s]://[[user]:password@]host[:port][/db] and
- * unix://[[user]:password@]/path[?db=N] (alias redis+unix://). */
+/* Internal: parsing of redis[s]://[[user]:password@]host[:port][/db],
+ * unix://[[user]:password@]/path[?db=N] (alias redis+unix://) and
+ * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/NAME[/db]. */
 #ifndef DLOCK_CORE_URI_H
 #define DLOCK_CORE_URI_H
 
@@ -14,6 +15,12 @@ typedef struct dlock__uri {
 	char *path;     /* a Unix socket's path (then host is NULL), absolute */
 	int tls;        /* rediss:// */
 	int db;         /* >= 0, default 0 */
+	/* redis+sentinel:// (then host and path are NULL): the sentinels to
+	 * ask, in the order given, and the name they know the primary by. */
+	size_t n_sentinels;
+	char **sentinel_hosts;
+	int *sentinel_ports; /* default 26379 */
+	char *master;
 } dlock__uri;
 
 /*

@@ -24,12 +24,8 @@ int dlock__lock_same_resource(const dlock_lock *a, const dlock_lock *b, int any_
 {
 	const dlock__node *x = &a->client->node, *y = &b->client->node;
 
-	int same_server = x->path != NULL || y->path != NULL
-			? x->path != NULL && y->path != NULL && strcmp(x->path, y->path) == 0
-			: x->port == y->port && strcmp(x->host, y->host) == 0;
-
-	return same_server && (any_db || x->db == y->db) && a->name_len == b->name_len &&
-			memcmp(a->name, b->name, a->name_len) == 0;
+	return dlock__node_same_server(x, y) && (any_db || x->db == y->db) &&
+			a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0;
 }
 
 int64_t dlock__lock_ttl(const dlock_lock *l, int64_t lease_ms)

@@ -61,6 +61,7 @@ struct rh_server {
 	int dir_removed; /* rh_cleanup_all() removed the directory */
 	char dir[PATH_MAX];
 	char logpath[PATH_MAX];
+	char conf[PATH_MAX]; /* a sentinel's config file ("" for a plain server) */
 	char uri[64];
 	char **extra;           /* copied NULL-terminated list, may be NULL */
 	char *password;         /* value of --requirepass in extra, for rh_command */
@@ -414,6 +415,11 @@ static int rh_spawn(rh_server *s)
 		return -1;
 	size_t i = 0;
 	argv[i++] = g_server_path;
+	if (s->conf[0] != '\0') {
+		/* Sentinel mode: the config file (which it rewrites) must come first. */
+		argv[i++] = s->conf;
+		argv[i++] = (char *)"--sentinel";
+	}
 	argv[i++] = (char *)"--port";
 	argv[i++] = portbuf;
 	argv[i++] = (char *)"--bind";
@@ -616,7 +622,20 @@ static int rh_copy_extra(rh_server *s, const char *const *extra)
 	return 0;
 }
 
-rh_server *rh_server_start(const char *const *extra)
+/* Write a sentinel's config file (the lines given) into its directory. */
+static int rh_write_conf(rh_server *s, const char *const *lines)
+{
+	if (snprintf(s->conf, sizeof s->conf, "%s/sentinel.conf", s->dir) >= (int)sizeof s->conf)
+		return -1;
+	FILE *f = fopen(s->conf, "w");
+	if (!f)
+		return -1;
+	for (size_t i = 0; lines[i] != NULL; i++)
+		fprintf(f, "%s\n", lines[i]);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static rh_server *rh_start(const char *const *extra, const char *const *conf_lines)
 {
 	pthread_once(&g_once, rh_init);
 
@@ -648,6 +667,12 @@ rh_server *rh_server_start(const char *const *extra)
 		return NULL;
 	}
 
+	if (conf_lines != NULL && rh_write_conf(s, conf_lines) != 0) {
+		fprintf(stderr, "redis_harness: cannot write %s: %s\n", s->conf, strerror(errno));
+		rh_remove_dir(s->dir);
+		rh_server_destroy(s);
+		return NULL;
+	}
 	for (int attempt = 0; attempt < RH_START_ATTEMPTS; attempt++) {
 		s->port = rh_pick_port();
 		if (s->port <= 0)
@@ -671,6 +696,16 @@ rh_server *rh_server_start(const char *const *extra)
 	rh_remove_dir(s->dir);
 	rh_server_destroy(s);
 	return NULL;
+}
+
+rh_server *rh_server_start(const char *const *extra)
+{
+	return rh_start(extra, NULL);
+}
+
+rh_server *rh_sentinel_start(const char *const *conf_lines)
+{
+	return rh_start(NULL, conf_lines);
 }
 
 int rh_servers_start(rh_server **out, int n, const char *const *extra)

@@ -3,7 +3,8 @@
  * The schemes beside redis://: unix:// (and redis+unix://) with the socket
  * path, optional userinfo and ?db=N, and the malformed forms with their
  * promise (DLOCK_EINVAL, one line, never the password, *out left zeroed);
- * rediss:// is redis:// with TLS.
+ * rediss:// is redis:// with TLS; redis+sentinel:// lists sentinels and
+ * names the primary.
  */
 #include <string.h>
 
@@ -78,6 +79,15 @@ static const bad_case invalid[] = {
 	  "aaaaaaaaaaaaaaaaaaaa.sock",
 			NULL, "longer than 107" },
 	{ "redis+unix://:hunter2@/tmp/x y", "hunter2", "whitespace" },
+	{ "redis+sentinel://h", NULL, "primary's name" },
+	{ "redis+sentinel://h:26379/", NULL, "primary's name" },
+	{ "redis+sentinel://:hunter2@h,/m", "hunter2", "empty sentinel address" },
+	{ "redis+sentinel://,h/m", NULL, "empty sentinel address" },
+	{ "redis+sentinel://h:0/m", NULL, "port" },
+	{ "redis+sentinel://h/m/x", NULL, "db" },
+	{ "redis+sentinel://h/m?x=1", NULL, "query" },
+	{ "redis+sentinel://h/%zz", NULL, "%-escape in primary name" },
+	{ "redis+sentinel://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q/m", NULL, "more than 16" },
 };
 
 Test(uri_schemes, invalid_forms, .timeout = 10)
@@ -121,4 +131,34 @@ Test(uri_schemes, rediss_is_redis_with_tls, .timeout = 10)
 	cr_assert_eq(dlock__uri_parse(&plain, "redis://h", err, sizeof err), 0);
 	cr_assert_eq(plain.tls, 0, "redis:// must not be TLS");
 	dlock__uri_clear(&plain);
+}
+
+Test(uri_schemes, sentinel_lists_sentinels_and_names_the_primary, .timeout = 10)
+{
+	dlock__uri u;
+	char err[256];
+
+	cr_assert_eq(dlock__uri_parse(&u,
+				     "redis+sentinel://app:p%40ss@s1:26380,[::1],10.0.0.3:5000/my%20master/2",
+				     err, sizeof err),
+			0, "%s", err);
+	cr_assert_eq(u.n_sentinels, 3);
+	cr_assert_str_eq(u.sentinel_hosts[0], "s1");
+	cr_assert_eq(u.sentinel_ports[0], 26380);
+	cr_assert_str_eq(u.sentinel_hosts[1], "::1");
+	cr_assert_eq(u.sentinel_ports[1], 26379, "the default sentinel port");
+	cr_assert_str_eq(u.sentinel_hosts[2], "10.0.0.3");
+	cr_assert_eq(u.sentinel_ports[2], 5000);
+	cr_assert_str_eq(u.master, "my master");
+	cr_assert_eq(u.db, 2);
+	cr_assert_str_eq(u.user, "app", "the userinfo is the primary's");
+	cr_assert_str_eq(u.password, "p@ss");
+	cr_assert_null(u.host, "no host: the sentinels say where the primary is");
+	dlock__uri_clear(&u);
+
+	cr_assert_eq(dlock__uri_parse(&u, "REDIS+SENTINEL://localhost/mymaster", err, sizeof err),
+			0, "%s", err);
+	cr_assert_eq(u.n_sentinels, 1);
+	cr_assert_eq(u.db, 0);
+	dlock__uri_clear(&u);
 }
