@@ -62,6 +62,10 @@ static const char usage_text[] =
 "  -n, --nodes URI[,URI...]   Redis servers: redis://[[user]:password@]host[:port][/db]\n"
 "                             (rediss:// for TLS, see --tls-*)\n"
 "                             or unix://[[user]:password@]/path/to/redis.sock[?db=N]\n"
+"                             or a Sentinel-managed primary:\n"
+"                             redis+sentinel://[[user]:password@]host[:26379][,host...]/NAME[/db]\n"
+"                             (sentinels that want a password of their own:\n"
+"                             $DLOCK_SENTINEL_PASSWORD, $DLOCK_SENTINEL_USER)\n"
 "                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379);\n"
 "                             a server listed twice is refused\n"
 "  -m, --mode MODE            rlock (one node), redlock (a quorum of n/2+1 nodes;\n"
@@ -388,6 +392,9 @@ static void free_config(cli_config *cfg)
 	free(cfg->nodes);
 	cfg->nodes = NULL;
 	cfg->n = 0;
+	free(cfg->sentinel_user);
+	free(cfg->sentinel_password);
+	cfg->sentinel_user = cfg->sentinel_password = NULL;
 }
 
 static int configure(cli_config *cfg, cli_args *a)
@@ -404,6 +411,7 @@ static int configure(cli_config *cfg, cli_args *a)
 		return usage_error("no node in the node list (-n or DLOCK_NODES)");
 	if ((rc = cli_secret_apply(cfg->nodes, cfg->n, &a->secret)) != 0)
 		return rc;
+	cli_sentinel_secrets(&cfg->sentinel_user, &cfg->sentinel_password);
 	if (!cfg->mode_given)
 		cfg->mode = cfg->n == 1 ? MODE_RLOCK : MODE_REDLOCK;
 	if (cfg->mode == MODE_RLOCK && cfg->n != 1)

@@ -181,3 +181,9 @@ int cli_secret_apply(char **nodes, size_t n, const cli_secret_args *a)
 	free(user);
 	return rc;
 }
+
+void cli_sentinel_secrets(char **user, char **password)
+{
+	*user = take_env("DLOCK_SENTINEL_USER");
+	*password = take_env("DLOCK_SENTINEL_PASSWORD");
+}

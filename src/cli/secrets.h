@@ -25,4 +25,9 @@ typedef struct cli_secret_args {
  */
 int cli_secret_apply(char **nodes, size_t n, const cli_secret_args *a);
 
+/* The sentinels' own credentials ($DLOCK_SENTINEL_USER,
+ * $DLOCK_SENTINEL_PASSWORD), taken out of the environment: NULL when unset.
+ * The caller frees them. */
+void cli_sentinel_secrets(char **user, char **password);
+
 #endif

@@ -26,6 +26,8 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	copts.tls_key_file = cfg->tls_key;
 	copts.tls_server_name = cfg->tls_server_name;
 	copts.tls_insecure = cfg->tls_insecure;
+	copts.sentinel_user = cfg->sentinel_user;
+	copts.sentinel_password = cfg->sentinel_password;
 	t->clients = calloc(t->n, sizeof(*t->clients));
 	t->locks = calloc(t->n, sizeof(*t->locks));
 	if (t->clients == NULL || t->locks == NULL)

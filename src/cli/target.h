@@ -34,6 +34,8 @@ typedef struct cli_config {
 	/* rediss:// nodes: the client options' TLS fields (NULL/0: defaults) */
 	const char *tls_ca, *tls_ca_dir, *tls_cert, *tls_key, *tls_server_name;
 	int tls_insecure;
+	/* redis+sentinel:// nodes: the sentinels' own credentials (NULL: none) */
+	char *sentinel_user, *sentinel_password;
 } cli_config;
 
 typedef struct cli_target {

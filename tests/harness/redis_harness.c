@@ -703,9 +703,9 @@ rh_server *rh_server_start(const char *const *extra)
 	return rh_start(extra, NULL);
 }
 
-rh_server *rh_sentinel_start(const char *const *conf_lines)
+rh_server *rh_sentinel_start(const char *const *extra, const char *const *conf_lines)
 {
-	return rh_start(NULL, conf_lines);
+	return rh_start(extra, conf_lines);
 }
 
 int rh_servers_start(rh_server **out, int n, const char *const *extra)

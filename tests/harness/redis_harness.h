@@ -33,9 +33,10 @@ rh_server *rh_server_start(const char *const *extra);
 /*
  * Start a sentinel (redis-server CONF --sentinel) whose config file holds
  * `conf_lines` (NULL-terminated; e.g. "sentinel monitor m 127.0.0.1 6379 2");
- * the sentinel rewrites it as it learns. Otherwise like rh_server_start().
+ * the sentinel rewrites it as it learns. `extra` as for rh_server_start()
+ * (its --requirepass is used by rh_command).
  */
-rh_server *rh_sentinel_start(const char *const *conf_lines);
+rh_server *rh_sentinel_start(const char *const *extra, const char *const *conf_lines);
 
 /* Start n servers into out[0..n-1]; returns 0, or -1 after stopping any it started. */
 int rh_servers_start(rh_server **out, int n, const char *const *extra);

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "redis_harness.h"
 #include "support.h"
@@ -71,7 +73,7 @@ static void topo_up(void)
 	const char *conf[] = { monitor, "sentinel down-after-milliseconds " MASTER " 1000",
 		"sentinel failover-timeout " MASTER " 5000", NULL };
 	for (int i = 0; i < 3; i++)
-		cr_assert_not_null(t.sent[i] = rh_sentinel_start(conf));
+		cr_assert_not_null(t.sent[i] = rh_sentinel_start(NULL, conf));
 	snprintf(t.uri, sizeof t.uri,
 			"redis+sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/" MASTER,
 			rh_server_port(t.sent[0]), rh_server_port(t.sent[1]),
@@ -351,4 +353,57 @@ Test(sentinel, a_redlock_mixes_a_sentinel_primary_and_plain_servers)
 	dlock_redlock_free(rl);
 	rh_server_free(plain[0]);
 	rh_server_free(plain[1]);
+}
+
+/* Run the dlock command with one extra environment variable; its exit status. */
+static int run_cli(const char *env_name, const char *env_value, const char *const *args)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		const char *argv[16] = { DLOCK_CLI_PATH };
+		size_t n = 1;
+
+		for (; args[n - 1] != NULL && n < 15; n++)
+			argv[n] = args[n - 1];
+		unsetenv("DLOCK_NODES");
+		setenv(env_name, env_value, 1);
+		execv(DLOCK_CLI_PATH, (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Sentinels with a password of their own: the option (and the command's
+ * $DLOCK_SENTINEL_PASSWORD, which the command it runs never sees). */
+Test(sentinel, sentinels_with_their_own_password)
+{
+	char monitor[96], uri[128];
+
+	snprintf(monitor, sizeof monitor, "sentinel monitor " MASTER " 127.0.0.1 %d 2",
+			rh_server_port(t.data[0]));
+	const char *conf[] = { monitor, NULL };
+	const char *password[] = { "--requirepass", "s3cret", NULL };
+	rh_server *guarded = rh_sentinel_start(password, conf);
+	cr_assert_not_null(guarded);
+	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d/" MASTER, rh_server_port(guarded));
+
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c = NULL;
+	cr_assert_eq(dlock_client_open(&c, uri, &o), DLOCK_EAUTH, "%s", dlock_errmsg_last());
+	cr_assert_not_null(strstr(dlock_errmsg_last(), "sentinel 127.0.0.1:"), "%s",
+			dlock_errmsg_last());
+	o.sentinel_password = "s3cret";
+	dl_pass(dlock_client_open(&c, uri, &o));
+	dl_close_clients(c);
+
+	const char *args[] = { "-n", uri, "run", "-w", "5000", "cli-sentinel", "--", "sh", "-c",
+		"test -z \"$DLOCK_SENTINEL_PASSWORD\" && test \"$DLOCK_NAME\" = cli-sentinel",
+		NULL };
+	cr_assert_eq(run_cli("DLOCK_SENTINEL_PASSWORD", "s3cret", args), 0,
+			"dlock run through a password-protected sentinel failed");
+	rh_server_free(guarded);
 }
