@@ -32,6 +32,12 @@ void dlock__sync_op(
 	op->follows = acquire;
 }
 
+int dlock__sync_enough(const dlock_client *c, int rc, const redisReply *r)
+{
+	return rc == 0 && r != NULL && r->type == REDIS_REPLY_INTEGER &&
+			r->integer >= c->opts.sync_replicas;
+}
+
 int dlock__sync_check(
 		const dlock_client *c, int rc, const redisReply *r, const char *what, int *synced)
 {

@@ -45,6 +45,9 @@ int dlock__sync_prepare(dlock__sync *s, const dlock_client *client);
 void dlock__sync_op(struct dlock__mux_op *op, dlock__sync *s, dlock_client *client,
 		const struct dlock__mux_op *acquire);
 
+/* 1 when a WAIT (read with rc, its reply r) counted enough replicas, else 0. */
+int dlock__sync_enough(const dlock_client *client, int rc, const redisReply *r);
+
 /*
  * Judge a WAIT's outcome (rc: how its reply was read; r: the reply).
  * Returns 0 when enough replicas acknowledged, DLOCK_ENOSYNC when fewer
