@@ -202,7 +202,7 @@ static int unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int
 				"lease",
 				msg, dlock__errmsg_thread());
 	return dlock__seterr(code,
-			"%s; given back. Check the replicas (INFO replication) or lower "
+			"%s; given back: check the replicas (INFO replication) or lower "
 			"sync_replicas",
 			msg);
 }
