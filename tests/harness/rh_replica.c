@@ -39,6 +39,27 @@ static int rh_online(rh_server *primary)
 	return n;
 }
 
+/*
+ * "online" on the primary means the transfer is done; the replica may still
+ * be loading it and acknowledges nothing until it has: write, and WAIT for
+ * n acknowledgements (the harness's connection is the one that wrote).
+ * 1 when they came.
+ */
+static int rh_acked(rh_server *primary, int n, int64_t deadline)
+{
+	int64_t left = deadline - rh_now_ms();
+	redisReply *r = rh_command(primary, "SET rh:replica-probe 1");
+
+	if (r != NULL)
+		freeReplyObject(r);
+	/* Below rh_command's 1 s socket timeout; the caller asks again. */
+	if (left > 800)
+		left = 800;
+	if (left < 1)
+		left = 1;
+	return rh_command_int(primary, "WAIT %d %lld", n, (long long)left) >= n;
+}
+
 int rh_wait_replicas(rh_server *primary, int n, int timeout_ms)
 {
 	int64_t deadline = rh_now_ms() + timeout_ms;
@@ -46,7 +67,7 @@ int rh_wait_replicas(rh_server *primary, int n, int timeout_ms)
 	for (;;) {
 		int online = rh_online(primary);
 
-		if (online >= n)
+		if (online >= n && rh_acked(primary, n, deadline))
 			return 0;
 		if (rh_now_ms() >= deadline) {
 			fprintf(stderr, "redis_harness: %d of %d replicas online after %d ms\n",
