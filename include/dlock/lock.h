@@ -92,8 +92,10 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
  * DLOCK_LEASE_WATCHDOG. Re-entry by the holder increments the hold count.
  * Errors: DLOCK_EINVAL (bad lease), and a wait's final errors (errors.h):
  * DLOCK_EAUTH, DLOCK_EWRONGTYPE, DLOCK_ESERVER, DLOCK_ENOMEM, DLOCK_EFORKED,
- * DLOCK_ECANCELED. Connection failures, timeouts and DLOCK_EPROTO do not
- * end the wait: it tries again with a backoff until canceled.
+ * DLOCK_ECANCELED. Connection failures, timeouts, DLOCK_EPROTO and
+ * DLOCK_ENOSYNC (too few replicas acknowledged: the client's sync_replicas;
+ * the acquisition was given back) do not end the wait: it tries again with a
+ * backoff until canceled.
  */
 DLOCK_EXTERN int dlock_lock_lock(dlock_lock *lock, int64_t lease_ms);
 
@@ -103,7 +105,10 @@ DLOCK_EXTERN int dlock_lock_lock(dlock_lock *lock, int64_t lease_ms);
  * it when the wait ends, DLOCK_EINVAL (bad wait or lease), a wait's final
  * error (as dlock_lock_lock()), or, when the wait ran out on one, the last
  * transient error: DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EPROTO, DLOCK_ESERVER
- * (LOADING, BUSY). A single attempt (wait 0) returns any of them at once.
+ * (LOADING, BUSY), DLOCK_ENOSYNC (fewer than the client's sync_replicas
+ * acknowledged the acquisition within its sync_timeout_ms: it was given
+ * back; an attempt that asks replicas costs up to that timeout more). A
+ * single attempt (wait 0) returns any of them at once.
  */
 DLOCK_EXTERN int dlock_lock_try(dlock_lock *lock, int64_t wait_ms, int64_t lease_ms);
 
@@ -138,6 +143,20 @@ DLOCK_EXTERN int dlock_lock_try_as(dlock_lock *lock, const char *owner,
  */
 DLOCK_EXTERN int dlock_lock_try_fenced(int64_t *token, dlock_lock *lock, const char *owner,
 		int64_t wait_ms, int64_t lease_ms);
+
+/**
+ * *out = how many replicas acknowledged the most recent acquisition made
+ * through this handle (by any thread) when its client asks them to
+ * (sync_replicas > 0; see client.h and README "Replica acknowledgement").
+ * Every acquisition the server granted sets it, also one that then failed
+ * with DLOCK_ENOSYNC and was given back (the count it fell short with).
+ * -1 when none asked yet, the client does not ask, or the last one could
+ * not learn the count (WAIT failed or went unanswered). It is what WAIT
+ * answered, not a promise: replication stays asynchronous. For a MultiLock
+ * or RedLock, ask its member handles. No network traffic.
+ * Errors: DLOCK_EINVAL (NULL argument).
+ */
+DLOCK_EXTERN int dlock_lock_synced_replicas(int *out, const dlock_lock *lock);
 
 /**
  * *token = the lock's current token counter (0 if never taken).

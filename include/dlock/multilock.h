@@ -84,7 +84,9 @@ DLOCK_EXTERN int dlock_multilock_lock(dlock_multilock *lock, int64_t lease_ms);
  * DLOCK_EINVAL (bad wait or lease), or a quorum's errors (errors.h; the
  * quorum is every member): DLOCK_ENOTACQUIRED (a member is held by another
  * owner), DLOCK_ENOQUORUM (a member's server failed: see
- * dlock_multilock_status), DLOCK_EWRONGTYPE, DLOCK_EEXPIRED, DLOCK_ENOMEM,
+ * dlock_multilock_status; a member whose client asks replicas to acknowledge
+ * (sync_replicas) and too few did fails with DLOCK_ENOSYNC there, and is
+ * given back), DLOCK_EWRONGTYPE, DLOCK_EEXPIRED, DLOCK_ENOMEM,
  * DLOCK_EFORKED, DLOCK_ECANCELED. Nothing stays held on failure.
  */
 DLOCK_EXTERN int dlock_multilock_try(dlock_multilock *lock, int64_t wait_ms, int64_t lease_ms);

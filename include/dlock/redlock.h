@@ -104,8 +104,9 @@ DLOCK_EXTERN int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *lock, i
  * Try for up to wait_ms (0 = one parallel attempt). Returns 0, DLOCK_EINVAL
  * (bad wait, lease, or owner for _as), or a quorum's errors (errors.h):
  * DLOCK_ENOTACQUIRED (held by another owner on too many members),
- * DLOCK_ENOQUORUM (too many servers failed to answer), DLOCK_EWRONGTYPE,
- * DLOCK_EEXPIRED (a quorum, but only after the TTL had run out),
+ * DLOCK_ENOQUORUM (too many servers failed to answer, or, with
+ * sync_replicas, their replicas to acknowledge: see dlock_multilock_try),
+ * DLOCK_EWRONGTYPE, DLOCK_EEXPIRED (a quorum, but only after the TTL had run out),
  * DLOCK_ENOMEM, DLOCK_EFORKED, DLOCK_ECANCELED. Nothing stays held on
  * failure: every member that may have been taken is released.
  */

@@ -78,6 +78,13 @@ static const char usage_text[] =
 "                             does not count while another node shows the lock held\n"
 "                             (0 = off; default: the longer of --watchdog and -l)\n"
 "      --conflict-exit-code N exit status when the lock is held by others (default 75)\n"
+"      --sync-replicas N      an acquisition counts only once N replicas of its node\n"
+"                             acknowledged it (WAIT); fewer within --sync-timeout: it\n"
+"                             is given back and fails (exit 69; a wait tries again).\n"
+"                             Replication stays asynchronous: a replica that\n"
+"                             acknowledged can still lose it (default 0: off)\n"
+"      --sync-timeout MS      how long an acquisition waits for those replicas\n"
+"                             (default 1000); release never waits for them\n"
 "      --password-file FILE   the servers' password: the file's first line; for every\n"
 "                             URI without one of its own (a password written in a URI\n"
 "                             shows in ps and /proc/PID/cmdline; this does not)\n"
@@ -104,10 +111,11 @@ static const char usage_text[] =
 "\n"
 "Exit status of run: CMD's own status (128+N if killed by signal N); 75 not\n"
 "acquired within the wait (held by others); 69 not acquired because too few nodes\n"
-"were reachable when the wait ended; 70 the lock was lost while CMD ran (or was\n"
-"found lost when it ended); 65 NAME holds a value that is not a Redisson/dlock\n"
-"lock (another lock library?); 64 usage error (bad option, bad URI, empty name,\n"
-"a server listed twice). acquire exits 0, 75, 69, 65 or 64 the same way.\n"
+"were reachable (or, with --sync-replicas, too few replicas acknowledged) when\n"
+"the wait ended; 70 the lock was lost while CMD ran (or was found lost when it\n"
+"ended); 65 NAME holds a value that is not a Redisson/dlock lock (another lock\n"
+"library?); 64 usage error (bad option, bad URI, empty name, a server listed\n"
+"twice). acquire exits 0, 75, 69, 65 or 64 the same way.\n"
 "\n"
 "Examples:\n"
 "  dlock run nightly-report -- ./report.sh            # one host at a time\n"
@@ -209,7 +217,9 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_TLS_SERVER_NAME,
-	OPT_TLS_INSECURE
+	OPT_TLS_INSECURE,
+	OPT_SYNC_REPLICAS,
+	OPT_SYNC_TIMEOUT
 };
 
 static const struct option long_options[] = { { "nodes", required_argument, NULL, 'n' },
@@ -232,7 +242,9 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME },
-	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE }, { NULL, 0, NULL, 0 } };
+	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
+	{ "sync-replicas", required_argument, NULL, OPT_SYNC_REPLICAS },
+	{ "sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
@@ -292,9 +304,30 @@ static void tls_option(int opt, const char *arg, cli_config *cfg)
 	}
 }
 
-/* The password and TLS options; 0 when c is neither. */
+/* --sync-replicas, --sync-timeout: replica acknowledgement. 0 or EXIT_USAGE. */
+static int sync_option(int opt, const char *arg, cli_config *cfg)
+{
+	int64_t v;
+
+	if (opt == OPT_SYNC_TIMEOUT) {
+		if (parse_ms(arg, "--sync-timeout", 1, &cfg->sync_timeout_ms) < 0)
+			return EXIT_USAGE;
+		return 0;
+	}
+	if (parse_ms(arg, "--sync-replicas", 0, &v) < 0)
+		return EXIT_USAGE;
+	if (v > 1024)
+		return usage_error("--sync-replicas must be 0..1024, not %s", arg);
+	cfg->sync_replicas = (int)v;
+	return 0;
+}
+
+/* The password, TLS and replica options; 0 when c is none of them, else
+ * 1, or EXIT_USAGE. */
 static int connection_option(int c, const char *arg, cli_config *cfg, cli_args *a)
 {
+	if (c == OPT_SYNC_REPLICAS || c == OPT_SYNC_TIMEOUT)
+		return sync_option(c, arg, cfg) == 0 ? 1 : EXIT_USAGE;
 	if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE)
 		tls_option(c, arg, cfg);
 	else if (c >= OPT_PASSWORD_FILE && c <= OPT_USER)
@@ -312,7 +345,11 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 
 	opterr = 0; /* our own one-line messages */
 	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:", long_options, NULL)) != -1) {
-		if (connection_option(c, optarg, cfg, a))
+		int known = connection_option(c, optarg, cfg, a);
+
+		if (known == EXIT_USAGE)
+			return EXIT_USAGE;
+		if (known)
 			continue;
 		switch (c) {
 		case 'n':
@@ -544,6 +581,7 @@ int main(int argc, char **argv)
 
 	cfg.timeout_ms = 1000;
 	cfg.watchdog_ms = 30000;
+	cfg.sync_timeout_ms = 1000;
 	cfg.restart_guard_ms = -1;
 	cfg.conflict_exit = EXIT_CONFLICT;
 	a.grace_ms = 10000;

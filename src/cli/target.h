@@ -30,7 +30,9 @@ typedef struct cli_config {
 	int64_t watchdog_ms;
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
-	int fenced; /* fenced locks: acquisitions return a token */
+	int fenced;              /* fenced locks: acquisitions return a token */
+	int sync_replicas;       /* replicas that must acknowledge an acquisition (0: off) */
+	int64_t sync_timeout_ms; /* how long an acquisition waits for them */
 	/* rediss:// nodes: the client options' TLS fields (NULL/0: defaults) */
 	const char *tls_ca, *tls_ca_dir, *tls_cert, *tls_key, *tls_server_name;
 	int tls_insecure;

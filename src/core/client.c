@@ -251,8 +251,7 @@ int dlock__client_check_fork(dlock_client *c)
 			(int)c->pid);
 }
 
-/* Queue the undo behind a call given up on conn (see dlock__client_run_call). */
-static void send_undo(dlock__conn *conn, const dlock__call *u)
+void dlock__client_send_undo(dlock__conn *conn, const dlock__call *u)
 {
 	const char *argv[DLOCK__CALL_MAX + 3];
 	size_t lens[DLOCK__CALL_MAX + 3];
@@ -289,7 +288,7 @@ static int run(dlock_client *c, const dlock__call *call, int argc, const char **
 		else
 			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
 		if (rc == DLOCK_ETIMEDOUT && undo != NULL && !conn->broken && conn->owed > 0)
-			send_undo(conn, undo);
+			dlock__client_send_undo(conn, undo);
 		dlock__client_conn_put(c, conn);
 		if (rc != DLOCK_ECONN || !retry)
 			break;

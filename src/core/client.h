@@ -84,6 +84,9 @@ int dlock__client_run(dlock_client *client, int argc, const char **argv, const s
 int dlock__client_run_call(dlock_client *client, const dlock__call *call, int retry,
 		const dlock__call *undo, redisReply **out);
 
+/* Queue the undo behind a call given up on conn (sent as EVAL, its reply owed). */
+void dlock__client_send_undo(dlock__conn *conn, const dlock__call *undo);
+
 /*
  * Delete a key without waiting for the reply (Redisson deletes a used unlock
  * latch the same way): sent on a pooled connection, whose next reader skips

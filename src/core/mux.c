@@ -35,10 +35,23 @@ typedef struct group {
 	int64_t deadline; /* for the reply at the head of the fifo (or the connect) */
 } group;
 
-/* Messages name the script; formatted only when something fails. */
+static int64_t due_by(const group *g, const dlock__mux_op *ops, int64_t now)
+{
+	int64_t d = now + g->client->opts.command_timeout_ms;
+
+	return g->head < g->tail ? d + ops[g->fifo[g->head]].slack_ms : d;
+}
+
+/* Messages name the script (or the command); formatted only when something fails. */
 static const char *what_of(const dlock__mux_op *op)
 {
-	return op->call->script->name;
+	return op->call != NULL ? op->call->script->name : op->argv[0];
+}
+
+/* The scratch slots of the op's command. */
+static size_t op_slots(const dlock__mux_op *op)
+{
+	return op->call != NULL ? (size_t)op->call->argc + 3 : (size_t)op->argc;
 }
 
 /*
@@ -53,6 +66,12 @@ static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char nu
 
 	op->cmd = cmd;
 	op->cmd_lens = cmd_lens;
+	if (c == NULL) {
+		memcpy(cmd, op->argv, sizeof(*cmd) * (size_t)op->argc);
+		memcpy(cmd_lens, op->lens, sizeof(*cmd_lens) * (size_t)op->argc);
+		op->cmd_argc = op->argc;
+		return;
+	}
 	op->cmd_argc = dlock__script_argv(c->script, c->nkeys, c->argv, c->lens, c->argc - c->nkeys,
 			c->argv + c->nkeys, c->lens + c->nkeys, op->cmd, op->cmd_lens, numbuf);
 	if (op->no_wait)
@@ -80,13 +99,14 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran)
 static void fail_group(group *g, dlock__mux_op *ops, int rc, size_t *npending)
 {
 	char msg[DLOCK__ERRMSG_MAX];
-	int owed = 0;
+	int owed = 0, plain = 0;
 
 	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
 	for (; g->head < g->tail; g->head++) {
 		dlock__mux_op *op = &ops[g->fifo[g->head]];
 
 		owed++;
+		plain += op->call == NULL;
 		if (!op->pending)
 			continue;
 		dlock__seterr(rc, "%s", msg);
@@ -94,7 +114,8 @@ static void fail_group(group *g, dlock__mux_op *ops, int rc, size_t *npending)
 		(*npending)--;
 	}
 	if (g->conn != NULL) {
-		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting)
+		/* Only plain commands due (WAIT): nothing to track; see mux.h. */
+		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed)
 			dlock__conn_give_up(g->conn, owed);
 		else
 			g->conn->broken = 1;
@@ -136,7 +157,7 @@ static int send_group(group *g, dlock__mux_op *ops)
 	size_t i;
 	int rc = 0;
 
-	g->deadline = now + g->client->opts.command_timeout_ms;
+	g->deadline = due_by(g, ops, now);
 	g->sent = 1;
 	if (g->fresh)
 		rc = dlock__conn_send_handshake(g->conn, g->deadline);
@@ -161,9 +182,12 @@ static int reconnect_group(group *g, dlock__mux_op *ops)
 
 	if (g->retried || g->fresh)
 		return -1;
-	for (i = g->head; i < g->tail; i++)
-		if (ops[g->fifo[i]].no_retry)
+	for (i = g->head; i < g->tail; i++) {
+		const dlock__mux_op *op = &ops[g->fifo[i]];
+
+		if (op->no_retry || (op->follows != NULL && !op->follows->pending))
 			return -1;
+	}
 	g->retried = 1;
 	g->conn->broken = 1;
 	dlock__client_conn_put(g->client, g->conn); /* closed, with the idle ones */
@@ -174,6 +198,31 @@ static int reconnect_group(group *g, dlock__mux_op *ops)
 	g->fresh = 1;
 	g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
 	return g->conn->connecting ? 0 : send_group(g, ops);
+}
+
+/* Send op again, due last (g->deadline is the head's). */
+static int resend(group *g, dlock__mux_op *ops, dlock__mux_op *op)
+{
+	int r = dlock__conn_send(
+			g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op), g->deadline);
+
+	if (r == 0)
+		g->fifo[g->tail++] = (size_t)(op - ops);
+	return r;
+}
+
+/* The server lost its script cache: op again as EVAL, due last. The ops
+ * that must follow it and were sent before its answer came (a WAIT that
+ * would count nothing) go stale: sent again when their reply comes. */
+static int resend_as_eval(group *g, dlock__mux_op *ops, dlock__mux_op *op)
+{
+	size_t i;
+
+	dlock__script_argv_to_eval(op->call->script, op->cmd, op->cmd_lens);
+	for (i = g->head; i < g->tail; i++)
+		if (ops[g->fifo[i]].follows == op)
+			ops[g->fifo[i]].stale = 1;
+	return resend(g, ops, op);
 }
 
 /* Read what the group's connection has; returns replies consumed or < 0. */
@@ -193,23 +242,20 @@ static int read_group(group *g, dlock__mux_op *ops, size_t *npending)
 			return r;
 		got++;
 		g->head++;
-		if (dlock__reply_is_error(reply, "NOSCRIPT")) {
-			/* The server lost its script cache: the same op as EVAL, due last. */
+		/* The next reply has its own command timeout from now. */
+		g->deadline = due_by(g, ops, dlock__now_ms());
+		if (op->stale || (op->call != NULL && dlock__reply_is_error(reply, "NOSCRIPT"))) {
 			freeReplyObject(reply);
-			dlock__script_argv_to_eval(op->call->script, op->cmd, op->cmd_lens);
-			g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
-			r = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens,
-					what_of(op), g->deadline);
+			r = op->stale ? resend(g, ops, op) : resend_as_eval(g, ops, op);
+			op->stale = 0;
 			if (r < 0)
 				return r;
-			g->fifo[g->tail++] = (size_t)(op - ops);
+			g->deadline = due_by(g, ops, dlock__now_ms());
 			continue;
 		}
 		finish(op, 0, reply, 1);
 		(*npending)--;
 		atomic_store(&g->client->timed_out_at, 0);
-		/* The next reply has its own command timeout from now. */
-		g->deadline = dlock__now_ms() + g->client->opts.command_timeout_ms;
 	}
 	return got;
 }
@@ -253,7 +299,7 @@ static size_t command_slots(const dlock__mux_op *ops, size_t n)
 
 	for (i = 0; i < n; i++)
 		if (!ops[i].skip)
-			slots += (size_t)ops[i].call->argc + 3;
+			slots += op_slots(&ops[i]);
 	return slots;
 }
 
@@ -292,7 +338,7 @@ static void run_prepare(run *r)
 
 		op->rc = op->skip ? DLOCK_ETIMEDOUT : 0;
 		op->reply = NULL;
-		op->abandoned = op->undecided = op->pending = 0;
+		op->abandoned = op->undecided = op->pending = op->stale = 0;
 		op->errmsg[0] = '\0';
 		if (!op->skip)
 			group_of(r->groups, &r->ngroups, op->client)->nops++;
@@ -309,7 +355,7 @@ static void run_prepare(run *r)
 			continue;
 		g = group_of(r->groups, &r->ngroups, op->client);
 		build(op, r->cmds + at, r->cmd_lens + at, r->nums[i]);
-		at += (size_t)op->call->argc + 3;
+		at += op_slots(op);
 		op->pending = 1;
 		r->npending++;
 		g->fifo[g->tail++] = i;
@@ -426,9 +472,11 @@ static void run_expire(run *r)
 					(long long)g->client->opts.connect_timeout_ms);
 		else
 			dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
-					"EVALSHA %s: no answer within %lld ms",
+					"%s%s: no answer within %lld ms",
+					r->ops[g->fifo[g->head]].call != NULL ? "EVALSHA " : "",
 					what_of(&r->ops[g->fifo[g->head]]),
-					(long long)g->client->opts.command_timeout_ms);
+					(long long)(g->client->opts.command_timeout_ms +
+							r->ops[g->fifo[g->head]].slack_ms));
 		fail_group(g, r->ops, DLOCK_ETIMEDOUT, &r->npending);
 	}
 }

@@ -29,6 +29,16 @@ typedef struct dlock__mux_op {
 	int no_wait;             /* send, but do not wait for the answer (a server that just
 	                        timed out: best effort); rc 0, reply NULL */
 	int skip;                /* do not send at all (the caller decided); rc DLOCK_ETIMEDOUT */
+	/* A plain command instead of a script (call NULL): only one that changes
+	 * nothing (WAIT). Given up at its deadline, its connection is closed,
+	 * not pooled owing it: a server answering late is not hung, and a
+	 * blocking command would stall the connection's next user. */
+	const char *const *argv;
+	const size_t *lens;
+	int argc;
+	int64_t slack_ms; /* the reply may take this long beyond the command timeout */
+	const struct dlock__mux_op *follows; /* runs right behind this op on the same
+	                        connection: resent only together with it */
 	/* out */
 	int rc;            /* 0 with reply set, or DLOCK_E* (reply NULL) */
 	redisReply *reply; /* owned by the op until dlock__mux_clear() */
@@ -42,6 +52,7 @@ typedef struct dlock__mux_op {
 	size_t *cmd_lens;
 	int cmd_argc;
 	int pending;
+	int stale; /* sent before `follows` was resent (NOSCRIPT): its reply is skipped */
 } dlock__mux_op;
 
 /*

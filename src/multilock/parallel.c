@@ -10,6 +10,7 @@
 #include "core/client.h"
 #include "core/mux.h"
 #include "core/owed.h"
+#include "core/sync.h"
 #include "core/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
@@ -35,10 +36,18 @@ typedef struct uptimes {
 	int64_t asked;
 } uptimes;
 
+/* The replica acknowledgements asked behind the acquires (see ask_syncs). */
+typedef struct syncs {
+	dlock__sync *cmd; /* per member: its WAIT's arguments */
+	size_t *op;       /* per member: the index of its WAIT op; 0 when none */
+	size_t n;
+} syncs;
+
 typedef struct attempt_wait {
 	const dlock__engine *e;
 	dlock__parallel *p;
 	const uptimes *u;
+	const syncs *s;
 } attempt_wait;
 
 /* An uptime reply still on its way behind an acquire that was answered:
@@ -59,17 +68,35 @@ static int reply_acquired(const dlock__mux_op *op)
 	return op->rc == 0 && op->reply != NULL && op->reply->type == REDIS_REPLY_ARRAY;
 }
 
-/* The mux's stopping rule: tally the answers, let quorum.c decide. */
+/* Member i took it: and its replicas acknowledged (1), fell short (0),
+ * or are still to answer (-1). */
+static int synced(const attempt_wait *w, const dlock__mux_op *ops, size_t i)
+{
+	const dlock__mux_op *wait = w->s->op[i] != 0 ? &ops[w->s->op[i]] : NULL;
+
+	if (wait == NULL)
+		return 1;
+	if (wait->pending)
+		return -1;
+	return dlock__sync_enough(wait->client, wait->rc, wait->reply);
+}
+
+/* The mux's stopping rule: tally the answers, let quorum.c decide. A
+ * member whose acquire still waits for its replicas is pending. */
 static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
 	attempt_wait *w = arg;
 	dlock__tally t = { w->e->n, 0, 0, 0, 0 };
 	size_t i;
 
-	(void)n; /* the acquires are the first e->n ops; uptimes follow */
+	(void)n; /* the acquires are the first e->n ops; uptimes and WAITs follow */
 	for (i = 0; i < w->e->n; i++) {
-		if (ops[i].rc < 0) {
+		int acked = ops[i].rc == 0 && reply_acquired(&ops[i]) ? synced(w, ops, i) : 1;
+
+		if (ops[i].rc < 0 || acked == 0) {
 			t.failed++;
+		} else if (acked < 0) {
+			t.pending_live += !dlock__member_is_slow(w->e, i);
 		} else if (ops[i].reply != NULL) {
 			if (reply_acquired(&ops[i])) {
 				t.ok++;
@@ -110,9 +137,21 @@ static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, cons
 	return 0;
 }
 
-/* Record member i's answer in its try. */
+/* Member i took it: 0 when its replicas acknowledged (or none were asked),
+ * else the failure, its message set. */
+static int check_synced(dlock__engine *e, size_t i, const dlock__mux_op *wait)
+{
+	if (wait == NULL)
+		return 0;
+	if (wait->rc < 0) /* the message came with the op */
+		dlock__seterr(wait->rc, "%s", wait->errmsg);
+	return dlock__acquire_sync_check(e->members[i], wait->rc, wait->reply);
+}
+
+/* Record member i's answer in its try; *give_back when it took the lock
+ * but too few replicas acknowledged it. */
 static void record_answer(dlock__engine *e, size_t i, dlock__member_try *t, dlock__acquire *acq,
-		const dlock__mux_op *op)
+		const dlock__mux_op *op, const dlock__mux_op *wait, int *give_back)
 {
 	int64_t ttl = -1;
 	int rc;
@@ -126,17 +165,22 @@ static void record_answer(dlock__engine *e, size_t i, dlock__member_try *t, dloc
 		return;
 	}
 	rc = dlock__acquire_finish(e->members[i], acq, op->reply, op->sent_at, &ttl);
-	if (rc == 0) {
-		t->st.vote = DLOCK_VOTE_ACQUIRED;
-		t->count = t->taken = acq->count;
-		t->token = acq->token;
-	} else if (rc == DLOCK_ENOTACQUIRED) {
+	if (rc == DLOCK_ENOTACQUIRED) {
 		t->st.vote = DLOCK_VOTE_HELD;
 		t->st.ttl_ms = ttl;
 		t->touched = 0; /* the script ran and took nothing */
-	} else {
-		dlock__try_fail(t, rc, dlock__errmsg_thread());
+		return;
 	}
+	if (rc == 0) {
+		t->count = t->taken = acq->count;
+		t->token = acq->token;
+		rc = check_synced(e, i, wait);
+		*give_back = rc < 0; /* taken: the rollback gives back `taken` */
+	}
+	if (rc == 0)
+		t->st.vote = DLOCK_VOTE_ACQUIRED;
+	else
+		dlock__try_fail(t, rc, dlock__errmsg_thread());
 }
 
 /*
@@ -166,18 +210,56 @@ static void note_uptimes(dlock__engine *e, const dlock__mux_op *ops, const uptim
 		dlock__uptime_note(&ops[e->n + k], u->gen[k], u->asked, &started);
 }
 
+/*
+ * A member whose client asks replicas to acknowledge (sync_replicas) gets
+ * its WAIT right behind its acquire, on the same connection (core/sync.h).
+ * The WAIT ops go after the uptimes; one per member, even for members on
+ * the same server (each must follow its own acquire through a resend).
+ */
+static void ask_syncs(dlock__engine *e, dlock__mux_op *ops, size_t base, syncs *s)
+{
+	s->n = 0;
+	for (size_t i = 0; s->cmd != NULL && i < e->n; i++) {
+		dlock_client *c = dlock__lock_client(e->members[i]);
+
+		if (ops[i].skip || !dlock__sync_prepare(&s->cmd[i], c))
+			continue;
+		s->op[i] = base + s->n++;
+		dlock__sync_op(&ops[s->op[i]], &s->cmd[i], c, &ops[i]);
+	}
+}
+
+/* Record every answer; members taken whose replicas fell short are given back. */
+static void record_answers(dlock__engine *e, dlock__member_try *t, dlock__acquire *acq,
+		const dlock__mux_op *ops, const syncs *s, int *give_back)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < e->n; i++) {
+		give_back[i] = 0;
+		if (!ops[i].skip) /* else its vote says why it was not asked */
+			record_answer(e, i, &t[i], &acq[i], &ops[i],
+					s->op[i] != 0 ? &ops[s->op[i]] : NULL, &give_back[i]);
+		n += (size_t)give_back[i];
+	}
+	if (n > 0)
+		dlock__rollback_some(e, t, give_back);
+}
+
 int dlock__parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *owner,
 		int64_t lease_ms, const int *ask, dlock__parallel *p, int64_t *t0)
 {
-	dlock__mux_op *ops = dlock__calloc(2 * e->n, sizeof(*ops));
+	dlock__mux_op *ops = dlock__calloc(3 * e->n, sizeof(*ops));
 	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
 	uptimes u = { 0, dlock__calloc(e->n, sizeof(*u.gen)),
 		dlock__calloc(e->n, sizeof(*u.member)), 0 };
-	attempt_wait w = { e, p, &u };
+	syncs s = { dlock__calloc(e->n, sizeof(*s.cmd)), dlock__calloc(e->n, sizeof(*s.op)), 0 };
+	int *give_back = dlock__calloc(e->n, sizeof(*give_back));
+	attempt_wait w = { e, p, &u, &s };
 	size_t i;
 	int rc = 0;
 
-	if (ops == NULL || acq == NULL) {
+	if (ops == NULL || acq == NULL || s.cmd == NULL || s.op == NULL || give_back == NULL) {
 		rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 		goto out;
 	}
@@ -189,20 +271,23 @@ int dlock__parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *
 	if (rc < 0)
 		goto out;
 	ask_uptimes(e, p, ops, &u);
+	ask_syncs(e, ops, e->n + u.n, &s);
 	*t0 = p->started = dlock__now_ms();
-	rc = dlock__mux_run(ops, e->n + u.n, attempt_decided, &w);
-	for (i = 0; rc == 0 && i < e->n; i++)
-		if (!ops[i].skip) /* else its vote says why it was not asked */
-			record_answer(e, i, &t[i], &acq[i], &ops[i]);
-	if (rc == 0)
+	rc = dlock__mux_run(ops, e->n + u.n + s.n, attempt_decided, &w);
+	if (rc == 0) {
+		record_answers(e, t, acq, ops, &s, give_back);
 		note_uptimes(e, ops, &u);
+	}
 out:
 	if (ops != NULL)
-		dlock__mux_clear(ops, e->n + u.n);
+		dlock__mux_clear(ops, e->n + u.n + s.n);
 	dlock__free(ops);
 	dlock__free(acq);
 	dlock__free(u.gen);
 	dlock__free(u.member);
+	dlock__free(s.cmd);
+	dlock__free(s.op);
+	dlock__free(give_back);
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "core/fmt.h"
 #include "core/ids.h"
 #include "core/owed.h"
+#include "core/sync.h"
 #include "core/time.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
@@ -164,16 +165,85 @@ static int transient(int rc, const redisReply *r)
 	return 0;
 }
 
+int dlock__acquire_sync_check(dlock_lock *l, int sync_rc, const redisReply *sync_reply)
+{
+	char what[96];
+	int synced, rc;
+
+	snprintf(what, sizeof(what), "lock %s", l->shown);
+	rc = dlock__sync_check(l->client, sync_rc, sync_reply, what, &synced);
+	atomic_store(&l->synced, synced);
+	return rc;
+}
+
+/*
+ * The acquisition was made but too few replicas acknowledged it (or their
+ * count is unknown): give back exactly this hold - for a re-entry, only
+ * the count it added - and fail with the check's code.
+ */
+static int unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code)
+{
+	char msg[DLOCK__ERRMSG_MAX];
+	dlock__rollback u;
+	redisReply *r = NULL;
+	int rc;
+
+	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
+	dlock__rollback_prepare(l, a->owner, a->count, wait_ms, &u);
+	/* Never synced itself: a give-back waits for no replica. */
+	rc = dlock__client_run_call(l->client, &u.call, 1, NULL, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&l->client->node, r, "rollback");
+	dlock__rollback_finish(l, a->owner, a->count - 1, rc, r);
+	freeReplyObject(r);
+	if (rc < 0)
+		return dlock__seterr(code,
+				"%s; the hold could not be given back (%s): it expires with its "
+				"lease",
+				msg, dlock__errmsg_thread());
+	return dlock__seterr(code,
+			"%s; given back: check the replicas (INFO replication) or lower "
+			"sync_replicas",
+			msg);
+}
+
+/* The acquire, with the WAIT behind it when the client asks replicas to acknowledge. */
+static int run_acquire(
+		dlock_lock *l, dlock__acquire *a, int64_t wait_ms, redisReply **r, int64_t *ttl)
+{
+	int64_t sent_at = dlock__now_ms();
+	redisReply *wr = NULL;
+	dlock__rollback u;
+	dlock__sync s;
+	int syncing = dlock__sync_prepare(&s, l->client), wrc = 0, rc;
+
+	/* Safe to repeat after a dropped connection when the count before is
+	 * known: see the acquire script. A timed-out attempt may still run when
+	 * the server wakes up: its undo follows it on the same connection. */
+	if (syncing)
+		rc = dlock__client_run_synced(l->client, &a->call, a->believed >= 0,
+				make_undo(l, a, wait_ms, &u), &s, r, &wrc, &wr);
+	else
+		rc = dlock__client_run_call(l->client, &a->call, a->believed >= 0,
+				make_undo(l, a, wait_ms, &u), r);
+	if (rc == 0)
+		rc = dlock__acquire_finish(l, a, *r, sent_at, ttl);
+	if (rc == 0 && syncing && (rc = dlock__acquire_sync_check(l, wrc, wr)) < 0)
+		rc = unsynced(l, a, wait_ms, rc);
+	freeReplyObject(wr);
+	return rc;
+}
+
 /*
  * One acquire attempt. Returns 0 acquired, DLOCK_ENOTACQUIRED with *ttl
  * (how long to sleep before asking again) when someone else holds it, or an
- * error; *retry says whether a wait should try again after it.
+ * error; *retry says whether a wait should try again after it. Too few
+ * replicas acknowledging (DLOCK_ENOSYNC) is tried again like a transient
+ * error: the acquisition was given back, and the replicas may catch up.
  */
 static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *ttl, int *retry)
 {
 	redisReply *r = NULL;
-	dlock__rollback u;
-	int64_t sent_at;
 	/* A server that owes replies may just be waking up: give them a moment. */
 	int rc = dlock__client_owes(l->client,
 			dlock__deadline_in(l->client->opts.command_timeout_ms < OWED_GRACE_MS
@@ -183,17 +253,10 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 	*retry = 1;
 	if (rc < 0)
 		return rc;
-	sent_at = dlock__now_ms();
-	/* Safe to repeat after a dropped connection when the count before is
-	 * known: see the acquire script. A timed-out attempt may still run when
-	 * the server wakes up: its undo follows it on the same connection. */
-	rc = dlock__client_run_call(
-			l->client, &a->call, a->believed >= 0, make_undo(l, a, wait_ms, &u), &r);
-	if (rc == 0)
-		rc = dlock__acquire_finish(l, a, r, sent_at, ttl);
-	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
+	rc = run_acquire(l, a, wait_ms, &r, ttl);
+	if (r == NULL && (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO))
 		dlock__holds_uncertain(l, a->owner);
-	*retry = rc == DLOCK_ENOTACQUIRED || transient(rc, r);
+	*retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC || transient(rc, r);
 	freeReplyObject(r);
 	return rc;
 }

@@ -44,6 +44,15 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 		int64_t *ttl);
 
 /*
+ * The replica acknowledgement (core/sync.h) of an acquisition that was
+ * made: judge the WAIT's outcome (read with sync_rc, reply sync_reply) and
+ * keep the count on the handle (dlock_lock_synced_replicas). 0 enough,
+ * DLOCK_ENOSYNC too few, or the error that left the count unknown, with a
+ * message; the caller gives the hold back.
+ */
+int dlock__acquire_sync_check(dlock_lock *l, int sync_rc, const redisReply *sync_reply);
+
+/*
  * Acquire with the wait for a release (pub/sub); *token (may be NULL)
  * receives a fenced lock's token, *holder_ttl (may be NULL) the holder's
  * PTTL when the result is DLOCK_ENOTACQUIRED. `cancels` is the client's

@@ -4,6 +4,7 @@
 #define DLOCK_SINGLE_LOCK_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "dlock/lock.h"
 #include "core/client.h"
@@ -38,6 +39,7 @@ struct dlock_lock {
 	pthread_mutex_t cb_mu;
 	dlock_lost_cb lost_cb;
 	void *lost_ud;
+	_Atomic int synced; /* replicas that acknowledged the last acquisition; -1 unknown */
 };
 
 /* The owner string: explicit (checked), or `<uuid>:<tid>` of the calling thread in buf. */

@@ -81,6 +81,7 @@ static int lock_make(dlock_lock **out, dlock_client *client, const char *name,
 		abort();
 	l->kind = kind;
 	l->client = client;
+	atomic_init(&l->synced, -1);
 	dlock__client_handle_added(client, 1); /* dlock_client_close refuses while it lives */
 	l->name_len = len;
 	l->holds = dlock__holds_of(client);
@@ -162,6 +163,15 @@ const char *dlock_lock_name(const dlock_lock *l)
 const char *dlock_lock_errmsg(const dlock_lock *l)
 {
 	return l ? dlock__errbuf_read(&l->err) : "";
+}
+
+int dlock_lock_synced_replicas(int *out, const dlock_lock *l)
+{
+	if (out == NULL || l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "synced replicas: NULL %s",
+				out == NULL ? "out" : "handle");
+	*out = atomic_load(&((dlock_lock *)l)->synced);
+	return 0;
 }
 
 int dlock_lock_set_lost_cb(dlock_lock *l, dlock_lost_cb cb, void *userdata)

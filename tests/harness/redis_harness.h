@@ -57,6 +57,16 @@ int rh_server_resume(rh_server *s);
 /* Start again on the same port (after kill), empty, and wait until it answers. */
 int rh_server_restart(rh_server *s);
 
+/*
+ * Start a replica of `primary` (--replicaof, loopback) and wait until the
+ * primary lists it online (bounded: 20 s). Free it as any server; pause it
+ * with rh_server_pause() to make WAIT fall short. NULL when it cannot start.
+ */
+rh_server *rh_replica_start(rh_server *primary);
+
+/* Wait until `primary` lists at least n replicas online: 0, or -1 after timeout_ms. */
+int rh_wait_replicas(rh_server *primary, int n, int timeout_ms);
+
 /* Kill (if running), reap, remove its directory, free. Accepts NULL. */
 void rh_server_free(rh_server *s);
 

@@ -787,6 +787,34 @@ Test(cli, run_without_quorum_exits_69, .timeout = 60)
 		rh_server_free(s[i]);
 }
 
+/* Replicas that do not acknowledge (here: none at all) are 69 too, and
+ * leave nothing held; bad values are usage errors. */
+Test(cli, sync_replicas_short_exits_69, .timeout = 60)
+{
+	rh_server *s = dl_srv;
+	const char *uri = rh_server_uri(s);
+
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "--sync-replicas", "1", "--sync-timeout",
+			"200", "acquire", "-l", "5000", "--owner", "me:1", "cli-sync");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "0 of 1 replicas") != NULL, "%s", p->err);
+	cr_expect_geq(proc_elapsed(p), 150, "did not wait for WAIT: %" PRId64 " ms",
+			proc_elapsed(p));
+	cr_expect_eq(exists(s, "cli-sync"), 0, "given back");
+	proc_free(p);
+
+	p = DLOCK("-n", uri, "--timeout", TMO, "--sync-replicas", "-1", "status", "cli-sync");
+	EXPECT_STATUS(p, 64);
+	proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "--sync-replicas", "1025", "status", "cli-sync");
+	EXPECT_STATUS(p, 64);
+	proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "--sync-timeout", "0", "status", "cli-sync");
+	EXPECT_STATUS(p, 64);
+	proc_free(p);
+}
+
 /* ---- 5. lost while CMD runs: 70 ------------------------------------------------- */
 
 /* `dlock --watchdog 900 run --grace <grace> name -- sh -c <j's script>` on
