@@ -198,3 +198,23 @@ Test(cluster_harness, refuses_too_few_primaries, .timeout = 10)
 	cr_assert_null(rh_cluster_start(2, 1, NULL));
 	cr_assert_null(rh_cluster_start(3, -1, NULL));
 }
+
+/* With --requirepass: redis-cli and MIGRATE are given the password too. */
+Test(cluster_harness, with_a_password, .timeout = 120)
+{
+	static const char *const extra[] = { "--requirepass", "s3cret", "--masterauth", "s3cret",
+		NULL };
+	rh_cluster *c = rh_cluster_start(3, 0, extra);
+	cr_assert_not_null(c, "the cluster did not start (see stderr)");
+	cr_assert_eq(rh_cluster_size(c), 3);
+	int slot = rh_cluster_key_slot(c, "{pw}k");
+	rh_server *from = rh_cluster_slot_owner(c, NULL, slot);
+	rh_server *to = rh_cluster_server(c, rh_cluster_index(c, from) == 0 ? 1 : 0);
+	redisReply *r = cmd(from, "SET %s v", "{pw}k");
+	cr_assert_eq(r->type, REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	cr_assert_eq(rh_cluster_move_slot(c, slot, to, 0), 0);
+	cr_assert_eq(rh_cluster_slot_owner(c, NULL, slot), to);
+	expect_value(to, "{pw}k", "v");
+	rh_cluster_free(c);
+}
