@@ -84,12 +84,12 @@ for t in "$plain"/tests/unit_test_* "$plain"/tests/stress_* "$plain"/tests/integ
 	fi
 done
 
-section "libFuzzer: URI parser and reply mapping (build-fuzz)"
+section "libFuzzer: URI parser, reply mapping, slot maps (build-fuzz)"
 fuzz_seconds=${FUZZ_SECONDS:-30}
 if CC=clang cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DDLOCK_FUZZ=ON \
 	-DDLOCK_SANITIZER=address,undefined -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF \
 	-DDLOCK_BUILD_CLI=OFF >/dev/null && cmake --build "$root/build-fuzz" -j"$jobs" >/dev/null; then
-	for target in uri reply; do
+	for target in uri reply slotmap; do
 		work=$root/build-fuzz/corpus-$target
 		mkdir -p "$work"
 		echo "-- fuzz_$target for ${fuzz_seconds}s"

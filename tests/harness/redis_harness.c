@@ -740,6 +740,11 @@ const char *rh_server_uri(const rh_server *s)
 	return s ? s->uri : NULL;
 }
 
+const char *rh_server_dir(const rh_server *s)
+{
+	return s ? s->dir : NULL;
+}
+
 int rh_server_kill(rh_server *s)
 {
 	if (!s || s->pid <= 0 || s->owner != getpid())

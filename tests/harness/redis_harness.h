@@ -48,6 +48,8 @@ int rh_server_port(const rh_server *s);
 int rh_free_port(void);
 pid_t rh_server_pid(const rh_server *s);       /* 0 when not running */
 const char *rh_server_uri(const rh_server *s); /* "redis://127.0.0.1:PORT" */
+/* The server's private directory (its --dir: log, nodes.conf), removed by rh_server_free. */
+const char *rh_server_dir(const rh_server *s);
 
 /* SIGKILL and reap; the port is free afterwards. 0 or -1. */
 int rh_server_kill(rh_server *s);
