@@ -23,18 +23,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = dlock__uri_parse(&u, text, err, sizeof(err));
 	if (rc == 0) {
 		/* A parse that succeeds always gives a usable address: a host and
-		 * port, an absolute socket path, or sentinels (each a host and
-		 * port) and a primary's name - exactly one of them. */
+		 * port, an absolute socket path, sentinels (each a host and
+		 * port) and a primary's name, or cluster seeds - exactly one. */
 		int tcp = u.host != NULL && u.host[0] != '\0' && u.port >= 1 && u.port <= 65535;
 		int unix_socket = u.path != NULL && u.path[0] == '/' && u.host == NULL;
-		int sentinel = u.n_sentinels > 0 && u.master != NULL && u.master[0] != '\0' &&
-				u.host == NULL && u.path == NULL;
+		int sentinel = u.n_hosts > 0 && u.master != NULL && u.master[0] != '\0' &&
+				u.host == NULL && u.path == NULL && !u.cluster;
+		int cluster = u.n_hosts > 0 && u.master == NULL && u.host == NULL &&
+				u.path == NULL && u.cluster && u.db == 0;
 
-		for (size_t i = 0; sentinel && i < u.n_sentinels; i++)
-			if (u.sentinel_hosts[i] == NULL || u.sentinel_hosts[i][0] == '\0' ||
-					u.sentinel_ports[i] < 1 || u.sentinel_ports[i] > 65535)
+		for (size_t i = 0; (sentinel || cluster) && i < u.n_hosts; i++)
+			if (u.hosts[i] == NULL || u.hosts[i][0] == '\0' || u.ports[i] < 1 ||
+					u.ports[i] > 65535)
 				abort();
-		if (tcp + unix_socket + sentinel != 1 || u.db < 0 || (u.tls && !tcp))
+		if (tcp + unix_socket + sentinel + cluster != 1 || u.db < 0 ||
+				(u.tls && !tcp && !cluster))
 			abort();
 		dlock__uri_clear(&u);
 	} else if (rc != DLOCK_EINVAL && rc != DLOCK_ENOMEM) {

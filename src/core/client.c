@@ -13,6 +13,7 @@
 #include "core/owed.h"
 #include "core/ids.h"
 #include "core/time.h"
+#include "core/cluster.h"
 #include "core/sentinel.h"
 #include "core/uri.h"
 
@@ -32,6 +33,7 @@ static void free_client(dlock_client *c)
 	dlock__reactor_stop(c->reactor, c->pid != getpid());
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
+	dlock__cluster_free(c->node.cluster, c->pid != getpid());
 	for (i = 0; i < c->n_idle; i++)
 		dlock__conn_close(c->idle[i]);
 	dlock__free(c->idle);
@@ -64,12 +66,19 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 		snprintf(n->label, sizeof(n->label), "unix:%s", n->path);
 	else if (u->master != NULL)
 		snprintf(n->label, sizeof(n->label), "sentinel:%.255s", u->master);
+	else if (u->cluster)
+		snprintf(n->label, sizeof(n->label), "cluster:%.255s:%d%s", u->hosts[0],
+				u->ports[0], u->n_hosts > 1 ? ",..." : "");
 	else
 		snprintf(n->label, sizeof(n->label),
 				strchr(n->host, ':') ? "[%.255s]:%d" : "%.255s:%d", n->host,
 				n->port);
 	if (u->master != NULL)
 		return dlock__sentinel_new(&n->sentinel, u, opts);
+	if (u->cluster && u->tls)
+		return dlock__seterr(DLOCK_EINVAL,
+				"rediss+cluster:// is not supported yet (TLS to cluster nodes); use "
+				"redis+cluster:// or TLS to single servers (rediss://)");
 	/* The caller's TLS files are read now: their strings need not outlive the open. */
 	if (u->tls)
 		return dlock__tls_ctx_new(&n->tls, opts, n->host);
@@ -78,6 +87,9 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 
 int dlock__node_same_server(const dlock__node *x, const dlock__node *y)
 {
+	if (x->cluster != NULL || y->cluster != NULL)
+		return x->cluster != NULL && y->cluster != NULL &&
+				dlock__cluster_same(x->cluster, y->cluster);
 	if (x->sentinel != NULL || y->sentinel != NULL)
 		return x->sentinel != NULL && y->sentinel != NULL &&
 				dlock__sentinel_same(x->sentinel, y->sentinel);
@@ -106,6 +118,8 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
 	rc = c->idle == NULL ? dlock__seterr(DLOCK_ENOMEM, "client: out of memory")
 			     : node_from_uri(&c->node, u, opts);
+	if (rc == 0 && u->cluster)
+		rc = dlock__cluster_new(&c->node.cluster, u, c);
 	if (rc < 0) {
 		free_client(c);
 		return rc;
@@ -124,8 +138,12 @@ static int connect_now(dlock_client *c)
 	size_t len = 4;
 	dlock__conn *conn = NULL;
 	redisReply *r = NULL;
-	int rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.connect_timeout_ms));
+	int rc;
 
+	if (c->node.cluster != NULL) /* reading the slot map connects and authenticates */
+		return dlock__cluster_refresh(
+				c->node.cluster, dlock__deadline_in(c->opts.connect_timeout_ms));
+	rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.connect_timeout_ms));
 	if (rc < 0)
 		return rc;
 	rc = dlock__conn_command(conn, &r, 1, &ping, &len, "PING",
@@ -137,11 +155,33 @@ static int connect_now(dlock_client *c)
 	return rc;
 }
 
+/* A client for the parsed URI with its background thread; connects now unless opts are lazy. */
+static int open_parsed(
+		dlock_client **out, dlock__uri *u, const dlock_client_options *opts, int sharded)
+{
+	dlock_client *c = NULL;
+	int rc = client_new(&c, u, opts);
+
+	if (rc < 0)
+		return rc;
+	c->node.sharded_pubsub = sharded;
+	rc = dlock__reactor_start(&c->reactor, &c->node);
+	if (rc == 0)
+		dlock__reactor_set_flush(c->reactor, flush_idle, c);
+	if (rc == 0 && !opts->lazy_connect)
+		rc = connect_now(c);
+	if (rc < 0) {
+		free_client(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
 int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_options *user)
 {
 	dlock_client_options opts;
 	dlock__uri u;
-	dlock_client *c = NULL;
 	char reason[256] = "";
 	int rc;
 
@@ -154,21 +194,38 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
 	if (rc < 0)
 		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
-	rc = client_new(&c, &u, &opts);
-	dlock__uri_clear(&u); /* what client_new did not take */
-	if (rc < 0)
-		return rc;
-	rc = dlock__reactor_start(&c->reactor, &c->node);
-	if (rc == 0)
-		dlock__reactor_set_flush(c->reactor, flush_idle, c);
-	if (rc == 0 && !opts.lazy_connect)
-		rc = connect_now(c);
-	if (rc < 0) {
-		free_client(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
+	rc = open_parsed(out, &u, &opts, 0);
+	dlock__uri_clear(&u); /* what the client did not take */
+	return rc;
+}
+
+int dlock__client_open_member(
+		dlock_client **out, dlock_client *root, const char *host, int port, int sharded)
+{
+	dlock_client_options opts = root->opts;
+	dlock__uri u;
+	int rc;
+
+	memset(&u, 0, sizeof(u));
+	opts.lazy_connect = 1;
+	u.port = port;
+	u.host = dlock__strndup(host, strlen(host));
+	u.user = root->node.user ? dlock__strndup(root->node.user, strlen(root->node.user)) : NULL;
+	u.password = root->node.password
+			? dlock__strndup(root->node.password, strlen(root->node.password))
+			: NULL;
+	if (u.host == NULL || (root->node.user && !u.user) || (root->node.password && !u.password))
+		rc = dlock__seterr(DLOCK_ENOMEM, "cluster: out of memory");
+	else
+		rc = open_parsed(out, &u, &opts, sharded);
+	dlock__uri_clear(&u);
+	return rc;
+}
+
+void dlock__client_close_member(dlock_client *m, int forked)
+{
+	(void)forked; /* free_client tells a forked child by the pid */
+	free_client(m);
 }
 
 int dlock_client_close(dlock_client *c)
@@ -256,21 +313,56 @@ void dlock__client_send_undo(dlock__conn *conn, const dlock__call *u)
 	const char *argv[DLOCK__CALL_MAX + 3];
 	size_t lens[DLOCK__CALL_MAX + 3];
 	char numbuf[16];
-	int argc = dlock__script_argv(u->script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
+	dlock__script *script = dlock__script_for(u->script, conn->node);
+	int argc = dlock__script_argv(script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
 			u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
 
 	/* Nobody reads its reply: a NOSCRIPT would go unseen. */
-	dlock__script_argv_to_eval(u->script, argv, lens);
+	dlock__script_argv_to_eval(script, argv, lens);
 	dlock__conn_send_owed(conn, argc, argv, lens);
 }
 
 /* Run a command (call NULL) or a script call once or, with retry, twice. */
+static int run(dlock_client *c, const dlock__call *call, int argc, const char **argv,
+		const size_t *lens, int retry, const dlock__call *undo, redisReply **out);
+
+/* A command for a cluster's member (dlock__cluster_exec). */
+typedef struct routed {
+	const dlock__call *call, *undo;
+	int argc, retry;
+	const char **argv;
+	const size_t *lens;
+} routed;
+
+static int run_routed(dlock_client *member, void *arg, redisReply **out)
+{
+	routed *x = arg;
+
+	return run(member, x->call, x->argc, x->argv, x->lens, x->retry, x->undo, out);
+}
+
+/* On a cluster, run at the member that serves the command's first key. */
+static int run_in_cluster(dlock_client *c, const dlock__call *call, int argc, const char **argv,
+		const size_t *lens, int retry, const dlock__call *undo, redisReply **out)
+{
+	routed x = { call, undo, argc, retry, argv, lens };
+	const char *key = call != NULL ? call->argv[0] : argv[1];
+	size_t len = call != NULL ? call->lens[0] : lens[1];
+
+	if ((call != NULL && call->nkeys < 1) || (call == NULL && argc < 2))
+		return dlock__seterr(DLOCK_EINVAL, "%s: a command without a key has no slot",
+				c->node.label);
+	return dlock__cluster_exec(c->node.cluster, key, len, run_routed, &x, out);
+}
+
 static int run(dlock_client *c, const dlock__call *call, int argc, const char **argv,
 		const size_t *lens, int retry, const dlock__call *undo, redisReply **out)
 {
 	int attempt, rc = 0;
 
 	*out = NULL;
+	if (c->node.cluster != NULL)
+		return run_in_cluster(c, call, argc, argv, lens, retry, undo, out);
 	for (attempt = 0; attempt < 2; attempt++) {
 		dlock__conn *conn = NULL;
 		int64_t deadline;
@@ -308,11 +400,39 @@ int dlock__client_run_call(dlock_client *c, const dlock__call *call, int retry,
 	return run(c, call, 0, NULL, NULL, retry, undo, out);
 }
 
+dlock_client *dlock__client_for_key(dlock_client *c, const char *key, size_t len)
+{
+	dlock_client *m = NULL;
+
+	if (c->node.cluster == NULL)
+		return c;
+	return dlock__cluster_route(c->node.cluster, key, len, &m) == 0 ? m : NULL;
+}
+
+void dlock__client_note_reply(dlock_client *c, int rc, const redisReply *r)
+{
+	if (c->node.cluster != NULL)
+		dlock__cluster_note(c->node.cluster, rc, r);
+}
+
+dlock__reactor *dlock__client_reactor_for(dlock_client *c, const char *channel, size_t len)
+{
+	dlock_client *m = dlock__client_for_key(c, channel, len);
+
+	return m != NULL ? m->reactor : NULL;
+}
+
 void dlock__client_forget(dlock_client *c, const char *key, size_t len)
 {
 	const char *argv[2] = { "DEL", key };
 	size_t lens[2] = { 3, len };
 	dlock__conn *conn = NULL;
+
+	if (c->node.cluster != NULL) {
+		c = dlock__client_for_key(c, key, len);
+		if (c == NULL)
+			return; /* the key expires by its TTL */
+	}
 
 	/* Rides along with the next command on an idle connection: no write,
 	 * no wait of its own. Without an idle one, the key expires by its TTL. */
@@ -375,6 +495,10 @@ int dlock_client_ping(dlock_client *c)
 
 	if (c == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "ping: client is NULL");
+	if (c->node.cluster != NULL) /* a cluster answers by giving its slot map */
+		return dlock__errbuf_record(&c->err,
+				dlock__cluster_refresh(c->node.cluster,
+						dlock__deadline_in(c->opts.command_timeout_ms)));
 	rc = simple_command(c, "PING", NULL, &r);
 	freeReplyObject(r);
 	return dlock__errbuf_record(&c->err, rc);

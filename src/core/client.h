@@ -88,6 +88,27 @@ int dlock__client_run_call(dlock_client *client, const dlock__call *call, int re
 void dlock__client_send_undo(dlock__conn *conn, const dlock__call *undo);
 
 /*
+ * A cluster root's member client that serves key's slot (core/cluster.h),
+ * or c itself when c is not a cluster; NULL (with a message) when no node
+ * can be found for it now.
+ */
+dlock_client *dlock__client_for_key(dlock_client *c, const char *key, size_t len);
+
+/* A reply c's member gave outside dlock__client_run (a batch): a cluster's
+ * map follows its MOVED; an unreachable member makes the map suspect. */
+void dlock__client_note_reply(dlock_client *c, int rc, const redisReply *r);
+
+/* The background thread that listens on `channel`: the one of the member
+ * serving its slot in a cluster (NULL when none is known now). */
+dlock__reactor *dlock__client_reactor_for(dlock_client *c, const char *channel, size_t len);
+
+/* A cluster's member client for host:port: the root's options (connected
+ * lazily) and credentials; `sharded`: its pub/sub is sharded. */
+int dlock__client_open_member(
+		dlock_client **out, dlock_client *root, const char *host, int port, int sharded);
+void dlock__client_close_member(dlock_client *m, int forked);
+
+/*
  * Delete a key without waiting for the reply (Redisson deletes a used unlock
  * latch the same way): sent on a pooled connection, whose next reader skips
  * the reply. Best effort; a key it cannot delete expires by its TTL.

@@ -343,6 +343,15 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 	}
 }
 
+void dlock__conn_ask(dlock__conn *c)
+{
+	const char *argv[1] = { "ASKING" };
+	size_t lens[1] = { 6 };
+
+	if (c->asking)
+		(void)dlock__conn_defer(c, 1, argv, lens); /* out of memory: ASK again, bounded */
+}
+
 void dlock__conn_flush(dlock__conn *c)
 {
 	size_t done = 0;

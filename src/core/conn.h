@@ -30,6 +30,12 @@ typedef struct dlock__node {
 	/* redis+sentinel://: where the primary is comes from the sentinels
 	 * (then host is NULL and label is "sentinel:NAME"; core/sentinel.h). */
 	struct dlock__sentinel *sentinel;
+	/* A cluster node on Redis 7+: unlocks are published with SPUBLISH and
+	 * waiters listen with SSUBSCRIBE (Redisson's sharded subscription mode). */
+	int sharded_pubsub;
+	/* redis+cluster://: the cluster this root client routes to (core/cluster.h);
+	 * the root itself connects nowhere. */
+	struct dlock__cluster *cluster;
 	/* Replies the server owes to commands given up at a deadline, over all
 	 * of this node's connections. While it owes any, a late release still
 	 * queued there could undo a new hold of the same owner taken over
@@ -64,6 +70,8 @@ typedef struct dlock__conn {
 	const char *label;    /* for messages: node->label, or addr_label for a sentinel node */
 	char addr_label[300]; /* "sentinel:NAME (host:port)": the primary this one reached */
 	uint64_t epoch;       /* a sentinel node's address generation when it connected */
+	int asking;           /* lent for a cluster ASK redirect: every command sent
+	                         for it goes after ASKING (dlock__conn_ask) */
 } dlock__conn;
 
 /* checks[] code of a ROLE that must say "master" (a Sentinel-managed node). */
@@ -118,6 +126,10 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
  * skipped. A connection closed first never sends it.
  */
 int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
+/* A connection lent for an ASK redirect (c->asking): queue ASKING, which
+ * goes out with the next command; its reply is skipped. No-op otherwise. */
+void dlock__conn_ask(dlock__conn *c);
 
 /* Format a command into the output buffer (sent with the next send or flush). */
 int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens);

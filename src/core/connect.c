@@ -85,6 +85,9 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 
 	if (c->node->path != NULL)
 		return connect_unix(c);
+	if (c->node->cluster != NULL) /* a bug: commands go to the cluster's members */
+		return dlock__conn_fail(c, DLOCK_EINVAL, "connect",
+				"a cluster client connects through its members only");
 	if (c->node->sentinel != NULL) {
 		rc = sentinel_target(c, deadline, found, sizeof(found), &tcp_port);
 		if (rc < 0)

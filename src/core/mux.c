@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/client.h"
 #include "core/error.h"
+#include "core/cluster.h"
 #include "core/mux.h"
 #include "core/owed.h"
 #include "core/time.h"
@@ -72,15 +73,19 @@ static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char nu
 		op->cmd_argc = op->argc;
 		return;
 	}
-	op->cmd_argc = dlock__script_argv(c->script, c->nkeys, c->argv, c->lens, c->argc - c->nkeys,
-			c->argv + c->nkeys, c->lens + c->nkeys, op->cmd, op->cmd_lens, numbuf);
+	op->cmd_argc = dlock__script_argv(dlock__script_for(c->script, &op->client->node), c->nkeys,
+			c->argv, c->lens, c->argc - c->nkeys, c->argv + c->nkeys,
+			c->lens + c->nkeys, op->cmd, op->cmd_lens, numbuf);
 	if (op->no_wait)
-		dlock__script_argv_to_eval(c->script, op->cmd, op->cmd_lens);
+		dlock__script_argv_to_eval(dlock__script_for(c->script, &op->client->node), op->cmd,
+				op->cmd_lens);
 }
 
 /* The op is answered (or given up): record it. */
 static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran)
 {
+	if (op->routed_by != NULL)
+		dlock__cluster_note(op->routed_by, rc, reply);
 	op->rc = rc;
 	op->reply = reply;
 	op->pending = 0;
@@ -218,7 +223,8 @@ static int resend_as_eval(group *g, dlock__mux_op *ops, dlock__mux_op *op)
 {
 	size_t i;
 
-	dlock__script_argv_to_eval(op->call->script, op->cmd, op->cmd_lens);
+	dlock__script_argv_to_eval(dlock__script_for(op->call->script, &op->client->node), op->cmd,
+			op->cmd_lens);
 	for (i = g->head; i < g->tail; i++)
 		if (ops[g->fifo[i]].follows == op)
 			ops[g->fifo[i]].stale = 1;
@@ -329,10 +335,42 @@ static int run_layout(run *r, dlock__mux_op *ops, size_t n, unsigned char *stack
 }
 
 /* Reset every op's results, group the ops by client and build their commands. */
+/* An op for a cluster goes to the member serving its first key; one that
+ * cannot be placed now is not sent (rc DLOCK_ETIMEDOUT, a failed vote). */
+static void route(dlock__mux_op *op)
+{
+	dlock__cluster *cl = op->client->node.cluster;
+	const char *key = op->call != NULL ? op->call->argv[0] : op->argv[1];
+	size_t len = op->call != NULL ? op->call->lens[0] : op->lens[1];
+	dlock_client *m = NULL;
+
+	if (op->follows != NULL) {
+		op->client = op->follows->client;
+		op->skip = op->skip || op->follows->skip;
+		return;
+	}
+	op->routed_by = cl;
+	if ((op->call != NULL ? op->call->nkeys < 1 : op->argc < 2) ||
+			dlock__cluster_route(cl, key, len, &m) < 0)
+		op->skip = 1;
+	else
+		op->client = m;
+}
+
 static void run_prepare(run *r)
 {
 	size_t i, at = 0;
 
+	for (i = 0; i < r->n; i++) {
+		dlock__mux_op *op = &r->ops[i];
+
+		op->routed_by = NULL; /* callers need not set private fields */
+		if (op->skip)
+			continue; /* a skipped op may have no client */
+		if (op->client->node.cluster != NULL ||
+				(op->follows != NULL && op->follows->routed_by != NULL))
+			route(op);
+	}
 	for (i = 0; i < r->n; i++) {
 		dlock__mux_op *op = &r->ops[i];
 

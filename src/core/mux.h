@@ -53,6 +53,7 @@ typedef struct dlock__mux_op {
 	int cmd_argc;
 	int pending;
 	int stale; /* sent before `follows` was resent (NOSCRIPT): its reply is skipped */
+	struct dlock__cluster *routed_by; /* client was a cluster's: its member was chosen */
 } dlock__mux_op;
 
 /*
@@ -62,7 +63,10 @@ typedef struct dlock__mux_op {
  */
 typedef int (*dlock__mux_enough)(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at);
 
-/* Run every op; returns 0 (each op has its own rc), or DLOCK_ENOMEM. */
+/* Run every op; returns 0 (each op has its own rc), or DLOCK_ENOMEM. An
+ * op whose client is a cluster's goes to the member serving its first key
+ * (op->client becomes that member; a follower goes with its op); a MOVED
+ * reply is the op's error reply and updates the cluster's map. */
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);
 
 /* Free the replies and private buffers of the ops (not the ops). */

@@ -12,6 +12,7 @@
 #include "core/alloc.h"
 #include "core/client.h"
 #include "core/error.h"
+#include "core/cluster.h"
 #include "core/owed.h"
 #include "core/sentinel.h"
 #include "core/time.h"
@@ -27,7 +28,22 @@ static void open_failed(dlock_client *c)
 
 static void follow_primary(dlock_client *c, int64_t deadline, int may_ask);
 
+static int conn_get(dlock_client *c, dlock__conn **out, int64_t deadline);
+
+/* A cluster's ASK redirect (dlock__asking_next): the connection lent sends
+ * ASKING before its command, and before a retry of it. */
 int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
+{
+	int rc = conn_get(c, out, deadline);
+
+	if (rc == 0) {
+		(*out)->asking = dlock__asking_next;
+		dlock__conn_ask(*out);
+	}
+	return rc;
+}
+
+static int conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 {
 	struct timespec ts;
 	int rc;
@@ -138,6 +154,7 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 
 	if (conn == NULL)
 		return;
+	conn->asking = 0;
 	/* A connection to a primary the sentinels have since replaced is not kept. */
 	older = c->node.sentinel != NULL && conn->epoch != dlock__sentinel_epoch(c->node.sentinel);
 	dlock__mutex_lock(&c->pool_mu);

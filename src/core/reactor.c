@@ -106,6 +106,14 @@ static void read_watch(dlock__reactor *r)
 	r->reconnect_at = dlock__now_ms();
 }
 
+/* A push's kind, the sharded form ("smessage", ...) read as the plain one. */
+static int kind_is(const redisReply *kind, const char *plain)
+{
+	const char *k = kind->str;
+
+	return strcmp(k[0] == 's' && strcmp(k, "subscribe") != 0 ? k + 1 : k, plain) == 0;
+}
+
 static void handle_reply(dlock__reactor *r, redisReply *reply)
 {
 	redisReply *kind, *chan, *arg;
@@ -121,19 +129,26 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 	dlock__mutex_lock(&r->mu);
 	s = find_sub(r, chan->str, chan->len);
 	if (s != NULL) {
-		if (strcmp(kind->str, "message") == 0 && s->state == SUB_SUBSCRIBED) {
+		if (kind_is(kind, "message") && s->state == SUB_SUBSCRIBED) {
 			/* "0" wakes one waiter (Redisson's UNLOCK_MESSAGE); "1" wakes all. */
 			if (arg->type == REDIS_REPLY_STRING && arg->len == 1 && arg->str[0] == '1')
 				s->permits += s->refs > 0 ? s->refs : 1;
 			else
 				s->permits++;
 			pthread_cond_broadcast(&s->cv);
-		} else if (strcmp(kind->str, "subscribe") == 0 && s->state == SUB_SUBSCRIBING) {
+		} else if (kind_is(kind, "subscribe") && s->state == SUB_SUBSCRIBING) {
 			s->state = SUB_SUBSCRIBED;
 			s->gen++;
 			pthread_cond_broadcast(&s->cv);
-		} else if (strcmp(kind->str, "unsubscribe") == 0 && s->state == SUB_UNSUBSCRIBING) {
+		} else if (kind_is(kind, "unsubscribe") && s->state == SUB_UNSUBSCRIBING) {
 			s->state = SUB_NONE;
+		} else if (kind_is(kind, "unsubscribe") && s->state == SUB_SUBSCRIBED) {
+			/* The server dropped it (a cluster slot moved away): the
+			 * waiters look at the lock again; the subscription is
+			 * asked for again. */
+			s->state = SUB_NONE;
+			s->gen++;
+			pthread_cond_broadcast(&s->cv);
 		}
 	}
 	dlock__mutex_unlock(&r->mu);
@@ -204,10 +219,14 @@ static void sync_subscriptions(dlock__reactor *r)
 		return;
 	/* Only this thread frees subs, so the names stay valid while unlocked. */
 	dlock__mutex_unlock(&r->mu);
-	if ((nsub > 0 && send_channels(r, "SUBSCRIBE", sub_names, sub_lens, nsub) < 0) ||
+	if ((nsub > 0 &&
+			    send_channels(r, r->node->sharded_pubsub ? "SSUBSCRIBE" : "SUBSCRIBE",
+					    sub_names, sub_lens, nsub) < 0) ||
 			(nunsub > 0 &&
-					send_channels(r, "UNSUBSCRIBE", unsub_names, unsub_lens,
-							nunsub) < 0))
+					send_channels(r,
+							r->node->sharded_pubsub ? "SUNSUBSCRIBE"
+										: "UNSUBSCRIBE",
+							unsub_names, unsub_lens, nunsub) < 0))
 		drop_connection(r);
 	dlock__mutex_lock(&r->mu);
 }

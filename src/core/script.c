@@ -25,6 +25,51 @@ static const char *script_sha(dlock__script *s)
 	return s->sha;
 }
 
+static _Thread_local dlock__script *twinning; /* as `digesting`, for make_sharded */
+
+/* The twin: every "redis.call('publish'" becomes "redis.call('spublish'". */
+static void make_sharded(void)
+{
+	static const char from[] = "redis.call('publish'", to[] = "redis.call('spublish'";
+	dlock__script *s = twinning, *t = dlock__calloc(1, sizeof(*t));
+	size_t n = 0, len = strlen(s->body);
+	const char *p;
+	char *body, *w;
+
+	for (p = strstr(s->body, from); p != NULL; p = strstr(p + 1, from))
+		n++;
+	body = dlock__malloc(len + n + 1);
+	if (t == NULL || body == NULL) {
+		dlock__free(t);
+		dlock__free(body);
+		return;
+	}
+	for (p = s->body, w = body; *p != '\0';) {
+		if (strncmp(p, from, sizeof(from) - 1) == 0) {
+			memcpy(w, to, sizeof(to) - 1);
+			w += sizeof(to) - 1;
+			p += sizeof(from) - 1;
+		} else {
+			*w++ = *p++;
+		}
+	}
+	*w = '\0';
+	t->name = s->name;
+	t->body = body;
+	t->once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	t->sharded_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	s->sharded = t;
+}
+
+dlock__script *dlock__script_for(dlock__script *s, const dlock__node *node)
+{
+	if (!node->sharded_pubsub || strstr(s->body, "'publish'") == NULL)
+		return s;
+	twinning = s;
+	pthread_once(&s->sharded_once, make_sharded);
+	return s->sharded != NULL ? s->sharded : s;
+}
+
 int dlock__script_argv(dlock__script *s, int nkeys, const char *const *keys, const size_t *key_lens,
 		int nargs, const char *const *args, const size_t *arg_lens, const char **argv,
 		size_t *lens, char numbuf[16])
@@ -68,6 +113,7 @@ int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char *c
 	int argc, rc, total = 3 + nkeys + nargs;
 
 	*out = NULL;
+	s = dlock__script_for(s, c->node);
 	if (nkeys < 0 || nargs < 0 || total > DLOCK__SCRIPT_MAX_ARGS + 3)
 		return dlock__seterr(DLOCK_EINVAL, "script %s: too many arguments", s->name);
 	if (total > 32) {
@@ -87,6 +133,7 @@ int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char *c
 		freeReplyObject(*out);
 		*out = NULL;
 		dlock__script_argv_to_eval(s, argv, lens);
+		dlock__conn_ask(c); /* ASKING held for one command only */
 		rc = dlock__conn_command(c, out, argc, argv, lens, s->name, deadline);
 	}
 done:

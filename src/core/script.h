@@ -15,12 +15,24 @@ typedef struct dlock__script {
 	const char *body;
 	pthread_once_t once;
 	char sha[41];
+	/* The same script publishing with SPUBLISH (made on first use), for a
+	 * cluster with sharded pub/sub: see dlock__script_for(). */
+	pthread_once_t sharded_once;
+	struct dlock__script *sharded;
 } dlock__script;
 
 #define DLOCK__SCRIPT(name, body) \
 	{ \
-		name, body, PTHREAD_ONCE_INIT, "" \
+		name, body, PTHREAD_ONCE_INIT, "", PTHREAD_ONCE_INIT, NULL \
 	}
+
+/*
+ * The script to send to `node`: `s`, or on a cluster node with sharded
+ * pub/sub (Redis 7+, as Redisson does there) its twin that publishes with
+ * SPUBLISH, since waiters there listen with SSUBSCRIBE. Falls back to `s`
+ * when the twin cannot be made (out of memory).
+ */
+dlock__script *dlock__script_for(dlock__script *s, const dlock__node *node);
 
 /* Most keys plus arguments a script call may have. */
 #define DLOCK__SCRIPT_MAX_ARGS 1024

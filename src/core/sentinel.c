@@ -41,9 +41,9 @@ static void init_node(dlock__sentinel *s, size_t i, dlock__uri *u, const dlock_c
 {
 	dlock__node *sn = &s->nodes[i];
 
-	sn->host = u->sentinel_hosts[i];
-	u->sentinel_hosts[i] = NULL;
-	sn->port = u->sentinel_ports[i];
+	sn->host = u->hosts[i];
+	u->hosts[i] = NULL;
+	sn->port = u->ports[i];
 	sn->user = s->password != NULL ? s->user : NULL;
 	sn->password = s->password;
 	sn->connect_timeout_ms = o->connect_timeout_ms;
@@ -63,8 +63,8 @@ int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
 	if (pthread_mutex_init(&s->mu, NULL) != 0)
 		abort();
-	s->nodes = dlock__calloc(u->n_sentinels, sizeof(*s->nodes));
-	s->order = dlock__calloc(u->n_sentinels, sizeof(*s->order));
+	s->nodes = dlock__calloc(u->n_hosts, sizeof(*s->nodes));
+	s->order = dlock__calloc(u->n_hosts, sizeof(*s->order));
 	if (s->nodes == NULL || s->order == NULL || copy_opt(&s->user, o->sentinel_user) < 0 ||
 			copy_opt(&s->password, o->sentinel_password) < 0) {
 		dlock__sentinel_free(s);
@@ -72,7 +72,7 @@ int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client
 	}
 	s->master = u->master;
 	u->master = NULL;
-	for (s->n = 0; s->n < u->n_sentinels; s->n++)
+	for (s->n = 0; s->n < u->n_hosts; s->n++)
 		init_node(s, s->n, u, o);
 	*out = s;
 	return 0;

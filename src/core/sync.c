@@ -4,6 +4,7 @@
 
 #include "dlock/errors.h"
 #include "core/client.h"
+#include "core/cluster.h"
 #include "core/error.h"
 #include "core/fmt.h"
 #include "core/mux.h"
@@ -65,12 +66,15 @@ static int send_pair(dlock__conn *conn, const dlock__call *call, int eval, const
 	const char *argv[DLOCK__CALL_MAX + 3];
 	size_t lens[DLOCK__CALL_MAX + 3];
 	char numbuf[16];
-	int argc = dlock__script_argv(call->script, call->nkeys, call->argv, call->lens,
+	dlock__script *script = dlock__script_for(call->script, conn->node);
+	int argc = dlock__script_argv(script, call->nkeys, call->argv, call->lens,
 			call->argc - call->nkeys, call->argv + call->nkeys,
 			call->lens + call->nkeys, argv, lens, numbuf);
 
-	if (eval)
-		dlock__script_argv_to_eval(call->script, argv, lens);
+	if (eval) {
+		dlock__script_argv_to_eval(script, argv, lens);
+		dlock__conn_ask(conn); /* ASKING held for one command only */
+	}
 	if (conn->broken)
 		return dlock__conn_fail(
 				conn, DLOCK_ECONN, call->script->name, "connection already failed");
@@ -118,6 +122,24 @@ static int synced_once(dlock_client *c, dlock__conn *conn, const dlock__call *ca
 	return rc;
 }
 
+/* The synced call for a cluster's member (dlock__cluster_exec). */
+typedef struct synced_args {
+	const dlock__call *call, *undo;
+	int retry;
+	const dlock__sync *s;
+	int *sync_rc;
+	redisReply **sync_out;
+} synced_args;
+
+static int run_synced_at(dlock_client *member, void *arg, redisReply **out)
+{
+	synced_args *x = arg;
+
+	freeReplyObject(*x->sync_out); /* of a redirected try */
+	return dlock__client_run_synced(
+			member, x->call, x->retry, x->undo, x->s, out, x->sync_rc, x->sync_out);
+}
+
 int dlock__client_run_synced(dlock_client *c, const dlock__call *call, int retry,
 		const dlock__call *undo, const dlock__sync *s, redisReply **out, int *sync_rc,
 		redisReply **sync_out)
@@ -125,6 +147,13 @@ int dlock__client_run_synced(dlock_client *c, const dlock__call *call, int retry
 	int attempt, rc = 0;
 
 	*out = *sync_out = NULL;
+	if (c->node.cluster != NULL) {
+		synced_args x = { call, undo, retry, s, sync_rc, sync_out };
+
+		*sync_rc = DLOCK_ECONN;
+		return dlock__cluster_exec(c->node.cluster, call->argv[0], call->lens[0],
+				run_synced_at, &x, out);
+	}
 	*sync_rc = DLOCK_ECONN;
 	for (attempt = 0; attempt < 2; attempt++) {
 		dlock__conn *conn = NULL;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
 #include <limits.h>
 
 #include "core/time.h"
@@ -39,4 +40,13 @@ void dlock__deadline_timespec(int64_t deadline, struct timespec *ts)
 		deadline = dlock__now_ms() + (int64_t)365 * 24 * 3600 * 1000;
 	ts->tv_sec = (time_t)(deadline / 1000);
 	ts->tv_nsec = (long)(deadline % 1000) * 1000000L;
+}
+
+void dlock__sleep_until(int64_t deadline)
+{
+	struct timespec ts;
+
+	dlock__deadline_timespec(deadline, &ts);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }

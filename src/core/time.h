@@ -22,4 +22,7 @@ int dlock__ms_until(int64_t deadline);
  * condition variable made with dlock__cond_init(). */
 void dlock__deadline_timespec(int64_t deadline, struct timespec *ts);
 
+/* Sleep until deadline (or a little past: a sleep is never cut short). */
+void dlock__sleep_until(int64_t deadline);
+
 #endif

@@ -333,7 +333,14 @@ int dlock__uri_parse_db(dlock__uri *u, const char *s, const char *end, char *err
 	return 0;
 }
 
-enum scheme { SCHEME_TCP = 1, SCHEME_TLS, SCHEME_UNIX, SCHEME_SENTINEL };
+enum scheme {
+	SCHEME_TCP = 1,
+	SCHEME_TLS,
+	SCHEME_UNIX,
+	SCHEME_SENTINEL,
+	SCHEME_CLUSTER,
+	SCHEME_CLUSTER_TLS
+};
 
 /* The schemes understood, with the length of their "name://". */
 static const struct {
@@ -346,6 +353,8 @@ static const struct {
 	{ "unix://", 7, SCHEME_UNIX },
 	{ "redis+unix://", 13, SCHEME_UNIX },
 	{ "redis+sentinel://", 17, SCHEME_SENTINEL },
+	{ "redis+cluster://", 16, SCHEME_CLUSTER },
+	{ "rediss+cluster://", 17, SCHEME_CLUSTER_TLS },
 };
 
 /*
@@ -379,13 +388,14 @@ static int check_scheme(const char *text, size_t len, size_t *skip, char *err, s
 		if (i == n) {
 			dlock__uri_seterr(err, errlen,
 					"unsupported scheme \"%.*s\" in URI (expected redis://, "
-					"rediss://, unix:// or redis+sentinel://)",
+					"rediss://, unix://, redis+sentinel:// or redis+cluster://)",
 					(int)n, text);
 			return DLOCK_EINVAL;
 		}
 	}
 	dlock__uri_seterr(err, errlen,
-			"URI must start with redis://, rediss://, unix:// or redis+sentinel://");
+			"URI must start with redis://, rediss://, unix://, redis+sentinel:// or "
+			"redis+cluster://");
 	return DLOCK_EINVAL;
 }
 
@@ -516,6 +526,10 @@ static int parse(dlock__uri *u, const char *text, char *err, size_t errlen)
 		return parse_unix_rest(u, p, end, err, errlen);
 	if (scheme == SCHEME_SENTINEL)
 		return dlock__uri_parse_sentinel_rest(u, p, end, err, errlen);
+	if (scheme == SCHEME_CLUSTER || scheme == SCHEME_CLUSTER_TLS) {
+		u->tls = scheme == SCHEME_CLUSTER_TLS;
+		return dlock__uri_parse_cluster_rest(u, p, end, err, errlen);
+	}
 	u->tls = scheme == SCHEME_TLS;
 	return parse_tcp_rest(u, p, end, err, errlen);
 }
@@ -554,10 +568,10 @@ void dlock__uri_clear(dlock__uri *uri)
 	dlock__free(uri->password);
 	dlock__free(uri->host);
 	dlock__free(uri->path);
-	for (size_t i = 0; i < uri->n_sentinels; i++)
-		dlock__free(uri->sentinel_hosts[i]);
-	dlock__free(uri->sentinel_hosts);
-	dlock__free(uri->sentinel_ports);
+	for (size_t i = 0; i < uri->n_hosts; i++)
+		dlock__free(uri->hosts[i]);
+	dlock__free(uri->hosts);
+	dlock__free(uri->ports);
 	dlock__free(uri->master);
 	memset(uri, 0, sizeof *uri);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: parsing of redis[s]://[[user]:password@]host[:port][/db],
  * unix://[[user]:password@]/path[?db=N] (alias redis+unix://) and
- * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/NAME[/db]. */
+ * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/NAME[/db]
+ * and redis+cluster://[[user]:password@]host[:port][,host[:port]...]
+ * (rediss+cluster:// for TLS). */
 #ifndef DLOCK_CORE_URI_H
 #define DLOCK_CORE_URI_H
 
@@ -15,12 +17,14 @@ typedef struct dlock__uri {
 	char *path;     /* a Unix socket's path (then host is NULL), absolute */
 	int tls;        /* rediss:// */
 	int db;         /* >= 0, default 0 */
-	/* redis+sentinel:// (then host and path are NULL): the sentinels to
-	 * ask, in the order given, and the name they know the primary by. */
-	size_t n_sentinels;
-	char **sentinel_hosts;
-	int *sentinel_ports; /* default 26379 */
+	/* redis+sentinel:// and redis+cluster:// (then host and path are
+	 * NULL): the sentinels to ask, or the cluster's seed nodes, in the
+	 * order given; for a sentinel, the name they know the primary by. */
+	size_t n_hosts;
+	char **hosts;
+	int *ports; /* default 26379 (sentinels), 6379 (cluster seeds) */
 	char *master;
+	int cluster; /* redis+cluster:// */
 } dlock__uri;
 
 /*

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internal to the URI parser (uri.c, uri_sentinel.c): the pieces each
+ * Internal to the URI parser (uri.c, uri_list.c): the pieces each
  * grammar is made of. Messages go to err; none quotes text that could be
  * part of a password.
  */
@@ -34,8 +34,10 @@ int dlock__uri_parse_port(dlock__uri *u, const char *s, const char *end, const c
 /* "" or N in 0..INT_MAX into u->db; nothing may follow. */
 int dlock__uri_parse_db(dlock__uri *u, const char *s, const char *end, char *err, size_t errlen);
 
-/* redis+sentinel://: everything after the userinfo (uri_sentinel.c). */
+/* redis+sentinel:// and redis+cluster://: everything after the userinfo (uri_list.c). */
 int dlock__uri_parse_sentinel_rest(
+		dlock__uri *u, const char *p, const char *end, char *err, size_t errlen);
+int dlock__uri_parse_cluster_rest(
 		dlock__uri *u, const char *p, const char *end, char *err, size_t errlen);
 
 #endif

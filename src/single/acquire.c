@@ -346,7 +346,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 {
 	dlock__acquire a;
 	int64_t deadline, ttl = -1, backoff = 0;
-	dlock__sub *sub;
+	dlock__reactor *rx = NULL;
+	dlock__sub *sub = NULL;
 	uint64_t seen = 0;
 	char *channel = NULL;
 	size_t channel_len = 0;
@@ -364,9 +365,14 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	if (rc == 0 || !retry || wait_ms == 0)
 		goto done;
 
+	/* In a cluster the channel's node listens; when none is known now, the
+	 * wait looks again at each wake-up time instead of being woken. */
 	channel = wait_channel(l, a.owner, &channel_len);
-	sub = channel ? dlock__sub_join(l->client->reactor, channel, channel_len) : NULL;
-	if (sub == NULL) {
+	if (channel != NULL)
+		rx = dlock__client_reactor_for(l->client, channel, channel_len);
+	if (rx != NULL)
+		sub = dlock__sub_join(rx, channel, channel_len);
+	if (channel == NULL || (rx != NULL && sub == NULL)) {
 		rc = dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", l->shown);
 	} else {
 		for (;;) {
@@ -374,8 +380,10 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 
 			if (now >= deadline)
 				break;
-			dlock__sub_wait(l->client->reactor, sub, &seen,
-					wake < deadline ? wake : deadline);
+			if (sub != NULL)
+				dlock__sub_wait(rx, sub, &seen, wake < deadline ? wake : deadline);
+			else
+				dlock__sleep_until(wake < deadline ? wake : deadline);
 			if (dlock__client_cancels(l->client) != cancels) {
 				rc = dlock__seterr(DLOCK_ECANCELED,
 						"lock %s: the wait was canceled", l->shown);
@@ -388,7 +396,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			if (rc == 0 || !retry || (!ride_out_errors && rc != DLOCK_ENOTACQUIRED))
 				break;
 		}
-		dlock__sub_leave(l->client->reactor, sub);
+		if (sub != NULL)
+			dlock__sub_leave(rx, sub);
 	}
 	if (l->kind == DLOCK__FAIR && rc != 0)
 		fair_leave(l, a.owner, wait_ms);

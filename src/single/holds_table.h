@@ -59,6 +59,7 @@ typedef struct renewal {
 	size_t name_len;
 	char *owner;
 	uint64_t epoch;
+	unsigned slot; /* the name's cluster slot: one EVAL's keys share one */
 } renewal;
 
 /* The hold of (name, owner), or NULL (h->mu held). */

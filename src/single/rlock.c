@@ -10,6 +10,7 @@
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
+#include "core/slot.h"
 #include "core/ids.h"
 #include "core/time.h"
 #include "single/lock_internal.h"
@@ -74,6 +75,14 @@ static int lock_make(dlock_lock **out, dlock_client *client, const char *name,
 	if (len > DLOCK__NAME_MAX)
 		return dlock__seterr(DLOCK_EINVAL, "lock: the name is longer than %d bytes",
 				DLOCK__NAME_MAX);
+	if (client->node.cluster != NULL && memchr(name, '{', len) != NULL &&
+			!dlock__key_tag(name, len, NULL, NULL))
+		return dlock__seterr(DLOCK_EINVAL,
+				"lock: in a cluster the name \"%.64s\" has a '{' without a hash tag "
+				"after it, so its key and its channel would hash to different slots "
+				"(Redis refuses such a script: CROSSSLOT); use a name without '{', or "
+				"one with a whole {tag}",
+				name);
 	l = dlock__calloc(1, sizeof(*l));
 	if (l == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");

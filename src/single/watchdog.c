@@ -7,6 +7,7 @@
  * have run out, marks it lost: renewal stops and its callbacks run.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -14,6 +15,7 @@
 #include "core/alloc.h"
 #include "core/client.h"
 #include "core/fmt.h"
+#include "core/slot.h"
 #include "core/time.h"
 #include "single/holds_table.h"
 #include "single/scripts.h"
@@ -59,6 +61,7 @@ static ssize_t collect(dlock__holds *h, int64_t now, renewal **out, lost_event *
 			}
 			(*out)[n].name_len = x->name_len;
 			(*out)[n].epoch = x->epoch;
+			(*out)[n].slot = dlock__key_slot(x->name, x->name_len);
 			n++;
 		}
 	}
@@ -81,8 +84,11 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	dlock__conn *conn = NULL;
 
 	/* A pooled connection: the server may accept no new one (maxclients)
-	 * while those it has work. */
-	if (dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms)) < 0)
+	 * while those it has work. In a cluster, the member serving the batch's slot. */
+	c = dlock__client_for_key(c, batch[offset].name, batch[offset].name_len);
+	if (c == NULL ||
+			dlock__client_conn_get(c, &conn,
+					dlock__deadline_in(c->opts.command_timeout_ms)) < 0)
 		return -1;
 	args[0] = ttl;
 	arg_lens[0] = dlock__fmt_i64(ttl, c->opts.watchdog_timeout_ms);
@@ -96,6 +102,7 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	rc = dlock__script_run(conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1, args,
 			arg_lens, &r, dlock__deadline_in(c->opts.command_timeout_ms));
 	dlock__client_conn_put(c, conn);
+	dlock__client_note_reply(h->client, rc, r); /* a MOVED updates a cluster's map */
 	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != n))
 		rc = -1; /* an error reply (OOM, READONLY ...): try again later */
 	if (rc == 0) {
@@ -124,6 +131,25 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	return rc == 0 ? 0 : -1;
 }
 
+static int by_slot(const void *a, const void *b)
+{
+	unsigned x = ((const renewal *)a)->slot, y = ((const renewal *)b)->slot;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many renewals from i on go in one EVAL: at most RENEW_BATCH, of one
+ * slot (a cluster refuses keys of several slots in one script; Redisson
+ * groups its batches the same way). */
+static size_t same_slot_run(const renewal *batch, size_t n, size_t i)
+{
+	size_t k = 1;
+
+	while (i + k < n && k < RENEW_BATCH && batch[i + k].slot == batch[i].slot)
+		k++;
+	return k;
+}
+
 /* The reactor's job: renew every watched hold, every third of the timeout. */
 int64_t dlock__watchdog_run(void *arg, int64_t now)
 {
@@ -141,11 +167,13 @@ int64_t dlock__watchdog_run(void *arg, int64_t now)
 		return now + period / 4 + 1;
 	}
 	n = (size_t)got;
-	for (i = 0; i < n; i += RENEW_BATCH) {
-		size_t k = n - i < RENEW_BATCH ? n - i : RENEW_BATCH;
+	qsort(batch, n, sizeof(*batch), by_slot);
+	for (i = 0; i < n;) {
+		size_t k = same_slot_run(batch, n, i);
 
 		if (renew_batch(h, batch, k, i, cb, &ncb) < 0)
 			failed = 1;
+		i += k;
 	}
 	for (i = 0; i < n; i++) {
 		dlock__free(batch[i].name);

@@ -226,11 +226,16 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 
 #define N5 5
 
-/* Every member that voted "acquired" in the last acquisition has a counter >= token. */
+/*
+ * A quorum of the members that voted "acquired" in the last acquisition
+ * has a counter >= token: what the next token's growth rests on. (The
+ * raise also goes to the other members, but the call returns once a quorum
+ * has it: on a busy machine the last raise may still be on its way.)
+ */
 static void assert_voters_raised(rh_server **s, dlock_redlock *r, const char *name, int64_t token)
 {
-	char votes[128];
-	int voters = 0;
+	char votes[128], counters[128] = "";
+	int voters = 0, raised = 0;
 
 	votes_str(r, votes, sizeof votes);
 	for (int i = 0; i < N5; i++) {
@@ -240,13 +245,16 @@ static void assert_voters_raised(rh_server **s, dlock_redlock *r, const char *na
 			continue;
 		voters++;
 		int64_t v = counter_on(s[i], name);
-		cr_assert_geq(v, token,
-				"server %d voted for token %" PRId64 " but its counter is %" PRId64
-				" (votes %s)",
-				i + 1, token, v, votes);
+		raised += v >= token;
+		snprintf(counters + strlen(counters), sizeof counters - strlen(counters),
+				"%d:%" PRId64 " ", i + 1, v);
 	}
 	cr_assert_geq(voters, 3, "only %d acquired votes for a granted RedLock (votes %s)", voters,
 			votes);
+	cr_assert_geq(raised, 3,
+			"token %" PRId64
+			": only %d voters' counters reached it (counters %s, votes %s)",
+			token, raised, counters, votes);
 }
 
 Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeout = 60)

@@ -149,7 +149,7 @@ static const bad_case bad_cases[] = {
 	{ "scheme", "redi://host", "", "\"redi\"" },
 	{ "scheme", "http://localhost", "", "\"http\"" },
 	{ "scheme", "unixx:///tmp/redis.sock", "", "\"unixx\"" },
-	{ "scheme", "redis+cluster://h", "", "\"redis+cluster\"" },
+	{ "scheme", "redis+clustr://h", "", "\"redis+clustr\"" },
 	/* Something that only contains "://" later is not quoted as a scheme. */
 	{ "scheme", "u:hunter2@h://x", "hunter2", "redis://" },
 	{ "tls", "rediss://", "", "empty host" },

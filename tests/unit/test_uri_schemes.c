@@ -88,6 +88,9 @@ static const bad_case invalid[] = {
 	{ "redis+sentinel://h/m?x=1", NULL, "query" },
 	{ "redis+sentinel://h/%zz", NULL, "%-escape in primary name" },
 	{ "redis+sentinel://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q/m", NULL, "more than 16" },
+	{ "redis+cluster://a/0", NULL, "no db" },
+	{ "redis+cluster://", NULL, "empty seed node address" },
+	{ "redis+cluster://a,,b", NULL, "empty seed node address" },
 };
 
 Test(uri_schemes, invalid_forms, .timeout = 10)
@@ -142,13 +145,13 @@ Test(uri_schemes, sentinel_lists_sentinels_and_names_the_primary, .timeout = 10)
 				     "redis+sentinel://app:p%40ss@s1:26380,[::1],10.0.0.3:5000/my%20master/2",
 				     err, sizeof err),
 			0, "%s", err);
-	cr_assert_eq(u.n_sentinels, 3);
-	cr_assert_str_eq(u.sentinel_hosts[0], "s1");
-	cr_assert_eq(u.sentinel_ports[0], 26380);
-	cr_assert_str_eq(u.sentinel_hosts[1], "::1");
-	cr_assert_eq(u.sentinel_ports[1], 26379, "the default sentinel port");
-	cr_assert_str_eq(u.sentinel_hosts[2], "10.0.0.3");
-	cr_assert_eq(u.sentinel_ports[2], 5000);
+	cr_assert_eq(u.n_hosts, 3);
+	cr_assert_str_eq(u.hosts[0], "s1");
+	cr_assert_eq(u.ports[0], 26380);
+	cr_assert_str_eq(u.hosts[1], "::1");
+	cr_assert_eq(u.ports[1], 26379, "the default sentinel port");
+	cr_assert_str_eq(u.hosts[2], "10.0.0.3");
+	cr_assert_eq(u.ports[2], 5000);
 	cr_assert_str_eq(u.master, "my master");
 	cr_assert_eq(u.db, 2);
 	cr_assert_str_eq(u.user, "app", "the userinfo is the primary's");
@@ -158,7 +161,29 @@ Test(uri_schemes, sentinel_lists_sentinels_and_names_the_primary, .timeout = 10)
 
 	cr_assert_eq(dlock__uri_parse(&u, "REDIS+SENTINEL://localhost/mymaster", err, sizeof err),
 			0, "%s", err);
-	cr_assert_eq(u.n_sentinels, 1);
+	cr_assert_eq(u.n_hosts, 1);
 	cr_assert_eq(u.db, 0);
+	dlock__uri_clear(&u);
+}
+
+Test(uri_schemes, cluster_lists_seed_nodes, .timeout = 10)
+{
+	dlock__uri u;
+	char err[256];
+
+	cr_assert_eq(dlock__uri_parse(&u, "redis+cluster://:pw@10.0.0.1:7000,10.0.0.2/", err,
+				     sizeof err),
+			0, "%s", err);
+	cr_assert(u.cluster);
+	cr_assert_eq(u.n_hosts, 2);
+	cr_assert_str_eq(u.hosts[0], "10.0.0.1");
+	cr_assert_eq(u.ports[0], 7000);
+	cr_assert_eq(u.ports[1], 6379, "the default seed port");
+	cr_assert_str_eq(u.password, "pw");
+	cr_assert_null(u.master);
+	cr_assert_eq(u.tls, 0);
+	dlock__uri_clear(&u);
+	cr_assert_eq(dlock__uri_parse(&u, "rediss+cluster://h", err, sizeof err), 0, "%s", err);
+	cr_assert(u.cluster && u.tls, "rediss+cluster:// is TLS");
 	dlock__uri_clear(&u);
 }

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * redis+cluster:// against a real Redis Cluster (3 primaries, 1 replica
+ * each): locks of every kind on every shard, waiters woken by sharded
+ * pub/sub (SSUBSCRIBE at the channel's node), watchdog renewals grouped per
+ * slot, MOVED after a slot moved, ASK while it moves, a primary failed over
+ * while a lock is held and another client waits, a MultiLock across slots,
+ * a name that would be CROSSSLOT refused, and the command.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "redis_harness.h"
+#include "rh_cluster.h"
+#include "support.h"
+
+static rh_cluster *cl;
+
+static void cluster_up(void)
+{
+	cl = rh_cluster_start(3, 1, NULL);
+	cr_assert_not_null(cl, "could not start a cluster");
+}
+
+static void cluster_down(void)
+{
+	rh_cluster_free(cl);
+	cl = NULL;
+}
+
+TestSuite(cluster, .init = cluster_up, .fini = cluster_down, .timeout = 120);
+
+/* The server that serves key's slot now. */
+static rh_server *owner_of(const char *key)
+{
+	rh_server *s = rh_cluster_slot_owner(cl, NULL, rh_cluster_key_slot(cl, key));
+
+	cr_assert_not_null(s, "no owner for %s", key);
+	return s;
+}
+
+/* Three names on three different primaries (found, not assumed). */
+static void names_on_three_shards(char names[3][16])
+{
+	rh_server *seen[3];
+	int n = 0;
+
+	for (int i = 0; n < 3 && i < 1000; i++) {
+		char name[16];
+		rh_server *s;
+		int fresh = 1;
+
+		snprintf(name, sizeof name, "res-%d", i);
+		s = owner_of(name);
+		for (int k = 0; k < n; k++)
+			fresh = fresh && seen[k] != s;
+		if (fresh) {
+			seen[n] = s;
+			snprintf(names[n++], 16, "%s", name);
+		}
+	}
+	cr_assert_eq(n, 3, "names on 3 shards not found");
+}
+
+Test(cluster, locks_of_every_kind_on_every_shard)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	char names[3][16], owner[128];
+	int64_t token = 0;
+
+	dl_owner(c, owner, sizeof owner);
+	names_on_three_shards(names);
+	for (int i = 0; i < 3; i++) {
+		dlock_lock *plain = dl_lock(c, names[i]), *fenced = NULL, *fair = NULL;
+		char fname[64], rname[64];
+
+		dl_pass(dlock_lock_lock(plain, 10000));
+		cr_assert_eq(rh_command_int(owner_of(names[i]), "HEXISTS %s %s", names[i], owner),
+				1, "%s is not held on the node serving its slot", names[i]);
+		dl_pass(dlock_lock_unlock(plain));
+		cr_assert_eq(rh_command_int(owner_of(names[i]), "EXISTS %s", names[i]), 0);
+
+		snprintf(fname, sizeof fname, "%s-fenced", names[i]);
+		dl_pass(dlock_fencedlock_new(&fenced, c, fname));
+		dl_pass(dlock_lock_try_fenced(&token, fenced, NULL, 0, 10000));
+		redisReply *counter =
+				rh_command(owner_of(fname), "GET redisson_lock_token:{%s}", fname);
+		cr_assert(counter && counter->type == REDIS_REPLY_STRING &&
+						atoll(counter->str) == token,
+				"the token counter is not on the node of the name's slot");
+		freeReplyObject(counter);
+		dl_pass(dlock_lock_unlock(fenced));
+
+		snprintf(rname, sizeof rname, "%s-fair", names[i]);
+		dl_pass(dlock_fairlock_new(&fair, c, rname, 5000));
+		dl_pass(dlock_lock_lock(fair, 10000));
+		dl_pass(dlock_lock_unlock(fair));
+		dl_free_locks(plain, fenced, fair);
+	}
+	dl_close_clients(c);
+}
+
+/* A client waiting in a thread as a given owner. */
+typedef struct waiter {
+	dlock_lock *l;
+	char owner[128];
+	int rc;
+	int64_t returned;
+	pthread_t th;
+} waiter;
+
+static void *wait_main(void *arg)
+{
+	waiter *w = arg;
+
+	w->rc = dlock_lock_try_as(w->l, w->owner, 30000, DLOCK_LEASE_WATCHDOG);
+	w->returned = rh_now_ms();
+	return NULL;
+}
+
+static void waiter_start(waiter *w, dlock_client *c, dlock_lock *l)
+{
+	memset(w, 0, sizeof *w);
+	w->l = l;
+	dl_owner(c, w->owner, sizeof w->owner);
+	cr_assert_eq(pthread_create(&w->th, NULL, wait_main, w), 0);
+}
+
+/* Someone listens on the lock's channel with SSUBSCRIBE at the node of its slot. */
+static void await_sharded_subscriber(const char *name)
+{
+	int64_t end = rh_now_ms() + 10000;
+	char channel[128];
+
+	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+	for (;;) {
+		redisReply *r = rh_command(owner_of(channel), "PUBSUB SHARDNUMSUB %s", channel);
+		int n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+				? (int)r->element[1]->integer
+				: 0;
+
+		if (r)
+			freeReplyObject(r);
+		if (n > 0)
+			return;
+		cr_assert_lt(rh_now_ms(), end, "no SSUBSCRIBE on %s at its node", channel);
+		dl_sleep_ms(5);
+	}
+}
+
+Test(cluster, a_waiter_is_woken_by_sharded_pubsub)
+{
+	dlock_client *ca = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	dlock_client *cb = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	dlock_lock *a = dl_lock(ca, "woken"), *b = dl_lock(cb, "woken");
+	waiter w;
+
+	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	waiter_start(&w, cb, b);
+	await_sharded_subscriber("woken");
+	int64_t t_unlock = rh_now_ms();
+	dl_pass(dlock_lock_unlock(a));
+	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	cr_assert_eq(w.rc, 0, "%s", dlock_lock_errmsg(b));
+	/* The holder's lease was 30 s: only the unlock message explains a quick hand-off. */
+	cr_assert_lt(w.returned - t_unlock, 5000, "the waiter was not woken by the unlock");
+	cr_log_info("cluster: waiter held the lock %lld ms after the unlock",
+			(long long)(w.returned - t_unlock));
+	dl_pass(dlock_lock_unlock_as(b, w.owner));
+	dl_free_locks(a, b);
+	dl_close_clients(ca, cb);
+}
+
+Test(cluster, the_watchdog_renews_holds_on_every_shard)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 1500);
+	dlock_lock *l[24];
+	char name[24][16];
+
+	for (int i = 0; i < 24; i++) {
+		snprintf(name[i], sizeof name[i], "wd-%d", i);
+		l[i] = dl_lock(c, name[i]);
+		dl_pass(dlock_lock_lock(l[i], DLOCK_LEASE_WATCHDOG));
+	}
+	dl_sleep_ms(3500); /* more than twice the 1.5 s lease: only renewals keep them */
+	for (int i = 0; i < 24; i++) {
+		int held = 0;
+
+		dl_pass(dlock_lock_is_held(&held, l[i]));
+		cr_assert_eq(held, 1, "%s lost", name[i]);
+		cr_assert_gt(rh_command_int(owner_of(name[i]), "PTTL %s", name[i]), 0,
+				"%s is not alive on its node", name[i]);
+		dl_pass(dlock_lock_unlock(l[i]));
+		dlock_lock_free(l[i]);
+	}
+	dl_close_clients(c);
+}
+
+/* Another primary than s. */
+static rh_server *other_primary(rh_server *s)
+{
+	for (int i = 0; i < rh_cluster_size(cl); i++) {
+		rh_server *x = rh_cluster_server(cl, i);
+
+		if (x != s && rh_cluster_is_primary(cl, i) == 1)
+			return x;
+	}
+	cr_assert_fail("no other primary");
+	return NULL;
+}
+
+Test(cluster, a_moved_slot_is_followed_and_ask_is_honoured)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	dlock_lock *held = dl_lock(c, "moving"), *fresh = NULL;
+	char owner[128];
+	rh_slot_move mv;
+	int slot = rh_cluster_key_slot(cl, "moving");
+
+	dl_owner(c, owner, sizeof owner);
+	dl_pass(dlock_lock_lock(held, 60000));
+	rh_server *from = owner_of("moving"), *to = other_primary(from);
+
+	/* While the slot moves: a new key of that slot is not at the source
+	 * yet, so the source answers ASK and the lock is taken at the target. */
+	cr_assert_eq(rh_cluster_move_begin(cl, slot, to, &mv), 0);
+	cr_assert_geq(rh_cluster_move_keys(cl, &mv, 0), 1, "the held key did not move");
+	fresh = dl_lock(c, "{moving}.second");
+	dl_pass(dlock_lock_lock(fresh, 60000));
+	redisReply *asking = rh_command(to, "ASKING"); /* the slot is still importing there */
+	cr_assert_not_null(asking);
+	freeReplyObject(asking);
+	cr_assert_eq(rh_command_int(to, "HEXISTS {moving}.second %s", owner), 1,
+			"taken during the move, not at the target");
+	cr_assert_eq(rh_cluster_move_end(cl, &mv), 0);
+
+	/* After it: the old owner says MOVED, and the release follows it. */
+	dl_pass(dlock_lock_unlock(held));
+	dl_pass(dlock_lock_unlock(fresh));
+	cr_assert_eq(rh_command_int(to, "EXISTS moving"), 0);
+	dl_pass(dlock_lock_lock(held, 60000));
+	cr_assert_eq(rh_command_int(to, "HEXISTS moving %s", owner), 1);
+	dl_pass(dlock_lock_unlock(held));
+	dl_free_locks(held, fresh);
+	dl_close_clients(c);
+}
+
+Test(cluster, a_failed_over_primary_keeps_the_hold_and_hands_it_on)
+{
+	dlock_client *ca = dl_client(rh_cluster_seed_uri(cl), 1000, 3000);
+	dlock_client *cb = dl_client(rh_cluster_seed_uri(cl), 1000, 3000);
+	dlock_lock *a = dl_lock(ca, "fo"), *b = dl_lock(cb, "fo");
+	dl_lost lost;
+	waiter w;
+
+	dl_lost_init(&lost);
+	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	waiter_start(&w, cb, b);
+	await_sharded_subscriber("fo");
+	rh_server *old = owner_of("fo");
+	cr_assert_eq(rh_command_int(old, "WAIT 1 5000"), 1, "the hold did not replicate");
+	int64_t t0 = rh_now_ms();
+	rh_server *promoted = rh_cluster_failover(cl, old, 20000);
+	cr_assert_not_null(promoted);
+	int64_t t_switched = rh_now_ms();
+	/* Renewals follow MOVED to the new primary: after two leases the hold is still there. */
+	dl_sleep_ms(2 * 3000);
+	int held = 0;
+	dl_pass(dlock_lock_is_held(&held, a));
+	cr_assert_eq(held, 1, "the holder lost the lock in a failover its hold survived");
+	cr_assert_gt(rh_command_int(promoted, "PTTL fo"), 0, "not renewed on the new primary");
+	int64_t t_unlock = rh_now_ms();
+	dl_pass(dlock_lock_unlock(a));
+	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	cr_assert_eq(w.rc, 0, "%s", dlock_lock_errmsg(b));
+	cr_assert_eq(rh_command_int(promoted, "HEXISTS fo %s", w.owner), 1);
+	cr_log_info("cluster failover: %lld ms; the waiter held the lock %lld ms after the release",
+			(long long)(t_switched - t0), (long long)(w.returned - t_unlock));
+	dl_pass(dlock_lock_unlock_as(b, w.owner));
+	dl_free_locks(a, b);
+	dl_close_clients(ca, cb);
+	dl_lost_destroy(&lost);
+}
+
+Test(cluster, a_multilock_spans_slots)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	char names[3][16];
+	dlock_lock *m[3];
+	dlock_multilock *ml = NULL;
+
+	names_on_three_shards(names);
+	for (int i = 0; i < 3; i++)
+		m[i] = dl_lock(c, names[i]);
+	dl_pass(dlock_multilock_new(&ml, m, 3));
+	dl_pass(dlock_multilock_try(ml, 0, 10000));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rh_command_int(owner_of(names[i]), "EXISTS %s", names[i]), 1);
+	dl_pass(dlock_multilock_unlock(ml));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rh_command_int(owner_of(names[i]), "EXISTS %s", names[i]), 0);
+	dlock_multilock_free(ml);
+	dl_free_locks(m[0], m[1], m[2]);
+	dl_close_clients(c);
+}
+
+Test(cluster, a_name_that_would_be_crossslot_is_refused)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	dlock_lock *l = NULL;
+
+	cr_assert_eq(dlock_lock_new(&l, c, "half{open"), DLOCK_EINVAL);
+	cr_assert_not_null(strstr(dlock_errmsg_last(), "CROSSSLOT"), "%s", dlock_errmsg_last());
+	dl_pass(dlock_lock_new(&l, c, "tagged{user1}.lock")); /* a whole tag is fine */
+	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_unlock(l));
+	dl_free_locks(l);
+	dl_close_clients(c);
+}
+
+Test(cluster, the_command_runs_on_a_cluster)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		unsetenv("DLOCK_NODES");
+		execl(DLOCK_CLI_PATH, DLOCK_CLI_PATH, "-n", rh_cluster_seed_uri(cl), "run", "-w",
+				"5000", "cli-on-cluster", "--", "sh", "-c",
+				"test \"$DLOCK_NAME\" = cli-on-cluster", (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			"dlock run on the cluster: status %d", status);
+}
