@@ -61,7 +61,10 @@ static ssize_t collect(dlock__holds *h, int64_t now, renewal **out, lost_event *
 			}
 			(*out)[n].name_len = x->name_len;
 			(*out)[n].epoch = x->epoch;
-			(*out)[n].slot = dlock__key_slot(x->name, x->name_len);
+			/* Only a cluster splits batches by slot: elsewhere one slot for all. */
+			(*out)[n].slot = h->client->node.cluster != NULL
+					? dlock__key_slot(x->name, x->name_len)
+					: 0;
 			n++;
 		}
 	}
