@@ -66,6 +66,8 @@ static const char usage_text[] =
 "                             redis+sentinel://[[user]:password@]host[:26379][,host...]/NAME[/db]\n"
 "                             (sentinels that want a password of their own:\n"
 "                             $DLOCK_SENTINEL_PASSWORD, $DLOCK_SENTINEL_USER)\n"
+"                             or a Redis Cluster by any of its nodes:\n"
+"                             redis+cluster://[[user]:password@]host[:port][,host...]\n"
 "                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379);\n"
 "                             a server listed twice is refused\n"
 "  -m, --mode MODE            rlock (one node), redlock (a quorum of n/2+1 nodes;\n"
