@@ -91,8 +91,15 @@ static void drop_connection(dlock__reactor *r)
 	r->conn = NULL;
 	r->reconnect_at = dlock__now_ms() + RECONNECT_DELAY_MS;
 	dlock__mutex_lock(&r->mu);
-	for (s = r->subs; s != NULL; s = s->next)
+	for (s = r->subs; s != NULL; s = s->next) {
+		/* Messages may be lost until it is back (or the server is
+		 * replaced - a cluster's primary failed over): waiters look again. */
+		if (s->state != SUB_NONE && s->refs > 0) {
+			s->gen++;
+			pthread_cond_broadcast(&s->cv);
+		}
 		s->state = SUB_NONE;
+	}
 	dlock__mutex_unlock(&r->mu);
 }
 

@@ -333,6 +333,22 @@ static int64_t next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, i
 	return now + *backoff / 2 + (int64_t)(dlock__random() % (uint64_t)(*backoff / 2 + 1));
 }
 
+/* In a cluster the channel's slot may have moved to another node (a slot
+ * moved, a primary failed over): listen there from now on. */
+static void follow_channel(dlock_lock *l, const char *channel, size_t len, dlock__reactor **rx,
+		dlock__sub **sub, uint64_t *seen)
+{
+	dlock__reactor *now = dlock__client_reactor_for(l->client, channel, len);
+
+	if (now == *rx || now == NULL)
+		return;
+	if (*sub != NULL)
+		dlock__sub_leave(*rx, *sub);
+	*rx = now;
+	*sub = dlock__sub_join(now, channel, len);
+	*seen = 0;
+}
+
 /*
  * The wait, as Redisson does it: after a failed attempt join the channel,
  * then try again each time an unlock message arrives, the subscription
@@ -395,6 +411,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			rc = attempt(l, &a, wait_ms, &ttl, &retry);
 			if (rc == 0 || !retry || (!ride_out_errors && rc != DLOCK_ENOTACQUIRED))
 				break;
+			follow_channel(l, channel, channel_len, &rx, &sub, &seen);
 		}
 		if (sub != NULL)
 			dlock__sub_leave(rx, sub);

@@ -89,10 +89,13 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	/* A pooled connection: the server may accept no new one (maxclients)
 	 * while those it has work. In a cluster, the member serving the batch's slot. */
 	c = dlock__client_for_key(c, batch[offset].name, batch[offset].name_len);
-	if (c == NULL ||
-			dlock__client_conn_get(c, &conn,
-					dlock__deadline_in(c->opts.command_timeout_ms)) < 0)
+	if (c == NULL)
 		return -1;
+	rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
+	if (rc < 0) {
+		dlock__client_note_reply(h->client, rc, NULL); /* a cluster's map is suspect */
+		return -1;
+	}
 	args[0] = ttl;
 	arg_lens[0] = dlock__fmt_i64(ttl, c->opts.watchdog_timeout_ms);
 	for (i = 0; i < n; i++) {
