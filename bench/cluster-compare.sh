@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# bench/cluster-compare.sh - what Redis Cluster buys and costs dlock: many
+# distinct lock names (lock+unlock, no contention) on 1 primary against a
+# 3-primary cluster on the same machine, then the cost of a MOVED redirect.
+# Prints dlock-cluster-bench's lines: ops/s in all and per primary, p50/p99,
+# and the servers' CPU per operation (the fair comparison on one machine,
+# where the primaries share its cores).
+#
+# usage: bench/cluster-compare.sh --bench PATH/TO/dlock-cluster-bench
+#          [--threads T] [--seconds S] [--rounds R] [--moved K]
+#   --bench PATH   a built dlock-cluster-bench (cmake --build build --target dlock-cluster-bench)
+#   --threads T    client threads (default 8); --seconds S per run (default 5)
+#   --rounds R     rounds; single and cluster take turns (default 3)
+#   --moved K      MOVED samples (default 200)
+# Servers and the temporary folder are removed on exit. Only 127.0.0.1.
+set -euo pipefail
+
+bench=
+threads=8
+seconds=5
+rounds=3
+moved=200
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bench) bench=$2; shift 2 ;;
+	--threads) threads=$2; shift 2 ;;
+	--seconds) seconds=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	--moved) moved=$2; shift 2 ;;
+	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+	*) echo "cluster-compare.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[ -x "$bench" ] || { echo "cluster-compare.sh: --bench PATH/TO/dlock-cluster-bench is required" >&2; exit 2; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-cluster-compare.XXXXXX")
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start PORT [ARGS...]: a redis-server in $tmp/PORT
+start() {
+	local port=$1
+	shift
+	mkdir -p "$tmp/$port"
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$tmp/$port" --logfile "$tmp/$port/log" "$@" &
+	pids+=($!)
+	for _ in $(seq 1 100); do
+		redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "cluster-compare.sh: redis-server on $port did not start" >&2
+	exit 1
+}
+
+single=$(free_port)
+start "$single"
+nodes=()
+for _ in 1 2 3; do
+	p=$(free_port)
+	start "$p" --cluster-enabled yes --cluster-config-file nodes.conf \
+		--cluster-port "$(free_port)" --cluster-node-timeout 2000
+	nodes+=("127.0.0.1:$p")
+done
+redis-cli --cluster create "${nodes[@]}" --cluster-yes >"$tmp/create.log" 2>&1
+for _ in $(seq 1 100); do
+	redis-cli -p "${nodes[0]#*:}" cluster info | grep -q cluster_state:ok && break
+	sleep 0.1
+done
+seeds=$(IFS=,; echo "${nodes[*]}")
+
+echo "# $threads threads, distinct names, ${seconds} s per run, $rounds rounds"
+for r in $(seq 1 "$rounds"); do
+	"$bench" --uri "redis://127.0.0.1:$single" --servers "127.0.0.1:$single" \
+		--threads "$threads" --seconds "$seconds"
+	"$bench" --uri "redis+cluster://$seeds" --servers "$seeds" \
+		--threads "$threads" --seconds "$seconds"
+done
+echo "# MOVED: a slot handed to another primary behind the client's back"
+"$bench" --uri "redis+cluster://$seeds" --servers "$seeds" --moved "$moved"

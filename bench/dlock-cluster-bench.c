@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dlock-cluster-bench: the scale-out figure of Redis Cluster support.
+ *
+ *   dlock-cluster-bench --uri URI --servers H:P[,H:P...] [--threads T]
+ *                       [--seconds S] [--names N]
+ *     Threads take and release many distinct lock names (no contention)
+ *     through one client for S seconds; prints ops/s, ops/s per primary,
+ *     lock+unlock p50/p99, and the servers' CPU per operation (INFO cpu,
+ *     summed over --servers: the primaries serving the names).
+ *
+ *   dlock-cluster-bench --uri redis+cluster://... --servers H:P,... --moved K
+ *     The cost of a MOVED redirect: K times, an empty slot is handed to
+ *     another primary behind the client's back (CLUSTER SETSLOT .. NODE on
+ *     every primary), and the next lock+unlock of a name in it (which meets
+ *     MOVED and is rerun at the new owner) is timed against the one after.
+ *
+ * bench/cluster-compare.sh starts the servers and runs both. Loopback only.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <hiredis/hiredis.h>
+
+#include <dlock.h>
+
+#include "clock.h"
+
+#define MAX_SERVERS 16
+#define MAX_SAMPLES (1 << 22)
+
+typedef struct config {
+	const char *uri;
+	char *hosts[MAX_SERVERS];
+	int ports[MAX_SERVERS], nservers;
+	int threads, names, moved;
+	double seconds;
+} config;
+
+typedef struct shared {
+	const config *cfg;
+	dlock_client *client;
+	atomic_int stop;
+	atomic_long ops, errors;
+	double *lat; /* microseconds, one per op until full */
+	atomic_long nlat;
+} shared;
+
+typedef struct worker {
+	shared *sh;
+	int id;
+	pthread_t th;
+} worker;
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void *work(void *arg)
+{
+	worker *w = arg;
+	shared *sh = w->sh;
+	int per = sh->cfg->names / sh->cfg->threads, k = 0;
+	dlock_lock **locks = calloc((size_t)per, sizeof(*locks));
+
+	for (int i = 0; i < per; i++) {
+		char name[32];
+
+		snprintf(name, sizeof name, "bench-%d-%d", w->id, i);
+		if (locks == NULL || dlock_lock_new(&locks[i], sh->client, name) != 0) {
+			fprintf(stderr, "dlock-cluster-bench: lock: %s\n", dlock_errmsg_last());
+			exit(1);
+		}
+	}
+	while (!atomic_load(&sh->stop)) {
+		double t0 = (now_ns() / 1e3);
+		int rc = dlock_lock_try(locks[k], 0, 10000);
+
+		if (rc == 0)
+			rc = dlock_lock_unlock(locks[k]);
+		if (rc != 0) {
+			atomic_fetch_add(&sh->errors, 1);
+		} else {
+			long i = atomic_fetch_add(&sh->nlat, 1);
+
+			if (i < MAX_SAMPLES)
+				sh->lat[i] = (now_ns() / 1e3) - t0;
+			atomic_fetch_add(&sh->ops, 1);
+		}
+		k = (k + 1) % per;
+	}
+	for (int i = 0; i < per; i++)
+		dlock_lock_free(locks[i]);
+	free(locks);
+	return NULL;
+}
+
+/* Sum of used_cpu_sys + used_cpu_user over the servers, seconds. */
+static double servers_cpu(const config *cfg)
+{
+	double total = 0;
+
+	for (int i = 0; i < cfg->nservers; i++) {
+		redisContext *c = redisConnect(cfg->hosts[i], cfg->ports[i]);
+		redisReply *r = c && !c->err ? redisCommand(c, "INFO cpu") : NULL;
+		const char *p;
+
+		if (r != NULL && r->type == REDIS_REPLY_STRING) {
+			if ((p = strstr(r->str, "used_cpu_sys:")) != NULL)
+				total += atof(p + 13);
+			if ((p = strstr(r->str, "used_cpu_user:")) != NULL)
+				total += atof(p + 14);
+		}
+		if (r)
+			freeReplyObject(r);
+		if (c)
+			redisFree(c);
+	}
+	return total;
+}
+
+static int throughput(const config *cfg)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	shared sh;
+	worker w[64];
+	double cpu0, cpu1, t0, t1;
+	long n;
+
+	memset(&sh, 0, sizeof sh);
+	sh.cfg = cfg;
+	sh.lat = malloc(sizeof(double) * MAX_SAMPLES);
+	o.pool_size = cfg->threads;
+	if (sh.lat == NULL || dlock_client_open(&sh.client, cfg->uri, &o) != 0) {
+		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
+		return 1;
+	}
+	cpu0 = servers_cpu(cfg);
+	t0 = (now_ns() / 1e3);
+	for (int i = 0; i < cfg->threads; i++) {
+		w[i].sh = &sh;
+		w[i].id = i;
+		pthread_create(&w[i].th, NULL, work, &w[i]);
+	}
+	{
+		struct timespec ts = { (time_t)cfg->seconds,
+			(long)((cfg->seconds - (double)(time_t)cfg->seconds) * 1e9) };
+
+		nanosleep(&ts, NULL);
+	}
+	atomic_store(&sh.stop, 1);
+	for (int i = 0; i < cfg->threads; i++)
+		pthread_join(w[i].th, NULL);
+	t1 = (now_ns() / 1e3);
+	cpu1 = servers_cpu(cfg);
+	n = atomic_load(&sh.nlat) < MAX_SAMPLES ? atomic_load(&sh.nlat) : MAX_SAMPLES;
+	qsort(sh.lat, (size_t)n, sizeof(double), cmp_double);
+	double secs = (t1 - t0) / 1e6, ops = (double)atomic_load(&sh.ops);
+	printf("uri=%s threads=%d names=%d ops=%.0f errors=%ld ops_per_s=%.0f "
+	       "ops_per_s_per_primary=%.0f p50_us=%.0f p99_us=%.0f server_cpu_us_per_op=%.1f\n",
+			cfg->uri, cfg->threads, cfg->names, ops, atomic_load(&sh.errors),
+			ops / secs, ops / secs / cfg->nservers, n ? sh.lat[n / 2] : 0,
+			n ? sh.lat[n * 99 / 100] : 0, ops > 0 ? (cpu1 - cpu0) * 1e6 / ops : 0);
+	dlock_client_close(sh.client);
+	free(sh.lat);
+	return 0;
+}
+
+static redisReply *cmd_at(const config *cfg, int i, const char *fmt, ...)
+{
+	redisContext *c = redisConnect(cfg->hosts[i], cfg->ports[i]);
+	redisReply *r = NULL;
+	va_list ap;
+
+	if (c != NULL && !c->err) {
+		va_start(ap, fmt);
+		r = redisvCommand(c, fmt, ap);
+		va_end(ap);
+	}
+	if (c)
+		redisFree(c);
+	return r;
+}
+
+/* Server i's node id (CLUSTER MYID). */
+static void node_id(const config *cfg, int i, char id[64])
+{
+	redisReply *r = cmd_at(cfg, i, "CLUSTER MYID");
+
+	snprintf(id, 64, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+	if (r)
+		freeReplyObject(r);
+}
+
+static double lock_unlock_us(dlock_lock *l)
+{
+	double t0 = (now_ns() / 1e3);
+
+	if (dlock_lock_try(l, 0, 10000) != 0 || dlock_lock_unlock(l) != 0) {
+		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_lock_errmsg(l));
+		exit(1);
+	}
+	return (now_ns() / 1e3) - t0;
+}
+
+static int moved_cost(const config *cfg)
+{
+	dlock_client *c = NULL;
+	double *with = calloc((size_t)cfg->moved, sizeof(double));
+	double *without = calloc((size_t)cfg->moved, sizeof(double));
+	char ids[MAX_SERVERS][64];
+
+	if (with == NULL || without == NULL || dlock_client_open(&c, cfg->uri, NULL) != 0) {
+		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
+		return 1;
+	}
+	for (int i = 0; i < cfg->nservers; i++)
+		node_id(cfg, i, ids[i]);
+	for (int k = 0; k < cfg->moved; k++) {
+		char name[32];
+		dlock_lock *l = NULL;
+		redisReply *r;
+		long long slot;
+		int from = -1;
+
+		snprintf(name, sizeof name, "moved-%d", k);
+		dlock_lock_new(&l, c, name);
+		lock_unlock_us(l); /* the client knows the owner now */
+		r = cmd_at(cfg, 0, "CLUSTER KEYSLOT %s", name);
+		slot = r ? r->integer : -1;
+		freeReplyObject(r);
+		for (int i = 0; i < cfg->nservers && from < 0; i++) {
+			r = cmd_at(cfg, i, "EXISTS %s", name); /* MOVED from the others */
+			from = r && r->type == REDIS_REPLY_INTEGER ? i : -1;
+			freeReplyObject(r);
+		}
+		int to = (from + 1) % cfg->nservers;
+		for (int i = 0; i < cfg->nservers; i++) /* the slot is empty: hand it over */
+			freeReplyObject(cmd_at(
+					cfg, i, "CLUSTER SETSLOT %lld NODE %s", slot, ids[to]));
+		with[k] = lock_unlock_us(l);    /* MOVED, then the new owner */
+		without[k] = lock_unlock_us(l); /* the map knows it */
+		dlock_lock_free(l);
+	}
+	qsort(with, (size_t)cfg->moved, sizeof(double), cmp_double);
+	qsort(without, (size_t)cfg->moved, sizeof(double), cmp_double);
+	printf("moved samples=%d lock_unlock_after_moved_p50_us=%.0f lock_unlock_p50_us=%.0f "
+	       "moved_cost_p50_us=%.0f\n",
+			cfg->moved, with[cfg->moved / 2], without[cfg->moved / 2],
+			with[cfg->moved / 2] - without[cfg->moved / 2]);
+	dlock_client_close(c);
+	free(with);
+	free(without);
+	return 0;
+}
+
+static int parse_servers(config *cfg, char *list)
+{
+	for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ",")) {
+		char *colon = strrchr(tok, ':');
+
+		if (colon == NULL || cfg->nservers == MAX_SERVERS)
+			return -1;
+		*colon = '\0';
+		cfg->hosts[cfg->nservers] = tok;
+		cfg->ports[cfg->nservers++] = atoi(colon + 1);
+	}
+	return cfg->nservers > 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	config cfg = { .threads = 8, .names = 4096, .seconds = 5 };
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--uri") == 0)
+			cfg.uri = argv[i + 1];
+		else if (strcmp(argv[i], "--servers") == 0 && parse_servers(&cfg, argv[i + 1]) < 0)
+			return 2;
+		else if (strcmp(argv[i], "--threads") == 0)
+			cfg.threads = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--seconds") == 0)
+			cfg.seconds = atof(argv[i + 1]);
+		else if (strcmp(argv[i], "--names") == 0)
+			cfg.names = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--moved") == 0)
+			cfg.moved = atoi(argv[i + 1]);
+	}
+	if (cfg.uri == NULL || cfg.nservers == 0 || cfg.threads < 1 || cfg.threads > 64 ||
+			cfg.names < cfg.threads) {
+		fprintf(stderr,
+				"usage: dlock-cluster-bench --uri URI --servers H:P[,H:P...] "
+				"[--threads T] [--seconds S] [--names N] [--moved K]\n");
+		return 2;
+	}
+	return cfg.moved > 0 ? moved_cost(&cfg) : throughput(&cfg);
+}
