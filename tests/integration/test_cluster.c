@@ -105,32 +105,6 @@ Test(cluster, locks_of_every_kind_on_every_shard)
 	dl_close_clients(c);
 }
 
-/* A client waiting in a thread as a given owner. */
-typedef struct waiter {
-	dlock_lock *l;
-	char owner[128];
-	int rc;
-	int64_t returned;
-	pthread_t th;
-} waiter;
-
-static void *wait_main(void *arg)
-{
-	waiter *w = arg;
-
-	w->rc = dlock_lock_try_as(w->l, w->owner, 30000, DLOCK_LEASE_WATCHDOG);
-	w->returned = rh_now_ms();
-	return NULL;
-}
-
-static void waiter_start(waiter *w, dlock_client *c, dlock_lock *l)
-{
-	memset(w, 0, sizeof *w);
-	w->l = l;
-	dl_owner(c, w->owner, sizeof w->owner);
-	cr_assert_eq(pthread_create(&w->th, NULL, wait_main, w), 0);
-}
-
 /* Someone listens on the lock's channel with SSUBSCRIBE at the node of its slot. */
 static void await_sharded_subscriber(const char *name)
 {
@@ -158,14 +132,14 @@ Test(cluster, a_waiter_is_woken_by_sharded_pubsub)
 	dlock_client *ca = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
 	dlock_client *cb = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
 	dlock_lock *a = dl_lock(ca, "woken"), *b = dl_lock(cb, "woken");
-	waiter w;
+	dl_waiter w;
 
 	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
-	waiter_start(&w, cb, b);
+	dl_waiter_start(&w, cb, b, 30000);
 	await_sharded_subscriber("woken");
 	int64_t t_unlock = rh_now_ms();
 	dl_pass(dlock_lock_unlock(a));
-	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "%s", dlock_lock_errmsg(b));
 	/* The holder's lease was 30 s: only the unlock message explains a quick hand-off. */
 	cr_assert_lt(w.returned - t_unlock, 5000, "the waiter was not woken by the unlock");
@@ -256,11 +230,11 @@ Test(cluster, a_failed_over_primary_keeps_the_hold_and_hands_it_on)
 	dlock_client *cb = dl_client(rh_cluster_seed_uri(cl), 1000, 3000);
 	dlock_lock *a = dl_lock(ca, "fo"), *b = dl_lock(cb, "fo");
 	dl_lost lost;
-	waiter w;
+	dl_waiter w;
 
 	dl_lost_init(&lost);
 	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
-	waiter_start(&w, cb, b);
+	dl_waiter_start(&w, cb, b, 30000);
 	await_sharded_subscriber("fo");
 	rh_server *old = owner_of("fo");
 	cr_assert_eq(rh_command_int(old, "WAIT 1 5000"), 1, "the hold did not replicate");
@@ -276,7 +250,7 @@ Test(cluster, a_failed_over_primary_keeps_the_hold_and_hands_it_on)
 	cr_assert_gt(rh_command_int(promoted, "PTTL fo"), 0, "not renewed on the new primary");
 	int64_t t_unlock = rh_now_ms();
 	dl_pass(dlock_lock_unlock(a));
-	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "%s", dlock_lock_errmsg(b));
 	cr_assert_eq(rh_command_int(promoted, "HEXISTS fo %s", w.owner), 1);
 	cr_log_info("cluster failover: %lld ms; the waiter held the lock %lld ms after the release",

@@ -30,38 +30,6 @@ static rh_server *owner_of(rh_cluster *c, const char *key)
 	return s;
 }
 
-static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
-{
-	dl_lost_note(ud, lock, owner, reason);
-}
-
-/* A client waiting in a thread, as a given owner. */
-typedef struct waiter {
-	dlock_lock *l;
-	char owner[128];
-	int rc;
-	int64_t started, returned;
-	pthread_t th;
-} waiter;
-
-static void *wait_main(void *arg)
-{
-	waiter *w = arg;
-
-	w->started = rh_now_ms();
-	w->rc = dlock_lock_try_as(w->l, w->owner, 30000, DLOCK_LEASE_WATCHDOG);
-	w->returned = rh_now_ms();
-	return NULL;
-}
-
-static void waiter_start(waiter *w, dlock_client *c, dlock_lock *l)
-{
-	memset(w, 0, sizeof *w);
-	w->l = l;
-	dl_owner(c, w->owner, sizeof w->owner);
-	cr_assert_eq(pthread_create(&w->th, NULL, wait_main, w), 0);
-}
-
 /* The replica of primary p (the harness makes one per primary). */
 static rh_server *replica_of(rh_cluster *c, rh_server *p)
 {
@@ -107,10 +75,10 @@ static void killed_primary(int replicated)
 	dlock_lock *a = dl_lock(ca, "killed"), *b = dl_lock(cb, "killed");
 	rh_server *old = owner_of(c, "killed"), *replica = replica_of(c, old);
 	dl_lost lost;
-	waiter w;
+	dl_waiter w;
 
 	dl_lost_init(&lost);
-	cr_assert_eq(dlock_lock_set_lost_cb(a, on_lost, &lost), 0);
+	cr_assert_eq(dlock_lock_set_lost_cb(a, dl_on_lost, &lost), 0);
 	if (!replicated) { /* the replica never sees the hold */
 		cr_assert_eq(rh_server_pause(replica), 0);
 		cr_assert_eq(rh_command_int(old, "CLIENT KILL TYPE replica"), 1);
@@ -118,7 +86,7 @@ static void killed_primary(int replicated)
 	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
 	if (replicated)
 		cr_assert_eq(rh_command_int(old, "WAIT 1 5000"), 1, "the hold did not replicate");
-	waiter_start(&w, cb, b);
+	dl_waiter_start(&w, cb, b, 30000);
 	int64_t t_kill = rh_now_ms();
 	cr_assert_eq(rh_server_kill(old), 0);
 	if (!replicated)
@@ -144,7 +112,7 @@ static void killed_primary(int replicated)
 				"the holder was not told its hold is gone");
 		cr_assert_eq(lost.reason, DLOCK_LOST_GONE, "reason %d", lost.reason);
 	}
-	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_lock_errmsg(b));
 	cr_assert_leq(w.returned - w.started, 30000 + 2000, "the wait overran its deadline");
 	cr_assert_eq(rh_command_int(replica, "HEXISTS killed %s", w.owner), 1);

@@ -170,41 +170,6 @@ static void await_subscriber(int primary, const char *name)
 	}
 }
 
-/* A client waiting in a thread: try(wait) as the test thread's owner, and
- * when it got the lock. */
-typedef struct waiter {
-	dlock_lock *l;
-	char owner[128];
-	int64_t wait_ms;
-	int rc;
-	int64_t started, returned;
-	pthread_t th;
-} waiter;
-
-static void *wait_main(void *arg)
-{
-	waiter *w = arg;
-
-	w->started = rh_now_ms();
-	w->rc = dlock_lock_try_as(w->l, w->owner, w->wait_ms, DLOCK_LEASE_WATCHDOG);
-	w->returned = rh_now_ms();
-	return NULL;
-}
-
-static void waiter_start(waiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms)
-{
-	memset(w, 0, sizeof *w);
-	w->l = l;
-	dl_owner(c, w->owner, sizeof w->owner);
-	w->wait_ms = wait_ms;
-	cr_assert_eq(pthread_create(&w->th, NULL, wait_main, w), 0);
-}
-
-static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
-{
-	dl_lost_note(ud, lock, owner, reason);
-}
-
 Test(sentinel, locks_through_the_sentinels_skipping_a_dead_one)
 {
 	char uri[600];
@@ -258,13 +223,13 @@ Test(sentinel, sentinel_failover_hands_the_lock_to_the_waiter)
 		     *cb = dl_client(t.uri, 1000, WATCHDOG_MS);
 	dlock_lock *a = dl_lock(ca, "fo-cmd"), *b = dl_lock(cb, "fo-cmd");
 	dl_lost lost;
-	waiter w;
+	dl_waiter w;
 
 	dl_lost_init(&lost);
-	cr_assert_eq(dlock_lock_set_lost_cb(a, on_lost, &lost), 0);
+	cr_assert_eq(dlock_lock_set_lost_cb(a, dl_on_lost, &lost), 0);
 	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(rh_command_int(t.data[0], "WAIT 2 5000"), 2, "the hold did not replicate");
-	waiter_start(&w, cb, b, 30000);
+	dl_waiter_start(&w, cb, b, 30000);
 	await_subscriber(0, "fo-cmd");
 
 	int64_t t_failover = rh_now_ms();
@@ -274,7 +239,7 @@ Test(sentinel, sentinel_failover_hands_the_lock_to_the_waiter)
 	/* The hold replicated: A still holds it on the new primary, and releases it there. */
 	int64_t t_unlock = rh_now_ms();
 	dl_pass(dlock_lock_unlock(a));
-	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_lock_errmsg(b));
 	cr_assert_eq(rh_command_int(t.data[p], "HEXISTS fo-cmd %s", w.owner), 1,
 			"the waiter's hold is not on the new primary");
@@ -300,15 +265,15 @@ Test(sentinel, killed_primary_loses_the_unreplicated_hold_and_the_waiter_gets_it
 		     *cb = dl_client(t.uri, 500, WATCHDOG_MS);
 	dlock_lock *a = dl_lock(ca, "fo-kill"), *b = dl_lock(cb, "fo-kill");
 	dl_lost lost;
-	waiter w;
+	dl_waiter w;
 
 	dl_lost_init(&lost);
-	cr_assert_eq(dlock_lock_set_lost_cb(a, on_lost, &lost), 0);
+	cr_assert_eq(dlock_lock_set_lost_cb(a, dl_on_lost, &lost), 0);
 	cr_assert_eq(rh_server_pause(t.data[1]), 0);
 	cr_assert_eq(rh_server_pause(t.data[2]), 0);
 	cr_assert_eq(rh_command_int(t.data[0], "CLIENT KILL TYPE replica"), 2);
 	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
-	waiter_start(&w, cb, b, 30000);
+	dl_waiter_start(&w, cb, b, 30000);
 	await_subscriber(0, "fo-kill");
 
 	int64_t t_kill = rh_now_ms();
@@ -316,7 +281,7 @@ Test(sentinel, killed_primary_loses_the_unreplicated_hold_and_the_waiter_gets_it
 	cr_assert_eq(rh_server_resume(t.data[1]), 0);
 	cr_assert_eq(rh_server_resume(t.data[2]), 0);
 	int p = await_new_primary(0);
-	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_lock_errmsg(b));
 	cr_assert_leq(w.returned - w.started, 30000 + 1000, "the wait overran its deadline");
 	cr_assert_eq(rh_command_int(t.data[p], "HLEN fo-kill"), 1, "one holder on the new primary");

@@ -104,3 +104,32 @@ void dl_assert_unlock_wakes(dlock_lock *holder, dlock_lock *waiter_lock)
 			"the waiter woke %lld ms after the unlock (lease 20 s)",
 			(long long)(w.at_ms - unlocked));
 }
+
+static void *waiter_main(void *arg)
+{
+	dl_waiter *w = arg;
+
+	w->started = rh_now_ms();
+	w->rc = dlock_lock_try_as(w->l, w->owner, w->wait_ms, DLOCK_LEASE_WATCHDOG);
+	w->returned = rh_now_ms();
+	return NULL;
+}
+
+void dl_waiter_start(dl_waiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms)
+{
+	memset(w, 0, sizeof *w);
+	w->l = l;
+	w->wait_ms = wait_ms;
+	dl_owner(c, w->owner, sizeof w->owner);
+	cr_assert_eq(pthread_create(&w->th, NULL, waiter_main, w), 0);
+}
+
+void dl_waiter_join(dl_waiter *w)
+{
+	cr_assert_eq(pthread_join(w->th, NULL), 0);
+}
+
+void dl_on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
+{
+	dl_lost_note(ud, lock, owner, reason);
+}

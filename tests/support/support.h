@@ -267,6 +267,27 @@ void dl__close_clients(dlock_client *const *clients, size_t n);
  * lock: while a holds, b is kept out; after a's unlock b gets in. */
 void dl_assert_one_lock(dlock_lock *a, dlock_lock *b);
 
+/*
+ * A client waiting in a thread: dlock_lock_try_as(l, owner, wait_ms,
+ * watchdog) as `owner` (the starting thread's owner on c, so the test
+ * thread can release what the waiter took), with when it started and
+ * returned (monotonic ms). Join with dl_waiter_join().
+ */
+typedef struct dl_waiter {
+	dlock_lock *l;
+	char owner[128];
+	int64_t wait_ms;
+	int rc;
+	int64_t started, returned;
+	pthread_t th;
+} dl_waiter;
+
+void dl_waiter_start(dl_waiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms);
+void dl_waiter_join(dl_waiter *w);
+
+/* A lost callback that records into the dl_lost passed as userdata. */
+void dl_on_lost(dlock_lock *lock, const char *owner, int reason, void *ud);
+
 /* `waiter`, blocked on the lock `holder` holds (20 s lease), wakes within
  * 2 s of holder's unlock: the unlock message reached it. */
 void dl_assert_unlock_wakes(dlock_lock *holder, dlock_lock *waiter);
