@@ -81,16 +81,6 @@ void dlock__cluster_free(dlock__cluster *cl, int forked)
 	dlock__free(cl);
 }
 
-int dlock__cluster_sharded(const dlock__cluster *cl)
-{
-	int sharded;
-
-	dlock__mutex_lock((pthread_mutex_t *)&cl->mu);
-	sharded = cl->sharded == 1;
-	dlock__mutex_unlock((pthread_mutex_t *)&cl->mu);
-	return sharded;
-}
-
 /* One command on a fresh connection to a node: its reply or an error. */
 static int ask(dlock__conn *c, const char *cmd, const char *sub, const char *arg, int64_t deadline,
 		redisReply **r)
@@ -192,7 +182,11 @@ int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline)
 	cl->refreshed_at = dlock__now_ms();
 	dlock__mutex_unlock(&cl->mu);
 	for (i = 0; i < n && dlock__now_ms() < deadline; i++) {
-		rc = ask_node(cl, hosts[i], ports[i], deadline, &map, &sharded);
+		/* Each node an even share of what is left: a hung one cannot use it all. */
+		int64_t now = dlock__now_ms();
+
+		rc = ask_node(cl, hosts[i], ports[i], now + (deadline - now) / (int64_t)(n - i),
+				&map, &sharded);
 		if (rc == 0)
 			break;
 		snprintf(why, sizeof(why), "%s", dlock__errmsg_thread());

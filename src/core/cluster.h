@@ -64,9 +64,6 @@ void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r);
 /* One cluster: the seed lists share a node (the lists need not match). */
 int dlock__cluster_same(const dlock__cluster *a, const dlock__cluster *b);
 
-/* Whether the cluster has sharded pub/sub (known once the map was read). */
-int dlock__cluster_sharded(const dlock__cluster *cl);
-
 /* This thread's next dlock__client_conn_get() is for an ASK redirect. */
 extern _Thread_local int dlock__asking_next;
 

@@ -72,8 +72,10 @@ int64_t dlock__owed_bound_ms(const dlock_client *c)
 	return b > DLOCK__OWED_MAX_MIN_MS ? b : DLOCK__OWED_MAX_MIN_MS;
 }
 
-int dlock__client_owes(dlock_client *c, int64_t deadline)
+int dlock__client_owes(dlock_client *c, const char *key, size_t len, int64_t deadline)
 {
+	if (c->node.cluster != NULL && (c = dlock__client_for_key(c, key, len)) == NULL)
+		return 0; /* no member now: the acquire finds out why */
 	if (atomic_load(&c->node.owed) == 0)
 		return 0;
 	dlock__client_drain(c);

@@ -80,7 +80,8 @@ void dlock__client_drain(dlock_client *client);
 /*
  * Step 3: 0 when the server owes nothing, or once the replies came before
  * `deadline` (0: do not wait); otherwise DLOCK_ETIMEDOUT with a message.
+ * `key` is the lock's: in a cluster, the member serving it is asked.
  */
-int dlock__client_owes(dlock_client *client, int64_t deadline);
+int dlock__client_owes(dlock_client *client, const char *key, size_t len, int64_t deadline);
 
 #endif

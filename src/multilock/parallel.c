@@ -120,7 +120,8 @@ static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, cons
 
 	if (rc < 0)
 		return rc;
-	if (dlock__client_owes(dlock__lock_client(m), 0) < 0) {
+	if (dlock__client_owes(dlock__lock_client(m), dlock__lock_name(m), dlock__lock_name_len(m),
+			    0) < 0) {
 		/* Not sent: see dlock__client_owes. */
 		dlock__try_fail(t, DLOCK_ETIMEDOUT, dlock__errmsg_thread());
 		op->skip = 1;

@@ -245,7 +245,7 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 {
 	redisReply *r = NULL;
 	/* A server that owes replies may just be waking up: give them a moment. */
-	int rc = dlock__client_owes(l->client,
+	int rc = dlock__client_owes(l->client, l->name, l->name_len,
 			dlock__deadline_in(l->client->opts.command_timeout_ms < OWED_GRACE_MS
 							? l->client->opts.command_timeout_ms
 							: OWED_GRACE_MS));

@@ -15,6 +15,16 @@ const char *dlock__lock_shown(const dlock_lock *l)
 	return l->shown;
 }
 
+const char *dlock__lock_name(const dlock_lock *l)
+{
+	return l->name;
+}
+
+size_t dlock__lock_name_len(const dlock_lock *l)
+{
+	return l->name_len;
+}
+
 int dlock__lock_is_fenced(const dlock_lock *l)
 {
 	return l->kind == DLOCK__FENCED;

@@ -19,6 +19,10 @@
 /* The client the handle was made on. */
 dlock_client *dlock__lock_client(const dlock_lock *l);
 
+/* The lock's name (its key) and its length. */
+const char *dlock__lock_name(const dlock_lock *l);
+size_t dlock__lock_name_len(const dlock_lock *l);
+
 /* The name as messages show it (printable, truncated). */
 const char *dlock__lock_shown(const dlock_lock *l);
 
