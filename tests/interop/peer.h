@@ -24,7 +24,9 @@ typedef struct jp_reply {
 } jp_reply;
 
 /* Start the JVM on the servers (comma-separated redis:// URIs; multi and red
- * locks span all of them) with Redisson's lockWatchdogTimeout = watchdog_ms;
+ * locks span all of them), or on one Redis Cluster (a redis+cluster:// URI,
+ * e.g. rh_cluster_seed_uri(): Redisson in cluster mode, sharded pub/sub as it
+ * chooses) with Redisson's lockWatchdogTimeout = watchdog_ms;
  * returns once Redisson is connected and warmed up. The class path comes from
  * DLOCK_REDISSON_CLASSPATH, which tests/interop/run.sh sets. */
 java_peer *jp_start(const char *servers, int64_t watchdog_ms);

@@ -18,6 +18,7 @@ import org.redisson.RedissonRedLock;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
+import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
 
 /**
@@ -26,6 +27,7 @@ import org.redisson.config.Config;
  *
  * <pre>
  * java dlock.interop.Peer --servers redis://127.0.0.1:P1[,redis://...] --watchdog-ms N [--warmup N]
+ * java dlock.interop.Peer --servers redis+cluster://[[USER]:PASSWORD@]127.0.0.1:P1[,127.0.0.1:P2...] ...
  * stdin:  SEQ WORKER COMMAND ARGS...      e.g. "7 w1 lock rlock orders -1"
  * stdout: SEQ ok VALUE T_START T_END     T_* = System.nanoTime() around the call
  *         SEQ err MESSAGE
@@ -40,6 +42,11 @@ import org.redisson.config.Config;
  * commands in order; a blocking "lock" blocks that worker only.
  * System.nanoTime() is CLOCK_MONOTONIC on Linux, the clock the C side reads,
  * so the tests can subtract a C time from a Java one (wake-up delays).
+ *
+ * A redis+cluster:// address (dlock's form) is one Redis Cluster, named by
+ * any of its nodes: one Redisson client in cluster mode, with Redisson's
+ * default sharded subscription mode (AUTO: SSUBSCRIBE and SPUBLISH on
+ * Redis 7+). Its commas separate seeds, not servers.
  *
  * Commands (KIND: rlock, fair, fenced, read, write on the first server;
  * multi, red: RedissonMultiLock / RedissonRedLock over NAME on every server;
@@ -81,7 +88,7 @@ public final class Peer {
 		}
 		if (servers == null)
 			throw new IllegalArgumentException("--servers is required");
-		String[] addresses = servers.split(",");
+		String[] addresses = servers.startsWith(CLUSTER_SCHEME) ? new String[] { servers } : servers.split(",");
 		RedissonClient[] clients = new RedissonClient[addresses.length];
 		for (int i = 0; i < addresses.length; i++)
 			clients[i] = connect(addresses[i], watchdogMs);
@@ -91,12 +98,35 @@ public final class Peer {
 		peer.serve(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
 	}
 
+	private static final String CLUSTER_SCHEME = "redis+cluster://";
+
 	/* Redisson's defaults but the watchdog, which the tests shorten to stay fast. */
 	private static RedissonClient connect(String address, long watchdogMs) {
 		Config config = new Config();
 		config.setLockWatchdogTimeout(watchdogMs);
-		config.useSingleServer().setAddress(address);
+		if (address.startsWith(CLUSTER_SCHEME))
+			useCluster(config, address.substring(CLUSTER_SCHEME.length()));
+		else
+			config.useSingleServer().setAddress(address);
 		return Redisson.create(config);
+	}
+
+	/* "[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]": every seed a node address;
+	 * the rest (sharded subscription AUTO, subscriptions at the primaries)
+	 * Redisson's defaults, the same in 3.x and 4.x. */
+	private static void useCluster(Config config, String rest) {
+		ClusterServersConfig cluster = config.useClusterServers();
+		int at = rest.lastIndexOf('@');
+		if (at >= 0) {
+			String credentials = rest.substring(0, at);
+			int colon = credentials.indexOf(':');
+			if (colon > 0)
+				cluster.setUsername(credentials.substring(0, colon));
+			cluster.setPassword(credentials.substring(colon + 1));
+			rest = rest.substring(at + 1);
+		}
+		for (String seed : rest.split(","))
+			cluster.addNodeAddress("redis://" + (seed.contains(":") ? seed : seed + ":6379"));
 	}
 
 	private void warmUp(int cycles) throws Exception {
