@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A Redis Cluster behind one client: the slot map, the members, redirects (see cluster.h). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,36 +309,64 @@ static int follow(dlock__cluster *cl, const redisReply *r, dlock_client **m)
 	return rc < 0 ? rc : kind;
 }
 
+/* TRYAGAIN (a multi-key command while its slot moves) and CLUSTERDOWN: not
+ * run, and worth another go in a moment. */
+static int busy(const redisReply *r)
+{
+	return dlock__reply_is_error(r, "TRYAGAIN") || dlock__reply_is_error(r, "CLUSTERDOWN");
+}
+
+/* Wait 10..40 ms (jittered, so clients that met the same moving slot spread
+ * out) when that ends before deadline; 0 when there is no time for it. */
+static int pause_before(int64_t deadline)
+{
+	static _Atomic unsigned seq;
+	int64_t until = dlock__now_ms() + 10 +
+			(int64_t)((atomic_fetch_add(&seq, 1) * 2654435761u) >> 27);
+
+	if (until >= deadline)
+		return 0;
+	dlock__sleep_until(until);
+	return 1;
+}
+
 int dlock__cluster_exec(dlock__cluster *cl, const char *key, size_t len, dlock__member_run run,
 		void *arg, redisReply **out)
 {
+	int64_t deadline = dlock__deadline_in(cl->root->opts.command_timeout_ms);
 	dlock_client *m = NULL;
-	int rc = dlock__cluster_route(cl, key, len, &m), i, kind = 0;
+	int rc = dlock__cluster_route(cl, key, len, &m), redirects = 0, kind = 0;
 
 	*out = NULL;
-	for (i = 0; rc == 0 && i <= MAX_REDIRECTS; i++) {
+	while (rc == 0) {
 		dlock__asking_next = kind == 2;
 		rc = run(m, arg, out);
 		dlock__asking_next = 0;
 		dlock__cluster_note(cl, rc, NULL);
 		if (rc < 0)
 			return rc;
-		kind = follow(cl, *out, &m);
-		if (kind == 0)
-			return 0;
-		if (kind < 0) {
+		if (busy(*out) && pause_before(deadline)) {
 			freeReplyObject(*out);
 			*out = NULL;
-			return kind;
+			kind = 0;
+			rc = dlock__cluster_route(cl, key, len, &m); /* the map may have moved on */
+			continue;
 		}
+		kind = follow(cl, *out, &m);
+		if (kind == 0)
+			return 0; /* a reply (maybe TRYAGAIN past the deadline: the caller's wait retries) */
 		freeReplyObject(*out);
 		*out = NULL;
+		if (kind < 0)
+			return kind;
+		if (++redirects > MAX_REDIRECTS)
+			return dlock__seterr(DLOCK_ESERVER,
+					"%s: more than %d MOVED/ASK redirects for slot %u "
+					"(resharding under way?)",
+					cl->root->node.label, MAX_REDIRECTS,
+					dlock__key_slot(key, len));
 	}
-	if (rc < 0)
-		return rc;
-	return dlock__seterr(DLOCK_ESERVER,
-			"%s: more than %d MOVED/ASK redirects for slot %u (resharding under way?)",
-			cl->root->node.label, MAX_REDIRECTS, dlock__key_slot(key, len));
+	return rc;
 }
 
 void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r)

@@ -12,8 +12,9 @@
  * Redirects: MOVED points the slot at the node named and runs the command
  * there; ASK runs it once at the node named, after ASKING on the same
  * connection, without changing the map; at most a few redirects per
- * command. TRYAGAIN and CLUSTERDOWN go back to the caller, whose wait
- * treats them as transient. A member that cannot be reached makes the map
+ * command. TRYAGAIN and CLUSTERDOWN are tried again after a jittered pause
+ * within the command timeout, then go back to the caller, whose wait treats
+ * them as transient. A member that cannot be reached makes the map
  * suspect: it is read again before the next command (at most every
  * REFRESH_MIN_MS). Sharded pub/sub (Redis 7+) is found as Redisson finds
  * it (PUBSUB SHARDNUMSUB) and then used by every member: scripts publish
