@@ -68,6 +68,7 @@ static const char usage_text[] =
 "                             $DLOCK_SENTINEL_PASSWORD, $DLOCK_SENTINEL_USER)\n"
 "                             or a Redis Cluster by any of its nodes:\n"
 "                             redis+cluster://[[user]:password@]host[:port][,host...]\n"
+"                             (rediss+cluster:// over TLS)\n"
 "                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379);\n"
 "                             a server listed twice is refused\n"
 "  -m, --mode MODE            rlock (one node), redlock (a quorum of n/2+1 nodes;\n"

@@ -75,10 +75,8 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 				n->port);
 	if (u->master != NULL)
 		return dlock__sentinel_new(&n->sentinel, u, opts);
-	if (u->cluster && u->tls)
-		return dlock__seterr(DLOCK_EINVAL,
-				"rediss+cluster:// is not supported yet (TLS to cluster nodes); use "
-				"redis+cluster:// or TLS to single servers (rediss://)");
+	if (u->cluster && u->tls) /* the seeds' settings; each node gets its own name */
+		return dlock__tls_ctx_new(&n->tls, opts, u->hosts[0]);
 	/* The caller's TLS files are read now: their strings need not outlive the open. */
 	if (u->tls)
 		return dlock__tls_ctx_new(&n->tls, opts, n->host);
@@ -156,15 +154,19 @@ static int connect_now(dlock_client *c)
 }
 
 /* A client for the parsed URI with its background thread; connects now unless opts are lazy. */
-static int open_parsed(
-		dlock_client **out, dlock__uri *u, const dlock_client_options *opts, int sharded)
+static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_options *opts,
+		int sharded, dlock__tls_ctx *tls)
 {
 	dlock_client *c = NULL;
 	int rc = client_new(&c, u, opts);
 
-	if (rc < 0)
+	if (rc < 0) {
+		dlock__tls_ctx_free(tls);
 		return rc;
+	}
 	c->node.sharded_pubsub = sharded;
+	if (tls != NULL)
+		c->node.tls = tls; /* before anything connects */
 	rc = dlock__reactor_start(&c->reactor, &c->node);
 	if (rc == 0)
 		dlock__reactor_set_flush(c->reactor, flush_idle, c);
@@ -194,7 +196,7 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
 	if (rc < 0)
 		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
-	rc = open_parsed(out, &u, &opts, 0);
+	rc = open_parsed(out, &u, &opts, 0, NULL);
 	dlock__uri_clear(&u); /* what the client did not take */
 	return rc;
 }
@@ -203,8 +205,9 @@ int dlock__client_open_member(
 		dlock_client **out, dlock_client *root, const char *host, int port, int sharded)
 {
 	dlock_client_options opts = root->opts;
+	dlock__tls_ctx *tls = NULL;
 	dlock__uri u;
-	int rc;
+	int rc = 0;
 
 	memset(&u, 0, sizeof(u));
 	opts.lazy_connect = 1;
@@ -216,8 +219,10 @@ int dlock__client_open_member(
 			: NULL;
 	if (u.host == NULL || (root->node.user && !u.user) || (root->node.password && !u.password))
 		rc = dlock__seterr(DLOCK_ENOMEM, "cluster: out of memory");
-	else
-		rc = open_parsed(out, &u, &opts, sharded);
+	if (rc == 0 && root->node.tls != NULL) /* the node's own name, the root's certificates */
+		rc = dlock__tls_ctx_for_host(&tls, root->node.tls, host);
+	if (rc == 0)
+		rc = open_parsed(out, &u, &opts, sharded, tls);
 	dlock__uri_clear(&u);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include "core/slot.h"
 #include "core/slotmap.h"
 #include "core/time.h"
+#include "core/tls.h"
 
 #define MAX_REDIRECTS 5
 #define REFRESH_MIN_MS 100 /* a suspect map is read again at most this often */
@@ -105,7 +106,7 @@ static int read_map(dlock__conn *c, const char *host, int64_t deadline, dlock__s
 		if (rc == 0 && (rc = dlock__reply_check(c->node, r, "CLUSTER SLOTS")) == 0)
 			rc = dlock__slotmap_from_slots(map, r, host);
 	} else if (rc == 0) {
-		rc = dlock__slotmap_from_shards(map, r, host, 0);
+		rc = dlock__slotmap_from_shards(map, r, host, c->node->tls != NULL);
 	}
 	freeReplyObject(r);
 	return rc;
@@ -141,7 +142,9 @@ static int ask_node(dlock__cluster *cl, const char *host, int port, int64_t dead
 	n.command_timeout_ms = root->command_timeout_ms;
 	snprintf(n.label, sizeof(n.label), strchr(host, ':') ? "[%.255s]:%d" : "%.255s:%d", host,
 			port);
-	rc = dlock__conn_open(&c, &n, deadline);
+	rc = root->tls != NULL ? dlock__tls_ctx_for_host(&n.tls, root->tls, host) : 0;
+	if (rc == 0)
+		rc = dlock__conn_open(&c, &n, deadline);
 	if (rc == 0)
 		rc = read_map(c, host, deadline, map);
 	if (rc == 0 && *sharded < 0) {
@@ -150,6 +153,7 @@ static int ask_node(dlock__cluster *cl, const char *host, int port, int64_t dead
 			rc = *sharded;
 	}
 	dlock__conn_close(c);
+	dlock__tls_ctx_free(n.tls);
 	return rc;
 }
 

@@ -25,7 +25,27 @@ struct dlock__tls_ctx {
 	char *name; /* verified against the certificate, sent as SNI unless an IP */
 	int name_is_ip;
 	int insecure;
+	int named; /* the name is tls_server_name (the same for every host) */
 };
+
+/* A context of `name` over the SSL_CTX ssl (a reference is taken). */
+static int ctx_make(dlock__tls_ctx **out, SSL_CTX *ssl, const char *name)
+{
+	unsigned char ip[16];
+	dlock__tls_ctx *t = dlock__calloc(1, sizeof(*t));
+
+	*out = NULL;
+	if (t == NULL || (t->name = dlock__strndup(name, strlen(name))) == NULL) {
+		dlock__free(t);
+		return dlock__seterr(DLOCK_ENOMEM, "TLS: out of memory");
+	}
+	t->name_is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+	if (ssl != NULL)
+		SSL_CTX_up_ref(ssl);
+	t->ssl = ssl;
+	*out = t;
+	return 0;
+}
 
 static _Thread_local char tls_reason[256];
 
@@ -91,18 +111,17 @@ static int load_files(SSL_CTX *ssl, const dlock_client_options *o)
 
 int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, const char *host)
 {
-	unsigned char ip[16];
 	const char *name = o->tls_server_name != NULL ? o->tls_server_name : host;
-	dlock__tls_ctx *t = dlock__calloc(1, sizeof(*t));
-	int rc;
+	SSL_CTX *ssl = SSL_CTX_new(TLS_client_method());
+	dlock__tls_ctx *t = NULL;
+	int rc = ssl == NULL ? dlock__seterr(DLOCK_ENOMEM, "TLS: out of memory")
+			     : ctx_make(&t, ssl, name);
 
+	SSL_CTX_free(ssl); /* t holds its own reference */
 	*out = NULL;
-	if (t == NULL || (t->name = dlock__strndup(name, strlen(name))) == NULL ||
-			(t->ssl = SSL_CTX_new(TLS_client_method())) == NULL) {
-		dlock__tls_ctx_free(t);
-		return dlock__seterr(DLOCK_ENOMEM, "TLS: out of memory");
-	}
-	t->name_is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+	if (rc < 0)
+		return rc;
+	t->named = o->tls_server_name != NULL;
 	t->insecure = o->tls_insecure;
 	SSL_CTX_set_min_proto_version(t->ssl, TLS1_2_VERSION);
 	/* A write that could not finish is retried from a buffer that may have
@@ -117,6 +136,17 @@ int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, cons
 	}
 	*out = t;
 	return 0;
+}
+
+int dlock__tls_ctx_for_host(dlock__tls_ctx **out, const dlock__tls_ctx *base, const char *host)
+{
+	int rc = ctx_make(out, base->ssl, base->named ? base->name : host);
+
+	if (rc == 0) {
+		(*out)->named = base->named;
+		(*out)->insecure = base->insecure;
+	}
+	return rc;
 }
 
 void dlock__tls_ctx_free(dlock__tls_ctx *t)
@@ -280,6 +310,12 @@ int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, cons
 void dlock__tls_ctx_free(dlock__tls_ctx *t)
 {
 	(void)t;
+}
+
+int dlock__tls_ctx_for_host(dlock__tls_ctx **out, const dlock__tls_ctx *base, const char *host)
+{
+	(void)base;
+	return dlock__tls_ctx_new(out, NULL, host);
 }
 
 const char *dlock__tls_ctx_describe(const dlock__tls_ctx *t)

@@ -33,6 +33,10 @@ typedef struct dlock__tls_ctx dlock__tls_ctx;
 int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, const char *host);
 void dlock__tls_ctx_free(dlock__tls_ctx *ctx);
 
+/* The same settings (and certificates: the SSL_CTX is shared) for another
+ * host: a cluster's node. Its name is the host, unless tls_server_name set one. */
+int dlock__tls_ctx_for_host(dlock__tls_ctx **out, const dlock__tls_ctx *base, const char *host);
+
 /* "TLS, verified" or "TLS, NOT verified (tls_insecure)": for messages. */
 const char *dlock__tls_ctx_describe(const dlock__tls_ctx *ctx);
 

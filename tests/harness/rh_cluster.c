@@ -358,8 +358,13 @@ static rh_server *rhc_start_server(const char *const *extra)
 		for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 			args[k++] = fixed[i];
 		args[k++] = bus;
-		for (size_t i = 0; i < n; i++)
-			args[k++] = extra[i];
+		char tls[16];
+		snprintf(tls, sizeof tls, "%d", rh_free_port());
+		for (size_t i = 0; i < n; i++) /* "--tls-port auto": a free port of its own */
+			args[k++] = i > 0 && strcmp(extra[i - 1], "--tls-port") == 0 &&
+							strcmp(extra[i], "auto") == 0
+					? tls
+					: extra[i];
 		args[k] = NULL;
 		s = rh_server_start(args);
 	}
@@ -424,4 +429,20 @@ rh_cluster *rh_cluster_start(int primaries, int replicas_per_primary, const char
 		return NULL;
 	}
 	return c;
+}
+
+const char *rh_cluster_tls_seed_uri(rh_cluster *c)
+{
+	static _Thread_local char uri[1024];
+	size_t at = (size_t)snprintf(uri, sizeof uri, "rediss+cluster://");
+
+	for (int i = 0; i < rh_cluster_size(c) && at < sizeof uri; i++) {
+		redisReply *r = rh_command(rh_cluster_server(c, i), "CONFIG GET tls-port");
+		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+			at += (size_t)snprintf(uri + at, sizeof uri - at, "%s127.0.0.1:%s",
+					i ? "," : "", r->element[1]->str);
+		if (r)
+			freeReplyObject(r);
+	}
+	return uri;
 }

@@ -26,7 +26,8 @@ typedef struct rh_cluster rh_cluster;
  * in the first server's directory, and to stderr when it fails), and wait
  * (30 s at most) until rh_cluster_await_ok() holds. `extra` is added to
  * every server's arguments, as for rh_server_start() (a --requirepass in it
- * is passed to redis-cli and MIGRATE; add --masterauth yourself). Returns
+ * is passed to redis-cli and MIGRATE; add --masterauth yourself; a
+ * "--tls-port", "auto" pair gives each server a TLS port of its own). Returns
  * NULL, with the reason on stderr, when the cluster cannot be made.
  */
 rh_cluster *rh_cluster_start(int primaries, int replicas_per_primary, const char *const *extra);
@@ -46,6 +47,11 @@ const char *rh_cluster_node_id(const rh_cluster *c, int i);
 
 /* "redis+cluster://127.0.0.1:P1,127.0.0.1:P2,..." listing every server. */
 const char *rh_cluster_seed_uri(const rh_cluster *c);
+
+/* For a cluster started with "--tls-port", "auto" in `extra` (each server
+ * then gets a free TLS port of its own): "rediss+cluster://..." over their
+ * TLS ports (CONFIG GET tls-port). Valid until the thread's next call. */
+const char *rh_cluster_tls_seed_uri(rh_cluster *c);
 
 /*
  * Every running server says cluster_state:ok, knows every running server
