@@ -38,7 +38,6 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-cluster-compare.XXXXXX")
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -55,6 +54,7 @@ start() {
 	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 		--dir "$tmp/$port" --logfile "$tmp/$port/log" "$@" &
 	pids+=($!)
+	disown # killed by cleanup without a job notice
 	for _ in $(seq 1 100); do
 		redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
 		sleep 0.05
