@@ -144,7 +144,8 @@ int dlock__client_started_at(dlock_client *client, int64_t *started_ms);
 /* The same for n clients at once (core/started.c): the ones whose start is
  * not known for their current connections are asked in one multiplexed
  * round, at most one command timeout. rcs[i]: 0, or why started_ms[i] is
- * unknown (DLOCK_ENOMEM when the round could not be run at all). */
+ * unknown (DLOCK_ENOMEM when the round could not be run at all; a NULL
+ * client is unknown). */
 void dlock__clients_started_at(
 		dlock_client *const *clients, size_t n, int64_t *started_ms, int *rcs);
 

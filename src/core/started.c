@@ -111,7 +111,9 @@ void dlock__clients_started_at(
 	for (i = 0; i < n; i++) {
 		/* Unknown until answered; a start cached meanwhile is taken as is. */
 		rcs[i] = DLOCK_ENOMEM;
-		if (ops != NULL && gens != NULL && which != NULL &&
+		if (clients[i] == NULL) /* no server to ask (a cluster without a map now) */
+			rcs[i] = DLOCK_ECONN;
+		else if (ops != NULL && gens != NULL && which != NULL &&
 				dlock__uptime_op(&ops[nops], clients[i], &gens[nops]))
 			which[nops++] = i;
 		else if (cached(clients[i], &started_ms[i]))

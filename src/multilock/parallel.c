@@ -197,10 +197,17 @@ static void ask_uptimes(dlock__engine *e, const dlock__parallel *p, dlock__mux_o
 	u->asked = dlock__now_ms();
 	if (!p->hear_all || u->gen == NULL || u->member == NULL)
 		return;
-	for (size_t i = 0; i < e->n; i++)
-		if (!ops[i].skip &&
-				dlock__uptime_op(&ops[e->n + u->n], ops[i].client, &u->gen[u->n]))
+	for (size_t i = 0; i < e->n; i++) {
+		/* In a cluster: the member that serves the lock, where the acquire goes. */
+		dlock_client *c = ops[i].skip
+				? NULL
+				: dlock__client_for_key(ops[i].client,
+						  dlock__lock_name(e->members[i]),
+						  dlock__lock_name_len(e->members[i]));
+
+		if (c != NULL && dlock__uptime_op(&ops[e->n + u->n], c, &u->gen[u->n]))
 			u->member[u->n++] = i;
+	}
 }
 
 static void note_uptimes(dlock__engine *e, const dlock__mux_op *ops, const uptimes *u)

@@ -72,7 +72,9 @@ void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_tr
 	for (i = 0; i < n; i++) {
 		if (tries[i].st.vote != DLOCK_VOTE_ACQUIRED)
 			continue;
-		clients[k] = dlock__lock_client(members[i]);
+		/* In a cluster: the member that serves the lock's key (NULL: unknown). */
+		clients[k] = dlock__client_for_key(dlock__lock_client(members[i]),
+				dlock__lock_name(members[i]), dlock__lock_name_len(members[i]));
 		q[k++] = i;
 	}
 	dlock__clients_started_at(clients, k, started, rcs);

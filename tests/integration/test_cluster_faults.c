@@ -285,6 +285,30 @@ Test(cluster_faults, a_redlock_of_three_clusters, .timeout = 120)
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(owner_of(c[i], "across"), "EXISTS across"), 0);
 	dlock_redlock_free(rl);
+
+	/* Contended: someone else holds it in cluster 1 only. The restart guard
+	 * then asks the uptimes of the servers that voted (the members serving
+	 * the name in clusters 2 and 3) and counts their votes: 2 of 3. */
+	dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
+	dlock_client *other = dl_client(rh_cluster_seed_uri(c[0]), 2000, 30000);
+	dlock_lock *partial = dl_lock(other, "across");
+	ro.restart_guard_ms = 500;
+	dl_sleep_ms(2000); /* older than the guard's window (uptime has 1 s steps) */
+	dl_pass(dlock_lock_lock(partial, 10000));
+	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "across", NULL, &ro));
+	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
+	for (size_t i = 0; i < 3; i++) {
+		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
+
+		dl_pass(dlock_redlock_status(&st, rl, i));
+		cr_assert_eq(st.vote, i == 0 ? DLOCK_VOTE_HELD : DLOCK_VOTE_ACQUIRED,
+				"member %zu: vote %s (%s)", i, dl_vote_name(st.vote), st.message);
+	}
+	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_lock_unlock(partial));
+	dlock_redlock_free(rl);
+	dl_free_locks(partial);
+	dl_close_clients(other);
 	for (int i = 0; i < 3; i++)
 		rh_cluster_free(c[i]);
 }
