@@ -152,22 +152,27 @@ int rhc_await_owner(rh_cluster *c, int slot, rh_server *owner, int64_t deadline)
 /* ---- failover ------------------------------------------------------------ */
 
 /* A running replica of primary whose link is up, or -1. */
+/* Is s a replica of `primary` whose link is up (INFO replication)? */
+static int synced_replica_of(rh_server *s, const rh_server *primary)
+{
+	char *repl = rhc_text(s, "INFO", "replication");
+	char role[16] = "", port[16] = "", link[16] = "";
+
+	if (repl) {
+		rhc_get(repl, "role", role, sizeof role);
+		rhc_get(repl, "master_port", port, sizeof port);
+		rhc_get(repl, "master_link_status", link, sizeof link);
+	}
+	free(repl);
+	return strcmp(role, "slave") == 0 && atoi(port) == rh_server_port(primary) &&
+			strcmp(link, "up") == 0;
+}
+
 static int replica_of(rh_cluster *c, const rh_server *primary)
 {
-	for (int i = 0; i < c->n; i++) {
-		char *repl = rhc_running(c, i) ? rhc_text(c->servers[i], "INFO", "replication")
-					       : NULL;
-		char role[16] = "", port[16] = "", link[16] = "";
-		if (repl) {
-			rhc_get(repl, "role", role, sizeof role);
-			rhc_get(repl, "master_port", port, sizeof port);
-			rhc_get(repl, "master_link_status", link, sizeof link);
-		}
-		free(repl);
-		if (strcmp(role, "slave") == 0 && atoi(port) == rh_server_port(primary) &&
-				strcmp(link, "up") == 0)
+	for (int i = 0; i < c->n; i++)
+		if (rhc_running(c, i) && synced_replica_of(c->servers[i], primary))
 			return i;
-	}
 	return -1;
 }
 
@@ -188,16 +193,7 @@ static int a_slot_of(rh_server *primary)
 static int await_demoted(rh_server *old, rh_server *promoted, int64_t deadline)
 {
 	for (;;) {
-		char *repl = rhc_text(old, "INFO", "replication");
-		char role[16] = "", port[16] = "", link[16] = "";
-		if (repl) {
-			rhc_get(repl, "role", role, sizeof role);
-			rhc_get(repl, "master_port", port, sizeof port);
-			rhc_get(repl, "master_link_status", link, sizeof link);
-		}
-		free(repl);
-		if (strcmp(role, "slave") == 0 && atoi(port) == rh_server_port(promoted) &&
-				strcmp(link, "up") == 0)
+		if (synced_replica_of(old, promoted))
 			return 0;
 		if (rh_now_ms() >= deadline)
 			return -1;
