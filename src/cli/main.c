@@ -125,7 +125,9 @@ static const char usage_text[] =
 "  dlock -n redis://a,redis://b,redis://c run -w 0 migrate -- ./migrate.sh\n"
 "  dlock acquire -l 60000 --owner deploy:$$ release-train && ./deploy.sh;\n"
 "  dlock release --owner deploy:$$ release-train\n"
-"  dlock status --json nightly-report\n";
+"  dlock status --json nightly-report\n"
+"  dlock -n redis+sentinel://s1,s2,s3/mymaster run job -- ./job.sh\n"
+"  dlock -n redis+cluster://node1:7000,node2:7000 run job -- ./job.sh\n";
 /* clang-format on */
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
