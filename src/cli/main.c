@@ -63,7 +63,7 @@ static const char usage_text[] =
 "                             (rediss:// for TLS, see --tls-*)\n"
 "                             or unix://[[user]:password@]/path/to/redis.sock[?db=N]\n"
 "                             or a Sentinel-managed primary:\n"
-"                             redis+sentinel://[[user]:password@]host[:26379][,host...]/NAME[/db]\n"
+"                             redis+sentinel://[[user]:password@]host[,host...]/NAME[/db]\n"
 "                             (sentinels that want a password of their own:\n"
 "                             $DLOCK_SENTINEL_PASSWORD, $DLOCK_SENTINEL_USER)\n"
 "                             or a Redis Cluster by any of its nodes:\n"
