@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "redis_harness.h"
+#include "rh_cluster.h"
 
 static int passed, failed;
 
@@ -342,6 +343,84 @@ static void scenario_churn(rh_server *s)
 	report("clients closed while holding and renewing", ok);
 }
 
+/* ---- a Redis Cluster: one client's threads open members, route, renew per slot ---- */
+
+typedef struct cluster_arg {
+	dlock_client *c;
+	int id;
+	atomic_int *errors;
+} cluster_arg;
+
+/* Distinct names of every shard: no contention, many slots, members opened
+ * by whichever thread needs one first. */
+static void *cluster_worker(void *arg)
+{
+	cluster_arg *a = arg;
+	int i;
+
+	for (i = 0; i < 60; i++) {
+		char name[32];
+		dlock_lock *l = NULL;
+		int rc;
+
+		snprintf(name, sizeof name, "stress:cl:%d:%d", a->id, i);
+		rc = dlock_lock_new(&l, a->c, name);
+		if (rc == 0)
+			rc = dlock_lock_try(l, 5000, i % 2 ? DLOCK_LEASE_WATCHDOG : 5000);
+		if (rc == 0)
+			rc = dlock_lock_unlock(l);
+		if (rc != 0 && atomic_fetch_add(a->errors, 1) < 3)
+			fprintf(stderr, "  %s: %s: %s\n", name, dlock_strerror(rc),
+					l ? dlock_lock_errmsg(l) : dlock_errmsg_last());
+		dlock_lock_free(l);
+	}
+	return NULL;
+}
+
+static void scenario_cluster(void)
+{
+	rh_cluster *cl = rh_cluster_start(3, 0, NULL);
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	shared sh = { 0 };
+	atomic_int errors = 0;
+	cluster_arg args[8];
+	pthread_t t[8];
+	dlock_client *c = NULL;
+	int ok = 1, i;
+
+	if (cl == NULL) {
+		report("cluster: could not start one", 0);
+		return;
+	}
+	o.watchdog_timeout_ms = ms(300);
+	o.command_timeout_ms = ms(1000);
+	o.connect_timeout_ms = ms(1000);
+	if (dlock_client_open(&c, rh_cluster_seed_uri(cl), &o) != 0) {
+		fprintf(stderr, "open cluster: %s\n", dlock_errmsg_last());
+		exit(2);
+	}
+	for (i = 0; i < 8; i++) {
+		args[i] = (cluster_arg){ c, i, &errors };
+		pthread_create(&t[i], NULL, cluster_worker, &args[i]);
+	}
+	for (i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	CHECK(atomic_load(&errors) == 0, "%d errors on distinct names", atomic_load(&errors));
+	/* One name, 8 threads, the watchdog renewing at its node meanwhile. */
+	dlock_lock_new(&sh.lock, c, "stress:cluster");
+	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
+	sh.rounds = 40;
+	run_threads(rlock_worker, &sh, 8);
+	CHECK(sh.counter == 8 * 40, "counter %d, expected %d", sh.counter, 8 * 40);
+	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
+	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
+	CHECK(atomic_load(&sh.lost) == 0, "%d holds reported lost", atomic_load(&sh.lost));
+	dlock_lock_free(sh.lock);
+	dlock_client_close(c);
+	rh_cluster_free(cl);
+	report("cluster client, 8 threads over every shard", ok);
+}
+
 int main(void)
 {
 	rh_server *s[3];
@@ -357,6 +436,7 @@ int main(void)
 	scenario_force_unlock(s[1]);
 	scenario_quorum(s);
 	scenario_churn(s[0]);
+	scenario_cluster();
 	rh_cleanup_all();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
