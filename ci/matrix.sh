@@ -68,7 +68,7 @@ section "valgrind memcheck (plain build: unit, stress, allocation failures)"
 vglogs=$plain/valgrind-logs
 rm -rf "$vglogs" && mkdir -p "$vglogs"
 vg=(valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
-	--show-leak-kinds=definite --trace-children=yes --trace-children-skip='*redis-server*'
+	--show-leak-kinds=definite --trace-children=yes --trace-children-skip='*redis-server*,*redis-cli*'
 	--suppressions="$root/ci/valgrind.supp")
 for t in "$plain"/tests/unit_test_* "$plain"/tests/stress_* "$plain"/tests/integration_test_alloc_failures; do
 	[ -x "$t" ] || continue
