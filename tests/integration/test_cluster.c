@@ -35,15 +35,6 @@ static void cluster_down(void)
 
 TestSuite(cluster, .init = cluster_up, .fini = cluster_down, .timeout = 120);
 
-/* The server that serves key's slot now. */
-static rh_server *owner_of(const char *key)
-{
-	rh_server *s = rh_cluster_slot_owner(cl, NULL, rh_cluster_key_slot(cl, key));
-
-	cr_assert_not_null(s, "no owner for %s", key);
-	return s;
-}
-
 /* Three names on three different primaries (found, not assumed). */
 static void names_on_three_shards(char names[3][16])
 {
@@ -56,7 +47,7 @@ static void names_on_three_shards(char names[3][16])
 		int fresh = 1;
 
 		snprintf(name, sizeof name, "res-%d", i);
-		s = owner_of(name);
+		s = dl_slot_owner(cl, name);
 		for (int k = 0; k < n; k++)
 			fresh = fresh && seen[k] != s;
 		if (fresh) {
@@ -80,16 +71,17 @@ Test(cluster, locks_of_every_kind_on_every_shard)
 		char fname[64], rname[64];
 
 		dl_pass(dlock_lock_lock(plain, 10000));
-		cr_assert_eq(rh_command_int(owner_of(names[i]), "HEXISTS %s %s", names[i], owner),
+		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "HEXISTS %s %s", names[i],
+					     owner),
 				1, "%s is not held on the node serving its slot", names[i]);
 		dl_pass(dlock_lock_unlock(plain));
-		cr_assert_eq(rh_command_int(owner_of(names[i]), "EXISTS %s", names[i]), 0);
+		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 0);
 
 		snprintf(fname, sizeof fname, "%s-fenced", names[i]);
 		dl_pass(dlock_fencedlock_new(&fenced, c, fname));
 		dl_pass(dlock_lock_try_fenced(&token, fenced, NULL, 0, 10000));
-		redisReply *counter =
-				rh_command(owner_of(fname), "GET redisson_lock_token:{%s}", fname);
+		redisReply *counter = rh_command(
+				dl_slot_owner(cl, fname), "GET redisson_lock_token:{%s}", fname);
 		cr_assert(counter && counter->type == REDIS_REPLY_STRING &&
 						atoll(counter->str) == token,
 				"the token counter is not on the node of the name's slot");
@@ -113,7 +105,8 @@ static void await_sharded_subscriber(const char *name)
 
 	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
 	for (;;) {
-		redisReply *r = rh_command(owner_of(channel), "PUBSUB SHARDNUMSUB %s", channel);
+		redisReply *r = rh_command(
+				dl_slot_owner(cl, channel), "PUBSUB SHARDNUMSUB %s", channel);
 		int n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
 				? (int)r->element[1]->integer
 				: 0;
@@ -167,7 +160,7 @@ Test(cluster, the_watchdog_renews_holds_on_every_shard)
 
 		dl_pass(dlock_lock_is_held(&held, l[i]));
 		cr_assert_eq(held, 1, "%s lost", name[i]);
-		cr_assert_gt(rh_command_int(owner_of(name[i]), "PTTL %s", name[i]), 0,
+		cr_assert_gt(rh_command_int(dl_slot_owner(cl, name[i]), "PTTL %s", name[i]), 0,
 				"%s is not alive on its node", name[i]);
 		dl_pass(dlock_lock_unlock(l[i]));
 		dlock_lock_free(l[i]);
@@ -198,7 +191,7 @@ Test(cluster, a_moved_slot_is_followed_and_ask_is_honoured)
 
 	dl_owner(c, owner, sizeof owner);
 	dl_pass(dlock_lock_lock(held, 60000));
-	rh_server *from = owner_of("moving"), *to = other_primary(from);
+	rh_server *from = dl_slot_owner(cl, "moving"), *to = other_primary(from);
 
 	/* While the slot moves: a new key of that slot is not at the source
 	 * yet, so the source answers ASK and the lock is taken at the target. */
@@ -236,7 +229,7 @@ Test(cluster, a_failed_over_primary_keeps_the_hold_and_hands_it_on)
 	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
 	dl_waiter_start(&w, cb, b, 30000);
 	await_sharded_subscriber("fo");
-	rh_server *old = owner_of("fo");
+	rh_server *old = dl_slot_owner(cl, "fo");
 	cr_assert_eq(rh_command_int(old, "WAIT 1 5000"), 1, "the hold did not replicate");
 	int64_t t0 = rh_now_ms();
 	rh_server *promoted = rh_cluster_failover(cl, old, 20000);
@@ -274,10 +267,10 @@ Test(cluster, a_multilock_spans_slots)
 	dl_pass(dlock_multilock_new(&ml, m, 3));
 	dl_pass(dlock_multilock_try(ml, 0, 10000));
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(rh_command_int(owner_of(names[i]), "EXISTS %s", names[i]), 1);
+		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 1);
 	dl_pass(dlock_multilock_unlock(ml));
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(rh_command_int(owner_of(names[i]), "EXISTS %s", names[i]), 0);
+		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 0);
 	dlock_multilock_free(ml);
 	dl_free_locks(m[0], m[1], m[2]);
 	dl_close_clients(c);

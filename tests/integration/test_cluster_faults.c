@@ -22,14 +22,6 @@
 
 #define WATCHDOG_MS 10000
 
-static rh_server *owner_of(rh_cluster *c, const char *key)
-{
-	rh_server *s = rh_cluster_slot_owner(c, NULL, rh_cluster_key_slot(c, key));
-
-	cr_assert_not_null(s, "no owner for %s", key);
-	return s;
-}
-
 /* The replica of primary p (the harness makes one per primary). */
 static rh_server *replica_of(rh_cluster *c, rh_server *p)
 {
@@ -73,7 +65,7 @@ static void killed_primary(int replicated)
 	dlock_client *ca = dl_client(rh_cluster_seed_uri(c), 500, WATCHDOG_MS);
 	dlock_client *cb = dl_client(rh_cluster_seed_uri(c), 500, WATCHDOG_MS);
 	dlock_lock *a = dl_lock(ca, "killed"), *b = dl_lock(cb, "killed");
-	rh_server *old = owner_of(c, "killed"), *replica = replica_of(c, old);
+	rh_server *old = dl_slot_owner(c, "killed"), *replica = replica_of(c, old);
 	dl_lost lost;
 	dl_waiter w;
 
@@ -279,11 +271,11 @@ Test(cluster_faults, a_redlock_of_three_clusters, .timeout = 120)
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "across", NULL, NULL));
 	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(rh_command_int(owner_of(c[i], "across"), "EXISTS across"), 1,
+		cr_assert_eq(rh_command_int(dl_slot_owner(c[i], "across"), "EXISTS across"), 1,
 				"not held in cluster %d", i + 1);
 	dl_pass(dlock_redlock_unlock(rl));
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(rh_command_int(owner_of(c[i], "across"), "EXISTS across"), 0);
+		cr_assert_eq(rh_command_int(dl_slot_owner(c[i], "across"), "EXISTS across"), 0);
 	dlock_redlock_free(rl);
 
 	/* Contended: someone else holds it in cluster 1 only. The restart guard

@@ -52,14 +52,6 @@ TestSuite(redisson_cluster, .init = setup, .fini = teardown, .timeout = 240);
 
 /* ---- where things are ----------------------------------------------------- */
 
-/* The primary serving key's slot now. */
-static rh_server *owner_of(const char *key)
-{
-	rh_server *s = rh_cluster_slot_owner(cl, NULL, rh_cluster_key_slot(cl, key));
-	cr_assert_not_null(s, "no node serves the slot of %s", key);
-	return s;
-}
-
 static void channel_of(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "redisson_lock__channel:{%s}", name);
@@ -75,7 +67,7 @@ static void names_on_shards(char names[][32], int n, const char *prefix)
 	for (int i = 0; found < n && i < 1000; i++) {
 		char name[32], channel[160];
 		snprintf(name, sizeof name, "%s-%d", prefix, i);
-		rh_server *s = owner_of(name);
+		rh_server *s = dl_slot_owner(cl, name);
 		int fresh = 1;
 		for (int k = 0; k < found; k++)
 			fresh = fresh && seen[k] != s;
@@ -108,7 +100,7 @@ static int64_t numsub(rh_server *s, const char *which, const char *channel)
  * its slot; then nobody listens on it with a classic SUBSCRIBE on any node. */
 static void await_sharded_subscriber(const char *channel)
 {
-	rh_server *at = owner_of(channel);
+	rh_server *at = dl_slot_owner(cl, channel);
 	int64_t deadline = rh_now_ms() + AWAIT_MS;
 	while (numsub(at, "SHARDNUMSUB", channel) < 1) {
 		cr_assert_lt(rh_now_ms(), deadline,
@@ -163,7 +155,7 @@ static void published_only_at_the_slot(const published *before, const char *chan
 {
 	published after;
 	published_now(&after);
-	rh_server *at = owner_of(channel);
+	rh_server *at = dl_slot_owner(cl, channel);
 	for (int i = 0; i < SHARDS; i++) {
 		cr_assert_eq(after.primary[i], before->primary[i], "the primaries changed");
 		int64_t s = after.spublish[i] - before->spublish[i];
@@ -185,7 +177,7 @@ static void published_only_at_the_slot(const published *before, const char *chan
 static double wake(const char *what, const char *name, int64_t from_ns, int64_t to_ns)
 {
 	double ms = (double)(to_ns - from_ns) / 1e6;
-	int port = rh_server_port(owner_of(name));
+	int port = rh_server_port(dl_slot_owner(cl, name));
 	fprintf(stderr, "interop cluster %s: %.2f ms (Redisson %s)\n", what, ms, jp_version(peer));
 	cr_log_info("cluster %s, \"%s\" (slot %d, port %d): %.2f ms (Redisson %s)", what, name,
 			rh_cluster_key_slot(cl, name), port, ms, jp_version(peer));
@@ -212,7 +204,7 @@ Test(redisson_cluster, redissons_unlock_wakes_a_dlock_waiter_on_every_shard)
 	for (int i = 0; i < SHARDS; i++) {
 		const char *name = names[i];
 		dlock_lock *l = dl_lock(cli, name);
-		rh_server *at = owner_of(name);
+		rh_server *at = dl_slot_owner(cl, name);
 		channel_of(channel, sizeof channel, name);
 
 		jp_ok(peer, &r, "w1", "lock rlock %s -1", name);
@@ -260,7 +252,7 @@ Test(redisson_cluster, dlocks_unlock_wakes_a_redisson_waiter_on_every_shard)
 	for (int i = 0; i < SHARDS; i++) {
 		const char *name = names[i];
 		dlock_lock *l = dl_lock(cli, name);
-		rh_server *at = owner_of(name);
+		rh_server *at = dl_slot_owner(cl, name);
 		channel_of(channel, sizeof channel, name);
 
 		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
@@ -304,7 +296,7 @@ static void queue_reaches(const char *name, int64_t n)
 {
 	char queue[96];
 	snprintf(queue, sizeof queue, "redisson_lock_queue:{%s}", name);
-	rh_server *at = owner_of(queue);
+	rh_server *at = dl_slot_owner(cl, queue);
 	int64_t deadline = rh_now_ms() + AWAIT_MS, len;
 	while ((len = rh_command_int(at, "LLEN %s", queue)) != n) {
 		cr_assert_lt(rh_now_ms(), deadline, "%s holds %" PRId64 " waiters, not %" PRId64,
@@ -327,7 +319,7 @@ Test(redisson_cluster, a_fair_lock_is_handed_from_redisson_to_dlock_and_back)
 	jp_reply r;
 	names_on_shards(names, 1, "fair");
 	const char *name = names[0];
-	rh_server *at = owner_of(name);
+	rh_server *at = dl_slot_owner(cl, name);
 	dlock_lock *l = NULL;
 	dl_pass(dlock_fairlock_new(&l, cli, name, 0));
 

@@ -141,6 +141,19 @@ static int run_threads(void *(*fn)(void *), shared *sh, int n)
 	return 0;
 }
 
+/* Every section counted, none overlapping, no error, no hold lost. */
+static int counted_exactly(shared *sh, int expected)
+{
+	int ok = 1;
+
+	CHECK(sh->counter == expected, "counter %d, expected %d", sh->counter, expected);
+	CHECK(atomic_load(&sh->overlaps) == 0, "%d overlapping sections",
+			atomic_load(&sh->overlaps));
+	CHECK(atomic_load(&sh->errors) == 0, "%d errors", atomic_load(&sh->errors));
+	CHECK(atomic_load(&sh->lost) == 0, "%d holds reported lost", atomic_load(&sh->lost));
+	return ok;
+}
+
 static void scenario_shared_client(rh_server *s)
 {
 	shared sh = { 0 };
@@ -151,10 +164,7 @@ static void scenario_shared_client(rh_server *s)
 	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
 	sh.rounds = 150;
 	run_threads(rlock_worker, &sh, 8);
-	CHECK(sh.counter == 8 * 150, "counter %d, expected %d", sh.counter, 8 * 150);
-	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
-	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
-	CHECK(atomic_load(&sh.lost) == 0, "%d holds reported lost", atomic_load(&sh.lost));
+	ok = counted_exactly(&sh, 8 * 150);
 	CHECK(rh_command_int(s, "EXISTS stress:rlock") == 0, "the lock key is left");
 	dlock_lock_free(sh.lock);
 	dlock_client_close(c);
@@ -411,10 +421,7 @@ static void scenario_cluster(void)
 	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
 	sh.rounds = 40;
 	run_threads(rlock_worker, &sh, 8);
-	CHECK(sh.counter == 8 * 40, "counter %d, expected %d", sh.counter, 8 * 40);
-	CHECK(atomic_load(&sh.overlaps) == 0, "%d overlapping sections", atomic_load(&sh.overlaps));
-	CHECK(atomic_load(&sh.errors) == 0, "%d errors", atomic_load(&sh.errors));
-	CHECK(atomic_load(&sh.lost) == 0, "%d holds reported lost", atomic_load(&sh.lost));
+	ok = counted_exactly(&sh, 8 * 40) && ok;
 	dlock_lock_free(sh.lock);
 	dlock_client_close(c);
 	rh_cluster_free(cl);

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 
 #include "redis_harness.h"
+#include "rh_cluster.h"
 #include "support.h"
 
 /* Both bounds in the message, so a flaky timing says how far off it was. */
@@ -132,4 +133,12 @@ void dl_waiter_join(dl_waiter *w)
 void dl_on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
 {
 	dl_lost_note(ud, lock, owner, reason);
+}
+
+rh_server *dl_slot_owner(rh_cluster *c, const char *key)
+{
+	rh_server *s = rh_cluster_slot_owner(c, NULL, rh_cluster_key_slot(c, key));
+
+	cr_assert_not_null(s, "no node serves the slot of %s", key);
+	return s;
 }

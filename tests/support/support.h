@@ -285,6 +285,10 @@ typedef struct dl_waiter {
 void dl_waiter_start(dl_waiter *w, dlock_client *c, dlock_lock *l, int64_t wait_ms);
 void dl_waiter_join(dl_waiter *w);
 
+/* The server of cluster c that serves key's slot now (asserts there is one). */
+struct rh_cluster;
+struct rh_server *dl_slot_owner(struct rh_cluster *c, const char *key);
+
 /* A lost callback that records into the dl_lost passed as userdata. */
 void dl_on_lost(dlock_lock *lock, const char *owner, int reason, void *ud);
 
