@@ -33,7 +33,7 @@ static void free_client(dlock_client *c)
 	dlock__reactor_stop(c->reactor, c->pid != getpid());
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
-	dlock__cluster_free(c->node.cluster, c->pid != getpid());
+	dlock__cluster_free(c->node.cluster);
 	for (i = 0; i < c->n_idle; i++)
 		dlock__conn_close(c->idle[i]);
 	dlock__free(c->idle);
@@ -227,9 +227,8 @@ int dlock__client_open_member(
 	return rc;
 }
 
-void dlock__client_close_member(dlock_client *m, int forked)
+void dlock__client_close_member(dlock_client *m)
 {
-	(void)forked; /* free_client tells a forked child by the pid */
 	free_client(m);
 }
 

@@ -106,7 +106,7 @@ dlock__reactor *dlock__client_reactor_for(dlock_client *c, const char *channel, 
  * lazily) and credentials; `sharded`: its pub/sub is sharded. */
 int dlock__client_open_member(
 		dlock_client **out, dlock_client *root, const char *host, int port, int sharded);
-void dlock__client_close_member(dlock_client *m, int forked);
+void dlock__client_close_member(dlock_client *m);
 
 /*
  * Delete a key without waiting for the reply (Redisson deletes a used unlock

@@ -65,14 +65,14 @@ int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, dlock_client *root)
 	return 0;
 }
 
-void dlock__cluster_free(dlock__cluster *cl, int forked)
+void dlock__cluster_free(dlock__cluster *cl)
 {
 	size_t i;
 
 	if (cl == NULL)
 		return;
 	for (i = 0; i < cl->n_members; i++)
-		dlock__client_close_member(cl->members[i].client, forked);
+		dlock__client_close_member(cl->members[i].client);
 	for (i = 0; i < cl->n_seeds; i++)
 		dlock__free(cl->seed_hosts[i]);
 	dlock__free(cl->seed_hosts);

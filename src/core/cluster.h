@@ -37,8 +37,9 @@ typedef struct dlock__cluster dlock__cluster;
  * the client it serves (its options and credentials are the members'). */
 int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, dlock_client *root);
 
-/* Close the members and free. Accepts NULL. */
-void dlock__cluster_free(dlock__cluster *cl, int forked);
+/* Close the members and free (in a forked child too: each client knows
+ * its own process). Accepts NULL. */
+void dlock__cluster_free(dlock__cluster *cl);
 
 /* Read the slot map now, before deadline (dlock_client_open without lazy_connect). */
 int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline);
