@@ -201,6 +201,23 @@ static int await_demoted(rh_server *old, rh_server *promoted, int64_t deadline)
 	}
 }
 
+/* How long a manual failover may take before it is asked for again. */
+#define RHC_MF_RETRY_MS 6000
+
+/* CLUSTER FAILOVER to a replica; 1 when it was accepted. */
+static int send_failover(rh_server *replica)
+{
+	redisReply *ok = rh_command(replica, "CLUSTER FAILOVER");
+	int sent = ok && ok->type == REDIS_REPLY_STATUS;
+
+	if (!sent)
+		fprintf(stderr, "rh_cluster: CLUSTER FAILOVER on port %d: %s\n",
+				rh_server_port(replica), ok ? ok->str : "no answer");
+	if (ok)
+		freeReplyObject(ok);
+	return sent;
+}
+
 rh_server *rh_cluster_failover(rh_cluster *c, rh_server *primary, int timeout_ms)
 {
 	int p = rh_cluster_index(c, primary);
@@ -215,15 +232,21 @@ rh_server *rh_cluster_failover(rh_cluster *c, rh_server *primary, int timeout_ms
 	}
 	rh_server *promoted = c->servers[r];
 	int64_t deadline = rh_now_ms() + timeout_ms;
-	redisReply *ok = rh_command(promoted, "CLUSTER FAILOVER");
-	int sent = ok && ok->type == REDIS_REPLY_STATUS;
-	if (!sent)
-		fprintf(stderr, "rh_cluster: CLUSTER FAILOVER on port %d: %s\n",
-				rh_server_port(promoted), ok ? ok->str : "no answer");
-	if (ok)
-		freeReplyObject(ok);
-	if (!sent)
-		return NULL;
+	/* Redis drops a manual failover the old primary does not take part in
+	 * within 5 s (CLUSTER_MF_TIMEOUT; it happens on a busy machine): ask again. */
+	for (;;) {
+		int64_t round = rh_now_ms() + RHC_MF_RETRY_MS;
+
+		if (!send_failover(promoted))
+			return NULL;
+		if (rhc_await_owner(c, slot, promoted, round < deadline ? round : deadline) == 0 ||
+				rh_now_ms() >= deadline)
+			break;
+		fprintf(stderr,
+				"rh_cluster: the failover of port %d was not done in %d ms; asking "
+				"again\n",
+				rh_server_port(primary), RHC_MF_RETRY_MS);
+	}
 	const char *lacks = NULL;
 	if (rhc_await_owner(c, slot, promoted, deadline) != 0)
 		lacks = "every node to say the replica serves the slots";
