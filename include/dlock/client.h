@@ -18,7 +18,7 @@ extern "C" {
 
 typedef struct dlock_client dlock_client;
 
-#define DLOCK_CLIENT_OPTIONS_VERSION 3
+#define DLOCK_CLIENT_OPTIONS_VERSION 4
 
 /**
  * Client options. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
@@ -74,11 +74,24 @@ typedef struct dlock_client_options {
 	/** How long an acquisition waits for those acknowledgements, ms
 	 *  (default 1000, Redisson's slavesSyncTimeout; at most 1 day). */
 	int64_t sync_timeout_ms;
+
+	/* Version 4: giving up on servers that never answered; noticing force unlocks. */
+	/** How long a wait keeps trying servers that have not answered once since
+	 *  the client was opened (a typo'd host, a port nothing listens on), ms:
+	 *  past it such a server's failures end the wait (DLOCK_ECONN) as if the
+	 *  wait had run out. A server that answered once and then went away is
+	 *  waited for as long as the wait lasts. 0 (default): as long as the wait. */
+	int64_t first_contact_timeout_ms;
+	/** 1: every watchdog hold also listens on its lock's unlock channel and
+	 *  checks itself when a message comes, so a force unlock from anywhere is
+	 *  reported lost (lost callback) within a round trip instead of at the next
+	 *  renewal. Costs one subscription per held lock name. 0 (default): off. */
+	int watch_force_unlock;
 } dlock_client_options;
 
 #define DLOCK_CLIENT_OPTIONS_INIT \
 	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0, NULL, NULL, NULL, NULL, NULL, 0, \
-		NULL, NULL, 0, 1000 }
+		NULL, NULL, 0, 1000, 0, 0 }
 
 /**
  * Fill `opts` with the defaults of `version` (any 0 < version <=

@@ -25,6 +25,8 @@ static const dlock__field fields[] = {
 	DLOCK__FIELD(dlock_client_options, sentinel_password, 3),
 	DLOCK__FIELD(dlock_client_options, sync_replicas, 3),
 	DLOCK__FIELD(dlock_client_options, sync_timeout_ms, 3),
+	DLOCK__FIELD(dlock_client_options, first_contact_timeout_ms, 4),
+	DLOCK__FIELD(dlock_client_options, watch_force_unlock, 4),
 };
 static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
 static const dlock__versioned versioned = DLOCK__VERSIONED("client options",
@@ -56,8 +58,14 @@ int dlock__client_options_check(const dlock_client_options *o)
 	if ((rc = check_time("connect_timeout_ms", o->connect_timeout_ms, 1)) < 0 ||
 			(rc = check_time("command_timeout_ms", o->command_timeout_ms, 1)) < 0 ||
 			(rc = check_time("watchdog_timeout_ms", o->watchdog_timeout_ms, 3)) < 0 ||
-			(rc = check_time("sync_timeout_ms", o->sync_timeout_ms, 1)) < 0)
+			(rc = check_time("sync_timeout_ms", o->sync_timeout_ms, 1)) < 0 ||
+			(rc = check_time("first_contact_timeout_ms", o->first_contact_timeout_ms,
+					 0)) < 0)
 		return rc;
+	if (o->watch_force_unlock != 0 && o->watch_force_unlock != 1)
+		return dlock__seterr(DLOCK_EINVAL,
+				"options: watch_force_unlock must be 0 or 1 (got %d)",
+				o->watch_force_unlock);
 	if (o->pool_size < 1 || o->pool_size > 1024)
 		return dlock__seterr(DLOCK_EINVAL, "options: pool_size must be 1..1024 (got %d)",
 				o->pool_size);
