@@ -237,6 +237,18 @@ DLOCK_EXTERN void dlock_lock_info_free(dlock_lock_info *info);
 DLOCK_EXTERN int dlock_lock_check(const dlock_lock *lock, const char *owner);
 
 /**
+ * How long `owner`'s hold (NULL = the calling thread) is certain to last
+ * from now if no further renewal reaches the server: the last renewal that
+ * reached it (or the acquire, for a lease) plus the lease or watchdog
+ * timeout, less the clock drift allowance (1% + 2 ms), minus now. No network
+ * traffic. A program that must stop touching the resource before the lock
+ * can expire (`dlock run` does) plans with it. *ms is 0 unless held.
+ * Returns 0, DLOCK_ELOST (lost, or the time is up), DLOCK_ENOTOWNER (not
+ * held through this handle), DLOCK_EINVAL (NULL argument, bad owner).
+ */
+DLOCK_EXTERN int dlock_lock_validity(int64_t *ms, const dlock_lock *lock, const char *owner);
+
+/**
  * Set the callback for lost watchdog holds taken through this handle
  * (NULL to remove). Set it before sharing the handle between threads.
  * Errors: DLOCK_EINVAL (NULL handle).

@@ -125,6 +125,15 @@ DLOCK_EXTERN int dlock_multilock_unlock_as(dlock_multilock *lock, const char *ow
 DLOCK_EXTERN int dlock_multilock_check(const dlock_multilock *lock, const char *owner);
 
 /**
+ * How long every member hold of owner is certain to last from now without
+ * another renewal (the shortest dlock_lock_validity() of the members). No
+ * traffic. Returns 0, DLOCK_ELOST, DLOCK_ENOTOWNER, DLOCK_EINVAL or
+ * DLOCK_ENOMEM; *ms is 0 unless held.
+ */
+DLOCK_EXTERN int dlock_multilock_validity(int64_t *ms, const dlock_multilock *lock,
+		const char *owner);
+
+/**
  * Set the callback called (on a client's background thread) when a held
  * MultiLock is lost. Errors: DLOCK_EINVAL (NULL handle).
  */

@@ -147,6 +147,14 @@ DLOCK_EXTERN int dlock_redlock_unlock_as(dlock_redlock *lock, const char *owner)
  */
 DLOCK_EXTERN int dlock_redlock_check(const dlock_redlock *lock, const char *owner);
 
+/**
+ * How long a quorum of owner's member holds is certain to last from now
+ * without another renewal (dlock_lock_validity() of each member; the
+ * quorum-th longest). No traffic. Returns 0, DLOCK_ELOST, DLOCK_ENOTOWNER,
+ * DLOCK_EINVAL or DLOCK_ENOMEM; *ms is 0 unless held.
+ */
+DLOCK_EXTERN int dlock_redlock_validity(int64_t *ms, const dlock_redlock *lock, const char *owner);
+
 /** As dlock_multilock_set_lost_cb(). */
 DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_redlock_lost_cb cb,
 		void *userdata);

@@ -30,20 +30,25 @@ static const char usage_text[] =
 "        long as it takes, woken by the holder's unlock; 0: one attempt); a\n"
 "        server that is down or restarting meanwhile is asked again until the\n"
 "        wait ends. Without -l the lock is renewed (watchdog) for as long as\n"
-"        CMD runs; with -l it lasts LEASE ms and CMD is stopped before it ends\n"
-"        (SIGTERM at the end minus --grace, at most half the lease; SIGKILL at\n"
-"        the end). If the lock is lost while CMD runs, CMD gets SIGTERM, then\n"
-"        SIGKILL after --grace MS (default 10000), and dlock exits 70; a lock\n"
-"        found lost when CMD ends is exit 70 too.\n"
+"        CMD runs; with -l it lasts LEASE ms.\n"
+"        CMD never outlives the lock: it gets SIGTERM --grace MS (default\n"
+"        10000, shortened to a third of --watchdog or half of -l) before the\n"
+"        lock's keys can expire and SIGKILL just before they can, counted\n"
+"        from the last renewal the servers confirmed. So: at the end of a\n"
+"        lease, exit 124 (as timeout(1)); when renewals stop getting through\n"
+"        (servers down or paused), exit 70. A lock found lost (a force unlock,\n"
+"        heard at once; gone at a renewal): SIGTERM, SIGKILL after the grace,\n"
+"        exit 70; a lock found lost when CMD ends is exit 70 too.\n"
 "        CMD runs in a process group of its own (at a terminal, the foreground\n"
-"        one, so Ctrl-C reaches it once); stops go to the whole group, and to\n"
-"        processes that left it (dlock is their subreaper); processes CMD left\n"
-"        running are stopped when it exits, before the release. If dlock is\n"
-"        killed, CMD gets SIGKILL. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2\n"
-"        sent to dlock are passed on to CMD; signals ignored when dlock started\n"
-"        (nohup) stay ignored. While waiting, SIGINT/TERM/HUP/QUIT end the wait\n"
-"        (exit 128+N). CMD sees DLOCK_NAME and DLOCK_OWNER, and with --fenced\n"
-"        DLOCK_TOKEN, the fencing token to show the resource the lock protects.\n"
+"        one, so Ctrl-C reaches it once); stops go to the whole group and to\n"
+"        every process it started that left it (dlock is their subreaper);\n"
+"        processes CMD left running are stopped when it exits, before the\n"
+"        release. If dlock is killed, CMD gets SIGKILL. SIGINT, SIGTERM,\n"
+"        SIGHUP, SIGQUIT, SIGUSR1/2 sent to dlock are passed on to CMD; a\n"
+"        second SIGINT/TERM/HUP/QUIT kills it (SIGKILL); signals ignored when\n"
+"        dlock started (nohup) stay ignored. While waiting, SIGINT/TERM/HUP/\n"
+"        QUIT end the wait (exit 128+N). CMD sees DLOCK_NAME and DLOCK_OWNER,\n"
+"        and with --fenced DLOCK_TOKEN, the fencing token to show the resource.\n"
 "  acquire -l MS [-w MS] --owner OWNER NAME\n"
 "        Take NAME for LEASE ms as OWNER (for shell scripts). OWNER is used\n"
 "        verbatim as the Redisson hash field (e.g. a run child's DLOCK_OWNER);\n"
@@ -115,10 +120,12 @@ static const char usage_text[] =
 "Exit status of run: CMD's own status (128+N if killed by signal N); 75 not\n"
 "acquired within the wait (held by others); 69 not acquired because too few nodes\n"
 "were reachable (or, with --sync-replicas, too few replicas acknowledged) when\n"
-"the wait ended; 70 the lock was lost while CMD ran (or was found lost when it\n"
-"ended); 65 NAME holds a value that is not a Redisson/dlock lock (another lock\n"
-"library?); 64 usage error (bad option, bad URI, empty name, a server listed\n"
-"twice). acquire exits 0, 75, 69, 65 or 64 the same way.\n"
+"the wait ended; 70 the lock was lost or could not be renewed while CMD ran (or\n"
+"was found lost when it ended); 124 CMD was stopped at the end of its -l lease;\n"
+"65 NAME holds a value that is not a Redisson/dlock lock (another lock\n"
+"library?); 64 usage error (bad option, an option the command does not take, bad\n"
+"URI, empty name, a server listed twice). acquire exits 0, 75, 69, 65 or 64 the\n"
+"same way.\n"
 "\n"
 "Examples:\n"
 "  dlock run nightly-report -- ./report.sh            # one host at a time\n"
@@ -253,7 +260,7 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
-	int wait_given, lease_given, json, force, help, version;
+	int wait_given, lease_given, grace_given, json, force, help, version;
 	const char *owner;
 	const char *nodes;
 	cli_secret_args secret;
@@ -415,6 +422,7 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 		case OPT_GRACE:
 			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)
 				return EXIT_USAGE;
+			a->grace_given = 1;
 			break;
 		case ':':
 			return usage_error("option %s needs a value", argv[optind - 1]);
@@ -478,9 +486,58 @@ static int is_command(const char *command)
 	return 0;
 }
 
+/* A command option given to a command it does not apply to. */
+typedef struct option_use {
+	const char *option;
+	int given;
+	const char *commands[3]; /* the commands that take it */
+	const char *hint;
+} option_use;
+
+static int takes(const option_use *u, const char *command)
+{
+	size_t i;
+
+	for (i = 0; i < 3 && u->commands[i] != NULL; i++)
+		if (strcmp(u->commands[i], command) == 0)
+			return 1;
+	return 0;
+}
+
+/* An option that does nothing for this command is refused: the user meant
+ * something by it (run --owner would silently use another owner). */
+static int check_options_apply(const char *command, const cli_args *a)
+{
+	const option_use uses[] = {
+		{ "-w/--wait", a->wait_given, { "run", "acquire", NULL }, "" },
+		{ "-l/--lease", a->lease_given, { "run", "acquire", NULL }, "" },
+		{ "--grace", a->grace_given, { "run", NULL, NULL }, "" },
+		{ "--owner", a->owner != NULL, { "acquire", "release", NULL },
+			strcmp(command, "run") == 0 ? "; run's owner is its own, "
+						      "given to the command as DLOCK_OWNER"
+						    : "" },
+		{ "--json", a->json, { "status", NULL, NULL }, "" },
+		{ "--force", a->force, { "unlock", NULL, NULL }, "" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(uses) / sizeof(uses[0]); i++) {
+		const option_use *u = &uses[i];
+
+		if (!u->given || takes(u, command))
+			continue;
+		return usage_error("%s does not take %s (it is for %s%s%s)%s", command, u->option,
+				u->commands[0], u->commands[1] ? " and " : "",
+				u->commands[1] ? u->commands[1] : "", u->hint);
+	}
+	return 0;
+}
+
 /* What each command needs beyond the name; returns 0 or an exit status. */
 static int check_command(const char *command, const cli_args *a, int argc, char **argv)
 {
+	int rc;
+
 	if (strcmp(command, "run") == 0) {
 		if (optind < argc && strcmp(argv[optind], "--") == 0)
 			optind++;
@@ -490,6 +547,8 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 	} else if (optind < argc) {
 		return usage_error("unexpected argument \"%s\"", argv[optind]);
 	}
+	if ((rc = check_options_apply(command, a)) != 0)
+		return rc;
 	if (strcmp(command, "acquire") == 0 && !a->lease_given)
 		return usage_error("%s",
 				"acquire needs -l LEASE_MS (a lock taken from a shell "
@@ -592,6 +651,7 @@ int main(int argc, char **argv)
 	a.grace_ms = 10000;
 	if ((rc = parse_command_line(argc, argv, &cfg, &a, &command, &name)) != 0)
 		return rc == 1 ? 0 : rc;
+	cfg.watch_force_unlock = strcmp(command, "run") == 0;
 	if ((rc = configure(&cfg, &a)) != 0) {
 		free_config(&cfg);
 		return rc;

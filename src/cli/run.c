@@ -1,64 +1,71 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * `dlock run`: hold the lock while a command - the whole job it starts -
- * runs.
+ * runs, and never let the job outlive the lock.
  *
- * The job. The command runs in a process group of its own, so a stop
- * reaches every process of the job (`sh -c 'a | b'`, a script's background
- * jobs), not just the shell. dlock is also a child subreaper: processes of
- * the job whose parent exits are re-parented to dlock, not to init, so a
- * process that left the group (setsid, a daemon's double fork) is still
- * known, stopped with the rest and waited for. The lock is released only
- * when no process of the job is left. If dlock itself is killed, the
- * command gets SIGKILL (PR_SET_PDEATHSIG); what it started in turn is then
- * re-parented to init and is not stopped - the lock's key expires within
- * the watchdog timeout, so keep the job in the command's process.
+ * The job (job.c). The command runs in a process group of its own, and
+ * dlock is the subreaper of everything it starts: a stop reaches the group
+ * and every process that left it or lost its parent. The lock is released
+ * only when no process of the job is left. If dlock itself is killed, the
+ * command gets SIGKILL (PR_SET_PDEATHSIG).
  *
  * Signals. One thread, one poll: a self-pipe carries signals and lock-lost
  * notices from the library's background thread. SIGINT, SIGTERM, SIGHUP,
  * SIGQUIT, SIGUSR1 and SIGUSR2 sent to dlock are passed on to the job's
- * process group, once. At a terminal the job's group is made the foreground
- * group, so Ctrl-C reaches it directly (once) and it can read the terminal.
- * A signal ignored when dlock started (nohup) stays ignored, in dlock and
- * in the command.
+ * process group, once; a second stop signal kills the job (SIGKILL). At a
+ * terminal the job's group is made the foreground group, so Ctrl-C reaches
+ * it directly (once). A signal ignored when dlock started (nohup) stays
+ * ignored, in dlock and in the command.
  *
  * The wait. The acquire runs on a second thread with the whole wait (the
- * library waits on pub/sub); a stop signal cancels it
- * (dlock_client_cancel_waits), and whatever it may have taken is released
- * before dlock exits with 128+N.
+ * library waits on pub/sub); a stop signal cancels it, and whatever it may
+ * have taken is released before dlock exits with 128+N.
  *
- * Loss. When the lock is lost (the watchdog finds it gone, or a leased
- * lock's validity runs out) the job gets SIGTERM, SIGKILL after the grace
- * period, and dlock exits 70. A leased lock's job is stopped before the
- * validity ends: SIGTERM at its end minus the grace (at most half the
- * validity), SIGKILL at its end. A lock found lost at release is exit 70
- * too, whatever the command returned.
+ * The stop. The library knows when the lock's keys can expire at the
+ * earliest: the last renewal (or the acquire) that reached the servers plus
+ * the TTL, less drift (dlock_*_validity). The job gets SIGTERM `grace`
+ * before that and SIGKILL `margin` before it, so it is gone before the keys
+ * can be - whether a lease runs out (exit 124, as timeout(1)) or renewals
+ * stop getting through (exit 70). The grace is shortened to fit: at most a
+ * third of the watchdog timeout (renewals come every third) or half the
+ * lease. A lock found lost (deleted by a force unlock, which the holder
+ * hears on the lock's channel; gone at a renewal) stops the job the same
+ * way with the grace counted from then, exit 70; so does one found lost at
+ * release, whatever the command returned.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "job.h"
 #include "run.h"
 
-/* How often the local hold state is also checked, as a second line of defence. */
+/* How often the lock's validity is looked at while nothing else happens. */
 #define CHECK_INTERVAL_MS 200
+/* While killing: how soon a late orphan (re-parented to dlock) is killed too. */
+#define KILL_POLL_MS 20
+/* SIGKILL a tenth of the TTL before the keys can expire, at most this long:
+ * room for a busy machine to run dlock late and still kill in time. */
+#define KILL_MARGIN_MS 1000
 /* Pipe bytes that are not signal numbers. */
 #define NOTE_LOST 0
 #define NOTE_ACQUIRED 255
+/* A stop at the end of a lease: timeout(1)'s status. */
+#define EXIT_LEASE_END 124
 
 static int wake_pipe[2] = { -1, -1 };
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 static int ignored[65]; /* signals the caller had ignored (nohup): left alone */
+static sigset_t caught; /* dlock's handlers, which the command must not inherit */
+static volatile sig_atomic_t lost_reason; /* dlock_lost_reason of the last loss */
 
 static void note(unsigned char b)
 {
@@ -75,9 +82,10 @@ static void on_signal(int sig)
 	note((unsigned char)sig);
 }
 
-static void on_lost(void *arg)
+static void on_lost(int reason, void *arg)
 {
 	(void)arg;
+	lost_reason = reason;
 	note(NOTE_LOST);
 }
 
@@ -89,9 +97,22 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
 static int is_stop_signal(int sig)
 {
 	return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+static int catch_signal(int sig, const struct sigaction *sa)
+{
+	if (sigaction(sig, sa, NULL) < 0)
+		return -1;
+	sigaddset(&caught, sig);
+	return 0;
 }
 
 static int install_handlers(void)
@@ -105,51 +126,60 @@ static int install_handlers(void)
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	if (sigaction(SIGCHLD, &sa, NULL) < 0)
+	sigemptyset(&caught);
+	if (catch_signal(SIGCHLD, &sa) < 0)
 		return -1;
 	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
 		if (sigaction(forwarded[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) {
 			ignored[forwarded[i]] = 1;
 			continue;
 		}
-		if (sigaction(forwarded[i], &sa, NULL) < 0)
+		if (catch_signal(forwarded[i], &sa) < 0)
 			return -1;
 	}
 	/* Orphans of the job come to dlock, which stops and waits for them. */
-	return prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 ? -1 : 0;
+	return cli_job_adopt_orphans();
 }
 
-/* Read what the pipe has: the first stop signal (or 0), and whether the lock was lost. */
+/* What the pipe had: signals (in order), stop signals, a loss, the acquire done. */
 typedef struct notes {
-	int stop; /* a stop signal for dlock (128+N is its exit status) */
+	int stop;  /* the first stop signal (128+N is dlock's status if it ends a wait) */
+	int nstop; /* how many stop signals */
 	int lost;
 	int acquired;   /* the acquire thread is done */
 	int pass_on[8]; /* signals to forward to the job, in order */
 	int npass;
 } notes;
 
+static void read_note(notes *n, int b)
+{
+	if (b == NOTE_LOST) {
+		n->lost = 1;
+		return;
+	}
+	if (b == NOTE_ACQUIRED) {
+		n->acquired = 1;
+		return;
+	}
+	if (b == SIGCHLD)
+		return;
+	if (n->npass < 8)
+		n->pass_on[n->npass++] = b;
+	if (is_stop_signal(b)) {
+		n->nstop++;
+		if (n->stop == 0)
+			n->stop = b;
+	}
+}
+
 static void read_notes(notes *n)
 {
 	unsigned char buf[64];
 	ssize_t got, i;
 
-	while ((got = read(wake_pipe[0], buf, sizeof(buf))) > 0) {
-		for (i = 0; i < got; i++) {
-			int b = buf[i];
-
-			if (b == NOTE_LOST)
-				n->lost = 1;
-			else if (b == NOTE_ACQUIRED)
-				n->acquired = 1;
-			else if (b == SIGCHLD)
-				continue;
-			else if (n->npass < 8)
-				n->pass_on[n->npass++] = b;
-			if (b != NOTE_LOST && b != NOTE_ACQUIRED && is_stop_signal(b) &&
-					n->stop == 0)
-				n->stop = b;
-		}
-	}
+	while ((got = read(wake_pipe[0], buf, sizeof(buf))) > 0)
+		for (i = 0; i < got; i++)
+			read_note(n, buf[i]);
 }
 
 static void wait_note(int64_t ms)
@@ -227,193 +257,205 @@ static int acquire_interruptibly(cli_target *t, const char *owner, const cli_run
 	return 128 + n.stop;
 }
 
-/* ---- the job ------------------------------------------------------------------ */
+/* ---- when the job must stop ------------------------------------------------- */
 
-static pid_t spawn(char **argv, const char *name, const char *owner, const char *token)
-{
-	pid_t parent = getpid(), pid = fork();
-	size_t i;
+typedef enum stop_reason {
+	STOP_NONE,
+	STOP_LEFTOVERS, /* the command exited; what it left running goes too */
+	STOP_LOST,      /* the lock was found lost */
+	STOP_RENEWAL,   /* renewals stopped getting through: the keys can expire */
+	STOP_LEASE_END  /* a leased lock reaches its end */
+} stop_reason;
 
-	if (pid != 0) {
-		if (pid > 0)
-			setpgid(pid, pid); /* also done by the child: whichever runs first */
-		return pid;
-	}
-	/* The child: its own process group; killed if dlock dies (and if dlock
-	 * died before this line, it is gone already: do not run unlocked). */
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(70);
-	signal(SIGCHLD, SIG_DFL);
-	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		if (!ignored[forwarded[i]])
-			signal(forwarded[i], SIG_DFL);
-	setenv("DLOCK_NAME", name, 1);
-	setenv("DLOCK_OWNER", owner, 1);
-	if (token != NULL)
-		setenv("DLOCK_TOKEN", token, 1);
-	execvp(argv[0], argv);
-	fprintf(stderr, "dlock: run: cannot execute %s: %s\n", argv[0], strerror(errno));
-	_exit(errno == ENOENT ? 127 : 126);
-}
-
-/* At a terminal where dlock is in the foreground, the job takes it over:
- * it reads the terminal, and Ctrl-C goes to it (once). Returns the fd, or -1. */
-static int give_terminal(pid_t job)
-{
-	sigset_t block, old;
-	int fd = STDIN_FILENO;
-
-	if (!isatty(fd) || tcgetpgrp(fd) != getpgrp())
-		return -1;
-	/* A background process changing the foreground group gets SIGTTOU. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGTTOU);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	if (tcsetpgrp(fd, job) < 0)
-		fd = -1;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return fd;
-}
-
-static void take_terminal_back(int fd)
-{
-	sigset_t block, old;
-
-	if (fd < 0)
-		return;
-	sigemptyset(&block);
-	sigaddset(&block, SIGTTOU);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	tcsetpgrp(fd, getpgrp());
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-/* Signal the whole job: its process group, and the processes that left it
- * but were re-parented to dlock (the subreaper). */
-static void signal_job(pid_t pgid, int sig)
-{
-	char path[300], buf[512], *p;
-	struct dirent *d;
-	DIR *dir;
-	pid_t me = getpid();
-
-	kill(-pgid, sig);
-	dir = opendir("/proc");
-	if (dir == NULL)
-		return;
-	while ((d = readdir(dir)) != NULL) {
-		FILE *f;
-		int ppid = 0, pgrp = 0;
-
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		/* Those still in the group had theirs: once each. */
-		if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL &&
-				sscanf(p + 1, " %*c %d %d", &ppid, &pgrp) == 2 && ppid == me &&
-				pgrp != pgid)
-			kill((pid_t)atoi(d->d_name), sig);
-		fclose(f);
-	}
-	closedir(dir);
-}
-
-/* Reap what has exited; the command's status goes to *status. 1 while any
- * process of the job is left (dlock's children, the re-parented included). */
-static int reap(pid_t child, int *status, int *child_done)
-{
-	int st;
-	pid_t pid;
-
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (pid == child) {
-			*status = st;
-			*child_done = 1;
-		}
-	}
-	return !(pid < 0 && errno == ECHILD);
-}
+/* The lock's times, for the stop schedule. */
+typedef struct lock_clock {
+	int64_t grace;  /* SIGTERM this long before the SIGKILL, shortened to fit */
+	int64_t margin; /* SIGKILL this long before the keys can expire */
+	int leased;
+} lock_clock;
 
 typedef struct job_state {
 	pid_t pid;
-	int status, done, lost, stopping;
-	int64_t term_at, kill_at; /* the next SIGTERM / SIGKILL to the job (INT64_MAX: none) */
+	int status, done;
+	stop_reason why;
+	int stop_signals; /* stop signals sent to dlock while the job ran */
+	int killing;      /* SIGKILL to every process of the job, on every pass */
+	int64_t kill_at;  /* when killing starts (INT64_MAX: not scheduled) */
+	int64_t expiry;   /* the keys can expire from then on (INT64_MAX: lost) */
 } job_state;
 
-/* Stop the job: SIGTERM now, SIGKILL after the grace (or at `kill_by`, if sooner). */
-static void stop_job(job_state *j, int64_t grace_ms, int64_t kill_by)
+static lock_clock clock_for(const cli_config *cfg, const cli_run_args *a)
+{
+	lock_clock c;
+	int64_t ttl = a->lease_ms > 0 ? a->lease_ms : cfg->watchdog_ms;
+	/* A renewal is due every third of the watchdog timeout: a stop that
+	 * starts sooner than that before the expiry would cut healthy jobs. */
+	int64_t fit = a->lease_ms > 0 ? ttl / 2 : ttl / 3;
+
+	c.leased = a->lease_ms > 0;
+	c.grace = min64(a->grace_ms, fit);
+	c.margin = min64(KILL_MARGIN_MS, ttl / 10);
+	return c;
+}
+
+/* When the keys can expire at the earliest; INT64_MAX once the lock is lost. */
+static int64_t keys_expiry(cli_target *t, const char *owner)
+{
+	int64_t ms = 0;
+
+	if (cli_target_validity(t, owner, &ms) != 0)
+		return INT64_MAX;
+	return now_ms() + ms;
+}
+
+static const char *lost_cause(int reason)
+{
+	switch (reason) {
+	case DLOCK_LOST_GONE:
+		return "its keys were deleted (unlock --force?) or expired";
+	case DLOCK_LOST_UNREACHABLE:
+		return "no renewal reached the servers in time";
+	case DLOCK_LOST_REPLACED:
+		return "its key now holds something that is not a lock";
+	default:
+		return "it is no longer held";
+	}
+}
+
+static void say_stop(const cli_target *t, const job_state *j, int64_t now)
+{
+	switch (j->why) {
+	case STOP_LOST:
+		fprintf(stderr,
+				"dlock: run: lock \"%s\" was lost while the command ran (%s); "
+				"stopping it (SIGTERM, SIGKILL in %lld ms); exit 70\n",
+				t->name, lost_cause(lost_reason), (long long)(j->kill_at - now));
+		break;
+	case STOP_RENEWAL:
+		fprintf(stderr,
+				"dlock: run: lock \"%s\" could not be renewed; its keys can expire "
+				"in %lld ms: stopping the command (SIGTERM, SIGKILL in %lld ms); "
+				"exit 70\n",
+				t->name, (long long)(j->expiry - now), (long long)(j->kill_at - now));
+		break;
+	case STOP_LEASE_END:
+		fprintf(stderr,
+				"dlock: run: lock \"%s\" reaches the end of its lease in %lld ms: "
+				"stopping the command (SIGTERM, SIGKILL in %lld ms); exit 124\n",
+				t->name, (long long)(j->expiry - now), (long long)(j->kill_at - now));
+		break;
+	default:
+		break;
+	}
+}
+
+/* SIGTERM to the job (once), SIGKILL from kill_at on. A lock reason
+ * replaces "leftovers": it decides dlock's exit status. */
+static void stop_job(const cli_target *t, job_state *j, stop_reason why, int64_t kill_at)
 {
 	int64_t now = now_ms();
 
-	if (j->stopping)
-		return;
-	j->stopping = 1;
-	signal_job(j->pid, SIGTERM);
-	j->term_at = INT64_MAX;
-	j->kill_at = now + grace_ms < kill_by ? now + grace_ms : kill_by;
+	if (j->why == STOP_NONE)
+		cli_job_signal(j->pid, SIGTERM);
+	if (j->why == STOP_NONE || j->why == STOP_LEFTOVERS) {
+		j->why = why;
+		j->kill_at = min64(j->kill_at, kill_at);
+		say_stop(t, j, now);
+	}
 }
 
-/*
- * Run the job until none of it is left, stopping it when the lock is lost,
- * when the lease is about to end, or when dlock is told to stop.
- */
-static void supervise(cli_target *t, const char *owner, const cli_run_args *a, job_state *j,
-		int64_t lease_end)
+/* The next moment something is due: a look, the SIGTERM, the SIGKILL. */
+static int64_t next_wake(const job_state *j, const lock_clock *c, int64_t now)
+{
+	int64_t at = now + (j->killing ? KILL_POLL_MS : CHECK_INTERVAL_MS);
+
+	at = min64(at, j->kill_at);
+	if (j->expiry != INT64_MAX) {
+		at = min64(at, j->expiry - c->margin);
+		if (j->why == STOP_NONE || j->why == STOP_LEFTOVERS)
+			at = min64(at, j->expiry - c->margin - c->grace);
+	}
+	return at > now ? at - now : 0;
+}
+
+/* Decide, from the lock's state and what happened, what the job gets now. */
+static void judge(cli_target *t, const char *owner, const lock_clock *c, job_state *j,
+		const notes *n)
+{
+	int64_t now;
+
+	j->expiry = keys_expiry(t, owner);
+	now = now_ms();
+	j->stop_signals += n->nstop;
+	if (j->stop_signals >= 2 && !j->killing) {
+		fprintf(stderr, "dlock: run: a second stop signal: killing the command (SIGKILL)\n");
+		j->killing = 1;
+	}
+	if (n->lost || j->expiry == INT64_MAX)
+		stop_job(t, j, STOP_LOST, now + c->grace);
+	else if (now >= j->expiry - c->margin - c->grace)
+		stop_job(t, j, c->leased ? STOP_LEASE_END : STOP_RENEWAL, j->expiry - c->margin);
+	if (j->done && j->why == STOP_NONE)
+		stop_job(t, j, STOP_LEFTOVERS, now + c->grace);
+	/* Nothing of the job runs past the keys, whatever else it was told. */
+	if (now >= j->kill_at || (j->expiry != INT64_MAX && now >= j->expiry - c->margin))
+		j->killing = 1;
+	if (j->killing)
+		cli_job_signal(j->pid, SIGKILL);
+}
+
+/* Run the job until none of it is left, stopping it as judge() says. */
+static void supervise(cli_target *t, const char *owner, const lock_clock *c, job_state *j)
 {
 	for (;;) {
-		int64_t now = now_ms(), until = now + CHECK_INTERVAL_MS;
 		notes n = { 0 };
-		int i, left;
+		int i;
 
-		if (j->term_at < until)
-			until = j->term_at;
-		if (j->kill_at < until)
-			until = j->kill_at;
-		wait_note(until > now ? until - now : 0);
+		wait_note(next_wake(j, c, now_ms()));
 		read_notes(&n);
 		for (i = 0; i < n.npass; i++)
 			if (!ignored[n.pass_on[i]])
-				signal_job(j->pid, n.pass_on[i]);
-		left = reap(j->pid, &j->status, &j->done);
-		if (!left)
+				cli_job_signal(j->pid, n.pass_on[i]);
+		if (!cli_job_reap(j->pid, &j->status, &j->done))
 			return;
-		now = now_ms();
-		if (!j->lost && (n.lost || cli_target_check(t, owner) != 0)) {
-			j->lost = 1;
-			fprintf(stderr,
-					"dlock: run: lock \"%s\" was lost while the command ran; "
-					"stopping it (SIGTERM, SIGKILL after %lld ms)\n",
-					t->name, (long long)a->grace_ms);
-			stop_job(j, a->grace_ms, INT64_MAX);
-		}
-		if (!j->stopping && now >= j->term_at) {
-			j->lost = 1;
-			fprintf(stderr,
-					"dlock: run: lock \"%s\" reaches the end of its lease in "
-					"%lld ms; stopping the command (SIGTERM, SIGKILL then)\n",
-					t->name, (long long)(lease_end - now));
-			stop_job(j, a->grace_ms, lease_end);
-		}
-		/* The command is done; whatever it left running is stopped too. */
-		if (j->done && !j->stopping)
-			stop_job(j, a->grace_ms, INT64_MAX);
-		if (now >= j->kill_at) {
-			signal_job(j->pid, SIGKILL);
-			j->kill_at = INT64_MAX;
-		}
+		judge(t, owner, c, j, &n);
 	}
+}
+
+/* dlock's status once the job is gone: the release decides whether the
+ * lock held to the end. */
+static int finish(cli_target *t, const char *owner, const job_state *j)
+{
+	int rc = cli_target_release(t, owner);
+	int lock_reason = j->why == STOP_LOST || j->why == STOP_RENEWAL;
+
+	if (j->why == STOP_LEASE_END)
+		return EXIT_LEASE_END;
+	if (rc == DLOCK_ELOST || rc == DLOCK_ENOTOWNER) {
+		if (!lock_reason)
+			fprintf(stderr,
+					"dlock: run: lock \"%s\" was lost before the command ended "
+					"(found at release): %s\n",
+					t->name, cli_target_errmsg(t));
+		return EXIT_LOST;
+	}
+	if (rc < 0 && !lock_reason)
+		fprintf(stderr, "dlock: run: releasing \"%s\": %s\n", t->name,
+				cli_target_errmsg(t));
+	if (lock_reason)
+		return EXIT_LOST;
+	if (WIFSIGNALED(j->status))
+		return 128 + WTERMSIG(j->status);
+	return WEXITSTATUS(j->status);
 }
 
 int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 {
 	char owner[128], token_s[24];
-	int64_t validity = 0, token = 0, lease_end = INT64_MAX;
-	job_state j = { 0, 0, 0, 0, 0, INT64_MAX, INT64_MAX };
+	int64_t validity = 0, token = 0;
+	job_state j = { 0, 0, 0, STOP_NONE, 0, 0, INT64_MAX, INT64_MAX };
+	lock_clock c = clock_for(cfg, a);
+	cli_job_env env;
 	int rc, tty;
 
 	cli_target_default_owner(t, owner, sizeof(owner));
@@ -429,42 +471,19 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 		cli_report_failure("run", t, rc);
 		return cli_exit_for(rc, cfg);
 	}
-	/* A leased lock protects the job for its validity only: past that,
-	 * someone else may hold it, so the job is stopped before it ends. */
-	if (a->lease_ms > 0) {
-		int64_t valid = validity > 0 ? validity : a->lease_ms;
-		int64_t grace = a->grace_ms < valid / 2 ? a->grace_ms : valid / 2;
-
-		lease_end = now_ms() + valid;
-		j.term_at = lease_end - grace;
-	}
-
 	snprintf(token_s, sizeof(token_s), "%lld", (long long)token);
-	j.pid = spawn(a->argv, t->name, owner, t->fenced ? token_s : NULL);
+	env.name = t->name;
+	env.owner = owner;
+	env.token = t->fenced ? token_s : NULL;
+	env.caught = &caught;
+	j.pid = cli_job_spawn(a->argv, &env);
 	if (j.pid < 0) {
 		fprintf(stderr, "dlock: run: fork: %s\n", strerror(errno));
 		cli_target_release(t, owner);
 		return EXIT_UNAVAILABLE;
 	}
-	tty = give_terminal(j.pid);
-	supervise(t, owner, a, &j, lease_end);
-	take_terminal_back(tty);
-
-	rc = cli_target_release(t, owner);
-	if (rc == DLOCK_ELOST || rc == DLOCK_ENOTOWNER) {
-		if (!j.lost)
-			fprintf(stderr,
-					"dlock: run: lock \"%s\" was lost before the command ended "
-					"(found at release): %s\n",
-					t->name, cli_target_errmsg(t));
-		return EXIT_LOST;
-	}
-	if (rc < 0 && !j.lost)
-		fprintf(stderr, "dlock: run: releasing \"%s\": %s\n", t->name,
-				cli_target_errmsg(t));
-	if (j.lost)
-		return EXIT_LOST;
-	if (WIFSIGNALED(j.status))
-		return 128 + WTERMSIG(j.status);
-	return WEXITSTATUS(j.status);
+	tty = cli_job_give_terminal(j.pid);
+	supervise(t, owner, &c, &j);
+	cli_job_take_terminal_back(tty);
+	return finish(t, owner, &j);
 }

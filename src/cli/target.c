@@ -22,6 +22,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	copts.lazy_connect = 1;
 	copts.sync_replicas = cfg->sync_replicas;
 	copts.sync_timeout_ms = cfg->sync_timeout_ms;
+	copts.watch_force_unlock = cfg->watch_force_unlock;
 	copts.tls_ca_file = cfg->tls_ca;
 	copts.tls_ca_dir = cfg->tls_ca_dir;
 	copts.tls_cert_file = cfg->tls_cert;
@@ -107,20 +108,20 @@ int cli_target_release(cli_target *t, const char *owner)
 	}
 }
 
-int cli_target_check(cli_target *t, const char *owner)
+int cli_target_validity(cli_target *t, const char *owner, int64_t *ms)
 {
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return dlock_redlock_check(t->redlock, owner);
+		return dlock_redlock_validity(ms, t->redlock, owner);
 	case MODE_MULTILOCK:
-		return dlock_multilock_check(t->multilock, owner);
+		return dlock_multilock_validity(ms, t->multilock, owner);
 	default:
-		return dlock_lock_check(t->locks[0], owner);
+		return dlock_lock_validity(ms, t->locks[0], owner);
 	}
 }
 
 typedef struct lost_hook {
-	void (*fn)(void *arg);
+	void (*fn)(int reason, void *arg);
 	void *arg;
 } lost_hook;
 
@@ -128,23 +129,23 @@ static lost_hook hook; /* one lock per process: the CLI's own state, not the lib
 
 static void on_lock_lost(dlock_lock *l, const char *owner, int reason, void *ud)
 {
-	(void)l, (void)owner, (void)reason, (void)ud;
-	hook.fn(hook.arg);
+	(void)l, (void)owner, (void)ud;
+	hook.fn(reason, hook.arg);
 }
 
 static void on_redlock_lost(dlock_redlock *r, const char *owner, int reason, void *ud)
 {
-	(void)r, (void)owner, (void)reason, (void)ud;
-	hook.fn(hook.arg);
+	(void)r, (void)owner, (void)ud;
+	hook.fn(reason, hook.arg);
 }
 
 static void on_multilock_lost(dlock_multilock *m, const char *owner, int reason, void *ud)
 {
-	(void)m, (void)owner, (void)reason, (void)ud;
-	hook.fn(hook.arg);
+	(void)m, (void)owner, (void)ud;
+	hook.fn(reason, hook.arg);
 }
 
-int cli_target_on_lost(cli_target *t, void (*fn)(void *arg), void *arg)
+int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg)
 {
 	hook.fn = fn;
 	hook.arg = arg;

@@ -33,6 +33,7 @@ typedef struct cli_config {
 	int fenced;              /* fenced locks: acquisitions return a token */
 	int sync_replicas;       /* replicas that must acknowledge an acquisition (0: off) */
 	int64_t sync_timeout_ms; /* how long an acquisition waits for them */
+	int watch_force_unlock;  /* holds hear a force unlock at once (run) */
 	/* rediss:// nodes: the client options' TLS fields (NULL/0: defaults) */
 	const char *tls_ca, *tls_ca_dir, *tls_cert, *tls_key, *tls_server_name;
 	int tls_insecure;
@@ -62,10 +63,12 @@ void cli_target_default_owner(const cli_target *t, char *buf, size_t len);
 int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		int64_t *validity_ms, int64_t *token);
 int cli_target_release(cli_target *t, const char *owner);
-/* 0 held, DLOCK_ELOST, DLOCK_ENOTOWNER (local state, no traffic). */
-int cli_target_check(cli_target *t, const char *owner);
-/* Call fn(arg) on a background thread when the hold is lost. */
-int cli_target_on_lost(cli_target *t, void (*fn)(void *arg), void *arg);
+/* How long the hold is certain to last without another renewal (*ms);
+ * 0 held, DLOCK_ELOST, DLOCK_ENOTOWNER (local state, no traffic). */
+int cli_target_validity(cli_target *t, const char *owner, int64_t *ms);
+/* Call fn(reason, arg) on a background thread when the hold is lost
+ * (reason: dlock_lost_reason). */
+int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg);
 const char *cli_target_errmsg(const cli_target *t);
 /* Make a wait in progress on another thread return DLOCK_ECANCELED. */
 void cli_target_cancel(cli_target *t);

@@ -73,6 +73,10 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, 
 		int64_t *validity_ms, int64_t *token);
 int dlock__engine_release(dlock__engine *e, const char *owner);
 int dlock__engine_check(const dlock__engine *e, const char *owner);
+
+/* How long a quorum of the owner's member holds is certain to last (*ms);
+ * 0, DLOCK_ELOST, DLOCK_ENOTOWNER as dlock__engine_check(). */
+int dlock__engine_validity(const dlock__engine *e, const char *owner, int64_t *ms);
 int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *out);
 void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *userdata);
 

@@ -173,3 +173,44 @@ void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive
 		*lost += s == DLOCK_ELOST;
 	}
 }
+
+/* The quorum-th longest of the members' validities: until then a quorum lasts. */
+static int64_t quorum_validity(const int64_t *v, size_t n, size_t quorum)
+{
+	int64_t best = 0;
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		size_t at_least = 0;
+
+		for (j = 0; j < n; j++)
+			at_least += v[j] >= v[i];
+		if (at_least >= quorum && v[i] > best)
+			best = v[i];
+	}
+	return best;
+}
+
+int dlock__engine_validity(const dlock__engine *e, const char *owner, int64_t *ms)
+{
+	char buf[64];
+	int64_t *v = dlock__calloc(e->n, sizeof(*v));
+	size_t i, alive = 0, lost = 0;
+
+	*ms = 0;
+	if (v == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "validity: out of memory");
+	for (i = 0; i < e->n; i++) {
+		int s = dlock__holds_validity(
+				e->members[i], dlock__member_owner(e, i, owner, buf), &v[i]);
+
+		alive += s == 0;
+		lost += s == DLOCK_ELOST;
+	}
+	if (alive >= e->rules.quorum)
+		*ms = quorum_validity(v, e->n, e->rules.quorum);
+	dlock__free(v);
+	if (*ms > 0)
+		return 0;
+	return alive + lost > 0 ? DLOCK_ELOST : DLOCK_ENOTOWNER;
+}

@@ -104,6 +104,15 @@ int dlock_multilock_check(const dlock_multilock *m, const char *owner)
 	return dlock__engine_check(&m->engine, owner);
 }
 
+int dlock_multilock_validity(int64_t *ms, const dlock_multilock *m, const char *owner)
+{
+	if (ms == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "multilock validity: NULL argument");
+	*ms = 0;
+	CHECK_HANDLE(m);
+	return dlock__engine_validity(&m->engine, owner, ms);
+}
+
 static void forward_lost(void *self, const char *owner, int reason, void *userdata)
 {
 	dlock_multilock *m = self;

@@ -248,6 +248,15 @@ int dlock_redlock_check(const dlock_redlock *r, const char *owner)
 	return dlock__engine_check(&r->engine, owner);
 }
 
+int dlock_redlock_validity(int64_t *ms, const dlock_redlock *r, const char *owner)
+{
+	if (ms == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "redlock validity: NULL argument");
+	*ms = 0;
+	CHECK_HANDLE(r);
+	return dlock__engine_validity(&r->engine, owner, ms);
+}
+
 static void forward_lost(void *self, const char *owner, int reason, void *userdata)
 {
 	dlock_redlock *r = self;

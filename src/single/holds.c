@@ -309,11 +309,16 @@ void dlock__holds_unsure_release(dlock_lock *l, const char *owner)
  * reaching the server, or a leased hold past its lease, is no longer held,
  * however late the background thread runs.
  */
-int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now)
+static int64_t valid_until(const dlock__holds *h, const hold *x)
 {
 	int64_t ttl = x->watchdog ? h->client->opts.watchdog_timeout_ms : x->lease_ms;
 
-	return now - x->confirmed_at >= ttl - ttl / 100 - DLOCK__DRIFT_FLOOR_MS;
+	return x->confirmed_at + ttl - ttl / 100 - DLOCK__DRIFT_FLOOR_MS;
+}
+
+int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now)
+{
+	return now >= valid_until(h, x);
 }
 
 int dlock__holds_state(const dlock_lock *l, const char *owner)
@@ -330,6 +335,25 @@ int dlock__holds_state(const dlock_lock *l, const char *owner)
 		rc = DLOCK_ELOST, x->expired = 1; /* the watchdog reports it (callbacks) */
 	else
 		rc = 0;
+	dlock__mutex_unlock(&h->mu);
+	return rc;
+}
+
+int dlock__holds_validity(const dlock_lock *l, const char *owner, int64_t *ms)
+{
+	dlock__holds *h = l->holds;
+	int rc = DLOCK_ENOTOWNER;
+
+	*ms = 0;
+	hold *x = lock_find(h, l, owner);
+	if (x != NULL && (x->lost || x->expired))
+		rc = DLOCK_ELOST;
+	else if (x != NULL)
+		*ms = valid_until(h, x) - dlock__now_ms();
+	if (x != NULL && rc == DLOCK_ENOTOWNER)
+		rc = *ms > 0 ? 0 : DLOCK_ELOST;
+	if (*ms < 0)
+		*ms = 0;
 	dlock__mutex_unlock(&h->mu);
 	return rc;
 }

@@ -85,6 +85,10 @@ void dlock__holds_name_deleted(dlock_lock *l);
 /* 0 held, DLOCK_ELOST lost, DLOCK_ENOTOWNER no record. */
 int dlock__holds_state(const dlock_lock *l, const char *owner);
 
+/* As dlock__holds_state(), and *ms = how long the key is certain to last
+ * without another renewal reaching the server (0 unless held). */
+int dlock__holds_validity(const dlock_lock *l, const char *owner, int64_t *ms);
+
 /* The handle is going away: its holds stop being renewed; waits for a running callback. */
 void dlock__holds_detach(dlock_lock *handle);
 

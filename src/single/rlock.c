@@ -230,3 +230,18 @@ int dlock_lock_check(const dlock_lock *l, const char *owner_in)
 		rc = dlock__holds_state(l, owner);
 	return rc;
 }
+
+int dlock_lock_validity(int64_t *ms, const dlock_lock *l, const char *owner_in)
+{
+	char buf[64];
+	const char *owner = NULL;
+	int rc;
+
+	if (ms == NULL || l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock validity: NULL argument");
+	*ms = 0;
+	rc = dlock__resolve_owner(l, owner_in, buf, sizeof(buf), &owner);
+	if (rc == 0)
+		rc = dlock__holds_validity(l, owner, ms);
+	return rc;
+}

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -358,3 +359,40 @@ int gone_within(pid_t pid, int64_t timeout_ms)
 	}
 }
 
+/* 1 while a process whose command line starts with `mark` runs (zombies aside):
+ * "sleep 37.123", not the dlock or sh whose arguments mention it. */
+int process_running(const char *mark)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
+
+	cr_assert_not_null(d);
+	while (!found && (e = readdir(d)) != NULL) {
+		char path[300], buf[4096], stat[512], *p;
+		size_t n;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[n] = '\0';
+		if (strncmp(buf, mark, strlen(mark)) != 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(stat, sizeof stat, f) != NULL && (p = strrchr(stat, ')')) != NULL)
+			found = p[2] != 'Z';
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}

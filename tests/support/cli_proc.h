@@ -58,6 +58,8 @@ void remove_tmpdir(const char *dir, const char *const *files);
 long wait_for_pidfile(const char *path, int64_t timeout_ms);
 int file_exists(const char *path);
 int gone_within(pid_t pid, int64_t timeout_ms);
+/* 1 while a process whose command line starts with `mark` runs (zombies aside). */
+int process_running(const char *mark);
 
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 #define DLOCK(...) dlock_env(NULL, ARGS(__VA_ARGS__))
