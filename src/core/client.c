@@ -17,10 +17,6 @@
 #include "core/sentinel.h"
 #include "core/uri.h"
 
-/* How long a deferred command (a used unlock latch's DEL) waits for a
- * command to ride along with before the background thread sends it. */
-#define DEFER_DELAY_MS 20
-
 static void flush_idle(void *arg);
 
 static void free_client(dlock_client *c)
@@ -34,6 +30,11 @@ static void free_client(dlock_client *c)
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
 	dlock__cluster_free(c->node.cluster);
+	/* Deletes still waiting for a ride go out now (not in a forked child:
+	 * the sockets are the parent's). */
+	if (c->pid == getpid())
+		dlock__forgets_send(c);
+	dlock__forgets_free(c);
 	for (i = 0; i < c->n_idle; i++)
 		dlock__conn_close(c->idle[i]);
 	dlock__free(c->idle);
@@ -424,31 +425,6 @@ dlock__reactor *dlock__client_reactor_for(dlock_client *c, const char *channel, 
 	dlock_client *m = dlock__client_for_key(c, channel, len);
 
 	return m != NULL ? m->reactor : NULL;
-}
-
-void dlock__client_forget(dlock_client *c, const char *key, size_t len)
-{
-	const char *argv[2] = { "DEL", key };
-	size_t lens[2] = { 3, len };
-	dlock__conn *conn = NULL;
-
-	if (c->node.cluster != NULL) {
-		c = dlock__client_for_key(c, key, len);
-		if (c == NULL)
-			return; /* the key expires by its TTL */
-	}
-
-	/* Rides along with the next command on an idle connection: no write,
-	 * no wait of its own. Without an idle one, the key expires by its TTL. */
-	dlock__mutex_lock(&c->pool_mu);
-	if (c->n_idle > 0)
-		conn = c->idle[c->n_idle - 1];
-	if (conn != NULL)
-		dlock__conn_defer(conn, 2, argv, lens);
-	dlock__mutex_unlock(&c->pool_mu);
-	/* If no command follows soon, the background thread sends it. */
-	if (conn != NULL)
-		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DEFER_DELAY_MS);
 }
 
 /* The background thread's flush: deferred commands of idle connections go

@@ -31,6 +31,7 @@ struct dlock_client {
 	                                 0 once the server answered again */
 	_Atomic uint64_t cancels;     /* dlock_client_cancel_waits() calls so far */
 	_Atomic int64_t handles;      /* lock handles made from it and not freed */
+	struct dlock__forget *forgets; /* keys to delete that wait for a connection (core/forget.c) */
 	uint64_t started_gen;         /* conn_gen when started_at was read */
 	int64_t started_at;           /* monotonic ms the server started, as of started_gen */
 
@@ -108,12 +109,27 @@ int dlock__client_open_member(
 		dlock_client **out, dlock_client *root, const char *host, int port, int sharded);
 void dlock__client_close_member(dlock_client *m);
 
+/* How long a deferred command (a used unlock latch's DEL) waits for a
+ * command to ride along with before the background thread sends it. */
+#define DLOCK__DEFER_DELAY_MS 20
+
 /*
  * Delete a key without waiting for the reply (Redisson deletes a used unlock
- * latch the same way): sent on a pooled connection, whose next reader skips
- * the reply. Best effort; a key it cannot delete expires by its TTL.
+ * latch the same way): deferred on an idle pooled connection, whose next
+ * reader skips the reply. When every connection is lent out, the delete
+ * waits in the client's queue for the next one put back (core/forget.c).
+ * Only a connection that dies with it, or running out of memory, leaves
+ * the key to its TTL.
  */
 void dlock__client_forget(dlock_client *client, const char *key, size_t len);
+
+/* Under pool_mu: the queued deletes go out with conn, a healthy connection
+ * about to be pooled. 1 when it took any (schedule a flush). */
+int dlock__forgets_hand_over(dlock_client *client, dlock__conn *conn);
+
+/* At close: queued and deferred deletes are written now, without waiting. */
+void dlock__forgets_send(dlock_client *client);
+void dlock__forgets_free(dlock_client *client);
 
 /*
  * The caller's options (NULL: the defaults) into *dst, field by field as far

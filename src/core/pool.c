@@ -150,7 +150,7 @@ static void follow_primary(dlock_client *c, int64_t deadline, int may_ask)
 
 void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 {
-	int older;
+	int older, carries = 0;
 
 	if (conn == NULL)
 		return;
@@ -174,11 +174,15 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		pthread_cond_broadcast(&c->pool_cv);
 		dlock__mutex_unlock(&c->pool_mu);
 		dlock__conn_close(conn);
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
+			dlock__conn_flush(dead[i]); /* deferred deletes: if it still works */
 			dlock__conn_close(dead[i]);
+		}
 		return;
 	}
 	if (!older && c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
+		/* Deletes asked while every connection was lent out go with this one. */
+		carries = dlock__forgets_hand_over(c, conn);
 		c->idle[c->n_idle++] = conn;
 		conn = NULL;
 	} else {
@@ -187,6 +191,8 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 	pthread_cond_signal(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
 	dlock__conn_close(conn);
+	if (carries)
+		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__DEFER_DELAY_MS);
 }
 
 int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
@@ -218,6 +224,8 @@ void dlock__client_drain(dlock_client *c)
 	int i, n;
 
 	dlock__mutex_lock(&c->pool_mu);
+	if (c->n_idle > 0)
+		dlock__forgets_hand_over(c, c->idle[0]);
 	for (i = 0; i < c->n_idle; i++) {
 		dlock__conn_flush(c->idle[i]);
 		dlock__conn_drain(c->idle[i]);

@@ -28,6 +28,77 @@ struct dlock__tls_ctx {
 	int named; /* the name is tls_server_name (the same for every host) */
 };
 
+/* Append `"name"` to buf (a list "a", "b"), what the certificate says
+ * made printable: it comes from the network. */
+static void add_name(char *buf, size_t len, const unsigned char *name, size_t n)
+{
+	size_t at = strlen(buf), i;
+
+	if (at + 5 >= len)
+		return;
+	if (at > 0) {
+		buf[at++] = ',';
+		buf[at++] = ' ';
+	}
+	buf[at++] = '"';
+	for (i = 0; i < n && at + 2 < len; i++)
+		buf[at++] = name[i] >= 0x20 && name[i] < 0x7f && name[i] != '"' ? (char)name[i] : '?';
+	buf[at++] = '"';
+	buf[at] = '\0';
+}
+
+static void add_ip(char *buf, size_t len, const ASN1_OCTET_STRING *ip)
+{
+	char text[INET6_ADDRSTRLEN];
+	int n = ASN1_STRING_length(ip);
+	int af = n == 4 ? AF_INET : n == 16 ? AF_INET6 : 0;
+
+	if (af != 0 && inet_ntop(af, ASN1_STRING_get0_data(ip), text, sizeof(text)) != NULL)
+		add_name(buf, len, (const unsigned char *)text, strlen(text));
+}
+
+/* The names a certificate carries (its subjectAltName's DNS names and
+ * addresses, else its common name) as "a", "b". */
+static void cert_names(X509 *cert, char *buf, size_t len)
+{
+	GENERAL_NAMES *alt;
+	int i;
+
+	buf[0] = '\0';
+	alt = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+	for (i = 0; alt != NULL && i < sk_GENERAL_NAME_num(alt); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(alt, i);
+
+		if (g->type == GEN_DNS)
+			add_name(buf, len, ASN1_STRING_get0_data(g->d.dNSName),
+					(size_t)ASN1_STRING_length(g->d.dNSName));
+		else if (g->type == GEN_IPADD)
+			add_ip(buf, len, g->d.iPAddress);
+	}
+	GENERAL_NAMES_free(alt);
+	if (buf[0] == '\0') {
+		char cn[256];
+		int n = X509_NAME_get_text_by_NID(
+				X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn));
+
+		if (n > 0)
+			add_name(buf, len, (const unsigned char *)cn, (size_t)n);
+	}
+}
+
+/* The names of a certificate refused for its name, seen during this
+ * thread's handshake (OpenSSL keeps no peer certificate once it failed). */
+static _Thread_local char mismatch_names[200];
+
+static int note_mismatch(int ok, X509_STORE_CTX *store)
+{
+	int e = X509_STORE_CTX_get_error(store);
+
+	if (!ok && (e == X509_V_ERR_HOSTNAME_MISMATCH || e == X509_V_ERR_IP_ADDRESS_MISMATCH))
+		cert_names(X509_STORE_CTX_get0_cert(store), mismatch_names, sizeof(mismatch_names));
+	return ok;
+}
+
 /* A context of `name` over the SSL_CTX ssl (a reference is taken). */
 static int ctx_make(dlock__tls_ctx **out, SSL_CTX *ssl, const char *name)
 {
@@ -128,7 +199,7 @@ int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, cons
 	 * moved (the output buffer grows) and may be partial. */
 	SSL_CTX_set_mode(t->ssl,
 			SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	SSL_CTX_set_verify(t->ssl, t->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_verify(t->ssl, t->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, note_mismatch);
 	rc = load_files(t->ssl, o);
 	if (rc < 0) {
 		dlock__tls_ctx_free(t);
@@ -188,6 +259,18 @@ int dlock__tls_start(dlock__conn *c, dlock__tls_ctx *t)
 	return 0;
 }
 
+/* The certificate is trusted but made out to other names: say which, and
+ * how to ask for one of them (a CA would not help). */
+static int name_mismatch(dlock__conn *c)
+{
+	const char *names = mismatch_names;
+
+	return dlock__seterr_node(DLOCK_ECONN, c->label,
+			"TLS: the server's certificate is for %s, not \"%s\" (connect by one of "
+			"its names, or give one: tls_server_name, --tls-server-name)",
+			names[0] != '\0' ? names : "other names", c->tls_ctx->name);
+}
+
 /* What a failed handshake means, in words a user can act on. */
 static int handshake_failed(dlock__conn *c, SSL *ssl, int ret, int err)
 {
@@ -196,6 +279,8 @@ static int handshake_failed(dlock__conn *c, SSL *ssl, int ret, int err)
 	const dlock__tls_ctx *t = c->tls_ctx;
 
 	c->broken = 1;
+	if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH)
+		return name_mismatch(c);
 	if (verify != X509_V_OK)
 		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS: the server's certificate is not trusted for \"%s\": %s (give the "
@@ -222,6 +307,7 @@ int dlock__tls_handshake(dlock__conn *c)
 
 	ERR_clear_error();
 	errno = 0;
+	mismatch_names[0] = '\0';
 	ret = SSL_connect(ssl);
 	if (ret == 1)
 		return 0;

@@ -269,13 +269,11 @@ static int fail(acquisition *a)
 	int rc = dlock__quorum_failure(seen, e->n, e->rules.quorum, a->expired);
 	size_t i, n;
 
-	n = (size_t)snprintf(msg, sizeof(msg),
-			"lock %s: %s: %zu of %zu needed, %zu took it, %zu held by others, %zu failed",
-			dlock__lock_shown(e->members[0]), dlock_strerror(rc), e->rules.quorum, e->n,
-			dlock__votes_count(seen, e->n, DLOCK_VOTE_ACQUIRED) +
-					dlock__votes_count(seen, e->n, DLOCK_VOTE_YOUNG),
-			dlock__votes_count(seen, e->n, DLOCK_VOTE_HELD),
-			dlock__votes_count(seen, e->n, DLOCK_VOTE_ERROR));
+	n = (size_t)snprintf(msg, sizeof(msg), "lock %s: %s: ", dlock__lock_shown(e->members[0]),
+			dlock_strerror(rc));
+	if (n < sizeof(msg))
+		n += (size_t)dlock__quorum_tally_text(
+				msg + n, sizeof(msg) - n, seen, e->n, e->rules.quorum);
 	for (i = 0; i < e->n && n < sizeof(msg); i++)
 		if (seen[i].vote == DLOCK_VOTE_ERROR || seen[i].vote == DLOCK_VOTE_YOUNG)
 			n += (size_t)snprintf(msg + n, sizeof(msg) - n, "; %s", seen[i].message);

@@ -57,6 +57,26 @@ int dlock__quorum_failure(const dlock_member_status *st, size_t n, size_t quorum
 	return rc;
 }
 
+int dlock__quorum_tally_text(char *buf, size_t len, const dlock_member_status *st, size_t n,
+		size_t quorum)
+{
+	size_t unanswered = dlock__votes_count(st, n, DLOCK_VOTE_NONE);
+	int k = snprintf(buf, len, "%zu of %zu needed, %zu took it, %zu held by others, %zu failed",
+			quorum, n,
+			dlock__votes_count(st, n, DLOCK_VOTE_ACQUIRED) +
+					dlock__votes_count(st, n, DLOCK_VOTE_YOUNG),
+			dlock__votes_count(st, n, DLOCK_VOTE_HELD),
+			dlock__votes_count(st, n, DLOCK_VOTE_ERROR));
+
+	if (unanswered > 0 && k >= 0) {
+		int fits = (size_t)k < len;
+
+		k += snprintf(fits ? buf + k : NULL, fits ? len - (size_t)k : 0,
+				", %zu not yet answered", unanswered);
+	}
+	return k;
+}
+
 int64_t dlock__backoff_next(dlock__backoff *b, int contention, int64_t left, uint64_t random)
 {
 	int64_t pause;

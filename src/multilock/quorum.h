@@ -42,6 +42,15 @@ int64_t dlock__quorum_validity(int64_t ttl_ms, int64_t elapsed_ms, double drift_
 int dlock__quorum_failure(const dlock_member_status *st, size_t n, size_t quorum, int expired);
 
 /*
+ * Every member's part in a failed acquisition, for its message: "Q of N
+ * needed, A took it, H held by others, F failed", then ", U not yet
+ * answered" for members decided without (asked, their answer not awaited)
+ * or never reached: the parts always add up to N. snprintf's return.
+ */
+int dlock__quorum_tally_text(char *buf, size_t len, const dlock_member_status *st, size_t n,
+		size_t quorum);
+
+/*
  * The pause before the next round: after contention (a member held or
  * young) a jitter below jitter_ms, and the backoff resets; after a round
  * that failed on errors alone, a backoff doubling from min_ms to max_ms

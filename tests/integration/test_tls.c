@@ -186,11 +186,39 @@ Test(tls, the_system_cas_do_not_trust_a_private_ca)
 	open_fails(one.uri, &o, "not trusted", NULL);
 }
 
-Test(tls, a_wrong_name_is_refused)
+/* A name mismatch is not a CA problem: the message says which names the
+ * certificate carries and how to give one (not to give a CA). */
+static void assert_names_hint(const char *msg)
+{
+	cr_assert(strstr(msg, "tls_server_name") && strstr(msg, "--tls-server-name"),
+			"message \"%s\" lacks the option to use", msg);
+	cr_assert(strstr(msg, "tls_ca_file") == NULL, "message \"%s\" asks for a CA", msg);
+}
+
+Test(tls, a_wrong_name_is_refused_with_the_names_the_certificate_carries)
 {
 	dlock_client_options o = tls_options("ca.crt");
 	o.tls_server_name = "redis.example.com";
-	open_fails(one.uri, &o, "redis.example.com", "not trusted");
+	open_fails(one.uri, &o, "\"redis.example.com\"", "\"localhost\"");
+	const char *msg = dlock_errmsg_last();
+	cr_assert(strstr(msg, "\"127.0.0.1\""), "message \"%s\" lacks the certificate's IP", msg);
+	assert_names_hint(msg);
+}
+
+Test(tls, an_address_the_certificate_lacks_points_to_its_name)
+{
+	tls_server named = { 0 };
+	make_cert("named", "ca", 2, "subjectAltName=DNS:redis.internal");
+	tls_start(&named, "named", "no");
+	dlock_client_options o = tls_options("ca.crt");
+	open_fails(named.uri, &o, "\"redis.internal\"", "\"127.0.0.1\"");
+	assert_names_hint(dlock_errmsg_last());
+
+	o.tls_server_name = "redis.internal";
+	dlock_client *c = dl_client_opts(named.uri, &o);
+	dl_pass(dlock_client_ping(c));
+	dlock_client_close(c);
+	rh_server_free(named.srv);
 }
 
 Test(tls, a_name_in_the_certificate_is_accepted)

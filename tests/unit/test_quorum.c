@@ -73,6 +73,36 @@ Test(quorum, out_of_memory_is_the_cause_unless_a_holder_was_seen)
 	cr_assert_eq(dlock__quorum_failure(st, 3, 2, 0), DLOCK_ENOTACQUIRED);
 }
 
+/* A RedLock refused right after a server kill: one holder, one dead node,
+ * and the third decided without (its answer not awaited). */
+Test(quorum, the_refusal_counts_every_member_even_one_not_yet_answered)
+{
+	dlock_vote v[3] = { DLOCK_VOTE_HELD, DLOCK_VOTE_ERROR, DLOCK_VOTE_NONE };
+	int err[3] = { 0, DLOCK_ECONN, 0 };
+	dlock_member_status st[3];
+	char text[200];
+
+	members(st, 3, v, err);
+	int k = dlock__quorum_tally_text(text, sizeof text, st, 3, 2);
+	cr_assert_str_eq(text,
+			"2 of 3 needed, 0 took it, 1 held by others, 1 failed, 1 not yet answered");
+	cr_assert_eq(k, (int)strlen(text));
+
+	/* Every member answered: nothing to add. */
+	v[2] = DLOCK_VOTE_ACQUIRED;
+	members(st, 3, v, err);
+	dlock__quorum_tally_text(text, sizeof text, st, 3, 2);
+	cr_assert_str_eq(text, "2 of 3 needed, 1 took it, 1 held by others, 1 failed");
+
+	/* Cut short: the return says how long the whole text is. */
+	v[2] = DLOCK_VOTE_NONE;
+	members(st, 3, v, err);
+	k = dlock__quorum_tally_text(text, 20, st, 3, 2);
+	cr_assert_eq(strlen(text), 19);
+	cr_assert_eq(k, (int)strlen("2 of 3 needed, 0 took it, 1 held by others, 1 failed, "
+				     "1 not yet answered"));
+}
+
 Test(quorum, hopeless_once_final_errors_exceed_the_failure_limit)
 {
 	dlock_vote v[5] = { DLOCK_VOTE_ERROR, DLOCK_VOTE_ERROR, DLOCK_VOTE_HELD, DLOCK_VOTE_HELD,
