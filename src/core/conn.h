@@ -67,6 +67,7 @@ typedef struct dlock__conn {
 	const struct dlock__tls_ctx *tls_ctx;
 	int checks[4]; /* pipelined AUTH/SELECT/ROLE/INFO whose replies are checked first: the code */
 	int nchecks;
+	int greeted; /* its handshake was sent (dlock__conn_send_handshake) */
 	redisReader *reader;
 	const dlock__node *node;
 	const char *label;    /* for messages: node->label, or addr_label for a sentinel node */

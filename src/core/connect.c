@@ -256,6 +256,8 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 {
 	int rc = 0;
 
+	c->greeted = 1;
+
 	if (c->node->password != NULL) {
 		const char *argv[3] = { "AUTH", c->node->user, c->node->password };
 		size_t lens[3] = { 4, 0, strlen(c->node->password) };
