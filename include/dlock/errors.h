@@ -24,7 +24,8 @@
  *     in the message and in the member status), DLOCK_EWRONGTYPE (instead
  *     of ENOQUORUM when a member's key is not a lock), DLOCK_EEXPIRED (a
  *     quorum, but only after the validity had run out), DLOCK_ENOMEM,
- *     DLOCK_EFORKED, DLOCK_ECANCELED.
+ *     DLOCK_EFORKED, DLOCK_ECANCELED, DLOCK_EDUPLICATE (two members were
+ *     found to be one server once connected).
  */
 #ifndef DLOCK_ERRORS_H
 #define DLOCK_ERRORS_H
@@ -55,8 +56,11 @@ typedef enum dlock_error {
 	DLOCK_EFORKED = -16,     /**< the client was opened by the parent of this forked
 	                              process: open a new client in the child */
 	DLOCK_EBUSY = -17,       /**< the object is still in use (a client with lock handles) */
-	DLOCK_ENOSYNC = -18      /**< fewer replicas than sync_replicas acknowledged the
+	DLOCK_ENOSYNC = -18,     /**< fewer replicas than sync_replicas acknowledged the
 	                              acquisition in time: it was rolled back */
+	DLOCK_EDUPLICATE = -19   /**< two members of a MultiLock/RedLock are one server
+	                              (one address, or one run_id): it would be counted
+	                              twice; the message names both spellings */
 } dlock_error;
 
 /**

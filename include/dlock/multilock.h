@@ -64,8 +64,10 @@ typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner
 /**
  * Make a MultiLock of n (>= 1) member locks; the array is copied, the
  * members are borrowed. Errors: DLOCK_EINVAL (NULL, n == 0, a NULL member,
- * the same handle or the same name on the same server and db twice, fenced
- * and unfenced members mixed), DLOCK_ENOMEM.
+ * the same handle twice, fenced and unfenced members mixed),
+ * DLOCK_EDUPLICATE (the same name twice on one server and db: one resolved
+ * address and port, or one socket file; the message names both spellings),
+ * DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n);
 
@@ -87,7 +89,9 @@ DLOCK_EXTERN int dlock_multilock_lock(dlock_multilock *lock, int64_t lease_ms);
  * dlock_multilock_status; a member whose client asks replicas to acknowledge
  * (sync_replicas) and too few did fails with DLOCK_ENOSYNC there, and is
  * given back), DLOCK_EWRONGTYPE, DLOCK_EEXPIRED, DLOCK_ENOMEM,
- * DLOCK_EFORKED, DLOCK_ECANCELED. Nothing stays held on failure.
+ * DLOCK_EFORKED, DLOCK_ECANCELED, DLOCK_EDUPLICATE (two members holding one
+ * name turned out to be one server: their run_ids, learnt on connecting,
+ * are the same). Nothing stays held on failure.
  */
 DLOCK_EXTERN int dlock_multilock_try(dlock_multilock *lock, int64_t wait_ms, int64_t lease_ms);
 
@@ -180,6 +184,15 @@ DLOCK_EXTERN int dlock_multilock_is_held_as(int *out, dlock_multilock *lock, con
  * Errors: DLOCK_EINVAL (no such member), and those of one command.
  */
 DLOCK_EXTERN int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *lock, size_t i);
+
+/**
+ * Two members on one server, by the run_id their servers gave on the
+ * connections made so far (it sends nothing: a member not connected yet is
+ * not compared). Every acquisition and query checks this too; a caller that
+ * reads members one by one (dlock_lock_query) calls it after. Returns 0,
+ * DLOCK_EDUPLICATE (the message names both members), DLOCK_EINVAL (NULL).
+ */
+DLOCK_EXTERN int dlock_multilock_check_servers(dlock_multilock *lock);
 
 #ifdef __cplusplus
 }

@@ -70,8 +70,10 @@ DLOCK_EXTERN int dlock_redlock_options_init(dlock_redlock_options *opts, unsigne
 /**
  * A RedLock over n (>= 1) member locks (borrowed, like dlock_multilock_new;
  * normally one per server, same name). opts may be NULL.
- * Errors: DLOCK_EINVAL (as dlock_multilock_new, one server listed twice in
- * any db, bad options or their version), DLOCK_ENOMEM.
+ * Errors: DLOCK_EINVAL (as dlock_multilock_new, bad options or their
+ * version), DLOCK_EDUPLICATE (one server listed twice for one name, in any
+ * db: by resolved address or socket file; the message names both
+ * spellings), DLOCK_ENOMEM.
  */
 DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
 		const dlock_redlock_options *opts);
@@ -81,7 +83,7 @@ DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *membe
  * the RedLock and connected lazily, so a server that is down at start is just
  * a failed vote). client_opts and opts may be NULL.
  * Errors: DLOCK_EINVAL (bad URI: the message names it; bad options),
- * DLOCK_ENOMEM, DLOCK_ESYS.
+ * DLOCK_EDUPLICATE (as dlock_redlock_new), DLOCK_ENOMEM, DLOCK_ESYS.
  */
 DLOCK_EXTERN int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris,
 		size_t n, const char *name, const dlock_client_options *client_opts,
@@ -107,8 +109,10 @@ DLOCK_EXTERN int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *lock, i
  * DLOCK_ENOQUORUM (too many servers failed to answer, or, with
  * sync_replicas, their replicas to acknowledge: see dlock_multilock_try),
  * DLOCK_EWRONGTYPE, DLOCK_EEXPIRED (a quorum, but only after the TTL had run out),
- * DLOCK_ENOMEM, DLOCK_EFORKED, DLOCK_ECANCELED. Nothing stays held on
- * failure: every member that may have been taken is released.
+ * DLOCK_ENOMEM, DLOCK_EFORKED, DLOCK_ECANCELED, DLOCK_EDUPLICATE (two
+ * members turned out to be one server by run_id, see dlock_multilock_try).
+ * Nothing stays held on failure: every member that may have been taken is
+ * released.
  */
 DLOCK_EXTERN int dlock_redlock_try(int64_t *validity_ms, dlock_redlock *lock, int64_t wait_ms,
 		int64_t lease_ms);
@@ -195,6 +199,15 @@ DLOCK_EXTERN int dlock_redlock_is_held_as(int *out, dlock_redlock *lock, const c
  * Errors: DLOCK_EINVAL (no such member), and those of one command.
  */
 DLOCK_EXTERN int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *lock, size_t i);
+
+/**
+ * Two members on one server, by the run_id their servers gave on the
+ * connections made so far (it sends nothing: a member not connected yet is
+ * not compared). Every acquisition and query checks this too; a caller that
+ * reads members one by one (dlock_lock_query) calls it after. Returns 0,
+ * DLOCK_EDUPLICATE (the message names both members), DLOCK_EINVAL (NULL).
+ */
+DLOCK_EXTERN int dlock_redlock_check_servers(dlock_redlock *lock);
 
 #ifdef __cplusplus
 }

@@ -75,7 +75,8 @@ static const char usage_text[] =
 "                             redis+cluster://[[user]:password@]host[:port][,host...]\n"
 "                             (rediss+cluster:// over TLS)\n"
 "                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379);\n"
-"                             a server listed twice is refused\n"
+"                             one server listed twice (two names for one\n"
+"                             address, or one run_id once connected) is refused\n"
 "  -m, --mode MODE            rlock (one node), redlock (a quorum of n/2+1 nodes;\n"
 "                             the default for several nodes) or multilock (all nodes)\n"
 "      --timeout MS           per-command network deadline, also to connect (default 1000):\n"
@@ -661,7 +662,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlock: %s\n", dlock_errmsg_last());
 		cli_target_close(&t);
 		free_config(&cfg);
-		return rc == DLOCK_EINVAL ? EXIT_USAGE : EXIT_UNAVAILABLE;
+		return rc == DLOCK_EINVAL || rc == DLOCK_EDUPLICATE ? EXIT_USAGE : EXIT_UNAVAILABLE;
 	}
 	if (strcmp(command, "run") == 0)
 		status = cmd_run(&t, &cfg, &a, argv + optind);

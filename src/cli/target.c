@@ -211,6 +211,7 @@ int cli_exit_for(int rc, const cli_config *cfg)
 	case DLOCK_ENOTACQUIRED:
 		return cfg->conflict_exit;
 	case DLOCK_EINVAL:
+	case DLOCK_EDUPLICATE: /* one server listed twice: a usage error */
 		return EXIT_USAGE;
 	case DLOCK_ENOTOWNER:
 		return EXIT_NOT_OWNER;
@@ -356,11 +357,29 @@ static int status_exit(const cli_target *t, const status_counts *c)
 	return c->refused > 0 || c->reachable < cli_target_quorum(t) ? EXIT_UNAVAILABLE : 0;
 }
 
+/* Nodes read one by one (status, unlock --force) bypass the quorum's own
+ * check: two of them answering with one run_id are one server listed
+ * twice. 0, or EXIT_USAGE with one line. */
+static int refuse_one_server_twice(cli_target *t, const char *command)
+{
+	int rc = 0;
+
+	if (t->mode == MODE_REDLOCK)
+		rc = dlock_redlock_check_servers(t->redlock);
+	else if (t->mode == MODE_MULTILOCK)
+		rc = dlock_multilock_check_servers(t->multilock);
+	if (rc == 0)
+		return 0;
+	fprintf(stderr, "dlock: %s: %s\n", command, cli_target_errmsg(t));
+	return EXIT_USAGE;
+}
+
 int cli_target_status(cli_target *t, int json, FILE *out)
 {
 	node_view *v = calloc(t->n, sizeof(*v));
 	status_counts c = { 0, 0, 0, 0 };
 	size_t i;
+	int status;
 
 	if (v == NULL)
 		return EXIT_UNAVAILABLE;
@@ -371,24 +390,42 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 		c.wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
 		c.held += dlock_lock_info_holders(v[i].info) > 0;
 	}
-	if (json)
+	status = refuse_one_server_twice(t, "status");
+	if (status == 0 && json)
 		print_json(t, v, &c, out);
-	else
+	else if (status == 0)
 		print_table(t, v, &c, out);
 	for (i = 0; i < t->n; i++)
 		dlock_lock_info_free(v[i].info);
 	free(v);
-	return status_exit(t, &c);
+	return status != 0 ? status : status_exit(t, &c);
 }
 
 int cli_target_force(cli_target *t, FILE *out)
 {
 	size_t i, ok = 0, deleted = 0;
+	int *pinged = calloc(t->n, sizeof(*pinged)), status;
 
+	if (pinged == NULL)
+		return EXIT_UNAVAILABLE;
+	/* Every node connected first, so that one server listed twice is
+	 * refused before anything is deleted; a node that did not answer is
+	 * not asked again (it would cost its timeout twice). */
+	for (i = 0; i < t->n; i++)
+		pinged[i] = dlock_client_ping(t->clients[i]);
+	if ((status = refuse_one_server_twice(t, "unlock --force")) != 0) {
+		free(pinged);
+		return status;
+	}
 	for (i = 0; i < t->n; i++) {
-		int d = 0;
-		int rc = dlock_lock_force_unlock(&d, t->locks[i]);
+		int d = 0, rc;
 
+		if (pinged[i] == DLOCK_ECONN || pinged[i] == DLOCK_ETIMEDOUT) {
+			fprintf(stderr, "dlock: unlock --force: %s\n",
+					dlock_client_errmsg(t->clients[i]));
+			continue;
+		}
+		rc = dlock_lock_force_unlock(&d, t->locks[i]);
 		if (rc < 0) {
 			fprintf(stderr, "dlock: unlock --force: %s\n",
 					dlock_lock_errmsg(t->locks[i]));
@@ -397,6 +434,7 @@ int cli_target_force(cli_target *t, FILE *out)
 		ok++;
 		deleted += d != 0;
 	}
+	free(pinged);
 	fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
 			t->n == 1 ? "" : "s");
 	return ok >= cli_target_quorum(t) ? 0 : EXIT_UNAVAILABLE;

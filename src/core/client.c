@@ -84,19 +84,6 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 	return 0;
 }
 
-int dlock__node_same_server(const dlock__node *x, const dlock__node *y)
-{
-	if (x->cluster != NULL || y->cluster != NULL)
-		return x->cluster != NULL && y->cluster != NULL &&
-				dlock__cluster_same(x->cluster, y->cluster);
-	if (x->sentinel != NULL || y->sentinel != NULL)
-		return x->sentinel != NULL && y->sentinel != NULL &&
-				dlock__sentinel_same(x->sentinel, y->sentinel);
-	if (x->path != NULL || y->path != NULL)
-		return x->path != NULL && y->path != NULL && strcmp(x->path, y->path) == 0;
-	return x->port == y->port && strcmp(x->host, y->host) == 0;
-}
-
 /* A client for the parsed URI (its strings move into the client). */
 static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_options *opts)
 {

@@ -32,6 +32,8 @@ struct dlock_client {
 	_Atomic uint64_t cancels;     /* dlock_client_cancel_waits() calls so far */
 	_Atomic int64_t handles;      /* lock handles made from it and not freed */
 	struct dlock__forget *forgets; /* keys to delete that wait for a connection (core/forget.c) */
+	char run_id[41];              /* the server's, from the latest connection
+	                                 that learnt it ("" unknown) */
 	uint64_t started_gen;         /* conn_gen when started_at was read */
 	int64_t started_at;           /* monotonic ms the server started, as of started_gen */
 
@@ -64,6 +66,16 @@ void dlock__client_conn_put(dlock_client *client, dlock__conn *c);
  * the pool is full).
  */
 int dlock__client_conn_take(dlock_client *client, dlock__conn **out);
+
+/*
+ * Which server the client reached (core/identity.c): the run_id its latest
+ * connection learnt; 1 when known (out: 41 bytes), 0 when not yet, when INFO
+ * was refused, or for a cluster root (which connects nowhere).
+ */
+int dlock__client_run_id(dlock_client *client, char out[41]);
+
+/* Keep the run_id a connection of the client learnt (called as it is put back). */
+void dlock__client_note_run_id(dlock_client *client, const dlock__conn *conn);
 
 /*
  * Run a command on a pooled connection before the command timeout. When

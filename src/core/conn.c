@@ -239,14 +239,33 @@ static const char *check_name(int code)
 	return code == DLOCK_EAUTH ? "AUTH" : code == DLOCK__CHECK_ROLE ? "ROLE" : "SELECT";
 }
 
-/* The reply to a pipelined AUTH, SELECT or ROLE of the handshake. */
+/* INFO server's "run_id:<40 hex>" line, kept in c->run_id. */
+static void note_run_id(dlock__conn *c, const redisReply *r)
+{
+	const char *p;
+	size_t n = 0;
+
+	if (r->type != REDIS_REPLY_STRING)
+		return;
+	if ((p = strstr(r->str, "\nrun_id:")) == NULL)
+		return;
+	p += strlen("\nrun_id:");
+	while (n < sizeof(c->run_id) - 1 && p[n] != '\r' && p[n] != '\n' && p[n] != '\0')
+		n++;
+	memcpy(c->run_id, p, n);
+	c->run_id[n] = '\0';
+}
+
+/* The reply to a pipelined AUTH, SELECT, ROLE or INFO of the handshake. */
 static int take_check(dlock__conn *c, redisReply *r)
 {
 	int code = c->checks[0], rc = 0;
 
 	memmove(c->checks, c->checks + 1, sizeof(c->checks) - sizeof(c->checks[0]));
 	c->nchecks--;
-	if (r->type == REDIS_REPLY_ERROR)
+	if (code == DLOCK__CHECK_RUN_ID)
+		note_run_id(c, r);
+	else if (r->type == REDIS_REPLY_ERROR)
 		rc = dlock__conn_fail(c, code == DLOCK__CHECK_ROLE ? DLOCK_ESERVER : code,
 				check_name(code), r->str);
 	else if (code == DLOCK__CHECK_ROLE && !is_primary(r))

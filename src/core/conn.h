@@ -43,9 +43,11 @@ typedef struct dlock__node {
 	_Atomic int owed;
 } dlock__node;
 
-/* x and y reach the same server (the same socket path, host and port, or
- * Sentinel-managed primary); db aside. core/client.c */
-int dlock__node_same_server(const dlock__node *x, const dlock__node *y);
+/* x and y reach the same server, db aside: one resolved address and port,
+ * one socket file (by real path), the same Sentinel-managed primary or
+ * cluster (a seed in common). `where` gets what they share ("127.0.0.1:6379"),
+ * for messages. core/identity.c */
+int dlock__node_same_server(const dlock__node *x, const dlock__node *y, char *where, size_t len);
 
 typedef struct dlock__conn {
 	int fd;
@@ -63,8 +65,9 @@ typedef struct dlock__conn {
 	int answered;   /* any byte came back: a close before is worth a hint */
 	void *tls;      /* OpenSSL's SSL, when the node is TLS (core/tls.c) */
 	const struct dlock__tls_ctx *tls_ctx;
-	int checks[3]; /* pipelined AUTH/SELECT/ROLE whose replies are checked first: the code */
+	int checks[4]; /* pipelined AUTH/SELECT/ROLE/INFO whose replies are checked first: the code */
 	int nchecks;
+	int greeted; /* its handshake was sent (dlock__conn_send_handshake) */
 	redisReader *reader;
 	const dlock__node *node;
 	const char *label;    /* for messages: node->label, or addr_label for a sentinel node */
@@ -72,10 +75,15 @@ typedef struct dlock__conn {
 	uint64_t epoch;       /* a sentinel node's address generation when it connected */
 	int asking;           /* lent for a cluster ASK redirect: every command sent
 	                         for it goes after ASKING (dlock__conn_ask) */
+	char run_id[41];      /* the server's INFO run_id, once the handshake's INFO
+	                         answered; "" until then, or when INFO is refused */
 } dlock__conn;
 
 /* checks[] code of a ROLE that must say "master" (a Sentinel-managed node). */
 #define DLOCK__CHECK_ROLE 1
+/* checks[] code of the INFO server that names the server (run_id): an error
+ * reply (an ACL without INFO) leaves it unknown and fails nothing. */
+#define DLOCK__CHECK_RUN_ID 2
 
 /* Mark c broken (never reused) and set "node: what: why"; returns code.
  * Shared by conn.c and connect.c. */

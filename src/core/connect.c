@@ -192,6 +192,18 @@ static int wait_connected(dlock__conn *c, int64_t deadline)
 	return 0;
 }
 
+/* A handshake command that can refuse the connection is still unanswered
+ * (the INFO that names the server refuses nothing). */
+static int must_confirm(const dlock__conn *c)
+{
+	int i;
+
+	for (i = 0; i < c->nchecks; i++)
+		if (c->checks[i] != DLOCK__CHECK_RUN_ID)
+			return 1;
+	return 0;
+}
+
 /* AUTH and SELECT, pipelined with a PING whose reply says they are done
  * (their own replies are checked on the way by dlock__conn_read). */
 static int handshake(dlock__conn *c, int64_t deadline)
@@ -201,7 +213,7 @@ static int handshake(dlock__conn *c, int64_t deadline)
 	redisReply *r = NULL;
 	int rc = dlock__conn_send_handshake(c, deadline);
 
-	if (rc < 0 || c->nchecks == 0)
+	if (rc < 0 || !must_confirm(c))
 		return rc;
 	rc = dlock__conn_command(c, &r, 1, &ping, &len, "PING", deadline);
 	freeReplyObject(r);
@@ -244,6 +256,8 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 {
 	int rc = 0;
 
+	c->greeted = 1;
+
 	if (c->node->password != NULL) {
 		const char *argv[3] = { "AUTH", c->node->user, c->node->password };
 		size_t lens[3] = { 4, 0, strlen(c->node->password) };
@@ -278,6 +292,17 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 		rc = dlock__conn_send(c, 1, &role, &len, "ROLE", deadline);
 		if (rc == 0)
 			c->checks[c->nchecks++] = DLOCK__CHECK_ROLE;
+	}
+	if (rc == 0) {
+		/* Which server this is, whatever name reached it: a MultiLock or
+		 * RedLock refuses two members on one server (multilock/servers.c).
+		 * Queued, not sent: it rides with the first command. */
+		const char *argv[2] = { "INFO", "server" };
+		size_t lens[2] = { 4, 6 };
+
+		rc = dlock__conn_queue(c, 2, argv, lens);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK__CHECK_RUN_ID;
 	}
 	return rc;
 }

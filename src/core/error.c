@@ -52,6 +52,8 @@ const char *dlock_strerror(int error)
 		return "still in use";
 	case DLOCK_ENOSYNC:
 		return "too few replicas acknowledged the acquisition";
+	case DLOCK_EDUPLICATE:
+		return "one server listed twice";
 	default:
 		return "unknown error";
 	}

@@ -412,8 +412,10 @@ static void run_connect(run *r)
 		if (g->head == g->tail)
 			continue;
 		rc = dlock__client_conn_take(g->client, &g->conn);
-		if (rc == 0 && g->conn->connecting) {
+		/* New, even when its connect finished at once (a Unix socket). */
+		if (rc == 0 && !g->conn->greeted)
 			g->fresh = 1;
+		if (rc == 0 && g->conn->connecting) {
 			g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
 			continue;
 		}

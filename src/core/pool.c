@@ -155,6 +155,7 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 	if (conn == NULL)
 		return;
 	conn->asking = 0;
+	dlock__client_note_run_id(c, conn);
 	/* A connection to a primary the sentinels have since replaced is not kept. */
 	older = c->node.sentinel != NULL && conn->epoch != dlock__sentinel_epoch(c->node.sentinel);
 	dlock__mutex_lock(&c->pool_mu);

@@ -33,7 +33,7 @@
 #define RETRY_MIN_MS 50
 #define RETRY_MAX_MS 1000
 
-/* A member that is another one again, in disguise (see dlock__rules.one_per_server). */
+/* A member that is another one again, itself or on the same server (servers.c). */
 static int check_members(dlock_lock *const *members, size_t n, const dlock__rules *rules)
 {
 	size_t i, j;
@@ -43,32 +43,16 @@ static int check_members(dlock_lock *const *members, size_t n, const dlock__rule
 	for (i = 0; i < n; i++) {
 		if (members[i] == NULL)
 			return dlock__seterr(DLOCK_EINVAL, "multilock: member %zu is NULL", i);
-		for (j = 0; j < i; j++) {
-			const char *node = dlock_client_node(dlock__lock_client(members[i]));
-
+		for (j = 0; j < i; j++)
 			if (members[j] == members[i])
 				return dlock__seterr(DLOCK_EINVAL,
 						"multilock: member %zu is member %zu again", i, j);
-			if (!dlock__lock_same_resource(
-					    members[j], members[i], rules->one_per_server))
-				continue;
-			if (rules->one_per_server)
-				return dlock__seterr(DLOCK_EINVAL,
-						"redlock: server %s is listed twice "
-						"for lock %s (members %zu and %zu): a quorum needs independent "
-						"servers",
-						node, dlock__lock_shown(members[i]), j, i);
-			return dlock__seterr(DLOCK_EINVAL,
-					"multilock: lock %s on %s is listed "
-					"twice (members %zu and %zu)",
-					dlock__lock_shown(members[i]), node, j, i);
-		}
 	}
 	for (i = 1; i < n; i++)
 		if (dlock__lock_is_fenced(members[i]) != dlock__lock_is_fenced(members[0]))
 			return dlock__seterr(DLOCK_EINVAL,
 					"multilock: fenced and unfenced members cannot be mixed");
-	return 0;
+	return dlock__members_distinct(members, n, rules);
 }
 
 int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
@@ -369,8 +353,11 @@ static int ordered_phase(acquisition *a)
 
 	for (;;) {
 		int64_t left = time_left(a), round_ms = (int64_t)e->n * ROUND_MS_PER_MEMBER;
-		int contention;
+		int contention, rc;
 
+		/* Connected by now: two members may turn out to be one server. */
+		if ((rc = dlock__engine_servers_check(e)) < 0)
+			return rc;
 		if (left <= 0 && a->wait_ms != 0)
 			return fail(a);
 		if (canceled(a))
@@ -434,8 +421,11 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, 
 		int64_t *validity_out, int64_t *token_out)
 {
 	acquisition a;
-	int rc = check_args(e, owner, wait_ms, lease_ms);
+	int rc = check_args(e, owner, wait_ms, lease_ms), dup;
 
+	/* Two members known to be one server are refused before anything is sent. */
+	if (rc == 0)
+		rc = dlock__engine_servers_check(e);
 	if (rc < 0 || (rc = acquisition_init(&a, e, owner, wait_ms, lease_ms)) < 0)
 		return rc;
 	/* A MultiLock that may not wait keeps Redisson's strict order, which
@@ -444,6 +434,13 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, 
 		rc = parallel_phase(&a);
 	if (rc == 0)
 		rc = ordered_phase(&a);
+	/* The first connections may just have shown two members to be one
+	 * server: what they took is not a quorum, give it back. */
+	if (rc != DLOCK_ENOMEM && (dup = dlock__engine_servers_check(e)) < 0) {
+		if (rc == 1)
+			dlock__rollback_stacked(e, a.t);
+		rc = dup;
+	}
 	if (rc == 1)
 		rc = grant(&a, validity_out, token_out);
 	dlock__mutex_lock(&e->mu);

@@ -80,6 +80,11 @@ int dlock__engine_validity(const dlock__engine *e, const char *owner, int64_t *m
 int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *out);
 void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *userdata);
 
+/* DLOCK_EDUPLICATE when two members holding one name are one server by
+ * the run_id their servers gave on the connections made so far (servers.c;
+ * sends nothing: members not connected yet are not compared), else 0. */
+int dlock__engine_servers_check(const dlock__engine *e);
+
 /* Queries over the members (query.c): held on a quorum, a member's PTTL. */
 int dlock__engine_is_locked(dlock__engine *e, int *out);
 int dlock__engine_is_held(dlock__engine *e, const char *owner, int *out);

@@ -175,3 +175,9 @@ int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *m, size_t i)
 	return dlock__errbuf_record(
 			&m->engine.err, dlock__engine_member_ttl(&m->engine, i, out_ms));
 }
+
+int dlock_multilock_check_servers(dlock_multilock *m)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err, dlock__engine_servers_check(&m->engine));
+}

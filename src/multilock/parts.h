@@ -11,12 +11,23 @@
  *   loss.c      hearing of member losses and reporting the lock's
  *   engine.c    the acquisition driver, check and status
  *   release.c   the release
+ *   servers.c   one server listed twice (by address, by run_id)
  */
 #ifndef DLOCK_MULTILOCK_PARTS_H
 #define DLOCK_MULTILOCK_PARTS_H
 
 #include "multilock/engine.h"
 #include "multilock/quorum.h"
+
+/* DLOCK_EDUPLICATE (with a message naming both members) when two members
+ * are one lock on one server by address (resolved; made before any
+ * connection), else 0. */
+int dlock__members_distinct(dlock_lock *const *members, size_t n, const dlock__rules *rules);
+
+/* Give back what a round took one member at a time, the highest count
+ * first: two members that are one key on one server hold it twice (counts
+ * 1 and 2), and a rollback only gives back the count it expects. */
+void dlock__rollback_stacked(dlock__engine *e, dlock__member_try *t);
 
 /* The owner field on member i: the explicit owner, or the calling thread there. */
 const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner, char buf[64]);

@@ -36,6 +36,10 @@ static int ask_quorum(dlock__engine *e, int held, const char *owner, int *out)
 		yes += rc == 0 && v;
 		no += rc == 0 && !v;
 	}
+	*out = 0;
+	/* One server answering twice is no quorum (servers.c). */
+	if ((first_rc = dlock__engine_servers_check(e)) < 0)
+		return first_rc;
 	*out = yes >= e->rules.quorum;
 	/* Settled: a quorum says yes, or too many say no for one to be possible. */
 	if (yes >= e->rules.quorum || no > e->n - e->rules.quorum)

@@ -323,3 +323,9 @@ int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *r, size_t i)
 	return dlock__errbuf_record(
 			&r->engine.err, dlock__engine_member_ttl(&r->engine, i, out_ms));
 }
+
+int dlock_redlock_check_servers(dlock_redlock *r)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err, dlock__engine_servers_check(&r->engine));
+}

@@ -30,12 +30,24 @@ int dlock__lock_is_fenced(const dlock_lock *l)
 	return l->kind == DLOCK__FENCED;
 }
 
-int dlock__lock_same_resource(const dlock_lock *a, const dlock_lock *b, int any_db)
+int dlock__lock_same_resource(
+		const dlock_lock *a, const dlock_lock *b, int any_db, char *where, size_t len)
 {
 	const dlock__node *x = &a->client->node, *y = &b->client->node;
 
-	return dlock__node_same_server(x, y) && (any_db || x->db == y->db) &&
-			a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0;
+	/* The name first: only a server shared under one name costs a lookup. */
+	return a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0 &&
+			(any_db || x->db == y->db) && dlock__node_same_server(x, y, where, len);
+}
+
+int dlock__lock_db(const dlock_lock *l)
+{
+	return l->client->node.db;
+}
+
+int dlock__lock_run_id(const dlock_lock *l, char out[41])
+{
+	return dlock__client_run_id(l->client, out);
 }
 
 int64_t dlock__lock_ttl(const dlock_lock *l, int64_t lease_ms)

@@ -30,10 +30,19 @@ const char *dlock__lock_shown(const dlock_lock *l);
 int dlock__lock_is_fenced(const dlock_lock *l);
 
 /*
- * The same name on the same server (host:port as written, not resolved)
- * - in any database when any_db is set, else in the same one.
+ * The same name on the same server (by resolved address or socket file,
+ * see dlock__node_same_server; `where` gets the address they share) - in
+ * any database when any_db is set, else in the same one.
  */
-int dlock__lock_same_resource(const dlock_lock *a, const dlock_lock *b, int any_db);
+int dlock__lock_same_resource(
+		const dlock_lock *a, const dlock_lock *b, int any_db, char *where, size_t len);
+
+/* The database the handle's client selects. */
+int dlock__lock_db(const dlock_lock *l);
+
+/* The run_id of the server the handle's client reached (1), or 0 when not
+ * known yet (see dlock__client_run_id); out: 41 bytes. */
+int dlock__lock_run_id(const dlock_lock *l, char out[41]);
 
 /* The TTL an acquisition with lease_ms sets: the lease, or the watchdog timeout. */
 int64_t dlock__lock_ttl(const dlock_lock *l, int64_t lease_ms);

@@ -549,6 +549,73 @@ Test(cli, usage_errors_exit_64_with_one_line, .timeout = 60)
 	cr_expect_eq(exists(s, "cli-use"), 0, "no usage error may touch the lock");
 }
 
+/* `dlock ARGS` exits 64 with one line naming a and b, nothing on stdout. */
+static void expect_64_naming(const char *const *args, const char *a, const char *b)
+{
+	proc *p = dlock_env(NULL, args);
+	EXPECT_STATUS(p, 64);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, a) != NULL && strstr(p->err, b) != NULL,
+			"`%s`: the line should name %s and %s: %s", p->desc, a, b, p->err);
+	cr_expect_eq(p->out_len, 0, "`%s`: nothing on stdout: %s", p->desc, p->out);
+	proc_free(p);
+}
+
+/*
+ * One server under two spellings would count twice: 64, one line naming
+ * both, for every command, and nothing taken or deleted. The acquisitions
+ * run on a free lock (a MultiLock's one attempt stops at a member held by
+ * others, before a second spelling is ever contacted: then nothing was
+ * counted and "held" is the honest answer); status and unlock --force meet
+ * a foreign hold, which must survive.
+ */
+static void expect_refused_twice(const char *nodes, const char *a, const char *b,
+		rh_server *s, const char *name)
+{
+	char after[256];
+
+	expect_64_naming(ARGS("-n", nodes, "--timeout", TMO, "--restart-guard", "0", "run", "-w",
+					 "0", name, "--", "true"),
+			a, b);
+	expect_64_naming(ARGS("-n", nodes, "--timeout", TMO, "-m", "multilock", "acquire", "-l",
+					 "5000", "--owner", "me:1", name),
+			a, b);
+	cr_expect_eq(exists(s, name), 0, "a refused acquisition left the lock held");
+	hold_foreign(s, name);
+	expect_64_naming(ARGS("-n", nodes, "--timeout", TMO, "status", name), a, b);
+	expect_64_naming(ARGS("-n", nodes, "--timeout", TMO, "unlock", "--force", name), a, b);
+	hgetall(s, name, after, sizeof after);
+	cr_expect_str_eq(after, "foreign:1=1;", "the foreign hold was touched: %s", after);
+}
+
+Test(cli, one_server_listed_twice_exits_64_naming_both, .timeout = 60)
+{
+	char dir[64], sock[128], nodes[512], a[160], b[64], tcp[64];
+	int dead = closed_port();
+
+	/* Two names for one address: refused when opened. */
+	rh_server *s = dl_srv;
+	snprintf(nodes, sizeof nodes, "%s,redis://localhost:%d,redis://127.0.0.1:%d",
+			rh_server_uri(s), rh_server_port(s), dead);
+	snprintf(a, sizeof a, "127.0.0.1:%d", rh_server_port(s));
+	snprintf(b, sizeof b, "localhost:%d", rh_server_port(s));
+	expect_refused_twice(nodes, a, b, s, "cli-twice");
+
+	/* A server's socket and its TCP port: only its run_id tells, at first contact. */
+	make_tmpdir(dir, sizeof dir);
+	snprintf(sock, sizeof sock, "%s/redis.sock", dir);
+	rh_server *u = rh_server_start(ARGS("--unixsocket", sock, "--unixsocketperm", "700"));
+	cr_assert_not_null(u);
+	snprintf(nodes, sizeof nodes, "unix://%s,%s,redis://127.0.0.1:%d", sock, rh_server_uri(u),
+			dead);
+	snprintf(a, sizeof a, "unix:%s", sock);
+	snprintf(tcp, sizeof tcp, "127.0.0.1:%d", rh_server_port(u));
+	expect_refused_twice(nodes, a, tcp, u, "cli-twice");
+	rh_server_free(u);
+	unlink(sock);
+	rmdir(dir);
+}
+
 /* ---- 7. acquire/release with one owner re-enter ----------------------------------- */
 
 Test(cli, acquire_release_with_owner_reenters, .timeout = 60)

@@ -146,11 +146,11 @@ Test(faults, redlock_refuses_a_server_listed_twice, .timeout = 30)
 	dlock_redlock *r = NULL;
 
 	cr_assert_eq(dlock_redlock_new_from_uris(&r, twice, 3, "faults:dup", NULL, NULL),
-			DLOCK_EINVAL);
+			DLOCK_EDUPLICATE);
 	cr_assert_null(r);
 	cr_assert(strstr(dlock_errmsg_last(), "listed twice") != NULL, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_redlock_new_from_uris(&r, two_dbs, 3, "faults:dup", NULL, NULL),
-			DLOCK_EINVAL);
+			DLOCK_EDUPLICATE);
 	cr_assert_null(r);
 
 	/* A MultiLock may hold two names on one server, not one name twice. */
@@ -162,7 +162,7 @@ Test(faults, redlock_refuses_a_server_listed_twice, .timeout = 30)
 	cr_assert_eq(dlock_multilock_new(&m, ok, 2), 0, "%s", dlock_errmsg_last());
 	dlock_multilock_free(m);
 	m = NULL;
-	cr_assert_eq(dlock_multilock_new(&m, bad, 2), DLOCK_EINVAL);
+	cr_assert_eq(dlock_multilock_new(&m, bad, 2), DLOCK_EDUPLICATE);
 	cr_assert_null(m);
 	dl_free_locks(a, b, a2);
 	dl_close_clients(c, c2);

@@ -113,7 +113,7 @@ Test(unix_socket, one_socket_twice_is_refused_in_a_redlock)
 	const char *uris[] = { uri, uri, "redis://127.0.0.1:1" };
 	dlock_redlock *rl = NULL;
 	int rc = dlock_redlock_new_from_uris(&rl, uris, 3, "twice", NULL, NULL);
-	cr_assert_eq(rc, DLOCK_EINVAL, "rc %d", rc);
+	cr_assert_eq(rc, DLOCK_EDUPLICATE, "rc %d", rc);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "listed twice"), "%s", dlock_errmsg_last());
 }
 
