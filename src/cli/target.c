@@ -313,34 +313,49 @@ static void print_json(const cli_target *t, const node_view *v, const status_cou
 	fprintf(out, "]}\n");
 }
 
-static void print_table_node(FILE *out, const char *node, const node_view *v)
+static void print_table_node(FILE *out, int width, const char *node, const node_view *v)
 {
 	size_t j;
 
 	if (v->info == NULL) {
-		fprintf(out, "%-24s %-12s %s\n", node, v->reachable ? "error" : "unreachable",
+		fprintf(out, "%-*s %-12s %s\n", width, node, v->reachable ? "error" : "unreachable",
 				v->error);
 		return;
 	}
 	if (dlock_lock_info_holders(v->info) == 0)
-		fprintf(out, "%-24s %-12s %-8s %-6s %s\n", node, "free", "-", "-", "-");
+		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, node, "free", "-", "-", "-");
 	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
-		fprintf(out, "%-24s %-12s %-8lld %-6lld %s\n", j ? "" : node, j ? "" : "held",
-				(long long)dlock_lock_info_ttl_ms(v->info),
+		fprintf(out, "%-*s %-12s %-8lld %-6lld %s\n", width, j ? "" : node,
+				j ? "" : "held", (long long)dlock_lock_info_ttl_ms(v->info),
 				(long long)dlock_lock_info_count(v->info, j),
 				dlock_lock_info_owner(v->info, j));
 }
 
+/* The NODE column is as wide as its longest name (a unix: path can be long). */
+static int node_width(const cli_target *t)
+{
+	size_t i, w = 24;
+
+	for (i = 0; i < t->n; i++) {
+		size_t len = strlen(dlock_client_node(t->clients[i]));
+
+		w = len > w ? len : w;
+	}
+	return w > 200 ? 200 : (int)w;
+}
+
 static void print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
 {
+	int width = node_width(t);
 	size_t i;
 
 	fprintf(out, "lock \"%s\" (%s, %zu node%s, quorum %zu): held on %zu, reachable %zu\n",
 			t->name, mode_name(t->mode), t->n, t->n == 1 ? "" : "s",
 			cli_target_quorum(t), c->held, c->reachable);
-	fprintf(out, "%-24s %-12s %-8s %-6s %s\n", "NODE", "STATE", "TTL_MS", "COUNT", "OWNER");
+	fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, "NODE", "STATE", "TTL_MS", "COUNT",
+			"OWNER");
 	for (i = 0; i < t->n; i++)
-		print_table_node(out, dlock_client_node(t->clients[i]), &v[i]);
+		print_table_node(out, width, dlock_client_node(t->clients[i]), &v[i]);
 }
 
 /* A node that answered with an error is a failure; one that is down is

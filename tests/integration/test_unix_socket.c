@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_proc.h"
 #include "redis_harness.h"
 #include "support.h"
 
@@ -159,4 +160,36 @@ Test(unix_socket, auth_over_the_socket, .init = start_with_password)
 	cr_assert_not_null(strstr(dlock_errmsg_last(), sock), "%s", dlock_errmsg_last());
 	cr_assert_null(strstr(dlock_errmsg_last(), "wrong"), "the password leaked: %s",
 			dlock_errmsg_last());
+}
+
+/* Where `word` starts in the first line of `text` that holds it; -1 if none. */
+static long column_of(const char *text, const char *word)
+{
+	const char *hit = strstr(text, word), *line = hit;
+
+	if (hit == NULL)
+		return -1;
+	while (line > text && line[-1] != '\n')
+		line--;
+	return (long)(hit - line);
+}
+
+/* `dlock status` keeps its columns aligned with a node name longer than 24. */
+Test(unix_socket, status_table_stays_aligned_with_a_long_socket_path)
+{
+	dlock_client *c = dl_client(uri, 2000, 30000);
+	dlock_lock *l = dl_lock(c, "aligned");
+	proc *p;
+
+	dl_pass(dlock_lock_lock(l, 10000));
+	p = DLOCK("-n", uri, "status", "aligned");
+	EXPECT_STATUS(p, 0);
+	cr_expect_gt(strlen(sock), 24, "the socket path is too short to test this: %s", sock);
+	cr_expect_eq(column_of(p->out, "STATE"), column_of(p->out, "held  "), "%s", p->out);
+	cr_expect_eq(column_of(p->out, "OWNER"), column_of(p->out, dlock_client_id(c)), "%s",
+			p->out);
+	proc_free(p);
+	dl_pass(dlock_lock_unlock(l));
+	dlock_lock_free(l);
+	dlock_client_close(c);
 }
