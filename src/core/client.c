@@ -27,13 +27,14 @@ static void free_client(dlock_client *c)
 {
 	int i;
 
-	/* The reactor first: its job (the watchdog) uses the layer's state. In
-	 * a forked child there is no thread to stop, and closing the copies of
+	/* The reactors first, the cluster members' too: their job (the
+	 * watchdog) and notices (force unlocks) use the layer's state. In a
+	 * forked child there is no thread to stop, and closing the copies of
 	 * the parent's sockets sends nothing. */
 	dlock__reactor_stop(c->reactor, c->pid != getpid());
+	dlock__cluster_free(c->node.cluster);
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
-	dlock__cluster_free(c->node.cluster);
 	for (i = 0; i < c->n_idle; i++)
 		dlock__conn_close(c->idle[i]);
 	dlock__free(c->idle);
