@@ -570,6 +570,12 @@ void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s)
 		wake(r);
 }
 
+const char *dlock__sub_channel(const dlock__sub *s, size_t *len)
+{
+	*len = s->len;
+	return s->channel;
+}
+
 int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t deadline)
 {
 	struct timespec ts;

@@ -76,6 +76,9 @@ dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
 		dlock__reactor_notice notice, void *arg);
 void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s);
 
+/* The channel of a sub joined or watched (fixed for its life). */
+const char *dlock__sub_channel(const dlock__sub *s, size_t *len);
+
 /* Wake every waiter of every channel (they look at their cancel state). */
 void dlock__reactor_wake_waiters(dlock__reactor *r);
 

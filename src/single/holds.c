@@ -6,6 +6,7 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/client.h"
+#include "core/slot.h"
 #include "core/time.h"
 #include "single/holds.h"
 #include "single/holds_table.h"
@@ -82,6 +83,23 @@ void dlock__holds_unwatch(hold *x)
 	x->watch = NULL;
 	x->watch_rx = NULL;
 	x->check = 0;
+}
+
+void dlock__holds_rewatch(dlock__holds *h, hold *x, dlock__reactor *rx)
+{
+	dlock__reactor *old_rx = x->watch_rx;
+	dlock__sub *old = x->watch;
+	size_t len;
+	const char *channel = dlock__sub_channel(old, &len);
+
+	/* rx serves the name's slot: the channel's too, unless an odd brace
+	 * in the name gave them different slots (then it stays where it is). */
+	if (dlock__key_slot(channel, len) != dlock__key_slot(x->name, x->name_len))
+		return;
+	/* NULL when out of memory: the renewals still find a loss. */
+	x->watch = dlock__sub_watch(rx, channel, len, dlock__watchdog_notice, h);
+	x->watch_rx = x->watch != NULL ? rx : NULL;
+	dlock__sub_unwatch(old_rx, old);
 }
 
 static void unlink_hold(dlock__holds *h, hold **link)

@@ -82,5 +82,8 @@ int64_t dlock__watchdog_run(void *arg, int64_t now);
 void dlock__watchdog_notice(void *arg, const dlock__sub *s);
 /* Stop listening on the hold's channel (h->mu held). */
 void dlock__holds_unwatch(hold *x);
+/* Listen on the hold's channel at rx from now on (h->mu held): in a
+ * cluster, where its slot moved. */
+void dlock__holds_rewatch(dlock__holds *h, hold *x, dlock__reactor *rx);
 
 #endif

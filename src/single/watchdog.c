@@ -127,6 +127,9 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 
 			if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
 				continue;
+			/* A cluster's slot moved: listen where the hold now lives. */
+			if (x->watch != NULL && x->watch_rx != c->reactor)
+				dlock__holds_rewatch(h, x, c->reactor);
 			if (r->element[i]->type == REDIS_REPLY_INTEGER &&
 					r->element[i]->integer == 1)
 				x->confirmed_at = sent_at;

@@ -276,9 +276,10 @@ Test(force_watch, a_message_renews_the_hold_at_once, .timeout = 30)
 	rh_server_free(s);
 }
 
-/* The pub/sub connection is killed and the force unlock comes before it is
- * back, unheard: the holder checks on resubscribing and still finds out. */
-Test(force_watch, force_unlock_while_pubsub_is_down_is_found_on_resubscribe, .timeout = 30)
+/* The pub/sub connection is killed and the key deleted before it is back,
+ * unheard: the holder checks when the connection drops and again when it
+ * has resubscribed, and finds out either way. */
+Test(force_watch, deletion_while_pubsub_is_down_is_still_found, .timeout = 30)
 {
 	dl_lost lost;
 	dl_lost_init(&lost);
