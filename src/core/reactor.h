@@ -7,8 +7,9 @@
  * UNSUBSCRIBE when the last one leaves) and sleep until an unlock message
  * gives them a permit. Holds may listen on the same subscriptions
  * (watchers): a message there, or a subscription made anew, tells them to
- * look at their lock (a force unlock). It also runs one periodic job (the watchdog of the
- * single layer), so one thread per client does all background work.
+ * look at their lock (a force unlock). It also runs one periodic job (the
+ * watchdog of the single layer), so one thread per client does all
+ * background work.
  */
 #ifndef DLOCK_CORE_REACTOR_H
 #define DLOCK_CORE_REACTOR_H
