@@ -85,7 +85,10 @@ typedef struct dlock_client_options {
 	/** 1: every watchdog hold also listens on its lock's unlock channel and
 	 *  checks itself when a message comes, so a force unlock from anywhere is
 	 *  reported lost (lost callback) within a round trip instead of at the next
-	 *  renewal. Costs one subscription per held lock name. 0 (default): off. */
+	 *  renewal. Costs one subscription per held lock name, and one renewal of
+	 *  the name's holds per message there (any unlock of it) and per new
+	 *  subscription. Redisson's forceUnlock of a fair lock publishes where no
+	 *  one listens: that one is found at the next renewal. 0 (default): off. */
 	int watch_force_unlock;
 } dlock_client_options;
 

@@ -23,13 +23,14 @@ static void free_client(dlock_client *c)
 {
 	int i;
 
-	/* The reactor first: its job (the watchdog) uses the layer's state. In
-	 * a forked child there is no thread to stop, and closing the copies of
+	/* The reactors first, the cluster members' too: their job (the
+	 * watchdog) and notices (force unlocks) use the layer's state. In a
+	 * forked child there is no thread to stop, and closing the copies of
 	 * the parent's sockets sends nothing. */
 	dlock__reactor_stop(c->reactor, c->pid != getpid());
+	dlock__cluster_free(c->node.cluster);
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
-	dlock__cluster_free(c->node.cluster);
 	/* Deletes still waiting for a ride go out now (not in a forked child:
 	 * the sockets are the parent's). */
 	if (c->pid == getpid())

@@ -21,7 +21,9 @@ enum sub_state { SUB_NONE, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING };
 struct dlock__sub {
 	char *channel;
 	size_t len;
-	int refs; /* local waiters joined */
+	int refs;     /* local waiters joined */
+	int watchers; /* local holds listening for a force unlock */
+	int check;    /* their holds should look at the lock (dlock__reactor_notice) */
 	enum sub_state state;
 	uint64_t gen; /* bumped each time the subscription becomes active */
 	int permits;  /* unlock messages not yet consumed by a waiter */
@@ -46,6 +48,9 @@ struct dlock__reactor {
 	void (*flush)(void *arg);
 	void *flush_arg;
 	int64_t flush_due;
+	dlock__reactor_notice notice; /* tells the holds of a watched channel to look */
+	void *notice_arg;
+	int checks; /* some sub has its check flag set */
 };
 
 static void wake(dlock__reactor *r)
@@ -76,6 +81,21 @@ static dlock__sub *find_sub(dlock__reactor *r, const char *channel, size_t len)
 	return NULL;
 }
 
+/* Someone local still wants the channel subscribed. */
+static int wanted(const dlock__sub *s)
+{
+	return s->refs > 0 || s->watchers > 0;
+}
+
+/* The holds listening on s should look at their lock now (r->mu held). */
+static void want_check(dlock__reactor *r, dlock__sub *s)
+{
+	if (s->watchers > 0) {
+		s->check = 1;
+		r->checks = 1;
+	}
+}
+
 static void free_sub(dlock__sub *s)
 {
 	pthread_cond_destroy(&s->cv);
@@ -98,6 +118,8 @@ static void drop_connection(dlock__reactor *r)
 			s->gen++;
 			pthread_cond_broadcast(&s->cv);
 		}
+		if (s->state != SUB_NONE)
+			want_check(r, s);
 		s->state = SUB_NONE;
 	}
 	dlock__mutex_unlock(&r->mu);
@@ -137,16 +159,22 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 	s = find_sub(r, chan->str, chan->len);
 	if (s != NULL) {
 		if (kind_is(kind, "message") && s->state == SUB_SUBSCRIBED) {
-			/* "0" wakes one waiter (Redisson's UNLOCK_MESSAGE); "1" wakes all. */
-			if (arg->type == REDIS_REPLY_STRING && arg->len == 1 && arg->str[0] == '1')
-				s->permits += s->refs > 0 ? s->refs : 1;
-			else
+			/* "0" wakes one waiter (Redisson's UNLOCK_MESSAGE); "1" wakes
+			 * all. No waiter, no permit: one that comes later looks anyway. */
+			if (s->refs > 0 && arg->type == REDIS_REPLY_STRING && arg->len == 1 &&
+					arg->str[0] == '1')
+				s->permits += s->refs;
+			else if (s->refs > 0)
 				s->permits++;
 			pthread_cond_broadcast(&s->cv);
+			/* Anyone's unlock of the name, a force unlock included. */
+			want_check(r, s);
 		} else if (kind_is(kind, "subscribe") && s->state == SUB_SUBSCRIBING) {
 			s->state = SUB_SUBSCRIBED;
 			s->gen++;
 			pthread_cond_broadcast(&s->cv);
+			/* An unlock before now went unheard: the holds look once. */
+			want_check(r, s);
 		} else if (kind_is(kind, "unsubscribe") && s->state == SUB_UNSUBSCRIBING) {
 			s->state = SUB_NONE;
 		} else if (kind_is(kind, "unsubscribe") && s->state == SUB_SUBSCRIBED) {
@@ -156,6 +184,7 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 			s->state = SUB_NONE;
 			s->gen++;
 			pthread_cond_broadcast(&s->cv);
+			want_check(r, s);
 		}
 	}
 	dlock__mutex_unlock(&r->mu);
@@ -177,17 +206,17 @@ static void sync_subscriptions(dlock__reactor *r)
 	dlock__sub **link = &r->subs, *s;
 	const char *sub_names[65], *unsub_names[65];
 	size_t sub_lens[65], unsub_lens[65];
-	int nsub = 0, nunsub = 0, wanted = 0, more = 0;
+	int nsub = 0, nunsub = 0, any_wanted = 0, more = 0;
 
 	while ((s = *link) != NULL) {
-		if (s->refs == 0 && s->state == SUB_NONE) {
+		if (!wanted(s) && s->state == SUB_NONE) {
 			*link = s->next;
 			free_sub(s);
 			continue;
 		}
-		if (s->refs > 0)
-			wanted = 1;
-		if (r->conn != NULL && s->refs > 0 && s->state == SUB_NONE) {
+		if (wanted(s))
+			any_wanted = 1;
+		if (r->conn != NULL && wanted(s) && s->state == SUB_NONE) {
 			if (nsub < 64) {
 				s->state = SUB_SUBSCRIBING;
 				sub_names[1 + nsub] = s->channel;
@@ -195,7 +224,7 @@ static void sync_subscriptions(dlock__reactor *r)
 			} else {
 				more = 1;
 			}
-		} else if (r->conn != NULL && s->refs == 0 && s->state == SUB_SUBSCRIBED) {
+		} else if (r->conn != NULL && !wanted(s) && s->state == SUB_SUBSCRIBED) {
 			if (nunsub < 64) {
 				s->state = SUB_UNSUBSCRIBING;
 				unsub_names[1 + nunsub] = s->channel;
@@ -209,7 +238,7 @@ static void sync_subscriptions(dlock__reactor *r)
 	if (more)
 		wake(r); /* the rest on the next turn */
 
-	if (r->conn == NULL && wanted && dlock__now_ms() >= r->reconnect_at) {
+	if (r->conn == NULL && any_wanted && dlock__now_ms() >= r->reconnect_at) {
 		dlock__conn *c = NULL;
 
 		dlock__mutex_unlock(&r->mu);
@@ -287,6 +316,29 @@ static void poll_once(dlock__reactor *r, int64_t until)
 		read_watch(r);
 }
 
+/* Tell the holds of every channel flagged for a check to look at their
+ * lock (r->mu held; dropped around each notice). Only this thread unlinks
+ * subs, so the list stays walkable meanwhile. */
+static void notify_watchers(dlock__reactor *r)
+{
+	dlock__sub *s;
+
+	r->checks = 0;
+	for (s = r->subs; s != NULL; s = s->next) {
+		dlock__reactor_notice notice = r->notice;
+		void *arg = r->notice_arg;
+
+		if (!s->check)
+			continue;
+		s->check = 0;
+		if (s->watchers == 0 || notice == NULL)
+			continue;
+		dlock__mutex_unlock(&r->mu);
+		notice(arg, s);
+		dlock__mutex_lock(&r->mu);
+	}
+}
+
 static void *reactor_main(void *arg)
 {
 	dlock__reactor *r = arg;
@@ -313,6 +365,8 @@ static void *reactor_main(void *arg)
 				r->job_due = next;
 			continue;
 		}
+		if (r->checks)
+			notify_watchers(r);
 		sync_subscriptions(r);
 		if (r->stopping)
 			break;
@@ -432,29 +486,37 @@ void dlock__reactor_flush_at(dlock__reactor *r, int64_t due)
 		wake(r);
 }
 
+/* The channel's sub, made if needed (r->mu held); NULL when out of memory. */
+static dlock__sub *sub_get(dlock__reactor *r, const char *channel, size_t len)
+{
+	dlock__sub *s = find_sub(r, channel, len);
+
+	if (s != NULL)
+		return s;
+	s = dlock__calloc(1, sizeof(*s));
+	if (s == NULL || (s->channel = dlock__strndup(channel, len)) == NULL ||
+			dlock__cond_init(&s->cv) != 0) {
+		if (s != NULL)
+			dlock__free(s->channel);
+		dlock__free(s);
+		return NULL;
+	}
+	s->len = len;
+	s->next = r->subs;
+	r->subs = s;
+	return s;
+}
+
 dlock__sub *dlock__sub_join(dlock__reactor *r, const char *channel, size_t len)
 {
 	dlock__sub *s;
 	int need_wake;
 
 	dlock__mutex_lock(&r->mu);
-	s = find_sub(r, channel, len);
-	if (s == NULL) {
-		s = dlock__calloc(1, sizeof(*s));
-		if (s == NULL || (s->channel = dlock__strndup(channel, len)) == NULL ||
-				dlock__cond_init(&s->cv) != 0) {
-			if (s != NULL)
-				dlock__free(s->channel);
-			dlock__free(s);
-			dlock__mutex_unlock(&r->mu);
-			return NULL;
-		}
-		s->len = len;
-		s->next = r->subs;
-		r->subs = s;
-	}
-	s->refs++;
-	need_wake = s->state != SUB_SUBSCRIBED;
+	s = sub_get(r, channel, len);
+	if (s != NULL)
+		s->refs++;
+	need_wake = s != NULL && s->state != SUB_SUBSCRIBED;
 	dlock__mutex_unlock(&r->mu);
 	if (need_wake)
 		wake(r);
@@ -466,12 +528,52 @@ void dlock__sub_leave(dlock__reactor *r, dlock__sub *s)
 	int last;
 
 	dlock__mutex_lock(&r->mu);
-	last = --s->refs == 0;
-	if (last)
+	if (--s->refs == 0)
 		s->permits = 0;
+	last = !wanted(s);
 	dlock__mutex_unlock(&r->mu);
 	if (last)
 		wake(r);
+}
+
+dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
+		dlock__reactor_notice notice, void *arg)
+{
+	dlock__sub *s;
+
+	dlock__mutex_lock(&r->mu);
+	s = sub_get(r, channel, len);
+	if (s != NULL) {
+		r->notice = notice;
+		r->notice_arg = arg;
+		s->watchers++;
+		/* Already listening: an unlock between the acquisition and now
+		 * went unheard, so the new hold looks once, as after a subscription. */
+		if (s->state == SUB_SUBSCRIBED)
+			want_check(r, s);
+	}
+	dlock__mutex_unlock(&r->mu);
+	if (s != NULL)
+		wake(r);
+	return s;
+}
+
+void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s)
+{
+	int last;
+
+	dlock__mutex_lock(&r->mu);
+	s->watchers--;
+	last = !wanted(s);
+	dlock__mutex_unlock(&r->mu);
+	if (last)
+		wake(r);
+}
+
+const char *dlock__sub_channel(const dlock__sub *s, size_t *len)
+{
+	*len = s->len;
+	return s->channel;
 }
 
 int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t deadline)

@@ -5,8 +5,11 @@
  * It owns the pub/sub connection: local waiters join a channel (one
  * SUBSCRIBE per client and channel, shared by every local waiter, and an
  * UNSUBSCRIBE when the last one leaves) and sleep until an unlock message
- * gives them a permit. It also runs one periodic job (the watchdog of the
- * single layer), so one thread per client does all background work.
+ * gives them a permit. Holds may listen on the same subscriptions
+ * (watchers): a message there, or a subscription made anew, tells them to
+ * look at their lock (a force unlock). It also runs one periodic job (the
+ * watchdog of the single layer), so one thread per client does all
+ * background work.
  */
 #ifndef DLOCK_CORE_REACTOR_H
 #define DLOCK_CORE_REACTOR_H
@@ -54,6 +57,28 @@ void dlock__sub_leave(dlock__reactor *r, dlock__sub *s);
  * deadline. Returns 1 when woken by an event, 0 at the deadline.
  */
 int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t deadline);
+
+/*
+ * What the holds listening on a channel are told, on the reactor thread with
+ * no lock of the reactor held: an unlock message came on s, or messages may
+ * have gone unheard (s was subscribed anew, or the connection dropped).
+ * It must not block: it asks for a check and returns.
+ */
+typedef void (*dlock__reactor_notice)(void *arg, const dlock__sub *s);
+
+/*
+ * Listen on the channel for a hold: the same subscription as its waiters
+ * (one per channel, counted with them). Once the subscription is active the
+ * notice runs (an unlock before it went unheard), and then at every message.
+ * One notice and arg per reactor: every call passes the same. Returns NULL
+ * only when out of memory. Every watch is matched by an unwatch.
+ */
+dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
+		dlock__reactor_notice notice, void *arg);
+void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s);
+
+/* The channel of a sub joined or watched (fixed for its life). */
+const char *dlock__sub_channel(const dlock__sub *s, size_t *len);
 
 /* Wake every waiter of every channel (they look at their cancel state). */
 void dlock__reactor_wake_waiters(dlock__reactor *r);

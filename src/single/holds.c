@@ -6,6 +6,7 @@
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/client.h"
+#include "core/slot.h"
 #include "core/time.h"
 #include "single/holds.h"
 #include "single/holds_table.h"
@@ -75,10 +76,37 @@ static void free_hold(hold *x)
 	dlock__free(x);
 }
 
+void dlock__holds_unwatch(hold *x)
+{
+	if (x->watch != NULL)
+		dlock__sub_unwatch(x->watch_rx, x->watch);
+	x->watch = NULL;
+	x->watch_rx = NULL;
+	x->check = 0;
+}
+
+void dlock__holds_rewatch(dlock__holds *h, hold *x, dlock__reactor *rx)
+{
+	dlock__reactor *old_rx = x->watch_rx;
+	dlock__sub *old = x->watch;
+	size_t len;
+	const char *channel = dlock__sub_channel(old, &len);
+
+	/* rx serves the name's slot: the channel's too, unless an odd brace
+	 * in the name gave them different slots (then it stays where it is). */
+	if (dlock__key_slot(channel, len) != dlock__key_slot(x->name, x->name_len))
+		return;
+	/* NULL when out of memory: the renewals still find a loss. */
+	x->watch = dlock__sub_watch(rx, channel, len, dlock__watchdog_notice, h);
+	x->watch_rx = x->watch != NULL ? rx : NULL;
+	dlock__sub_unwatch(old_rx, old);
+}
+
 static void unlink_hold(dlock__holds *h, hold **link)
 {
 	hold *x = *link;
 
+	dlock__holds_unwatch(x);
 	*link = x->next;
 	h->count--;
 	if (x->watchdog && !x->lost)
@@ -115,8 +143,10 @@ static void holds_free(void *arg)
 	size_t i;
 
 	for (i = 0; i < h->nbuckets; i++)
-		while (h->buckets[i] != NULL)
+		while (h->buckets[i] != NULL) {
+			h->buckets[i]->watch = NULL; /* the reactors are gone already */
 			unlink_hold(h, &h->buckets[i]);
+		}
 	dlock__free(h->buckets);
 	pthread_mutex_destroy(&h->mu);
 	pthread_mutex_destroy(&h->cb_mu);
@@ -144,6 +174,7 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 					pthread_mutex_init(&h->cb_mu, NULL) != 0)
 				abort();
 			h->client = c;
+			h->round_due = DLOCK__NEVER;
 			c->ext = h;
 			c->ext_free = holds_free;
 			dlock__reactor_set_job(c->reactor, dlock__watchdog_run, h);
@@ -176,13 +207,37 @@ void dlock__holds_uncertain(dlock_lock *l, const char *owner)
 	dlock__mutex_unlock(&h->mu);
 }
 
+/*
+ * watch_force_unlock: the hold listens on its lock's channel. The node is
+ * found outside the table's lock (a cluster's map may be read); the watch
+ * is made under it, so a notice that comes at once finds the hold.
+ */
+static void watch(dlock_lock *l, const char *owner, uint64_t epoch)
+{
+	dlock__holds *h = l->holds;
+	dlock__reactor *rx = dlock__client_reactor_for(l->client, l->channel, l->channel_len);
+	hold *x;
+
+	if (rx == NULL)
+		return; /* no node known now: the renewals still find a loss */
+	x = lock_find(h, l, owner);
+	if (x != NULL && x->epoch == epoch && x->watchdog && !x->lost && x->watch == NULL) {
+		/* NULL when out of memory: the renewals still find a loss. */
+		x->watch = dlock__sub_watch(rx, l->channel, l->channel_len, dlock__watchdog_notice, h);
+		x->watch_rx = x->watch != NULL ? rx : NULL;
+	}
+	dlock__mutex_unlock(&h->mu);
+}
+
 int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, int64_t lease_ms,
 		int64_t sent_at)
 {
 	dlock__holds *h = handle->holds;
 	const dlock_lock *l = handle;
 	hold **link, *x;
-	int schedule = 0;
+	int64_t round_due = DLOCK__NEVER;
+	uint64_t epoch;
+	int watching;
 
 	dlock__mutex_lock(&h->mu);
 	link = link_of(l, owner);
@@ -222,12 +277,19 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 	x->confirmed_at = sent_at;
 	if (lease_ms < 0 && !x->watchdog) {
 		x->watchdog = 1;
-		schedule = h->watched++ == 0;
+		if (h->watched++ == 0)
+			round_due = h->round_due =
+					dlock__now_ms() + h->client->opts.watchdog_timeout_ms / 3;
 	}
+	if (!x->watchdog)
+		dlock__holds_unwatch(x); /* a fresh leased hold: nothing renews it */
+	watching = x->watchdog && x->watch == NULL && h->client->opts.watch_force_unlock;
+	epoch = x->epoch;
 	dlock__mutex_unlock(&h->mu);
-	if (schedule)
-		dlock__reactor_schedule(h->client->reactor,
-				dlock__now_ms() + h->client->opts.watchdog_timeout_ms / 3);
+	if (round_due != DLOCK__NEVER)
+		dlock__reactor_schedule(h->client->reactor, round_due);
+	if (watching)
+		watch(handle, owner, epoch);
 	return 0;
 }
 
@@ -364,6 +426,7 @@ void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev
 	if (x->lost)
 		return;
 	x->lost = 1;
+	dlock__holds_unwatch(x);
 	if (x->watchdog)
 		h->watched--;
 	if (ev == NULL || (x->handle == NULL && x->observer == NULL))

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/reactor.h"
 #include "single/holds.h"
 
 /* Redlock's constant drift allowance on top of the 1% (ms). */
@@ -30,6 +31,9 @@ typedef struct hold {
 	dlock_lock *handle;
 	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
 	void *observer_arg;
+	dlock__sub *watch; /* watch_force_unlock: listening on the lock's channel */
+	dlock__reactor *watch_rx;
+	int check; /* a message came there: renew it now, out of turn */
 	struct hold *next;
 } hold;
 
@@ -42,6 +46,7 @@ struct dlock__holds {
 	size_t count;
 	size_t watched; /* holds with watchdog and not lost */
 	uint64_t next_epoch;
+	int64_t round_due; /* the watchdog's next round of every hold (DLOCK__NEVER: none) */
 };
 
 /* A loss to report once the table is unlocked. */
@@ -70,7 +75,15 @@ int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now);
 void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev);
 /* Run the callbacks of the losses in ev (h->mu not held) and free their owners. */
 void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev);
-/* The reactor's job that renews every watched hold (watchdog.c). */
+/* The reactor's job that renews every watched hold (watchdog.c), and
+ * between its rounds the holds a notice asked to check. */
 int64_t dlock__watchdog_run(void *arg, int64_t now);
+/* A reactor's notice (core/reactor.h): the holds listening on s are checked now. */
+void dlock__watchdog_notice(void *arg, const dlock__sub *s);
+/* Stop listening on the hold's channel (h->mu held). */
+void dlock__holds_unwatch(hold *x);
+/* Listen on the hold's channel at rx from now on (h->mu held): in a
+ * cluster, where its slot moved. */
+void dlock__holds_rewatch(dlock__holds *h, hold *x, dlock__reactor *rx);
 
 #endif

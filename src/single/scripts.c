@@ -285,12 +285,15 @@ dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
 					   "return 0;");
 
 /* Fair force unlock. KEYS: name, queue, deadlines, channel prefix.
- * ARGV: message, now. Reply: 1 deleted, 0 none. */
+ * ARGV: message, now. Reply: 1 deleted, 0 none. Beyond Redisson, it also
+ * publishes on the lock's own channel, where no fair waiter listens: a
+ * holder that watches for force unlocks (watch_force_unlock) hears it. */
 dlock__script dlock__script_fair_force_release = DLOCK__SCRIPT("fair-force-release",
 		REFUSE_NON_LOCK FAIR_DROP_EXPIRED(
 				"ARGV[2]") "if redis.call('del', KEYS[1]) == 1 then "
 					   "  local nxt = redis.call('lindex', KEYS[2], 0); "
 					   "  if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+					   "  redis.call('publish', KEYS[4], ARGV[1]); "
 					   "  return 1; "
 					   "end; "
 					   "return 0;");

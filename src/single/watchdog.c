@@ -5,6 +5,11 @@
  * (Redisson's renewExpiration with lockWatchdogBatchSize). A renewal that
  * finds the hold gone, or that cannot reach the server before the TTL must
  * have run out, marks it lost: renewal stops and its callbacks run.
+ *
+ * With watch_force_unlock, a hold also listens on its lock's channel: a
+ * message there (anyone's unlock, a force unlock included) asks for a
+ * renewal of that hold at once, out of turn, which finds a deleted key
+ * as a round would - within a round trip instead of up to a period later.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +29,15 @@
 #define RENEW_BATCH 100
 
 /*
- * Collect every watched hold into *out (and room for a loss event each into
- * *cb), and mark lost those whose TTL must have run out without a renewal
- * reaching the server. The arrays are sized under the table's lock, so a
- * table that grows meanwhile cannot leave any hold out of the round.
+ * Collect every watched hold (`all`), or only those a notice asked to
+ * check, into *out (and room for a loss event each into *cb), and mark lost
+ * those whose TTL must have run out without a renewal reaching the server.
+ * The arrays are sized under the table's lock, so a table that grows
+ * meanwhile cannot leave any hold out of the round.
  * Returns how many; -1 when out of memory (try again soon).
  */
-static ssize_t collect(dlock__holds *h, int64_t now, renewal **out, lost_event **cb, size_t *ncb)
+static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, lost_event **cb,
+		size_t *ncb)
 {
 	size_t i, n = 0, max;
 	hold *x;
@@ -45,8 +52,9 @@ static ssize_t collect(dlock__holds *h, int64_t now, renewal **out, lost_event *
 	}
 	for (i = 0; i < h->nbuckets; i++) {
 		for (x = h->buckets[i]; x != NULL; x = x->next) {
-			if (!x->watchdog || x->lost)
+			if (!x->watchdog || x->lost || !(all || x->check))
 				continue;
+			x->check = 0;
 			/* While a release is on its way its answer settles the record. */
 			if (x->releasing == 0 && (x->expired || dlock__holds_expired(h, x, now))) {
 				dlock__holds_mark_lost(h, x, DLOCK_LOST_UNREACHABLE, *cb, ncb);
@@ -119,6 +127,9 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 
 			if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
 				continue;
+			/* A cluster's slot moved: listen where the hold now lives. */
+			if (x->watch != NULL && x->watch_rx != c->reactor)
+				dlock__holds_rewatch(h, x, c->reactor);
 			if (r->element[i]->type == REDIS_REPLY_INTEGER &&
 					r->element[i]->integer == 1)
 				x->confirmed_at = sent_at;
@@ -156,21 +167,19 @@ static size_t same_slot_run(const renewal *batch, size_t n, size_t i)
 	return k;
 }
 
-/* The reactor's job: renew every watched hold, every third of the timeout. */
-int64_t dlock__watchdog_run(void *arg, int64_t now)
+/* Renew the holds collect() picks; 0, or -1 when some renewal failed. */
+static int renew_round(dlock__holds *h, int64_t now, int all)
 {
-	dlock__holds *h = arg;
-	int64_t period = h->client->opts.watchdog_timeout_ms / 3;
 	size_t n, i, ncb = 0;
 	renewal *batch = NULL;
 	lost_event *cb = NULL;
-	ssize_t got = collect(h, now, &batch, &cb, &ncb);
+	ssize_t got = collect(h, now, all, &batch, &cb, &ncb);
 	int failed = 0;
 
 	if (got < 0) {
 		dlock__free(batch);
 		dlock__free(cb);
-		return now + period / 4 + 1;
+		return -1;
 	}
 	n = (size_t)got;
 	qsort(batch, n, sizeof(*batch), by_slot);
@@ -188,12 +197,47 @@ int64_t dlock__watchdog_run(void *arg, int64_t now)
 	dlock__free(batch);
 	dlock__holds_run_callbacks(h, cb, ncb);
 	dlock__free(cb);
+	return failed ? -1 : 0;
+}
+
+/*
+ * The reactor's job: renew every watched hold, every third of the timeout;
+ * run between rounds (a notice), only the holds asked to be checked.
+ */
+int64_t dlock__watchdog_run(void *arg, int64_t now)
+{
+	dlock__holds *h = arg;
+	int64_t period = h->client->opts.watchdog_timeout_ms / 3, next;
+	int all, failed;
 
 	dlock__mutex_lock(&h->mu);
-	n = h->watched;
+	all = now >= h->round_due;
 	dlock__mutex_unlock(&h->mu);
-	if (n == 0)
-		return DLOCK__NEVER;
+	failed = renew_round(h, now, all) < 0;
+
+	dlock__mutex_lock(&h->mu);
 	/* After a failure, try again sooner: the TTL keeps running. */
-	return now + (failed ? period / 4 + 1 : period);
+	if (all)
+		h->round_due = h->watched == 0 ? DLOCK__NEVER
+					       : now + (failed ? period / 4 + 1 : period);
+	next = h->round_due;
+	dlock__mutex_unlock(&h->mu);
+	return next;
+}
+
+void dlock__watchdog_notice(void *arg, const dlock__sub *s)
+{
+	dlock__holds *h = arg;
+	int asked = 0;
+	size_t i;
+	hold *x;
+
+	dlock__mutex_lock(&h->mu);
+	for (i = 0; i < h->nbuckets; i++)
+		for (x = h->buckets[i]; x != NULL; x = x->next)
+			if (x->watch == s && !x->lost)
+				x->check = asked = 1;
+	dlock__mutex_unlock(&h->mu);
+	if (asked)
+		dlock__reactor_schedule(h->client->reactor, dlock__now_ms());
 }

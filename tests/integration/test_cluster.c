@@ -143,6 +143,38 @@ Test(cluster, a_waiter_is_woken_by_sharded_pubsub)
 	dl_close_clients(ca, cb);
 }
 
+/* watch_force_unlock on a cluster: the hold listens with SSUBSCRIBE at the
+ * node of its slot and hears another client's force unlock within 1 s. */
+Test(cluster, a_force_unlock_is_heard_by_sharded_pubsub)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	o.command_timeout_ms = o.connect_timeout_ms = 2000;
+	o.watch_force_unlock = 1;
+	dlock_client *ca = dl_client_opts(rh_cluster_seed_uri(cl), &o);
+	dlock_client *cb = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	dlock_lock *a = dl_lock(ca, "forced"), *b = dl_lock(cb, "forced");
+	dl_lost lost;
+	int deleted = 0;
+
+	dl_lost_init(&lost);
+	dl_pass(dlock_lock_set_lost_cb(a, dl_on_lost, &lost));
+	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	await_sharded_subscriber("forced");
+	int64_t forced_at = rh_now_ms();
+	dl_pass(dlock_lock_force_unlock(&deleted, b));
+	cr_assert_eq(deleted, 1);
+	cr_assert_eq(dl_lost_wait(&lost, forced_at + 5000), 1, "no lost callback within 5 s");
+	/* The watchdog's own round would come 10 s after the acquisition. */
+	cr_assert_leq(lost.at_ms - forced_at, 1000, "cluster: lost %lld ms after the force unlock",
+			(long long)(lost.at_ms - forced_at));
+	cr_log_info("cluster: lost %lld ms after the force unlock",
+			(long long)(lost.at_ms - forced_at));
+	cr_assert_eq(dlock_lock_unlock(a), DLOCK_ELOST, "%s", dlock_lock_errmsg(a));
+	dl_free_locks(a, b);
+	dl_close_clients(ca, cb);
+	dl_lost_destroy(&lost);
+}
+
 Test(cluster, the_watchdog_renews_holds_on_every_shard)
 {
 	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 1500);

@@ -50,11 +50,13 @@ static void report(const char *name, int ok)
 		failed++;
 }
 
-static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool)
+/* watch: watch_force_unlock (holds listen on their channel and check themselves). */
+static dlock_client *open_client_watching(rh_server *s, int watchdog_ms, int pool, int watch)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_client *c = NULL;
 
+	o.watch_force_unlock = watch;
 	o.watchdog_timeout_ms = ms(watchdog_ms);
 	o.command_timeout_ms = ms(500);
 	o.connect_timeout_ms = ms(500);
@@ -64,6 +66,11 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool)
 		exit(2);
 	}
 	return c;
+}
+
+static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool)
+{
+	return open_client_watching(s, watchdog_ms, pool, 0);
 }
 
 /* ---- shared client: counter under an RLock, watchdog renewing meanwhile ---- */
@@ -154,10 +161,10 @@ static int counted_exactly(shared *sh, int expected)
 	return ok;
 }
 
-static void scenario_shared_client(rh_server *s)
+static void scenario_shared_client(rh_server *s, int watch)
 {
 	shared sh = { 0 };
-	dlock_client *c = open_client(s, 300, 3);
+	dlock_client *c = open_client_watching(s, 300, 3, watch);
 	int ok = 1;
 
 	dlock_lock_new(&sh.lock, c, "stress:rlock");
@@ -168,7 +175,9 @@ static void scenario_shared_client(rh_server *s)
 	CHECK(rh_command_int(s, "EXISTS stress:rlock") == 0, "the lock key is left");
 	dlock_lock_free(sh.lock);
 	dlock_client_close(c);
-	report("shared client, 8 threads, watchdog renewing", ok);
+	report(watch ? "shared client, 8 threads, watchdog renewing, holds listening"
+		     : "shared client, 8 threads, watchdog renewing",
+			ok);
 }
 
 /* ---- force unlock and lost callbacks racing with holders and waiters ---- */
@@ -207,10 +216,10 @@ static void *holder_worker(void *arg)
 	return NULL;
 }
 
-static void scenario_force_unlock(rh_server *s)
+static void scenario_force_unlock(rh_server *s, int watch)
 {
 	shared sh = { 0 };
-	dlock_client *c = open_client(s, 300, 4), *other = open_client(s, 300, 1);
+	dlock_client *c = open_client_watching(s, 300, 4, watch), *other = open_client(s, 300, 1);
 	dlock_lock *breaker_lock;
 	pthread_t b;
 	int ok = 1;
@@ -230,7 +239,9 @@ static void scenario_force_unlock(rh_server *s)
 	dlock_lock_free(sh.lock);
 	dlock_client_close(other);
 	dlock_client_close(c);
-	report("force unlocks racing holders, waiters and the watchdog", ok);
+	report(watch ? "force unlocks racing holders, waiters and the watchdog, holds listening"
+		     : "force unlocks racing holders, waiters and the watchdog",
+			ok);
 }
 
 /* ---- RedLock and MultiLock shared by threads, a server killed meanwhile ---- */
@@ -439,8 +450,10 @@ int main(void)
 		fprintf(stderr, "could not start redis-server\n");
 		return 2;
 	}
-	scenario_shared_client(s[0]);
-	scenario_force_unlock(s[1]);
+	scenario_shared_client(s[0], 0);
+	scenario_shared_client(s[0], 1);
+	scenario_force_unlock(s[1], 0);
+	scenario_force_unlock(s[1], 1);
 	scenario_quorum(s);
 	scenario_churn(s[0]);
 	scenario_cluster();
