@@ -741,6 +741,41 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	fair_holder_free(&f);
 }
 
+/*
+ * The command line's force unlock uses a plain handle: it cannot know the
+ * lock is fair, so the script tells by the queue and wakes the head on its
+ * own channel (as Redisson's fair force unlock does). A head waiter left on
+ * its timer would sit out the holder's 30 s lease (a Redisson waiter does).
+ */
+Test(fairlock, force_unlock_by_a_plain_handle_wakes_the_head, .timeout = 30)
+{
+	const char *name = "fair:force-plain";
+	fair_holder f = fair_holder_up(name, 900008, 30000);
+	fwaiter w;
+	fwaiter_start(&w, f.c, f.l, 10000, 30000, 0);
+	await_queue_pos(name, w.owner, 0, 2000);
+	char wch[200];
+	redisContext *sub = subscribe_waiter(name, &w, wch, sizeof wch);
+	dlock_lock *plain = NULL;
+	dl_pass(dlock_lock_new(&plain, f.c, name));
+
+	int deleted = -1;
+	int64_t t_force = rh_now_ms();
+	dl_pass(dlock_lock_force_unlock(&deleted, plain));
+	cr_assert_eq(deleted, 1);
+	dl_expect_message(sub, wch, "0", 100);
+	int64_t woken = rh_now_ms() - t_force;
+	fwaiter_took_over(&w, "the head waiter", t_force, "the plain force unlock");
+	cr_log_info("plain-handle force unlock: the head's message after %" PRId64
+		    " ms, the head took the lock after %" PRId64 " ms",
+			woken, w.returned_ms - t_force);
+	assert_no_queue(name);
+
+	redisFree(sub);
+	dlock_lock_free(plain);
+	fair_holder_free(&f);
+}
+
 /* ---- 6. a single attempt never queues ------------------------------------- */
 
 Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
