@@ -169,7 +169,9 @@ DLOCK_EXTERN int dlock_lock_token(int64_t *token, dlock_lock *lock);
 DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
 
 /**
- * Delete the lock whoever holds it and wake waiters. *deleted (may be NULL)
+ * Delete the lock whoever holds it and wake waiters: for a fair lock (its
+ * queue exists, whatever kind of handle this is) the head of the queue, on
+ * its own channel, as Redisson's fair forceUnlock. *deleted (may be NULL)
  * is 1 when a lock existed. Local renewals of this name stop; local holders
  * learn of the loss through dlock_lock_check()/the lost callback.
  * Errors: DLOCK_EINVAL (NULL handle), one command's errors (errors.h).

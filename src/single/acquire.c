@@ -135,11 +135,13 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
  * the hold that attempt would have made (count believed + 1; nothing if
  * the attempt never ran). NULL when the count before is unknown (an
  * explicit owner without a record): then a late hold expires by its lease.
+ * NULL too for a fair waiter that keeps waiting: undoing would cost it its
+ * place (Redisson issue 5019); its next attempt adopts a late hold instead.
  */
-static const dlock__call *make_undo(
-		dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, dlock__rollback *u)
+static const dlock__call *make_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+		int keep_place, dlock__rollback *u)
 {
-	if (a->believed < 0)
+	if (a->believed < 0 || keep_place)
 		return NULL;
 	dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, u);
 	return &u->call;
@@ -208,8 +210,8 @@ static int unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int
 }
 
 /* The acquire, with the WAIT behind it when the client asks replicas to acknowledge. */
-static int run_acquire(
-		dlock_lock *l, dlock__acquire *a, int64_t wait_ms, redisReply **r, int64_t *ttl)
+static int run_acquire(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int keep_place,
+		redisReply **r, int64_t *ttl)
 {
 	int64_t sent_at = dlock__now_ms();
 	redisReply *wr = NULL;
@@ -222,10 +224,10 @@ static int run_acquire(
 	 * the server wakes up: its undo follows it on the same connection. */
 	if (syncing)
 		rc = dlock__client_run_synced(l->client, &a->call, a->believed >= 0,
-				make_undo(l, a, wait_ms, &u), &s, r, &wrc, &wr);
+				make_undo(l, a, wait_ms, keep_place, &u), &s, r, &wrc, &wr);
 	else
 		rc = dlock__client_run_call(l->client, &a->call, a->believed >= 0,
-				make_undo(l, a, wait_ms, &u), r);
+				make_undo(l, a, wait_ms, keep_place, &u), r);
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, *r, sent_at, ttl);
 	if (rc == 0 && syncing && (rc = dlock__acquire_sync_check(l, wrc, wr)) < 0)
@@ -240,8 +242,13 @@ static int run_acquire(
  * error; *retry says whether a wait should try again after it. Too few
  * replicas acknowledging (DLOCK_ENOSYNC) is tried again like a transient
  * error: the acquisition was given back, and the replicas may catch up.
+ * *unsettled: set when an attempt sent without its undo (keep_place) got
+ * no answer - it may still take the lock - and cleared by any answer (the
+ * next attempt is sent only once nothing is owed, so it sees what the
+ * late one did, and adopts a hold it made).
  */
-static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *ttl, int *retry)
+static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int keep_place,
+		int64_t *ttl, int *retry, int *unsettled)
 {
 	redisReply *r = NULL;
 	/* A server that owes replies may just be waking up: give them a moment. */
@@ -253,9 +260,13 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int64_t *t
 	*retry = 1;
 	if (rc < 0)
 		return rc;
-	rc = run_acquire(l, a, wait_ms, &r, ttl);
-	if (r == NULL && (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO))
+	rc = run_acquire(l, a, wait_ms, keep_place, &r, ttl);
+	if (r == NULL && (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)) {
 		dlock__holds_uncertain(l, a->owner);
+		*unsettled = *unsettled || keep_place;
+	} else if (r != NULL) {
+		*unsettled = 0;
+	}
 	*retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC || transient(rc, r);
 	freeReplyObject(r);
 	return rc;
@@ -279,6 +290,44 @@ static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
 			dlock__fmt_i64(place, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
 	dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	freeReplyObject(r);
+}
+
+/*
+ * A fair waiter gives up. When an attempt sent without its undo is still
+ * unanswered, the undo goes now: it takes back the hold that attempt may
+ * make and leaves the queue. On another connection than the attempt, it
+ * usually runs after it (a paused server serves its clients in order); when
+ * it does not, the late hold expires with its lease and the place with its
+ * wait.
+ */
+static void fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled)
+{
+	dlock__rollback u;
+	redisReply *r = NULL;
+	int rc;
+
+	if (!unsettled || a->believed < 0) {
+		fair_leave(l, a->owner, wait_ms);
+		return;
+	}
+	dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, &u);
+	rc = dlock__client_run_call(l->client, &u.call, 1, NULL, &r);
+	dlock__rollback_finish(l, a->owner, a->believed, rc, r);
+	freeReplyObject(r);
+}
+
+/*
+ * Whether a fair waiter keeps its place when this attempt's reply does not
+ * come: it does while it will still be waiting then (the undo that leaves
+ * the queue is for a waiter that stops). One that ends its wait at a
+ * transient error (a quorum's member) or before the reply is due does not.
+ */
+static int keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int64_t deadline)
+{
+	if (l->kind != DLOCK__FAIR || wait_ms == 0 || !ride_out_errors)
+		return 0;
+	return deadline == DLOCK__NEVER ||
+			deadline - dlock__now_ms() > l->client->opts.command_timeout_ms;
 }
 
 static int check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
@@ -367,7 +416,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	uint64_t seen = 0;
 	char *channel = NULL;
 	size_t channel_len = 0;
-	int rc, retry;
+	int rc, retry, unsettled = 0;
 
 	if ((rc = check_times(l, wait_ms, lease_ms)) < 0)
 		return rc;
@@ -376,7 +425,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 		return rc;
 	deadline = dlock__deadline_in(wait_ms);
-	rc = attempt(l, &a, wait_ms, &ttl, &retry);
+	rc = attempt(l, &a, wait_ms, keeps_place(l, wait_ms, ride_out_errors, deadline), &ttl,
+			&retry, &unsettled);
 	retry = retry && (ride_out_errors || rc == DLOCK_ENOTACQUIRED);
 	if (rc == 0 || !retry || wait_ms == 0)
 		goto done;
@@ -408,7 +458,9 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			/* The count may have changed meanwhile (another thread, same owner). */
 			if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 				break;
-			rc = attempt(l, &a, wait_ms, &ttl, &retry);
+			rc = attempt(l, &a, wait_ms,
+					keeps_place(l, wait_ms, ride_out_errors, deadline), &ttl,
+					&retry, &unsettled);
 			if (rc == 0 || !retry || (!ride_out_errors && rc != DLOCK_ENOTACQUIRED))
 				break;
 			follow_channel(l, channel, channel_len, &rx, &sub, &seen);
@@ -417,7 +469,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			dlock__sub_leave(rx, sub);
 	}
 	if (l->kind == DLOCK__FAIR && rc != 0)
-		fair_leave(l, a.owner, wait_ms);
+		fair_give_up(l, &a, wait_ms, unsettled);
 	if (channel != l->channel)
 		dlock__free(channel);
 done:

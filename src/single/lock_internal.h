@@ -29,9 +29,9 @@ struct dlock_lock {
 	size_t latch_prefix_len;
 	char *token_key; /* fenced: redisson_lock_token:{name} */
 	size_t token_key_len;
-	char *queue; /* fair: redisson_lock_queue:{name} */
+	char *queue; /* redisson_lock_queue:{name} (a fair lock's; force unlock looks) */
 	size_t queue_len;
-	char *timeouts; /* fair: redisson_lock_timeout:{name} */
+	char *timeouts; /* redisson_lock_timeout:{name} */
 	size_t timeouts_len;
 	int64_t fair_wait_ms; /* fair: how long a waiter's place lasts */
 	char shown[80];       /* the name as messages show it: printable, truncated */

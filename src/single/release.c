@@ -160,19 +160,17 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "force unlock: NULL handle");
-	call.script = l->kind == DLOCK__FAIR ? &dlock__script_fair_force_release
-					     : &dlock__script_force_release;
+	/* Every kind sends the fair keys: the script tells a fair lock by its
+	 * queue, so a plain handle (the command line's) wakes fair waiters too. */
+	call.script = &dlock__script_force_release;
 	call.argc = 0;
 	dlock__call_push(&call, l->name, l->name_len);
-	if (l->kind == DLOCK__FAIR) {
-		dlock__call_push(&call, l->queue, l->queue_len);
-		dlock__call_push(&call, l->timeouts, l->timeouts_len);
-	}
+	dlock__call_push(&call, l->queue, l->queue_len);
+	dlock__call_push(&call, l->timeouts, l->timeouts_len);
 	dlock__call_push(&call, l->channel, l->channel_len);
 	dlock__call_keys_done(&call);
 	dlock__call_push(&call, "0", 1);
-	if (l->kind == DLOCK__FAIR)
-		dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
+	dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
 	rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	if (rc == 0)
 		rc = dlock__reply_check(&l->client->node, r, "force unlock");

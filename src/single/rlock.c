@@ -101,14 +101,12 @@ static int lock_make(dlock_lock **out, dlock_client *client, const char *name,
 	if (kind == DLOCK__FENCED)
 		l->token_key = dlock__prefix_name(
 				"redisson_lock_token", name, len, &l->token_key_len);
-	if (kind == DLOCK__FAIR) {
-		l->queue = dlock__prefix_name("redisson_lock_queue", name, len, &l->queue_len);
-		l->timeouts = dlock__prefix_name(
-				"redisson_lock_timeout", name, len, &l->timeouts_len);
-	}
+	/* Every kind knows the fair keys: a force unlock tells a fair lock by its queue. */
+	l->queue = dlock__prefix_name("redisson_lock_queue", name, len, &l->queue_len);
+	l->timeouts = dlock__prefix_name("redisson_lock_timeout", name, len, &l->timeouts_len);
 	if (l->holds == NULL || l->name == NULL || l->channel == NULL || l->latch_prefix == NULL ||
-			(kind == DLOCK__FENCED && l->token_key == NULL) ||
-			(kind == DLOCK__FAIR && (l->queue == NULL || l->timeouts == NULL))) {
+			(kind == DLOCK__FENCED && l->token_key == NULL) || l->queue == NULL ||
+			l->timeouts == NULL) {
 		dlock_lock_free(l);
 		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");
 	}

@@ -83,13 +83,6 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 	"  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value'); " \
 	"end; "
 
-dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
-		REFUSE_NON_LOCK "if redis.call('del', KEYS[1]) == 1 then "
-				"  redis.call('publish', KEYS[2], ARGV[1]); "
-				"  return 1; "
-				"end; "
-				"return 0;");
-
 dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 		"local r = {}; "
 		"for i = 1, #KEYS do "
@@ -284,17 +277,29 @@ dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
 					   "redis.call('set', KEYS[5], 0, 'px', ARGV[5]); "
 					   "return 0;");
 
-/* Fair force unlock. KEYS: name, queue, deadlines, channel prefix.
- * ARGV: message, now. Reply: 1 deleted, 0 none. Beyond Redisson, it also
- * publishes on the lock's own channel, where no fair waiter listens: a
- * holder that watches for force unlocks (watch_force_unlock) hears it. */
-dlock__script dlock__script_fair_force_release = DLOCK__SCRIPT("fair-force-release",
-		REFUSE_NON_LOCK FAIR_DROP_EXPIRED(
-				"ARGV[2]") "if redis.call('del', KEYS[1]) == 1 then "
-					   "  local nxt = redis.call('lindex', KEYS[2], 0); "
-					   "  if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
-					   "  redis.call('publish', KEYS[4], ARGV[1]); "
-					   "  return 1; "
-					   "end; "
-					   "return 0;");
+/*
+ * Force unlock, for any handle: the lock is fair when its queue exists
+ * (whatever kind of handle asks: the command line has no way to know), and
+ * then it does what Redisson's RedissonFairLock.forceUnlock does - drop the
+ * expired heads, delete, wake the head on its own channel - and, beyond
+ * Redisson, also publishes on the lock's own channel, where no fair waiter
+ * listens: a holder that watches for force unlocks (watch_force_unlock)
+ * hears it. Otherwise it is Redisson's plain forceUnlock: delete and publish
+ * on the lock's channel.
+ * KEYS: name, queue, deadlines, channel. ARGV: message, now (epoch ms).
+ * Reply: 1 deleted, 0 none.
+ */
+dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
+		REFUSE_NON_LOCK
+		"if redis.call('exists', KEYS[2]) == 1 then "
+		FAIR_DROP_EXPIRED("ARGV[2]")
+		"  if redis.call('del', KEYS[1]) == 0 then return 0; end; "
+		"  local nxt = redis.call('lindex', KEYS[2], 0); "
+		"  if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+		"  redis.call('publish', KEYS[4], ARGV[1]); "
+		"  return 1; "
+		"end; "
+		"if redis.call('del', KEYS[1]) == 0 then return 0; end; "
+		"redis.call('publish', KEYS[4], ARGV[1]); "
+		"return 1;");
 /* clang-format on */

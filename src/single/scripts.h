@@ -22,7 +22,12 @@ extern dlock__script dlock__script_acquire;
  */
 extern dlock__script dlock__script_release;
 
-/* Force unlock. KEYS: name, channel. ARGV: message. Reply: 1 deleted, 0 none. */
+/*
+ * Force unlock of any kind of lock; a fair one (its queue exists) wakes the
+ * head of its queue as Redisson's fair force unlock does. KEYS: name,
+ * queue, deadlines, channel. ARGV: message, now (epoch ms).
+ * Reply: 1 deleted, 0 none.
+ */
 extern dlock__script dlock__script_force_release;
 
 /*
@@ -53,6 +58,5 @@ extern dlock__script dlock__script_fair_acquire;
 extern dlock__script dlock__script_fair_leave;
 extern dlock__script dlock__script_fair_undo;
 extern dlock__script dlock__script_fair_release;
-extern dlock__script dlock__script_fair_force_release;
 
 #endif

@@ -741,6 +741,41 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	fair_holder_free(&f);
 }
 
+/*
+ * The command line's force unlock uses a plain handle: it cannot know the
+ * lock is fair, so the script tells by the queue and wakes the head on its
+ * own channel (as Redisson's fair force unlock does). A head waiter left on
+ * its timer would sit out the holder's 30 s lease (a Redisson waiter does).
+ */
+Test(fairlock, force_unlock_by_a_plain_handle_wakes_the_head, .timeout = 30)
+{
+	const char *name = "fair:force-plain";
+	fair_holder f = fair_holder_up(name, 900008, 30000);
+	fwaiter w;
+	fwaiter_start(&w, f.c, f.l, 10000, 30000, 0);
+	await_queue_pos(name, w.owner, 0, 2000);
+	char wch[200];
+	redisContext *sub = subscribe_waiter(name, &w, wch, sizeof wch);
+	dlock_lock *plain = NULL;
+	dl_pass(dlock_lock_new(&plain, f.c, name));
+
+	int deleted = -1;
+	int64_t t_force = rh_now_ms();
+	dl_pass(dlock_lock_force_unlock(&deleted, plain));
+	cr_assert_eq(deleted, 1);
+	dl_expect_message(sub, wch, "0", 100);
+	int64_t woken = rh_now_ms() - t_force;
+	fwaiter_took_over(&w, "the head waiter", t_force, "the plain force unlock");
+	cr_log_info("plain-handle force unlock: the head's message after %" PRId64
+		    " ms, the head took the lock after %" PRId64 " ms",
+			woken, w.returned_ms - t_force);
+	assert_no_queue(name);
+
+	redisFree(sub);
+	dlock_lock_free(plain);
+	fair_holder_free(&f);
+}
+
 /* ---- 6. a single attempt never queues ------------------------------------- */
 
 Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
@@ -759,4 +794,76 @@ Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
 
 	fair_holder_release(&f);
 	fair_holder_down(&f, name);
+}
+
+/* ---- 7. a server pause costs no waiter its place -------------------------- */
+
+/*
+ * Redisson's RedissonFairLockTest.testAcquireFailedNotCalledOnRedisTimeout
+ * (its issue 5019), shorter: command timeout 1000 ms, and the holder's 3 s
+ * lease runs out during a 5 s write pause while W2 (lock()) and A
+ * (try(60 s), 1 s lease) behind it keep polling and timing out. Only a
+ * waiter that gives up leaves the queue: W2 gets the lock first, A after
+ * W2's unlock.
+ */
+Test(fairlock, server_pause_costs_no_waiter_its_place, .timeout = 60)
+{
+	const char *name = "fair:pause";
+	dlock_client *ch = dl_client(rh_server_uri(srv), 1000, 0);
+	dlock_client *c2 = dl_client(rh_server_uri(srv), 1000, 0);
+	dlock_client *ca = dl_client(rh_server_uri(srv), 1000, 0);
+	dlock_lock *lh = new_fair(ch, name), *l2 = new_fair(c2, name), *la = new_fair(ca, name);
+	char holder[80];
+	owner_of(ch, 900009, holder, sizeof holder);
+	dl_pass(dlock_lock_try_as(lh, holder, 0, 3000));
+
+	fifo_log log;
+	memset(&log, 0, sizeof log);
+	pthread_mutex_init(&log.mu, NULL);
+	fwaiter w2, a;
+	fwaiter_init(&w2, c2, l2, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG, 300);
+	w2.log = &log;
+	w2.index = 2;
+	fwaiter_run(&w2);
+	await_queue_pos(name, w2.owner, 0, 2000);
+	fwaiter_init(&a, ca, la, 60000, 1000, 0);
+	a.log = &log;
+	a.index = 1;
+	fwaiter_run(&a);
+	await_queue_pos(name, a.owner, 1, 2000);
+
+	redisReply *r = rh_command(srv, "CLIENT PAUSE 30000 WRITE");
+	cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS, "CLIENT PAUSE refused");
+	freeReplyObject(r);
+	dl_sleep_ms(5000);
+	r = rh_command(srv, "CLIENT UNPAUSE");
+	int64_t unpaused = rh_now_ms();
+	cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS, "CLIENT UNPAUSE refused");
+	freeReplyObject(r);
+
+	fwaiter_join(&w2, 15000);
+	fwaiter_join(&a, 15000);
+	cr_assert_eq(w2.rc, 0, "W2: %s", dlock_strerror(w2.rc));
+	cr_assert_eq(a.rc, 0, "A: %s", dlock_strerror(a.rc));
+	cr_assert_eq(log.next, 2);
+	cr_log_info("after the pause: first %s after %" PRId64 " ms, then %s after %" PRId64 " ms",
+			log.order[0] == 2 ? "W2" : "A", log.at_ms[0] - unpaused,
+			log.order[1] == 2 ? "W2" : "A", log.at_ms[1] - unpaused);
+	cr_assert_eq(log.order[0], 2,
+			"A got the lock %" PRId64 " ms after the unpause, before W2 queued ahead of "
+			"it (W2 %" PRId64 " ms)",
+			log.at_ms[0] - unpaused, log.at_ms[1] - unpaused);
+	cr_assert_lt(log.at_ms[0] - unpaused, 3000,
+			"W2 got the lock %" PRId64 " ms after the unpause", log.at_ms[0] - unpaused);
+	cr_assert_eq(w2.unlock_rc, 0, "W2's unlock: %s", dlock_strerror(w2.unlock_rc));
+	cr_assert_eq(a.unlock_rc, 0, "A's unlock: %s", dlock_strerror(a.unlock_rc));
+	assert_no_queue(name);
+
+	pthread_mutex_destroy(&log.mu);
+	dlock_lock_free(lh);
+	dlock_lock_free(l2);
+	dlock_lock_free(la);
+	dlock_client_close(ch);
+	dlock_client_close(c2);
+	dlock_client_close(ca);
 }

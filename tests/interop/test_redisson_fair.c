@@ -6,8 +6,10 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "interop.h"
 #include "redis_harness.h"
@@ -317,6 +319,71 @@ Test(redisson_fair, dlocks_force_unlock_wakes_redissons_head_waiter)
 	force_wakes_head(&head, dlock_forces, "fair forceUnlock wake-up, dlock -> Redisson");
 	dlock_lock_free(holder_lock);
 }
+
+/* A plain handle cannot know the lock is fair: the force unlock tells by the
+ * queue, and wakes Redisson's head on its own channel (not on its timer, the
+ * holder's IO_LONG_LEASE_MS). */
+static int64_t dlock_plain_handle_forces(void)
+{
+	dlock_lock *plain = NULL;
+	int deleted = 0;
+	dl_pass(dlock_lock_new(&plain, cli, "fair"));
+	int64_t start = jp_now_ns();
+	dl_pass(dlock_lock_force_unlock(&deleted, plain));
+	cr_assert_eq(deleted, 1);
+	dlock_lock_free(plain);
+	return start;
+}
+
+/* The wake-up from `force` of Redisson's head waiter in lock(), not tryLock(). */
+static void force_wakes_locking_head(int64_t (*force)(void), const char *what)
+{
+	jp_reply r;
+	jp_ok(peer, &r, "w0", "lock fair fair %d", IO_LONG_LEASE_MS);
+	char owner[256];
+	snprintf(owner, sizeof owner, "%s", jp_ok(peer, &r, "w1", "owner"));
+	long seq = jp_send(peer, "w1", "lock fair fair %d", IO_LONG_LEASE_MS);
+	queue_reaches(1);
+	subscribed(owner);
+	/* Past its retry after subscribing: asleep until a message or its timer. */
+	dl_sleep_ms(IO_SETTLE_MS);
+	int64_t forced = force();
+	jp_wait(peer, seq, &r);
+	cr_assert(r.ok, "Redisson's lock() failed: %s", r.value);
+	io_wake(peer, what, forced, r.t_end_ns);
+	jp_ok(peer, &r, "w1", "unlock fair fair");
+}
+
+Test(redisson_fair, a_plain_handles_force_unlock_wakes_redissons_head_waiter)
+{
+	force_wakes_locking_head(dlock_plain_handle_forces,
+			"fair forceUnlock wake-up, dlock plain handle -> Redisson lock()");
+}
+
+#ifdef DLOCK_CLI_PATH
+extern char **environ;
+
+/* `dlock unlock --force fair`, the command line (a plain handle). */
+static int64_t dlock_command_forces(void)
+{
+	const char *argv[] = { DLOCK_CLI_PATH, "-n", rh_server_uri(dl_srv), "unlock", "--force",
+		"fair", NULL };
+	int64_t start = jp_now_ns();
+	pid_t pid;
+	int status = -1;
+	cr_assert_eq(posix_spawn(&pid, DLOCK_CLI_PATH, NULL, NULL, (char **)argv, environ), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			"dlock unlock --force fair: status %d", status);
+	return start;
+}
+
+Test(redisson_fair, the_commands_force_unlock_wakes_redissons_head_waiter)
+{
+	force_wakes_locking_head(dlock_command_forces,
+			"fair forceUnlock wake-up, dlock unlock --force -> Redisson lock()");
+}
+#endif
 
 /* ---- fencing tokens ------------------------------------------------------------ */
 
