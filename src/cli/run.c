@@ -327,7 +327,7 @@ static void say_stop(const cli_target *t, const job_state *j, int64_t now)
 	switch (j->why) {
 	case STOP_LOST:
 		fprintf(stderr,
-				"dlock: run: lock \"%s\" was lost while the command ran (%s); "
+				"dlock: run: lock \"%s\" was lost while the command ran: %s; "
 				"stopping it (SIGTERM, SIGKILL in %lld ms); exit 70\n",
 				t->name, lost_cause(lost_reason), (long long)(j->kill_at - now));
 		break;
