@@ -145,6 +145,18 @@ Test(cli_run_stop, lease_end_exits_124, .timeout = 60)
 	proc_free(run);
 }
 
+/* `dlock run name -- sh -c <j's script>` in the background, once the
+ * command has started (its pid in j->child). */
+static proc *start_run(pid_job *j, const char *name)
+{
+	proc *run = dlock_bg(ARGS("-n", rh_server_uri(dl_srv), "--timeout", TMO, "run", name, "--",
+			"sh", "-c", j->script));
+
+	j->child = wait_for_pidfile(j->pidfile, 5000);
+	cr_assert_gt(j->child, 0, "the command did not start");
+	return run;
+}
+
 /* A force unlock from another shell reaches a holding run at once. */
 Test(cli_run_stop, force_unlock_stops_the_job_within_a_second, .timeout = 60)
 {
@@ -153,10 +165,7 @@ Test(cli_run_stop, force_unlock_stops_the_job_within_a_second, .timeout = 60)
 	int64_t unlocked;
 
 	pid_job_init(&j, "", "exec sleep 60");
-	run = dlock_bg(ARGS("-n", rh_server_uri(dl_srv), "--timeout", TMO, "run", "stop-forced",
-			"--", "sh", "-c", j.script));
-	j.child = wait_for_pidfile(j.pidfile, 5000);
-	cr_assert_gt(j.child, 0, "the command did not start");
+	run = start_run(&j, "stop-forced");
 	un = DLOCK("-n", rh_server_uri(dl_srv), "--timeout", TMO, "unlock", "--force",
 			"stop-forced");
 	unlocked = rh_now_ms();
@@ -213,10 +222,7 @@ Test(cli_run_stop, second_stop_signal_kills_the_command, .timeout = 60)
 	int64_t second;
 
 	pid_job_init(&j, "trap '' TERM INT; ", "while :; do sleep 0.05; done");
-	run = dlock_bg(ARGS("-n", rh_server_uri(dl_srv), "--timeout", TMO, "run", "stop-twice",
-			"--", "sh", "-c", j.script));
-	j.child = wait_for_pidfile(j.pidfile, 5000);
-	cr_assert_gt(j.child, 0, "the command did not start");
+	run = start_run(&j, "stop-twice");
 	kill(run->pid, SIGINT);
 	dl_sleep_ms(300);
 	cr_assert_eq(kill((pid_t)j.child, 0), 0, "one SIGINT stopped a command that ignores it");
