@@ -147,8 +147,8 @@ int dlock__client_refused(dlock_client *c, int rc);
 
 /* A wait that began at `since` met connection failure rc (DLOCK_ECONN or
  * DLOCK_ETIMEDOUT) on c and would try again at `next`: 1 when it must not,
- * c's server having never answered and `next` being past c's first-contact
- * period. Other failures: 0. */
+ * c's server having never answered and a try at `next` possibly ending (a
+ * connect timeout later) past c's first-contact period. Other failures: 0. */
 int dlock__client_first_contact_over(dlock_client *c, int rc, int64_t since, int64_t next);
 
 /* What such a failure's message gets appended. */

@@ -30,8 +30,9 @@ int dlock__client_first_contact_over(dlock_client *c, int rc, int64_t since, int
 
 	if ((rc != DLOCK_ECONN && rc != DLOCK_ETIMEDOUT) || period == 0)
 		return 0;
-	/* No try starts past the period: a wait of `period` ends within it. */
-	return next - since > period && !dlock__client_answered(c);
+	/* No try starts that could not fail within the period (a connect
+	 * takes at most its timeout): the wait ends within it. */
+	return next + c->opts.connect_timeout_ms - since > period && !dlock__client_answered(c);
 }
 
 int dlock__seterr_never_answered(void)
