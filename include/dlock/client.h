@@ -77,10 +77,16 @@ typedef struct dlock_client_options {
 
 	/* Version 4: giving up on servers that never answered; noticing force unlocks. */
 	/** How long a wait keeps trying servers that have not answered once since
-	 *  the client was opened (a typo'd host, a port nothing listens on), ms:
-	 *  past it such a server's failures end the wait (DLOCK_ECONN) as if the
-	 *  wait had run out. A server that answered once and then went away is
-	 *  waited for as long as the wait lasts. 0 (default): as long as the wait. */
+	 *  the client was opened (a typo'd host, a port nothing listens on), ms,
+	 *  from the wait's start: no try starts that could end (a connect timeout
+	 *  later) past it, so the wait ends within it with DLOCK_ECONN, the
+	 *  message saying "never answered since start" (a MultiLock/RedLock: once
+	 *  too few members that can still answer are left for a quorum,
+	 *  DLOCK_ENOQUORUM). A server that answered once and then went away is
+	 *  waited for as long as the wait lasts. 0 (default): as long as the wait.
+	 *  Whatever it says, failures no wait heals end a wait at once: refused
+	 *  credentials, a TLS handshake refused (untrusted certificate, wrong
+	 *  name), a key that is not a lock. */
 	int64_t first_contact_timeout_ms;
 	/** 1: every watchdog hold also listens on its lock's unlock channel and
 	 *  checks itself when a message comes, so a force unlock from anywhere is

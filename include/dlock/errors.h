@@ -16,9 +16,11 @@
  *     DLOCK_EWRONGTYPE, DLOCK_ENOMEM, DLOCK_EFORKED;
  *   a wait's final errors: DLOCK_EAUTH, DLOCK_EWRONGTYPE, DLOCK_ESERVER
  *     other than LOADING/BUSY/TRYAGAIN/CLUSTERDOWN, DLOCK_ENOMEM,
- *     DLOCK_EFORKED, DLOCK_ECANCELED - a wait rides out the others
- *     (connection lost, timeouts, a server loading) until its time is up,
- *     and then returns the last of them;
+ *     DLOCK_EFORKED, DLOCK_ECANCELED, DLOCK_ECONN for a TLS handshake
+ *     refused (untrusted certificate, wrong name) - a wait rides out the
+ *     others (connection lost, timeouts, a server loading) until its time
+ *     is up, and then returns the last of them; a server that never
+ *     answered, only for the client's first_contact_timeout_ms;
  *   a quorum's errors: DLOCK_ENOTACQUIRED (held by others on too many
  *     members), DLOCK_ENOQUORUM (too few members answered; their errors are
  *     in the message and in the member status), DLOCK_EWRONGTYPE (instead

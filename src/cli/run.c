@@ -222,17 +222,14 @@ static int acquire_interruptibly(cli_target *t, const char *owner, const cli_run
 	pthread_t th;
 	int rc;
 
-	/* One attempt first: an operator whose servers are down learns it now,
-	 * not after a silent wait (the wait then rides the outage out). */
+	/* One attempt first: a failure no wait heals ends here. Servers that
+	 * are down are tried again silently: one that never answered for
+	 * CLI_FIRST_CONTACT_MS at most, then one line says which and why. */
 	rc = cli_target_acquire(t, owner, 0, a->lease_ms, validity, token);
 	if (rc == 0 || a->wait_ms == 0 ||
 			(rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM && rc != DLOCK_ECONN &&
 					rc != DLOCK_ETIMEDOUT))
 		return rc;
-	if (rc != DLOCK_ENOTACQUIRED)
-		fprintf(stderr, "dlock: run: %s; trying again until the wait ends%s\n",
-				cli_target_errmsg(t),
-				a->wait_ms < 0 ? " (none: -w bounds it)" : "");
 	if (pthread_create(&th, NULL, acquire_main, &j) != 0) {
 		acquire_main(&j); /* no thread: wait without being interruptible */
 		read_notes(&n);

@@ -20,6 +20,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	copts.command_timeout_ms = cfg->timeout_ms;
 	copts.watchdog_timeout_ms = cfg->watchdog_ms;
 	copts.lazy_connect = 1;
+	copts.first_contact_timeout_ms = CLI_FIRST_CONTACT_MS;
 	copts.sync_replicas = cfg->sync_replicas;
 	copts.sync_timeout_ms = cfg->sync_timeout_ms;
 	copts.watch_force_unlock = cfg->watch_force_unlock;

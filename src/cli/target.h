@@ -18,6 +18,11 @@
 #define EXIT_LOST 70
 #define EXIT_CONFLICT 75
 
+/* How long a wait keeps trying a server that has not answered once (a
+ * typo'd host, a port nothing listens on): the client option
+ * first_contact_timeout_ms of every command (--help and dlock(1) say it). */
+#define CLI_FIRST_CONTACT_MS 5000
+
 typedef enum cli_mode { MODE_RLOCK, MODE_REDLOCK, MODE_MULTILOCK } cli_mode;
 
 /* What the global options say. */

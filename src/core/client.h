@@ -159,6 +159,33 @@ void dlock__client_handle_added(dlock_client *client, int delta);
 /* The cancel count a wait starts with: it is canceled once that changes. */
 uint64_t dlock__client_cancels(dlock_client *client);
 
+/*
+ * Giving up on servers (core/first_contact.c). A wait rides out connection
+ * failures (refused, reset, timed out, a name that does not resolve) of a
+ * server that answered once; one that never answered since its client was
+ * opened is tried for first_contact_timeout_ms of the wait only.
+ */
+
+/* c's server answered once since c was opened (a cluster: gave its map). */
+int dlock__client_answered(dlock_client *c);
+
+/* rc, a connection failure on c, is one no wait heals: the server refused
+ * the TLS handshake (an untrusted certificate, a wrong name, a plain port). */
+int dlock__client_refused(dlock_client *c, int rc);
+
+/* A wait that began at `since` met connection failure rc (DLOCK_ECONN or
+ * DLOCK_ETIMEDOUT) on c and would try again at `next`: 1 when it must not,
+ * c's server having never answered and a try at `next` possibly ending (a
+ * connect timeout later) past c's first-contact period. Other failures: 0. */
+int dlock__client_first_contact_over(dlock_client *c, int rc, int64_t since, int64_t next);
+
+/* What such a failure's message gets appended. */
+#define DLOCK__NEVER_ANSWERED " (never answered since start)"
+
+/* The calling thread's failure message (the wait's last failure) with
+ * DLOCK__NEVER_ANSWERED appended; returns DLOCK_ECONN. */
+int dlock__seterr_never_answered(void);
+
 /* When a multiplexed command last timed out, or 0 once the server answered again. */
 int64_t dlock__client_timed_out_at(const dlock_client *client);
 

@@ -386,6 +386,16 @@ void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r)
 		(void)follow(cl, r, &ignored);
 }
 
+int dlock__cluster_answered(dlock__cluster *cl)
+{
+	int known;
+
+	dlock__mutex_lock(&cl->mu);
+	known = cl->map != NULL;
+	dlock__mutex_unlock(&cl->mu);
+	return known;
+}
+
 int dlock__cluster_same(const dlock__cluster *a, const dlock__cluster *b)
 {
 	size_t i, j;

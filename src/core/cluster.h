@@ -63,6 +63,9 @@ int dlock__cluster_exec(dlock__cluster *cl, const char *key, size_t len, dlock__
  * updates the map; an unreachable member (rc ECONN/ETIMEDOUT) makes it suspect. */
 void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r);
 
+/* A node of the cluster gave its slot map once: the cluster has answered. */
+int dlock__cluster_answered(dlock__cluster *cl);
+
 /* One cluster: the seed lists share a node (the lists need not match). */
 int dlock__cluster_same(const dlock__cluster *a, const dlock__cluster *b);
 

@@ -26,6 +26,19 @@ int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why
 	return dlock__seterr_node(code, c->label, "%s: %s", what, why);
 }
 
+void dlock__conn_refused(dlock__conn *c)
+{
+	atomic_store((_Atomic int *)&c->node->refused, 1);
+}
+
+/* The first bytes on c: its server answers (a wait rides out its later failures). */
+static void note_answer(dlock__conn *c)
+{
+	c->answered = 1;
+	atomic_store((_Atomic int *)&c->node->answered, 1);
+	atomic_store((_Atomic int *)&c->node->refused, 0);
+}
+
 /* recv()/send() through TLS when the node has it; EAGAIN sets c->want. */
 static ssize_t io_read(dlock__conn *c, void *buf, size_t len)
 {
@@ -327,7 +340,8 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 		}
 		n = io_read(c, buf, sizeof(buf));
 		if (n > 0) {
-			c->answered = 1;
+			if (!c->answered)
+				note_answer(c);
 			if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
 				return dlock__conn_fail(c, DLOCK_EPROTO, what, "unreadable reply");
 			continue;

@@ -41,6 +41,12 @@ typedef struct dlock__node {
 	 * queued there could undo a new hold of the same owner taken over
 	 * another connection: acquisitions wait until it has answered. */
 	_Atomic int owed;
+	/* The server answered once (a reply came back) since the client was
+	 * opened: a wait gives up on one that never did (first_contact_timeout_ms). */
+	_Atomic int answered;
+	/* The last connection was refused in a way no retry heals (TLS: an
+	 * untrusted certificate, a wrong name, a plain port); cleared by an answer. */
+	_Atomic int refused;
 } dlock__node;
 
 /* x and y reach the same server, db aside: one resolved address and port,
@@ -88,6 +94,9 @@ typedef struct dlock__conn {
 /* Mark c broken (never reused) and set "node: what: why"; returns code.
  * Shared by conn.c and connect.c. */
 int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why);
+
+/* The server refused c for good (core/tls.c): a wait does not try it again. */
+void dlock__conn_refused(dlock__conn *c);
 
 /* dlock__conn_read() with deadline 0 and no complete reply yet. */
 #define DLOCK__AGAIN 1

@@ -102,7 +102,7 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 	snprintf(port, sizeof(port), "%d", tcp_port);
 	rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0)
-		return dlock__conn_fail(c, DLOCK_ECONN, "resolve", gai_strerror(rc));
+		return dlock__conn_fail(c, DLOCK_ECONN, "name does not resolve", gai_strerror(rc));
 
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		int one = 1;

@@ -277,8 +277,16 @@ static int handshake_failed(dlock__conn *c, SSL *ssl, int ret, int err)
 	long verify = SSL_get_verify_result(ssl);
 	const char *why = take_ssl_errors();
 	const dlock__tls_ctx *t = c->tls_ctx;
+	int plain = strstr(why, "wrong version number") || strstr(why, "packet length too long") ||
+			strstr(why, "record layer failure");
+	int closed = !plain && (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN ||
+					       *why == '\0');
 
 	c->broken = 1;
+	/* Refusals no retry changes end a wait at once; a closed connection
+	 * (the server restarting?) is ridden out. */
+	if (verify != X509_V_OK || !closed)
+		dlock__conn_refused(c);
 	if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH)
 		return name_mismatch(c);
 	if (verify != X509_V_OK)
@@ -286,13 +294,12 @@ static int handshake_failed(dlock__conn *c, SSL *ssl, int ret, int err)
 				"TLS: the server's certificate is not trusted for \"%s\": %s (give the "
 				"CA that signed it: tls_ca_file, --tls-ca)",
 				t->name, X509_verify_cert_error_string(verify));
-	if (strstr(why, "wrong version number") || strstr(why, "packet length too long") ||
-			strstr(why, "record layer failure"))
+	if (plain)
 		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS handshake: the server answered without TLS (%s): is this a "
 				"plain port? use redis:// for it",
 				why);
-	if (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN || *why == '\0')
+	if (closed)
 		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS handshake: %s (is this the server's TLS port?)",
 				ret == 0 || errno == 0 ? "the server closed the connection"

@@ -164,6 +164,7 @@ typedef struct acquisition {
 	dlock__member_try *t;      /* this round */
 	dlock_member_status *seen; /* each member's latest answer, over the rounds */
 	uint64_t *cancels;         /* each client's cancel count at the start */
+	int64_t started;           /* when the wait began (first-contact periods) */
 	int64_t validity;
 	int expired; /* the last quorum's validity ran out */
 	dlock__backoff backoff;
@@ -216,6 +217,7 @@ static int acquisition_init(acquisition *a, dlock__engine *e, const char *owner,
 	}
 	for (i = 0; i < e->n; i++)
 		a->cancels[i] = dlock__client_cancels(dlock__lock_client(e->members[i]));
+	a->started = dlock__now_ms();
 	a->deadline = dlock__deadline_in(wait_ms);
 	dlock__tries_reset(e, a->t, owner);
 	for (i = 0; i < e->n; i++)
@@ -346,6 +348,36 @@ static int ordered_attempt(acquisition *a, int64_t round_ms)
 	return 0;
 }
 
+/*
+ * Members that failed in a way no wait heals although their error says a
+ * connection failed: a TLS refusal, or a server that never answered and
+ * whose first-contact period ends before `next`, the next round (its
+ * message says so). The quorum engine stops waiting for them.
+ */
+static size_t members_gone(acquisition *a, int64_t next)
+{
+	size_t i, gone = 0;
+
+	for (i = 0; i < a->e->n; i++) {
+		dlock_member_status *st = &a->seen[i];
+		dlock_client *c = dlock__lock_client(a->e->members[i]);
+		size_t len = strlen(st->message);
+
+		if (st->vote != DLOCK_VOTE_ERROR)
+			continue;
+		if (dlock__client_refused(c, st->error)) {
+			gone++;
+		} else if (dlock__client_first_contact_over(c, st->error, a->started, next)) {
+			gone++;
+			st->error = DLOCK_ECONN;
+			if (strstr(st->message, DLOCK__NEVER_ANSWERED) == NULL)
+				snprintf(st->message + len, sizeof(st->message) - len, "%s",
+						DLOCK__NEVER_ANSWERED);
+		}
+	}
+	return gone;
+}
+
 /* Step 2: rounds until a quorum, the deadline, a cancel or a hopeless failure. */
 static int ordered_phase(acquisition *a)
 {
@@ -353,6 +385,7 @@ static int ordered_phase(acquisition *a)
 
 	for (;;) {
 		int64_t left = time_left(a), round_ms = (int64_t)e->n * ROUND_MS_PER_MEMBER;
+		int64_t pause;
 		int contention, rc;
 
 		/* Connected by now: two members may turn out to be one server. */
@@ -368,12 +401,16 @@ static int ordered_phase(acquisition *a)
 		if (ordered_attempt(a, round_ms))
 			return 1;
 		merge_votes(a);
-		if (a->wait_ms == 0 || dlock__quorum_hopeless(a->seen, e->n, e->rules.quorum))
+		if (a->wait_ms == 0)
 			return fail(a);
 		contention = dlock__tries_count(a->t, e->n, DLOCK_VOTE_HELD) > 0 ||
 				dlock__tries_count(a->t, e->n, DLOCK_VOTE_YOUNG) > 0;
 		left = time_left(a);
-		pause_ms(dlock__backoff_next(&a->backoff, contention, left, dlock__random()));
+		pause = dlock__backoff_next(&a->backoff, contention, left, dlock__random());
+		if (dlock__quorum_hopeless(a->seen, e->n, e->rules.quorum,
+				    members_gone(a, dlock__now_ms() + pause)))
+			return fail(a);
+		pause_ms(pause);
 	}
 }
 

@@ -22,10 +22,10 @@ size_t dlock__votes_with_error(const dlock_member_status *st, size_t n, int erro
 	return k;
 }
 
-int dlock__quorum_hopeless(const dlock_member_status *st, size_t n, size_t quorum)
+int dlock__quorum_hopeless(const dlock_member_status *st, size_t n, size_t quorum, size_t gone)
 {
 	size_t final = dlock__votes_with_error(st, n, DLOCK_EWRONGTYPE) +
-			dlock__votes_with_error(st, n, DLOCK_EAUTH);
+			dlock__votes_with_error(st, n, DLOCK_EAUTH) + gone;
 
 	return final > n - quorum;
 }

@@ -20,9 +20,11 @@ size_t dlock__votes_with_error(const dlock_member_status *st, size_t n, int erro
 
 /*
  * Members whose failure no wait changes: a key that is not a lock, refused
- * credentials. More than n - quorum of them and waiting is pointless.
+ * credentials, and `gone` more that the caller knows of (a TLS refusal, a
+ * server that never answered within its first-contact period). More than
+ * n - quorum of them and waiting is pointless.
  */
-int dlock__quorum_hopeless(const dlock_member_status *st, size_t n, size_t quorum);
+int dlock__quorum_hopeless(const dlock_member_status *st, size_t n, size_t quorum, size_t gone);
 
 /*
  * Redlock's validity: the shortest TTL set, less the time since the first

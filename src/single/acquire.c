@@ -151,16 +151,17 @@ static const dlock__call *make_undo(dlock_lock *l, const dlock__acquire *a, int6
  * Whether a wait rides out this failure: the server may answer again in a
  * moment (restarting, loading its data, busy with a script, a hung or
  * partitioned link, replies still owed). A wrong type, refused credentials,
- * a bad argument, a read-only replica (the URI names the wrong server) or a
- * server out of memory (noeviction: nothing frees it by itself) are final.
+ * a bad argument, a read-only replica (the URI names the wrong server), a
+ * server out of memory (noeviction: nothing frees it by itself) or a TLS
+ * handshake refused (an untrusted certificate) are final.
  */
-static int transient(int rc, const redisReply *r)
+static int transient(dlock_client *c, int rc, const redisReply *r)
 {
 	static const char *const busy[] = { "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN" };
 	size_t i;
 
 	if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT)
-		return 1;
+		return !dlock__client_refused(c, rc); /* TLS refused: final */
 	for (i = 0; rc == DLOCK_ESERVER && r != NULL && i < sizeof(busy) / sizeof(*busy); i++)
 		if (dlock__reply_is_error(r, busy[i]))
 			return 1;
@@ -267,7 +268,7 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int keep_p
 	} else if (r != NULL) {
 		*unsettled = 0;
 	}
-	*retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC || transient(rc, r);
+	*retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC || transient(l->client, rc, r);
 	freeReplyObject(r);
 	return rc;
 }
@@ -403,14 +404,15 @@ static void follow_channel(dlock_lock *l, const char *channel, size_t len, dlock
  * then try again each time an unlock message arrives, the subscription
  * becomes active, or the holder's TTL runs out - whichever comes first. A
  * lost message costs at most the holder's TTL. Transient errors are tried
- * again until the wait is used up (the last one is returned then); a
+ * again until the wait is used up (the last one is returned then) - or,
+ * for a server that never answered, until its first-contact period is; a
  * cancel (dlock_client_cancel_waits) ends it with DLOCK_ECANCELED.
  */
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl)
 {
 	dlock__acquire a;
-	int64_t deadline, ttl = -1, backoff = 0;
+	int64_t started, deadline, ttl = -1, backoff = 0;
 	dlock__reactor *rx = NULL;
 	dlock__sub *sub = NULL;
 	uint64_t seen = 0;
@@ -424,6 +426,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		return rc;
 	if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 		return rc;
+	started = dlock__now_ms();
 	deadline = dlock__deadline_in(wait_ms);
 	rc = attempt(l, &a, wait_ms, keeps_place(l, wait_ms, ride_out_errors, deadline), &ttl,
 			&retry, &unsettled);
@@ -446,6 +449,10 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 
 			if (now >= deadline)
 				break;
+			if (dlock__client_first_contact_over(l->client, rc, started, wake)) {
+				rc = dlock__seterr_never_answered();
+				break;
+			}
 			if (sub != NULL)
 				dlock__sub_wait(rx, sub, &seen, wake < deadline ? wake : deadline);
 			else

@@ -1188,3 +1188,86 @@ Test(cli, redlock_run_wait_rides_out_a_majority_outage, .timeout = 60)
 	for (int i = 0; i < 5; i++)
 		rh_server_free(s[i]);
 }
+
+/* ---- 13. servers that cannot answer end a wait by themselves -------------------- */
+
+/* A typo'd host: `run` without -w gives up on a server that never answered
+ * within the first-contact period (5 s), with one line naming it. A .invalid
+ * name never resolves. */
+Test(cli, run_without_w_on_an_unresolvable_host_exits_69_within_5_s, .timeout = 60)
+{
+	proc *p = DLOCK("-n", "redis://no-such-host.invalid:6379", "--timeout", TMO, "run",
+			"cli-typo", "--", "true");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "no-such-host.invalid:6379") != NULL &&
+					strstr(p->err, "never answered") != NULL,
+			"stderr should name the host and say it never answered: %s", p->err);
+	cr_expect_lt(proc_elapsed(p), 5000, "a typo'd host took %" PRId64 " ms to give up",
+			proc_elapsed(p));
+	proc_free(p);
+
+	/* acquire -w: the same period, whatever the wait. */
+	p = DLOCK("-n", "redis://no-such-host.invalid:6379", "--timeout", TMO, "acquire", "-w",
+			"60000", "-l", "1000", "--owner", "me:1", "cli-typo");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect_lt(proc_elapsed(p), 5000, "acquire -w 60000 took %" PRId64 " ms",
+			proc_elapsed(p));
+	proc_free(p);
+}
+
+/* Refused credentials are not an outage: no wait, one line. */
+Test(cli, run_without_w_with_a_wrong_password_exits_at_once, .timeout = 60)
+{
+	const char *const extra[] = { "--requirepass", "s3cret", NULL };
+	rh_server *s = rh_server_start(extra);
+	cr_assert_not_null(s);
+	char uri[96], node[64];
+	snprintf(uri, sizeof uri, "redis://:wrong@127.0.0.1:%d", rh_server_port(s));
+	node_label(s, node, sizeof node);
+
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "run", "cli-auth", "--", "true");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, node) != NULL, "stderr names %s: %s", node, p->err);
+	cr_expect_lt(proc_elapsed(p), 1000, "a refused password took %" PRId64 " ms",
+			proc_elapsed(p));
+	proc_free(p);
+	rh_server_free(s);
+}
+
+/* A TLS server whose self-signed certificate nobody trusts: no wait either. */
+Test(cli, run_without_w_with_an_untrusted_certificate_exits_at_once, .timeout = 60)
+{
+	char dir[64], crt[128], key[128], cmd[768], port[16], uri[96];
+	tmpdir_with(dir, crt, "self.crt", key, "self.key");
+	snprintf(cmd, sizeof cmd,
+			"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+			"-keyout %s -out %s -days 2 -subj /CN=self "
+			"-addext subjectAltName=IP:127.0.0.1 2>/dev/null",
+			key, crt);
+	cr_assert_eq(system(cmd), 0, "failed: %s", cmd);
+	rh_server *s = NULL;
+	int tls_port = 0;
+	for (int attempt = 0; attempt < 5 && s == NULL; attempt++) {
+		tls_port = rh_free_port();
+		snprintf(port, sizeof port, "%d", tls_port);
+		const char *args[] = { "--tls-port", port, "--tls-cert-file", crt,
+			"--tls-key-file", key, "--tls-ca-cert-file", crt, "--tls-auth-clients",
+			"no", NULL };
+		s = rh_server_start(args);
+	}
+	cr_assert_not_null(s, "could not start a TLS redis-server");
+	snprintf(uri, sizeof uri, "rediss://127.0.0.1:%d", tls_port);
+
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "run", "cli-tls", "--", "true");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "not trusted") != NULL, "stderr: %s", p->err);
+	cr_expect_lt(proc_elapsed(p), 1000, "an untrusted certificate took %" PRId64 " ms",
+			proc_elapsed(p));
+	proc_free(p);
+	rh_server_free(s);
+	remove_tmpdir(dir, ARGS("self.crt", "self.key"));
+}

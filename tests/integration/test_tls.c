@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rediss:// against real redis-servers with a TLS port and certificates this
- * test makes with openssl: plain and mutual TLS, a wrong CA, an expired
- * certificate, a wrong name, the insecure switch, a plain client on the TLS
- * port and a TLS client on the plain one (clear errors, no hang), a stalled
- * handshake bounded by the connect timeout, and a RedLock over TLS servers.
+ * test makes with openssl: plain and mutual TLS, a wrong CA (which ends even
+ * a forever wait at once), an expired certificate, a wrong name, the insecure
+ * switch, a plain client on the TLS port and a TLS client on the plain one
+ * (clear errors, no hang), a stalled handshake bounded by the connect
+ * timeout, and a RedLock over TLS servers.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -178,6 +179,23 @@ Test(tls, a_certificate_from_another_ca_is_refused)
 {
 	dlock_client_options o = tls_options("otherca.crt");
 	open_fails(one.uri, &o, "not trusted", "tls_ca_file");
+}
+
+/* An untrusted certificate is no outage: a wait, even forever and with no
+ * first-contact period, ends at its first refusal. */
+Test(tls, an_untrusted_certificate_ends_a_forever_wait_at_once)
+{
+	dlock_client_options o = tls_options("otherca.crt");
+	o.lazy_connect = 1;
+	dlock_client *c = dl_client_opts(one.uri, &o);
+	dlock_lock *l = dl_lock(c, "untrusted-wait");
+	/* One handshake (a retry on a fresh connection makes two), well within
+	 * a connect timeout each. */
+	dl_assert_try(l, DLOCK_WAIT_FOREVER, 10000, DLOCK_ECONN, 0, 2 * o.connect_timeout_ms);
+	cr_expect(strstr(dlock_lock_errmsg(l), "not trusted") != NULL, "message: %s",
+			dlock_lock_errmsg(l));
+	dl_free_locks(l);
+	dl_close_clients(c);
 }
 
 Test(tls, the_system_cas_do_not_trust_a_private_ca)

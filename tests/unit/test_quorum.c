@@ -111,15 +111,17 @@ Test(quorum, hopeless_once_final_errors_exceed_the_failure_limit)
 	dlock_member_status st[5];
 
 	members(st, 5, v, err);
-	cr_assert_not(dlock__quorum_hopeless(st, 5, 3),
+	cr_assert_not(dlock__quorum_hopeless(st, 5, 3, 0),
 			"2 final failures of 5 leave a quorum of 3");
 	v[2] = DLOCK_VOTE_ERROR;
 	err[2] = DLOCK_EAUTH;
 	members(st, 5, v, err);
-	cr_assert(dlock__quorum_hopeless(st, 5, 3));
+	cr_assert(dlock__quorum_hopeless(st, 5, 3, 0));
 	err[2] = DLOCK_ECONN; /* a connection can come back */
 	members(st, 5, v, err);
-	cr_assert_not(dlock__quorum_hopeless(st, 5, 3));
+	cr_assert_not(dlock__quorum_hopeless(st, 5, 3, 0));
+	/* ... unless it never answered and its first-contact period is over */
+	cr_assert(dlock__quorum_hopeless(st, 5, 3, 1));
 }
 
 Test(quorum, backoff_doubles_after_errors_and_resets_after_contention)
