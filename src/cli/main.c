@@ -541,6 +541,11 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 	int rc;
 
 	if (strcmp(command, "run") == 0) {
+		/* `run NAME -w 5 -- CMD` would run "-w" under the lock. */
+		if (optind < argc && argv[optind][0] == '-' && strcmp(argv[optind], "--") != 0)
+			return usage_error("run: option %s after NAME: options go before it "
+					   "(run [OPTIONS] NAME -- CMD ...)",
+					argv[optind]);
 		if (optind < argc && strcmp(argv[optind], "--") == 0)
 			optind++;
 		if (optind >= argc)

@@ -237,7 +237,8 @@ Test(cli_run_stop, second_stop_signal_kills_the_command, .timeout = 60)
 	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
-/* run --owner ran with another owner; --force, --json, status -l did nothing. */
+/* run --owner ran with another owner; --force, --json, status -l did nothing;
+ * an option after run's NAME ran as the command. */
 Test(cli_run_stop, options_a_command_does_not_take_are_refused, .timeout = 60)
 {
 	const char *uri = rh_server_uri(dl_srv);
@@ -251,6 +252,7 @@ Test(cli_run_stop, options_a_command_does_not_take_are_refused, .timeout = 60)
 		{ ARGS("-n", uri, "status", "-l", "5000", "job"), "--lease" },
 		{ ARGS("-n", uri, "release", "-w", "10", "--owner", "o", "job"), "--wait" },
 		{ ARGS("-n", uri, "unlock", "--force", "--grace", "5", "job"), "--grace" },
+		{ ARGS("-n", uri, "run", "job", "-w", "5", "--", "true"), "-w after NAME" },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
