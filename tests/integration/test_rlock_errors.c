@@ -655,9 +655,9 @@ Test(rlock_errors, bad_options_and_uris_are_einval, .timeout = 30)
 
 Test(rlock_errors, strerror_is_distinct_for_every_code, .timeout = 30)
 {
-	const char *seen[-DLOCK_ENOSYNC + 1];
+	const char *seen[-DLOCK_EDUPLICATE + 1];
 
-	for (int code = 0; code >= DLOCK_ENOSYNC; code--) {
+	for (int code = 0; code >= DLOCK_EDUPLICATE; code--) {
 		const char *s = dlock_strerror(code);
 		cr_assert_not_null(s);
 		cr_assert_str_neq(s, "", "code %d", code);
@@ -668,6 +668,6 @@ Test(rlock_errors, strerror_is_distinct_for_every_code, .timeout = 30)
 	}
 	cr_assert_str_eq(dlock_strerror(1), "unknown error");
 	cr_assert_str_eq(dlock_strerror(-999), "unknown error");
-	cr_assert_str_eq(dlock_strerror(DLOCK_ENOSYNC - 1), "unknown error");
+	cr_assert_str_eq(dlock_strerror(DLOCK_EDUPLICATE - 1), "unknown error");
 	cr_assert_str_eq(dlock_strerror(DLOCK_ENOTOWNER), dlock_strerror(-10));
 }

@@ -252,6 +252,12 @@ static void same_steps(const char *kind, dlock_lock *l, const step *steps, size_
 		snapshot(&jdata, JAVA_NAME, java_owner);
 		snapshot(&cdata, C_NAME, c_owner);
 		drain_messages(&jmsg, &cmsg, JAVA_NAME, java_owner, C_NAME, c_owner);
+		/* The one message dlock adds: its force unlock of a fair lock also
+		 * publishes on the lock's own channel, where a holder that watches
+		 * for force unlocks (watch_force_unlock) hears it; Redisson's wakes
+		 * only the head waiter, on that waiter's channel. */
+		if (strcmp(kind, "fair") == 0 && steps[i].c == c_force)
+			put(&jmsg, "redisson_lock__channel:{NAME} <- 0\n");
 		fprintf(stderr, "interop wire %s, after %s:\n%s%s", kind, steps[i].what, jdata.s,
 				jmsg.s);
 		cr_assert_str_eq(cdata.s, jdata.s,
