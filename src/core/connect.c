@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/conn.h"
 #include "core/error.h"
+#include "core/resolve.h"
 #include "core/sentinel.h"
 #include "core/time.h"
 #include "core/tls.h"
@@ -78,9 +79,9 @@ static int sentinel_target(dlock__conn *c, int64_t deadline, char *host, size_t 
 /* Resolve and start a non-blocking connect; c->connecting when it is under way. */
 static int connect_start(dlock__conn *c, int64_t deadline)
 {
-	struct addrinfo hints, *res = NULL, *ai;
-	char port[16], found[256];
-	const char *host = c->node->host;
+	struct addrinfo *res = NULL, *ai;
+	char found[256];
+	const char *host = c->node->host, *why = NULL;
 	int rc, err = ECONNREFUSED, tcp_port = c->node->port;
 
 	if (c->node->path != NULL)
@@ -95,14 +96,10 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 		host = found;
 		c->label = c->addr_label;
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	snprintf(port, sizeof(port), "%d", tcp_port);
-	rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0)
-		return dlock__conn_fail(c, DLOCK_ECONN, "name does not resolve", gai_strerror(rc));
+	rc = dlock__resolve(host, tcp_port, deadline, &res, &why);
+	if (rc < 0)
+		return dlock__conn_fail(c, rc,
+				rc == DLOCK_ETIMEDOUT ? "name lookup" : "name does not resolve", why);
 
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		int one = 1;

@@ -133,10 +133,13 @@ static void follow_primary(dlock_client *c, int64_t deadline, int may_ask)
 
 	if (c->node.sentinel == NULL)
 		return;
-	if (!may_ask)
-		epoch = dlock__sentinel_epoch(c->node.sentinel);
-	else if (dlock__sentinel_primary(
-				 c->node.sentinel, deadline, host, sizeof(host), &port, &epoch) < 0)
+	epoch = dlock__sentinel_epoch(c->node.sentinel);
+	/* Never named yet: no connection to an earlier primary exists, and
+	 * the connect asks (asking here too would take two connect timeouts). */
+	if (epoch == 0)
+		return;
+	if (may_ask && dlock__sentinel_primary(c->node.sentinel, deadline, host, sizeof(host),
+				       &port, &epoch) < 0)
 		return; /* no answer: the connection about to be used says what is wrong */
 	dlock__mutex_lock(&c->pool_mu);
 	primary_epoch = epoch;

@@ -40,7 +40,8 @@ const char *dlock__sentinel_master(const dlock__sentinel *s);
 int dlock__sentinel_primary(dlock__sentinel *s, int64_t deadline, char *host, size_t hostlen,
 		int *port, uint64_t *epoch);
 
-/* The current address's epoch, without asking anyone. */
+/* The current address's epoch, without asking anyone: 0 until the
+ * sentinels first named the primary. */
 uint64_t dlock__sentinel_epoch(dlock__sentinel *s);
 
 /* Something suggests the primary moved: ask the sentinels before the next connect. */

@@ -1217,6 +1217,67 @@ Test(cli, run_without_w_on_an_unresolvable_host_exits_69_within_5_s, .timeout = 
 	proc_free(p);
 }
 
+/*
+ * The same for a Sentinel URI whose sentinels do not resolve: each try asks
+ * the three in turn within one connect timeout (it took 5.3 s when a try
+ * asked them twice and a lost DNS reply held a lookup for the resolver's
+ * 5 s).
+ */
+Test(cli, run_without_w_on_unresolvable_sentinels_exits_69_within_5_s, .timeout = 60)
+{
+	const char *uri = "redis+sentinel://s1.invalid,s2.invalid,s3.invalid/mymaster";
+	const char *const *runs[] = {
+		ARGS("-n", uri, "--timeout", TMO, "run", "cli-typo", "--", "true"),
+		ARGS("-n", uri, "run", "cli-typo", "--", "true"), /* the default timeout: 1 s */
+		ARGS("-n", uri, "--timeout", TMO, "acquire", "-w", "60000", "-l", "1000",
+				"--owner", "me:1", "cli-typo"),
+	};
+
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		proc *p = dlock_env(NULL, runs[i]);
+		EXPECT_STATUS(p, 69);
+		EXPECT_ONE_LINE_ERR(p);
+		cr_expect(strstr(p->err, "sentinel:mymaster") != NULL &&
+						strstr(p->err, ".invalid:26379") != NULL &&
+						strstr(p->err, "never answered") != NULL,
+				"`%s`: stderr should name the sentinels and say they never answered: %s",
+				p->desc, p->err);
+		cr_expect_lt(proc_elapsed(p), 5000, "`%s` took %" PRId64 " ms to give up", p->desc,
+				proc_elapsed(p));
+		cr_log_info("`%s`: %" PRId64 " ms", p->desc, proc_elapsed(p));
+		proc_free(p);
+	}
+}
+
+/*
+ * A name lookup that does not return (a resolver whose replies are lost:
+ * the slowdns shim holds getaddrinfo 10 s for *.hang.invalid) is given up
+ * at the connect timeout like a connect: 69 within 5 s, naming the host.
+ * Before, the first try alone took the lookup's 10 s.
+ */
+Test(cli, a_hung_name_lookup_ends_within_the_first_contact_period, .timeout = 60)
+{
+	char asan[512];
+	const char *prior = getenv("ASAN_OPTIONS");
+
+	/* An ASan build's runtime must come first unless told otherwise. */
+	snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+			prior != NULL ? prior : "", prior != NULL && *prior ? ":" : "");
+	proc *p = dlock_env(ARGS("LD_PRELOAD=" SLOWDNS_PATH, asan),
+			ARGS("-n", "redis://db.hang.invalid:6379", "--timeout", TMO, "run",
+					"cli-hang", "--", "true"));
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "db.hang.invalid:6379") != NULL &&
+					strstr(p->err, "name lookup") != NULL &&
+					strstr(p->err, "never answered") != NULL,
+			"stderr should name the host and its lookup: %s", p->err);
+	cr_expect_lt(proc_elapsed(p), 5000, "a hung lookup took %" PRId64 " ms to give up",
+			proc_elapsed(p));
+	cr_log_info("a hung lookup: %" PRId64 " ms: %s", proc_elapsed(p), p->err);
+	proc_free(p);
+}
+
 /* Refused credentials are not an outage: no wait, one line. */
 Test(cli, run_without_w_with_a_wrong_password_exits_at_once, .timeout = 60)
 {

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_proc.h"
 #include "redis_harness.h"
 #include "support.h"
 
@@ -318,6 +319,56 @@ Test(sentinel, a_redlock_mixes_a_sentinel_primary_and_plain_servers)
 	dlock_redlock_free(rl);
 	rh_server_free(plain[0]);
 	rh_server_free(plain[1]);
+}
+
+/* Held under `name` on any data server or on `other`. */
+static int64_t held_anywhere(rh_server *other, const char *name)
+{
+	int64_t n = rh_command_int(other, "EXISTS %s", name);
+
+	for (int i = 0; i < 3; i++)
+		n += rh_command_int(t.data[i], "EXISTS %s", name);
+	return n;
+}
+
+/*
+ * The primary named through the sentinels and again by its address is one
+ * server: no address tells (the sentinels are asked only when connecting),
+ * its run_id does. Refused at the first acquisition, naming both spellings,
+ * nothing held; and the command exits 64 with one line naming both.
+ */
+Test(sentinel, a_redlock_listing_the_primary_also_by_address_is_refused)
+{
+	rh_server *other = rh_server_start(NULL);
+	cr_assert_not_null(other);
+	char by_address[64], label[64], sentinel_label[64], nodes[1024];
+	snprintf(by_address, sizeof by_address, "redis://127.0.0.1:%d", rh_server_port(t.data[0]));
+	snprintf(label, sizeof label, "127.0.0.1:%d", rh_server_port(t.data[0]));
+	snprintf(sentinel_label, sizeof sentinel_label, "sentinel:" MASTER);
+	const char *uris[] = { t.uri, by_address, rh_server_uri(other) };
+	dlock_redlock *rl = NULL;
+	int64_t validity = 0;
+
+	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "dup-sentinel", NULL, NULL));
+	int rc = dlock_redlock_try(&validity, rl, 0, 10000);
+	const char *msg = dlock_redlock_errmsg(rl);
+	cr_assert_eq(rc, DLOCK_EDUPLICATE, "rc %d (%s): %s", rc, dlock_strerror(rc), msg);
+	cr_assert(strstr(msg, sentinel_label) != NULL && strstr(msg, label) != NULL,
+			"the message should name %s and %s: %s", sentinel_label, label, msg);
+	cr_assert_eq(held_anywhere(other, "dup-sentinel"), 0, "the refused acquisition left a hold");
+	dlock_redlock_free(rl);
+
+	snprintf(nodes, sizeof nodes, "%s,%s,%s", t.uri, by_address, rh_server_uri(other));
+	proc *p = DLOCK("-n", nodes, "run", "-w", "0", "dup-sentinel", "--", "true");
+	EXPECT_STATUS(p, 64);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, sentinel_label) != NULL && strstr(p->err, label) != NULL,
+			"`%s`: the line should name %s and %s: %s", p->desc, sentinel_label, label,
+			p->err);
+	cr_expect_eq(p->out_len, 0, "`%s`: nothing on stdout: %s", p->desc, p->out);
+	proc_free(p);
+	cr_assert_eq(held_anywhere(other, "dup-sentinel"), 0, "the command left a hold");
+	rh_server_free(other);
 }
 
 /* Run the dlock command with one extra environment variable; its exit status. */
