@@ -6,8 +6,8 @@
  *               a parallel attempt is decided)
  *   parallel.c  the parallel attempt: the acquire to many members at once
  *   ordered.c   Redisson's ordered round: one member at a time
- *   batch.c     rollback, finalize (the real TTL) and fence, each one
- *               batch of calls to many members at once
+ *   batch.c     rollback (highest counts first), finalize (the real TTL)
+ *               and fence, in batches of calls to many members at once
  *   loss.c      hearing of member losses and reporting the lock's
  *   engine.c    the acquisition driver, check and status
  *   release.c   the release
