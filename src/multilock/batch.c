@@ -4,6 +4,8 @@
  * - give back what a round took, set the real TTL once a quorum is held,
  * raise the fencing counters. The calls themselves come from single/.
  */
+#include <stdint.h>
+
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/mux.h"
@@ -57,13 +59,36 @@ static void batch_free(batch *b)
 	dlock__free(b->calls);
 }
 
-/*
- * Give back, all at once, every member this round may have taken: those it
- * took (count known) and those whose command may have run (count = the
- * owner's count before plus one). The rollback script only releases a hold
- * whose count is exactly that, so a command that never ran costs nothing.
- */
-void dlock__rollback_some(dlock__engine *e, dlock__member_try *t, const int *only)
+/* What member i's rollback expects to find (see below); 0: nothing to give back. */
+static int64_t rollback_expect(const dlock__member_try *t, const int *only, size_t i)
+{
+	if (only != NULL && !only[i])
+		return 0;
+	/* By what was taken, not by the vote: a later step (the TTL reset,
+	 * the fencing write-back) may have turned it into an error. */
+	if (t[i].taken > 0)
+		return t[i].taken;
+	if (t[i].touched && t[i].believed >= 0)
+		return t[i].believed + 1;
+	return 0;
+}
+
+/* The highest count below `below` that some member still expects; 0: none. */
+static int64_t next_wave(const int64_t *expect, size_t n, int64_t below)
+{
+	int64_t top = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (expect[i] < below && expect[i] > top)
+			top = expect[i];
+	return top;
+}
+
+/* Give back, all at once, the members expecting `count`. `last`: no wave
+ * follows, so a slow server's answer need not be waited for. */
+static void rollback_wave(dlock__engine *e, dlock__member_try *t, const int64_t *expect,
+		int64_t count, int last)
 {
 	batch b;
 	size_t i;
@@ -72,22 +97,13 @@ void dlock__rollback_some(dlock__engine *e, dlock__member_try *t, const int *onl
 		goto out; /* the holds expire with their TTL */
 	for (i = 0; i < e->n; i++) {
 		dlock__rollback *u = batch_next(&b);
-		int64_t expect;
 
-		if (only != NULL && !only[i])
+		if (expect[i] != count)
 			continue;
-		/* By what was taken, not by the vote: a later step (the TTL
-		 * reset, the fencing write-back) may have turned it into an error. */
-		if (t[i].taken > 0)
-			expect = t[i].taken;
-		else if (t[i].touched && t[i].believed >= 0)
-			expect = t[i].believed + 1;
-		else
-			continue;
-		dlock__rollback_prepare(e->members[i], t[i].owner_ptr, expect, 0, u);
+		dlock__rollback_prepare(e->members[i], t[i].owner_ptr, count, 0, u);
 		/* A server that just timed out would cost its timeout again: send
 		 * the rollback and move on (it runs when the server does). */
-		batch_add(&b, e, i, &u->call)->no_wait = dlock__member_is_slow(e, i);
+		batch_add(&b, e, i, &u->call)->no_wait = last && dlock__member_is_slow(e, i);
 	}
 	if (b.k > 0 && dlock__mux_run(b.ops, b.k, NULL, NULL) == 0)
 		for (i = 0; i < b.k; i++) {
@@ -100,6 +116,32 @@ void dlock__rollback_some(dlock__engine *e, dlock__member_try *t, const int *onl
 		t[b.which[i]].taken = t[b.which[i]].touched = 0; /* given back (or expiring) */
 out:
 	batch_free(&b);
+}
+
+/*
+ * Give back every member this round may have taken: those it took (count
+ * known) and those whose command may have run (count = the owner's count
+ * before plus one). The rollback script only releases a hold whose count is
+ * exactly that, so a command that never ran costs nothing. Two members may
+ * be one key on one server before anything shows it (a socket and a TCP
+ * port): that hold was re-entered (counts 1 and 2), and a count of 1 sent
+ * beside the 2 may run first and find 2. So the highest counts go first,
+ * one batch per count; usually every count is 1 and that is one batch.
+ */
+void dlock__rollback_some(dlock__engine *e, dlock__member_try *t, const int *only)
+{
+	int64_t *expect = dlock__calloc(e->n, sizeof(*expect)), count, next;
+	size_t i;
+
+	if (expect == NULL)
+		return; /* the holds expire with their TTL */
+	for (i = 0; i < e->n; i++)
+		expect[i] = rollback_expect(t, only, i);
+	for (count = next_wave(expect, e->n, INT64_MAX); count > 0; count = next) {
+		next = next_wave(expect, e->n, count);
+		rollback_wave(e, t, expect, count, next == 0);
+	}
+	dlock__free(expect);
 }
 
 /*

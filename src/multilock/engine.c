@@ -472,10 +472,10 @@ int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, 
 	if (rc == 0)
 		rc = ordered_phase(&a);
 	/* The first connections may just have shown two members to be one
-	 * server: what they took is not a quorum, give it back. */
+	 * server: whatever the outcome, nothing taken may stay (the failed
+	 * paths gave theirs back already; this finds nothing left then). */
 	if (rc != DLOCK_ENOMEM && (dup = dlock__engine_servers_check(e)) < 0) {
-		if (rc == 1)
-			dlock__rollback_stacked(e, a.t);
+		dlock__rollback_some(e, a.t, NULL);
 		rc = dup;
 	}
 	if (rc == 1)

@@ -6,8 +6,8 @@
  *               a parallel attempt is decided)
  *   parallel.c  the parallel attempt: the acquire to many members at once
  *   ordered.c   Redisson's ordered round: one member at a time
- *   batch.c     rollback, finalize (the real TTL) and fence, each one
- *               batch of calls to many members at once
+ *   batch.c     rollback (highest counts first), finalize (the real TTL)
+ *               and fence, in batches of calls to many members at once
  *   loss.c      hearing of member losses and reporting the lock's
  *   engine.c    the acquisition driver, check and status
  *   release.c   the release
@@ -23,11 +23,6 @@
  * are one lock on one server by address (resolved; made before any
  * connection), else 0. */
 int dlock__members_distinct(dlock_lock *const *members, size_t n, const dlock__rules *rules);
-
-/* Give back what a round took one member at a time, the highest count
- * first: two members that are one key on one server hold it twice (counts
- * 1 and 2), and a rollback only gives back the count it expects. */
-void dlock__rollback_stacked(dlock__engine *e, dlock__member_try *t);
 
 /* The owner field on member i: the explicit owner, or the calling thread there. */
 const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner, char buf[64]);
@@ -61,7 +56,8 @@ void dlock__take_the_rest(dlock__engine *e, dlock__member_try *t, const char *ow
 int dlock__ordered_round(dlock__engine *e, dlock__member_try *t, const char *owner,
 		int64_t round_ms, int64_t lease_ms, int single_attempts, const uint64_t *cancels);
 
-/* Give back what the round may have taken (only[i] set; only NULL: all). */
+/* Give back what the round may have taken (only[i] set; only NULL: all),
+ * the highest counts first: safe for two members that are one server. */
 void dlock__rollback_some(dlock__engine *e, dlock__member_try *t, const int *only);
 
 /* Set every taken member to its real TTL; returns the validity, or -1. */

@@ -78,23 +78,3 @@ int dlock__engine_servers_check(const dlock__engine *e)
 	dlock__free(ids);
 	return rc;
 }
-
-void dlock__rollback_stacked(dlock__engine *e, dlock__member_try *t)
-{
-	int *only = dlock__calloc(e->n, sizeof(*only));
-	size_t i, top;
-
-	while (only != NULL) {
-		for (top = e->n, i = 0; i < e->n; i++)
-			if (t[i].taken > 0 && (top == e->n || t[i].taken > t[top].taken))
-				top = i;
-		if (top == e->n)
-			break;
-		only[top] = 1;
-		dlock__rollback_some(e, t, only);
-		only[top] = 0;
-		t[top].taken = 0; /* given back, or (out of memory) left to expire */
-	}
-	dlock__free(only);
-	dlock__rollback_some(e, t, NULL); /* the rest: sent, count unknown */
-}

@@ -160,3 +160,51 @@ Test(duplicates, a_multilock_over_a_socket_and_its_port_holds_nothing)
 	dl_free_locks(a, b, c, d);
 	dl_close_clients(ux, tcp, ux2, tcp2);
 }
+
+/*
+ * Wait 0 with a dead third member: the ordered round takes the socket
+ * (count 1) and the port (count 2, one hold re-entered), fails on the dead
+ * member and gives both back, before the run_id shows them one server.
+ * The two rollbacks ran at once, each only on the count it expected: when
+ * the socket's (1) reached the server before the port's (2), a count of 1
+ * stayed held. Fresh clients each time (the run_id is learnt once), an
+ * explicit owner and the thread's own.
+ */
+Test(duplicates, a_failed_round_over_a_socket_and_its_port_gives_both_holds_back)
+{
+	char dead[64], tcp_label[64], unix_label[160];
+	snprintf(dead, sizeof dead, "redis://127.0.0.1:%d", rh_free_port());
+	snprintf(tcp_label, sizeof tcp_label, "127.0.0.1:%d", rh_server_port(srv));
+	snprintf(unix_label, sizeof unix_label, "unix:%s", sock);
+
+	/* Connected on first use, as the command does: nothing is known before the round. */
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	o.connect_timeout_ms = o.command_timeout_ms = 2000;
+	o.lazy_connect = 1;
+
+	for (int i = 0; i < 10; i++) {
+		const char *owner = i % 2 == 0 ? "me:1" : NULL;
+		dlock_client *ux = dl_client_opts(unix_uri, &o);
+		dlock_client *tcp = dl_client_opts(rh_server_uri(srv), &o);
+		dlock_client *gone = dl_client_opts(dead, &o);
+		dlock_lock *a = dl_lock(ux, "dup:round"), *b = dl_lock(tcp, "dup:round");
+		dlock_lock *c = dl_lock(gone, "dup:round");
+		dlock_lock *members[3] = { a, b, c };
+		dlock_multilock *m = NULL;
+		dl_pass(dlock_multilock_new(&m, members, 3));
+
+		int rc = owner != NULL ? dlock_multilock_try_as(m, owner, 0, 5000)
+				       : dlock_multilock_try(m, 0, 5000);
+		cr_assert_eq(rc, DLOCK_EDUPLICATE, "try %d (owner %s): rc %d (%s): %s", i,
+				owner != NULL ? owner : "the thread's", rc, dlock_strerror(rc),
+				dlock_multilock_errmsg(m));
+		assert_names_both(dlock_multilock_errmsg(m), unix_label, tcp_label);
+		cr_assert_eq(held_anywhere("dup:round"), 0,
+				"try %d (owner %s): the refused acquisition left a hold (%lld fields)", i,
+				owner != NULL ? owner : "the thread's",
+				(long long)rh_command_int(srv, "HLEN dup:round"));
+		dlock_multilock_free(m);
+		dl_free_locks(a, b, c);
+		dl_close_clients(ux, tcp, gone);
+	}
+}
