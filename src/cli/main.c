@@ -12,132 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "help.h"
 #include "run.h"
 #include "secrets.h"
 #include "target.h"
-
-/* clang-format off */
-static const char usage_text[] =
-"Usage: dlock [GLOBAL OPTIONS] COMMAND [OPTIONS] NAME ...\n"
-"\n"
-"Distributed locks on Redis, compatible with Redisson (Java): the same keys,\n"
-"hash fields and unlock messages, so dlock and Java services exclude each other.\n"
-"\n"
-"Commands:\n"
-"  run [-w MS] [-l MS] [--grace MS] NAME -- CMD [ARG...]\n"
-"        Take NAME, run CMD, release NAME when CMD and everything it started\n"
-"        have exited. -w: wait at most MS for the lock (absent: wait for as\n"
-"        long as it takes, woken by the holder's unlock; 0: one attempt); a\n"
-"        server that is down or restarting meanwhile is asked again until the\n"
-"        wait ends, one that never answered for 5 s at most (then exit 69).\n"
-"        Without -l the lock is renewed (watchdog) for as long as CMD runs;\n"
-"        with -l it lasts LEASE ms.\n"
-"        CMD never outlives the lock: it gets SIGTERM --grace MS (default\n"
-"        10000, shortened to a third of --watchdog or half of -l) before the\n"
-"        lock's keys can expire and SIGKILL just before they can, counted\n"
-"        from the last renewal the servers confirmed. So: at the end of a\n"
-"        lease, exit 124 (as timeout(1)); when renewals stop getting through\n"
-"        (servers down or paused), exit 70. A lock found lost (a force unlock,\n"
-"        heard at once; gone at a renewal): SIGTERM, SIGKILL after the grace,\n"
-"        exit 70; a lock found lost when CMD ends is exit 70 too.\n"
-"        CMD runs in a process group of its own (at a terminal, the foreground\n"
-"        one, so Ctrl-C reaches it once); stops go to the whole group and to\n"
-"        every process it started that left it (dlock is their subreaper);\n"
-"        processes CMD left running are stopped when it exits, before the\n"
-"        release. If dlock is killed, CMD gets SIGKILL. SIGINT, SIGTERM,\n"
-"        SIGHUP, SIGQUIT, SIGUSR1/2 sent to dlock are passed on to CMD; a\n"
-"        second SIGINT/TERM/HUP/QUIT kills it (SIGKILL); signals ignored when\n"
-"        dlock started (nohup) stay ignored. While waiting, SIGINT/TERM/HUP/\n"
-"        QUIT end the wait (exit 128+N). CMD sees DLOCK_NAME and DLOCK_OWNER,\n"
-"        and with --fenced DLOCK_TOKEN, the fencing token to show the resource.\n"
-"  acquire -l MS [-w MS] --owner OWNER NAME\n"
-"        Take NAME for LEASE ms as OWNER (for shell scripts). OWNER is used\n"
-"        verbatim as the Redisson hash field (e.g. a run child's DLOCK_OWNER);\n"
-"        acquiring twice with one OWNER re-enters (hold count 2). With --fenced it\n"
-"        prints only the fencing token.\n"
-"  release --owner OWNER NAME\n"
-"        Release one hold of OWNER. Exit 0 when released or decremented, 1 when\n"
-"        OWNER does not hold NAME.\n"
-"  status [--json] NAME\n"
-"        Per node: reachable, holders and their hold counts, remaining TTL.\n"
-"        Exits 0 when every node that answered answered well and a quorum did.\n"
-"  unlock --force NAME\n"
-"        Delete NAME on every node, whoever holds it, and wake its waiters.\n"
-"\n"
-"Global options (also accepted after the command):\n"
-"  -n, --nodes URI[,URI...]   Redis servers: redis://[[user]:password@]host[:port][/db]\n"
-"                             (rediss:// for TLS, see --tls-*)\n"
-"                             or unix://[[user]:password@]/path/to/redis.sock[?db=N]\n"
-"                             or a Sentinel-managed primary:\n"
-"                             redis+sentinel://[[user]:password@]host[,host...]/NAME[/db]\n"
-"                             (sentinels that want a password of their own:\n"
-"                             $DLOCK_SENTINEL_PASSWORD, $DLOCK_SENTINEL_USER)\n"
-"                             or a Redis Cluster by any of its nodes:\n"
-"                             redis+cluster://[[user]:password@]host[:port][,host...]\n"
-"                             (rediss+cluster:// over TLS)\n"
-"                             (default: $DLOCK_NODES, else redis://127.0.0.1:6379);\n"
-"                             one server listed twice (two names for one\n"
-"                             address, or one run_id once connected) is refused\n"
-"  -m, --mode MODE            rlock (one node), redlock (a quorum of n/2+1 nodes;\n"
-"                             the default for several nodes) or multilock (all nodes)\n"
-"      --timeout MS           per-command network deadline, also to connect (default 1000):\n"
-"                             a dead or hung node costs at most this much\n"
-"      --watchdog MS          lease of a lock held without -l, renewed every third\n"
-"                             of it (default 30000)\n"
-"      --restart-guard MS     RedLock: for MS after a node restarts, its \"free\" vote\n"
-"                             does not count while another node shows the lock held\n"
-"                             (0 = off; default: the longer of --watchdog and -l)\n"
-"      --conflict-exit-code N exit status when the lock is held by others (default 75)\n"
-"      --sync-replicas N      an acquisition counts only once N replicas of its node\n"
-"                             acknowledged it (WAIT); fewer within --sync-timeout: it\n"
-"                             is given back and fails (exit 69; a wait tries again).\n"
-"                             Replication stays asynchronous: a replica that\n"
-"                             acknowledged can still lose it (default 0: off)\n"
-"      --sync-timeout MS      how long an acquisition waits for those replicas\n"
-"                             (default 1000); release never waits for them\n"
-"      --password-file FILE   the servers' password: the file's first line; for every\n"
-"                             URI without one of its own (a password written in a URI\n"
-"                             shows in ps and /proc/PID/cmdline; this does not)\n"
-"      --password-env VAR     the password from environment variable VAR (default:\n"
-"                             $DLOCK_PASSWORD); removed from the environment, so the\n"
-"                             command dlock runs never sees it\n"
-"      --user NAME            ACL user for that password (default: $DLOCK_USER)\n"
-"      --tls-ca FILE          rediss:// nodes: the CA certificates (PEM) that sign the\n"
-"                             servers' certificates (default: the system's)\n"
-"      --tls-ca-dir DIR       a directory of hashed CA certificates (openssl rehash)\n"
-"      --tls-cert FILE, --tls-key FILE\n"
-"                             mutual TLS: this client's certificate and key (PEM)\n"
-"      --tls-server-name NAME the name the servers' certificates must carry\n"
-"                             (default: each URI's host; an IP address as one)\n"
-"      --tls-insecure         do NOT verify the servers' certificates: anyone on the\n"
-"                             path can pose as a server and hand out the lock.\n"
-"                             For tests only; dlock warns on every use\n"
-"      --fenced               fenced locks (Redisson's RFencedLock): every acquisition\n"
-"                             gets a token that grows from one holder to the next,\n"
-"                             also across a RedLock quorum; a resource that rejects\n"
-"                             writes with an older token is safe from paused holders\n"
-"  -h, --help                 this text (more in man dlock)\n"
-"  -V, --version              print the version\n"
-"\n"
-"Exit status of run: CMD's own status (128+N if killed by signal N); 75 not\n"
-"acquired within the wait (held by others); 69 not acquired because too few nodes\n"
-"were reachable (or, with --sync-replicas, too few replicas acknowledged) when\n"
-"the wait ended; 70 the lock was lost or could not be renewed while CMD ran (or\n"
-"was found lost when it ended); 124 CMD was stopped at the end of its -l lease;\n"
-"65 NAME holds a value that is not a Redisson/dlock lock (another lock\n"
-"library?); 64 usage error (bad option, an option the command does not take, bad\n"
-"URI, empty name, a server listed twice). acquire exits 0, 75, 69, 65 or 64 the\n"
-"same way.\n"
-"\n"
-"Examples:\n"
-"  dlock run nightly-report -- ./report.sh            # one host at a time\n"
-"  dlock -n redis://a,redis://b,redis://c run -w 0 migrate -- ./migrate.sh\n"
-"  dlock acquire -l 60000 --owner deploy:$$ release-train && ./deploy.sh;\n"
-"  dlock release --owner deploy:$$ release-train\n"
-"  dlock status --json nightly-report\n"
-"  dlock -n redis+sentinel://s1,s2,s3/mymaster run job -- ./job.sh\n"
-"  dlock -n redis+cluster://node1:7000,node2:7000 run job -- ./job.sh\n";
-/* clang-format on */
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
@@ -584,7 +462,7 @@ static int parse_command_line(int argc, char **argv, cli_config *cfg, cli_args *
 		return rc;
 	if (a->help || a->version) {
 		if (a->help)
-			fputs(usage_text, stdout);
+			cli_print_help(stdout);
 		else
 			printf("dlock %s\n", dlock_version());
 		return 1;
@@ -595,7 +473,7 @@ static int parse_command_line(int argc, char **argv, cli_config *cfg, cli_args *
 	if ((rc = parse_options(argc, argv, cfg, a)) != 0)
 		return rc;
 	if (a->help) {
-		fputs(usage_text, stdout);
+		cli_print_help(stdout);
 		return 1;
 	}
 	if (!is_command(*command))
