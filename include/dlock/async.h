@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dlock/async.h - lock operations that do not block the caller.
+ *
+ * Each call starts an operation and returns at once with an op handle; the
+ * operation runs on the loop of its lock's client (dlock/loop.h: the
+ * caller's loop, or the client's background thread when it was opened
+ * without one) and ends with exactly one callback, never from inside the
+ * call that started it. The blocking calls (dlock_lock_try() ...) are these
+ * operations driven to their end on the calling thread.
+ *
+ * Owners are explicit: an asynchronous caller has no thread of its own to
+ * name (use dlock_client_owner() for a Redisson-style `<uuid>:<id>`).
+ *
+ * The op handle is valid until its callback returns; the library frees it
+ * then. dlock_op_cancel() ends an operation early: its callback then comes
+ * once, with DLOCK_ECANCELED, after whatever the operation may already have
+ * taken on a server was given back (the undo runs on the connection the
+ * acquire went out on, behind it) and a fair waiter left its queue.
+ */
+#ifndef DLOCK_ASYNC_H
+#define DLOCK_ASYNC_H
+
+#include "common.h"
+#include "lock.h"
+#include "multilock.h"
+#include "redlock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlock_op dlock_op;
+
+/** How an operation ended; valid during the callback only. */
+typedef struct dlock_result {
+	/** 0 (acquired, released), or DLOCK_E*: DLOCK_ENOTACQUIRED at the end
+	 *  of the wait, DLOCK_ECANCELED, DLOCK_ELOST (a watch), ... */
+	int code;
+	/** One line naming the node and the cause; "" on success. */
+	const char *message;
+	/** Acquired: how long the hold is certain to last, ms (as
+	 *  dlock_lock_validity() right after); otherwise -1. */
+	int64_t validity_ms;
+	/** Acquired a fenced lock (or a fenced MultiLock/RedLock): its token;
+	 *  otherwise 0. */
+	int64_t token;
+	/** Not acquired because another owner holds it: its remaining TTL, ms;
+	 *  otherwise -1. */
+	int64_t holder_ttl_ms;
+	/** A lost hold (dlock_*_watch_async): the dlock_lost_reason; else 0. */
+	int lost_reason;
+	/** MultiLock/RedLock: each member's vote in the last attempt (index as
+	 *  the members were given); NULL and 0 for a single lock. */
+	const dlock_member_status *members;
+	size_t nmembers;
+} dlock_result;
+
+/** The one callback of an operation; `op` is freed when it returns. */
+typedef void (*dlock_op_cb)(dlock_op *op, const dlock_result *result, void *userdata);
+
+/**
+ * Acquire `lock` for `owner`, waiting up to `wait_ms` (0: one attempt;
+ * DLOCK_WAIT_FOREVER) for a release, with a lease of `lease_ms`
+ * (DLOCK_LEASE_WATCHDOG: renewed until released or lost). *out (may be
+ * NULL) receives the op. Errors (no callback then): DLOCK_EINVAL,
+ * DLOCK_ENOMEM, DLOCK_EFORKED; everything else comes in the callback.
+ */
+DLOCK_EXTERN int dlock_lock_acquire_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+
+/** Release one hold of `owner` (as dlock_lock_unlock_as()). */
+DLOCK_EXTERN int dlock_lock_release_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * Watch `owner`'s hold: the callback comes when it is lost (code DLOCK_ELOST,
+ * lost_reason set), when it is released (code 0), or when canceled. The
+ * event form of dlock_lock_set_lost_cb(). DLOCK_ENOTOWNER when not held.
+ */
+DLOCK_EXTERN int dlock_lock_watch_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/** The same for a MultiLock: all members or none. */
+DLOCK_EXTERN int dlock_multilock_acquire_async(dlock_op **out, dlock_multilock *lock,
+		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_multilock_release_async(dlock_op **out, dlock_multilock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+
+/** The same for a RedLock: a quorum of members, validity as dlock_redlock_try(). */
+DLOCK_EXTERN int dlock_redlock_acquire_async(dlock_op **out, dlock_redlock *lock,
+		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_release_async(dlock_op **out, dlock_redlock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+
+/**
+ * End the operation early. Its callback comes once, with DLOCK_ECANCELED,
+ * from the loop (not from within this call), after what it took was given
+ * back; a release is not canceled (it finishes: a hold left half-released
+ * would help nobody). 0, or DLOCK_EINVAL for NULL.
+ */
+DLOCK_EXTERN int dlock_op_cancel(dlock_op *op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
