@@ -18,7 +18,7 @@ extern "C" {
 
 typedef struct dlock_client dlock_client;
 
-#define DLOCK_CLIENT_OPTIONS_VERSION 4
+#define DLOCK_CLIENT_OPTIONS_VERSION 5
 
 /**
  * Client options. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
@@ -96,11 +96,20 @@ typedef struct dlock_client_options {
 	 *  subscription. Redisson's forceUnlock of a fair lock publishes where no
 	 *  one listens: that one is found at the next renewal. 0 (default): off. */
 	int watch_force_unlock;
+
+	/* Version 5: the caller's event loop. */
+	/** The loop (dlock/loop.h) that runs this client's background work and
+	 *  asynchronous operations: the client then starts no thread of its own,
+	 *  and it and its locks may only be used from the thread that drives the
+	 *  loop. A blocking call on such a client drives the loop itself until
+	 *  it returns. The loop must outlive the client. NULL (default): the
+	 *  client runs one background thread. */
+	struct dlock_loop *loop;
 } dlock_client_options;
 
 #define DLOCK_CLIENT_OPTIONS_INIT \
 	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0, NULL, NULL, NULL, NULL, NULL, 0, \
-		NULL, NULL, 0, 1000, 0, 0 }
+		NULL, NULL, 0, 1000, 0, 0, NULL }
 
 /**
  * Fill `opts` with the defaults of `version` (any 0 < version <=

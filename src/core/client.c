@@ -12,6 +12,7 @@
 #include "core/tls.h"
 #include "core/owed.h"
 #include "core/ids.h"
+#include "core/loop.h"
 #include "core/time.h"
 #include "core/cluster.h"
 #include "core/sentinel.h"
@@ -28,6 +29,8 @@ static void free_client(dlock_client *c)
 	 * forked child there is no thread to stop, and closing the copies of
 	 * the parent's sockets sends nothing. */
 	dlock__reactor_stop(c->reactor, c->pid != getpid());
+	if (c->reactor != NULL && c->opts.loop != NULL)
+		c->opts.loop->clients--;
 	dlock__cluster_free(c->node.cluster);
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
@@ -156,7 +159,9 @@ static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_opt
 	c->node.sharded_pubsub = sharded;
 	if (tls != NULL)
 		c->node.tls = tls; /* before anything connects */
-	rc = dlock__reactor_start(&c->reactor, &c->node);
+	rc = dlock__reactor_start(&c->reactor, &c->node, c->opts.loop);
+	if (rc == 0 && c->opts.loop != NULL)
+		c->opts.loop->clients++;
 	if (rc == 0)
 		dlock__reactor_set_flush(c->reactor, flush_idle, c);
 	if (rc == 0 && !opts->lazy_connect)

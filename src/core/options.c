@@ -27,6 +27,7 @@ static const dlock__field fields[] = {
 	DLOCK__FIELD(dlock_client_options, sync_timeout_ms, 3),
 	DLOCK__FIELD(dlock_client_options, first_contact_timeout_ms, 4),
 	DLOCK__FIELD(dlock_client_options, watch_force_unlock, 4),
+	DLOCK__FIELD(dlock_client_options, loop, 5),
 };
 static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
 static const dlock__versioned versioned = DLOCK__VERSIONED("client options",

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "dlock/errors.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/loop.h"
 #include "core/reactor.h"
 #include "core/sentinel_watch.h"
 #include "core/time.h"
@@ -33,14 +34,21 @@ struct dlock__sub {
 
 struct dlock__reactor {
 	const dlock__node *node;
+	dlock__loop *loop;   /* what drives it: own_loop on the thread, or the caller's */
+	dlock__loop own_loop;
+	int own_thread;
 	pthread_t thread;
 	pthread_mutex_t mu;
-	int wake_fd;
-	int stopping;
+	_Atomic int stopping;
+	dlock__task tend_task; /* look at what is due (posted by any thread) */
+	dlock__timer timer;    /* the next due time of any of it */
+	dlock__io conn_io;     /* the pub/sub connection's descriptor */
+	dlock__io watch_io;    /* the Sentinel watch's */
+	int64_t connect_deadline;
 	uint64_t wakeups; /* dlock__reactor_wake_waiters() calls: waiters return */
 	dlock__sub *subs;
-	dlock__conn *conn;  /* pub/sub connection; only the thread touches it */
-	dlock__watch watch; /* a Sentinel-managed node's +switch-master watch (the thread's) */
+	dlock__conn *conn;  /* pub/sub connection; only the loop touches it */
+	dlock__watch watch; /* a Sentinel-managed node's +switch-master watch (the loop's) */
 	int64_t reconnect_at;
 	dlock__reactor_job job;
 	void *job_arg;
@@ -53,22 +61,12 @@ struct dlock__reactor {
 	int checks; /* some sub has its check flag set */
 };
 
+/* Ask the loop to look at what is due (from any thread). */
+static void start_connect(dlock__reactor *r);
+
 static void wake(dlock__reactor *r)
 {
-	uint64_t one = 1;
-	ssize_t n;
-
-	do {
-		n = write(r->wake_fd, &one, sizeof(one));
-	} while (n < 0 && errno == EINTR);
-}
-
-static void drain_wake(dlock__reactor *r)
-{
-	uint64_t v;
-
-	while (read(r->wake_fd, &v, sizeof(v)) > 0)
-		;
+	dlock__loop_post(r->loop, &r->tend_task);
 }
 
 static dlock__sub *find_sub(dlock__reactor *r, const char *channel, size_t len)
@@ -107,6 +105,7 @@ static void drop_connection(dlock__reactor *r)
 {
 	dlock__sub *s;
 
+	dlock__io_stop(r->loop, &r->conn_io);
 	dlock__conn_close(r->conn);
 	r->conn = NULL;
 	r->reconnect_at = dlock__now_ms() + RECONNECT_DELAY_MS;
@@ -239,18 +238,13 @@ static void sync_subscriptions(dlock__reactor *r)
 		wake(r); /* the rest on the next turn */
 
 	if (r->conn == NULL && any_wanted && dlock__now_ms() >= r->reconnect_at) {
-		dlock__conn *c = NULL;
-
 		dlock__mutex_unlock(&r->mu);
-		if (dlock__conn_open(&c, r->node, dlock__deadline_in(r->node->connect_timeout_ms)) <
-				0)
-			r->reconnect_at = dlock__now_ms() + RECONNECT_DELAY_MS;
-		r->conn = c;
+		start_connect(r);
 		dlock__mutex_lock(&r->mu);
-		if (c != NULL)
-			wake(r); /* subscribe on the next turn */
 		return;
 	}
+	if (r->conn == NULL || r->conn->connecting)
+		return;
 	if (nsub == 0 && nunsub == 0)
 		return;
 	/* Only this thread frees subs, so the names stay valid while unlocked. */
@@ -284,36 +278,71 @@ static void read_messages(dlock__reactor *r)
 	}
 }
 
-/* Poll the wake-up descriptor, the pub/sub connection and the Sentinel
- * watch until `until`, and handle what is ready. Called without r->mu. */
-static void poll_once(dlock__reactor *r, int64_t until)
+/* The pub/sub connection's descriptor is ready: finish its connect, or
+ * read what came. */
+static void conn_ready(dlock__io *io, short revents)
 {
-	struct pollfd p[3];
-	int nfds = 1, conn_at = -1, watch_at = -1;
-	short events;
+	dlock__reactor *r = (dlock__reactor *)((char *)io - offsetof(dlock__reactor, conn_io));
 
-	memset(p, 0, sizeof(p));
-	p[0].fd = r->wake_fd;
-	p[0].events = POLLIN;
-	if (r->conn != NULL) {
-		conn_at = nfds++;
-		p[conn_at].fd = r->conn->fd;
-		p[conn_at].events = dlock__conn_events(r->conn);
-		if (dlock__conn_buffered(r->conn))
-			until = 0; /* TLS has messages the socket no longer shows */
-	}
-	if ((p[nfds].fd = dlock__watch_fd(&r->watch, &events)) >= 0) {
-		watch_at = nfds++;
-		p[watch_at].events = events;
-	}
-	if (poll(p, (nfds_t)nfds, dlock__ms_until(until)) < 0)
+	(void)revents;
+	if (r->conn == NULL)
 		return;
-	if (p[0].revents)
-		drain_wake(r);
-	if (conn_at >= 0 && (p[conn_at].revents || dlock__conn_buffered(r->conn)))
+	if (r->conn->connecting) {
+		if (dlock__conn_connected(r->conn) < 0 ||
+				(!r->conn->connecting &&
+						dlock__conn_send_handshake(r->conn,
+								dlock__deadline_in(r->node->command_timeout_ms)) < 0))
+			drop_connection(r);
+	} else {
 		read_messages(r);
-	if (watch_at >= 0 && p[watch_at].revents)
-		read_watch(r);
+	}
+	wake(r); /* subscribe, or hand out what the messages asked for */
+}
+
+static void watch_ready(dlock__io *io, short revents)
+{
+	dlock__reactor *r = (dlock__reactor *)((char *)io - offsetof(dlock__reactor, watch_io));
+
+	(void)revents;
+	read_watch(r);
+	wake(r);
+}
+
+/* Open the pub/sub connection without blocking: the loop watches it until
+ * it is connected (or its connect timeout passes). */
+static void start_connect(dlock__reactor *r)
+{
+	dlock__conn *c = NULL;
+
+	if (dlock__conn_start(&c, r->node) < 0 ||
+			dlock__io_start(r->loop, &r->conn_io, c->fd, dlock__conn_events(c), conn_ready) < 0) {
+		dlock__conn_close(c);
+		r->reconnect_at = dlock__now_ms() + RECONNECT_DELAY_MS;
+		return;
+	}
+	r->conn = c;
+	r->connect_deadline = dlock__deadline_in(r->node->connect_timeout_ms);
+	if (!c->connecting && dlock__conn_send_handshake(c, r->connect_deadline) < 0)
+		drop_connection(r);
+	else
+		wake(r);
+}
+
+/* Keep the loop watching the connection and the Sentinel watch for what they wait for now. */
+static void watch_descriptors(dlock__reactor *r)
+{
+	short events = 0;
+	int fd;
+
+	if (r->conn != NULL)
+		dlock__io_set(r->loop, &r->conn_io, dlock__conn_events(r->conn));
+	fd = dlock__watch_fd(&r->watch, &events);
+	if (dlock__io_active(&r->watch_io) && r->watch_io.fd != fd)
+		dlock__io_stop(r->loop, &r->watch_io);
+	if (fd >= 0 && !dlock__io_active(&r->watch_io))
+		dlock__io_start(r->loop, &r->watch_io, fd, events, watch_ready);
+	else if (fd >= 0)
+		dlock__io_set(r->loop, &r->watch_io, events);
 }
 
 /* Tell the holds of every channel flagged for a check to look at their
@@ -339,13 +368,14 @@ static void notify_watchers(dlock__reactor *r)
 	}
 }
 
-static void *reactor_main(void *arg)
+/* Run what is due, then arm the timer for what comes next. */
+static void tend(dlock__reactor *r)
 {
-	dlock__reactor *r = arg;
+	int64_t until, watch_due;
 
 	dlock__mutex_lock(&r->mu);
 	while (!r->stopping) {
-		int64_t now = dlock__now_ms(), until, watch_due;
+		int64_t now = dlock__now_ms();
 
 		if (r->flush != NULL && now >= r->flush_due) {
 			r->flush_due = DLOCK__NEVER;
@@ -365,27 +395,61 @@ static void *reactor_main(void *arg)
 				r->job_due = next;
 			continue;
 		}
-		if (r->checks)
-			notify_watchers(r);
-		sync_subscriptions(r);
-		if (r->stopping)
-			break;
-
-		until = r->job != NULL ? r->job_due : DLOCK__NEVER;
-		if (r->flush_due < until)
-			until = r->flush_due;
-		if (r->conn == NULL && r->subs != NULL && r->reconnect_at < until)
-			until = r->reconnect_at;
-		dlock__mutex_unlock(&r->mu);
-		watch_due = dlock__watch_tend(&r->watch);
-		poll_once(r, watch_due < until ? watch_due : until);
-		dlock__mutex_lock(&r->mu);
+		if (r->conn != NULL && r->conn->connecting && now >= r->connect_deadline) {
+			dlock__mutex_unlock(&r->mu);
+			drop_connection(r);
+			dlock__mutex_lock(&r->mu);
+			continue;
+		}
+		break;
 	}
+	if (r->checks)
+		notify_watchers(r);
+	sync_subscriptions(r);
+	until = r->job != NULL ? r->job_due : DLOCK__NEVER;
+	if (r->flush_due < until)
+		until = r->flush_due;
+	if (r->conn == NULL && r->subs != NULL && r->reconnect_at < until)
+		until = r->reconnect_at;
+	if (r->conn != NULL && r->conn->connecting && r->connect_deadline < until)
+		until = r->connect_deadline;
 	dlock__mutex_unlock(&r->mu);
+	if (r->stopping)
+		return;
+	watch_due = dlock__watch_tend(&r->watch);
+	if (watch_due < until)
+		until = watch_due;
+	if (r->conn != NULL && dlock__conn_buffered(r->conn))
+		until = 0; /* TLS has messages the socket no longer shows */
+	watch_descriptors(r);
+	dlock__timer_set(r->loop, &r->timer, until);
+}
+
+static void tend_task(dlock__task *t)
+{
+	tend((dlock__reactor *)((char *)t - offsetof(dlock__reactor, tend_task)));
+}
+
+static void tend_timer(dlock__timer *t)
+{
+	dlock__reactor *r = (dlock__reactor *)((char *)t - offsetof(dlock__reactor, timer));
+
+	if (r->conn != NULL && dlock__conn_buffered(r->conn))
+		read_messages(r);
+	tend(r);
+}
+
+/* The client's own thread, when no loop of the caller's drives it. */
+static void *reactor_main(void *arg)
+{
+	dlock__reactor *r = arg;
+
+	while (!r->stopping)
+		dlock__loop_run_once(r->loop, DLOCK__NEVER);
 	return NULL;
 }
 
-int dlock__reactor_start(dlock__reactor **out, const dlock__node *node)
+int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, dlock__loop *loop)
 {
 	dlock__reactor *r;
 	int rc;
@@ -398,23 +462,30 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node)
 	dlock__watch_init(&r->watch, node->sentinel);
 	r->job_due = DLOCK__NEVER;
 	r->flush_due = DLOCK__NEVER;
-	r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->wake_fd < 0) {
-		rc = dlock__seterr(DLOCK_ESYS, "eventfd: %s", strerror(errno));
-		dlock__free(r);
-		return rc;
-	}
+	r->conn_io.slot = r->watch_io.slot = (size_t)-1;
+	dlock__task_init(&r->tend_task, tend_task);
+	dlock__timer_init(&r->timer, tend_timer);
 	if (pthread_mutex_init(&r->mu, NULL) != 0) {
-		close(r->wake_fd);
 		dlock__free(r);
 		return dlock__seterr(DLOCK_ESYS, "pthread_mutex_init failed");
 	}
-	rc = pthread_create(&r->thread, NULL, reactor_main, r);
-	if (rc != 0) {
-		pthread_mutex_destroy(&r->mu);
-		close(r->wake_fd);
-		dlock__free(r);
-		return dlock__seterr(DLOCK_ESYS, "pthread_create: %s", strerror(rc));
+	r->loop = loop;
+	if (loop == NULL) {
+		r->loop = &r->own_loop;
+		rc = dlock__loop_init(&r->own_loop);
+		if (rc == 0) {
+			rc = pthread_create(&r->thread, NULL, reactor_main, r);
+			if (rc != 0) {
+				dlock__loop_destroy(&r->own_loop);
+				rc = dlock__seterr(DLOCK_ESYS, "pthread_create: %s", strerror(rc));
+			}
+		}
+		if (rc < 0) {
+			pthread_mutex_destroy(&r->mu);
+			dlock__free(r);
+			return rc;
+		}
+		r->own_thread = 1;
 	}
 	*out = r;
 	return 0;
@@ -426,10 +497,8 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 
 	if (r == NULL)
 		return;
-	if (!forked) {
-		dlock__mutex_lock(&r->mu);
-		r->stopping = 1;
-		dlock__mutex_unlock(&r->mu);
+	r->stopping = 1;
+	if (!forked && r->own_thread) {
 		wake(r);
 		pthread_join(r->thread, NULL);
 	}
@@ -437,10 +506,17 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 		r->subs = s->next;
 		free_sub(s);
 	}
+	if (!forked) {
+		dlock__io_stop(r->loop, &r->conn_io);
+		dlock__io_stop(r->loop, &r->watch_io);
+		dlock__timer_stop(r->loop, &r->timer);
+		dlock__loop_unpost(r->loop, &r->tend_task);
+	}
 	dlock__conn_close(r->conn);
 	dlock__watch_close(&r->watch);
 	pthread_mutex_destroy(&r->mu);
-	close(r->wake_fd);
+	if (r->own_thread)
+		dlock__loop_destroy(&r->own_loop);
 	dlock__free(r);
 }
 
@@ -599,8 +675,14 @@ int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t de
 		}
 		if (r->stopping || r->wakeups != wakeups || dlock__now_ms() >= deadline)
 			break;
-		if (pthread_cond_timedwait(&s->cv, &r->mu, &ts) == ETIMEDOUT)
+		if (!r->own_thread) {
+			/* The caller's loop: nobody else would run it meanwhile. */
+			dlock__mutex_unlock(&r->mu);
+			dlock__loop_run_once(r->loop, deadline);
+			dlock__mutex_lock(&r->mu);
+		} else if (pthread_cond_timedwait(&s->cv, &r->mu, &ts) == ETIMEDOUT) {
 			deadline = 0; /* one last look at the state, then give up */
+		}
 	}
 	dlock__mutex_unlock(&r->mu);
 	return woken;

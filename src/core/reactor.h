@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internal: the client's background thread.
+ * Internal: the client's background work, on its loop (core/loop.h): the
+ * client's own thread, or the caller's event loop.
  *
  * It owns the pub/sub connection: local waiters join a channel (one
  * SUBSCRIBE per client and channel, shared by every local waiter, and an
@@ -25,7 +26,9 @@ typedef struct dlock__sub dlock__sub;
  * the next due time (monotonic ms; DLOCK__NEVER for none). */
 typedef int64_t (*dlock__reactor_job)(void *arg, int64_t now);
 
-int dlock__reactor_start(dlock__reactor **out, const dlock__node *node);
+/* On `loop` (the caller's), or with NULL on a loop of its own driven by a
+ * thread of its own. */
+int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, struct dlock_loop *loop);
 
 /* Stop the thread and free everything. No sub may still be joined.
  * forked: this is a child forked after the start, where the thread does not

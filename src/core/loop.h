@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: the loop every background job and asynchronous operation runs on.
+ *
+ * A loop knows descriptors to watch (dlock__io), deadlines (dlock__timer)
+ * and tasks posted from other threads (dlock__task), and runs their
+ * callbacks when they are due. How it waits is its backend's business:
+ *  - poll:  dlock__loop_run_once() polls the descriptors itself (a client's
+ *           background thread; a blocking call driving its own operation);
+ *  - hooks: the caller's event loop is told what to watch and when to call
+ *           back (dlock_loop_options' watch_fd/set_timer);
+ *  - epoll: the same, told to an epoll descriptor of the loop's own
+ *           (dlock_loop_fd()).
+ * Callbacks run on the thread that drives the loop; only dlock__loop_post()
+ * may be called from others.
+ */
+#ifndef DLOCK_CORE_LOOP_H
+#define DLOCK_CORE_LOOP_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlock/loop.h"
+
+typedef struct dlock_loop dlock__loop;
+
+/* A descriptor watched for POLLIN/POLLOUT. */
+typedef struct dlock__io {
+	int fd;
+	short events;
+	void (*ready)(struct dlock__io *io, short revents);
+	size_t slot; /* private: index in the loop's table, or (size_t)-1 */
+} dlock__io;
+
+/* A deadline (monotonic ms). */
+typedef struct dlock__timer {
+	int64_t due;
+	void (*fire)(struct dlock__timer *t);
+	size_t slot; /* private: index in the loop's heap, or (size_t)-1 */
+} dlock__timer;
+
+/* Work handed to the loop's thread. */
+typedef struct dlock__task {
+	void (*run)(struct dlock__task *t);
+	struct dlock__task *next; /* private */
+	int queued;               /* private */
+} dlock__task;
+
+enum dlock__backend { DLOCK__POLL, DLOCK__HOOKS, DLOCK__EPOLL };
+
+struct dlock_loop {
+	enum dlock__backend backend;
+	dlock_loop_options hooks;
+	int epfd;    /* DLOCK__EPOLL: the descriptor given out */
+	int timerfd; /* DLOCK__EPOLL: the timer, inside epfd */
+	int wake_fd; /* eventfd: posts from other threads */
+	dlock__io wake_io;
+	dlock__io **ios;
+	size_t nios, ios_cap;
+	dlock__timer **heap;
+	size_t nheap, heap_cap;
+	int64_t timer_asked; /* what the hooks were told last (DLOCK__NEVER: none) */
+	pthread_mutex_t post_mu;
+	dlock__task *posted, *posted_tail;
+	int clients; /* clients opened on it (dlock_loop_free refuses while any) */
+	int pending; /* operations and other work that keep dlock_loop_run's answer 1 */
+	int public_; /* made by dlock_loop_new (a caller's), not a client's own */
+	int in_run;  /* inside a dispatch: hooks may not ask for a zero timer from it */
+};
+
+/* Set up l with the poll backend (a client's thread, a blocking call). 0, or DLOCK_ESYS. */
+int dlock__loop_init(dlock__loop *l);
+void dlock__loop_destroy(dlock__loop *l);
+
+/* Watch io->fd for `events` (POLLIN/POLLOUT) and call `ready` when it is. */
+int dlock__io_start(dlock__loop *l, dlock__io *io, int fd, short events,
+		void (*ready)(dlock__io *io, short revents));
+/* Watch for other events (0 keeps it registered, silent). */
+void dlock__io_set(dlock__loop *l, dlock__io *io, short events);
+/* Stop watching (before closing the descriptor). Idempotent. */
+void dlock__io_stop(dlock__loop *l, dlock__io *io);
+int dlock__io_active(const dlock__io *io);
+
+void dlock__timer_init(dlock__timer *t, void (*fire)(dlock__timer *t));
+/* (Re)arm at `due` (monotonic ms); DLOCK__NEVER disarms. 0, or DLOCK_ENOMEM. */
+int dlock__timer_set(dlock__loop *l, dlock__timer *t, int64_t due);
+void dlock__timer_stop(dlock__loop *l, dlock__timer *t);
+
+void dlock__task_init(dlock__task *t, void (*run)(dlock__task *t));
+/* Run t on the loop's thread soon (once, however often it is posted
+ * before it runs). Safe from any thread. */
+void dlock__loop_post(dlock__loop *l, dlock__task *t);
+/* Drop t if it is queued and not yet run (on the loop's thread). */
+void dlock__loop_unpost(dlock__loop *l, dlock__task *t);
+
+/* Poll backend: wait for a descriptor, a timer or a post until `until`
+ * (monotonic ms; 0: do not wait), and run what is due. 0, or DLOCK_ESYS. */
+int dlock__loop_run_once(dlock__loop *l, int64_t until);
+
+/* Run expired timers and queued posts (every backend calls it). */
+void dlock__loop_dispatch_due(dlock__loop *l);
+
+/* The time of the earliest timer (DLOCK__NEVER: none). */
+int64_t dlock__loop_next_due(const dlock__loop *l);
+
+#endif
