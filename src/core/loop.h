@@ -18,6 +18,7 @@
 #define DLOCK_CORE_LOOP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,7 +65,7 @@ struct dlock_loop {
 	pthread_mutex_t post_mu;
 	dlock__task *posted, *posted_tail;
 	int clients; /* clients opened on it (dlock_loop_free refuses while any) */
-	int pending; /* operations and other work that keep dlock_loop_run's answer 1 */
+	_Atomic int pending; /* operations and other work that keep dlock_loop_run's answer 1 */
 	int public_; /* made by dlock_loop_new (a caller's), not a client's own */
 	int in_run;  /* inside a dispatch: hooks may not ask for a zero timer from it */
 };

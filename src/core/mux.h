@@ -43,6 +43,10 @@ typedef struct dlock__mux_op {
 	const size_t *lens;
 	int argc;
 	int64_t slack_ms; /* the reply may take this long beyond the command timeout */
+	/* Taken back when the op is given up with its connection kept owing
+	 * (a deadline, an end mid-run): queued right behind it on the same
+	 * connection, so the server runs both or neither (core/owed.h). */
+	const dlock__call *undo;
 	const struct dlock__mux_op *follows; /* runs right behind this op on the same
 	                        connection: resent only together with it */
 	/* out */

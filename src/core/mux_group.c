@@ -52,6 +52,7 @@ static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *
 {
 	char msg[DLOCK__ERRMSG_MAX];
 	int owed = 0, plain = 0;
+	size_t first = g->head, i;
 
 	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
 	for (; g->head < g->tail; g->head++) {
@@ -67,9 +68,13 @@ static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *
 	}
 	if (g->conn != NULL) {
 		/* Only plain commands due (WAIT): nothing to track; see mux.h. */
-		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed)
+		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed) {
 			dlock__conn_give_up(g->conn, owed);
-		else
+			/* What may still run gets its undo right behind it (core/owed.h). */
+			for (i = first; i < g->tail; i++)
+				if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned)
+					dlock__client_send_undo(g->conn, ops[g->fifo[i]].undo);
+		} else
 			g->conn->broken = 1;
 		dlock__client_conn_put(g->client, g->conn);
 		g->conn = NULL;

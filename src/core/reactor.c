@@ -29,6 +29,7 @@ struct dlock__sub {
 	uint64_t gen; /* bumped each time the subscription becomes active */
 	int permits;  /* unlock messages not yet consumed by a waiter */
 	pthread_cond_t cv;
+	dlock__listener *listeners; /* asynchronous waiters: told by a posted task */
 	struct dlock__sub *next;
 };
 
@@ -82,7 +83,7 @@ static dlock__sub *find_sub(dlock__reactor *r, const char *channel, size_t len)
 /* Someone local still wants the channel subscribed. */
 static int wanted(const dlock__sub *s)
 {
-	return s->refs > 0 || s->watchers > 0;
+	return s->refs > 0 || s->watchers > 0 || s->listeners != NULL;
 }
 
 /* The holds listening on s should look at their lock now (r->mu held). */
@@ -92,6 +93,16 @@ static void want_check(dlock__reactor *r, dlock__sub *s)
 		s->check = 1;
 		r->checks = 1;
 	}
+}
+
+/* Wake the waiters of s: the blocking ones and the asynchronous ones (r->mu held). */
+static void wake_sub(dlock__sub *s)
+{
+	dlock__listener *li;
+
+	pthread_cond_broadcast(&s->cv);
+	for (li = s->listeners; li != NULL; li = li->next)
+		dlock__loop_post(li->loop, li->task);
 }
 
 static void free_sub(dlock__sub *s)
@@ -115,7 +126,7 @@ static void drop_connection(dlock__reactor *r)
 		 * replaced - a cluster's primary failed over): waiters look again. */
 		if (s->state != SUB_NONE && s->refs > 0) {
 			s->gen++;
-			pthread_cond_broadcast(&s->cv);
+			wake_sub(s);
 		}
 		if (s->state != SUB_NONE)
 			want_check(r, s);
@@ -165,13 +176,13 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 				s->permits += s->refs;
 			else if (s->refs > 0)
 				s->permits++;
-			pthread_cond_broadcast(&s->cv);
+			wake_sub(s);
 			/* Anyone's unlock of the name, a force unlock included. */
 			want_check(r, s);
 		} else if (kind_is(kind, "subscribe") && s->state == SUB_SUBSCRIBING) {
 			s->state = SUB_SUBSCRIBED;
 			s->gen++;
-			pthread_cond_broadcast(&s->cv);
+			wake_sub(s);
 			/* An unlock before now went unheard: the holds look once. */
 			want_check(r, s);
 		} else if (kind_is(kind, "unsubscribe") && s->state == SUB_UNSUBSCRIBING) {
@@ -182,7 +193,7 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 			 * asked for again. */
 			s->state = SUB_NONE;
 			s->gen++;
-			pthread_cond_broadcast(&s->cv);
+			wake_sub(s);
 			want_check(r, s);
 		}
 	}
@@ -644,6 +655,50 @@ void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s)
 	dlock__mutex_unlock(&r->mu);
 	if (last)
 		wake(r);
+}
+
+dlock__sub *dlock__sub_listen(dlock__reactor *r, const char *channel, size_t len,
+		dlock__listener *li)
+{
+	dlock__sub *s;
+
+	dlock__mutex_lock(&r->mu);
+	s = sub_get(r, channel, len);
+	if (s != NULL) {
+		li->next = s->listeners;
+		s->listeners = li;
+		/* Already listening: an unlock just before went unheard; look once. */
+		if (s->state == SUB_SUBSCRIBED)
+			dlock__loop_post(li->loop, li->task);
+	}
+	dlock__mutex_unlock(&r->mu);
+	if (s != NULL)
+		wake(r);
+	return s;
+}
+
+void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li)
+{
+	dlock__listener **p;
+	int last;
+
+	dlock__mutex_lock(&r->mu);
+	for (p = &s->listeners; *p != NULL; p = &(*p)->next) {
+		if (*p == li) {
+			*p = li->next;
+			break;
+		}
+	}
+	last = !wanted(s);
+	dlock__mutex_unlock(&r->mu);
+	dlock__loop_unpost(li->loop, li->task);
+	if (last)
+		wake(r);
+}
+
+struct dlock_loop *dlock__reactor_loop(const dlock__reactor *r)
+{
+	return r->loop;
 }
 
 const char *dlock__sub_channel(const dlock__sub *s, size_t *len)

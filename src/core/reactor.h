@@ -80,6 +80,26 @@ dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
 		dlock__reactor_notice notice, void *arg);
 void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s);
 
+/*
+ * An asynchronous waiter: instead of sleeping in dlock__sub_wait, it has
+ * `task` posted to its `loop` when an unlock message comes on the channel
+ * or the subscription becomes active (also at once when it already is: an
+ * unlock may have gone unheard), and looks at the lock then.
+ */
+struct dlock__task;
+typedef struct dlock__listener {
+	struct dlock_loop *loop;
+	struct dlock__task *task;
+	struct dlock__listener *next; /* private */
+} dlock__listener;
+
+dlock__sub *dlock__sub_listen(dlock__reactor *r, const char *channel, size_t len,
+		dlock__listener *li);
+void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li);
+
+/* The loop the reactor runs on. */
+struct dlock_loop *dlock__reactor_loop(const dlock__reactor *r);
+
 /* The channel of a sub joined or watched (fixed for its life). */
 const char *dlock__sub_channel(const dlock__sub *s, size_t *len);
 

@@ -138,7 +138,7 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
  * NULL too for a fair waiter that keeps waiting: undoing would cost it its
  * place (Redisson issue 5019); its next attempt adopts a late hold instead.
  */
-static const dlock__call *make_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+const dlock__call *dlock__acquire_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
 		int keep_place, dlock__rollback *u)
 {
 	if (a->believed < 0 || keep_place)
@@ -155,7 +155,7 @@ static const dlock__call *make_undo(dlock_lock *l, const dlock__acquire *a, int6
  * server out of memory (noeviction: nothing frees it by itself) or a TLS
  * handshake refused (an untrusted certificate) are final.
  */
-static int transient(dlock_client *c, int rc, const redisReply *r)
+int dlock__acquire_transient(dlock_client *c, int rc, const redisReply *r)
 {
 	static const char *const busy[] = { "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN" };
 	size_t i;
@@ -225,10 +225,10 @@ static int run_acquire(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int ke
 	 * the server wakes up: its undo follows it on the same connection. */
 	if (syncing)
 		rc = dlock__client_run_synced(l->client, &a->call, a->believed >= 0,
-				make_undo(l, a, wait_ms, keep_place, &u), &s, r, &wrc, &wr);
+				dlock__acquire_undo(l, a, wait_ms, keep_place, &u), &s, r, &wrc, &wr);
 	else
 		rc = dlock__client_run_call(l->client, &a->call, a->believed >= 0,
-				make_undo(l, a, wait_ms, keep_place, &u), r);
+				dlock__acquire_undo(l, a, wait_ms, keep_place, &u), r);
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, *r, sent_at, ttl);
 	if (rc == 0 && syncing && (rc = dlock__acquire_sync_check(l, wrc, wr)) < 0)
@@ -268,7 +268,7 @@ static int attempt(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int keep_p
 	} else if (r != NULL) {
 		*unsettled = 0;
 	}
-	*retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC || transient(l->client, rc, r);
+	*retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC || dlock__acquire_transient(l->client, rc, r);
 	freeReplyObject(r);
 	return rc;
 }
@@ -301,7 +301,7 @@ static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
  * it does not, the late hold expires with its lease and the place with its
  * wait.
  */
-static void fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled)
+void dlock__acquire_fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled)
 {
 	dlock__rollback u;
 	redisReply *r = NULL;
@@ -323,7 +323,7 @@ static void fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms
  * the queue is for a waiter that stops). One that ends its wait at a
  * transient error (a quorum's member) or before the reply is due does not.
  */
-static int keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int64_t deadline)
+int dlock__acquire_keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int64_t deadline)
 {
 	if (l->kind != DLOCK__FAIR || wait_ms == 0 || !ride_out_errors)
 		return 0;
@@ -331,7 +331,7 @@ static int keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int6
 			deadline - dlock__now_ms() > l->client->opts.command_timeout_ms;
 }
 
-static int check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
 	if (wait_ms < 0 && wait_ms != DLOCK_WAIT_FOREVER)
 		return dlock__seterr(DLOCK_EINVAL,
@@ -343,7 +343,7 @@ static int check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 }
 
 /* The channel a waiter listens on: the lock's, or for a fair lock its own. */
-static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
+char *dlock__acquire_channel(dlock_lock *l, const char *owner, size_t *len)
 {
 	size_t olen = strlen(owner);
 	char *ch;
@@ -369,7 +369,7 @@ static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
  * A transient error: after a backoff that doubles from RETRY_MIN_MS to
  * RETRY_MAX_MS, jittered so that waiters do not come back in step.
  */
-static int64_t next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now)
+int64_t dlock__acquire_next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now)
 {
 	if (rc == DLOCK_ENOTACQUIRED) {
 		*backoff = 0;
@@ -420,7 +420,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	size_t channel_len = 0;
 	int rc, retry, unsettled = 0;
 
-	if ((rc = check_times(l, wait_ms, lease_ms)) < 0)
+	if ((rc = dlock__acquire_check_times(l, wait_ms, lease_ms)) < 0)
 		return rc;
 	if ((rc = dlock__client_check_fork(l->client)) < 0)
 		return rc;
@@ -428,7 +428,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		return rc;
 	started = dlock__now_ms();
 	deadline = dlock__deadline_in(wait_ms);
-	rc = attempt(l, &a, wait_ms, keeps_place(l, wait_ms, ride_out_errors, deadline), &ttl,
+	rc = attempt(l, &a, wait_ms, dlock__acquire_keeps_place(l, wait_ms, ride_out_errors, deadline), &ttl,
 			&retry, &unsettled);
 	retry = retry && (ride_out_errors || rc == DLOCK_ENOTACQUIRED);
 	if (rc == 0 || !retry || wait_ms == 0)
@@ -436,7 +436,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 
 	/* In a cluster the channel's node listens; when none is known now, the
 	 * wait looks again at each wake-up time instead of being woken. */
-	channel = wait_channel(l, a.owner, &channel_len);
+	channel = dlock__acquire_channel(l, a.owner, &channel_len);
 	if (channel != NULL)
 		rx = dlock__client_reactor_for(l->client, channel, channel_len);
 	if (rx != NULL)
@@ -445,7 +445,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		rc = dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", l->shown);
 	} else {
 		for (;;) {
-			int64_t now = dlock__now_ms(), wake = next_look(l, rc, ttl, &backoff, now);
+			int64_t now = dlock__now_ms(), wake = dlock__acquire_next_look(l, rc, ttl, &backoff, now);
 
 			if (now >= deadline)
 				break;
@@ -466,7 +466,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			if ((rc = dlock__acquire_prepare(l, owner, wait_ms, lease_ms, &a)) < 0)
 				break;
 			rc = attempt(l, &a, wait_ms,
-					keeps_place(l, wait_ms, ride_out_errors, deadline), &ttl,
+					dlock__acquire_keeps_place(l, wait_ms, ride_out_errors, deadline), &ttl,
 					&retry, &unsettled);
 			if (rc == 0 || !retry || (!ride_out_errors && rc != DLOCK_ENOTACQUIRED))
 				break;
@@ -476,7 +476,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			dlock__sub_leave(rx, sub);
 	}
 	if (l->kind == DLOCK__FAIR && rc != 0)
-		fair_give_up(l, &a, wait_ms, unsettled);
+		dlock__acquire_fair_give_up(l, &a, wait_ms, unsettled);
 	if (channel != l->channel)
 		dlock__free(channel);
 done:

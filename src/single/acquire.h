@@ -64,6 +64,20 @@ int dlock__acquire_sync_check(dlock_lock *l, int sync_rc, const redisReply *sync
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl);
 
+/*
+ * The steps of a wait, shared by the blocking wait and the asynchronous
+ * one (single/acquire_op.c); see acquire.c for each.
+ */
+struct dlock__rollback;
+const dlock__call *dlock__acquire_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+		int keep_place, struct dlock__rollback *u);
+int dlock__acquire_transient(dlock_client *c, int rc, const redisReply *r);
+int dlock__acquire_keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int64_t deadline);
+int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+char *dlock__acquire_channel(dlock_lock *l, const char *owner, size_t *len);
+int64_t dlock__acquire_next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now);
+void dlock__acquire_fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled);
+
 /* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
 int64_t dlock__wall_ms(void);
 
