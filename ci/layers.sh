@@ -30,7 +30,7 @@ for dir in src/*/; do
 			echo "ci/layers.sh: $file:$line: $layer includes $target (a layer above): $inc" >&2
 			bad=1
 		fi
-	done < <(grep -Hn '^#include "' "$dir"*.[ch])
+	done < <(grep -rHn --include='*.[ch]' '^#include "' "$dir")
 done
 [ "$bad" -eq 0 ] && echo "ci/layers.sh: every include looks down (core <- single <- multilock <- redlock <- cli)"
 exit "$bad"
