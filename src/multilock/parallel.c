@@ -9,7 +9,7 @@
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
 #include "core/drive/mux.h"
-#include "core/net/owed.h"
+#include "core/drive/debts.h"
 #include "core/drive/sync.h"
 #include "core/base/time.h"
 #include "multilock/parts.h"

@@ -12,7 +12,7 @@
 #include "core/base/alloc.h"
 #include "core/base/fmt.h"
 #include "core/base/ids.h"
-#include "core/net/owed.h"
+#include "core/drive/debts.h"
 #include "core/drive/sync.h"
 #include "core/base/time.h"
 #include "single/acquire.h"

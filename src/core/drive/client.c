@@ -10,7 +10,7 @@
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
 #include "core/net/tls.h"
-#include "core/net/owed.h"
+#include "core/drive/debts.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/topology/cluster.h"
@@ -75,8 +75,13 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 		snprintf(n->label, sizeof(n->label),
 				strchr(n->host, ':') ? "[%.255s]:%d" : "%.255s:%d", n->host,
 				n->port);
-	if (u->master != NULL)
-		return dlock__sentinel_new(&n->sentinel, u, opts);
+	if (u->master != NULL) {
+		int rc = dlock__sentinel_new(&n->sentinel, u, opts);
+
+		if (rc == 0)
+			n->finder = dlock__sentinel_finder(n->sentinel);
+		return rc;
+	}
 	if (u->cluster && u->tls) /* the seeds' settings; each node gets its own name */
 		return dlock__tls_ctx_new(&n->tls, opts, u->hosts[0]);
 	/* The caller's TLS files are read now: their strings need not outlive the open. */

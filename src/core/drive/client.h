@@ -115,6 +115,12 @@ void dlock__client_note_reply(dlock_client *c, int rc, const redisReply *r);
  * serving its slot in a cluster (NULL when none is known now). */
 dlock__reactor *dlock__client_reactor_for(dlock_client *c, const char *channel, size_t len);
 
+/* x and y reach the same server, db aside: one resolved address and port,
+ * one socket file (by real path), the same Sentinel-managed primary or
+ * cluster (a seed in common). `where` gets what they share ("127.0.0.1:6379"),
+ * for messages. core/drive/identity.c */
+int dlock__node_same_server(const dlock__node *x, const dlock__node *y, char *where, size_t len);
+
 /* A cluster's member client for host:port: the root's options (connected
  * lazily) and credentials; `sharded`: its pub/sub is sharded. */
 int dlock__client_open_member(

@@ -13,7 +13,7 @@
 #include "core/drive/client.h"
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
-#include "core/net/owed.h"
+#include "core/drive/debts.h"
 #include "core/topology/sentinel.h"
 #include "core/base/time.h"
 

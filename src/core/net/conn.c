@@ -13,16 +13,20 @@
 #include "core/base/alloc.h"
 #include "core/net/conn.h"
 #include "core/net/owed.h"
-#include "core/topology/sentinel.h"
 #include "core/base/error.h"
 #include "core/base/time.h"
 #include "core/net/tls.h"
 
+void dlock__node_suspect(const dlock__node *node)
+{
+	if (node->finder.suspect != NULL)
+		node->finder.suspect(node->finder.self);
+}
+
 int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why)
 {
 	c->broken = 1;
-	if (c->node->sentinel != NULL)
-		dlock__sentinel_suspect(c->node->sentinel); /* the primary may have moved */
+	dlock__node_suspect(c->node); /* the primary may have moved */
 	return dlock__seterr_node(code, c->label, "%s: %s", what, why);
 }
 
@@ -327,7 +331,7 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			reply = NULL;
 			continue;
 		}
-		if (reply != NULL && c->node->sentinel != NULL &&
+		if (reply != NULL && c->node->finder.find != NULL &&
 				dlock__reply_is_error(reply, "READONLY")) {
 			freeReplyObject(reply);
 			return dlock__conn_fail(c, DLOCK_ECONN, what,

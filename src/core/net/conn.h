@@ -15,6 +15,22 @@
 #include <stdint.h>
 #include <hiredis/hiredis.h>
 
+/*
+ * Where a server that moves is (a Sentinel-managed primary): the transport
+ * asks before each connect and tells when something suggests the server
+ * moved. Topology fills it in (core/topology/sentinel.c), so the transport
+ * needs to know nothing of sentinels.
+ */
+typedef struct dlock__finder {
+	/* The address now into host/port, and its epoch (it changes whenever
+	 * the address does), before deadline. */
+	int (*find)(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
+			uint64_t *epoch);
+	/* Something suggests the server moved: ask again before the next connect. */
+	void (*suspect)(void *self);
+	void *self;
+} dlock__finder;
+
 /* Where a server is and how to talk to it; shared by its connections. */
 typedef struct dlock__node {
 	char *host; /* TCP; NULL for a Unix socket */
@@ -28,13 +44,16 @@ typedef struct dlock__node {
 	char label[280];            /* "host:port" or "unix:/path", for messages */
 	struct dlock__tls_ctx *tls; /* rediss://: the TLS settings; NULL for plain TCP */
 	/* redis+sentinel://: where the primary is comes from the sentinels
-	 * (then host is NULL and label is "sentinel:NAME"; core/topology/sentinel.h). */
+	 * (then host is NULL and label is "sentinel:NAME"): the transport asks
+	 * `finder` (find NULL for any other node); the client keeps the
+	 * sentinels themselves (core/topology/sentinel.h). */
+	dlock__finder finder;
 	struct dlock__sentinel *sentinel;
 	/* A cluster node on Redis 7+: unlocks are published with SPUBLISH and
 	 * waiters listen with SSUBSCRIBE (Redisson's sharded subscription mode). */
 	int sharded_pubsub;
 	/* redis+cluster://: the cluster this root client routes to (core/topology/cluster.h);
-	 * the root itself connects nowhere. */
+	 * the root itself connects nowhere. The transport only carries it. */
 	struct dlock__cluster *cluster;
 	/* Replies the server owes to commands given up at a deadline, over all
 	 * of this node's connections. While it owes any, a late release still
@@ -48,12 +67,6 @@ typedef struct dlock__node {
 	 * untrusted certificate, a wrong name, a plain port); cleared by an answer. */
 	_Atomic int refused;
 } dlock__node;
-
-/* x and y reach the same server, db aside: one resolved address and port,
- * one socket file (by real path), the same Sentinel-managed primary or
- * cluster (a seed in common). `where` gets what they share ("127.0.0.1:6379"),
- * for messages. core/drive/identity.c */
-int dlock__node_same_server(const dlock__node *x, const dlock__node *y, char *where, size_t len);
 
 typedef struct dlock__conn {
 	int fd;
@@ -90,6 +103,10 @@ typedef struct dlock__conn {
 /* checks[] code of the INFO server that names the server (run_id): an error
  * reply (an ACL without INFO) leaves it unknown and fails nothing. */
 #define DLOCK__CHECK_RUN_ID 2
+
+/* The node's server may have moved (a dropped or refused connection, a
+ * READONLY reply, a reply given up): its finder asks again. */
+void dlock__node_suspect(const dlock__node *node);
 
 /* Mark c broken (never reused) and set "node: what: why"; returns code.
  * Shared by conn.c and connect.c. */

@@ -20,7 +20,6 @@
 #include "core/net/conn.h"
 #include "core/base/error.h"
 #include "core/net/resolve.h"
-#include "core/topology/sentinel.h"
 #include "core/base/time.h"
 #include "core/net/tls.h"
 
@@ -64,10 +63,11 @@ static int connect_unix(dlock__conn *c)
 	return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
 }
 
-/* A Sentinel-managed node: the primary's address as the sentinels say, before deadline. */
-static int sentinel_target(dlock__conn *c, int64_t deadline, char *host, size_t len, int *port)
+/* A node that moves (Sentinel): the address its finder gives, before deadline. */
+static int found_target(dlock__conn *c, int64_t deadline, char *host, size_t len, int *port)
 {
-	int rc = dlock__sentinel_primary(c->node->sentinel, deadline, host, len, port, &c->epoch);
+	const dlock__finder *f = &c->node->finder;
+	int rc = f->find(f->self, deadline, host, len, port, &c->epoch);
 
 	if (rc == 0)
 		snprintf(c->addr_label, sizeof(c->addr_label),
@@ -89,8 +89,8 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 	if (c->node->cluster != NULL) /* a bug: commands go to the cluster's members */
 		return dlock__conn_fail(c, DLOCK_EINVAL, "connect",
 				"a cluster client connects through its members only");
-	if (c->node->sentinel != NULL) {
-		rc = sentinel_target(c, deadline, found, sizeof(found), &tcp_port);
+	if (c->node->finder.find != NULL) {
+		rc = found_target(c, deadline, found, sizeof(found), &tcp_port);
 		if (rc < 0)
 			return rc;
 		host = found;
@@ -281,7 +281,7 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 		if (rc == 0)
 			c->checks[c->nchecks++] = DLOCK_ESERVER;
 	}
-	if (rc == 0 && c->node->sentinel != NULL) {
+	if (rc == 0 && c->node->finder.find != NULL) {
 		/* A sentinel's answer may be stale: confirm that this is the primary. */
 		const char *role = "ROLE";
 		size_t len = 4;

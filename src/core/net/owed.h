@@ -22,6 +22,9 @@
  *    neither (dlock__client_run_call's undo; single/calls.c builds them).
  *    Commands nobody waits for go as EVAL, never EVALSHA: a NOSCRIPT
  *    answer would go unread and the command silently never run.
+ * The connection's half is here; the client's (steps 3 to 5: waiting,
+ * collecting, the bound) is core/drive/debts.h.
+ *
  * 3. No acquire while a node owes (dlock__client_owes): a late release
  *    still queued there could undo it. A single lock waits a moment for the
  *    debts (a server waking up answers at once); the quorum engine does not
@@ -42,14 +45,7 @@
 #ifndef DLOCK_CORE_OWED_H
 #define DLOCK_CORE_OWED_H
 
-#include "dlock/client.h"
 #include "core/net/conn.h"
-
-/* While replies are owed, the background thread looks for them this often. */
-#define DLOCK__OWED_POLL_MS 20
-
-/* The least time a connection may owe replies before it is reset. */
-#define DLOCK__OWED_MAX_MIN_MS 1000
 
 /* Stop waiting for `replies` replies of this connection: they are skipped when they come. */
 void dlock__conn_give_up(dlock__conn *c, int replies);
@@ -70,18 +66,5 @@ int dlock__conn_owes_since_before(const dlock__conn *c, int64_t cutoff);
 
 /* Close with a reset (RST, not FIN): the server discards what it had not read. */
 void dlock__conn_reset(dlock__conn *c);
-
-/* How long a connection of this client may owe replies: max(2 x command timeout, the minimum). */
-int64_t dlock__owed_bound_ms(const dlock_client *client);
-
-/* Step 4: read idle connections' owed replies; reset those owing too long. */
-void dlock__client_drain(dlock_client *client);
-
-/*
- * Step 3: 0 when the server owes nothing, or once the replies came before
- * `deadline` (0: do not wait); otherwise DLOCK_ETIMEDOUT with a message.
- * `key` is the lock's: in a cluster, the member serving it is asked.
- */
-int dlock__client_owes(dlock_client *client, const char *key, size_t len, int64_t deadline);
 
 #endif

@@ -311,3 +311,21 @@ int dlock__sentinel_same(const dlock__sentinel *a, const dlock__sentinel *b)
 				return 1;
 	return 0;
 }
+
+static int find_primary(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
+		uint64_t *epoch)
+{
+	return dlock__sentinel_primary(self, deadline, host, hostlen, port, epoch);
+}
+
+static void suspect_primary(void *self)
+{
+	dlock__sentinel_suspect(self);
+}
+
+dlock__finder dlock__sentinel_finder(dlock__sentinel *s)
+{
+	dlock__finder f = { find_primary, suspect_primary, s };
+
+	return f;
+}

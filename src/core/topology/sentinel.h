@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "dlock/client.h"
+#include "core/net/conn.h"
 #include "core/net/uri.h"
 
 typedef struct dlock__sentinel dlock__sentinel;
@@ -46,6 +47,9 @@ uint64_t dlock__sentinel_epoch(dlock__sentinel *s);
 
 /* Something suggests the primary moved: ask the sentinels before the next connect. */
 void dlock__sentinel_suspect(dlock__sentinel *s);
+
+/* The node's finder (core/net/conn.h): dlock__sentinel_primary and _suspect. */
+dlock__finder dlock__sentinel_finder(dlock__sentinel *s);
 
 /* One primary: the same name at a sentinel both lists (lists need not match). */
 int dlock__sentinel_same(const dlock__sentinel *a, const dlock__sentinel *b);
