@@ -90,6 +90,16 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 	return 0;
 }
 
+static int open_member(void *self, dlock_client **out, const char *host, int port, int sharded);
+
+/* A redis+cluster:// root: its cluster opens and closes members through it. */
+static int open_cluster(dlock_client *c, dlock__uri *u)
+{
+	dlock__cluster_host host = { &c->node, open_member, free_client, c };
+
+	return dlock__cluster_new(&c->node.cluster, u, &host);
+}
+
 /* A client for the parsed URI (its strings move into the client). */
 static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_options *opts)
 {
@@ -111,7 +121,7 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 	rc = c->idle == NULL ? dlock__seterr(DLOCK_ENOMEM, "client: out of memory")
 			     : node_from_uri(&c->node, u, opts);
 	if (rc == 0 && u->cluster)
-		rc = dlock__cluster_new(&c->node.cluster, u, c);
+		rc = open_cluster(c, u);
 	if (rc < 0) {
 		free_client(c);
 		return rc;
@@ -195,9 +205,11 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	return rc;
 }
 
-int dlock__client_open_member(
-		dlock_client **out, dlock_client *root, const char *host, int port, int sharded)
+/* A cluster's member client for host:port: the root's options (connected
+ * lazily) and credentials; `sharded`: its pub/sub is sharded. */
+static int open_member(void *self, dlock_client **out, const char *host, int port, int sharded)
 {
+	dlock_client *root = self;
 	dlock_client_options opts = root->opts;
 	dlock__tls_ctx *tls = NULL;
 	dlock__uri u;
@@ -219,11 +231,6 @@ int dlock__client_open_member(
 		rc = open_parsed(out, &u, &opts, sharded, tls);
 	dlock__uri_clear(&u);
 	return rc;
-}
-
-void dlock__client_close_member(dlock_client *m)
-{
-	free_client(m);
 }
 
 int dlock_client_close(dlock_client *c)

@@ -121,12 +121,6 @@ dlock__reactor *dlock__client_reactor_for(dlock_client *c, const char *channel, 
  * for messages. core/drive/identity.c */
 int dlock__node_same_server(const dlock__node *x, const dlock__node *y, char *where, size_t len);
 
-/* A cluster's member client for host:port: the root's options (connected
- * lazily) and credentials; `sharded`: its pub/sub is sharded. */
-int dlock__client_open_member(
-		dlock_client **out, dlock_client *root, const char *host, int port, int sharded);
-void dlock__client_close_member(dlock_client *m);
-
 /* How long a deferred command (a used unlock latch's DEL) waits for a
  * command to ride along with before the background thread sends it. */
 #define DLOCK__DEFER_DELAY_MS 20

@@ -8,7 +8,6 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
-#include "core/drive/client.h"
 #include "core/topology/cluster.h"
 #include "core/net/conn.h"
 #include "core/base/error.h"
@@ -30,7 +29,7 @@ typedef struct member {
 } member;
 
 struct dlock__cluster {
-	dlock_client *root;
+	dlock__cluster_host host; /* the client served */
 	size_t n_seeds;
 	char **seed_hosts;
 	int *seed_ports;
@@ -44,7 +43,7 @@ struct dlock__cluster {
 	size_t n_members, cap_members;
 };
 
-int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, dlock_client *root)
+int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster_host *host)
 {
 	dlock__cluster *cl = dlock__calloc(1, sizeof(*cl));
 
@@ -53,7 +52,7 @@ int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, dlock_client *root)
 		return dlock__seterr(DLOCK_ENOMEM, "cluster: out of memory");
 	if (pthread_mutex_init(&cl->mu, NULL) != 0)
 		abort();
-	cl->root = root;
+	cl->host = *host;
 	cl->sharded = -1;
 	cl->n_seeds = u->n_hosts;
 	cl->seed_hosts = u->hosts;
@@ -72,7 +71,7 @@ void dlock__cluster_free(dlock__cluster *cl)
 	if (cl == NULL)
 		return;
 	for (i = 0; i < cl->n_members; i++)
-		dlock__client_close_member(cl->members[i].client);
+		cl->host.close_member(cl->members[i].client);
 	for (i = 0; i < cl->n_seeds; i++)
 		dlock__free(cl->seed_hosts[i]);
 	dlock__free(cl->seed_hosts);
@@ -128,7 +127,7 @@ static int probe_sharded(dlock__conn *c, int64_t deadline)
 static int ask_node(dlock__cluster *cl, const char *host, int port, int64_t deadline,
 		dlock__slotmap **map, int *sharded)
 {
-	const dlock__node *root = &cl->root->node;
+	const dlock__node *root = cl->host.root;
 	dlock__node n;
 	dlock__conn *c = NULL;
 	int rc;
@@ -198,7 +197,7 @@ int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline)
 	}
 	if (map == NULL)
 		return dlock__seterr(rc, "%s: no node gave the slot map (%zu asked): %s",
-				cl->root->node.label, i, why);
+				cl->host.root->label, i, why);
 	dlock__mutex_lock(&cl->mu);
 	old = cl->map;
 	cl->map = map;
@@ -230,7 +229,7 @@ static int member_at(dlock__cluster *cl, const char *host, int port, dlock_clien
 		cl->members = grown;
 		cl->cap_members = cap;
 	}
-	rc = dlock__client_open_member(out, cl->root, host, port, cl->sharded == 1);
+	rc = cl->host.open_member(cl->host.self, out, host, port, cl->sharded == 1);
 	if (rc < 0)
 		return rc;
 	snprintf(cl->members[cl->n_members].host, HOST_MAX, "%s", host);
@@ -259,7 +258,7 @@ int dlock__cluster_route(dlock__cluster *cl, const char *key, size_t len, dlock_
 	if (must_refresh(cl, slot)) {
 		dlock__mutex_unlock(&cl->mu);
 		rc = dlock__cluster_refresh(
-				cl, dlock__deadline_in(cl->root->opts.connect_timeout_ms));
+				cl, dlock__deadline_in(cl->host.root->connect_timeout_ms));
 		dlock__mutex_lock(&cl->mu);
 	}
 	idx = cl->map != NULL ? dlock__slotmap_primary(cl->map, slot) : -1;
@@ -270,7 +269,7 @@ int dlock__cluster_route(dlock__cluster *cl, const char *key, size_t len, dlock_
 		rc = dlock__seterr(DLOCK_ESERVER,
 				"%s: no node serves slot %u (the cluster is down or resharding); "
 				"retried until the wait ends",
-				cl->root->node.label, slot);
+				cl->host.root->label, slot);
 	dlock__mutex_unlock(&cl->mu);
 	return rc;
 }
@@ -337,7 +336,7 @@ static int pause_before(int64_t deadline)
 int dlock__cluster_exec(dlock__cluster *cl, const char *key, size_t len, dlock__member_run run,
 		void *arg, redisReply **out)
 {
-	int64_t deadline = dlock__deadline_in(cl->root->opts.command_timeout_ms);
+	int64_t deadline = dlock__deadline_in(cl->host.root->command_timeout_ms);
 	dlock_client *m = NULL;
 	int rc = dlock__cluster_route(cl, key, len, &m), redirects = 0, kind = 0;
 
@@ -367,7 +366,7 @@ int dlock__cluster_exec(dlock__cluster *cl, const char *key, size_t len, dlock__
 			return dlock__seterr(DLOCK_ESERVER,
 					"%s: more than %d MOVED/ASK redirects for slot %u "
 					"(resharding under way?)",
-					cl->root->node.label, MAX_REDIRECTS,
+					cl->host.root->label, MAX_REDIRECTS,
 					dlock__key_slot(key, len));
 	}
 	return rc;

@@ -29,13 +29,29 @@
 #include <hiredis/hiredis.h>
 
 #include "dlock/client.h"
+#include "core/net/conn.h"
 #include "core/net/uri.h"
 
 typedef struct dlock__cluster dlock__cluster;
 
-/* From a parsed redis+cluster:// URI (its seed list moves in); `root` is
- * the client it serves (its options and credentials are the members'). */
-int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, dlock_client *root);
+/*
+ * What the cluster needs of the client it serves (the root), which fills it
+ * in: the root's node - credentials, timeouts and TLS settings for the
+ * members, its label for messages - and how to open and close a member
+ * client. The cluster keeps the members it opened and never looks inside a
+ * client.
+ */
+typedef struct dlock__cluster_host {
+	const dlock__node *root;
+	/* A member client for host:port; `sharded`: its pub/sub is sharded. */
+	int (*open_member)(void *self, dlock_client **out, const char *host, int port,
+			int sharded);
+	void (*close_member)(dlock_client *member);
+	void *self;
+} dlock__cluster_host;
+
+/* From a parsed redis+cluster:// URI (its seed list moves in), serving `host`. */
+int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster_host *host);
 
 /* Close the members and free (in a forked child too: each client knows
  * its own process). Accepts NULL. */
