@@ -6,7 +6,8 @@
 # CLI includes anything but the public headers and its own, or when a core
 # file stands outside the inner layers' folders.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The tree to check: the argument, or this repository.
+cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
 layers=(core single multilock redlock cli)
 inner=(base net topology drive)
