@@ -18,7 +18,7 @@
 # not reported (abi/opaque.suppr).
 #
 # (Not `abidw --headers-dir include --drop-private-types`: libabigail tells a
-# public header by its file name alone, so src/core/client.h, the definition
+# public header by its file name alone, so src/core/drive/client.h, the definition
 # of the opaque struct dlock_client, counts as public beside
 # include/dlock/client.h; and dropping the private types drops, with gcc, the
 # handle parameters of the functions that take them.)

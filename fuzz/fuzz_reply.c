@@ -10,7 +10,7 @@
 #include <string.h>
 #include <hiredis/hiredis.h>
 
-#include "core/conn.h"
+#include "core/net/conn.h"
 #include "dlock/errors.h"
 #include "single/replies.h"
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <hiredis/hiredis.h>
 
-#include "core/slot.h"
-#include "core/slotmap.h"
+#include "core/topology/slot.h"
+#include "core/topology/slotmap.h"
 #include "dlock/errors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

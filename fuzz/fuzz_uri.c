@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/uri.h"
+#include "core/net/uri.h"
 #include "dlock/errors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

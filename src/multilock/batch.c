@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The engine's batches: one small call to many members at once (core/mux.h)
+ * The engine's batches: one small call to many members at once (core/drive/mux.h)
  * - give back what a round took, set the real TTL once a quorum is held,
  * raise the fencing counters. The calls themselves come from single/.
  */
 #include <stdint.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/mux.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/drive/mux.h"
+#include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/member.h"

@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/client.h"
-#include "core/ids.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
+#include "core/base/ids.h"
+#include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/holds.h"
 #include "single/member.h"

@@ -10,7 +10,7 @@
 #include <pthread.h>
 
 #include "dlock/multilock.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 /* One member's part in an acquisition round. */
 typedef struct dlock__member_try {

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/error.h"
+#include "core/base/alloc.h"
+#include "core/base/error.h"
 #include "multilock/parts.h"
 #include "single/holds.h"
 #include "single/member.h"

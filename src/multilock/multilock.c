@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* MultiLock: the engine with a quorum of every member. */
 #include "dlock/errors.h"
-#include "core/alloc.h"
+#include "core/base/alloc.h"
 #include "multilock/engine.h"
 
 struct dlock_multilock {

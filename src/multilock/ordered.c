@@ -9,7 +9,7 @@
  * the round; finalize (batch.c) sets the real TTL.
  */
 #include "dlock/errors.h"
-#include "core/time.h"
+#include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"

@@ -6,12 +6,12 @@
  * whatever n is.
  */
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/client.h"
-#include "core/mux.h"
-#include "core/owed.h"
-#include "core/sync.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
+#include "core/drive/mux.h"
+#include "core/drive/debts.h"
+#include "core/drive/sync.h"
+#include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"
@@ -220,7 +220,7 @@ static void note_uptimes(dlock__engine *e, const dlock__mux_op *ops, const uptim
 
 /*
  * A member whose client asks replicas to acknowledge (sync_replicas) gets
- * its WAIT right behind its acquire, on the same connection (core/sync.h).
+ * its WAIT right behind its acquire, on the same connection (core/drive/sync.h).
  * The WAIT ops go after the uptimes; one per member, even for members on
  * the same server (each must follow its own acquire through a resend).
  */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "dlock/errors.h"
-#include "core/error.h"
+#include "core/base/error.h"
 #include "multilock/parts.h"
 #include "single/member.h"
 

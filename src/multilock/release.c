@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/mux.h"
+#include "core/base/alloc.h"
+#include "core/drive/mux.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"

@@ -2,7 +2,7 @@
 /*
  * One server listed twice under two spellings would be counted twice: a
  * RedLock "quorum" on one physical server, a MultiLock re-entering its own
- * hold. Refused when made, by address (core/identity.c), and at each
+ * hold. Refused when made, by address (core/drive/identity.c), and at each
  * acquisition by the run_id the servers gave once connected, which catches
  * what no address shows (a server's TCP port and its socket, a Sentinel's
  * primary also listed by address, two names behind one NAT).
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/error.h"
+#include "core/base/alloc.h"
+#include "core/base/error.h"
 #include "multilock/parts.h"
 #include "single/member.h"
 

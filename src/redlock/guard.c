@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stdio.h>
 
-#include "core/alloc.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/base/time.h"
 #include "redlock/guard.h"
-#include "core/client.h"
+#include "core/drive/client.h"
 #include "single/member.h"
 
 /* The guard's window for member i: the option, or by default the longer of

@@ -4,9 +4,9 @@
 
 #include "dlock/errors.h"
 #include "dlock/redlock.h"
-#include "core/alloc.h"
-#include "core/client.h"
-#include "core/fields.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
+#include "core/base/fields.h"
 #include "multilock/engine.h"
 #include "redlock/guard.h"
 #include "redlock/redlock_internal.h"

@@ -9,12 +9,12 @@
 #include <time.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/fmt.h"
-#include "core/ids.h"
-#include "core/owed.h"
-#include "core/sync.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/base/fmt.h"
+#include "core/base/ids.h"
+#include "core/drive/debts.h"
+#include "core/drive/sync.h"
+#include "core/base/time.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
 #include "single/replies.h"

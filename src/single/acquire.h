@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: one acquire attempt split in its two halves, so that the quorum
- * engine can send many at once (core/mux.h) and still record each hold
+ * engine can send many at once (core/drive/mux.h) and still record each hold
  * exactly as a single lock does.
  */
 #ifndef DLOCK_SINGLE_ACQUIRE_H
@@ -11,7 +11,7 @@
 #include <hiredis/hiredis.h>
 
 #include "dlock/lock.h"
-#include "core/script.h"
+#include "core/net/script.h"
 
 typedef struct dlock__acquire {
 	dlock__call call;
@@ -44,7 +44,7 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 		int64_t *ttl);
 
 /*
- * The replica acknowledgement (core/sync.h) of an acquisition that was
+ * The replica acknowledgement (core/drive/sync.h) of an acquisition that was
  * made: judge the WAIT's outcome (read with sync_rc, reply sync_reply) and
  * keep the count on the handle (dlock_lock_synced_replicas). 0 enough,
  * DLOCK_ENOSYNC too few, or the error that left the count unknown, with a

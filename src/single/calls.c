@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The small script calls the layers above send in batches, one per member
- * (core/mux.h): give back an acquire, renew a hold, raise a fencing token.
+ * (core/drive/mux.h): give back an acquire, renew a hold, raise a fencing token.
  * Only this layer knows a lock's keys; the caller only sends the calls.
  */
 #include <string.h>
 
-#include "core/fmt.h"
+#include "core/base/fmt.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
 #include "single/scripts.h"

@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/client.h"
-#include "core/slot.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
+#include "core/topology/slot.h"
+#include "core/base/time.h"
 #include "single/holds.h"
 #include "single/holds_table.h"
 #include "single/lock_internal.h"

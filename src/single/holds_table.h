@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "core/reactor.h"
+#include "core/drive/reactor.h"
 #include "single/holds.h"
 
 /* Redlock's constant drift allowance on top of the 1% (ms). */
@@ -78,7 +78,7 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev);
 /* The reactor's job that renews every watched hold (watchdog.c), and
  * between its rounds the holds a notice asked to check. */
 int64_t dlock__watchdog_run(void *arg, int64_t now);
-/* A reactor's notice (core/reactor.h): the holds listening on s are checked now. */
+/* A reactor's notice (core/drive/reactor.h): the holds listening on s are checked now. */
 void dlock__watchdog_notice(void *arg, const dlock__sub *s);
 /* Stop listening on the hold's channel (h->mu held). */
 void dlock__holds_unwatch(hold *x);

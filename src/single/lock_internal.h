@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 
 #include "dlock/lock.h"
-#include "core/client.h"
+#include "core/drive/client.h"
 #include "single/holds.h"
 #include "single/member.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
 
-#include "core/client.h"
+#include "core/drive/client.h"
 #include "single/lock_internal.h"
 #include "single/member.h"
 

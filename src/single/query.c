@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/client.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
 #include "single/lock_internal.h"
 
 /* A read-only query: CMD name [field]. */

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/fmt.h"
-#include "core/ids.h"
+#include "core/base/alloc.h"
+#include "core/base/fmt.h"
+#include "core/base/ids.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
 #include "single/replies.h"

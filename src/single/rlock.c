@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/slot.h"
-#include "core/ids.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/topology/slot.h"
+#include "core/base/ids.h"
+#include "core/base/time.h"
 #include "single/lock_internal.h"
 #include "single/acquire.h"
 #include "single/scripts.h"

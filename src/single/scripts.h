@@ -3,7 +3,7 @@
 #ifndef DLOCK_SINGLE_SCRIPTS_H
 #define DLOCK_SINGLE_SCRIPTS_H
 
-#include "core/script.h"
+#include "core/net/script.h"
 
 /*
  * Acquire. KEYS: name. ARGV: lease ms, owner, hold count the caller

@@ -17,11 +17,11 @@
 #include <sys/types.h>
 
 #include "dlock/errors.h"
-#include "core/alloc.h"
-#include "core/client.h"
-#include "core/fmt.h"
-#include "core/slot.h"
-#include "core/time.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
+#include "core/base/fmt.h"
+#include "core/topology/slot.h"
+#include "core/base/time.h"
 #include "single/holds_table.h"
 #include "single/scripts.h"
 

@@ -15,8 +15,8 @@
 
 #include <dlock.h>
 
-#include "core/client.h"
-#include "core/time.h"
+#include "core/drive/client.h"
+#include "core/base/time.h"
 #include "redis_harness.h"
 #include "support.h"
 

@@ -11,10 +11,10 @@
 
 #include <dlock.h>
 
-#include "core/client.h"
-#include "core/mux.h"
-#include "core/script.h"
-#include "core/time.h"
+#include "core/drive/client.h"
+#include "core/drive/mux.h"
+#include "core/net/script.h"
+#include "core/base/time.h"
 #include "redis_harness.h"
 #include "support.h"
 

@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "core/sha1.h"
+#include "core/base/sha1.h"
 
 static void check(const void *data, size_t len, const char *expected)
 {

@@ -11,7 +11,7 @@
 
 #include <criterion/criterion.h>
 
-#include "core/slot.h"
+#include "core/topology/slot.h"
 
 typedef struct slot_case {
 	const char *key;

@@ -14,8 +14,8 @@
 #include <criterion/criterion.h>
 
 #include "dlock/errors.h"
-#include "core/error.h"
-#include "core/slotmap.h"
+#include "core/base/error.h"
+#include "core/topology/slotmap.h"
 #include "support.h"
 
 /* CLUSTER SHARDS and CLUSTER SLOTS of one redis-server 7.0.15 node (RESP2). */

@@ -13,7 +13,7 @@
 
 #include "dlock/common.h"
 #include "dlock/errors.h"
-#include "core/uri.h"
+#include "core/net/uri.h"
 
 static int is_zeroed(const dlock__uri *u)
 {

@@ -11,7 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "dlock/errors.h"
-#include "core/uri.h"
+#include "core/net/uri.h"
 
 typedef struct unix_case {
 	const char *text;

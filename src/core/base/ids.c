@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "dlock/client.h"
+#include "core/base/ids.h"
+
+/* Per-thread xoshiro256** state: request ids need uniqueness, not secrecy,
+ * and one getrandom() per thread keeps unlock free of system calls. */
+static _Thread_local uint64_t rng[4];
+static _Thread_local pid_t rng_pid; /* reseed in a forked child */
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(void)
+{
+	uint64_t result, t;
+
+	if (rng_pid != getpid()) {
+		if (getrandom(rng, sizeof(rng), 0) != (ssize_t)sizeof(rng)) {
+			/* No entropy source: the thread id and clock still make ids distinct. */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			rng[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32);
+			rng[1] = dlock_thread_id() * 0x9E3779B97F4A7C15ULL;
+			rng[2] = (uint64_t)getpid() | 1;
+			rng[3] = (uint64_t)(uintptr_t)&rng_pid;
+		}
+		rng_pid = getpid();
+	}
+	result = rotl(rng[1] * 5, 7) * 9;
+	t = rng[1] << 17;
+	rng[2] ^= rng[0];
+	rng[3] ^= rng[1];
+	rng[1] ^= rng[2];
+	rng[0] ^= rng[3];
+	rng[2] ^= t;
+	rng[3] = rotl(rng[3], 45);
+	return result;
+}
+
+uint64_t dlock__random(void)
+{
+	return rng_next();
+}
+
+void dlock__uuid(char out[37])
+{
+	uuid_t u;
+
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, out);
+}
+
+void dlock__request_id(char out[33])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t a = rng_next(), b = rng_next();
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		out[i] = hex[(a >> (60 - 4 * i)) & 15];
+		out[16 + i] = hex[(b >> (60 - 4 * i)) & 15];
+	}
+	out[32] = '\0';
+}
+
+/*
+ * Cached per thread: an owner name is built on every call. A forked child's
+ * thread inherits the parent thread's cached value, which is harmless: a
+ * child cannot use its parent's clients (their threads do not exist in it),
+ * and the owner names of its own clients carry their own uuids.
+ */
+static _Thread_local uint64_t cached_tid;
+
+uint64_t dlock_thread_id(void)
+{
+	if (cached_tid == 0)
+		cached_tid = (uint64_t)syscall(SYS_gettid);
+	return cached_tid;
+}

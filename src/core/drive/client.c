@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
+#include "core/net/tls.h"
+#include "core/drive/debts.h"
+#include "core/base/ids.h"
+#include "core/base/time.h"
+#include "core/topology/cluster.h"
+#include "core/topology/sentinel.h"
+#include "core/net/uri.h"
+#include "core/net/owed.h"
+#include "core/drive/loop.h"
+
+static void flush_idle(void *arg);
+
+static void free_client(dlock_client *c)
+{
+	int i;
+
+	/* The reactors first, the cluster members' too: their job (the
+	 * watchdog) and notices (force unlocks) use the layer's state. In a
+	 * forked child there is no thread to stop, and closing the copies of
+	 * the parent's sockets sends nothing. */
+	dlock__reactor_stop(c->reactor, c->pid != getpid());
+	if (c->reactor != NULL && c->opts.loop != NULL)
+		c->opts.loop->clients--;
+	dlock__cluster_free(c->node.cluster);
+	if (c->ext != NULL && c->ext_free != NULL)
+		c->ext_free(c->ext);
+	/* Deletes still waiting for a ride go out now (not in a forked child:
+	 * the sockets are the parent's). */
+	if (c->pid == getpid())
+		dlock__forgets_send(c);
+	dlock__forgets_free(c);
+	for (i = 0; i < c->n_idle; i++)
+		dlock__conn_close(c->idle[i]);
+	dlock__free(c->idle);
+	dlock__free(c->node.host);
+	dlock__free(c->node.path);
+	dlock__sentinel_free(c->node.sentinel);
+	dlock__tls_ctx_free(c->node.tls);
+	dlock__free(c->node.user);
+	dlock__free(c->node.password);
+	dlock__errbuf_destroy(&c->err);
+	pthread_cond_destroy(&c->pool_cv);
+	pthread_mutex_destroy(&c->pool_mu);
+	pthread_mutex_destroy(&c->ext_mu);
+	dlock__free(c);
+}
+
+/* The node the parsed URI names: its strings move in (u keeps the rest). */
+static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_options *opts)
+{
+	n->host = u->host;
+	n->port = u->port;
+	n->path = u->path;
+	n->user = u->user;
+	n->password = u->password;
+	n->db = u->db;
+	u->host = u->path = u->user = u->password = NULL;
+	n->connect_timeout_ms = opts->connect_timeout_ms;
+	n->command_timeout_ms = opts->command_timeout_ms;
+	if (n->path != NULL)
+		snprintf(n->label, sizeof(n->label), "unix:%s", n->path);
+	else if (u->master != NULL)
+		snprintf(n->label, sizeof(n->label), "sentinel:%.255s", u->master);
+	else if (u->cluster)
+		snprintf(n->label, sizeof(n->label), "cluster:%.255s:%d%s", u->hosts[0],
+				u->ports[0], u->n_hosts > 1 ? ",..." : "");
+	else
+		snprintf(n->label, sizeof(n->label),
+				strchr(n->host, ':') ? "[%.255s]:%d" : "%.255s:%d", n->host,
+				n->port);
+	if (u->master != NULL) {
+		int rc = dlock__sentinel_new(&n->sentinel, u, opts);
+
+		if (rc == 0)
+			n->finder = dlock__sentinel_finder(n->sentinel);
+		return rc;
+	}
+	if (u->cluster && u->tls) /* the seeds' settings; each node gets its own name */
+		return dlock__tls_ctx_new(&n->tls, opts, u->hosts[0]);
+	/* The caller's TLS files are read now: their strings need not outlive the open. */
+	if (u->tls)
+		return dlock__tls_ctx_new(&n->tls, opts, n->host);
+	return 0;
+}
+
+static int open_member(void *self, dlock_client **out, const char *host, int port, int sharded);
+
+/* A redis+cluster:// root: its cluster opens and closes members through it. */
+static int open_cluster(dlock_client *c, dlock__uri *u)
+{
+	dlock__cluster_host host = { &c->node, open_member, free_client, c };
+
+	return dlock__cluster_new(&c->node.cluster, u, &host);
+}
+
+/* A client for the parsed URI (its strings move into the client). */
+static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_options *opts)
+{
+	dlock_client *c = dlock__calloc(1, sizeof(*c));
+	int rc;
+
+	*out = NULL;
+	if (c == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
+	/* Mutexes and condition variables that fail to initialise are a broken system. */
+	if (dlock__errbuf_init(&c->err) != 0 || pthread_mutex_init(&c->pool_mu, NULL) != 0 ||
+			dlock__cond_init(&c->pool_cv) != 0 ||
+			pthread_mutex_init(&c->ext_mu, NULL) != 0)
+		abort();
+	c->pid = getpid();
+	c->opts = *opts;
+	dlock__uuid(c->id);
+	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
+	rc = c->idle == NULL ? dlock__seterr(DLOCK_ENOMEM, "client: out of memory")
+			     : node_from_uri(&c->node, u, opts);
+	if (rc == 0 && u->cluster)
+		rc = open_cluster(c, u);
+	if (rc < 0) {
+		free_client(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/*
+ * Connect and PING now: a server that wants a password we did not give
+ * says so only when asked something, and open should fail, not first use.
+ */
+static int connect_now(dlock_client *c)
+{
+	const char *ping = "PING";
+	size_t len = 4;
+	dlock__conn *conn = NULL;
+	redisReply *r = NULL;
+	int rc;
+
+	if (c->node.cluster != NULL) /* reading the slot map connects and authenticates */
+		return dlock__cluster_refresh(
+				c->node.cluster, dlock__deadline_in(c->opts.connect_timeout_ms));
+	rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.connect_timeout_ms));
+	if (rc < 0)
+		return rc;
+	rc = dlock__conn_command(conn, &r, 1, &ping, &len, "PING",
+			dlock__deadline_in(c->opts.connect_timeout_ms));
+	if (rc == 0 && (rc = dlock__reply_check(&c->node, r, "PING")) < 0)
+		conn->broken = 1;
+	freeReplyObject(r);
+	dlock__client_conn_put(c, conn);
+	return rc;
+}
+
+/* A client for the parsed URI with its background thread; connects now unless opts are lazy. */
+static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_options *opts,
+		int sharded, dlock__tls_ctx *tls)
+{
+	dlock_client *c = NULL;
+	int rc = client_new(&c, u, opts);
+
+	if (rc < 0) {
+		dlock__tls_ctx_free(tls);
+		return rc;
+	}
+	c->node.sharded_pubsub = sharded;
+	if (tls != NULL)
+		c->node.tls = tls; /* before anything connects */
+	rc = dlock__reactor_start(&c->reactor, &c->node, c->opts.loop);
+	if (rc == 0 && c->opts.loop != NULL)
+		c->opts.loop->clients++;
+	if (rc == 0)
+		dlock__reactor_set_flush(c->reactor, flush_idle, c);
+	if (rc == 0 && !opts->lazy_connect)
+		rc = connect_now(c);
+	if (rc < 0) {
+		free_client(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_options *user)
+{
+	dlock_client_options opts;
+	dlock__uri u;
+	char reason[256] = "";
+	int rc;
+
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "client: out is NULL");
+	*out = NULL;
+	if ((rc = dlock__client_options_copy(&opts, user)) < 0 ||
+			(rc = dlock__client_options_check(&opts)) < 0)
+		return rc;
+	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
+	if (rc < 0)
+		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
+	rc = open_parsed(out, &u, &opts, 0, NULL);
+	dlock__uri_clear(&u); /* what the client did not take */
+	return rc;
+}
+
+/* A cluster's member client for host:port: the root's options (connected
+ * lazily) and credentials; `sharded`: its pub/sub is sharded. */
+static int open_member(void *self, dlock_client **out, const char *host, int port, int sharded)
+{
+	dlock_client *root = self;
+	dlock_client_options opts = root->opts;
+	dlock__tls_ctx *tls = NULL;
+	dlock__uri u;
+	int rc = 0;
+
+	memset(&u, 0, sizeof(u));
+	opts.lazy_connect = 1;
+	u.port = port;
+	u.host = dlock__strndup(host, strlen(host));
+	u.user = root->node.user ? dlock__strndup(root->node.user, strlen(root->node.user)) : NULL;
+	u.password = root->node.password
+			? dlock__strndup(root->node.password, strlen(root->node.password))
+			: NULL;
+	if (u.host == NULL || (root->node.user && !u.user) || (root->node.password && !u.password))
+		rc = dlock__seterr(DLOCK_ENOMEM, "cluster: out of memory");
+	if (rc == 0 && root->node.tls != NULL) /* the node's own name, the root's certificates */
+		rc = dlock__tls_ctx_for_host(&tls, root->node.tls, host);
+	if (rc == 0)
+		rc = open_parsed(out, &u, &opts, sharded, tls);
+	dlock__uri_clear(&u);
+	return rc;
+}
+
+int dlock_client_close(dlock_client *c)
+{
+	int64_t handles;
+
+	if (c == NULL)
+		return 0;
+	handles = atomic_load(&c->handles);
+	if (handles > 0)
+		return dlock__errbuf_record(&c->err,
+				dlock__seterr(DLOCK_EBUSY,
+						"client %s: %lld "
+						"lock handle%s made from it %s still alive: free them first",
+						c->node.label, (long long)handles,
+						handles == 1 ? "" : "s",
+						handles == 1 ? "is" : "are"));
+	free_client(c);
+	return 0;
+}
+
+void dlock__client_handle_added(dlock_client *c, int delta)
+{
+	atomic_fetch_add(&c->handles, delta);
+}
+
+size_t dlock_client_errmsg_r(char *buf, size_t len, const dlock_client *c)
+{
+	return c ? dlock__errbuf_read_r(buf, len, &c->err) : dlock__copy_msg(buf, len, "");
+}
+
+const char *dlock_client_id(const dlock_client *c)
+{
+	return c ? c->id : "";
+}
+
+const char *dlock_client_node(const dlock_client *c)
+{
+	return c ? c->node.label : "";
+}
+
+const char *dlock_client_errmsg(const dlock_client *c)
+{
+	return c ? dlock__errbuf_read(&c->err) : "";
+}
+
+int dlock_client_owner(char *buf, size_t len, const dlock_client *c, uint64_t thread_id)
+{
+	char digits[24];
+	size_t n = 0, i;
+
+	if (c == NULL || buf == NULL)
+		return dlock__seterr(
+				DLOCK_EINVAL, "owner: NULL %s", c == NULL ? "client" : "buffer");
+	/* By hand: this runs on every call of every lock operation. */
+	do {
+		digits[n++] = (char)('0' + thread_id % 10);
+		thread_id /= 10;
+	} while (thread_id != 0);
+	if (36 + 1 + n + 1 > len)
+		return dlock__seterr(DLOCK_EINVAL,
+				"owner: a buffer of %zu bytes is too small "
+				"(%zu needed; 64 always suffice)",
+				len, 36 + 1 + n + 1);
+	memcpy(buf, c->id, 36);
+	buf[36] = ':';
+	for (i = 0; i < n; i++)
+		buf[37 + i] = digits[n - 1 - i];
+	buf[37 + n] = '\0';
+	return (int)(37 + n);
+}
+
+int dlock__client_check_fork(dlock_client *c)
+{
+	if (c->pid == getpid())
+		return 0;
+	return dlock__seterr_node(DLOCK_EFORKED, c->node.label,
+			"this client was opened by process %d before fork(): its watchdog and "
+			"connections do not exist here; open a new client in the child",
+			(int)c->pid);
+}
+
+void dlock__client_send_undo(dlock__conn *conn, const dlock__call *u)
+{
+	const char *argv[DLOCK__CALL_MAX + 3];
+	size_t lens[DLOCK__CALL_MAX + 3];
+	char numbuf[16];
+	dlock__script *script = dlock__script_for(u->script, conn->node);
+	int argc = dlock__script_argv(script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
+			u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
+
+	/* Nobody reads its reply: a NOSCRIPT would go unseen. */
+	dlock__script_argv_to_eval(script, argv, lens);
+	dlock__conn_send_owed(conn, argc, argv, lens);
+}
+
+/* Run a command (call NULL) or a script call once or, with retry, twice. */
+static int run(dlock_client *c, const dlock__call *call, int argc, const char **argv,
+		const size_t *lens, int retry, const dlock__call *undo, redisReply **out);
+
+/* A command for a cluster's member (dlock__cluster_exec). */
+typedef struct routed {
+	const dlock__call *call, *undo;
+	int argc, retry;
+	const char **argv;
+	const size_t *lens;
+} routed;
+
+static int run_routed(dlock_client *member, void *arg, redisReply **out)
+{
+	routed *x = arg;
+
+	return run(member, x->call, x->argc, x->argv, x->lens, x->retry, x->undo, out);
+}
+
+/* On a cluster, run at the member that serves the command's first key. */
+static int run_in_cluster(dlock_client *c, const dlock__call *call, int argc, const char **argv,
+		const size_t *lens, int retry, const dlock__call *undo, redisReply **out)
+{
+	routed x = { call, undo, argc, retry, argv, lens };
+	const char *key = call != NULL ? call->argv[0] : argv[1];
+	size_t len = call != NULL ? call->lens[0] : lens[1];
+
+	if ((call != NULL && call->nkeys < 1) || (call == NULL && argc < 2))
+		return dlock__seterr(DLOCK_EINVAL, "%s: a command without a key has no slot",
+				c->node.label);
+	return dlock__cluster_exec(c->node.cluster, key, len, run_routed, &x, out);
+}
+
+static int run(dlock_client *c, const dlock__call *call, int argc, const char **argv,
+		const size_t *lens, int retry, const dlock__call *undo, redisReply **out)
+{
+	int attempt, rc = 0;
+
+	*out = NULL;
+	if (c->node.cluster != NULL)
+		return run_in_cluster(c, call, argc, argv, lens, retry, undo, out);
+	for (attempt = 0; attempt < 2; attempt++) {
+		dlock__conn *conn = NULL;
+		int64_t deadline;
+
+		rc = dlock__client_conn_get(
+				c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
+		if (rc < 0)
+			return rc;
+		deadline = dlock__deadline_in(c->opts.command_timeout_ms);
+		if (call != NULL)
+			rc = dlock__script_run(conn, call->script, call->nkeys, call->argv,
+					call->lens, call->argc - call->nkeys,
+					call->argv + call->nkeys, call->lens + call->nkeys, out,
+					deadline);
+		else
+			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
+		if (rc == DLOCK_ETIMEDOUT && undo != NULL && !conn->broken && conn->owed > 0)
+			dlock__client_send_undo(conn, undo);
+		dlock__client_conn_put(c, conn);
+		if (rc != DLOCK_ECONN || !retry)
+			break;
+	}
+	return rc;
+}
+
+int dlock__client_run(dlock_client *c, int argc, const char **argv, const size_t *lens, int retry,
+		redisReply **out)
+{
+	return run(c, NULL, argc, argv, lens, retry, NULL, out);
+}
+
+int dlock__client_run_call(dlock_client *c, const dlock__call *call, int retry,
+		const dlock__call *undo, redisReply **out)
+{
+	return run(c, call, 0, NULL, NULL, retry, undo, out);
+}
+
+dlock_client *dlock__client_for_key(dlock_client *c, const char *key, size_t len)
+{
+	dlock_client *m = NULL;
+
+	if (c->node.cluster == NULL)
+		return c;
+	return dlock__cluster_route(c->node.cluster, key, len, &m) == 0 ? m : NULL;
+}
+
+void dlock__client_note_reply(dlock_client *c, int rc, const redisReply *r)
+{
+	if (c->node.cluster != NULL)
+		dlock__cluster_note(c->node.cluster, rc, r);
+}
+
+dlock__reactor *dlock__client_reactor_for(dlock_client *c, const char *channel, size_t len)
+{
+	dlock_client *m = dlock__client_for_key(c, channel, len);
+
+	return m != NULL ? m->reactor : NULL;
+}
+
+/* The background thread's flush: deferred commands of idle connections go
+ * out without waiting (their replies are skipped by the next reader). */
+static void flush_idle(void *arg)
+{
+	dlock_client *c = arg;
+
+	dlock__client_drain(c);
+	/* Replies still owed (a server paused or hung): look again soon. */
+	if (atomic_load(&c->node.owed) > 0)
+		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);
+}
+
+int dlock_client_cancel_waits(dlock_client *c)
+{
+	if (c == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "cancel: NULL client");
+	atomic_fetch_add(&c->cancels, 1);
+	dlock__reactor_wake_waiters(c->reactor);
+	return 0;
+}
+
+uint64_t dlock__client_cancels(dlock_client *c)
+{
+	return atomic_load(&c->cancels);
+}
+
+static int simple_command(dlock_client *c, const char *cmd, const char *arg, redisReply **out)
+{
+	const char *argv[2] = { cmd, arg };
+	size_t lens[2] = { strlen(cmd), arg ? strlen(arg) : 0 };
+	int rc = dlock__client_run(c, arg ? 2 : 1, argv, lens, 1, out);
+
+	if (rc == 0)
+		rc = dlock__reply_check(&c->node, *out, cmd);
+	if (rc < 0) {
+		freeReplyObject(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int dlock_client_ping(dlock_client *c)
+{
+	redisReply *r = NULL;
+	int rc;
+
+	if (c == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "ping: client is NULL");
+	if (c->node.cluster != NULL) /* a cluster answers by giving its slot map */
+		return dlock__errbuf_record(&c->err,
+				dlock__cluster_refresh(c->node.cluster,
+						dlock__deadline_in(c->opts.command_timeout_ms)));
+	rc = simple_command(c, "PING", NULL, &r);
+	freeReplyObject(r);
+	return dlock__errbuf_record(&c->err, rc);
+}
+
+int dlock_client_uptime(int64_t *seconds, dlock_client *c)
+{
+	redisReply *r = NULL;
+	const char *p;
+	int rc;
+
+	if (c == NULL || seconds == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "uptime: NULL argument");
+	rc = simple_command(c, "INFO", "server", &r);
+	if (rc == 0) {
+		if (r->type != REDIS_REPLY_STRING ||
+				(p = strstr(r->str, "uptime_in_seconds:")) == NULL)
+			rc = dlock__seterr_node(DLOCK_EPROTO, c->node.label,
+					"INFO server: no uptime_in_seconds");
+		else
+			*seconds = strtoll(p + strlen("uptime_in_seconds:"), NULL, 10);
+	}
+	freeReplyObject(r);
+	return dlock__errbuf_record(&c->err, rc);
+}
+
+int64_t dlock__client_timed_out_at(const dlock_client *c)
+{
+	return atomic_load(&c->timed_out_at);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A client's debts: see debts.h, and owed.h for the whole protocol. */
+#include <poll.h>
+
+#include "dlock/errors.h"
+#include "core/base/error.h"
+#include "core/base/time.h"
+#include "core/drive/client.h"
+#include "core/drive/debts.h"
+
+/*
+ * A connection may owe replies for this long: a hung server's late replies
+ * come within moments of its waking up, but across a network partition
+ * they wait on TCP's retransmission backoff (seconds, growing), and the
+ * node would stay refused long after the partition healed. Past the bound
+ * the connection is reset and the node is asked again on a fresh one.
+ */
+int64_t dlock__owed_bound_ms(const dlock_client *c)
+{
+	int64_t b = 2 * (int64_t)c->opts.command_timeout_ms;
+
+	return b > DLOCK__OWED_MAX_MIN_MS ? b : DLOCK__OWED_MAX_MIN_MS;
+}
+
+int dlock__client_owes(dlock_client *c, const char *key, size_t len, int64_t deadline)
+{
+	if (c->node.cluster != NULL && (c = dlock__client_for_key(c, key, len)) == NULL)
+		return 0; /* no member now: the acquire finds out why */
+	if (atomic_load(&c->node.owed) == 0)
+		return 0;
+	dlock__client_drain(c);
+	/* A server that just woke up answers within moments: look again
+	 * until the deadline (a short nap each time, the replies may be on
+	 * connections other threads hold). */
+	while (atomic_load(&c->node.owed) > 0 && dlock__now_ms() < deadline) {
+		poll(NULL, 0, 1);
+		dlock__client_drain(c);
+	}
+	if (atomic_load(&c->node.owed) == 0)
+		return 0;
+	dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);
+	return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
+			"still owes %d replies to commands that timed out: not asked again until "
+			"they come (a late release could undo a new hold)",
+			atomic_load(&c->node.owed));
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: a client's debts - the owed replies of all its connections
+ * (the protocol: core/net/owed.h). The client waits for them before an
+ * acquire (step 3), collects them from idle connections (step 4) and
+ * resets a connection that owes for too long (step 5).
+ */
+#ifndef DLOCK_CORE_DEBTS_H
+#define DLOCK_CORE_DEBTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlock/client.h"
+#include "core/net/owed.h"
+
+/* While replies are owed, the background thread looks for them this often. */
+#define DLOCK__OWED_POLL_MS 20
+
+/* The least time a connection may owe replies before it is reset. */
+#define DLOCK__OWED_MAX_MIN_MS 1000
+
+/* How long a connection of this client may owe replies: max(2 x command timeout, the minimum). */
+int64_t dlock__owed_bound_ms(const dlock_client *client);
+
+/* Step 4: read idle connections' owed replies; reset those owing too long
+ * (core/drive/pool.c). */
+void dlock__client_drain(dlock_client *client);
+
+/*
+ * Step 3: 0 when the server owes nothing, or once the replies came before
+ * `deadline` (0: do not wait); otherwise DLOCK_ETIMEDOUT with a message.
+ * `key` is the lock's: in a cluster, the member serving it is asked.
+ */
+int dlock__client_owes(dlock_client *client, const char *key, size_t len, int64_t deadline);
+
+#endif

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The loop: a table of watched descriptors, a heap of timers, a queue of
+ * posted tasks, and three ways of waiting for them (core/drive/loop.h).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/base/error.h"
+#include "core/drive/loop.h"
+#include "core/base/time.h"
+
+#define NOWHERE ((size_t)-1)
+
+static int grow(void *arr, size_t *cap, size_t need, size_t size)
+{
+	void **a = arr;
+	size_t n = *cap ? *cap * 2 : 16;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	p = dlock__realloc(*a, n * size);
+	if (p == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "loop: out of memory");
+	*a = p;
+	*cap = n;
+	return 0;
+}
+
+/* What the caller's loop (or the epoll set) is told about a descriptor. */
+static void tell_fd(dlock__loop *l, int fd, short events, int op)
+{
+	int what = ((events & POLLIN) ? DLOCK_POLL_IN : 0) | ((events & POLLOUT) ? DLOCK_POLL_OUT : 0);
+
+	if (l->backend == DLOCK__HOOKS) {
+		l->hooks.watch_fd(l->hooks.data, fd, op == EPOLL_CTL_DEL ? 0 : what);
+	} else if (l->backend == DLOCK__EPOLL) {
+		struct epoll_event ev;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.events = ((events & POLLIN) ? EPOLLIN : 0) | ((events & POLLOUT) ? EPOLLOUT : 0);
+		ev.data.fd = fd;
+		epoll_ctl(l->epfd, op, fd, &ev);
+	}
+}
+
+/* Tell the backend when the earliest timer is due, if that changed. */
+static void tell_timer(dlock__loop *l)
+{
+	int64_t due = dlock__loop_next_due(l);
+
+	if (due == l->timer_asked || l->backend == DLOCK__POLL)
+		return;
+	l->timer_asked = due;
+	if (l->backend == DLOCK__HOOKS) {
+		l->hooks.set_timer(l->hooks.data, due == DLOCK__NEVER ? -1 : dlock__ms_until(due));
+	} else {
+		struct itimerspec its;
+		int64_t ms = due == DLOCK__NEVER ? 0 : dlock__ms_until(due);
+
+		memset(&its, 0, sizeof(its));
+		if (due != DLOCK__NEVER) {
+			/* 0 would disarm: at once is the next nanosecond. */
+			its.it_value.tv_sec = ms / 1000;
+			its.it_value.tv_nsec = ms % 1000 * 1000000 + (ms == 0);
+		}
+		timerfd_settime(l->timerfd, 0, &its, NULL);
+	}
+}
+
+int dlock__io_start(dlock__loop *l, dlock__io *io, int fd, short events,
+		void (*ready)(dlock__io *io, short revents))
+{
+	if (grow(&l->ios, &l->ios_cap, l->nios + 1, sizeof(*l->ios)) < 0)
+		return DLOCK_ENOMEM;
+	io->fd = fd;
+	io->events = events;
+	io->ready = ready;
+	io->slot = l->nios;
+	l->ios[l->nios++] = io;
+	tell_fd(l, fd, events, EPOLL_CTL_ADD);
+	return 0;
+}
+
+void dlock__io_set(dlock__loop *l, dlock__io *io, short events)
+{
+	if (io->slot == NOWHERE || io->events == events)
+		return;
+	io->events = events;
+	tell_fd(l, io->fd, events, EPOLL_CTL_MOD);
+}
+
+void dlock__io_stop(dlock__loop *l, dlock__io *io)
+{
+	size_t i = io->slot;
+
+	if (i == NOWHERE || i >= l->nios || l->ios[i] != io)
+		return;
+	tell_fd(l, io->fd, 0, EPOLL_CTL_DEL);
+	l->ios[i] = l->ios[--l->nios];
+	l->ios[i]->slot = i;
+	io->slot = NOWHERE;
+}
+
+int dlock__io_active(const dlock__io *io)
+{
+	return io->slot != NOWHERE;
+}
+
+/* The io watching fd, or NULL (it was stopped by an earlier callback). */
+static dlock__io *io_of(const dlock__loop *l, int fd)
+{
+	size_t i;
+
+	for (i = 0; i < l->nios; i++)
+		if (l->ios[i]->fd == fd)
+			return l->ios[i];
+	return NULL;
+}
+
+/* The timer heap, ordered by due. */
+static int earlier(const dlock__loop *l, size_t a, size_t b)
+{
+	return l->heap[a]->due < l->heap[b]->due;
+}
+
+static void swap_at(dlock__loop *l, size_t a, size_t b)
+{
+	dlock__timer *t = l->heap[a];
+
+	l->heap[a] = l->heap[b];
+	l->heap[b] = t;
+	l->heap[a]->slot = a;
+	l->heap[b]->slot = b;
+}
+
+static void sift(dlock__loop *l, size_t i)
+{
+	while (i > 0 && earlier(l, i, (i - 1) / 2)) {
+		swap_at(l, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t c = 2 * i + 1, m = i;
+
+		if (c < l->nheap && earlier(l, c, m))
+			m = c;
+		if (c + 1 < l->nheap && earlier(l, c + 1, m))
+			m = c + 1;
+		if (m == i)
+			return;
+		swap_at(l, i, m);
+		i = m;
+	}
+}
+
+static void heap_remove(dlock__loop *l, dlock__timer *t)
+{
+	size_t i = t->slot;
+
+	t->slot = NOWHERE;
+	if (i == l->nheap - 1) {
+		l->nheap--;
+		return;
+	}
+	l->heap[i] = l->heap[--l->nheap];
+	l->heap[i]->slot = i;
+	sift(l, i);
+}
+
+void dlock__timer_init(dlock__timer *t, void (*fire)(dlock__timer *t))
+{
+	t->due = DLOCK__NEVER;
+	t->fire = fire;
+	t->slot = NOWHERE;
+}
+
+int dlock__timer_set(dlock__loop *l, dlock__timer *t, int64_t due)
+{
+	if (due == DLOCK__NEVER) {
+		dlock__timer_stop(l, t);
+		return 0;
+	}
+	t->due = due;
+	if (t->slot == NOWHERE) {
+		if (grow(&l->heap, &l->heap_cap, l->nheap + 1, sizeof(*l->heap)) < 0)
+			return DLOCK_ENOMEM;
+		t->slot = l->nheap;
+		l->heap[l->nheap++] = t;
+	}
+	sift(l, t->slot);
+	tell_timer(l);
+	return 0;
+}
+
+void dlock__timer_stop(dlock__loop *l, dlock__timer *t)
+{
+	if (t->slot == NOWHERE)
+		return;
+	heap_remove(l, t);
+	t->due = DLOCK__NEVER;
+	tell_timer(l);
+}
+
+int64_t dlock__loop_next_due(const dlock__loop *l)
+{
+	return l->nheap > 0 ? l->heap[0]->due : DLOCK__NEVER;
+}
+
+void dlock__task_init(dlock__task *t, void (*run)(dlock__task *t))
+{
+	memset(t, 0, sizeof(*t));
+	t->run = run;
+}
+
+void dlock__loop_post(dlock__loop *l, dlock__task *t)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	dlock__mutex_lock(&l->post_mu);
+	if (!t->queued) {
+		t->queued = 1;
+		t->next = NULL;
+		if (l->posted_tail != NULL)
+			l->posted_tail->next = t;
+		else
+			l->posted = t;
+		l->posted_tail = t;
+	}
+	dlock__mutex_unlock(&l->post_mu);
+	do {
+		n = write(l->wake_fd, &one, sizeof(one));
+	} while (n < 0 && errno == EINTR);
+}
+
+void dlock__loop_unpost(dlock__loop *l, dlock__task *t)
+{
+	dlock__task **p;
+
+	dlock__mutex_lock(&l->post_mu);
+	for (p = &l->posted; *p != NULL; p = &(*p)->next) {
+		if (*p != t)
+			continue;
+		*p = t->next;
+		if (l->posted_tail == t) {
+			dlock__task *x;
+
+			l->posted_tail = NULL;
+			for (x = l->posted; x != NULL; x = x->next)
+				l->posted_tail = x;
+		}
+		t->queued = 0;
+		break;
+	}
+	dlock__mutex_unlock(&l->post_mu);
+}
+
+/* Run the tasks posted so far (not those they post: next turn). */
+static void run_posted(dlock__loop *l)
+{
+	dlock__task *t, *next;
+
+	dlock__mutex_lock(&l->post_mu);
+	t = l->posted;
+	l->posted = l->posted_tail = NULL;
+	for (next = t; next != NULL; next = next->next)
+		next->queued = 0;
+	dlock__mutex_unlock(&l->post_mu);
+	for (; t != NULL; t = next) {
+		next = t->next;
+		t->run(t); /* may free t */
+	}
+}
+
+static void wake_ready(dlock__io *io, short revents)
+{
+	uint64_t v;
+
+	(void)revents;
+	while (read(io->fd, &v, sizeof(v)) > 0)
+		;
+}
+
+void dlock__loop_dispatch_due(dlock__loop *l)
+{
+	int64_t now = dlock__now_ms();
+
+	l->in_run++;
+	run_posted(l);
+	while (l->nheap > 0 && l->heap[0]->due <= now) {
+		dlock__timer *t = l->heap[0];
+
+		heap_remove(l, t);
+		t->due = DLOCK__NEVER;
+		t->fire(t);
+	}
+	l->in_run--;
+	tell_timer(l);
+}
+
+int dlock__loop_init(dlock__loop *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->backend = DLOCK__POLL;
+	l->epfd = l->timerfd = -1;
+	l->timer_asked = DLOCK__NEVER;
+	l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->wake_fd < 0)
+		return dlock__seterr(DLOCK_ESYS, "loop: eventfd: %s", strerror(errno));
+	pthread_mutex_init(&l->post_mu, NULL);
+	l->wake_io.slot = NOWHERE;
+	if (dlock__io_start(l, &l->wake_io, l->wake_fd, POLLIN, wake_ready) < 0) {
+		close(l->wake_fd);
+		pthread_mutex_destroy(&l->post_mu);
+		return DLOCK_ENOMEM;
+	}
+	return 0;
+}
+
+void dlock__loop_destroy(dlock__loop *l)
+{
+	dlock__io_stop(l, &l->wake_io);
+	close(l->wake_fd);
+	if (l->timerfd >= 0)
+		close(l->timerfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	pthread_mutex_destroy(&l->post_mu);
+	dlock__free(l->ios);
+	dlock__free(l->heap);
+}
+
+/* Hand each ready descriptor to its io, looked up again by fd: an earlier
+ * callback may have stopped (and freed) the one that was polled. */
+static void dispatch_ready(dlock__loop *l, const struct pollfd *pfd, size_t n)
+{
+	size_t i;
+
+	l->in_run++;
+	for (i = 0; i < n; i++) {
+		dlock__io *io;
+
+		if (pfd[i].revents == 0 || (io = io_of(l, pfd[i].fd)) == NULL)
+			continue;
+		io->ready(io, pfd[i].revents);
+	}
+	l->in_run--;
+}
+
+int dlock__loop_run_once(dlock__loop *l, int64_t until)
+{
+	struct pollfd small[16], *pfd = small;
+	size_t i, n = 0;
+	int64_t due = dlock__loop_next_due(l);
+	int got;
+
+	if (l->nios > sizeof(small) / sizeof(*small)) {
+		pfd = dlock__malloc(l->nios * sizeof(*pfd));
+		if (pfd == NULL)
+			return dlock__seterr(DLOCK_ENOMEM, "loop: out of memory");
+	}
+	for (i = 0; i < l->nios; i++) {
+		if (l->ios[i]->events == 0)
+			continue;
+		pfd[n].fd = l->ios[i]->fd;
+		pfd[n].events = l->ios[i]->events;
+		pfd[n++].revents = 0;
+	}
+	got = poll(pfd, (nfds_t)n, dlock__ms_until(due < until ? due : until));
+	if (got < 0 && errno != EINTR) {
+		got = dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
+	} else {
+		if (got > 0)
+			dispatch_ready(l, pfd, n);
+		dlock__loop_dispatch_due(l);
+		got = 0;
+	}
+	if (pfd != small)
+		dlock__free(pfd);
+	return got;
+}

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One group of a multiplexed run (core/mux_group.h): its connection, the
+ * replies due on it in order, and what happens when its socket is ready or
+ * its deadline passes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/drive/client.h"
+#include "core/topology/cluster.h"
+#include "core/base/error.h"
+#include "core/drive/mux_group.h"
+#include "core/net/owed.h"
+#include "core/base/time.h"
+
+static int64_t due_by(const dlock__mux_group *g, const dlock__mux_op *ops, int64_t now)
+{
+	int64_t d = now + g->client->opts.command_timeout_ms;
+
+	return g->head < g->tail ? d + ops[g->fifo[g->head]].slack_ms : d;
+}
+
+/* Messages name the script (or the command); formatted only when something fails. */
+static const char *what_of(const dlock__mux_op *op)
+{
+	return op->call != NULL ? op->call->script->name : op->argv[0];
+}
+
+/* The op is answered (or given up): record it. */
+static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran)
+{
+	if (op->routed_by != NULL)
+		dlock__cluster_note(op->routed_by, rc, reply);
+	op->rc = rc;
+	op->reply = reply;
+	op->pending = 0;
+	op->abandoned = rc < 0 && maybe_ran;
+	if (rc < 0)
+		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
+}
+
+/*
+ * Fail every op still due on the group's connection. A connection that only
+ * answers late (a deadline passed, or the outcome was decided without it)
+ * goes back to the pool owing those replies, to be skipped when they come:
+ * closing it would make the next command open a new one, and a hung
+ * server's listen backlog fills up with them. Any other failure closes it.
+ */
+static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *npending)
+{
+	char msg[DLOCK__ERRMSG_MAX];
+	int owed = 0, plain = 0;
+	size_t first = g->head, i;
+
+	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
+	for (; g->head < g->tail; g->head++) {
+		dlock__mux_op *op = &ops[g->fifo[g->head]];
+
+		owed++;
+		plain += op->call == NULL;
+		if (!op->pending)
+			continue;
+		dlock__seterr(rc, "%s", msg);
+		finish(op, rc, NULL, g->sent);
+		(*npending)--;
+	}
+	if (g->conn != NULL) {
+		/* Only plain commands due (WAIT): nothing to track; see mux.h. */
+		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed) {
+			dlock__conn_give_up(g->conn, owed);
+			/* What may still run gets its undo right behind it (core/net/owed.h). */
+			for (i = first; i < g->tail; i++)
+				if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned)
+					dlock__client_send_undo(g->conn, ops[g->fifo[i]].undo);
+		} else
+			g->conn->broken = 1;
+		dlock__client_conn_put(g->client, g->conn);
+		g->conn = NULL;
+	}
+}
+
+/* Every op due on the group is sent without waiting for its answer. */
+static int group_no_wait(const dlock__mux_group *g, const dlock__mux_op *ops)
+{
+	size_t i;
+
+	for (i = g->head; i < g->tail; i++)
+		if (!ops[g->fifo[i]].no_wait)
+			return 0;
+	return g->head < g->tail;
+}
+
+/* Sent; nobody waits: the connection goes back owing the answers, which
+ * are skipped when they come (the commands run when the server can). */
+static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
+{
+	int owed = 0;
+
+	for (; g->head < g->tail; g->head++, owed++) {
+		finish(&ops[g->fifo[g->head]], 0, NULL, 1);
+		(*npending)--;
+	}
+	dlock__conn_give_up(g->conn, owed);
+	dlock__client_conn_put(g->client, g->conn);
+	g->conn = NULL;
+}
+
+/* Send the group's handshake (new connection) and every op due on it. */
+static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
+{
+	int64_t now = dlock__now_ms();
+	size_t i;
+	int rc = 0;
+
+	g->deadline = due_by(g, ops, now);
+	g->sent = 1;
+	if (g->fresh)
+		rc = dlock__conn_send_handshake(g->conn, g->deadline);
+	for (i = g->head; rc == 0 && i < g->tail; i++) {
+		dlock__mux_op *op = &ops[g->fifo[i]];
+		op->sent_at = now;
+		rc = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
+				g->deadline);
+	}
+	return rc;
+}
+
+/*
+ * A pooled connection the server closed while idle (restart, CLIENT KILL)
+ * fails at once: move the group, once, to a fresh connection, if every op
+ * still due there may be repeated.
+ */
+static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
+{
+	size_t i;
+	int rc;
+
+	if (g->retried || g->fresh)
+		return -1;
+	for (i = g->head; i < g->tail; i++) {
+		const dlock__mux_op *op = &ops[g->fifo[i]];
+
+		if (op->no_retry || (op->follows != NULL && !op->follows->pending))
+			return -1;
+	}
+	g->retried = 1;
+	g->conn->broken = 1;
+	dlock__client_conn_put(g->client, g->conn); /* closed, with the idle ones */
+	g->conn = NULL;
+	rc = dlock__client_conn_take(g->client, &g->conn);
+	if (rc < 0)
+		return rc;
+	g->fresh = 1;
+	g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
+	return g->conn->connecting ? 0 : send_group(g, ops);
+}
+
+/* Send op again, due last (g->deadline is the head's). */
+static int resend(dlock__mux_group *g, dlock__mux_op *ops, dlock__mux_op *op)
+{
+	int r = dlock__conn_send(
+			g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op), g->deadline);
+
+	if (r == 0)
+		g->fifo[g->tail++] = (size_t)(op - ops);
+	return r;
+}
+
+/* The server lost its script cache: op again as EVAL, due last. The ops
+ * that must follow it and were sent before its answer came (a WAIT that
+ * would count nothing) go stale: sent again when their reply comes. */
+static int resend_as_eval(dlock__mux_group *g, dlock__mux_op *ops, dlock__mux_op *op)
+{
+	size_t i;
+
+	dlock__script_argv_to_eval(dlock__script_for(op->call->script, &op->client->node), op->cmd,
+			op->cmd_lens);
+	for (i = g->head; i < g->tail; i++)
+		if (ops[g->fifo[i]].follows == op)
+			ops[g->fifo[i]].stale = 1;
+	return resend(g, ops, op);
+}
+
+/* Read what the group's connection has; returns replies consumed or < 0. */
+static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
+{
+	int got = 0;
+
+	while (g->head < g->tail) {
+		dlock__mux_op *op = &ops[g->fifo[g->head]];
+		redisReply *reply = NULL;
+		int r;
+
+		r = dlock__conn_read(g->conn, &reply, what_of(op), 0);
+		if (r == DLOCK__AGAIN)
+			return got;
+		if (r < 0)
+			return r;
+		got++;
+		g->head++;
+		/* The next reply has its own command timeout from now. */
+		g->deadline = due_by(g, ops, dlock__now_ms());
+		if (op->stale || (op->call != NULL && dlock__reply_is_error(reply, "NOSCRIPT"))) {
+			freeReplyObject(reply);
+			r = op->stale ? resend(g, ops, op) : resend_as_eval(g, ops, op);
+			op->stale = 0;
+			if (r < 0)
+				return r;
+			g->deadline = due_by(g, ops, dlock__now_ms());
+			continue;
+		}
+		finish(op, 0, reply, 1);
+		(*npending)--;
+		atomic_store(&g->client->timed_out_at, 0);
+	}
+	return got;
+}
+
+void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
+{
+	int rc = dlock__client_conn_take(g->client, &g->conn);
+
+	/* New, even when its connect finished at once (a Unix socket). */
+	if (rc == 0 && !g->conn->greeted)
+		g->fresh = 1;
+	if (rc == 0 && g->conn->connecting) {
+		g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
+		return;
+	}
+	if (rc == 0) {
+		rc = send_group(g, ops);
+		if (rc == DLOCK_ECONN)
+			rc = reconnect_group(g, ops) == 0 ? 0 : DLOCK_ECONN;
+	}
+	if (rc < 0)
+		fail_group(g, ops, rc, npending);
+	else if (!g->conn->connecting && group_no_wait(g, ops))
+		forget_group(g, ops, npending);
+}
+
+void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
+{
+	int rc;
+
+	if (g->conn->connecting) {
+		rc = dlock__conn_connected(g->conn);
+		if (rc == 0 && g->conn->connecting)
+			return; /* a TLS handshake goes on */
+		if (rc == 0)
+			rc = send_group(g, ops);
+		if (rc == 0 && group_no_wait(g, ops)) {
+			forget_group(g, ops, npending);
+			return;
+		}
+	} else {
+		rc = read_group(g, ops, npending);
+		if (rc == DLOCK_ECONN && reconnect_group(g, ops) == 0)
+			rc = 0;
+	}
+	if (rc < 0)
+		fail_group(g, ops, rc, npending);
+}
+
+void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t now,
+		size_t *npending)
+{
+	const dlock__mux_op *head = &ops[g->fifo[g->head]];
+
+	atomic_store(&g->client->timed_out_at, now);
+	if (g->conn->connecting)
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+				"connect: no answer within %lld ms",
+				(long long)g->client->opts.connect_timeout_ms);
+	else
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+				"%s%s: no answer within %lld ms",
+				head->call != NULL ? "EVALSHA " : "", what_of(head),
+				(long long)(g->client->opts.command_timeout_ms + head->slack_ms));
+	fail_group(g, ops, DLOCK_ETIMEDOUT, npending);
+}
+
+void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
+{
+	size_t k;
+
+	if (g->head < g->tail) {
+		for (k = g->head; k < g->tail; k++)
+			ops[g->fifo[k]].undecided = ops[g->fifo[k]].pending;
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+				"abandoned once the outcome was decided");
+		fail_group(g, ops, DLOCK_ETIMEDOUT, npending);
+	} else if (g->conn != NULL) {
+		dlock__client_conn_put(g->client, g->conn);
+		g->conn = NULL;
+	}
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal to core/mux.c: one group of a run - the ops of one client,
+ * pipelined on one connection - and what happens to it: send, read,
+ * reconnect once, fail at a deadline, forget (nobody waits).
+ *
+ * Every function that answers ops lowers *npending, the run's count of
+ * ops still waiting.
+ */
+#ifndef DLOCK_CORE_MUX_GROUP_H
+#define DLOCK_CORE_MUX_GROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/drive/mux.h"
+
+typedef struct dlock__mux_group {
+	dlock_client *client;
+	dlock__conn *conn;
+	size_t *fifo;      /* ops whose replies are due, in the order they will come */
+	size_t head, tail; /* fifo[head..tail) */
+	size_t nops;
+	int fresh;        /* conn was opened by this run: it needs its handshake */
+	int sent;         /* commands went out: a failure may come after they ran */
+	int retried;      /* already moved once to a fresh connection */
+	int64_t deadline; /* for the reply at the head of the fifo (or the connect) */
+} dlock__mux_group;
+
+/* The group waits for a reply (or its connect): its socket is to be polled. */
+static inline int dlock__mux_group_active(const dlock__mux_group *g)
+{
+	return g->conn != NULL && g->head < g->tail;
+}
+
+/* Take the group's connection: a pooled one sends at once, a new one
+ * starts connecting (finished by dlock__mux_group_ready). */
+void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
+
+/* The group's socket is ready: finish its connect, or read its replies. */
+void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
+
+/* Its deadline passed at `now`: fail what is due; its server counts as slow. */
+void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t now,
+		size_t *npending);
+
+/* The run ends before the group was answered: abandon what is due
+ * (undecided) and give the connection back. */
+void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
+
+#endif

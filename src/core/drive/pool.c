@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The client's connection pool: threads borrow a connection for one
+ * command each; multiplexed runs take one without waiting. Connections that
+ * failed are closed; idle ones that owe replies for too long are reset
+ * (core/net/owed.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/drive/client.h"
+#include "core/base/error.h"
+#include "core/topology/cluster.h"
+#include "core/drive/debts.h"
+#include "core/topology/sentinel.h"
+#include "core/base/time.h"
+
+/* A connection counted in the pool failed to open: uncount it, wake a waiter. */
+static void open_failed(dlock_client *c)
+{
+	dlock__mutex_lock(&c->pool_mu);
+	c->n_open--;
+	pthread_cond_signal(&c->pool_cv);
+	dlock__mutex_unlock(&c->pool_mu);
+}
+
+static void follow_primary(dlock_client *c, int64_t deadline, int may_ask);
+
+static int conn_get(dlock_client *c, dlock__conn **out, int64_t deadline);
+
+/* A cluster's ASK redirect (dlock__asking_next): the connection lent sends
+ * ASKING before its command, and before a retry of it. */
+int dlock__client_conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
+{
+	int rc = conn_get(c, out, deadline);
+
+	if (rc == 0) {
+		(*out)->asking = dlock__asking_next;
+		dlock__conn_ask(*out);
+	}
+	return rc;
+}
+
+static int conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
+{
+	struct timespec ts;
+	int rc;
+
+	*out = NULL;
+	if ((rc = dlock__client_check_fork(c)) < 0)
+		return rc;
+	follow_primary(c, deadline, 1);
+	dlock__deadline_timespec(deadline, &ts);
+	dlock__mutex_lock(&c->pool_mu);
+	for (;;) {
+		if (c->n_idle > 0) {
+			*out = c->idle[--c->n_idle];
+			dlock__mutex_unlock(&c->pool_mu);
+			return 0;
+		}
+		if (c->n_open < c->opts.pool_size)
+			break;
+		if (pthread_cond_timedwait(&c->pool_cv, &c->pool_mu, &ts) == ETIMEDOUT) {
+			dlock__mutex_unlock(&c->pool_mu);
+			return dlock__seterr_node(DLOCK_ETIMEDOUT, c->node.label,
+					"no free connection in the pool (%d in use)",
+					c->opts.pool_size);
+		}
+	}
+	c->n_open++;
+	c->conn_gen++;
+	dlock__mutex_unlock(&c->pool_mu);
+
+	rc = dlock__conn_open(out, &c->node, dlock__deadline_in(c->opts.connect_timeout_ms));
+	if (rc < 0)
+		open_failed(c);
+	return rc;
+}
+
+#define DROP_MAX 64
+
+static int owes_nothing(const dlock__conn *conn)
+{
+	return conn->owed == 0;
+}
+
+static _Thread_local int64_t owed_cutoff; /* for owes_too_long (drop_idle's filter) */
+
+static int owes_too_long(const dlock__conn *conn)
+{
+	return dlock__conn_owes_since_before(conn, owed_cutoff);
+}
+
+static _Thread_local uint64_t primary_epoch; /* for to_older_primary (drop_idle's filter) */
+
+static int to_older_primary(const dlock__conn *conn)
+{
+	return conn->epoch != primary_epoch;
+}
+
+/* Take the idle connections `drop` picks (up to DROP_MAX) out of the pool,
+ * into dead[], for closing once pool_mu is released. Returns how many. */
+static int drop_idle(dlock_client *c, int (*drop)(const dlock__conn *), dlock__conn **dead)
+{
+	int i, n = 0, kept = 0;
+
+	for (i = 0; i < c->n_idle; i++) {
+		if (n < DROP_MAX && drop(c->idle[i])) {
+			dead[n++] = c->idle[i];
+			c->n_open--;
+		} else {
+			c->idle[kept++] = c->idle[i];
+		}
+	}
+	c->n_idle = kept;
+	return n;
+}
+
+/*
+ * A Sentinel-managed node: when something suggested that the primary moved,
+ * ask the sentinels now (may_ask; within deadline), and close the idle
+ * connections to an earlier primary - a demoted one still takes writes
+ * until Sentinel reconfigures it, and they must not go there.
+ */
+static void follow_primary(dlock_client *c, int64_t deadline, int may_ask)
+{
+	dlock__conn *dead[DROP_MAX];
+	char host[256];
+	uint64_t epoch;
+	int i, n, port;
+
+	if (c->node.sentinel == NULL)
+		return;
+	epoch = dlock__sentinel_epoch(c->node.sentinel);
+	/* Never named yet: no connection to an earlier primary exists, and
+	 * the connect asks (asking here too would take two connect timeouts). */
+	if (epoch == 0)
+		return;
+	if (may_ask && dlock__sentinel_primary(c->node.sentinel, deadline, host, sizeof(host),
+				       &port, &epoch) < 0)
+		return; /* no answer: the connection about to be used says what is wrong */
+	dlock__mutex_lock(&c->pool_mu);
+	primary_epoch = epoch;
+	n = drop_idle(c, to_older_primary, dead);
+	if (n > 0)
+		pthread_cond_broadcast(&c->pool_cv);
+	dlock__mutex_unlock(&c->pool_mu);
+	for (i = 0; i < n; i++)
+		dlock__conn_close(dead[i]);
+}
+
+void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
+{
+	int older, carries = 0;
+
+	if (conn == NULL)
+		return;
+	conn->asking = 0;
+	dlock__client_note_run_id(c, conn);
+	/* A connection to a primary the sentinels have since replaced is not kept. */
+	older = c->node.sentinel != NULL && conn->epoch != dlock__sentinel_epoch(c->node.sentinel);
+	dlock__mutex_lock(&c->pool_mu);
+	if (conn->broken) {
+		/* One dead connection usually means a restarted or unreachable
+		 * server: the idle ones are likely dead too, so a retry must not
+		 * pick one of them. Reconnecting is cheap; drop them all - but
+		 * those still owed replies: their commands may yet run on a hung
+		 * server, and while it owes them it gets no new acquire (see
+		 * dlock__client_owes). Closing them would forget that; they are
+		 * closed when they turn out dead. */
+		dlock__conn *dead[DROP_MAX];
+		int i, n;
+
+		c->n_open--;
+		n = drop_idle(c, owes_nothing, dead);
+		pthread_cond_broadcast(&c->pool_cv);
+		dlock__mutex_unlock(&c->pool_mu);
+		dlock__conn_close(conn);
+		for (i = 0; i < n; i++) {
+			dlock__conn_flush(dead[i]); /* deferred deletes: if it still works */
+			dlock__conn_close(dead[i]);
+		}
+		return;
+	}
+	if (!older && c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
+		/* Deletes asked while every connection was lent out go with this one. */
+		carries = dlock__forgets_hand_over(c, conn);
+		c->idle[c->n_idle++] = conn;
+		conn = NULL;
+	} else {
+		c->n_open--; /* to an older primary, or an extra one a multiplexed operation opened */
+	}
+	pthread_cond_signal(&c->pool_cv);
+	dlock__mutex_unlock(&c->pool_mu);
+	dlock__conn_close(conn);
+	if (carries)
+		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__DEFER_DELAY_MS);
+}
+
+int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
+{
+	int rc;
+
+	*out = NULL;
+	if ((rc = dlock__client_check_fork(c)) < 0)
+		return rc;
+	follow_primary(c, 0, 0); /* never waits: multiplexing */
+	dlock__mutex_lock(&c->pool_mu);
+	if (c->n_idle > 0) {
+		*out = c->idle[--c->n_idle];
+		dlock__mutex_unlock(&c->pool_mu);
+		return 0;
+	}
+	c->n_open++;
+	c->conn_gen++;
+	dlock__mutex_unlock(&c->pool_mu);
+	rc = dlock__conn_start(out, &c->node);
+	if (rc < 0)
+		open_failed(c);
+	return rc;
+}
+
+void dlock__client_drain(dlock_client *c)
+{
+	dlock__conn *dead[DROP_MAX];
+	int i, n;
+
+	dlock__mutex_lock(&c->pool_mu);
+	if (c->n_idle > 0)
+		dlock__forgets_hand_over(c, c->idle[0]);
+	for (i = 0; i < c->n_idle; i++) {
+		dlock__conn_flush(c->idle[i]);
+		dlock__conn_drain(c->idle[i]);
+	}
+	/* Closed or reset by the server: whatever it had not run is gone with
+	 * it, and so are the replies it owed. Owing for too long: reset. */
+	owed_cutoff = dlock__now_ms() - dlock__owed_bound_ms(c);
+	n = drop_idle(c, owes_too_long, dead);
+	if (n > 0)
+		pthread_cond_broadcast(&c->pool_cv);
+	dlock__mutex_unlock(&c->pool_mu);
+	for (i = 0; i < n; i++)
+		dlock__conn_reset(dead[i]);
+}

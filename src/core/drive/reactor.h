@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: the client's background work, on its loop (core/drive/loop.h): the
+ * client's own thread, or the caller's event loop.
+ *
+ * It owns the pub/sub connection: local waiters join a channel (one
+ * SUBSCRIBE per client and channel, shared by every local waiter, and an
+ * UNSUBSCRIBE when the last one leaves) and sleep until an unlock message
+ * gives them a permit. Holds may listen on the same subscriptions
+ * (watchers): a message there, or a subscription made anew, tells them to
+ * look at their lock (a force unlock). It also runs one periodic job (the
+ * watchdog of the single layer), so one thread per client does all
+ * background work.
+ */
+#ifndef DLOCK_CORE_REACTOR_H
+#define DLOCK_CORE_REACTOR_H
+
+#include <stdint.h>
+
+#include "core/net/conn.h"
+
+struct dlock_loop;
+typedef struct dlock__reactor dlock__reactor;
+typedef struct dlock__sub dlock__sub;
+
+/* The periodic job: runs on the reactor thread at its due time and returns
+ * the next due time (monotonic ms; DLOCK__NEVER for none). */
+typedef int64_t (*dlock__reactor_job)(void *arg, int64_t now);
+
+/* On `loop` (the caller's), or with NULL on a loop of its own driven by a
+ * thread of its own. */
+int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, struct dlock_loop *loop);
+
+/* Stop the thread and free everything. No sub may still be joined.
+ * forked: this is a child forked after the start, where the thread does not
+ * exist: only free this process's copy. */
+void dlock__reactor_stop(dlock__reactor *r, int forked);
+
+/* Install the periodic job (once) and run it at `due`. */
+void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job, void *arg);
+
+/* Ask for the job to run no later than `due`. */
+void dlock__reactor_schedule(dlock__reactor *r, int64_t due);
+
+/* A second, one-shot task (the client's flush of deferred commands): set it
+ * once, then ask for it to run no later than `due`. */
+void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg), void *arg);
+void dlock__reactor_flush_at(dlock__reactor *r, int64_t due);
+
+/*
+ * Join the channel's subscription (making it if needed). Returns NULL only
+ * when out of memory. Every join is matched by a leave.
+ */
+dlock__sub *dlock__sub_join(dlock__reactor *r, const char *channel, size_t len);
+void dlock__sub_leave(dlock__reactor *r, dlock__sub *s);
+
+/*
+ * Sleep until an unlock message arrives on the channel (consuming one
+ * permit), the subscription became active since this waiter last looked
+ * (*seen, start at 0: messages may have been missed, so try again), or the
+ * deadline. Returns 1 when woken by an event, 0 at the deadline.
+ */
+int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t deadline);
+
+/*
+ * What the holds listening on a channel are told, on the reactor thread with
+ * no lock of the reactor held: an unlock message came on s, or messages may
+ * have gone unheard (s was subscribed anew, or the connection dropped).
+ * It must not block: it asks for a check and returns.
+ */
+typedef void (*dlock__reactor_notice)(void *arg, const dlock__sub *s);
+
+/*
+ * Listen on the channel for a hold: the same subscription as its waiters
+ * (one per channel, counted with them). Once the subscription is active the
+ * notice runs (an unlock before it went unheard), and then at every message.
+ * One notice and arg per reactor: every call passes the same. Returns NULL
+ * only when out of memory. Every watch is matched by an unwatch.
+ */
+dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
+		dlock__reactor_notice notice, void *arg);
+void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s);
+
+/*
+ * An asynchronous waiter: instead of sleeping in dlock__sub_wait, it has
+ * `task` posted to its `loop` when an unlock message comes on the channel
+ * or the subscription becomes active (also at once when it already is: an
+ * unlock may have gone unheard), and looks at the lock then.
+ */
+struct dlock__task;
+typedef struct dlock__listener {
+	struct dlock_loop *loop;
+	struct dlock__task *task;
+	struct dlock__listener *next; /* private */
+} dlock__listener;
+
+dlock__sub *dlock__sub_listen(dlock__reactor *r, const char *channel, size_t len,
+		dlock__listener *li);
+void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li);
+
+/* The loop the reactor runs on. */
+struct dlock_loop *dlock__reactor_loop(const dlock__reactor *r);
+
+/* The channel of a sub joined or watched (fixed for its life). */
+const char *dlock__sub_channel(const dlock__sub *s, size_t *len);
+
+/* Wake every waiter of every channel (they look at their cancel state). */
+void dlock__reactor_wake_waiters(dlock__reactor *r);
+
+/* Test hook: number of channels the reactor believes subscribed or pending. */
+int dlock__reactor_channel_count(dlock__reactor *r);
+
+#endif

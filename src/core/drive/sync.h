@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: replica acknowledgement of an acquisition (the client option
+ * sync_replicas; Redisson's checkLockSyncedSlaves).
+ *
+ * WAIT cannot run inside a script, so it is pipelined right behind the
+ * acquire script on the same connection: one write, two replies. WAIT
+ * counts the replicas that acknowledged every write this connection made
+ * so far, the acquire's included. It only ever follows an acquisition:
+ * releases and renewals never wait for replicas, so a slow or paused
+ * replica cannot stall an unlock.
+ *
+ * What it does not do: make Redis strongly consistent. A replica that
+ * acknowledged can still lose the write (it restarts without persistence),
+ * and one that did not can still be promoted (Redisson issue 5256). WAITAOF
+ * (Redis 7.2+) is not used: see README "Replica acknowledgement".
+ */
+#ifndef DLOCK_CORE_SYNC_H
+#define DLOCK_CORE_SYNC_H
+
+#include <hiredis/hiredis.h>
+
+#include "dlock/client.h"
+#include "core/net/script.h"
+
+struct dlock__mux_op;
+
+/* The WAIT command a client sends behind an acquisition. */
+typedef struct dlock__sync {
+	const char *argv[3];
+	size_t lens[3];
+	char replicas[24];
+	char timeout[24];
+} dlock__sync;
+
+/* 1 with *s built when the client asks replicas to acknowledge, else 0. */
+int dlock__sync_prepare(dlock__sync *s, const dlock_client *client);
+
+/*
+ * Make *op the WAIT of *s, to ride right behind `acquire` on the same
+ * connection of a multiplexed run: its reply may take the sync timeout
+ * beyond the command timeout, and it is resent only together with the
+ * acquire (alone, on another connection, it would count nothing).
+ */
+void dlock__sync_op(struct dlock__mux_op *op, dlock__sync *s, dlock_client *client,
+		const struct dlock__mux_op *acquire);
+
+/* 1 when a WAIT (read with rc, its reply r) counted enough replicas, else 0. */
+int dlock__sync_enough(const dlock_client *client, int rc, const redisReply *r);
+
+/*
+ * Judge a WAIT's outcome (rc: how its reply was read; r: the reply).
+ * Returns 0 when enough replicas acknowledged, DLOCK_ENOSYNC when fewer
+ * did, or the error that kept the count unknown (the reply's error mapped,
+ * DLOCK_EPROTO, or rc). *synced: the count, or -1 when unknown. The message
+ * names the node and `what` (e.g. "lock orders").
+ */
+int dlock__sync_check(const dlock_client *client, int rc, const redisReply *r, const char *what,
+		int *synced);
+
+/*
+ * dlock__client_run_call() with the WAIT pipelined behind the call on the
+ * same connection. Returns the call's outcome as run_call does (*out: its
+ * reply); when the call was answered, *sync_rc and *sync_out are the WAIT's
+ * (its reply is read before the command deadline plus the sync timeout).
+ * A WAIT given up at its deadline closes the connection: it has no effect
+ * to track, and a pooled connection stuck behind it would stall its next
+ * user. `undo` is queued behind a call given up at its deadline.
+ */
+int dlock__client_run_synced(dlock_client *client, const dlock__call *call, int retry,
+		const dlock__call *undo, const dlock__sync *s, redisReply **out, int *sync_rc,
+		redisReply **sync_out);
+
+#endif

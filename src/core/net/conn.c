@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One connection's commands: send, read one reply with a deadline, close
+ * (connecting is core/net/connect.c). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/net/conn.h"
+#include "core/net/owed.h"
+#include "core/base/error.h"
+#include "core/base/time.h"
+#include "core/net/tls.h"
+
+void dlock__node_suspect(const dlock__node *node)
+{
+	if (node->finder.suspect != NULL)
+		node->finder.suspect(node->finder.self);
+}
+
+int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why)
+{
+	c->broken = 1;
+	dlock__node_suspect(c->node); /* the primary may have moved */
+	return dlock__seterr_node(code, c->label, "%s: %s", what, why);
+}
+
+void dlock__conn_refused(dlock__conn *c)
+{
+	atomic_store((_Atomic int *)&c->node->refused, 1);
+}
+
+/* The first bytes on c: its server answers (a wait rides out its later failures). */
+static void note_answer(dlock__conn *c)
+{
+	c->answered = 1;
+	atomic_store((_Atomic int *)&c->node->answered, 1);
+	atomic_store((_Atomic int *)&c->node->refused, 0);
+}
+
+/* recv()/send() through TLS when the node has it; EAGAIN sets c->want. */
+static ssize_t io_read(dlock__conn *c, void *buf, size_t len)
+{
+	ssize_t n = c->tls ? dlock__tls_read(c, buf, len) : recv(c->fd, buf, len, 0);
+
+	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
+		c->want = POLLIN;
+	return n;
+}
+
+static ssize_t io_write(dlock__conn *c, const void *buf, size_t len)
+{
+	ssize_t n = c->tls ? dlock__tls_write(c, buf, len)
+			   : send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
+		c->want = POLLOUT;
+	return n;
+}
+
+/* Why the last io_read/io_write failed. */
+static const char *io_strerror(const dlock__conn *c)
+{
+	return c->tls && errno == EPROTO ? dlock__tls_strerror() : strerror(errno);
+}
+
+/*
+ * Why a read or write failed (n: its result, 0 = closed). A server that
+ * drops a new connection before any reply may want TLS, or (over TLS) a
+ * client certificate - which TLS 1.3 refuses only after the client's side
+ * of the handshake: say so.
+ */
+static const char *io_failed_why(const dlock__conn *c, ssize_t n, char *buf, size_t len)
+{
+	const char *why = n == 0 ? "connection closed by the server" : io_strerror(c);
+	const char *hint = "";
+
+	if (!c->answered && c->tls)
+		hint = " before any reply (does the server require a client certificate? "
+		       "tls_cert_file, --tls-cert)";
+	else if (!c->answered && (n == 0 || errno == ECONNRESET))
+		hint = " before any reply (if it expects TLS, use rediss://)";
+	snprintf(buf, len, "%s%s", why, hint);
+	return buf;
+}
+
+short dlock__conn_events(const dlock__conn *c)
+{
+	return c->connecting || c->tls ? c->want : POLLIN;
+}
+
+int dlock__conn_buffered(const dlock__conn *c)
+{
+	return dlock__tls_pending(c);
+}
+
+static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadline)
+{
+	struct pollfd p;
+	int rc;
+
+	p.fd = c->fd;
+	p.events = events;
+	for (;;) {
+		p.revents = 0;
+		rc = poll(&p, 1, dlock__ms_until(deadline));
+		if (rc > 0)
+			return 0;
+		if (rc == 0)
+			return dlock__conn_fail(
+					c, DLOCK_ETIMEDOUT, what, "no answer before the deadline");
+		if (errno != EINTR)
+			return dlock__conn_fail(c, DLOCK_ECONN, what, strerror(errno));
+	}
+}
+
+void dlock__conn_close(dlock__conn *c)
+{
+	if (c == NULL)
+		return;
+	if (c->owed > 0) /* a closed connection's debts die with it */
+		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
+	if (c->tls != NULL)
+		dlock__tls_close(c);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->reader != NULL)
+		redisReaderFree(c->reader);
+	dlock__free(c->out);
+	dlock__free(c);
+}
+
+static int send_all(dlock__conn *c, const char *buf, size_t len, const char *what, int64_t deadline)
+{
+	while (len > 0) {
+		ssize_t n = io_write(c, buf, len);
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int rc = wait_fd(c, c->want, what, deadline);
+
+			if (rc < 0)
+				return rc;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else {
+			char why[320];
+
+			return dlock__conn_fail(
+					c, DLOCK_ECONN, what, io_failed_why(c, n, why, sizeof why));
+		}
+	}
+	return 0;
+}
+
+/* Decimal digits of v into p (no NUL); returns how many. */
+static size_t put_uint(char *p, size_t v)
+{
+	char tmp[24];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* Append one command in RESP ("*argc", then "$len" and the bytes of each
+ * argument) to the connection's output buffer. */
+static int format_command(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	size_t need = 16, i;
+	char *p;
+
+	for (i = 0; i < (size_t)argc; i++)
+		need += lens[i] + 32;
+	if (c->out_len + need > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 512;
+		char *grown;
+
+		while (cap < c->out_len + need)
+			cap *= 2;
+		grown = dlock__realloc(c->out, cap);
+		if (grown == NULL)
+			return DLOCK_ENOMEM;
+		c->out = grown;
+		c->out_cap = cap;
+	}
+	p = c->out + c->out_len;
+	*p++ = '*';
+	p += put_uint(p, (size_t)argc);
+	*p++ = '\r';
+	*p++ = '\n';
+	for (i = 0; i < (size_t)argc; i++) {
+		*p++ = '$';
+		p += put_uint(p, lens[i]);
+		*p++ = '\r';
+		*p++ = '\n';
+		memcpy(p, argv[i], lens[i]);
+		p += lens[i];
+		*p++ = '\r';
+		*p++ = '\n';
+	}
+	c->out_len = (size_t)(p - c->out);
+	return 0;
+}
+
+int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
+		const char *what, int64_t deadline)
+{
+	int rc;
+
+	if (c->broken)
+		return dlock__conn_fail(c, DLOCK_ECONN, what, "connection already failed");
+	if (format_command(c, argc, argv, lens) < 0)
+		return dlock__seterr_node(DLOCK_ENOMEM, c->label, "%s: out of memory", what);
+	rc = send_all(c, c->out, c->out_len, what, deadline);
+	c->out_len = 0;
+	return rc;
+}
+
+int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	return c->broken || format_command(c, argc, argv, lens) < 0 ? DLOCK_ENOMEM : 0;
+}
+
+int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	if (dlock__conn_queue(c, argc, argv, lens) < 0)
+		return DLOCK_ENOMEM;
+	c->discard++;
+	return 0;
+}
+
+/* The reply to a pipelined AUTH or SELECT: any refusal fails the connection. */
+/* ROLE's reply starts with "master" on a primary. */
+static int is_primary(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+			r->element[0]->type == REDIS_REPLY_STRING &&
+			strcmp(r->element[0]->str, "master") == 0;
+}
+
+static const char *check_name(int code)
+{
+	return code == DLOCK_EAUTH ? "AUTH" : code == DLOCK__CHECK_ROLE ? "ROLE" : "SELECT";
+}
+
+/* INFO server's "run_id:<40 hex>" line, kept in c->run_id. */
+static void note_run_id(dlock__conn *c, const redisReply *r)
+{
+	const char *p;
+	size_t n = 0;
+
+	if (r->type != REDIS_REPLY_STRING)
+		return;
+	if ((p = strstr(r->str, "\nrun_id:")) == NULL)
+		return;
+	p += strlen("\nrun_id:");
+	while (n < sizeof(c->run_id) - 1 && p[n] != '\r' && p[n] != '\n' && p[n] != '\0')
+		n++;
+	memcpy(c->run_id, p, n);
+	c->run_id[n] = '\0';
+}
+
+/* The reply to a pipelined AUTH, SELECT, ROLE or INFO of the handshake. */
+static int take_check(dlock__conn *c, redisReply *r)
+{
+	int code = c->checks[0], rc = 0;
+
+	memmove(c->checks, c->checks + 1, sizeof(c->checks) - sizeof(c->checks[0]));
+	c->nchecks--;
+	if (code == DLOCK__CHECK_RUN_ID)
+		note_run_id(c, r);
+	else if (r->type == REDIS_REPLY_ERROR)
+		rc = dlock__conn_fail(c, code == DLOCK__CHECK_ROLE ? DLOCK_ESERVER : code,
+				check_name(code), r->str);
+	else if (code == DLOCK__CHECK_ROLE && !is_primary(r))
+		rc = dlock__conn_fail(c, DLOCK_ECONN, "ROLE",
+				"not the primary (the sentinels' answer was out of date: a failover "
+				"is under way); asking the sentinels again");
+	freeReplyObject(r);
+	return rc;
+}
+
+/* A reply nobody waits for any more; given-up replies come first (they
+ * were asked for first), so it settles the oldest debt. */
+static void skip_discarded(dlock__conn *c, redisReply *r)
+{
+	freeReplyObject(r);
+	c->discard--;
+	if (c->owed > 0) {
+		c->owed--;
+		atomic_fetch_sub((_Atomic int *)&c->node->owed, 1);
+	}
+}
+
+int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline)
+{
+	char buf[16384];
+	void *reply = NULL;
+
+	*out = NULL;
+	for (;;) {
+		ssize_t n;
+
+		if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
+			return dlock__conn_fail(c, DLOCK_EPROTO, what,
+					c->reader->errstr[0] ? c->reader->errstr
+							     : "unreadable reply");
+		if (reply != NULL && c->nchecks > 0) {
+			int rc = take_check(c, reply);
+
+			reply = NULL;
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (reply != NULL && c->discard > 0) {
+			skip_discarded(c, reply);
+			reply = NULL;
+			continue;
+		}
+		if (reply != NULL && c->node->finder.find != NULL &&
+				dlock__reply_is_error(reply, "READONLY")) {
+			freeReplyObject(reply);
+			return dlock__conn_fail(c, DLOCK_ECONN, what,
+					"READONLY: this server is a replica now (failover); asking the "
+					"sentinels for the new primary");
+		}
+		if (reply != NULL) {
+			*out = reply;
+			return 0;
+		}
+		n = io_read(c, buf, sizeof(buf));
+		if (n > 0) {
+			if (!c->answered)
+				note_answer(c);
+			if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
+				return dlock__conn_fail(c, DLOCK_EPROTO, what, "unreadable reply");
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+			char why[320];
+
+			return dlock__conn_fail(
+					c, DLOCK_ECONN, what, io_failed_why(c, n, why, sizeof why));
+		}
+		if (deadline == 0)
+			return DLOCK__AGAIN;
+		{
+			struct pollfd p = { c->fd, c->want, 0 };
+			int rc;
+
+			do {
+				p.revents = 0;
+				rc = poll(&p, 1, dlock__ms_until(deadline));
+			} while (rc < 0 && errno == EINTR);
+			if (rc < 0)
+				return dlock__conn_fail(c, DLOCK_ECONN, what, strerror(errno));
+			if (rc == 0) {
+				/* Given up, not broken: the late reply is skipped when it comes. */
+				dlock__conn_give_up(c, 1);
+				return dlock__seterr_node(DLOCK_ETIMEDOUT, c->label,
+						"%s: no answer within the command timeout", what);
+			}
+		}
+	}
+}
+
+void dlock__conn_ask(dlock__conn *c)
+{
+	const char *argv[1] = { "ASKING" };
+	size_t lens[1] = { 6 };
+
+	if (c->asking)
+		(void)dlock__conn_defer(c, 1, argv, lens); /* out of memory: ASK again, bounded */
+}
+
+void dlock__conn_flush(dlock__conn *c)
+{
+	size_t done = 0;
+
+	while (!c->broken && done < c->out_len) {
+		ssize_t n = io_write(c, c->out + done, c->out_len - done);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		else
+			c->broken = 1; /* the next user finds out and reconnects */
+	}
+	memmove(c->out, c->out + done, c->out_len - done);
+	c->out_len -= done;
+}
+
+int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
+		const size_t *lens, const char *what, int64_t deadline)
+{
+	int rc = dlock__conn_send(c, argc, argv, lens, what, deadline);
+
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	return dlock__conn_read(c, out, what, deadline ? deadline : 1);
+}
+
+int dlock__reply_is_error(const redisReply *r, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+			strncmp(r->str, prefix, n) == 0;
+}
+
+int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what)
+{
+	int code = DLOCK_ESERVER;
+
+	if (r == NULL)
+		return dlock__seterr_node(DLOCK_EPROTO, node->label, "%s: no reply", what);
+	if (r->type != REDIS_REPLY_ERROR)
+		return 0;
+	if (dlock__reply_is_error(r, "WRONGTYPE"))
+		code = DLOCK_EWRONGTYPE;
+	else if (dlock__reply_is_error(r, "NOAUTH") || dlock__reply_is_error(r, "WRONGPASS"))
+		code = DLOCK_EAUTH;
+	return dlock__seterr_node(code, node->label, "%s: %s", what, r->str ? r->str : "error");
+}

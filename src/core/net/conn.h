@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: one connection to one Redis server.
+ *
+ * dlock does its own socket work (non-blocking sockets, poll, MSG_NOSIGNAL)
+ * and uses hiredis only to format commands and parse replies: that gives
+ * every operation a real total deadline, lets RedLock multiplex many servers
+ * in one poll, and never raises SIGPIPE in the caller's process.
+ */
+#ifndef DLOCK_CORE_CONN_H
+#define DLOCK_CORE_CONN_H
+
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <hiredis/hiredis.h>
+
+/*
+ * Where a server that moves is (a Sentinel-managed primary): the transport
+ * asks before each connect and tells when something suggests the server
+ * moved. Topology fills it in (core/topology/sentinel.c), so the transport
+ * needs to know nothing of sentinels.
+ */
+typedef struct dlock__finder {
+	/* The address now into host/port, and its epoch (it changes whenever
+	 * the address does), before deadline. */
+	int (*find)(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
+			uint64_t *epoch);
+	/* Something suggests the server moved: ask again before the next connect. */
+	void (*suspect)(void *self);
+	void *self;
+} dlock__finder;
+
+/* Where a server is and how to talk to it; shared by its connections. */
+typedef struct dlock__node {
+	char *host; /* TCP; NULL for a Unix socket */
+	int port;
+	char *path; /* a Unix socket's path; NULL for TCP */
+	char *user;
+	char *password;
+	int db;
+	int64_t connect_timeout_ms;
+	int64_t command_timeout_ms;
+	char label[280];            /* "host:port" or "unix:/path", for messages */
+	struct dlock__tls_ctx *tls; /* rediss://: the TLS settings; NULL for plain TCP */
+	/* redis+sentinel://: where the primary is comes from the sentinels
+	 * (then host is NULL and label is "sentinel:NAME"): the transport asks
+	 * `finder` (find NULL for any other node); the client keeps the
+	 * sentinels themselves (core/topology/sentinel.h). */
+	dlock__finder finder;
+	struct dlock__sentinel *sentinel;
+	/* A cluster node on Redis 7+: unlocks are published with SPUBLISH and
+	 * waiters listen with SSUBSCRIBE (Redisson's sharded subscription mode). */
+	int sharded_pubsub;
+	/* redis+cluster://: the cluster this root client routes to (core/topology/cluster.h);
+	 * the root itself connects nowhere. The transport only carries it. */
+	struct dlock__cluster *cluster;
+	/* Replies the server owes to commands given up at a deadline, over all
+	 * of this node's connections. While it owes any, a late release still
+	 * queued there could undo a new hold of the same owner taken over
+	 * another connection: acquisitions wait until it has answered. */
+	_Atomic int owed;
+	/* The server answered once (a reply came back) since the client was
+	 * opened: a wait gives up on one that never did (first_contact_timeout_ms). */
+	_Atomic int answered;
+	/* The last connection was refused in a way no retry heals (TLS: an
+	 * untrusted certificate, a wrong name, a plain port); cleared by an answer. */
+	_Atomic int refused;
+} dlock__node;
+
+typedef struct dlock__conn {
+	int fd;
+	int broken;         /* a transport failure happened: close, never reuse */
+	int discard;        /* replies nobody waits for any more (fire-and-forget commands,
+	                replies given up at a deadline): skipped when they come */
+	int owed;           /* of those, the ones given up at a deadline (counted in node->owed) */
+	int64_t owed_since; /* monotonic ms the oldest owed reply was given up */
+	char *out;          /* formatted commands not sent yet (deferred ones wait here
+	                for the next command, to share its write) */
+	size_t out_len, out_cap;
+	int connecting; /* a non-blocking connect (and TLS handshake) is under way */
+	int tcp_up;     /* the socket is connected (a TLS handshake may follow) */
+	short want;     /* what the next step waits for: POLLIN or POLLOUT */
+	int answered;   /* any byte came back: a close before is worth a hint */
+	void *tls;      /* OpenSSL's SSL, when the node is TLS (core/net/tls.c) */
+	const struct dlock__tls_ctx *tls_ctx;
+	int checks[4]; /* pipelined AUTH/SELECT/ROLE/INFO whose replies are checked first: the code */
+	int nchecks;
+	int greeted; /* its handshake was sent (dlock__conn_send_handshake) */
+	redisReader *reader;
+	const dlock__node *node;
+	const char *label;    /* for messages: node->label, or addr_label for a sentinel node */
+	char addr_label[300]; /* "sentinel:NAME (host:port)": the primary this one reached */
+	uint64_t epoch;       /* a sentinel node's address generation when it connected */
+	int asking;           /* lent for a cluster ASK redirect: every command sent
+	                         for it goes after ASKING (dlock__conn_ask) */
+	char run_id[41];      /* the server's INFO run_id, once the handshake's INFO
+	                         answered; "" until then, or when INFO is refused */
+} dlock__conn;
+
+/* checks[] code of a ROLE that must say "master" (a Sentinel-managed node). */
+#define DLOCK__CHECK_ROLE 1
+/* checks[] code of the INFO server that names the server (run_id): an error
+ * reply (an ACL without INFO) leaves it unknown and fails nothing. */
+#define DLOCK__CHECK_RUN_ID 2
+
+/* The node's server may have moved (a dropped or refused connection, a
+ * READONLY reply, a reply given up): its finder asks again. */
+void dlock__node_suspect(const dlock__node *node);
+
+/* Mark c broken (never reused) and set "node: what: why"; returns code.
+ * Shared by conn.c and connect.c. */
+int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why);
+
+/* The server refused c for good (core/net/tls.c): a wait does not try it again. */
+void dlock__conn_refused(dlock__conn *c);
+
+/* dlock__conn_read() with deadline 0 and no complete reply yet. */
+#define DLOCK__AGAIN 1
+
+/* Connect, AUTH and SELECT as the node says, all before `deadline`. */
+int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline);
+void dlock__conn_close(dlock__conn *c);
+
+/*
+ * The same in steps, for multiplexing: start a non-blocking connect
+ * (c->connecting while under way: poll for dlock__conn_events()), advance it
+ * each time the socket is ready (a TLS node's handshake takes several
+ * steps; c->connecting stays set until it is done), then send AUTH/SELECT
+ * without waiting; their replies are checked by the next read.
+ */
+int dlock__conn_start(dlock__conn **out, const dlock__node *node);
+int dlock__conn_connected(dlock__conn *c);
+
+/* The poll events the connection waits for now. */
+short dlock__conn_events(const dlock__conn *c);
+
+/* Bytes are buffered above the socket (TLS): readable without polling. */
+int dlock__conn_buffered(const dlock__conn *c);
+int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
+
+/* Send a command (and whatever was deferred) whole, before deadline.
+ * `what` names it in messages. */
+int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
+		const char *what, int64_t deadline);
+
+/*
+ * Read one reply. deadline 0: only what is already on the socket, returning
+ * DLOCK__AGAIN when the reply is not complete yet (for multiplexing).
+ * A transport failure marks the connection broken. At the deadline the reply
+ * is given up (DLOCK_ETIMEDOUT) but the connection stays usable: the late
+ * reply will be skipped. A hung server is then not hit by a new connection
+ * per command (its listen backlog would fill up).
+ */
+int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline);
+
+/*
+ * Queue a command whose reply nobody waits for: it goes out with the next
+ * command sent on the connection (one write for both), and its reply is
+ * skipped. A connection closed first never sends it.
+ */
+int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
+/* A connection lent for an ASK redirect (c->asking): queue ASKING, which
+ * goes out with the next command; its reply is skipped. No-op otherwise. */
+void dlock__conn_ask(dlock__conn *c);
+
+/* Format a command into the output buffer (sent with the next send or flush). */
+int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
+/* Send what was deferred, without waiting: what does not fit the socket now
+ * stays for the next send. */
+void dlock__conn_flush(dlock__conn *c);
+
+/* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
+int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
+		const size_t *lens, const char *what, int64_t deadline);
+
+/*
+ * Map an error reply to a code and message ("node: what: <reply>"):
+ * WRONGTYPE -> DLOCK_EWRONGTYPE, NOAUTH/WRONGPASS -> DLOCK_EAUTH, others
+ * DLOCK_ESERVER. Returns 0 when the reply is not an error.
+ */
+int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what);
+
+/* The reply is an error that starts with `prefix` (e.g. "NOSCRIPT"). */
+int dlock__reply_is_error(const redisReply *r, const char *prefix);
+
+#endif

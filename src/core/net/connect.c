@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Connecting one connection: TCP or a Unix socket, non-blocking, then for a
+ * TLS node the handshake (core/net/tls.c), then AUTH and SELECT pipelined -
+ * all within the connect deadline, in steps the multiplexer can drive.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/net/conn.h"
+#include "core/base/error.h"
+#include "core/net/resolve.h"
+#include "core/base/time.h"
+#include "core/net/tls.h"
+
+/* On a connected socket of a TLS node: the handshake is the rest of connecting. */
+static int start_tls(dlock__conn *c)
+{
+	int rc;
+
+	if (c->node->tls == NULL)
+		return 0;
+	rc = dlock__tls_start(c, c->node->tls);
+	if (rc == 0)
+		c->connecting = 1;
+	return rc;
+}
+
+/* A non-blocking connect to a Unix socket; c->connecting when under way. */
+static int connect_unix(dlock__conn *c)
+{
+	struct sockaddr_un sa;
+	size_t n = strlen(c->node->path);
+
+	if (n >= sizeof sa.sun_path)
+		return dlock__conn_fail(c, DLOCK_EINVAL, "connect", "socket path too long");
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, c->node->path, n + 1);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return dlock__conn_fail(c, DLOCK_ESYS, "socket", strerror(errno));
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+		c->tcp_up = 1;
+		return 0;
+	}
+	/* A full listen backlog answers EAGAIN; wait for it like a TCP connect. */
+	if (errno == EINPROGRESS || errno == EAGAIN) {
+		c->connecting = 1;
+		c->want = POLLOUT;
+		return 0;
+	}
+	return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
+}
+
+/* A node that moves (Sentinel): the address its finder gives, before deadline. */
+static int found_target(dlock__conn *c, int64_t deadline, char *host, size_t len, int *port)
+{
+	const dlock__finder *f = &c->node->finder;
+	int rc = f->find(f->self, deadline, host, len, port, &c->epoch);
+
+	if (rc == 0)
+		snprintf(c->addr_label, sizeof(c->addr_label),
+				strchr(host, ':') ? "%.40s ([%.255s]:%d)" : "%.40s (%.255s:%d)",
+				c->node->label, host, *port);
+	return rc;
+}
+
+/* Resolve and start a non-blocking connect; c->connecting when it is under way. */
+static int connect_start(dlock__conn *c, int64_t deadline)
+{
+	struct addrinfo *res = NULL, *ai;
+	char found[256];
+	const char *host = c->node->host, *why = NULL;
+	int rc, err = ECONNREFUSED, tcp_port = c->node->port;
+
+	if (c->node->path != NULL)
+		return connect_unix(c);
+	if (c->node->cluster != NULL) /* a bug: commands go to the cluster's members */
+		return dlock__conn_fail(c, DLOCK_EINVAL, "connect",
+				"a cluster client connects through its members only");
+	if (c->node->finder.find != NULL) {
+		rc = found_target(c, deadline, found, sizeof(found), &tcp_port);
+		if (rc < 0)
+			return rc;
+		host = found;
+		c->label = c->addr_label;
+	}
+	rc = dlock__resolve(host, tcp_port, deadline, &res, &why);
+	if (rc < 0)
+		return dlock__conn_fail(c, rc,
+				rc == DLOCK_ETIMEDOUT ? "name lookup" : "name does not resolve", why);
+
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		int one = 1;
+
+		c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				ai->ai_protocol);
+		if (c->fd < 0) {
+			err = errno;
+			continue;
+		}
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			c->tcp_up = 1;
+			break;
+		}
+		if (errno == EINPROGRESS) {
+			c->connecting = 1;
+			c->want = POLLOUT;
+			break;
+		}
+		err = errno;
+		close(c->fd);
+		c->fd = -1;
+	}
+	freeaddrinfo(res);
+	if (c->fd < 0)
+		return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(err));
+	return c->tcp_up ? start_tls(c) : 0;
+}
+
+/* The socket's connect finished: did it succeed? Then a TLS node starts its handshake. */
+static int tcp_connected(dlock__conn *c)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err != 0)
+		return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(err));
+	c->tcp_up = 1;
+	return start_tls(c);
+}
+
+int dlock__conn_connected(dlock__conn *c)
+{
+	int rc = 0;
+
+	if (!c->connecting)
+		return 0;
+	if (!c->tcp_up)
+		rc = tcp_connected(c);
+	if (rc == 0 && c->tls != NULL)
+		rc = dlock__tls_handshake(c);
+	if (rc == DLOCK__AGAIN)
+		return 0; /* still connecting: poll for c->want */
+	if (rc == 0)
+		c->connecting = 0;
+	return rc;
+}
+
+/* Finish a connect (and TLS handshake) under way, before the deadline. */
+static int wait_connected(dlock__conn *c, int64_t deadline)
+{
+	struct pollfd p;
+	int rc;
+
+	while (c->connecting) {
+		p.fd = c->fd;
+		p.events = c->want;
+		do {
+			p.revents = 0;
+			rc = poll(&p, 1, dlock__ms_until(deadline));
+		} while (rc < 0 && errno == EINTR);
+		if (rc == 0)
+			return dlock__conn_fail(c, DLOCK_ETIMEDOUT, "connect",
+					c->tcp_up ? "the TLS handshake did not finish before the connect "
+						    "timeout (is this the server's TLS port? a plain "
+						    "port never answers it)"
+						  : "no answer before the connect timeout");
+		if (rc < 0)
+			return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
+		rc = dlock__conn_connected(c);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* A handshake command that can refuse the connection is still unanswered
+ * (the INFO that names the server refuses nothing). */
+static int must_confirm(const dlock__conn *c)
+{
+	int i;
+
+	for (i = 0; i < c->nchecks; i++)
+		if (c->checks[i] != DLOCK__CHECK_RUN_ID)
+			return 1;
+	return 0;
+}
+
+/* AUTH and SELECT, pipelined with a PING whose reply says they are done
+ * (their own replies are checked on the way by dlock__conn_read). */
+static int handshake(dlock__conn *c, int64_t deadline)
+{
+	const char *ping = "PING";
+	size_t len = 4;
+	redisReply *r = NULL;
+	int rc = dlock__conn_send_handshake(c, deadline);
+
+	if (rc < 0 || !must_confirm(c))
+		return rc;
+	rc = dlock__conn_command(c, &r, 1, &ping, &len, "PING", deadline);
+	freeReplyObject(r);
+	return rc;
+}
+
+/* Start connecting; a Sentinel-managed node's address is found before deadline. */
+static int conn_start(dlock__conn **out, const dlock__node *node, int64_t deadline)
+{
+	dlock__conn *c;
+	int rc;
+
+	*out = NULL;
+	c = dlock__calloc(1, sizeof(*c));
+	if (c == NULL)
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	c->fd = -1;
+	c->node = node;
+	c->label = node->label;
+	c->reader = redisReaderCreate();
+	if (c->reader == NULL) {
+		dlock__free(c);
+		return dlock__seterr_node(DLOCK_ENOMEM, node->label, "connect: out of memory");
+	}
+	rc = connect_start(c, deadline);
+	if (rc < 0) {
+		dlock__conn_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int dlock__conn_start(dlock__conn **out, const dlock__node *node)
+{
+	return conn_start(out, node, dlock__deadline_in(node->connect_timeout_ms));
+}
+
+int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
+{
+	int rc = 0;
+
+	c->greeted = 1;
+
+	if (c->node->password != NULL) {
+		const char *argv[3] = { "AUTH", c->node->user, c->node->password };
+		size_t lens[3] = { 4, 0, strlen(c->node->password) };
+		int argc = 3;
+
+		if (c->node->user != NULL) {
+			lens[1] = strlen(c->node->user);
+		} else {
+			argv[1] = c->node->password;
+			lens[1] = lens[2];
+			argc = 2;
+		}
+		rc = dlock__conn_send(c, argc, argv, lens, "AUTH", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK_EAUTH;
+	}
+	if (rc == 0 && c->node->db != 0) {
+		char db[16];
+		const char *argv[2] = { "SELECT", db };
+		size_t lens[2] = { 6, 0 };
+
+		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", c->node->db);
+		rc = dlock__conn_send(c, 2, argv, lens, "SELECT", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK_ESERVER;
+	}
+	if (rc == 0 && c->node->finder.find != NULL) {
+		/* A sentinel's answer may be stale: confirm that this is the primary. */
+		const char *role = "ROLE";
+		size_t len = 4;
+
+		rc = dlock__conn_send(c, 1, &role, &len, "ROLE", deadline);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK__CHECK_ROLE;
+	}
+	if (rc == 0) {
+		/* Which server this is, whatever name reached it: a MultiLock or
+		 * RedLock refuses two members on one server (multilock/servers.c).
+		 * Queued, not sent: it rides with the first command. */
+		const char *argv[2] = { "INFO", "server" };
+		size_t lens[2] = { 4, 6 };
+
+		rc = dlock__conn_queue(c, 2, argv, lens);
+		if (rc == 0)
+			c->checks[c->nchecks++] = DLOCK__CHECK_RUN_ID;
+	}
+	return rc;
+}
+
+int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
+{
+	dlock__conn *c;
+	int rc = conn_start(&c, node, deadline);
+
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	rc = wait_connected(c, deadline);
+	if (rc == 0)
+		rc = handshake(c, deadline);
+	if (rc < 0) {
+		dlock__conn_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}

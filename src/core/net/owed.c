@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Owed replies, a connection's half: see owed.h for the whole protocol. */
+#include <string.h>
+#include <sys/socket.h>
+
+#include "dlock/errors.h"
+#include "core/base/error.h"
+#include "core/net/owed.h"
+#include "core/base/time.h"
+
+int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	if (dlock__conn_queue(c, argc, argv, lens) < 0)
+		return DLOCK_ENOMEM;
+	dlock__conn_flush(c); /* what does not fit now goes with the next flush */
+	dlock__conn_give_up(c, 1);
+	return 0;
+}
+
+void dlock__conn_reset(dlock__conn *c)
+{
+	struct linger off = { 1, 0 };
+
+	if (c != NULL && c->fd >= 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+	dlock__conn_close(c);
+}
+
+void dlock__conn_give_up(dlock__conn *c, int replies)
+{
+	dlock__node_suspect(c->node); /* a paused primary may be replaced */
+	if (c->owed == 0)
+		c->owed_since = dlock__now_ms();
+	c->discard += replies;
+	c->owed += replies;
+	atomic_fetch_add((_Atomic int *)&c->node->owed, replies);
+}
+
+void dlock__conn_drain(dlock__conn *c)
+{
+	while (c->owed > 0 && !c->broken) {
+		redisReply *r = NULL;
+		/* Every reply still due is a skipped one: read until none is complete. */
+		int rc = dlock__conn_read(c, &r, "drain", 0);
+
+		freeReplyObject(r);
+		if (rc != 0)
+			break;
+	}
+}
+
+int dlock__conn_owes_since_before(const dlock__conn *c, int64_t cutoff)
+{
+	return c->broken || (c->owed > 0 && c->owed_since < cutoff);
+}

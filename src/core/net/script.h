@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: Lua scripts sent as EVALSHA, with EVAL when the server does not
+ * know the script yet (NOSCRIPT: first use, a restart, SCRIPT FLUSH).
+ */
+#ifndef DLOCK_CORE_SCRIPT_H
+#define DLOCK_CORE_SCRIPT_H
+
+#include <pthread.h>
+
+#include "core/net/conn.h"
+
+typedef struct dlock__script {
+	const char *name; /* for messages: "EVALSHA <name>" */
+	const char *body;
+	pthread_once_t once;
+	char sha[41];
+	/* The same script publishing with SPUBLISH (made on first use), for a
+	 * cluster with sharded pub/sub: see dlock__script_for(). */
+	pthread_once_t sharded_once;
+	struct dlock__script *sharded;
+} dlock__script;
+
+#define DLOCK__SCRIPT(name, body) \
+	{ \
+		name, body, PTHREAD_ONCE_INIT, "", PTHREAD_ONCE_INIT, NULL \
+	}
+
+/*
+ * The script to send to `node`: `s`, or on a cluster node with sharded
+ * pub/sub (Redis 7+, as Redisson does there) its twin that publishes with
+ * SPUBLISH, since waiters there listen with SSUBSCRIBE. Falls back to `s`
+ * when the twin cannot be made (out of memory).
+ */
+dlock__script *dlock__script_for(dlock__script *s, const dlock__node *node);
+
+/* Most keys plus arguments a script call may have. */
+#define DLOCK__SCRIPT_MAX_ARGS 1024
+
+/* Keys plus arguments of the lock scripts, at most (dlock__call). */
+#define DLOCK__CALL_MAX 10
+
+/*
+ * One call of a lock script, built by the layer that knows the keys and
+ * run by whoever sends it (one server, or many at once: core/drive/mux.h).
+ */
+typedef struct dlock__call {
+	dlock__script *script;
+	int nkeys;
+	int argc; /* keys then args */
+	const char *argv[DLOCK__CALL_MAX];
+	size_t lens[DLOCK__CALL_MAX];
+} dlock__call;
+
+/* Append a key (before any argument) or an argument. */
+static inline void dlock__call_push(dlock__call *c, const char *p, size_t len)
+{
+	c->argv[c->argc] = p;
+	c->lens[c->argc++] = len;
+}
+
+/* The keys are pushed: what follows are arguments. */
+static inline void dlock__call_keys_done(dlock__call *c)
+{
+	c->nkeys = c->argc;
+}
+
+/*
+ * Build the EVALSHA command for `s` into argv/lens (which need 3 + nkeys +
+ * nargs slots): "EVALSHA", sha, numkeys, keys..., args... The numkeys text
+ * lives in numbuf (16 bytes). Returns the argument count.
+ */
+int dlock__script_argv(dlock__script *s, int nkeys, const char *const *keys, const size_t *key_lens,
+		int nargs, const char *const *args, const size_t *arg_lens, const char **argv,
+		size_t *lens, char numbuf[16]);
+
+/* Turn an EVALSHA argv (from dlock__script_argv) into EVAL in place. */
+void dlock__script_argv_to_eval(dlock__script *s, const char **argv, size_t *lens);
+
+/*
+ * Run the script on c: EVALSHA, and on NOSCRIPT, EVAL. *out is the reply,
+ * which may be an error reply; the caller checks it with dlock__reply_check.
+ */
+int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char *const *keys,
+		const size_t *key_lens, int nargs, const char *const *args, const size_t *arg_lens,
+		redisReply **out, int64_t deadline);
+
+#endif

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A Redis Cluster behind one client: the slot map, the members, redirects (see cluster.h). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/topology/cluster.h"
+#include "core/net/conn.h"
+#include "core/base/error.h"
+#include "core/topology/slot.h"
+#include "core/topology/slotmap.h"
+#include "core/base/time.h"
+#include "core/net/tls.h"
+
+#define MAX_REDIRECTS 5
+#define REFRESH_MIN_MS 100 /* a suspect map is read again at most this often */
+#define HOST_MAX 256
+
+_Thread_local int dlock__asking_next;
+
+typedef struct member {
+	char host[HOST_MAX];
+	int port;
+	dlock_client *client;
+} member;
+
+struct dlock__cluster {
+	dlock__cluster_host host; /* the client served */
+	size_t n_seeds;
+	char **seed_hosts;
+	int *seed_ports;
+
+	pthread_mutex_t mu; /* guards what follows */
+	dlock__slotmap *map;
+	int stale;            /* read the map again before the next command */
+	int64_t refreshed_at; /* monotonic ms of the last read (or attempt) */
+	int sharded;          /* sharded pub/sub: 1 yes, 0 no, -1 not known yet */
+	member *members;
+	size_t n_members, cap_members;
+};
+
+int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster_host *host)
+{
+	dlock__cluster *cl = dlock__calloc(1, sizeof(*cl));
+
+	*out = NULL;
+	if (cl == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "cluster: out of memory");
+	if (pthread_mutex_init(&cl->mu, NULL) != 0)
+		abort();
+	cl->host = *host;
+	cl->sharded = -1;
+	cl->n_seeds = u->n_hosts;
+	cl->seed_hosts = u->hosts;
+	cl->seed_ports = u->ports;
+	u->hosts = NULL;
+	u->ports = NULL;
+	u->n_hosts = 0;
+	*out = cl;
+	return 0;
+}
+
+void dlock__cluster_free(dlock__cluster *cl)
+{
+	size_t i;
+
+	if (cl == NULL)
+		return;
+	for (i = 0; i < cl->n_members; i++)
+		cl->host.close_member(cl->members[i].client);
+	for (i = 0; i < cl->n_seeds; i++)
+		dlock__free(cl->seed_hosts[i]);
+	dlock__free(cl->seed_hosts);
+	dlock__free(cl->seed_ports);
+	dlock__free(cl->members);
+	dlock__slotmap_free(cl->map);
+	pthread_mutex_destroy(&cl->mu);
+	dlock__free(cl);
+}
+
+/* One command on a fresh connection to a node: its reply or an error. */
+static int ask(dlock__conn *c, const char *cmd, const char *sub, const char *arg, int64_t deadline,
+		redisReply **r)
+{
+	const char *argv[3] = { cmd, sub, arg };
+	size_t lens[3] = { strlen(cmd), strlen(sub), arg ? strlen(arg) : 0 };
+
+	return dlock__conn_command(c, r, arg ? 3 : 2, argv, lens, cmd, deadline);
+}
+
+/* The slot map as one node sees it: CLUSTER SHARDS, or on 6.x CLUSTER SLOTS. */
+static int read_map(dlock__conn *c, const char *host, int64_t deadline, dlock__slotmap **map)
+{
+	redisReply *r = NULL;
+	int rc = ask(c, "CLUSTER", "SHARDS", NULL, deadline, &r);
+
+	if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
+		freeReplyObject(r);
+		r = NULL;
+		rc = ask(c, "CLUSTER", "SLOTS", NULL, deadline, &r);
+		if (rc == 0 && (rc = dlock__reply_check(c->node, r, "CLUSTER SLOTS")) == 0)
+			rc = dlock__slotmap_from_slots(map, r, host);
+	} else if (rc == 0) {
+		rc = dlock__slotmap_from_shards(map, r, host, c->node->tls != NULL);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* Redisson's probe (the bogus channel "0" avoids a hang on Azure): sharded
+ * pub/sub is there when the server knows the command. */
+static int probe_sharded(dlock__conn *c, int64_t deadline)
+{
+	redisReply *r = NULL;
+	int rc = ask(c, "PUBSUB", "SHARDNUMSUB", "0", deadline, &r), sharded;
+
+	sharded = rc == 0 && r->type != REDIS_REPLY_ERROR;
+	freeReplyObject(r);
+	return rc < 0 ? rc : sharded;
+}
+
+/* Ask host:port for the map (and, the first time, about sharded pub/sub). */
+static int ask_node(dlock__cluster *cl, const char *host, int port, int64_t deadline,
+		dlock__slotmap **map, int *sharded)
+{
+	const dlock__node *root = cl->host.root;
+	dlock__node n;
+	dlock__conn *c = NULL;
+	int rc;
+
+	memset(&n, 0, sizeof(n));
+	n.host = (char *)host;
+	n.port = port;
+	n.user = root->user;
+	n.password = root->password;
+	n.connect_timeout_ms = root->connect_timeout_ms;
+	n.command_timeout_ms = root->command_timeout_ms;
+	snprintf(n.label, sizeof(n.label), strchr(host, ':') ? "[%.255s]:%d" : "%.255s:%d", host,
+			port);
+	rc = root->tls != NULL ? dlock__tls_ctx_for_host(&n.tls, root->tls, host) : 0;
+	if (rc == 0)
+		rc = dlock__conn_open(&c, &n, deadline);
+	if (rc == 0)
+		rc = read_map(c, host, deadline, map);
+	if (rc == 0 && *sharded < 0) {
+		*sharded = probe_sharded(c, deadline);
+		if (*sharded < 0)
+			rc = *sharded;
+	}
+	dlock__conn_close(c);
+	dlock__tls_ctx_free(n.tls);
+	return rc;
+}
+
+/* The nodes to ask, known primaries first, then the seeds. */
+static size_t candidates(dlock__cluster *cl, char (*hosts)[HOST_MAX], int *ports, size_t max)
+{
+	size_t n = 0, i;
+
+	dlock__mutex_lock(&cl->mu);
+	for (i = 0; cl->map != NULL && i < dlock__slotmap_count(cl->map) && n < max; i++, n++) {
+		snprintf(hosts[n], HOST_MAX, "%s", dlock__slotmap_host(cl->map, (int)i));
+		ports[n] = dlock__slotmap_port(cl->map, (int)i);
+	}
+	dlock__mutex_unlock(&cl->mu);
+	for (i = 0; i < cl->n_seeds && n < max; i++, n++) {
+		snprintf(hosts[n], HOST_MAX, "%s", cl->seed_hosts[i]);
+		ports[n] = cl->seed_ports[i];
+	}
+	return n;
+}
+
+int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline)
+{
+	char hosts[32][HOST_MAX], why[DLOCK__ERRMSG_MAX] = "no node to ask";
+	int ports[32], sharded, rc = DLOCK_ECONN;
+	size_t n = candidates(cl, hosts, ports, 32), i;
+	dlock__slotmap *map = NULL, *old;
+
+	dlock__mutex_lock(&cl->mu);
+	sharded = cl->sharded;
+	cl->refreshed_at = dlock__now_ms();
+	dlock__mutex_unlock(&cl->mu);
+	for (i = 0; i < n && dlock__now_ms() < deadline; i++) {
+		/* Each node an even share of what is left: a hung one cannot use it all. */
+		int64_t now = dlock__now_ms();
+
+		rc = ask_node(cl, hosts[i], ports[i], now + (deadline - now) / (int64_t)(n - i),
+				&map, &sharded);
+		if (rc == 0)
+			break;
+		snprintf(why, sizeof(why), "%s", dlock__errmsg_thread());
+	}
+	if (map == NULL)
+		return dlock__seterr(rc, "%s: no node gave the slot map (%zu asked): %s",
+				cl->host.root->label, i, why);
+	dlock__mutex_lock(&cl->mu);
+	old = cl->map;
+	cl->map = map;
+	cl->stale = 0;
+	cl->sharded = sharded;
+	dlock__mutex_unlock(&cl->mu);
+	dlock__slotmap_free(old);
+	return 0;
+}
+
+/* The member for host:port, opened on first use (cl->mu held). */
+static int member_at(dlock__cluster *cl, const char *host, int port, dlock_client **out)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < cl->n_members; i++) {
+		if (cl->members[i].port == port && strcmp(cl->members[i].host, host) == 0) {
+			*out = cl->members[i].client;
+			return 0;
+		}
+	}
+	if (cl->n_members == cl->cap_members) {
+		size_t cap = cl->cap_members ? 2 * cl->cap_members : 8;
+		member *grown = dlock__realloc(cl->members, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return dlock__seterr(DLOCK_ENOMEM, "cluster: out of memory");
+		cl->members = grown;
+		cl->cap_members = cap;
+	}
+	rc = cl->host.open_member(cl->host.self, out, host, port, cl->sharded == 1);
+	if (rc < 0)
+		return rc;
+	snprintf(cl->members[cl->n_members].host, HOST_MAX, "%s", host);
+	cl->members[cl->n_members].port = port;
+	cl->members[cl->n_members++].client = *out;
+	return 0;
+}
+
+/* Whether the map must be read before routing slot (cl->mu held). */
+static int must_refresh(const dlock__cluster *cl, uint16_t slot)
+{
+	int due = dlock__now_ms() - cl->refreshed_at >= REFRESH_MIN_MS;
+
+	if (cl->map == NULL)
+		return 1;
+	return due && (cl->stale || dlock__slotmap_primary(cl->map, slot) < 0);
+}
+
+int dlock__cluster_route(dlock__cluster *cl, const char *key, size_t len, dlock_client **out)
+{
+	uint16_t slot = dlock__key_slot(key, len);
+	int rc = 0, idx;
+
+	*out = NULL;
+	dlock__mutex_lock(&cl->mu);
+	if (must_refresh(cl, slot)) {
+		dlock__mutex_unlock(&cl->mu);
+		rc = dlock__cluster_refresh(
+				cl, dlock__deadline_in(cl->host.root->connect_timeout_ms));
+		dlock__mutex_lock(&cl->mu);
+	}
+	idx = cl->map != NULL ? dlock__slotmap_primary(cl->map, slot) : -1;
+	if (idx >= 0)
+		rc = member_at(cl, dlock__slotmap_host(cl->map, idx),
+				dlock__slotmap_port(cl->map, idx), out);
+	else if (rc == 0)
+		rc = dlock__seterr(DLOCK_ESERVER,
+				"%s: no node serves slot %u (the cluster is down or resharding); "
+				"retried until the wait ends",
+				cl->host.root->label, slot);
+	dlock__mutex_unlock(&cl->mu);
+	return rc;
+}
+
+/* "MOVED <slot> <host>:<port>" or "ASK <slot> <host>:<port>": 1 MOVED, 2 ASK, 0 neither. */
+static int parse_redirect(const redisReply *r, unsigned *slot, char *host, int *port)
+{
+	char kind[8];
+	const char *colon;
+
+	if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL ||
+			sscanf(r->str, "%7s %u %255s", kind, slot, host) != 3 ||
+			*slot >= DLOCK__SLOTS)
+		return 0;
+	if (strcmp(kind, "MOVED") != 0 && strcmp(kind, "ASK") != 0)
+		return 0;
+	colon = strrchr(host, ':');
+	if (colon == NULL || colon == host)
+		return 0;
+	*port = atoi(colon + 1);
+	host[colon - host] = '\0';
+	return kind[0] == 'M' ? 1 : 2;
+}
+
+/* Follow a redirect: *m becomes the node it names. 1 MOVED, 2 ASK, 0 none, < 0 error. */
+static int follow(dlock__cluster *cl, const redisReply *r, dlock_client **m)
+{
+	char host[HOST_MAX];
+	unsigned slot;
+	int port, kind = parse_redirect(r, &slot, host, &port), rc;
+
+	if (kind == 0)
+		return 0;
+	dlock__mutex_lock(&cl->mu);
+	if (kind == 1 && cl->map != NULL &&
+			dlock__slotmap_moved(cl->map, (uint16_t)slot, host, port) >= 0)
+		cl->stale = 1; /* one slot moved: others may have; read the map when due */
+	rc = member_at(cl, host, port, m);
+	dlock__mutex_unlock(&cl->mu);
+	return rc < 0 ? rc : kind;
+}
+
+/* TRYAGAIN (a multi-key command while its slot moves) and CLUSTERDOWN: not
+ * run, and worth another go in a moment. */
+static int busy(const redisReply *r)
+{
+	return dlock__reply_is_error(r, "TRYAGAIN") || dlock__reply_is_error(r, "CLUSTERDOWN");
+}
+
+/* Wait 10..40 ms (jittered, so clients that met the same moving slot spread
+ * out) when that ends before deadline; 0 when there is no time for it. */
+static int pause_before(int64_t deadline)
+{
+	static _Atomic unsigned seq;
+	int64_t until = dlock__now_ms() + 10 +
+			(int64_t)((atomic_fetch_add(&seq, 1) * 2654435761u) >> 27);
+
+	if (until >= deadline)
+		return 0;
+	dlock__sleep_until(until);
+	return 1;
+}
+
+int dlock__cluster_exec(dlock__cluster *cl, const char *key, size_t len, dlock__member_run run,
+		void *arg, redisReply **out)
+{
+	int64_t deadline = dlock__deadline_in(cl->host.root->command_timeout_ms);
+	dlock_client *m = NULL;
+	int rc = dlock__cluster_route(cl, key, len, &m), redirects = 0, kind = 0;
+
+	*out = NULL;
+	while (rc == 0) {
+		dlock__asking_next = kind == 2;
+		rc = run(m, arg, out);
+		dlock__asking_next = 0;
+		dlock__cluster_note(cl, rc, NULL);
+		if (rc < 0)
+			return rc;
+		if (busy(*out) && pause_before(deadline)) {
+			freeReplyObject(*out);
+			*out = NULL;
+			kind = 0;
+			rc = dlock__cluster_route(cl, key, len, &m); /* the map may have moved on */
+			continue;
+		}
+		kind = follow(cl, *out, &m);
+		if (kind == 0)
+			return 0; /* a reply (maybe TRYAGAIN past the deadline: the caller's wait retries) */
+		freeReplyObject(*out);
+		*out = NULL;
+		if (kind < 0)
+			return kind;
+		if (++redirects > MAX_REDIRECTS)
+			return dlock__seterr(DLOCK_ESERVER,
+					"%s: more than %d MOVED/ASK redirects for slot %u "
+					"(resharding under way?)",
+					cl->host.root->label, MAX_REDIRECTS,
+					dlock__key_slot(key, len));
+	}
+	return rc;
+}
+
+void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r)
+{
+	dlock_client *ignored = NULL;
+
+	if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT) {
+		dlock__mutex_lock(&cl->mu);
+		cl->stale = 1; /* a primary may have failed over */
+		dlock__mutex_unlock(&cl->mu);
+	}
+	if (r != NULL)
+		(void)follow(cl, r, &ignored);
+}
+
+int dlock__cluster_answered(dlock__cluster *cl)
+{
+	int known;
+
+	dlock__mutex_lock(&cl->mu);
+	known = cl->map != NULL;
+	dlock__mutex_unlock(&cl->mu);
+	return known;
+}
+
+int dlock__cluster_same(const dlock__cluster *a, const dlock__cluster *b)
+{
+	size_t i, j;
+
+	for (i = 0; i < a->n_seeds; i++)
+		for (j = 0; j < b->n_seeds; j++)
+			if (a->seed_ports[i] == b->seed_ports[j] &&
+					strcmp(a->seed_hosts[i], b->seed_hosts[j]) == 0)
+				return 1;
+	return 0;
+}
