@@ -262,14 +262,29 @@ Test(cpp, non_throwing_variants_set_the_error_code)
 			"the thread's last line names the node: %s", line.c_str());
 }
 
-Test(cpp, unlock_while_unwinding_does_not_end_the_program)
+Test(cpp, unlock_throws_except_while_unwinding)
 {
-	start_servers(1);
-	dlock::client c = open_client(srv[0]);
+	start_servers(2);
+	dlock::client c0 = open_client(srv[0]);
+	dlock::rlock held(c0, "cpp-unwind");
+	held.lock();
+	std::string node = node_of(srv[0]);
+	cr_assert_eq(rh_server_kill(srv[0]), 0);
+	bool thrown = false;
+	try {
+		held.unlock();
+	} catch (const dlock::error &e) {
+		thrown = true;
+		cr_assert(std::strstr(e.what(), node.c_str()) != nullptr,
+				"the failed release names %s: %s", node.c_str(), e.what());
+	}
+	cr_assert(thrown, "a release to a dead server throws from unlock()");
+
+	dlock::client c = open_client(srv[1]);
 	dlock::rlock l(c, "cpp-unwind");
 	try {
 		std::unique_lock<dlock::rlock> g(l);
-		cr_assert_eq(rh_server_kill(srv[0]), 0);
+		cr_assert_eq(rh_server_kill(srv[1]), 0);
 		throw std::runtime_error("the critical section failed");
 	} catch (const std::runtime_error &e) {
 		// The guard's failed release was dropped; this is the original one.
