@@ -55,8 +55,8 @@ echo "install-check: $("$cmake" --version | head -1)"
 quiet "$cmake" --install "$build" --prefix "$prefix"
 
 libdir=$(dirname "$(find "$prefix" -name 'libdlock.so' -print -quit)")
-for f in "$prefix/include/dlock.h" "$prefix/include/dlock/lock.h" "$libdir/libdlock.a" \
-	"$libdir/pkgconfig/dlock.pc" "$libdir/cmake/dlock/dlockConfig.cmake" \
+for f in "$prefix/include/dlock.h" "$prefix/include/dlock.hpp" "$prefix/include/dlock/lock.h" \
+	"$libdir/libdlock.a" "$libdir/pkgconfig/dlock.pc" "$libdir/cmake/dlock/dlockConfig.cmake" \
 	"$libdir/cmake/dlock/dlockConfigVersion.cmake" "$libdir/cmake/dlock/dlockTargets.cmake"; do
 	[ -e "$f" ] || { echo "install-check: not installed: $f" >&2; exit 1; }
 done

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// <dlock.hpp> alone, as C++17 -pedantic -Wall -Wextra -Werror. The types must
+// be what the standard's lock utilities ask for (checked at compile time);
+// main() checks, without a server, the error category and that a bad URI
+// throws dlock::error with its code and the library's line.
+#include <dlock.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+static_assert(std::is_error_code_enum<dlock::errc>::value, "errc converts to std::error_code");
+static_assert(std::is_base_of<std::system_error, dlock::error>::value, "a std::system_error");
+static_assert(!std::is_copy_constructible<dlock::client>::value, "a client is not copied");
+static_assert(std::is_nothrow_move_constructible<dlock::client>::value, "a client moves");
+static_assert(!std::is_copy_constructible<dlock::rlock>::value, "a lock is not copied");
+static_assert(std::is_nothrow_move_constructible<dlock::rlock>::value &&
+				std::is_nothrow_move_constructible<dlock::multilock>::value &&
+				std::is_nothrow_move_constructible<dlock::redlock>::value,
+		"locks move");
+static_assert(std::is_nothrow_destructible<dlock::rlock>::value &&
+				std::is_nothrow_destructible<dlock::redlock>::value,
+		"destructors never throw");
+
+// The TimedLockable calls the standard's lock utilities make, instantiated.
+template <class L> void use_as_timed_mutex(L &l)
+{
+	using namespace std::chrono_literals;
+	std::unique_lock<L> a(l, 100ms);
+	std::unique_lock<L> b(l, std::chrono::system_clock::now() + 1s);
+	std::lock_guard<L> c(l);
+	std::scoped_lock<L, L> d(l, l);
+}
+
+template void use_as_timed_mutex(dlock::rlock &);
+template void use_as_timed_mutex(dlock::multilock &);
+template void use_as_timed_mutex(dlock::redlock &);
+
+int main()
+{
+	std::error_code ec = dlock::errc::timed_out;
+	if (ec != std::errc::timed_out || ec.message() != dlock_strerror(DLOCK_ETIMEDOUT) ||
+			std::string(ec.category().name()) != "dlock")
+		return 1;
+	try {
+		dlock::client c("nope://x");
+	} catch (const dlock::error &e) {
+		if (e.code() != dlock::errc::invalid_argument || *e.what() == '\0')
+			return 1;
+		if (e.what() != dlock::last_error_message()) {
+			std::fprintf(stderr, "what() %s, last line %s\n", e.what(),
+					dlock::last_error_message().c_str());
+			return 1;
+		}
+		return 0;
+	}
+	return 1;
+}
