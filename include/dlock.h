@@ -21,5 +21,7 @@
 #include "dlock/lock.h"
 #include "dlock/multilock.h"
 #include "dlock/redlock.h"
+#include "dlock/loop.h"
+#include "dlock/async.h"
 
 #endif

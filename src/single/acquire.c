@@ -40,9 +40,16 @@ int64_t dlock__wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The owner is `<this client's uuid>:...`: no other client can hold it. */
+static int owned_by_client(const dlock_client *c, const char *owner)
+{
+	return strncmp(owner, c->id, 36) == 0 && owner[36] == ':';
+}
+
 int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		dlock__acquire *a)
 {
+	int own;
 	int64_t lease = lease_ms < 0 ? l->client->opts.watchdog_timeout_ms : lease_ms;
 	int rc = dlock__resolve_owner(l, owner, a->owner_buf, sizeof(a->owner_buf), &a->owner);
 	dlock__call *c = &a->call;
@@ -55,9 +62,12 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	 * this client, so its record is the truth: no record means no holds,
 	 * and a count one higher than recorded can only be a lost reply of ours.
 	 * An explicit owner may be shared with other clients and processes: its
-	 * count is only compared after a reply of ours was lost. */
-	a->believed = dlock__holds_count(l, a->owner, owner == NULL);
-	if (a->believed < 0 && owner == NULL)
+	 * count is only compared after a reply of ours was lost - unless it is
+	 * named after this client (`<uuid>:<id>`, dlock_client_owner(), as
+	 * Redisson names its owners): that one is this client's too. */
+	own = owner == NULL || owned_by_client(l->client, owner);
+	a->believed = dlock__holds_count(l, a->owner, own);
+	if (a->believed < 0 && own)
 		a->believed = 0;
 
 	c->argc = 0;

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Asynchronous operations on a loop the test drives (dlock/async.h,
+ * dlock/loop.h): every callback comes exactly once and never from inside
+ * the call that started it; a wait is woken by the holder's unlock; and
+ * cancellations at random moments - before the send, in flight, while
+ * waiting, with the server paused part of the time - leave nothing held.
+ */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlock.h>
+
+#include "redis_harness.h"
+#include "support.h"
+
+TestSuite(async, .init = dl_server_start, .fini = dl_server_stop, .timeout = 120);
+
+typedef struct outcome {
+	int calls;      /* callbacks so far: must end at exactly 1 */
+	int code;
+	int64_t validity, token;
+	int starting;   /* set while the starting call runs: a callback then is a bug */
+	int inside;     /* a callback came from inside the starting call */
+	int64_t at;     /* rh_now_ms() of the callback */
+} outcome;
+
+static void note(dlock_op *op, const dlock_result *r, void *ud)
+{
+	outcome *o = ud;
+
+	(void)op;
+	o->calls++;
+	o->code = r->code;
+	o->validity = r->validity_ms;
+	o->token = r->token;
+	o->inside |= o->starting;
+	o->at = rh_now_ms();
+	if (r->code < 0)
+		cr_assert(r->message != NULL && r->message[0] != '\0', "code %d without a message",
+				r->code);
+}
+
+static int threads_in_process(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert(d != NULL);
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static dlock_client *client_on(dlock_loop *loop)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+
+	o.loop = loop;
+	return dl_client_opts(rh_server_uri(dl_srv), &o);
+}
+
+/* Drive the loop until every outcome has its callback, or the deadline. */
+static void run_until_done(dlock_loop *loop, outcome *o, size_t n, int64_t within_ms)
+{
+	int64_t until = rh_now_ms() + within_ms;
+	size_t i, done = 0;
+
+	while (rh_now_ms() < until) {
+		cr_assert(dlock_loop_run(loop, 50) >= 0, "%s", dlock_errmsg_last());
+		for (i = 0, done = 0; i < n; i++)
+			done += o[i].calls > 0;
+		if (done == n)
+			return;
+	}
+	cr_assert_fail("%zu of %zu operations had their callback within %lld ms", done, n,
+			(long long)within_ms);
+}
+
+static void acquire(dlock_lock *l, const char *owner, int64_t wait, dlock_op **op, outcome *o)
+{
+	o->starting = 1;
+	dl_pass(dlock_lock_acquire_async(op, l, owner, wait, DLOCK_LEASE_WATCHDOG, note, o));
+	o->starting = 0;
+}
+
+Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
+{
+	int before = threads_in_process();
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	dlock_op *op = NULL;
+	outcome a = { 0 }, r = { 0 };
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = client_on(loop);
+	l = dl_lock(c, "async:one");
+	cr_assert_eq(threads_in_process(), before, "a client on the caller's loop started a thread");
+	acquire(l, "me:1", 0, &op, &a);
+	cr_assert_eq(a.calls, 0, "the callback ran inside the call that started it");
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+	cr_assert(a.validity > 25000, "validity %lld ms right after acquiring with the watchdog",
+			(long long)a.validity);
+	cr_assert_eq(rh_command_int(dl_srv, "HEXISTS async:one me:1"), 1);
+
+	r.starting = 1;
+	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note, &r));
+	r.starting = 0;
+	run_until_done(loop, &r, 1, 5000);
+	cr_assert_eq(r.code, 0, "release: %d", r.code);
+	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:one"), 0);
+	cr_assert_eq(a.calls + r.calls, 2);
+	cr_assert(!a.inside && !r.inside);
+	cr_assert_eq(threads_in_process(), before);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
+
+Test(async, a_waiter_is_woken_by_the_holders_unlock)
+{
+	dlock_loop *loop = NULL;
+	dlock_client *c, *other = dl_client(rh_server_uri(dl_srv), 1000, 30000);
+	dlock_lock *l, *held = dl_lock(other, "async:wake");
+	outcome a = { 0 };
+	int64_t released_at;
+
+	dl_pass(dlock_lock_lock(held, 30000)); /* a long TTL: only the message can wake it soon */
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = client_on(loop);
+	l = dl_lock(c, "async:wake");
+	acquire(l, "me:2", 10000, NULL, &a);
+	for (int i = 0; i < 20; i++)
+		dlock_loop_run(loop, 10); /* the first attempt fails; the listener subscribes */
+	cr_assert_eq(a.calls, 0, "acquired a lock held by another client (code %d)", a.code);
+	released_at = rh_now_ms();
+	dl_pass(dlock_lock_unlock(held));
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire after the unlock: %d", a.code);
+	cr_assert(a.at - released_at < 1000, "woken %lld ms after the unlock (holder TTL 30 s)",
+			(long long)(a.at - released_at));
+	dlock_lock_free(held);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_client_close(other));
+	dl_pass(dlock_loop_free(loop));
+}
+
+/* The test's own loop over the hooks: a poll over what dlock asked for. */
+typedef struct hooks {
+	int fds[64];
+	short what[64];
+	int n;
+	int64_t timer_at; /* -1: none */
+} hooks;
+
+static void watch_fd(void *data, int fd, int what)
+{
+	hooks *h = data;
+	int i;
+
+	for (i = 0; i < h->n && h->fds[i] != fd; i++)
+		;
+	if (what == 0) {
+		if (i < h->n) {
+			h->fds[i] = h->fds[--h->n];
+			h->what[i] = h->what[h->n];
+		}
+		return;
+	}
+	cr_assert(i < 64);
+	if (i == h->n)
+		h->n++;
+	h->fds[i] = fd;
+	h->what[i] = (short)what;
+}
+
+static void set_timer(void *data, int64_t ms)
+{
+	((hooks *)data)->timer_at = ms < 0 ? -1 : rh_now_ms() + ms;
+}
+
+static void hooks_turn(dlock_loop *loop, hooks *h)
+{
+	struct pollfd p[64];
+	int i, n = h->n, wait = 50;
+
+	for (i = 0; i < n; i++) {
+		p[i].fd = h->fds[i];
+		p[i].events = (short)(((h->what[i] & DLOCK_POLL_IN) ? POLLIN : 0) |
+				((h->what[i] & DLOCK_POLL_OUT) ? POLLOUT : 0));
+		p[i].revents = 0;
+	}
+	if (h->timer_at >= 0)
+		wait = (int)(h->timer_at - rh_now_ms() < 0 ? 0 : h->timer_at - rh_now_ms());
+	if (wait > 50)
+		wait = 50;
+	poll(p, (nfds_t)n, wait);
+	for (i = 0; i < n; i++)
+		if (p[i].revents)
+			dlock_loop_fd_ready(loop, p[i].fd,
+					((p[i].revents & (POLLIN | POLLERR | POLLHUP)) ? DLOCK_POLL_IN : 0) |
+							((p[i].revents & POLLOUT) ? DLOCK_POLL_OUT : 0));
+	if (h->timer_at >= 0 && rh_now_ms() >= h->timer_at) {
+		h->timer_at = -1;
+		dlock_loop_timeout(loop);
+	}
+}
+
+Test(async, a_loop_driven_by_callbacks_runs_contended_acquisitions)
+{
+	hooks h = { .timer_at = -1 };
+	dlock_loop_options lo = DLOCK_LOOP_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	outcome a[3] = { { 0 } };
+	char owner[3][16];
+	int64_t until;
+	int i, held = -1;
+
+	lo.watch_fd = watch_fd;
+	lo.set_timer = set_timer;
+	lo.data = &h;
+	dl_pass(dlock_loop_new(&loop, &lo));
+	c = client_on(loop);
+	l = dl_lock(c, "async:hooks");
+	for (i = 0; i < 3; i++) {
+		snprintf(owner[i], sizeof(owner[i]), "o:%d", i);
+		acquire(l, owner[i], 10000, NULL, &a[i]);
+	}
+	/* One gets it; each release lets the next one in, woken by pub/sub. */
+	until = rh_now_ms() + 10000;
+	for (int got = 0; got < 3 && rh_now_ms() < until;) {
+		hooks_turn(loop, &h);
+		for (i = 0; i < 3; i++) {
+			if (a[i].calls == 1 && a[i].code == 0 && held != i && a[i].validity > 0) {
+				cr_assert_eq(held, -1, "%s and %s held at once", owner[held], owner[i]);
+				held = i;
+			}
+		}
+		if (held >= 0) {
+			outcome r = { 0 };
+
+			dl_pass(dlock_lock_release_async(NULL, l, owner[held], note, &r));
+			while (r.calls == 0 && rh_now_ms() < until)
+				hooks_turn(loop, &h);
+			cr_assert_eq(r.code, 0);
+			a[held].validity = 0; /* done with it */
+			held = -1;
+			got++;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		cr_assert(a[i].calls == 1 && a[i].code == 0, "%s: %d callback(s), code %d", owner[i],
+				a[i].calls, a[i].code);
+	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:hooks"), 0);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
+
+/*
+ * Many acquisitions of a few names, each canceled at a random moment, the
+ * server paused for a while in the middle: each callback comes once; the
+ * ones that report acquired are released; afterwards no lock is held.
+ */
+Test(async, random_cancellations_leave_nothing_held)
+{
+	enum { OPS = 600, NAMES = 8 };
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l[NAMES];
+	dlock_op *op[OPS];
+	outcome *o = calloc(OPS, sizeof(*o));
+	int cancel_at[OPS], released = 0, canceled = 0, acquired = 0;
+	int64_t t0, paused_at = -1;
+	unsigned seed = (unsigned)rh_now_ms();
+	char name[32], owner[64];
+	int i, k;
+
+	cr_assert(o != NULL);
+	srand(seed);
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = client_on(loop);
+	for (k = 0; k < NAMES; k++) {
+		snprintf(name, sizeof(name), "async:cancel:%d", k);
+		l[k] = dl_lock(c, name);
+	}
+	for (i = 0; i < OPS; i++) {
+		dlock_client_owner(owner, sizeof(owner), c, (uint64_t)i);
+		acquire(l[i % NAMES], owner, 2000 + rand() % 2000, &op[i], &o[i]);
+		cancel_at[i] = rand() % 3000; /* ms from now; some after the op ended */
+		if (rand() % 8 == 0) {
+			cr_assert_eq(dlock_op_cancel(op[i]), 0); /* before it was sent */
+			cancel_at[i] = -1;
+			canceled++;
+		}
+	}
+	t0 = rh_now_ms();
+	while (rh_now_ms() - t0 < 15000) {
+		int64_t now = rh_now_ms() - t0;
+		int pending = 0;
+
+		if (paused_at < 0 && now > 500) {
+			cr_assert_eq(rh_server_pause(dl_srv), 0);
+			paused_at = now;
+		} else if (paused_at >= 0 && paused_at < 1000000 && now > paused_at + 1500) {
+			cr_assert_eq(rh_server_resume(dl_srv), 0);
+			paused_at = 1000000;
+		}
+		dlock_loop_run(loop, 10);
+		for (i = 0; i < OPS; i++) {
+			if (o[i].calls == 0 && cancel_at[i] >= 0 && now >= cancel_at[i]) {
+				cr_assert_eq(dlock_op_cancel(op[i]), 0);
+				cancel_at[i] = -1;
+				canceled++;
+			}
+			if (o[i].calls == 1 && o[i].code == 0 && o[i].validity >= 0) {
+				outcome r = { .code = DLOCK_ETIMEDOUT };
+
+				dlock_client_owner(owner, sizeof(owner), c, (uint64_t)i);
+				o[i].validity = -2; /* released below */
+				acquired++;
+				/* While the server is paused, a release times out: again. */
+				for (int64_t t = rh_now_ms(); r.code == DLOCK_ETIMEDOUT &&
+						rh_now_ms() - t < 10000;) {
+					r.calls = 0;
+					dl_pass(dlock_lock_release_async(
+							NULL, l[i % NAMES], owner, note, &r));
+					while (r.calls == 0)
+						dlock_loop_run(loop, 10);
+				}
+				cr_assert_eq(r.code, 0, "release of w:%d: %d %s", i, r.code,
+						dlock_lock_errmsg(l[i % NAMES]));
+				released++;
+			}
+			pending += o[i].calls == 0;
+			cr_assert(o[i].calls <= 1, "w:%d had %d callbacks", i, o[i].calls);
+		}
+		if (pending == 0 && paused_at == 1000000)
+			break;
+	}
+	if (paused_at < 1000000)
+		rh_server_resume(dl_srv);
+	for (i = 0; i < OPS; i++) {
+		cr_assert_eq(o[i].calls, 1, "w:%d had %d callbacks (seed %u)", i, o[i].calls, seed);
+		cr_assert(!o[i].inside);
+		cr_assert(o[i].code == 0 || o[i].code == DLOCK_ECANCELED ||
+						o[i].code == DLOCK_ENOTACQUIRED || o[i].code == DLOCK_ETIMEDOUT ||
+						o[i].code == DLOCK_ECONN,
+				"w:%d ended with %d (seed %u)", i, o[i].code, seed);
+	}
+	/* Undos queued behind abandoned attempts run once the server answers. */
+	for (k = 0; k < 50; k++) {
+		dlock_loop_run(loop, 20);
+		if (rh_command_int(dl_srv, "EVAL \"return #redis.call('keys','async:cancel:*')\" 0") == 0)
+			break;
+	}
+	if (rh_command_int(dl_srv, "EVAL \"return #redis.call('keys','async:cancel:*')\" 0") != 0) {
+		for (k = 0; k < NAMES; k++) {
+			redisReply *r = rh_command(dl_srv, "HGETALL async:cancel:%d", k);
+			for (size_t j = 0; r && j + 1 < r->elements; j += 2) {
+				int w = -1;
+				sscanf(strrchr(r->element[j]->str, ':') + 1, "%d", &w);
+				fprintf(stderr, "held: async:cancel:%d by w:%d count %s: calls %d code %d\n", k, w,
+						r->element[j + 1]->str, w >= 0 ? o[w].calls : -1, w >= 0 ? o[w].code : 0);
+			}
+			freeReplyObject(r);
+		}
+	}
+	cr_assert_eq(rh_command_int(dl_srv, "EVAL \"return #redis.call('keys','async:cancel:*')\" 0"), 0,
+			"locks still held after %d acquired, %d released, %d cancels (seed %u)", acquired,
+			released, canceled, seed);
+	for (k = 0; k < NAMES; k++)
+		dlock_lock_free(l[k]);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+	free(o);
+}
