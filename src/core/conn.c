@@ -133,8 +133,8 @@ void dlock__conn_close(dlock__conn *c)
 
 /* Send buf[*done..len) whole before deadline; deadline 0: only what the
  * socket takes now. *done counts what went out, even on failure. */
-static int send_all(dlock__conn *c, const char *buf, size_t len, size_t *done, const char *what,
-		int64_t deadline)
+static int send_all(dlock__conn *c, const char *buf, size_t len, size_t *done,
+		const char *what, int64_t deadline)
 {
 	while (*done < len) {
 		ssize_t n = io_write(c, buf + *done, len - *done);
