@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <dlock.h>
@@ -25,6 +26,23 @@ static dlock__script incr_script = DLOCK__SCRIPT("mux_steps_incr",
 		"return redis.call('INCR', KEYS[1])");
 
 static const char KEY[] = "mux:steps";
+
+/* Says how long its argument was: a big command arrived whole. */
+static dlock__script len_script = DLOCK__SCRIPT("mux_steps_len",
+		"return string.len(ARGV[1])");
+
+/* More than a socket takes while its server reads nothing (send and
+ * receive buffers of a few MiB at most). */
+#define BIG_LEN ((size_t)16 << 20)
+
+static void len_call(dlock__call *call, const char *arg, size_t len)
+{
+	memset(call, 0, sizeof(*call));
+	call->script = &len_script;
+	dlock__call_push(call, KEY, sizeof(KEY) - 1);
+	dlock__call_keys_done(call);
+	dlock__call_push(call, arg, len);
+}
 
 static void incr_call(dlock__call *call)
 {
@@ -219,4 +237,62 @@ Test(mux_steps, end_mid_run_abandons_and_owed_reply_is_skipped, .timeout = 30)
 	dlock__mux_clear(&op, 1);
 	dlock_client_close(c);
 	rh_server_free(s);
+}
+
+/* A command bigger than the socket takes: begin does not wait for it to
+ * go out - the rest goes on POLLOUT in later steps. A paused server then
+ * costs its deadline in advance(), not a blocked begin; a live one gets the
+ * command whole. */
+Test(mux_steps, big_command_goes_out_in_steps, .timeout = 60)
+{
+	rh_server *s[2];
+	dlock_client *c[2];
+	dlock__call call, small;
+	dlock__mux_op ops[2], op;
+	dlock__mux m;
+	struct pollfd pfd[2];
+	int64_t t0, took, wake_at = DLOCK__NEVER;
+	char *big = malloc(BIG_LEN);
+	size_t k;
+	int steps;
+
+	cr_assert_not_null(big);
+	memset(big, 'x', BIG_LEN);
+	cr_assert_eq(rh_servers_start(s, 2, NULL), 0);
+	c[0] = dl_client(rh_server_uri(s[0]), CMD_TIMEOUT_MS * 5, 0);
+	c[1] = dl_client(rh_server_uri(s[1]), CMD_TIMEOUT_MS, 0);
+	len_call(&call, big, BIG_LEN);
+	op_on(&ops[0], c[0], &call);
+	op_on(&ops[1], c[1], &call);
+	cr_assert_eq(rh_server_pause(s[1]), 0);
+
+	t0 = rh_now_ms();
+	dl_pass(dlock__mux_begin(&m, ops, 2, NULL, NULL));
+	took = rh_now_ms() - t0;
+	cr_assert_lt(took, CMD_TIMEOUT_MS, "begin took %lld ms: it waited on the paused server",
+			(long long)took);
+	k = dlock__mux_poll_set(&m, pfd, 2, &wake_at);
+	cr_assert_eq(k, 2);
+	cr_assert(pfd[1].events & POLLOUT, "the paused server's socket is polled for writing");
+
+	steps = drive(&m, CMD_TIMEOUT_MS * 5);
+	cr_assert_gt(steps, 0, "the run was not over within %d ms", CMD_TIMEOUT_MS * 5);
+	dlock__mux_end(&m);
+	assert_count(&ops[0], (long long)BIG_LEN, "the live server");
+	cr_assert_eq(ops[1].rc, DLOCK_ETIMEDOUT, "paused server: rc %d (%s)", ops[1].rc,
+			ops[1].errmsg);
+	dlock__mux_clear(ops, 2);
+
+	/* The half-sent connection was closed, not pooled: a new one works. */
+	cr_assert_eq(rh_server_resume(s[1]), 0);
+	incr_call(&small);
+	op_on(&op, c[1], &small);
+	dl_pass(dlock__mux_run(&op, 1, NULL, NULL));
+	assert_count(&op, 1, "after resume");
+	dlock__mux_clear(&op, 1);
+	free(big);
+	dlock_client_close(c[0]);
+	dlock_client_close(c[1]);
+	rh_server_free(s[0]);
+	rh_server_free(s[1]);
 }

@@ -236,7 +236,7 @@ size_t dlock__mux_poll_set(dlock__mux *m, struct pollfd *pfd, size_t max, int64_
 			continue;
 		if (k < max) {
 			pfd[k].fd = g->conn->fd;
-			pfd[k].events = dlock__conn_events(g->conn);
+			pfd[k].events = dlock__mux_group_events(g);
 			pfd[k].revents = 0;
 			k++;
 		}

@@ -13,8 +13,13 @@
  *
  * A run is an object (dlock__mux) advanced by "socket ready" and "deadline
  * passed": begin, then poll_set / wait / advance until over, then end.
- * Nothing in it blocks or polls by itself, so an event loop can drive it;
- * dlock__mux_run() is that loop over poll(), for the blocking calls.
+ * Nothing in it waits on a socket or polls by itself (a command the socket
+ * cannot take at once goes out on POLLOUT), so an event loop can drive it;
+ * dlock__mux_run() is that loop over poll(), for the blocking calls. Not
+ * yet steps of their own, and so still able to block in begin or in a
+ * reconnect: a host name's DNS lookup, a Sentinel-managed node whose
+ * primary is unknown or suspect (the sentinels are asked), and a cluster
+ * whose slot map is unknown or suspect (it is read).
  */
 #ifndef DLOCK_CORE_MUX_H
 #define DLOCK_CORE_MUX_H
@@ -103,8 +108,8 @@ typedef struct dlock__mux {
 
 /*
  * Route, group and build the ops, take connections (pooled ones send at
- * once, new ones start a non-blocking connect), then ask `enough` once:
- * never blocks. Returns 0, or DLOCK_ENOMEM (nothing started: no end needed,
+ * once, new ones start a non-blocking connect), then ask `enough` once
+ * (it may be asked from every step). Returns 0, or DLOCK_ENOMEM (nothing started: no end needed,
  * though calling it is harmless). The run may already be over (every op
  * skipped or failed at once): dlock__mux_advance() then returns 1.
  */
@@ -137,13 +142,13 @@ int dlock__mux_advance(dlock__mux *m, const struct pollfd *pfd, size_t n);
  */
 void dlock__mux_end(dlock__mux *m);
 
-/* Run every op; returns 0 (each op has its own rc), or DLOCK_ENOMEM. An
- * op whose client is a cluster's goes to the member serving its first key
- * (op->client becomes that member; a follower goes with its op); a MOVED
- * reply is the op's error reply and updates the cluster's map. */
+/* Run every op: begin, then poll_set / poll() / advance until over, then
+ * end. Returns 0 (each op has its own rc), DLOCK_ENOMEM, or DLOCK_ESYS
+ * (poll failed). An op whose client is a cluster's goes to the member
+ * serving its first key (op->client becomes that member; a follower goes
+ * with its op); a MOVED reply is the op's error reply and updates the
+ * cluster's map. */
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);
-/* (begin, then poll_set / poll / advance until over, then end; also
- * DLOCK_ESYS when poll fails.) */
 
 /* Free the replies and private buffers of the ops (not the ops). */
 void dlock__mux_clear(dlock__mux_op *ops, size_t n);

@@ -4,6 +4,7 @@
  * replies due on it in order, and what happens when its socket is ready or
  * its deadline passes.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +44,8 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran)
 
 /*
  * Fail every op still due on the group's connection. A connection that only
- * answers late (a deadline passed, or the outcome was decided without it)
+ * answers late (a deadline passed, or the outcome was decided without it),
+ * having taken every command,
  * goes back to the pool owing those replies, to be skipped when they come:
  * closing it would make the next command open a new one, and a hung
  * server's listen backlog fills up with them. Any other failure closes it.
@@ -68,7 +70,8 @@ static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *
 	}
 	if (g->conn != NULL) {
 		/* Only plain commands due (WAIT): nothing to track; see mux.h. */
-		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed) {
+		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed &&
+				g->conn->out_len == 0) {
 			dlock__conn_give_up(g->conn, owed);
 			/* What may still run gets its undo right behind it (core/net/owed.h). */
 			for (i = first; i < g->tail; i++)
@@ -107,7 +110,8 @@ static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npendi
 	g->conn = NULL;
 }
 
-/* Send the group's handshake (new connection) and every op due on it. */
+/* Send the group's handshake (new connection) and every op due on it,
+ * without waiting: what the socket does not take now goes on POLLOUT. */
 static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 {
 	int64_t now = dlock__now_ms();
@@ -117,12 +121,12 @@ static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 	g->deadline = due_by(g, ops, now);
 	g->sent = 1;
 	if (g->fresh)
-		rc = dlock__conn_send_handshake(g->conn, g->deadline);
+		rc = dlock__conn_send_handshake(g->conn, DLOCK__NO_WAIT);
 	for (i = g->head; rc == 0 && i < g->tail; i++) {
 		dlock__mux_op *op = &ops[g->fifo[i]];
 		op->sent_at = now;
 		rc = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
-				g->deadline);
+				DLOCK__NO_WAIT);
 	}
 	return rc;
 }
@@ -157,11 +161,11 @@ static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
 	return g->conn->connecting ? 0 : send_group(g, ops);
 }
 
-/* Send op again, due last (g->deadline is the head's). */
+/* Send op again, due last. */
 static int resend(dlock__mux_group *g, dlock__mux_op *ops, dlock__mux_op *op)
 {
 	int r = dlock__conn_send(
-			g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op), g->deadline);
+			g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op), DLOCK__NO_WAIT);
 
 	if (r == 0)
 		g->fifo[g->tail++] = (size_t)(op - ops);
@@ -218,6 +222,21 @@ static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 	return got;
 }
 
+short dlock__mux_group_events(const dlock__mux_group *g)
+{
+	return (short)(dlock__conn_events(g->conn) | (g->conn->out_len > 0 ? POLLOUT : 0));
+}
+
+/* Just sent: a group of no-wait ops is forgotten once its commands are out. */
+static void sent_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
+{
+	if (g->conn->connecting || !group_no_wait(g, ops))
+		return;
+	g->forgetting = 1;
+	if (g->conn->out_len == 0)
+		forget_group(g, ops, npending);
+}
+
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
 	int rc = dlock__client_conn_take(g->client, &g->conn);
@@ -236,8 +255,25 @@ void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 	}
 	if (rc < 0)
 		fail_group(g, ops, rc, npending);
-	else if (!g->conn->connecting && group_no_wait(g, ops))
+	else
+		sent_group(g, ops, npending);
+}
+
+/* Connected: send what is still queued, read what came (a no-wait group
+ * reads nothing: it is forgotten once its commands are out). */
+static int serve_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
+{
+	int rc = 0;
+
+	if (g->conn->out_len > 0)
+		rc = dlock__conn_push(g->conn, what_of(&ops[g->fifo[g->head]]));
+	if (rc == 0 && !g->forgetting)
+		rc = read_group(g, ops, npending);
+	if (rc == DLOCK_ECONN && reconnect_group(g, ops) == 0)
+		rc = 0;
+	if (rc == 0 && g->forgetting && !g->conn->connecting && g->conn->out_len == 0)
 		forget_group(g, ops, npending);
+	return rc;
 }
 
 void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
@@ -250,14 +286,12 @@ void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 			return; /* a TLS handshake goes on */
 		if (rc == 0)
 			rc = send_group(g, ops);
-		if (rc == 0 && group_no_wait(g, ops)) {
-			forget_group(g, ops, npending);
+		if (rc == 0) {
+			sent_group(g, ops, npending);
 			return;
 		}
 	} else {
-		rc = read_group(g, ops, npending);
-		if (rc == DLOCK_ECONN && reconnect_group(g, ops) == 0)
-			rc = 0;
+		rc = serve_group(g, ops, npending);
 	}
 	if (rc < 0)
 		fail_group(g, ops, rc, npending);

@@ -24,6 +24,7 @@ typedef struct dlock__mux_group {
 	int fresh;        /* conn was opened by this run: it needs its handshake */
 	int sent;         /* commands went out: a failure may come after they ran */
 	int retried;      /* already moved once to a fresh connection */
+	int forgetting;   /* only no-wait ops: forgotten once their bytes are out */
 	int64_t deadline; /* for the reply at the head of the fifo (or the connect) */
 } dlock__mux_group;
 
@@ -32,6 +33,10 @@ static inline int dlock__mux_group_active(const dlock__mux_group *g)
 {
 	return g->conn != NULL && g->head < g->tail;
 }
+
+/* What to poll the group's socket for: its connection's next step, and
+ * POLLOUT while commands the socket did not take yet are queued. */
+short dlock__mux_group_events(const dlock__mux_group *g);
 
 /* Take the group's connection: a pooled one sends at once, a new one
  * starts connecting (finished by dlock__mux_group_ready). */

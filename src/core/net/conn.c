@@ -135,18 +135,20 @@ void dlock__conn_close(dlock__conn *c)
 	dlock__free(c);
 }
 
-static int send_all(dlock__conn *c, const char *buf, size_t len, const char *what, int64_t deadline)
+/* Send buf[*done..len) whole before deadline; deadline 0: only what the
+ * socket takes now. *done counts what went out, even on failure. */
+static int send_all(dlock__conn *c, const char *buf, size_t len, size_t *done,
+		const char *what, int64_t deadline)
 {
-	while (len > 0) {
-		ssize_t n = io_write(c, buf, len);
+	while (*done < len) {
+		ssize_t n = io_write(c, buf + *done, len - *done);
 
 		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
+			*done += (size_t)n;
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int rc = wait_fd(c, c->want, what, deadline);
+			int rc = deadline == 0 ? 0 : wait_fd(c, c->want, what, deadline);
 
-			if (rc < 0)
+			if (rc < 0 || deadline == 0)
 				return rc;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
@@ -158,6 +160,17 @@ static int send_all(dlock__conn *c, const char *buf, size_t len, const char *wha
 		}
 	}
 	return 0;
+}
+
+/* Send the output buffer (see send_all); what did not go out stays queued. */
+static int send_out(dlock__conn *c, const char *what, int64_t deadline)
+{
+	size_t done = 0;
+	int rc = send_all(c, c->out, c->out_len, &done, what, deadline);
+
+	memmove(c->out, c->out + done, c->out_len - done);
+	c->out_len -= done;
+	return rc;
 }
 
 /* Decimal digits of v into p (no NUL); returns how many. */
@@ -224,9 +237,17 @@ int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *
 		return dlock__conn_fail(c, DLOCK_ECONN, what, "connection already failed");
 	if (format_command(c, argc, argv, lens) < 0)
 		return dlock__seterr_node(DLOCK_ENOMEM, c->label, "%s: out of memory", what);
-	rc = send_all(c, c->out, c->out_len, what, deadline);
-	c->out_len = 0;
+	rc = send_out(c, what, deadline);
+	if (rc < 0)
+		c->out_len = 0; /* broken: never sent */
 	return rc;
+}
+
+int dlock__conn_push(dlock__conn *c, const char *what)
+{
+	if (c->broken)
+		return dlock__conn_fail(c, DLOCK_ECONN, what, "connection already failed");
+	return send_out(c, what, 0);
 }
 
 int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens)

@@ -140,9 +140,18 @@ int dlock__conn_buffered(const dlock__conn *c);
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
 
 /* Send a command (and whatever was deferred) whole, before deadline.
- * `what` names it in messages. */
+ * `what` names it in messages. Deadline 0 (for multiplexing): send what the
+ * socket takes now and keep the rest queued (c->out_len) for
+ * dlock__conn_push() once the socket is writable. */
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
 		const char *what, int64_t deadline);
+
+/* dlock__conn_send's deadline for "never wait". */
+#define DLOCK__NO_WAIT 0
+
+/* Send more of what is queued without waiting (see dlock__conn_send);
+ * 0, or a transport failure (c broken). */
+int dlock__conn_push(dlock__conn *c, const char *what);
 
 /*
  * Read one reply. deadline 0: only what is already on the socket, returning
