@@ -35,6 +35,7 @@ typedef struct acquire_op {
 	int64_t wait_ms, lease_ms, started, deadline, owed_until;
 	int64_t ttl, backoff, sent_at;
 	int rc, keep_place, unsettled, in_flight, waiting;
+	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
 	dlock__acquire a;
 	dlock__rollback undo;
 	dlock__mux_op mop;
@@ -97,6 +98,9 @@ static void wait_for(acquire_op *o, int64_t wake)
 		}
 	}
 	o->waiting = 1;
+	if (o->woken_meanwhile) /* the unlock may have come after the attempt was answered */
+		wake = dlock__now_ms();
+	o->woken_meanwhile = 0;
 	dlock__timer_set(o->op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
 }
 
@@ -186,6 +190,7 @@ static void look_again(acquire_op *o)
 		return;
 	}
 	o->waiting = 0;
+	o->woken_meanwhile = 0;
 	dlock__timer_stop(o->op.loop, &o->timer);
 	o->owed_until = dlock__now_ms() + OWED_GRACE_MS;
 	attempt(o);
@@ -193,7 +198,11 @@ static void look_again(acquire_op *o)
 
 static void woken(dlock__task *t)
 {
-	look_again(AOP(t, wake_task));
+	acquire_op *o = AOP(t, wake_task);
+
+	if (!o->waiting)
+		o->woken_meanwhile = 1;
+	look_again(o);
 }
 
 static void timer_fired(dlock__timer *t)

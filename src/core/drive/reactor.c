@@ -217,6 +217,8 @@ static void sync_subscriptions(dlock__reactor *r)
 	const char *sub_names[65], *unsub_names[65];
 	size_t sub_lens[65], unsub_lens[65];
 	int nsub = 0, nunsub = 0, any_wanted = 0, more = 0;
+	/* Connected (its handshake sent): (un)subscriptions can go out. */
+	int ready = r->conn != NULL && !r->conn->connecting;
 
 	while ((s = *link) != NULL) {
 		if (!wanted(s) && s->state == SUB_NONE) {
@@ -226,7 +228,7 @@ static void sync_subscriptions(dlock__reactor *r)
 		}
 		if (wanted(s))
 			any_wanted = 1;
-		if (r->conn != NULL && wanted(s) && s->state == SUB_NONE) {
+		if (ready && wanted(s) && s->state == SUB_NONE) {
 			if (nsub < 64) {
 				s->state = SUB_SUBSCRIBING;
 				sub_names[1 + nsub] = s->channel;
@@ -234,7 +236,7 @@ static void sync_subscriptions(dlock__reactor *r)
 			} else {
 				more = 1;
 			}
-		} else if (r->conn != NULL && !wanted(s) && s->state == SUB_SUBSCRIBED) {
+		} else if (ready && !wanted(s) && s->state == SUB_SUBSCRIBED) {
 			if (nunsub < 64) {
 				s->state = SUB_UNSUBSCRIBING;
 				unsub_names[1 + nunsub] = s->channel;
