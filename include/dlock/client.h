@@ -115,7 +115,7 @@ DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned 
  * (port 6379 and db 0 by default; a password alone means the default user),
  * or unix://[[user]:password@]/path/to/redis.sock[?db=N] (alias redis+unix://).
  * `opts` may be NULL for defaults; it is copied. On success *out is a new
- * client the caller frees with dlock_client_close().
+ * client that belongs to the caller and is freed with dlock_client_free().
  *
  * Errors: DLOCK_EINVAL (bad URI or options), DLOCK_ECONN, DLOCK_ETIMEDOUT,
  * DLOCK_EAUTH, DLOCK_ESERVER (SELECT refused), DLOCK_EPROTO, DLOCK_ENOMEM, DLOCK_ESYS.
@@ -125,13 +125,19 @@ DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
 		const dlock_client_options *opts);
 
 /**
- * Stop the background thread and close every connection. Locks still held
- * are not released: leased ones expire, watchdog ones stop being renewed and
- * expire within the watchdog timeout. Accepts NULL (returns 0). No other
- * call may be running on the client.
+ * Free the client: stop the background thread and close every connection.
+ * Locks still held are not released: leased ones expire, watchdog ones stop
+ * being renewed and expire within the watchdog timeout. Accepts NULL
+ * (returns 0). No other call may be running on the client.
  * Errors: DLOCK_EBUSY when lock handles made from the client are still
  * alive (free them first; the client stays open and usable), as
  * uv_loop_close() refuses a loop with active handles.
+ */
+DLOCK_EXTERN int dlock_client_free(dlock_client *client);
+
+/**
+ * The same as dlock_client_free(), same return value: its name before 1.0,
+ * kept so that programs written for it need not change.
  */
 DLOCK_EXTERN int dlock_client_close(dlock_client *client);
 
@@ -150,7 +156,7 @@ DLOCK_EXTERN int dlock_client_cancel_waits(dlock_client *client);
  * thread (the watchdog, the pub/sub waits) does not exist in a child made
  * by fork(), so every call of the child that would talk to the server
  * returns DLOCK_EFORKED, rather than a lock nobody renews. Open a new
- * client in the child. The child may dlock_client_close() its copy (it
+ * client in the child. The child may dlock_client_free() its copy (it
  * sends nothing and leaves the parent's connections alone) if no other
  * thread was inside dlock when it forked; otherwise let it go with exec or
  * _exit. The parent's client is not affected.

@@ -67,7 +67,8 @@ typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner
  * the same handle twice, fenced and unfenced members mixed),
  * DLOCK_EDUPLICATE (the same name twice on one server and db: one resolved
  * address and port, or one socket file; the message names both spellings),
- * DLOCK_ENOMEM.
+ * DLOCK_ENOMEM. *out belongs to the caller and is freed with
+ * dlock_multilock_free(), before its members.
  */
 DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n);
 

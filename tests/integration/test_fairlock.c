@@ -68,10 +68,8 @@ static dlock_client *open_client(int pool_size)
 static dlock_lock *new_fair(dlock_client *c, const char *name)
 {
 	dlock_lock *l = NULL;
-	int rc = dlock_fairlock_new(&l, c, name, 0);
 
-	cr_assert_eq(rc, 0, "dlock_fairlock_new(%s): %s (%s)", name, dlock_strerror(rc),
-			dlock_errmsg_last());
+	dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)));
 	cr_assert_not_null(l);
 	return l;
 }
@@ -757,7 +755,7 @@ Test(fairlock, force_unlock_by_a_plain_handle_wakes_the_head, .timeout = 30)
 	char wch[200];
 	redisContext *sub = subscribe_waiter(name, &w, wch, sizeof wch);
 	dlock_lock *plain = NULL;
-	dl_pass(dlock_lock_new(&plain, f.c, name));
+	dl_pass(dlock_lock_new(&plain, f.c, name, NULL));
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
