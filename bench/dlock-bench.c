@@ -986,7 +986,7 @@ static void uncontended(int do_dlock, int do_floor)
 			if (n == 1) {
 				if (dlock_client_open(&client, servers[0].uri, &tls_opts) < 0)
 					die("dlock_client_open: %s", dlock_errmsg_last());
-				if (dlock_lock_new(&c.lock, client, name) < 0)
+				if (dlock_lock_new(&c.lock, client, name, NULL) < 0)
 					die("dlock_lock_new: %s", dlock_errmsg_last());
 				meter_init(&md, dl_single_pair, &c, opt.iterations);
 			} else {
@@ -1075,7 +1075,7 @@ static void *tp_main(void *p)
 		int idx[1] = { 0 };
 
 		floor_init(&f, idx, 1, -1, name, 1000, 1000);
-	} else if (dlock_lock_new(&c.lock, t->sh->client, name) < 0) {
+	} else if (dlock_lock_new(&c.lock, t->sh->client, name, NULL) < 0) {
 		die("dlock_lock_new: %s", dlock_errmsg_last());
 	}
 	for (i = 0; i < opt.warmup / 4; i++)
@@ -1274,7 +1274,7 @@ static void scenario4(void)
 	lock_name(name, sizeof(name), "s4");
 	if (dlock_client_open(&client, servers[0].uri, NULL) < 0)
 		die("dlock_client_open: %s", dlock_errmsg_last());
-	if (dlock_lock_new(&sh.lock, client, name) < 0)
+	if (dlock_lock_new(&sh.lock, client, name, NULL) < 0)
 		die("dlock_lock_new: %s", dlock_errmsg_last());
 	lock_name(name, sizeof(name), "s4-rt");
 	floor_init(&f, idx, 1, -1, name, 1000, 1000);

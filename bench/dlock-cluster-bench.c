@@ -73,7 +73,7 @@ static void *work(void *arg)
 		char name[32];
 
 		snprintf(name, sizeof name, "bench-%d-%d", w->id, i);
-		if (locks == NULL || dlock_lock_new(&locks[i], sh->client, name) != 0) {
+		if (locks == NULL || dlock_lock_new(&locks[i], sh->client, name, NULL) != 0) {
 			fprintf(stderr, "dlock-cluster-bench: lock: %s\n", dlock_errmsg_last());
 			exit(1);
 		}
@@ -230,7 +230,7 @@ static int moved_cost(const config *cfg)
 		int from = -1;
 
 		snprintf(name, sizeof name, "moved-%d", k);
-		dlock_lock_new(&l, c, name);
+		dlock_lock_new(&l, c, name, NULL);
 		lock_unlock_us(l); /* the client knows the owner now */
 		r = cmd_at(cfg, 0, "CLUSTER KEYSLOT %s", name);
 		slot = r ? r->integer : -1;

@@ -95,7 +95,7 @@ static dlock_lock *open_lock(dlock_client *client, const char *name)
 {
 	dlock_lock *l = NULL;
 
-	if (dlock_lock_new(&l, client, name) < 0)
+	if (dlock_lock_new(&l, client, name, NULL) < 0)
 		die("dlock_lock_new", dlock_errmsg_last());
 	return l;
 }

@@ -276,7 +276,7 @@ int main(int argc, char **argv)
 	snprintf(s.stock_key, sizeof(s.stock_key), "book:%s:stock", book);
 	/* One lock per title: buyers of other books do not wait for each other. */
 	snprintf(lock_name, sizeof(lock_name), "lock:book:%s", book);
-	rc = dlock_lock_new(&s.lock, client, lock_name);
+	rc = dlock_lock_new(&s.lock, client, lock_name, NULL);
 	if (rc != 0) {
 		fprintf(stderr, "book_rental: %s: %s\n", dlock_strerror(rc),
 			dlock_client_errmsg(client));
@@ -324,6 +324,6 @@ int main(int argc, char **argv)
 out:
 	redisFree(redis);
 	dlock_lock_free(s.lock);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	return status;
 }

@@ -72,6 +72,8 @@ typedef struct writer_lock {
 
 static int open_lock(writer_lock *w, const char *nodes)
 {
+	dlock_lock_options lo = DLOCK_LOCK_OPTIONS_INIT;
+
 	memset(w, 0, sizeof(*w));
 	if (strchr(nodes, ',') != NULL) {
 		char *copy = strdup(nodes), *save = NULL, *tok;
@@ -87,9 +89,10 @@ static int open_lock(writer_lock *w, const char *nodes)
 		free(copy);
 		return rc;
 	}
+	lo.kind = DLOCK_LOCK_FENCED;
 	if (dlock_client_open(&w->client, nodes, NULL) != 0)
 		return -1;
-	return dlock_fencedlock_new(&w->lock, w->client, "storage:orders");
+	return dlock_lock_new(&w->lock, w->client, "storage:orders", &lo);
 }
 
 static int take(writer_lock *w, long long *token)
@@ -119,7 +122,7 @@ static void close_lock(writer_lock *w)
 {
 	dlock_redlock_free(w->redlock);
 	dlock_lock_free(w->lock);
-	dlock_client_close(w->client);
+	dlock_client_free(w->client);
 }
 
 static int writer_a(const char *nodes, const char *path, int report_fd)

@@ -42,10 +42,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	rc = dlock_lock_new(&lock, client, "hello");
+	rc = dlock_lock_new(&lock, client, "hello", NULL);
 	if (rc != 0) {
 		fprintf(stderr, "hello_lock: %s: %s\n", dlock_strerror(rc), dlock_client_errmsg(client));
-		dlock_client_close(client);
+		dlock_client_free(client);
 		return 1;
 	}
 
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 	if (rc != 0) {
 		fprintf(stderr, "hello_lock: %s: %s\n", dlock_strerror(rc), dlock_lock_errmsg(lock));
 		dlock_lock_free(lock);
-		dlock_client_close(client);
+		dlock_client_free(client);
 		return rc == DLOCK_ENOTACQUIRED ? 2 : 1;
 	}
 
@@ -70,6 +70,6 @@ int main(int argc, char **argv)
 		printf("released \"%s\"\n", dlock_lock_name(lock));
 
 	dlock_lock_free(lock);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	return rc == 0 ? 0 : 1;
 }

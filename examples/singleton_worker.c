@@ -190,14 +190,14 @@ int main(int argc, char **argv)
 	opts.connect_timeout_ms = 500;
 	rc = dlock_client_open(&client, uri, &opts);
 	if (rc == 0)
-		rc = dlock_lock_new(&lock, client, LOCK_NAME);
+		rc = dlock_lock_new(&lock, client, LOCK_NAME, NULL);
 	if (rc == 0)
 		rc = dlock_lock_set_lost_cb(lock, on_lost, NULL);
 	if (rc != 0) {
 		fprintf(stderr, "singleton_worker: %s: %s\n", dlock_strerror(rc),
 			client != NULL ? dlock_client_errmsg(client) : dlock_errmsg_last());
 		dlock_lock_free(lock);
-		dlock_client_close(client);
+		dlock_client_free(client);
 		return 1;
 	}
 	say("standby: waiting for %s on %s (watchdog %lld ms)", LOCK_NAME,
@@ -254,6 +254,6 @@ int main(int argc, char **argv)
 	say("stopping (%s)", stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM"
 			     : "runtime over");
 	dlock_lock_free(lock);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	return 0;
 }

@@ -5,8 +5,8 @@
  * Threading rule: a dlock_client may be used by any number of threads at
  * once, and so may a dlock_lock (the default owner is the calling thread).
  * Exceptions are marked on their functions: dlock_set_allocator(), and the
- * _close/_free functions, which must not race with other calls on the same
- * object.
+ * _free functions (dlock_client_close() is dlock_client_free()'s alias),
+ * which must not race with other calls on the same object.
  *
  * Errors: functions return 0 or a negative DLOCK_E* code (dlock/errors.h);
  * the handle keeps a one-line message naming the node and the cause.

@@ -404,12 +404,11 @@ private:
 	/* The one place that picks the C constructor for a kind. */
 	static int new_handle(dlock_lock **out, dlock_client *c, const char *name, kind k) noexcept
 	{
-		switch (k) {
-		case kind::fair: return dlock_fairlock_new(out, c, name, 0);
-		case kind::fenced: return dlock_fencedlock_new(out, c, name);
-		case kind::plain: break;
-		}
-		return dlock_lock_new(out, c, name);
+		dlock_lock_options o = DLOCK_LOCK_OPTIONS_INIT;
+
+		o.kind = k == kind::fair ? DLOCK_LOCK_FAIR
+				: k == kind::fenced ? DLOCK_LOCK_FENCED : DLOCK_LOCK_PLAIN;
+		return dlock_lock_new(out, c, name, &o);
 	}
 
 	int make(const client &c, const std::string &name) noexcept

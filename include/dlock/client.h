@@ -120,11 +120,42 @@ typedef struct dlock_client_options {
 DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned int version);
 
 /**
- * Open a client for `uri`: redis://[[user]:password@]host[:port][/db]
- * (port 6379 and db 0 by default; a password alone means the default user),
- * or unix://[[user]:password@]/path/to/redis.sock[?db=N] (alias redis+unix://).
+ * Open a client for `uri`. Every form the parser accepts (scheme names in
+ * any case; the userinfo `[[user]:password@]` percent-decoded, a password
+ * alone meaning the default user, and it may hold '@', ':' or '/'; an IPv6
+ * address in brackets; no query strings but unix://'s ?db=N; anything else
+ * is DLOCK_EINVAL with a message that never quotes the password):
+ *
+ *   redis://[[user]:password@]host[:port][/db]
+ *     One server over TCP; port 6379, db 0 by default.
+ *     redis://:s3cret@10.0.0.5:6380/2, redis://[::1]:6379
+ *   rediss://[[user]:password@]host[:port][/db]
+ *     The same over TLS (the tls_* options; the host is the name the
+ *     certificate must carry unless tls_server_name says otherwise).
+ *     rediss://app:s3cret@redis.example.com:6380
+ *   unix://[[user]:password@]/path/to/redis.sock[?db=N]
+ *     A Unix socket (absolute path, at most 107 bytes); db 0 by default.
+ *     unix:///var/run/redis/redis.sock?db=1
+ *   redis+unix://...
+ *     Another spelling of unix:// (redis-py, go-redis).
+ *     redis+unix:///tmp/redis.sock
+ *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/NAME[/db]
+ *     The primary that Sentinel monitors as NAME, found through the listed
+ *     sentinels (port 26379 by default, at most 16) and followed across
+ *     failovers. The userinfo is the primary's; the sentinels' own
+ *     credentials are options (sentinel_user, sentinel_password). No TLS
+ *     form (rediss+sentinel:// is refused).
+ *     redis+sentinel://:s3cret@10.0.0.1,10.0.0.2:26380/mymaster/0
+ *   redis+cluster://[[user]:password@]host[:port][,host[:port]...][/]
+ *     A Redis Cluster through seed nodes (port 6379 by default, at most 16;
+ *     the others are learnt from them). No db: a cluster has only db 0.
+ *     redis+cluster://10.0.0.1:7000,10.0.0.2:7000
+ *   rediss+cluster://...
+ *     The same over TLS, every node checked with the tls_* options.
+ *     rediss+cluster://redis-1.example.com:7000
+ *
  * `opts` may be NULL for defaults; it is copied. On success *out is a new
- * client the caller frees with dlock_client_close().
+ * client that belongs to the caller and is freed with dlock_client_free().
  *
  * Errors: DLOCK_EINVAL (bad URI or options), DLOCK_ECONN, DLOCK_ETIMEDOUT,
  * DLOCK_EAUTH, DLOCK_ESERVER (SELECT refused), DLOCK_EPROTO, DLOCK_ENOMEM, DLOCK_ESYS.
@@ -134,13 +165,19 @@ DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
 		const dlock_client_options *opts);
 
 /**
- * Stop the background thread and close every connection. Locks still held
- * are not released: leased ones expire, watchdog ones stop being renewed and
- * expire within the watchdog timeout. Accepts NULL (returns 0). No other
- * call may be running on the client.
+ * Free the client: stop the background thread and close every connection.
+ * Locks still held are not released: leased ones expire, watchdog ones stop
+ * being renewed and expire within the watchdog timeout. Accepts NULL
+ * (returns 0). No other call may be running on the client.
  * Errors: DLOCK_EBUSY when lock handles made from the client are still
  * alive (free them first; the client stays open and usable), as
  * uv_loop_close() refuses a loop with active handles.
+ */
+DLOCK_EXTERN int dlock_client_free(dlock_client *client);
+
+/**
+ * The same as dlock_client_free(), same return value: its name before 1.0,
+ * kept so that programs written for it need not change.
  */
 DLOCK_EXTERN int dlock_client_close(dlock_client *client);
 
@@ -159,7 +196,7 @@ DLOCK_EXTERN int dlock_client_cancel_waits(dlock_client *client);
  * thread (the watchdog, the pub/sub waits) does not exist in a child made
  * by fork(), so every call of the child that would talk to the server
  * returns DLOCK_EFORKED, rather than a lock nobody renews. Open a new
- * client in the child. The child may dlock_client_close() its copy (it
+ * client in the child. The child may dlock_client_free() its copy (it
  * sends nothing and leaves the parent's connections alone) if no other
  * thread was inside dlock when it forked; otherwise let it go with exec or
  * _exit. The parent's client is not affected.

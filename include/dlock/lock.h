@@ -40,42 +40,74 @@ typedef struct dlock_lock dlock_lock;
  */
 typedef void (*dlock_lost_cb)(dlock_lock *lock, const char *owner, int reason, void *userdata);
 
-/**
- * Make a lock handle for `name` (copied; any bytes but NUL, at most 64 KiB)
- * on `client`. No network traffic. Free it with dlock_lock_free().
- * Errors: DLOCK_EINVAL (NULL/empty/too long name, NULL client), DLOCK_ENOMEM.
- */
-DLOCK_EXTERN int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name);
-
-/**
- * A fenced lock (Redisson's RFencedLock): an RLock whose every acquisition,
- * re-entry included, increments the counter `redisson_lock_token:{name}`,
- * so each holder can show the resource it protects a number that grows from
- * one holder to the next (Kleppmann's fencing token); the resource rejects a
- * write with a smaller token than it has seen. Acquire with
- * dlock_lock_try_fenced() to learn the token; the other functions work as
- * for an RLock. Errors as dlock_lock_new().
- */
-DLOCK_EXTERN int dlock_fencedlock_new(dlock_lock **out, dlock_client *client, const char *name);
+/** The kinds of single-server lock; every function works on each. */
+typedef enum dlock_lock_kind {
+	/** Redisson's RLock. */
+	DLOCK_LOCK_PLAIN = 0,
+	/**
+	 * Redisson's RFairLock: waiters get the lock in the order they asked for
+	 * it, across processes and languages (the queue
+	 * `redisson_lock_queue:{name}` and deadlines `redisson_lock_timeout:{name}`),
+	 * and a release wakes only the first in line. A waiter's place lasts
+	 * fair_wait_ms past the one ahead of it (a try with wait_ms > 0 uses
+	 * wait_ms, as Redisson does), so a crashed waiter's place expires; one
+	 * that gives up leaves at once. The deadlines are epoch milliseconds
+	 * (Redisson's data), so the clocks of the processes sharing a fair lock
+	 * must roughly agree. As in Redisson, releasing a fair lock that no
+	 * longer exists succeeds.
+	 */
+	DLOCK_LOCK_FAIR = 1,
+	/**
+	 * Redisson's RFencedLock: every acquisition, re-entry included,
+	 * increments the counter `redisson_lock_token:{name}`, so each holder can
+	 * show the resource it protects a number that grows from one holder to
+	 * the next (Kleppmann's fencing token); the resource rejects a write with
+	 * a smaller token than it has seen. Acquire with dlock_lock_try_fenced()
+	 * to learn the token.
+	 */
+	DLOCK_LOCK_FENCED = 2
+} dlock_lock_kind;
 
 /** A fair lock waiter's place lasts this long by default (Redisson's fairLockWaitTimeout). */
 #define DLOCK_FAIR_WAIT_DEFAULT ((int64_t)300000)
 
+#define DLOCK_LOCK_OPTIONS_VERSION 1
+
 /**
- * A fair lock (Redisson's RFairLock): waiters get the lock in the order they
- * asked for it, across processes and languages (the queue
- * `redisson_lock_queue:{name}` and deadlines `redisson_lock_timeout:{name}`),
- * and a release wakes only the first in line. A waiter's place in the queue
- * lasts waiter_timeout_ms past the one ahead of it (0 = DLOCK_FAIR_WAIT_DEFAULT;
- * a try with wait_ms > 0 uses wait_ms, as Redisson does), so a crashed
- * waiter's place expires; one that gives up leaves at once. The deadlines
- * are epoch milliseconds (Redisson's data), so the clocks of the processes
- * sharing a fair lock must roughly agree. As in Redisson, releasing a fair
- * lock that no longer exists succeeds. Errors as dlock_lock_new(), and
- * DLOCK_EINVAL for a negative timeout.
+ * Lock options. Initialise with DLOCK_LOCK_OPTIONS_INIT or
+ * dlock_lock_options_init(), then change what you need. Fields are only
+ * ever appended; `version` tells the library which fields you know.
  */
-DLOCK_EXTERN int dlock_fairlock_new(dlock_lock **out, dlock_client *client, const char *name,
-		int64_t waiter_timeout_ms);
+typedef struct dlock_lock_options {
+	unsigned int version;
+	/** DLOCK_LOCK_PLAIN (default), DLOCK_LOCK_FAIR or DLOCK_LOCK_FENCED. */
+	dlock_lock_kind kind;
+	/** DLOCK_LOCK_FAIR: how long a waiter's place in the queue lasts past
+	 *  the one ahead of it, ms (default DLOCK_FAIR_WAIT_DEFAULT; 0 means
+	 *  the default). Ignored by the other kinds. */
+	int64_t fair_wait_ms;
+} dlock_lock_options;
+
+#define DLOCK_LOCK_OPTIONS_INIT \
+	{ DLOCK_LOCK_OPTIONS_VERSION, DLOCK_LOCK_PLAIN, DLOCK_FAIR_WAIT_DEFAULT }
+
+/**
+ * Fill `opts` with the defaults of `version` (any 0 < version <=
+ * DLOCK_LOCK_OPTIONS_VERSION). Returns 0, or DLOCK_EINVAL (with a message)
+ * for NULL or an unknown version.
+ */
+DLOCK_EXTERN int dlock_lock_options_init(dlock_lock_options *opts, unsigned int version);
+
+/**
+ * Make a lock handle for `name` (copied; any bytes but NUL, at most 64 KiB)
+ * on `client`, of the kind `opts` says (NULL: a plain RLock; opts is read
+ * only during the call). No network traffic. *out belongs to the caller and
+ * is freed with dlock_lock_free(), before its client is freed.
+ * Errors: DLOCK_EINVAL (NULL/empty/too long name, NULL client, an unknown
+ * options version or kind, a negative fair_wait_ms), DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name,
+		const dlock_lock_options *opts);
 
 /**
  * Free the handle. Holds taken through it stay in Redis (leased ones expire;
@@ -226,6 +258,7 @@ DLOCK_EXTERN const char *dlock_lock_info_owner(const dlock_lock_info *info, size
 /** Holder i's hold count (reentrant holds), 0 past the end. */
 DLOCK_EXTERN int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i);
 
+/** Free a dlock_lock_query() answer. Accepts NULL. */
 DLOCK_EXTERN void dlock_lock_info_free(dlock_lock_info *info);
 
 /**

@@ -67,7 +67,8 @@ typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner
  * the same handle twice, fenced and unfenced members mixed),
  * DLOCK_EDUPLICATE (the same name twice on one server and db: one resolved
  * address and port, or one socket file; the message names both spellings),
- * DLOCK_ENOMEM.
+ * DLOCK_ENOMEM. *out belongs to the caller and is freed with
+ * dlock_multilock_free(), before its members.
  */
 DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n);
 
@@ -101,7 +102,7 @@ DLOCK_EXTERN int dlock_multilock_try_as(dlock_multilock *lock, const char *owner
 
 /**
  * dlock_multilock_try_as() (owner NULL = calling thread) on fenced members
- * (dlock_fencedlock_new), returning a token that grows strictly from one
+ * (a lock made with DLOCK_LOCK_FENCED), returning a token that grows strictly from one
  * holder to the next: the largest of the members' tokens, written back to
  * every member before success (see dlock_redlock_try_fenced).
  * Errors as dlock_multilock_try(); DLOCK_EINVAL when the members are not

@@ -73,7 +73,8 @@ DLOCK_EXTERN int dlock_redlock_options_init(dlock_redlock_options *opts, unsigne
  * Errors: DLOCK_EINVAL (as dlock_multilock_new, bad options or their
  * version), DLOCK_EDUPLICATE (one server listed twice for one name, in any
  * db: by resolved address or socket file; the message names both
- * spellings), DLOCK_ENOMEM.
+ * spellings), DLOCK_ENOMEM. *out belongs to the caller and is freed with
+ * dlock_redlock_free(), before its members.
  */
 DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *members, size_t n,
 		const dlock_redlock_options *opts);
@@ -81,7 +82,8 @@ DLOCK_EXTERN int dlock_redlock_new(dlock_redlock **out, dlock_lock *const *membe
 /**
  * A RedLock on lock `name` over the servers `uris` (one client each, owned by
  * the RedLock and connected lazily, so a server that is down at start is just
- * a failed vote). client_opts and opts may be NULL.
+ * a failed vote). client_opts and opts may be NULL. *out belongs to the
+ * caller and is freed with dlock_redlock_free().
  * Errors: DLOCK_EINVAL (bad URI: the message names it; bad options),
  * DLOCK_EDUPLICATE (as dlock_redlock_new), DLOCK_ENOMEM, DLOCK_ESYS.
  */

@@ -8,12 +8,14 @@
 int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 {
 	dlock_client_options copts = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_lock_options lopts = DLOCK_LOCK_OPTIONS_INIT;
 	size_t i;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->mode = cfg->mode;
 	t->fenced = cfg->fenced;
+	lopts.kind = cfg->fenced ? DLOCK_LOCK_FENCED : DLOCK_LOCK_PLAIN;
 	t->n = cfg->n;
 	t->name = name;
 	copts.connect_timeout_ms = cfg->timeout_ms;
@@ -40,8 +42,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 		rc = dlock_client_open(&t->clients[i], cfg->nodes[i], &copts);
 		if (rc < 0)
 			return rc;
-		rc = t->fenced ? dlock_fencedlock_new(&t->locks[i], t->clients[i], name)
-			       : dlock_lock_new(&t->locks[i], t->clients[i], name);
+		rc = dlock_lock_new(&t->locks[i], t->clients[i], name, &lopts);
 		if (rc < 0)
 			return rc;
 	}

@@ -21,6 +21,7 @@
 #include "core/drive/client.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
+#include "core/base/fields.h"
 #include "multilock/parts.h"
 #include "single/holds.h"
 #include "single/member.h"
@@ -500,30 +501,36 @@ int dlock__engine_check(const dlock__engine *e, const char *owner)
 	return alive + lost > 0 ? DLOCK_ELOST : DLOCK_ENOTOWNER;
 }
 
+/* The fields after `version`, and the version that added each. */
+static const dlock__field status_fields[] = {
+	DLOCK__FIELD(dlock_member_status, node, 1),
+	DLOCK__FIELD(dlock_member_status, vote, 1),
+	DLOCK__FIELD(dlock_member_status, error, 1),
+	DLOCK__FIELD(dlock_member_status, ttl_ms, 1),
+	DLOCK__FIELD(dlock_member_status, uptime_s, 1),
+	DLOCK__FIELD(dlock_member_status, message, 1),
+};
+static const dlock_member_status status_defaults = DLOCK_MEMBER_STATUS_INIT;
+static const dlock__versioned status_versioned = DLOCK__VERSIONED("member status",
+		"DLOCK_MEMBER_STATUS_INIT", DLOCK_MEMBER_STATUS_VERSION, dlock_member_status,
+		&status_defaults, status_fields);
+
 int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *out)
 {
 	pthread_mutex_t *mu = (pthread_mutex_t *)&e->mu; /* the lock is not part of the value */
-	unsigned int version;
+	dlock_member_status st;
+	int rc;
 
-	if (out == NULL || i >= e->n)
-		return dlock__seterr(DLOCK_EINVAL, "member status: %s",
-				out == NULL ? "NULL argument" : "no such member");
-	version = out->version;
-	if (version == 0 || version > DLOCK_MEMBER_STATUS_VERSION)
-		return dlock__seterr(DLOCK_EINVAL,
-				"member status: unknown version %u (this library "
-				"knows 1..%d): initialise it with DLOCK_MEMBER_STATUS_INIT",
-				version, DLOCK_MEMBER_STATUS_VERSION);
+	if ((rc = dlock__versioned_check(out, &status_versioned)) < 0)
+		return rc;
+	if (i >= e->n)
+		return dlock__seterr(DLOCK_EINVAL, "member status: no such member %zu (of %zu)", i,
+				e->n);
 	dlock__mutex_lock(mu);
-	/* Version 1's fields; a later version copies its own too. */
-	out->node = e->status[i].node;
-	out->vote = e->status[i].vote;
-	out->error = e->status[i].error;
-	out->ttl_ms = e->status[i].ttl_ms;
-	out->uptime_s = e->status[i].uptime_s;
-	memcpy(out->message, e->status[i].message, sizeof(out->message));
+	st = e->status[i];
 	dlock__mutex_unlock(mu);
-	return 0;
+	/* Only the fields the caller's version has: its struct may end there. */
+	return dlock__versioned_store(out, &st, &status_versioned);
 }
 
 void dlock__engine_set_lost(dlock__engine *e, dlock__engine_lost_fn fn, void *userdata)

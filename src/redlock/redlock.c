@@ -109,6 +109,7 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 {
 	dlock_client_options copts;
 	dlock_redlock_options ro;
+	dlock_lock_options lo = DLOCK_LOCK_OPTIONS_INIT;
 	dlock_client **clients = NULL;
 	dlock_lock **locks = NULL;
 	size_t i, made = 0;
@@ -124,6 +125,7 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 		return rc;
 	/* A server that is down at start is a failed vote, not a failed open. */
 	copts.lazy_connect = 1;
+	lo.kind = ro.fenced ? DLOCK_LOCK_FENCED : DLOCK_LOCK_PLAIN;
 	clients = dlock__calloc(n, sizeof(*clients));
 	locks = dlock__calloc(n, sizeof(*locks));
 	if (clients == NULL || locks == NULL) {
@@ -132,10 +134,8 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 	}
 	for (made = 0; made < n; made++) {
 		rc = dlock_client_open(&clients[made], uris[made], &copts);
-		if (rc == 0 && ro.fenced)
-			rc = dlock_fencedlock_new(&locks[made], clients[made], name);
-		else if (rc == 0)
-			rc = dlock_lock_new(&locks[made], clients[made], name);
+		if (rc == 0)
+			rc = dlock_lock_new(&locks[made], clients[made], name, &lo);
 		if (rc < 0) {
 			/* Say which of the servers it was. */
 			char msg[DLOCK__ERRMSG_MAX];

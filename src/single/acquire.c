@@ -73,11 +73,11 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	c->argc = 0;
 	dlock__call_push(c, l->name, l->name_len);
 	switch (l->kind) {
-	case DLOCK__FENCED:
+	case DLOCK_LOCK_FENCED:
 		c->script = &dlock__script_acquire_fenced;
 		dlock__call_push(c, l->token_key, l->token_key_len);
 		break;
-	case DLOCK__FAIR:
+	case DLOCK_LOCK_FAIR:
 		c->script = &dlock__script_fair_acquire;
 		dlock__call_push(c, l->queue, l->queue_len);
 		dlock__call_push(c, l->timeouts, l->timeouts_len);
@@ -89,7 +89,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	dlock__call_push(c, a->lease_s, dlock__fmt_i64(a->lease_s, lease));
 	dlock__call_push(c, a->owner, strlen(a->owner));
 	dlock__call_push(c, a->believed_s, dlock__fmt_i64(a->believed_s, a->believed));
-	if (l->kind == DLOCK__FAIR) {
+	if (l->kind == DLOCK_LOCK_FAIR) {
 		/* Redisson: a try with a wait queues with that wait, others with the lock's. */
 		int64_t place = wait_ms > 0 ? wait_ms : l->fair_wait_ms;
 
@@ -111,8 +111,8 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 
 	if (rc < 0)
 		return rc;
-	rc = dlock__parse_acquire(r, l->kind == DLOCK__FENCED, &got);
-	if (rc == DLOCK_ENOTACQUIRED && l->kind == DLOCK__FAIR && got.ttl <= -1000) {
+	rc = dlock__parse_acquire(r, l->kind == DLOCK_LOCK_FENCED, &got);
+	if (rc == DLOCK_ENOTACQUIRED && l->kind == DLOCK_LOCK_FAIR && got.ttl <= -1000) {
 		/* Nobody holds it; others asked first (the fair script's answer). */
 		*ttl = FAIR_POLL_MS;
 		return dlock__seterr_node(rc, c->node.label,
@@ -335,7 +335,7 @@ void dlock__acquire_fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t
  */
 int dlock__acquire_keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int64_t deadline)
 {
-	if (l->kind != DLOCK__FAIR || wait_ms == 0 || !ride_out_errors)
+	if (l->kind != DLOCK_LOCK_FAIR || wait_ms == 0 || !ride_out_errors)
 		return 0;
 	return deadline == DLOCK__NEVER ||
 			deadline - dlock__now_ms() > l->client->opts.command_timeout_ms;
@@ -358,7 +358,7 @@ char *dlock__acquire_channel(dlock_lock *l, const char *owner, size_t *len)
 	size_t olen = strlen(owner);
 	char *ch;
 
-	if (l->kind != DLOCK__FAIR) {
+	if (l->kind != DLOCK_LOCK_FAIR) {
 		*len = l->channel_len;
 		return l->channel;
 	}
@@ -383,7 +383,7 @@ int64_t dlock__acquire_next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *ba
 {
 	if (rc == DLOCK_ENOTACQUIRED) {
 		*backoff = 0;
-		if (l->kind == DLOCK__FAIR && (ttl < 0 || ttl > FAIR_POLL_MS))
+		if (l->kind == DLOCK_LOCK_FAIR && (ttl < 0 || ttl > FAIR_POLL_MS))
 			ttl = FAIR_POLL_MS;
 		return ttl >= 0 ? now + ttl : DLOCK__NEVER;
 	}
@@ -485,7 +485,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		if (sub != NULL)
 			dlock__sub_leave(rx, sub);
 	}
-	if (l->kind == DLOCK__FAIR && rc != 0)
+	if (l->kind == DLOCK_LOCK_FAIR && rc != 0)
 		dlock__acquire_fair_give_up(l, &a, wait_ms, unsettled);
 	if (channel != l->channel)
 		dlock__free(channel);
@@ -531,10 +531,11 @@ int dlock_lock_try_fenced(
 {
 	if (l == NULL || token == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "token" : "handle");
-	if (l->kind != DLOCK__FENCED)
+	if (l->kind != DLOCK_LOCK_FENCED)
 		return dlock__errbuf_record(&l->err,
 				dlock__seterr(DLOCK_EINVAL,
-						"lock %s is not fenced (make it with dlock_fencedlock_new)",
+						"lock %s is not fenced (make it with kind "
+						"DLOCK_LOCK_FENCED)",
 						l->shown));
 	return lock_acquire(l, owner, wait_ms, lease_ms, token);
 }

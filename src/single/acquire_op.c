@@ -70,7 +70,7 @@ static void conclude(acquire_op *o, int rc)
 	if (rc == 0) {
 		o->op.result.token = o->a.token;
 		dlock_lock_validity(&o->op.result.validity_ms, o->l, o->owner);
-	} else if (o->l->kind == DLOCK__FAIR && o->wait_ms != 0) {
+	} else if (o->l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0) {
 		char msg[DLOCK__ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());

@@ -15,7 +15,7 @@ void dlock__rollback_prepare(dlock_lock *l, const char *owner, int64_t expect, i
 		dlock__rollback *u)
 {
 	dlock__call *c = &u->call;
-	int fair = l->kind == DLOCK__FAIR;
+	int fair = l->kind == DLOCK_LOCK_FAIR;
 
 	c->script = fair ? &dlock__script_fair_undo : &dlock__script_rollback;
 	c->argc = 0;
@@ -42,7 +42,7 @@ void dlock__rollback_finish(
 
 	/* The plain rollback answers the holds left, or -1 when it had not
 	 * been taken (nothing changed); the fair undo does not say. */
-	if (l->kind != DLOCK__FAIR && rc == 0 && reply != NULL &&
+	if (l->kind != DLOCK_LOCK_FAIR && rc == 0 && reply != NULL &&
 			reply->type == REDIS_REPLY_INTEGER) {
 		if (reply->integer < 0)
 			return;

@@ -14,11 +14,8 @@
 /* Longest lock name accepted: longer ones are almost surely a bug. */
 #define DLOCK__NAME_MAX 65536
 
-/* The kinds of single-server lock: one data layout, three protocols. */
-enum dlock__lock_kind { DLOCK__PLAIN, DLOCK__FENCED, DLOCK__FAIR };
-
 struct dlock_lock {
-	enum dlock__lock_kind kind;
+	dlock_lock_kind kind; /* one data layout, three protocols */
 	dlock_client *client;
 	dlock__holds *holds;
 	char *name;
@@ -45,6 +42,10 @@ struct dlock_lock {
 /* The owner string: explicit (checked), or `<uuid>:<tid>` of the calling thread in buf. */
 int dlock__resolve_owner(
 		const dlock_lock *l, const char *owner, char *buf, size_t size, const char **out);
+
+/* The caller's lock options (NULL: defaults) into *dst, as far as their
+ * version has them, checked. 0, or DLOCK_EINVAL with a message. */
+int dlock__lock_options_load(dlock_lock_options *dst, const dlock_lock_options *src);
 
 /* Redisson's prefixName(): "prefix:{name}", or "prefix:name" when the name has a '{'. */
 char *dlock__prefix_name(const char *prefix, const char *name, size_t name_len, size_t *out_len);

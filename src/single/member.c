@@ -27,7 +27,7 @@ size_t dlock__lock_name_len(const dlock_lock *l)
 
 int dlock__lock_is_fenced(const dlock_lock *l)
 {
-	return l->kind == DLOCK__FENCED;
+	return l->kind == DLOCK_LOCK_FENCED;
 }
 
 int dlock__lock_same_resource(

@@ -103,7 +103,7 @@ int dlock_lock_token(int64_t *token, dlock_lock *l)
 	int rc;
 
 	CHECK_OUT(l, token);
-	if (l->kind != DLOCK__FENCED)
+	if (l->kind != DLOCK_LOCK_FENCED)
 		return dlock__errbuf_record(&l->err,
 				dlock__seterr(DLOCK_EINVAL, "lock %s is not fenced", l->shown));
 	argv[0] = "GET";

@@ -20,7 +20,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 {
 	dlock_client *c = l->client;
 	char request[33];
-	int fair = l->kind == DLOCK__FAIR;
+	int fair = l->kind == DLOCK_LOCK_FAIR;
 	int rc;
 
 	r->latch = NULL;

@@ -57,18 +57,11 @@ static void make_shown(char *out, size_t size, const char *name, size_t len)
 	out[n] = '\0';
 }
 
-/* Make a handle of any kind; the kind's extra keys are made by the caller. */
-static int lock_make(dlock_lock **out, dlock_client *client, const char *name,
-		enum dlock__lock_kind kind)
+/* The name is usable as a key (and, in a cluster, hashes with its channel). */
+static int check_name(const dlock_client *client, const char *name, size_t *out_len)
 {
-	dlock_lock *l;
 	size_t len;
 
-	if (out == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "lock: out is NULL");
-	*out = NULL;
-	if (client == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "lock: client is NULL");
 	if (name == NULL || name[0] == '\0')
 		return dlock__seterr(DLOCK_EINVAL, "lock: the name is %s", name ? "empty" : "NULL");
 	len = strnlen(name, DLOCK__NAME_MAX + 1);
@@ -83,60 +76,65 @@ static int lock_make(dlock_lock **out, dlock_client *client, const char *name,
 				"(Redis refuses such a script: CROSSSLOT); use a name without '{', or "
 				"one with a whole {tag}",
 				name);
-	l = dlock__calloc(1, sizeof(*l));
-	if (l == NULL)
-		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");
-	if (dlock__errbuf_init(&l->err) != 0 || pthread_mutex_init(&l->cb_mu, NULL) != 0)
-		abort();
-	l->kind = kind;
-	l->client = client;
-	atomic_init(&l->synced, -1);
-	dlock__client_handle_added(client, 1); /* dlock_client_close refuses while it lives */
+	*out_len = len;
+	return 0;
+}
+
+/* The name's copy and the keys and channels its kind uses; 0 or -1 (out of memory). */
+static int make_names(dlock_lock *l, const char *name, size_t len)
+{
 	l->name_len = len;
-	l->holds = dlock__holds_of(client);
 	l->name = dlock__strndup(name, len);
 	l->channel = dlock__prefix_name("redisson_lock__channel", name, len, &l->channel_len);
 	l->latch_prefix = dlock__prefix_name(
 			"redisson_unlock_latch", name, len, &l->latch_prefix_len);
-	if (kind == DLOCK__FENCED)
+	if (l->kind == DLOCK_LOCK_FENCED)
 		l->token_key = dlock__prefix_name(
 				"redisson_lock_token", name, len, &l->token_key_len);
 	/* Every kind knows the fair keys: a force unlock tells a fair lock by its queue. */
 	l->queue = dlock__prefix_name("redisson_lock_queue", name, len, &l->queue_len);
 	l->timeouts = dlock__prefix_name("redisson_lock_timeout", name, len, &l->timeouts_len);
-	if (l->holds == NULL || l->name == NULL || l->channel == NULL || l->latch_prefix == NULL ||
-			(kind == DLOCK__FENCED && l->token_key == NULL) || l->queue == NULL ||
-			l->timeouts == NULL) {
-		dlock_lock_free(l);
-		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");
-	}
+	if (l->name == NULL || l->channel == NULL || l->latch_prefix == NULL ||
+			(l->kind == DLOCK_LOCK_FENCED && l->token_key == NULL) ||
+			l->queue == NULL || l->timeouts == NULL)
+		return -1;
 	make_shown(l->shown, sizeof(l->shown), name, len);
-	*out = l;
 	return 0;
 }
 
-int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name)
+int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name,
+		const dlock_lock_options *opts)
 {
-	return lock_make(out, client, name, DLOCK__PLAIN);
-}
-
-int dlock_fencedlock_new(dlock_lock **out, dlock_client *client, const char *name)
-{
-	return lock_make(out, client, name, DLOCK__FENCED);
-}
-
-int dlock_fairlock_new(
-		dlock_lock **out, dlock_client *client, const char *name, int64_t waiter_timeout_ms)
-{
+	dlock_lock_options o;
+	dlock_lock *l;
+	size_t len = 0;
 	int rc;
 
-	if (waiter_timeout_ms < 0)
-		return dlock__seterr(DLOCK_EINVAL, "fair lock: waiter timeout must be >= 0");
-	rc = lock_make(out, client, name, DLOCK__FAIR);
-	if (rc == 0)
-		(*out)->fair_wait_ms =
-				waiter_timeout_ms ? waiter_timeout_ms : DLOCK_FAIR_WAIT_DEFAULT;
-	return rc;
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock: out is NULL");
+	*out = NULL;
+	if (client == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "lock: client is NULL");
+	if ((rc = dlock__lock_options_load(&o, opts)) < 0 ||
+			(rc = check_name(client, name, &len)) < 0)
+		return rc;
+	l = dlock__calloc(1, sizeof(*l));
+	if (l == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");
+	if (dlock__errbuf_init(&l->err) != 0 || pthread_mutex_init(&l->cb_mu, NULL) != 0)
+		abort();
+	l->kind = o.kind;
+	l->fair_wait_ms = o.fair_wait_ms;
+	l->client = client;
+	atomic_init(&l->synced, -1);
+	dlock__client_handle_added(client, 1); /* dlock_client_free refuses while it lives */
+	l->holds = dlock__holds_of(client);
+	if (l->holds == NULL || make_names(l, name, len) < 0) {
+		dlock_lock_free(l);
+		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");
+	}
+	*out = l;
+	return 0;
 }
 
 void dlock_lock_free(dlock_lock *l)

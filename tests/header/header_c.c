@@ -21,9 +21,13 @@ HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentine
 static int (*const p_open)(
 		dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
 static int (*const p_close)(dlock_client *) = dlock_client_close;
+static int (*const p_client_free)(dlock_client *) = dlock_client_free;
 static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
 static int (*const p_owner)(char *, size_t, const dlock_client *, uint64_t) = dlock_client_owner;
-static int (*const p_lock_new)(dlock_lock **, dlock_client *, const char *) = dlock_lock_new;
+static int (*const p_lock_new)(dlock_lock **, dlock_client *, const char *,
+		const dlock_lock_options *) = dlock_lock_new;
+static int (*const p_lock_options_init)(
+		dlock_lock_options *, unsigned int) = dlock_lock_options_init;
 static int (*const p_lock_lock)(dlock_lock *, int64_t) = dlock_lock_lock;
 static int (*const p_lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
 static int (*const p_lock_try_as)(dlock_lock *, const char *, int64_t, int64_t) = dlock_lock_try_as;
@@ -45,9 +49,11 @@ int main(void)
 	const void *const fns[] = {
 		(const void *)&p_open,
 		(const void *)&p_close,
+		(const void *)&p_client_free,
 		(const void *)&p_client_errmsg,
 		(const void *)&p_owner,
 		(const void *)&p_lock_new,
+		(const void *)&p_lock_options_init,
 		(const void *)&p_lock_lock,
 		(const void *)&p_lock_try,
 		(const void *)&p_lock_try_as,

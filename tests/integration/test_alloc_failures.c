@@ -188,12 +188,10 @@ Test(alloc_failures, client_open_close, .timeout = 120)
 
 /* ---- RLock -------------------------------------------------------------- */
 
-enum lock_kind { PLAIN, FENCED, FAIR };
-
 /* One client and one handle on server 0 (lock_new's test makes its own). */
 typedef struct lock_ctx {
 	const char *name;
-	enum lock_kind kind;
+	dlock_lock_kind kind;
 	int64_t wait, lease; /* the acquire's */
 	int reentrant;       /* unlock: taken twice first */
 	int64_t token, last_token;
@@ -207,9 +205,7 @@ typedef struct lock_ctx {
 static dlock_lock *make_lock(lock_ctx *x)
 {
 	dlock_lock *l = NULL;
-	int rc = x->kind == FENCED        ? dlock_fencedlock_new(&l, x->c, x->name)
-			: x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0)
-					  : dlock_lock_new(&l, x->c, x->name);
+	int rc = dlock_lock_new(&l, x->c, x->name, dl_kind(x->kind));
 
 	return rc == 0 ? l : NULL;
 }
@@ -252,9 +248,7 @@ static int new_run(void *arg)
 {
 	lock_ctx *x = arg;
 	dlock_lock *l = NULL;
-	int rc = x->kind == FENCED        ? dlock_fencedlock_new(&l, x->c, x->name)
-			: x->kind == FAIR ? dlock_fairlock_new(&l, x->c, x->name, 0)
-					  : dlock_lock_new(&l, x->c, x->name);
+	int rc = dlock_lock_new(&l, x->c, x->name, dl_kind(x->kind));
 
 	if (rc == 0)
 		dlock_lock_free(l);
@@ -270,7 +264,7 @@ static void new_check(void *arg, int rc, long k)
 	dlock_lock *l;
 
 	cr_assert_null(x->l, "k=%ld: *out set on failure", k);
-	if (x->kind != PLAIN)
+	if (x->kind != DLOCK_LOCK_PLAIN)
 		return;
 	(void)rc;
 	l = dl_lock(x->c, x->name);
@@ -290,11 +284,11 @@ Test(alloc_failures, lock_new_free, .timeout = 120)
 	start_servers(1);
 	dl_torture_run(&t, &x);
 	/* The fenced and fair kinds make more names. */
-	x.kind = FENCED;
-	t.op = "fencedlock_new + free";
+	x.kind = DLOCK_LOCK_FENCED;
+	t.op = "lock_new (fenced) + free";
 	dl_torture_run(&t, &x);
-	x.kind = FAIR;
-	t.op = "fairlock_new + free";
+	x.kind = DLOCK_LOCK_FAIR;
+	t.op = "lock_new (fair) + free";
 	dl_torture_run(&t, &x);
 	stop_servers(1);
 }
@@ -494,7 +488,7 @@ Test(alloc_failures, waiting_try_joins_pubsub, .timeout = 180)
 static int kind_run(void *arg)
 {
 	lock_ctx *x = arg;
-	int rc = x->kind == FAIR ? dlock_lock_try(x->l, 0, 10000)
+	int rc = x->kind == DLOCK_LOCK_FAIR ? dlock_lock_try(x->l, 0, 10000)
 				 : dlock_lock_try_fenced(&x->token, x->l, NULL, 0, 10000);
 
 	return rc == 0 ? dlock_lock_unlock(x->l) : rc;
@@ -504,7 +498,7 @@ static void kind_check(void *arg, int rc, long k)
 {
 	lock_ctx *x = arg;
 
-	if (rc == 0 && x->kind == FENCED) {
+	if (rc == 0 && x->kind == DLOCK_LOCK_FENCED) {
 		cr_assert_gt(x->token, x->last_token, "k=%ld: token %" PRId64 " after %" PRId64, k,
 				x->token, x->last_token);
 		x->last_token = x->token;
@@ -517,15 +511,15 @@ static void kind_check(void *arg, int rc, long k)
 	}
 	cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER, "k=%ld", k);
 	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);
-	if (x->kind == FAIR)
+	if (x->kind == DLOCK_LOCK_FAIR)
 		cr_assert_eq(rh_command_int(srv[0], "LLEN redisson_lock_queue:{%s}", x->name), 0,
 				"k=%ld: left in the queue", k);
 }
 
 Test(alloc_failures, fenced_and_fair_locks, .timeout = 120)
 {
-	lock_ctx fenced = { .name = "af:fenced", .kind = FENCED };
-	lock_ctx fair = { .name = "af:fair", .kind = FAIR };
+	lock_ctx fenced = { .name = "af:fenced", .kind = DLOCK_LOCK_FENCED };
+	lock_ctx fair = { .name = "af:fair", .kind = DLOCK_LOCK_FAIR };
 	dl_torture t = { "fencedlock try_fenced + unlock", lock_setup, kind_run, kind_check,
 		lock_teardown, lock_errmsg };
 

@@ -105,7 +105,7 @@ Test(api, client_with_live_handles_refuses_to_close_and_stays_usable)
 	char msg[512];
 
 	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_lock_new(&l, c, "api-busy"), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, "api-busy", NULL), 0);
 	cr_assert_eq(dlock_client_close(c), DLOCK_EBUSY);
 	cr_assert_gt(dlock_client_errmsg_r(msg, sizeof(msg), c), 0);
 	cr_assert_neq(strstr(msg, "1 lock handle made from it is still alive"), NULL, "%s", msg);
@@ -142,7 +142,7 @@ Test(api, member_status_needs_a_known_version)
 	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 
 	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0);
-	cr_assert_eq(dlock_lock_new(&l, c, "api-status"), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, "api-status", NULL), 0);
 	cr_assert_eq(dlock_redlock_new(&rl, &l, 1, NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_redlock_try(NULL, rl, 0, 5000), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(dlock_redlock_status(&st, rl, 0), 0);

@@ -61,9 +61,12 @@ static void names_on_three_shards(char names[3][16])
 Test(cluster, locks_of_every_kind_on_every_shard)
 {
 	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	dlock_lock_options fair_opts = DLOCK_LOCK_OPTIONS_INIT;
 	char names[3][16], owner[128];
 	int64_t token = 0;
 
+	fair_opts.kind = DLOCK_LOCK_FAIR;
+	fair_opts.fair_wait_ms = 5000;
 	dl_owner(c, owner, sizeof owner);
 	names_on_three_shards(names);
 	for (int i = 0; i < 3; i++) {
@@ -78,7 +81,7 @@ Test(cluster, locks_of_every_kind_on_every_shard)
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 0);
 
 		snprintf(fname, sizeof fname, "%s-fenced", names[i]);
-		dl_pass(dlock_fencedlock_new(&fenced, c, fname));
+		dl_pass(dlock_lock_new(&fenced, c, fname, dl_kind(DLOCK_LOCK_FENCED)));
 		dl_pass(dlock_lock_try_fenced(&token, fenced, NULL, 0, 10000));
 		redisReply *counter = rh_command(
 				dl_slot_owner(cl, fname), "GET redisson_lock_token:{%s}", fname);
@@ -89,7 +92,7 @@ Test(cluster, locks_of_every_kind_on_every_shard)
 		dl_pass(dlock_lock_unlock(fenced));
 
 		snprintf(rname, sizeof rname, "%s-fair", names[i]);
-		dl_pass(dlock_fairlock_new(&fair, c, rname, 5000));
+		dl_pass(dlock_lock_new(&fair, c, rname, &fair_opts));
 		dl_pass(dlock_lock_lock(fair, 10000));
 		dl_pass(dlock_lock_unlock(fair));
 		dl_free_locks(plain, fenced, fair);
@@ -313,9 +316,9 @@ Test(cluster, a_name_that_would_be_crossslot_is_refused)
 	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
 	dlock_lock *l = NULL;
 
-	cr_assert_eq(dlock_lock_new(&l, c, "half{open"), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_new(&l, c, "half{open", NULL), DLOCK_EINVAL);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "CROSSSLOT"), "%s", dlock_errmsg_last());
-	dl_pass(dlock_lock_new(&l, c, "tagged{user1}.lock")); /* a whole tag is fine */
+	dl_pass(dlock_lock_new(&l, c, "tagged{user1}.lock", NULL)); /* a whole tag is fine */
 	dl_pass(dlock_lock_lock(l, 10000));
 	dl_pass(dlock_lock_unlock(l));
 	dl_free_locks(l);

@@ -165,7 +165,7 @@ static void *work(void *arg)
 		char name[16];
 
 		snprintf(name, sizeof name, "rs-%d", i);
-		if (dlock_lock_new(&l[i], c, name) < 0)
+		if (dlock_lock_new(&l[i], c, name, NULL) < 0)
 			dl_failures_record(&ld->failures, "lock_new: %s", dlock_errmsg_last());
 	}
 	for (unsigned k = (unsigned)wk->id; !atomic_load(&ld->stop); k += 7) {

@@ -68,10 +68,8 @@ static dlock_client *open_client(int pool_size)
 static dlock_lock *new_fair(dlock_client *c, const char *name)
 {
 	dlock_lock *l = NULL;
-	int rc = dlock_fairlock_new(&l, c, name, 0);
 
-	cr_assert_eq(rc, 0, "dlock_fairlock_new(%s): %s (%s)", name, dlock_strerror(rc),
-			dlock_errmsg_last());
+	dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)));
 	cr_assert_not_null(l);
 	return l;
 }
@@ -757,7 +755,7 @@ Test(fairlock, force_unlock_by_a_plain_handle_wakes_the_head, .timeout = 30)
 	char wch[200];
 	redisContext *sub = subscribe_waiter(name, &w, wch, sizeof wch);
 	dlock_lock *plain = NULL;
-	dl_pass(dlock_lock_new(&plain, f.c, name));
+	dl_pass(dlock_lock_new(&plain, f.c, name, NULL));
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
@@ -793,6 +791,48 @@ Test(fairlock, single_attempt_never_enqueues, .timeout = 30)
 	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
 
 	fair_holder_release(&f);
+	fair_holder_down(&f, name);
+}
+
+/* ---- 6b. the waiter timeout is the lock options' fair_wait_ms ------------- */
+
+/*
+ * A waiter without a wait limit keeps its place for the handle's
+ * fair_wait_ms past the holder's expiry (the script's deadline: now + the
+ * holder's PTTL + the wait, that is the holder's expiry + the wait), not
+ * Redisson's default 5 minutes.
+ */
+Test(fairlock, a_forever_waiter_keeps_its_place_for_fair_wait_ms, .timeout = 30)
+{
+	const char *name = "fair:wait-option";
+	const int64_t lease = 30000, fair_wait = 4000;
+	int64_t before = wall_ms();
+	fair_holder f = fair_holder_up(name, 900008, lease);
+	int64_t after = wall_ms();
+	dlock_lock_options o = DLOCK_LOCK_OPTIONS_INIT;
+	dlock_lock *mine = NULL;
+	fwaiter w;
+
+	o.kind = DLOCK_LOCK_FAIR;
+	o.fair_wait_ms = fair_wait;
+	dl_pass(dlock_lock_new(&mine, f.c, name, &o));
+	int64_t enq_from = wall_ms();
+	fwaiter_start(&w, f.c, mine, DLOCK_WAIT_FOREVER, 30000, 0);
+	await_queue_pos(name, w.owner, 0, 2000);
+	int64_t enq_by = wall_ms();
+	/* The holder's expiry is between before + lease and after + lease. The
+	 * script adds the PTTL it sees to the `now` the waiter sent, earlier by
+	 * at most the enqueueing's span; 5 ms for the milliseconds rounding. */
+	int64_t got = deadline_of(name, w.owner) - before - lease;
+	int64_t lo = fair_wait - (enq_by - enq_from) - 5, hi = fair_wait + (after - before) + 5;
+	cr_assert(got >= lo && got <= hi,
+			"the waiter's place lasts %" PRId64 " ms past the holder's lease, want "
+			"fair_wait_ms %" PRId64 " (%" PRId64 "..%" PRId64 ")",
+			got, fair_wait, lo, hi);
+
+	int64_t t_unlock = fair_holder_release(&f);
+	fwaiter_took_over(&w, "the waiter", t_unlock, "the unlock");
+	dlock_lock_free(mine);
 	fair_holder_down(&f, name);
 }
 

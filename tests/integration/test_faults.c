@@ -211,9 +211,9 @@ Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 3
 	dlock_client *ca = open_client(s, 30000), *cb = open_client(s, 30000),
 		     *cc = open_client(s, 30000);
 	dlock_lock *a = NULL, *b = NULL, *c = NULL;
-	cr_assert_eq(dlock_fairlock_new(&a, ca, "faults:fair", 0), 0);
-	cr_assert_eq(dlock_fairlock_new(&b, cb, "faults:fair", 0), 0);
-	cr_assert_eq(dlock_fairlock_new(&c, cc, "faults:fair", 0), 0);
+	cr_assert_eq(dlock_lock_new(&a, ca, "faults:fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
+	cr_assert_eq(dlock_lock_new(&b, cb, "faults:fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
+	cr_assert_eq(dlock_lock_new(&c, cc, "faults:fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
 
 	cr_assert_eq(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(a));
 	freeReplyObject(rh_command(s, "CLIENT PAUSE 1500 WRITE"));

@@ -128,7 +128,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	dlock_lock *l = NULL, *plain = NULL;
 	int64_t tok = -1;
 
-	cr_assert_eq(dlock_fencedlock_new(&l, c, "fence:one"), 0, "%s", dlock_errmsg_last());
+	dl_pass(dlock_lock_new(&l, c, "fence:one", dl_kind(DLOCK_LOCK_FENCED)));
 	cr_assert_eq(dlock_lock_token(&tok, l), 0);
 	cr_assert_eq(tok, 0, "token before any acquisition: %" PRId64, tok);
 
@@ -206,7 +206,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(dlock_lock_unlock(l), 0);
 
 	/* A plain lock has no tokens: refused, nothing taken, no counter made. */
-	cr_assert_eq(dlock_lock_new(&plain, c, "fence:plain"), 0);
+	cr_assert_eq(dlock_lock_new(&plain, c, "fence:plain", NULL), 0);
 	tok = 77;
 	rc = dlock_lock_try_fenced(&tok, plain, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain lock: %s", dlock_strerror(rc));
@@ -670,7 +670,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	dlock_lock *m[3];
 	for (int i = 0; i < 3; i++) {
 		c[i] = open_client(s[i]);
-		cr_assert_eq(dlock_fencedlock_new(&m[i], c[i], name), 0, "%s", dlock_errmsg_last());
+		dl_pass(dlock_lock_new(&m[i], c[i], name, dl_kind(DLOCK_LOCK_FENCED)));
 	}
 	dlock_multilock *ml = NULL;
 	cr_assert_eq(dlock_multilock_new(&ml, m, 3), 0, "%s", dlock_errmsg_last());
@@ -715,7 +715,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	/* Plain members cannot fence; fenced and plain cannot be mixed. */
 	dlock_lock *p[3];
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(dlock_lock_new(&p[i], c[i], "fence:multi-plain"), 0);
+		cr_assert_eq(dlock_lock_new(&p[i], c[i], "fence:multi-plain", NULL), 0);
 	dlock_multilock *pl = NULL;
 	cr_assert_eq(dlock_multilock_new(&pl, p, 3), 0);
 	int64_t tok = -1;

@@ -41,11 +41,11 @@ static dlock_lock *lock_of(dlock_client *c, const char *name, enum kind kind)
 	dlock_lock *l = NULL;
 
 	if (kind == FENCED)
-		dl_pass(dlock_fencedlock_new(&l, c, name));
+		dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FENCED)));
 	else if (kind == FAIR)
-		dl_pass(dlock_fairlock_new(&l, c, name, 0));
+		dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)));
 	else
-		dl_pass(dlock_lock_new(&l, c, name));
+		dl_pass(dlock_lock_new(&l, c, name, NULL));
 	return l;
 }
 

@@ -388,17 +388,17 @@ typedef int (*make_fn)(dlock_lock **out, dlock_client *c, const char *name);
 
 static int make_plain(dlock_lock **out, dlock_client *c, const char *name)
 {
-	return dlock_lock_new(out, c, name);
+	return dlock_lock_new(out, c, name, NULL);
 }
 
 static int make_fenced(dlock_lock **out, dlock_client *c, const char *name)
 {
-	return dlock_fencedlock_new(out, c, name);
+	return dlock_lock_new(out, c, name, dl_kind(DLOCK_LOCK_FENCED));
 }
 
 static int make_fair(dlock_lock **out, dlock_client *c, const char *name)
 {
-	return dlock_fairlock_new(out, c, name, 0);
+	return dlock_lock_new(out, c, name, dl_kind(DLOCK_LOCK_FAIR));
 }
 
 static const struct kind {
@@ -549,7 +549,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	/* Fenced: its counter is redisson_lock_token:{name}. */
 	size_t tklen;
 	char *token_key = aux_key("redisson_lock_token", name, len, &tklen);
-	cr_assert_eq(dlock_fencedlock_new(&l, c, name), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FENCED)), 0);
 	int64_t token = 0;
 	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s: fenced: %s", what,
 			dlock_lock_errmsg(l));
@@ -566,7 +566,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	dlock_lock_free(l);
 
 	/* Fair: the queue and deadlines are empty again afterwards. */
-	cr_assert_eq(dlock_fairlock_new(&l, c, name, 0), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)), 0);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s: fair: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, len, owner), 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s: fair: %s", what, dlock_lock_errmsg(l));
@@ -839,7 +839,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	dlock_lock *l = NULL;
 	int64_t token = -1;
 
-	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-list"), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, "fenced-list", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	int rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc, dlock_strerror(rc),
 			dlock_lock_errmsg(l));
@@ -851,7 +851,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 	dlock_lock_free(l);
 
-	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-text"), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, "fenced-text", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ESERVER || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_lock_errmsg(l));
@@ -868,7 +868,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	/* A re-entry while the counter is broken must not count a hold either. */
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
-	cr_assert_eq(dlock_fencedlock_new(&l, c, "fenced-reenter"), 0);
+	cr_assert_eq(dlock_lock_new(&l, c, "fenced-reenter", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s",
 			dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
@@ -903,7 +903,7 @@ Test(hostile, fair_lock_keys_of_wrong_type, .timeout = 30)
 	for (size_t i = 0; i < 3; i++) {
 		dlock_lock *l = NULL;
 		char what[64];
-		cr_assert_eq(dlock_fairlock_new(&l, c, names[i], 0), 0);
+		cr_assert_eq(dlock_lock_new(&l, c, names[i], dl_kind(DLOCK_LOCK_FAIR)), 0);
 		snprintf(what, sizeof what, "fair try on %s", names[i]);
 		expect_wrongtype(dlock_lock_try(l, 0, 10000), l, node, what);
 		snprintf(what, sizeof what, "fair try(wait) on %s", names[i]);
@@ -1130,7 +1130,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	dlock_lock *l = dl_lock(c, "oom-lock");
 	expect_acquire_refused(l, DLOCK_LEASE_WATCHDOG, node, "OOM", "at maxmemory");
 	dlock_lock *f = NULL;
-	cr_assert_eq(dlock_fencedlock_new(&f, c, "oom-fenced"), 0);
+	cr_assert_eq(dlock_lock_new(&f, c, "oom-fenced", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	int64_t token = -1;
 	int rc = dlock_lock_try_fenced(&token, f, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "fenced at maxmemory: rc %d %s", rc, dlock_lock_errmsg(f));
@@ -1693,7 +1693,7 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	rh_server *one[1] = { s };
 
 	dlock_lock *f = NULL;
-	cr_assert_eq(dlock_fencedlock_new(&f, c, "flush-fenced"), 0);
+	cr_assert_eq(dlock_lock_new(&f, c, "flush-fenced", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	int64_t t1 = 0, t2 = 0;
 	cr_assert_eq(dlock_lock_try_fenced(&t1, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
 	flush_all(one, 1);
@@ -1707,7 +1707,7 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "EXISTS flush-fenced"), 0);
 
 	dlock_lock *fair = NULL;
-	cr_assert_eq(dlock_fairlock_new(&fair, c, "flush-fair", 0), 0);
+	cr_assert_eq(dlock_lock_new(&fair, c, "flush-fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
 	flush_all(one, 1);
 	cr_assert_eq(dlock_lock_try(fair, 0, 10000), 0, "%s", dlock_lock_errmsg(fair));
 	flush_all(one, 1);

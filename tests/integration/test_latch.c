@@ -91,7 +91,7 @@ static void *churn(void *arg)
 	for (int i = 0; i < ROUNDS; i++) {
 		snprintf(name, sizeof name, "churn:%d:%d", w->id, i % 8);
 		dlock_lock *l = NULL;
-		int rc = dlock_lock_new(&l, w->c, name);
+		int rc = dlock_lock_new(&l, w->c, name, NULL);
 		if (rc == 0)
 			rc = dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG);
 		if (rc == 0)

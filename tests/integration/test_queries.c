@@ -30,7 +30,8 @@ static void open_all(const char *name)
 	for (i = 0; i < NSRV; i++) {
 		cr_assert_eq(dlock_client_open(&cli[i], rh_server_uri(srv[i]), &o), 0, "%s",
 				dlock_errmsg_last());
-		cr_assert_eq(dlock_lock_new(&lk[i], cli[i], name), 0, "%s", dlock_errmsg_last());
+		cr_assert_eq(dlock_lock_new(&lk[i], cli[i], name, NULL), 0, "%s",
+				dlock_errmsg_last());
 	}
 }
 

@@ -198,8 +198,8 @@ Test(replica_sync, fenced_and_fair_are_synced, .timeout = 60)
 	int64_t token = 0;
 
 	up(&t, 1, 400);
-	dl_pass(dlock_fencedlock_new(&f, t.c, "sync-fenced"));
-	dl_pass(dlock_fairlock_new(&q, t.c, "sync-fair", 0));
+	dl_pass(dlock_lock_new(&f, t.c, "sync-fenced", dl_kind(DLOCK_LOCK_FENCED)));
+	dl_pass(dlock_lock_new(&q, t.c, "sync-fair", dl_kind(DLOCK_LOCK_FAIR)));
 	dl_pass(dlock_lock_try_fenced(&token, f, NULL, 0, 30000));
 	cr_assert_eq(synced_of(f), 1);
 	dl_pass(dlock_lock_unlock(f));

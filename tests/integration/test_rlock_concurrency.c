@@ -318,7 +318,7 @@ static void *t4_worker(void *p)
 	for (int i = 0; locks != NULL && i < T4_NAMES; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "n:%d:%d", a->id, i);
-		int rc = dlock_lock_new(&locks[i], a->client, name);
+		int rc = dlock_lock_new(&locks[i], a->client, name, NULL);
 		if (rc == 0)
 			rc = dlock_lock_lock(locks[i], DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {

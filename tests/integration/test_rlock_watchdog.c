@@ -191,7 +191,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 		close(fds[0]);
 		o.watchdog_timeout_ms = 1000;
 		if (dlock_client_open(&c, rh_server_uri(s), &o) != 0 ||
-				dlock_lock_new(&l, c, "wd:killed") != 0)
+				dlock_lock_new(&l, c, "wd:killed", NULL) != 0)
 			_exit(1);
 		if (dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) != 0)
 			_exit(2);

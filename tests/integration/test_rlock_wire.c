@@ -883,7 +883,7 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 
 	/* Fenced: the adopted hold keeps the token its own acquire drew. */
-	cr_assert_eq(dlock_fencedlock_new(&f, c, "surplus-f"), 0);
+	cr_assert_eq(dlock_lock_new(&f, c, "surplus-f", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	cr_assert_eq(rh_command_int(srv, "HSET surplus-f %s 2", owner), 1);
 	cr_assert_eq(rh_command_int(srv, "PEXPIRE surplus-f 10000"), 1);
 	redisReply *r = rh_command(srv, "SET %s 5", "redisson_lock_token:{surplus-f}");
@@ -912,20 +912,20 @@ Test(rlock_wire, bad_arguments_are_einval_and_write_nothing, .timeout = 30)
 	cr_assert_not_null(r);
 	freeReplyObject(r);
 
-	cr_assert_eq(dlock_lock_new(&l, c, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_new(&l, c, NULL, NULL), DLOCK_EINVAL);
 	cr_assert_null(l);
-	cr_assert_eq(dlock_lock_new(&l, c, ""), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_new(&l, c, "", NULL), DLOCK_EINVAL);
 	cr_assert_null(l);
 	cr_assert_str_neq(dlock_errmsg_last(), "");
-	cr_assert_eq(dlock_lock_new(&l, NULL, "x"), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_new(NULL, c, "x"), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_new(&l, NULL, "x", NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_new(NULL, c, "x", NULL), DLOCK_EINVAL);
 	{
 		size_t big = 64 * 1024 + 1;
 		char *name = malloc(big + 1);
 		cr_assert_not_null(name);
 		memset(name, 'n', big);
 		name[big] = '\0';
-		cr_assert_eq(dlock_lock_new(&l, c, name), DLOCK_EINVAL);
+		cr_assert_eq(dlock_lock_new(&l, c, name, NULL), DLOCK_EINVAL);
 		cr_assert_null(l);
 		free(name);
 	}

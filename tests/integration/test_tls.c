@@ -4,12 +4,14 @@
  * test makes with openssl: plain and mutual TLS, a wrong CA (which ends even
  * a forever wait at once), an expired certificate, a wrong name, the insecure
  * switch, a plain client on the TLS port and a TLS client on the plain one
- * (clear errors, no hang), a stalled handshake bounded by the connect
- * timeout, and a RedLock over TLS servers.
+ * (clear errors, no hang), a plain answer to the hello told as such, a
+ * stalled handshake bounded by the connect timeout, and a RedLock over TLS
+ * servers.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,6 +319,44 @@ Test(tls, a_tls_client_on_the_plain_port_fails_fast)
 	dlock_client_options o = tls_options("ca.crt");
 	o.connect_timeout_ms = 500;
 	open_fails(tls_on_plain, &o, "TLS handshake", "TLS port");
+}
+
+/* A plain server that answers the hello (as a proxy or an older Redis that
+ * rejects the bytes at once does): one connection, one error line. */
+static void *answer_plain(void *arg)
+{
+	int lfd = *(int *)arg, fd = accept(lfd, NULL, NULL);
+	char buf[1024];
+	static const char reply[] = "-ERR Protocol error: expected '*', got '\x16'\r\n";
+
+	if (fd < 0)
+		return NULL;
+	if (read(fd, buf, sizeof buf) > 0 && write(fd, reply, sizeof reply - 1) < 0)
+		perror("answer_plain: write");
+	close(fd);
+	return NULL;
+}
+
+/* OpenSSL reads "-ERR ..." as a record of a bad version: the handshake
+ * failure is told (by its reason code) as a plain server, refused at once. */
+Test(tls, a_plain_answer_to_the_hello_says_plain_port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	pthread_t th;
+	char uri[64];
+
+	cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+			listen(fd, 8) == 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	cr_assert_eq(pthread_create(&th, NULL, answer_plain, &fd), 0);
+	snprintf(uri, sizeof uri, "rediss://127.0.0.1:%d", ntohs(sa.sin_port));
+	dlock_client_options o = tls_options("ca.crt");
+	open_fails(uri, &o, "answered without TLS", "use redis://");
+	pthread_join(th, NULL);
+	close(fd);
 }
 
 /* A listener that never answers: the TCP connect completes (the backlog),

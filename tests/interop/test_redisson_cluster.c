@@ -321,7 +321,7 @@ Test(redisson_cluster, a_fair_lock_is_handed_from_redisson_to_dlock_and_back)
 	const char *name = names[0];
 	rh_server *at = dl_slot_owner(cl, name);
 	dlock_lock *l = NULL;
-	dl_pass(dlock_fairlock_new(&l, cli, name, 0));
+	dl_pass(dlock_lock_new(&l, cli, name, dl_kind(DLOCK_LOCK_FAIR)));
 
 	/* Redisson -> dlock. */
 	jp_ok(peer, &r, "w0", "lock fair %s -1", name);

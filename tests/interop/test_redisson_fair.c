@@ -40,7 +40,7 @@ TestSuite(redisson_fair, .init = setup, .fini = teardown, .timeout = 180);
 static dlock_lock *fair_lock(void)
 {
 	dlock_lock *l = NULL;
-	dl_pass(dlock_fairlock_new(&l, cli, "fair", 0));
+	dl_pass(dlock_lock_new(&l, cli, "fair", dl_kind(DLOCK_LOCK_FAIR)));
 	return l;
 }
 
@@ -327,7 +327,7 @@ static int64_t dlock_plain_handle_forces(void)
 {
 	dlock_lock *plain = NULL;
 	int deleted = 0;
-	dl_pass(dlock_lock_new(&plain, cli, "fair"));
+	dl_pass(dlock_lock_new(&plain, cli, "fair", NULL));
 	int64_t start = jp_now_ns();
 	dl_pass(dlock_lock_force_unlock(&deleted, plain));
 	cr_assert_eq(deleted, 1);
@@ -406,7 +406,7 @@ static int64_t dlock_token(dlock_lock *l)
 Test(redisson_fair, fencing_tokens_rise_across_languages)
 {
 	dlock_lock *l = NULL;
-	dl_pass(dlock_fencedlock_new(&l, cli, "fenced"));
+	dl_pass(dlock_lock_new(&l, cli, "fenced", dl_kind(DLOCK_LOCK_FENCED)));
 	int64_t last = 0;
 	for (int i = 0; i < 8; i++) {
 		int java = i % 3 != 1; /* J C J J C J J C: runs of both */

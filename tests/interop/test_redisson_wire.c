@@ -291,7 +291,7 @@ Test(redisson_wire, rlock_data_and_messages_match)
 Test(redisson_wire, fair_lock_data_and_messages_match)
 {
 	dlock_lock *l = NULL;
-	dl_pass(dlock_fairlock_new(&l, cli, C_NAME, 0));
+	dl_pass(dlock_lock_new(&l, cli, C_NAME, dl_kind(DLOCK_LOCK_FAIR)));
 	same_steps("fair", l, reentry, sizeof reentry / sizeof reentry[0]);
 	dlock_lock_free(l);
 }
@@ -299,7 +299,7 @@ Test(redisson_wire, fair_lock_data_and_messages_match)
 Test(redisson_wire, fenced_lock_data_and_messages_match)
 {
 	dlock_lock *l = NULL;
-	dl_pass(dlock_fencedlock_new(&l, cli, C_NAME));
+	dl_pass(dlock_lock_new(&l, cli, C_NAME, dl_kind(DLOCK_LOCK_FENCED)));
 	same_steps("fenced", l, reentry, sizeof reentry / sizeof reentry[0]);
 	dlock_lock_free(l);
 }

@@ -167,7 +167,7 @@ static void scenario_shared_client(rh_server *s, int watch)
 	dlock_client *c = open_client_watching(s, 300, 3, watch);
 	int ok = 1;
 
-	dlock_lock_new(&sh.lock, c, "stress:rlock");
+	dlock_lock_new(&sh.lock, c, "stress:rlock", NULL);
 	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
 	sh.rounds = 150;
 	run_threads(rlock_worker, &sh, 8);
@@ -224,9 +224,9 @@ static void scenario_force_unlock(rh_server *s, int watch)
 	pthread_t b;
 	int ok = 1;
 
-	dlock_lock_new(&sh.lock, c, "stress:force");
+	dlock_lock_new(&sh.lock, c, "stress:force", NULL);
 	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
-	dlock_lock_new(&breaker_lock, other, "stress:force");
+	dlock_lock_new(&breaker_lock, other, "stress:force", NULL);
 	sh.rounds = 100;
 	atomic_store(&stop_breaker, 0);
 	pthread_create(&b, NULL, breaker, breaker_lock);
@@ -298,7 +298,7 @@ static void scenario_quorum(rh_server **s)
 
 	for (i = 0; i < 3; i++) {
 		c[i] = open_client(s[i], 600, 4);
-		dlock_lock_new(&m[i], c[i], "stress:quorum");
+		dlock_lock_new(&m[i], c[i], "stress:quorum", NULL);
 	}
 	o.restart_guard_ms = 0;
 	dlock_redlock_new(&sh.redlock, m, 3, &o);
@@ -351,7 +351,7 @@ static void scenario_churn(rh_server *s)
 		dlock_client *c = open_client(s, 30, 2);
 		dlock_lock *l;
 
-		dlock_lock_new(&l, c, "stress:churn");
+		dlock_lock_new(&l, c, "stress:churn", NULL);
 		CHECK(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s",
 				dlock_lock_errmsg(l));
 		usleep(ms(15) * 1000); /* the watchdog runs (every 10 ms) */
@@ -385,7 +385,7 @@ static void *cluster_worker(void *arg)
 		int rc;
 
 		snprintf(name, sizeof name, "stress:cl:%d:%d", a->id, i);
-		rc = dlock_lock_new(&l, a->c, name);
+		rc = dlock_lock_new(&l, a->c, name, NULL);
 		if (rc == 0)
 			rc = dlock_lock_try(l, 5000, i % 2 ? DLOCK_LEASE_WATCHDOG : 5000);
 		if (rc == 0)
@@ -428,7 +428,7 @@ static void scenario_cluster(void)
 		pthread_join(t[i], NULL);
 	CHECK(atomic_load(&errors) == 0, "%d errors on distinct names", atomic_load(&errors));
 	/* One name, 8 threads, the watchdog renewing at its node meanwhile. */
-	dlock_lock_new(&sh.lock, c, "stress:cluster");
+	dlock_lock_new(&sh.lock, c, "stress:cluster", NULL);
 	dlock_lock_set_lost_cb(sh.lock, on_lost, &sh);
 	sh.rounds = 40;
 	run_threads(rlock_worker, &sh, 8);

@@ -42,11 +42,24 @@ dlock_client *dl_client_opts(const char *uri, const dlock_client_options *o)
 dlock_lock *dl_lock(dlock_client *client, const char *name)
 {
 	dlock_lock *l = NULL;
-	int rc = dlock_lock_new(&l, client, name);
+	int rc = dlock_lock_new(&l, client, name, NULL);
 
 	cr_assert_eq(rc, 0, "dlock_lock_new %s: %s (%s)", name, dlock_strerror(rc),
 			dlock_errmsg_last());
 	return l;
+}
+
+const dlock_lock_options *dl_kind(dlock_lock_kind kind)
+{
+	static const dlock_lock_options kinds[] = {
+		{ DLOCK_LOCK_OPTIONS_VERSION, DLOCK_LOCK_PLAIN, DLOCK_FAIR_WAIT_DEFAULT },
+		{ DLOCK_LOCK_OPTIONS_VERSION, DLOCK_LOCK_FAIR, DLOCK_FAIR_WAIT_DEFAULT },
+		{ DLOCK_LOCK_OPTIONS_VERSION, DLOCK_LOCK_FENCED, DLOCK_FAIR_WAIT_DEFAULT },
+	};
+
+	cr_assert((int)kind >= 0 && (size_t)kind < sizeof(kinds) / sizeof(*kinds),
+			"dl_kind: no kind %d", (int)kind);
+	return &kinds[kind];
 }
 
 void dl_owner(dlock_client *client, char *buf, size_t len)

@@ -117,6 +117,10 @@ dlock_client *dl_client_opts(const char *uri, const dlock_client_options *o);
 /* A lock handle, failing the test when it cannot be made. */
 dlock_lock *dl_lock(dlock_client *client, const char *name);
 
+/* Lock options of a kind, with the other fields at their defaults (static:
+ * never freed), for dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)). */
+const dlock_lock_options *dl_kind(dlock_lock_kind kind);
+
 /* The calling thread's owner string on client. */
 void dl_owner(dlock_client *client, char *buf, size_t len);
 

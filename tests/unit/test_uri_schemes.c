@@ -187,3 +187,37 @@ Test(uri_schemes, cluster_lists_seed_nodes, .timeout = 10)
 	cr_assert(u.cluster && u.tls, "rediss+cluster:// is TLS");
 	dlock__uri_clear(&u);
 }
+
+/* The examples dlock_client_open()'s comment gives, one per form: each parses. */
+Test(uri_schemes, the_documented_examples_parse, .timeout = 10)
+{
+	static const char *const documented[] = {
+		"redis://:s3cret@10.0.0.5:6380/2",
+		"redis://[::1]:6379",
+		"rediss://app:s3cret@redis.example.com:6380",
+		"unix:///var/run/redis/redis.sock?db=1",
+		"redis+unix:///tmp/redis.sock",
+		"redis+sentinel://:s3cret@10.0.0.1,10.0.0.2:26380/mymaster/0",
+		"redis+cluster://10.0.0.1:7000,10.0.0.2:7000",
+		"rediss+cluster://redis-1.example.com:7000",
+	};
+
+	for (size_t i = 0; i < sizeof documented / sizeof documented[0]; i++) {
+		dlock__uri u;
+		char err[256];
+		int rc = dlock__uri_parse(&u, documented[i], err, sizeof err);
+
+		cr_assert_eq(rc, 0, "%s: rc %d (%s)", documented[i], rc, err);
+		dlock__uri_clear(&u);
+	}
+}
+
+/* The comment says there is no TLS form of Sentinel: the parser agrees. */
+Test(uri_schemes, rediss_sentinel_is_refused, .timeout = 10)
+{
+	dlock__uri u;
+	char err[256];
+
+	cr_assert_eq(dlock__uri_parse(&u, "rediss+sentinel://h/m", err, sizeof err), DLOCK_EINVAL);
+	cr_assert_neq(strstr(err, "unsupported scheme"), NULL, "%s", err);
+}

@@ -7,28 +7,32 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/base/fields.h"
 
 static dlock_allocator allocator = { DLOCK_ALLOCATOR_VERSION, malloc, realloc, free };
 
+/* The fields after `version`, and the version that added each. */
+static const dlock__field fields[] = {
+	DLOCK__FIELD(dlock_allocator, malloc_fn, 1),
+	DLOCK__FIELD(dlock_allocator, realloc_fn, 1),
+	DLOCK__FIELD(dlock_allocator, free_fn, 1),
+};
+static const dlock_allocator defaults = { DLOCK_ALLOCATOR_VERSION, malloc, realloc, free };
+static const dlock__versioned versioned = DLOCK__VERSIONED("allocator",
+		"version = DLOCK_ALLOCATOR_VERSION", DLOCK_ALLOCATOR_VERSION, dlock_allocator,
+		&defaults, fields);
+
 int dlock_set_allocator(const dlock_allocator *a)
 {
-	if (a == NULL) {
-		allocator.malloc_fn = malloc;
-		allocator.realloc_fn = realloc;
-		allocator.free_fn = free;
-		return 0;
-	}
-	if (a->version == 0 || a->version > DLOCK_ALLOCATOR_VERSION)
-		return dlock__seterr(DLOCK_EINVAL,
-				"allocator: unknown version %u (this library "
-				"knows 1..%d)",
-				a->version, DLOCK_ALLOCATOR_VERSION);
-	if (a->malloc_fn == NULL || a->realloc_fn == NULL || a->free_fn == NULL)
+	dlock_allocator next;
+	int rc;
+
+	/* NULL loads the defaults: malloc, realloc, free. */
+	if ((rc = dlock__versioned_load(&next, a, &versioned)) < 0)
+		return rc;
+	if (next.malloc_fn == NULL || next.realloc_fn == NULL || next.free_fn == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "allocator: a function is NULL");
-	/* Version 1's fields; later versions add theirs here. */
-	allocator.malloc_fn = a->malloc_fn;
-	allocator.realloc_fn = a->realloc_fn;
-	allocator.free_fn = a->free_fn;
+	allocator = next;
 	return 0;
 }
 

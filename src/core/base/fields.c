@@ -11,8 +11,15 @@ static int known_version(unsigned int version, const dlock__versioned *v)
 	if (version > 0 && version <= v->current)
 		return 0;
 	return dlock__seterr(DLOCK_EINVAL,
-			"%s: unknown version %u (this library knows 1..%u): initialise them with %s",
+			"%s: unknown version %u (this library knows 1..%u): initialise with %s",
 			v->what, version, v->current, v->init_name);
+}
+
+int dlock__versioned_check(const void *s, const dlock__versioned *v)
+{
+	if (s == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "%s: NULL", v->what);
+	return known_version(*(const unsigned int *)s, v);
 }
 
 static void copy_fields(void *dst, const void *src, unsigned int version, const dlock__versioned *v)
@@ -41,15 +48,23 @@ int dlock__versioned_init(void *opts, unsigned int version, const dlock__version
 
 int dlock__versioned_load(void *dst, const void *src, const dlock__versioned *v)
 {
-	unsigned int version;
 	int rc;
 
 	memcpy(dst, v->defaults, v->size);
 	if (src == NULL)
 		return 0;
-	version = *(const unsigned int *)src;
-	if ((rc = known_version(version, v)) < 0)
+	if ((rc = dlock__versioned_check(src, v)) < 0)
 		return rc;
-	copy_fields(dst, src, version, v);
+	copy_fields(dst, src, *(const unsigned int *)src, v);
+	return 0;
+}
+
+int dlock__versioned_store(void *dst, const void *src, const dlock__versioned *v)
+{
+	int rc;
+
+	if ((rc = dlock__versioned_check(dst, v)) < 0)
+		return rc;
+	copy_fields(dst, src, *(const unsigned int *)dst, v);
 	return 0;
 }

@@ -239,7 +239,7 @@ static int open_member(void *self, dlock_client **out, const char *host, int por
 	return rc;
 }
 
-int dlock_client_close(dlock_client *c)
+int dlock_client_free(dlock_client *c)
 {
 	int64_t handles;
 
@@ -256,6 +256,12 @@ int dlock_client_close(dlock_client *c)
 						handles == 1 ? "is" : "are"));
 	free_client(c);
 	return 0;
+}
+
+/* The name before 1.0, kept so existing programs need not change. */
+int dlock_client_close(dlock_client *c)
+{
+	return dlock_client_free(c);
 }
 
 void dlock__client_handle_added(dlock_client *c, int delta)

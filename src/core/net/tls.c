@@ -120,19 +120,66 @@ static int ctx_make(dlock__tls_ctx **out, SSL_CTX *ssl, const char *name)
 
 static _Thread_local char tls_reason[256];
 
-/* OpenSSL's queue of errors, as one short line ("" when empty); cleared. */
-static const char *take_ssl_errors(void)
+/*
+ * Whether an OpenSSL error says the server's first bytes were no TLS record:
+ * a plain Redis port answering the hello ("-ERR ..."). Told by reason code,
+ * not by its text, which OpenSSL may reword; the code a version gives
+ * differs (1.1 and 3.0: wrong version number or packet length too long; 3.2
+ * on: record layer failure as well), hence the guards.
+ */
+static int says_plain_server(unsigned long e)
+{
+	if (ERR_GET_LIB(e) != ERR_LIB_SSL)
+		return 0;
+	switch (ERR_GET_REASON(e)) {
+#ifdef SSL_R_WRONG_VERSION_NUMBER
+	case SSL_R_WRONG_VERSION_NUMBER:
+#endif
+#ifdef SSL_R_PACKET_LENGTH_TOO_LONG
+	case SSL_R_PACKET_LENGTH_TOO_LONG:
+#endif
+#ifdef SSL_R_RECORD_LAYER_FAILURE
+	case SSL_R_RECORD_LAYER_FAILURE:
+#endif
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* OpenSSL's queue of errors, taken (cleared): the last one's reason as one
+ * short line for messages ("" when empty), and what the codes say. */
+typedef struct ssl_errors {
+	const char *why;
+	int any;   /* the queue had an error */
+	int plain; /* one of them: a server without TLS answered */
+} ssl_errors;
+
+static void take_errors(ssl_errors *out)
 {
 	unsigned long e, last = 0;
 
-	while ((e = ERR_get_error()) != 0)
+	out->plain = 0;
+	while ((e = ERR_get_error()) != 0) {
+		out->plain |= says_plain_server(e);
 		last = e;
+	}
+	out->any = last != 0;
+	out->why = "";
 	if (last == 0)
-		return "";
+		return;
 	snprintf(tls_reason, sizeof tls_reason, "%s",
 			ERR_reason_error_string(last) ? ERR_reason_error_string(last)
 						      : "unknown TLS error");
-	return tls_reason;
+	out->why = tls_reason;
+}
+
+static const char *take_ssl_errors(void)
+{
+	ssl_errors e;
+
+	take_errors(&e);
+	return e.why;
 }
 
 /* A file the options name must be readable: say why not in the OS's words
@@ -275,12 +322,13 @@ static int name_mismatch(dlock__conn *c)
 static int handshake_failed(dlock__conn *c, SSL *ssl, int ret, int err)
 {
 	long verify = SSL_get_verify_result(ssl);
-	const char *why = take_ssl_errors();
 	const dlock__tls_ctx *t = c->tls_ctx;
-	int plain = strstr(why, "wrong version number") || strstr(why, "packet length too long") ||
-			strstr(why, "record layer failure");
-	int closed = !plain && (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN ||
-					       *why == '\0');
+	ssl_errors e;
+	int plain, closed;
+
+	take_errors(&e);
+	plain = e.plain;
+	closed = !plain && (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN || !e.any);
 
 	c->broken = 1;
 	/* Refusals no retry changes end a wait at once; a closed connection
@@ -298,13 +346,13 @@ static int handshake_failed(dlock__conn *c, SSL *ssl, int ret, int err)
 		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS handshake: the server answered without TLS (%s): is this a "
 				"plain port? use redis:// for it",
-				why);
+				e.why);
 	if (closed)
 		return dlock__seterr_node(DLOCK_ECONN, c->label,
 				"TLS handshake: %s (is this the server's TLS port?)",
 				ret == 0 || errno == 0 ? "the server closed the connection"
 						       : strerror(errno));
-	return dlock__seterr_node(DLOCK_ECONN, c->label, "TLS handshake: %s", why);
+	return dlock__seterr_node(DLOCK_ECONN, c->label, "TLS handshake: %s", e.why);
 }
 
 int dlock__tls_handshake(dlock__conn *c)
