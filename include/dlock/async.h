@@ -6,8 +6,9 @@
  * operation runs on the loop of its lock's client (dlock/loop.h: the
  * caller's loop, or the client's background thread when it was opened
  * without one) and ends with exactly one callback, never from inside the
- * call that started it. The blocking calls (dlock_lock_try() ...) are these
- * operations driven to their end on the calling thread.
+ * call that started it. This release has them for single locks (plain,
+ * fair, fenced); MultiLock and RedLock operations, and a watch for lost
+ * holds, come next on the same engine.
  *
  * Owners are explicit: an asynchronous caller has no thread of its own to
  * name (use dlock_client_owner() for a Redisson-style `<uuid>:<id>`).
@@ -48,10 +49,10 @@ typedef struct dlock_result {
 	/** Not acquired because another owner holds it: its remaining TTL, ms;
 	 *  otherwise -1. */
 	int64_t holder_ttl_ms;
-	/** A lost hold (dlock_*_watch_async): the dlock_lost_reason; else 0. */
+	/** Reserved for lost-hold events (a watch operation): 0. */
 	int lost_reason;
-	/** MultiLock/RedLock: each member's vote in the last attempt (index as
-	 *  the members were given); NULL and 0 for a single lock. */
+	/** Reserved for MultiLock/RedLock operations (each member's vote):
+	 *  NULL and 0 for a single lock. */
 	const dlock_member_status *members;
 	size_t nmembers;
 } dlock_result;
@@ -72,26 +73,6 @@ DLOCK_EXTERN int dlock_lock_acquire_async(dlock_op **out, dlock_lock *lock, cons
 /** Release one hold of `owner` (as dlock_lock_unlock_as()). */
 DLOCK_EXTERN int dlock_lock_release_async(dlock_op **out, dlock_lock *lock, const char *owner,
 		dlock_op_cb cb, void *userdata);
-
-/**
- * Watch `owner`'s hold: the callback comes when it is lost (code DLOCK_ELOST,
- * lost_reason set), when it is released (code 0), or when canceled. The
- * event form of dlock_lock_set_lost_cb(). DLOCK_ENOTOWNER when not held.
- */
-DLOCK_EXTERN int dlock_lock_watch_async(dlock_op **out, dlock_lock *lock, const char *owner,
-		dlock_op_cb cb, void *userdata);
-
-/** The same for a MultiLock: all members or none. */
-DLOCK_EXTERN int dlock_multilock_acquire_async(dlock_op **out, dlock_multilock *lock,
-		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
-DLOCK_EXTERN int dlock_multilock_release_async(dlock_op **out, dlock_multilock *lock,
-		const char *owner, dlock_op_cb cb, void *userdata);
-
-/** The same for a RedLock: a quorum of members, validity as dlock_redlock_try(). */
-DLOCK_EXTERN int dlock_redlock_acquire_async(dlock_op **out, dlock_redlock *lock,
-		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
-DLOCK_EXTERN int dlock_redlock_release_async(dlock_op **out, dlock_redlock *lock,
-		const char *owner, dlock_op_cb cb, void *userdata);
 
 /**
  * End the operation early. Its callback comes once, with DLOCK_ECANCELED,
