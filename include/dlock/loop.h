@@ -90,8 +90,10 @@ DLOCK_EXTERN int dlock_loop_fd(const dlock_loop *loop);
  * Run what is ready, waiting up to `timeout_ms` for something to be
  * (0: do not wait; -1: until something ran). For a loop made without
  * callbacks; a program with no loop of its own may simply call it
- * repeatedly. Returns 1 while anything is pending on the loop (operations,
- * holds, subscriptions), 0 when nothing is, or DLOCK_EINVAL/DLOCK_ESYS.
+ * repeatedly. Returns 1 while asynchronous operations started on the loop's
+ * clients have not had their callback, 0 when none is pending (holds may
+ * still be renewed: keep driving the loop while you hold locks), or
+ * DLOCK_EINVAL/DLOCK_ESYS.
  */
 DLOCK_EXTERN int dlock_loop_run(dlock_loop *loop, int64_t timeout_ms);
 
