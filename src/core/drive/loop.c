@@ -266,19 +266,30 @@ void dlock__loop_unpost(dlock__loop *l, dlock__task *t)
 	dlock__mutex_unlock(&l->post_mu);
 }
 
-/* Run the tasks posted so far (not those they post: next turn). */
+/* Run the tasks posted so far (not those they post: next turn). Each is
+ * unlinked under the lock before it runs: another thread may post it again
+ * at once, relinking it. */
 static void run_posted(dlock__loop *l)
 {
-	dlock__task *t, *next;
+	size_t n = 0, i;
+	dlock__task *t;
 
 	dlock__mutex_lock(&l->post_mu);
-	t = l->posted;
-	l->posted = l->posted_tail = NULL;
-	for (next = t; next != NULL; next = next->next)
-		next->queued = 0;
+	for (t = l->posted; t != NULL; t = t->next)
+		n++;
 	dlock__mutex_unlock(&l->post_mu);
-	for (; t != NULL; t = next) {
-		next = t->next;
+	for (i = 0; i < n; i++) {
+		dlock__mutex_lock(&l->post_mu);
+		t = l->posted;
+		if (t != NULL) {
+			l->posted = t->next;
+			if (l->posted == NULL)
+				l->posted_tail = NULL;
+			t->queued = 0;
+		}
+		dlock__mutex_unlock(&l->post_mu);
+		if (t == NULL)
+			break;
 		t->run(t); /* may free t */
 	}
 }
