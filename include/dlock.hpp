@@ -231,10 +231,27 @@ public:
 	}
 	void unlock(std::error_code &ec) noexcept { set_code(ec, self().release()); }
 
+	/** The lease of later acquisitions: dlock::watchdog (default) or > 0. */
+	void set_lease(std::chrono::milliseconds lease) noexcept { lease_ = lease; }
+	std::chrono::milliseconds lease() const noexcept { return lease_; }
+
+	/** How long the hold is certain to last (no traffic); each class also
+	 *  has validity(std::error_code &), which this one throws from. */
+	std::chrono::milliseconds validity() const
+	{
+		std::error_code ec;
+		auto ms = static_cast<const Self &>(*this).validity(ec);
+		if (ec)
+			throw_error(ec.value());
+		return ms;
+	}
+
 protected:
 	timed_lockable() = default;
 
 private:
+	std::chrono::milliseconds lease_{DLOCK_LEASE_WATCHDOG};
+
 	Self &self() noexcept { return static_cast<Self &>(*this); }
 
 	static void check(int rc)
@@ -361,22 +378,11 @@ public:
 	const char *name() const noexcept { return s_ ? dlock_lock_name(s_->h) : ""; }
 	kind lock_kind() const noexcept { return kind_; }
 
-	/** The lease of later acquisitions: dlock::watchdog (default) or > 0. */
-	void set_lease(std::chrono::milliseconds lease) noexcept { lease_ = lease; }
-	std::chrono::milliseconds lease() const noexcept { return lease_; }
-
 	/** The calling thread holds it, by this process's records (no traffic). */
 	bool is_held() const noexcept { return s_ && dlock_lock_check(s_->h, nullptr) == 0; }
 
 	/** How long the calling thread's hold is certain to last (no traffic). */
-	std::chrono::milliseconds validity() const
-	{
-		std::error_code ec;
-		auto ms = validity(ec);
-		if (ec)
-			detail::throw_error(ec.value());
-		return ms;
-	}
+	using detail::timed_lockable<rlock>::validity;
 	std::chrono::milliseconds validity(std::error_code &ec) const noexcept
 	{
 		std::int64_t ms = 0;
@@ -428,7 +434,7 @@ private:
 
 	int acquire(std::int64_t wait) noexcept
 	{
-		std::int64_t lease = lease_.count();
+		std::int64_t lease = this->lease().count();
 		if (kind_ != kind::fenced)
 			return dlock_lock_try(native(), wait, lease);
 		std::int64_t t = 0;
@@ -442,7 +448,6 @@ private:
 
 	std::shared_ptr<state> s_;
 	kind kind_;
-	std::chrono::milliseconds lease_ = watchdog;
 };
 
 namespace detail {
@@ -488,21 +493,11 @@ public:
 	dlock_multilock *native() const noexcept { return s_ ? s_->h : nullptr; }
 	std::size_t size() const noexcept { return s_ ? dlock_multilock_size(s_->h) : 0; }
 
-	void set_lease(std::chrono::milliseconds lease) noexcept { lease_ = lease; }
-	std::chrono::milliseconds lease() const noexcept { return lease_; }
-
 	/** Every member held by the calling thread, by local records. */
 	bool is_held() const noexcept { return s_ && dlock_multilock_check(s_->h, nullptr) == 0; }
 
 	/** The shortest validity of the members (no traffic). */
-	std::chrono::milliseconds validity() const
-	{
-		std::error_code ec;
-		auto ms = validity(ec);
-		if (ec)
-			detail::throw_error(ec.value());
-		return ms;
-	}
+	using detail::timed_lockable<multilock>::validity;
 	std::chrono::milliseconds validity(std::error_code &ec) const noexcept
 	{
 		std::int64_t ms = 0;
@@ -538,7 +533,7 @@ private:
 
 	int acquire(std::int64_t wait) noexcept
 	{
-		std::int64_t lease = lease_.count();
+		std::int64_t lease = this->lease().count();
 		if (!fenced_)
 			return dlock_multilock_try(native(), wait, lease);
 		std::int64_t t = 0;
@@ -552,7 +547,6 @@ private:
 
 	std::shared_ptr<state> s_;
 	bool fenced_ = false;
-	std::chrono::milliseconds lease_ = watchdog;
 };
 
 /** One lock on a quorum (n/2 + 1) of n servers (dlock/redlock.h). */
@@ -606,21 +600,11 @@ public:
 	std::size_t size() const noexcept { return s_ ? dlock_redlock_size(s_->h) : 0; }
 	std::size_t quorum() const noexcept { return s_ ? dlock_redlock_quorum(s_->h) : 0; }
 
-	void set_lease(std::chrono::milliseconds lease) noexcept { lease_ = lease; }
-	std::chrono::milliseconds lease() const noexcept { return lease_; }
-
 	/** Held on a quorum by the calling thread, by local records. */
 	bool is_held() const noexcept { return s_ && dlock_redlock_check(s_->h, nullptr) == 0; }
 
 	/** How long the quorum's holds are certain to last (no traffic). */
-	std::chrono::milliseconds validity() const
-	{
-		std::error_code ec;
-		auto ms = validity(ec);
-		if (ec)
-			detail::throw_error(ec.value());
-		return ms;
-	}
+	using detail::timed_lockable<redlock>::validity;
 	std::chrono::milliseconds validity(std::error_code &ec) const noexcept
 	{
 		std::int64_t ms = 0;
@@ -676,7 +660,7 @@ private:
 
 	int acquire(std::int64_t wait) noexcept
 	{
-		std::int64_t lease = lease_.count();
+		std::int64_t lease = this->lease().count();
 		if (!fenced_)
 			return dlock_redlock_try(nullptr, native(), wait, lease);
 		std::int64_t t = 0;
@@ -690,7 +674,6 @@ private:
 
 	std::shared_ptr<state> s_;
 	bool fenced_ = false;
-	std::chrono::milliseconds lease_ = watchdog;
 };
 
 } // namespace dlock
