@@ -194,7 +194,7 @@ int dlock__acquire_sync_check(dlock_lock *l, int sync_rc, const redisReply *sync
  * count is unknown): give back exactly this hold - for a re-entry, only
  * the count it added - and fail with the check's code.
  */
-static int unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code)
+int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code)
 {
 	char msg[DLOCK__ERRMSG_MAX];
 	dlock__rollback u;
@@ -242,7 +242,7 @@ static int run_acquire(dlock_lock *l, dlock__acquire *a, int64_t wait_ms, int ke
 	if (rc == 0)
 		rc = dlock__acquire_finish(l, a, *r, sent_at, ttl);
 	if (rc == 0 && syncing && (rc = dlock__acquire_sync_check(l, wrc, wr)) < 0)
-		rc = unsynced(l, a, wait_ms, rc);
+		rc = dlock__acquire_unsynced(l, a, wait_ms, rc);
 	freeReplyObject(wr);
 	return rc;
 }

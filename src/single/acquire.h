@@ -76,10 +76,8 @@ int dlock__acquire_keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_erro
 int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 char *dlock__acquire_channel(dlock_lock *l, const char *owner, size_t *len);
 int64_t dlock__acquire_next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now);
+int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code);
 void dlock__acquire_fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled);
-
-/* The loop a lock's asynchronous operations run on: its client's. */
-struct dlock_loop *dlock__lock_loop(dlock_lock *l);
 
 /* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
 int64_t dlock__wall_ms(void);

@@ -19,26 +19,27 @@
 #include "core/base/time.h"
 #include "core/drive/debts.h"
 #include "core/drive/mux_loop.h"
-#include "core/drive/op.h"
 #include "core/drive/reactor.h"
+#include "core/drive/sync.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
+#include "single/lock_op.h"
 
 /* How long an attempt waits for replies a server owes (as acquire.c). */
 #define OWED_GRACE_MS 20
 #define OWED_LOOK_MS 5
 
 typedef struct acquire_op {
-	dlock_op op; /* first */
-	dlock_lock *l;
-	char *owner;
+	dlock__lock_op lo; /* first: the op, the lock, the owner */
 	int64_t wait_ms, lease_ms, started, deadline, owed_until;
 	int64_t ttl, backoff, sent_at;
 	int rc, keep_place, unsettled, in_flight, waiting;
 	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
 	dlock__acquire a;
 	dlock__rollback undo;
-	dlock__mux_op mop;
+	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
+	size_t nmop;
+	dlock__sync sync;
 	dlock__mux_loop ml;
 	char *channel;
 	size_t channel_len;
@@ -58,8 +59,8 @@ static void stop_listening(acquire_op *o)
 	if (o->sub != NULL)
 		dlock__sub_unlisten(o->rx, o->sub, &o->li);
 	o->sub = NULL;
-	dlock__timer_stop(o->op.loop, &o->timer);
-	dlock__loop_unpost(o->op.loop, &o->wake_task);
+	dlock__timer_stop(o->lo.op.loop, &o->timer);
+	dlock__loop_unpost(o->lo.op.loop, &o->wake_task);
 	o->waiting = 0;
 }
 
@@ -68,32 +69,32 @@ static void conclude(acquire_op *o, int rc)
 {
 	stop_listening(o);
 	if (rc == 0) {
-		o->op.result.token = o->a.token;
-		dlock_lock_validity(&o->op.result.validity_ms, o->l, o->owner);
-	} else if (o->l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0) {
+		o->lo.op.result.token = o->a.token;
+		dlock_lock_validity(&o->lo.op.result.validity_ms, o->lo.l, o->lo.owner);
+	} else if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0) {
 		char msg[DLOCK__ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
-		dlock__acquire_fair_give_up(o->l, &o->a, o->wait_ms, o->unsettled);
+		dlock__acquire_fair_give_up(o->lo.l, &o->a, o->wait_ms, o->unsettled);
 		dlock__seterr(rc, "%s", msg);
 	}
 	if (rc == DLOCK_ENOTACQUIRED)
-		o->op.result.holder_ttl_ms = o->ttl;
-	dlock__op_finish(&o->op, dlock__errbuf_record(&o->l->err, rc));
+		o->lo.op.result.holder_ttl_ms = o->ttl;
+	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
 }
 
 /* Listen on the channel (once), and look again at `wake` at the latest. */
 static void wait_for(acquire_op *o, int64_t wake)
 {
 	if (o->channel == NULL) {
-		o->channel = dlock__acquire_channel(o->l, o->owner, &o->channel_len);
+		o->channel = dlock__acquire_channel(o->lo.l, o->lo.owner, &o->channel_len);
 		o->rx = o->channel != NULL
-				? dlock__client_reactor_for(o->l->client, o->channel, o->channel_len)
+				? dlock__client_reactor_for(o->lo.l->client, o->channel, o->channel_len)
 				: NULL;
 		if (o->rx != NULL)
 			o->sub = dlock__sub_listen(o->rx, o->channel, o->channel_len, &o->li);
 		if (o->channel == NULL || (o->rx != NULL && o->sub == NULL)) {
-			conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->l->shown));
+			conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown));
 			return;
 		}
 	}
@@ -101,7 +102,7 @@ static void wait_for(acquire_op *o, int64_t wake)
 	if (o->woken_meanwhile) /* the unlock may have come after the attempt was answered */
 		wake = dlock__now_ms();
 	o->woken_meanwhile = 0;
-	dlock__timer_set(o->op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
+	dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
 }
 
 /* What an answered (or failed) attempt leads to. */
@@ -114,8 +115,8 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 		conclude(o, rc);
 		return;
 	}
-	wake = dlock__acquire_next_look(o->l, rc, o->ttl, &o->backoff, now);
-	if (dlock__client_first_contact_over(o->l->client, rc, o->started, wake)) {
+	wake = dlock__acquire_next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
+	if (dlock__client_first_contact_over(o->lo.l->client, rc, o->started, wake)) {
 		conclude(o, dlock__seterr_never_answered());
 		return;
 	}
@@ -125,23 +126,28 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 static void attempt_done(dlock__mux_loop *ml)
 {
 	acquire_op *o = AOP(ml, ml);
-	redisReply *r = o->mop.reply;
-	int rc = o->mop.rc, retry;
+	redisReply *r = o->mop[0].reply;
+	int rc = o->mop[0].rc, retry;
 
 	o->in_flight = 0;
 	if (rc == 0)
-		rc = dlock__acquire_finish(o->l, &o->a, r, o->sent_at, &o->ttl);
+		rc = dlock__acquire_finish(o->lo.l, &o->a, r, o->sent_at, &o->ttl);
 	else
-		dlock__seterr(rc, "%s", o->mop.errmsg);
+		dlock__seterr(rc, "%s", o->mop[0].errmsg);
+	/* Made, but too few replicas acknowledged it: given back (acquire.c). */
+	if (rc == 0 && o->nmop == 2 &&
+			(rc = dlock__acquire_sync_check(o->lo.l, o->mop[1].rc, o->mop[1].reply)) < 0)
+		rc = dlock__acquire_unsynced(o->lo.l, &o->a, o->wait_ms, rc);
 	if (r == NULL && (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)) {
-		dlock__holds_uncertain(o->l, o->a.owner);
+		dlock__holds_uncertain(o->lo.l, o->a.owner);
 		o->unsettled = o->unsettled || o->keep_place;
 	} else if (r != NULL) {
 		o->unsettled = 0;
 	}
-	retry = rc == DLOCK_ENOTACQUIRED || dlock__acquire_transient(o->l->client, rc, r);
+	retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC ||
+			dlock__acquire_transient(o->lo.l->client, rc, r);
 	dlock__mux_loop_end(ml);
-	dlock__mux_clear(&o->mop, 1);
+	dlock__mux_clear(o->mop, o->nmop);
 	after_attempt(o, rc, retry);
 }
 
@@ -149,11 +155,11 @@ static void attempt_done(dlock__mux_loop *ml)
  * still queued there could undo it: core/net/owed.h). */
 static void attempt(acquire_op *o)
 {
-	dlock_lock *l = o->l;
+	dlock_lock *l = o->lo.l;
 	int rc = dlock__client_owes(l->client, l->name, l->name_len, 0);
 
 	if (rc < 0 && dlock__now_ms() < o->owed_until) {
-		dlock__timer_set(o->op.loop, &o->timer, dlock__now_ms() + OWED_LOOK_MS);
+		dlock__timer_set(o->lo.op.loop, &o->timer, dlock__now_ms() + OWED_LOOK_MS);
 		return;
 	}
 	if (rc < 0) {
@@ -161,18 +167,23 @@ static void attempt(acquire_op *o)
 		return;
 	}
 	/* The count may have changed meanwhile (another op, same owner). */
-	if ((rc = dlock__acquire_prepare(l, o->owner, o->wait_ms, o->lease_ms, &o->a)) < 0) {
+	if ((rc = dlock__acquire_prepare(l, o->lo.owner, o->wait_ms, o->lease_ms, &o->a)) < 0) {
 		conclude(o, rc);
 		return;
 	}
 	o->keep_place = dlock__acquire_keeps_place(l, o->wait_ms, 1, o->deadline);
-	memset(&o->mop, 0, sizeof(o->mop));
-	o->mop.client = l->client;
-	o->mop.call = &o->a.call;
-	o->mop.no_retry = o->a.believed < 0;
-	o->mop.undo = dlock__acquire_undo(l, &o->a, o->wait_ms, o->keep_place, &o->undo);
+	memset(o->mop, 0, sizeof(o->mop));
+	o->mop[0].client = l->client;
+	o->mop[0].call = &o->a.call;
+	o->mop[0].no_retry = o->a.believed < 0;
+	o->mop[0].undo = dlock__acquire_undo(l, &o->a, o->wait_ms, o->keep_place, &o->undo);
+	o->nmop = 1;
+	if (dlock__sync_prepare(&o->sync, l->client)) {
+		dlock__sync_op(&o->mop[1], &o->sync, l->client, &o->mop[0]);
+		o->nmop = 2;
+	}
 	o->sent_at = dlock__now_ms();
-	rc = dlock__mux_loop_begin(&o->ml, o->op.loop, &o->mop, 1, NULL, NULL, attempt_done);
+	rc = dlock__mux_loop_begin(&o->ml, o->lo.op.loop, o->mop, o->nmop, NULL, NULL, attempt_done);
 	if (rc < 0) {
 		conclude(o, rc);
 		return;
@@ -183,7 +194,7 @@ static void attempt(acquire_op *o)
 /* A message on the channel, the subscription made, or the timer. */
 static void look_again(acquire_op *o)
 {
-	if (!o->waiting || o->op.finished)
+	if (!o->waiting || o->lo.op.finished)
 		return;
 	if (dlock__now_ms() >= o->deadline) {
 		conclude(o, o->rc);
@@ -191,7 +202,7 @@ static void look_again(acquire_op *o)
 	}
 	o->waiting = 0;
 	o->woken_meanwhile = 0;
-	dlock__timer_stop(o->op.loop, &o->timer);
+	dlock__timer_stop(o->lo.op.loop, &o->timer);
 	o->owed_until = dlock__now_ms() + OWED_GRACE_MS;
 	attempt(o);
 }
@@ -211,7 +222,7 @@ static void timer_fired(dlock__timer *t)
 
 	if (o->waiting)
 		look_again(o);
-	else if (!o->in_flight && !o->op.finished)
+	else if (!o->in_flight && !o->lo.op.finished)
 		attempt(o); /* the owed-replies look */
 }
 
@@ -234,65 +245,46 @@ static void cancel(dlock_op *op)
 		/* Abandoned: its undo goes right behind it (dlock__mux_op.undo). */
 		o->in_flight = 0;
 		dlock__mux_loop_end(&o->ml);
-		dlock__holds_uncertain(o->l, o->a.owner);
+		dlock__holds_uncertain(o->lo.l, o->a.owner);
 		o->unsettled = o->unsettled || o->keep_place;
-		dlock__mux_clear(&o->mop, 1);
+		dlock__mux_clear(o->mop, o->nmop);
 	}
 	conclude(o, dlock__seterr(DLOCK_ECANCELED, "lock %s: the acquisition was canceled",
-			    o->l->shown));
+			    o->lo.l->shown));
 }
 
 static void destroy(dlock_op *op)
 {
 	acquire_op *o = (acquire_op *)op;
 
-	if (o->channel != o->l->channel)
+	if (o->channel != o->lo.l->channel)
 		dlock__free(o->channel);
-	dlock__free(o->owner);
-	dlock__client_handle_added(o->l->client, -1);
-	dlock__free(o);
+	dlock__lock_op_free(&o->lo);
 }
 
-dlock__loop *dlock__lock_loop(dlock_lock *l)
-{
-	return dlock__reactor_loop(l->client->reactor);
-}
+static const dlock__lock_op_steps steps = { "dlock_lock_acquire_async", start, cancel, destroy };
 
 int dlock_lock_acquire_async(dlock_op **out, dlock_lock *l, const char *owner, int64_t wait_ms,
 		int64_t lease_ms, dlock_op_cb cb, void *userdata)
 {
+	dlock__lock_op *lo;
 	acquire_op *o;
-	const char *checked;
 	int rc;
 
 	if (out != NULL)
 		*out = NULL;
-	if (l == NULL || owner == NULL || cb == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "dlock_lock_acquire_async: NULL %s",
-				l == NULL ? "lock" : owner == NULL ? "owner" : "callback");
-	if ((rc = dlock__acquire_check_times(l, wait_ms, lease_ms)) < 0 ||
-			(rc = dlock__client_check_fork(l->client)) < 0 ||
-			(rc = dlock__resolve_owner(l, owner, NULL, 0, &checked)) < 0)
+	if (l != NULL && (rc = dlock__acquire_check_times(l, wait_ms, lease_ms)) < 0)
 		return dlock__errbuf_record(&l->err, rc);
-	o = dlock__calloc(1, sizeof(*o));
-	if (o == NULL || (o->owner = dlock__strdup(owner)) == NULL) {
-		dlock__free(o);
-		return dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", l->shown);
-	}
-	dlock__op_init(&o->op, dlock__lock_loop(l), cb, userdata);
-	o->op.start = start;
-	o->op.cancel = cancel;
-	o->op.destroy = destroy;
-	o->l = l;
+	rc = dlock__lock_op_new(&lo, sizeof(*o), l, owner, cb, userdata, &steps);
+	if (rc < 0)
+		return rc;
+	o = (acquire_op *)lo;
 	o->wait_ms = wait_ms;
 	o->lease_ms = lease_ms;
-	o->li.loop = o->op.loop;
+	o->li.loop = o->lo.op.loop;
 	o->li.task = &o->wake_task;
 	dlock__task_init(&o->wake_task, woken);
 	dlock__timer_init(&o->timer, timer_fired);
-	dlock__client_handle_added(l->client, 1); /* the client outlives the op */
-	if (out != NULL)
-		*out = &o->op;
-	dlock__op_submit(&o->op);
+	dlock__lock_op_submit(lo, out);
 	return 0;
 }

@@ -404,3 +404,30 @@ Test(async, random_cancellations_leave_nothing_held)
 	free(o);
 	free(rel);
 }
+
+/* Replica acknowledgement holds for asynchronous acquisitions too: a
+ * server with no replica cannot give one, so the hold is given back. */
+Test(async, too_few_replicas_give_the_hold_back)
+{
+	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	outcome a = { 0 };
+	char owner[64];
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	co.loop = loop;
+	co.sync_replicas = 1;
+	co.sync_timeout_ms = 200;
+	c = dl_client_opts(rh_server_uri(dl_srv), &co);
+	l = dl_lock(c, "async:sync");
+	dlock_client_owner(owner, sizeof(owner), c, 7);
+	acquire(l, owner, 0, NULL, &a);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, DLOCK_ENOSYNC, "acquire with no replica to acknowledge: %d", a.code);
+	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:sync"), 0, "the unacknowledged hold stayed");
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}

@@ -69,8 +69,6 @@ static void timer_fired(dlock__timer *t)
 	rewatch(ml, dlock__mux_advance(&ml->mux, NULL, 0));
 }
 
-static void first_step(dlock__timer *t);
-
 int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op *ops, size_t n,
 		dlock__mux_enough enough, void *arg, void (*done)(dlock__mux_loop *ml))
 {
@@ -83,21 +81,13 @@ int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op 
 		ml->w[i].io.slot = (size_t)-1;
 		ml->w[i].ml = ml;
 	}
-	dlock__timer_init(&ml->timer, first_step);
+	dlock__timer_init(&ml->timer, timer_fired);
 	rc = dlock__mux_begin(&ml->mux, ops, n, enough, arg);
 	if (rc < 0)
 		return rc;
 	ml->running = 1;
 	/* The first look comes from the loop: `done` never runs inside begin. */
 	return dlock__timer_set(loop, &ml->timer, 0);
-}
-
-static void first_step(dlock__timer *t)
-{
-	dlock__mux_loop *ml = OF(t, timer);
-
-	ml->timer.fire = timer_fired;
-	rewatch(ml, dlock__mux_advance(&ml->mux, NULL, 0));
 }
 
 void dlock__mux_loop_end(dlock__mux_loop *ml)

@@ -62,9 +62,9 @@ struct dlock__reactor {
 	int checks; /* some sub has its check flag set */
 };
 
-/* Ask the loop to look at what is due (from any thread). */
 static void start_connect(dlock__reactor *r);
 
+/* Ask the loop to look at what is due (from any thread). */
 static void wake(dlock__reactor *r)
 {
 	dlock__loop_post(r->loop, &r->tend_task);
@@ -124,7 +124,7 @@ static void drop_connection(dlock__reactor *r)
 	for (s = r->subs; s != NULL; s = s->next) {
 		/* Messages may be lost until it is back (or the server is
 		 * replaced - a cluster's primary failed over): waiters look again. */
-		if (s->state != SUB_NONE && s->refs > 0) {
+		if (s->state != SUB_NONE && (s->refs > 0 || s->listeners != NULL)) {
 			s->gen++;
 			wake_sub(s);
 		}
@@ -256,10 +256,8 @@ static void sync_subscriptions(dlock__reactor *r)
 		dlock__mutex_lock(&r->mu);
 		return;
 	}
-	if (r->conn == NULL || r->conn->connecting)
-		return;
 	if (nsub == 0 && nunsub == 0)
-		return;
+		return; /* also while not ready: nothing was marked */
 	/* Only this thread frees subs, so the names stay valid while unlocked. */
 	dlock__mutex_unlock(&r->mu);
 	if ((nsub > 0 &&

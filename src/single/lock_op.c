@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The shared part of a single lock's asynchronous operations (single/lock_op.h). */
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/drive/reactor.h"
+#include "single/lock_op.h"
+
+dlock__loop *dlock__lock_loop(dlock_lock *l)
+{
+	return dlock__reactor_loop(l->client->reactor);
+}
+
+int dlock__lock_op_new(dlock__lock_op **out, size_t size, dlock_lock *l, const char *owner,
+		dlock_op_cb cb, void *userdata, const dlock__lock_op_steps *steps)
+{
+	dlock__lock_op *o;
+	const char *checked;
+	int rc;
+
+	*out = NULL;
+	if (l == NULL || owner == NULL || cb == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "%s: NULL %s", steps->what,
+				l == NULL ? "lock" : owner == NULL ? "owner" : "callback");
+	if ((rc = dlock__client_check_fork(l->client)) < 0 ||
+			(rc = dlock__resolve_owner(l, owner, NULL, 0, &checked)) < 0)
+		return dlock__errbuf_record(&l->err, rc);
+	o = dlock__calloc(1, size);
+	if (o == NULL || (o->owner = dlock__strdup(owner)) == NULL) {
+		dlock__free(o);
+		return dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", l->shown);
+	}
+	dlock__op_init(&o->op, dlock__lock_loop(l), cb, userdata);
+	o->op.start = steps->start;
+	o->op.cancel = steps->cancel;
+	o->op.destroy = steps->destroy;
+	o->l = l;
+	dlock__client_handle_added(l->client, 1); /* the client outlives the op */
+	*out = o;
+	return 0;
+}
+
+void dlock__lock_op_submit(dlock__lock_op *o, dlock_op **out)
+{
+	if (out != NULL)
+		*out = &o->op;
+	dlock__op_submit(&o->op);
+}
+
+void dlock__lock_op_free(dlock__lock_op *o)
+{
+	dlock__client_handle_added(o->l->client, -1);
+	dlock__free(o->owner);
+	dlock__free(o);
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: what the asynchronous operations on a single lock share
+ * (acquire_op.c, release_op.c): the lock, an owner copied for the op's
+ * life, and the start-up checks every one of them makes.
+ */
+#ifndef DLOCK_SINGLE_LOCK_OP_H
+#define DLOCK_SINGLE_LOCK_OP_H
+
+#include <stddef.h>
+
+#include "core/drive/op.h"
+#include "single/lock_internal.h"
+
+typedef struct dlock__lock_op {
+	dlock_op op; /* first */
+	dlock_lock *l;
+	char *owner;
+} dlock__lock_op;
+
+/* The loop a lock's asynchronous operations run on: its client's. */
+dlock__loop *dlock__lock_loop(dlock_lock *l);
+
+/* The steps of a kind of operation (see core/drive/op.h). */
+typedef struct dlock__lock_op_steps {
+	const char *what; /* the public function, for messages */
+	void (*start)(dlock_op *op);
+	void (*cancel)(dlock_op *op);
+	void (*destroy)(dlock_op *op);
+} dlock__lock_op_steps;
+
+/*
+ * Check the arguments (a lock, an explicit owner, a callback; not a forked
+ * child), then allocate an op of `size` bytes - a struct that begins with
+ * dlock__lock_op, zeroed - on the lock's client's loop. 0, or DLOCK_EINVAL,
+ * DLOCK_EFORKED, DLOCK_ENOMEM (*out NULL, no callback will come).
+ */
+int dlock__lock_op_new(dlock__lock_op **out, size_t size, dlock_lock *l, const char *owner,
+		dlock_op_cb cb, void *userdata, const dlock__lock_op_steps *steps);
+
+/* Hand the op to its loop; *out (may be NULL) gets it. */
+void dlock__lock_op_submit(dlock__lock_op *o, dlock_op **out);
+
+/* Free what dlock__lock_op_new took (the owner, the client's count, o). */
+void dlock__lock_op_free(dlock__lock_op *o);
+
+#endif
