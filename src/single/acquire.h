@@ -13,6 +13,9 @@
 #include "dlock/lock.h"
 #include "core/net/script.h"
 
+/* A fair waiter asks again at least this often while others are ahead of it. */
+#define DLOCK__FAIR_POLL_MS 50
+
 typedef struct dlock__acquire {
 	dlock__call call;
 	const char *owner; /* points into owner_buf or at the caller's string */
@@ -53,7 +56,8 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 int dlock__acquire_sync_check(dlock_lock *l, int sync_rc, const redisReply *sync_reply);
 
 /*
- * Acquire with the wait for a release (pub/sub); *token (may be NULL)
+ * Acquire with the wait for a release (pub/sub), blocking: the wait of
+ * single/acquire_op.c driven to its end on the calling thread; *token (may be NULL)
  * receives a fenced lock's token, *holder_ttl (may be NULL) the holder's
  * PTTL when the result is DLOCK_ENOTACQUIRED. `cancels` is the client's
  * cancel count when the caller's wait began (dlock__client_cancels): once
@@ -65,17 +69,12 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl);
 
 /*
- * The steps of a wait, shared by the blocking wait and the asynchronous
- * one (single/acquire_op.c); see acquire.c for each.
+ * The halves of acquire.c the wait (single/acquire_op.c) uses: whether a
+ * failure is worth waiting out, the argument checks, the give-back of an
+ * acquisition too few replicas acknowledged, a fair waiter's leaving.
  */
-struct dlock__rollback;
-const dlock__call *dlock__acquire_undo(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
-		int keep_place, struct dlock__rollback *u);
 int dlock__acquire_transient(dlock_client *c, int rc, const redisReply *r);
-int dlock__acquire_keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int64_t deadline);
 int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms);
-char *dlock__acquire_channel(dlock_lock *l, const char *owner, size_t *len);
-int64_t dlock__acquire_next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now);
 int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code);
 void dlock__acquire_fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled);
 

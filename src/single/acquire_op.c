@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Acquiring and releasing a single-server lock asynchronously
- * (dlock/async.h): the wait of acquire.c as a state machine on the
- * client's loop. Its steps are acquire.c's: one attempt (a multiplexed run
- * on the loop, its undo queued behind it if it is given up), then, while
- * the wait lasts, a listener on the lock's channel and a timer at the
- * holder's TTL or the backoff, whichever wakes it first.
+ * Acquiring a single-server lock: the wait, as a state machine on a loop.
+ * The asynchronous call (dlock/async.h) runs it on the client's loop; the
+ * blocking calls (dlock__lock_acquire) run the same machine on a loop of
+ * the calling thread and drive it to its end, as curl_easy_perform() does
+ * on curl_multi. The wait, as Redisson does it: one attempt (a multiplexed
+ * run, its undo queued behind it if it is given up); then, while the wait
+ * lasts, a listener on the lock's channel and a timer at the holder's TTL
+ * or the backoff, whichever wakes it first. A lost message costs at most
+ * the holder's TTL. Transient errors are tried again until the wait is used
+ * up - or, for a server that never answered, until its first-contact
+ * period is; dlock_client_cancel_waits() ends a wait with DLOCK_ECANCELED.
  *
  *   ATTEMPT --answered--> done (acquired, or final error, or wait over)
  *      \--held/transient--> WAITING --message/timer--> ATTEMPT
@@ -16,6 +21,7 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/drive/debts.h"
 #include "core/drive/mux_loop.h"
@@ -25,7 +31,12 @@
 #include "single/lock_internal.h"
 #include "single/lock_op.h"
 
-/* How long an attempt waits for replies a server owes (as acquire.c). */
+/* A wait that meets a transient error tries again after a backoff between these. */
+#define RETRY_MIN_MS 50
+#define RETRY_MAX_MS 1000
+
+/* How long an attempt waits for replies a server owes (a server waking up
+ * sends them at once; a hung one costs no more), looking this often. */
 #define OWED_GRACE_MS 20
 #define OWED_LOOK_MS 5
 
@@ -35,6 +46,10 @@ typedef struct acquire_op {
 	int64_t ttl, backoff, sent_at;
 	int rc, keep_place, unsettled, in_flight, waiting;
 	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
+	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
+	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
+	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
+	uint64_t cancels;
 	dlock__acquire a;
 	dlock__rollback undo;
 	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
@@ -51,6 +66,78 @@ typedef struct acquire_op {
 } acquire_op;
 
 #define AOP(p, field) ((acquire_op *)((char *)(p) - offsetof(acquire_op, field)))
+
+/*
+ * Whether a fair waiter keeps its place when this attempt's reply does not
+ * come: it does while it will still be waiting then (the undo that leaves
+ * the queue is for a waiter that stops). One that ends its wait at a
+ * transient error (a quorum's member) or before the reply is due does not.
+ */
+static int keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int64_t deadline)
+{
+	if (l->kind != DLOCK_LOCK_FAIR || wait_ms == 0 || !ride_out_errors)
+		return 0;
+	return deadline == DLOCK__NEVER ||
+			deadline - dlock__now_ms() > l->client->opts.command_timeout_ms;
+}
+
+/* The channel a waiter listens on: the lock's, or for a fair lock its own. */
+static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
+{
+	size_t olen = strlen(owner);
+	char *ch;
+
+	if (l->kind != DLOCK_LOCK_FAIR) {
+		*len = l->channel_len;
+		return l->channel;
+	}
+	ch = dlock__malloc(l->channel_len + 1 + olen + 1);
+	if (ch == NULL)
+		return NULL;
+	memcpy(ch, l->channel, l->channel_len);
+	ch[l->channel_len] = ':';
+	memcpy(ch + l->channel_len + 1, owner, olen + 1);
+	*len = l->channel_len + 1 + olen;
+	return ch;
+}
+
+/*
+ * When to look again after a failed attempt. Contention: when the holder's
+ * TTL runs out (an unlock message wakes the waiter sooner); a fair waiter
+ * at least every DLOCK__FAIR_POLL_MS (the head may be gone without a message).
+ * A transient error: after a backoff that doubles from RETRY_MIN_MS to
+ * RETRY_MAX_MS, jittered so that waiters do not come back in step.
+ */
+static int64_t next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now)
+{
+	if (rc == DLOCK_ENOTACQUIRED) {
+		*backoff = 0;
+		if (l->kind == DLOCK_LOCK_FAIR && (ttl < 0 || ttl > DLOCK__FAIR_POLL_MS))
+			ttl = DLOCK__FAIR_POLL_MS;
+		return ttl >= 0 ? now + ttl : DLOCK__NEVER;
+	}
+	*backoff = *backoff == 0 ? RETRY_MIN_MS : *backoff * 2;
+	if (*backoff > RETRY_MAX_MS)
+		*backoff = RETRY_MAX_MS;
+	return now + *backoff / 2 + (int64_t)(dlock__random() % (uint64_t)(*backoff / 2 + 1));
+}
+
+/*
+ * The undo of an attempt whose reply may never come: it takes back exactly
+ * the hold that attempt would have made (count believed + 1; nothing if
+ * the attempt never ran). NULL when the count before is unknown (an
+ * explicit owner without a record): then a late hold expires by its lease.
+ * NULL too for a fair waiter that keeps waiting: undoing would cost it its
+ * place (Redisson issue 5019); its next attempt adopts a late hold instead.
+ */
+static const dlock__call *undo_of(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+		int keep_place, dlock__rollback *u)
+{
+	if (a->believed < 0 || keep_place)
+		return NULL;
+	dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, u);
+	return &u->call;
+}
 
 static void attempt(acquire_op *o);
 
@@ -83,11 +170,25 @@ static void conclude(acquire_op *o, int rc)
 	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
 }
 
+/* In a cluster the channel's slot may have moved to another node (a slot
+ * moved, a primary failed over): listen there from now on. */
+static void follow_channel(acquire_op *o)
+{
+	dlock__reactor *now = dlock__client_reactor_for(o->lo.l->client, o->channel, o->channel_len);
+
+	if (now == o->rx || now == NULL)
+		return;
+	if (o->sub != NULL)
+		dlock__sub_unlisten(o->rx, o->sub, &o->li);
+	o->rx = now;
+	o->sub = dlock__sub_listen(now, o->channel, o->channel_len, &o->li);
+}
+
 /* Listen on the channel (once), and look again at `wake` at the latest. */
 static void wait_for(acquire_op *o, int64_t wake)
 {
 	if (o->channel == NULL) {
-		o->channel = dlock__acquire_channel(o->lo.l, o->lo.owner, &o->channel_len);
+		o->channel = wait_channel(o->lo.l, o->lo.owner, &o->channel_len);
 		o->rx = o->channel != NULL
 				? dlock__client_reactor_for(o->lo.l->client, o->channel, o->channel_len)
 				: NULL;
@@ -98,6 +199,7 @@ static void wait_for(acquire_op *o, int64_t wake)
 			return;
 		}
 	}
+	follow_channel(o);
 	o->waiting = 1;
 	if (o->woken_meanwhile) /* the unlock may have come after the attempt was answered */
 		wake = dlock__now_ms();
@@ -111,11 +213,12 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 	int64_t now = dlock__now_ms(), wake;
 
 	o->rc = rc;
+	retry = retry && (o->ride_out || rc == DLOCK_ENOTACQUIRED);
 	if (rc == 0 || !retry || o->wait_ms == 0 || now >= o->deadline) {
 		conclude(o, rc);
 		return;
 	}
-	wake = dlock__acquire_next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
+	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
 	if (dlock__client_first_contact_over(o->lo.l->client, rc, o->started, wake)) {
 		conclude(o, dlock__seterr_never_answered());
 		return;
@@ -167,16 +270,17 @@ static void attempt(acquire_op *o)
 		return;
 	}
 	/* The count may have changed meanwhile (another op, same owner). */
-	if ((rc = dlock__acquire_prepare(l, o->lo.owner, o->wait_ms, o->lease_ms, &o->a)) < 0) {
+	if ((rc = dlock__acquire_prepare(l, o->thread_owner ? NULL : o->lo.owner, o->wait_ms,
+			     o->lease_ms, &o->a)) < 0) {
 		conclude(o, rc);
 		return;
 	}
-	o->keep_place = dlock__acquire_keeps_place(l, o->wait_ms, 1, o->deadline);
+	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = l->client;
 	o->mop[0].call = &o->a.call;
 	o->mop[0].no_retry = o->a.believed < 0;
-	o->mop[0].undo = dlock__acquire_undo(l, &o->a, o->wait_ms, o->keep_place, &o->undo);
+	o->mop[0].undo = undo_of(l, &o->a, o->wait_ms, o->keep_place, &o->undo);
 	o->nmop = 1;
 	if (dlock__sync_prepare(&o->sync, l->client)) {
 		dlock__sync_op(&o->mop[1], &o->sync, l->client, &o->mop[0]);
@@ -196,6 +300,11 @@ static void look_again(acquire_op *o)
 {
 	if (!o->waiting || o->lo.op.finished)
 		return;
+	if (o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) {
+		conclude(o, dlock__seterr(DLOCK_ECANCELED, "lock %s: the wait was canceled",
+				    o->lo.l->shown));
+		return;
+	}
 	if (dlock__now_ms() >= o->deadline) {
 		conclude(o, o->rc);
 		return;
@@ -264,15 +373,15 @@ static void destroy(dlock_op *op)
 
 static const dlock__lock_op_steps steps = { "dlock_lock_acquire_async", start, cancel, destroy };
 
-int dlock_lock_acquire_async(dlock_op **out, dlock_lock *l, const char *owner, int64_t wait_ms,
+/* A new acquisition (not started); owner as resolved (the thread's, or explicit). */
+static int new_acquire(acquire_op **out, dlock_lock *l, const char *owner, int64_t wait_ms,
 		int64_t lease_ms, dlock_op_cb cb, void *userdata)
 {
 	dlock__lock_op *lo;
 	acquire_op *o;
 	int rc;
 
-	if (out != NULL)
-		*out = NULL;
+	*out = NULL;
 	if (l != NULL && (rc = dlock__acquire_check_times(l, wait_ms, lease_ms)) < 0)
 		return dlock__errbuf_record(&l->err, rc);
 	rc = dlock__lock_op_new(&lo, sizeof(*o), l, owner, cb, userdata, &steps);
@@ -281,10 +390,83 @@ int dlock_lock_acquire_async(dlock_op **out, dlock_lock *l, const char *owner, i
 	o = (acquire_op *)lo;
 	o->wait_ms = wait_ms;
 	o->lease_ms = lease_ms;
+	o->ride_out = 1;
 	o->li.loop = o->lo.op.loop;
 	o->li.task = &o->wake_task;
 	dlock__task_init(&o->wake_task, woken);
 	dlock__timer_init(&o->timer, timer_fired);
-	dlock__lock_op_submit(lo, out);
+	*out = o;
 	return 0;
+}
+
+int dlock_lock_acquire_async(dlock_op **out, dlock_lock *l, const char *owner, int64_t wait_ms,
+		int64_t lease_ms, dlock_op_cb cb, void *userdata)
+{
+	acquire_op *o;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	rc = new_acquire(&o, l, owner, wait_ms, lease_ms, cb, userdata);
+	if (rc == 0)
+		dlock__lock_op_submit(&o->lo, out);
+	return rc;
+}
+
+/* What a blocking call keeps of its operation's end. */
+typedef struct ending {
+	int done, code;
+	int64_t token, holder_ttl;
+	char message[DLOCK__ERRMSG_MAX];
+} ending;
+
+static void ended(dlock_op *op, const dlock_result *r, void *userdata)
+{
+	ending *e = userdata;
+
+	(void)op;
+	e->done = 1;
+	e->code = r->code;
+	e->token = r->token;
+	e->holder_ttl = r->holder_ttl_ms;
+	snprintf(e->message, sizeof(e->message), "%s", r->message);
+}
+
+int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl)
+{
+	char buf[64];
+	const char *resolved;
+	dlock__loop mine, *loop = dlock__lock_loop(l);
+	int own_loop = dlock__reactor_own_thread(l->client->reactor), rc;
+	ending e = { 0 };
+	acquire_op *o;
+
+	if ((rc = dlock__resolve_owner(l, owner, buf, sizeof(buf), &resolved)) < 0 ||
+			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, ended, &e)) < 0)
+		return rc;
+	/* A client with a thread of its own: the calling thread drives a loop
+	 * of its own. A client on the caller's loop: that one (nobody else
+	 * drives it meanwhile). */
+	if (own_loop && (rc = dlock__loop_init(&mine)) < 0) {
+		o->lo.op.destroy(&o->lo.op);
+		return rc;
+	}
+	if (own_loop)
+		loop = &mine;
+	o->lo.op.loop = o->li.loop = loop;
+	o->thread_owner = owner == NULL;
+	o->ride_out = ride_out_errors;
+	o->canceled_with = 1;
+	o->cancels = cancels;
+	dlock__lock_op_submit(&o->lo, NULL);
+	while (!e.done)
+		dlock__loop_run_once(loop, DLOCK__NEVER);
+	if (own_loop)
+		dlock__loop_destroy(&mine);
+	if (e.code == 0 && token != NULL)
+		*token = e.token;
+	if (e.code == DLOCK_ENOTACQUIRED && holder_ttl != NULL)
+		*holder_ttl = e.holder_ttl;
+	return e.code < 0 ? dlock__seterr(e.code, "%s", e.message) : 0;
 }

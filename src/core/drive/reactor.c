@@ -696,6 +696,11 @@ void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li)
 		wake(r);
 }
 
+int dlock__reactor_own_thread(const dlock__reactor *r)
+{
+	return r->own_thread;
+}
+
 struct dlock_loop *dlock__reactor_loop(const dlock__reactor *r)
 {
 	return r->loop;

@@ -98,6 +98,9 @@ dlock__sub *dlock__sub_listen(dlock__reactor *r, const char *channel, size_t len
 		dlock__listener *li);
 void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li);
 
+/* Whether it has a thread of its own (else the caller's loop drives it). */
+int dlock__reactor_own_thread(const dlock__reactor *r);
+
 /* The loop the reactor runs on. */
 struct dlock_loop *dlock__reactor_loop(const dlock__reactor *r);
 
