@@ -50,6 +50,8 @@ typedef struct acquire_op {
 	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
 	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
 	uint64_t cancels;
+	dlock_client *send_to; /* a cluster's redirect: the member named (else the lock's client) */
+	int asking, redirects;
 	dlock__acquire a;
 	dlock__rollback undo;
 	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
@@ -204,7 +206,8 @@ static void wait_for(acquire_op *o, int64_t wake)
 	if (o->woken_meanwhile) /* the unlock may have come after the attempt was answered */
 		wake = dlock__now_ms();
 	o->woken_meanwhile = 0;
-	dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
+	if (dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline) < 0)
+		conclude(o, DLOCK_ENOMEM);
 }
 
 /* What an answered (or failed) attempt leads to. */
@@ -233,6 +236,14 @@ static void attempt_done(dlock__mux_loop *ml)
 	int rc = o->mop[0].rc, retry;
 
 	o->in_flight = 0;
+	if (rc == 0 && (rc = dlock__lock_op_redirect(o->lo.l, r, &o->redirects, &o->send_to)) > 0) {
+		/* Not run there: again at the node named, at once. */
+		o->asking = rc == 2;
+		dlock__mux_loop_end(ml);
+		dlock__mux_clear(o->mop, o->nmop);
+		attempt(o);
+		return;
+	}
 	if (rc == 0)
 		rc = dlock__acquire_finish(o->lo.l, &o->a, r, o->sent_at, &o->ttl);
 	else
@@ -261,10 +272,9 @@ static void attempt(acquire_op *o)
 	dlock_lock *l = o->lo.l;
 	int rc = dlock__client_owes(l->client, l->name, l->name_len, 0);
 
-	if (rc < 0 && dlock__now_ms() < o->owed_until) {
-		dlock__timer_set(o->lo.op.loop, &o->timer, dlock__now_ms() + OWED_LOOK_MS);
+	if (rc < 0 && dlock__now_ms() < o->owed_until &&
+			dlock__timer_set(o->lo.op.loop, &o->timer, dlock__now_ms() + OWED_LOOK_MS) == 0)
 		return;
-	}
 	if (rc < 0) {
 		after_attempt(o, rc, 1);
 		return;
@@ -277,7 +287,10 @@ static void attempt(acquire_op *o)
 	}
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
 	memset(o->mop, 0, sizeof(o->mop));
-	o->mop[0].client = l->client;
+	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;
+	o->mop[0].asking = o->asking;
+	o->send_to = NULL;
+	o->asking = 0;
 	o->mop[0].call = &o->a.call;
 	o->mop[0].no_retry = o->a.believed < 0;
 	o->mop[0].undo = undo_of(l, &o->a, o->wait_ms, o->keep_place, &o->undo);
@@ -311,6 +324,7 @@ static void look_again(acquire_op *o)
 	}
 	o->waiting = 0;
 	o->woken_meanwhile = 0;
+	o->redirects = 0;
 	dlock__timer_stop(o->lo.op.loop, &o->timer);
 	o->owed_until = dlock__now_ms() + OWED_GRACE_MS;
 	attempt(o);

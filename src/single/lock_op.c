@@ -3,6 +3,8 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/reactor.h"
+#include "core/topology/cluster.h"
+#include "core/topology/slot.h"
 #include "single/lock_op.h"
 
 dlock__loop *dlock__lock_loop(dlock_lock *l)
@@ -51,4 +53,20 @@ void dlock__lock_op_free(dlock__lock_op *o)
 	dlock__client_handle_added(o->l->client, -1);
 	dlock__free(o->owner);
 	dlock__free(o);
+}
+
+int dlock__lock_op_redirect(dlock_lock *l, const redisReply *r, int *redirects, dlock_client **to)
+{
+	dlock__cluster *cl = l->client->node.cluster;
+	int kind;
+
+	if (cl == NULL || r == NULL || r->type != REDIS_REPLY_ERROR)
+		return 0;
+	kind = dlock__cluster_follow(cl, r, to);
+	if (kind > 0 && ++*redirects > DLOCK__MAX_REDIRECTS)
+		return dlock__seterr(DLOCK_ESERVER,
+				"%s: more than %d MOVED/ASK redirects for slot %u (resharding under way?)",
+				l->client->node.label, DLOCK__MAX_REDIRECTS,
+				dlock__key_slot(l->name, l->name_len));
+	return kind;
 }

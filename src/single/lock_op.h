@@ -38,6 +38,15 @@ typedef struct dlock__lock_op_steps {
 int dlock__lock_op_new(dlock__lock_op **out, size_t size, dlock_lock *l, const char *owner,
 		dlock_op_cb cb, void *userdata, const dlock__lock_op_steps *steps);
 
+/*
+ * A lock's command came back as a cluster's redirect (r: its reply): where
+ * to send it again. 1 for MOVED, 2 for ASK (ASKING goes first: the mux op's
+ * `asking`), with *to the member named; 0 when r is no redirect; < 0 when
+ * that member cannot be opened, or after DLOCK__MAX_REDIRECTS of them
+ * (*redirects counts), with a message.
+ */
+int dlock__lock_op_redirect(dlock_lock *l, const redisReply *r, int *redirects, dlock_client **to);
+
 /* Hand the op to its loop; *out (may be NULL) gets it. */
 void dlock__lock_op_submit(dlock__lock_op *o, dlock_op **out);
 

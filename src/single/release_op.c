@@ -17,6 +17,7 @@
 typedef struct release_op {
 	dlock__lock_op lo; /* first: the op, the lock, the owner */
 	int lost; /* already lost before: it stays lost, whatever the release meets */
+	int redirects;
 	dlock__release rel;
 	dlock__mux_op mop;
 	dlock__mux_loop ml;
@@ -34,11 +35,20 @@ static void finish(release_op *o, int rc)
 	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
 }
 
+static void send(release_op *o, dlock_client *to, int asking);
+
 static void released(dlock__mux_loop *ml)
 {
 	release_op *o = (release_op *)((char *)ml - offsetof(release_op, ml));
 	int rc = o->mop.rc;
+	dlock_client *to = NULL;
 
+	if (rc == 0 && (rc = dlock__lock_op_redirect(o->lo.l, o->mop.reply, &o->redirects, &to)) > 0) {
+		dlock__mux_loop_end(ml);
+		dlock__mux_clear(&o->mop, 1);
+		send(o, to, rc == 2); /* not run there: again at the node named */
+		return;
+	}
 	if (rc == 0)
 		rc = dlock__release_finish(o->lo.l, &o->rel, o->mop.reply);
 	else if (dlock__seterr(rc, "%s", o->mop.errmsg) == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT ||
@@ -49,6 +59,20 @@ static void released(dlock__mux_loop *ml)
 	finish(o, rc);
 }
 
+/* Send the release (again, after a redirect, to `to` with ASKING or not). */
+static void send(release_op *o, dlock_client *to, int asking)
+{
+	int rc;
+
+	memset(&o->mop, 0, sizeof(o->mop));
+	o->mop.client = to;
+	o->mop.asking = asking;
+	o->mop.call = &o->rel.call; /* safe to repeat: the latch answers a repeat */
+	rc = dlock__mux_loop_begin(&o->ml, o->lo.op.loop, &o->mop, 1, NULL, NULL, released);
+	if (rc < 0)
+		finish(o, rc);
+}
+
 static void start(dlock_op *op)
 {
 	release_op *o = (release_op *)op;
@@ -56,16 +80,10 @@ static void start(dlock_op *op)
 
 	o->lost = dlock_lock_check(o->lo.l, o->lo.owner) == DLOCK_ELOST;
 	rc = dlock__release_prepare(o->lo.l, o->lo.owner, &o->rel);
-	if (rc < 0) {
-		dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
-		return;
-	}
-	memset(&o->mop, 0, sizeof(o->mop));
-	o->mop.client = o->lo.l->client;
-	o->mop.call = &o->rel.call; /* safe to repeat: the latch answers a repeat */
-	rc = dlock__mux_loop_begin(&o->ml, o->lo.op.loop, &o->mop, 1, NULL, NULL, released);
 	if (rc < 0)
-		finish(o, rc);
+		dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
+	else
+		send(o, o->lo.l->client, 0);
 }
 
 static void cancel(dlock_op *op)

@@ -352,7 +352,11 @@ Test(async, random_cancellations_leave_nothing_held)
 			}
 			if (releasing[i] && rel[i].calls == 1 && rel[i].code != DLOCK_ETIMEDOUT &&
 					releasing[i]++ == 1) {
-				cr_assert(rel[i].code == 0 || (retried[i] && rel[i].code == DLOCK_ENOTOWNER),
+				/* After a release that timed out and still ran, the next one
+				 * finds no hold: not owner, or lost (this client's record). */
+				cr_assert(rel[i].code == 0 ||
+								(retried[i] && (rel[i].code == DLOCK_ENOTOWNER ||
+										       rel[i].code == DLOCK_ELOST)),
 						"release of w:%d: %d %s", i, rel[i].code, dlock_lock_errmsg(l[i % NAMES]));
 				released++;
 			}

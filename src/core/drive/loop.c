@@ -19,19 +19,24 @@
 
 #define NOWHERE ((size_t)-1)
 
-static int grow(void *arr, size_t *cap, size_t need, size_t size)
+/* Room for `need` pointers in *arr (its first `small` slots are `inline_`,
+ * the loop's own: a blocking call's loop never allocates). */
+static int grow(void *arr, size_t *cap, size_t need, void *inline_)
 {
-	void **a = arr;
-	size_t n = *cap ? *cap * 2 : 16;
-	void *p;
+	void ***a = arr;
+	size_t n = *cap * 2;
+	void **p;
 
 	if (need <= *cap)
 		return 0;
 	while (n < need)
 		n *= 2;
-	p = dlock__realloc(*a, n * size);
+	p = *a == inline_ ? dlock__malloc(n * sizeof(void *))
+			  : dlock__realloc(*a, n * sizeof(void *));
 	if (p == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "loop: out of memory");
+	if (*a == inline_)
+		memcpy(p, inline_, *cap * sizeof(void *));
 	*a = p;
 	*cap = n;
 	return 0;
@@ -81,7 +86,7 @@ static void tell_timer(dlock__loop *l)
 int dlock__io_start(dlock__loop *l, dlock__io *io, int fd, short events,
 		void (*ready)(dlock__io *io, short revents))
 {
-	if (grow(&l->ios, &l->ios_cap, l->nios + 1, sizeof(*l->ios)) < 0)
+	if (grow(&l->ios, &l->ios_cap, l->nios + 1, l->ios_inline) < 0)
 		return DLOCK_ENOMEM;
 	io->fd = fd;
 	io->events = events;
@@ -193,7 +198,7 @@ int dlock__timer_set(dlock__loop *l, dlock__timer *t, int64_t due)
 	}
 	t->due = due;
 	if (t->slot == NOWHERE) {
-		if (grow(&l->heap, &l->heap_cap, l->nheap + 1, sizeof(*l->heap)) < 0)
+		if (grow(&l->heap, &l->heap_cap, l->nheap + 1, l->heap_inline) < 0)
 			return DLOCK_ENOMEM;
 		t->slot = l->nheap;
 		l->heap[l->nheap++] = t;
@@ -244,26 +249,25 @@ void dlock__loop_post(dlock__loop *l, dlock__task *t)
 	} while (n < 0 && errno == EINTR);
 }
 
-void dlock__loop_unpost(dlock__loop *l, dlock__task *t)
+int dlock__loop_unpost(dlock__loop *l, dlock__task *t)
 {
-	dlock__task **p;
+	dlock__task **p, *x;
+	int found = 0;
 
 	dlock__mutex_lock(&l->post_mu);
 	for (p = &l->posted; *p != NULL; p = &(*p)->next) {
 		if (*p != t)
 			continue;
 		*p = t->next;
-		if (l->posted_tail == t) {
-			dlock__task *x;
-
-			l->posted_tail = NULL;
-			for (x = l->posted; x != NULL; x = x->next)
-				l->posted_tail = x;
-		}
+		l->posted_tail = NULL;
+		for (x = l->posted; x != NULL; x = x->next)
+			l->posted_tail = x;
 		t->queued = 0;
+		found = 1;
 		break;
 	}
 	dlock__mutex_unlock(&l->post_mu);
+	return found;
 }
 
 /* Run the tasks posted so far (not those they post: next turn). Each is
@@ -326,6 +330,10 @@ int dlock__loop_init(dlock__loop *l)
 	l->backend = DLOCK__POLL;
 	l->epfd = l->timerfd = -1;
 	l->timer_asked = DLOCK__NEVER;
+	l->ios = l->ios_inline;
+	l->ios_cap = DLOCK__LOOP_INLINE;
+	l->heap = l->heap_inline;
+	l->heap_cap = DLOCK__LOOP_INLINE;
 	l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (l->wake_fd < 0)
 		return dlock__seterr(DLOCK_ESYS, "loop: eventfd: %s", strerror(errno));
@@ -348,8 +356,10 @@ void dlock__loop_destroy(dlock__loop *l)
 	if (l->epfd >= 0)
 		close(l->epfd);
 	pthread_mutex_destroy(&l->post_mu);
-	dlock__free(l->ios);
-	dlock__free(l->heap);
+	if (l->ios != l->ios_inline)
+		dlock__free(l->ios);
+	if (l->heap != l->heap_inline)
+		dlock__free(l->heap);
 }
 
 /* Hand each ready descriptor to its io, looked up again by fd: an earlier

@@ -48,6 +48,9 @@ typedef struct dlock__task {
 	int queued;               /* private */
 } dlock__task;
 
+/* Descriptors and timers a loop holds before it allocates. */
+#define DLOCK__LOOP_INLINE 8
+
 enum dlock__backend { DLOCK__POLL, DLOCK__HOOKS, DLOCK__EPOLL };
 
 struct dlock_loop {
@@ -61,6 +64,8 @@ struct dlock_loop {
 	size_t nios, ios_cap;
 	dlock__timer **heap;
 	size_t nheap, heap_cap;
+	dlock__io *ios_inline[DLOCK__LOOP_INLINE]; /* what a blocking call needs, */
+	dlock__timer *heap_inline[DLOCK__LOOP_INLINE]; /* without allocating */
 	int64_t timer_asked; /* what the hooks were told last (DLOCK__NEVER: none) */
 	pthread_mutex_t post_mu;
 	dlock__task *posted, *posted_tail;
@@ -92,8 +97,8 @@ void dlock__task_init(dlock__task *t, void (*run)(dlock__task *t));
 /* Run t on the loop's thread soon (once, however often it is posted
  * before it runs). Safe from any thread. */
 void dlock__loop_post(dlock__loop *l, dlock__task *t);
-/* Drop t if it is queued and not yet run (on the loop's thread). */
-void dlock__loop_unpost(dlock__loop *l, dlock__task *t);
+/* Drop t if it is queued and not yet run; 1 when it was. */
+int dlock__loop_unpost(dlock__loop *l, dlock__task *t);
 
 /* Poll backend: wait for a descriptor, a timer or a post until `until`
  * (monotonic ms; 0: do not wait), and run what is due. 0, or DLOCK_ESYS. */

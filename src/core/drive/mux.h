@@ -52,6 +52,8 @@ typedef struct dlock__mux_op {
 	 * (a deadline, an end mid-run): queued right behind it on the same
 	 * connection, so the server runs both or neither (core/net/owed.h). */
 	const dlock__call *undo;
+	int asking; /* a cluster's ASK redirect: `client` is the member named,
+	               and ASKING goes right before the op */
 	const struct dlock__mux_op *follows; /* runs right behind this op on the same
 	                        connection: resent only together with it */
 	/* out */

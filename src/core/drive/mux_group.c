@@ -112,6 +112,17 @@ static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npendi
 
 /* Send the group's handshake (new connection) and every op due on it,
  * without waiting: what the socket does not take now goes on POLLOUT. */
+/* Queue op's command on the group's connection (behind ASKING for an ASK redirect). */
+static int send_op(dlock__mux_group *g, const dlock__mux_op *op)
+{
+	if (op->asking) {
+		g->conn->asking = 1;
+		dlock__conn_ask(g->conn);
+	}
+	return dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
+			DLOCK__NO_WAIT);
+}
+
 static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 {
 	int64_t now = dlock__now_ms();
@@ -125,8 +136,7 @@ static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 	for (i = g->head; rc == 0 && i < g->tail; i++) {
 		dlock__mux_op *op = &ops[g->fifo[i]];
 		op->sent_at = now;
-		rc = dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
-				DLOCK__NO_WAIT);
+		rc = send_op(g, op);
 	}
 	return rc;
 }
@@ -164,8 +174,7 @@ static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
 /* Send op again, due last. */
 static int resend(dlock__mux_group *g, dlock__mux_op *ops, dlock__mux_op *op)
 {
-	int r = dlock__conn_send(
-			g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op), DLOCK__NO_WAIT);
+	int r = send_op(g, op);
 
 	if (r == 0)
 		g->fifo[g->tail++] = (size_t)(op - ops);
@@ -207,11 +216,17 @@ static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 		/* The next reply has its own command timeout from now. */
 		g->deadline = due_by(g, ops, dlock__now_ms());
 		if (op->stale || (op->call != NULL && dlock__reply_is_error(reply, "NOSCRIPT"))) {
+			int stale = op->stale;
+
 			freeReplyObject(reply);
-			r = op->stale ? resend(g, ops, op) : resend_as_eval(g, ops, op);
+			r = stale ? resend(g, ops, op) : resend_as_eval(g, ops, op);
 			op->stale = 0;
-			if (r < 0)
+			if (r < 0) {
+				/* Not due any more: it fails here (a NOSCRIPT did not run). */
+				finish(op, r, NULL, stale);
+				(*npending)--;
 				return r;
+			}
 			g->deadline = due_by(g, ops, dlock__now_ms());
 			continue;
 		}

@@ -48,7 +48,13 @@ static void rewatch(dlock__mux_loop *ml, int over)
 		else if (wake_at > dlock__now_ms() + 1)
 			wake_at = dlock__now_ms() + 1;
 	}
-	dlock__timer_set(ml->loop, &ml->timer, wake_at);
+	if (dlock__timer_set(ml->loop, &ml->timer, wake_at) < 0) {
+		/* Out of memory for its deadline: it could wait forever; give up now. */
+		unwatch(ml);
+		dlock__mux_end(&ml->mux);
+		ml->running = 0;
+		ml->done(ml);
+	}
 }
 
 static void io_ready(dlock__io *io, short revents)
@@ -87,7 +93,10 @@ int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op 
 		return rc;
 	ml->running = 1;
 	/* The first look comes from the loop: `done` never runs inside begin. */
-	return dlock__timer_set(loop, &ml->timer, 0);
+	rc = dlock__timer_set(loop, &ml->timer, 0);
+	if (rc < 0)
+		dlock__mux_loop_end(ml);
+	return rc;
 }
 
 void dlock__mux_loop_end(dlock__mux_loop *ml)

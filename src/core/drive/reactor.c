@@ -22,14 +22,11 @@ enum sub_state { SUB_NONE, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING };
 struct dlock__sub {
 	char *channel;
 	size_t len;
-	int refs;     /* local waiters joined */
 	int watchers; /* local holds listening for a force unlock */
 	int check;    /* their holds should look at the lock (dlock__reactor_notice) */
 	enum sub_state state;
 	uint64_t gen; /* bumped each time the subscription becomes active */
-	int permits;  /* unlock messages not yet consumed by a waiter */
-	pthread_cond_t cv;
-	dlock__listener *listeners; /* asynchronous waiters: told by a posted task */
+	dlock__listener *listeners; /* local waiters: told by a task posted to their loop */
 	struct dlock__sub *next;
 };
 
@@ -46,7 +43,6 @@ struct dlock__reactor {
 	dlock__io conn_io;     /* the pub/sub connection's descriptor */
 	dlock__io watch_io;    /* the Sentinel watch's */
 	int64_t connect_deadline;
-	uint64_t wakeups; /* dlock__reactor_wake_waiters() calls: waiters return */
 	dlock__sub *subs;
 	dlock__conn *conn;  /* pub/sub connection; only the loop touches it */
 	dlock__watch watch; /* a Sentinel-managed node's +switch-master watch (the loop's) */
@@ -83,7 +79,7 @@ static dlock__sub *find_sub(dlock__reactor *r, const char *channel, size_t len)
 /* Someone local still wants the channel subscribed. */
 static int wanted(const dlock__sub *s)
 {
-	return s->refs > 0 || s->watchers > 0 || s->listeners != NULL;
+	return s->watchers > 0 || s->listeners != NULL;
 }
 
 /* The holds listening on s should look at their lock now (r->mu held). */
@@ -95,19 +91,35 @@ static void want_check(dlock__reactor *r, dlock__sub *s)
 	}
 }
 
-/* Wake the waiters of s: the blocking ones and the asynchronous ones (r->mu held). */
+/* Wake every waiter of s (r->mu held). */
 static void wake_sub(dlock__sub *s)
 {
 	dlock__listener *li;
 
-	pthread_cond_broadcast(&s->cv);
 	for (li = s->listeners; li != NULL; li = li->next)
 		dlock__loop_post(li->loop, li->task);
 }
 
+/* Wake one waiter of s, the one that waited longest (r->mu held): it
+ * goes to the back of the line (Redisson's "0" unlock message). */
+static void wake_one(dlock__sub *s)
+{
+	dlock__listener *li = s->listeners, **p;
+
+	if (li == NULL)
+		return;
+	dlock__loop_post(li->loop, li->task);
+	if (li->next == NULL)
+		return;
+	s->listeners = li->next;
+	for (p = &s->listeners; *p != NULL; p = &(*p)->next)
+		;
+	*p = li;
+	li->next = NULL;
+}
+
 static void free_sub(dlock__sub *s)
 {
-	pthread_cond_destroy(&s->cv);
 	dlock__free(s->channel);
 	dlock__free(s);
 }
@@ -124,7 +136,7 @@ static void drop_connection(dlock__reactor *r)
 	for (s = r->subs; s != NULL; s = s->next) {
 		/* Messages may be lost until it is back (or the server is
 		 * replaced - a cluster's primary failed over): waiters look again. */
-		if (s->state != SUB_NONE && (s->refs > 0 || s->listeners != NULL)) {
+		if (s->state != SUB_NONE && s->listeners != NULL) {
 			s->gen++;
 			wake_sub(s);
 		}
@@ -170,13 +182,12 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 	if (s != NULL) {
 		if (kind_is(kind, "message") && s->state == SUB_SUBSCRIBED) {
 			/* "0" wakes one waiter (Redisson's UNLOCK_MESSAGE); "1" wakes
-			 * all. No waiter, no permit: one that comes later looks anyway. */
-			if (s->refs > 0 && arg->type == REDIS_REPLY_STRING && arg->len == 1 &&
-					arg->str[0] == '1')
-				s->permits += s->refs;
-			else if (s->refs > 0)
-				s->permits++;
-			wake_sub(s);
+			 * all. One woken while its attempt is out looks again right
+			 * after it; one that stops listening passes it on. */
+			if (arg->type == REDIS_REPLY_STRING && arg->len == 1 && arg->str[0] == '1')
+				wake_sub(s);
+			else
+				wake_one(s);
 			/* Anyone's unlock of the name, a force unlock included. */
 			want_check(r, s);
 		} else if (kind_is(kind, "subscribe") && s->state == SUB_SUBSCRIBING) {
@@ -581,8 +592,7 @@ static dlock__sub *sub_get(dlock__reactor *r, const char *channel, size_t len)
 	if (s != NULL)
 		return s;
 	s = dlock__calloc(1, sizeof(*s));
-	if (s == NULL || (s->channel = dlock__strndup(channel, len)) == NULL ||
-			dlock__cond_init(&s->cv) != 0) {
+	if (s == NULL || (s->channel = dlock__strndup(channel, len)) == NULL) {
 		if (s != NULL)
 			dlock__free(s->channel);
 		dlock__free(s);
@@ -592,35 +602,6 @@ static dlock__sub *sub_get(dlock__reactor *r, const char *channel, size_t len)
 	s->next = r->subs;
 	r->subs = s;
 	return s;
-}
-
-dlock__sub *dlock__sub_join(dlock__reactor *r, const char *channel, size_t len)
-{
-	dlock__sub *s;
-	int need_wake;
-
-	dlock__mutex_lock(&r->mu);
-	s = sub_get(r, channel, len);
-	if (s != NULL)
-		s->refs++;
-	need_wake = s != NULL && s->state != SUB_SUBSCRIBED;
-	dlock__mutex_unlock(&r->mu);
-	if (need_wake)
-		wake(r);
-	return s;
-}
-
-void dlock__sub_leave(dlock__reactor *r, dlock__sub *s)
-{
-	int last;
-
-	dlock__mutex_lock(&r->mu);
-	if (--s->refs == 0)
-		s->permits = 0;
-	last = !wanted(s);
-	dlock__mutex_unlock(&r->mu);
-	if (last)
-		wake(r);
 }
 
 dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
@@ -689,9 +670,11 @@ void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li)
 			break;
 		}
 	}
+	/* Woken and gone before it looked: the next one looks instead. */
+	if (dlock__loop_unpost(li->loop, li->task))
+		wake_one(s);
 	last = !wanted(s);
 	dlock__mutex_unlock(&r->mu);
-	dlock__loop_unpost(li->loop, li->task);
 	if (last)
 		wake(r);
 }
@@ -712,50 +695,13 @@ const char *dlock__sub_channel(const dlock__sub *s, size_t *len)
 	return s->channel;
 }
 
-int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t deadline)
-{
-	struct timespec ts;
-	int woken = 0;
-	uint64_t wakeups;
-
-	dlock__deadline_timespec(deadline, &ts);
-	dlock__mutex_lock(&r->mu);
-	wakeups = r->wakeups;
-	for (;;) {
-		if (s->permits > 0) {
-			s->permits--;
-			*seen = s->gen;
-			woken = 1;
-			break;
-		}
-		if (s->gen != *seen) {
-			*seen = s->gen;
-			woken = 1;
-			break;
-		}
-		if (r->stopping || r->wakeups != wakeups || dlock__now_ms() >= deadline)
-			break;
-		if (!r->own_thread) {
-			/* The caller's loop: nobody else would run it meanwhile. */
-			dlock__mutex_unlock(&r->mu);
-			dlock__loop_run_once(r->loop, deadline);
-			dlock__mutex_lock(&r->mu);
-		} else if (pthread_cond_timedwait(&s->cv, &r->mu, &ts) == ETIMEDOUT) {
-			deadline = 0; /* one last look at the state, then give up */
-		}
-	}
-	dlock__mutex_unlock(&r->mu);
-	return woken;
-}
-
 void dlock__reactor_wake_waiters(dlock__reactor *r)
 {
 	dlock__sub *s;
 
 	dlock__mutex_lock(&r->mu);
-	r->wakeups++;
 	for (s = r->subs; s != NULL; s = s->next)
-		pthread_cond_broadcast(&s->cv);
+		wake_sub(s);
 	dlock__mutex_unlock(&r->mu);
 }
 

@@ -3,10 +3,10 @@
  * Internal: the client's background work, on its loop (core/drive/loop.h): the
  * client's own thread, or the caller's event loop.
  *
- * It owns the pub/sub connection: local waiters join a channel (one
+ * It owns the pub/sub connection: local waiters listen on a channel (one
  * SUBSCRIBE per client and channel, shared by every local waiter, and an
- * UNSUBSCRIBE when the last one leaves) and sleep until an unlock message
- * gives them a permit. Holds may listen on the same subscriptions
+ * UNSUBSCRIBE when the last one leaves) and are told when an unlock
+ * message comes. Holds may listen on the same subscriptions
  * (watchers): a message there, or a subscription made anew, tells them to
  * look at their lock (a force unlock). It also runs one periodic job (the
  * watchdog of the single layer), so one thread per client does all
@@ -48,21 +48,6 @@ void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg), void 
 void dlock__reactor_flush_at(dlock__reactor *r, int64_t due);
 
 /*
- * Join the channel's subscription (making it if needed). Returns NULL only
- * when out of memory. Every join is matched by a leave.
- */
-dlock__sub *dlock__sub_join(dlock__reactor *r, const char *channel, size_t len);
-void dlock__sub_leave(dlock__reactor *r, dlock__sub *s);
-
-/*
- * Sleep until an unlock message arrives on the channel (consuming one
- * permit), the subscription became active since this waiter last looked
- * (*seen, start at 0: messages may have been missed, so try again), or the
- * deadline. Returns 1 when woken by an event, 0 at the deadline.
- */
-int dlock__sub_wait(dlock__reactor *r, dlock__sub *s, uint64_t *seen, int64_t deadline);
-
-/*
  * What the holds listening on a channel are told, on the reactor thread with
  * no lock of the reactor held: an unlock message came on s, or messages may
  * have gone unheard (s was subscribed anew, or the connection dropped).
@@ -72,7 +57,7 @@ typedef void (*dlock__reactor_notice)(void *arg, const dlock__sub *s);
 
 /*
  * Listen on the channel for a hold: the same subscription as its waiters
- * (one per channel, counted with them). Once the subscription is active the
+ * (one per channel, shared with them). Once the subscription is active the
  * notice runs (an unlock before it went unheard), and then at every message.
  * One notice and arg per reactor: every call passes the same. Returns NULL
  * only when out of memory. Every watch is matched by an unwatch.
@@ -82,10 +67,13 @@ dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
 void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s);
 
 /*
- * An asynchronous waiter: instead of sleeping in dlock__sub_wait, it has
- * `task` posted to its `loop` when an unlock message comes on the channel
- * or the subscription becomes active (also at once when it already is: an
- * unlock may have gone unheard), and looks at the lock then.
+ * A waiter for a lock, blocking or not (single/acquire_op.c): it has `task`
+ * posted to its `loop` when the subscription becomes active (also at once
+ * when it already is: an unlock may have gone unheard), when the connection
+ * drops, and at an unlock message - every waiter for "1", the one that
+ * waited longest for "0" (Redisson's UNLOCK_MESSAGE) - and looks at the
+ * lock then. One woken that stops listening before it looked passes the
+ * wake-up on. Every listen is matched by an unlisten.
  */
 struct dlock__task;
 typedef struct dlock__listener {

@@ -16,7 +16,6 @@
 #include "core/base/time.h"
 #include "core/net/tls.h"
 
-#define MAX_REDIRECTS 5
 #define REFRESH_MIN_MS 100 /* a suspect map is read again at most this often */
 #define HOST_MAX 256
 
@@ -295,7 +294,7 @@ static int parse_redirect(const redisReply *r, unsigned *slot, char *host, int *
 }
 
 /* Follow a redirect: *m becomes the node it names. 1 MOVED, 2 ASK, 0 none, < 0 error. */
-static int follow(dlock__cluster *cl, const redisReply *r, dlock_client **m)
+int dlock__cluster_follow(dlock__cluster *cl, const redisReply *r, dlock_client **m)
 {
 	char host[HOST_MAX];
 	unsigned slot;
@@ -355,18 +354,18 @@ int dlock__cluster_exec(dlock__cluster *cl, const char *key, size_t len, dlock__
 			rc = dlock__cluster_route(cl, key, len, &m); /* the map may have moved on */
 			continue;
 		}
-		kind = follow(cl, *out, &m);
+		kind = dlock__cluster_follow(cl, *out, &m);
 		if (kind == 0)
 			return 0; /* a reply (maybe TRYAGAIN past the deadline: the caller's wait retries) */
 		freeReplyObject(*out);
 		*out = NULL;
 		if (kind < 0)
 			return kind;
-		if (++redirects > MAX_REDIRECTS)
+		if (++redirects > DLOCK__MAX_REDIRECTS)
 			return dlock__seterr(DLOCK_ESERVER,
 					"%s: more than %d MOVED/ASK redirects for slot %u "
 					"(resharding under way?)",
-					cl->host.root->label, MAX_REDIRECTS,
+					cl->host.root->label, DLOCK__MAX_REDIRECTS,
 					dlock__key_slot(key, len));
 	}
 	return rc;
@@ -382,7 +381,7 @@ void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r)
 		dlock__mutex_unlock(&cl->mu);
 	}
 	if (r != NULL)
-		(void)follow(cl, r, &ignored);
+		(void)dlock__cluster_follow(cl, r, &ignored);
 }
 
 int dlock__cluster_answered(dlock__cluster *cl)

@@ -75,6 +75,16 @@ typedef int (*dlock__member_run)(dlock_client *member, void *arg, redisReply **o
 int dlock__cluster_exec(dlock__cluster *cl, const char *key, size_t len, dlock__member_run run,
 		void *arg, redisReply **out);
 
+/*
+ * A reply that may be a redirect: 1 for MOVED (the map is updated), 2 for
+ * ASK, with *m the member named; 0 for another reply; < 0 when the member
+ * cannot be opened.
+ */
+int dlock__cluster_follow(dlock__cluster *cl, const redisReply *r, dlock_client **m);
+
+/* The most redirects one command follows (resharding under way beyond that). */
+#define DLOCK__MAX_REDIRECTS 5
+
 /* A reply seen elsewhere (a multiplexed or batched command): a MOVED
  * updates the map; an unreachable member (rc ECONN/ETIMEDOUT) makes it suspect. */
 void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r);
