@@ -452,7 +452,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	char buf[64];
 	const char *resolved;
 	dlock__loop mine, *loop = dlock__lock_loop(l);
-	int own_loop = dlock__reactor_own_thread(l->client->reactor), rc;
+	int own_loop = 0, rc;
 	ending e = { 0 };
 	acquire_op *o;
 
@@ -460,22 +460,25 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, ended, &e)) < 0)
 		return rc;
 	/* A client with a thread of its own: the calling thread drives a loop
-	 * of its own. A client on the caller's loop: that one (nobody else
-	 * drives it meanwhile). */
-	if (own_loop && (rc = dlock__loop_init(&mine)) < 0) {
-		o->lo.op.destroy(&o->lo.op);
-		return rc;
+	 * of its own (kept for the thread's next calls). A client on the
+	 * caller's loop: that one (nobody else drives it meanwhile). */
+	if (dlock__reactor_own_thread(l->client->reactor)) {
+		loop = dlock__thread_loop();
+		own_loop = loop == NULL;
+		if (own_loop && (rc = dlock__loop_init(&mine)) < 0) {
+			o->lo.op.destroy(&o->lo.op);
+			return rc;
+		}
+		loop = own_loop ? &mine : loop;
 	}
-	if (own_loop)
-		loop = &mine;
 	o->lo.op.loop = o->li.loop = loop;
 	o->thread_owner = owner == NULL;
 	o->ride_out = ride_out_errors;
 	o->canceled_with = 1;
 	o->cancels = cancels;
-	dlock__lock_op_submit(&o->lo, NULL);
-	while (!e.done)
-		dlock__loop_run_once(loop, DLOCK__NEVER);
+	loop->busy++;
+	dlock__op_run(&o->lo.op, &e.done);
+	loop->busy--;
 	if (own_loop)
 		dlock__loop_destroy(&mine);
 	if (e.code == 0 && token != NULL)

@@ -11,9 +11,11 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "dlock/client.h"
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/base/ids.h"
 #include "core/drive/loop.h"
 #include "core/base/time.h"
 
@@ -244,6 +246,10 @@ void dlock__loop_post(dlock__loop *l, dlock__task *t)
 		l->posted_tail = t;
 	}
 	dlock__mutex_unlock(&l->post_mu);
+	/* The thread that polls it posting to itself: it looks at the queue
+	 * before it polls again; no need to wake it. */
+	if (l->backend == DLOCK__POLL && atomic_load(&l->driver) == dlock_thread_id())
+		return;
 	do {
 		n = write(l->wake_fd, &one, sizeof(one));
 	} while (n < 0 && errno == EINTR);
@@ -339,11 +345,8 @@ int dlock__loop_init(dlock__loop *l)
 		return dlock__seterr(DLOCK_ESYS, "loop: eventfd: %s", strerror(errno));
 	pthread_mutex_init(&l->post_mu, NULL);
 	l->wake_io.slot = NOWHERE;
-	if (dlock__io_start(l, &l->wake_io, l->wake_fd, POLLIN, wake_ready) < 0) {
-		close(l->wake_fd);
-		pthread_mutex_destroy(&l->post_mu);
-		return DLOCK_ENOMEM;
-	}
+	/* Cannot fail: the loop has room for its first descriptors inline. */
+	(void)dlock__io_start(l, &l->wake_io, l->wake_fd, POLLIN, wake_ready);
 	return 0;
 }
 
@@ -384,7 +387,14 @@ int dlock__loop_run_once(dlock__loop *l, int64_t until)
 	struct pollfd small[16], *pfd = small;
 	size_t i, n = 0;
 	int64_t due = dlock__loop_next_due(l);
-	int got;
+	int got, posted;
+
+	atomic_store(&l->driver, dlock_thread_id());
+	dlock__mutex_lock(&l->post_mu);
+	posted = l->posted != NULL;
+	dlock__mutex_unlock(&l->post_mu);
+	if (posted)
+		until = 0; /* posted by this thread, unannounced: run it now */
 
 	if (l->nios > sizeof(small) / sizeof(*small)) {
 		pfd = dlock__malloc(l->nios * sizeof(*pfd));
@@ -410,4 +420,42 @@ int dlock__loop_run_once(dlock__loop *l, int64_t until)
 	if (pfd != small)
 		dlock__free(pfd);
 	return got;
+}
+
+static pthread_key_t thread_loop_key;
+static pthread_once_t thread_loop_once = PTHREAD_ONCE_INIT;
+static _Thread_local dlock__loop *thread_loop;
+
+static void thread_loop_free(void *p)
+{
+	dlock__loop_destroy(p);
+	dlock__free(p);
+}
+
+static void thread_loop_key_make(void)
+{
+	(void)pthread_key_create(&thread_loop_key, thread_loop_free);
+}
+
+dlock__loop *dlock__thread_loop(void)
+{
+	dlock__loop *l = thread_loop;
+
+	if (l != NULL)
+		return l->busy ? NULL : l;
+	pthread_once(&thread_loop_once, thread_loop_key_make);
+	l = dlock__malloc(sizeof(*l));
+	if (l == NULL)
+		return NULL;
+	if (dlock__loop_init(l) < 0) {
+		dlock__free(l);
+		return NULL;
+	}
+	if (pthread_setspecific(thread_loop_key, l) != 0) {
+		thread_loop_free(l);
+		return NULL;
+	}
+	atomic_store(&l->driver, dlock_thread_id());
+	thread_loop = l;
+	return l;
 }

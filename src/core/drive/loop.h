@@ -73,6 +73,8 @@ struct dlock_loop {
 	_Atomic int pending; /* operations and other work that keep dlock_loop_run's answer 1 */
 	int public_; /* made by dlock_loop_new (a caller's), not a client's own */
 	int in_run;  /* inside a dispatch: hooks may not ask for a zero timer from it */
+	_Atomic uint64_t driver; /* poll backend: the thread that drives it (dlock_thread_id) */
+	int busy;                /* a thread's loop: a blocking call is driving it */
 };
 
 /* Set up l with the poll backend (a client's thread, a blocking call). 0, or DLOCK_ESYS. */
@@ -99,6 +101,14 @@ void dlock__task_init(dlock__task *t, void (*run)(dlock__task *t));
 void dlock__loop_post(dlock__loop *l, dlock__task *t);
 /* Drop t if it is queued and not yet run; 1 when it was. */
 int dlock__loop_unpost(dlock__loop *l, dlock__task *t);
+
+/*
+ * The calling thread's own loop (poll backend), made on first use and
+ * freed when the thread exits: blocking calls drive their operations on
+ * it. NULL when it cannot be made, or when an outer call on this thread is
+ * driving it (then use a loop of your own).
+ */
+dlock__loop *dlock__thread_loop(void);
 
 /* Poll backend: wait for a descriptor, a timer or a post until `until`
  * (monotonic ms; 0: do not wait), and run what is due. 0, or DLOCK_ESYS. */

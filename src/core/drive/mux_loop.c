@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "dlock/errors.h"
 #include "core/drive/mux_loop.h"
 #include "core/base/time.h"
 
@@ -21,40 +22,41 @@ static void unwatch(dlock__mux_loop *ml)
 	dlock__timer_stop(ml->loop, &ml->timer);
 }
 
-/* Watch what the run waits for now; once it is over, say so. */
-static void rewatch(dlock__mux_loop *ml, int over)
+/* Watch what the run waits for now. 0, or DLOCK_ENOMEM (its deadline could
+ * not be armed: it could wait forever; nothing is watched then). */
+static int watch(dlock__mux_loop *ml)
 {
 	struct pollfd pfd[DLOCK__MUX_LOOP_IOS * 4];
-	int64_t wake_at = DLOCK__NEVER;
+	int64_t wake_at = DLOCK__NEVER, soon = dlock__now_ms() + 1;
 	size_t n, i;
 
-	unwatch(ml);
-	if (over) {
-		ml->running = 0;
-		ml->done(ml);
-		return;
-	}
 	n = dlock__mux_poll_set(&ml->mux, pfd, sizeof(pfd) / sizeof(*pfd), &wake_at);
 	for (i = 0; i < n; i++) {
-		if (i >= DLOCK__MUX_LOOP_IOS) {
-			/* Beyond the table: looked at often instead of watched. */
-			if (wake_at > dlock__now_ms() + 1)
-				wake_at = dlock__now_ms() + 1;
-			break;
+		/* Beyond the table (or no room in the loop): looked at often instead. */
+		if (i >= DLOCK__MUX_LOOP_IOS || dlock__io_start(ml->loop, &ml->w[ml->nio].io, pfd[i].fd,
+							pfd[i].events, io_ready) < 0) {
+			wake_at = wake_at < soon ? wake_at : soon;
+			continue;
 		}
-		if (dlock__io_start(ml->loop, &ml->w[ml->nio].io, pfd[i].fd, pfd[i].events, io_ready) ==
-				0)
-			ml->nio++;
-		else if (wake_at > dlock__now_ms() + 1)
-			wake_at = dlock__now_ms() + 1;
+		ml->nio++;
 	}
 	if (dlock__timer_set(ml->loop, &ml->timer, wake_at) < 0) {
-		/* Out of memory for its deadline: it could wait forever; give up now. */
 		unwatch(ml);
-		dlock__mux_end(&ml->mux);
-		ml->running = 0;
-		ml->done(ml);
+		return DLOCK_ENOMEM;
 	}
+	return 0;
+}
+
+/* After a step: watch the run again, or (over, or it cannot be watched) end it. */
+static void step(dlock__mux_loop *ml, int over)
+{
+	unwatch(ml);
+	if (!over && watch(ml) == 0)
+		return;
+	if (!over)
+		dlock__mux_end(&ml->mux); /* in flight: abandoned, as at a deadline */
+	ml->running = 0;
+	ml->done(ml);
 }
 
 static void io_ready(dlock__io *io, short revents)
@@ -65,14 +67,14 @@ static void io_ready(dlock__io *io, short revents)
 	p.fd = io->fd;
 	p.events = io->events;
 	p.revents = revents;
-	rewatch(ml, dlock__mux_advance(&ml->mux, &p, 1));
+	step(ml, dlock__mux_advance(&ml->mux, &p, 1));
 }
 
 static void timer_fired(dlock__timer *t)
 {
 	dlock__mux_loop *ml = OF(t, timer);
 
-	rewatch(ml, dlock__mux_advance(&ml->mux, NULL, 0));
+	step(ml, dlock__mux_advance(&ml->mux, NULL, 0));
 }
 
 int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op *ops, size_t n,
@@ -92,7 +94,14 @@ int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op 
 	if (rc < 0)
 		return rc;
 	ml->running = 1;
-	/* The first look comes from the loop: `done` never runs inside begin. */
+	if (!dlock__mux_advance(&ml->mux, NULL, 0)) {
+		rc = watch(ml);
+		if (rc < 0)
+			dlock__mux_loop_end(ml);
+		return rc;
+	}
+	/* Over already (every op failed at once): `done` comes from the loop,
+	 * never from inside begin. */
 	rc = dlock__timer_set(loop, &ml->timer, 0);
 	if (rc < 0)
 		dlock__mux_loop_end(ml);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dlock/errors.h"
+#include "core/base/time.h"
 #include "core/drive/op.h"
 
 #define OP_OF(t, field) ((dlock_op *)((char *)(t) - offsetof(dlock_op, field)))
@@ -70,6 +71,22 @@ void dlock__op_finish(dlock_op *op, int code)
 	else
 		op->message[0] = '\0';
 	dlock__loop_post(op->loop, &op->finish_task);
+}
+
+void dlock__op_run(dlock_op *op, const int *done)
+{
+	dlock__loop *l = op->loop;
+
+	l->pending++;
+	op->start(op);
+	/* Until its callback ran (it sets *done; the op is freed then), its end
+	 * delivered here rather than by another turn of the loop. */
+	while (!*done) {
+		if (op->finished && dlock__loop_unpost(l, &op->finish_task))
+			run_finish(&op->finish_task);
+		else
+			dlock__loop_run_once(l, DLOCK__NEVER);
+	}
 }
 
 int dlock__op_canceled(const dlock_op *op)

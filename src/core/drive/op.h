@@ -43,6 +43,13 @@ void dlock__op_submit(dlock_op *op);
  * The callback runs from a posted task, then the op is destroyed. Once only. */
 void dlock__op_finish(dlock_op *op, int code);
 
+/*
+ * A blocking call: start the op now, on the calling thread, which then
+ * drives its loop until the callback ran and set *done (the loop's other
+ * work runs meanwhile). The callback comes from here, inside the call.
+ */
+void dlock__op_run(dlock_op *op, const int *done);
+
 /* Whether a cancel was asked (read at each step). */
 int dlock__op_canceled(const dlock_op *op);
 
