@@ -189,14 +189,24 @@ static void follow_channel(acquire_op *o)
 /* Listen on the channel (once), and look again at `wake` at the latest. */
 static void wait_for(acquire_op *o, int64_t wake)
 {
+	int rc;
+
 	if (o->channel == NULL) {
 		o->channel = wait_channel(o->lo.l, o->lo.owner, &o->channel_len);
 		o->rx = o->channel != NULL
 				? dlock__client_reactor_for(o->lo.l->client, o->channel, o->channel_len)
 				: NULL;
+		/* The reactor's thread will wake it: a thread's loop gets its
+		 * wake-up descriptor (kept until the blocking call ends). */
+		if (o->channel == NULL || (rc = dlock__loop_wakeable(o->lo.op.loop)) < 0) {
+			conclude(o, o->channel == NULL ? dlock__seterr(DLOCK_ENOMEM,
+								 "lock %s: out of memory", o->lo.l->shown)
+						       : rc);
+			return;
+		}
 		if (o->rx != NULL)
 			o->sub = dlock__sub_listen(o->rx, o->channel, o->channel_len, &o->li);
-		if (o->channel == NULL || (o->rx != NULL && o->sub == NULL)) {
+		if (o->rx != NULL && o->sub == NULL) {
 			conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown));
 			return;
 		}
@@ -452,7 +462,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	char buf[64];
 	const char *resolved;
 	dlock__loop mine, *loop = dlock__lock_loop(l);
-	int own_loop = 0, rc;
+	int own_loop = 0, thread_loop = 0, rc;
 	ending e = { 0 };
 	acquire_op *o;
 
@@ -465,6 +475,7 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	if (dlock__reactor_own_thread(l->client->reactor)) {
 		loop = dlock__thread_loop();
 		own_loop = loop == NULL;
+		thread_loop = !own_loop;
 		if (own_loop && (rc = dlock__loop_init(&mine)) < 0) {
 			o->lo.op.destroy(&o->lo.op);
 			return rc;
@@ -481,6 +492,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 	loop->busy--;
 	if (own_loop)
 		dlock__loop_destroy(&mine);
+	else if (thread_loop)
+		dlock__loop_quiet(loop); /* no descriptor left open between calls */
 	if (e.code == 0 && token != NULL)
 		*token = e.token;
 	if (e.code == DLOCK_ENOTACQUIRED && holder_ttl != NULL)

@@ -247,8 +247,10 @@ void dlock__loop_post(dlock__loop *l, dlock__task *t)
 	}
 	dlock__mutex_unlock(&l->post_mu);
 	/* The thread that polls it posting to itself: it looks at the queue
-	 * before it polls again; no need to wake it. */
-	if (l->backend == DLOCK__POLL && atomic_load(&l->driver) == dlock_thread_id())
+	 * before it polls again; no need to wake it. (A loop with no wake-up
+	 * descriptor is only ever posted to by its own thread.) */
+	if (l->wake_fd < 0 ||
+			(l->backend == DLOCK__POLL && atomic_load(&l->driver) == dlock_thread_id()))
 		return;
 	do {
 		n = write(l->wake_fd, &one, sizeof(one));
@@ -330,30 +332,58 @@ void dlock__loop_dispatch_due(dlock__loop *l)
 	tell_timer(l);
 }
 
-int dlock__loop_init(dlock__loop *l)
+/* A loop without its wake-up descriptor yet (dlock__loop_wakeable). */
+static void init_quiet(dlock__loop *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->backend = DLOCK__POLL;
-	l->epfd = l->timerfd = -1;
+	l->epfd = l->timerfd = l->wake_fd = -1;
 	l->timer_asked = DLOCK__NEVER;
 	l->ios = l->ios_inline;
 	l->ios_cap = DLOCK__LOOP_INLINE;
 	l->heap = l->heap_inline;
 	l->heap_cap = DLOCK__LOOP_INLINE;
+	l->wake_io.slot = NOWHERE;
+	pthread_mutex_init(&l->post_mu, NULL);
+}
+
+int dlock__loop_wakeable(dlock__loop *l)
+{
+	if (l->wake_fd >= 0)
+		return 0;
 	l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (l->wake_fd < 0)
 		return dlock__seterr(DLOCK_ESYS, "loop: eventfd: %s", strerror(errno));
-	pthread_mutex_init(&l->post_mu, NULL);
-	l->wake_io.slot = NOWHERE;
-	/* Cannot fail: the loop has room for its first descriptors inline. */
-	(void)dlock__io_start(l, &l->wake_io, l->wake_fd, POLLIN, wake_ready);
+	if (dlock__io_start(l, &l->wake_io, l->wake_fd, POLLIN, wake_ready) < 0) {
+		close(l->wake_fd);
+		l->wake_fd = -1;
+		return DLOCK_ENOMEM;
+	}
 	return 0;
+}
+
+void dlock__loop_quiet(dlock__loop *l)
+{
+	if (l->wake_fd < 0)
+		return;
+	dlock__io_stop(l, &l->wake_io);
+	close(l->wake_fd);
+	l->wake_fd = -1;
+}
+
+int dlock__loop_init(dlock__loop *l)
+{
+	int rc;
+
+	init_quiet(l);
+	if ((rc = dlock__loop_wakeable(l)) < 0)
+		pthread_mutex_destroy(&l->post_mu);
+	return rc;
 }
 
 void dlock__loop_destroy(dlock__loop *l)
 {
-	dlock__io_stop(l, &l->wake_io);
-	close(l->wake_fd);
+	dlock__loop_quiet(l);
 	if (l->timerfd >= 0)
 		close(l->timerfd);
 	if (l->epfd >= 0)
@@ -422,14 +452,16 @@ int dlock__loop_run_once(dlock__loop *l, int64_t until)
 	return got;
 }
 
+/* A thread's loop lives in its thread-local storage (no allocation); the
+ * key's destructor closes its descriptors when the thread exits. */
 static pthread_key_t thread_loop_key;
 static pthread_once_t thread_loop_once = PTHREAD_ONCE_INIT;
-static _Thread_local dlock__loop *thread_loop;
+static _Thread_local dlock__loop thread_loop;
+static _Thread_local int thread_loop_made;
 
 static void thread_loop_free(void *p)
 {
 	dlock__loop_destroy(p);
-	dlock__free(p);
 }
 
 static void thread_loop_key_make(void)
@@ -439,23 +471,17 @@ static void thread_loop_key_make(void)
 
 dlock__loop *dlock__thread_loop(void)
 {
-	dlock__loop *l = thread_loop;
+	dlock__loop *l = &thread_loop;
 
-	if (l != NULL)
+	if (thread_loop_made)
 		return l->busy ? NULL : l;
 	pthread_once(&thread_loop_once, thread_loop_key_make);
-	l = dlock__malloc(sizeof(*l));
-	if (l == NULL)
-		return NULL;
-	if (dlock__loop_init(l) < 0) {
-		dlock__free(l);
-		return NULL;
-	}
+	init_quiet(l); /* a descriptor only while it waits (dlock__loop_wakeable) */
 	if (pthread_setspecific(thread_loop_key, l) != 0) {
-		thread_loop_free(l);
+		dlock__loop_destroy(l);
 		return NULL;
 	}
 	atomic_store(&l->driver, dlock_thread_id());
-	thread_loop = l;
+	thread_loop_made = 1;
 	return l;
 }

@@ -110,6 +110,12 @@ int dlock__loop_unpost(dlock__loop *l, dlock__task *t);
  */
 dlock__loop *dlock__thread_loop(void);
 
+/* Other threads may post to it from now on: make its wake-up descriptor
+ * (a thread's loop has none until it waits). 0, DLOCK_ESYS, DLOCK_ENOMEM. */
+int dlock__loop_wakeable(dlock__loop *l);
+/* None may any more: close that descriptor again. */
+void dlock__loop_quiet(dlock__loop *l);
+
 /* Poll backend: wait for a descriptor, a timer or a post until `until`
  * (monotonic ms; 0: do not wait), and run what is due. 0, or DLOCK_ESYS. */
 int dlock__loop_run_once(dlock__loop *l, int64_t until);
