@@ -93,6 +93,10 @@ typedef struct dlock__release {
 	char now_s[24];
 } dlock__release;
 
+/* Release one hold of owner (NULL: the calling thread), blocking: the
+ * asynchronous release (single/release_op.c) driven to its end here. */
+int dlock__lock_release(dlock_lock *l, const char *owner);
+
 /* Fill *r (owner NULL = the calling thread). DLOCK_EINVAL, DLOCK_ENOMEM. */
 int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r);
 

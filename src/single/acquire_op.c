@@ -363,6 +363,7 @@ static void start(dlock_op *op)
 {
 	acquire_op *o = (acquire_op *)op;
 
+	o->li.loop = op->loop; /* the loop it runs on, known now */
 	o->started = dlock__now_ms();
 	o->deadline = dlock__deadline_in(o->wait_ms);
 	o->owed_until = o->started + OWED_GRACE_MS;
@@ -415,7 +416,6 @@ static int new_acquire(acquire_op **out, dlock_lock *l, const char *owner, int64
 	o->wait_ms = wait_ms;
 	o->lease_ms = lease_ms;
 	o->ride_out = 1;
-	o->li.loop = o->lo.op.loop;
 	o->li.task = &o->wake_task;
 	dlock__task_init(&o->wake_task, woken);
 	dlock__timer_init(&o->timer, timer_fired);
@@ -437,66 +437,26 @@ int dlock_lock_acquire_async(dlock_op **out, dlock_lock *l, const char *owner, i
 	return rc;
 }
 
-/* What a blocking call keeps of its operation's end. */
-typedef struct ending {
-	int done, code;
-	int64_t token, holder_ttl;
-	char message[DLOCK__ERRMSG_MAX];
-} ending;
-
-static void ended(dlock_op *op, const dlock_result *r, void *userdata)
-{
-	ending *e = userdata;
-
-	(void)op;
-	e->done = 1;
-	e->code = r->code;
-	e->token = r->token;
-	e->holder_ttl = r->holder_ttl_ms;
-	snprintf(e->message, sizeof(e->message), "%s", r->message);
-}
-
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl)
 {
 	char buf[64];
 	const char *resolved;
-	dlock__loop mine, *loop = dlock__lock_loop(l);
-	int own_loop = 0, thread_loop = 0, rc;
-	ending e = { 0 };
+	dlock__ending e = { 0 };
 	acquire_op *o;
+	int rc;
 
 	if ((rc = dlock__resolve_owner(l, owner, buf, sizeof(buf), &resolved)) < 0 ||
-			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, ended, &e)) < 0)
+			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, dlock__ending_note, &e)) < 0)
 		return rc;
-	/* A client with a thread of its own: the calling thread drives a loop
-	 * of its own (kept for the thread's next calls). A client on the
-	 * caller's loop: that one (nobody else drives it meanwhile). */
-	if (dlock__reactor_own_thread(l->client->reactor)) {
-		loop = dlock__thread_loop();
-		own_loop = loop == NULL;
-		thread_loop = !own_loop;
-		if (own_loop && (rc = dlock__loop_init(&mine)) < 0) {
-			o->lo.op.destroy(&o->lo.op);
-			return rc;
-		}
-		loop = own_loop ? &mine : loop;
-	}
-	o->lo.op.loop = o->li.loop = loop;
 	o->thread_owner = owner == NULL;
 	o->ride_out = ride_out_errors;
 	o->canceled_with = 1;
 	o->cancels = cancels;
-	loop->busy++;
-	dlock__op_run(&o->lo.op, &e.done);
-	loop->busy--;
-	if (own_loop)
-		dlock__loop_destroy(&mine);
-	else if (thread_loop)
-		dlock__loop_quiet(loop); /* no descriptor left open between calls */
-	if (e.code == 0 && token != NULL)
+	rc = dlock__lock_op_block(&o->lo, &e);
+	if (rc == 0 && token != NULL)
 		*token = e.token;
-	if (e.code == DLOCK_ENOTACQUIRED && holder_ttl != NULL)
+	if (rc == DLOCK_ENOTACQUIRED && holder_ttl != NULL)
 		*holder_ttl = e.holder_ttl;
-	return e.code < 0 ? dlock__seterr(e.code, "%s", e.message) : 0;
+	return rc;
 }

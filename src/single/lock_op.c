@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared part of a single lock's asynchronous operations (single/lock_op.h). */
+#include <stdio.h>
+
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/reactor.h"
@@ -46,6 +48,44 @@ void dlock__lock_op_submit(dlock__lock_op *o, dlock_op **out)
 	if (out != NULL)
 		*out = &o->op;
 	dlock__op_submit(&o->op);
+}
+
+void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata)
+{
+	dlock__ending *e = userdata;
+
+	(void)op;
+	e->done = 1;
+	e->code = r->code;
+	e->token = r->token;
+	e->holder_ttl = r->holder_ttl_ms;
+	snprintf(e->message, sizeof(e->message), "%s", r->message);
+}
+
+int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e)
+{
+	dlock__loop mine, *loop = o->op.loop, *own = NULL;
+	int rc;
+
+	if (dlock__reactor_own_thread(o->l->client->reactor)) {
+		/* The thread's loop, kept for its next calls; a loop of this call's
+		 * own when an outer call on this thread is driving that one. */
+		own = dlock__thread_loop();
+		if (own == NULL && (rc = dlock__loop_init(&mine)) < 0) {
+			o->op.destroy(&o->op);
+			return rc;
+		}
+		loop = own != NULL ? own : &mine;
+	}
+	o->op.loop = loop;
+	loop->busy++;
+	dlock__op_run(&o->op, &e->done);
+	loop->busy--;
+	if (loop == &mine)
+		dlock__loop_destroy(&mine);
+	else if (own != NULL)
+		dlock__loop_quiet(own); /* no descriptor left open between calls */
+	return e->code < 0 ? dlock__seterr(e->code, "%s", e->message) : 0;
 }
 
 void dlock__lock_op_free(dlock__lock_op *o)

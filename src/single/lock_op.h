@@ -50,6 +50,23 @@ int dlock__lock_op_redirect(dlock_lock *l, const redisReply *r, int *redirects, 
 /* Hand the op to its loop; *out (may be NULL) gets it. */
 void dlock__lock_op_submit(dlock__lock_op *o, dlock_op **out);
 
+/* How an operation a blocking call drives ended (dlock__ending_note is its callback). */
+typedef struct dlock__ending {
+	int done, code;
+	int64_t token, holder_ttl;
+	char message[DLOCK__ERRMSG_MAX];
+} dlock__ending;
+
+void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata);
+
+/*
+ * A blocking call: run o (made with dlock__ending_note and e) to its end on
+ * the calling thread - on the thread's own loop when the client has a
+ * thread of its own, on the client's loop when the caller drives one.
+ * Returns e->code, the calling thread's message set from it.
+ */
+int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e);
+
 /* Free what dlock__lock_op_new took (the owner, the client's count, o). */
 void dlock__lock_op_free(dlock__lock_op *o);
 

@@ -111,44 +111,18 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 	return 0;
 }
 
-static int release(dlock_lock *l, const char *owner)
-{
-	dlock__release rel;
-	redisReply *reply = NULL;
-	/* A hold already lost stays lost, whatever the release meets. */
-	int lost = dlock_lock_check(l, owner) == DLOCK_ELOST;
-	int rc = dlock__release_prepare(l, owner, &rel);
-
-	/* Safe to repeat after a dropped connection: the latch answers the repeat. */
-	if (rc == 0)
-		rc = dlock__client_run_call(l->client, &rel.call, 1, NULL, &reply);
-	if (rc == 0)
-		rc = dlock__release_finish(l, &rel, reply);
-	else if (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)
-		dlock__holds_unsure_release(l, rel.owner);
-	if (lost && rc != DLOCK_ELOST) {
-		dlock__holds_released(l, rel.owner, -1);
-		rc = dlock__seterr_node(DLOCK_ELOST, l->client->node.label,
-				"lock %s was lost before the unlock: the watchdog had found it lost",
-				l->shown);
-	}
-	freeReplyObject(reply);
-	dlock__release_clear(l, &rel);
-	return rc;
-}
-
 int dlock_lock_unlock(dlock_lock *l)
 {
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "unlock: NULL handle");
-	return dlock__errbuf_record(&l->err, release(l, NULL));
+	return dlock__errbuf_record(&l->err, dlock__lock_release(l, NULL));
 }
 
 int dlock_lock_unlock_as(dlock_lock *l, const char *owner)
 {
 	if (l == NULL || owner == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "unlock: NULL %s", l ? "owner" : "handle");
-	return dlock__errbuf_record(&l->err, release(l, owner));
+	return dlock__errbuf_record(&l->err, dlock__lock_release(l, owner));
 }
 
 int dlock_lock_force_unlock(int *deleted, dlock_lock *l)

@@ -18,6 +18,7 @@ typedef struct release_op {
 	dlock__lock_op lo; /* first: the op, the lock, the owner */
 	int lost; /* already lost before: it stays lost, whatever the release meets */
 	int redirects;
+	int thread_owner; /* the owner is the calling thread's (a blocking call) */
 	dlock__release rel;
 	dlock__mux_op mop;
 	dlock__mux_loop ml;
@@ -78,8 +79,10 @@ static void start(dlock_op *op)
 	release_op *o = (release_op *)op;
 	int rc;
 
-	o->lost = dlock_lock_check(o->lo.l, o->lo.owner) == DLOCK_ELOST;
-	rc = dlock__release_prepare(o->lo.l, o->lo.owner, &o->rel);
+	const char *owner = o->thread_owner ? NULL : o->lo.owner;
+
+	o->lost = dlock_lock_check(o->lo.l, owner) == DLOCK_ELOST;
+	rc = dlock__release_prepare(o->lo.l, owner, &o->rel);
 	if (rc < 0)
 		dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
 	else
@@ -110,4 +113,20 @@ int dlock_lock_release_async(
 	if (rc == 0)
 		dlock__lock_op_submit(lo, out);
 	return rc;
+}
+
+int dlock__lock_release(dlock_lock *l, const char *owner)
+{
+	char buf[64];
+	const char *resolved;
+	dlock__ending e = { 0 };
+	dlock__lock_op *lo;
+	int rc;
+
+	if ((rc = dlock__resolve_owner(l, owner, buf, sizeof(buf), &resolved)) < 0 ||
+			(rc = dlock__lock_op_new(&lo, sizeof(release_op), l, resolved,
+					 dlock__ending_note, &e, &steps)) < 0)
+		return rc;
+	((release_op *)lo)->thread_owner = owner == NULL;
+	return dlock__lock_op_block(lo, &e);
 }
