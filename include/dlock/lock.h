@@ -49,9 +49,10 @@ typedef enum dlock_lock_kind {
 	 * it, across processes and languages (the queue
 	 * `redisson_lock_queue:{name}` and deadlines `redisson_lock_timeout:{name}`),
 	 * and a release wakes only the first in line. A waiter's place lasts
-	 * fair_wait_ms past the one ahead of it (a try with wait_ms > 0 uses
-	 * wait_ms, as Redisson does), so a crashed waiter's place expires; one
-	 * that gives up leaves at once. The deadlines are epoch milliseconds
+	 * fair_wait_ms past the one ahead of it (a try with wait_ms > 0: wait_ms
+	 * and one command timeout, so that its leave arrives before the place
+	 * expires), so a crashed waiter's place expires; one that gives up
+	 * leaves at once, taking its place off the deadlines behind it. The deadlines are epoch milliseconds
 	 * (Redisson's data), so the clocks of the processes sharing a fair lock
 	 * must roughly agree. As in Redisson, releasing a fair lock that no
 	 * longer exists succeeds.

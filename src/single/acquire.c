@@ -29,6 +29,11 @@ int64_t dlock__wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t dlock__fair_place_ms(const dlock_lock *l, int64_t wait_ms)
+{
+	return wait_ms > 0 ? wait_ms + l->client->opts.command_timeout_ms : l->fair_wait_ms;
+}
+
 /* The owner is `<this client's uuid>:...`: no other client can hold it. */
 static int owned_by_client(const dlock_client *c, const char *owner)
 {
@@ -79,8 +84,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	dlock__call_push(c, a->owner, strlen(a->owner));
 	dlock__call_push(c, a->believed_s, dlock__fmt_i64(a->believed_s, a->believed));
 	if (l->kind == DLOCK_LOCK_FAIR) {
-		/* Redisson: a try with a wait queues with that wait, others with the lock's. */
-		int64_t place = wait_ms > 0 ? wait_ms : l->fair_wait_ms;
+		int64_t place = dlock__fair_place_ms(l, wait_ms);
 
 		dlock__call_push(c, a->wait_s, dlock__fmt_i64(a->wait_s, place));
 		dlock__call_push(c, a->now_s, dlock__fmt_i64(a->now_s, dlock__wall_ms()));
@@ -207,7 +211,7 @@ static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
 	dlock__call_keys_done(&call);
 	dlock__call_push(&call, owner, strlen(owner));
 	dlock__call_push(&call, place,
-			dlock__fmt_i64(place, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
+			dlock__fmt_i64(place, dlock__fair_place_ms(l, wait_ms)));
 	dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	freeReplyObject(r);
 }

@@ -13,6 +13,17 @@
 #include "dlock/lock.h"
 #include "core/net/script.h"
 
+/*
+ * How long a fair waiter's place lasts past the one ahead of it, as its
+ * acquire, leave and rollback all tell the server (they must agree: a
+ * leave takes this much off the places behind). A try with a wait: the wait
+ * and a command timeout more, so that the leave of a waiter that gives up
+ * at its deadline reaches the server before its place expires (else the
+ * place is pruned and those behind keep waiting for the time it had).
+ * Otherwise the lock's fair_wait_ms.
+ */
+int64_t dlock__fair_place_ms(const dlock_lock *l, int64_t wait_ms);
+
 /* A fair waiter asks again at least this often while others are ahead of it. */
 #define DLOCK__FAIR_POLL_MS 50
 

@@ -32,7 +32,7 @@ void dlock__rollback_prepare(dlock_lock *l, const char *owner, int64_t expect, i
 	dlock__call_push(c, u->lease, dlock__fmt_i64(u->lease, dlock__holds_lease(l, owner)));
 	if (fair)
 		dlock__call_push(c, u->wait,
-				dlock__fmt_i64(u->wait, wait_ms > 0 ? wait_ms : l->fair_wait_ms));
+				dlock__fmt_i64(u->wait, dlock__fair_place_ms(l, wait_ms)));
 }
 
 void dlock__rollback_finish(
