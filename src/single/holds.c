@@ -489,7 +489,18 @@ void dlock__holds_abandon(const dlock_lock *l, const char *owner)
 	dlock__mutex_unlock(&h->mu);
 }
 
-void dlock__holds_name_deleted(dlock_lock *l)
+uint64_t dlock__holds_epoch(const dlock_lock *l)
+{
+	dlock__holds *h = l->holds;
+	uint64_t epoch;
+
+	dlock__mutex_lock(&h->mu);
+	epoch = h->next_epoch;
+	dlock__mutex_unlock(&h->mu);
+	return epoch;
+}
+
+void dlock__holds_name_deleted(dlock_lock *l, uint64_t epoch)
 {
 	dlock__holds *h = l->holds;
 	lost_event *cb = NULL;
@@ -501,7 +512,7 @@ void dlock__holds_name_deleted(dlock_lock *l)
 	n = h->nbuckets;
 	for (i = 0; i < n; i++)
 		for (x = h->buckets[i]; x != NULL; x = x->next)
-			if (x->name_len == l->name_len &&
+			if (x->epoch <= epoch && x->name_len == l->name_len &&
 					memcmp(x->name, l->name, l->name_len) == 0)
 				dlock__holds_mark_lost(h, x, DLOCK_LOST_FORCED, cb, &ncb);
 	dlock__mutex_unlock(&h->mu);

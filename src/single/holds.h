@@ -79,8 +79,15 @@ void dlock__holds_unsure_release(dlock_lock *l, const char *owner);
  */
 void dlock__holds_abandon(const dlock_lock *l, const char *owner);
 
-/* Force unlock: every local hold of the name is lost (callbacks run). */
-void dlock__holds_name_deleted(dlock_lock *l);
+/* The latest hold recorded so far (its epoch: later holds have greater ones). */
+uint64_t dlock__holds_epoch(const dlock_lock *l);
+
+/* Force unlock: every local hold of the name recorded by `epoch` (read
+ * before the unlock was sent) is lost (callbacks run). A hold recorded
+ * since may have been taken after the unlock ran - a waiter it woke - and
+ * is left alone: if the unlock deleted it after all, its renewal or
+ * release finds out. */
+void dlock__holds_name_deleted(dlock_lock *l, uint64_t epoch);
 
 /* 0 held, DLOCK_ELOST lost, DLOCK_ENOTOWNER no record. */
 int dlock__holds_state(const dlock_lock *l, const char *owner);

@@ -130,6 +130,7 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	dlock__call call;
 	char now[24];
 	redisReply *r = NULL;
+	uint64_t before;
 	int rc;
 
 	if (l == NULL)
@@ -145,6 +146,7 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	dlock__call_keys_done(&call);
 	dlock__call_push(&call, "0", 1);
 	dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
+	before = dlock__holds_epoch(l);
 	rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	if (rc == 0)
 		rc = dlock__reply_check(&l->client->node, r, "force unlock");
@@ -154,7 +156,7 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	if (rc == 0) {
 		if (deleted != NULL)
 			*deleted = r->integer == 1;
-		dlock__holds_name_deleted(l);
+		dlock__holds_name_deleted(l, before);
 	}
 	freeReplyObject(r);
 	return dlock__errbuf_record(&l->err, rc);
