@@ -52,6 +52,31 @@ static void await_promoted(rh_cluster *c, rh_server *s, const char *key)
 	}
 }
 
+/* Print what the new primary says of itself, to tell a hold that never
+ * arrived from one deleted later. */
+static void print_reply(rh_server *s, const char *what)
+{
+	redisReply *r = rh_command(s, what);
+
+	cr_log_error("%s: %s", what,
+			r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+				r->type == REDIS_REPLY_ERROR) ? r->str : "(no text reply)");
+	if (r)
+		freeReplyObject(r);
+}
+
+static void explain_missing_hold(rh_server *replica, int64_t p0, int64_t p, int64_t t_promoted,
+		dl_lost *lost)
+{
+	cr_log_error("PTTL right after the promotion %lld, then %lld (%lld ms after it); "
+		     "holder told lost: %d", (long long)p0, (long long)p,
+			(long long)(rh_now_ms() - t_promoted), dl_lost_count(lost));
+	print_reply(replica, "INFO replication");
+	print_reply(replica, "INFO keyspace");
+	print_reply(replica, "INFO stats");
+	print_reply(replica, "CLUSTER NODES");
+}
+
 /*
  * SIGKILL of the primary serving a held lock, `replicated` or not. The
  * cluster promotes the replica; the holder keeps the lock if its hold had
@@ -92,6 +117,8 @@ static void killed_primary(int replicated)
 		while ((p = rh_command_int(replica, "PTTL killed")) > 0 && p <= p0 &&
 				rh_now_ms() < t_promoted + WATCHDOG_MS)
 			dl_sleep_ms(50);
+		if (p <= p0)
+			explain_missing_hold(replica, p0, p, t_promoted, &lost);
 		cr_assert_gt(p, p0, "the hold was not renewed on the new primary (PTTL %lld)",
 				(long long)p);
 		int64_t t_renewed = rh_now_ms();
