@@ -6,9 +6,8 @@
  * operation runs on the loop of its lock's client (dlock/loop.h: the
  * caller's loop, or the client's background thread when it was opened
  * without one) and ends with exactly one callback, never from inside the
- * call that started it. This release has them for single locks (plain,
- * fair, fenced); MultiLock and RedLock operations, and a watch for lost
- * holds, come next on the same engine.
+ * call that started it: for single locks (plain, fair, fenced), MultiLocks
+ * and RedLocks. (A watch for lost holds comes next on the same engine.)
  *
  * Owners are explicit: an asynchronous caller has no thread of its own to
  * name (use dlock_client_owner() for a Redisson-style `<uuid>:<id>`).
@@ -51,8 +50,8 @@ typedef struct dlock_result {
 	int64_t holder_ttl_ms;
 	/** Reserved for lost-hold events (a watch operation): 0. */
 	int lost_reason;
-	/** Reserved for MultiLock/RedLock operations (each member's vote):
-	 *  NULL and 0 for a single lock. */
+	/** A MultiLock/RedLock operation: each member's vote (acquire) or
+	 *  status; NULL and 0 for a single lock. */
 	const dlock_member_status *members;
 	size_t nmembers;
 } dlock_result;
@@ -72,6 +71,26 @@ DLOCK_EXTERN int dlock_lock_acquire_async(dlock_op **out, dlock_lock *lock, cons
 
 /** Release one hold of `owner` (as dlock_lock_unlock_as()). */
 DLOCK_EXTERN int dlock_lock_release_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * Acquire a MultiLock (every member) or a RedLock (a quorum) for `owner`,
+ * as the blocking try_as calls do; the operation runs on the loop of the
+ * first member's client. On success the result has the validity (RedLock)
+ * and a fenced quorum's token; either way `members` holds each member's
+ * vote (as dlock_multilock_member_status()). Cancel gives back every
+ * member the operation may have taken, wherever it was. The handle must
+ * outlive its operations.
+ */
+DLOCK_EXTERN int dlock_multilock_acquire_async(dlock_op **out, dlock_multilock *m,
+		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_acquire_async(dlock_op **out, dlock_redlock *r, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+
+/** Release `owner`'s hold on every member (as the unlock_as calls). */
+DLOCK_EXTERN int dlock_multilock_release_async(dlock_op **out, dlock_multilock *m,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, const char *owner,
 		dlock_op_cb cb, void *userdata);
 
 /**

@@ -5,9 +5,11 @@
  * raise the fencing counters. The calls themselves come from single/.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/drive/client.h"
 #include "core/drive/mux.h"
 #include "core/base/time.h"
 #include "multilock/parts.h"
@@ -57,6 +59,7 @@ static void batch_free(batch *b)
 	dlock__free(b->ops);
 	dlock__free(b->which);
 	dlock__free(b->calls);
+	memset(b, 0, sizeof(*b));
 }
 
 /* What member i's rollback expects to find (see below); 0: nothing to give back. */
@@ -85,37 +88,69 @@ static int64_t next_wave(const int64_t *expect, size_t n, int64_t below)
 	return top;
 }
 
-/* Give back, all at once, the members expecting `count`. `last`: no wave
- * follows, so a slow server's answer need not be waited for. */
-static void rollback_wave(dlock__engine *e, dlock__member_try *t, const int64_t *expect,
-		int64_t count, int last)
-{
+/* The rollback under way (o->waves): the counts still to give back. */
+struct dlock__waves {
+	int64_t *expect;
+	int64_t count; /* this wave's */
 	batch b;
+	dlock__then then;
+};
+
+static void wave_next(dlock__engine_op *o);
+
+/* A wave is over: what it gave back is recorded; the next one goes. */
+static void wave_over(dlock__engine_op *o)
+{
+	struct dlock__waves *w = o->waves;
+	batch *b = &w->b;
 	size_t i;
 
-	if (batch_init(&b, e->n, sizeof(dlock__rollback)) < 0)
-		goto out; /* the holds expire with their TTL */
-	for (i = 0; i < e->n; i++) {
-		dlock__rollback *u = batch_next(&b);
+	if (o->run_rc == 0)
+		for (i = 0; i < b->k; i++) {
+			dlock__member_try *mt = &o->t[b->which[i]];
 
-		if (expect[i] != count)
+			dlock__rollback_finish(o->e->members[b->which[i]], mt->owner_ptr,
+					mt->believed, b->ops[i].rc, b->ops[i].reply);
+		}
+	for (i = 0; i < b->k; i++)
+		o->t[b->which[i]].taken = o->t[b->which[i]].touched = 0; /* given back (or expiring) */
+	batch_free(b);
+	wave_next(o);
+}
+
+/* Give back, all at once, the members expecting the next count down. The
+ * last wave need not wait for a slow server's answer. */
+static void wave_next(dlock__engine_op *o)
+{
+	struct dlock__waves *w = o->waves;
+	dlock__engine *e = o->e;
+	int64_t next;
+	size_t i;
+
+	w->count = next_wave(w->expect, e->n, w->count);
+	if (w->count == 0 || batch_init(&w->b, e->n, sizeof(dlock__rollback)) < 0) {
+		/* Done (or out of memory: the holds expire with their TTL). */
+		dlock__then then = w->then;
+
+		batch_free(&w->b);
+		dlock__free(w->expect);
+		dlock__free(w);
+		o->waves = NULL;
+		then(o);
+		return;
+	}
+	next = next_wave(w->expect, e->n, w->count);
+	for (i = 0; i < e->n; i++) {
+		dlock__rollback *u = batch_next(&w->b);
+
+		if (w->expect[i] != w->count)
 			continue;
-		dlock__rollback_prepare(e->members[i], t[i].owner_ptr, count, 0, u);
+		dlock__rollback_prepare(e->members[i], o->t[i].owner_ptr, w->count, 0, u);
 		/* A server that just timed out would cost its timeout again: send
 		 * the rollback and move on (it runs when the server does). */
-		batch_add(&b, e, i, &u->call)->no_wait = last && dlock__member_is_slow(e, i);
+		batch_add(&w->b, e, i, &u->call)->no_wait = next == 0 && dlock__member_is_slow(e, i);
 	}
-	if (b.k > 0 && dlock__mux_run(b.ops, b.k, NULL, NULL) == 0)
-		for (i = 0; i < b.k; i++) {
-			dlock__member_try *mt = &t[b.which[i]];
-
-			dlock__rollback_finish(e->members[b.which[i]], mt->owner_ptr, mt->believed,
-					b.ops[i].rc, b.ops[i].reply);
-		}
-	for (i = 0; i < b.k; i++)
-		t[b.which[i]].taken = t[b.which[i]].touched = 0; /* given back (or expiring) */
-out:
-	batch_free(&b);
+	dlock__engine_run(o, w->b.ops, w->b.k, NULL, NULL, wave_over);
 }
 
 /*
@@ -128,66 +163,115 @@ out:
  * beside the 2 may run first and find 2. So the highest counts go first,
  * one batch per count; usually every count is 1 and that is one batch.
  */
-void dlock__rollback_some(dlock__engine *e, dlock__member_try *t, const int *only)
+void dlock__rollback_some(dlock__engine_op *o, const int *only, dlock__then then)
 {
-	int64_t *expect = dlock__calloc(e->n, sizeof(*expect)), count, next;
+	struct dlock__waves *w = dlock__calloc(1, sizeof(*w));
 	size_t i;
 
-	if (expect == NULL)
-		return; /* the holds expire with their TTL */
-	for (i = 0; i < e->n; i++)
-		expect[i] = rollback_expect(t, only, i);
-	for (count = next_wave(expect, e->n, INT64_MAX); count > 0; count = next) {
-		next = next_wave(expect, e->n, count);
-		rollback_wave(e, t, expect, count, next == 0);
+	if (w == NULL || (w->expect = dlock__calloc(o->e->n, sizeof(*w->expect))) == NULL) {
+		dlock__free(w);
+		then(o); /* the holds expire with their TTL */
+		return;
 	}
-	dlock__free(expect);
+	for (i = 0; i < o->e->n; i++)
+		w->expect[i] = rollback_expect(o->t, only, i);
+	w->count = INT64_MAX;
+	w->then = then;
+	o->waves = w;
+	wave_next(o);
 }
 
-/*
- * Set every taken member's key to its TTL (guarded: only while our field is
- * there), all at once. Members whose hold is gone stop counting. Returns
- * the validity, counted from the send; -1 without a quorum.
- */
-int64_t dlock__finalize(dlock__engine *e, dlock__member_try *t, int64_t lease_ms)
-{
-	int64_t t_send, min_ttl = INT64_MAX, validity = -1;
+/* The finalize or the fence under way (o->waves is not used by them). */
+typedef struct single_batch {
 	batch b;
+	int64_t t_send;
+	dlock__then then;
+	struct fence_wait {
+		size_t quorum;
+		int64_t max;
+	} fw;
+} single_batch;
+
+static single_batch *single_batch_new(dlock__engine_op *o, size_t call_size, dlock__then then)
+{
+	single_batch *sb = dlock__calloc(1, sizeof(*sb));
+
+	if (sb != NULL && batch_init(&sb->b, o->e->n, call_size) < 0) {
+		batch_free(&sb->b);
+		dlock__free(sb);
+		sb = NULL;
+	}
+	if (sb != NULL)
+		sb->then = then;
+	return sb;
+}
+
+static void single_batch_end(dlock__engine_op *o, single_batch *sb)
+{
+	dlock__then then = sb->then;
+
+	batch_free(&sb->b);
+	dlock__free(sb);
+	o->step = NULL;
+	then(o);
+}
+
+static void finalized(dlock__engine_op *o)
+{
+	single_batch *sb = o->step;
+	batch *b = &sb->b;
+	dlock__member_try *t = o->t;
+	int64_t min_ttl = INT64_MAX;
 	size_t i;
 
-	if (batch_init(&b, e->n, sizeof(dlock__renew)) < 0)
-		goto out;
-	for (i = 0; i < e->n; i++) {
-		dlock__renew *r = batch_next(&b);
+	o->validity = -1;
+	for (i = 0; o->run_rc == 0 && i < b->k; i++) {
+		dlock__member_try *mt = &t[b->which[i]];
+		int64_t ttl = dlock__lock_ttl(o->e->members[b->which[i]], o->lease_ms);
 
-		if (t[i].st.vote != DLOCK_VOTE_ACQUIRED && t[i].st.vote != DLOCK_VOTE_YOUNG)
-			continue;
-		dlock__renew_prepare(e->members[i], t[i].owner_ptr,
-				dlock__lock_ttl(e->members[i], lease_ms), r);
-		batch_add(&b, e, i, &r->call);
-	}
-	t_send = dlock__now_ms();
-	if (dlock__mux_run(b.ops, b.k, NULL, NULL) < 0)
-		goto out;
-	for (i = 0; i < b.k; i++) {
-		dlock__member_try *mt = &t[b.which[i]];
-		int64_t ttl = dlock__lock_ttl(e->members[b.which[i]], lease_ms);
-
-		if (b.ops[i].rc == 0 && dlock__renew_succeeded(b.ops[i].reply)) {
+		if (b->ops[i].rc == 0 && dlock__renew_succeeded(b->ops[i].reply)) {
 			if (mt->st.vote == DLOCK_VOTE_ACQUIRED && ttl < min_ttl)
 				min_ttl = ttl;
 			continue;
 		}
 		/* Gone already (its provisional lease ran out), or no answer. */
-		dlock__try_fail(mt, b.ops[i].rc < 0 ? b.ops[i].rc : DLOCK_EEXPIRED,
-				b.ops[i].rc < 0 ? b.ops[i].errmsg : "hold expired while acquiring");
+		dlock__try_fail(mt, b->ops[i].rc < 0 ? b->ops[i].rc : DLOCK_EEXPIRED,
+				b->ops[i].rc < 0 ? b->ops[i].errmsg : "hold expired while acquiring");
 	}
-	if (dlock__tries_count(t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum)
-		validity = dlock__quorum_validity(
-				min_ttl, dlock__now_ms() - t_send, e->rules.drift_factor);
-out:
-	batch_free(&b);
-	return validity;
+	if (o->run_rc == 0 && dlock__tries_count(t, o->e->n, DLOCK_VOTE_ACQUIRED) >= o->e->rules.quorum)
+		o->validity = dlock__quorum_validity(
+				min_ttl, dlock__now_ms() - sb->t_send, o->e->rules.drift_factor);
+	single_batch_end(o, sb);
+}
+
+/*
+ * Set every taken member's key to its TTL (guarded: only while our field is
+ * there), all at once. Members whose hold is gone stop counting. The
+ * validity is counted from the send; -1 without a quorum.
+ */
+void dlock__finalize(dlock__engine_op *o, dlock__then then)
+{
+	dlock__engine *e = o->e;
+	single_batch *sb = single_batch_new(o, sizeof(dlock__renew), then);
+	size_t i;
+
+	o->validity = -1;
+	if (sb == NULL) {
+		then(o);
+		return;
+	}
+	for (i = 0; i < e->n; i++) {
+		dlock__renew *r = batch_next(&sb->b);
+
+		if (o->t[i].st.vote != DLOCK_VOTE_ACQUIRED && o->t[i].st.vote != DLOCK_VOTE_YOUNG)
+			continue;
+		dlock__renew_prepare(e->members[i], o->t[i].owner_ptr,
+				dlock__lock_ttl(e->members[i], o->lease_ms), r);
+		batch_add(&sb->b, e, i, &r->call);
+	}
+	sb->t_send = dlock__now_ms();
+	o->step = sb;
+	dlock__engine_run(o, sb->b.ops, sb->b.k, NULL, NULL, finalized);
 }
 
 /*
@@ -198,15 +282,11 @@ out:
  * already >= the token, so the next holder's token is larger - as long as
  * that server kept its data (see redlock.h).
  */
-typedef struct fence_wait {
-	size_t quorum;
-	int64_t max;
-} fence_wait;
 
 /* Enough once a quorum holds the raised counter: that is what the argument needs. */
 static int fence_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
-	const fence_wait *fw = arg;
+	const struct fence_wait *fw = arg;
 	size_t i, raised = 0;
 
 	(void)wake_at;
@@ -215,42 +295,118 @@ static int fence_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t 
 	return raised >= fw->quorum;
 }
 
-int dlock__fence(dlock__engine *e, dlock__member_try *t, int64_t *token)
+static void fenced(dlock__engine_op *o)
 {
-	fence_wait fw = { e->rules.quorum, 0 };
+	single_batch *sb = o->step;
 	size_t i, raised = 0;
-	batch b;
-	int rc = DLOCK_ENOMEM;
 
-	if (batch_init(&b, e->n, sizeof(dlock__token_raise)) < 0)
-		goto out;
-	for (i = 0; i < e->n; i++)
-		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED && t[i].token > fw.max)
-			fw.max = t[i].token;
-	/* Every member, not only the voters: the more servers know the token,
-	 * the more restarts it survives. */
-	for (i = 0; i < e->n; i++) {
-		dlock__token_raise *r = batch_next(&b);
+	for (i = 0; o->run_rc == 0 && i < sb->b.k; i++) {
+		const dlock__mux_op *op = &sb->b.ops[i];
+		dlock__member_try *mt = &o->t[sb->b.which[i]];
 
-		dlock__token_raise_prepare(e->members[i], fw.max, r);
-		batch_add(&b, e, i, &r->call);
-	}
-	rc = dlock__mux_run(b.ops, b.k, fence_decided, &fw);
-	for (i = 0; rc == 0 && i < b.k; i++) {
-		const dlock__mux_op *op = &b.ops[i];
-
-		if (op->rc == 0 && dlock__token_raised(op->reply, fw.max))
+		if (op->rc == 0 && dlock__token_raised(op->reply, sb->fw.max))
 			raised++;
 		else if (op->undecided)
 			continue; /* not waited for once a quorum had it */
-		else if (t[b.which[i]].st.vote == DLOCK_VOTE_ACQUIRED)
-			dlock__try_fail(&t[b.which[i]], op->rc < 0 ? op->rc : DLOCK_ESERVER,
+		else if (mt->st.vote == DLOCK_VOTE_ACQUIRED)
+			dlock__try_fail(mt, op->rc < 0 ? op->rc : DLOCK_ESERVER,
 					op->rc < 0 ? op->errmsg : "fencing token not raised");
 	}
-	if (rc == 0)
-		rc = raised >= e->rules.quorum ? 0 : DLOCK_ENOQUORUM;
-	*token = fw.max;
-out:
-	batch_free(&b);
-	return rc;
+	o->step_rc = o->run_rc < 0 ? o->run_rc : raised >= o->e->rules.quorum ? 0 : DLOCK_ENOQUORUM;
+	o->token = sb->fw.max;
+	single_batch_end(o, sb);
+}
+
+void dlock__fence(dlock__engine_op *o, dlock__then then)
+{
+	dlock__engine *e = o->e;
+	single_batch *sb = single_batch_new(o, sizeof(dlock__token_raise), then);
+	size_t i;
+
+	if (sb == NULL) {
+		o->step_rc = DLOCK_ENOMEM;
+		then(o);
+		return;
+	}
+	sb->fw = (struct fence_wait){ e->rules.quorum, 0 };
+	for (i = 0; i < e->n; i++)
+		if (o->t[i].st.vote == DLOCK_VOTE_ACQUIRED && o->t[i].token > sb->fw.max)
+			sb->fw.max = o->t[i].token;
+	/* Every member, not only the voters: the more servers know the token,
+	 * the more restarts it survives. */
+	for (i = 0; i < e->n; i++) {
+		dlock__token_raise *r = batch_next(&sb->b);
+
+		dlock__token_raise_prepare(e->members[i], sb->fw.max, r);
+		batch_add(&sb->b, e, i, &r->call);
+	}
+	o->step = sb;
+	dlock__engine_run(o, sb->b.ops, sb->b.k, fence_decided, &sb->fw, fenced);
+}
+
+/* The uptimes asked for a vote filter (dlock__ask_uptimes). */
+typedef struct uptimes_asked {
+	dlock__mux_op *ops;
+	uint64_t *gen;
+	size_t k;
+	int64_t asked;
+	dlock__then then;
+} uptimes_asked;
+
+static void uptimes_free(dlock__engine_op *o, uptimes_asked *q)
+{
+	if (q->ops != NULL)
+		dlock__mux_clear(q->ops, q->k);
+	dlock__free(q->ops);
+	dlock__free(q->gen);
+	dlock__free(q);
+	o->step = NULL;
+}
+
+static void uptimes_answered(dlock__engine_op *o)
+{
+	uptimes_asked *q = o->step;
+	dlock__then then = q->then;
+	int64_t started;
+	size_t i;
+
+	for (i = 0; o->run_rc == 0 && i < q->k; i++)
+		dlock__uptime_note(&q->ops[i], q->gen[i], q->asked, &started);
+	uptimes_free(o, q);
+	then(o);
+}
+
+void dlock__ask_uptimes(dlock__engine_op *o, dlock__then then)
+{
+	dlock__engine *e = o->e;
+	uptimes_asked *q = dlock__calloc(1, sizeof(*q));
+	size_t i;
+
+	if (q == NULL || (q->ops = dlock__calloc(e->n, sizeof(*q->ops))) == NULL ||
+			(q->gen = dlock__calloc(e->n, sizeof(*q->gen))) == NULL) {
+		if (q != NULL)
+			uptimes_free(o, q);
+		then(o); /* the filter asks them itself */
+		return;
+	}
+	for (i = 0; i < e->n; i++) {
+		/* In a cluster: the member that serves the lock's key. */
+		dlock_client *c = o->t[i].st.vote != DLOCK_VOTE_ACQUIRED
+				? NULL
+				: dlock__client_for_key(dlock__lock_client(e->members[i]),
+						  dlock__lock_name(e->members[i]),
+						  dlock__lock_name_len(e->members[i]));
+
+		if (c != NULL && dlock__uptime_op(&q->ops[q->k], c, &q->gen[q->k]))
+			q->k++;
+	}
+	if (q->k == 0) {
+		uptimes_free(o, q);
+		then(o);
+		return;
+	}
+	q->then = then;
+	q->asked = dlock__now_ms();
+	o->step = q;
+	dlock__engine_run(o, q->ops, q->k, NULL, NULL, uptimes_answered);
 }

@@ -12,7 +12,6 @@
  * 3. A quorum from the ordered round gets its real TTL (finalize); a
  *    fenced quorum raises the counters to its token; the validity decides.
  */
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -154,22 +153,7 @@ size_t dlock__tries_count(const dlock__member_try *t, size_t n, dlock_vote vote)
 }
 
 /* ------------------------------------------------------------------ */
-/* One acquisition                                                      */
-
-typedef struct acquisition {
-	dlock__engine *e;
-	const char *owner;
-	int64_t wait_ms;
-	int64_t lease_ms;
-	int64_t deadline;
-	dlock__member_try *t;      /* this round */
-	dlock_member_status *seen; /* each member's latest answer, over the rounds */
-	uint64_t *cancels;         /* each client's cancel count at the start */
-	int64_t started;           /* when the wait began (first-contact periods) */
-	int64_t validity;
-	int expired; /* the last quorum's validity ran out */
-	dlock__backoff backoff;
-} acquisition;
+/* One acquisition, as an op: each function below is a step's end.       */
 
 static int check_args(dlock__engine *e, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
@@ -190,70 +174,35 @@ static int check_args(dlock__engine *e, const char *owner, int64_t wait_ms, int6
 	return 0;
 }
 
-static void acquisition_free(acquisition *a)
-{
-	dlock__free(a->t);
-	dlock__free(a->seen);
-	dlock__free(a->cancels);
-}
-
-static int acquisition_init(acquisition *a, dlock__engine *e, const char *owner, int64_t wait_ms,
-		int64_t lease_ms)
-{
-	size_t i;
-
-	memset(a, 0, sizeof(*a));
-	a->e = e;
-	a->owner = owner;
-	a->wait_ms = wait_ms;
-	a->lease_ms = lease_ms;
-	a->validity = -1;
-	a->backoff = (dlock__backoff){ RETRY_JITTER_MS, RETRY_MIN_MS, RETRY_MAX_MS, 0 };
-	a->t = dlock__calloc(e->n, sizeof(*a->t));
-	a->seen = dlock__calloc(e->n, sizeof(*a->seen));
-	a->cancels = dlock__calloc(e->n, sizeof(*a->cancels));
-	if (a->t == NULL || a->seen == NULL || a->cancels == NULL) {
-		acquisition_free(a);
-		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
-	}
-	for (i = 0; i < e->n; i++)
-		a->cancels[i] = dlock__client_cancels(dlock__lock_client(e->members[i]));
-	a->started = dlock__now_ms();
-	a->deadline = dlock__deadline_in(wait_ms);
-	dlock__tries_reset(e, a->t, owner);
-	for (i = 0; i < e->n; i++)
-		a->seen[i] = a->t[i].st; /* every member unasked, with its node */
-	return 0;
-}
-
 /* Keep each member's latest answer across rounds: a round cut short by the
  * deadline leaves the members it did not reach unasked. */
-static void merge_votes(acquisition *a)
+static void merge_votes(dlock__engine_op *o)
 {
 	size_t i;
 
-	for (i = 0; i < a->e->n; i++)
-		if (a->t[i].st.vote != DLOCK_VOTE_NONE)
-			a->seen[i] = a->t[i].st;
+	for (i = 0; i < o->e->n; i++)
+		if (o->t[i].st.vote != DLOCK_VOTE_NONE)
+			o->seen[i] = o->t[i].st;
 }
 
-/* Apply the vote filter (RedLock's restart guard); 1 when a quorum still stands. */
-static int filtered_quorum(acquisition *a)
+/* Apply the vote filter (RedLock's restart guard); 1 when a quorum still
+ * stands. The uptimes it needs are known by now (asked beside). */
+static int filtered_quorum(dlock__engine_op *o)
 {
-	dlock__engine *e = a->e;
+	dlock__engine *e = o->e;
 
 	if (e->rules.filter != NULL)
-		e->rules.filter(e->rules.filter_arg, e->members, a->t, e->n, a->lease_ms);
-	return dlock__tries_count(a->t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum;
+		e->rules.filter(e->rules.filter_arg, e->members, o->t, e->n, o->lease_ms);
+	return dlock__tries_count(o->t, e->n, DLOCK_VOTE_ACQUIRED) >= e->rules.quorum;
 }
 
 /* The failure as a code and a message that names every member's part. */
-static int fail(acquisition *a)
+static int failure(dlock__engine_op *o)
 {
-	dlock__engine *e = a->e;
-	const dlock_member_status *seen = a->seen;
+	dlock__engine *e = o->e;
+	const dlock_member_status *seen = o->seen;
 	char msg[DLOCK__ERRMSG_MAX];
-	int rc = dlock__quorum_failure(seen, e->n, e->rules.quorum, a->expired);
+	int rc = dlock__quorum_failure(seen, e->n, e->rules.quorum, o->expired);
 	size_t i, n;
 
 	n = (size_t)snprintf(msg, sizeof(msg), "lock %s: %s: ", dlock__lock_shown(e->members[0]),
@@ -267,85 +216,122 @@ static int fail(acquisition *a)
 	return dlock__seterr(rc, "%s", msg);
 }
 
-/*
- * Step 1. A lock held for long (the watchdog) should hold every member it
- * can, to survive the most failures: wait for all, within the command
- * timeout. A leased lock decides at the quorum, after a short grace.
- * Returns 1 acquired, 0 go on with the ordered rounds, or an error.
- */
-static int parallel_phase(acquisition *a)
+static int canceled_error(dlock__engine_op *o)
 {
-	dlock__engine *e = a->e;
-	dlock__parallel p = { e->rules.quorum, e->rules.filter != NULL, a->lease_ms < 0, 0, 0, 0 };
-	int64_t t0, ttl = INT64_MAX;
-	size_t i;
-	int rc = dlock__parallel_attempt(e, a->t, a->owner, a->lease_ms, NULL, &p, &t0);
+	return dlock__seterr(DLOCK_ECANCELED, "lock %s: the acquisition was canceled",
+			dlock__lock_shown(o->e->members[0]));
+}
 
-	if (rc < 0)
-		return rc;
-	merge_votes(a);
-	if (filtered_quorum(a)) {
-		for (i = 0; i < e->n; i++)
-			if (a->t[i].st.vote == DLOCK_VOTE_ACQUIRED &&
-					dlock__lock_ttl(e->members[i], a->lease_ms) < ttl)
-				ttl = dlock__lock_ttl(e->members[i], a->lease_ms);
-		/* The TTLs were set by commands sent at t0 or later. */
-		a->validity = dlock__quorum_validity(
-				ttl, dlock__now_ms() - t0, e->rules.drift_factor);
-		if (!e->rules.check_validity || a->validity > 0)
-			return 1;
-		a->expired = 1;
+/* The end, whatever it is: the first connections may just have shown two
+ * members to be one server (nothing is held then: a grant checks first);
+ * the status describes this acquisition. */
+static void conclude(dlock__engine_op *o, int rc)
+{
+	dlock__engine *e = o->e;
+	int dup;
+
+	if (rc < 0 && rc != DLOCK_ENOMEM && (dup = dlock__engine_servers_check(e)) < 0)
+		rc = dup;
+	dlock__mutex_lock(&e->mu);
+	memcpy(e->status, o->seen, e->n * sizeof(*o->seen));
+	dlock__mutex_unlock(&e->mu);
+	dlock__engine_op_end(o, rc);
+}
+
+static void conclude_failed(dlock__engine_op *o)
+{
+	conclude(o, failure(o));
+}
+
+static void conclude_canceled(dlock__engine_op *o)
+{
+	conclude(o, canceled_error(o));
+}
+
+/* A grant that turned out unsafe, or canceled: given back, then the end. */
+static void give_back_and(dlock__engine_op *o, dlock__then then)
+{
+	dlock__rollback_some(o, NULL, then);
+}
+
+static void granted(dlock__engine_op *o)
+{
+	if (o->canceling) {
+		give_back_and(o, conclude_canceled);
+		return;
 	}
-	merge_votes(a);
-	dlock__rollback_some(e, a->t, NULL);
-	return a->wait_ms == 0 ? fail(a) : 0;
+	dlock__loss_arm(o->e, o->t);
+	conclude(o, 0);
 }
 
-static void pause_ms(int64_t ms)
+static void fence_given_back(dlock__engine_op *o)
 {
-	if (ms > 0)
-		poll(NULL, 0, (int)ms);
+	merge_votes(o);
+	conclude(o, o->step_rc == DLOCK_ENOMEM
+				? dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory fencing",
+						  dlock__lock_shown(o->e->members[0]))
+				: failure(o));
 }
 
-static int canceled(const acquisition *a)
+static void fenced(dlock__engine_op *o)
+{
+	/* The keys' TTLs kept running while the token was written back. */
+	o->validity -= dlock__now_ms() - o->fence_start;
+	if (o->step_rc == 0 && o->e->rules.check_validity && o->validity <= 0)
+		o->step_rc = DLOCK_EEXPIRED;
+	if (o->step_rc < 0) {
+		/* Too few counters took the token, or the TTL ran out meanwhile:
+		 * not a safe grant. */
+		o->expired = o->step_rc == DLOCK_EEXPIRED;
+		give_back_and(o, fence_given_back);
+		return;
+	}
+	granted(o);
+}
+
+static void duplicate_given_back(dlock__engine_op *o)
+{
+	conclude(o, o->step_rc);
+}
+
+/* Step 3: a quorum is held - unless two members are one server after all;
+ * a fenced quorum's token, then the grant. */
+static void grant(dlock__engine_op *o)
+{
+	dlock__engine *e = o->e;
+	size_t i;
+	int dup = dlock__engine_servers_check(e);
+
+	if (dup < 0) {
+		o->step_rc = dup;
+		give_back_and(o, duplicate_given_back);
+		return;
+	}
+	/* The status describes this grant: earlier rounds were given back. */
+	for (i = 0; i < e->n; i++)
+		o->seen[i] = o->t[i].st;
+	if (!e->fenced) {
+		granted(o);
+		return;
+	}
+	o->fence_start = dlock__now_ms();
+	dlock__fence(o, fenced);
+}
+
+static int64_t time_left(const dlock__engine_op *o)
+{
+	return o->deadline == DLOCK__NEVER ? INT64_MAX : o->deadline - dlock__now_ms();
+}
+
+static int canceled(const dlock__engine_op *o)
 {
 	size_t i;
 
-	for (i = 0; i < a->e->n; i++)
-		if (dlock__client_cancels(dlock__lock_client(a->e->members[i])) != a->cancels[i])
+	if (o->canceling)
+		return 1;
+	for (i = 0; i < o->e->n; i++)
+		if (dlock__client_cancels(dlock__lock_client(o->e->members[i])) != o->cancels[i])
 			return 1;
-	return 0;
-}
-
-static int64_t time_left(const acquisition *a)
-{
-	return a->deadline == DLOCK__NEVER ? INT64_MAX : a->deadline - dlock__now_ms();
-}
-
-/* One ordered round and its finalize: 1 when it ends with a valid quorum. */
-static int ordered_attempt(acquisition *a, int64_t round_ms)
-{
-	dlock__engine *e = a->e;
-
-	dlock__tries_reset(e, a->t, a->owner);
-	a->expired = 0;
-	if (!dlock__ordered_round(
-			    e, a->t, a->owner, round_ms, a->lease_ms, a->wait_ms == 0, a->cancels))
-		return 0;
-	if (filtered_quorum(a)) {
-		if (e->test_hook != NULL)
-			e->test_hook("finalize", e->test_hook_arg);
-		a->validity = dlock__finalize(e, a->t, a->lease_ms);
-		merge_votes(a);
-		if (a->validity > 0 ||
-				(!e->rules.check_validity &&
-						dlock__tries_count(
-								a->t, e->n, DLOCK_VOTE_ACQUIRED) >=
-								e->rules.quorum))
-			return 1;
-		a->expired = 1;
-	}
-	dlock__rollback_some(e, a->t, NULL);
 	return 0;
 }
 
@@ -355,20 +341,20 @@ static int ordered_attempt(acquisition *a, int64_t round_ms)
  * whose first-contact period ends before `next`, the next round (its
  * message says so). The quorum engine stops waiting for them.
  */
-static size_t members_gone(acquisition *a, int64_t next)
+static size_t members_gone(dlock__engine_op *o, int64_t next)
 {
 	size_t i, gone = 0;
 
-	for (i = 0; i < a->e->n; i++) {
-		dlock_member_status *st = &a->seen[i];
-		dlock_client *c = dlock__lock_client(a->e->members[i]);
+	for (i = 0; i < o->e->n; i++) {
+		dlock_member_status *st = &o->seen[i];
+		dlock_client *c = dlock__lock_client(o->e->members[i]);
 		size_t len = strlen(st->message);
 
 		if (st->vote != DLOCK_VOTE_ERROR)
 			continue;
 		if (dlock__client_refused(c, st->error)) {
 			gone++;
-		} else if (dlock__client_first_contact_over(c, st->error, a->started, next)) {
+		} else if (dlock__client_first_contact_over(c, st->error, o->started, next)) {
 			gone++;
 			st->error = DLOCK_ECONN;
 			if (strstr(st->message, DLOCK__NEVER_ANSWERED) == NULL)
@@ -379,113 +365,221 @@ static size_t members_gone(acquisition *a, int64_t next)
 	return gone;
 }
 
-/* Step 2: rounds until a quorum, the deadline, a cancel or a hopeless failure. */
-static int ordered_phase(acquisition *a)
+static void ordered_round(dlock__engine_op *o);
+
+/* A round failed (everything given back): the pause, or the end. */
+static void round_failed(dlock__engine_op *o)
 {
-	dlock__engine *e = a->e;
+	dlock__engine *e = o->e;
+	int64_t pause;
+	int contention;
 
-	for (;;) {
-		int64_t left = time_left(a), round_ms = (int64_t)e->n * ROUND_MS_PER_MEMBER;
-		int64_t pause;
-		int contention, rc;
-
-		/* Connected by now: two members may turn out to be one server. */
-		if ((rc = dlock__engine_servers_check(e)) < 0)
-			return rc;
-		if (left <= 0 && a->wait_ms != 0)
-			return fail(a);
-		if (canceled(a))
-			return dlock__seterr(DLOCK_ECANCELED, "lock %s: the wait was canceled",
-					dlock__lock_shown(e->members[0]));
-		if (round_ms > left)
-			round_ms = left > 0 ? left : 0;
-		if (ordered_attempt(a, round_ms))
-			return 1;
-		merge_votes(a);
-		if (a->wait_ms == 0)
-			return fail(a);
-		contention = dlock__tries_count(a->t, e->n, DLOCK_VOTE_HELD) > 0 ||
-				dlock__tries_count(a->t, e->n, DLOCK_VOTE_YOUNG) > 0;
-		left = time_left(a);
-		pause = dlock__backoff_next(&a->backoff, contention, left, dlock__random());
-		if (dlock__quorum_hopeless(a->seen, e->n, e->rules.quorum,
-				    members_gone(a, dlock__now_ms() + pause)))
-			return fail(a);
-		pause_ms(pause);
+	merge_votes(o);
+	if (o->canceling) {
+		conclude_canceled(o);
+		return;
 	}
+	if (o->wait_ms == 0) {
+		conclude_failed(o);
+		return;
+	}
+	contention = dlock__tries_count(o->t, e->n, DLOCK_VOTE_HELD) > 0 ||
+			dlock__tries_count(o->t, e->n, DLOCK_VOTE_YOUNG) > 0;
+	pause = dlock__backoff_next(&o->backoff, contention, time_left(o), dlock__random());
+	if (dlock__quorum_hopeless(o->seen, e->n, e->rules.quorum,
+			    members_gone(o, dlock__now_ms() + pause))) {
+		conclude_failed(o);
+		return;
+	}
+	dlock__engine_pause(o, pause, ordered_round);
 }
 
-/* Step 3: a fenced quorum's token, then the grant. */
-static int grant(acquisition *a, int64_t *validity_out, int64_t *token_out)
+static void finalized(dlock__engine_op *o)
 {
-	dlock__engine *e = a->e;
-	int64_t token = 0;
+	merge_votes(o);
+	if (o->canceling) {
+		give_back_and(o, round_failed);
+		return;
+	}
+	if (o->validity > 0 ||
+			(!o->e->rules.check_validity &&
+					dlock__tries_count(o->t, o->e->n, DLOCK_VOTE_ACQUIRED) >=
+							o->e->rules.quorum)) {
+		grant(o);
+		return;
+	}
+	o->expired = 1;
+	give_back_and(o, round_failed);
+}
+
+/* A quorum from the ordered round, its uptimes known: judged, then given
+ * its real TTL (finalize). */
+static void round_judged(dlock__engine_op *o)
+{
+	if (o->canceling || !filtered_quorum(o)) {
+		give_back_and(o, round_failed);
+		return;
+	}
+	if (o->e->test_hook != NULL)
+		o->e->test_hook("finalize", o->e->test_hook_arg);
+	dlock__finalize(o, finalized);
+}
+
+static void round_over(dlock__engine_op *o)
+{
+	if (o->step_rc < 0) {
+		conclude(o, o->step_rc);
+		return;
+	}
+	if (o->step_rc == 0) {
+		round_failed(o);
+		return;
+	}
+	if (o->e->rules.filter != NULL)
+		dlock__ask_uptimes(o, round_judged);
+	else
+		round_judged(o);
+}
+
+/* Step 2: rounds until a quorum, the deadline, a cancel or a hopeless failure. */
+static void ordered_round(dlock__engine_op *o)
+{
+	dlock__engine *e = o->e;
+	int64_t left = time_left(o), round_ms = (int64_t)e->n * ROUND_MS_PER_MEMBER;
+	int rc;
+
+	/* Connected by now: two members may turn out to be one server. */
+	if ((rc = dlock__engine_servers_check(e)) < 0) {
+		conclude(o, rc);
+		return;
+	}
+	if (left <= 0 && o->wait_ms != 0) {
+		conclude_failed(o);
+		return;
+	}
+	if (canceled(o)) {
+		conclude(o, dlock__seterr(DLOCK_ECANCELED, "lock %s: the wait was canceled",
+				    dlock__lock_shown(e->members[0])));
+		return;
+	}
+	if (round_ms > left)
+		round_ms = left > 0 ? left : 0;
+	dlock__tries_reset(e, o->t, o->owner);
+	o->expired = 0;
+	dlock__ordered_round(o, round_ms, round_over);
+}
+
+static void parallel_given_back(dlock__engine_op *o)
+{
+	if (o->canceling)
+		conclude_canceled(o);
+	else if (o->wait_ms == 0)
+		conclude_failed(o);
+	else
+		ordered_round(o);
+}
+
+/*
+ * Step 1 ends. A lock held for long (the watchdog) holds every member it
+ * can, to survive the most failures: it waited for all, within the command
+ * timeout. A leased lock decided at the quorum, after a short grace.
+ */
+static void parallel_over(dlock__engine_op *o)
+{
+	dlock__engine *e = o->e;
+	int64_t ttl = INT64_MAX;
 	size_t i;
-	int rc = 0;
 
-	/* The status describes this grant: earlier rounds were given back. */
-	for (i = 0; i < e->n; i++)
-		a->seen[i] = a->t[i].st;
-	if (e->fenced) {
-		int64_t fence_start = dlock__now_ms();
+	if (o->step_rc < 0) {
+		conclude(o, o->step_rc);
+		return;
+	}
+	merge_votes(o);
+	if (!o->canceling && filtered_quorum(o)) {
+		for (i = 0; i < e->n; i++)
+			if (o->t[i].st.vote == DLOCK_VOTE_ACQUIRED &&
+					dlock__lock_ttl(e->members[i], o->lease_ms) < ttl)
+				ttl = dlock__lock_ttl(e->members[i], o->lease_ms);
+		/* The TTLs were set by commands sent at t0 or later. */
+		o->validity = dlock__quorum_validity(
+				ttl, dlock__now_ms() - o->t0, e->rules.drift_factor);
+		if (!e->rules.check_validity || o->validity > 0) {
+			grant(o);
+			return;
+		}
+		o->expired = 1;
+	}
+	merge_votes(o);
+	give_back_and(o, parallel_given_back);
+}
 
-		rc = dlock__fence(e, a->t, &token);
-		/* The keys' TTLs kept running while the token was written back. */
-		a->validity -= dlock__now_ms() - fence_start;
-		if (rc == 0 && e->rules.check_validity && a->validity <= 0)
-			rc = DLOCK_EEXPIRED;
+static void acquire_start(dlock_op *op)
+{
+	dlock__engine_op *o = (dlock__engine_op *)op;
+	dlock__engine *e = o->e;
+	int rc;
+
+	o->started = dlock__now_ms();
+	o->deadline = dlock__deadline_in(o->wait_ms);
+	o->backoff = (dlock__backoff){ RETRY_JITTER_MS, RETRY_MIN_MS, RETRY_MAX_MS, 0 };
+	/* Two members known to be one server are refused before anything is sent. */
+	if ((rc = dlock__engine_servers_check(e)) < 0) {
+		dlock__engine_op_end(o, rc);
+		return;
 	}
-	if (rc < 0) {
-		/* Too few counters took the token, or the TTL ran out meanwhile:
-		 * not a safe grant. */
-		dlock__rollback_some(e, a->t, NULL);
-		merge_votes(a);
-		a->expired = rc == DLOCK_EEXPIRED;
-		return rc == DLOCK_ENOMEM ? dlock__seterr(DLOCK_ENOMEM,
-							    "lock %s: out of memory "
-							    "fencing",
-							    dlock__lock_shown(e->members[0]))
-					  : fail(a);
+	/* A MultiLock that may not wait keeps Redisson's strict order, which
+	 * guarantees that one of several concurrent contenders wins. */
+	if (!e->rules.share_wait && o->wait_ms == 0) {
+		ordered_round(o);
+		return;
 	}
-	if (token_out != NULL)
-		*token_out = token;
-	dlock__loss_arm(e, a->t);
-	if (validity_out != NULL)
-		*validity_out = a->validity;
-	return 0;
+	o->par = (dlock__parallel){ e->rules.quorum, e->rules.filter != NULL, o->lease_ms < 0, 0, 0,
+		0 };
+	dlock__parallel_attempt(o, o->lease_ms, NULL, &o->par, &o->t0, parallel_over);
+}
+
+typedef struct acquire_args {
+	int64_t wait_ms, lease_ms;
+} acquire_args;
+
+static void acquire_setup(dlock__engine_op *o, void *arg)
+{
+	const acquire_args *a = arg;
+
+	o->wait_ms = a->wait_ms;
+	o->lease_ms = a->lease_ms;
 }
 
 int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		int64_t *validity_out, int64_t *token_out)
 {
-	acquisition a;
-	int rc = check_args(e, owner, wait_ms, lease_ms), dup;
+	acquire_args a = { wait_ms, lease_ms };
+	int rc = check_args(e, owner, wait_ms, lease_ms);
 
-	/* Two members known to be one server are refused before anything is sent. */
-	if (rc == 0)
-		rc = dlock__engine_servers_check(e);
-	if (rc < 0 || (rc = acquisition_init(&a, e, owner, wait_ms, lease_ms)) < 0)
+	if (rc < 0)
 		return rc;
-	/* A MultiLock that may not wait keeps Redisson's strict order, which
-	 * guarantees that one of several concurrent contenders wins. */
-	if (e->rules.share_wait || wait_ms != 0)
-		rc = parallel_phase(&a);
-	if (rc == 0)
-		rc = ordered_phase(&a);
-	/* The first connections may just have shown two members to be one
-	 * server: whatever the outcome, nothing taken may stay (the failed
-	 * paths gave theirs back already; this finds nothing left then). */
-	if (rc != DLOCK_ENOMEM && (dup = dlock__engine_servers_check(e)) < 0) {
-		dlock__rollback_some(e, a.t, NULL);
-		rc = dup;
-	}
-	if (rc == 1)
-		rc = grant(&a, validity_out, token_out);
-	dlock__mutex_lock(&e->mu);
-	memcpy(e->status, a.seen, e->n * sizeof(*a.seen));
-	dlock__mutex_unlock(&e->mu);
-	acquisition_free(&a);
-	return rc;
+	return dlock__engine_block(e, owner, acquire_start, acquire_setup, &a, validity_out,
+			token_out);
+}
+
+int dlock__engine_acquire_async(dlock_op **out, dlock__engine *e, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata)
+{
+	acquire_args a = { wait_ms, lease_ms };
+	dlock__engine_op *o;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (owner == NULL || cb == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "multilock: NULL %s",
+				owner == NULL ? "owner" : "callback");
+	if ((rc = check_args(e, owner, wait_ms, lease_ms)) < 0 ||
+			(rc = dlock__engine_op_new(&o, e, owner, cb, userdata, acquire_start)) < 0)
+		return rc;
+	acquire_setup(o, &a);
+	dlock__engine_submit(o, out);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 
+#include "dlock/async.h"
 #include "dlock/multilock.h"
 #include "core/base/error.h"
 
@@ -72,6 +73,11 @@ void dlock__engine_destroy(dlock__engine *e);
 int dlock__engine_acquire(dlock__engine *e, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		int64_t *validity_ms, int64_t *token);
 int dlock__engine_release(dlock__engine *e, const char *owner);
+/* The same as operations (dlock/async.h), for an explicit owner. */
+int dlock__engine_acquire_async(dlock_op **out, dlock__engine *e, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+int dlock__engine_release_async(dlock_op **out, dlock__engine *e, const char *owner,
+		dlock_op_cb cb, void *userdata);
 int dlock__engine_check(const dlock__engine *e, const char *owner);
 
 /* How long a quorum of the owner's member holds is certain to last (*ms);

@@ -181,3 +181,20 @@ int dlock_multilock_check_servers(dlock_multilock *m)
 	CHECK_HANDLE(m);
 	return dlock__errbuf_record(&m->engine.err, dlock__engine_servers_check(&m->engine));
 }
+
+int dlock_multilock_acquire_async(dlock_op **out, dlock_multilock *m, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_acquire_async(out, &m->engine, owner, wait_ms, lease_ms, cb,
+					userdata));
+}
+
+int dlock_multilock_release_async(dlock_op **out, dlock_multilock *m, const char *owner,
+		dlock_op_cb cb, void *userdata)
+{
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_release_async(out, &m->engine, owner, cb, userdata));
+}

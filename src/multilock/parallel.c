@@ -237,95 +237,123 @@ static void ask_syncs(dlock__engine *e, dlock__mux_op *ops, size_t base, syncs *
 	}
 }
 
-/* Record every answer; members taken whose replicas fell short are given back. */
+/* Record every answer; give_back[i]: taken, but its replicas fell short. */
 static void record_answers(dlock__engine *e, dlock__member_try *t, dlock__acquire *acq,
 		const dlock__mux_op *ops, const syncs *s, int *give_back)
 {
-	size_t i, n = 0;
+	size_t i;
 
 	for (i = 0; i < e->n; i++) {
 		give_back[i] = 0;
 		if (!ops[i].skip) /* else its vote says why it was not asked */
 			record_answer(e, i, &t[i], &acq[i], &ops[i],
 					s->op[i] != 0 ? &ops[s->op[i]] : NULL, &give_back[i]);
-		n += (size_t)give_back[i];
 	}
-	if (n > 0)
-		dlock__rollback_some(e, t, give_back);
 }
 
-int dlock__parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *owner,
-		int64_t lease_ms, const int *ask, dlock__parallel *p, int64_t *t0)
+/* The attempt under way (o->attempt). */
+struct dlock__attempt {
+	dlock__mux_op *ops;
+	dlock__acquire *acq;
+	uptimes u;
+	syncs s;
+	int *give_back;
+	attempt_wait w;
+	size_t nops;
+	dlock__then then;
+};
+
+static void attempt_free(struct dlock__attempt *at)
 {
-	dlock__mux_op *ops = dlock__calloc(3 * e->n, sizeof(*ops));
-	dlock__acquire *acq = dlock__calloc(e->n, sizeof(*acq));
-	uptimes u = { 0, dlock__calloc(e->n, sizeof(*u.gen)),
-		dlock__calloc(e->n, sizeof(*u.member)), 0 };
-	syncs s = { dlock__calloc(e->n, sizeof(*s.cmd)), dlock__calloc(e->n, sizeof(*s.op)), 0 };
-	int *give_back = dlock__calloc(e->n, sizeof(*give_back));
-	attempt_wait w = { e, p, &u, &s };
+	if (at->ops != NULL)
+		dlock__mux_clear(at->ops, at->nops);
+	dlock__free(at->ops);
+	dlock__free(at->acq);
+	dlock__free(at->u.gen);
+	dlock__free(at->u.member);
+	dlock__free(at->s.cmd);
+	dlock__free(at->s.op);
+	dlock__free(at->give_back);
+	dlock__free(at);
+}
+
+static struct dlock__attempt *attempt_new(size_t n)
+{
+	struct dlock__attempt *at = dlock__calloc(1, sizeof(*at));
+
+	if (at == NULL)
+		return NULL;
+	at->ops = dlock__calloc(3 * n, sizeof(*at->ops));
+	at->acq = dlock__calloc(n, sizeof(*at->acq));
+	at->u.gen = dlock__calloc(n, sizeof(*at->u.gen));
+	at->u.member = dlock__calloc(n, sizeof(*at->u.member));
+	at->s.cmd = dlock__calloc(n, sizeof(*at->s.cmd));
+	at->s.op = dlock__calloc(n, sizeof(*at->s.op));
+	at->give_back = dlock__calloc(n, sizeof(*at->give_back));
+	if (at->ops == NULL || at->acq == NULL || at->s.cmd == NULL || at->s.op == NULL ||
+			at->give_back == NULL) {
+		attempt_free(at);
+		return NULL;
+	}
+	return at;
+}
+
+/* The attempt is over: its answers recorded, what fell short given back. */
+static void attempt_over(dlock__engine_op *o)
+{
+	struct dlock__attempt *at = o->attempt;
+	dlock__then then = at->then;
+	size_t i, n = 0;
+
+	o->attempt = NULL;
+	o->step_rc = o->run_rc;
+	if (o->run_rc == 0) {
+		record_answers(o->e, o->t, at->acq, at->ops, &at->s, at->give_back);
+		note_uptimes(o->e, at->ops, &at->u);
+		for (i = 0; i < o->e->n; i++)
+			n += (size_t)at->give_back[i];
+	}
+	if (n == 0) {
+		attempt_free(at);
+		then(o);
+		return;
+	}
+	/* Taken, but too few replicas acknowledged: given back first. */
+	dlock__rollback_some(o, at->give_back, then);
+	attempt_free(at);
+}
+
+void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *ask,
+		dlock__parallel *p, int64_t *t0, dlock__then then)
+{
+	dlock__engine *e = o->e;
+	struct dlock__attempt *at = attempt_new(e->n);
 	size_t i;
 	int rc = 0;
 
-	if (ops == NULL || acq == NULL || s.cmd == NULL || s.op == NULL || give_back == NULL) {
-		rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
-		goto out;
+	if (at == NULL) {
+		o->step_rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+		then(o);
+		return;
 	}
 	for (i = 0; i < e->n && rc == 0; i++) {
-		ops[i].skip = ask != NULL && !ask[i];
-		if (!ops[i].skip)
-			rc = prepare_member(e, i, &t[i], owner, lease_ms, &acq[i], &ops[i]);
+		at->ops[i].skip = ask != NULL && !ask[i];
+		if (!at->ops[i].skip)
+			rc = prepare_member(e, i, &o->t[i], o->owner, lease_ms, &at->acq[i],
+					&at->ops[i]);
 	}
-	if (rc < 0)
-		goto out;
-	ask_uptimes(e, p, ops, &u);
-	ask_syncs(e, ops, e->n + u.n, &s);
+	if (rc < 0) {
+		attempt_free(at);
+		o->step_rc = rc;
+		then(o);
+		return;
+	}
+	ask_uptimes(e, p, at->ops, &at->u);
+	ask_syncs(e, at->ops, e->n + at->u.n, &at->s);
+	at->nops = e->n + at->u.n + at->s.n;
+	at->w = (attempt_wait){ e, p, &at->u, &at->s };
+	at->then = then;
+	o->attempt = at;
 	*t0 = p->started = dlock__now_ms();
-	rc = dlock__mux_run(ops, e->n + u.n + s.n, attempt_decided, &w);
-	if (rc == 0) {
-		record_answers(e, t, acq, ops, &s, give_back);
-		note_uptimes(e, ops, &u);
-	}
-out:
-	if (ops != NULL)
-		dlock__mux_clear(ops, e->n + u.n + s.n);
-	dlock__free(ops);
-	dlock__free(acq);
-	dlock__free(u.gen);
-	dlock__free(u.member);
-	dlock__free(s.cmd);
-	dlock__free(s.op);
-	dlock__free(give_back);
-	return rc;
-}
-
-/*
- * Once the ordered round holds a quorum, ask every member it did not take
- * at once, as the parallel attempt does (by `deadline`, the round's budget:
- * the wait is never extended): a bare quorum is the weakest grant, one
- * server whose clock runs fast away from a second holder. Members that did
- * not answer in time are given back at once (their acquire may have run).
- */
-void dlock__take_the_rest(dlock__engine *e, dlock__member_try *t, const char *owner,
-		int64_t lease_ms, int64_t deadline)
-{
-	dlock__parallel p = { 0, 0, 1, 0, 0, deadline };
-	int *ask = dlock__calloc(e->n, sizeof(*ask));
-	size_t i, n = 0;
-	int64_t t0;
-
-	if (ask == NULL)
-		return; /* the quorum stands; this was an extra */
-	for (i = 0; i < e->n; i++) {
-		ask[i] = t[i].st.vote != DLOCK_VOTE_ACQUIRED && t[i].st.vote != DLOCK_VOTE_YOUNG &&
-				!dlock__member_is_slow(e, i);
-		n += ask[i];
-	}
-	if (n > 0 && dlock__now_ms() < deadline &&
-			dlock__parallel_attempt(e, t, owner, lease_ms, ask, &p, &t0) == 0) {
-		for (i = 0; i < e->n; i++)
-			ask[i] = ask[i] && t[i].taken == 0 && t[i].touched;
-		dlock__rollback_some(e, t, ask);
-	}
-	dlock__free(ask);
+	dlock__engine_run(o, at->ops, at->nops, attempt_decided, &at->w, attempt_over);
 }

@@ -18,6 +18,7 @@
 
 #include "multilock/engine.h"
 #include "multilock/quorum.h"
+#include "multilock/engine_op.h"
 
 /* DLOCK_EDUPLICATE (with a message naming both members) when two members
  * are one lock on one server by address (resolved; made before any
@@ -41,30 +42,32 @@ int dlock__member_is_slow(const dlock__engine *e, size_t i);
 
 /*
  * Send the acquire to every member (ask[i] set; ask NULL: all) at once and
- * record each answer in t; p says when to stop waiting. *t0: when the
- * commands went out.
+ * with this lease and record each answer in o->t; p (kept by the caller
+ * until `then`) says
+ * when to stop waiting; *t0 when the commands went out. o->step_rc: 0, or
+ * an error that ends the acquisition.
  */
-int dlock__parallel_attempt(dlock__engine *e, dlock__member_try *t, const char *owner,
-		int64_t lease_ms, const int *ask, dlock__parallel *p, int64_t *t0);
+void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *ask,
+		dlock__parallel *p, int64_t *t0, dlock__then then);
 
-/* Once a quorum is held, also ask every member not taken yet, by deadline. */
-void dlock__take_the_rest(dlock__engine *e, dlock__member_try *t, const char *owner,
-		int64_t lease_ms, int64_t deadline);
-
-/* One round of Redisson's ordered loop: 1 when a quorum is held, else 0
- * (everything given back). */
-int dlock__ordered_round(dlock__engine *e, dlock__member_try *t, const char *owner,
-		int64_t round_ms, int64_t lease_ms, int single_attempts, const uint64_t *cancels);
+/* One round of Redisson's ordered loop: o->step_rc 1 when a quorum is
+ * held, else 0 (everything given back). */
+void dlock__ordered_round(dlock__engine_op *o, int64_t round_ms, dlock__then then);
 
 /* Give back what the round may have taken (only[i] set; only NULL: all),
  * the highest counts first: safe for two members that are one server. */
-void dlock__rollback_some(dlock__engine *e, dlock__member_try *t, const int *only);
+void dlock__rollback_some(dlock__engine_op *o, const int *only, dlock__then then);
 
-/* Set every taken member to its real TTL; returns the validity, or -1. */
-int64_t dlock__finalize(dlock__engine *e, dlock__member_try *t, int64_t lease_ms);
+/* Set every taken member to its real TTL; o->validity: the validity, or -1. */
+void dlock__finalize(dlock__engine_op *o, dlock__then then);
 
-/* Raise the fenced members' counters to the quorum's token (*token). */
-int dlock__fence(dlock__engine *e, dlock__member_try *t, int64_t *token);
+/* Raise the fenced members' counters to the quorum's token (o->token);
+ * o->step_rc: 0 or the failure. */
+void dlock__fence(dlock__engine_op *o, dlock__then then);
+
+/* Ask the uptimes a vote filter needs that are not known yet (the servers
+ * of the members taken), so that it judges without a round trip. */
+void dlock__ask_uptimes(dlock__engine_op *o, dlock__then then);
 
 /* The acquisition held: report its loss once fewer than a quorum is held. */
 void dlock__loss_arm(dlock__engine *e, const dlock__member_try *t);

@@ -25,6 +25,7 @@ typedef struct releasing {
 	size_t released;
 	int first_error;
 	int nomem;
+	int was_lost; /* fewer than a quorum held, because holds were lost */
 	char first_msg[DLOCK__ERRMSG_MAX];
 } releasing;
 
@@ -155,32 +156,93 @@ static int verdict(const releasing *r, int was_lost)
 	return rc;
 }
 
-int dlock__engine_release(dlock__engine *e, const char *owner)
+static void release_free(dlock__engine_op *o)
 {
-	releasing r;
-	size_t i, alive, lost;
-	int rc = releasing_init(&r, e);
+	releasing *r = o->step;
 
-	if (rc == 0 && owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX))
-		rc = dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
-	if (rc < 0)
-		goto out;
-	dlock__tries_reset(e, r.t, owner);
+	if (r == NULL)
+		return;
+	releasing_free(r);
+	dlock__free(r);
+	o->step = NULL;
+}
+
+static void released(dlock__engine_op *o)
+{
+	releasing *r = o->step;
+	size_t i;
+	int rc = o->run_rc;
+
+	if (rc == 0) {
+		for (i = 0; i < o->e->n; i++)
+			finish_member(r, i);
+		rc = verdict(r, r->was_lost);
+	}
+	dlock__engine_op_end(o, rc);
+}
+
+static void release_start(dlock_op *op)
+{
+	dlock__engine_op *o = (dlock__engine_op *)op;
+	dlock__engine *e = o->e;
+	releasing *r = dlock__calloc(1, sizeof(*r));
+	size_t i, alive, lost;
+	int rc;
+
+	o->kind_free = release_free;
+	if (r == NULL) {
+		dlock__engine_op_end(o, dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory"));
+		return;
+	}
+	o->step = r;
+	if ((rc = releasing_init(r, e)) < 0) {
+		dlock__engine_op_end(o, rc);
+		return;
+	}
+	dlock__tries_reset(e, r->t, o->owner);
 	/* A lock found lost stays lost, whatever the release meets: fewer than
 	 * a quorum still held, and that because holds were lost - not because
 	 * an earlier unlock (one that ran out of memory) released some. */
-	dlock__holds_tally(e, owner, &alive, &lost);
-	dlock__loss_disarm(e, r.t[0].owner_ptr);
+	dlock__holds_tally(e, o->owner, &alive, &lost);
+	r->was_lost = lost > 0 && alive < e->rules.quorum;
+	dlock__loss_disarm(e, r->t[0].owner_ptr);
 	for (i = 0; i < e->n && rc == 0; i++)
-		rc = prepare_member(&r, i, owner);
-	if (rc == 0)
-		rc = dlock__mux_run(r.ops, e->n, NULL, NULL);
-	if (rc < 0)
-		goto out;
-	for (i = 0; i < e->n; i++)
-		finish_member(&r, i);
-	rc = verdict(&r, lost > 0 && alive < e->rules.quorum);
-out:
-	releasing_free(&r);
-	return rc;
+		rc = prepare_member(r, i, o->owner);
+	if (rc < 0) {
+		dlock__engine_op_end(o, rc);
+		return;
+	}
+	dlock__engine_run(o, r->ops, e->n, NULL, NULL, released);
+}
+
+static int check_owner(const char *owner)
+{
+	if (owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX))
+		return dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
+	return 0;
+}
+
+int dlock__engine_release(dlock__engine *e, const char *owner)
+{
+	int rc = check_owner(owner);
+
+	return rc < 0 ? rc : dlock__engine_block(e, owner, release_start, NULL, NULL, NULL, NULL);
+}
+
+int dlock__engine_release_async(dlock_op **out, dlock__engine *e, const char *owner,
+		dlock_op_cb cb, void *userdata)
+{
+	dlock__engine_op *o;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (owner == NULL || cb == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "multilock: NULL %s",
+				owner == NULL ? "owner" : "callback");
+	if ((rc = check_owner(owner)) < 0 ||
+			(rc = dlock__engine_op_new(&o, e, owner, cb, userdata, release_start)) < 0)
+		return rc;
+	dlock__engine_submit(o, out);
+	return 0;
 }

@@ -329,3 +329,20 @@ int dlock_redlock_check_servers(dlock_redlock *r)
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_servers_check(&r->engine));
 }
+
+int dlock_redlock_acquire_async(dlock_op **out, dlock_redlock *r, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_acquire_async(out, &r->engine, owner, wait_ms, lease_ms, cb,
+					userdata));
+}
+
+int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, const char *owner,
+		dlock_op_cb cb, void *userdata)
+{
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_release_async(out, &r->engine, owner, cb, userdata));
+}

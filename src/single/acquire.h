@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <hiredis/hiredis.h>
 
+#include "dlock/async.h"
 #include "dlock/lock.h"
+#include "dlock/loop.h"
 #include "core/net/script.h"
 
 /*
@@ -78,6 +80,15 @@ int dlock__acquire_sync_check(dlock_lock *l, int sync_rc, const redisReply *sync
  */
 int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
 		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl);
+
+/*
+ * The same wait as an op on `loop` (a quorum's member: transient errors end
+ * it), for owner (NULL: the thread's that runs the loop); cb gets the
+ * outcome. *out: the op. 0, or an error (no op, no callback).
+ */
+int dlock__lock_acquire_start(dlock_op **out, dlock_loop *loop, dlock_lock *l,
+		const char *owner, int64_t wait_ms, int64_t lease_ms, uint64_t cancels, dlock_op_cb cb,
+		void *userdata);
 
 /*
  * The halves of acquire.c the wait (single/acquire_op.c) uses: whether a

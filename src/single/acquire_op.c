@@ -460,3 +460,23 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 		*holder_ttl = e.holder_ttl;
 	return rc;
 }
+
+int dlock__lock_acquire_start(dlock_op **out, dlock__loop *loop, dlock_lock *l, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, uint64_t cancels, dlock_op_cb cb, void *userdata)
+{
+	char buf[64];
+	const char *resolved;
+	acquire_op *o;
+	int rc;
+
+	if ((rc = dlock__resolve_owner(l, owner, buf, sizeof(buf), &resolved)) < 0 ||
+			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, cb, userdata)) < 0)
+		return rc;
+	o->thread_owner = owner == NULL;
+	o->ride_out = 0;
+	o->canceled_with = 1;
+	o->cancels = cancels;
+	o->lo.op.loop = loop;
+	dlock__lock_op_submit(&o->lo, out);
+	return 0;
+}

@@ -62,29 +62,38 @@ void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata)
 	snprintf(e->message, sizeof(e->message), "%s", r->message);
 }
 
-int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e)
+int dlock__op_block(dlock_op *op, dlock_client *c, const int *done)
 {
-	dlock__loop mine, *loop = o->op.loop, *own = NULL;
+	dlock__loop mine, *loop = op->loop, *own = NULL;
 	int rc;
 
-	if (dlock__reactor_own_thread(o->l->client->reactor)) {
+	if (dlock__reactor_own_thread(c->reactor)) {
 		/* The thread's loop, kept for its next calls; a loop of this call's
 		 * own when an outer call on this thread is driving that one. */
 		own = dlock__thread_loop();
 		if (own == NULL && (rc = dlock__loop_init(&mine)) < 0) {
-			o->op.destroy(&o->op);
+			op->destroy(op);
 			return rc;
 		}
 		loop = own != NULL ? own : &mine;
 	}
-	o->op.loop = loop;
+	op->loop = loop;
 	loop->busy++;
-	dlock__op_run(&o->op, &e->done);
+	dlock__op_run(op, done);
 	loop->busy--;
 	if (loop == &mine)
 		dlock__loop_destroy(&mine);
 	else if (own != NULL)
 		dlock__loop_quiet(own); /* no descriptor left open between calls */
+	return 0;
+}
+
+int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e)
+{
+	int rc = dlock__op_block(&o->op, o->l->client, &e->done);
+
+	if (rc < 0)
+		return rc;
 	return e->code < 0 ? dlock__seterr(e->code, "%s", e->message) : 0;
 }
 

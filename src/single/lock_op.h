@@ -67,6 +67,13 @@ void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata);
  */
 int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e);
 
+/*
+ * The same for any op on client c's loop (a MultiLock's runs on its first
+ * member's): drive it until *done, which its callback sets. 0, or
+ * DLOCK_ENOMEM (no loop: the op was destroyed, no callback).
+ */
+int dlock__op_block(dlock_op *op, dlock_client *c, const int *done);
+
 /* Free what dlock__lock_op_new took (the owner, the client's count, o). */
 void dlock__lock_op_free(dlock__lock_op *o);
 
