@@ -100,6 +100,24 @@ void dlock__engine_destroy(dlock__engine *e)
 	e->members = NULL;
 }
 
+int dlock__engine_owner_is_ours(const dlock__engine *e, const char *owner)
+{
+	size_t i;
+
+	for (i = 0; owner != NULL && i < e->n; i++) {
+		const char *id = dlock_client_id(dlock__lock_client(e->members[i]));
+
+		if (strncmp(owner, id, 36) == 0 && owner[36] == ':')
+			return 1;
+	}
+	return 0;
+}
+
+int dlock__engine_owner(char *buf, size_t len, const dlock__engine *e, uint64_t id)
+{
+	return dlock_client_owner(buf, len, dlock__lock_client(e->members[0]), id);
+}
+
 const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner, char buf[64])
 {
 	if (owner != NULL)

@@ -129,6 +129,7 @@ int dlock__engine_op_new(dlock__engine_op **out, dlock__engine *e, const char *o
 	o->op.destroy = destroy;
 	o->e = e;
 	o->owner = o->owner_copy;
+	o->vouched = dlock__engine_owner_is_ours(e, owner);
 	o->validity = -1;
 	dlock__timer_init(&o->skip, run_skipped);
 	dlock__timer_init(&o->pause, pause_over);

@@ -27,6 +27,7 @@ struct dlock__engine_op {
 	dlock__engine *e;
 	const char *owner; /* explicit (owner_copy), or NULL: the calling thread's */
 	char *owner_copy;
+	int vouched; /* the owner is named after a member's client: this process's alone */
 	int64_t wait_ms, lease_ms, deadline, started;
 	dlock__member_try *t;      /* this round */
 	dlock_member_status *seen; /* each member's latest answer, over the rounds */

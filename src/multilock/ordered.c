@@ -185,11 +185,12 @@ static void take_next(dlock__engine_op *o)
 	int rc;
 
 	t->believed = dlock__holds_count(m, t->owner_ptr, 1);
-	if (t->believed < 0 && o->owner == NULL)
+	if (t->believed < 0 && (o->owner == NULL || o->vouched))
 		t->believed = 0;
 	/* owner NULL (the thread's own), not its spelled-out string: the
 	 * acquire trusts only the former to adopt holds our lost replies left. */
-	rc = dlock__lock_acquire_start(&o->child, o->op.loop, m, o->owner, wait, r->provisional,
+	rc = dlock__lock_acquire_start(&o->child, o->op.loop, m, o->owner, o->vouched, wait,
+			r->provisional,
 			o->cancels[r->i], member_answered, o);
 	if (rc < 0)
 		after_member(o, rc, dlock__errmsg_thread(), 0, -1);

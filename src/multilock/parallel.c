@@ -113,10 +113,11 @@ static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 
 /* Build member i's acquire into ops[i]; < 0 for an owner that is bad everywhere. */
 static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, const char *owner,
-		int64_t lease_ms, dlock__acquire *acq, dlock__mux_op *op)
+		int vouched, int64_t lease_ms, dlock__acquire *acq, dlock__rollback *undo,
+		dlock__mux_op *op)
 {
 	dlock_lock *m = e->members[i];
-	int rc = dlock__acquire_prepare(m, owner, 0, lease_ms, acq);
+	int rc = dlock__acquire_prepare(m, owner, vouched, 0, lease_ms, acq);
 
 	if (rc < 0)
 		return rc;
@@ -135,6 +136,13 @@ static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, cons
 	/* Resent after a dropped connection only when the count is compared. */
 	op->no_retry = acq->believed < 0;
 	op->call = &acq->call;
+	/* Not waited for (decided without it, or canceled): taken back right
+	 * behind it, on its connection - a give-back sent on another one could
+	 * run first on a paused server and miss it. Only with the count known. */
+	if (acq->believed >= 0) {
+		dlock__rollback_prepare(m, acq->owner, acq->believed + 1, 0, undo);
+		op->undo = &undo->call;
+	}
 	return 0;
 }
 
@@ -255,6 +263,7 @@ static void record_answers(dlock__engine *e, dlock__member_try *t, dlock__acquir
 struct dlock__attempt {
 	dlock__mux_op *ops;
 	dlock__acquire *acq;
+	dlock__rollback *undo;
 	uptimes u;
 	syncs s;
 	int *give_back;
@@ -269,6 +278,7 @@ static void attempt_free(struct dlock__attempt *at)
 		dlock__mux_clear(at->ops, at->nops);
 	dlock__free(at->ops);
 	dlock__free(at->acq);
+	dlock__free(at->undo);
 	dlock__free(at->u.gen);
 	dlock__free(at->u.member);
 	dlock__free(at->s.cmd);
@@ -285,12 +295,13 @@ static struct dlock__attempt *attempt_new(size_t n)
 		return NULL;
 	at->ops = dlock__calloc(3 * n, sizeof(*at->ops));
 	at->acq = dlock__calloc(n, sizeof(*at->acq));
+	at->undo = dlock__calloc(n, sizeof(*at->undo));
 	at->u.gen = dlock__calloc(n, sizeof(*at->u.gen));
 	at->u.member = dlock__calloc(n, sizeof(*at->u.member));
 	at->s.cmd = dlock__calloc(n, sizeof(*at->s.cmd));
 	at->s.op = dlock__calloc(n, sizeof(*at->s.op));
 	at->give_back = dlock__calloc(n, sizeof(*at->give_back));
-	if (at->ops == NULL || at->acq == NULL || at->s.cmd == NULL || at->s.op == NULL ||
+	if (at->ops == NULL || at->acq == NULL || at->undo == NULL || at->s.cmd == NULL || at->s.op == NULL ||
 			at->give_back == NULL) {
 		attempt_free(at);
 		return NULL;
@@ -339,7 +350,8 @@ void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *a
 	for (i = 0; i < e->n && rc == 0; i++) {
 		at->ops[i].skip = ask != NULL && !ask[i];
 		if (!at->ops[i].skip)
-			rc = prepare_member(e, i, &o->t[i], o->owner, lease_ms, &at->acq[i],
+			rc = prepare_member(e, i, &o->t[i], o->owner, o->vouched, lease_ms, &at->acq[i],
+					&at->undo[i],
 					&at->ops[i]);
 	}
 	if (rc < 0) {

@@ -346,3 +346,9 @@ int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, const char *ow
 	return dlock__errbuf_record(&r->engine.err,
 			dlock__engine_release_async(out, &r->engine, owner, cb, userdata));
 }
+
+int dlock_redlock_owner(char *buf, size_t len, const dlock_redlock *r, uint64_t id)
+{
+	CHECK_HANDLE(r);
+	return dlock__engine_owner(buf, len, &r->engine, id);
+}

@@ -40,8 +40,8 @@ static int owned_by_client(const dlock_client *c, const char *owner)
 	return strncmp(owner, c->id, 36) == 0 && owner[36] == ':';
 }
 
-int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		dlock__acquire *a)
+int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_t wait_ms,
+		int64_t lease_ms, dlock__acquire *a)
 {
 	int own;
 	int64_t lease = lease_ms < 0 ? l->client->opts.watchdog_timeout_ms : lease_ms;
@@ -59,7 +59,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, in
 	 * count is only compared after a reply of ours was lost - unless it is
 	 * named after this client (`<uuid>:<id>`, dlock_client_owner(), as
 	 * Redisson names its owners): that one is this client's too. */
-	own = owner == NULL || owned_by_client(l->client, owner);
+	own = owner == NULL || vouched || owned_by_client(l->client, owner);
 	a->believed = dlock__holds_count(l, a->owner, own);
 	if (a->believed < 0 && own)
 		a->believed = 0;

@@ -46,10 +46,13 @@ typedef struct dlock__acquire {
 /*
  * Fill *a for lock l; owner NULL = the calling thread. `wait_ms` matters to
  * a fair lock only: > 0 joins the queue with that wait, 0 is one attempt
- * that never queues. DLOCK_EINVAL for a bad owner.
+ * that never queues. `vouched`: the caller knows the owner is this
+ * process's alone (a quorum's owner named after one of its clients), so
+ * the client's record is the truth, as for the thread's own. DLOCK_EINVAL
+ * for a bad owner.
  */
-int dlock__acquire_prepare(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		dlock__acquire *a);
+int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_t wait_ms,
+		int64_t lease_ms, dlock__acquire *a);
 
 /*
  * Interpret the reply of the acquire script sent at sent_at: 0 acquired
@@ -83,12 +86,13 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 
 /*
  * The same wait as an op on `loop` (a quorum's member: transient errors end
- * it), for owner (NULL: the thread's that runs the loop); cb gets the
+ * it), for owner (NULL: the thread's that runs the loop; `vouched` as
+ * for dlock__acquire_prepare); cb gets the
  * outcome. *out: the op. 0, or an error (no op, no callback).
  */
 int dlock__lock_acquire_start(dlock_op **out, dlock_loop *loop, dlock_lock *l,
-		const char *owner, int64_t wait_ms, int64_t lease_ms, uint64_t cancels, dlock_op_cb cb,
-		void *userdata);
+		const char *owner, int vouched, int64_t wait_ms, int64_t lease_ms, uint64_t cancels,
+		dlock_op_cb cb, void *userdata);
 
 /*
  * The halves of acquire.c the wait (single/acquire_op.c) uses: whether a

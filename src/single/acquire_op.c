@@ -47,6 +47,7 @@ typedef struct acquire_op {
 	int rc, keep_place, unsettled, in_flight, waiting;
 	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
 	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
+	int vouched;         /* the owner is this process's alone (dlock__acquire_prepare) */
 	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
 	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
 	uint64_t cancels;
@@ -290,7 +291,7 @@ static void attempt(acquire_op *o)
 		return;
 	}
 	/* The count may have changed meanwhile (another op, same owner). */
-	if ((rc = dlock__acquire_prepare(l, o->thread_owner ? NULL : o->lo.owner, o->wait_ms,
+	if ((rc = dlock__acquire_prepare(l, o->thread_owner ? NULL : o->lo.owner, o->vouched, o->wait_ms,
 			     o->lease_ms, &o->a)) < 0) {
 		conclude(o, rc);
 		return;
@@ -462,7 +463,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
 }
 
 int dlock__lock_acquire_start(dlock_op **out, dlock__loop *loop, dlock_lock *l, const char *owner,
-		int64_t wait_ms, int64_t lease_ms, uint64_t cancels, dlock_op_cb cb, void *userdata)
+		int vouched, int64_t wait_ms, int64_t lease_ms, uint64_t cancels, dlock_op_cb cb,
+		void *userdata)
 {
 	char buf[64];
 	const char *resolved;
@@ -473,6 +475,7 @@ int dlock__lock_acquire_start(dlock_op **out, dlock__loop *loop, dlock_lock *l, 
 			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, cb, userdata)) < 0)
 		return rc;
 	o->thread_owner = owner == NULL;
+	o->vouched = vouched;
 	o->ride_out = 0;
 	o->canceled_with = 1;
 	o->cancels = cancels;
