@@ -4,12 +4,13 @@
  *
  *   quorum.c    the decisions (pure: validity, failure class, backoff, when
  *               a parallel attempt is decided)
+ *   engine_op.c an acquisition or release as an op on a loop (engine_op.h)
  *   parallel.c  the parallel attempt: the acquire to many members at once
  *   ordered.c   Redisson's ordered round: one member at a time
- *   batch.c     rollback (highest counts first), finalize (the real TTL)
- *               and fence, in batches of calls to many members at once
+ *   batch.c     rollback (highest counts first), finalize (the real TTL),
+ *               fence and uptimes, in batches of calls to many members
  *   loss.c      hearing of member losses and reporting the lock's
- *   engine.c    the acquisition driver, check and status
+ *   engine.c    the acquisition's steps, check and status
  *   release.c   the release
  *   servers.c   one server listed twice (by address, by run_id)
  */
@@ -43,9 +44,8 @@ int dlock__member_is_slow(const dlock__engine *e, size_t i);
 /*
  * Send the acquire to every member (ask[i] set; ask NULL: all) at once and
  * with this lease and record each answer in o->t; p (kept by the caller
- * until `then`) says
- * when to stop waiting; *t0 when the commands went out. o->step_rc: 0, or
- * an error that ends the acquisition.
+ * until `then`) says when to stop waiting; *t0 when the commands went out.
+ * o->step_rc: 0, or an error that ends the acquisition.
  */
 void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *ask,
 		dlock__parallel *p, int64_t *t0, dlock__then then);
