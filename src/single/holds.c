@@ -177,7 +177,8 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 			h->round_due = DLOCK__NEVER;
 			c->ext = h;
 			c->ext_free = holds_free;
-			dlock__reactor_set_job(c->reactor, dlock__watchdog_run, h);
+			dlock__reactor_set_job(c->reactor, dlock__watchdog_run,
+					dlock__watchdog_stop, h);
 		}
 	}
 	dlock__mutex_unlock(&c->ext_mu);

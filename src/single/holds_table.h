@@ -47,6 +47,8 @@ struct dlock__holds {
 	size_t watched; /* holds with watchdog and not lost */
 	uint64_t next_epoch;
 	int64_t round_due; /* the watchdog's next round of every hold (DLOCK__NEVER: none) */
+	struct dlock__renewing *renewing; /* the round on the reactor's loop (its thread only) */
+	int again;                        /* the job ran during that round: run once more */
 };
 
 /* A loss to report once the table is unlocked. */
@@ -78,6 +80,8 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev);
 /* The reactor's job that renews every watched hold (watchdog.c), and
  * between its rounds the holds a notice asked to check. */
 int64_t dlock__watchdog_run(void *arg, int64_t now);
+/* The reactor is stopping: a round under way ends (core/drive/reactor.h). */
+void dlock__watchdog_stop(void *arg, int forked);
 /* A reactor's notice (core/drive/reactor.h): the holds listening on s are checked now. */
 void dlock__watchdog_notice(void *arg, const dlock__sub *s);
 /* Stop listening on the hold's channel (h->mu held). */

@@ -11,6 +11,7 @@
  * renewal of that hold at once, out of turn, which finds a deleted key
  * as a round would - within a round trip instead of up to a period later.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
+#include "core/drive/mux_loop.h"
+#include "core/drive/reactor.h"
 #include "core/base/fmt.h"
 #include "core/topology/slot.h"
 #include "core/base/time.h"
@@ -80,74 +83,6 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 	return (ssize_t)n;
 }
 
-/* Renew one batch; 0 when the server answered for every hold. */
-static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset, lost_event *cb,
-		size_t *ncb)
-{
-	dlock_client *c = h->client;
-	const char *keys[RENEW_BATCH], *args[RENEW_BATCH + 1];
-	size_t key_lens[RENEW_BATCH], arg_lens[RENEW_BATCH + 1], i;
-	char ttl[24];
-	redisReply *r = NULL;
-	int64_t sent_at;
-	int rc;
-
-	dlock__conn *conn = NULL;
-
-	/* A pooled connection: the server may accept no new one (maxclients)
-	 * while those it has work. In a cluster, the member serving the batch's slot. */
-	c = dlock__client_for_key(c, batch[offset].name, batch[offset].name_len);
-	if (c == NULL)
-		return -1;
-	rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
-	if (rc < 0) {
-		dlock__client_note_reply(h->client, rc, NULL); /* a cluster's map is suspect */
-		return -1;
-	}
-	args[0] = ttl;
-	arg_lens[0] = dlock__fmt_i64(ttl, c->opts.watchdog_timeout_ms);
-	for (i = 0; i < n; i++) {
-		keys[i] = batch[offset + i].name;
-		key_lens[i] = batch[offset + i].name_len;
-		args[i + 1] = batch[offset + i].owner;
-		arg_lens[i + 1] = strlen(batch[offset + i].owner);
-	}
-	sent_at = dlock__now_ms();
-	rc = dlock__script_run(conn, &dlock__script_renew, (int)n, keys, key_lens, (int)n + 1, args,
-			arg_lens, &r, dlock__deadline_in(c->opts.command_timeout_ms));
-	dlock__client_conn_put(c, conn);
-	dlock__client_note_reply(h->client, rc, r); /* a MOVED updates a cluster's map */
-	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != n))
-		rc = -1; /* an error reply (OOM, READONLY ...): try again later */
-	if (rc == 0) {
-		dlock__mutex_lock(&h->mu);
-		for (i = 0; i < n; i++) {
-			renewal *w = &batch[offset + i];
-			hold *x = dlock__holds_find(h, w->name, w->name_len, w->owner);
-
-			if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
-				continue;
-			/* A cluster's slot moved: listen where the hold now lives. */
-			if (x->watch != NULL && x->watch_rx != c->reactor)
-				dlock__holds_rewatch(h, x, c->reactor);
-			if (r->element[i]->type == REDIS_REPLY_INTEGER &&
-					r->element[i]->integer == 1)
-				x->confirmed_at = sent_at;
-			else if (x->releasing == 0) /* else the release may have run first */
-				dlock__holds_mark_lost(h, x,
-						r->element[i]->type == REDIS_REPLY_INTEGER &&
-										r->element[i]->integer <
-												0
-								? DLOCK_LOST_REPLACED
-								: DLOCK_LOST_GONE,
-						cb, ncb);
-		}
-		dlock__mutex_unlock(&h->mu);
-	}
-	freeReplyObject(r);
-	return rc == 0 ? 0 : -1;
-}
-
 static int by_slot(const void *a, const void *b)
 {
 	unsigned x = ((const renewal *)a)->slot, y = ((const renewal *)b)->slot;
@@ -167,53 +102,87 @@ static size_t same_slot_run(const renewal *batch, size_t n, size_t i)
 	return k;
 }
 
-/* Renew the holds collect() picks; 0, or -1 when some renewal failed. */
-static int renew_round(dlock__holds *h, int64_t now, int all)
+/*
+ * A round on the reactor's loop: every batch of RENEW_BATCH holds (of one
+ * slot) is one op of one multiplexed run, so the batches go out at once and
+ * a server that does not answer costs the round one command timeout, while
+ * the loop serves everything else.
+ */
+struct dlock__renewing {
+	dlock__holds *h;
+	renewal *batch; /* every hold of the round, by slot */
+	size_t n;
+	lost_event *cb; /* losses, reported when the round is over */
+	size_t ncb;
+	dlock__mux_op *ops; /* one per batch */
+	dlock__call *calls;
+	size_t *first; /* per op: its first renewal in batch[] */
+	size_t nops;
+	const char **argv; /* per op: its keys, the TTL, its owners */
+	size_t *lens;
+	char ttl[24];
+	int all;
+	int64_t now, sent_at;
+	dlock__mux_loop ml;
+};
+
+static void round_free(struct dlock__renewing *rd)
 {
-	size_t n, i, ncb = 0;
-	renewal *batch = NULL;
-	lost_event *cb = NULL;
-	ssize_t got = collect(h, now, all, &batch, &cb, &ncb);
-	int failed = 0;
+	size_t i;
 
-	if (got < 0) {
-		dlock__free(batch);
-		dlock__free(cb);
-		return -1;
+	if (rd->ops != NULL)
+		dlock__mux_clear(rd->ops, rd->nops);
+	for (i = 0; i < rd->n; i++) {
+		dlock__free(rd->batch[i].name);
+		dlock__free(rd->batch[i].owner);
 	}
-	n = (size_t)got;
-	qsort(batch, n, sizeof(*batch), by_slot);
-	for (i = 0; i < n;) {
-		size_t k = same_slot_run(batch, n, i);
-
-		if (renew_batch(h, batch, k, i, cb, &ncb) < 0)
-			failed = 1;
-		i += k;
-	}
-	for (i = 0; i < n; i++) {
-		dlock__free(batch[i].name);
-		dlock__free(batch[i].owner);
-	}
-	dlock__free(batch);
-	dlock__holds_run_callbacks(h, cb, ncb);
-	dlock__free(cb);
-	return failed ? -1 : 0;
+	dlock__free(rd->batch);
+	dlock__free(rd->cb);
+	dlock__free(rd->ops);
+	dlock__free(rd->calls);
+	dlock__free(rd->first);
+	dlock__free(rd->argv);
+	dlock__free(rd->lens);
+	dlock__free(rd);
 }
 
-/*
- * The reactor's job: renew every watched hold, every third of the timeout;
- * run between rounds (a notice), only the holds asked to be checked.
- */
-int64_t dlock__watchdog_run(void *arg, int64_t now)
+/* Apply one batch's answer (h->mu held); 0 when it answered for every hold. */
+static int batch_answered(struct dlock__renewing *rd, size_t j)
 {
-	dlock__holds *h = arg;
-	int64_t period = h->client->opts.watchdog_timeout_ms / 3, next;
-	int all, failed;
+	dlock__holds *h = rd->h;
+	const dlock__mux_op *op = &rd->ops[j];
+	const redisReply *r = op->reply;
+	size_t i, k = (size_t)rd->calls[j].nkeys;
 
-	dlock__mutex_lock(&h->mu);
-	all = now >= h->round_due;
-	dlock__mutex_unlock(&h->mu);
-	failed = renew_round(h, now, all) < 0;
+	dlock__client_note_reply(h->client, op->rc, r); /* a MOVED updates a cluster's map */
+	if (op->rc < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != k)
+		return -1; /* no answer, or an error reply (OOM, READONLY ...): again later */
+	for (i = 0; i < k; i++) {
+		renewal *w = &rd->batch[rd->first[j] + i];
+		hold *x = dlock__holds_find(h, w->name, w->name_len, w->owner);
+		const redisReply *e = r->element[i];
+
+		if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
+			continue;
+		/* A cluster's slot moved: listen where the hold now lives. */
+		if (x->watch != NULL && x->watch_rx != op->client->reactor)
+			dlock__holds_rewatch(h, x, op->client->reactor);
+		if (e->type == REDIS_REPLY_INTEGER && e->integer == 1)
+			x->confirmed_at = rd->sent_at;
+		else if (x->releasing == 0) /* else the release may have run first */
+			dlock__holds_mark_lost(h, x,
+					e->type == REDIS_REPLY_INTEGER && e->integer < 0
+							? DLOCK_LOST_REPLACED
+							: DLOCK_LOST_GONE,
+					rd->cb, &rd->ncb);
+	}
+	return 0;
+}
+
+/* When the next round is due, after one that failed or not. */
+static int64_t next_due(dlock__holds *h, int64_t now, int all, int failed)
+{
+	int64_t period = h->client->opts.watchdog_timeout_ms / 3, next;
 
 	dlock__mutex_lock(&h->mu);
 	/* After a failure, try again sooner: the TTL keeps running. */
@@ -223,6 +192,155 @@ int64_t dlock__watchdog_run(void *arg, int64_t now)
 	next = h->round_due;
 	dlock__mutex_unlock(&h->mu);
 	return next;
+}
+
+/* The round's end: answers applied, losses reported, the next one asked for. */
+static void round_end(struct dlock__renewing *rd, int failed)
+{
+	dlock__holds *h = rd->h;
+	int64_t next = next_due(h, rd->now, rd->all, failed);
+
+	dlock__holds_run_callbacks(h, rd->cb, rd->ncb);
+	rd->ncb = 0;
+	if (h->again)
+		next = dlock__now_ms(); /* asked to check meanwhile */
+	h->again = 0;
+	h->renewing = NULL;
+	round_free(rd);
+	dlock__reactor_schedule(h->client->reactor, next);
+}
+
+static void round_over(dlock__mux_loop *ml)
+{
+	struct dlock__renewing *rd =
+			(struct dlock__renewing *)((char *)ml - offsetof(struct dlock__renewing, ml));
+	size_t j;
+	int failed = 0;
+
+	dlock__mux_loop_end(ml);
+	dlock__mutex_lock(&rd->h->mu);
+	for (j = 0; j < rd->nops; j++)
+		failed |= batch_answered(rd, j) < 0;
+	dlock__mutex_unlock(&rd->h->mu);
+	round_end(rd, failed);
+}
+
+/* Build one op per batch: keys, then the TTL, then the owners. */
+static int round_build(struct dlock__renewing *rd)
+{
+	size_t i, j, k, off = 0;
+
+	for (i = 0; i < rd->n; i += same_slot_run(rd->batch, rd->n, i))
+		rd->nops++;
+	rd->ops = dlock__calloc(rd->nops, sizeof(*rd->ops));
+	rd->calls = dlock__calloc(rd->nops, sizeof(*rd->calls));
+	rd->first = dlock__calloc(rd->nops, sizeof(*rd->first));
+	rd->argv = dlock__calloc(2 * rd->n + rd->nops, sizeof(*rd->argv));
+	rd->lens = dlock__calloc(2 * rd->n + rd->nops, sizeof(*rd->lens));
+	if (rd->ops == NULL || rd->calls == NULL || rd->first == NULL || rd->argv == NULL ||
+			rd->lens == NULL)
+		return -1;
+	dlock__fmt_i64(rd->ttl, rd->h->client->opts.watchdog_timeout_ms);
+	for (i = 0, j = 0; i < rd->n; i += k, j++) {
+		dlock__call *c = &rd->calls[j];
+		const char **argv = rd->argv + off;
+		size_t *lens = rd->lens + off, m;
+
+		k = same_slot_run(rd->batch, rd->n, i);
+		for (m = 0; m < k; m++) {
+			argv[m] = rd->batch[i + m].name;
+			lens[m] = rd->batch[i + m].name_len;
+			argv[k + 1 + m] = rd->batch[i + m].owner;
+			lens[k + 1 + m] = strlen(rd->batch[i + m].owner);
+		}
+		argv[k] = rd->ttl;
+		lens[k] = strlen(rd->ttl);
+		*c = (dlock__call){ .script = &dlock__script_renew, .nkeys = (int)k,
+			.argc = (int)(2 * k + 1), .many_argv = argv, .many_lens = lens };
+		/* In a cluster the run sends it to the member serving its slot. */
+		rd->ops[j].client = rd->h->client;
+		rd->ops[j].call = c;
+		rd->first[j] = i;
+		off += 2 * k + 1;
+	}
+	return 0;
+}
+
+/*
+ * Start a round of the holds collect() picks. 1 when it runs on the loop
+ * (it asks for the next one when it is over), 0 when it is over already
+ * (nothing to renew), -1 when it could not start (try again soon).
+ */
+static int round_start(dlock__holds *h, int64_t now, int all)
+{
+	struct dlock__renewing *rd = dlock__calloc(1, sizeof(*rd));
+	ssize_t got;
+
+	if (rd == NULL)
+		return -1;
+	rd->h = h;
+	rd->now = now;
+	rd->all = all;
+	got = collect(h, now, all, &rd->batch, &rd->cb, &rd->ncb);
+	if (got < 0) {
+		round_free(rd);
+		return -1;
+	}
+	rd->n = (size_t)got;
+	qsort(rd->batch, rd->n, sizeof(*rd->batch), by_slot);
+	if (rd->n > 0 && round_build(rd) == 0) {
+		rd->sent_at = dlock__now_ms();
+		if (dlock__mux_loop_begin(&rd->ml, dlock__reactor_loop(h->client->reactor), rd->ops,
+				    rd->nops, NULL, NULL, round_over) == 0) {
+			h->renewing = rd;
+			return 1;
+		}
+	}
+	/* Nothing to renew, or no memory to send: the losses found still count. */
+	dlock__holds_run_callbacks(h, rd->cb, rd->ncb);
+	rd->ncb = 0;
+	got = rd->n > 0 ? -1 : 0;
+	round_free(rd);
+	return (int)got;
+}
+
+/*
+ * The reactor's job: renew every watched hold, every third of the timeout;
+ * run between rounds (a notice), only the holds asked to be checked. A
+ * round under way is let finish (it asks for the job again when over).
+ */
+int64_t dlock__watchdog_run(void *arg, int64_t now)
+{
+	dlock__holds *h = arg;
+	int all, started;
+
+	if (h->renewing != NULL) {
+		h->again = 1;
+		return DLOCK__NEVER;
+	}
+	dlock__mutex_lock(&h->mu);
+	all = now >= h->round_due;
+	dlock__mutex_unlock(&h->mu);
+	started = round_start(h, now, all);
+	if (started == 1)
+		return DLOCK__NEVER;
+	return next_due(h, now, all, started < 0);
+}
+
+void dlock__watchdog_stop(void *arg, int forked)
+{
+	dlock__holds *h = arg;
+	struct dlock__renewing *rd = h->renewing;
+	size_t i;
+
+	if (rd == NULL)
+		return;
+	if (!forked)
+		dlock__mux_loop_end(&rd->ml);
+	for (i = 0; i < rd->ncb; i++)
+		dlock__free(rd->cb[i].owner);
+	h->renewing = NULL;
+	round_free(rd);
 }
 
 void dlock__watchdog_notice(void *arg, const dlock__sub *s)

@@ -429,3 +429,77 @@ Test(async_quorum, random_cancellations_leave_nothing_held_on_any_server)
 	free(o);
 	free(rel);
 }
+
+/* The longest dlock_loop_run(loop, 10) call over ms milliseconds. */
+static int64_t longest_turn(dlock_loop *loop, int64_t ms)
+{
+	int64_t until = rh_now_ms() + ms, longest = 0;
+
+	while (rh_now_ms() < until) {
+		int64_t t = rh_now_ms();
+
+		cr_assert(dlock_loop_run(loop, 10) >= 0);
+		if (rh_now_ms() - t > longest)
+			longest = rh_now_ms() - t;
+	}
+	return longest;
+}
+
+/*
+ * Renewals run on the caller's loop without blocking it: with one of two
+ * servers paused through several renewal rounds, the loop still turns
+ * (a blocking round would hold it for a command timeout per batch), and
+ * the holds on both servers are still held once it resumes.
+ */
+Test(async_quorum, renewals_never_block_the_callers_loop)
+{
+	enum { LOCKS = 300 };
+	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c[2];
+	dlock_lock *l[LOCKS];
+	outcome a[LOCKS] = { { 0 } };
+	char owner[64];
+	int64_t longest;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	co.loop = loop;
+	co.command_timeout_ms = 2000;
+	co.watchdog_timeout_ms = 6000; /* a round every 2 s */
+	for (int s = 0; s < 2; s++)
+		c[s] = dl_client_opts(rh_server_uri(srv[s]), &co);
+	dlock_client_owner(owner, sizeof(owner), c[0], 1);
+	for (int i = 0; i < LOCKS; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "aq:renew:%d", i);
+		l[i] = dl_lock(c[i % 2], name);
+		cr_assert_eq(dlock_lock_acquire_async(NULL, l[i], owner, 0, DLOCK_LEASE_WATCHDOG, note,
+				       &a[i]),
+				0);
+	}
+	run_until_done(loop, a, LOCKS, 10000);
+	for (int i = 0; i < LOCKS; i++)
+		cr_assert_eq(a[i].code, 0, "lock %d: %d", i, a[i].code);
+	cr_assert_eq(rh_server_pause(srv[1]), 0);
+	longest = longest_turn(loop, 4500); /* two rounds meet the paused server */
+	cr_assert_eq(rh_server_resume(srv[1]), 0);
+	cr_assert_lt(longest, 1000, "the loop was held %lld ms by a paused server's renewals",
+			(long long)longest);
+	longest_turn(loop, 2500); /* the next round reaches it again */
+	for (int i = 0; i < LOCKS; i++)
+		cr_assert_eq(dlock_lock_check(l[i], owner), 0, "lock %d no longer held", i);
+	cr_assert(rh_command_int(srv[1], "PTTL aq:renew:1") > 2000, "not renewed after the pause");
+	cr_log_info("renewals with a server paused: the longest loop turn %lld ms",
+			(long long)longest);
+	for (int i = 0; i < LOCKS; i++) {
+		outcome r = { 0 };
+
+		dl_pass(dlock_lock_release_async(NULL, l[i], owner, note, &r));
+		run_until_done(loop, &r, 1, 5000);
+		dlock_lock_free(l[i]);
+	}
+	for (int s = 0; s < 2; s++)
+		dl_pass(dlock_client_close(c[s]));
+	dl_pass(dlock_loop_free(loop));
+}

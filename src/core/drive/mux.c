@@ -54,8 +54,9 @@ static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char nu
 		return;
 	}
 	op->cmd_argc = dlock__script_argv(dlock__script_for(c->script, &op->client->node), c->nkeys,
-			c->argv, c->lens, c->argc - c->nkeys, c->argv + c->nkeys,
-			c->lens + c->nkeys, op->cmd, op->cmd_lens, numbuf);
+			dlock__call_argv(c), dlock__call_lens(c), c->argc - c->nkeys,
+			dlock__call_argv(c) + c->nkeys, dlock__call_lens(c) + c->nkeys, op->cmd,
+			op->cmd_lens, numbuf);
 	if (op->no_wait)
 		dlock__script_argv_to_eval(dlock__script_for(c->script, &op->client->node), op->cmd,
 				op->cmd_lens);
@@ -116,8 +117,8 @@ static int run_layout(dlock__mux *m, dlock__mux_op *ops, size_t n)
 static void route(dlock__mux_op *op)
 {
 	dlock__cluster *cl = op->client->node.cluster;
-	const char *key = op->call != NULL ? op->call->argv[0] : op->argv[1];
-	size_t len = op->call != NULL ? op->call->lens[0] : op->lens[1];
+	const char *key = op->call != NULL ? dlock__call_argv(op->call)[0] : op->argv[1];
+	size_t len = op->call != NULL ? dlock__call_lens(op->call)[0] : op->lens[1];
 	dlock_client *m = NULL;
 
 	if (op->follows != NULL) {

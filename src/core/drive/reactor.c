@@ -48,6 +48,7 @@ struct dlock__reactor {
 	dlock__watch watch; /* a Sentinel-managed node's +switch-master watch (the loop's) */
 	int64_t reconnect_at;
 	dlock__reactor_job job;
+	void (*job_stop)(void *arg, int forked);
 	void *job_arg;
 	int64_t job_due;
 	void (*flush)(void *arg);
@@ -524,6 +525,8 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 		wake(r);
 		pthread_join(r->thread, NULL);
 	}
+	if (r->job_stop != NULL)
+		r->job_stop(r->job_arg, forked);
 	while ((s = r->subs) != NULL) {
 		r->subs = s->next;
 		free_sub(s);
@@ -542,10 +545,12 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 	dlock__free(r);
 }
 
-void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job, void *arg)
+void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job,
+		void (*stop)(void *arg, int forked), void *arg)
 {
 	dlock__mutex_lock(&r->mu);
 	r->job = job;
+	r->job_stop = stop;
 	r->job_arg = arg;
 	dlock__mutex_unlock(&r->mu);
 }

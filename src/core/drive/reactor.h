@@ -36,8 +36,11 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, struct d
  * exist: only free this process's copy. */
 void dlock__reactor_stop(dlock__reactor *r, int forked);
 
-/* Install the periodic job (once) and run it at `due`. */
-void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job, void *arg);
+/* Install the periodic job (once). `stop` (may be NULL) runs at the
+ * reactor's stop, its thread joined and its loop still there, to end what
+ * the job left under way on the loop (`forked`: in a forked child). */
+void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job,
+		void (*stop)(void *arg, int forked), void *arg);
 
 /* Ask for the job to run no later than `due`. */
 void dlock__reactor_schedule(dlock__reactor *r, int64_t due);

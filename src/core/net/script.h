@@ -50,7 +50,22 @@ typedef struct dlock__call {
 	int argc; /* keys then args */
 	const char *argv[DLOCK__CALL_MAX];
 	size_t lens[DLOCK__CALL_MAX];
+	/* A call with more than DLOCK__CALL_MAX (the watchdog's batches): its
+	 * keys and args are here instead (see dlock__call_args). */
+	const char *const *many_argv;
+	const size_t *many_lens;
 } dlock__call;
+
+/* The call's keys then args, wherever they are. */
+static inline const char *const *dlock__call_argv(const dlock__call *c)
+{
+	return c->many_argv != NULL ? c->many_argv : c->argv;
+}
+
+static inline const size_t *dlock__call_lens(const dlock__call *c)
+{
+	return c->many_lens != NULL ? c->many_lens : c->lens;
+}
 
 /* Append a key (before any argument) or an argument. */
 static inline void dlock__call_push(dlock__call *c, const char *p, size_t len)
