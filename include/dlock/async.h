@@ -109,7 +109,11 @@ DLOCK_EXTERN int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, c
  * End the operation early. Its callback comes once, with DLOCK_ECANCELED,
  * from the loop (not from within this call), after what it took was given
  * back; a release is not canceled (it finishes: a hold left half-released
- * would help nobody). 0, or DLOCK_EINVAL for NULL.
+ * would help nobody). Any thread may call it, even as the operation ends
+ * on another: an operation whose callback has come already is left alone
+ * (0; the handle is never touched once freed - as long as no new
+ * operation was handed the same address meanwhile). 0, or DLOCK_EINVAL
+ * for NULL.
  */
 DLOCK_EXTERN int dlock_op_cancel(dlock_op *op);
 

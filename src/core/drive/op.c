@@ -1,14 +1,113 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared part of asynchronous operations (core/op.h). */
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dlock/errors.h"
+#include "core/base/alloc.h"
 #include "core/base/time.h"
 #include "core/drive/op.h"
 
 #define OP_OF(t, field) ((dlock_op *)((char *)(t) - offsetof(dlock_op, field)))
+
+/*
+ * The operations not yet ended, so that dlock_op_cancel() from any thread
+ * never touches one that was freed meanwhile (a client's thread may end it
+ * at that very moment): an open-addressing set of pointers.
+ */
+#define TOMBSTONE ((dlock_op *)1)
+
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static dlock_op **live;
+static size_t live_cap, live_used; /* used: entries and tombstones */
+
+static size_t slot_of(const dlock_op *op, size_t cap)
+{
+	uint64_t h = (uint64_t)(uintptr_t)op;
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return (size_t)(h & (cap - 1));
+}
+
+/* live_mu held. */
+static dlock_op **live_find(const dlock_op *op)
+{
+	size_t i;
+
+	if (live_cap == 0)
+		return NULL;
+	for (i = slot_of(op, live_cap);; i = (i + 1) & (live_cap - 1)) {
+		if (live[i] == op)
+			return &live[i];
+		if (live[i] == NULL)
+			return NULL;
+	}
+}
+
+/* live_mu held: rehash without the tombstones, twice as large when more
+ * than a quarter is in use. 0, or -1 out of memory. */
+static int live_grow(void)
+{
+	size_t cap = 64, n = 0, i;
+	dlock_op **old = live, **t;
+
+	for (i = 0; i < live_cap; i++)
+		n += old[i] != NULL && old[i] != TOMBSTONE;
+	while (cap < 4 * (n + 1))
+		cap *= 2;
+	t = dlock__calloc(cap, sizeof(*t));
+
+	if (t == NULL)
+		return -1;
+	for (i = 0; i < live_cap; i++) {
+		size_t k;
+
+		if (old[i] == NULL || old[i] == TOMBSTONE)
+			continue;
+		for (k = slot_of(old[i], cap); t[k] != NULL; k = (k + 1) & (cap - 1))
+			;
+		t[k] = old[i];
+	}
+	live_used = 0;
+	for (i = 0; i < cap; i++)
+		live_used += t[i] != NULL;
+	live = t;
+	live_cap = cap;
+	dlock__free(old);
+	return 0;
+}
+
+/* The op is running: cancel may reach it. (Out of memory: cancel finds
+ * it not running, as after its end; nothing unsafe.) */
+static void live_add(dlock_op *op)
+{
+	size_t k;
+
+	dlock__mutex_lock(&live_mu);
+	if ((live_used + 1) * 4 < live_cap * 3 || live_grow() == 0) {
+		for (k = slot_of(op, live_cap); live[k] != NULL && live[k] != TOMBSTONE;
+				k = (k + 1) & (live_cap - 1))
+			;
+		live_used += live[k] == NULL;
+		live[k] = op;
+	}
+	dlock__mutex_unlock(&live_mu);
+}
+
+static void live_remove(dlock_op *op)
+{
+	dlock_op **at;
+
+	dlock__mutex_lock(&live_mu);
+	if ((at = live_find(op)) != NULL)
+		*at = TOMBSTONE;
+	dlock__mutex_unlock(&live_mu);
+}
 
 static void run_start(dlock__task *t)
 {
@@ -36,6 +135,7 @@ static void run_finish(dlock__task *t)
 
 	op->result.message = op->message;
 	op->cb(op, &op->result, op->userdata);
+	live_remove(op); /* a cancel from now on finds it ended */
 	dlock__loop_unpost(op->loop, &op->cancel_task);
 	op->loop->pending--;
 	op->destroy(op);
@@ -56,6 +156,7 @@ void dlock__op_init(dlock_op *op, dlock__loop *loop, dlock_op_cb cb, void *userd
 
 void dlock__op_submit(dlock_op *op)
 {
+	live_add(op);
 	op->loop->pending++;
 	dlock__loop_post(op->loop, &op->start_task);
 }
@@ -77,6 +178,7 @@ void dlock__op_run(dlock_op *op, const int *done)
 {
 	dlock__loop *l = op->loop;
 
+	live_add(op);
 	l->pending++;
 	op->start(op);
 	/* Until its callback ran (it sets *done; the op is freed then), its end
@@ -98,7 +200,12 @@ int dlock_op_cancel(dlock_op *op)
 {
 	if (op == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_op_cancel: NULL op");
-	atomic_store(&op->cancel_asked, 1);
-	dlock__loop_post(op->loop, &op->cancel_task);
+	/* Under the set's lock: the op cannot end and be freed meanwhile. */
+	dlock__mutex_lock(&live_mu);
+	if (live_find(op) != NULL) {
+		atomic_store(&op->cancel_asked, 1);
+		dlock__loop_post(op->loop, &op->cancel_task);
+	}
+	dlock__mutex_unlock(&live_mu);
 	return 0;
 }
