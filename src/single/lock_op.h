@@ -67,7 +67,8 @@ void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata);
  */
 int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e);
 
-/* Free what dlock__lock_op_new took (the owner, the client's count, o). */
+/* Free what dlock__lock_op_new took (the owner, the client's count, the
+ * lock's reference, o). */
 void dlock__lock_op_free(dlock__lock_op *o);
 
 #endif
