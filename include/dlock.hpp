@@ -36,6 +36,47 @@
  * objects themselves may go in any order. Objects are movable, not
  * copyable; a moved-from object may only be destroyed or assigned to.
  * Threads: as the C handles (dlock.h); set_lease() before sharing a lock.
+ *
+ * C++20 (when <coroutine> is there; DLOCK_HPP_COROUTINES is then 1): an
+ * rlock's acquire_async() and release_async() return a dlock::async_op for
+ * co_await, over dlock/async.h, for a named owner (client::owner()):
+ *
+ *   dlock::async_result r = co_await lock.acquire_async(owner, 5s, 30s);
+ *   if (r) { ... co_await lock.release_async(owner); }
+ *
+ * The operation starts when awaited. co_await gives a dlock::async_result
+ * (code, message, validity, token, holder_ttl): false, with
+ * errc::not_acquired and the holder's TTL, when another owner held the lock
+ * all the wait (as try_lock_for); every other failure, errc::canceled
+ * included, throws dlock::error - or, in the form with a std::error_code&
+ * last, sets it (not for errc::not_acquired, as try_lock_for(d, ec)) and the
+ * result's code and message, the line then not in last_error_message().
+ *
+ * Where the coroutine resumes: on the loop's thread, from inside the
+ * operation's callback (dlock/async.h). For a client on your loop (the
+ * `loop` option, dlock/loop.h), that is your thread, within
+ * dlock_loop_run() (or dlock_loop_fd_ready()/dlock_loop_timeout()); for a
+ * client with its own thread, dlock's background thread: do not block
+ * there, move the work to your executor. A failure to start (a bad owner,
+ * no memory) resumes at once, on the awaiting thread, without suspending.
+ * The resumed coroutine may start other operations and destroy the
+ * dlock::rlock it awaited (the handle lives until the operation's end).
+ * The client must outlive its operations: keep a dlock::client alive while
+ * operations of its locks may be pending, and do not let its last reference
+ * (a dlock::client, or an rlock made from it) go inside a resumed coroutine:
+ * the close would be refused there, and the client never closed.
+ *
+ * Cancellation: async_op::cancel(), or a std::stop_token (where the
+ * standard library has it) passed to acquire_async() whose stop is
+ * requested, ends an acquisition early with errc::canceled, after what it
+ * took on the server was given back (a release is never canceled: it
+ * finishes). For a client with its own
+ * thread, from any thread; for a client on your loop, from the loop's thread
+ * only (as every call on it). A suspended coroutine may be destroyed on the
+ * thread that would resume it (for a client on your loop: yours, outside
+ * dlock_loop_run): its operation is canceled and the callback, when it comes,
+ * resumes nothing. Destroying it from another thread races with its
+ * resumption: cancel it, and let it resume, instead.
  */
 #ifndef DLOCK_HPP
 #define DLOCK_HPP
@@ -55,6 +96,19 @@
 #include <system_error>
 #include <type_traits>
 #include <vector>
+
+#if __cplusplus >= 202002L && __has_include(<coroutine>)
+#define DLOCK_HPP_COROUTINES 1
+#include <coroutine>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <version>
+#if defined(__cpp_lib_jthread) && __has_include(<stop_token>)
+#define DLOCK_HPP_STOP_TOKEN 1
+#include <stop_token>
+#endif
+#endif
 
 namespace dlock {
 
@@ -290,6 +344,239 @@ private:
 /** A lease meaning "no lease": the client's watchdog renews the hold. */
 inline constexpr std::chrono::milliseconds watchdog{DLOCK_LEASE_WATCHDOG};
 
+#ifdef DLOCK_HPP_COROUTINES
+
+/** How an asynchronous operation ended: its dlock_result (dlock/async.h). */
+struct async_result {
+	/** Clear: acquired (released). Else in dlock::category(): errc::not_acquired
+	 *  (another owner held it all the wait), errc::canceled, ... */
+	std::error_code code;
+	/** The library's line naming the node and the cause; "" on success. */
+	std::string message;
+	/** Acquired: how long the hold is certain to last; otherwise -1 ms. */
+	std::chrono::milliseconds validity{-1};
+	/** Acquired a fenced lock: its token; otherwise 0. */
+	std::int64_t token = 0;
+	/** Not acquired because another owner holds it: its TTL; otherwise -1 ms. */
+	std::chrono::milliseconds holder_ttl{-1};
+
+	/** Acquired (released). */
+	explicit operator bool() const noexcept { return !code; }
+};
+
+namespace detail {
+
+/* What an async_op shares with its operation's callback, which may come
+ * after the async_op is gone (its coroutine destroyed while suspended). The
+ * mutex orders the callback, cancel() from another thread and the
+ * async_op's end; freed by the last of the async_op and the callback. */
+struct op_state {
+	std::mutex mu;
+	dlock_op *op = nullptr;         /* started, its callback not come yet */
+	std::coroutine_handle<> waiter; /* to resume; empty once resumed or detached */
+	bool cancel_asked = false;
+	std::atomic<int> refs{1};
+	int code = 0;
+	std::string message;
+	std::int64_t validity = -1, token = 0, holder_ttl = -1;
+
+	void unref() noexcept
+	{
+		if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+			delete this;
+	}
+
+	void cancel() noexcept
+	{
+		std::lock_guard<std::mutex> g(mu);
+		cancel_asked = true;
+		if (op != nullptr)
+			dlock_op_cancel(op);
+	}
+
+	/* The operation's callback: keep the outcome, resume the coroutine if
+	 * it is still there. The op is freed when this returns. */
+	static void done(dlock_op *, const dlock_result *r, void *userdata) noexcept
+	{
+		auto *s = static_cast<op_state *>(userdata);
+		std::coroutine_handle<> h;
+		{
+			std::lock_guard<std::mutex> g(s->mu);
+			s->op = nullptr;
+			s->code = r->code;
+			s->validity = r->validity_ms;
+			s->token = r->token;
+			s->holder_ttl = r->holder_ttl_ms;
+			try {
+				s->message = r->message != nullptr ? r->message : "";
+			} catch (const std::bad_alloc &) {
+				/* no line: dlock::error says the code's description */
+			}
+			h = std::exchange(s->waiter, nullptr);
+		}
+		s->unref();
+		if (h)
+			h.resume();
+	}
+};
+
+} // namespace detail
+
+/**
+ * One asynchronous operation of an rlock, for co_await once; it starts when
+ * awaited. Neither copied nor moved: await it where it was made.
+ */
+class async_op {
+public:
+	async_op(const async_op &) = delete;
+	async_op &operator=(const async_op &) = delete;
+
+	/* Destroyed while its coroutine is suspended on it: the operation is
+	 * canceled and its callback resumes nothing (see the top of the file). */
+	~async_op()
+	{
+#ifdef DLOCK_HPP_STOP_TOKEN
+		on_stop_.reset(); /* waits for a cancel running on another thread */
+#endif
+		if (s_ == nullptr)
+			return;
+		{
+			std::lock_guard<std::mutex> g(s_->mu);
+			if (s_->waiter) {
+				s_->waiter = nullptr;
+				if (s_->op != nullptr)
+					dlock_op_cancel(s_->op);
+			}
+		}
+		s_->unref();
+	}
+
+	/** End an acquisition early: it then ends with errc::canceled (before it
+	 *  was awaited: at once). Threads: see the top of the file. */
+	void cancel() noexcept
+	{
+		if (s_ != nullptr)
+			s_->cancel();
+	}
+
+	bool await_ready() const noexcept { return false; }
+
+	/* Start the operation; false (resume now) when it could not start. */
+	bool await_suspend(std::coroutine_handle<> h) noexcept
+	{
+		if (awaited_ || s_ == nullptr)
+			return fail(awaited_ ? DLOCK_EINVAL : DLOCK_ENOMEM);
+		awaited_ = true;
+#ifdef DLOCK_HPP_STOP_TOKEN
+		if (stop_.stop_possible()) /* runs at once if the stop was requested */
+			on_stop_.emplace(stop_, canceler{s_});
+#endif
+		std::lock_guard<std::mutex> g(s_->mu);
+		if (s_->cancel_asked) {
+			s_->code = DLOCK_ECANCELED;
+			note_line(s_->message, "canceled before it started");
+			return false;
+		}
+		s_->waiter = h;
+		s_->refs.fetch_add(1, std::memory_order_relaxed); /* the callback's */
+		int rc = acquire_
+				? dlock_lock_acquire_async(&s_->op, lock_, owner_.c_str(), wait_, lease_,
+						  &detail::op_state::done, s_)
+				: dlock_lock_release_async(&s_->op, lock_, owner_.c_str(),
+						  &detail::op_state::done, s_);
+		if (rc == 0)
+			return true; /* the callback waits for the mutex: nothing is touched after */
+		s_->waiter = nullptr;
+		s_->refs.fetch_sub(1, std::memory_order_relaxed);
+		s_->code = rc;
+		note_line(s_->message, nullptr);
+		return false;
+	}
+
+	/* The outcome; throws dlock::error in the throwing form (see the top). */
+	async_result await_resume()
+	{
+		async_result r;
+		int code = failed_;
+		if (code == 0) {
+			code = s_->code;
+			r.message = std::move(s_->message);
+			r.validity = std::chrono::milliseconds(s_->validity);
+			r.token = s_->token;
+			r.holder_ttl = std::chrono::milliseconds(s_->holder_ttl);
+		} else {
+			note_line(r.message, code == DLOCK_EINVAL ? "awaited twice" : "out of memory");
+		}
+		if (code != 0)
+			r.code.assign(code, category());
+		else if (r.token != 0 && token_ != nullptr)
+			token_->store(r.token);
+		int err = acquire_ && code == DLOCK_ENOTACQUIRED ? 0 : code;
+		if (ec_ != nullptr)
+			detail::set_code(*ec_, err);
+		else if (err != 0)
+			throw error(err, r.message);
+		return r;
+	}
+
+private:
+	friend class rlock;
+
+	async_op(bool acquire, dlock_lock *lock, std::shared_ptr<std::atomic<std::int64_t>> token,
+			std::string owner, std::int64_t wait, std::int64_t lease,
+			std::error_code *ec) noexcept
+		: s_(new (std::nothrow) detail::op_state), lock_(lock), token_(std::move(token)),
+		  owner_(std::move(owner)), wait_(wait), lease_(lease), ec_(ec), acquire_(acquire)
+	{
+	}
+#ifdef DLOCK_HPP_STOP_TOKEN
+	async_op(bool acquire, dlock_lock *lock, std::shared_ptr<std::atomic<std::int64_t>> token,
+			std::string owner, std::int64_t wait, std::int64_t lease, std::error_code *ec,
+			std::stop_token stop) noexcept
+		: async_op(acquire, lock, std::move(token), std::move(owner), wait, lease, ec)
+	{
+		stop_ = std::move(stop);
+	}
+#endif
+
+	bool fail(int code) noexcept
+	{
+		failed_ = code;
+		return false;
+	}
+
+	/* A start that failed: the library's line; or this header's own about
+	 * the lock, "lock NAME: what". */
+	void note_line(std::string &line, const char *what) const noexcept
+	{
+		try {
+			line = what == nullptr ? last_error_message()
+					: std::string("lock ") + dlock_lock_name(lock_) + ": " + what;
+		} catch (const std::bad_alloc &) {
+		}
+	}
+
+#ifdef DLOCK_HPP_STOP_TOKEN
+	struct canceler {
+		detail::op_state *s;
+		void operator()() const noexcept { s->cancel(); }
+	};
+	std::stop_token stop_;
+	std::optional<std::stop_callback<canceler>> on_stop_;
+#endif
+	detail::op_state *s_;
+	dlock_lock *lock_;
+	std::shared_ptr<std::atomic<std::int64_t>> token_; /* the rlock's: keeps it */
+	std::string owner_;
+	std::int64_t wait_, lease_;
+	std::error_code *ec_;
+	int failed_ = 0;
+	bool acquire_;
+	bool awaited_ = false;
+};
+
+#endif
+
 /** A client on one server: a URI (see dlock_client_open) and options. */
 class client {
 public:
@@ -318,6 +605,17 @@ public:
 	/** The client's UUID, and the "host:port" its messages name. */
 	const char *id() const noexcept { return h_ ? dlock_client_id(h_.get()) : ""; }
 	const char *node() const noexcept { return h_ ? dlock_client_node(h_.get()) : ""; }
+
+	/** An owner name for the calls that take one (acquire_async()):
+	 *  Redisson's `<client uuid>:<id>`. Throws dlock::error (empty client). */
+	std::string owner(std::uint64_t id) const
+	{
+		char buf[128];
+		int n = dlock_client_owner(buf, sizeof buf, native(), id);
+		if (n < 0)
+			detail::throw_error(n);
+		return std::string(buf, static_cast<std::size_t>(n));
+	}
 
 	/** PING the server. */
 	void ping()
@@ -394,6 +692,58 @@ public:
 	 *  (a fenced lock; 0 before one, and for other kinds). */
 	std::int64_t token() const noexcept { return s_ ? s_->token.load() : 0; }
 
+#ifdef DLOCK_HPP_COROUTINES
+	/** co_await: acquire for `owner`, waiting up to `wait` (as try_lock_for),
+	 *  with the lease of set_lease() or `lease`; see the top of the file. */
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease(), nullptr);
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, nullptr);
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::error_code &ec) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease(), &ec);
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease, std::error_code &ec) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, &ec);
+	}
+#ifdef DLOCK_HPP_STOP_TOKEN
+	/** As above; a stop requested on `stop` cancels the acquisition. */
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease, std::stop_token stop) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, nullptr, std::move(stop));
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease, std::stop_token stop, std::error_code &ec) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, &ec, std::move(stop));
+	}
+#endif
+	/** co_await: release one hold of `owner`; see the top of the file. */
+	async_op release_async(std::string owner) noexcept
+	{
+		return op(false, std::move(owner), 0, lease(), nullptr);
+	}
+	async_op release_async(std::string owner, std::error_code &ec) noexcept
+	{
+		return op(false, std::move(owner), 0, lease(), &ec);
+	}
+#endif
+
 private:
 	friend class detail::timed_lockable<rlock>;
 	friend class multilock;
@@ -445,6 +795,29 @@ private:
 	}
 
 	int release() noexcept { return dlock_lock_unlock(native()); }
+
+#ifdef DLOCK_HPP_COROUTINES
+	async_op op(bool acquire, std::string owner, std::int64_t wait, std::chrono::milliseconds lease,
+			std::error_code *ec) noexcept
+	{
+		return async_op(acquire, native(), token_ref(), std::move(owner), wait, lease.count(), ec);
+	}
+#ifdef DLOCK_HPP_STOP_TOKEN
+	async_op op(bool acquire, std::string owner, std::int64_t wait, std::chrono::milliseconds lease,
+			std::error_code *ec, std::stop_token stop) noexcept
+	{
+		return async_op(acquire, native(), token_ref(), std::move(owner), wait, lease.count(), ec,
+				std::move(stop));
+	}
+#endif
+	/* Where an acquisition's token goes; it keeps the handle and client. */
+	std::shared_ptr<std::atomic<std::int64_t>> token_ref() const noexcept
+	{
+		if (!s_)
+			return nullptr;
+		return std::shared_ptr<std::atomic<std::int64_t>>(s_, &s_->token);
+	}
+#endif
 
 	std::shared_ptr<state> s_;
 	kind kind_;

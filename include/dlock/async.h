@@ -80,7 +80,7 @@ DLOCK_EXTERN int dlock_lock_release_async(dlock_op **out, dlock_lock *lock, cons
  * and a fenced quorum's token; either way `members` holds each member's
  * vote (as dlock_multilock_member_status()). Cancel gives back every
  * member the operation may have taken, wherever it was. The handle must
- * outlive its operations.
+ * outlive its operations; it may be freed from the callback of its last.
  */
 DLOCK_EXTERN int dlock_multilock_acquire_async(dlock_op **out, dlock_multilock *m,
 		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);

@@ -90,9 +90,8 @@ static void destroy(dlock_op *op)
 {
 	dlock__engine_op *o = (dlock__engine_op *)op;
 
-	if (o->kind_free != NULL)
-		o->kind_free(o);
-	dlock__client_handle_added(dlock__lock_client(o->e->members[0]), -1);
+	/* Not o->e: the callback may have freed the lock's handle. */
+	dlock__client_handle_added(o->client, -1);
 	dlock__free(o->t);
 	dlock__free(o->seen);
 	dlock__free(o->cancels);
@@ -128,6 +127,7 @@ int dlock__engine_op_new(dlock__engine_op **out, dlock__engine *e, const char *o
 	o->op.cancel = cancel;
 	o->op.destroy = destroy;
 	o->e = e;
+	o->client = dlock__lock_client(first);
 	o->owner = o->owner_copy;
 	o->vouched = dlock__engine_owner_is_ours(e, owner);
 	o->validity = -1;

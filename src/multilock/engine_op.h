@@ -25,6 +25,7 @@ struct dlock__round;   /* ordered.c */
 struct dlock__engine_op {
 	dlock_op op; /* first */
 	dlock__engine *e;
+	dlock_client *client; /* the first member's, whose loop it runs on */
 	const char *owner; /* explicit (owner_copy), or NULL: the calling thread's */
 	char *owner_copy;
 	int vouched; /* the owner is named after a member's client: this process's alone */
@@ -53,7 +54,6 @@ struct dlock__engine_op {
 	struct dlock__round *round;
 	void *step;  /* a batch's own state (batch.c, release.c) */
 	int step_rc; /* what the last step said (each step says what it means) */
-	void (*kind_free)(dlock__engine_op *o); /* the release's state */
 };
 
 /* An op on the engine for owner (NULL: the calling thread's), on its first
@@ -81,7 +81,8 @@ void dlock__engine_run(dlock__engine_op *o, dlock__mux_op *ops, size_t n, dlock_
 /* `then` after ms (cut short by a cancel). */
 void dlock__engine_pause(dlock__engine_op *o, int64_t ms, dlock__then then);
 
-/* The end: code rc (its message the thread's), the members' votes. */
+/* The end: code rc (its message the thread's), the members' votes. Every
+ * step's state is freed by then: the callback may free the lock's handle. */
 void dlock__engine_op_end(dlock__engine_op *o, int rc);
 
 #endif

@@ -178,6 +178,7 @@ static void released(dlock__engine_op *o)
 			finish_member(r, i);
 		rc = verdict(r, r->was_lost);
 	}
+	release_free(o);
 	dlock__engine_op_end(o, rc);
 }
 
@@ -189,13 +190,13 @@ static void release_start(dlock_op *op)
 	size_t i, alive, lost;
 	int rc;
 
-	o->kind_free = release_free;
 	if (r == NULL) {
 		dlock__engine_op_end(o, dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory"));
 		return;
 	}
 	o->step = r;
 	if ((rc = releasing_init(r, e)) < 0) {
+		release_free(o);
 		dlock__engine_op_end(o, rc);
 		return;
 	}
@@ -209,6 +210,7 @@ static void release_start(dlock_op *op)
 	for (i = 0; i < e->n && rc == 0; i++)
 		rc = prepare_member(r, i, o->owner);
 	if (rc < 0) {
+		release_free(o);
 		dlock__engine_op_end(o, rc);
 		return;
 	}

@@ -37,7 +37,15 @@ struct dlock_lock {
 	dlock_lost_cb lost_cb;
 	void *lost_ud;
 	_Atomic int synced; /* replicas that acknowledged the last acquisition; -1 unknown */
+	/* The caller's reference, and one per operation not yet freed
+	 * (single/lock_op.c): dlock_lock_free() from an operation's callback, or
+	 * while one runs, leaves the last free to the operation's end. */
+	_Atomic int refs;
 };
+
+/* Drop one reference to the handle (dlock_lock_free() drops the caller's);
+ * the last one frees it. */
+void dlock__lock_unref(dlock_lock *l);
 
 /* The owner string: explicit (checked), or `<uuid>:<tid>` of the calling thread in buf. */
 int dlock__resolve_owner(

@@ -38,6 +38,7 @@ int dlock__lock_op_new(dlock__lock_op **out, size_t size, dlock_lock *l, const c
 	o->op.cancel = steps->cancel;
 	o->op.destroy = steps->destroy;
 	o->l = l;
+	atomic_fetch_add(&l->refs, 1); /* the handle outlives the op, freed or not */
 	dlock__client_handle_added(l->client, 1); /* the client outlives the op */
 	*out = o;
 	return 0;
@@ -99,9 +100,12 @@ int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e)
 
 void dlock__lock_op_free(dlock__lock_op *o)
 {
-	dlock__client_handle_added(o->l->client, -1);
+	dlock_lock *l = o->l;
+
+	dlock__client_handle_added(l->client, -1);
 	dlock__free(o->owner);
 	dlock__free(o);
+	dlock__lock_unref(l); /* the last free when the caller freed it meanwhile */
 }
 
 int dlock__lock_op_redirect(dlock_lock *l, const redisReply *r, int *redirects, dlock_client **to)

@@ -74,7 +74,8 @@ int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e);
  */
 int dlock__op_block(dlock_op *op, dlock_client *c, const int *done);
 
-/* Free what dlock__lock_op_new took (the owner, the client's count, o). */
+/* Free what dlock__lock_op_new took (the owner, the client's count, the
+ * lock's reference, o). */
 void dlock__lock_op_free(dlock__lock_op *o);
 
 #endif

@@ -123,6 +123,7 @@ int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name,
 		return dlock__seterr(DLOCK_ENOMEM, "lock: out of memory");
 	if (dlock__errbuf_init(&l->err) != 0 || pthread_mutex_init(&l->cb_mu, NULL) != 0)
 		abort();
+	atomic_init(&l->refs, 1);
 	l->kind = o.kind;
 	l->fair_wait_ms = o.fair_wait_ms;
 	l->client = client;
@@ -139,7 +140,13 @@ int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name,
 
 void dlock_lock_free(dlock_lock *l)
 {
-	if (l == NULL)
+	if (l != NULL)
+		dlock__lock_unref(l);
+}
+
+void dlock__lock_unref(dlock_lock *l)
+{
+	if (atomic_fetch_sub(&l->refs, 1) > 1)
 		return;
 	if (l->holds != NULL)
 		dlock__holds_detach(l);

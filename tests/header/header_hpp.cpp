@@ -38,6 +38,45 @@ template void use_as_timed_mutex(dlock::rlock &);
 template void use_as_timed_mutex(dlock::multilock &);
 template void use_as_timed_mutex(dlock::redlock &);
 
+#ifdef DLOCK_HPP_COROUTINES
+// Built again as C++20 (header_hpp20): the co_await part, its every overload.
+#include <coroutine>
+#include <stop_token>
+
+static_assert(!std::is_copy_constructible_v<dlock::async_op> &&
+				!std::is_move_constructible_v<dlock::async_op>,
+		"an operation is awaited where it was made");
+static_assert(std::is_same_v<decltype(std::declval<dlock::async_op &>().await_resume()),
+				      dlock::async_result>,
+		"co_await gives an async_result");
+
+struct fire_and_forget {
+	struct promise_type {
+		fire_and_forget get_return_object() noexcept { return {}; }
+		std::suspend_never initial_suspend() noexcept { return {}; }
+		std::suspend_never final_suspend() noexcept { return {}; }
+		void return_void() noexcept {}
+		void unhandled_exception() noexcept {}
+	};
+};
+
+fire_and_forget use_with_co_await(dlock::rlock &l, std::stop_token stop)
+{
+	using namespace std::chrono_literals;
+	std::error_code ec;
+	dlock::async_result r = co_await l.acquire_async("owner", 100ms);
+	r = co_await l.acquire_async("owner", 1s, 10s);
+	r = co_await l.acquire_async("owner", 1s, ec);
+	r = co_await l.acquire_async("owner", 1s, dlock::watchdog, ec);
+	r = co_await l.acquire_async("owner", 1s, dlock::watchdog, stop);
+	r = co_await l.acquire_async("owner", 1s, dlock::watchdog, stop, ec);
+	dlock::async_op op = l.release_async("owner", ec);
+	op.cancel();
+	if (!(co_await op))
+		r = co_await l.release_async("owner");
+}
+#endif
+
 int main()
 {
 	std::error_code ec = dlock::errc::timed_out;

@@ -28,6 +28,7 @@ typedef struct outcome {
 	int starting;   /* set while the starting call runs: a callback then is a bug */
 	int inside;     /* a callback came from inside the starting call */
 	int64_t at;     /* rh_now_ms() of the callback */
+	void *inside_lock; /* note_and_free: the lock its callback frees */
 } outcome;
 
 static void note(dlock_op *op, const dlock_result *r, void *ud)
@@ -122,6 +123,44 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	cr_assert(!a.inside && !r.inside);
 	cr_assert_eq(threads_in_process(), before);
 	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
+
+/* A callback that frees the lock its operation ran on, as a C++ coroutine
+ * resumed from it frees the dlock::rlock it owned. */
+static void note_and_free(dlock_op *op, const dlock_result *r, void *ud)
+{
+	outcome *o = ud;
+
+	note(op, r, ud);
+	dlock_lock_free(o->inside_lock);
+}
+
+Test(async, a_lock_freed_by_its_operations_callback_lives_until_the_operation_ends)
+{
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	outcome a = { 0 }, r = { 0 };
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = client_on(loop);
+	/* The acquisition's callback frees the handle; so does the release's,
+	 * of a second handle (an undo, a channel, the client's count: the
+	 * operations' ends use their lock after the callback returned). */
+	l = dl_lock(c, "async:freed");
+	a.inside_lock = l;
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note_and_free, &a));
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+	l = dl_lock(c, "async:freed");
+	r.inside_lock = l;
+	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note_and_free, &r));
+	run_until_done(loop, &r, 1, 5000);
+	cr_assert_eq(r.code, 0, "release: %d", r.code);
+	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:freed"), 0);
+	/* Both handles, and the operations' counts, are gone: the client closes. */
 	dl_pass(dlock_client_close(c));
 	dl_pass(dlock_loop_free(loop));
 }
