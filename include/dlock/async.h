@@ -7,7 +7,7 @@
  * caller's loop, or the client's background thread when it was opened
  * without one) and ends with exactly one callback, never from inside the
  * call that started it: for single locks (plain, fair, fenced), MultiLocks
- * and RedLocks. (A watch for lost holds comes next on the same engine.)
+ * and RedLocks, and a watch that hears of a hold's loss.
  *
  * Owners are explicit: an asynchronous caller has no thread of its own to
  * name (use dlock_client_owner() for a Redisson-style `<uuid>:<id>`).
@@ -48,7 +48,8 @@ typedef struct dlock_result {
 	/** Not acquired because another owner holds it: its remaining TTL, ms;
 	 *  otherwise -1. */
 	int64_t holder_ttl_ms;
-	/** Reserved for lost-hold events (a watch operation): 0. */
+	/** A watch (dlock_lock_watch_async) that ended with DLOCK_ELOST: why
+	 *  (a dlock_lost_reason); otherwise 0. */
 	int lost_reason;
 	/** A MultiLock/RedLock operation: each member's vote (acquire) or
 	 *  status; NULL and 0 for a single lock. */
@@ -71,6 +72,18 @@ DLOCK_EXTERN int dlock_lock_acquire_async(dlock_op **out, dlock_lock *lock, cons
 
 /** Release one hold of `owner` (as dlock_lock_unlock_as()). */
 DLOCK_EXTERN int dlock_lock_release_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * Hear how `owner`'s hold of `lock` ends: the callback comes once, with
+ * DLOCK_ELOST and `lost_reason` (a dlock_lost_reason) when it is lost -
+ * renewals found it gone or could not reach the server in time, a force
+ * unlock, a key replaced - or with 0 once it is released. DLOCK_ENOTOWNER
+ * when the owner holds nothing now (DLOCK_ELOST when its hold is lost
+ * already). The same event as dlock_lock_set_lost_cb(), as an operation:
+ * on the client's loop, cancelable, one per hold or many.
+ */
+DLOCK_EXTERN int dlock_lock_watch_async(dlock_op **out, dlock_lock *lock, const char *owner,
 		dlock_op_cb cb, void *userdata);
 
 /**

@@ -69,8 +69,21 @@ static hold *lock_find(dlock__holds *h, const dlock_lock *l, const char *owner)
 	return find_of(l, owner);
 }
 
+/* Tell every watcher of x how it ended, once (h->mu held). */
+static void tell_watchers(hold *x, int reason)
+{
+	dlock__hold_watch *w;
+
+	while ((w = x->watchers) != NULL) {
+		x->watchers = w->next;
+		w->next = NULL;
+		w->ended(w, reason);
+	}
+}
+
 static void free_hold(hold *x)
 {
+	tell_watchers(x, 0);
 	dlock__free(x->name);
 	dlock__free(x->owner);
 	dlock__free(x);
@@ -427,7 +440,9 @@ void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev
 	if (x->lost)
 		return;
 	x->lost = 1;
+	x->lost_reason = reason;
 	dlock__holds_unwatch(x);
+	tell_watchers(x, reason);
 	if (x->watchdog)
 		h->watched--;
 	if (ev == NULL || (x->handle == NULL && x->observer == NULL))
@@ -570,4 +585,41 @@ void dlock__holds_unobserve(dlock_lock *l, void *arg)
 				x->observer = NULL, x->observer_arg = NULL;
 	dlock__mutex_unlock(&h->mu);
 	dlock__mutex_unlock(&h->cb_mu);
+}
+
+int dlock__holds_watch_add(dlock_lock *l, const char *owner, dlock__hold_watch *w, int *reason)
+{
+	dlock__holds *h = l->holds;
+	hold *x = lock_find(h, l, owner);
+	int rc = 0;
+
+	if (x == NULL) {
+		rc = DLOCK_ENOTOWNER;
+	} else if (x->lost) {
+		*reason = x->lost_reason;
+		rc = DLOCK_ELOST;
+	} else {
+		w->next = x->watchers;
+		x->watchers = w;
+	}
+	dlock__mutex_unlock(&h->mu);
+	return rc;
+}
+
+int dlock__holds_watch_remove(dlock_lock *l, const char *owner, dlock__hold_watch *w)
+{
+	dlock__holds *h = l->holds;
+	hold *x = lock_find(h, l, owner);
+	dlock__hold_watch **at;
+	int found = 0;
+
+	for (at = x != NULL ? &x->watchers : NULL; at != NULL && *at != NULL; at = &(*at)->next) {
+		if (*at == w) {
+			*at = w->next;
+			found = 1;
+			break;
+		}
+	}
+	dlock__mutex_unlock(&h->mu);
+	return found;
 }

@@ -110,6 +110,23 @@ int dlock__holds_observe(
 		dlock_lock *l, const char *owner, dlock__lost_observer observer, void *arg);
 void dlock__holds_unobserve(dlock_lock *l, void *arg);
 
+/*
+ * Told once how a hold ends: lost (`reason` a dlock_lost_reason) or gone
+ * from the table, released (0). `ended` runs with the table locked, from
+ * whatever thread saw it: it must only note and post (watch_op.c).
+ */
+typedef struct dlock__hold_watch {
+	void (*ended)(struct dlock__hold_watch *w, int reason);
+	struct dlock__hold_watch *next;
+} dlock__hold_watch;
+
+/* Add w to owner's hold: 0, or DLOCK_ENOTOWNER (no hold), or DLOCK_ELOST
+ * (lost already; *reason says why) - w not added then. */
+int dlock__holds_watch_add(dlock_lock *l, const char *owner, dlock__hold_watch *w, int *reason);
+
+/* Take w off again: 1, or 0 when it was told already (its `ended` ran). */
+int dlock__holds_watch_remove(dlock_lock *l, const char *owner, dlock__hold_watch *w);
+
 /* The handle's callback, read by the watchdog under the callback lock. */
 void dlock__lock_lost_cb(dlock_lock *handle, dlock_lost_cb *cb, void **userdata);
 

@@ -24,6 +24,7 @@ typedef struct hold {
 	int64_t lease_ms; /* kept on the key after a partial release */
 	int watchdog;
 	int lost;
+	int lost_reason;      /* a dlock_lost_reason, once lost */
 	int expired;          /* check() saw the TTL run out: lost, whatever a late renewal says */
 	int uncertain;        /* an acquire got no answer: compare counts on the next one */
 	int releasing;        /* releases of it on their way: "gone" may be their doing */
@@ -34,6 +35,7 @@ typedef struct hold {
 	dlock__sub *watch; /* watch_force_unlock: listening on the lock's channel */
 	dlock__reactor *watch_rx;
 	int check; /* a message came there: renew it now, out of turn */
+	dlock__hold_watch *watchers; /* told once how the hold ends (watch_op.c) */
 	struct hold *next;
 } hold;
 

@@ -25,6 +25,7 @@ typedef struct outcome {
 	int calls;      /* callbacks so far: must end at exactly 1 */
 	int code;
 	int64_t validity, token;
+	int lost_reason;
 	int starting;   /* set while the starting call runs: a callback then is a bug */
 	int inside;     /* a callback came from inside the starting call */
 	int64_t at;     /* rh_now_ms() of the callback */
@@ -40,6 +41,7 @@ static void note(dlock_op *op, const dlock_result *r, void *ud)
 	o->code = r->code;
 	o->validity = r->validity_ms;
 	o->token = r->token;
+	o->lost_reason = r->lost_reason;
 	o->inside |= o->starting;
 	o->at = rh_now_ms();
 	if (r->code < 0)
@@ -470,6 +472,63 @@ Test(async, too_few_replicas_give_the_hold_back)
 	run_until_done(loop, &a, 1, 5000);
 	cr_assert_eq(a.code, DLOCK_ENOSYNC, "acquire with no replica to acknowledge: %d", a.code);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:sync"), 0, "the unacknowledged hold stayed");
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
+
+/* A watch: released (0), lost to a force unlock (DLOCK_ELOST with the
+ * reason), canceled, and on nothing held. */
+Test(async, a_watch_hears_how_a_hold_ends)
+{
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	dlock_op *op = NULL;
+	outcome a = { 0 }, w1 = { 0 }, w2 = { 0 }, w3 = { 0 }, w4 = { 0 }, r = { 0 };
+	int lost_reason = -1;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = client_on(loop);
+	l = dl_lock(c, "async:watch");
+	/* Nothing held: said at once (from the loop). */
+	w4.starting = 1;
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:9", note, &w4));
+	w4.starting = 0;
+	run_until_done(loop, &w4, 1, 5000);
+	cr_assert_eq(w4.code, DLOCK_ENOTOWNER, "watch of nothing: %d", w4.code);
+
+	/* Released: the watch ends with 0. */
+	acquire(l, "me:1", 0, &op, &a);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0);
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:1", note, &w1));
+	dl_pass(dlock_lock_watch_async(&op, l, "me:1", note, &w3));
+	dlock_loop_run(loop, 10);
+	cr_assert_eq(w1.calls + w3.calls, 0, "a watch ended while the hold lasts");
+	dl_pass(dlock_op_cancel(op));
+	run_until_done(loop, &w3, 1, 5000);
+	cr_assert_eq(w3.code, DLOCK_ECANCELED);
+	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note, &r));
+	run_until_done(loop, &w1, 1, 5000);
+	cr_assert_eq(w1.code, 0, "watch of a released hold: %d", w1.code);
+
+	/* Force-unlocked: DLOCK_ELOST, reason FORCED. */
+	a = (outcome){ 0 };
+	acquire(l, "me:2", 0, NULL, &a);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0);
+	w2.starting = 1;
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:2", note, &w2));
+	w2.starting = 0;
+	dlock_loop_run(loop, 10);
+	dl_pass(dlock_lock_force_unlock(NULL, l));
+	run_until_done(loop, &w2, 1, 5000);
+	cr_assert_eq(w2.code, DLOCK_ELOST, "watch of a force-unlocked hold: %d", w2.code);
+	lost_reason = w2.lost_reason;
+	cr_assert_eq(lost_reason, DLOCK_LOST_FORCED, "reason %d", lost_reason);
+	cr_assert(!w1.inside && !w2.inside && !w3.inside && !w4.inside);
+	cr_assert_eq(w1.calls + w2.calls + w3.calls + w4.calls, 4);
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
 	dl_pass(dlock_loop_free(loop));
