@@ -23,6 +23,7 @@
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static dlock_op **live;
 static size_t live_cap, live_used; /* used: entries and tombstones */
+static size_t live_count;          /* entries: the table goes when none is left */
 
 static size_t slot_of(const dlock_op *op, size_t cap)
 {
@@ -82,8 +83,8 @@ static int live_grow(void)
 	return 0;
 }
 
-/* The op is running: cancel may reach it. (Out of memory: cancel finds
- * it not running, as after its end; nothing unsafe.) */
+/* The op was handed out: cancel may reach it. (Out of memory: cancel
+ * finds it not running, as after its end; nothing unsafe.) */
 static void live_add(dlock_op *op)
 {
 	size_t k;
@@ -95,6 +96,7 @@ static void live_add(dlock_op *op)
 			;
 		live_used += live[k] == NULL;
 		live[k] = op;
+		live_count++;
 	}
 	dlock__mutex_unlock(&live_mu);
 }
@@ -104,8 +106,14 @@ static void live_remove(dlock_op *op)
 	dlock_op **at;
 
 	dlock__mutex_lock(&live_mu);
-	if ((at = live_find(op)) != NULL)
+	if ((at = live_find(op)) != NULL) {
 		*at = TOMBSTONE;
+		if (--live_count == 0) { /* nothing kept between bursts of operations */
+			dlock__free(live);
+			live = NULL;
+			live_cap = live_used = 0;
+		}
+	}
 	dlock__mutex_unlock(&live_mu);
 }
 
@@ -178,7 +186,7 @@ void dlock__op_run(dlock_op *op, const int *done)
 {
 	dlock__loop *l = op->loop;
 
-	live_add(op);
+	/* Not in the set: nobody outside this call holds it to cancel it. */
 	l->pending++;
 	op->start(op);
 	/* Until its callback ran (it sets *done; the op is freed then), its end
