@@ -435,3 +435,45 @@ Test(async, too_few_replicas_give_the_hold_back)
 	dl_pass(dlock_client_close(c));
 	dl_pass(dlock_loop_free(loop));
 }
+
+/*
+ * On the caller's loop every pooled connection lent out is lent to the
+ * loop's own thread, to an operation in flight: a blocking call (or the
+ * watchdog's renewal) that waited for one to come back would wait for
+ * itself until the command timeout. It opens another instead.
+ */
+Test(async, a_blocking_call_beside_operations_in_flight_does_not_wait_for_the_pool)
+{
+	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l, *other;
+	outcome a = { 0 };
+	int64_t t0, took;
+	int locked = -1;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	co.loop = loop;
+	co.pool_size = 1;
+	co.command_timeout_ms = 2000;
+	c = dl_client_opts(rh_server_uri(dl_srv), &co);
+	l = dl_lock(c, "async:pool:a");
+	other = dl_lock(c, "async:pool:b");
+	acquire(l, "me:pool", 0, NULL, &a);
+	/* One turn: the acquire starts on the pool's one connection and waits
+	 * there for its reply. */
+	cr_assert(dlock_loop_run(loop, 1000) >= 0);
+	cr_assert_eq(a.calls, 0, "the acquire ended within one turn of the loop");
+	t0 = rh_now_ms();
+	dl_pass(dlock_lock_is_locked(&locked, other));
+	took = rh_now_ms() - t0;
+	cr_assert_eq(locked, 0);
+	cr_assert(took < 1000, "a query beside an acquire in flight took %lld ms (pool of 1)",
+			(long long)took);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+	dlock_lock_free(l);
+	dlock_lock_free(other);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
