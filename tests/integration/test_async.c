@@ -477,3 +477,44 @@ Test(async, a_blocking_call_beside_operations_in_flight_does_not_wait_for_the_po
 	dl_pass(dlock_client_close(c));
 	dl_pass(dlock_loop_free(loop));
 }
+
+/*
+ * A renewal round that fails slowly (the server is paused: a command
+ * timeout per batch) is tried again a while after it ended, not at once
+ * and again and again: the loop's other work goes on in between.
+ */
+Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
+{
+	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	outcome a = { 0 };
+	int64_t t0, turn, longest = 0;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	co.loop = loop;
+	co.command_timeout_ms = 400;
+	co.watchdog_timeout_ms = 3000; /* renewed every 1 s; retried 0.25 s after a failure */
+	c = dl_client_opts(rh_server_uri(dl_srv), &co);
+	l = dl_lock(c, "async:slow-renewal");
+	acquire(l, "me:slow", 0, NULL, &a);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	/* Rounds fail for 2.5 s: each turn of the loop costs at most one. */
+	for (t0 = rh_now_ms(); rh_now_ms() - t0 < 2500;) {
+		turn = rh_now_ms();
+		cr_assert(dlock_loop_run(loop, 50) >= 0);
+		turn = rh_now_ms() - turn;
+		longest = turn > longest ? turn : longest;
+	}
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	cr_assert(longest < 1000, "one turn of the loop took %lld ms while renewals failed "
+			"(command timeout 400 ms)", (long long)longest);
+	cr_assert(longest >= 300, "no renewal ran while the server was paused "
+			"(longest turn %lld ms)", (long long)longest);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
