@@ -87,6 +87,9 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void fail(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Note the first thing that went wrong. */
 static void fail(app *a, const char *fmt, ...)
 {
 	va_list ap;

@@ -83,6 +83,9 @@ static int64_t now_ms(void)
 	return (int64_t)(uv_hrtime() / 1000000);
 }
 
+static void fail(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Note the first thing that went wrong. */
 static void fail(app *a, const char *fmt, ...)
 {
 	va_list ap;
