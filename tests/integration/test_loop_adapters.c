@@ -34,6 +34,8 @@
 
 TestSuite(loop_adapters, .timeout = 90);
 
+#if defined(DLOCK_UV_LOCKS) || defined(DLOCK_EVENT_LOCKS)
+
 typedef struct example {
 	pid_t pid;
 	int out;       /* its stdout and stderr */
@@ -144,6 +146,7 @@ static void run(const char *path, const char *name, int n)
 	for (int i = 0; i < n; i++)
 		rh_server_free(s[i]);
 }
+#endif
 
 #ifdef DLOCK_UV_LOCKS
 Test(loop_adapters, libuv_holds_10000_locks_on_one_server)
