@@ -17,13 +17,15 @@
  *	// later, from a libevent callback (never from a dlock one):
  *	dlock_lock_free(l); dlock_client_free(c); dlock_event_free(de);
  *
- * Each descriptor dlock watches gets a persistent event; its one timer is
- * an evtimer. The adapter's events stay pending for as long as it exists
- * (dlock always watches the descriptor that starts asynchronous
- * operations, and a watchdog hold must be renewed as long as it is held),
- * so event_base_dispatch() goes on until dlock_event_free() has deleted
- * them and nothing of yours is pending. All on the thread that runs the
- * event_base (dlock/loop.h).
+ * Each descriptor dlock watches gets a persistent event, deleted the
+ * moment dlock stops watching it; dlock's one timer is an evtimer.
+ *
+ * Lifetime: the adapter's events keep event_base_dispatch() going for as
+ * long as it exists. dlock watches the descriptor through which operations
+ * start from dlock_event_new() to dlock_event_free(), and a watchdog hold
+ * must be renewed for as long as it is held. dlock_event_free() deletes
+ * them; the dispatch returns once nothing of yours is pending either. All
+ * of it on the thread that runs the event_base (dlock/loop.h).
  */
 #ifndef DLOCK_EVENT_H
 #define DLOCK_EVENT_H
@@ -47,6 +49,7 @@ typedef struct dlock_event {
 	struct event *timer;
 	struct event **watches; /* by descriptor */
 	int nwatches;
+	int error; /* DLOCK_ENOMEM or DLOCK_ESYS: a descriptor could not be watched */
 } dlock_event;
 
 static inline void dlock_event__on_fd(evutil_socket_t fd, short events, void *arg)
@@ -78,7 +81,7 @@ static inline int dlock_event__room(dlock_event *de, int fd)
 	return 0;
 }
 
-/* dlock_loop_options.watch_fd. event_del() takes the descriptor out of the
+/* dlock_loop_options.watch_fd. event_free() takes the descriptor out of the
  * backend at once, so it may be closed when this returns; an event may be
  * freed from within its own callback. A descriptor that cannot be watched
  * (out of memory) leaves what waits on it to end at its deadline. */
@@ -96,13 +99,16 @@ static inline void dlock_event__watch_fd(void *data, int fd, int what)
 		event_free(ev); /* a new mask needs a new event */
 		de->watches[fd] = NULL;
 	}
-	if (what == 0 || dlock_event__room(de, fd) < 0)
+	if (what == 0)
 		return;
-	ev = event_new(de->base, fd, events, dlock_event__on_fd, de);
-	if (ev == NULL)
-		return;
-	if (event_add(ev, NULL) < 0) {
-		event_free(ev);
+	ev = NULL;
+	if (dlock_event__room(de, fd) == 0)
+		ev = event_new(de->base, fd, events, dlock_event__on_fd, de);
+	if (ev == NULL || event_add(ev, NULL) < 0) {
+		if (de->error == 0)
+			de->error = ev == NULL ? DLOCK_ENOMEM : DLOCK_ESYS;
+		if (ev != NULL)
+			event_free(ev);
 		return;
 	}
 	de->watches[fd] = ev;
@@ -145,7 +151,8 @@ static inline void dlock_event__drop(dlock_event *de)
 
 /**
  * Make a dlock loop driven by `base`: open clients on dlock_event_loop(*out).
- * 0, DLOCK_ENOMEM, or dlock_loop_new()'s errors.
+ * 0, DLOCK_ENOMEM, DLOCK_ESYS (libevent could not watch dlock's
+ * descriptor), or dlock_loop_new()'s errors.
  */
 static inline int dlock_event_new(dlock_event **out, struct event_base *base)
 {
@@ -168,7 +175,11 @@ static inline int dlock_event_new(dlock_event **out, struct event_base *base)
 	o.watch_fd = dlock_event__watch_fd;
 	o.set_timer = dlock_event__set_timer;
 	o.data = de;
-	rc = dlock_loop_new(&de->loop, &o);
+	rc = dlock_loop_new(&de->loop, &o); /* watches its wake-up descriptor */
+	if (rc == 0 && de->error != 0) {
+		dlock_loop_free(de->loop);
+		rc = de->error;
+	}
 	if (rc < 0) {
 		dlock_event__drop(de);
 		return rc;

@@ -15,13 +15,18 @@
  *	// later, from a libuv callback (never from a dlock one):
  *	dlock_lock_free(l); dlock_client_free(c); dlock_uv_free(du);
  *
- * Each descriptor dlock watches gets a uv_poll_t; its one timer is a
- * uv_timer_t. Like any active handle, the adapter keeps uv_run() running
- * for as long as it exists: dlock always watches the descriptor that
- * starts asynchronous operations, and a watchdog hold must be renewed as
- * long as it is held, so neither is unref'd. dlock_uv_free() closes them;
- * uv_run() returns once they are closed and nothing of yours is active.
- * All on the thread that runs the uv loop (dlock/loop.h).
+ * Each descriptor dlock watches gets a uv_poll_t, made when it is first
+ * watched and stopped (then closed) the moment dlock stops watching it;
+ * dlock's one timer is a uv_timer_t.
+ *
+ * Lifetime: as an active handle does, the adapter keeps uv_run() going
+ * for as long as it exists. dlock watches the descriptor through which
+ * operations start from dlock_uv_new() to dlock_uv_free(), and a watchdog
+ * hold must be renewed for as long as it is held, so no handle is unref'd
+ * (an unref'd timer would let uv_run() return with a renewal due).
+ * dlock_uv_free() closes them; uv_run() returns once they are closed and
+ * nothing of yours is active. All of it on the thread that runs the uv
+ * loop (dlock/loop.h).
  */
 #ifndef DLOCK_UV_H
 #define DLOCK_UV_H
@@ -54,6 +59,7 @@ typedef struct dlock_uv {
 	int nwatches;
 	int open_handles; /* whose close callback has not come yet */
 	int freed;
+	int error; /* libuv's error for the first descriptor that could not be watched */
 } dlock_uv;
 
 static inline void dlock_uv__closed(uv_handle_t *h)
@@ -105,10 +111,12 @@ static inline void dlock_uv__unwatch(dlock_uv *du, int fd)
 	uv_close((uv_handle_t *)&w->poll, dlock_uv__closed);
 }
 
-/* The descriptor's watch, made on first use; NULL when out of memory. */
+/* The descriptor's watch, made on first use; NULL (du->error set) when it
+ * cannot be. */
 static inline dlock_uv__watch *dlock_uv__watch_of(dlock_uv *du, int fd)
 {
 	dlock_uv__watch *w;
+	int rc;
 
 	if (fd >= du->nwatches) {
 		int n = du->nwatches ? du->nwatches : 64;
@@ -117,8 +125,10 @@ static inline dlock_uv__watch *dlock_uv__watch_of(dlock_uv *du, int fd)
 		while (n <= fd)
 			n *= 2;
 		p = (dlock_uv__watch **)realloc(du->watches, (size_t)n * sizeof(*p));
-		if (p == NULL)
+		if (p == NULL) {
+			du->error = du->error ? du->error : UV_ENOMEM;
 			return NULL;
+		}
 		memset(p + du->nwatches, 0, (size_t)(n - du->nwatches) * sizeof(*p));
 		du->watches = p;
 		du->nwatches = n;
@@ -126,9 +136,9 @@ static inline dlock_uv__watch *dlock_uv__watch_of(dlock_uv *du, int fd)
 	if (du->watches[fd] != NULL)
 		return du->watches[fd];
 	w = (dlock_uv__watch *)calloc(1, sizeof(*w));
-	if (w == NULL)
-		return NULL;
-	if (uv_poll_init(du->uv, &w->poll, fd) < 0) {
+	rc = w == NULL ? UV_ENOMEM : uv_poll_init(du->uv, &w->poll, fd);
+	if (rc < 0) {
+		du->error = du->error ? du->error : rc;
 		free(w);
 		return NULL;
 	}
@@ -145,6 +155,7 @@ static inline void dlock_uv__watch_fd(void *data, int fd, int what)
 {
 	dlock_uv *du = (dlock_uv *)data;
 	dlock_uv__watch *w;
+	int rc;
 
 	if (what == 0) {
 		if (fd < du->nwatches && du->watches[fd] != NULL)
@@ -154,9 +165,11 @@ static inline void dlock_uv__watch_fd(void *data, int fd, int what)
 	if ((w = dlock_uv__watch_of(du, fd)) == NULL)
 		return;
 	w->what = what;
-	uv_poll_start(&w->poll, (what & DLOCK_POLL_IN ? UV_READABLE : 0) |
-					(what & DLOCK_POLL_OUT ? UV_WRITABLE : 0),
+	rc = uv_poll_start(&w->poll, (what & DLOCK_POLL_IN ? UV_READABLE : 0) |
+					     (what & DLOCK_POLL_OUT ? UV_WRITABLE : 0),
 			dlock_uv__on_poll);
+	if (rc < 0 && du->error == 0)
+		du->error = rc;
 }
 
 static inline void dlock_uv__on_timer(uv_timer_t *t)
@@ -177,9 +190,24 @@ static inline void dlock_uv__set_timer(void *data, int64_t ms)
 		uv_timer_start(&du->timer, dlock_uv__on_timer, (uint64_t)ms, 0);
 }
 
+/* Close every handle; the last close callback frees du. */
+static inline void dlock_uv__close(dlock_uv *du)
+{
+	for (int fd = 0; fd < du->nwatches; fd++)
+		if (du->watches[fd] != NULL)
+			dlock_uv__unwatch(du, fd);
+	free(du->watches);
+	du->watches = NULL;
+	du->nwatches = 0;
+	du->freed = 1;
+	uv_close((uv_handle_t *)&du->timer, dlock_uv__closed);
+}
+
 /**
  * Make a dlock loop driven by `uv`: open clients on dlock_uv_loop(*out).
- * 0, DLOCK_ENOMEM, or dlock_loop_new()'s errors.
+ * 0, DLOCK_ENOMEM, DLOCK_ESYS (libuv could not watch dlock's descriptor),
+ * or dlock_loop_new()'s errors. On failure run the uv loop on too: the
+ * handles made are closed, and their close callbacks free the rest.
  */
 static inline int dlock_uv_new(dlock_uv **out, uv_loop_t *uv)
 {
@@ -200,15 +228,13 @@ static inline int dlock_uv_new(dlock_uv **out, uv_loop_t *uv)
 	o.watch_fd = dlock_uv__watch_fd;
 	o.set_timer = dlock_uv__set_timer;
 	o.data = du;
-	rc = dlock_loop_new(&du->loop, &o);
-	if (rc < 0) { /* it may have watched a descriptor already */
-		for (int fd = 0; fd < du->nwatches; fd++)
-			if (du->watches[fd] != NULL)
-				dlock_uv__unwatch(du, fd);
-		free(du->watches);
-		du->watches = NULL;
-		du->freed = 1;
-		uv_close((uv_handle_t *)&du->timer, dlock_uv__closed);
+	rc = dlock_loop_new(&du->loop, &o); /* watches its wake-up descriptor */
+	if (rc == 0 && du->error != 0) {
+		dlock_loop_free(du->loop);
+		rc = du->error == UV_ENOMEM ? DLOCK_ENOMEM : DLOCK_ESYS;
+	}
+	if (rc < 0) {
+		dlock_uv__close(du);
 		return rc;
 	}
 	*out = du;
@@ -236,14 +262,7 @@ static inline int dlock_uv_free(dlock_uv *du)
 	rc = dlock_loop_free(du->loop); /* tells watch_fd(fd, 0) for what it watched */
 	if (rc < 0)
 		return rc;
-	for (int fd = 0; fd < du->nwatches; fd++)
-		if (du->watches[fd] != NULL)
-			dlock_uv__unwatch(du, fd);
-	free(du->watches);
-	du->watches = NULL;
-	du->nwatches = 0;
-	du->freed = 1;
-	uv_close((uv_handle_t *)&du->timer, dlock_uv__closed);
+	dlock_uv__close(du);
 	return 0;
 }
 
