@@ -80,11 +80,12 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 	return (ssize_t)n;
 }
 
-/* Renew one batch; 0 when the server answered for every hold. */
-static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset, lost_event *cb,
-		size_t *ncb)
+/* Renew one batch at c (the client, or the cluster member serving its
+ * slot); 0 when the server answered for every hold, else < 0:
+ * DLOCK_ETIMEDOUT when no answer came within the command timeout. */
+static int renew_batch(dlock__holds *h, dlock_client *c, renewal *batch, size_t n, size_t offset,
+		lost_event *cb, size_t *ncb)
 {
-	dlock_client *c = h->client;
 	const char *keys[RENEW_BATCH], *args[RENEW_BATCH + 1];
 	size_t key_lens[RENEW_BATCH], arg_lens[RENEW_BATCH + 1], i;
 	char ttl[24];
@@ -95,14 +96,11 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	dlock__conn *conn = NULL;
 
 	/* A pooled connection: the server may accept no new one (maxclients)
-	 * while those it has work. In a cluster, the member serving the batch's slot. */
-	c = dlock__client_for_key(c, batch[offset].name, batch[offset].name_len);
-	if (c == NULL)
-		return -1;
+	 * while those it has work. */
 	rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
 	if (rc < 0) {
 		dlock__client_note_reply(h->client, rc, NULL); /* a cluster's map is suspect */
-		return -1;
+		return rc;
 	}
 	args[0] = ttl;
 	arg_lens[0] = dlock__fmt_i64(ttl, c->opts.watchdog_timeout_ms);
@@ -118,7 +116,7 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 	dlock__client_conn_put(c, conn);
 	dlock__client_note_reply(h->client, rc, r); /* a MOVED updates a cluster's map */
 	if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != n))
-		rc = -1; /* an error reply (OOM, READONLY ...): try again later */
+		rc = DLOCK_ESERVER; /* an error reply (OOM, READONLY ...): try again later */
 	if (rc == 0) {
 		dlock__mutex_lock(&h->mu);
 		for (i = 0; i < n; i++) {
@@ -145,7 +143,7 @@ static int renew_batch(dlock__holds *h, renewal *batch, size_t n, size_t offset,
 		dlock__mutex_unlock(&h->mu);
 	}
 	freeReplyObject(r);
-	return rc == 0 ? 0 : -1;
+	return rc;
 }
 
 static int by_slot(const void *a, const void *b)
@@ -167,13 +165,34 @@ static size_t same_slot_run(const renewal *batch, size_t n, size_t i)
 	return k;
 }
 
-/* Renew the holds collect() picks; 0, or -1 when some renewal failed. */
+/* Servers a round stops asking once one of them did not answer. */
+#define FAILED_MAX 16
+
+static int among(dlock_client *const *set, size_t n, const dlock_client *c)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == c)
+			return 1;
+	return 0;
+}
+
+/*
+ * Renew the holds collect() picks; 0, or -1 when some renewal failed. A
+ * server that left a batch unanswered for a command timeout (it hangs, or
+ * is cut off) is not asked again in this round: each try would cost
+ * another timeout, and on the caller's loop keep everything else from
+ * running meanwhile - the renewals of every other client on it among them.
+ * Its other holds are tried again with the round, soon.
+ */
 static int renew_round(dlock__holds *h, int64_t now, int all)
 {
-	size_t n, i, ncb = 0;
+	size_t n, i, ncb = 0, nfailed = 0;
 	renewal *batch = NULL;
 	lost_event *cb = NULL;
 	ssize_t got = collect(h, now, all, &batch, &cb, &ncb);
+	dlock_client *failed_at[FAILED_MAX];
 	int failed = 0;
 
 	if (got < 0) {
@@ -185,9 +204,20 @@ static int renew_round(dlock__holds *h, int64_t now, int all)
 	qsort(batch, n, sizeof(*batch), by_slot);
 	for (i = 0; i < n;) {
 		size_t k = same_slot_run(batch, n, i);
+		/* In a cluster, the member serving the batch's slot. */
+		dlock_client *to = dlock__client_for_key(h->client, batch[i].name, batch[i].name_len);
+		int rc;
 
-		if (renew_batch(h, batch, k, i, cb, &ncb) < 0)
+		if (to == NULL)
+			rc = -1; /* no member to ask now: the next round */
+		else if (among(failed_at, nfailed, to))
+			rc = DLOCK_ETIMEDOUT; /* it did not answer in this round */
+		else
+			rc = renew_batch(h, to, batch, k, i, cb, &ncb);
+		if (rc < 0)
 			failed = 1;
+		if (rc == DLOCK_ETIMEDOUT && nfailed < FAILED_MAX && !among(failed_at, nfailed, to))
+			failed_at[nfailed++] = to;
 		i += k;
 	}
 	for (i = 0; i < n; i++) {

@@ -581,3 +581,63 @@ Test(async, freeing_many_released_handles_is_quick)
 	dl_pass(dlock_loop_free(loop));
 	free(l);
 }
+
+/*
+ * Two servers' clients on one loop; one server hangs. Its renewal round
+ * gives up on it at the first batch that times out, rather than waiting a
+ * command timeout for each of its batches (10 here: 2 s) while the loop -
+ * and the other client's renewals with it - stand still: the healthy
+ * server's hold, with a watchdog timeout of 1.2 s, outlives a 2.5 s hang.
+ */
+Test(async, a_hung_server_does_not_stop_another_clients_renewals)
+{
+	enum { N = 1000 };
+	dlock_client_options ho = DLOCK_CLIENT_OPTIONS_INIT, wo = DLOCK_CLIENT_OPTIONS_INIT;
+	rh_server *other = rh_server_start(NULL);
+	dlock_loop *loop = NULL;
+	dlock_client *hung, *well;
+	dlock_lock **l = calloc(N, sizeof(*l)), *kept;
+	outcome a = { 0 };
+	char name[32];
+	int64_t t0, turn, longest = 0;
+
+	cr_assert(other != NULL && l != NULL);
+	dl_pass(dlock_loop_new(&loop, NULL));
+	ho.loop = wo.loop = loop;
+	ho.command_timeout_ms = 200;
+	ho.watchdog_timeout_ms = 6000;
+	wo.watchdog_timeout_ms = 1200; /* renewed every 400 ms */
+	hung = dl_client_opts(rh_server_uri(dl_srv), &ho);
+	well = dl_client_opts(rh_server_uri(other), &wo);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "async:hung:%d", i);
+		l[i] = dl_lock(hung, name);
+	}
+	each_lock(loop, l, N, 8, 0); /* 10 batches of renewals */
+	kept = dl_lock(well, "async:healthy");
+	acquire(kept, "me:well", 0, NULL, &a);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	for (t0 = rh_now_ms(); rh_now_ms() - t0 < 2500;) {
+		turn = rh_now_ms();
+		cr_assert(dlock_loop_run(loop, 50) >= 0);
+		turn = rh_now_ms() - turn;
+		longest = turn > longest ? turn : longest;
+	}
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	cr_assert_eq(dlock_lock_check(kept, "me:well"), 0, "the healthy server's hold was lost");
+	cr_assert_eq(rh_command_int(other, "EXISTS async:healthy"), 1);
+	cr_assert(longest < 1000, "one turn of the loop took %lld ms (command timeout 200 ms)",
+			(long long)longest);
+
+	for (int i = 0; i < N; i++)
+		dlock_lock_free(l[i]);
+	dlock_lock_free(kept);
+	dl_pass(dlock_client_close(hung));
+	dl_pass(dlock_client_close(well));
+	dl_pass(dlock_loop_free(loop));
+	rh_server_free(other);
+	free(l);
+}
