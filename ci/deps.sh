@@ -22,6 +22,8 @@ packages=(
 	abigail-tools     # ci/abi-check.sh: abidw, abidiff
 	libssl-dev        # TLS (rediss://); the tests make certificates with
 	openssl           #   the openssl command
+	libuv1-dev        # examples/uv_locks (dlock/uv.h) and its test
+	libevent-dev      # examples/event_locks (dlock/event.h) and its test
 	openjdk-17-jdk-headless  # tests/interop: the real Redisson (Java) beside dlock
 	maven                    #   which Maven downloads into the build folder
 )

@@ -544,7 +544,9 @@ void dlock__holds_detach(dlock_lock *handle)
 
 	dlock__mutex_lock(&h->cb_mu);
 	dlock__mutex_lock(&h->mu);
-	for (i = 0; i < h->nbuckets; i++) {
+	/* Not past the last hold: handles freed after their releases (10,000
+	 * of them, say) must not each walk a table grown for all their holds. */
+	for (i = 0; h->count > 0 && i < h->nbuckets; i++) {
 		hold **link = &h->buckets[i];
 
 		while (*link != NULL) {

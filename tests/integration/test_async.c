@@ -533,3 +533,208 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	dl_pass(dlock_client_close(c));
 	dl_pass(dlock_loop_free(loop));
 }
+
+/*
+ * On the caller's loop every pooled connection lent out is lent to the
+ * loop's own thread, to an operation in flight: a blocking call (or the
+ * watchdog's renewal) that waited for one to come back would wait for
+ * itself until the command timeout. It opens another instead.
+ */
+Test(async, a_blocking_call_beside_operations_in_flight_does_not_wait_for_the_pool)
+{
+	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l, *other;
+	outcome a = { 0 };
+	int64_t t0, took;
+	int locked = -1;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	co.loop = loop;
+	co.pool_size = 1;
+	co.command_timeout_ms = 2000;
+	c = dl_client_opts(rh_server_uri(dl_srv), &co);
+	l = dl_lock(c, "async:pool:a");
+	other = dl_lock(c, "async:pool:b");
+	acquire(l, "me:pool", 0, NULL, &a);
+	/* One turn: the acquire starts on the pool's one connection and waits
+	 * there for its reply. */
+	cr_assert(dlock_loop_run(loop, 1000) >= 0);
+	cr_assert_eq(a.calls, 0, "the acquire ended within one turn of the loop");
+	t0 = rh_now_ms();
+	dl_pass(dlock_lock_is_locked(&locked, other));
+	took = rh_now_ms() - t0;
+	cr_assert_eq(locked, 0);
+	cr_assert(took < 1000, "a query beside an acquire in flight took %lld ms (pool of 1)",
+			(long long)took);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+	dlock_lock_free(l);
+	dlock_lock_free(other);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
+
+/*
+ * A renewal round that fails slowly (the server is paused: it ends at the
+ * command timeout) runs on the loop without holding it, and is tried again
+ * a while after it ended, not at once and again and again: the loop's
+ * other work goes on all along.
+ */
+Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
+{
+	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	outcome a = { 0 };
+	int64_t t0, turn, longest = 0;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	co.loop = loop;
+	co.command_timeout_ms = 400;
+	co.watchdog_timeout_ms = 3000; /* renewed every 1 s; retried 0.25 s after a failure */
+	c = dl_client_opts(rh_server_uri(dl_srv), &co);
+	l = dl_lock(c, "async:slow-renewal");
+	acquire(l, "me:slow", 0, NULL, &a);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	/* Rounds fail for 2.5 s: each turn of the loop costs at most one. */
+	for (t0 = rh_now_ms(); rh_now_ms() - t0 < 2500;) {
+		turn = rh_now_ms();
+		cr_assert(dlock_loop_run(loop, 50) >= 0);
+		turn = rh_now_ms() - turn;
+		longest = turn > longest ? turn : longest;
+	}
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	cr_assert(longest < 300, "one turn of the loop took %lld ms while renewals failed "
+			"(command timeout 400 ms)", (long long)longest);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
+
+/* Acquire (or release, release != 0) every lock of l[], `window` at a time,
+ * each as owner "me:many"; every callback must say 0. */
+static void each_lock(dlock_loop *loop, dlock_lock **l, int n, int window, int release)
+{
+	outcome *o = calloc((size_t)n, sizeof(*o));
+	int started = 0, done = 0;
+	int64_t until = rh_now_ms() + 60000;
+
+	cr_assert(o != NULL);
+	while (done < n && rh_now_ms() < until) {
+		while (started < n && started - done < window) {
+			if (release)
+				dl_pass(dlock_lock_release_async(NULL, l[started], "me:many", note,
+						&o[started]));
+			else
+				dl_pass(dlock_lock_acquire_async(NULL, l[started], "me:many", 0,
+						DLOCK_LEASE_WATCHDOG, note, &o[started]));
+			started++;
+		}
+		cr_assert(dlock_loop_run(loop, 50) >= 0);
+		while (done < started && o[done].calls == 1) {
+			cr_assert_eq(o[done].code, 0, "%s of lock %d: %d",
+					release ? "release" : "acquire", done, o[done].code);
+			done++;
+		}
+	}
+	cr_assert_eq(done, n, "%d of %d %s", done, n, release ? "released" : "acquired");
+	free(o);
+}
+
+/*
+ * A client that held 20,000 locks at once has a holds table sized for
+ * them; freeing the handles after their releases must not walk it for
+ * each one (20,000 x 32,768 buckets took 0.7 s).
+ */
+Test(async, freeing_many_released_handles_is_quick)
+{
+	enum { N = 20000 };
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock **l = calloc(N, sizeof(*l));
+	char name[32];
+	int64_t t0, took;
+
+	cr_assert(l != NULL);
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = client_on(loop);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "async:many:%d", i);
+		l[i] = dl_lock(c, name);
+	}
+	each_lock(loop, l, N, 8, 0);
+	each_lock(loop, l, N, 8, 1);
+	t0 = rh_now_ms();
+	for (int i = 0; i < N; i++)
+		dlock_lock_free(l[i]);
+	took = rh_now_ms() - t0;
+	cr_assert(took < 250, "freeing %d released handles took %lld ms", N, (long long)took);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+	free(l);
+}
+
+/*
+ * Two servers' clients on one loop; one server hangs. Its renewal round
+ * sends its 10 batches at once and waits for them on the loop, rather than
+ * a command timeout for each in turn (2 s) while the loop - and the other
+ * client's renewals with it - stand still: the healthy server's hold, with
+ * a watchdog timeout of 1.2 s, outlives a 2.5 s hang.
+ */
+Test(async, a_hung_server_does_not_stop_another_clients_renewals)
+{
+	enum { N = 1000 };
+	dlock_client_options ho = DLOCK_CLIENT_OPTIONS_INIT, wo = DLOCK_CLIENT_OPTIONS_INIT;
+	rh_server *other = rh_server_start(NULL);
+	dlock_loop *loop = NULL;
+	dlock_client *hung, *well;
+	dlock_lock **l = calloc(N, sizeof(*l)), *kept;
+	outcome a = { 0 };
+	char name[32];
+	int64_t t0, turn, longest = 0;
+
+	cr_assert(other != NULL && l != NULL);
+	dl_pass(dlock_loop_new(&loop, NULL));
+	ho.loop = wo.loop = loop;
+	ho.command_timeout_ms = 200;
+	ho.watchdog_timeout_ms = 6000;
+	wo.watchdog_timeout_ms = 1200; /* renewed every 400 ms */
+	hung = dl_client_opts(rh_server_uri(dl_srv), &ho);
+	well = dl_client_opts(rh_server_uri(other), &wo);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "async:hung:%d", i);
+		l[i] = dl_lock(hung, name);
+	}
+	each_lock(loop, l, N, 8, 0); /* 10 batches of renewals */
+	kept = dl_lock(well, "async:healthy");
+	acquire(kept, "me:well", 0, NULL, &a);
+	run_until_done(loop, &a, 1, 5000);
+	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	for (t0 = rh_now_ms(); rh_now_ms() - t0 < 2500;) {
+		turn = rh_now_ms();
+		cr_assert(dlock_loop_run(loop, 50) >= 0);
+		turn = rh_now_ms() - turn;
+		longest = turn > longest ? turn : longest;
+	}
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	cr_assert_eq(dlock_lock_check(kept, "me:well"), 0, "the healthy server's hold was lost");
+	cr_assert_eq(rh_command_int(other, "EXISTS async:healthy"), 1);
+	cr_assert(longest < 1000, "one turn of the loop took %lld ms (command timeout 200 ms)",
+			(long long)longest);
+
+	for (int i = 0; i < N; i++)
+		dlock_lock_free(l[i]);
+	dlock_lock_free(kept);
+	dl_pass(dlock_client_close(hung));
+	dl_pass(dlock_client_close(well));
+	dl_pass(dlock_loop_free(loop));
+	rh_server_free(other);
+	free(l);
+}

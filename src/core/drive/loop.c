@@ -263,6 +263,12 @@ int dlock__loop_unpost(dlock__loop *l, dlock__task *t)
 	int found = 0;
 
 	dlock__mutex_lock(&l->post_mu);
+	/* Most tasks unposted are not queued (every op unposts its cancel):
+	 * no walk of a queue that may hold thousands of starts. */
+	if (!t->queued) {
+		dlock__mutex_unlock(&l->post_mu);
+		return 0;
+	}
 	for (p = &l->posted; *p != NULL; p = &(*p)->next) {
 		if (*p != t)
 			continue;

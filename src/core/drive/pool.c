@@ -60,7 +60,11 @@ static int conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 			dlock__mutex_unlock(&c->pool_mu);
 			return 0;
 		}
-		if (c->n_open < c->opts.pool_size)
+		/* On the caller's loop every connection lent out is lent to this
+		 * thread (a run in flight): none can come back while it waits.
+		 * Open one more, as a multiplexed run does; it is closed when
+		 * given back to a full pool. */
+		if (c->n_open < c->opts.pool_size || c->opts.loop != NULL)
 			break;
 		if (pthread_cond_timedwait(&c->pool_cv, &c->pool_mu, &ts) == ETIMEDOUT) {
 			dlock__mutex_unlock(&c->pool_mu);

@@ -391,10 +391,17 @@ static void notify_watchers(dlock__reactor *r)
 	}
 }
 
-/* Run what is due, then arm the timer for what comes next. */
+/*
+ * Run what is due, then arm the timer for what comes next. The job runs
+ * once per call at most: one that falls behind (a watchdog round that
+ * failed slowly and is due again already) goes again on the loop's next
+ * turn, after what else is ready there - on the caller's loop everything
+ * else, the replies that give back the connections it waits for among it.
+ */
 static void tend(dlock__reactor *r)
 {
 	int64_t until, watch_due;
+	int job_ran = 0;
 
 	dlock__mutex_lock(&r->mu);
 	while (!r->stopping) {
@@ -407,9 +414,10 @@ static void tend(dlock__reactor *r)
 			dlock__mutex_lock(&r->mu);
 			continue;
 		}
-		if (r->job != NULL && now >= r->job_due) {
+		if (r->job != NULL && now >= r->job_due && !job_ran) {
 			int64_t next;
 
+			job_ran = 1;
 			r->job_due = DLOCK__NEVER;
 			dlock__mutex_unlock(&r->mu);
 			next = r->job(r->job_arg, now);
