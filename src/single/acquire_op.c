@@ -48,6 +48,7 @@ typedef struct acquire_op {
 	int64_t wait_ms, lease_ms, started, deadline, owed_until;
 	int64_t ttl, backoff, sent_at;
 	int rc, keep_place, unsettled, in_flight, waiting;
+	char rc_msg[DLOCK__ERRMSG_MAX]; /* rc's message: the thread's last may be another op's by then */
 	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
 	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
 	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
@@ -268,6 +269,7 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 		conclude(o, rc);
 		return;
 	}
+	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
 	if (dlock__client_first_contact_over(o->lo.l->client, rc, o->started, wake)) {
 		conclude(o, dlock__seterr_never_answered());
@@ -366,7 +368,7 @@ static void look_again(acquire_op *o)
 		return;
 	}
 	if (dlock__now_ms() >= o->deadline) {
-		conclude(o, o->rc);
+		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
 		return;
 	}
 	o->waiting = 0;
