@@ -98,6 +98,8 @@ int dlock_op_cancel(dlock_op *op)
 {
 	if (op == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_op_cancel: NULL op");
+	if (op->uncancelable)
+		return 0;
 	atomic_store(&op->cancel_asked, 1);
 	dlock__loop_post(op->loop, &op->cancel_task);
 	return 0;
