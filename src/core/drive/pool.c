@@ -14,6 +14,7 @@
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
 #include "core/drive/debts.h"
+#include "core/drive/reactor.h"
 #include "core/topology/sentinel.h"
 #include "core/base/time.h"
 
@@ -60,7 +61,10 @@ static int conn_get(dlock_client *c, dlock__conn **out, int64_t deadline)
 			dlock__mutex_unlock(&c->pool_mu);
 			return 0;
 		}
-		if (c->n_open < c->opts.pool_size)
+		/* On the caller's loop only this thread can give a connection
+		 * back (its multiplexed runs hold them): waiting would stall the
+		 * loop for nothing. An extra one, closed when given back. */
+		if (c->n_open < c->opts.pool_size || !dlock__reactor_own_thread(c->reactor))
 			break;
 		if (pthread_cond_timedwait(&c->pool_cv, &c->pool_mu, &ts) == ETIMEDOUT) {
 			dlock__mutex_unlock(&c->pool_mu);
