@@ -216,10 +216,12 @@ int64_t dlock__watchdog_run(void *arg, int64_t now)
 	failed = renew_round(h, now, all) < 0;
 
 	dlock__mutex_lock(&h->mu);
-	/* After a failure, try again sooner: the TTL keeps running. */
+	/* After a failure, try again sooner: the TTL keeps running. From the
+	 * round's end: one that met timeouts may have outlasted the interval. */
 	if (all)
 		h->round_due = h->watched == 0 ? DLOCK__NEVER
-					       : now + (failed ? period / 4 + 1 : period);
+					       : (failed ? dlock__now_ms() + period / 4 + 1
+							 : now + period);
 	next = h->round_due;
 	dlock__mutex_unlock(&h->mu);
 	return next;

@@ -394,6 +394,7 @@ static void notify_watchers(dlock__reactor *r)
 static void tend(dlock__reactor *r)
 {
 	int64_t until, watch_due;
+	int job_ran = 0;
 
 	dlock__mutex_lock(&r->mu);
 	while (!r->stopping) {
@@ -406,9 +407,13 @@ static void tend(dlock__reactor *r)
 			dlock__mutex_lock(&r->mu);
 			continue;
 		}
-		if (r->job != NULL && now >= r->job_due) {
+		/* Once per pass: a job due again already (a round that took longer
+		 * than its retry interval) runs on the loop's next turn, after
+		 * what else is ready - not over and over in here. */
+		if (r->job != NULL && !job_ran && now >= r->job_due) {
 			int64_t next;
 
+			job_ran = 1;
 			r->job_due = DLOCK__NEVER;
 			dlock__mutex_unlock(&r->mu);
 			next = r->job(r->job_arg, now);
