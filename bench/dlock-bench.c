@@ -24,6 +24,20 @@
  *   5  one of 5 servers paused (SIGSTOP) with command_timeout_ms = 50:
  *      RedLock acquisition and lock+unlock latency, all 5 up, then paused; the
  *      floor beside it (writes to all 5, waits for the 4 live ones).
+ *   6  asynchronous against blocking, on 1 and 5 servers (--async-servers):
+ *      --iterations acquire+release
+ *      cycles of single locks (RLock, wait 0, 10 s lease) on distinct
+ *      uncontended names spread round-robin over the servers, (a) on one
+ *      dlock_loop driven by this thread alone (dlock_loop_run), one client
+ *      per server opened on it, --async-window cycles in flight at once
+ *      (dlock_lock_acquire_async, then dlock_lock_release_async from its
+ *      callback, then the next cycle); (b) 8 threads (--async-threads)
+ *      each doing dlock_lock_try + dlock_lock_unlock on names of their own,
+ *      sharing one client per server. Acquisitions per second and process
+ *      CPU (user+sys) per acquisition of each, and their ratios; the
+ *      connections the servers accepted per cycle (INFO stats) and their
+ *      CPU. Single locks, not a RedLock: MultiLock/RedLock have no
+ *      asynchronous operations yet.
  *
  * Latencies on CLOCK_MONOTONIC, in µs; client CPU per operation is
  * getrusage(RUSAGE_SELF) user+sys over the measured loop / operations (all
@@ -84,7 +98,11 @@ static struct {
 	double duration;        /* scenario 3, seconds */
 	long handoffs;          /* scenario 4 */
 	long block;             /* pairs per alternating block */
-	int scenarios[6];
+	int scenarios[7];
+	int async_window;       /* scenario 6: cycles in flight on the loop */
+	int async_threads;      /* scenario 6: threads of the blocking row */
+	int async_counts[8];    /* scenario 6: server counts */
+	int nasync_counts;
 	int json;
 	int samples;            /* --samples: raw pair latencies in the JSON */
 	int floor_del;          /* pipeline the latch DEL in the floor's release */
@@ -112,6 +130,10 @@ static struct {
 	.server_counts = { 1, 3, 5 },
 	.ncounts = 3,
 	.pause_index = 4,
+	.async_window = 256,
+	.async_threads = 8,
+	.async_counts = { 1, 5 },
+	.nasync_counts = 2,
 	.redis_server = "redis-server",
 };
 
@@ -192,6 +214,7 @@ typedef struct result {
 	double ops_per_s;
 	double cpu_us_per_op;
 	double server_cpu_us_per_op; /* redis-servers' CPU (INFO cpu), NAN if not measured */
+	double conns_per_op; /* connections the servers accepted per operation (scenario 6), or NAN */
 	long errors;
 	double rt_us;    /* scenario 4: the round trip used as unit */
 	char note[160];
@@ -222,6 +245,7 @@ static result *new_result(int scenario, const char *impl, const char *what, int 
 	r->pair = r->acq = r->rel = (dist){ 0, NAN, NAN, NAN, NAN };
 	r->rt_us = NAN;
 	r->server_cpu_us_per_op = NAN;
+	r->conns_per_op = NAN;
 	r->wall_s = r->cpu_us_total = r->server_cpu_us_total = NAN;
 	return r;
 }
@@ -235,6 +259,8 @@ static void print_result(const result *r)
 			r->cpu_us_per_op);
 	if (!isnan(r->server_cpu_us_per_op))
 		note("  server cpu %.1f us/op", r->server_cpu_us_per_op);
+	if (!isnan(r->conns_per_op))
+		note("  new connections %.3f/op", r->conns_per_op);
 	if (!isnan(r->acq.p50))
 		note("  [acq p50 %.1f p99 %.1f | rel p50 %.1f p99 %.1f]", r->acq.p50, r->acq.p99,
 				r->rel.p50, r->rel.p99);
@@ -532,6 +558,30 @@ static double server_cpu_us(int n)
 			total += strtod(p + 13, NULL) * 1e6;
 		if ((p = strstr(r->str, "used_cpu_user:")) != NULL)
 			total += strtod(p + 14, NULL) * 1e6;
+		freeReplyObject(r);
+	}
+	return total;
+}
+
+/* Connections servers 0..n-1 have accepted so far (INFO stats), or NAN. */
+static double server_connections(int n)
+{
+	double total = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		redisReply *r;
+		const char *p;
+
+		if (stat_ctx[i] == NULL && (stat_ctx[i] = connect_to(&servers[i], 1000)) == NULL)
+			return NAN;
+		r = redisCommand(stat_ctx[i], "INFO stats");
+		if (r == NULL || r->type != REDIS_REPLY_STRING ||
+				(p = strstr(r->str, "total_connections_received:")) == NULL) {
+			freeReplyObject(r);
+			return NAN;
+		}
+		total += strtod(p + 27, NULL);
 		freeReplyObject(r);
 	}
 	return total;
@@ -1411,6 +1461,280 @@ static void scenario5(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Scenario 6: asynchronous on one loop thread against 8 blocking threads     */
+
+typedef struct as_slot {
+	struct as_run *run;
+	dlock_lock *lock;
+	char owner[64];
+	uint64_t t0;
+} as_slot;
+
+typedef struct as_run {
+	long started, done, errors, target;
+	uint64_t *lat;
+	dlock_loop *loop;
+} as_run;
+
+static void as_start(as_slot *s);
+
+static void as_released(dlock_op *op, const dlock_result *r, void *ud)
+{
+	as_slot *s = ud;
+	as_run *run = s->run;
+
+	(void)op;
+	if (r->code < 0 && run->errors++ < 3)
+		note("  async release: %s\n", r->message);
+	if (run->lat != NULL)
+		run->lat[run->done] = now_ns() - s->t0;
+	run->done++;
+	as_start(s);
+}
+
+static void as_acquired(dlock_op *op, const dlock_result *r, void *ud)
+{
+	as_slot *s = ud;
+	as_run *run = s->run;
+
+	(void)op;
+	if (r->code < 0) {
+		if (run->errors++ < 3)
+			note("  async acquire: %s\n", r->message);
+		if (run->lat != NULL)
+			run->lat[run->done] = now_ns() - s->t0;
+		run->done++;
+		as_start(s);
+		return;
+	}
+	if (dlock_lock_release_async(NULL, s->lock, s->owner, as_released, s) < 0)
+		die("dlock_lock_release_async: %s", dlock_errmsg_last());
+}
+
+/* The slot's next cycle, while cycles are left to start. */
+static void as_start(as_slot *s)
+{
+	as_run *run = s->run;
+
+	if (run->started == run->target)
+		return;
+	run->started++;
+	s->t0 = now_ns();
+	if (dlock_lock_acquire_async(NULL, s->lock, s->owner, 0, LEASE_MS, as_acquired, s) < 0)
+		die("dlock_lock_acquire_async: %s", dlock_errmsg_last());
+}
+
+/* (a) cycles acquire+release, `window` in flight, on one loop this thread drives. */
+static result *async_row(int n, long cycles, long warm)
+{
+	dlock_client *clients[MAX_SERVERS];
+	as_slot *slots = calloc((size_t)opt.async_window, sizeof(*slots));
+	as_run run;
+	uint64_t w0 = 0, w1 = 0;
+	double c0 = 0, c1 = 0, k0 = NAN, s0 = NAN;
+	result *r;
+	int i, pass;
+
+	if (slots == NULL)
+		die("out of memory");
+	memset(&run, 0, sizeof(run));
+	if (dlock_loop_new(&run.loop, NULL) < 0)
+		die("dlock_loop_new: %s", dlock_errmsg_last());
+	for (i = 0; i < n; i++) {
+		dlock_client_options co = tls_opts;
+
+		co.loop = run.loop;
+		if (dlock_client_open(&clients[i], servers[i].uri, &co) < 0)
+			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+	}
+	for (i = 0; i < opt.async_window; i++) {
+		char what[48], name[128];
+
+		snprintf(what, sizeof(what), "s6-async-n%d-%d", n, i);
+		lock_name(name, sizeof(name), what);
+		slots[i].run = &run;
+		if (dlock_lock_new(&slots[i].lock, clients[i % n], name, NULL) < 0)
+			die("dlock_lock_new: %s", dlock_errmsg_last());
+		dlock_client_owner(slots[i].owner, sizeof(slots[i].owner), clients[i % n],
+				(uint64_t)i + 1);
+	}
+	/* Pass 0 warms up (connections, scripts), pass 1 is measured. */
+	for (pass = 0; pass < 2; pass++) {
+		long target = pass ? cycles : warm;
+
+		run.started = run.done = 0;
+		run.target = target;
+		run.lat = pass ? malloc(sizeof(uint64_t) * (size_t)(cycles ? cycles : 1)) : NULL;
+		if (pass && run.lat == NULL)
+			die("out of memory");
+		if (pass)
+			run.errors = 0;
+		k0 = server_connections(n);
+		s0 = server_cpu_us(n);
+		c0 = cpu_us();
+		w0 = now_ns();
+		for (i = 0; i < opt.async_window; i++)
+			as_start(&slots[i]);
+		while (run.done < target)
+			if (dlock_loop_run(run.loop, -1) < 0)
+				die("dlock_loop_run: %s", dlock_errmsg_last());
+		w1 = now_ns();
+		c1 = cpu_us();
+	}
+	r = new_result(6, "async", "acq+rel", n);
+	r->conns_per_op = (server_connections(n) - k0) / (double)cycles;
+	r->server_cpu_us_per_op = (server_cpu_us(n) - s0) / (double)cycles;
+	r->pair = dist_of(run.lat, cycles);
+	r->errors = run.errors;
+	r->iters = cycles;
+	r->wall_s = (double)(w1 - w0) / 1e9;
+	r->cpu_us_total = c1 - c0;
+	r->ops_per_s = (double)cycles / r->wall_s;
+	r->cpu_us_per_op = r->cpu_us_total / (double)cycles;
+	snprintf(r->note, sizeof(r->note), "one loop thread, %d in flight, single locks over %d server%s",
+			opt.async_window, n, n > 1 ? "s" : "");
+	free(run.lat);
+	for (i = 0; i < opt.async_window; i++)
+		dlock_lock_free(slots[i].lock);
+	for (i = 0; i < n; i++)
+		dlock_client_free(clients[i]);
+	dlock_loop_free(run.loop);
+	free(slots);
+	return r;
+}
+
+typedef struct bl_thread {
+	dlock_lock *lock;
+	pthread_t tid;
+	pthread_barrier_t *start;
+	long cycles, warm, errors;
+	uint64_t *lat;
+} bl_thread;
+
+static void *bl_main(void *p)
+{
+	bl_thread *t = p;
+	dl_ctx c = { t->lock, NULL, 3 };
+	uint64_t ta;
+	long i;
+
+	for (i = 0; i < t->warm; i++)
+		dl_single_pair(&c, &ta);
+	pthread_barrier_wait(t->start);
+	for (i = 0; i < t->cycles; i++) {
+		uint64_t t0 = now_ns();
+
+		if (dl_single_pair(&c, &ta) < 0)
+			t->errors++;
+		t->lat[i] = now_ns() - t0;
+	}
+	pthread_barrier_wait(t->start);
+	return NULL;
+}
+
+/* (b) the same cycles with the blocking API, `nthreads` threads sharing one client per server. */
+static result *blocking_row(int n, long cycles, long warm)
+{
+	int nth = opt.async_threads, i;
+	dlock_client *clients[MAX_SERVERS];
+	bl_thread *th = calloc((size_t)nth, sizeof(*th));
+	pthread_barrier_t start;
+	uint64_t *all, w0, w1;
+	double c0, c1, k0, k1, s0, s1;
+	long total = 0, k = 0;
+	result *r;
+
+	if (th == NULL)
+		die("out of memory");
+	for (i = 0; i < n; i++)
+		if (dlock_client_open(&clients[i], servers[i].uri, &tls_opts) < 0)
+			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+	pthread_barrier_init(&start, NULL, (unsigned)nth + 1);
+	for (i = 0; i < nth; i++) {
+		char what[48], name[128];
+
+		snprintf(what, sizeof(what), "s6-block-n%d-%d", n, i);
+		lock_name(name, sizeof(name), what);
+		if (dlock_lock_new(&th[i].lock, clients[i % n], name, NULL) < 0)
+			die("dlock_lock_new: %s", dlock_errmsg_last());
+		th[i].start = &start;
+		th[i].cycles = cycles / nth + (i < cycles % nth);
+		th[i].warm = warm / nth;
+		th[i].lat = malloc(sizeof(uint64_t) * (size_t)(th[i].cycles ? th[i].cycles : 1));
+		if (th[i].lat == NULL || pthread_create(&th[i].tid, NULL, bl_main, &th[i]) != 0)
+			die("out of memory or threads");
+	}
+	pthread_barrier_wait(&start); /* all warmed up */
+	k0 = server_connections(n);
+	s0 = server_cpu_us(n);
+	c0 = cpu_us();
+	w0 = now_ns();
+	pthread_barrier_wait(&start); /* all done */
+	w1 = now_ns();
+	c1 = cpu_us();
+	k1 = server_connections(n);
+	s1 = server_cpu_us(n);
+	all = malloc(sizeof(*all) * (size_t)(cycles ? cycles : 1));
+	r = new_result(6, "block", "acq+rel", n);
+	for (i = 0; i < nth; i++) {
+		pthread_join(th[i].tid, NULL);
+		memcpy(all + k, th[i].lat, sizeof(*all) * (size_t)th[i].cycles);
+		k += th[i].cycles;
+		total += th[i].cycles;
+		r->errors += th[i].errors;
+		free(th[i].lat);
+		dlock_lock_free(th[i].lock);
+	}
+	r->threads = nth;
+	r->conns_per_op = (k1 - k0) / (double)(total ? total : 1);
+	r->server_cpu_us_per_op = (s1 - s0) / (double)(total ? total : 1);
+	r->pair = dist_of(all, total);
+	r->iters = total;
+	r->wall_s = (double)(w1 - w0) / 1e9;
+	r->cpu_us_total = c1 - c0;
+	r->ops_per_s = (double)total / r->wall_s;
+	r->cpu_us_per_op = r->cpu_us_total / (double)(total ? total : 1);
+	snprintf(r->note, sizeof(r->note),
+			"%d threads, dlock_lock_try + dlock_lock_unlock, one client per server", nth);
+	free(all);
+	free(th);
+	pthread_barrier_destroy(&start);
+	for (i = 0; i < n; i++)
+		dlock_client_free(clients[i]);
+	return r;
+}
+
+static void scenario6(void)
+{
+	int i;
+
+	note("scenario 6: asynchronous (one loop thread, %d in flight) against blocking (%d threads): "
+			"acquire+release of single locks (RLock, wait 0) on distinct uncontended names "
+			"spread over the servers, %ld per row (not a RedLock: MultiLock/RedLock have no "
+			"asynchronous operations yet)\n",
+			opt.async_window, opt.async_threads, opt.iterations);
+	for (i = 0; i < opt.nasync_counts; i++) {
+		int n = opt.async_counts[i];
+		result *a, *b;
+
+		if (n < 1 || n > nservers) {
+			note("  %d servers: skipped (%d available)\n", n, nservers);
+			continue;
+		}
+		a = async_row(n, opt.iterations, opt.warmup);
+		print_result(a);
+		if (opt.async_threads == 0)
+			continue; /* profiling the loop alone */
+		b = blocking_row(n, opt.iterations, opt.warmup);
+		print_result(b);
+		note("  async/blocking n=%d: acquisitions/s x%.2f, CPU per acquisition x%.2f "
+				"(%.1f against %.1f us)\n",
+				n, a->ops_per_s / b->ops_per_s, a->cpu_us_per_op / b->cpu_us_per_op,
+				a->cpu_us_per_op, b->cpu_us_per_op);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
 /* Output                                                                     */
 
 static void cpu_model(char *buf, size_t len)
@@ -1482,6 +1806,7 @@ static void write_json(const char *redis_version)
 		json_num(stdout, "ops_per_s", r->ops_per_s, 1);
 		json_num(stdout, "cpu_us_per_op", r->cpu_us_per_op, 1);
 		json_num(stdout, "server_cpu_us_per_op", r->server_cpu_us_per_op, 1);
+		json_num(stdout, "connections_per_op", r->conns_per_op, 1);
 		json_num(stdout, "rt_us", r->rt_us, 1);
 		json_num(stdout, "p50_rt", isnan(r->rt_us) ? NAN : r->pair.p50 / r->rt_us, 1);
 		json_num(stdout, "p99_rt", isnan(r->rt_us) ? NAN : r->pair.p99 / r->rt_us, 1);
@@ -1510,8 +1835,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: dlock-bench [options]\n"
-"  --scenario LIST        scenarios to run, e.g. 1,2,5 (default 1,2,3,4,5)\n"
-"  --iterations N         lock+unlock pairs for scenarios 1 and 2 (default 20000)\n"
+"  --scenario LIST        scenarios to run, e.g. 1,2,5 (default 1,2,3,4,5,6)\n"
+"  --iterations N         lock+unlock pairs for scenarios 1 and 2, acquire+release\n"
+"                         cycles per row of scenario 6 (default 20000)\n"
 "  --iterations-paused N  pairs for scenario 5, per phase (default 300)\n"
 "  --warmup N             warm-up pairs before each loop (default 2000)\n"
 "  --warmup-paused N      warm-up pairs in scenario 5, per phase (default 20)\n"
@@ -1519,6 +1845,10 @@ static void usage(FILE *f)
 "  --threads LIST         thread counts for scenario 3 (default 1,2,4)\n"
 "  --servers LIST         server counts for scenarios 1 and 2 (default 1,3,5)\n"
 "  --handoffs N           hand-offs measured in scenario 4 (default 2000)\n"
+"  --async-window K       scenario 6: cycles in flight on the loop (default 256)\n"
+"  --async-threads N      scenario 6: threads of the blocking row (default 8; 0: no\n"
+"                         blocking row, to profile the loop alone)\n"
+"  --async-servers LIST   scenario 6: server counts (default 1,5)\n"
 "  --block N              dlock and floor alternate every N pairs (default 500)\n"
 "  --uris U1,U2,...       use these servers (redis://127.0.0.1:PORT) instead of\n"
 "                         starting 5 redis-servers\n"
@@ -1559,6 +1889,9 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "servers", required_argument, NULL, 'S' },
 		{ "handoffs", required_argument, NULL, 'H' },
+		{ "async-window", required_argument, NULL, 'K' },
+		{ "async-threads", required_argument, NULL, 'A' },
+		{ "async-servers", required_argument, NULL, 'Y' },
 		{ "block", required_argument, NULL, 'B' },
 		{ "uris", required_argument, NULL, 'u' },
 		{ "tls-ca", required_argument, NULL, 'T' },
@@ -1576,7 +1909,7 @@ int main(int argc, char **argv)
 	int c, i, list[8], nlist;
 
 	out = stdout;
-	for (i = 1; i <= 5; i++)
+	for (i = 1; i <= 6; i++)
 		opt.scenarios[i] = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -1584,8 +1917,8 @@ int main(int argc, char **argv)
 			memset(opt.scenarios, 0, sizeof(opt.scenarios));
 			parse_list(optarg, list, 8, &nlist);
 			for (i = 0; i < nlist; i++) {
-				if (list[i] < 1 || list[i] > 5)
-					die("--scenario: 1..5");
+				if (list[i] < 1 || list[i] > 6)
+					die("--scenario: 1..6");
 				opt.scenarios[list[i]] = 1;
 			}
 			break;
@@ -1597,6 +1930,9 @@ int main(int argc, char **argv)
 		case 't': parse_list(optarg, opt.threads, 8, &opt.nthreads); break;
 		case 'S': parse_list(optarg, opt.server_counts, 8, &opt.ncounts); break;
 		case 'H': opt.handoffs = atol(optarg); break;
+		case 'K': opt.async_window = atoi(optarg); break;
+		case 'A': opt.async_threads = atoi(optarg); break;
+		case 'Y': parse_list(optarg, opt.async_counts, 8, &opt.nasync_counts); break;
 		case 'B': opt.block = atol(optarg); break;
 		case 'u': {
 			char *copy = strdup(optarg), *tok, *save = NULL;
@@ -1622,7 +1958,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc || opt.iterations < 1 || opt.iterations_paused < 1 || opt.warmup < 0 || opt.warmup_paused < 0 ||
-	    opt.duration <= 0 || opt.handoffs < 1 || opt.block < 1) {
+	    opt.duration <= 0 || opt.handoffs < 1 || opt.block < 1 || opt.async_window < 1 ||
+	    opt.async_threads < 0 || opt.async_threads > 256) {
 		usage(stderr);
 		return 2;
 	}
@@ -1655,6 +1992,8 @@ int main(int argc, char **argv)
 		scenario4();
 	if (opt.scenarios[5])
 		scenario5();
+	if (opt.scenarios[6])
+		scenario6();
 	if (opt.json)
 		write_json(version);
 	return 0;

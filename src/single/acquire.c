@@ -196,48 +196,41 @@ int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait
 			msg);
 }
 
-/* A fair waiter that stops waiting leaves the queue, moving those behind it
- * up. A leave that times out stays queued on its connection and runs when
- * the server does; a dropped connection is retried once (leaving is
- * idempotent); beyond that the place expires after its wait. */
-static void fair_leave(dlock_lock *l, const char *owner, int64_t wait_ms)
+/*
+ * A fair waiter that stops waiting leaves the queue, moving those behind it
+ * up. When an attempt sent without its undo is still unanswered, the undo
+ * goes instead: it takes back the hold that attempt may make and leaves the
+ * queue. On another connection than the attempt, it usually runs after it
+ * (a paused server serves its clients in order); when it does not, the late
+ * hold expires with its lease and the place with its wait. A leave that
+ * times out stays queued on its connection and runs when the server does.
+ */
+const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire *a,
+		int64_t wait_ms, int unsettled, dlock__fair_exit *x)
 {
-	char place[24];
-	dlock__call call = { &dlock__script_fair_leave, 0, 0, { NULL }, { 0 } };
-	redisReply *r = NULL;
+	dlock__call *c = &x->u.call;
 
-	dlock__call_push(&call, l->queue, l->queue_len);
-	dlock__call_push(&call, l->timeouts, l->timeouts_len);
-	dlock__call_keys_done(&call);
-	dlock__call_push(&call, owner, strlen(owner));
-	dlock__call_push(&call, place,
-			dlock__fmt_i64(place, dlock__fair_place_ms(l, wait_ms)));
-	dlock__client_run_call(l->client, &call, 1, NULL, &r);
-	freeReplyObject(r);
+	x->undo = unsettled && a->believed >= 0;
+	if (x->undo) {
+		dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, &x->u);
+		return c;
+	}
+	c->script = &dlock__script_fair_leave;
+	c->argc = 0;
+	dlock__call_push(c, l->queue, l->queue_len);
+	dlock__call_push(c, l->timeouts, l->timeouts_len);
+	dlock__call_keys_done(c);
+	dlock__call_push(c, a->owner, strlen(a->owner));
+	dlock__call_push(c, x->u.wait,
+			dlock__fmt_i64(x->u.wait, dlock__fair_place_ms(l, wait_ms)));
+	return c;
 }
 
-/*
- * A fair waiter gives up. When an attempt sent without its undo is still
- * unanswered, the undo goes now: it takes back the hold that attempt may
- * make and leaves the queue. On another connection than the attempt, it
- * usually runs after it (a paused server serves its clients in order); when
- * it does not, the late hold expires with its lease and the place with its
- * wait.
- */
-void dlock__acquire_fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled)
+void dlock__fair_exit_finish(dlock_lock *l, const dlock__acquire *a, const dlock__fair_exit *x,
+		int rc, const redisReply *r)
 {
-	dlock__rollback u;
-	redisReply *r = NULL;
-	int rc;
-
-	if (!unsettled || a->believed < 0) {
-		fair_leave(l, a->owner, wait_ms);
-		return;
-	}
-	dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, &u);
-	rc = dlock__client_run_call(l->client, &u.call, 1, NULL, &r);
-	dlock__rollback_finish(l, a->owner, a->believed, rc, r);
-	freeReplyObject(r);
+	if (x->undo)
+		dlock__rollback_finish(l, a->owner, a->believed, rc, r);
 }
 
 int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)

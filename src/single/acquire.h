@@ -97,12 +97,12 @@ int dlock__lock_acquire_start(dlock_op **out, dlock_loop *loop, dlock_lock *l,
 /*
  * The halves of acquire.c the wait (single/acquire_op.c) uses: whether a
  * failure is worth waiting out, the argument checks, the give-back of an
- * acquisition too few replicas acknowledged, a fair waiter's leaving.
+ * acquisition too few replicas acknowledged (a fair waiter's leaving is
+ * below, with the rollback it may be).
  */
 int dlock__acquire_transient(dlock_client *c, int rc, const redisReply *r);
 int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code);
-void dlock__acquire_fair_give_up(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int unsettled);
 
 /* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
 int64_t dlock__wall_ms(void);
@@ -155,6 +155,23 @@ void dlock__rollback_prepare(dlock_lock *l, const char *owner, int64_t expect, i
  */
 void dlock__rollback_finish(dlock_lock *l, const char *owner, int64_t believed, int rc,
 		const redisReply *reply);
+
+/*
+ * A fair waiter that stops waiting without the lock leaves its queue: the
+ * call to send (into *x), sent like an attempt on the waiter's loop, never
+ * blocking it. With `unsettled` (an attempt that kept the place went
+ * unanswered) and a known count it is the undo of that attempt, which also
+ * leaves; finish records what the undo did (nothing for a plain leave).
+ */
+typedef struct dlock__fair_exit {
+	dlock__rollback u; /* the undo; a plain leave uses its call and wait */
+	int undo;
+} dlock__fair_exit;
+
+const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire *a,
+		int64_t wait_ms, int unsettled, dlock__fair_exit *x);
+void dlock__fair_exit_finish(dlock_lock *l, const dlock__acquire *a, const dlock__fair_exit *x,
+		int rc, const redisReply *r);
 
 /* Set owner's hold to ttl ms, only while it is there (Redisson's renewal). */
 typedef struct dlock__renew {

@@ -16,6 +16,9 @@
  *      \--held/transient--> WAITING --message/timer--> ATTEMPT
  *   cancel: ATTEMPT ends its run (the undo goes behind the acquire);
  *           WAITING stops listening; a fair waiter leaves its queue.
+ *   A fair waiter that ends without the lock LEAVES its queue (a run on
+ *   the loop like an attempt's; the loop is never blocked) and ends when
+ *   the leave is answered or given up; a cancel then changes nothing.
  */
 #include <string.h>
 
@@ -45,16 +48,21 @@ typedef struct acquire_op {
 	int64_t wait_ms, lease_ms, started, deadline, owed_until;
 	int64_t ttl, backoff, sent_at;
 	int rc, keep_place, unsettled, in_flight, waiting;
+	char rc_msg[DLOCK__ERRMSG_MAX]; /* rc's message: the thread's last may be another op's by then */
 	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
 	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
 	int vouched;         /* the owner is this process's alone (dlock__acquire_prepare) */
 	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
+	int leaving;         /* a fair waiter's leave is out; then it ends with end_rc */
+	int end_rc;
+	char end_msg[DLOCK__ERRMSG_MAX];
 	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
 	uint64_t cancels;
 	dlock_client *send_to; /* a cluster's redirect: the member named (else the lock's client) */
 	int asking, redirects;
 	dlock__acquire a;
 	dlock__rollback undo;
+	dlock__fair_exit exit;
 	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
 	size_t nmop;
 	dlock__sync sync;
@@ -154,23 +162,53 @@ static void stop_listening(acquire_op *o)
 	o->waiting = 0;
 }
 
-/* The end: a fair waiter that did not get the lock leaves its queue. */
+static void finish(acquire_op *o, int rc)
+{
+	if (rc == DLOCK_ENOTACQUIRED)
+		o->lo.op.result.holder_ttl_ms = o->ttl;
+	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
+}
+
+static void left(dlock__mux_loop *ml)
+{
+	acquire_op *o = AOP(ml, ml);
+
+	dlock__fair_exit_finish(o->lo.l, &o->a, &o->exit, o->mop[0].rc, o->mop[0].reply);
+	dlock__mux_loop_end(ml);
+	dlock__mux_clear(o->mop, 1);
+	finish(o, dlock__seterr(o->end_rc, "%s", o->end_msg));
+}
+
+/* A fair waiter that did not get the lock leaves its queue, then ends with
+ * rc. 0 while the leave is out; < 0 when it could not be sent (its place
+ * expires with its wait). */
+static int leave(acquire_op *o, int rc)
+{
+	o->end_rc = rc;
+	snprintf(o->end_msg, sizeof(o->end_msg), "%s", dlock__errmsg_thread());
+	memset(o->mop, 0, sizeof(o->mop));
+	o->mop[0].client = o->lo.l->client;
+	o->mop[0].call = dlock__fair_exit_prepare(o->lo.l, &o->a, o->wait_ms, o->unsettled, &o->exit);
+	o->nmop = 1;
+	if (dlock__mux_loop_begin(&o->ml, o->lo.op.loop, o->mop, 1, NULL, NULL, left) < 0) {
+		dlock__seterr(rc, "%s", o->end_msg);
+		return -1;
+	}
+	o->leaving = 1;
+	return 0;
+}
+
+/* The end: a fair waiter that did not get the lock leaves its queue first. */
 static void conclude(acquire_op *o, int rc)
 {
 	stop_listening(o);
 	if (rc == 0) {
 		o->lo.op.result.token = o->a.token;
 		dlock_lock_validity(&o->lo.op.result.validity_ms, o->lo.l, o->lo.owner);
-	} else if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0) {
-		char msg[DLOCK__ERRMSG_MAX];
-
-		snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
-		dlock__acquire_fair_give_up(o->lo.l, &o->a, o->wait_ms, o->unsettled);
-		dlock__seterr(rc, "%s", msg);
+	} else if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0 && leave(o, rc) == 0) {
+		return;
 	}
-	if (rc == DLOCK_ENOTACQUIRED)
-		o->lo.op.result.holder_ttl_ms = o->ttl;
-	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
+	finish(o, rc);
 }
 
 /* In a cluster the channel's slot may have moved to another node (a slot
@@ -232,6 +270,7 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 		conclude(o, rc);
 		return;
 	}
+	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
 	if (dlock__client_first_contact_over(o->lo.l->client, rc, o->started, wake)) {
 		conclude(o, dlock__seterr_never_answered());
@@ -330,7 +369,7 @@ static void look_again(acquire_op *o)
 		return;
 	}
 	if (dlock__now_ms() >= o->deadline) {
-		conclude(o, o->rc);
+		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
 		return;
 	}
 	o->waiting = 0;
@@ -376,6 +415,8 @@ static void cancel(dlock_op *op)
 {
 	acquire_op *o = (acquire_op *)op;
 
+	if (o->leaving)
+		return; /* it ends once it has left */
 	if (o->in_flight) {
 		/* Abandoned: its undo goes right behind it (dlock__mux_op.undo). */
 		o->in_flight = 0;

@@ -110,8 +110,10 @@ int dlock_lock_release_async(
 	if (out != NULL)
 		*out = NULL;
 	rc = dlock__lock_op_new(&lo, sizeof(release_op), l, owner, cb, userdata, &steps);
-	if (rc == 0)
+	if (rc == 0) {
+		lo->op.uncancelable = 1; /* not even before it started */
 		dlock__lock_op_submit(lo, out);
+	}
 	return rc;
 }
 

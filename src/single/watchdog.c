@@ -185,10 +185,12 @@ static int64_t next_due(dlock__holds *h, int64_t now, int all, int failed)
 	int64_t period = h->client->opts.watchdog_timeout_ms / 3, next;
 
 	dlock__mutex_lock(&h->mu);
-	/* After a failure, try again sooner: the TTL keeps running. */
+	/* After a failure, try again sooner: the TTL keeps running. From the
+	 * round's end: one that met timeouts may have outlasted the interval. */
 	if (all)
 		h->round_due = h->watched == 0 ? DLOCK__NEVER
-					       : now + (failed ? period / 4 + 1 : period);
+					       : (failed ? dlock__now_ms() + period / 4 + 1
+							 : now + period);
 	next = h->round_due;
 	dlock__mutex_unlock(&h->mu);
 	return next;

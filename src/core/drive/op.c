@@ -208,9 +208,10 @@ int dlock_op_cancel(dlock_op *op)
 {
 	if (op == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_op_cancel: NULL op");
-	/* Under the set's lock: the op cannot end and be freed meanwhile. */
+	/* Under the set's lock: the op cannot end and be freed meanwhile. A
+	 * release is not canceled: it finishes whatever is asked. */
 	dlock__mutex_lock(&live_mu);
-	if (live_find(op) != NULL) {
+	if (live_find(op) != NULL && !op->uncancelable) {
 		atomic_store(&op->cancel_asked, 1);
 		dlock__loop_post(op->loop, &op->cancel_task);
 	}

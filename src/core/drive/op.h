@@ -28,6 +28,7 @@ struct dlock_op {
 	void (*destroy)(dlock_op *op); /* free the kind's state (and the op) */
 	dlock__task start_task, cancel_task, finish_task;
 	_Atomic int cancel_asked;
+	int uncancelable; /* a release: it finishes whatever is asked */
 	int finished;
 	dlock_result result;
 	char message[DLOCK__ERRMSG_MAX];

@@ -14,6 +14,7 @@
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
 #include "core/drive/debts.h"
+#include "core/drive/reactor.h"
 #include "core/topology/sentinel.h"
 #include "core/base/time.h"
 

@@ -414,7 +414,10 @@ static void tend(dlock__reactor *r)
 			dlock__mutex_lock(&r->mu);
 			continue;
 		}
-		if (r->job != NULL && now >= r->job_due && !job_ran) {
+		/* Once per pass: a job due again already (a round that took longer
+		 * than its retry interval) runs on the loop's next turn, after
+		 * what else is ready - not over and over in here. */
+		if (r->job != NULL && !job_ran && now >= r->job_due) {
 			int64_t next;
 
 			job_ran = 1;
