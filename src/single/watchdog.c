@@ -292,6 +292,7 @@ static int round_start(dlock__holds *h, int64_t now, int all)
 	qsort(rd->batch, rd->n, sizeof(*rd->batch), by_slot);
 	if (rd->n > 0 && round_build(rd) == 0) {
 		rd->sent_at = dlock__now_ms();
+		rd->ml.urgent = 1; /* ahead of the operations waiting for a connection */
 		if (dlock__mux_loop_begin(&rd->ml, dlock__reactor_loop(h->client->reactor), rd->ops,
 				    rd->nops, NULL, NULL, round_over) == 0) {
 			h->renewing = rd;

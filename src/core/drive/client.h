@@ -26,6 +26,7 @@ struct dlock_client {
 	dlock__conn **idle; /* pool_size slots */
 	int n_idle;
 	int n_open;        /* idle + lent out + being opened */
+	struct dlock__pool_waiter *waiters, *waiters_tail; /* runs waiting for one (pool.c) */
 	uint64_t conn_gen; /* connections opened so far: a new one may meet a restarted server */
 	_Atomic int64_t timed_out_at; /* monotonic ms a multiplexed command timed out;
 	                                 0 once the server answered again */
@@ -51,6 +52,26 @@ struct dlock_client {
  * parent's. Every command path checks it.
  */
 int dlock__client_check_fork(dlock_client *client);
+
+/*
+ * A multiplexed run on a loop that waits for a pooled connection: `task`
+ * is posted to `loop` when one is given back (core/drive/mux_loop.c).
+ */
+struct dlock_loop;
+struct dlock__task;
+typedef struct dlock__pool_waiter {
+	struct dlock_loop *loop;
+	struct dlock__task *task;
+	struct dlock__pool_waiter *next;
+	int queued;
+} dlock__pool_waiter;
+
+/* 1 with w queued when c has no idle connection and pool_size open (its
+ * task comes when one is given back), else 0. */
+int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w);
+
+/* Take w out of the queue, if it is still there; no task comes after. */
+void dlock__client_pool_unwait(dlock_client *c, dlock__pool_waiter *w);
 
 /*
  * Borrow a connection (opening one if the pool has room) and give it back.

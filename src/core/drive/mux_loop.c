@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A multiplexed run on a loop (core/mux_loop.h). */
 #include <poll.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "dlock/errors.h"
+#include "core/drive/client.h"
 #include "core/drive/mux_loop.h"
 #include "core/base/time.h"
 
@@ -77,20 +79,79 @@ static void timer_fired(dlock__timer *t)
 	step(ml, dlock__mux_advance(&ml->mux, NULL, 0));
 }
 
+/* Queue the run behind a client whose pool is all lent out: 1 queued. */
+static int wait_for_pool(dlock__mux_loop *ml)
+{
+	size_t i;
+
+	if (ml->urgent || dlock__loop_wakeable(ml->loop) < 0)
+		return 0; /* a descriptor to be woken by is needed: else open one more */
+	for (i = 0; i < ml->n; i++) {
+		dlock_client *c = ml->ops[i].client;
+
+		/* A cluster's members are known once routed: not waited for. */
+		if (ml->ops[i].skip || c == NULL || c->node.cluster != NULL)
+			continue;
+		if (dlock__client_pool_wait(c, &ml->waiter)) {
+			ml->waits_on = c;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int begin_now(dlock__mux_loop *ml);
+
+/* A connection was given back: begin, or wait on (another took it). */
+static void pool_ready(dlock__task *t)
+{
+	dlock__mux_loop *ml = OF(t, pool_task);
+	size_t i;
+
+	ml->waits_on = NULL;
+	if (wait_for_pool(ml))
+		return;
+	if (begin_now(ml) == 0)
+		return;
+	/* Out of memory: every op fails; `done` still comes from the loop. */
+	for (i = 0; i < ml->n; i++) {
+		ml->ops[i].rc = DLOCK_ENOMEM;
+		snprintf(ml->ops[i].errmsg, sizeof(ml->ops[i].errmsg), "out of memory");
+	}
+	ml->running = 0;
+	ml->done(ml);
+}
+
 int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op *ops, size_t n,
 		dlock__mux_enough enough, void *arg, void (*done)(dlock__mux_loop *ml))
 {
-	int rc;
-
 	ml->loop = loop;
 	ml->done = done;
 	ml->nio = 0;
+	ml->ops = ops;
+	ml->n = n;
+	ml->enough = enough;
+	ml->arg = arg;
+	ml->waits_on = NULL;
+	ml->waiter.loop = loop;
+	ml->waiter.task = &ml->pool_task;
+	dlock__task_init(&ml->pool_task, pool_ready);
 	for (size_t i = 0; i < DLOCK__MUX_LOOP_IOS; i++) {
 		ml->w[i].io.slot = (size_t)-1;
 		ml->w[i].ml = ml;
 	}
 	dlock__timer_init(&ml->timer, timer_fired);
-	rc = dlock__mux_begin(&ml->mux, ops, n, enough, arg);
+	if (wait_for_pool(ml)) {
+		ml->running = 1;
+		return 0;
+	}
+	return begin_now(ml);
+}
+
+static int begin_now(dlock__mux_loop *ml)
+{
+	dlock__loop *loop = ml->loop;
+	int rc = dlock__mux_begin(&ml->mux, ml->ops, ml->n, ml->enough, ml->arg);
 	if (rc < 0)
 		return rc;
 	ml->running = 1;
@@ -110,6 +171,15 @@ int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op 
 
 void dlock__mux_loop_end(dlock__mux_loop *ml)
 {
+	if (ml->waits_on != NULL) {
+		/* Never begun: nothing was sent. */
+		dlock__client_pool_unwait(ml->waits_on, &ml->waiter);
+		dlock__loop_unpost(ml->loop, &ml->pool_task);
+		ml->waits_on = NULL;
+		ml->running = 0;
+		return;
+	}
+	dlock__loop_unpost(ml->loop, &ml->pool_task);
 	unwatch(ml);
 	ml->running = 0;
 	dlock__mux_end(&ml->mux);

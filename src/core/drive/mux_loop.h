@@ -8,6 +8,7 @@
 #ifndef DLOCK_CORE_MUX_LOOP_H
 #define DLOCK_CORE_MUX_LOOP_H
 
+#include "core/drive/client.h"
 #include "core/drive/loop.h"
 #include "core/drive/mux.h"
 
@@ -29,12 +30,27 @@ typedef struct dlock__mux_loop {
 	dlock__mux_watch w[DLOCK__MUX_LOOP_IOS]; /* the run's descriptors (more: looked at by timer) */
 	size_t nio;
 	int running;
+	/* Set before begin: never wait for a pooled connection (the watchdog's
+	 * renewals go ahead of the operations queued for one). */
+	int urgent;
+	/* Waiting for a pooled connection of `waits_on` (the run begins once
+	 * one is given back), with what begin was given. */
+	dlock_client *waits_on;
+	dlock__pool_waiter waiter;
+	dlock__task pool_task;
+	dlock__mux_op *ops;
+	size_t n;
+	dlock__mux_enough enough;
+	void *arg;
 } dlock__mux_loop;
 
 /*
  * Begin the run and watch it on `loop`; `done` runs (on the loop, never
  * from within this call) when it is over, after which the caller reads the
- * ops and calls dlock__mux_loop_end(). 0, or DLOCK_ENOMEM (nothing began).
+ * ops and calls dlock__mux_loop_end(). A client whose pool is all lent
+ * out makes the run wait on the loop for a connection given back, rather
+ * than open one more for it (thousands of operations in flight would open
+ * thousands). 0, or DLOCK_ENOMEM (nothing began).
  */
 int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op *ops, size_t n,
 		dlock__mux_enough enough, void *arg, void (*done)(dlock__mux_loop *ml));

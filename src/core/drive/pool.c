@@ -14,16 +14,20 @@
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
 #include "core/drive/debts.h"
+#include "core/drive/loop.h"
 #include "core/drive/reactor.h"
 #include "core/topology/sentinel.h"
 #include "core/base/time.h"
 
 /* A connection counted in the pool failed to open: uncount it, wake a waiter. */
+static void wake_waiter(dlock_client *c);
+
 static void open_failed(dlock_client *c)
 {
 	dlock__mutex_lock(&c->pool_mu);
 	c->n_open--;
 	pthread_cond_signal(&c->pool_cv);
+	wake_waiter(c);
 	dlock__mutex_unlock(&c->pool_mu);
 }
 
@@ -156,6 +160,58 @@ static void follow_primary(dlock_client *c, int64_t deadline, int may_ask)
 		dlock__conn_close(dead[i]);
 }
 
+/* A connection is free (pool_mu held): the run that waited longest goes.
+ * Posted under the lock, so a waiter that leaves (unwait) is never posted
+ * to after it left. */
+static void wake_waiter(dlock_client *c)
+{
+	dlock__pool_waiter *w = c->waiters;
+
+	if (w == NULL)
+		return;
+	c->waiters = w->next;
+	if (c->waiters == NULL)
+		c->waiters_tail = NULL;
+	w->queued = 0;
+	dlock__loop_post(w->loop, w->task);
+}
+
+int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w)
+{
+	int full;
+
+	dlock__mutex_lock(&c->pool_mu);
+	full = c->n_idle == 0 && c->n_open >= c->opts.pool_size;
+	if (full) {
+		w->next = NULL;
+		w->queued = 1;
+		if (c->waiters_tail != NULL)
+			c->waiters_tail->next = w;
+		else
+			c->waiters = w;
+		c->waiters_tail = w;
+	}
+	dlock__mutex_unlock(&c->pool_mu);
+	return full;
+}
+
+void dlock__client_pool_unwait(dlock_client *c, dlock__pool_waiter *w)
+{
+	dlock__pool_waiter **at, *prev = NULL;
+
+	dlock__mutex_lock(&c->pool_mu);
+	for (at = &c->waiters; w->queued && *at != NULL; prev = *at, at = &(*at)->next) {
+		if (*at != w)
+			continue;
+		*at = w->next;
+		if (c->waiters_tail == w)
+			c->waiters_tail = prev;
+		w->queued = 0;
+		break;
+	}
+	dlock__mutex_unlock(&c->pool_mu);
+}
+
 void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 {
 	int older, carries = 0;
@@ -181,6 +237,7 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		c->n_open--;
 		n = drop_idle(c, owes_nothing, dead);
 		pthread_cond_broadcast(&c->pool_cv);
+		wake_waiter(c);
 		dlock__mutex_unlock(&c->pool_mu);
 		dlock__conn_close(conn);
 		for (i = 0; i < n; i++) {
@@ -198,6 +255,7 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		c->n_open--; /* to an older primary, or an extra one a multiplexed operation opened */
 	}
 	pthread_cond_signal(&c->pool_cv);
+	wake_waiter(c);
 	dlock__mutex_unlock(&c->pool_mu);
 	dlock__conn_close(conn);
 	if (carries)
