@@ -36,8 +36,8 @@
  *      sharing one client per server. Acquisitions per second and process
  *      CPU (user+sys) per acquisition of each, and their ratios; the
  *      connections the servers accepted per cycle (INFO stats) and their
- *      CPU. Single locks, not a RedLock: MultiLock/RedLock have no
- *      asynchronous operations yet.
+ *      CPU. Single locks spread over the servers, not a RedLock (a
+ *      RedLock row is still to come).
  *
  * Latencies on CLOCK_MONOTONIC, in µs; client CPU per operation is
  * getrusage(RUSAGE_SELF) user+sys over the measured loop / operations (all
@@ -1710,8 +1710,7 @@ static void scenario6(void)
 
 	note("scenario 6: asynchronous (one loop thread, %d in flight) against blocking (%d threads): "
 			"acquire+release of single locks (RLock, wait 0) on distinct uncontended names "
-			"spread over the servers, %ld per row (not a RedLock: MultiLock/RedLock have no "
-			"asynchronous operations yet)\n",
+			"spread over the servers, %ld per row (not a RedLock)\n",
 			opt.async_window, opt.async_threads, opt.iterations);
 	for (i = 0; i < opt.nasync_counts; i++) {
 		int n = opt.async_counts[i];
