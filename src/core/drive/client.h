@@ -67,8 +67,9 @@ typedef struct dlock__pool_waiter {
 } dlock__pool_waiter;
 
 /* 1 with w queued when c has no idle connection and pool_size open (its
- * task comes when one is given back), else 0. */
-int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w);
+ * task comes when one is given back), else 0. `first`: ahead of the
+ * others (the watchdog's renewals, which must not wait behind them). */
+int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w, int first);
 
 /* Take w out of the queue, if it is still there; no task comes after. */
 void dlock__client_pool_unwait(dlock_client *c, dlock__pool_waiter *w);

@@ -84,7 +84,7 @@ static int wait_for_pool(dlock__mux_loop *ml)
 {
 	size_t i;
 
-	if (ml->urgent || dlock__loop_wakeable(ml->loop) < 0)
+	if (dlock__loop_wakeable(ml->loop) < 0)
 		return 0; /* a descriptor to be woken by is needed: else open one more */
 	for (i = 0; i < ml->n; i++) {
 		dlock_client *c = ml->ops[i].client;
@@ -92,7 +92,7 @@ static int wait_for_pool(dlock__mux_loop *ml)
 		/* A cluster's members are known once routed: not waited for. */
 		if (ml->ops[i].skip || c == NULL || c->node.cluster != NULL)
 			continue;
-		if (dlock__client_pool_wait(c, &ml->waiter)) {
+		if (dlock__client_pool_wait(c, &ml->waiter, ml->urgent)) {
 			ml->waits_on = c;
 			return 1;
 		}

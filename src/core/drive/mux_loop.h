@@ -30,8 +30,10 @@ typedef struct dlock__mux_loop {
 	dlock__mux_watch w[DLOCK__MUX_LOOP_IOS]; /* the run's descriptors (more: looked at by timer) */
 	size_t nio;
 	int running;
-	/* Set before begin: never wait for a pooled connection (the watchdog's
-	 * renewals go ahead of the operations queued for one). */
+	/* Set before begin: first in the queue for a pooled connection (the
+	 * watchdog's renewals go ahead of the operations waiting for one: the
+	 * next connection given back, a round trip away, rather than a
+	 * connection of its own to open under load). */
 	int urgent;
 	/* Waiting for a pooled connection of `waits_on` (the run begins once
 	 * one is given back), with what begin was given. */

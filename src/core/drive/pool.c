@@ -176,13 +176,19 @@ static void wake_waiter(dlock_client *c)
 	dlock__loop_post(w->loop, w->task);
 }
 
-int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w)
+int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w, int first)
 {
 	int full;
 
 	dlock__mutex_lock(&c->pool_mu);
 	full = c->n_idle == 0 && c->n_open >= c->opts.pool_size;
-	if (full) {
+	if (full && first) {
+		w->next = c->waiters;
+		w->queued = 1;
+		c->waiters = w;
+		if (c->waiters_tail == NULL)
+			c->waiters_tail = w;
+	} else if (full) {
 		w->next = NULL;
 		w->queued = 1;
 		if (c->waiters_tail != NULL)
