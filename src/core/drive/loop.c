@@ -230,11 +230,19 @@ void dlock__task_init(dlock__task *t, void (*run)(dlock__task *t))
 	t->run = run;
 }
 
-void dlock__loop_post(dlock__loop *l, dlock__task *t)
+/* Wake the thread that waits on the loop (its wake-up descriptor). */
+static void wake(dlock__loop *l)
 {
 	uint64_t one = 1;
 	ssize_t n;
 
+	do {
+		n = write(l->wake_fd, &one, sizeof(one));
+	} while (n < 0 && errno == EINTR);
+}
+
+void dlock__loop_post(dlock__loop *l, dlock__task *t)
+{
 	dlock__mutex_lock(&l->post_mu);
 	if (!t->queued) {
 		t->queued = 1;
@@ -252,9 +260,14 @@ void dlock__loop_post(dlock__loop *l, dlock__task *t)
 	if (l->wake_fd < 0 ||
 			(l->backend == DLOCK__POLL && atomic_load(&l->driver) == dlock_thread_id()))
 		return;
-	do {
-		n = write(l->wake_fd, &one, sizeof(one));
-	} while (n < 0 && errno == EINTR);
+	/* Posted from inside its own dispatch (a callback starting the next
+	 * operation, an op's end): one wake-up when the dispatch is over, if
+	 * anything is still queued then, instead of one per post. */
+	if (l->in_run > 0 && atomic_load(&l->driver) == dlock_thread_id()) {
+		l->wake_owed = 1;
+		return;
+	}
+	wake(l);
 }
 
 int dlock__loop_unpost(dlock__loop *l, dlock__task *t)
@@ -335,6 +348,16 @@ void dlock__loop_dispatch_due(dlock__loop *l)
 		t->fire(t);
 	}
 	l->in_run--;
+	if (l->in_run == 0 && l->wake_owed) {
+		int pending;
+
+		l->wake_owed = 0;
+		dlock__mutex_lock(&l->post_mu);
+		pending = l->posted != NULL;
+		dlock__mutex_unlock(&l->post_mu);
+		if (pending)
+			wake(l);
+	}
 	tell_timer(l);
 }
 

@@ -73,7 +73,8 @@ struct dlock_loop {
 	_Atomic int pending; /* operations and other work that keep dlock_loop_run's answer 1 */
 	int public_; /* made by dlock_loop_new (a caller's), not a client's own */
 	int in_run;  /* inside a dispatch: hooks may not ask for a zero timer from it */
-	_Atomic uint64_t driver; /* poll backend: the thread that drives it (dlock_thread_id) */
+	_Atomic uint64_t driver; /* the thread that drives it (dlock_thread_id) */
+	int wake_owed;           /* posted from inside its dispatch: wake once it is over */
 	int busy;                /* a thread's loop: a blocking call is driving it */
 };
 

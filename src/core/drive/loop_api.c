@@ -10,6 +10,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "dlock/client.h"
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
@@ -133,6 +134,7 @@ int dlock_loop_fd_ready(dlock_loop *l, int fd, int what)
 {
 	if (l == NULL || fd < 0)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd_ready: NULL loop or bad descriptor");
+	atomic_store(&l->driver, dlock_thread_id());
 	fd_ready(l, fd, events_of(what));
 	dlock__loop_dispatch_due(l);
 	return 0;
@@ -142,6 +144,7 @@ int dlock_loop_timeout(dlock_loop *l)
 {
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_timeout: NULL loop");
+	atomic_store(&l->driver, dlock_thread_id());
 	l->timer_asked = DLOCK__NEVER; /* the caller's timer is spent */
 	dlock__loop_dispatch_due(l);
 	return 0;
@@ -162,6 +165,7 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 
 	if (l == NULL || l->backend != DLOCK__EPOLL)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_run: not a loop made without callbacks");
+	atomic_store(&l->driver, dlock_thread_id());
 	due = dlock__loop_next_due(l);
 	wait = timeout_ms < 0 ? -1 : (int)(timeout_ms > INT32_MAX ? INT32_MAX : timeout_ms);
 	if (due != DLOCK__NEVER && (wait < 0 || dlock__ms_until(due) < wait))
