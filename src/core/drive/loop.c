@@ -263,7 +263,8 @@ void dlock__loop_post(dlock__loop *l, dlock__task *t)
 	/* Posted from inside its own dispatch (a callback starting the next
 	 * operation, an op's end): one wake-up when the dispatch is over, if
 	 * anything is still queued then, instead of one per post. */
-	if (l->in_run > 0 && atomic_load(&l->driver) == dlock_thread_id()) {
+	/* (Driver first: in_run is the driving thread's alone to read.) */
+	if (atomic_load(&l->driver) == dlock_thread_id() && l->in_run > 0) {
 		l->wake_owed = 1;
 		return;
 	}
