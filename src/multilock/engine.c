@@ -584,20 +584,14 @@ int dlock__engine_acquire_async(dlock_op **out, dlock__engine *e, const char *ow
 		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata)
 {
 	acquire_args a = { wait_ms, lease_ms };
-	dlock__engine_op *o;
-	int rc;
+	int rc = check_args(e, owner, wait_ms, lease_ms);
 
-	if (out != NULL)
-		*out = NULL;
-	if (owner == NULL || cb == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "multilock: NULL %s",
-				owner == NULL ? "owner" : "callback");
-	if ((rc = check_args(e, owner, wait_ms, lease_ms)) < 0 ||
-			(rc = dlock__engine_op_new(&o, e, owner, cb, userdata, acquire_start)) < 0)
+	if (rc < 0) {
+		if (out != NULL)
+			*out = NULL;
 		return rc;
-	acquire_setup(o, &a);
-	dlock__engine_submit(o, out);
-	return 0;
+	}
+	return dlock__engine_async(out, e, owner, cb, userdata, acquire_start, acquire_setup, &a);
 }
 
 /* ------------------------------------------------------------------ */

@@ -95,7 +95,7 @@ static void destroy(dlock_op *op)
 	dlock__free(o->t);
 	dlock__free(o->seen);
 	dlock__free(o->cancels);
-	dlock__free(o->owner_copy);
+	dlock__free(o->owner);
 	dlock__free(o);
 }
 
@@ -112,13 +112,13 @@ int dlock__engine_op_new(dlock__engine_op **out, dlock__engine *e, const char *o
 	o->t = dlock__calloc(e->n, sizeof(*o->t));
 	o->seen = dlock__calloc(e->n, sizeof(*o->seen));
 	o->cancels = dlock__calloc(e->n, sizeof(*o->cancels));
-	o->owner_copy = owner != NULL ? dlock__strdup(owner) : NULL;
+	o->owner = owner != NULL ? dlock__strdup(owner) : NULL;
 	if (o->t == NULL || o->seen == NULL || o->cancels == NULL ||
-			(owner != NULL && o->owner_copy == NULL)) {
+			(owner != NULL && o->owner == NULL)) {
 		dlock__free(o->t);
 		dlock__free(o->seen);
 		dlock__free(o->cancels);
-		dlock__free(o->owner_copy);
+		dlock__free(o->owner);
 		dlock__free(o);
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 	}
@@ -128,7 +128,6 @@ int dlock__engine_op_new(dlock__engine_op **out, dlock__engine *e, const char *o
 	o->op.destroy = destroy;
 	o->e = e;
 	o->client = dlock__lock_client(first);
-	o->owner = o->owner_copy;
 	o->vouched = dlock__engine_owner_is_ours(e, owner);
 	o->validity = -1;
 	dlock__timer_init(&o->skip, run_skipped);
@@ -154,32 +153,13 @@ void dlock__engine_op_end(dlock__engine_op *o, int rc)
 	dlock__op_finish(&o->op, rc);
 }
 
-/* How an operation a blocking call drives ended. */
-typedef struct blocking_end {
-	int done, code;
-	int64_t validity, token;
-	char message[DLOCK__ERRMSG_MAX];
-} blocking_end;
-
-static void note_end(dlock_op *op, const dlock_result *r, void *userdata)
-{
-	blocking_end *b = userdata;
-
-	(void)op;
-	b->done = 1;
-	b->code = r->code;
-	b->validity = r->validity_ms;
-	b->token = r->token;
-	memcpy(b->message, r->message, strnlen(r->message, sizeof(b->message) - 1));
-}
-
 int dlock__engine_block(dlock__engine *e, const char *owner, void (*start)(dlock_op *op),
 		void (*setup)(dlock__engine_op *o, void *arg), void *arg, int64_t *validity,
 		int64_t *token)
 {
-	blocking_end b = { 0 };
+	dlock__ending b = { 0 };
 	dlock__engine_op *o;
-	int rc = dlock__engine_op_new(&o, e, owner, note_end, &b, start);
+	int rc = dlock__engine_op_new(&o, e, owner, dlock__ending_note, &b, start);
 
 	if (rc < 0)
 		return rc;
@@ -196,9 +176,24 @@ int dlock__engine_block(dlock__engine *e, const char *owner, void (*start)(dlock
 	return 0;
 }
 
-void dlock__engine_submit(dlock__engine_op *o, dlock_op **out)
+int dlock__engine_async(dlock_op **out, dlock__engine *e, const char *owner, dlock_op_cb cb,
+		void *userdata, void (*start)(dlock_op *op),
+		void (*setup)(dlock__engine_op *o, void *arg), void *arg)
 {
+	dlock__engine_op *o;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (owner == NULL || cb == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "multilock: NULL %s",
+				owner == NULL ? "owner" : "callback");
+	if ((rc = dlock__engine_op_new(&o, e, owner, cb, userdata, start)) < 0)
+		return rc;
+	if (setup != NULL)
+		setup(o, arg);
 	if (out != NULL)
 		*out = &o->op;
 	dlock__op_submit(&o->op);
+	return 0;
 }

@@ -26,8 +26,7 @@ struct dlock__engine_op {
 	dlock_op op; /* first */
 	dlock__engine *e;
 	dlock_client *client; /* the first member's, whose loop it runs on */
-	const char *owner; /* explicit (owner_copy), or NULL: the calling thread's */
-	char *owner_copy;
+	char *owner; /* explicit (the op's copy), or NULL: the calling thread's */
 	int vouched; /* the owner is named after a member's client: this process's alone */
 	int64_t wait_ms, lease_ms, deadline, started;
 	dlock__member_try *t;      /* this round */
@@ -61,8 +60,12 @@ struct dlock__engine_op {
 int dlock__engine_op_new(dlock__engine_op **out, dlock__engine *e, const char *owner,
 		dlock_op_cb cb, void *userdata, void (*start)(dlock_op *op));
 
-/* Hand it to its loop; *out (may be NULL) gets it. */
-void dlock__engine_submit(dlock__engine_op *o, dlock_op **out);
+/* An asynchronous call: make the op for an explicit owner (setup, may be
+ * NULL, fills in its arguments) and hand it to its loop; *out (may be
+ * NULL) gets it. 0, or an error (no op, no callback). */
+int dlock__engine_async(dlock_op **out, dlock__engine *e, const char *owner, dlock_op_cb cb,
+		void *userdata, void (*start)(dlock_op *op),
+		void (*setup)(dlock__engine_op *o, void *arg), void *arg);
 
 /*
  * A blocking call: make the op (setup, may be NULL, fills in its

@@ -234,17 +234,12 @@ int dlock__engine_release(dlock__engine *e, const char *owner)
 int dlock__engine_release_async(dlock_op **out, dlock__engine *e, const char *owner,
 		dlock_op_cb cb, void *userdata)
 {
-	dlock__engine_op *o;
-	int rc;
+	int rc = check_owner(owner);
 
-	if (out != NULL)
-		*out = NULL;
-	if (owner == NULL || cb == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "multilock: NULL %s",
-				owner == NULL ? "owner" : "callback");
-	if ((rc = check_owner(owner)) < 0 ||
-			(rc = dlock__engine_op_new(&o, e, owner, cb, userdata, release_start)) < 0)
+	if (rc < 0) {
+		if (out != NULL)
+			*out = NULL;
 		return rc;
-	dlock__engine_submit(o, out);
-	return 0;
+	}
+	return dlock__engine_async(out, e, owner, cb, userdata, release_start, NULL, NULL);
 }

@@ -8,7 +8,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,19 +48,6 @@ static void note(dlock_op *op, const dlock_result *r, void *ud)
 				r->code);
 }
 
-static int threads_in_process(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert(d != NULL);
-	while ((e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 static dlock_client *client_on(dlock_loop *loop)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
@@ -96,7 +82,7 @@ static void acquire(dlock_lock *l, const char *owner, int64_t wait, dlock_op **o
 
 Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 {
-	int before = threads_in_process();
+	int before = dl_count_threads();
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
@@ -106,7 +92,7 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
 	l = dl_lock(c, "async:one");
-	cr_assert_eq(threads_in_process(), before, "a client on the caller's loop started a thread");
+	cr_assert_eq(dl_count_threads(), before, "a client on the caller's loop started a thread");
 	acquire(l, "me:1", 0, &op, &a);
 	cr_assert_eq(a.calls, 0, "the callback ran inside the call that started it");
 	run_until_done(loop, &a, 1, 5000);
@@ -123,7 +109,7 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:one"), 0);
 	cr_assert_eq(a.calls + r.calls, 2);
 	cr_assert(!a.inside && !r.inside);
-	cr_assert_eq(threads_in_process(), before);
+	cr_assert_eq(dl_count_threads(), before);
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
 	dl_pass(dlock_loop_free(loop));
@@ -589,7 +575,7 @@ Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
 	dlock_client *c;
 	dlock_lock *l;
 	outcome a = { 0 };
-	int64_t t0, turn, longest = 0;
+	int64_t longest;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
 	co.loop = loop;
@@ -602,12 +588,8 @@ Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
 	cr_assert_eq(rh_server_pause(dl_srv), 0);
 	/* Rounds fail for 2.5 s: each turn of the loop costs at most one. */
-	for (t0 = rh_now_ms(); rh_now_ms() - t0 < 2500;) {
-		turn = rh_now_ms();
-		cr_assert(dlock_loop_run(loop, 50) >= 0);
-		turn = rh_now_ms() - turn;
-		longest = turn > longest ? turn : longest;
-	}
+	longest = dl_longest_loop_turn(loop, 2500, 50);
+	cr_assert(longest >= 0);
 	cr_assert_eq(rh_server_resume(dl_srv), 0);
 	cr_assert(longest < 300, "one turn of the loop took %lld ms while renewals failed "
 			"(command timeout 400 ms)", (long long)longest);
@@ -696,7 +678,7 @@ Test(async, a_hung_server_does_not_stop_another_clients_renewals)
 	dlock_lock **l = calloc(N, sizeof(*l)), *kept;
 	outcome a = { 0 };
 	char name[32];
-	int64_t t0, turn, longest = 0;
+	int64_t longest;
 
 	cr_assert(other != NULL && l != NULL);
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -717,12 +699,8 @@ Test(async, a_hung_server_does_not_stop_another_clients_renewals)
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
 
 	cr_assert_eq(rh_server_pause(dl_srv), 0);
-	for (t0 = rh_now_ms(); rh_now_ms() - t0 < 2500;) {
-		turn = rh_now_ms();
-		cr_assert(dlock_loop_run(loop, 50) >= 0);
-		turn = rh_now_ms() - turn;
-		longest = turn > longest ? turn : longest;
-	}
+	longest = dl_longest_loop_turn(loop, 2500, 50);
+	cr_assert(longest >= 0);
 	cr_assert_eq(rh_server_resume(dl_srv), 0);
 	cr_assert_eq(dlock_lock_check(kept, "me:well"), 0, "the healthy server's hold was lost");
 	cr_assert_eq(rh_command_int(other, "EXISTS async:healthy"), 1);

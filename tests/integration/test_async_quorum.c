@@ -9,7 +9,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,19 +61,6 @@ static void note(dlock_op *op, const dlock_result *r, void *ud)
 	if (r->code < 0)
 		cr_assert(r->message != NULL && r->message[0] != '\0', "code %d without a message",
 				r->code);
-}
-
-static int threads_in_process(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert(d != NULL);
-	while ((e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
 }
 
 /* A RedLock on `name` over the N servers, its clients on `loop`. */
@@ -144,7 +130,7 @@ static int held_on(const char *key)
 
 Test(async_quorum, a_redlock_on_the_callers_loop_with_no_thread_of_dlocks)
 {
-	int before = threads_in_process();
+	int before = dl_count_threads();
 	dlock_loop *loop = NULL;
 	dlock_redlock *r;
 	outcome a = { 0 };
@@ -161,7 +147,7 @@ Test(async_quorum, a_redlock_on_the_callers_loop_with_no_thread_of_dlocks)
 		cr_assert_eq(a.votes[i], DLOCK_VOTE_ACQUIRED, "member %d voted %d", i, a.votes[i]);
 		cr_assert_eq(rh_command_int(srv[i], "HEXISTS aq:one me:1"), 1, "server %d", i);
 	}
-	cr_assert_eq(threads_in_process(), before, "a client on the caller's loop started a thread");
+	cr_assert_eq(dl_count_threads(), before, "a client on the caller's loop started a thread");
 	release(loop, r, "me:1");
 	cr_assert_eq(held_on("aq:one"), 0);
 	cr_assert_eq(a.calls, 1);
@@ -430,21 +416,6 @@ Test(async_quorum, random_cancellations_leave_nothing_held_on_any_server)
 	free(rel);
 }
 
-/* The longest dlock_loop_run(loop, 10) call over ms milliseconds. */
-static int64_t longest_turn(dlock_loop *loop, int64_t ms)
-{
-	int64_t until = rh_now_ms() + ms, longest = 0;
-
-	while (rh_now_ms() < until) {
-		int64_t t = rh_now_ms();
-
-		cr_assert(dlock_loop_run(loop, 10) >= 0);
-		if (rh_now_ms() - t > longest)
-			longest = rh_now_ms() - t;
-	}
-	return longest;
-}
-
 /*
  * Renewals run on the caller's loop without blocking it: with one of two
  * servers paused through several renewal rounds, the loop still turns
@@ -482,11 +453,11 @@ Test(async_quorum, renewals_never_block_the_callers_loop)
 	for (int i = 0; i < LOCKS; i++)
 		cr_assert_eq(a[i].code, 0, "lock %d: %d", i, a[i].code);
 	cr_assert_eq(rh_server_pause(srv[1]), 0);
-	longest = longest_turn(loop, 4500); /* two rounds meet the paused server */
+	longest = dl_longest_loop_turn(loop, 4500, 10); /* two rounds meet the paused server */
 	cr_assert_eq(rh_server_resume(srv[1]), 0);
 	cr_assert_lt(longest, 1000, "the loop was held %lld ms by a paused server's renewals",
 			(long long)longest);
-	longest_turn(loop, 2500); /* the next round reaches it again */
+	dl_longest_loop_turn(loop, 2500, 10); /* the next round reaches it again */
 	for (int i = 0; i < LOCKS; i++)
 		cr_assert_eq(dlock_lock_check(l[i], owner), 0, "lock %d no longer held", i);
 	cr_assert(rh_command_int(srv[1], "PTTL aq:renew:1") > 2000, "not renewed after the pause");

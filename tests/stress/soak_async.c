@@ -53,7 +53,6 @@
  */
 #include <dlock.h>
 
-#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +60,7 @@
 #include <unistd.h>
 
 #include "redis_harness.h"
+#include "support.h"
 
 #define NSERVERS 3
 #define NAMES 300
@@ -386,20 +386,6 @@ static void start_release(soak_op *o)
 
 /* ---- the run ------------------------------------------------------------- */
 
-static int threads_now(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 static int slow_factor(void)
 {
 	const char *preload = getenv("LD_PRELOAD");
@@ -540,7 +526,7 @@ int main(void)
 {
 	const char *env_ops = getenv("DLOCK_SOAK_OPS"), *env_seed = getenv("DLOCK_SOAK_SEED");
 	int debug = getenv("DLOCK_SOAK_DEBUG") != NULL, no_pause = getenv("DLOCK_SOAK_NO_PAUSE") != NULL;
-	int factor = slow_factor(), threads_at_start = threads_now(), threads_max = 0;
+	int factor = slow_factor(), threads_at_start = dl_count_threads(), threads_max = 0;
 	int64_t t0, t_started, t_ended = -1, t_settled = -1, paused_at = -1, resumed_at = -1;
 	int64_t deadline, next_look = 0, next_progress = 0, longest_turn = 0;
 	double conns[NSERVERS];
@@ -661,7 +647,7 @@ int main(void)
 			}
 		}
 		if (now >= next_look) {
-			int t = threads_now();
+			int t = dl_count_threads();
 
 			if (t > threads_max)
 				threads_max = t;

@@ -142,3 +142,18 @@ rh_server *dl_slot_owner(rh_cluster *c, const char *key)
 	cr_assert_not_null(s, "no node serves the slot of %s", key);
 	return s;
 }
+
+int64_t dl_longest_loop_turn(dlock_loop *loop, int64_t for_ms, int64_t turn_ms)
+{
+	int64_t until = rh_now_ms() + for_ms, longest = 0;
+
+	while (rh_now_ms() < until) {
+		int64_t t = rh_now_ms();
+
+		if (dlock_loop_run(loop, turn_ms) < 0)
+			return -1;
+		if (rh_now_ms() - t > longest)
+			longest = rh_now_ms() - t;
+	}
+	return longest;
+}

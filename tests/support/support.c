@@ -19,9 +19,10 @@ void dl_sleep_ms(int64_t ms)
 		;
 }
 
-int dl_count_fds(void)
+/* Entries of a /proc directory, or -1. */
+static int dir_entries(const char *path)
 {
-	DIR *d = opendir("/proc/self/fd");
+	DIR *d = opendir(path);
 	struct dirent *e;
 	int n = 0;
 
@@ -31,7 +32,19 @@ int dl_count_fds(void)
 		if (e->d_name[0] != '.')
 			n++;
 	closedir(d);
-	return n - 1; /* the directory's own descriptor */
+	return n;
+}
+
+int dl_count_fds(void)
+{
+	int n = dir_entries("/proc/self/fd");
+
+	return n < 0 ? -1 : n - 1; /* the directory's own descriptor */
+}
+
+int dl_count_threads(void)
+{
+	return dir_entries("/proc/self/task");
 }
 
 void dl_gate_init(dl_gate *g)

@@ -28,6 +28,13 @@ void dl_sleep_ms(int64_t ms);
 /* Open descriptors of this process. */
 int dl_count_fds(void);
 
+/* Threads in this process (/proc/self/task), or -1. */
+int dl_count_threads(void);
+
+/* Drive `loop` (dlock_loop_run with turn_ms) for for_ms; the longest turn,
+ * ms (how long the loop was kept from other work), or -1 on an error. */
+int64_t dl_longest_loop_turn(dlock_loop *loop, int64_t for_ms, int64_t turn_ms);
+
 /* Append one line with one write(): O_APPEND keeps it whole against the
  * other processes writing the same log. Truncated past 1 KiB. */
 void dl_log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
