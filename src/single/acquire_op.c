@@ -479,22 +479,35 @@ int dlock_lock_acquire_async(dlock_op **out, dlock_lock *l, const char *owner, i
 	return rc;
 }
 
-int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
-		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl)
+/* An acquisition for owner (NULL: the calling thread's) that a caller's
+ * cancel count ends (dlock_client_cancel_waits), not started. */
+static int new_waiting_acquire(acquire_op **out, dlock_lock *l, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, uint64_t cancels, dlock_op_cb cb, void *userdata)
 {
 	char buf[64];
 	const char *resolved;
-	dlock__ending e = { 0 };
-	acquire_op *o;
 	int rc;
 
 	if ((rc = dlock__resolve_owner(l, owner, buf, sizeof(buf), &resolved)) < 0 ||
-			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, dlock__ending_note, &e)) < 0)
+			(rc = new_acquire(out, l, resolved, wait_ms, lease_ms, cb, userdata)) < 0)
 		return rc;
-	o->thread_owner = owner == NULL;
+	(*out)->thread_owner = owner == NULL;
+	(*out)->canceled_with = 1;
+	(*out)->cancels = cancels;
+	return 0;
+}
+
+int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms,
+		uint64_t cancels, int ride_out_errors, int64_t *token, int64_t *holder_ttl)
+{
+	dlock__ending e = { 0 };
+	acquire_op *o;
+	int rc = new_waiting_acquire(&o, l, owner, wait_ms, lease_ms, cancels, dlock__ending_note,
+			&e);
+
+	if (rc < 0)
+		return rc;
 	o->ride_out = ride_out_errors;
-	o->canceled_with = 1;
-	o->cancels = cancels;
 	rc = dlock__lock_op_block(&o->lo, &e);
 	if (rc == 0 && token != NULL)
 		*token = e.token;
@@ -507,19 +520,13 @@ int dlock__lock_acquire_start(dlock_op **out, dlock__loop *loop, dlock_lock *l, 
 		int vouched, int64_t wait_ms, int64_t lease_ms, uint64_t cancels, dlock_op_cb cb,
 		void *userdata)
 {
-	char buf[64];
-	const char *resolved;
 	acquire_op *o;
-	int rc;
+	int rc = new_waiting_acquire(&o, l, owner, wait_ms, lease_ms, cancels, cb, userdata);
 
-	if ((rc = dlock__resolve_owner(l, owner, buf, sizeof(buf), &resolved)) < 0 ||
-			(rc = new_acquire(&o, l, resolved, wait_ms, lease_ms, cb, userdata)) < 0)
+	if (rc < 0)
 		return rc;
-	o->thread_owner = owner == NULL;
 	o->vouched = vouched;
 	o->ride_out = 0;
-	o->canceled_with = 1;
-	o->cancels = cancels;
 	o->lo.op.loop = loop;
 	dlock__lock_op_submit(&o->lo, out);
 	return 0;
