@@ -19,9 +19,9 @@
 #include "core/topology/sentinel.h"
 #include "core/base/time.h"
 
-/* A connection counted in the pool failed to open: uncount it, wake a waiter. */
 static void wake_waiter(dlock_client *c);
 
+/* A connection counted in the pool failed to open: uncount it, wake a waiter. */
 static void open_failed(dlock_client *c)
 {
 	dlock__mutex_lock(&c->pool_mu);
@@ -182,20 +182,15 @@ int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w, int first)
 
 	dlock__mutex_lock(&c->pool_mu);
 	full = c->n_idle == 0 && c->n_open >= c->opts.pool_size;
-	if (full && first) {
-		w->next = c->waiters;
+	if (full) {
 		w->queued = 1;
-		c->waiters = w;
-		if (c->waiters_tail == NULL)
-			c->waiters_tail = w;
-	} else if (full) {
-		w->next = NULL;
-		w->queued = 1;
-		if (c->waiters_tail != NULL)
-			c->waiters_tail->next = w;
-		else
+		w->next = first ? c->waiters : NULL;
+		if (first || c->waiters == NULL)
 			c->waiters = w;
-		c->waiters_tail = w;
+		else
+			c->waiters_tail->next = w;
+		if (!first || c->waiters_tail == NULL)
+			c->waiters_tail = w;
 	}
 	dlock__mutex_unlock(&c->pool_mu);
 	return full;
