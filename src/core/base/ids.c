@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -7,6 +9,26 @@
 
 #include "dlock/client.h"
 #include "core/base/ids.h"
+
+static atomic_int cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_after_fork(void)
+{
+	atomic_store(&cached_pid, (int)getpid());
+}
+
+static void pid_init(void)
+{
+	atomic_store(&cached_pid, (int)getpid());
+	(void)pthread_atfork(NULL, NULL, pid_after_fork);
+}
+
+pid_t dlock__pid(void)
+{
+	pthread_once(&pid_once, pid_init);
+	return (pid_t)atomic_load_explicit(&cached_pid, memory_order_relaxed);
+}
 
 /* Per-thread xoshiro256** state: request ids need uniqueness, not secrecy,
  * and one getrandom() per thread keeps unlock free of system calls. */
@@ -22,7 +44,7 @@ static uint64_t rng_next(void)
 {
 	uint64_t result, t;
 
-	if (rng_pid != getpid()) {
+	if (rng_pid != dlock__pid()) {
 		if (getrandom(rng, sizeof(rng), 0) != (ssize_t)sizeof(rng)) {
 			/* No entropy source: the thread id and clock still make ids distinct. */
 			struct timespec ts;
@@ -33,7 +55,7 @@ static uint64_t rng_next(void)
 			rng[2] = (uint64_t)getpid() | 1;
 			rng[3] = (uint64_t)(uintptr_t)&rng_pid;
 		}
-		rng_pid = getpid();
+		rng_pid = dlock__pid();
 	}
 	result = rotl(rng[1] * 5, 7) * 9;
 	t = rng[1] << 17;

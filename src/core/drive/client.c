@@ -29,7 +29,7 @@ static void free_client(dlock_client *c)
 	 * watchdog) and notices (force unlocks) use the layer's state. In a
 	 * forked child there is no thread to stop, and closing the copies of
 	 * the parent's sockets sends nothing. */
-	dlock__reactor_stop(c->reactor, c->pid != getpid());
+	dlock__reactor_stop(c->reactor, c->pid != dlock__pid());
 	if (c->reactor != NULL && c->opts.loop != NULL)
 		c->opts.loop->clients--;
 	dlock__cluster_free(c->node.cluster);
@@ -37,7 +37,7 @@ static void free_client(dlock_client *c)
 		c->ext_free(c->ext);
 	/* Deletes still waiting for a ride go out now (not in a forked child:
 	 * the sockets are the parent's). */
-	if (c->pid == getpid())
+	if (c->pid == dlock__pid())
 		dlock__forgets_send(c);
 	dlock__forgets_free(c);
 	for (i = 0; i < c->n_idle; i++)
@@ -118,7 +118,7 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 			dlock__cond_init(&c->pool_cv) != 0 ||
 			pthread_mutex_init(&c->ext_mu, NULL) != 0)
 		abort();
-	c->pid = getpid();
+	c->pid = dlock__pid();
 	c->opts = *opts;
 	dlock__uuid(c->id);
 	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
@@ -317,7 +317,7 @@ int dlock_client_owner(char *buf, size_t len, const dlock_client *c, uint64_t th
 
 int dlock__client_check_fork(dlock_client *c)
 {
-	if (c->pid == getpid())
+	if (c->pid == dlock__pid())
 		return 0;
 	return dlock__seterr_node(DLOCK_EFORKED, c->node.label,
 			"this client was opened by process %d before fork(): its watchdog and "

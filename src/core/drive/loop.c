@@ -15,6 +15,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/base/fd_kept.h"
 #include "core/base/ids.h"
 #include "core/drive/loop.h"
 #include "core/base/time.h"
@@ -44,7 +45,14 @@ static int grow(void *arr, size_t *cap, size_t need, void *inline_)
 	return 0;
 }
 
-/* What the caller's loop (or the epoll set) is told about a descriptor. */
+/* The epoll set's events for poll's. */
+static uint32_t epoll_events(short events)
+{
+	return ((events & POLLIN) ? EPOLLIN : 0) | ((events & POLLOUT) ? EPOLLOUT : 0);
+}
+
+/* What the caller's loop (or the epoll set) is told about a descriptor. The
+ * set may hold it already, or no longer (a kept descriptor: fd_kept.h). */
 static void tell_fd(dlock__loop *l, int fd, short events, int op)
 {
 	int what = ((events & POLLIN) ? DLOCK_POLL_IN : 0) | ((events & POLLOUT) ? DLOCK_POLL_OUT : 0);
@@ -55,9 +63,14 @@ static void tell_fd(dlock__loop *l, int fd, short events, int op)
 		struct epoll_event ev;
 
 		memset(&ev, 0, sizeof(ev));
-		ev.events = ((events & POLLIN) ? EPOLLIN : 0) | ((events & POLLOUT) ? EPOLLOUT : 0);
+		ev.events = epoll_events(events);
 		ev.data.fd = fd;
-		epoll_ctl(l->epfd, op, fd, &ev);
+		if (epoll_ctl(l->epfd, op, fd, &ev) == 0 || op == EPOLL_CTL_DEL)
+			return;
+		if (errno == EEXIST)
+			epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev);
+		else if (errno == ENOENT)
+			epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev);
 	}
 }
 
@@ -85,18 +98,42 @@ static void tell_timer(dlock__loop *l)
 	}
 }
 
-int dlock__io_start(dlock__loop *l, dlock__io *io, int fd, short events,
-		void (*ready)(dlock__io *io, short revents))
+/* The loop's own bits for a kept descriptor's events. */
+static int kept_mask(short events)
 {
+	return ((events & POLLIN) ? 1 : 0) | ((events & POLLOUT) ? 2 : 0);
+}
+
+static int io_add(dlock__loop *l, dlock__io *io, int fd, short events,
+		void (*ready)(dlock__io *io, short revents), int kept)
+{
+	int was;
+
 	if (grow(&l->ios, &l->ios_cap, l->nios + 1, l->ios_inline) < 0)
 		return DLOCK_ENOMEM;
 	io->fd = fd;
 	io->events = events;
 	io->ready = ready;
+	io->kept = kept;
 	io->slot = l->nios;
 	l->ios[l->nios++] = io;
-	tell_fd(l, fd, events, EPOLL_CTL_ADD);
+	if (l->backend != DLOCK__EPOLL || !dlock__fd_unkeep(fd, l->epfd, &was))
+		tell_fd(l, fd, events, EPOLL_CTL_ADD);
+	else if (was != kept_mask(events))
+		tell_fd(l, fd, events, EPOLL_CTL_MOD);
 	return 0;
+}
+
+int dlock__io_start(dlock__loop *l, dlock__io *io, int fd, short events,
+		void (*ready)(dlock__io *io, short revents))
+{
+	return io_add(l, io, fd, events, ready, 0);
+}
+
+int dlock__io_start_kept(dlock__loop *l, dlock__io *io, int fd, short events,
+		void (*ready)(dlock__io *io, short revents))
+{
+	return io_add(l, io, fd, events, ready, 1);
 }
 
 void dlock__io_set(dlock__loop *l, dlock__io *io, short events)
@@ -113,7 +150,9 @@ void dlock__io_stop(dlock__loop *l, dlock__io *io)
 
 	if (i == NOWHERE || i >= l->nios || l->ios[i] != io)
 		return;
-	tell_fd(l, io->fd, 0, EPOLL_CTL_DEL);
+	if (!io->kept || l->backend != DLOCK__EPOLL ||
+			dlock__fd_keep(io->fd, l->epfd, kept_mask(io->events)) < 0)
+		tell_fd(l, io->fd, 0, EPOLL_CTL_DEL);
 	l->ios[i] = l->ios[--l->nios];
 	l->ios[i]->slot = i;
 	io->slot = NOWHERE;
@@ -133,6 +172,16 @@ static dlock__io *io_of(const dlock__loop *l, int fd)
 		if (l->ios[i]->fd == fd)
 			return l->ios[i];
 	return NULL;
+}
+
+void dlock__loop_unwatched(dlock__loop *l, int fd)
+{
+	int was;
+
+	if (l->backend != DLOCK__EPOLL)
+		return;
+	(void)dlock__fd_unkeep(fd, l->epfd, &was);
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 /* The timer heap, ordered by due. */
@@ -416,8 +465,10 @@ void dlock__loop_destroy(dlock__loop *l)
 	dlock__loop_quiet(l);
 	if (l->timerfd >= 0)
 		close(l->timerfd);
-	if (l->epfd >= 0)
+	if (l->epfd >= 0) {
+		dlock__fd_forget_set(l->epfd);
 		close(l->epfd);
+	}
 	pthread_mutex_destroy(&l->post_mu);
 	if (l->ios != l->ios_inline)
 		dlock__free(l->ios);

@@ -32,6 +32,7 @@ typedef struct dlock__io {
 	short events;
 	void (*ready)(struct dlock__io *io, short revents);
 	size_t slot; /* private: index in the loop's table, or (size_t)-1 */
+	int kept;    /* private: started by dlock__io_start_kept() */
 } dlock__io;
 
 /* A deadline (monotonic ms). */
@@ -85,6 +86,11 @@ void dlock__loop_destroy(dlock__loop *l);
 /* Watch io->fd for `events` (POLLIN/POLLOUT) and call `ready` when it is. */
 int dlock__io_start(dlock__loop *l, dlock__io *io, int fd, short events,
 		void (*ready)(dlock__io *io, short revents));
+/* The same for a connection's descriptor, closed only by dlock__fd_close():
+ * when stopped, an epoll loop leaves it in its set for the next watch
+ * (core/base/fd_kept.h). */
+int dlock__io_start_kept(dlock__loop *l, dlock__io *io, int fd, short events,
+		void (*ready)(dlock__io *io, short revents));
 /* Watch for other events (0 keeps it registered, silent). */
 void dlock__io_set(dlock__loop *l, dlock__io *io, short events);
 /* Stop watching (before closing the descriptor). Idempotent. */
@@ -120,6 +126,10 @@ void dlock__loop_quiet(dlock__loop *l);
 /* Poll backend: wait for a descriptor, a timer or a post until `until`
  * (monotonic ms; 0: do not wait), and run what is due. 0, or DLOCK_ESYS. */
 int dlock__loop_run_once(dlock__loop *l, int64_t until);
+
+/* An epoll loop's event for fd, which no io watches now: a kept descriptor
+ * (a pooled connection the server wrote to or closed). Out of the set. */
+void dlock__loop_unwatched(dlock__loop *l, int fd);
 
 /* Run expired timers and queued posts (every backend calls it). */
 void dlock__loop_dispatch_due(dlock__loop *l);

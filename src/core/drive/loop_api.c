@@ -115,19 +115,20 @@ static short events_of(int what)
 	return ev ? ev : POLLIN | POLLOUT;
 }
 
-/* A descriptor is ready: hand it to its io, then run what became due. */
-static void fd_ready(dlock__loop *l, int fd, short revents)
+/* A descriptor is ready: hand it to its io. 0, or -1 when none watches it. */
+static int fd_ready(dlock__loop *l, int fd, short revents)
 {
 	size_t i;
 
-	l->in_run++;
 	for (i = 0; i < l->nios; i++) {
 		if (l->ios[i]->fd == fd) {
+			l->in_run++;
 			l->ios[i]->ready(l->ios[i], revents);
-			break;
+			l->in_run--;
+			return 0;
 		}
 	}
-	l->in_run--;
+	return -1;
 }
 
 int dlock_loop_fd_ready(dlock_loop *l, int fd, int what)
@@ -135,7 +136,7 @@ int dlock_loop_fd_ready(dlock_loop *l, int fd, int what)
 	if (l == NULL || fd < 0)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd_ready: NULL loop or bad descriptor");
 	atomic_store(&l->driver, dlock_thread_id());
-	fd_ready(l, fd, events_of(what));
+	(void)fd_ready(l, fd, events_of(what));
 	dlock__loop_dispatch_due(l);
 	return 0;
 }
@@ -182,9 +183,10 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 			l->timer_asked = DLOCK__NEVER;
 			continue;
 		}
-		fd_ready(l, ev[i].data.fd,
+		if (fd_ready(l, ev[i].data.fd,
 				(short)(((ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ? POLLIN : 0) |
-						((ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) ? POLLOUT : 0)));
+						((ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) ? POLLOUT : 0))) < 0)
+			dlock__loop_unwatched(l, ev[i].data.fd);
 	}
 	dlock__loop_dispatch_due(l);
 	return l->pending > 0;

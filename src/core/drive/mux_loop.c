@@ -35,7 +35,7 @@ static int watch(dlock__mux_loop *ml)
 	n = dlock__mux_poll_set(&ml->mux, pfd, sizeof(pfd) / sizeof(*pfd), &wake_at);
 	for (i = 0; i < n; i++) {
 		/* Beyond the table (or no room in the loop): looked at often instead. */
-		if (i >= DLOCK__MUX_LOOP_IOS || dlock__io_start(ml->loop, &ml->w[ml->nio].io, pfd[i].fd,
+		if (i >= DLOCK__MUX_LOOP_IOS || dlock__io_start_kept(ml->loop, &ml->w[ml->nio].io, pfd[i].fd,
 							pfd[i].events, io_ready) < 0) {
 			wake_at = wake_at < soon ? wake_at : soon;
 			continue;

@@ -11,6 +11,7 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/base/fd_kept.h"
 #include "core/net/conn.h"
 #include "core/net/owed.h"
 #include "core/base/error.h"
@@ -127,8 +128,7 @@ void dlock__conn_close(dlock__conn *c)
 		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
 	if (c->tls != NULL)
 		dlock__tls_close(c);
-	if (c->fd >= 0)
-		close(c->fd);
+	dlock__fd_close(c->fd); /* out of an epoll set that kept it first */
 	if (c->reader != NULL)
 		redisReaderFree(c->reader);
 	dlock__free(c->out);
