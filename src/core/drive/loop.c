@@ -104,6 +104,40 @@ static int kept_mask(short events)
 	return ((events & POLLIN) ? 1 : 0) | ((events & POLLOUT) ? 2 : 0);
 }
 
+/* Note fd's io in the index of a caller's loop (a blocking call's loop,
+ * with a few descriptors, walks its table: it never allocates). */
+static void index_fd(dlock__loop *l, dlock__io *io)
+{
+	size_t fd = (size_t)io->fd, cap = l->by_fd_cap ? l->by_fd_cap : 64;
+	dlock__io **p;
+
+	if (l->backend == DLOCK__POLL || l->by_fd_off)
+		return;
+	while (cap <= fd)
+		cap *= 2;
+	if (cap != l->by_fd_cap) {
+		p = dlock__realloc(l->by_fd, cap * sizeof(*p));
+		if (p == NULL) {
+			l->by_fd_off = 1;
+			return;
+		}
+		memset(p + l->by_fd_cap, 0, (cap - l->by_fd_cap) * sizeof(*p));
+		l->by_fd = p;
+		l->by_fd_cap = cap;
+	}
+	if (l->by_fd[fd] != NULL)
+		l->by_fd_off = 1;
+	l->by_fd[fd] = io;
+}
+
+void dlock__loop_index(dlock__loop *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nios; i++)
+		index_fd(l, l->ios[i]);
+}
+
 static int io_add(dlock__loop *l, dlock__io *io, int fd, short events,
 		void (*ready)(dlock__io *io, short revents), int kept)
 {
@@ -117,6 +151,7 @@ static int io_add(dlock__loop *l, dlock__io *io, int fd, short events,
 	io->kept = kept;
 	io->slot = l->nios;
 	l->ios[l->nios++] = io;
+	index_fd(l, io);
 	if (l->backend != DLOCK__EPOLL || !dlock__fd_unkeep(fd, l->epfd, &was))
 		tell_fd(l, fd, events, EPOLL_CTL_ADD);
 	else if (was != kept_mask(events))
@@ -153,6 +188,8 @@ void dlock__io_stop(dlock__loop *l, dlock__io *io)
 	if (!io->kept || l->backend != DLOCK__EPOLL ||
 			dlock__fd_keep(io->fd, l->epfd, kept_mask(io->events)) < 0)
 		tell_fd(l, io->fd, 0, EPOLL_CTL_DEL);
+	if (io->fd >= 0 && (size_t)io->fd < l->by_fd_cap && l->by_fd[io->fd] == io)
+		l->by_fd[io->fd] = NULL;
 	l->ios[i] = l->ios[--l->nios];
 	l->ios[i]->slot = i;
 	io->slot = NOWHERE;
@@ -163,11 +200,12 @@ int dlock__io_active(const dlock__io *io)
 	return io->slot != NOWHERE;
 }
 
-/* The io watching fd, or NULL (it was stopped by an earlier callback). */
-static dlock__io *io_of(const dlock__loop *l, int fd)
+dlock__io *dlock__loop_io_of(const dlock__loop *l, int fd)
 {
 	size_t i;
 
+	if (l->backend != DLOCK__POLL && !l->by_fd_off)
+		return fd >= 0 && (size_t)fd < l->by_fd_cap ? l->by_fd[fd] : NULL;
 	for (i = 0; i < l->nios; i++)
 		if (l->ios[i]->fd == fd)
 			return l->ios[i];
@@ -474,6 +512,7 @@ void dlock__loop_destroy(dlock__loop *l)
 		dlock__free(l->ios);
 	if (l->heap != l->heap_inline)
 		dlock__free(l->heap);
+	dlock__free(l->by_fd);
 }
 
 /* Hand each ready descriptor to its io, looked up again by fd: an earlier
@@ -486,7 +525,7 @@ static void dispatch_ready(dlock__loop *l, const struct pollfd *pfd, size_t n)
 	for (i = 0; i < n; i++) {
 		dlock__io *io;
 
-		if (pfd[i].revents == 0 || (io = io_of(l, pfd[i].fd)) == NULL)
+		if (pfd[i].revents == 0 || (io = dlock__loop_io_of(l, pfd[i].fd)) == NULL)
 			continue;
 		io->ready(io, pfd[i].revents);
 	}

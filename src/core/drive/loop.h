@@ -63,6 +63,12 @@ struct dlock_loop {
 	dlock__io wake_io;
 	dlock__io **ios;
 	size_t nios, ios_cap;
+	/* A caller's loop (thousands of descriptors): the io of each fd, so an
+	 * event finds its io without a walk of the table. by_fd_off: not kept
+	 * (no memory for it, or two ios on one fd): walked instead. */
+	dlock__io **by_fd;
+	size_t by_fd_cap;
+	int by_fd_off;
 	dlock__timer **heap;
 	size_t nheap, heap_cap;
 	dlock__io *ios_inline[DLOCK__LOOP_INLINE]; /* what a blocking call needs, */
@@ -82,6 +88,11 @@ struct dlock_loop {
 /* Set up l with the poll backend (a client's thread, a blocking call). 0, or DLOCK_ESYS. */
 int dlock__loop_init(dlock__loop *l);
 void dlock__loop_destroy(dlock__loop *l);
+
+/* The io watching fd, or NULL (it was stopped by an earlier callback). */
+dlock__io *dlock__loop_io_of(const dlock__loop *l, int fd);
+/* A loop given a caller's backend: index the descriptors it watched before. */
+void dlock__loop_index(dlock__loop *l);
 
 /* Watch io->fd for `events` (POLLIN/POLLOUT) and call `ready` when it is. */
 int dlock__io_start(dlock__loop *l, dlock__io *io, int fd, short events,

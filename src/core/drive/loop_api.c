@@ -47,6 +47,7 @@ static int make_epoll(dlock__loop *l)
 		ev.data.fd = l->ios[i]->fd;
 		epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->ios[i]->fd, &ev);
 	}
+	dlock__loop_index(l);
 	return 0;
 }
 
@@ -58,6 +59,7 @@ static void use_hooks(dlock__loop *l, const dlock_loop_options *o)
 	l->backend = DLOCK__HOOKS;
 	for (i = 0; i < l->nios; i++)
 		o->watch_fd(o->data, l->ios[i]->fd, DLOCK_POLL_IN);
+	dlock__loop_index(l);
 }
 
 int dlock_loop_new(dlock_loop **out, const dlock_loop_options *opts)
@@ -118,17 +120,14 @@ static short events_of(int what)
 /* A descriptor is ready: hand it to its io. 0, or -1 when none watches it. */
 static int fd_ready(dlock__loop *l, int fd, short revents)
 {
-	size_t i;
+	dlock__io *io = dlock__loop_io_of(l, fd);
 
-	for (i = 0; i < l->nios; i++) {
-		if (l->ios[i]->fd == fd) {
-			l->in_run++;
-			l->ios[i]->ready(l->ios[i], revents);
-			l->in_run--;
-			return 0;
-		}
-	}
-	return -1;
+	if (io == NULL)
+		return -1;
+	l->in_run++;
+	io->ready(io, revents);
+	l->in_run--;
+	return 0;
 }
 
 int dlock_loop_fd_ready(dlock_loop *l, int fd, int what)
