@@ -1465,7 +1465,9 @@ static void scenario5(void)
 
 typedef struct as_slot {
 	struct as_run *run;
-	dlock_lock *lock;
+	dlock_lock *lock;                    /* a single lock's row, */
+	dlock_redlock *red;                  /* or a RedLock's over */
+	dlock_lock *members[MAX_SERVERS];    /* these, one per server */
 	char owner[64];
 	uint64_t t0;
 } as_slot;
@@ -1507,8 +1509,9 @@ static void as_acquired(dlock_op *op, const dlock_result *r, void *ud)
 		as_start(s);
 		return;
 	}
-	if (dlock_lock_release_async(NULL, s->lock, s->owner, as_released, s) < 0)
-		die("dlock_lock_release_async: %s", dlock_errmsg_last());
+	if ((s->red != NULL ? dlock_redlock_release_async(NULL, s->red, s->owner, as_released, s)
+			    : dlock_lock_release_async(NULL, s->lock, s->owner, as_released, s)) < 0)
+		die("release_async: %s", dlock_errmsg_last());
 }
 
 /* The slot's next cycle, while cycles are left to start. */
@@ -1520,12 +1523,46 @@ static void as_start(as_slot *s)
 		return;
 	run->started++;
 	s->t0 = now_ns();
-	if (dlock_lock_acquire_async(NULL, s->lock, s->owner, 0, LEASE_MS, as_acquired, s) < 0)
-		die("dlock_lock_acquire_async: %s", dlock_errmsg_last());
+	if ((s->red != NULL ? dlock_redlock_acquire_async(NULL, s->red, s->owner, 0, LEASE_MS,
+					      as_acquired, s)
+			    : dlock_lock_acquire_async(NULL, s->lock, s->owner, 0, LEASE_MS, as_acquired,
+					      s)) < 0)
+		die("acquire_async: %s", dlock_errmsg_last());
 }
 
-/* (a) cycles acquire+release, `window` in flight, on one loop this thread drives. */
-static result *async_row(int n, long cycles, long warm)
+/* A RedLock named `what` over one member per client (the clients are shared,
+ * as a service shares one client per server among its locks). */
+static dlock_redlock *redlock_over(dlock_client **clients, int n, const char *what,
+		dlock_lock **members)
+{
+	dlock_redlock_options ro;
+	dlock_redlock *r = NULL;
+	char name[128];
+	int j;
+
+	lock_name(name, sizeof(name), what);
+	for (j = 0; j < n; j++)
+		if (dlock_lock_new(&members[j], clients[j], name, NULL) < 0)
+			die("dlock_lock_new: %s", dlock_errmsg_last());
+	dlock_redlock_options_init(&ro, DLOCK_REDLOCK_OPTIONS_VERSION);
+	ro.restart_guard_ms = 0;
+	if (dlock_redlock_new(&r, members, (size_t)n, &ro) < 0)
+		die("dlock_redlock_new: %s", dlock_errmsg_last());
+	return r;
+}
+
+static void redlock_free_with(dlock_redlock *r, dlock_lock **members, int n)
+{
+	int j;
+
+	dlock_redlock_free(r);
+	for (j = 0; j < n; j++)
+		dlock_lock_free(members[j]);
+}
+
+/* (a) cycles acquire+release, `window` in flight, on one loop this thread
+ * drives: single locks spread over the n servers, or (red) RedLocks over all n. */
+static result *async_row(int n, long cycles, long warm, int red)
 {
 	dlock_client *clients[MAX_SERVERS];
 	as_slot *slots = calloc((size_t)opt.async_window, sizeof(*slots));
@@ -1550,9 +1587,15 @@ static result *async_row(int n, long cycles, long warm)
 	for (i = 0; i < opt.async_window; i++) {
 		char what[48], name[128];
 
-		snprintf(what, sizeof(what), "s6-async-n%d-%d", n, i);
-		lock_name(name, sizeof(name), what);
+		snprintf(what, sizeof(what), "s6-async-%s-n%d-%d", red ? "red" : "one", n, i);
 		slots[i].run = &run;
+		if (red) {
+			slots[i].red = redlock_over(clients, n, what, slots[i].members);
+			dlock_redlock_owner(slots[i].owner, sizeof(slots[i].owner), slots[i].red,
+					(uint64_t)i + 1);
+			continue;
+		}
+		lock_name(name, sizeof(name), what);
 		if (dlock_lock_new(&slots[i].lock, clients[i % n], name, NULL) < 0)
 			die("dlock_lock_new: %s", dlock_errmsg_last());
 		dlock_client_owner(slots[i].owner, sizeof(slots[i].owner), clients[i % n],
@@ -1581,7 +1624,7 @@ static result *async_row(int n, long cycles, long warm)
 		w1 = now_ns();
 		c1 = cpu_us();
 	}
-	r = new_result(6, "async", "acq+rel", n);
+	r = new_result(6, "async", red ? "redlock" : "acq+rel", n);
 	r->conns_per_op = (server_connections(n) - k0) / (double)cycles;
 	r->server_cpu_us_per_op = (server_cpu_us(n) - s0) / (double)cycles;
 	r->pair = dist_of(run.lat, cycles);
@@ -1591,11 +1634,14 @@ static result *async_row(int n, long cycles, long warm)
 	r->cpu_us_total = c1 - c0;
 	r->ops_per_s = (double)cycles / r->wall_s;
 	r->cpu_us_per_op = r->cpu_us_total / (double)cycles;
-	snprintf(r->note, sizeof(r->note), "one loop thread, %d in flight, single locks over %d server%s",
-			opt.async_window, n, n > 1 ? "s" : "");
+	snprintf(r->note, sizeof(r->note), "one loop thread, %d in flight, %s over %d server%s",
+			opt.async_window, red ? "RedLocks" : "single locks", n, n > 1 ? "s" : "");
 	free(run.lat);
-	for (i = 0; i < opt.async_window; i++)
+	for (i = 0; i < opt.async_window; i++) {
+		if (red)
+			redlock_free_with(slots[i].red, slots[i].members, n);
 		dlock_lock_free(slots[i].lock);
+	}
 	for (i = 0; i < n; i++)
 		dlock_client_free(clients[i]);
 	dlock_loop_free(run.loop);
@@ -1605,6 +1651,8 @@ static result *async_row(int n, long cycles, long warm)
 
 typedef struct bl_thread {
 	dlock_lock *lock;
+	dlock_redlock *red;
+	dlock_lock *members[MAX_SERVERS];
 	pthread_t tid;
 	pthread_barrier_t *start;
 	long cycles, warm, errors;
@@ -1614,17 +1662,18 @@ typedef struct bl_thread {
 static void *bl_main(void *p)
 {
 	bl_thread *t = p;
-	dl_ctx c = { t->lock, NULL, 3 };
+	dl_ctx c = { t->lock, t->red, 3 };
+	int (*pair)(void *, uint64_t *) = t->red != NULL ? dl_red_pair : dl_single_pair;
 	uint64_t ta;
 	long i;
 
 	for (i = 0; i < t->warm; i++)
-		dl_single_pair(&c, &ta);
+		pair(&c, &ta);
 	pthread_barrier_wait(t->start);
 	for (i = 0; i < t->cycles; i++) {
 		uint64_t t0 = now_ns();
 
-		if (dl_single_pair(&c, &ta) < 0)
+		if (pair(&c, &ta) < 0)
 			t->errors++;
 		t->lat[i] = now_ns() - t0;
 	}
@@ -1633,7 +1682,7 @@ static void *bl_main(void *p)
 }
 
 /* (b) the same cycles with the blocking API, `nthreads` threads sharing one client per server. */
-static result *blocking_row(int n, long cycles, long warm)
+static result *blocking_row(int n, long cycles, long warm, int red)
 {
 	int nth = opt.async_threads, i;
 	dlock_client *clients[MAX_SERVERS];
@@ -1653,9 +1702,11 @@ static result *blocking_row(int n, long cycles, long warm)
 	for (i = 0; i < nth; i++) {
 		char what[48], name[128];
 
-		snprintf(what, sizeof(what), "s6-block-n%d-%d", n, i);
+		snprintf(what, sizeof(what), "s6-block-%s-n%d-%d", red ? "red" : "one", n, i);
 		lock_name(name, sizeof(name), what);
-		if (dlock_lock_new(&th[i].lock, clients[i % n], name, NULL) < 0)
+		if (red)
+			th[i].red = redlock_over(clients, n, what, th[i].members);
+		else if (dlock_lock_new(&th[i].lock, clients[i % n], name, NULL) < 0)
 			die("dlock_lock_new: %s", dlock_errmsg_last());
 		th[i].start = &start;
 		th[i].cycles = cycles / nth + (i < cycles % nth);
@@ -1675,7 +1726,7 @@ static result *blocking_row(int n, long cycles, long warm)
 	k1 = server_connections(n);
 	s1 = server_cpu_us(n);
 	all = malloc(sizeof(*all) * (size_t)(cycles ? cycles : 1));
-	r = new_result(6, "block", "acq+rel", n);
+	r = new_result(6, "block", red ? "redlock" : "acq+rel", n);
 	for (i = 0; i < nth; i++) {
 		pthread_join(th[i].tid, NULL);
 		memcpy(all + k, th[i].lat, sizeof(*all) * (size_t)th[i].cycles);
@@ -1683,6 +1734,8 @@ static result *blocking_row(int n, long cycles, long warm)
 		total += th[i].cycles;
 		r->errors += th[i].errors;
 		free(th[i].lat);
+		if (red)
+			redlock_free_with(th[i].red, th[i].members, n);
 		dlock_lock_free(th[i].lock);
 	}
 	r->threads = nth;
@@ -1694,8 +1747,8 @@ static result *blocking_row(int n, long cycles, long warm)
 	r->cpu_us_total = c1 - c0;
 	r->ops_per_s = (double)total / r->wall_s;
 	r->cpu_us_per_op = r->cpu_us_total / (double)(total ? total : 1);
-	snprintf(r->note, sizeof(r->note),
-			"%d threads, dlock_lock_try + dlock_lock_unlock, one client per server", nth);
+	snprintf(r->note, sizeof(r->note), "%d threads, %s, one client per server", nth,
+			red ? "dlock_redlock_try + dlock_redlock_unlock" : "dlock_lock_try + dlock_lock_unlock");
 	free(all);
 	free(th);
 	pthread_barrier_destroy(&start);
@@ -1704,32 +1757,40 @@ static result *blocking_row(int n, long cycles, long warm)
 	return r;
 }
 
+/* One pair of rows: async against blocking, and their ratios. */
+static void scenario6_pair(int n, int red)
+{
+	result *a = async_row(n, opt.iterations, opt.warmup, red), *b;
+
+	print_result(a);
+	if (opt.async_threads == 0)
+		return; /* profiling the loop alone */
+	b = blocking_row(n, opt.iterations, opt.warmup, red);
+	print_result(b);
+	note("  async/blocking n=%d%s: acquisitions/s x%.2f, CPU per acquisition x%.2f "
+			"(%.1f against %.1f us)\n",
+			n, red ? " RedLock" : "", a->ops_per_s / b->ops_per_s,
+			a->cpu_us_per_op / b->cpu_us_per_op, a->cpu_us_per_op, b->cpu_us_per_op);
+}
+
 static void scenario6(void)
 {
 	int i;
 
 	note("scenario 6: asynchronous (one loop thread, %d in flight) against blocking (%d threads): "
-			"acquire+release of single locks (RLock, wait 0) on distinct uncontended names "
-			"spread over the servers, %ld per row (not a RedLock)\n",
+			"acquire+release (wait 0) on distinct uncontended names, %ld per row: single "
+			"locks (RLock) spread over the servers, then RedLocks over all of them (3 or more)\n",
 			opt.async_window, opt.async_threads, opt.iterations);
 	for (i = 0; i < opt.nasync_counts; i++) {
 		int n = opt.async_counts[i];
-		result *a, *b;
 
 		if (n < 1 || n > nservers) {
 			note("  %d servers: skipped (%d available)\n", n, nservers);
 			continue;
 		}
-		a = async_row(n, opt.iterations, opt.warmup);
-		print_result(a);
-		if (opt.async_threads == 0)
-			continue; /* profiling the loop alone */
-		b = blocking_row(n, opt.iterations, opt.warmup);
-		print_result(b);
-		note("  async/blocking n=%d: acquisitions/s x%.2f, CPU per acquisition x%.2f "
-				"(%.1f against %.1f us)\n",
-				n, a->ops_per_s / b->ops_per_s, a->cpu_us_per_op / b->cpu_us_per_op,
-				a->cpu_us_per_op, b->cpu_us_per_op);
+		scenario6_pair(n, 0);
+		if (n >= 3)
+			scenario6_pair(n, 1);
 	}
 }
 
