@@ -37,9 +37,10 @@
  * copyable; a moved-from object may only be destroyed or assigned to.
  * Threads: as the C handles (dlock.h); set_lease() before sharing a lock.
  *
- * C++20 (when <coroutine> is there; DLOCK_HPP_COROUTINES is then 1): an
- * rlock's acquire_async() and release_async() return a dlock::async_op for
- * co_await, over dlock/async.h, for a named owner (client::owner()):
+ * C++20 (when <coroutine> is there; DLOCK_HPP_COROUTINES is then 1): the
+ * acquire_async() and release_async() of an rlock, a multilock and a
+ * redlock return a dlock::async_op for co_await, over dlock/async.h, for a
+ * named owner (client::owner(), multilock::owner(), redlock::owner()):
  *
  *   dlock::async_result r = co_await lock.acquire_async(owner, 5s, 30s);
  *   if (r) { ... co_await lock.release_async(owner); }
@@ -420,11 +421,62 @@ struct op_state {
 	}
 };
 
+template <class Self> class awaitable;
+
+/* The C calls an async_op runs, for each kind of handle (dlock/async.h),
+ * and what its own lines call the handle ("lock NAME", "redlock"). */
+struct async_calls {
+	int (*acquire)(dlock_op **out, void *h, const char *owner, std::int64_t wait_ms,
+			std::int64_t lease_ms, dlock_op_cb cb, void *userdata);
+	int (*release)(dlock_op **out, void *h, const char *owner, dlock_op_cb cb, void *userdata);
+	std::string (*subject)(const void *h);
+};
+
+inline const async_calls lock_calls = {
+	[](dlock_op **out, void *h, const char *owner, std::int64_t wait, std::int64_t lease,
+			dlock_op_cb cb, void *ud) {
+		return dlock_lock_acquire_async(out, static_cast<dlock_lock *>(h), owner, wait, lease,
+				cb, ud);
+	},
+	[](dlock_op **out, void *h, const char *owner, dlock_op_cb cb, void *ud) {
+		return dlock_lock_release_async(out, static_cast<dlock_lock *>(h), owner, cb, ud);
+	},
+	[](const void *h) {
+		return std::string("lock ") + dlock_lock_name(static_cast<const dlock_lock *>(h));
+	},
+};
+
+inline const async_calls multilock_calls = {
+	[](dlock_op **out, void *h, const char *owner, std::int64_t wait, std::int64_t lease,
+			dlock_op_cb cb, void *ud) {
+		return dlock_multilock_acquire_async(out, static_cast<dlock_multilock *>(h), owner,
+				wait, lease, cb, ud);
+	},
+	[](dlock_op **out, void *h, const char *owner, dlock_op_cb cb, void *ud) {
+		return dlock_multilock_release_async(out, static_cast<dlock_multilock *>(h), owner, cb,
+				ud);
+	},
+	[](const void *) { return std::string("multilock"); },
+};
+
+inline const async_calls redlock_calls = {
+	[](dlock_op **out, void *h, const char *owner, std::int64_t wait, std::int64_t lease,
+			dlock_op_cb cb, void *ud) {
+		return dlock_redlock_acquire_async(out, static_cast<dlock_redlock *>(h), owner, wait,
+				lease, cb, ud);
+	},
+	[](dlock_op **out, void *h, const char *owner, dlock_op_cb cb, void *ud) {
+		return dlock_redlock_release_async(out, static_cast<dlock_redlock *>(h), owner, cb, ud);
+	},
+	[](const void *) { return std::string("redlock"); },
+};
+
 } // namespace detail
 
 /**
- * One asynchronous operation of an rlock, for co_await once; it starts when
- * awaited. Neither copied nor moved: await it where it was made.
+ * One asynchronous operation of an rlock, a multilock or a redlock, for
+ * co_await once; it starts when awaited. Neither copied nor moved: await it
+ * where it was made.
  */
 class async_op {
 public:
@@ -480,9 +532,9 @@ public:
 		s_->waiter = h;
 		s_->refs.fetch_add(1, std::memory_order_relaxed); /* the callback's */
 		int rc = acquire_
-				? dlock_lock_acquire_async(&s_->op, lock_, owner_.c_str(), wait_, lease_,
+				? calls_->acquire(&s_->op, handle_, owner_.c_str(), wait_, lease_,
 						  &detail::op_state::done, s_)
-				: dlock_lock_release_async(&s_->op, lock_, owner_.c_str(),
+				: calls_->release(&s_->op, handle_, owner_.c_str(),
 						  &detail::op_state::done, s_);
 		if (rc == 0)
 			return true; /* the callback waits for the mutex: nothing is touched after */
@@ -520,20 +572,23 @@ public:
 	}
 
 private:
-	friend class rlock;
+	template <class> friend class detail::awaitable;
 
-	async_op(bool acquire, dlock_lock *lock, std::shared_ptr<std::atomic<std::int64_t>> token,
-			std::string owner, std::int64_t wait, std::int64_t lease,
-			std::error_code *ec) noexcept
-		: s_(new (std::nothrow) detail::op_state), lock_(lock), token_(std::move(token)),
-		  owner_(std::move(owner)), wait_(wait), lease_(lease), ec_(ec), acquire_(acquire)
+	/* token: where an acquisition's token goes; it keeps the handle alive. */
+	async_op(const detail::async_calls &calls, void *handle, bool acquire,
+			std::shared_ptr<std::atomic<std::int64_t>> token, std::string owner,
+			std::int64_t wait, std::int64_t lease, std::error_code *ec) noexcept
+		: s_(new (std::nothrow) detail::op_state), calls_(&calls), handle_(handle),
+		  token_(std::move(token)), owner_(std::move(owner)), wait_(wait), lease_(lease),
+		  ec_(ec), acquire_(acquire)
 	{
 	}
 #ifdef DLOCK_HPP_STOP_TOKEN
-	async_op(bool acquire, dlock_lock *lock, std::shared_ptr<std::atomic<std::int64_t>> token,
-			std::string owner, std::int64_t wait, std::int64_t lease, std::error_code *ec,
+	async_op(const detail::async_calls &calls, void *handle, bool acquire,
+			std::shared_ptr<std::atomic<std::int64_t>> token, std::string owner,
+			std::int64_t wait, std::int64_t lease, std::error_code *ec,
 			std::stop_token stop) noexcept
-		: async_op(acquire, lock, std::move(token), std::move(owner), wait, lease, ec)
+		: async_op(calls, handle, acquire, std::move(token), std::move(owner), wait, lease, ec)
 	{
 		stop_ = std::move(stop);
 	}
@@ -546,12 +601,12 @@ private:
 	}
 
 	/* A start that failed: the library's line; or this header's own about
-	 * the lock, "lock NAME: what". */
+	 * the handle, "lock NAME: what". */
 	void note_line(std::string &line, const char *what) const noexcept
 	{
 		try {
 			line = what == nullptr ? last_error_message()
-					: std::string("lock ") + dlock_lock_name(lock_) + ": " + what;
+					: calls_->subject(handle_) + ": " + what;
 		} catch (const std::bad_alloc &) {
 		}
 	}
@@ -565,8 +620,9 @@ private:
 	std::optional<std::stop_callback<canceler>> on_stop_;
 #endif
 	detail::op_state *s_;
-	dlock_lock *lock_;
-	std::shared_ptr<std::atomic<std::int64_t>> token_; /* the rlock's: keeps it */
+	const detail::async_calls *calls_;
+	void *handle_;
+	std::shared_ptr<std::atomic<std::int64_t>> token_; /* the handle's: keeps it */
 	std::string owner_;
 	std::int64_t wait_, lease_;
 	std::error_code *ec_;
@@ -576,6 +632,94 @@ private:
 };
 
 #endif
+
+namespace detail {
+
+#ifdef DLOCK_HPP_COROUTINES
+/*
+ * co_await on a handle's operations (see the top of the file): the
+ * acquire_async() and release_async() of an rlock, a multilock and a
+ * redlock. Self gives native(), lease(), token_ref() and its calls().
+ */
+template <class Self> class awaitable {
+public:
+	/** co_await: acquire for `owner`, waiting up to `wait` (as try_lock_for),
+	 *  with the lease of set_lease() or `lease`; see the top of the file. */
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), held_lease(), nullptr);
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, nullptr);
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::error_code &ec) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), held_lease(), &ec);
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease, std::error_code &ec) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, &ec);
+	}
+#ifdef DLOCK_HPP_STOP_TOKEN
+	/** As above; a stop requested on `stop` cancels the acquisition. */
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease, std::stop_token stop) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, nullptr, std::move(stop));
+	}
+	template <class Rep, class Period>
+	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
+			std::chrono::milliseconds lease, std::stop_token stop, std::error_code &ec) noexcept
+	{
+		return op(true, std::move(owner), detail::wait_ms(wait), lease, &ec, std::move(stop));
+	}
+#endif
+	/** co_await: release one hold of `owner`; see the top of the file. */
+	async_op release_async(std::string owner) noexcept
+	{
+		return op(false, std::move(owner), 0, held_lease(), nullptr);
+	}
+	async_op release_async(std::string owner, std::error_code &ec) noexcept
+	{
+		return op(false, std::move(owner), 0, held_lease(), &ec);
+	}
+
+private:
+	async_op op(bool acquire, std::string owner, std::int64_t wait, std::chrono::milliseconds lease,
+			std::error_code *ec) noexcept
+	{
+		const Self &me = static_cast<const Self &>(*this);
+		return async_op(Self::calls(), me.native(), acquire, me.token_ref(), std::move(owner),
+				wait, lease.count(), ec);
+	}
+#ifdef DLOCK_HPP_STOP_TOKEN
+	async_op op(bool acquire, std::string owner, std::int64_t wait, std::chrono::milliseconds lease,
+			std::error_code *ec, std::stop_token stop) noexcept
+	{
+		const Self &me = static_cast<const Self &>(*this);
+		return async_op(Self::calls(), me.native(), acquire, me.token_ref(), std::move(owner),
+				wait, lease.count(), ec, std::move(stop));
+	}
+#endif
+	std::chrono::milliseconds held_lease() const noexcept
+	{
+		return static_cast<const Self &>(*this).lease();
+	}
+};
+#else
+template <class Self> class awaitable {};
+#endif
+
+} // namespace detail
 
 /** A client on one server: a URI (see dlock_client_open) and options. */
 class client {
@@ -652,7 +796,7 @@ private:
 enum class kind { plain, fair, fenced };
 
 /** A lock `name` on one client's server. */
-class rlock : public detail::timed_lockable<rlock> {
+class rlock : public detail::timed_lockable<rlock>, public detail::awaitable<rlock> {
 public:
 	/** A handle (no traffic). Throws dlock::error (bad name, empty client). */
 	rlock(const client &c, const std::string &name, kind k = kind::plain) : kind_(k)
@@ -692,60 +836,10 @@ public:
 	 *  (a fenced lock; 0 before one, and for other kinds). */
 	std::int64_t token() const noexcept { return s_ ? s_->token.load() : 0; }
 
-#ifdef DLOCK_HPP_COROUTINES
-	/** co_await: acquire for `owner`, waiting up to `wait` (as try_lock_for),
-	 *  with the lease of set_lease() or `lease`; see the top of the file. */
-	template <class Rep, class Period>
-	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait) noexcept
-	{
-		return op(true, std::move(owner), detail::wait_ms(wait), lease(), nullptr);
-	}
-	template <class Rep, class Period>
-	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
-			std::chrono::milliseconds lease) noexcept
-	{
-		return op(true, std::move(owner), detail::wait_ms(wait), lease, nullptr);
-	}
-	template <class Rep, class Period>
-	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
-			std::error_code &ec) noexcept
-	{
-		return op(true, std::move(owner), detail::wait_ms(wait), lease(), &ec);
-	}
-	template <class Rep, class Period>
-	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
-			std::chrono::milliseconds lease, std::error_code &ec) noexcept
-	{
-		return op(true, std::move(owner), detail::wait_ms(wait), lease, &ec);
-	}
-#ifdef DLOCK_HPP_STOP_TOKEN
-	/** As above; a stop requested on `stop` cancels the acquisition. */
-	template <class Rep, class Period>
-	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
-			std::chrono::milliseconds lease, std::stop_token stop) noexcept
-	{
-		return op(true, std::move(owner), detail::wait_ms(wait), lease, nullptr, std::move(stop));
-	}
-	template <class Rep, class Period>
-	async_op acquire_async(std::string owner, const std::chrono::duration<Rep, Period> &wait,
-			std::chrono::milliseconds lease, std::stop_token stop, std::error_code &ec) noexcept
-	{
-		return op(true, std::move(owner), detail::wait_ms(wait), lease, &ec, std::move(stop));
-	}
-#endif
-	/** co_await: release one hold of `owner`; see the top of the file. */
-	async_op release_async(std::string owner) noexcept
-	{
-		return op(false, std::move(owner), 0, lease(), nullptr);
-	}
-	async_op release_async(std::string owner, std::error_code &ec) noexcept
-	{
-		return op(false, std::move(owner), 0, lease(), &ec);
-	}
-#endif
 
 private:
 	friend class detail::timed_lockable<rlock>;
+	friend class detail::awaitable<rlock>;
 	friend class multilock;
 	friend class redlock;
 
@@ -797,18 +891,7 @@ private:
 	int release() noexcept { return dlock_lock_unlock(native()); }
 
 #ifdef DLOCK_HPP_COROUTINES
-	async_op op(bool acquire, std::string owner, std::int64_t wait, std::chrono::milliseconds lease,
-			std::error_code *ec) noexcept
-	{
-		return async_op(acquire, native(), token_ref(), std::move(owner), wait, lease.count(), ec);
-	}
-#ifdef DLOCK_HPP_STOP_TOKEN
-	async_op op(bool acquire, std::string owner, std::int64_t wait, std::chrono::milliseconds lease,
-			std::error_code *ec, std::stop_token stop) noexcept
-	{
-		return async_op(acquire, native(), token_ref(), std::move(owner), wait, lease.count(), ec,
-				std::move(stop));
-	}
+	static const detail::async_calls &calls() noexcept { return detail::lock_calls; }
 #endif
 	/* Where an acquisition's token goes; it keeps the handle and client. */
 	std::shared_ptr<std::atomic<std::int64_t>> token_ref() const noexcept
@@ -817,7 +900,6 @@ private:
 			return nullptr;
 		return std::shared_ptr<std::atomic<std::int64_t>>(s_, &s_->token);
 	}
-#endif
 
 	std::shared_ptr<state> s_;
 	kind kind_;
@@ -837,7 +919,8 @@ template <class Handle, void (*Free)(Handle *)> struct group_state {
 } // namespace detail
 
 /** Several locks held as one: all or none (dlock/multilock.h). */
-class multilock : public detail::timed_lockable<multilock> {
+class multilock : public detail::timed_lockable<multilock>,
+		  public detail::awaitable<multilock> {
 public:
 	using members_type = std::vector<std::reference_wrapper<const dlock::rlock>>;
 
@@ -881,9 +964,28 @@ public:
 	/** The token of the latest acquisition (fenced members; else 0). */
 	std::int64_t token() const noexcept { return s_ ? s_->token.load() : 0; }
 
+	/** An owner for acquire_async(), named after the first member's client
+	 *  (dlock_multilock_owner). Throws dlock::error. */
+	std::string owner(std::uint64_t id) const
+	{
+		char buf[128];
+		int n = dlock_multilock_owner(buf, sizeof buf, native(), id);
+		if (n < 0)
+			detail::throw_error(n);
+		return std::string(buf, static_cast<std::size_t>(n));
+	}
+
 private:
 	friend class detail::timed_lockable<multilock>;
+	friend class detail::awaitable<multilock>;
 	using state = detail::group_state<dlock_multilock, dlock_multilock_free>;
+#ifdef DLOCK_HPP_COROUTINES
+	static const detail::async_calls &calls() noexcept { return detail::multilock_calls; }
+#endif
+	std::shared_ptr<std::atomic<std::int64_t>> token_ref() const noexcept
+	{
+		return s_ ? std::shared_ptr<std::atomic<std::int64_t>>(s_, &s_->token) : nullptr;
+	}
 
 	int make(const members_type &members) noexcept
 	{
@@ -923,7 +1025,7 @@ private:
 };
 
 /** One lock on a quorum (n/2 + 1) of n servers (dlock/redlock.h). */
-class redlock : public detail::timed_lockable<redlock> {
+class redlock : public detail::timed_lockable<redlock>, public detail::awaitable<redlock> {
 public:
 	using members_type = multilock::members_type;
 
@@ -988,9 +1090,28 @@ public:
 	/** The token of the latest acquisition (fenced members; else 0). */
 	std::int64_t token() const noexcept { return s_ ? s_->token.load() : 0; }
 
+	/** An owner for acquire_async(), named after the first member's client
+	 *  (dlock_redlock_owner). Throws dlock::error. */
+	std::string owner(std::uint64_t id) const
+	{
+		char buf[128];
+		int n = dlock_redlock_owner(buf, sizeof buf, native(), id);
+		if (n < 0)
+			detail::throw_error(n);
+		return std::string(buf, static_cast<std::size_t>(n));
+	}
+
 private:
 	friend class detail::timed_lockable<redlock>;
+	friend class detail::awaitable<redlock>;
 	using state = detail::group_state<dlock_redlock, dlock_redlock_free>;
+#ifdef DLOCK_HPP_COROUTINES
+	static const detail::async_calls &calls() noexcept { return detail::redlock_calls; }
+#endif
+	std::shared_ptr<std::atomic<std::int64_t>> token_ref() const noexcept
+	{
+		return s_ ? std::shared_ptr<std::atomic<std::int64_t>>(s_, &s_->token) : nullptr;
+	}
 
 	int make(const std::vector<std::string> &uris, const std::string &name,
 			const dlock_client_options *client_opts, const dlock_redlock_options *opts) noexcept

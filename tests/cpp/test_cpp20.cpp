@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <dlock.hpp>
 
@@ -579,6 +580,73 @@ void a_client_with_its_own_thread_resumes_there()
 	cr_assert_eq(hexists("co-thread", me), 0);
 }
 
+// A multilock's and a redlock's acquire_async() and release_async(): the
+// same async_op over dlock_multilock_* and dlock_redlock_* (members' votes
+// stay in the C result; co_await gives the outcome, validity and token).
+void quorum_handles_through_co_await(on_loop &t)
+{
+	dlock::rlock m1(*t.client, "co-m1"), m2(*t.client, "co-m2");
+	dlock::multilock ml{m1, m2};
+	const std::string mine = ml.owner(1);
+	dlock::async_result got, gone;
+	int64_t both_held = -1;
+
+	auto multi = [&]() -> task {
+		got = co_await ml.acquire_async(mine, 0ms);
+		both_held = hexists("co-m1", mine) + hexists("co-m2", mine);
+		gone = co_await ml.release_async(mine);
+	};
+	task co = multi();
+	cr_assert(!co.done(), "resumed inside the call that started it");
+	cr_assert(t.run_until([&] { return co.done(); }));
+	assert_no_exception(co);
+	cr_assert(got, "multilock acquire: %s", got.message.c_str());
+	cr_assert_eq(both_held, 2, "every member held");
+	cr_assert(gone, "multilock release: %s", gone.message.c_str());
+	cr_assert_eq(exists("co-m1") + exists("co-m2"), 0);
+
+	// A RedLock over three servers, its clients on the test's loop.
+	rh_server *more[2] = { rh_server_start(nullptr), rh_server_start(nullptr) };
+	cr_assert(more[0] != nullptr && more[1] != nullptr, "redis-server did not start");
+	{
+		dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+		o.loop = t.loop;
+		std::vector<std::string> uris{ rh_server_uri(srv), rh_server_uri(more[0]),
+			rh_server_uri(more[1]) };
+		dlock::redlock rl(uris, "co-red", &o);
+		dlock::redlock other(uris, "co-red");
+		const std::string owner = rl.owner(1);
+		dlock::async_result busy;
+		int64_t held_on = -1;
+
+		auto red = [&]() -> task {
+			got = co_await rl.acquire_async(owner, 0ms, 5s);
+			held_on = 0;
+			for (rh_server *s : { srv, more[0], more[1] })
+				held_on += rh_command_int(s, "HEXISTS co-red %s", owner.c_str());
+			gone = co_await rl.release_async(owner);
+			other.set_lease(10s);
+			other.lock(); /* held by another owner: the next try is refused */
+			busy = co_await rl.acquire_async(owner, 0ms, 5s);
+			other.unlock();
+		};
+		task co2 = red();
+		cr_assert(t.run_until([&] { return co2.done(); }));
+		assert_no_exception(co2);
+		cr_assert(got, "redlock acquire: %s", got.message.c_str());
+		cr_assert(got.validity > 4s && got.validity <= 5s, "validity %lld ms of a 5 s lease",
+				static_cast<long long>(got.validity.count()));
+		cr_assert_eq(held_on, 3, "held on every server");
+		cr_assert(gone, "redlock release: %s", gone.message.c_str());
+		cr_assert(!busy && busy.code == dlock::errc::not_acquired,
+				"held by another owner: %s", busy.message.c_str());
+	}
+	for (rh_server *s : { srv, more[0], more[1] })
+		cr_assert_eq(rh_command_int(s, "EXISTS co-red"), 0, "nothing left held");
+	rh_server_free(more[0]);
+	rh_server_free(more[1]);
+}
+
 } // namespace
 
 TestSuite(cpp20, .init = start_server, .fini = stop_server, .timeout = 60);
@@ -616,6 +684,11 @@ Test(cpp20, a_coroutine_destroyed_while_suspended_cancels_its_operation)
 Test(cpp20, a_coroutine_may_destroy_its_lock_when_resumed)
 {
 	with_loop(a_coroutine_may_destroy_its_lock_when_resumed);
+}
+
+Test(cpp20, a_multilock_and_a_redlock_through_co_await)
+{
+	with_loop(quorum_handles_through_co_await);
 }
 
 Test(cpp20, a_client_with_its_own_thread_resumes_there)
