@@ -28,6 +28,7 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "rh_cluster.h"
 #include "support.h"
 
 TestSuite(countdown, .init = dl_server_start, .fini = dl_server_stop, .timeout = 120);
@@ -578,5 +579,102 @@ Test(countdown, bad_arguments_are_refused)
 	cr_assert_eq(dlock_client_close(c), DLOCK_EBUSY);
 	dlock_countdown_free(l);
 	dlock_countdown_free(NULL);
+	dlock_client_close(c);
+}
+
+/* ---- on a Redis Cluster: sharded pub/sub (SPUBLISH / SSUBSCRIBE) ----------- */
+
+static rh_cluster *cl;
+
+static void cluster_up(void)
+{
+	cl = rh_cluster_start(3, 0, NULL);
+	cr_assert_not_null(cl, "could not start a Redis Cluster (redis-server 7 and redis-cli)");
+}
+
+static void cluster_down(void)
+{
+	rh_cluster_free(cl);
+	cl = NULL;
+}
+
+TestSuite(countdown_cluster, .init = cluster_up, .fini = cluster_down, .timeout = 120);
+
+/* Three names served by three different primaries. */
+static void names_on_three_shards(char names[3][32])
+{
+	rh_server *seen[3];
+	int found = 0;
+
+	for (int i = 0; found < 3 && i < 1000; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "gate-%d", i);
+		rh_server *s = dl_slot_owner(cl, name);
+		int fresh = 1;
+		for (int k = 0; k < found; k++)
+			fresh = fresh && seen[k] != s;
+		if (!fresh)
+			continue;
+		seen[found] = s;
+		snprintf(names[found++], sizeof names[0], "%s", name);
+	}
+	cr_assert_eq(found, 3, "no names on three shards");
+}
+
+Test(countdown_cluster, waiters_on_three_shards_wake_at_their_zero_and_cancel)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 0);
+	dlock_client *d = dl_client(rh_cluster_seed_uri(cl), 2000, 0);
+	char names[3][32];
+	dlock_countdown *l[3], *down[3];
+	waiter w[3];
+
+	names_on_three_shards(names);
+	for (int i = 0; i < 3; i++) {
+		l[i] = latch_of(c, names[i]);
+		down[i] = latch_of(d, names[i]);
+		dl_pass(dlock_countdown_try_set_count(NULL, down[i], 1));
+		waiter_start(&w[i], l[i], LONG_WAIT_MS);
+	}
+	dl_sleep_ms(SETTLE_MS + 200);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(w[i].returned, -1, "the waiter on %s returned (%d) at count 1", names[i],
+				w[i].rc);
+		int64_t at = rh_now_ms(), left = -1;
+		dl_pass(dlock_countdown_count_down(&left, down[i]));
+		cr_assert_eq(left, 0);
+		pthread_join(w[i].th, NULL);
+		cr_assert_eq(w[i].rc, 0, "%s: %s (%s)", names[i], dlock_strerror(w[i].rc), w[i].msg);
+		cr_assert_leq(w[i].returned - at, WOKEN_WITHIN_MS,
+				"the waiter on %s woke %lld ms after its zero", names[i],
+				(long long)(w[i].returned - at));
+	}
+
+	/* A wait with no end is ended by cancel_waits, wherever its channel is. */
+	dl_pass(dlock_countdown_try_set_count(NULL, down[1], 2));
+	waiter_start(&w[1], l[1], DLOCK_WAIT_FOREVER);
+	dl_sleep_ms(SETTLE_MS + 200);
+	int64_t at = rh_now_ms();
+	dl_pass(dlock_client_cancel_waits(c));
+	pthread_join(w[1].th, NULL);
+	cr_assert_eq(w[1].rc, DLOCK_ECANCELED, "%s (%s)", dlock_strerror(w[1].rc), w[1].msg);
+	cr_assert_leq(w[1].returned - at, WOKEN_WITHIN_MS, "the cancel took %lld ms",
+			(long long)(w[1].returned - at));
+
+	for (int i = 0; i < 3; i++) {
+		dlock_countdown_free(l[i]);
+		dlock_countdown_free(down[i]);
+	}
+	dl_close_clients(c, d);
+}
+
+Test(countdown_cluster, a_name_whose_key_and_channel_hash_apart_is_refused)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 0);
+	dlock_countdown *l = NULL;
+
+	cr_assert_eq(dlock_countdown_new(&l, c, "{tag}gate", NULL), DLOCK_EINVAL);
+	cr_assert(strstr(dlock_errmsg_last(), "slot") != NULL, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_countdown_new(&l, c, "a}b", NULL), DLOCK_EINVAL);
 	dlock_client_close(c);
 }
