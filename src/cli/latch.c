@@ -116,8 +116,8 @@ static int run_verb(const latch_args *la, dlock_countdown *l, const cli_config *
 			return failed(la, l, cfg, rc);
 		if (!set) {
 			fprintf(stderr,
-					"dlock: latch set: \"%s\" exists already (it can be set again "
-					"once it reached zero)\n",
+					"dlock: latch set: \"%s\" exists already (it can be set "
+					"again once it reached zero)\n",
 					la->name);
 			return 1;
 		}
@@ -142,7 +142,8 @@ int cli_latch(const cli_config *cfg, const char *verb, int64_t wait_ms, int argc
 	if ((status = parse_args(&la, argc, argv)) != 0)
 		return status;
 	if (cfg->n != 1)
-		return usage("a latch is one key on one node (or one cluster), not %zu nodes", cfg->n);
+		return usage("a latch is one key on one node (or one cluster), not %zu nodes",
+				cfg->n);
 	/* The client as every command opens it (timeouts, TLS, passwords). */
 	rc = cli_target_open(&t, cfg, la.name);
 	if (rc == 0)

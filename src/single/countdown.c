@@ -52,7 +52,8 @@ static int check_name(const char *name, size_t *out_len)
 	size_t len;
 
 	if (name == NULL || name[0] == '\0')
-		return dlock__seterr(DLOCK_EINVAL, "latch: the name is %s", name ? "empty" : "NULL");
+		return dlock__seterr(
+				DLOCK_EINVAL, "latch: the name is %s", name ? "empty" : "NULL");
 	len = strnlen(name, DLOCK__NAME_MAX + 1);
 	if (len > DLOCK__NAME_MAX)
 		return dlock__seterr(DLOCK_EINVAL, "latch: the name is longer than %d bytes",
@@ -184,10 +185,11 @@ int dlock_countdown_count_down(int64_t *left, dlock_countdown *c)
 
 int dlock_countdown_get_count(int64_t *count, dlock_countdown *c)
 {
+	if (c == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "latch: NULL handle");
 	if (count == NULL)
-		return c != NULL ? dlock__errbuf_record(&c->err,
-					   dlock__seterr(DLOCK_EINVAL, "latch %s: count is NULL", c->shown))
-				 : dlock__seterr(DLOCK_EINVAL, "latch: NULL handle");
+		return dlock__errbuf_record(&c->err,
+				dlock__seterr(DLOCK_EINVAL, "latch %s: count is NULL", c->shown));
 	*count = 0;
 	return dlock__countdown_block(c, DLOCK__LATCH_COUNT, 0, count);
 }

@@ -95,7 +95,9 @@ typedef struct latch_op {
 	int rc; /* the last look's outcome, returned when the wait runs out */
 	char rc_msg[DLOCK__ERRMSG_MAX];
 	int in_flight, waiting, woken_meanwhile;
-	int canceled_with; /* a blocking await: ends when the client's cancel count leaves `cancels` */
+	/* A blocking await ends once the client's cancel count is no longer
+	 * `cancels` (dlock_client_cancel_waits). */
+	int canceled_with;
 	uint64_t cancels;
 	/* the command */
 	dlock_client *send_to; /* a cluster's redirect: the member named */
@@ -196,8 +198,9 @@ static void after_look(latch_op *o, int rc, int transient)
 	}
 	if (rc == 0) {
 		o->backoff = 0;
-		rc = dlock__seterr(DLOCK_ETIMEDOUT, "latch %s: the count is still %lld after %lld ms",
-				o->c->shown, (long long)o->value, (long long)(now - o->started));
+		rc = dlock__seterr(DLOCK_ETIMEDOUT,
+				"latch %s: the count is still %lld after %lld ms", o->c->shown,
+				(long long)o->value, (long long)(now - o->started));
 	} else if (!transient) {
 		conclude(o, rc); /* no wait heals it */
 		return;
@@ -205,7 +208,8 @@ static void after_look(latch_op *o, int rc, int transient)
 		o->backoff = o->backoff == 0 ? RETRY_MIN_MS : o->backoff * 2;
 		if (o->backoff > RETRY_MAX_MS)
 			o->backoff = RETRY_MAX_MS;
-		wake = now + o->backoff / 2 + (int64_t)(dlock__random() % (uint64_t)(o->backoff / 2 + 1));
+		wake = now + o->backoff / 2 +
+				(int64_t)(dlock__random() % (uint64_t)(o->backoff / 2 + 1));
 		if (dlock__client_first_contact_over(o->c->client, rc, o->started, wake)) {
 			conclude(o, dlock__seterr_never_answered());
 			return;
@@ -228,7 +232,8 @@ static int integer_of(latch_op *o, const redisReply *r, int64_t min, int64_t max
 		return 0;
 	}
 	return dlock__seterr_node(DLOCK_EPROTO, o->mop.client->node.label,
-			"%s %s: unexpected reply (type %d)", o->call.script->name, o->c->shown, r->type);
+			"%s %s: unexpected reply (type %d)", o->call.script->name, o->c->shown,
+			r->type);
 }
 
 /* GET's answer: nil is 0 (no latch), else a decimal count. */
@@ -247,7 +252,8 @@ static int count_of(latch_op *o, const redisReply *r)
 	v = strtoll(r->str, &end, 10);
 	if (r->len == 0 || end != r->str + r->len || errno != 0)
 		return dlock__seterr_node(DLOCK_EWRONGTYPE, o->mop.client->node.label,
-				"latch %s: the key holds \"%.32s\", not a count", o->c->shown, r->str);
+				"latch %s: the key holds \"%.32s\", not a count", o->c->shown,
+				r->str);
 	o->value = v;
 	return 0;
 }
@@ -290,7 +296,8 @@ static int redirect(latch_op *o, const redisReply *r)
 	kind = dlock__cluster_follow(cl, r, &o->send_to);
 	if (kind > 0 && ++o->redirects > DLOCK__MAX_REDIRECTS)
 		return dlock__seterr(DLOCK_ESERVER,
-				"%s: more than %d MOVED/ASK redirects for latch %s (resharding under way?)",
+				"%s: more than %d MOVED/ASK redirects for latch %s "
+				"(resharding under way?)",
 				o->c->client->node.label, DLOCK__MAX_REDIRECTS, o->c->shown);
 	return kind;
 }
@@ -473,13 +480,14 @@ static int new_op(latch_op **out, dlock_countdown *c, dlock__latch_kind kind, in
 				c == NULL ? "latch" : "callback");
 	if (kind == DLOCK__LATCH_SET && arg < 1)
 		return dlock__errbuf_record(&c->err,
-				dlock__seterr(DLOCK_EINVAL, "latch %s: the count must be >= 1 (got %lld)",
+				dlock__seterr(DLOCK_EINVAL,
+						"latch %s: the count must be >= 1 (got %lld)",
 						c->shown, (long long)arg));
 	if (kind == DLOCK__LATCH_AWAIT && arg < DLOCK_WAIT_FOREVER)
 		return dlock__errbuf_record(&c->err,
 				dlock__seterr(DLOCK_EINVAL,
-						"latch %s: the wait must be >= 0 ms or DLOCK_WAIT_FOREVER "
-						"(got %lld)",
+						"latch %s: the wait must be >= 0 ms or "
+						"DLOCK_WAIT_FOREVER (got %lld)",
 						c->shown, (long long)arg));
 	if ((rc = dlock__client_check_fork(c->client)) < 0)
 		return dlock__errbuf_record(&c->err, rc);

@@ -254,7 +254,8 @@ Test(countdown, count_down_to_zero_wakes_every_waiter_promptly)
 	int64_t slowest = 0;
 	for (int i = 0; i < NWAITERS; i++) {
 		pthread_join(w[i].th, NULL);
-		cr_assert_eq(w[i].rc, 0, "waiter %d: %s (%s)", i, dlock_strerror(w[i].rc), w[i].msg);
+		cr_assert_eq(w[i].rc, 0, "waiter %d: %s (%s)", i, dlock_strerror(w[i].rc),
+				w[i].msg);
 		if (w[i].returned - at > slowest)
 			slowest = w[i].returned - at;
 	}
@@ -638,13 +639,14 @@ Test(countdown_cluster, waiters_on_three_shards_wake_at_their_zero_and_cancel)
 	}
 	dl_sleep_ms(SETTLE_MS + 200);
 	for (int i = 0; i < 3; i++) {
-		cr_assert_eq(w[i].returned, -1, "the waiter on %s returned (%d) at count 1", names[i],
-				w[i].rc);
+		cr_assert_eq(w[i].returned, -1, "the waiter on %s returned (%d) at count 1",
+				names[i], w[i].rc);
 		int64_t at = rh_now_ms(), left = -1;
 		dl_pass(dlock_countdown_count_down(&left, down[i]));
 		cr_assert_eq(left, 0);
 		pthread_join(w[i].th, NULL);
-		cr_assert_eq(w[i].rc, 0, "%s: %s (%s)", names[i], dlock_strerror(w[i].rc), w[i].msg);
+		cr_assert_eq(w[i].rc, 0, "%s: %s (%s)", names[i], dlock_strerror(w[i].rc),
+				w[i].msg);
 		cr_assert_leq(w[i].returned - at, WOKEN_WITHIN_MS,
 				"the waiter on %s woke %lld ms after its zero", names[i],
 				(long long)(w[i].returned - at));

@@ -77,7 +77,8 @@ static long java_awaits(const char *worker, const char *name)
 	long seq = jp_send(peer, worker, "latch await %s %d", name, IO_LONG_LEASE_MS);
 	jp_reply r;
 	cr_assert_not(jp_poll(peer, seq, IO_SETTLE_MS, &r),
-			"Redisson's await on %s returned (%s) with the count above zero", name, r.value);
+			"Redisson's await on %s returned (%s) with the count above zero", name,
+			r.value);
 	return seq;
 }
 
@@ -205,6 +206,8 @@ Test(redisson_countdown, both_sides_count_one_latch_and_set_it_again_after_zero)
 Test(redisson_countdown_cluster, wake_ups_both_ways_on_a_cluster)
 {
 	c_counts_down_java_wakes("warm", "", 0);
-	c_counts_down_java_wakes("gate-a", "cluster CountDownLatch zero wake-up, dlock -> Redisson", 1);
-	java_counts_down_c_wakes("gate-b", "cluster CountDownLatch zero wake-up, Redisson -> dlock");
+	c_counts_down_java_wakes(
+			"gate-a", "cluster CountDownLatch zero wake-up, dlock -> Redisson", 1);
+	java_counts_down_c_wakes(
+			"gate-b", "cluster CountDownLatch zero wake-up, Redisson -> dlock");
 }
