@@ -92,7 +92,7 @@ typedef struct latch_op {
 	int64_t value; /* the answer (dlock_countdown_op_value) */
 	/* await */
 	int64_t wait_ms, started, deadline, backoff;
-	int rc; /* the last look's outcome, returned when the wait runs out */
+	int rc; /* the last look's failure (0: it read a count above zero) */
 	char rc_msg[DLOCK__ERRMSG_MAX];
 	int in_flight, waiting, woken_meanwhile;
 	/* A blocking await ends once the client's cancel count is no longer
@@ -187,6 +187,19 @@ static void wait_for(latch_op *o, int64_t wake)
 		conclude(o, dlock__seterr(DLOCK_ENOMEM, "latch %s: out of memory", o->c->shown));
 }
 
+/* The wait is over: DLOCK_ETIMEDOUT when the last look found the count
+ * above zero, else the last look's transient error. */
+static void wait_over(latch_op *o)
+{
+	if (o->rc < 0) {
+		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
+		return;
+	}
+	conclude(o, dlock__seterr(DLOCK_ETIMEDOUT,
+			    "latch %s: the count was still %lld when the wait of %lld ms ended",
+			    o->c->shown, (long long)o->value, (long long)o->wait_ms));
+}
+
 /* An await's look came back: done, or wait for the next change. */
 static void after_look(latch_op *o, int rc, int transient)
 {
@@ -198,9 +211,6 @@ static void after_look(latch_op *o, int rc, int transient)
 	}
 	if (rc == 0) {
 		o->backoff = 0;
-		rc = dlock__seterr(DLOCK_ETIMEDOUT,
-				"latch %s: the count is still %lld after %lld ms", o->c->shown,
-				(long long)o->value, (long long)(now - o->started));
 	} else if (!transient) {
 		conclude(o, rc); /* no wait heals it */
 		return;
@@ -215,10 +225,11 @@ static void after_look(latch_op *o, int rc, int transient)
 			return;
 		}
 	}
-	o->rc = rc;
-	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
+	o->rc = rc; /* 0: the count was above zero (o->value) */
+	if (rc < 0)
+		snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	if (now >= o->deadline) {
-		conclude(o, rc);
+		wait_over(o);
 		return;
 	}
 	wait_for(o, wake);
@@ -399,7 +410,7 @@ static void look_again(latch_op *o)
 		return;
 	}
 	if (dlock__now_ms() >= o->deadline) {
-		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
+		wait_over(o);
 		return;
 	}
 	o->waiting = 0;

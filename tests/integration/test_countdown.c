@@ -313,8 +313,10 @@ Test(countdown, a_wait_that_runs_out_returns_timed_out)
 	cr_assert(took >= 400 && took <= 400 + WOKEN_WITHIN_MS,
 			"a 400 ms wait returned after %lld ms", (long long)took);
 	cr_assert(strstr(dlock_countdown_errmsg(l), "never") != NULL &&
-					strstr(dlock_countdown_errmsg(l), "2") != NULL,
-			"the message names the latch and its count: %s", dlock_countdown_errmsg(l));
+					strstr(dlock_countdown_errmsg(l), "still 2") != NULL &&
+					strstr(dlock_countdown_errmsg(l), "400 ms") != NULL,
+			"the message names the latch, its count and the wait: %s",
+			dlock_countdown_errmsg(l));
 
 	/* One look (wait 0) does not wait. */
 	t0 = rh_now_ms();
