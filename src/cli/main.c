@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "help.h"
+#include "latch.h"
 #include "run.h"
 #include "secrets.h"
 #include "target.h"
@@ -357,7 +358,8 @@ static int configure(cli_config *cfg, cli_args *a)
 
 static int is_command(const char *command)
 {
-	static const char *const known[] = { "run", "acquire", "release", "status", "unlock" };
+	static const char *const known[] = { "run", "acquire", "release", "status", "unlock",
+		"latch" };
 	size_t i;
 
 	for (i = 0; i < sizeof(known) / sizeof(*known); i++)
@@ -389,7 +391,7 @@ static int takes(const option_use *u, const char *command)
 static int check_options_apply(const char *command, const cli_args *a)
 {
 	const option_use uses[] = {
-		{ "-w/--wait", a->wait_given, { "run", "acquire", NULL }, "" },
+		{ "-w/--wait", a->wait_given, { "run", "acquire", "latch" }, "" },
 		{ "-l/--lease", a->lease_given, { "run", "acquire", NULL }, "" },
 		{ "--grace", a->grace_given, { "run", NULL, NULL }, "" },
 		{ "--owner", a->owner != NULL, { "acquire", "release", NULL },
@@ -429,7 +431,7 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 		if (optind >= argc)
 			return usage_error("%s",
 					"run: the command to run is missing (NAME -- CMD ...)");
-	} else if (optind < argc) {
+	} else if (optind < argc && strcmp(command, "latch") != 0) { /* latch.c reads the rest */
 		return usage_error("unexpected argument \"%s\"", argv[optind]);
 	}
 	if ((rc = check_options_apply(command, a)) != 0)
@@ -540,6 +542,12 @@ int main(int argc, char **argv)
 	if ((rc = configure(&cfg, &a)) != 0) {
 		free_config(&cfg);
 		return rc;
+	}
+	if (strcmp(command, "latch") == 0) { /* `latch VERB ...`: the verb stands where NAME goes */
+		status = cli_latch(&cfg, name, a.wait_given ? a.wait_ms : DLOCK_WAIT_FOREVER,
+				argc - optind, argv + optind);
+		free_config(&cfg);
+		return status;
 	}
 	rc = cli_target_open(&t, &cfg, name);
 	if (rc < 0) {

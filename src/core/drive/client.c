@@ -451,12 +451,21 @@ static void flush_idle(void *arg)
 		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);
 }
 
+static void wake_member_waiters(dlock_client *member, void *arg)
+{
+	(void)arg;
+	dlock__reactor_wake_waiters(member->reactor);
+}
+
 int dlock_client_cancel_waits(dlock_client *c)
 {
 	if (c == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "cancel: NULL client");
 	atomic_fetch_add(&c->cancels, 1);
 	dlock__reactor_wake_waiters(c->reactor);
+	/* A cluster's waiters listen at the members serving their channels. */
+	if (c->node.cluster != NULL)
+		dlock__cluster_each_member(c->node.cluster, wake_member_waiters, NULL);
 	return 0;
 }
 

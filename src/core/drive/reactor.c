@@ -119,6 +119,17 @@ static void wake_one(dlock__sub *s)
 	li->next = NULL;
 }
 
+/* "0": wake one waiter, and every one that hears every message (r->mu held). */
+static void wake_one_and_every_message(dlock__sub *s)
+{
+	dlock__listener *li;
+
+	wake_one(s);
+	for (li = s->listeners; li != NULL; li = li->next)
+		if (li->every_message)
+			dlock__loop_post(li->loop, li->task);
+}
+
 static void free_sub(dlock__sub *s)
 {
 	dlock__free(s->channel);
@@ -188,7 +199,7 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 			if (arg->type == REDIS_REPLY_STRING && arg->len == 1 && arg->str[0] == '1')
 				wake_sub(s);
 			else
-				wake_one(s);
+				wake_one_and_every_message(s);
 			/* Anyone's unlock of the name, a force unlock included. */
 			want_check(r, s);
 		} else if (kind_is(kind, "subscribe") && s->state == SUB_SUBSCRIBING) {

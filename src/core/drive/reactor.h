@@ -82,6 +82,9 @@ struct dlock__task;
 typedef struct dlock__listener {
 	struct dlock_loop *loop;
 	struct dlock__task *task;
+	/* Woken by every message, "0" included: a countdown latch's waiters,
+	 * whose "0" (the count reached zero) is news for all of them. */
+	int every_message;
 	struct dlock__listener *next; /* private */
 } dlock__listener;
 

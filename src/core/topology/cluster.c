@@ -384,6 +384,17 @@ void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r)
 		(void)dlock__cluster_follow(cl, r, &ignored);
 }
 
+void dlock__cluster_each_member(
+		dlock__cluster *cl, void (*fn)(dlock_client *member, void *arg), void *arg)
+{
+	size_t i;
+
+	dlock__mutex_lock(&cl->mu);
+	for (i = 0; i < cl->n_members; i++)
+		fn(cl->members[i].client, arg);
+	dlock__mutex_unlock(&cl->mu);
+}
+
 int dlock__cluster_answered(dlock__cluster *cl)
 {
 	int known;

@@ -89,6 +89,11 @@ int dlock__cluster_follow(dlock__cluster *cl, const redisReply *r, dlock_client 
  * updates the map; an unreachable member (rc ECONN/ETIMEDOUT) makes it suspect. */
 void dlock__cluster_note(dlock__cluster *cl, int rc, const redisReply *r);
 
+/* Call fn for each member opened so far, under the cluster's lock: fn must
+ * not call into the cluster. */
+void dlock__cluster_each_member(
+		dlock__cluster *cl, void (*fn)(dlock_client *member, void *arg), void *arg);
+
 /* A node of the cluster gave its slot map once: the cluster has answered. */
 int dlock__cluster_answered(dlock__cluster *cl);
 

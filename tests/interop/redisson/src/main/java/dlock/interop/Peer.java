@@ -58,6 +58,7 @@ import org.redisson.config.Config;
  *                                 isLocked, remainTimeToLive
  *   token NAME                    RFencedLock.getToken()
  *   owner                         the hash field this worker writes: ID:THREAD
+ *   latch OP NAME [ARG]           RCountDownLatch (Latches.java)
  *   quit                          (no WORKER) shut down and exit
  */
 public final class Peer {
@@ -197,6 +198,8 @@ public final class Peer {
 			return clients[0].getId() + ":" + Thread.currentThread().getId();
 		case "token":
 			return String.valueOf(clients[0].getFencedLock(w[3]).getToken());
+		case "latch": // RCountDownLatch: see Latches.java
+			return Latches.execute(clients[0], w);
 		default:
 			break;
 		}

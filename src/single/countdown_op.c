@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A countdown latch's operations as one state machine on a loop: the
+ * asynchronous calls run it on the client's loop, the blocking calls on a
+ * loop of the calling thread (single/lock_op.c's dlock__op_block), so there
+ * is one implementation of each. Every command is a multiplexed run
+ * (core/drive/mux_loop.h): scripts as EVALSHA with the EVAL fall-back, the
+ * SPUBLISH twin on a cluster with sharded pub/sub, a cluster's MOVED/ASK
+ * followed.
+ *
+ * set, count down, get count, delete: one command, then the end.
+ * await:
+ *   LISTEN (the latch's channel, before the first look, so that a zero
+ *   reached in between is heard) -> LOOK (GET) --0--> done
+ *      LOOK --count > 0, or a transient error--> WAITING
+ *      WAITING --message, subscription made, backoff timer--> LOOK
+ *      WAITING/LOOK --deadline--> DLOCK_ETIMEDOUT (or the last transient error)
+ *   A message while a look is out makes another look follow at once (the
+ *   first may have read the count before the change). There is no polling:
+ *   a waiter with count > 0 sleeps until a message or its deadline.
+ *   cancel: the look under way is dropped (a GET: nothing to undo).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/base/fmt.h"
+#include "core/base/ids.h"
+#include "core/base/time.h"
+#include "core/drive/mux_loop.h"
+#include "core/drive/op.h"
+#include "core/drive/reactor.h"
+#include "core/topology/cluster.h"
+#include "single/acquire.h"
+#include "single/countdown_internal.h"
+#include "single/lock_op.h"
+
+/* clang-format off: the Lua keeps its own layout */
+
+/*
+ * Redisson's data and messages (RedissonCountDownLatch, CountDownLatchPubSub:
+ * ZERO_COUNT_MESSAGE 0, NEW_COUNT_MESSAGE 1); the replies are dlock's own.
+ * Each script: KEYS name, channel. Every "redis.call('publish'" becomes
+ * SPUBLISH on a sharded cluster (dlock__script_for).
+ */
+
+/* ARGV: count, "1". Reply: 1 set, 0 the key existed. */
+static dlock__script script_set = DLOCK__SCRIPT("latch set",
+		"if redis.call('exists', KEYS[1]) == 1 then "
+		"  return 0; "
+		"end; "
+		"redis.call('set', KEYS[1], ARGV[1]); "
+		"redis.call('publish', KEYS[2], ARGV[2]); "
+		"return 1;");
+
+/* ARGV: "0". Reply: the count left (0 once at zero: deleted, announced). */
+static dlock__script script_down = DLOCK__SCRIPT("latch count down",
+		"local v = redis.call('decr', KEYS[1]); "
+		"if v <= 0 then "
+		"  redis.call('del', KEYS[1]); "
+		"end; "
+		"if v == 0 then "
+		"  redis.call('publish', KEYS[2], ARGV[1]); "
+		"end; "
+		"if v < 0 then "
+		"  v = 0; "
+		"end; "
+		"return v;");
+
+/* ARGV: "1". Reply: 1 deleted (announced), 0 none. */
+static dlock__script script_delete = DLOCK__SCRIPT("latch delete",
+		"if redis.call('del', KEYS[1]) == 0 then "
+		"  return 0; "
+		"end; "
+		"redis.call('publish', KEYS[2], ARGV[1]); "
+		"return 1;");
+
+/* clang-format on */
+
+/* An await that meets a transient error looks again after a backoff between these. */
+#define RETRY_MIN_MS 50
+#define RETRY_MAX_MS 1000
+
+typedef struct latch_op {
+	dlock_op op; /* first */
+	dlock_countdown *c;
+	dlock__latch_kind kind;
+	int64_t arg;   /* set: the count */
+	int64_t value; /* the answer (dlock_countdown_op_value) */
+	/* await */
+	int64_t wait_ms, started, deadline, backoff;
+	int rc; /* the last look's failure (0: it read a count above zero) */
+	char rc_msg[DLOCK__ERRMSG_MAX];
+	int in_flight, waiting, woken_meanwhile;
+	/* A blocking await ends once the client's cancel count is no longer
+	 * `cancels` (dlock_client_cancel_waits). */
+	int canceled_with;
+	uint64_t cancels;
+	/* the command */
+	dlock_client *send_to; /* a cluster's redirect: the member named */
+	int asking, redirects;
+	dlock__call call;
+	char num[24];
+	const char *argv[2];
+	size_t lens[2];
+	dlock__mux_op mop;
+	dlock__mux_loop ml;
+	/* listening */
+	dlock__reactor *rx;
+	dlock__sub *sub;
+	dlock__listener li;
+	dlock__task wake_task;
+	dlock__timer timer;
+} latch_op;
+
+#define LOP(p, field) ((latch_op *)((char *)(p) - offsetof(latch_op, field)))
+
+static const char *const what_of[] = { "dlock_countdown_try_set_count",
+	"dlock_countdown_count_down", "dlock_countdown_get_count", "dlock_countdown_delete",
+	"dlock_countdown_await" };
+
+static void send_command(latch_op *o);
+
+static void stop_listening(latch_op *o)
+{
+	if (o->sub != NULL)
+		dlock__sub_unlisten(o->rx, o->sub, &o->li);
+	o->sub = NULL;
+	dlock__timer_stop(o->op.loop, &o->timer);
+	dlock__loop_unpost(o->op.loop, &o->wake_task);
+	o->waiting = 0;
+}
+
+static void conclude(latch_op *o, int rc)
+{
+	stop_listening(o);
+	dlock__op_finish(&o->op, dlock__errbuf_record(&o->c->err, rc));
+}
+
+/* In a cluster the channel's slot may have moved to another node: listen
+ * there from now on. */
+static void follow_channel(latch_op *o)
+{
+	dlock__reactor *now = dlock__client_reactor_for(o->c->client, o->c->channel,
+			o->c->channel_len);
+
+	if (now == o->rx || now == NULL)
+		return;
+	if (o->sub != NULL)
+		dlock__sub_unlisten(o->rx, o->sub, &o->li);
+	o->rx = now;
+	o->sub = dlock__sub_listen(now, o->c->channel, o->c->channel_len, &o->li);
+}
+
+/* Start listening on the latch's channel: 0, or an error. */
+static int listen(latch_op *o)
+{
+	int rc;
+
+	/* The reactor's thread wakes it: a thread's loop gets its wake-up
+	 * descriptor (kept until the blocking call ends). */
+	if ((rc = dlock__loop_wakeable(o->op.loop)) < 0)
+		return rc;
+	o->rx = dlock__client_reactor_for(o->c->client, o->c->channel, o->c->channel_len);
+	/* No node for the channel now (a cluster's map being read): the first
+	 * look finds out, and follow_channel listens once there is one. */
+	if (o->rx == NULL)
+		return 0;
+	o->sub = dlock__sub_listen(o->rx, o->c->channel, o->c->channel_len, &o->li);
+	if (o->sub == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "latch %s: out of memory", o->c->shown);
+	return 0;
+}
+
+/* Sleep until a message, the subscription made, or `wake` (the deadline at the latest). */
+static void wait_for(latch_op *o, int64_t wake)
+{
+	follow_channel(o);
+	o->waiting = 1;
+	if (o->woken_meanwhile) /* the change may have come after the look was answered */
+		wake = dlock__now_ms();
+	o->woken_meanwhile = 0;
+	if (dlock__timer_set(o->op.loop, &o->timer, wake < o->deadline ? wake : o->deadline) < 0)
+		conclude(o, dlock__seterr(DLOCK_ENOMEM, "latch %s: out of memory", o->c->shown));
+}
+
+/* The wait is over: DLOCK_ETIMEDOUT when the last look found the count
+ * above zero, else the last look's transient error. */
+static void wait_over(latch_op *o)
+{
+	if (o->rc < 0) {
+		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
+		return;
+	}
+	conclude(o, dlock__seterr(DLOCK_ETIMEDOUT,
+			    "latch %s: the count was still %lld when the wait of %lld ms ended",
+			    o->c->shown, (long long)o->value, (long long)o->wait_ms));
+}
+
+/* An await's look came back: done, or wait for the next change. */
+static void after_look(latch_op *o, int rc, int transient)
+{
+	int64_t now = dlock__now_ms(), wake = DLOCK__NEVER;
+
+	if (rc == 0 && o->value == 0) {
+		conclude(o, 0);
+		return;
+	}
+	if (rc == 0) {
+		o->backoff = 0;
+	} else if (!transient) {
+		conclude(o, rc); /* no wait heals it */
+		return;
+	} else {
+		o->backoff = o->backoff == 0 ? RETRY_MIN_MS : o->backoff * 2;
+		if (o->backoff > RETRY_MAX_MS)
+			o->backoff = RETRY_MAX_MS;
+		wake = now + o->backoff / 2 +
+				(int64_t)(dlock__random() % (uint64_t)(o->backoff / 2 + 1));
+		if (dlock__client_first_contact_over(o->c->client, rc, o->started, wake)) {
+			conclude(o, dlock__seterr_never_answered());
+			return;
+		}
+	}
+	o->rc = rc; /* 0: the count was above zero (o->value) */
+	if (rc < 0)
+		snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
+	if (now >= o->deadline) {
+		wait_over(o);
+		return;
+	}
+	wait_for(o, wake);
+}
+
+/* The reply's integer, for the scripts; DLOCK_EPROTO for another shape. */
+static int integer_of(latch_op *o, const redisReply *r, int64_t min, int64_t max)
+{
+	if (r->type == REDIS_REPLY_INTEGER && r->integer >= min && r->integer <= max) {
+		o->value = r->integer;
+		return 0;
+	}
+	return dlock__seterr_node(DLOCK_EPROTO, o->mop.client->node.label,
+			"%s %s: unexpected reply (type %d)", o->call.script->name, o->c->shown,
+			r->type);
+}
+
+/* GET's answer: nil is 0 (no latch), else a decimal count. */
+static int count_of(latch_op *o, const redisReply *r)
+{
+	char *end;
+	long long v;
+
+	o->value = 0;
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	if (r->type != REDIS_REPLY_STRING)
+		return dlock__seterr_node(DLOCK_EPROTO, o->mop.client->node.label,
+				"GET %s: unexpected reply (type %d)", o->c->shown, r->type);
+	errno = 0;
+	v = strtoll(r->str, &end, 10);
+	if (r->len == 0 || end != r->str + r->len || errno != 0)
+		return dlock__seterr_node(DLOCK_EWRONGTYPE, o->mop.client->node.label,
+				"latch %s: the key holds \"%.32s\", not a count", o->c->shown,
+				r->str);
+	o->value = v;
+	return 0;
+}
+
+/* What the command's reply says, into o->value: 0, or an error with its message. */
+static int judge(latch_op *o, const redisReply *r)
+{
+	const char *what = o->mop.call != NULL ? o->call.script->name : "GET";
+	int rc = dlock__reply_check(&o->mop.client->node, r, what);
+
+	/* DECR of a string that is no number: the key is not a latch. */
+	if (rc == DLOCK_ESERVER && r->str != NULL && strstr(r->str, "not an integer") != NULL)
+		rc = dlock__seterr_node(DLOCK_EWRONGTYPE, o->mop.client->node.label,
+				"latch %s: the key is not a count (%s)", o->c->shown, r->str);
+	if (rc < 0)
+		return rc;
+	switch (o->kind) {
+	case DLOCK__LATCH_SET:
+	case DLOCK__LATCH_DELETE:
+		return integer_of(o, r, 0, 1);
+	case DLOCK__LATCH_DOWN:
+		return integer_of(o, r, 0, INT64_MAX);
+	default:
+		return count_of(o, r);
+	}
+}
+
+/*
+ * A command came back as a cluster's redirect: where to send it again. 1
+ * (MOVED) or 2 (ASK) with o->send_to set, 0 for no redirect, < 0 when the
+ * member cannot be opened or after too many.
+ */
+static int redirect(latch_op *o, const redisReply *r)
+{
+	dlock__cluster *cl = o->c->client->node.cluster;
+	int kind;
+
+	if (cl == NULL || r == NULL || r->type != REDIS_REPLY_ERROR)
+		return 0;
+	kind = dlock__cluster_follow(cl, r, &o->send_to);
+	if (kind > 0 && ++o->redirects > DLOCK__MAX_REDIRECTS)
+		return dlock__seterr(DLOCK_ESERVER,
+				"%s: more than %d MOVED/ASK redirects for latch %s "
+				"(resharding under way?)",
+				o->c->client->node.label, DLOCK__MAX_REDIRECTS, o->c->shown);
+	return kind;
+}
+
+static void command_done(dlock__mux_loop *ml)
+{
+	latch_op *o = LOP(ml, ml);
+	redisReply *r = o->mop.reply;
+	int rc = o->mop.rc, transient;
+
+	o->in_flight = 0;
+	if (rc == 0 && (rc = redirect(o, r)) > 0) {
+		o->asking = rc == 2;
+		dlock__mux_loop_end(ml);
+		dlock__mux_clear(&o->mop, 1);
+		send_command(o);
+		return;
+	}
+	if (rc == 0)
+		rc = judge(o, r);
+	else
+		dlock__seterr(rc, "%s", o->mop.errmsg);
+	transient = rc < 0 && dlock__acquire_transient(o->mop.client, rc, r);
+	dlock__mux_loop_end(ml);
+	dlock__mux_clear(&o->mop, 1);
+	if (o->kind == DLOCK__LATCH_AWAIT)
+		after_look(o, rc, transient);
+	else
+		conclude(o, rc);
+}
+
+/* The call of a script on the latch's key and channel, with one argument more. */
+static void prepare_call(latch_op *o, dlock__script *s, const char *arg, size_t len,
+		const char *message)
+{
+	dlock__call *c = &o->call;
+
+	c->script = s;
+	c->argc = 0;
+	dlock__call_push(c, o->c->name, o->c->name_len);
+	dlock__call_push(c, o->c->channel, o->c->channel_len);
+	dlock__call_keys_done(c);
+	if (arg != NULL)
+		dlock__call_push(c, arg, len);
+	dlock__call_push(c, message, 1);
+}
+
+static void send_command(latch_op *o)
+{
+	int rc;
+
+	memset(&o->mop, 0, sizeof(o->mop));
+	o->mop.client = o->send_to != NULL ? o->send_to : o->c->client;
+	o->mop.asking = o->asking;
+	o->send_to = NULL;
+	o->asking = 0;
+	switch (o->kind) {
+	case DLOCK__LATCH_SET:
+		prepare_call(o, &script_set, o->num, dlock__fmt_i64(o->num, o->arg), "1");
+		break;
+	case DLOCK__LATCH_DOWN:
+		prepare_call(o, &script_down, NULL, 0, "0");
+		break;
+	case DLOCK__LATCH_DELETE:
+		prepare_call(o, &script_delete, NULL, 0, "1");
+		break;
+	default:
+		o->argv[0] = "GET";
+		o->lens[0] = 3;
+		o->argv[1] = o->c->name;
+		o->lens[1] = o->c->name_len;
+		o->mop.argv = o->argv;
+		o->mop.lens = o->lens;
+		o->mop.argc = 2;
+		break;
+	}
+	if (o->kind != DLOCK__LATCH_COUNT && o->kind != DLOCK__LATCH_AWAIT) {
+		o->mop.call = &o->call;
+		/* A set or count down whose reply was lost may have run: sent
+		 * again it would answer "existed" or count twice. */
+		o->mop.no_retry = o->kind != DLOCK__LATCH_DELETE;
+	}
+	rc = dlock__mux_loop_begin(&o->ml, o->op.loop, &o->mop, 1, NULL, NULL, command_done);
+	if (rc < 0) {
+		conclude(o, rc);
+		return;
+	}
+	o->in_flight = 1;
+}
+
+/* A message on the channel, the subscription made, or the timer. */
+static void look_again(latch_op *o)
+{
+	if (!o->waiting || o->op.finished)
+		return;
+	if (o->canceled_with && dlock__client_cancels(o->c->client) != o->cancels) {
+		conclude(o, dlock__seterr(DLOCK_ECANCELED, "latch %s: the wait was canceled",
+				    o->c->shown));
+		return;
+	}
+	if (dlock__now_ms() >= o->deadline) {
+		wait_over(o);
+		return;
+	}
+	o->waiting = 0;
+	o->woken_meanwhile = 0;
+	o->redirects = 0;
+	dlock__timer_stop(o->op.loop, &o->timer);
+	send_command(o);
+}
+
+static void woken(dlock__task *t)
+{
+	latch_op *o = LOP(t, wake_task);
+
+	if (!o->waiting)
+		o->woken_meanwhile = 1;
+	look_again(o);
+}
+
+static void timer_fired(dlock__timer *t)
+{
+	look_again(LOP(t, timer));
+}
+
+static void start(dlock_op *op)
+{
+	latch_op *o = (latch_op *)op;
+	int rc;
+
+	o->li.loop = op->loop; /* the loop it runs on, known now */
+	if (o->kind == DLOCK__LATCH_AWAIT) {
+		o->started = dlock__now_ms();
+		o->deadline = dlock__deadline_in(o->wait_ms);
+		/* Listen before the first look: a zero reached after the look
+		 * and before the subscription would go unheard. One look (wait
+		 * 0) listens to nothing. */
+		if (o->wait_ms != 0 && (rc = listen(o)) < 0) {
+			conclude(o, rc);
+			return;
+		}
+	}
+	send_command(o);
+}
+
+static void cancel(dlock_op *op)
+{
+	latch_op *o = (latch_op *)op;
+
+	if (o->in_flight) {
+		/* A GET: nothing to give back. */
+		o->in_flight = 0;
+		dlock__mux_loop_end(&o->ml);
+		dlock__mux_clear(&o->mop, 1);
+	}
+	conclude(o, dlock__seterr(DLOCK_ECANCELED, "latch %s: %s was canceled", o->c->shown,
+			    o->kind == DLOCK__LATCH_AWAIT ? "the wait" : "the query"));
+}
+
+static void destroy(dlock_op *op)
+{
+	latch_op *o = (latch_op *)op;
+	dlock_countdown *c = o->c;
+
+	dlock__client_handle_added(c->client, -1);
+	dlock__free(o);
+	dlock__countdown_unref(c); /* the last free when the caller freed it meanwhile */
+}
+
+/* A new operation, not started. 0, or an error (no op, no callback). */
+static int new_op(latch_op **out, dlock_countdown *c, dlock__latch_kind kind, int64_t arg,
+		dlock_op_cb cb, void *userdata)
+{
+	latch_op *o;
+	int rc;
+
+	*out = NULL;
+	if (c == NULL || cb == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "%s: NULL %s", what_of[kind],
+				c == NULL ? "latch" : "callback");
+	if (kind == DLOCK__LATCH_SET && arg < 1)
+		return dlock__errbuf_record(&c->err,
+				dlock__seterr(DLOCK_EINVAL,
+						"latch %s: the count must be >= 1 (got %lld)",
+						c->shown, (long long)arg));
+	if (kind == DLOCK__LATCH_AWAIT && arg < DLOCK_WAIT_FOREVER)
+		return dlock__errbuf_record(&c->err,
+				dlock__seterr(DLOCK_EINVAL,
+						"latch %s: the wait must be >= 0 ms or "
+						"DLOCK_WAIT_FOREVER (got %lld)",
+						c->shown, (long long)arg));
+	if ((rc = dlock__client_check_fork(c->client)) < 0)
+		return dlock__errbuf_record(&c->err, rc);
+	o = dlock__calloc(1, sizeof(*o));
+	if (o == NULL)
+		return dlock__errbuf_record(&c->err,
+				dlock__seterr(DLOCK_ENOMEM, "latch %s: out of memory", c->shown));
+	dlock__op_init(&o->op, dlock__reactor_loop(c->client->reactor), cb, userdata);
+	o->op.start = start;
+	o->op.cancel = cancel;
+	o->op.destroy = destroy;
+	/* What may have run is not taken back: it finishes and tells. */
+	o->op.uncancelable = kind == DLOCK__LATCH_SET || kind == DLOCK__LATCH_DOWN ||
+			kind == DLOCK__LATCH_DELETE;
+	o->c = c;
+	o->kind = kind;
+	o->arg = arg;
+	o->wait_ms = kind == DLOCK__LATCH_AWAIT ? arg : 0;
+	o->li.task = &o->wake_task;
+	o->li.every_message = 1; /* "0" opens the latch for every waiter */
+	dlock__task_init(&o->wake_task, woken);
+	dlock__timer_init(&o->timer, timer_fired);
+	atomic_fetch_add(&c->refs, 1); /* the handle outlives the op, freed or not */
+	dlock__client_handle_added(c->client, 1); /* the client outlives the op */
+	*out = o;
+	return 0;
+}
+
+static int start_async(dlock_op **out, dlock_countdown *c, dlock__latch_kind kind, int64_t arg,
+		dlock_op_cb cb, void *userdata)
+{
+	latch_op *o;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = new_op(&o, c, kind, arg, cb, userdata)) < 0)
+		return rc;
+	if (out != NULL)
+		*out = &o->op;
+	dlock__op_submit(&o->op);
+	return 0;
+}
+
+int dlock_countdown_try_set_count_async(dlock_op **out, dlock_countdown *c, int64_t count,
+		dlock_op_cb cb, void *userdata)
+{
+	return start_async(out, c, DLOCK__LATCH_SET, count, cb, userdata);
+}
+
+int dlock_countdown_count_down_async(
+		dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
+{
+	return start_async(out, c, DLOCK__LATCH_DOWN, 0, cb, userdata);
+}
+
+int dlock_countdown_get_count_async(
+		dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
+{
+	return start_async(out, c, DLOCK__LATCH_COUNT, 0, cb, userdata);
+}
+
+int dlock_countdown_delete_async(dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
+{
+	return start_async(out, c, DLOCK__LATCH_DELETE, 0, cb, userdata);
+}
+
+int dlock_countdown_await_async(dlock_op **out, dlock_countdown *c, int64_t wait_ms,
+		dlock_op_cb cb, void *userdata)
+{
+	return start_async(out, c, DLOCK__LATCH_AWAIT, wait_ms, cb, userdata);
+}
+
+int dlock_countdown_op_value(int64_t *value, const dlock_op *op)
+{
+	if (value == NULL || op == NULL || op->destroy != destroy)
+		return dlock__seterr(DLOCK_EINVAL, "latch op value: %s",
+				value == NULL ? "value is NULL"
+				: op == NULL  ? "op is NULL"
+					      : "not a latch operation");
+	*value = ((const latch_op *)op)->value;
+	return 0;
+}
+
+/* How a blocking call's operation ended (its callback's record). */
+typedef struct ending {
+	int done, code;
+	int64_t value;
+	char message[DLOCK__ERRMSG_MAX];
+} ending;
+
+static void note_end(dlock_op *op, const dlock_result *r, void *userdata)
+{
+	ending *e = userdata;
+
+	e->done = 1;
+	e->code = r->code;
+	e->value = ((latch_op *)op)->value;
+	snprintf(e->message, sizeof(e->message), "%s", r->message);
+}
+
+int dlock__countdown_block(dlock_countdown *c, dlock__latch_kind kind, int64_t arg, int64_t *value)
+{
+	ending e = { 0 };
+	latch_op *o;
+	int rc = new_op(&o, c, kind, arg, note_end, &e);
+
+	if (rc < 0)
+		return rc;
+	o->canceled_with = kind == DLOCK__LATCH_AWAIT;
+	o->cancels = dlock__client_cancels(c->client);
+	if ((rc = dlock__op_block(&o->op, c->client, &e.done)) < 0)
+		return dlock__errbuf_record(&c->err, rc);
+	if (e.code < 0)
+		return dlock__errbuf_record(&c->err, dlock__seterr(e.code, "%s", e.message));
+	if (value != NULL)
+		*value = e.value;
+	return 0;
+}
