@@ -6,8 +6,8 @@
  * once, re-entry counts, every read hold has its timeout key which the
  * watchdog renews, the last reader's unlock wakes a waiting writer and a
  * writer's unlock wakes every waiting reader, leases expire, async
- * acquisitions and their cancels leave nothing behind, and both halves
- * work as MultiLock and RedLock members.
+ * acquisitions and their cancels leave nothing behind, both halves
+ * work as MultiLock and RedLock members, and on a Redis Cluster.
  *
  * Data (Redisson's): HASH <name> with mode = read|write, `<owner>:write` ->
  * count for the writer, `<owner>` -> count for a reader, and per read hold k
@@ -22,6 +22,7 @@
 
 #include "dlock.h"
 #include "redis_harness.h"
+#include "rh_cluster.h"
 #include "support.h"
 
 #define srv dl_srv
@@ -527,4 +528,54 @@ Test(rwlock, read_locks_as_redlock_members)
 		dl_close_clients(c[i], d[i]);
 		rh_server_free(s[i]);
 	}
+}
+
+/* ---- a Redis Cluster ------------------------------------------------------ */
+
+/*
+ * On a cluster the timeout keys share the name's slot ({name}), Redisson's
+ * sharded pub/sub carries the wake-ups (Redis 7+), and the watchdog's
+ * batches renew the read holds there too.
+ */
+Test(rwlock, on_a_cluster_readers_share_a_writer_is_woken_and_reads_are_renewed, .timeout = 120)
+{
+	rh_cluster *cl = rh_cluster_start(3, 0, NULL);
+	dlock_client *c, *d;
+	dlock_lock *r, *w;
+	rh_server *home;
+	dl_waiter wt;
+	char owner[128];
+	int64_t unlocked, k;
+
+	cr_assert_not_null(cl, "no cluster");
+	c = dl_client(rh_cluster_seed_uri(cl), 0, 1500);
+	d = dl_client(rh_cluster_seed_uri(cl), 0, 1500);
+	r = half(c, "rw:cl", DLOCK_LOCK_READ);
+	w = half(d, "rw:cl", DLOCK_LOCK_WRITE);
+	home = dl_slot_owner(cl, "rw:cl");
+	dl_owner(c, owner, sizeof owner);
+
+	dl_pass(dlock_lock_lock(r, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_try_as(r, "reader:2", 0, 20000));
+	dl_sleep_ms(3500); /* past twice the watchdog timeout */
+	k = rh_command_int(home, "PTTL {rw:cl}:%s:rwlock_timeout:1", owner);
+	cr_assert(k > 500, "the renewed read hold's timeout key has PTTL %lld", (long long)k);
+
+	dl_waiter_start(&wt, d, w, 15000);
+	dl_sleep_ms(300);
+	dl_pass(dlock_lock_unlock(r));
+	dl_sleep_ms(200);
+	cr_assert_eq(wt.returned, 0, "the writer got in beside a reader");
+	unlocked = rh_now_ms();
+	dl_pass(dlock_lock_unlock_as(r, "reader:2"));
+	dl_waiter_join(&wt);
+	cr_assert_eq(wt.rc, 0, "the writer: %s", dlock_lock_errmsg(w));
+	cr_assert(wt.returned - unlocked < 1000, "the writer woke %lld ms after the last reader left",
+			(long long)(wt.returned - unlocked));
+	cr_assert_eq(rh_command_int(home, "HEXISTS rw:cl %s:write", wt.owner), 1);
+	dl_pass(dlock_lock_unlock_as(w, wt.owner));
+	cr_assert_eq(rh_command_int(home, "EXISTS rw:cl"), 0);
+	dl_free_locks(r, w);
+	dl_close_clients(c, d);
+	rh_cluster_free(cl);
 }
