@@ -273,7 +273,8 @@ typedef struct dlock_lock_info dlock_lock_info;
 /**
  * Read who holds the lock on its server, with their hold counts, and the
  * key's TTL: one HGETALL and one PTTL (not atomic: a key that expires in
- * between shows holders with TTL -2). *out is freed with
+ * between shows holders with TTL -2). A read-write lock's `mode` field is
+ * no holder; its writer shows as `<owner>:write`. *out is freed with
  * dlock_lock_info_free(). Errors: DLOCK_EINVAL (NULL argument),
  * DLOCK_EWRONGTYPE (the key is not a lock), DLOCK_ENOMEM, DLOCK_EAUTH,
  * DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_ESERVER, DLOCK_EPROTO, DLOCK_EFORKED.
