@@ -142,11 +142,25 @@ Test(rwlock, a_writer_may_take_the_read_lock_and_keeps_it_after_the_write_unlock
 	dlock_lock *w = half(c, "rw:down", DLOCK_LOCK_WRITE), *r = half(c, "rw:down", DLOCK_LOCK_READ);
 	dlock_client *o = dl_client(rh_server_uri(srv), 0, 0);
 	dlock_lock *other = half(o, "rw:down", DLOCK_LOCK_READ);
+	dlock_lock_info *info = NULL;
+	char owner[128], wfield[160];
 	int held = 0;
+
+	dl_owner(c, owner, sizeof owner);
+	snprintf(wfield, sizeof wfield, "%s:write", owner);
 
 	dl_pass(dlock_lock_lock(w, 10000));
 	dl_pass(dlock_lock_lock(r, 20000));
 	cr_assert_eq(rh_command_int(srv, "HLEN rw:down"), 3, "mode, the write and the read field");
+	dl_pass(dlock_lock_query(&info, r));
+	cr_assert_eq(dlock_lock_info_holders(info), 2, "the query shows two holds, not the mode");
+	for (size_t i = 0; i < 2; i++) {
+		const char *who = dlock_lock_info_owner(info, i);
+
+		cr_assert(strcmp(who, owner) == 0 || strcmp(who, wfield) == 0, "holder %s", who);
+		cr_assert_eq(dlock_lock_info_count(info, i), 1);
+	}
+	dlock_lock_info_free(info);
 	cr_assert_eq(locked(r), 1, "readLock().isLocked(): a writer that reads");
 	dl_assert_try(other, 0, 10000, DLOCK_ENOTACQUIRED, 0, 1000);
 	dl_pass(dlock_lock_unlock(w));
