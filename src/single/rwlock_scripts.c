@@ -83,10 +83,12 @@ dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT("rw-acquire-write",
 		"return redis.call('pttl', KEYS[1]);");
 
 /*
- * One read hold of `owner` goes (its field exists; `mode` is read): its
- * timeout key with it. The hash then lives as long as the longest read
- * hold left; with none left it goes - unless a writer still holds it -
- * and `msg` is published. Leaves the owner's holds left in c.
+ * One read hold of `owner` goes (its field exists; `mode` is the lock's):
+ * its timeout key with it. The hash then lives as long as the longest read
+ * hold left; with none left it goes and `msg` is published - unless a
+ * writer (the same owner) still holds it: then its TTL is only ever
+ * lengthened (Redisson's would cut the writer's lease to the readers').
+ * Leaves the owner's holds left in c.
  */
 #define READ_DROP_ONE(owner, msg) \
 	"local c = redis.call('hincrby', KEYS[1], " owner ", -1); " \
@@ -95,8 +97,13 @@ dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT("rw-acquire-write",
 	"local left = 0; " \
 	"if redis.call('hlen', KEYS[1]) > 1 then " \
 	"  left = readers_max(KEYS[1]); " \
-	"  if left > 0 then redis.call('pexpire', KEYS[1], left); " \
-	"  elseif mode == 'write' then left = 1; end; " \
+	"  if mode == 'write' then " \
+	"    local now = redis.call('pttl', KEYS[1]); " \
+	"    if now >= 0 and left > now then redis.call('pexpire', KEYS[1], left); end; " \
+	"    left = 1; " \
+	"  elseif left > 0 then " \
+	"    redis.call('pexpire', KEYS[1], left); " \
+	"  end; " \
 	"end; " \
 	"if left <= 0 then " \
 	"  redis.call('del', KEYS[1]); " \

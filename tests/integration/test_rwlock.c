@@ -177,6 +177,25 @@ Test(rwlock, a_writer_may_take_the_read_lock_and_keeps_it_after_the_write_unlock
 	dl_close_clients(c, o);
 }
 
+Test(rwlock, a_short_read_hold_of_the_writer_never_cuts_its_write_lease)
+{
+	dlock_client *c = dl_client(rh_server_uri(srv), 0, 0);
+	dlock_lock *w = half(c, "rw:cut", DLOCK_LOCK_WRITE), *r = half(c, "rw:cut", DLOCK_LOCK_READ);
+	int64_t ttl;
+
+	dl_pass(dlock_lock_lock(w, 20000));
+	dl_pass(dlock_lock_lock(r, 1000));
+	dl_pass(dlock_lock_lock(r, 1000));
+	dl_pass(dlock_lock_unlock(r));
+	ttl = rh_command_int(srv, "PTTL rw:cut");
+	cr_assert(ttl > 15000, "a read release cut the write lease (20 s) to PTTL %lld", (long long)ttl);
+	dl_pass(dlock_lock_unlock(r));
+	dl_pass(dlock_lock_unlock(w));
+	cr_assert_eq(rh_command_int(srv, "EXISTS rw:cut"), 0);
+	dl_free_locks(w, r);
+	dl_close_clients(c);
+}
+
 Test(rwlock, an_upgrade_from_read_to_write_is_refused_at_once)
 {
 	dlock_client *c = dl_client(rh_server_uri(srv), 0, 0);
