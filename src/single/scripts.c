@@ -80,24 +80,27 @@ dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 		"    r[i] = -1; "
 		"  elseif c == false then "
 		"    r[i] = 0; "
-		"  elseif form == 'r' then "
-		/* Redisson's ReadLockTask: every timeout key of the owner's holds,
-	 * then the hash - which must outlive every read hold it counts (and a
-	 * writer's, in write mode), so it is only ever shortened to those. */
-		"    local base = rw_base(KEYS[i]) .. ':' .. field .. ':rwlock_timeout:'; "
-		"    for j = tonumber(c), 1, -1 do "
-		"      redis.call('pexpire', base .. j, ttl); "
+		"  elseif form == '' then "
+		"    redis.call('pexpire', KEYS[i], ttl); "
+		"    r[i] = 1; "
+		"  else "
+		/* A read hold: Redisson's ReadLockTask, every timeout key of the
+	 * owner's holds, then the hash. The hash of a read-write lock must
+	 * outlive every read hold it counts (and a writer's, in write mode),
+	 * so it is only ever shortened to those. */
+		"    if form == 'r' then "
+		"      local base = rw_base(KEYS[i]) .. ':' .. field .. ':rwlock_timeout:'; "
+		"      for j = tonumber(c), 1, -1 do "
+		"        redis.call('pexpire', base .. j, ttl); "
+		"      end; "
 		"    end; "
 		"    local keep = ttl; "
 		"    local now = redis.call('pttl', KEYS[i]); "
 		"    if now > ttl then "
-		"      if redis.call('hget', KEYS[i], 'mode') == 'write' then keep = now; "
+		"      if form == 'r' and redis.call('hget', KEYS[i], 'mode') == 'write' then keep = now; "
 		"      else keep = math.max(ttl, readers_max(KEYS[i])); end; "
 		"    end; "
 		"    redis.call('pexpire', KEYS[i], keep); "
-		"    r[i] = 1; "
-		"  else "
-		"    redis.call('pexpire', KEYS[i], ttl); "
 		"    r[i] = 1; "
 		"  end; "
 		"end; "
