@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock/lock.h - RLock: a reentrant lock on one Redis server, Redisson's
- * data layout (a HASH `<name>`: `<uuid>:<thread-id>` -> hold count).
+ * data layout (a HASH `<name>`: `<uuid>:<thread-id>` -> hold count), and
+ * its fair and fenced kinds and the two halves of its RReadWriteLock
+ * (dlock_lock_kind).
  *
  * Owners. By default the owner is the calling thread (`<client-uuid>:<tid>`),
  * so a thread must release what it took, as many times as it took it. The
  * `_as` variants take an explicit owner string, used verbatim as the hash
- * field, for code that acquires in one thread and releases in another (build
- * one with dlock_client_owner(), or share a Redisson client's owner).
+ * field (a write half appends ":write", as Redisson's writeLock() does), for
+ * code that acquires in one thread and releases in another (build one with
+ * dlock_client_owner(), or share a Redisson client's owner).
  *
  * Leases. lease_ms > 0: the lock expires after lease_ms and is never renewed.
  * DLOCK_LEASE_WATCHDOG: the key lives for the client's watchdog timeout and the
