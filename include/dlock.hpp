@@ -792,8 +792,9 @@ private:
 	std::shared_ptr<dlock_client> h_;
 };
 
-/** What a dlock::rlock is: Redisson's RLock, RFairLock or RFencedLock. */
-enum class kind { plain, fair, fenced };
+/** What a dlock::rlock is: Redisson's RLock, RFairLock or RFencedLock, or
+ *  the read or write half of its RReadWriteLock (DLOCK_LOCK_READ/WRITE). */
+enum class kind { plain, fair, fenced, read, write };
 
 /** A lock `name` on one client's server. */
 class rlock : public detail::timed_lockable<rlock>, public detail::awaitable<rlock> {
@@ -857,7 +858,9 @@ private:
 		dlock_lock_options o = DLOCK_LOCK_OPTIONS_INIT;
 
 		o.kind = k == kind::fair ? DLOCK_LOCK_FAIR
-				: k == kind::fenced ? DLOCK_LOCK_FENCED : DLOCK_LOCK_PLAIN;
+				: k == kind::fenced ? DLOCK_LOCK_FENCED
+				: k == kind::read ? DLOCK_LOCK_READ
+				: k == kind::write ? DLOCK_LOCK_WRITE : DLOCK_LOCK_PLAIN;
 		return dlock_lock_new(out, c, name, &o);
 	}
 

@@ -6,8 +6,9 @@
  * operation runs on the loop of its lock's client (dlock/loop.h: the
  * caller's loop, or the client's background thread when it was opened
  * without one) and ends with exactly one callback, never from inside the
- * call that started it: for single locks (plain, fair, fenced), MultiLocks
- * and RedLocks, and a watch that hears of a hold's loss.
+ * call that started it: for single locks (plain, fair, fenced, and the read
+ * and write halves of a read-write lock), MultiLocks and RedLocks, and a
+ * watch that hears of a hold's loss.
  *
  * Owners are explicit: an asynchronous caller has no thread of its own to
  * name (use dlock_client_owner() for a Redisson-style `<uuid>:<id>`).

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dlock/lock.h - RLock: a reentrant lock on one Redis server, Redisson's
- * data layout (a HASH `<name>`: `<uuid>:<thread-id>` -> hold count).
+ * data layout (a HASH `<name>`: `<uuid>:<thread-id>` -> hold count), and
+ * its fair and fenced kinds and the two halves of its RReadWriteLock
+ * (dlock_lock_kind).
  *
  * Owners. By default the owner is the calling thread (`<client-uuid>:<tid>`),
  * so a thread must release what it took, as many times as it took it. The
  * `_as` variants take an explicit owner string, used verbatim as the hash
- * field, for code that acquires in one thread and releases in another (build
- * one with dlock_client_owner(), or share a Redisson client's owner).
+ * field (a write half appends ":write", as Redisson's writeLock() does), for
+ * code that acquires in one thread and releases in another (build one with
+ * dlock_client_owner(), or share a Redisson client's owner).
  *
  * Leases. lease_ms > 0: the lock expires after lease_ms and is never renewed.
  * DLOCK_LEASE_WATCHDOG: the key lives for the client's watchdog timeout and the
@@ -66,7 +69,37 @@ typedef enum dlock_lock_kind {
 	 * a smaller token than it has seen. Acquire with dlock_lock_try_fenced()
 	 * to learn the token.
 	 */
-	DLOCK_LOCK_FENCED = 2
+	DLOCK_LOCK_FENCED = 2,
+	/**
+	 * The read half of Redisson's RReadWriteLock (getReadWriteLock(name)
+	 * .readLock()): shared. Any number of owners hold it together while no
+	 * one holds the write half; the owner that holds the write half may take
+	 * it too. Data (Redisson's): the HASH `name` with `mode` = `read`, the
+	 * field `<owner>` -> hold count, and per hold k a STRING
+	 * `{name}:<owner>:rwlock_timeout:<k>` with its own TTL; the hash lives as
+	 * long as the longest of them. Waiters listen on `redisson_rwlock:{name}`.
+	 * The watchdog renews the owner's timeout keys and the hash. Queries:
+	 * held/count read the owner's field; dlock_lock_is_locked() is
+	 * Redisson's readLock().isLocked(): mode read, or mode write with a read
+	 * hold beside the writer's. A force unlock deletes the lock only while
+	 * it is in read mode.
+	 */
+	DLOCK_LOCK_READ = 3,
+	/**
+	 * The write half of Redisson's RReadWriteLock (writeLock()): exclusive
+	 * of every other owner's read and write holds. Data: `mode` = `write`
+	 * and the field `<owner>:write` (the owner as passed, with ":write"
+	 * appended on the wire; the API keeps taking the plain owner, which
+	 * reads as its read hold's field). Re-entry adds the lease to the key's
+	 * TTL, as Redisson's. An owner that holds only the read half cannot take
+	 * this one (Redisson would wait forever): the attempt fails at once with
+	 * DLOCK_EINVAL, "upgrade from read to write is not supported: release
+	 * the read lock first". The last release publishes `1` (wake every
+	 * waiter); with read holds of the same owner left, the lock turns to
+	 * read mode. dlock_lock_is_locked() is 1 while the mode is write; a
+	 * force unlock deletes the lock only while it is in write mode.
+	 */
+	DLOCK_LOCK_WRITE = 4
 } dlock_lock_kind;
 
 /** A fair lock waiter's place lasts this long by default (Redisson's fairLockWaitTimeout). */
@@ -81,7 +114,8 @@ typedef enum dlock_lock_kind {
  */
 typedef struct dlock_lock_options {
 	unsigned int version;
-	/** DLOCK_LOCK_PLAIN (default), DLOCK_LOCK_FAIR or DLOCK_LOCK_FENCED. */
+	/** DLOCK_LOCK_PLAIN (default), DLOCK_LOCK_FAIR, DLOCK_LOCK_FENCED,
+	 *  DLOCK_LOCK_READ or DLOCK_LOCK_WRITE. */
 	dlock_lock_kind kind;
 	/** DLOCK_LOCK_FAIR: how long a waiter's place in the queue lasts past
 	 *  the one ahead of it, ms (default DLOCK_FAIR_WAIT_DEFAULT; 0 means
@@ -216,10 +250,12 @@ DLOCK_EXTERN int dlock_lock_force_unlock(int *deleted, dlock_lock *lock);
  * for a NULL argument or a bad owner, or one command's errors (errors.h).
  */
 
-/** *out = 1 when anyone holds the lock (EXISTS). */
+/** *out = 1 when anyone holds the lock (EXISTS; for a read or write half,
+ *  Redisson's isLocked() of that half: see DLOCK_LOCK_READ/WRITE). */
 DLOCK_EXTERN int dlock_lock_is_locked(int *out, dlock_lock *lock);
 
-/** *out = 1 when the calling thread holds the lock (HEXISTS). */
+/** *out = 1 when the calling thread holds the lock (HEXISTS of its field:
+ *  `<owner>:write` for a write half). */
 DLOCK_EXTERN int dlock_lock_is_held(int *out, dlock_lock *lock);
 
 /** *out = 1 when `owner` holds the lock. */
@@ -240,7 +276,8 @@ typedef struct dlock_lock_info dlock_lock_info;
 /**
  * Read who holds the lock on its server, with their hold counts, and the
  * key's TTL: one HGETALL and one PTTL (not atomic: a key that expires in
- * between shows holders with TTL -2). *out is freed with
+ * between shows holders with TTL -2). A read-write lock's `mode` field is
+ * no holder; its writer shows as `<owner>:write`. *out is freed with
  * dlock_lock_info_free(). Errors: DLOCK_EINVAL (NULL argument),
  * DLOCK_EWRONGTYPE (the key is not a lock), DLOCK_ENOMEM, DLOCK_EAUTH,
  * DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_ESERVER, DLOCK_EPROTO, DLOCK_EFORKED.

@@ -76,6 +76,12 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 		dlock__call_push(c, l->queue, l->queue_len);
 		dlock__call_push(c, l->timeouts, l->timeouts_len);
 		break;
+	case DLOCK_LOCK_READ:
+		c->script = &dlock__script_rw_acquire_read;
+		break;
+	case DLOCK_LOCK_WRITE:
+		c->script = &dlock__script_rw_acquire_write;
+		break;
 	default:
 		c->script = &dlock__script_acquire;
 	}
@@ -112,6 +118,12 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 				"lock %s is free, but %lld waiter(s) asked first (fair lock)",
 				l->shown, (long long)(-1000 - got.ttl));
 	}
+	if (rc == DLOCK_ENOTACQUIRED && l->kind == DLOCK_LOCK_WRITE && got.ttl == DLOCK__RW_UPGRADE)
+		/* Final: waiting would wait for the owner's own read hold. */
+		return dlock__seterr_node(DLOCK_EINVAL, c->node.label,
+				"lock %s: %s holds the read lock; upgrade from read to write is "
+				"not supported: release the read lock first",
+				l->shown, a->owner);
 	if (rc == DLOCK_ENOTACQUIRED) {
 		*ttl = got.ttl;
 		return dlock__seterr_node(rc, c->node.label,

@@ -123,6 +123,9 @@ typedef struct dlock__release {
  * asynchronous release (single/release_op.c) driven to its end here. */
 int dlock__lock_release(dlock_lock *l, const char *owner);
 
+/* What a release of l publishes: "0" (wake one waiter), "1" for a write half (wake all). */
+const char *dlock__release_message(const dlock_lock *l);
+
 /* Fill *r (owner NULL = the calling thread). DLOCK_EINVAL, DLOCK_ENOMEM. */
 int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r);
 
@@ -177,6 +180,7 @@ void dlock__fair_exit_finish(dlock_lock *l, const dlock__acquire *a, const dlock
 typedef struct dlock__renew {
 	dlock__call call;
 	char ttl[24];
+	char form[2]; /* dlock__lock_form: how the script finds the hold */
 } dlock__renew;
 
 void dlock__renew_prepare(dlock_lock *l, const char *owner, int64_t ttl, dlock__renew *r);

@@ -17,7 +17,10 @@ void dlock__rollback_prepare(dlock_lock *l, const char *owner, int64_t expect, i
 	dlock__call *c = &u->call;
 	int fair = l->kind == DLOCK_LOCK_FAIR;
 
-	c->script = fair ? &dlock__script_fair_undo : &dlock__script_rollback;
+	c->script = fair ? &dlock__script_fair_undo
+			: l->kind == DLOCK_LOCK_READ ? &dlock__script_rw_rollback_read
+			: l->kind == DLOCK_LOCK_WRITE ? &dlock__script_rw_rollback_write
+						       : &dlock__script_rollback;
 	c->argc = 0;
 	dlock__call_push(c, l->name, l->name_len);
 	if (fair) {
@@ -26,7 +29,7 @@ void dlock__rollback_prepare(dlock_lock *l, const char *owner, int64_t expect, i
 	}
 	dlock__call_push(c, l->channel, l->channel_len);
 	dlock__call_keys_done(c);
-	dlock__call_push(c, "0", 1);
+	dlock__call_push(c, dlock__release_message(l), 1);
 	dlock__call_push(c, owner, strlen(owner));
 	dlock__call_push(c, u->count, dlock__fmt_i64(u->count, expect));
 	dlock__call_push(c, u->lease, dlock__fmt_i64(u->lease, dlock__holds_lease(l, owner)));
@@ -40,8 +43,8 @@ void dlock__rollback_finish(
 {
 	int64_t left = believed > 0 ? believed : 0;
 
-	/* The plain rollback answers the holds left, or -1 when it had not
-	 * been taken (nothing changed); the fair undo does not say. */
+	/* The plain and read-write rollbacks answer the holds left, or -1 when
+	 * it had not been taken (nothing changed); the fair undo does not say. */
 	if (l->kind != DLOCK_LOCK_FAIR && rc == 0 && reply != NULL &&
 			reply->type == REDIS_REPLY_INTEGER) {
 		if (reply->integer < 0)
@@ -68,6 +71,9 @@ void dlock__renew_prepare(dlock_lock *l, const char *owner, int64_t ttl, dlock__
 	one_key(c, &dlock__script_renew, l->name, l->name_len);
 	dlock__call_push(c, r->ttl, dlock__fmt_i64(r->ttl, ttl));
 	dlock__call_push(c, owner, strlen(owner));
+	r->form[0] = dlock__lock_form(l);
+	r->form[1] = '\0';
+	dlock__call_push(c, r->form, strlen(r->form));
 }
 
 int dlock__renew_succeeded(const redisReply *reply)

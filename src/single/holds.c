@@ -34,26 +34,28 @@ static size_t hash_key(const char *name, size_t name_len, const char *owner)
 	return (size_t)mix(mix(0x243F6A8885A308D3ULL, name, name_len), owner, strlen(owner));
 }
 
-static hold **find_link(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+static hold **find_link(
+		dlock__holds *h, const char *name, size_t name_len, const char *owner, char form)
 {
 	hold **link = &h->buckets[hash_key(name, name_len, owner) & (h->nbuckets - 1)];
 
 	for (; *link != NULL; link = &(*link)->next)
 		if ((*link)->name_len == name_len && memcmp((*link)->name, name, name_len) == 0 &&
-				strcmp((*link)->owner, owner) == 0)
+				strcmp((*link)->owner, owner) == 0 && (*link)->form == form)
 			return link;
 	return link;
 }
 
-hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, const char *owner)
+hold *dlock__holds_find(
+		dlock__holds *h, const char *name, size_t name_len, const char *owner, char form)
 {
-	return *find_link(h, name, name_len, owner);
+	return *find_link(h, name, name_len, owner, form);
 }
 
 /* The link to l's hold of owner (where it would be), h->mu held. */
 static hold **link_of(const dlock_lock *l, const char *owner)
 {
-	return find_link(l->holds, l->name, l->name_len, owner);
+	return find_link(l->holds, l->name, l->name_len, owner, dlock__lock_form(l));
 }
 
 /* l's hold of owner, or NULL; h->mu held. */
@@ -266,6 +268,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 			return DLOCK_ENOMEM;
 		}
 		x->name_len = l->name_len;
+		x->form = dlock__lock_form(l);
 		x->epoch = ++h->next_epoch;
 		*link = x;
 		if (++h->count > h->nbuckets)

@@ -19,6 +19,7 @@ typedef struct hold {
 	char *name;
 	size_t name_len;
 	char *owner;
+	char form; /* dlock__lock_form: a read and a write hold of one owner are two */
 	uint64_t epoch; /* distinguishes a hold from a later one of the same key */
 	int64_t count;
 	int64_t lease_ms; /* kept on the key after a partial release */
@@ -67,12 +68,14 @@ typedef struct renewal {
 	char *name;
 	size_t name_len;
 	char *owner;
+	char form[2]; /* the hold's dlock__lock_form, as the renew script reads it */
 	uint64_t epoch;
 	unsigned slot; /* the name's cluster slot: one EVAL's keys share one */
 } renewal;
 
-/* The hold of (name, owner), or NULL (h->mu held). */
-hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, const char *owner);
+/* The hold of (name, owner, form), or NULL (h->mu held). */
+hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+		char form);
 /* Whether the key may have expired by now without a renewal (h->mu held). */
 int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now);
 /* Mark a hold lost (h->mu held), remembering it in ev[*nev] for its callbacks. */

@@ -15,12 +15,12 @@
 #define DLOCK__NAME_MAX 65536
 
 struct dlock_lock {
-	dlock_lock_kind kind; /* one data layout, three protocols */
+	dlock_lock_kind kind; /* plain, fair, fenced: one data layout; read, write: another */
 	dlock_client *client;
 	dlock__holds *holds;
 	char *name;
 	size_t name_len;
-	char *channel; /* redisson_lock__channel:{name} */
+	char *channel; /* redisson_lock__channel:{name}; a read/write half's redisson_rwlock:{name} */
 	size_t channel_len;
 	char *latch_prefix; /* redisson_unlock_latch:{name}: */
 	size_t latch_prefix_len;
@@ -42,6 +42,23 @@ struct dlock_lock {
 	 * while one runs, leaves the last free to the operation's end. */
 	_Atomic int refs;
 };
+
+/* A half of a read-write lock (Redisson's RReadWriteLock layout). */
+static inline int dlock__lock_is_rw(const dlock_lock *l)
+{
+	return l->kind == DLOCK_LOCK_READ || l->kind == DLOCK_LOCK_WRITE;
+}
+
+/*
+ * How a hold of l is renewed, and which hold record it is (the read and
+ * write halves of one owner on one name are two holds): 0 by its field,
+ * 'r' a read hold (its timeout keys too), 'w' a write hold (field
+ * `<owner>:write`). The renew script reads the same letters.
+ */
+static inline char dlock__lock_form(const dlock_lock *l)
+{
+	return l->kind == DLOCK_LOCK_READ ? 'r' : l->kind == DLOCK_LOCK_WRITE ? 'w' : 0;
+}
 
 /* Drop one reference to the handle (dlock_lock_free() drops the caller's);
  * the last one frees it. */

@@ -31,10 +31,13 @@ int dlock__lock_options_load(dlock_lock_options *dst, const dlock_lock_options *
 	case DLOCK_LOCK_PLAIN:
 	case DLOCK_LOCK_FAIR:
 	case DLOCK_LOCK_FENCED:
+	case DLOCK_LOCK_READ:
+	case DLOCK_LOCK_WRITE:
 		break;
 	default:
 		return dlock__seterr(DLOCK_EINVAL,
-				"lock options: unknown kind %d (plain 0, fair 1, fenced 2)",
+				"lock options: unknown kind %d (plain 0, fair 1, fenced 2, read 3, "
+				"write 4)",
 				(int)dst->kind);
 	}
 	if (dst->fair_wait_ms < 0)

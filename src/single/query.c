@@ -4,6 +4,7 @@
  * whether it is held and by whom, hold counts, the TTL, the fencing token,
  * and everything at once (dlock_lock_query, for `dlock status`).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
 #include "single/lock_internal.h"
+#include "single/scripts.h"
 
 /* A read-only query: CMD name [field]. */
 static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out, int nil_is_zero)
@@ -38,13 +40,44 @@ static int query(dlock_lock *l, const char *cmd, const char *field, int64_t *out
 	return rc;
 }
 
+/* CMD name <owner's field>: for a write half `<owner>:write`. */
 static int query_owner(dlock_lock *l, const char *cmd, const char *owner_in, int64_t *out)
 {
-	char buf[64];
+	char buf[64], field[DLOCK__OWNER_MAX + sizeof(":write")];
 	const char *owner = NULL;
 	int rc = dlock__resolve_owner(l, owner_in, buf, sizeof(buf), &owner);
 
-	return rc < 0 ? rc : query(l, cmd, owner, out, 1);
+	if (rc < 0)
+		return rc;
+	if (l->kind == DLOCK_LOCK_WRITE) {
+		snprintf(field, sizeof(field), "%s:write", owner);
+		owner = field;
+	}
+	return query(l, cmd, owner, out, 1);
+}
+
+/* Redisson's isLocked() of a read or write half (a script: mode and HLEN at once). */
+static int rw_locked(dlock_lock *l, int64_t *out)
+{
+	dlock__call call;
+	redisReply *r = NULL;
+	int rc;
+
+	call.script = &dlock__script_rw_locked;
+	call.argc = 0;
+	dlock__call_push(&call, l->name, l->name_len);
+	dlock__call_keys_done(&call);
+	dlock__call_push(&call, l->kind == DLOCK_LOCK_READ ? "r" : "w", 1);
+	rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&l->client->node, r, "is locked");
+	if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
+		rc = dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
+				"is locked %s: unexpected reply type %d", l->shown, r->type);
+	if (rc == 0)
+		*out = r->integer;
+	freeReplyObject(r);
+	return rc;
 }
 
 #define CHECK_OUT(l, out) \
@@ -59,7 +92,7 @@ int dlock_lock_is_locked(int *out, dlock_lock *l)
 	int rc;
 
 	CHECK_OUT(l, out);
-	rc = query(l, "EXISTS", NULL, &v, 0);
+	rc = dlock__lock_is_rw(l) ? rw_locked(l, &v) : query(l, "EXISTS", NULL, &v, 0);
 	*out = rc == 0 && v > 0;
 	return dlock__errbuf_record(&l->err, rc);
 }
@@ -161,9 +194,13 @@ static int read_holders(dlock_lock *l, const redisReply *r, dlock_lock_info *inf
 		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
 			return dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
 					"query %s: a holder that is not a string", l->shown);
-		if ((info->owners[i] = dlock__strndup(f->str, f->len)) == NULL)
+		/* A read-write lock's mode is no holder (writers show as `<owner>:write`). */
+		if (f->len == 4 && memcmp(f->str, "mode", 4) == 0 &&
+				(strcmp(v->str, "read") == 0 || strcmp(v->str, "write") == 0))
+			continue;
+		if ((info->owners[info->n] = dlock__strndup(f->str, f->len)) == NULL)
 			return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown);
-		info->counts[i] = strtoll(v->str, NULL, 10);
+		info->counts[info->n] = strtoll(v->str, NULL, 10);
 		info->n++;
 	}
 	return 0;

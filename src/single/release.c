@@ -16,6 +16,27 @@
 #include "single/replies.h"
 #include "single/scripts.h"
 
+/* The release script of l's kind (they share keys and arguments). */
+static dlock__script *release_script(const dlock_lock *l)
+{
+	switch (l->kind) {
+	case DLOCK_LOCK_FAIR:
+		return &dlock__script_fair_release;
+	case DLOCK_LOCK_READ:
+		return &dlock__script_rw_release_read;
+	case DLOCK_LOCK_WRITE:
+		return &dlock__script_rw_release_write;
+	default:
+		return &dlock__script_release;
+	}
+}
+
+/* What a release publishes: "1" (wake every waiter) for a writer, as Redisson's. */
+const char *dlock__release_message(const dlock_lock *l)
+{
+	return l->kind == DLOCK_LOCK_WRITE ? "1" : "0";
+}
+
 int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 {
 	dlock_client *c = l->client;
@@ -42,7 +63,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 					1000);
 
 #define ARG(p, len) dlock__call_push(&r->call, (p), (len))
-	r->call.script = fair ? &dlock__script_fair_release : &dlock__script_release;
+	r->call.script = release_script(l);
 	r->call.argc = 0;
 	ARG(l->name, l->name_len);
 	if (fair) {
@@ -52,7 +73,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	ARG(l->channel, l->channel_len);
 	ARG(r->latch, l->latch_prefix_len + 33);
 	dlock__call_keys_done(&r->call);
-	ARG("0", 1);
+	ARG(dlock__release_message(l), 1);
 	ARG(r->lease_s, strlen(r->lease_s));
 	ARG(r->owner, strlen(r->owner));
 	if (fair)
@@ -125,6 +146,21 @@ int dlock_lock_unlock_as(dlock_lock *l, const char *owner)
 	return dlock__errbuf_record(&l->err, dlock__lock_release(l, owner));
 }
 
+/* A half of a read-write lock: deleted only in its own mode (Redisson's). */
+static void force_rw_prepare(dlock_lock *l, dlock__call *call)
+{
+	call->script = &dlock__script_rw_force_release;
+	call->argc = 0;
+	dlock__call_push(call, l->name, l->name_len);
+	dlock__call_push(call, l->channel, l->channel_len);
+	dlock__call_keys_done(call);
+	if (l->kind == DLOCK_LOCK_READ)
+		dlock__call_push(call, "read", 4);
+	else
+		dlock__call_push(call, "write", 5);
+	dlock__call_push(call, dlock__release_message(l), 1);
+}
+
 int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 {
 	dlock__call call;
@@ -135,8 +171,8 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "force unlock: NULL handle");
-	/* Every kind sends the fair keys: the script tells a fair lock by its
-	 * queue, so a plain handle (the command line's) wakes fair waiters too. */
+	/* Every other kind sends the fair keys: the script tells a fair lock by
+	 * its queue, so a plain handle (the command line's) wakes fair waiters too. */
 	call.script = &dlock__script_force_release;
 	call.argc = 0;
 	dlock__call_push(&call, l->name, l->name_len);
@@ -146,6 +182,8 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	dlock__call_keys_done(&call);
 	dlock__call_push(&call, "0", 1);
 	dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
+	if (dlock__lock_is_rw(l))
+		force_rw_prepare(l, &call);
 	before = dlock__holds_epoch(l);
 	rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	if (rc == 0)
@@ -156,7 +194,9 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	if (rc == 0) {
 		if (deleted != NULL)
 			*deleted = r->integer == 1;
-		dlock__holds_name_deleted(l, before);
+		/* A half left alone (the other mode) took no local hold with it. */
+		if (!dlock__lock_is_rw(l) || r->integer == 1)
+			dlock__holds_name_deleted(l, before);
 	}
 	freeReplyObject(r);
 	return dlock__errbuf_record(&l->err, rc);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The single-server lock handle (RLock, and its fenced and fair kinds) and
+ * The single-server lock handle (RLock, its fenced and fair kinds, and the
+ * halves of a read-write lock) and
  * its names. The queries that read the server are in query.c.
  */
 #include <inttypes.h>
@@ -85,7 +86,9 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 {
 	l->name_len = len;
 	l->name = dlock__strndup(name, len);
-	l->channel = dlock__prefix_name("redisson_lock__channel", name, len, &l->channel_len);
+	/* Both halves of a read-write lock share Redisson's redisson_rwlock channel. */
+	l->channel = dlock__prefix_name(dlock__lock_is_rw(l) ? "redisson_rwlock" : "redisson_lock__channel",
+			name, len, &l->channel_len);
 	l->latch_prefix = dlock__prefix_name(
 			"redisson_unlock_latch", name, len, &l->latch_prefix_len);
 	if (l->kind == DLOCK_LOCK_FENCED)

@@ -26,20 +26,6 @@
  * explicit owner ("0") may be shared with other processes, whose holds the
  * surplus may be: only an exact "one more" is adopted.
  */
-/*
- * The re-entry of an owner that has a field (c, a string): adopt a surplus
- * the belief explains, else count one more hold (and run `counted`, Lua
- * statements, then). Leaves the count in c.
- */
-#define ADOPT_OR_COUNT(believed, trusted, counted) \
-	"c = tonumber(c); " \
-	"local b = tonumber(" believed "); " \
-	"if b >= 0 and " trusted " == '1' and c > b + 1 then " \
-	"  c = b + 1; " \
-	"  redis.call('hset', KEYS[1], ARGV[2], c); " \
-	"elseif c ~= b + 1 then " counted "  c = redis.call('hincrby', KEYS[1], ARGV[2], 1); " \
-	"end; "
-
 dlock__script dlock__script_acquire = DLOCK__SCRIPT("acquire",
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 		"if c == false then "
@@ -76,26 +62,46 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 		"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
 		"return c;");
 
-/* Force unlock deletes only a lock: anything else under the name is not ours to break. */
-#define REFUSE_NON_LOCK \
-	"local kind = redis.call('type', KEYS[1]).ok; " \
-	"if kind ~= 'none' and kind ~= 'hash' then " \
-	"  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value'); " \
-	"end; "
-
 dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
+		RW_FUNCTIONS
 		"local r = {}; "
-		"for i = 1, #KEYS do "
+		"local n = #KEYS; "
+		"local ttl = tonumber(ARGV[1]); "
+		"for i = 1, n do "
 		/* Judged per lock: a key another program replaced by a value of
 	 * another type (-1) must not fail the renewal of the others. */
 		"  local t = redis.call('type', KEYS[i]).ok; "
+		"  local form = ARGV[n + i + 1] or ''; "
+		"  local field = ARGV[i + 1]; "
+		"  if form == 'w' then field = field .. ':write'; end; "
+		"  local c = false; "
+		"  if t == 'hash' then c = redis.call('hget', KEYS[i], field); end; "
 		"  if t ~= 'hash' and t ~= 'none' then "
 		"    r[i] = -1; "
-		"  elseif redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then "
-		"    redis.call('pexpire', KEYS[i], ARGV[1]); "
+		"  elseif c == false then "
+		"    r[i] = 0; "
+		"  elseif form == '' then "
+		"    redis.call('pexpire', KEYS[i], ttl); "
 		"    r[i] = 1; "
 		"  else "
-		"    r[i] = 0; "
+		/* A read hold: Redisson's ReadLockTask, every timeout key of the
+	 * owner's holds, then the hash. The hash of a read-write lock must
+	 * outlive every read hold it counts (and a writer's, in write mode),
+	 * so it is only ever shortened to those. */
+		"    if form == 'r' then "
+		"      local base = rw_base(KEYS[i]) .. ':' .. field .. ':rwlock_timeout:'; "
+		"      for j = tonumber(c), 1, -1 do "
+		"        redis.call('pexpire', base .. j, ttl); "
+		"      end; "
+		"    end; "
+		"    local keep = ttl; "
+		"    local now = redis.call('pttl', KEYS[i]); "
+		"    if now > ttl then "
+		"      if form == 'r' and redis.call('hget', KEYS[i], 'mode') == 'write' then keep = now; "
+		"      else keep = math.max(ttl, readers_max(KEYS[i])); end; "
+		"    end; "
+		"    redis.call('pexpire', KEYS[i], keep); "
+		"    r[i] = 1; "
 		"  end; "
 		"end; "
 		"return r;");

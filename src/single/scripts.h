@@ -6,6 +6,61 @@
 #include "core/net/script.h"
 
 /*
+ * Lua parts shared by the scripts of scripts.c and rwlock_scripts.c.
+ *
+ * The re-entry of an owner that has a field (c, a string) at `field` (Lua
+ * expression): adopt a surplus the belief explains, else count one more
+ * hold (and run `counted`, Lua statements, then). Leaves the count in c.
+ * Why: see "Why the acquire is safe to retry" in scripts.c.
+ */
+#define ADOPT_OR_COUNT_AT(field, believed, trusted, counted) \
+	"c = tonumber(c); " \
+	"local b = tonumber(" believed "); " \
+	"if b >= 0 and " trusted " == '1' and c > b + 1 then " \
+	"  c = b + 1; " \
+	"  redis.call('hset', KEYS[1], " field ", c); " \
+	"elseif c ~= b + 1 then " counted "  c = redis.call('hincrby', KEYS[1], " field ", 1); " \
+	"end; "
+
+/* The same with the owner's field at ARGV[2] (the plain kinds). */
+#define ADOPT_OR_COUNT(believed, trusted, counted) \
+	ADOPT_OR_COUNT_AT("ARGV[2]", believed, trusted, counted)
+
+/* Force unlock deletes only a lock: anything else under the name is not ours to break. */
+#define REFUSE_NON_LOCK \
+	"local kind = redis.call('type', KEYS[1]).ok; " \
+	"if kind ~= 'none' and kind ~= 'hash' then " \
+	"  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value'); " \
+	"end; "
+
+/*
+ * Read-write lock helpers (Lua functions), for any script that needs them:
+ * rw_base(name) is Redisson's suffixName base ("{name}", or the name when
+ * it has a '{'), under which a read hold k of owner o keeps its timeout key
+ * base:o:rwlock_timeout:k; readers_max(name) is the longest PTTL among the
+ * timeout keys of every read hold the hash counts (-3 when none).
+ */
+#define RW_FUNCTIONS \
+	"local function rw_base(k) " \
+	"  if string.find(k, '{', 1, true) then return k; end; " \
+	"  return '{' .. k .. '}'; " \
+	"end; " \
+	"local function readers_max(k) " \
+	"  local m = -3; " \
+	"  local base = rw_base(k); " \
+	"  local f = redis.call('hgetall', k); " \
+	"  for i = 1, #f, 2 do " \
+	"    local n = tonumber(f[i + 1]); " \
+	"    if n ~= nil and f[i] ~= 'mode' and string.sub(f[i], -6) ~= ':write' then " \
+	"      for j = n, 1, -1 do " \
+	"        m = math.max(m, redis.call('pttl', base .. ':' .. f[i] .. ':rwlock_timeout:' .. j)); " \
+	"      end; " \
+	"    end; " \
+	"  end; " \
+	"  return m; " \
+	"end; "
+
+/*
  * Acquire. KEYS: name. ARGV: lease ms, owner, hold count the caller
  * believes the owner has (-1 = unknown).
  * Reply: {count} acquired (count = holds after this acquire), or an
@@ -32,8 +87,10 @@ extern dlock__script dlock__script_force_release;
 
 /*
  * Watchdog renewal of many holds on one server. KEYS: names. ARGV: ttl ms,
- * then one owner per key. Reply: array of 1 (renewed) / 0 (hold gone) /
- * -1 (the key now holds a value that is not a lock).
+ * then one owner per key, then one form per key (dlock__lock_form: "" by
+ * the owner's field, "w" a write hold, "r" a read hold with its timeout
+ * keys). Reply: array of 1 (renewed) / 0 (hold gone) / -1 (the key now
+ * holds a value that is not a lock).
  */
 extern dlock__script dlock__script_renew;
 
@@ -52,6 +109,35 @@ extern dlock__script dlock__script_acquire_fenced;
 
 /* Raise a token counter to at least ARGV[1]. KEYS: token key. Reply: the counter after. */
 extern dlock__script dlock__script_token_raise;
+
+/*
+ * Read-write lock (Redisson's RReadWriteLock), in rwlock_scripts.c. Their
+ * keys and arguments are those of the plain scripts above (the owner is
+ * the plain owner; the write field `<owner>:write` is made in Lua):
+ * acquire_read/acquire_write as dlock__script_acquire (acquire_write
+ * answers DLOCK__RW_UPGRADE for an owner that holds only the read half);
+ * release_read/release_write as dlock__script_release (message "0"/"1");
+ * rollback_read/rollback_write as dlock__script_rollback.
+ */
+extern dlock__script dlock__script_rw_acquire_read;
+extern dlock__script dlock__script_rw_acquire_write;
+extern dlock__script dlock__script_rw_release_read;
+extern dlock__script dlock__script_rw_release_write;
+extern dlock__script dlock__script_rw_rollback_read;
+extern dlock__script dlock__script_rw_rollback_write;
+
+/* The write acquire's answer to a read-to-write upgrade (never a PTTL). */
+#define DLOCK__RW_UPGRADE (-3)
+
+/*
+ * Force unlock of one half: deletes the lock only in that half's mode, as
+ * Redisson's. KEYS: name, channel. ARGV: mode ("read"/"write"), message.
+ * Reply: 1 deleted, 0 not.
+ */
+extern dlock__script dlock__script_rw_force_release;
+
+/* Redisson's isLocked() of a half. KEYS: name. ARGV: "r" or "w". Reply 1/0. */
+extern dlock__script dlock__script_rw_locked;
 
 /* Fair lock scripts (queue and deadlines as Redisson's RFairLock): see scripts.c. */
 extern dlock__script dlock__script_fair_acquire;

@@ -71,6 +71,7 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 				continue; /* try again next turn */
 			}
 			(*out)[n].name_len = x->name_len;
+			(*out)[n].form[0] = x->form;
 			(*out)[n].epoch = x->epoch;
 			/* Only a cluster splits batches by slot: elsewhere one slot for all. */
 			(*out)[n].slot = h->client->node.cluster != NULL
@@ -118,7 +119,7 @@ struct dlock__renewing {
 	dlock__call *calls;
 	size_t *first; /* per op: its first renewal in batch[] */
 	size_t nops;
-	const char **argv; /* per op: its keys, the TTL, its owners */
+	const char **argv; /* per op: its keys, the TTL, its owners, their forms */
 	size_t *lens;
 	char ttl[24];
 	int all;
@@ -159,7 +160,7 @@ static int batch_answered(struct dlock__renewing *rd, size_t j)
 		return -1; /* no answer, or an error reply (OOM, READONLY ...): again later */
 	for (i = 0; i < k; i++) {
 		renewal *w = &rd->batch[rd->first[j] + i];
-		hold *x = dlock__holds_find(h, w->name, w->name_len, w->owner);
+		hold *x = dlock__holds_find(h, w->name, w->name_len, w->owner, w->form[0]);
 		const redisReply *e = r->element[i];
 
 		if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
@@ -227,7 +228,8 @@ static void round_over(dlock__mux_loop *ml)
 	round_end(rd, failed);
 }
 
-/* Build one op per batch: keys, then the TTL, then the owners. */
+/* Build one op per batch: keys, then the TTL, then the owners, then how
+ * each is renewed (its form: a read hold renews its timeout keys too). */
 static int round_build(struct dlock__renewing *rd)
 {
 	size_t i, j, k, off = 0;
@@ -237,8 +239,8 @@ static int round_build(struct dlock__renewing *rd)
 	rd->ops = dlock__calloc(rd->nops, sizeof(*rd->ops));
 	rd->calls = dlock__calloc(rd->nops, sizeof(*rd->calls));
 	rd->first = dlock__calloc(rd->nops, sizeof(*rd->first));
-	rd->argv = dlock__calloc(2 * rd->n + rd->nops, sizeof(*rd->argv));
-	rd->lens = dlock__calloc(2 * rd->n + rd->nops, sizeof(*rd->lens));
+	rd->argv = dlock__calloc(3 * rd->n + rd->nops, sizeof(*rd->argv));
+	rd->lens = dlock__calloc(3 * rd->n + rd->nops, sizeof(*rd->lens));
 	if (rd->ops == NULL || rd->calls == NULL || rd->first == NULL || rd->argv == NULL ||
 			rd->lens == NULL)
 		return -1;
@@ -254,16 +256,18 @@ static int round_build(struct dlock__renewing *rd)
 			lens[m] = rd->batch[i + m].name_len;
 			argv[k + 1 + m] = rd->batch[i + m].owner;
 			lens[k + 1 + m] = strlen(rd->batch[i + m].owner);
+			argv[2 * k + 1 + m] = rd->batch[i + m].form;
+			lens[2 * k + 1 + m] = strlen(rd->batch[i + m].form);
 		}
 		argv[k] = rd->ttl;
 		lens[k] = strlen(rd->ttl);
 		*c = (dlock__call){ .script = &dlock__script_renew, .nkeys = (int)k,
-			.argc = (int)(2 * k + 1), .many_argv = argv, .many_lens = lens };
+			.argc = (int)(3 * k + 1), .many_argv = argv, .many_lens = lens };
 		/* In a cluster the run sends it to the member serving its slot. */
 		rd->ops[j].client = rd->h->client;
 		rd->ops[j].call = c;
 		rd->first[j] = i;
-		off += 2 * k + 1;
+		off += 3 * k + 1;
 	}
 	return 0;
 }

@@ -153,10 +153,12 @@ Test(versions, lock_options_refuse_an_unknown_kind_or_a_negative_fair_wait)
 	dlock_lock *l = NULL;
 	int64_t token = 0;
 
-	o.kind = (dlock_lock_kind)3;
+	o.kind = (dlock_lock_kind)5; /* the first after DLOCK_LOCK_WRITE */
 	cr_assert_eq(dlock_lock_new(&l, c, "v", &o), DLOCK_EINVAL);
 	cr_assert_str_eq(dlock_errmsg_last(),
-			"lock options: unknown kind 3 (plain 0, fair 1, fenced 2)");
+			"lock options: unknown kind 5 (plain 0, fair 1, fenced 2, read 3, write 4)");
+	o.kind = (dlock_lock_kind)-1;
+	cr_assert_eq(dlock_lock_new(&l, c, "v", &o), DLOCK_EINVAL);
 	o.kind = DLOCK_LOCK_FAIR;
 	o.fair_wait_ms = -1;
 	cr_assert_eq(dlock_lock_new(&l, c, "v", &o), DLOCK_EINVAL);
