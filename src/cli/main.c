@@ -127,6 +127,7 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "owner", required_argument, NULL, OPT_OWNER }, { "json", no_argument, NULL, OPT_JSON },
 	{ "force", no_argument, NULL, OPT_FORCE }, { "grace", required_argument, NULL, OPT_GRACE },
 	{ "fenced", no_argument, NULL, OPT_FENCED },
+	{ "shared", no_argument, NULL, 's' }, { "exclusive", no_argument, NULL, 'x' },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "password-env", required_argument, NULL, OPT_PASSWORD_ENV },
 	{ "user", required_argument, NULL, OPT_USER },
@@ -142,6 +143,7 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
 	int wait_given, lease_given, grace_given, json, force, help, version;
+	int rw_given; /* -s or -x */
 	const char *owner;
 	const char *nodes;
 	cli_secret_args secret;
@@ -158,6 +160,17 @@ static int parse_mode(const char *text, cli_config *cfg)
 	else
 		return usage_error("unknown mode \"%s\": use rlock, redlock or multilock", text);
 	cfg->mode_given = 1;
+	return 0;
+}
+
+/* -s/--shared, -x/--exclusive: a half of Redisson's RReadWriteLock. */
+static int parse_half(int c, cli_config *cfg)
+{
+	int half = c == 's' ? DLOCK_LOCK_READ : DLOCK_LOCK_WRITE;
+
+	if (cfg->rw_half != 0 && cfg->rw_half != half)
+		return usage_error("%s", "-s (shared) and -x (exclusive) exclude each other");
+	cfg->rw_half = half;
 	return 0;
 }
 
@@ -237,7 +250,7 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 	int64_t v;
 
 	opterr = 0; /* our own one-line messages */
-	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:sx", long_options, NULL)) != -1) {
 		int known = connection_option(c, optarg, cfg, a);
 
 		if (known == EXIT_USAGE)
@@ -300,6 +313,12 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 		case OPT_FENCED:
 			cfg->fenced = 1;
 			break;
+		case 's':
+		case 'x':
+			if (parse_half(c, cfg) != 0)
+				return EXIT_USAGE;
+			a->rw_given = 1;
+			break;
 		case OPT_GRACE:
 			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)
 				return EXIT_USAGE;
@@ -347,6 +366,9 @@ static int configure(cli_config *cfg, cli_args *a)
 		cfg->mode = cfg->n == 1 ? MODE_RLOCK : MODE_REDLOCK;
 	if (cfg->mode == MODE_RLOCK && cfg->n != 1)
 		return usage_error("mode rlock takes exactly one node, not %zu", cfg->n);
+	if (cfg->rw_half != 0 && cfg->fenced)
+		return usage_error("%s", "-s/-x take a read-write lock, which has no fencing token: "
+					 "drop --fenced");
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
 		return usage_error("--tls-cert and --tls-key go together");
 	if (cfg->tls_insecure)
@@ -400,6 +422,7 @@ static int check_options_apply(const char *command, const cli_args *a)
 						    : "" },
 		{ "--json", a->json, { "status", NULL, NULL }, "" },
 		{ "--force", a->force, { "unlock", NULL, NULL }, "" },
+		{ "-s/-x", a->rw_given, { "run", "acquire", "release" }, "" },
 	};
 	size_t i;
 

@@ -15,7 +15,8 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	memset(t, 0, sizeof(*t));
 	t->mode = cfg->mode;
 	t->fenced = cfg->fenced;
-	lopts.kind = cfg->fenced ? DLOCK_LOCK_FENCED : DLOCK_LOCK_PLAIN;
+	lopts.kind = cfg->fenced ? DLOCK_LOCK_FENCED
+			: cfg->rw_half != 0 ? (dlock_lock_kind)cfg->rw_half : DLOCK_LOCK_PLAIN;
 	t->n = cfg->n;
 	t->name = name;
 	copts.connect_timeout_ms = cfg->timeout_ms;

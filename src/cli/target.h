@@ -38,6 +38,7 @@ typedef struct cli_config {
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
 	int fenced;              /* fenced locks: acquisitions return a token */
+	int rw_half;             /* -s/-x: DLOCK_LOCK_READ or DLOCK_LOCK_WRITE (0: an RLock) */
 	int sync_replicas;       /* replicas that must acknowledge an acquisition (0: off) */
 	int64_t sync_timeout_ms; /* how long an acquisition waits for them */
 	int watch_force_unlock;  /* holds hear a force unlock at once (run) */
