@@ -503,6 +503,9 @@ static int parse_command_line(int argc, char **argv, cli_config *cfg, cli_args *
 	}
 	if (!is_command(*command))
 		return usage_error("unknown command \"%s\"", *command);
+	if ((optind >= argc || argv[optind][0] == '\0') && strcmp(*command, "latch") == 0)
+		return usage_error("%s", "latch: set, down, count or wait is missing "
+					 "(latch set|down|count|wait NAME ...)");
 	if (optind >= argc || argv[optind][0] == '\0')
 		return usage_error("%s: the lock NAME is missing or empty", *command);
 	*name = argv[optind++];

@@ -179,3 +179,13 @@ Test(cli_latch, usage_and_data_errors)
 	EXPECT_ONE_LINE_ERR(p);
 	proc_free(p);
 }
+
+Test(cli_latch, a_latch_without_its_verb_says_which_verbs_there_are)
+{
+	proc *p = DLOCK("-n", rh_server_uri(dl_srv), "latch");
+
+	EXPECT_STATUS(p, 64);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "set, down, count or wait") != NULL, "%s", p->err);
+	proc_free(p);
+}
