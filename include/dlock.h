@@ -23,5 +23,6 @@
 #include "dlock/redlock.h"
 #include "dlock/loop.h"
 #include "dlock/async.h"
+#include "dlock/semaphore.h"
 
 #endif
