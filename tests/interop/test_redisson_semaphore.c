@@ -128,7 +128,7 @@ Test(redisson_semaphore, a_dlock_permit_is_seen_by_java_and_comes_back_after_its
 	cr_assert(after_ms >= 1300 && after_ms < 4000,
 			"Redisson got the permit %" PRId64 " ms after dlock took it (lease 1500)", after_ms);
 	char java_id[DLOCK_PERMIT_ID_SIZE];
-	snprintf(java_id, sizeof(java_id), "%s", r.value);
+	snprintf(java_id, sizeof(java_id), "%.32s", r.value);
 	cr_assert_eq(dlock_semaphore_release_permit(s, id), DLOCK_ELOST,
 			"dlock's expired permit was not reported lost");
 	/* dlock gives back Redisson's permit by its id. */
@@ -165,7 +165,7 @@ Test(redisson_semaphore, a_java_permit_is_released_by_dlock_and_wakes_a_dlock_wa
 	jp_reply r;
 
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "pes-set pes-j2c 1"), "true");
-	snprintf(id, sizeof(id), "%s", jp_ok(peer, &r, "w1", "pes-acquire pes-j2c 60000"));
+	snprintf(id, sizeof(id), "%.32s", jp_ok(peer, &r, "w1", "pes-acquire pes-j2c 60000"));
 	cr_assert_eq(strlen(id), 32, "Redisson's permit id: %s", id);
 	cr_assert_eq(available(s), 0);
 	char mine[DLOCK_PERMIT_ID_SIZE];
