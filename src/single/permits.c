@@ -287,12 +287,14 @@ static void job_done(dlock__mux_loop *ml)
 	const unsigned char *raw = (const unsigned char *)j->mem + 24;
 	int64_t now = dlock__now_ms();
 	lost_note *notes = NULL;
-	size_t nnotes = 0, i, left = 0;
+	size_t nnotes = 0, i, left = 0, cap = 0;
 	dlock__permit *p;
 
 	j->running = 0;
-	notes = dlock__calloc(j->nids + 1, sizeof(*notes));
 	dlock__mutex_lock(&s->mu);
+	for (p = s->permits; p != NULL; p = p->next)
+		cap++;
+	notes = dlock__calloc(cap + 1, sizeof(*notes)); /* NULL: the losses are still recorded */
 	for (p = s->permits; p != NULL; p = p->next) {
 		if (!p->renewed || p->lost)
 			continue;
