@@ -133,8 +133,12 @@ DLOCK_EXTERN int dlock_semaphore_available(int64_t *out, dlock_semaphore *sem);
  * DLOCK_EINVAL (bad count or wait; an expirable semaphore), DLOCK_ECANCELED
  * (dlock_client_cancel_waits), or as dlock_lock_try(): a wait's final error,
  * or when the wait ran out on one, the last transient error (DLOCK_ECONN,
- * DLOCK_ETIMEDOUT, ...). An attempt whose reply never came may have taken
- * the permits (a plain permit has no owner to tell).
+ * DLOCK_ETIMEDOUT, ...). An attempt whose reply never came is undone on
+ * the same connection right behind it: a permit has no owner, so each
+ * attempt that takes permits also leaves a short-lived receipt,
+ * `dlock_semaphore_undo:{name}:<request-id>` (dlock's own key, as the unlock
+ * latch; Redisson never reads it), which the undo consumes and which is
+ * deleted once the answer came.
  */
 DLOCK_EXTERN int dlock_semaphore_acquire(dlock_semaphore *sem, int64_t permits, int64_t wait_ms);
 

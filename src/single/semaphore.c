@@ -52,6 +52,22 @@ static char *suffix_name(const char *name, size_t len, const char *suffix, size_
 	return s;
 }
 
+/* "dlock_semaphore_undo:{name}:" (its slot the count's), for receipts. */
+static char *receipt_prefix(const char *name, size_t len, size_t *out_len)
+{
+	size_t n;
+	char *p = dlock__prefix_name("dlock_semaphore_undo", name, len, &n), *q;
+
+	if (p == NULL || (q = dlock__realloc(p, n + 2)) == NULL) {
+		dlock__free(p);
+		return NULL;
+	}
+	q[n] = ':';
+	q[n + 1] = '\0';
+	*out_len = n + 1;
+	return q;
+}
+
 static void make_shown(char *out, size_t size, const char *name, size_t len)
 {
 	size_t i, n = 0;
@@ -116,11 +132,13 @@ int dlock_semaphore_new(dlock_semaphore **out, dlock_client *client, const char 
 	s->channel = dlock__prefix_name("redisson_sc", name, len, &s->channel_len);
 	if (s->kind == DLOCK_SEMAPHORE_EXPIRABLE)
 		s->timeouts = suffix_name(name, len, "timeout", &s->timeouts_len);
+	else
+		s->receipt_prefix = receipt_prefix(name, len, &s->receipt_prefix_len);
 	make_shown(s->shown, sizeof(s->shown), name, len);
 	s->job.loop = dlock__sem_loop(s);
 	dlock__permit_job_init(s);
 	if (s->name == NULL || s->channel == NULL ||
-			(s->kind == DLOCK_SEMAPHORE_EXPIRABLE && s->timeouts == NULL)) {
+			(s->kind == DLOCK_SEMAPHORE_EXPIRABLE ? s->timeouts : s->receipt_prefix) == NULL) {
 		dlock__sem_unref(s);
 		return dlock__seterr(DLOCK_ENOMEM, "semaphore: out of memory");
 	}
@@ -149,6 +167,7 @@ void dlock__sem_unref(dlock_semaphore *s)
 	dlock__free(s->name);
 	dlock__free(s->channel);
 	dlock__free(s->timeouts);
+	dlock__free(s->receipt_prefix);
 	dlock__errbuf_destroy(&s->err);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->job.stopped_cv);

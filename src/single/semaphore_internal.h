@@ -23,6 +23,9 @@
  * a message went unheard (a reconnect wakes it anyway). */
 #define DLOCK__SEM_POLL_MS 5000
 
+/* How long a plain acquisition's receipt lives (its undo runs right behind it). */
+#define DLOCK__SEM_RECEIPT_MS "60000"
+
 /* One expirable permit taken through a handle (permits.c). */
 typedef struct dlock__permit {
 	char id[DLOCK_PERMIT_ID_SIZE];
@@ -61,6 +64,8 @@ struct dlock_semaphore {
 	size_t channel_len;
 	char *timeouts; /* {name}:timeout (expirable) */
 	size_t timeouts_len;
+	char *receipt_prefix; /* dlock_semaphore_undo:{name}: (plain) */
+	size_t receipt_prefix_len;
 	char shown[80];
 	dlock__errbuf err;
 	_Atomic int refs; /* the caller's, and one per operation not yet ended */
@@ -80,6 +85,7 @@ dlock__loop *dlock__sem_loop(dlock_semaphore *s);
 
 /* Scripts: see semaphore_scripts.c. */
 extern dlock__script dlock__script_sem_acquire;
+extern dlock__script dlock__script_sem_undo;
 extern dlock__script dlock__script_sem_release;
 extern dlock__script dlock__script_sem_try_set;
 extern dlock__script dlock__script_sem_add;

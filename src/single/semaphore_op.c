@@ -47,6 +47,8 @@ typedef struct sem_op {
 	unsigned char raw[16];
 	int have_id; /* the result's permit id is set */
 	char kbuf[24], due[24], now[24], undo_now[24];
+	char *receipt; /* a plain attempt's receipt key (the prefix, then a request id) */
+	size_t receipt_len;
 	dlock__call call, undo;
 	dlock__mux_op mop;
 	dlock__mux_loop ml;
@@ -218,6 +220,8 @@ static void attempt_done(dlock__mux_loop *ml)
 		(r != NULL && (dlock__reply_is_error(r, "MOVED") || dlock__reply_is_error(r, "ASK")));
 	dlock__mux_loop_end(ml);
 	dlock__mux_clear(&o->mop, 1);
+	if (rc == 0 && o->s->kind == DLOCK_SEMAPHORE_PLAIN)
+		dlock__client_forget(o->s->client, o->receipt, o->receipt_len);
 	if (rc == 0 && o->s->kind == DLOCK_SEMAPHORE_EXPIRABLE &&
 			(rc = dlock__permit_add(o->s, o->id, o->raw, o->lease_ms, o->sent_at)) < 0)
 		retry = 0; /* out of memory: the permit comes back with its lease */
@@ -242,11 +246,22 @@ static void attempt(sem_op *o)
 	memset(c, 0, sizeof(*c));
 	memset(&o->mop, 0, sizeof(o->mop));
 	if (s->kind == DLOCK_SEMAPHORE_PLAIN) {
+		dlock__request_id(o->receipt + s->receipt_prefix_len);
 		c->script = &dlock__script_sem_acquire;
 		dlock__call_push(c, s->name, s->name_len);
+		dlock__call_push(c, o->receipt, o->receipt_len);
 		dlock__call_keys_done(c);
 		dlock__call_push(c, o->kbuf, dlock__fmt_i64(o->kbuf, o->permits));
+		dlock__call_push(c, DLOCK__SEM_RECEIPT_MS, strlen(DLOCK__SEM_RECEIPT_MS));
 		o->mop.no_retry = 1; /* a repeat could take twice */
+		/* Gives back only what this attempt took (its receipt). */
+		memset(&o->undo, 0, sizeof(o->undo));
+		o->undo.script = &dlock__script_sem_undo;
+		dlock__call_push(&o->undo, s->name, s->name_len);
+		dlock__call_push(&o->undo, s->channel, s->channel_len);
+		dlock__call_push(&o->undo, o->receipt, o->receipt_len);
+		dlock__call_keys_done(&o->undo);
+		o->mop.undo = &o->undo;
 	} else {
 		/* A new id per attempt: an abandoned one's undo may be on its way. */
 		dlock__permit_id_new(o->id, o->raw);
@@ -345,6 +360,7 @@ static void destroy(dlock_op *op)
 	sem_op *o = (sem_op *)op;
 	dlock_semaphore *s = o->s;
 
+	dlock__free(o->receipt);
 	dlock__free(o);
 	dlock__sem_unref(s);
 }
@@ -373,6 +389,15 @@ static int new_op(sem_op **out, dlock_semaphore *s, int64_t permits, int64_t wai
 	if (o == NULL)
 		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_ENOMEM,
 				"semaphore %s: out of memory", s->shown));
+	if (s->kind == DLOCK_SEMAPHORE_PLAIN) {
+		o->receipt_len = s->receipt_prefix_len + 32;
+		if ((o->receipt = dlock__malloc(o->receipt_len + 1)) == NULL) {
+			dlock__free(o);
+			return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_ENOMEM,
+					"semaphore %s: out of memory", s->shown));
+		}
+		memcpy(o->receipt, s->receipt_prefix, s->receipt_prefix_len);
+	}
 	dlock__op_init(&o->op, dlock__sem_loop(s), cb, userdata);
 	o->op.start = start;
 	o->op.cancel = cancel;

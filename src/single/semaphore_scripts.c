@@ -23,14 +23,33 @@
 	"  if n > 0 then redis.call('publish', KEYS[" chan "], n); end; " \
 	"end; "
 
-/* KEYS: count. ARGV: k. Reply: permits left after taking k, or -1 when
- * fewer than k are available (or none is set). */
+/*
+ * KEYS: count, receipt. ARGV: k, receipt ttl ms. Reply: permits left after
+ * taking k, or -1 when fewer than k are available (or none is set).
+ * A plain permit has no owner, so an attempt whose answer never comes
+ * could not be undone blindly (it may not have run): when it takes the
+ * permits it leaves a receipt (dlock's own key; Redisson never reads it),
+ * which the undo queued behind it consumes. The client deletes a receipt
+ * once the answer came.
+ */
 dlock__script dlock__script_sem_acquire = DLOCK__SCRIPT("semaphore-acquire",
 		"local v = redis.call('get', KEYS[1]); "
 		"if v ~= false and tonumber(v) >= tonumber(ARGV[1]) then "
-		"  return redis.call('decrby', KEYS[1], ARGV[1]); "
+		"  local n = redis.call('decrby', KEYS[1], ARGV[1]); "
+		"  redis.call('set', KEYS[2], ARGV[1], 'px', ARGV[2]); "
+		"  return n; "
 		"end; "
 		"return -1;");
+
+/* The undo of an abandoned plain attempt. KEYS: count, channel, receipt.
+ * Reply: 1 the attempt had taken permits (given back), 0 it had not. */
+dlock__script dlock__script_sem_undo = DLOCK__SCRIPT("semaphore-undo",
+		"local k = redis.call('get', KEYS[3]); "
+		"if k == false then return 0; end; "
+		"redis.call('del', KEYS[3]); "
+		"local n = redis.call('incrby', KEYS[1], k); "
+		"if n > 0 then redis.call('publish', KEYS[2], n); end; "
+		"return 1;");
 
 /* KEYS: count, channel. ARGV: k. Reply: the count after. */
 dlock__script dlock__script_sem_release = DLOCK__SCRIPT("semaphore-release",

@@ -447,3 +447,48 @@ Test(semaphore, the_count_can_be_changed, .timeout = 30)
 	dlock_semaphore_free(s);
 	dlock_client_free(c);
 }
+
+/* ---- an attempt whose answer never came ------------------------------------- */
+
+static int64_t keys_matching(const char *pattern)
+{
+	redisReply *r = rh_command(dl_srv, "KEYS %s", pattern);
+	int64_t n;
+
+	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY);
+	n = (int64_t)r->elements;
+	freeReplyObject(r);
+	return n;
+}
+
+Test(semaphore, an_attempt_given_up_on_a_paused_server_takes_nothing_extra, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 200, 0);
+	waiter w = { .s = sem_of(c, "sem-paused", DLOCK_SEMAPHORE_PLAIN), .wait_ms = 8000 };
+	pthread_t t;
+
+	dl_gate_init(&w.started);
+	dl_pass(dlock_semaphore_try_set_permits(NULL, w.s, 1));
+	/* The server knows the script: a late EVALSHA runs (else NOSCRIPT). */
+	dl_pass(dlock_semaphore_acquire(w.s, 1, 0));
+	dl_pass(dlock_semaphore_release(w.s, 1));
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	cr_assert_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
+	dl_sleep_ms(700); /* attempts time out and are given up, owing their answers */
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(w.rc, 0, "%s", dlock_strerror(w.rc));
+	dl_sleep_ms(300); /* the undos queued behind the abandoned attempts have run */
+	cr_assert_eq(available(w.s), 0, "an abandoned attempt's permit was not given back "
+					 "(or given back twice)");
+	dl_pass(dlock_semaphore_release(w.s, 1));
+	cr_assert_eq(available(w.s), 1);
+	/* Receipts are deleted once answered, or consumed by their undo. */
+	int64_t t0 = rh_now_ms(), left;
+	while ((left = keys_matching("dlock_semaphore_undo:*")) > 0 && rh_now_ms() - t0 < 2000)
+		dl_sleep_ms(20);
+	cr_assert_eq(left, 0, "%lld receipts left behind", (long long)left);
+	dl_gate_destroy(&w.started);
+	dlock_semaphore_free(w.s);
+	dlock_client_free(c);
+}
