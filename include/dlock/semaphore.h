@@ -211,6 +211,17 @@ DLOCK_EXTERN int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *
  */
 DLOCK_EXTERN const char *dlock_semaphore_op_permit(const dlock_op *op);
 
+/**
+ * Give permits back without blocking: `permits` (>= 1) of a plain
+ * semaphore (id ignored), or the expirable permit `id` (permits ignored),
+ * with the outcomes of dlock_semaphore_release() and
+ * dlock_semaphore_release_permit() in the callback. A release is not
+ * canceled (dlock_op_cancel() lets it finish). Errors (no callback then):
+ * DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_semaphore_release_async(dlock_op **out, dlock_semaphore *sem,
+		int64_t permits, const char *id, dlock_op_cb cb, void *userdata);
+
 /** The one-line message of the most recent failure on this handle ("" if none). */
 DLOCK_EXTERN const char *dlock_semaphore_errmsg(const dlock_semaphore *sem);
 

@@ -492,3 +492,39 @@ Test(semaphore, an_attempt_given_up_on_a_paused_server_takes_nothing_extra, .tim
 	dlock_semaphore_free(w.s);
 	dlock_client_free(c);
 }
+
+Test(semaphore, async_releases_give_permits_back, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 0);
+	dlock_semaphore *s = sem_of(c, "sem-arel", DLOCK_SEMAPHORE_PLAIN);
+	dlock_semaphore *x = sem_of(c, "sem-arel-x", DLOCK_SEMAPHORE_EXPIRABLE);
+	char id[DLOCK_PERMIT_ID_SIZE];
+	outcome o = { .code = 1 };
+	dlock_op *op = NULL;
+
+	dl_gate_init(&o.g);
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 3));
+	dl_pass(dlock_semaphore_acquire(s, 3, 0));
+	dl_pass(dlock_semaphore_release_async(&op, s, 2, NULL, on_done, &o));
+	dl_pass(dlock_op_cancel(op)); /* a release finishes anyway */
+	cr_assert_eq(dl_gate_wait(&o.g, 1, rh_now_ms() + 5000), 1);
+	cr_assert_eq(o.code, 0, "%s", dlock_strerror(o.code));
+	cr_assert_eq(available(s), 2);
+
+	dl_pass(dlock_semaphore_try_set_permits(NULL, x, 1));
+	dl_pass(dlock_semaphore_acquire_permit(id, x, 0, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_semaphore_release_async(NULL, x, 0, id, on_done, &o));
+	cr_assert_eq(dl_gate_wait(&o.g, 2, rh_now_ms() + 5000), 2);
+	cr_assert_eq(o.code, 0, "%s", dlock_strerror(o.code));
+	cr_assert_eq(dlock_semaphore_permit_check(x, id), DLOCK_ENOTOWNER);
+	cr_assert_eq(available(x), 1);
+	dl_pass(dlock_semaphore_release_async(NULL, x, 0, id, on_done, &o));
+	cr_assert_eq(dl_gate_wait(&o.g, 3, rh_now_ms() + 5000), 3);
+	cr_assert_eq(o.code, DLOCK_ENOTOWNER, "%s", dlock_strerror(o.code));
+	cr_assert_eq(dlock_semaphore_release_async(NULL, x, 0, "zz", on_done, &o), DLOCK_EINVAL);
+
+	dl_gate_destroy(&o.g);
+	dlock_semaphore_free(x);
+	dlock_semaphore_free(s);
+	dlock_client_free(c);
+}
