@@ -7,7 +7,9 @@
  * the number of permits available. Acquiring k takes k if that many are
  * there; releasing k adds k. Permits belong to nobody: any process may
  * release what another took, and a crashed holder's permits are not given
- * back by themselves.
+ * back by themselves. (dlock adds one key of its own: a short-lived receipt
+ * per acquisition, so that an attempt whose answer was lost can be undone;
+ * see dlock_semaphore_acquire().)
  *
  * Expirable (DLOCK_SEMAPHORE_EXPIRABLE, RPermitExpirableSemaphore): the same
  * count under `<name>`, plus a ZSET `{name}:timeout` (`name:timeout` when
