@@ -18,7 +18,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -526,5 +528,71 @@ Test(semaphore, async_releases_give_permits_back, .timeout = 30)
 	dl_gate_destroy(&o.g);
 	dlock_semaphore_free(x);
 	dlock_semaphore_free(s);
+	dlock_client_free(c);
+}
+
+/* ---- over a Unix socket ----------------------------------------------------- */
+
+static char unix_dir[96], unix_sock[128], unix_uri[256];
+static rh_server *unix_srv;
+
+static void unix_up(void)
+{
+	char cwd[64];
+
+	/* Under the working directory, named absolutely (the server runs elsewhere). */
+	cr_assert_not_null(getcwd(cwd, sizeof cwd), "the working directory's name is too long");
+	snprintf(unix_dir, sizeof unix_dir, "%s/dlock-sem-XXXXXX", cwd);
+	cr_assert_not_null(mkdtemp(unix_dir));
+	snprintf(unix_sock, sizeof unix_sock, "%s/redis.sock", unix_dir);
+	snprintf(unix_uri, sizeof unix_uri, "unix://%s", unix_sock);
+	const char *args[] = { "--unixsocket", unix_sock, "--unixsocketperm", "700", NULL };
+	unix_srv = rh_server_start(args);
+	cr_assert_not_null(unix_srv, "could not start redis-server on %s", unix_sock);
+}
+
+static void unix_down(void)
+{
+	rh_server_free(unix_srv);
+	unlink(unix_sock);
+	rmdir(unix_dir);
+}
+
+TestSuite(semaphore_unix, .init = unix_up, .fini = unix_down, .timeout = 30);
+
+Test(semaphore_unix, a_release_wakes_a_waiter_and_a_permit_is_renewed)
+{
+	dlock_client *c = dl_client(unix_uri, 2000, 600);
+	dlock_client *c2 = dl_client(unix_uri, 2000, 0);
+	dlock_semaphore *s = sem_of(c, "sem-unix", DLOCK_SEMAPHORE_PLAIN);
+	dlock_semaphore *x = sem_of(c, "pes-unix", DLOCK_SEMAPHORE_EXPIRABLE);
+	waiter w = { .s = sem_of(c2, "sem-unix", DLOCK_SEMAPHORE_PLAIN), .wait_ms = 15000 };
+	char id[DLOCK_PERMIT_ID_SIZE];
+	pthread_t t;
+
+	dl_gate_init(&w.started);
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
+	dl_pass(dlock_semaphore_acquire(s, 1, 0));
+	cr_assert_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
+	dl_gate_wait(&w.started, 1, rh_now_ms() + 5000);
+	dl_sleep_ms(400);
+	int64_t released = rh_now_ms();
+	dl_pass(dlock_semaphore_release(s, 1));
+	pthread_join(t, NULL);
+	cr_assert_eq(w.rc, 0, "%s", dlock_strerror(w.rc));
+	cr_assert_lt(w.got_at - released, 1000, "woken %lld ms after the release",
+			(long long)(w.got_at - released));
+
+	dl_pass(dlock_semaphore_try_set_permits(NULL, x, 1));
+	dl_pass(dlock_semaphore_acquire_permit(id, x, 0, DLOCK_LEASE_WATCHDOG));
+	dl_sleep_ms(1500);
+	cr_assert_eq(dlock_semaphore_permit_check(x, id), 0, "the renewed permit was lost");
+	dl_pass(dlock_semaphore_release_permit(x, id));
+
+	dl_gate_destroy(&w.started);
+	dlock_semaphore_free(w.s);
+	dlock_semaphore_free(x);
+	dlock_semaphore_free(s);
+	dlock_client_free(c2);
 	dlock_client_free(c);
 }
