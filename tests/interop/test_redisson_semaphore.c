@@ -158,7 +158,7 @@ Test(redisson_semaphore, a_renewed_dlock_permit_stays_taken_for_java)
 	dlock_client_close(c);
 }
 
-Test(redisson_semaphore, a_java_permit_is_released_by_dlock_and_wakes_a_dlock_waiter)
+Test(redisson_semaphore, a_java_permit_release_wakes_a_dlock_waiter)
 {
 	dlock_semaphore *s = sem_on(cli, "pes-j2c", DLOCK_SEMAPHORE_EXPIRABLE);
 	char id[DLOCK_PERMIT_ID_SIZE];
