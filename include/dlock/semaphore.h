@@ -185,6 +185,7 @@ DLOCK_EXTERN int dlock_semaphore_permit_check(const dlock_semaphore *sem, const 
 /**
  * Called on the client's background loop when a renewed permit is found
  * lost; `reason` is a dlock_lost_reason. Keep it short; it must not wait.
+ * It may free the semaphore.
  */
 typedef void (*dlock_permit_lost_cb)(dlock_semaphore *sem, const char *id, int reason,
 		void *userdata);

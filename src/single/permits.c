@@ -267,8 +267,12 @@ static void tell(dlock_semaphore *s, const lost_note *notes, size_t n)
 	cb = s->lost_cb;
 	ud = s->lost_ud;
 	dlock__mutex_unlock(&s->mu);
-	for (i = 0; cb != NULL && i < n; i++)
+	if (cb == NULL || n == 0)
+		return;
+	atomic_fetch_add(&s->refs, 1); /* a callback may free the handle */
+	for (i = 0; i < n; i++)
 		cb(s, notes[i].id, notes[i].reason, ud);
+	dlock__sem_unref(s);
 }
 
 static void rearm(dlock__permit_job *j, int64_t due)
@@ -327,10 +331,11 @@ static void job_done(dlock__mux_loop *ml)
 	j->argv = NULL;
 	j->lens = NULL;
 	j->mem = NULL;
-	tell(s, notes, nnotes);
-	dlock__free(notes);
 	if (left > 0)
 		rearm(j, now + (ok ? period(s) : RENEW_RETRY_MS));
+	/* Last: the callback may free the handle. */
+	tell(s, notes, nnotes);
+	dlock__free(notes);
 }
 
 /* The timer: renew every renewed permit not lost, in one call. */

@@ -596,3 +596,32 @@ Test(semaphore_unix, a_release_wakes_a_waiter_and_a_permit_is_renewed)
 	dlock_client_free(c2);
 	dlock_client_free(c);
 }
+
+static void free_on_lost(dlock_semaphore *s, const char *id, int reason, void *ud)
+{
+	(void)id;
+	(void)reason;
+	if (dl_gate_get(ud) == 0)
+		dlock_semaphore_free(s); /* the handle stays valid until the calls are over */
+	dl_gate_add(ud, 1);
+}
+
+Test(semaphore, the_lost_callback_may_free_the_semaphore, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 900);
+	dlock_semaphore *s = sem_of(c, "sem-free-lost", DLOCK_SEMAPHORE_EXPIRABLE);
+	char id[DLOCK_PERMIT_ID_SIZE];
+	dl_gate g;
+
+	dl_gate_init(&g);
+	dl_pass(dlock_semaphore_set_lost_cb(s, free_on_lost, &g));
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 2));
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
+	cr_assert_eq(rh_command_int(dl_srv, "DEL {sem-free-lost}:timeout"), 1);
+	/* Two permits lost in one renewal: one call each, the first frees it. */
+	cr_assert_eq(dl_gate_wait(&g, 2, rh_now_ms() + 5000), 2, "no lost callbacks");
+	dl_sleep_ms(100);
+	dl_gate_destroy(&g);
+	dlock_client_free(c);
+}
