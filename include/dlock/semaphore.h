@@ -185,7 +185,8 @@ DLOCK_EXTERN int dlock_semaphore_permit_check(const dlock_semaphore *sem, const 
 /**
  * Called on the client's background loop when a renewed permit is found
  * lost; `reason` is a dlock_lost_reason. Keep it short; it must not wait.
- * It may free the semaphore.
+ * It may free the semaphore (the calls for other permits found lost by the
+ * same renewal still come; the handle stays valid until they are over).
  */
 typedef void (*dlock_permit_lost_cb)(dlock_semaphore *sem, const char *id, int reason,
 		void *userdata);
