@@ -625,3 +625,26 @@ Test(semaphore, the_lost_callback_may_free_the_semaphore, .timeout = 30)
 	dl_gate_destroy(&g);
 	dlock_client_free(c);
 }
+
+Test(semaphore, cancel_waits_ends_a_forever_wait, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 0);
+	waiter w = { .s = sem_of(c, "sem-cw", DLOCK_SEMAPHORE_PLAIN), .wait_ms = DLOCK_WAIT_FOREVER };
+	pthread_t t;
+
+	dl_gate_init(&w.started);
+	dl_pass(dlock_semaphore_try_set_permits(NULL, w.s, 0));
+	cr_assert_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
+	dl_gate_wait(&w.started, 1, rh_now_ms() + 5000);
+	dl_sleep_ms(300);
+	int64_t asked = rh_now_ms();
+	dl_pass(dlock_client_cancel_waits(c));
+	pthread_join(t, NULL);
+	cr_assert_eq(w.rc, DLOCK_ECANCELED, "%s", dlock_strerror(w.rc));
+	cr_assert_lt(w.got_at - asked, 1000, "the wait ended %lld ms after the cancel",
+			(long long)(w.got_at - asked));
+	cr_assert_eq(available(w.s), 0);
+	dl_gate_destroy(&w.started);
+	dlock_semaphore_free(w.s);
+	dlock_client_free(c);
+}
