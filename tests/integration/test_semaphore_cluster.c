@@ -91,6 +91,13 @@ Test(semaphore_cluster, semaphores_on_every_shard)
 		cr_assert_lt(w.got_at - released, 1000, "%s: woken %lld ms after the release", name,
 				(long long)(w.got_at - released));
 		dl_pass(dlock_semaphore_release(w.s, 1));
+		int64_t n = -1;
+		dl_pass(dlock_semaphore_available(&n, s));
+		cr_assert_eq(n, 1, "%s: %lld available", name, (long long)n);
+		dl_pass(dlock_semaphore_set_permits(s, 4));
+		dl_pass(dlock_semaphore_add_permits(s, -1));
+		dl_pass(dlock_semaphore_available(&n, s));
+		cr_assert_eq(n, 3, "%s: %lld available", name, (long long)n);
 		dlock_semaphore_free(w.s);
 		dlock_semaphore_free(s);
 
@@ -106,6 +113,8 @@ Test(semaphore_cluster, semaphores_on_every_shard)
 				name);
 		dl_pass(dlock_semaphore_release_permit(x, id));
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, key), "ZCARD %s", key), 0);
+		dl_pass(dlock_semaphore_available(&n, x));
+		cr_assert_eq(n, 1, "%s: %lld available", name, (long long)n);
 		dlock_semaphore_free(x);
 	}
 	cr_assert_eq(shards, 3);
