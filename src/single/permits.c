@@ -153,6 +153,28 @@ void dlock__permit_job_stop(dlock_semaphore *s)
 	dlock__mutex_unlock(&s->mu);
 }
 
+/* How long a permit's record outlives its lease when it is never released. */
+#define FORGET_AFTER_MS 60000
+
+static int expired(const dlock__permit *p, int64_t now);
+
+/* s->mu held: drop the records of permits whose lease ended long ago and
+ * that nobody released, so that a program that lets leases run out does
+ * not keep them all (dlock_semaphore_permit_check says DLOCK_ENOTOWNER then). */
+static void prune(dlock_semaphore *s, int64_t now)
+{
+	dlock__permit **pp = &s->permits, *p;
+
+	while ((p = *pp) != NULL) {
+		if ((p->lost || expired(p, now)) && now - p->confirmed_at > p->lease_ms + FORGET_AFTER_MS) {
+			*pp = p->next;
+			dlock__free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+}
+
 int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char raw[16],
 		int64_t lease_ms, int64_t sent_at)
 {
@@ -167,6 +189,7 @@ int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char ra
 	p->lease_ms = dlock__permit_lease(s, lease_ms);
 	p->confirmed_at = sent_at;
 	dlock__mutex_lock(&s->mu);
+	prune(s, dlock__now_ms());
 	p->next = s->permits;
 	s->permits = p;
 	if (p->renewed && !s->freed) {
