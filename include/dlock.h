@@ -24,5 +24,6 @@
 #include "dlock/loop.h"
 #include "dlock/async.h"
 #include "dlock/countdown.h"
+#include "dlock/semaphore.h"
 
 #endif

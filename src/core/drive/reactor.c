@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -130,6 +131,20 @@ static void wake_one_and_every_message(dlock__sub *s)
 			dlock__loop_post(li->loop, li->task);
 }
 
+/* Wake as many waiters of s as a semaphore's message says permits are
+ * available (r->mu held), each at most once. */
+static void wake_n(dlock__sub *s, const redisReply *arg)
+{
+	const dlock__listener *li;
+	long long n = arg->type == REDIS_REPLY_STRING ? strtoll(arg->str, NULL, 10) : 1;
+	long long m = 0;
+
+	for (li = s->listeners; li != NULL; li = li->next)
+		m++;
+	for (n = n < m ? n : m; n > 0; n--)
+		wake_one(s);
+}
+
 static void free_sub(dlock__sub *s)
 {
 	dlock__free(s->channel);
@@ -198,6 +213,8 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 			 * after it; one that stops listening passes it on. */
 			if (arg->type == REDIS_REPLY_STRING && arg->len == 1 && arg->str[0] == '1')
 				wake_sub(s);
+			else if (chan->len > 12 && memcmp(chan->str, "redisson_sc:", 12) == 0)
+				wake_n(s, arg); /* a semaphore's count: that many may take one */
 			else
 				wake_one_and_every_message(s);
 			/* Anyone's unlock of the name, a force unlock included. */

@@ -59,6 +59,7 @@ import org.redisson.config.Config;
  *   token NAME                    RFencedLock.getToken()
  *   owner                         the hash field this worker writes: ID:THREAD
  *   latch OP NAME [ARG]           RCountDownLatch (Latches.java)
+ *   sem-... pes-...               semaphores: see Semaphores.java
  *   quit                          (no WORKER) shut down and exit
  */
 public final class Peer {
@@ -193,6 +194,9 @@ public final class Peer {
 
 	private String execute(String[] w) throws Exception {
 		String cmd = w[2];
+		String sem = Semaphores.execute(clients[0], w);
+		if (sem != null)
+			return sem;
 		switch (cmd) {
 		case "owner":
 			return clients[0].getId() + ":" + Thread.currentThread().getId();

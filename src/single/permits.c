@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Expirable permits taken through a semaphore handle, and their renewal.
+ *
+ * A permit taken with the watchdog lease is renewed by the handle's job on
+ * its client's background loop (where the lock watchdog runs too), every
+ * third of the watchdog timeout: one script call moves the lease end of
+ * every such permit of the handle (Redisson's updateLeaseTime, many at a
+ * time). A permit the server no longer has is LOST: its renewal ends and
+ * the lost callback runs. A renewal that cannot reach the server is tried
+ * again a second later, until the lease would have run out since the last
+ * renewal that did: then the permit is lost too. Freeing the handle stops
+ * the job; its permits then come back when their leases pass.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "core/base/fmt.h"
+#include "core/base/ids.h"
+#include "core/base/time.h"
+#include "core/drive/reactor.h"
+#include "single/acquire.h"
+#include "single/semaphore_internal.h"
+
+#define JOB_OF(p, field) ((dlock__permit_job *)((char *)(p) - offsetof(dlock__permit_job, field)))
+#define SEM_OF(j) ((dlock_semaphore *)((char *)(j) - offsetof(dlock_semaphore, job)))
+
+/* A renewal that failed is tried again after this long. */
+#define RENEW_RETRY_MS 1000
+
+void dlock__permit_id_new(char id[DLOCK_PERMIT_ID_SIZE], unsigned char raw[16])
+{
+	dlock__request_id(id);
+	dlock__permit_id_parse(id, raw);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int dlock__permit_id_parse(const char *id, unsigned char raw[16])
+{
+	int i, hi, lo;
+
+	if (strnlen(id, 33) != 32)
+		return -1;
+	for (i = 0; i < 16; i++) {
+		if ((hi = hexval(id[2 * i])) < 0 || (lo = hexval(id[2 * i + 1])) < 0)
+			return -1;
+		raw[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+size_t dlock__permit_deadline(char *buf, int64_t lease_ms)
+{
+	return dlock__fmt_i64(buf, dlock__wall_ms() + lease_ms);
+}
+
+int64_t dlock__permit_lease(const dlock_semaphore *s, int64_t lease_ms)
+{
+	return lease_ms > 0 ? lease_ms : s->client->opts.watchdog_timeout_ms;
+}
+
+/* The time between renewals. */
+static int64_t period(const dlock_semaphore *s)
+{
+	int64_t p = s->client->opts.watchdog_timeout_ms / 3;
+
+	return p > 0 ? p : 1;
+}
+
+static void job_run(dlock__timer *t);
+
+/* On the loop: arm the timer for the next renewal unless one is under way. */
+static void kick(dlock__task *t)
+{
+	dlock__permit_job *j = JOB_OF(t, kick);
+	dlock_semaphore *s = SEM_OF(j);
+
+	if (j->stopped || j->running || j->armed)
+		return;
+	if (dlock__timer_set(j->loop, &j->timer, dlock__now_ms() + period(s)) == 0)
+		j->armed = 1;
+}
+
+/* On the loop: end the job for good, and tell a waiting dlock_semaphore_free(). */
+static void job_stop_here(dlock__permit_job *j)
+{
+	dlock_semaphore *s = SEM_OF(j);
+
+	dlock__timer_stop(j->loop, &j->timer);
+	dlock__loop_unpost(j->loop, &j->kick);
+	if (j->running) {
+		dlock__mux_loop_end(&j->ml);
+		dlock__mux_clear(&j->mop, 1);
+		j->running = 0;
+	}
+	dlock__free(j->argv);
+	dlock__free(j->lens);
+	dlock__free(j->mem);
+	j->argv = NULL;
+	j->lens = NULL;
+	j->mem = NULL;
+	dlock__mutex_lock(&s->mu);
+	j->stopped = 1;
+	pthread_cond_broadcast(&j->stopped_cv);
+	dlock__mutex_unlock(&s->mu);
+}
+
+static void stop_task(dlock__task *t)
+{
+	job_stop_here(JOB_OF(t, stop));
+}
+
+void dlock__permit_job_init(dlock_semaphore *s)
+{
+	dlock__timer_init(&s->job.timer, job_run);
+	dlock__task_init(&s->job.kick, kick);
+	dlock__task_init(&s->job.stop, stop_task);
+}
+
+void dlock__permit_job_stop(dlock_semaphore *s)
+{
+	dlock__permit_job *j = &s->job;
+	int any;
+
+	dlock__mutex_lock(&s->mu);
+	s->freed = 1;
+	any = j->started;
+	dlock__mutex_unlock(&s->mu);
+	if (!any)
+		return; /* the loop never saw the job */
+	if (!dlock__reactor_own_thread(s->client->reactor) ||
+			atomic_load(&j->loop->driver) == dlock_thread_id()) {
+		/* The caller drives the loop (its own, or this is a callback on it). */
+		job_stop_here(j);
+		return;
+	}
+	dlock__loop_post(j->loop, &j->stop);
+	dlock__mutex_lock(&s->mu);
+	while (!j->stopped)
+		pthread_cond_wait(&j->stopped_cv, &s->mu);
+	dlock__mutex_unlock(&s->mu);
+}
+
+/* How long a permit's record outlives its lease when it is never released. */
+#define FORGET_AFTER_MS 60000
+
+static int expired(const dlock__permit *p, int64_t now);
+
+/* s->mu held: drop the records of permits whose lease ended long ago and
+ * that nobody released, so that a program that lets leases run out does
+ * not keep them all (dlock_semaphore_permit_check says DLOCK_ENOTOWNER then). */
+static void prune(dlock_semaphore *s, int64_t now)
+{
+	dlock__permit **pp = &s->permits, *p;
+
+	while ((p = *pp) != NULL) {
+		if ((p->lost || expired(p, now)) && now - p->confirmed_at > p->lease_ms + FORGET_AFTER_MS) {
+			*pp = p->next;
+			dlock__free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+}
+
+int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char raw[16],
+		int64_t lease_ms, int64_t sent_at)
+{
+	dlock__permit *p = dlock__calloc(1, sizeof(*p));
+	int post = 0;
+
+	if (p == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "semaphore %s: out of memory", s->shown);
+	memcpy(p->id, id, DLOCK_PERMIT_ID_SIZE);
+	memcpy(p->raw, raw, 16);
+	p->renewed = lease_ms <= 0;
+	p->lease_ms = dlock__permit_lease(s, lease_ms);
+	p->confirmed_at = sent_at;
+	dlock__mutex_lock(&s->mu);
+	prune(s, dlock__now_ms());
+	p->next = s->permits;
+	s->permits = p;
+	if (p->renewed && !s->freed) {
+		s->job.started = 1;
+		post = 1;
+	}
+	dlock__mutex_unlock(&s->mu);
+	if (post)
+		dlock__loop_post(s->job.loop, &s->job.kick);
+	return 0;
+}
+
+/* s->mu held. */
+static dlock__permit **find(dlock_semaphore *s, const char *id)
+{
+	dlock__permit **pp;
+
+	for (pp = &s->permits; *pp != NULL; pp = &(*pp)->next)
+		if (strcmp((*pp)->id, id) == 0)
+			return pp;
+	return NULL;
+}
+
+/* s->mu held: the permit's lease has surely passed since its last confirmed renewal. */
+static int expired(const dlock__permit *p, int64_t now)
+{
+	return now - p->confirmed_at >= p->lease_ms - p->lease_ms / 100 - 2;
+}
+
+int dlock__permit_forget(dlock_semaphore *s, const char *id)
+{
+	dlock__permit **pp, *p;
+	int rc = -1;
+
+	dlock__mutex_lock(&s->mu);
+	if ((pp = find(s, id)) != NULL) {
+		p = *pp;
+		*pp = p->next;
+		rc = p->lost == 0 && !expired(p, dlock__now_ms());
+		dlock__free(p);
+	}
+	dlock__mutex_unlock(&s->mu);
+	return rc;
+}
+
+int dlock_semaphore_permit_check(const dlock_semaphore *cs, const char *id)
+{
+	dlock_semaphore *s = (dlock_semaphore *)cs; /* the mutex only */
+	dlock__permit **pp;
+	int rc;
+
+	if (s == NULL || id == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "permit check: NULL argument");
+	dlock__mutex_lock(&s->mu);
+	if ((pp = find(s, id)) == NULL)
+		rc = DLOCK_ENOTOWNER;
+	else
+		rc = (*pp)->lost == 0 && !expired(*pp, dlock__now_ms()) ? 0 : DLOCK_ELOST;
+	dlock__mutex_unlock(&s->mu);
+	return rc;
+}
+
+int dlock_semaphore_set_lost_cb(dlock_semaphore *s, dlock_permit_lost_cb cb, void *userdata)
+{
+	if (s == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "semaphore lost callback: NULL handle");
+	dlock__mutex_lock(&s->mu);
+	s->lost_cb = cb;
+	s->lost_ud = userdata;
+	dlock__mutex_unlock(&s->mu);
+	return 0;
+}
+
+void dlock__permits_free(dlock_semaphore *s)
+{
+	dlock__permit *p, *next;
+
+	for (p = s->permits; p != NULL; p = next) {
+		next = p->next;
+		dlock__free(p);
+	}
+	s->permits = NULL;
+}
+
+/* Losses found by a renewal, told outside the mutex. */
+typedef struct lost_note {
+	char id[DLOCK_PERMIT_ID_SIZE];
+	int reason;
+} lost_note;
+
+static void tell(dlock_semaphore *s, const lost_note *notes, size_t n)
+{
+	dlock_permit_lost_cb cb;
+	void *ud;
+	size_t i;
+
+	dlock__mutex_lock(&s->mu);
+	cb = s->lost_cb;
+	ud = s->lost_ud;
+	dlock__mutex_unlock(&s->mu);
+	if (cb == NULL || n == 0)
+		return;
+	atomic_fetch_add(&s->refs, 1); /* a callback may free the handle */
+	for (i = 0; i < n; i++)
+		cb(s, notes[i].id, notes[i].reason, ud);
+	dlock__sem_unref(s);
+}
+
+static void rearm(dlock__permit_job *j, int64_t due)
+{
+	if (!j->stopped && dlock__timer_set(j->loop, &j->timer, due) == 0)
+		j->armed = 1;
+}
+
+static void job_done(dlock__mux_loop *ml)
+{
+	dlock__permit_job *j = (dlock__permit_job *)((char *)ml - offsetof(dlock__permit_job, ml));
+	dlock_semaphore *s = SEM_OF(j);
+	redisReply *r = j->mop.reply;
+	int ok = j->mop.rc == 0 && r != NULL && r->type == REDIS_REPLY_ARRAY &&
+		 r->elements == j->nids;
+	const unsigned char *raw = (const unsigned char *)j->mem + 24;
+	int64_t now = dlock__now_ms();
+	lost_note *notes = NULL;
+	size_t nnotes = 0, i, left = 0, cap = 0;
+	dlock__permit *p;
+
+	j->running = 0;
+	dlock__mutex_lock(&s->mu);
+	for (p = s->permits; p != NULL; p = p->next)
+		cap++;
+	notes = dlock__calloc(cap + 1, sizeof(*notes)); /* NULL: the losses are still recorded */
+	for (p = s->permits; p != NULL; p = p->next) {
+		if (!p->renewed || p->lost)
+			continue;
+		for (i = 0; ok && i < j->nids; i++) {
+			if (memcmp(p->raw, raw + i * 40, 16) != 0)
+				continue;
+			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
+				p->confirmed_at = j->sent_at;
+			else
+				p->lost = DLOCK_LOST_GONE;
+			break;
+		}
+		if (p->lost == 0 && expired(p, now))
+			p->lost = DLOCK_LOST_UNREACHABLE;
+		if (p->lost != 0 && notes != NULL) {
+			memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
+			notes[nnotes++].reason = p->lost;
+		}
+		left += p->lost == 0;
+	}
+	dlock__mutex_unlock(&s->mu);
+	if (!ok && j->mop.rc == 0)
+		dlock__seterr_node(DLOCK_EPROTO, s->client->node.label,
+				"semaphore %s: unexpected renewal reply", s->shown);
+	dlock__mux_loop_end(ml);
+	dlock__mux_clear(&j->mop, 1);
+	dlock__free(j->argv);
+	dlock__free(j->lens);
+	dlock__free(j->mem);
+	j->argv = NULL;
+	j->lens = NULL;
+	j->mem = NULL;
+	if (left > 0)
+		rearm(j, now + (ok ? period(s) : RENEW_RETRY_MS));
+	/* Last: the callback may free the handle. */
+	tell(s, notes, nnotes);
+	dlock__free(notes);
+}
+
+/* The timer: renew every renewed permit not lost, in one call. */
+static void job_run(dlock__timer *t)
+{
+	dlock__permit_job *j = JOB_OF(t, timer);
+	dlock_semaphore *s = SEM_OF(j);
+	dlock__permit *p;
+	size_t n = 0, k;
+	char *m;
+
+	j->armed = 0;
+	if (j->stopped || j->running)
+		return;
+	dlock__mutex_lock(&s->mu);
+	for (p = s->permits; p != NULL; p = p->next)
+		n += p->renewed && p->lost == 0;
+	if (n == 0 || s->freed) {
+		dlock__mutex_unlock(&s->mu);
+		return; /* the next permit taken kicks it again */
+	}
+	j->argv = dlock__calloc(4 + 2 * n, sizeof(*j->argv));
+	j->lens = dlock__calloc(4 + 2 * n, sizeof(*j->lens));
+	j->mem = dlock__malloc(24 + 40 * n);
+	if (j->argv == NULL || j->lens == NULL || j->mem == NULL) {
+		dlock__mutex_unlock(&s->mu);
+		dlock__free(j->argv);
+		dlock__free(j->lens);
+		dlock__free(j->mem);
+		j->argv = NULL;
+		j->lens = NULL;
+		j->mem = NULL;
+		rearm(j, dlock__now_ms() + RENEW_RETRY_MS);
+		return;
+	}
+	j->argv[0] = s->name;
+	j->lens[0] = s->name_len;
+	j->argv[1] = s->timeouts;
+	j->lens[1] = s->timeouts_len;
+	j->argv[2] = s->channel;
+	j->lens[2] = s->channel_len;
+	j->argv[3] = j->mem;
+	j->lens[3] = dlock__fmt_i64(j->mem, dlock__wall_ms());
+	k = 0;
+	for (p = s->permits; p != NULL; p = p->next) {
+		if (!p->renewed || p->lost != 0)
+			continue;
+		m = j->mem + 24 + 40 * k;
+		memcpy(m, p->raw, 16);
+		j->argv[4 + 2 * k] = m;
+		j->lens[4 + 2 * k] = 16;
+		j->argv[5 + 2 * k] = m + 16;
+		j->lens[5 + 2 * k] = dlock__permit_deadline(m + 16, p->lease_ms);
+		k++;
+	}
+	dlock__mutex_unlock(&s->mu);
+	j->nids = n;
+	memset(&j->call, 0, sizeof(j->call));
+	j->call.script = &dlock__script_permit_renew;
+	j->call.nkeys = 3;
+	j->call.argc = (int)(4 + 2 * n);
+	j->call.many_argv = j->argv;
+	j->call.many_lens = j->lens;
+	memset(&j->mop, 0, sizeof(j->mop));
+	j->mop.client = s->client;
+	j->mop.call = &j->call;
+	j->sent_at = dlock__now_ms();
+	j->ml.urgent = 1; /* ahead of the operations waiting for a connection */
+	if (dlock__mux_loop_begin(&j->ml, j->loop, &j->mop, 1, NULL, NULL, job_done) < 0) {
+		dlock__free(j->argv);
+		dlock__free(j->lens);
+		dlock__free(j->mem);
+		j->argv = NULL;
+		j->lens = NULL;
+		j->mem = NULL;
+		rearm(j, dlock__now_ms() + RENEW_RETRY_MS);
+		return;
+	}
+	j->running = 1;
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: the semaphore handle (semaphore.c), its acquisitions
+ * (semaphore_op.c), its expirable permits and their renewal (permits.c),
+ * and its scripts (semaphore_scripts.c).
+ */
+#ifndef DLOCK_SINGLE_SEMAPHORE_INTERNAL_H
+#define DLOCK_SINGLE_SEMAPHORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "dlock/semaphore.h"
+#include "core/drive/client.h"
+#include "core/drive/loop.h"
+#include "core/drive/mux_loop.h"
+#include "core/net/script.h"
+
+/* Redisson's nonExpirableTimeout: the score of a permit without a lease. */
+#define DLOCK__PERMIT_NO_LEASE "922337203685477"
+
+/* A waiter with nothing else to wake it looks again this often, in case
+ * a message went unheard (a reconnect wakes it anyway). */
+#define DLOCK__SEM_POLL_MS 5000
+
+/* How long a plain acquisition's receipt lives (its undo runs right behind it). */
+#define DLOCK__SEM_RECEIPT_MS "60000"
+
+/* One expirable permit taken through a handle (permits.c). */
+typedef struct dlock__permit {
+	char id[DLOCK_PERMIT_ID_SIZE];
+	unsigned char raw[16];
+	int64_t lease_ms;     /* the lease each renewal (or the acquire) gives it */
+	int renewed;          /* renewed by the handle's job (DLOCK_LEASE_WATCHDOG) */
+	int64_t confirmed_at; /* monotonic ms a renewal (or the acquire) was sent that the server applied */
+	int lost;             /* 0, or a dlock_lost_reason */
+	struct dlock__permit *next;
+} dlock__permit;
+
+/* The renewal job of a handle's permits, on its client's loop. */
+typedef struct dlock__permit_job {
+	dlock__loop *loop;
+	dlock__timer timer;
+	dlock__task kick, stop;
+	dlock__mux_loop ml;
+	dlock__mux_op mop;
+	dlock__call call;
+	const char **argv; /* the running renewal's keys and args, and their memory */
+	size_t *lens;
+	char *mem;
+	size_t nids;
+	int64_t sent_at, wall_at;
+	int running, armed, stopped;
+	int started; /* a renewed permit was ever added (s->mu) */
+	pthread_cond_t stopped_cv;
+} dlock__permit_job;
+
+struct dlock_semaphore {
+	dlock_semaphore_kind kind;
+	dlock_client *client;
+	char *name;
+	size_t name_len;
+	char *channel; /* redisson_sc:{name} */
+	size_t channel_len;
+	char *timeouts; /* {name}:timeout (expirable) */
+	size_t timeouts_len;
+	char *receipt_prefix; /* dlock_semaphore_undo:{name}: (plain) */
+	size_t receipt_prefix_len;
+	char shown[80];
+	dlock__errbuf err;
+	_Atomic int refs; /* the caller's, and one per operation not yet ended */
+	pthread_mutex_t mu; /* the permits, the callback, the job's flags */
+	dlock__permit *permits;
+	dlock_permit_lost_cb lost_cb;
+	void *lost_ud;
+	int freed; /* the caller freed it: renew nothing more */
+	dlock__permit_job job;
+};
+
+/* Drop a reference; the last frees the handle. */
+void dlock__sem_unref(dlock_semaphore *s);
+
+/* The loop the handle's background work and async operations run on. */
+dlock__loop *dlock__sem_loop(dlock_semaphore *s);
+
+/* Scripts: see semaphore_scripts.c. */
+extern dlock__script dlock__script_sem_acquire;
+extern dlock__script dlock__script_sem_undo;
+extern dlock__script dlock__script_sem_release;
+extern dlock__script dlock__script_sem_try_set;
+extern dlock__script dlock__script_sem_add;
+extern dlock__script dlock__script_sem_set;
+extern dlock__script dlock__script_sem_available;
+extern dlock__script dlock__script_permit_acquire;
+extern dlock__script dlock__script_permit_release;
+extern dlock__script dlock__script_permit_renew;
+
+/* A permit id: 16 random bytes, and their 32 hex digits. */
+void dlock__permit_id_new(char id[DLOCK_PERMIT_ID_SIZE], unsigned char raw[16]);
+
+/* Parse 32 hex digits into raw; 0, or -1 when it is not one. */
+int dlock__permit_id_parse(const char *id, unsigned char raw[16]);
+
+/* The epoch ms a lease taken now ends, as text (buf: 24 bytes); its length. */
+size_t dlock__permit_deadline(char *buf, int64_t lease_ms);
+
+/* The lease a permit gets: lease_ms, or the watchdog timeout. */
+int64_t dlock__permit_lease(const dlock_semaphore *s, int64_t lease_ms);
+
+/* Record a permit taken at sent_at (monotonic) through s and, for a
+ * watchdog lease, start renewing it. DLOCK_ENOMEM (the permit is then
+ * given back by the caller). */
+int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char raw[16],
+		int64_t lease_ms, int64_t sent_at);
+
+/* Forget a permit; 1 when it was held here and not lost, 0 lost, -1 unknown. */
+int dlock__permit_forget(dlock_semaphore *s, const char *id);
+
+/* Set up the job (no traffic, no loop work). */
+void dlock__permit_job_init(dlock_semaphore *s);
+
+/* Stop the renewal job for good (the handle is being freed). */
+void dlock__permit_job_stop(dlock_semaphore *s);
+
+/* Free the records. */
+void dlock__permits_free(dlock_semaphore *s);
+
+/* Build the release of permit raw into call (keys and args point into s
+ * and into the caller's raw/now, which must outlive it). */
+void dlock__permit_release_call(dlock_semaphore *s, dlock__call *call, const unsigned char raw[16],
+		char now[24]);
+
+/* Build the release of k plain permits (kbuf: 24 bytes). */
+void dlock__sem_release_call(dlock_semaphore *s, dlock__call *call, int64_t k, char kbuf[24]);
+
+#endif
