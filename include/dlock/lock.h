@@ -277,7 +277,8 @@ typedef struct dlock_lock_info dlock_lock_info;
  * Read who holds the lock on its server, with their hold counts, and the
  * key's TTL: one HGETALL and one PTTL (not atomic: a key that expires in
  * between shows holders with TTL -2). A read-write lock's `mode` field is
- * no holder; its writer shows as `<owner>:write`. *out is freed with
+ * no holder (dlock_lock_info_rw_mode() gives it); its writer shows as
+ * `<owner>:write`. *out is freed with
  * dlock_lock_info_free(). Errors: DLOCK_EINVAL (NULL argument),
  * DLOCK_EWRONGTYPE (the key is not a lock), DLOCK_ENOMEM, DLOCK_EAUTH,
  * DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_ESERVER, DLOCK_EPROTO, DLOCK_EFORKED.
@@ -295,6 +296,13 @@ DLOCK_EXTERN const char *dlock_lock_info_owner(const dlock_lock_info *info, size
 
 /** Holder i's hold count (reentrant holds), 0 past the end. */
 DLOCK_EXTERN int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i);
+
+/**
+ * A read-write lock's mode (Redisson's `mode` field): "read" (its holders
+ * are readers), "write" (its holder, `<owner>:write`, is the writer; it may
+ * hold read locks too) or NULL (not a read-write lock, or not held).
+ */
+DLOCK_EXTERN const char *dlock_lock_info_rw_mode(const dlock_lock_info *info);
 
 /** Free a dlock_lock_query() answer. Accepts NULL. */
 DLOCK_EXTERN void dlock_lock_info_free(dlock_lock_info *info);

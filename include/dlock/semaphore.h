@@ -184,6 +184,20 @@ DLOCK_EXTERN int dlock_semaphore_release_permit(dlock_semaphore *sem, const char
 DLOCK_EXTERN int dlock_semaphore_permit_check(const dlock_semaphore *sem, const char *id);
 
 /**
+ * How long the permit `id` taken through this handle is certain to last
+ * from now if no further renewal reaches the server: the last renewal that
+ * reached it (or the acquire, for a fixed lease) plus its lease, less the
+ * clock drift allowance (1% + 2 ms), minus now - as dlock_lock_validity()
+ * for a lock. No network traffic. A program that must stop using what the
+ * permit guards before it can come back to others (`dlock run -c` does)
+ * plans with it. *ms is 0 unless held. Returns 0, DLOCK_ELOST (lost, or
+ * the time is up), DLOCK_ENOTOWNER (not held through this handle),
+ * DLOCK_EINVAL (NULL argument).
+ */
+DLOCK_EXTERN int dlock_semaphore_permit_validity(int64_t *ms, const dlock_semaphore *sem,
+		const char *id);
+
+/**
  * Called on the client's background loop when a renewed permit is found
  * lost; `reason` is a dlock_lost_reason. Keep it short; it must not wait.
  * It may free the semaphore (the calls for other permits found lost by the
@@ -226,6 +240,43 @@ DLOCK_EXTERN const char *dlock_semaphore_op_permit(const dlock_op *op);
  */
 DLOCK_EXTERN int dlock_semaphore_release_async(dlock_op **out, dlock_semaphore *sem,
 		int64_t permits, const char *id, dlock_op_cb cb, void *userdata);
+
+/** What a server has for a semaphore at one moment (dlock_semaphore_query). */
+typedef struct dlock_semaphore_info dlock_semaphore_info;
+
+/**
+ * Read the semaphore's count and, for an expirable one, the permits taken
+ * (the ZSET `{name}:timeout`), in one script call that changes nothing:
+ * unlike dlock_semaphore_available(), permits whose lease passed are shown
+ * (with a remaining lease of 0), not counted back. For `dlock status` and
+ * monitoring. *out is freed with dlock_semaphore_info_free().
+ * Errors: DLOCK_EINVAL (NULL argument), DLOCK_EWRONGTYPE (a key is not a
+ * semaphore's), DLOCK_ENOMEM, one command's errors (errors.h).
+ */
+DLOCK_EXTERN int dlock_semaphore_query(dlock_semaphore_info **out, dlock_semaphore *sem);
+
+/** 1 when the count key exists (a count was set), else 0. */
+DLOCK_EXTERN int dlock_semaphore_info_is_set(const dlock_semaphore_info *info);
+
+/** The available count as read (0 when none is set; may be below zero). */
+DLOCK_EXTERN int64_t dlock_semaphore_info_available(const dlock_semaphore_info *info);
+
+/** How many permits are taken (expirable semaphores; 0 for a plain one). */
+DLOCK_EXTERN size_t dlock_semaphore_info_permits(const dlock_semaphore_info *info);
+
+/** Taken permit i's id (32 hex digits), or NULL past the end. */
+DLOCK_EXTERN const char *dlock_semaphore_info_permit_id(const dlock_semaphore_info *info, size_t i);
+
+/**
+ * Taken permit i's remaining lease in ms, from this machine's clock (the
+ * deadlines are epoch ms): 0 its lease has passed and the next command
+ * that looks gives it back; -1 a permit without a lease. 0 past the end.
+ */
+DLOCK_EXTERN int64_t dlock_semaphore_info_permit_ttl_ms(const dlock_semaphore_info *info,
+		size_t i);
+
+/** Free a dlock_semaphore_query() answer. Accepts NULL. */
+DLOCK_EXTERN void dlock_semaphore_info_free(dlock_semaphore_info *info);
 
 /** The one-line message of the most recent failure on this handle ("" if none). */
 DLOCK_EXTERN const char *dlock_semaphore_errmsg(const dlock_semaphore *sem);

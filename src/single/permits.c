@@ -252,6 +252,33 @@ int dlock_semaphore_permit_check(const dlock_semaphore *cs, const char *id)
 	return rc;
 }
 
+int dlock_semaphore_permit_validity(int64_t *ms, const dlock_semaphore *cs, const char *id)
+{
+	dlock_semaphore *s = (dlock_semaphore *)cs; /* the mutex only */
+	dlock__permit **pp;
+	int64_t left = 0;
+	int rc;
+
+	if (ms != NULL)
+		*ms = 0;
+	if (ms == NULL || s == NULL || id == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "permit validity: NULL argument");
+	dlock__mutex_lock(&s->mu);
+	if ((pp = find(s, id)) == NULL) {
+		rc = DLOCK_ENOTOWNER;
+	} else {
+		const dlock__permit *p = *pp;
+
+		/* The same bound as expired(): the lease less 1% + 2 ms of drift. */
+		left = p->confirmed_at + p->lease_ms - p->lease_ms / 100 - 2 - dlock__now_ms();
+		rc = p->lost == 0 && left > 0 ? 0 : DLOCK_ELOST;
+	}
+	dlock__mutex_unlock(&s->mu);
+	if (rc == 0)
+		*ms = left;
+	return rc;
+}
+
 int dlock_semaphore_set_lost_cb(dlock_semaphore *s, dlock_permit_lost_cb cb, void *userdata)
 {
 	if (s == NULL)

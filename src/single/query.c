@@ -161,6 +161,7 @@ int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *l)
 
 struct dlock_lock_info {
 	int64_t ttl_ms;
+	const char *rw_mode; /* a read-write lock's `mode` field: "read", "write" or NULL */
 	size_t n;
 	char **owners;
 	int64_t *counts;
@@ -196,8 +197,10 @@ static int read_holders(dlock_lock *l, const redisReply *r, dlock_lock_info *inf
 					"query %s: a holder that is not a string", l->shown);
 		/* A read-write lock's mode is no holder (writers show as `<owner>:write`). */
 		if (f->len == 4 && memcmp(f->str, "mode", 4) == 0 &&
-				(strcmp(v->str, "read") == 0 || strcmp(v->str, "write") == 0))
+				(strcmp(v->str, "read") == 0 || strcmp(v->str, "write") == 0)) {
+			info->rw_mode = v->str[0] == 'r' ? "read" : "write";
 			continue;
+		}
 		if ((info->owners[info->n] = dlock__strndup(f->str, f->len)) == NULL)
 			return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown);
 		info->counts[info->n] = strtoll(v->str, NULL, 10);
@@ -260,4 +263,9 @@ const char *dlock_lock_info_owner(const dlock_lock_info *info, size_t i)
 int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i)
 {
 	return info != NULL && i < info->n ? info->counts[i] : 0;
+}
+
+const char *dlock_lock_info_rw_mode(const dlock_lock_info *info)
+{
+	return info != NULL ? info->rw_mode : NULL;
 }

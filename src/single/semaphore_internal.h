@@ -94,6 +94,7 @@ extern dlock__script dlock__script_sem_available;
 extern dlock__script dlock__script_permit_acquire;
 extern dlock__script dlock__script_permit_release;
 extern dlock__script dlock__script_permit_renew;
+extern dlock__script dlock__script_sem_query;
 
 /* A permit id: 16 random bytes, and their 32 hex digits. */
 void dlock__permit_id_new(char id[DLOCK_PERMIT_ID_SIZE], unsigned char raw[16]);

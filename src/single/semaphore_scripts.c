@@ -148,3 +148,12 @@ dlock__script dlock__script_permit_renew = DLOCK__SCRIPT("permit-renew",
 		"  end; "
 		"end; "
 		"return out;");
+
+/*
+ * Read what a semaphore has, changing nothing (dlock_semaphore_query).
+ * KEYS: count[, timeouts]. Reply: {count or nil, {id, lease end, ...}}.
+ */
+dlock__script dlock__script_sem_query = DLOCK__SCRIPT("semaphore-query",
+		"local taken = {}; "
+		"if #KEYS > 1 then taken = redis.call('zrange', KEYS[2], 0, -1, 'withscores'); end; "
+		"return {redis.call('get', KEYS[1]), taken};");

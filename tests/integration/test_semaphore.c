@@ -648,3 +648,99 @@ Test(semaphore, cancel_waits_ends_a_forever_wait, .timeout = 30)
 	dlock_semaphore_free(w.s);
 	dlock_client_free(c);
 }
+
+/* ---- validity and query ------------------------------------------------------ */
+
+Test(semaphore, a_permits_validity_counts_from_its_last_confirmed_renewal, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 300, 900);
+	dlock_semaphore *s = sem_of(c, "sem-validity", DLOCK_SEMAPHORE_EXPIRABLE);
+	char id[DLOCK_PERMIT_ID_SIZE], leased[DLOCK_PERMIT_ID_SIZE];
+	int64_t ms = -1, t0;
+
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 2));
+	cr_assert_eq(dlock_semaphore_permit_validity(&ms, s, "00112233445566778899aabbccddeeff"),
+			DLOCK_ENOTOWNER, "a permit never taken has a validity");
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_semaphore_acquire_permit(leased, s, 0, 1200));
+	dl_pass(dlock_semaphore_permit_validity(&ms, s, id));
+	cr_assert(ms > 600 && ms <= 900, "a fresh watchdog permit: validity %lld ms of 900",
+			(long long)ms);
+	/* Renewed every 300 ms: after two leases it still has most of one. */
+	dl_sleep_ms(1800);
+	dl_pass(dlock_semaphore_permit_validity(&ms, s, id));
+	cr_assert(ms > 400 && ms <= 900, "a renewed permit: validity %lld ms of 900",
+			(long long)ms);
+	/* The fixed lease only shrinks, and ends. */
+	cr_assert_eq(dlock_semaphore_permit_validity(&ms, s, leased), DLOCK_ELOST,
+			"a 1200 ms lease still valid after 1800 ms (%lld ms)", (long long)ms);
+	cr_assert_eq(ms, 0);
+
+	/* A paused server: the validity runs down from the last renewal it confirmed. */
+	dl_pass(dlock_semaphore_permit_validity(&ms, s, id));
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	t0 = rh_now_ms();
+	while (dlock_semaphore_permit_validity(&ms, s, id) == 0 && rh_now_ms() - t0 < 3000)
+		dl_sleep_ms(20);
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	cr_assert(rh_now_ms() - t0 <= 950, "the validity lasted %lld ms past the pause (lease 900)",
+			(long long)(rh_now_ms() - t0));
+	cr_assert_eq(dlock_semaphore_permit_check(s, id), DLOCK_ELOST);
+	dlock_semaphore_free(s);
+	dlock_client_free(c);
+}
+
+Test(semaphore, a_query_shows_the_count_and_the_permits_without_changing_them, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 0);
+	dlock_semaphore *s = sem_of(c, "sem-query", DLOCK_SEMAPHORE_EXPIRABLE);
+	dlock_semaphore *p = sem_of(c, "sem-query-plain", DLOCK_SEMAPHORE_PLAIN);
+	char a[DLOCK_PERMIT_ID_SIZE], b[DLOCK_PERMIT_ID_SIZE];
+	dlock_semaphore_info *info = NULL;
+	size_t i;
+
+	dl_pass(dlock_semaphore_query(&info, s));
+	cr_assert_eq(dlock_semaphore_info_is_set(info), 0, "no count set, yet the query found one");
+	cr_assert_eq(dlock_semaphore_info_permits(info), 0);
+	dlock_semaphore_info_free(info);
+
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 3));
+	dl_pass(dlock_semaphore_acquire_permit(a, s, 0, 20000));
+	dl_pass(dlock_semaphore_acquire_permit(b, s, 0, 100));
+	dl_sleep_ms(200); /* b's lease passes: shown, not given back */
+	dl_pass(dlock_semaphore_query(&info, s));
+	cr_assert_eq(dlock_semaphore_info_is_set(info), 1);
+	cr_assert_eq(dlock_semaphore_info_available(info), 1);
+	cr_assert_eq(dlock_semaphore_info_permits(info), 2);
+	for (i = 0; i < 2; i++) {
+		const char *id = dlock_semaphore_info_permit_id(info, i);
+		int64_t ttl = dlock_semaphore_info_permit_ttl_ms(info, i);
+
+		if (strcmp(id, a) == 0)
+			cr_assert(ttl > 19000 && ttl <= 20000, "permit a: %lld ms left of 20000",
+					(long long)ttl);
+		else
+			cr_assert(strcmp(id, b) == 0 && ttl == 0, "permit %s: %lld ms left", id,
+					(long long)ttl);
+	}
+	cr_assert_null(dlock_semaphore_info_permit_id(info, 2));
+	dlock_semaphore_info_free(info);
+	cr_assert_eq(rh_command_int(dl_srv, "ZCARD {sem-query}:timeout"), 2,
+			"the query gave the expired permit back");
+
+	dl_pass(dlock_semaphore_try_set_permits(NULL, p, 4));
+	dl_pass(dlock_semaphore_query(&info, p));
+	cr_assert_eq(dlock_semaphore_info_available(info), 4);
+	cr_assert_eq(dlock_semaphore_info_permits(info), 0);
+	dlock_semaphore_info_free(info);
+
+	/* A lock's key is not a semaphore's. */
+	rh_command_int(dl_srv, "HSET sem-query-hash a:1 1");
+	dlock_semaphore *h = sem_of(c, "sem-query-hash", DLOCK_SEMAPHORE_EXPIRABLE);
+	cr_assert_eq(dlock_semaphore_query(&info, h), DLOCK_EWRONGTYPE);
+	cr_assert_null(info);
+	dlock_semaphore_free(h);
+	dlock_semaphore_free(p);
+	dlock_semaphore_free(s);
+	dlock_client_free(c);
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What a server has for a semaphore at one moment, read without changing
+ * it (dlock_semaphore_query, for `dlock status`): the available count and,
+ * for an expirable semaphore, the permits taken with their leases.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock/errors.h"
+#include "core/base/alloc.h"
+#include "single/acquire.h"
+#include "single/semaphore_internal.h"
+
+struct dlock_semaphore_info {
+	int set;           /* the count key exists */
+	int64_t available; /* its value (0 when not set) */
+	size_t n;          /* permits taken (expirable) */
+	char (*ids)[DLOCK_PERMIT_ID_SIZE];
+	int64_t *ttls; /* remaining lease ms; -1 no lease */
+};
+
+void dlock_semaphore_info_free(dlock_semaphore_info *info)
+{
+	if (info == NULL)
+		return;
+	dlock__free(info->ids);
+	dlock__free(info->ttls);
+	dlock__free(info);
+}
+
+static void hex(char out[DLOCK_PERMIT_ID_SIZE], const char *raw, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < 16; i++) {
+		unsigned char b = i < len ? (unsigned char)raw[i] : 0;
+
+		out[2 * i] = digits[b >> 4];
+		out[2 * i + 1] = digits[b & 15];
+	}
+	out[32] = '\0';
+}
+
+/* The taken permits from a ZRANGE WITHSCORES reply (id, score, ...). */
+static int read_permits(dlock_semaphore *s, const redisReply *z, dlock_semaphore_info *info)
+{
+	int64_t now = dlock__wall_ms();
+	size_t i, n = z->elements / 2;
+
+	info->ids = dlock__calloc(n ? n : 1, sizeof(*info->ids));
+	info->ttls = dlock__calloc(n ? n : 1, sizeof(*info->ttls));
+	if (info->ids == NULL || info->ttls == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", s->shown);
+	for (i = 0; i < n; i++) {
+		const redisReply *id = z->element[2 * i], *due = z->element[2 * i + 1];
+		long long end;
+
+		if (id->type != REDIS_REPLY_STRING || due->type != REDIS_REPLY_STRING)
+			return dlock__seterr_node(DLOCK_EPROTO, s->client->node.label,
+					"query %s: a permit that is not a string", s->shown);
+		hex(info->ids[i], id->str, id->len);
+		end = strtoll(due->str, NULL, 10);
+		/* Redisson's nonExpirableTimeout (and beyond): a permit without a lease. */
+		info->ttls[i] = end >= strtoll(DLOCK__PERMIT_NO_LEASE, NULL, 10) ? -1
+				: end > now ? end - now : 0;
+		info->n++;
+	}
+	return 0;
+}
+
+static int read_reply(dlock_semaphore *s, const redisReply *r, dlock_semaphore_info *info)
+{
+	const redisReply *count, *taken;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+			r->element[1]->type != REDIS_REPLY_ARRAY)
+		return dlock__seterr_node(DLOCK_EPROTO, s->client->node.label,
+				"query %s: unexpected reply type %d", s->shown, r->type);
+	count = r->element[0];
+	taken = r->element[1];
+	if (count->type == REDIS_REPLY_STRING) {
+		info->set = 1;
+		info->available = strtoll(count->str, NULL, 10);
+	} else if (count->type == REDIS_REPLY_INTEGER) {
+		info->set = 1;
+		info->available = count->integer;
+	}
+	return read_permits(s, taken, info);
+}
+
+int dlock_semaphore_query(dlock_semaphore_info **out, dlock_semaphore *s)
+{
+	dlock_semaphore_info *info;
+	redisReply *r = NULL;
+	dlock__call call;
+	int rc;
+
+	if (out == NULL || s == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "semaphore query: NULL argument");
+	*out = NULL;
+	if ((info = dlock__calloc(1, sizeof(*info))) == NULL)
+		return dlock__errbuf_record(&s->err,
+				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", s->shown));
+	call.script = &dlock__script_sem_query;
+	call.argc = 0;
+	call.many_argv = NULL;
+	call.many_lens = NULL;
+	dlock__call_push(&call, s->name, s->name_len);
+	if (s->timeouts != NULL)
+		dlock__call_push(&call, s->timeouts, s->timeouts_len);
+	dlock__call_keys_done(&call);
+	if ((rc = dlock__client_check_fork(s->client)) == 0)
+		rc = dlock__client_run_call(s->client, &call, 1, NULL, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&s->client->node, r, "semaphore query");
+	if (rc == 0)
+		rc = read_reply(s, r, info);
+	freeReplyObject(r);
+	if (rc < 0) {
+		dlock_semaphore_info_free(info);
+		return dlock__errbuf_record(&s->err, rc);
+	}
+	*out = info;
+	return 0;
+}
+
+int dlock_semaphore_info_is_set(const dlock_semaphore_info *info)
+{
+	return info != NULL && info->set;
+}
+
+int64_t dlock_semaphore_info_available(const dlock_semaphore_info *info)
+{
+	return info != NULL ? info->available : 0;
+}
+
+size_t dlock_semaphore_info_permits(const dlock_semaphore_info *info)
+{
+	return info != NULL ? info->n : 0;
+}
+
+const char *dlock_semaphore_info_permit_id(const dlock_semaphore_info *info, size_t i)
+{
+	return info != NULL && i < info->n ? info->ids[i] : NULL;
+}
+
+int64_t dlock_semaphore_info_permit_ttl_ms(const dlock_semaphore_info *info, size_t i)
+{
+	return info != NULL && i < info->n ? info->ttls[i] : 0;
+}
