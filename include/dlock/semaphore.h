@@ -251,7 +251,8 @@ typedef struct dlock_semaphore_info dlock_semaphore_info;
  * (with a remaining lease of 0), not counted back. For `dlock status` and
  * monitoring. *out is freed with dlock_semaphore_info_free().
  * Errors: DLOCK_EINVAL (NULL argument), DLOCK_EWRONGTYPE (a key is not a
- * semaphore's), DLOCK_ENOMEM, one command's errors (errors.h).
+ * semaphore's: another type, or a string that is not a number),
+ * DLOCK_ENOMEM, one command's errors (errors.h).
  */
 DLOCK_EXTERN int dlock_semaphore_query(dlock_semaphore_info **out, dlock_semaphore *sem);
 

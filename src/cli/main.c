@@ -128,6 +128,7 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "force", no_argument, NULL, OPT_FORCE }, { "grace", required_argument, NULL, OPT_GRACE },
 	{ "fenced", no_argument, NULL, OPT_FENCED },
 	{ "shared", no_argument, NULL, 's' }, { "exclusive", no_argument, NULL, 'x' },
+	{ "permits", required_argument, NULL, 'c' },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "password-env", required_argument, NULL, OPT_PASSWORD_ENV },
 	{ "user", required_argument, NULL, OPT_USER },
@@ -144,6 +145,7 @@ typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
 	int wait_given, lease_given, grace_given, json, force, help, version;
 	int rw_given; /* -s or -x */
+	int permits_given; /* -c */
 	const char *owner;
 	const char *nodes;
 	cli_secret_args secret;
@@ -250,7 +252,7 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 	int64_t v;
 
 	opterr = 0; /* our own one-line messages */
-	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:sx", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:sxc:", long_options, NULL)) != -1) {
 		int known = connection_option(c, optarg, cfg, a);
 
 		if (known == EXIT_USAGE)
@@ -319,6 +321,11 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 				return EXIT_USAGE;
 			a->rw_given = 1;
 			break;
+		case 'c':
+			if (parse_ms(optarg, "-c (permits)", 1, &cfg->permits) < 0)
+				return EXIT_USAGE;
+			a->permits_given = 1;
+			break;
 		case OPT_GRACE:
 			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)
 				return EXIT_USAGE;
@@ -369,6 +376,18 @@ static int configure(cli_config *cfg, cli_args *a)
 	if (cfg->rw_half != 0 && cfg->fenced)
 		return usage_error("%s", "-s/-x take a read-write lock, which has no fencing token: "
 					 "drop --fenced");
+	if (cfg->permits > 0 && cfg->n != 1)
+		return usage_error("-c takes a semaphore on one node, not %zu "
+				   "(an expirable semaphore has no RedLock or MultiLock form)",
+				cfg->n);
+	if (cfg->permits > 0 && cfg->mode != MODE_RLOCK)
+		return usage_error("%s", "-c takes a semaphore on one node: drop -m");
+	if (cfg->permits > 0 && cfg->rw_half != 0)
+		return usage_error("%s", "-c (a semaphore's permit) and -s/-x (a read-write lock) "
+					 "exclude each other");
+	if (cfg->permits > 0 && cfg->fenced)
+		return usage_error("%s", "-c takes a semaphore's permit, which has no fencing "
+					 "token: drop --fenced");
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
 		return usage_error("--tls-cert and --tls-key go together");
 	if (cfg->tls_insecure)
@@ -423,6 +442,7 @@ static int check_options_apply(const char *command, const cli_args *a)
 		{ "--json", a->json, { "status", NULL, NULL }, "" },
 		{ "--force", a->force, { "unlock", NULL, NULL }, "" },
 		{ "-s/-x", a->rw_given, { "run", "acquire", "release" }, "" },
+		{ "-c/--permits", a->permits_given, { "run", NULL, NULL }, "" },
 	};
 	size_t i;
 

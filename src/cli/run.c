@@ -32,6 +32,11 @@
  * hears on the lock's channel; gone at a renewal) stops the job the same
  * way with the grace counted from then, exit 70; so does one found lost at
  * release, whatever the command returned.
+ *
+ * A permit (run -c N) is held the same way: the target (target_permit.c)
+ * gives its validity and its loss, and everything above applies to it,
+ * except that nothing announces a permit's removal: it is found lost at its
+ * next renewal (every third of the watchdog timeout).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -305,11 +310,13 @@ static int64_t keys_expiry(cli_target *t, const char *owner)
 	return now_ms() + ms;
 }
 
-static const char *lost_cause(int reason)
+static const char *lost_cause(const cli_target *t, int reason)
 {
 	switch (reason) {
 	case DLOCK_LOST_GONE:
-		return "its keys were deleted (unlock --force?) or expired";
+		return t->sem != NULL ? "the semaphore no longer has it (its keys deleted, or its "
+					"lease passed)"
+				      : "its keys were deleted (unlock --force?) or expired";
 	case DLOCK_LOST_UNREACHABLE:
 		return "no renewal reached the servers in time";
 	case DLOCK_LOST_REPLACED:
@@ -324,22 +331,23 @@ static void say_stop(const cli_target *t, const job_state *j, int64_t now)
 	switch (j->why) {
 	case STOP_LOST:
 		fprintf(stderr,
-				"dlock: run: lock \"%s\" was lost while the command ran: %s; "
+				"dlock: run: %s \"%s\" was lost while the command ran: %s; "
 				"stopping it (SIGTERM, SIGKILL in %lld ms); exit 70\n",
-				t->name, lost_cause(lost_reason), (long long)(j->kill_at - now));
+				cli_target_what(t), t->name, lost_cause(t, lost_reason), (long long)(j->kill_at - now));
 		break;
 	case STOP_RENEWAL:
 		fprintf(stderr,
-				"dlock: run: lock \"%s\" could not be renewed; its keys can expire "
+				"dlock: run: %s \"%s\" could not be renewed; %s "
 				"in %lld ms: stopping the command (SIGTERM, SIGKILL in %lld ms); "
 				"exit 70\n",
-				t->name, (long long)(j->expiry - now), (long long)(j->kill_at - now));
+				cli_target_what(t), t->name,
+				t->sem != NULL ? "its lease can end" : "its keys can expire", (long long)(j->expiry - now), (long long)(j->kill_at - now));
 		break;
 	case STOP_LEASE_END:
 		fprintf(stderr,
-				"dlock: run: lock \"%s\" reaches the end of its lease in %lld ms: "
+				"dlock: run: %s \"%s\" reaches the end of its lease in %lld ms: "
 				"stopping the command (SIGTERM, SIGKILL in %lld ms); exit 124\n",
-				t->name, (long long)(j->expiry - now), (long long)(j->kill_at - now));
+				cli_target_what(t), t->name, (long long)(j->expiry - now), (long long)(j->kill_at - now));
 		break;
 	default:
 		break;
@@ -431,9 +439,9 @@ static int finish(cli_target *t, const char *owner, const job_state *j)
 	if (rc == DLOCK_ELOST || rc == DLOCK_ENOTOWNER) {
 		if (!lock_reason)
 			fprintf(stderr,
-					"dlock: run: lock \"%s\" was lost before the command ended "
+					"dlock: run: %s \"%s\" was lost before the command ended "
 					"(found at release): %s\n",
-					t->name, cli_target_errmsg(t));
+					cli_target_what(t), t->name, cli_target_errmsg(t));
 		return EXIT_LOST;
 	}
 	if (rc < 0 && !lock_reason)
@@ -470,7 +478,7 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	}
 	snprintf(token_s, sizeof(token_s), "%lld", (long long)token);
 	env.name = t->name;
-	env.owner = owner;
+	env.owner = cli_target_job_owner(t, owner);
 	env.token = t->fenced ? token_s : NULL;
 	env.caught = &caught;
 	j.pid = cli_job_spawn(a->argv, &env);

@@ -39,6 +39,7 @@ typedef struct cli_config {
 	int conflict_exit;
 	int fenced;              /* fenced locks: acquisitions return a token */
 	int rw_half;             /* -s/-x: DLOCK_LOCK_READ or DLOCK_LOCK_WRITE (0: an RLock) */
+	int64_t permits;         /* run -c N: a permit of an expirable semaphore of N (0: a lock) */
 	int sync_replicas;       /* replicas that must acknowledge an acquisition (0: off) */
 	int64_t sync_timeout_ms; /* how long an acquisition waits for them */
 	int watch_force_unlock;  /* holds hear a force unlock at once (run) */
@@ -58,6 +59,12 @@ typedef struct cli_target {
 	dlock_lock **locks;
 	dlock_redlock *redlock;
 	dlock_multilock *multilock;
+	/* run -c N: one permit of the expirable semaphore `name` (target_permit.c) */
+	dlock_semaphore *sem;
+	int64_t permits;
+	int permits_checked; /* the count was set, or found to be N */
+	char permit_id[DLOCK_PERMIT_ID_SIZE];
+	char err[256]; /* the CLI's own message for the last failure ("" none) */
 } cli_target;
 
 /* Open clients and handles (lazily connected: a dead node is a failed vote). */
@@ -66,6 +73,10 @@ void cli_target_close(cli_target *t);
 
 /* The owner a `run` uses: "<first client's uuid>:<pid>", Redisson's form. */
 void cli_target_default_owner(const cli_target *t, char *buf, size_t len);
+/* What the job is told it holds (DLOCK_OWNER): owner, or the permit's id. */
+const char *cli_target_job_owner(const cli_target *t, const char *owner);
+/* "lock" or "permit of semaphore", for messages: `<what> "NAME" ...`. */
+const char *cli_target_what(const cli_target *t);
 
 /* *token is set for fenced targets (cfg.fenced), else left alone. */
 int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_t lease_ms,
@@ -92,5 +103,13 @@ int cli_target_force(cli_target *t, FILE *out);
 
 /* The exit status for a failed acquire. */
 int cli_exit_for(int rc, const cli_config *cfg);
+
+/* The permit half (target_permit.c): what the functions above do for a
+ * target with a semaphore. */
+int cli_permit_open(cli_target *t, const cli_config *cfg);
+int cli_permit_acquire(cli_target *t, int64_t wait_ms, int64_t lease_ms, int64_t *validity_ms);
+int cli_permit_release(cli_target *t);
+int cli_permit_validity(cli_target *t, int64_t *ms);
+int cli_permit_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg);
 
 #endif

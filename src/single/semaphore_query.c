@@ -81,8 +81,14 @@ static int read_reply(dlock_semaphore *s, const redisReply *r, dlock_semaphore_i
 	count = r->element[0];
 	taken = r->element[1];
 	if (count->type == REDIS_REPLY_STRING) {
+		char *end;
+
 		info->set = 1;
-		info->available = strtoll(count->str, NULL, 10);
+		info->available = strtoll(count->str, &end, 10);
+		if (end == count->str || *end != '\0')
+			return dlock__seterr_node(DLOCK_EWRONGTYPE, s->client->node.label,
+					"query %s: the key holds a string that is not a count",
+					s->shown);
 	} else if (count->type == REDIS_REPLY_INTEGER) {
 		info->set = 1;
 		info->available = count->integer;

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * `dlock status` and `dlock unlock --force`: what each node has under a
+ * name, and breaking a lock.
+ *
+ * The kind is read from the key: a HASH is a lock (RLock, fair or fenced
+ * lock) or, with a `mode` field, a read-write lock; a STRING holding a
+ * number is a semaphore's free permits or a latch's count. An expirable
+ * semaphore's taken permits (the ZSET `{NAME}:timeout`) tell it apart;
+ * without them the count is shown as what it may be, never guessed. A
+ * plain lock's output stays as it always was: scripts parse it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "target.h"
+
+typedef enum node_kind {
+	KIND_LOCK,    /* a lock's hash, or nothing */
+	KIND_RWLOCK,  /* a read-write lock's hash (its `mode` field) */
+	KIND_PERMITS, /* an expirable semaphore: a count and taken permits */
+	KIND_COUNT    /* a count alone: a semaphore's free permits or a latch's count */
+} node_kind;
+
+typedef struct node_view {
+	int reachable;
+	int rc; /* the query's error, or 0 */
+	char error[512];
+	node_kind kind;
+	dlock_lock_info *info;     /* a lock's; NULL when the query failed or not a lock */
+	dlock_semaphore_info *sem; /* a count's (KIND_PERMITS, KIND_COUNT) */
+} node_view;
+
+/* A key that is not a hash: a semaphore's or a latch's count? 0 when it
+ * is one (v->sem set), else the query's error (v->error set). */
+static int view_count(cli_target *t, size_t i, node_view *v)
+{
+	dlock_semaphore_options o = DLOCK_SEMAPHORE_OPTIONS_INIT;
+	dlock_semaphore *s = NULL;
+	int rc;
+
+	o.kind = DLOCK_SEMAPHORE_EXPIRABLE; /* reads the taken permits too */
+	if ((rc = dlock_semaphore_new(&s, t->clients[i], t->name, &o)) < 0)
+		return rc;
+	rc = dlock_semaphore_query(&v->sem, s);
+	if (rc < 0 && rc != DLOCK_EWRONGTYPE)
+		snprintf(v->error, sizeof(v->error), "%s", dlock_semaphore_errmsg(s));
+	else if (rc == 0)
+		v->kind = dlock_semaphore_info_permits(v->sem) > 0 ? KIND_PERMITS : KIND_COUNT;
+	dlock_semaphore_free(s);
+	return rc;
+}
+
+static void view_node(cli_target *t, size_t i, node_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->rc = dlock_lock_query(&v->info, t->locks[i]);
+	if (v->rc < 0)
+		snprintf(v->error, sizeof(v->error), "%s", dlock_lock_errmsg(t->locks[i]));
+	if (v->rc == DLOCK_EWRONGTYPE) {
+		int rc = view_count(t, i, v);
+
+		if (rc != DLOCK_EWRONGTYPE)
+			v->rc = rc; /* a count, or the error reading it */
+	} else if (v->rc == 0 && dlock_lock_info_rw_mode(v->info) != NULL) {
+		v->kind = KIND_RWLOCK;
+	}
+	/* A server that answered with an error is reachable; one that did not is not. */
+	v->reachable = v->rc == 0 ||
+			(v->rc != DLOCK_ECONN && v->rc != DLOCK_ETIMEDOUT && v->rc != DLOCK_EAUTH);
+}
+
+/* Held: a lock's holders, or an expirable semaphore's taken permits. */
+static int view_held(const node_view *v)
+{
+	return dlock_lock_info_holders(v->info) > 0 || dlock_semaphore_info_permits(v->sem) > 0;
+}
+
+/* What the name is, from the first node that has something under it. */
+static node_kind name_kind(const cli_target *t, const node_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (v[i].rc == 0 && (v[i].kind != KIND_LOCK || view_held(&v[i])))
+			return v[i].kind;
+	return KIND_LOCK;
+}
+
+static void json_string(FILE *out, const char *s, size_t len)
+{
+	size_t i;
+
+	fputc('"', out);
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '"' || ch == '\\')
+			fprintf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(out, "\\u%04x", ch);
+		else
+			fputc(ch, out);
+	}
+	fputc('"', out);
+}
+
+static const char *kind_name(node_kind k)
+{
+	return k == KIND_RWLOCK ? "rwlock" : k == KIND_PERMITS ? "semaphore"
+			: k == KIND_COUNT ? "count" : "lock";
+}
+
+static const char *mode_name(cli_mode m)
+{
+	return m == MODE_REDLOCK ? "redlock" : m == MODE_MULTILOCK ? "multilock" : "rlock";
+}
+
+/* What every node showed, summed up. */
+typedef struct status_counts {
+	size_t reachable, held, refused, wrongtype;
+} status_counts;
+
+/* A semaphore's or a latch's count, after "node" and "reachable". */
+static void print_json_count(FILE *out, const node_view *v)
+{
+	int64_t free_n = dlock_semaphore_info_available(v->sem);
+	size_t j, used = dlock_semaphore_info_permits(v->sem);
+
+	if (v->kind == KIND_COUNT) {
+		fprintf(out,
+				",\"kind\":\"count\",\"count\":%lld,"
+				"\"could_be\":[\"semaphore\",\"latch\"]}",
+				(long long)free_n);
+		return;
+	}
+	fprintf(out, ",\"kind\":\"semaphore\",\"expirable\":true,\"used\":%zu,\"free\":%lld,"
+		     "\"permits\":[",
+			used, (long long)free_n);
+	for (j = 0; j < used; j++)
+		fprintf(out, "%s{\"id\":\"%s\",\"lease_ms\":%lld}", j ? "," : "",
+				dlock_semaphore_info_permit_id(v->sem, j),
+				(long long)dlock_semaphore_info_permit_ttl_ms(v->sem, j));
+	fprintf(out, "]}");
+}
+
+static void print_json_node(FILE *out, const char *node, const node_view *v)
+{
+	size_t j;
+
+	fprintf(out, "{\"node\":");
+	json_string(out, node, strlen(node));
+	fprintf(out, ",\"reachable\":%s", v->reachable ? "true" : "false");
+	if (v->sem != NULL) {
+		print_json_count(out, v);
+		return;
+	}
+	if (v->info == NULL) {
+		fprintf(out, ",\"error\":");
+		json_string(out, v->error, strlen(v->error));
+		fprintf(out, "}");
+		return;
+	}
+	fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[", (long long)dlock_lock_info_ttl_ms(v->info));
+	for (j = 0; j < dlock_lock_info_holders(v->info); j++) {
+		const char *owner = dlock_lock_info_owner(v->info, j);
+
+		fprintf(out, "%s{\"owner\":", j ? "," : "");
+		json_string(out, owner, strlen(owner));
+		fprintf(out, ",\"count\":%lld}", (long long)dlock_lock_info_count(v->info, j));
+	}
+	fprintf(out, "]");
+	if (v->kind == KIND_RWLOCK)
+		fprintf(out, ",\"kind\":\"rwlock\",\"rw_mode\":\"%s\"",
+				dlock_lock_info_rw_mode(v->info));
+	fprintf(out, "}");
+}
+
+static void print_json(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "{\"name\":");
+	json_string(out, t->name, strlen(t->name));
+	fprintf(out, ",\"mode\":\"%s\",\"quorum\":%zu,\"held_on\":%zu,",
+			mode_name(t->mode), cli_target_quorum(t), c->held);
+	if (name_kind(t, v) != KIND_LOCK)
+		fprintf(out, "\"kind\":\"%s\",", kind_name(name_kind(t, v)));
+	fprintf(out, "\"nodes\":[");
+	for (i = 0; i < t->n; i++) {
+		fputs(i ? "," : "", out);
+		print_json_node(out, dlock_client_node(t->clients[i]), &v[i]);
+	}
+	fprintf(out, "]}\n");
+}
+
+/* A semaphore's or a latch's count: its permits taken, then what is free. */
+static void print_table_count(FILE *out, int width, const char *node, const node_view *v)
+{
+	size_t j, used = dlock_semaphore_info_permits(v->sem);
+	int64_t free_n = dlock_semaphore_info_available(v->sem);
+	char lease[24];
+
+	for (j = 0; j < used; j++) {
+		int64_t ms = dlock_semaphore_info_permit_ttl_ms(v->sem, j);
+
+		snprintf(lease, sizeof(lease), ms < 0 ? "-" : "%lld", (long long)ms);
+		fprintf(out, "%-*s %-12s %-8s %-6d %s\n", width, j ? "" : node, "used", lease, 1,
+				dlock_semaphore_info_permit_id(v->sem, j));
+	}
+	fprintf(out, "%-*s %-12s %-8s %-6lld %s\n", width, used ? "" : node,
+			v->kind == KIND_COUNT ? "count" : "free", "-", (long long)free_n, "-");
+}
+
+static void print_table_node(FILE *out, int width, const char *node, const node_view *v)
+{
+	size_t j;
+
+	if (v->sem != NULL) {
+		print_table_count(out, width, node, v);
+		return;
+	}
+	if (v->info == NULL) {
+		fprintf(out, "%-*s %-12s %s\n", width, node, v->reachable ? "error" : "unreachable",
+				v->error);
+		return;
+	}
+	if (dlock_lock_info_holders(v->info) == 0)
+		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, node, "free", "-", "-", "-");
+	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
+		fprintf(out, "%-*s %-12s %-8lld %-6lld %s\n", width, j ? "" : node,
+				j                          ? ""
+				: v->kind == KIND_RWLOCK ? dlock_lock_info_rw_mode(v->info)
+							 : "held",
+				(long long)dlock_lock_info_ttl_ms(v->info),
+				(long long)dlock_lock_info_count(v->info, j),
+				dlock_lock_info_owner(v->info, j));
+}
+
+/* The NODE column is as wide as its longest name (a unix: path can be long). */
+static int node_width(const cli_target *t)
+{
+	size_t i, w = 24;
+
+	for (i = 0; i < t->n; i++) {
+		size_t len = strlen(dlock_client_node(t->clients[i]));
+
+		w = len > w ? len : w;
+	}
+	return w > 200 ? 200 : (int)w;
+}
+
+/* The first node that has the kind k. */
+static const node_view *first_of(const cli_target *t, const node_view *v, node_kind k)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (v[i].rc == 0 && v[i].kind == k)
+			return &v[i];
+	return NULL;
+}
+
+/* The first line: what the name is and what it holds. */
+static void print_heading(const cli_target *t, const node_view *v, const status_counts *c,
+		node_kind k, FILE *out)
+{
+	const node_view *f = first_of(t, v, k);
+	char where[128];
+
+	snprintf(where, sizeof(where), "%s, %zu node%s, quorum %zu", mode_name(t->mode), t->n,
+			t->n == 1 ? "" : "s", cli_target_quorum(t));
+	if (k == KIND_RWLOCK)
+		fprintf(out, "read-write lock \"%s\" (%s): %s mode, held on %zu, reachable %zu\n",
+				t->name, where, dlock_lock_info_rw_mode(f->info), c->held,
+				c->reachable);
+	else if (k == KIND_PERMITS)
+		fprintf(out,
+				"expirable semaphore \"%s\" (%s): %zu permit%s used, %lld free, "
+				"reachable %zu\n",
+				t->name, where, dlock_semaphore_info_permits(f->sem),
+				dlock_semaphore_info_permits(f->sem) == 1 ? "" : "s",
+				(long long)dlock_semaphore_info_available(f->sem), c->reachable);
+	else if (k == KIND_COUNT)
+		fprintf(out,
+				"count \"%s\" (%s): %lld (a semaphore's free permits or a latch's "
+				"count), reachable %zu\n",
+				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
+				c->reachable);
+	else
+		fprintf(out, "lock \"%s\" (%s): held on %zu, reachable %zu\n", t->name, where,
+				c->held, c->reachable);
+}
+
+static void print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
+{
+	int width = node_width(t);
+	size_t i;
+
+	node_kind k = name_kind(t, v);
+
+	print_heading(t, v, c, k, out);
+	if (k == KIND_PERMITS || k == KIND_COUNT)
+		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, "NODE", "STATE", "LEASE_MS",
+				"COUNT", "PERMIT");
+	else
+		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, "NODE", "STATE", "TTL_MS",
+				"COUNT", "OWNER");
+	for (i = 0; i < t->n; i++)
+		print_table_node(out, width, dlock_client_node(t->clients[i]), &v[i]);
+}
+
+/* A node that answered with an error is a failure; one that is down is
+ * not, while a quorum can still be seen. */
+static int status_exit(const cli_target *t, const status_counts *c)
+{
+	if (c->wrongtype > 0) {
+		fprintf(stderr,
+				"dlock: status: \"%s\" holds a value that is not a Redisson/dlock lock "
+				"(another lock library?), semaphore or latch on %zu node%s\n",
+				t->name, c->wrongtype, c->wrongtype == 1 ? "" : "s");
+		return EXIT_WRONGTYPE;
+	}
+	return c->refused > 0 || c->reachable < cli_target_quorum(t) ? EXIT_UNAVAILABLE : 0;
+}
+
+/* Nodes read one by one (status, unlock --force) bypass the quorum's own
+ * check: two of them answering with one run_id are one server listed
+ * twice. 0, or EXIT_USAGE with one line. */
+static int refuse_one_server_twice(cli_target *t, const char *command)
+{
+	int rc = 0;
+
+	if (t->mode == MODE_REDLOCK)
+		rc = dlock_redlock_check_servers(t->redlock);
+	else if (t->mode == MODE_MULTILOCK)
+		rc = dlock_multilock_check_servers(t->multilock);
+	if (rc == 0)
+		return 0;
+	fprintf(stderr, "dlock: %s: %s\n", command, cli_target_errmsg(t));
+	return EXIT_USAGE;
+}
+
+int cli_target_status(cli_target *t, int json, FILE *out)
+{
+	node_view *v = calloc(t->n, sizeof(*v));
+	status_counts c = { 0, 0, 0, 0 };
+	size_t i;
+	int status;
+
+	if (v == NULL)
+		return EXIT_UNAVAILABLE;
+	for (i = 0; i < t->n; i++) {
+		view_node(t, i, &v[i]);
+		c.reachable += v[i].reachable;
+		c.refused += v[i].reachable && v[i].rc < 0;
+		c.wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
+		c.held += view_held(&v[i]);
+	}
+	status = refuse_one_server_twice(t, "status");
+	if (status == 0 && json)
+		print_json(t, v, &c, out);
+	else if (status == 0)
+		print_table(t, v, &c, out);
+	for (i = 0; i < t->n; i++) {
+		dlock_lock_info_free(v[i].info);
+		dlock_semaphore_info_free(v[i].sem);
+	}
+	free(v);
+	return status != 0 ? status : status_exit(t, &c);
+}
+
+int cli_target_force(cli_target *t, FILE *out)
+{
+	size_t i, ok = 0, deleted = 0;
+	int *pinged = calloc(t->n, sizeof(*pinged)), status;
+
+	if (pinged == NULL)
+		return EXIT_UNAVAILABLE;
+	/* Every node connected first, so that one server listed twice is
+	 * refused before anything is deleted; a node that did not answer is
+	 * not asked again (it would cost its timeout twice). */
+	for (i = 0; i < t->n; i++)
+		pinged[i] = dlock_client_ping(t->clients[i]);
+	if ((status = refuse_one_server_twice(t, "unlock --force")) != 0) {
+		free(pinged);
+		return status;
+	}
+	for (i = 0; i < t->n; i++) {
+		int d = 0, rc;
+
+		if (pinged[i] == DLOCK_ECONN || pinged[i] == DLOCK_ETIMEDOUT) {
+			fprintf(stderr, "dlock: unlock --force: %s\n",
+					dlock_client_errmsg(t->clients[i]));
+			continue;
+		}
+		rc = dlock_lock_force_unlock(&d, t->locks[i]);
+		if (rc < 0) {
+			fprintf(stderr, "dlock: unlock --force: %s\n",
+					dlock_lock_errmsg(t->locks[i]));
+			continue;
+		}
+		ok++;
+		deleted += d != 0;
+	}
+	free(pinged);
+	fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
+			t->n == 1 ? "" : "s");
+	return ok >= cli_target_quorum(t) ? 0 : EXIT_UNAVAILABLE;
+}
