@@ -111,6 +111,16 @@ DLOCK_EXTERN int dlock_countdown_count_down(int64_t *left, dlock_countdown *latc
 DLOCK_EXTERN int dlock_countdown_get_count(int64_t *count, dlock_countdown *latch);
 
 /**
+ * *waiters = how many clients listen on the latch's channel at its server
+ * (classic and sharded pub/sub): waiters in await, dlock's and Redisson's
+ * alike (dlock shares one subscription per client and channel). One read-only
+ * script call; for status displays (`dlock status` tells a latch from a
+ * semaphore by it). Errors: DLOCK_EINVAL (NULL argument), one command's
+ * errors (errors.h).
+ */
+DLOCK_EXTERN int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *latch);
+
+/**
  * Delete the latch whatever its count, announcing it ("1") when it
  * existed; *deleted (may be NULL) is 1 then, else 0. dlock's waiters wake
  * and find the count 0. Errors: DLOCK_EINVAL (NULL handle), one command's

@@ -276,6 +276,13 @@ DLOCK_EXTERN const char *dlock_semaphore_info_permit_id(const dlock_semaphore_in
 DLOCK_EXTERN int64_t dlock_semaphore_info_permit_ttl_ms(const dlock_semaphore_info *info,
 		size_t i);
 
+/**
+ * How many clients listened on the semaphore's channel `redisson_sc:{name}`
+ * at its server (classic and sharded pub/sub): waiters for permits, dlock's
+ * and Redisson's alike (dlock shares one subscription per client and name).
+ */
+DLOCK_EXTERN int64_t dlock_semaphore_info_waiters(const dlock_semaphore_info *info);
+
 /** Free a dlock_semaphore_query() answer. Accepts NULL. */
 DLOCK_EXTERN void dlock_semaphore_info_free(dlock_semaphore_info *info);
 

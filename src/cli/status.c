@@ -6,8 +6,9 @@
  * The kind is read from the key: a HASH is a lock (RLock, fair or fenced
  * lock) or, with a `mode` field, a read-write lock; a STRING holding a
  * number is a semaphore's free permits or a latch's count. An expirable
- * semaphore's taken permits (the ZSET `{NAME}:timeout`) tell it apart;
- * without them the count is shown as what it may be, never guessed. A
+ * semaphore's taken permits (the ZSET `{NAME}:timeout`) tell it apart, and
+ * so do waiters listening on one kind's channel and not the other's;
+ * without either the count is shown as what it may be, never guessed. A
  * plain lock's output stays as it always was: scripts parse it.
  */
 #include <stdlib.h>
@@ -18,8 +19,10 @@
 typedef enum node_kind {
 	KIND_LOCK,    /* a lock's hash, or nothing */
 	KIND_RWLOCK,  /* a read-write lock's hash (its `mode` field) */
-	KIND_PERMITS, /* an expirable semaphore: a count and taken permits */
-	KIND_COUNT    /* a count alone: a semaphore's free permits or a latch's count */
+	KIND_PERMITS,   /* an expirable semaphore: a count and taken permits */
+	KIND_SEMAPHORE, /* a count with waiters on the semaphore's channel only */
+	KIND_LATCH,     /* a count with waiters on the latch's channel only */
+	KIND_COUNT      /* a count alone: a semaphore's free permits or a latch's count */
 } node_kind;
 
 typedef struct node_view {
@@ -28,8 +31,31 @@ typedef struct node_view {
 	char error[512];
 	node_kind kind;
 	dlock_lock_info *info;     /* a lock's; NULL when the query failed or not a lock */
-	dlock_semaphore_info *sem; /* a count's (KIND_PERMITS, KIND_COUNT) */
+	dlock_semaphore_info *sem; /* a count's (KIND_PERMITS and after) */
+	int64_t latch_waiters;     /* listening on the latch's channel */
 } node_view;
+
+/* A count without taken permits: whose waiters listen tells a semaphore
+ * from a latch; waiters of both, or none, tell nothing. */
+static int tell_count(cli_target *t, size_t i, node_view *v)
+{
+	dlock_countdown *latch = NULL;
+	int64_t sem_waiters = dlock_semaphore_info_waiters(v->sem);
+	int rc;
+
+	v->kind = KIND_COUNT;
+	if ((rc = dlock_countdown_new(&latch, t->clients[i], t->name, NULL)) < 0)
+		return 0; /* a name a cluster's latch cannot have: not a latch */
+	rc = dlock_countdown_waiters(&v->latch_waiters, latch);
+	if (rc < 0)
+		snprintf(v->error, sizeof(v->error), "%s", dlock_countdown_errmsg(latch));
+	else if (v->latch_waiters > 0 && sem_waiters == 0)
+		v->kind = KIND_LATCH;
+	else if (sem_waiters > 0 && v->latch_waiters == 0)
+		v->kind = KIND_SEMAPHORE;
+	dlock_countdown_free(latch);
+	return rc;
+}
 
 /* A key that is not a hash: a semaphore's or a latch's count? 0 when it
  * is one (v->sem set), else the query's error (v->error set). */
@@ -45,8 +71,10 @@ static int view_count(cli_target *t, size_t i, node_view *v)
 	rc = dlock_semaphore_query(&v->sem, s);
 	if (rc < 0 && rc != DLOCK_EWRONGTYPE)
 		snprintf(v->error, sizeof(v->error), "%s", dlock_semaphore_errmsg(s));
+	else if (rc == 0 && dlock_semaphore_info_permits(v->sem) > 0)
+		v->kind = KIND_PERMITS;
 	else if (rc == 0)
-		v->kind = dlock_semaphore_info_permits(v->sem) > 0 ? KIND_PERMITS : KIND_COUNT;
+		rc = tell_count(t, i, v);
 	dlock_semaphore_free(s);
 	return rc;
 }
@@ -107,8 +135,11 @@ static void json_string(FILE *out, const char *s, size_t len)
 
 static const char *kind_name(node_kind k)
 {
-	return k == KIND_RWLOCK ? "rwlock" : k == KIND_PERMITS ? "semaphore"
-			: k == KIND_COUNT ? "count" : "lock";
+	return k == KIND_RWLOCK				? "rwlock"
+	       : k == KIND_PERMITS || k == KIND_SEMAPHORE ? "semaphore"
+	       : k == KIND_LATCH			? "latch"
+	       : k == KIND_COUNT			? "count"
+							: "lock";
 }
 
 static const char *mode_name(cli_mode m)
@@ -127,6 +158,8 @@ static void print_json_count(FILE *out, const node_view *v)
 	int64_t free_n = dlock_semaphore_info_available(v->sem);
 	size_t j, used = dlock_semaphore_info_permits(v->sem);
 
+	int64_t waiters = dlock_semaphore_info_waiters(v->sem);
+
 	if (v->kind == KIND_COUNT) {
 		fprintf(out,
 				",\"kind\":\"count\",\"count\":%lld,"
@@ -134,9 +167,20 @@ static void print_json_count(FILE *out, const node_view *v)
 				(long long)free_n);
 		return;
 	}
-	fprintf(out, ",\"kind\":\"semaphore\",\"expirable\":true,\"used\":%zu,\"free\":%lld,"
-		     "\"permits\":[",
-			used, (long long)free_n);
+	if (v->kind == KIND_LATCH) {
+		fprintf(out, ",\"kind\":\"latch\",\"count\":%lld,\"waiters\":%lld}",
+				(long long)free_n, (long long)v->latch_waiters);
+		return;
+	}
+	if (v->kind == KIND_SEMAPHORE) {
+		fprintf(out, ",\"kind\":\"semaphore\",\"free\":%lld,\"waiters\":%lld}",
+				(long long)free_n, (long long)waiters);
+		return;
+	}
+	fprintf(out,
+			",\"kind\":\"semaphore\",\"expirable\":true,\"used\":%zu,\"free\":%lld,"
+			"\"waiters\":%lld,\"permits\":[",
+			used, (long long)free_n, (long long)waiters);
 	for (j = 0; j < used; j++)
 		fprintf(out, "%s{\"id\":\"%s\",\"lease_ms\":%lld}", j ? "," : "",
 				dlock_semaphore_info_permit_id(v->sem, j),
@@ -209,7 +253,8 @@ static void print_table_count(FILE *out, int width, const char *node, const node
 				dlock_semaphore_info_permit_id(v->sem, j));
 	}
 	fprintf(out, "%-*s %-12s %-8s %-6lld %s\n", width, used ? "" : node,
-			v->kind == KIND_COUNT ? "count" : "free", "-", (long long)free_n, "-");
+			v->kind == KIND_COUNT || v->kind == KIND_LATCH ? "count" : "free", "-",
+			(long long)free_n, "-");
 }
 
 static void print_table_node(FILE *out, int width, const char *node, const node_view *v)
@@ -277,10 +322,19 @@ static void print_heading(const cli_target *t, const node_view *v, const status_
 	else if (k == KIND_PERMITS)
 		fprintf(out,
 				"expirable semaphore \"%s\" (%s): %zu permit%s used, %lld free, "
-				"reachable %zu\n",
+				"%lld waiting, reachable %zu\n",
 				t->name, where, dlock_semaphore_info_permits(f->sem),
 				dlock_semaphore_info_permits(f->sem) == 1 ? "" : "s",
-				(long long)dlock_semaphore_info_available(f->sem), c->reachable);
+				(long long)dlock_semaphore_info_available(f->sem),
+				(long long)dlock_semaphore_info_waiters(f->sem), c->reachable);
+	else if (k == KIND_SEMAPHORE)
+		fprintf(out, "semaphore \"%s\" (%s): %lld free, %lld waiting, reachable %zu\n",
+				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
+				(long long)dlock_semaphore_info_waiters(f->sem), c->reachable);
+	else if (k == KIND_LATCH)
+		fprintf(out, "latch \"%s\" (%s): count %lld, %lld waiting, reachable %zu\n",
+				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
+				(long long)f->latch_waiters, c->reachable);
 	else if (k == KIND_COUNT)
 		fprintf(out,
 				"count \"%s\" (%s): %lld (a semaphore's free permits or a latch's "
@@ -300,7 +354,7 @@ static void print_table(const cli_target *t, const node_view *v, const status_co
 	node_kind k = name_kind(t, v);
 
 	print_heading(t, v, c, k, out);
-	if (k == KIND_PERMITS || k == KIND_COUNT)
+	if (k != KIND_LOCK && k != KIND_RWLOCK)
 		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, "NODE", "STATE", "LEASE_MS",
 				"COUNT", "PERMIT");
 	else

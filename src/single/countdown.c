@@ -14,6 +14,7 @@
 #include "core/topology/slot.h"
 #include "single/countdown_internal.h"
 #include "single/lock_internal.h"
+#include "single/scripts.h"
 
 static const dlock_countdown_options defaults = DLOCK_COUNTDOWN_OPTIONS_INIT;
 /* No fields after `version` yet. */
@@ -192,6 +193,44 @@ int dlock_countdown_get_count(int64_t *count, dlock_countdown *c)
 				dlock__seterr(DLOCK_EINVAL, "latch %s: count is NULL", c->shown));
 	*count = 0;
 	return dlock__countdown_block(c, DLOCK__LATCH_COUNT, 0, count);
+}
+
+/* KEYS: the count (it routes the call to the server of the latch). ARGV:
+ * the channel. Reply: clients listening on it. */
+static dlock__script script_waiters = DLOCK__SCRIPT("latch waiters",
+		DLOCK__LUA_LISTENERS
+		"return listeners(ARGV[1]);");
+
+int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *c)
+{
+	redisReply *r = NULL;
+	dlock__call call;
+	int rc;
+
+	if (c == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "latch: NULL handle");
+	if (waiters == NULL)
+		return dlock__errbuf_record(&c->err,
+				dlock__seterr(DLOCK_EINVAL, "latch %s: waiters is NULL", c->shown));
+	*waiters = 0;
+	call.script = &script_waiters;
+	call.argc = 0;
+	call.many_argv = NULL;
+	call.many_lens = NULL;
+	dlock__call_push(&call, c->name, c->name_len);
+	dlock__call_keys_done(&call);
+	dlock__call_push(&call, c->channel, c->channel_len);
+	if ((rc = dlock__client_check_fork(c->client)) == 0)
+		rc = dlock__client_run_call(c->client, &call, 1, NULL, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&c->client->node, r, "latch waiters");
+	if (rc == 0 && r->type == REDIS_REPLY_INTEGER)
+		*waiters = r->integer;
+	else if (rc == 0)
+		rc = dlock__seterr_node(DLOCK_EPROTO, c->client->node.label,
+				"latch waiters %s: unexpected reply type %d", c->shown, r->type);
+	freeReplyObject(r);
+	return dlock__errbuf_record(&c->err, rc);
 }
 
 int dlock_countdown_delete(int *deleted, dlock_countdown *c)

@@ -61,6 +61,20 @@
 	"end; "
 
 /*
+ * Lua: listeners(ch), how many clients of the node that runs the script
+ * listen on channel ch, classic and (Redis 7+) sharded pub/sub - the node
+ * that serves the script's key, where a cluster's waiters listen. Read
+ * only, for status queries.
+ */
+#define DLOCK__LUA_LISTENERS \
+	"local function listeners(ch) " \
+	"  local n = redis.call('pubsub', 'numsub', ch)[2]; " \
+	"  local s = redis.pcall('pubsub', 'shardnumsub', ch); " \
+	"  if type(s) == 'table' and s.err == nil and s[2] ~= nil then n = n + s[2]; end; " \
+	"  return n; " \
+	"end; "
+
+/*
  * Acquire. KEYS: name. ARGV: lease ms, owner, hold count the caller
  * believes the owner has (-1 = unknown).
  * Reply: {count} acquired (count = holds after this acquire), or an

@@ -18,6 +18,7 @@ struct dlock_semaphore_info {
 	size_t n;          /* permits taken (expirable) */
 	char (*ids)[DLOCK_PERMIT_ID_SIZE];
 	int64_t *ttls; /* remaining lease ms; -1 no lease */
+	int64_t waiters; /* clients listening on the semaphore's channel */
 };
 
 void dlock_semaphore_info_free(dlock_semaphore_info *info)
@@ -74,12 +75,14 @@ static int read_reply(dlock_semaphore *s, const redisReply *r, dlock_semaphore_i
 {
 	const redisReply *count, *taken;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-			r->element[1]->type != REDIS_REPLY_ARRAY)
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+			r->element[1]->type != REDIS_REPLY_ARRAY ||
+			r->element[2]->type != REDIS_REPLY_INTEGER)
 		return dlock__seterr_node(DLOCK_EPROTO, s->client->node.label,
 				"query %s: unexpected reply type %d", s->shown, r->type);
 	count = r->element[0];
 	taken = r->element[1];
+	info->waiters = r->element[2]->integer;
 	if (count->type == REDIS_REPLY_STRING) {
 		char *end;
 
@@ -117,6 +120,7 @@ int dlock_semaphore_query(dlock_semaphore_info **out, dlock_semaphore *s)
 	if (s->timeouts != NULL)
 		dlock__call_push(&call, s->timeouts, s->timeouts_len);
 	dlock__call_keys_done(&call);
+	dlock__call_push(&call, s->channel, s->channel_len);
 	if ((rc = dlock__client_check_fork(s->client)) == 0)
 		rc = dlock__client_run_call(s->client, &call, 1, NULL, &r);
 	if (rc == 0)
@@ -150,6 +154,11 @@ size_t dlock_semaphore_info_permits(const dlock_semaphore_info *info)
 const char *dlock_semaphore_info_permit_id(const dlock_semaphore_info *info, size_t i)
 {
 	return info != NULL && i < info->n ? info->ids[i] : NULL;
+}
+
+int64_t dlock_semaphore_info_waiters(const dlock_semaphore_info *info)
+{
+	return info != NULL ? info->waiters : 0;
 }
 
 int64_t dlock_semaphore_info_permit_ttl_ms(const dlock_semaphore_info *info, size_t i)

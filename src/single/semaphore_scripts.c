@@ -8,6 +8,7 @@
  * and releases that many local waiters, so only a count > 0 is sent: a
  * negative one would break its listener). The replies are dlock's own.
  */
+#include "single/scripts.h"
 #include "single/semaphore_internal.h"
 
 /* clang-format off: the Lua keeps its own layout */
@@ -151,9 +152,11 @@ dlock__script dlock__script_permit_renew = DLOCK__SCRIPT("permit-renew",
 
 /*
  * Read what a semaphore has, changing nothing (dlock_semaphore_query).
- * KEYS: count[, timeouts]. Reply: {count or nil, {id, lease end, ...}}.
+ * KEYS: count[, timeouts]. ARGV: the channel. Reply: {count or nil,
+ * {id, lease end, ...}, clients listening on the channel}.
  */
 dlock__script dlock__script_sem_query = DLOCK__SCRIPT("semaphore-query",
+		DLOCK__LUA_LISTENERS
 		"local taken = {}; "
 		"if #KEYS > 1 then taken = redis.call('zrange', KEYS[2], 0, -1, 'withscores'); end; "
-		"return {redis.call('get', KEYS[1]), taken};");
+		"return {redis.call('get', KEYS[1]), taken, listeners(ARGV[1])};");

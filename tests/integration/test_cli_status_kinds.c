@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +145,7 @@ Test(cli_status_kinds, an_expirable_semaphore_shows_its_permits_and_leases)
 	EXPECT_STATUS(p, 0);
 	cr_expect_str_eq(first_line(p->out, line, sizeof line),
 			"expirable semaphore \"pool\" (rlock, 1 node, quorum 1): 2 permits used, "
-			"1 free, reachable 1");
+			"1 free, 0 waiting, reachable 1");
 	cr_expect(strstr(p->out, "LEASE_MS") != NULL && strstr(p->out, a) != NULL &&
 					strstr(p->out, b) != NULL && strstr(p->out, " free ") != NULL,
 			"%s", p->out);
@@ -193,6 +194,70 @@ Test(cli_status_kinds, a_count_says_what_it_may_be)
 				 "\"latch\"]") != NULL,
 			"%s", p->out);
 	proc_free(p);
+	dlock_semaphore_free(s);
+	dlock_client_free(c);
+}
+
+static void ignore(dlock_op *op, const dlock_result *r, void *ud)
+{
+	(void)op, (void)r, (void)ud;
+}
+
+/* Who waits tells them apart: a latch's waiters listen on its channel, a
+ * semaphore's on the semaphore's. */
+Test(cli_status_kinds, waiters_tell_a_latch_from_a_semaphore)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 0);
+	dlock_semaphore *s = semaphore(c, "empty-sem", DLOCK_SEMAPHORE_PLAIN);
+	char line[512];
+	dlock_op *op = NULL;
+	proc *p, *waiter;
+
+	p = DLOCK("-n", rh_server_uri(dl_srv), "latch", "set", "gate", "2");
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+	waiter = dlock_bg(ARGS("-n", rh_server_uri(dl_srv), "latch", "wait", "gate"));
+	for (int64_t t0 = rh_now_ms(); rh_now_ms() - t0 < 5000;) {
+		redisReply *r = rh_command(dl_srv, "PUBSUB NUMSUB redisson_countdownlatch__channel__{gate}");
+		long long n = r != NULL && r->type == REDIS_REPLY_ARRAY ? r->element[1]->integer : 0;
+
+		freeReplyObject(r);
+		if (n > 0)
+			break;
+		dl_sleep_ms(20);
+	}
+	p = status(NULL, "gate");
+	EXPECT_STATUS(p, 0);
+	cr_expect_str_eq(first_line(p->out, line, sizeof line),
+			"latch \"gate\" (rlock, 1 node, quorum 1): count 2, 1 waiting, reachable 1");
+	proc_free(p);
+	p = status("json", "gate");
+	cr_expect(strstr(p->out, "\"kind\":\"latch\",\"count\":2,\"waiters\":1") != NULL, "%s",
+			p->out);
+	proc_free(p);
+	kill(waiter->pid, SIGTERM);
+	proc_wait(waiter, HARD_TIMEOUT_S);
+	proc_free(waiter);
+
+	/* No permit free, one waiting: a semaphore. */
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 0));
+	dl_pass(dlock_semaphore_acquire_async(&op, s, 1, 20000, 0, ignore, NULL));
+	for (int64_t t0 = rh_now_ms(); rh_now_ms() - t0 < 5000;) {
+		redisReply *r = rh_command(dl_srv, "PUBSUB NUMSUB redisson_sc:{empty-sem}");
+		long long n = r != NULL && r->type == REDIS_REPLY_ARRAY ? r->element[1]->integer : 0;
+
+		freeReplyObject(r);
+		if (n > 0)
+			break;
+		dl_sleep_ms(20);
+	}
+	p = status(NULL, "empty-sem");
+	EXPECT_STATUS(p, 0);
+	cr_expect_str_eq(first_line(p->out, line, sizeof line),
+			"semaphore \"empty-sem\" (rlock, 1 node, quorum 1): 0 free, 1 waiting, "
+			"reachable 1");
+	proc_free(p);
+	dlock_op_cancel(op);
 	dlock_semaphore_free(s);
 	dlock_client_free(c);
 }

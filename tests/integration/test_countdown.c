@@ -233,6 +233,10 @@ Test(countdown, count_down_to_zero_wakes_every_waiter_promptly)
 		waiter_start(&w[i], i % 2 ? l2 : l1, LONG_WAIT_MS);
 	await_subscribers("start", 2); /* one subscription per client, shared */
 	dl_sleep_ms(SETTLE_MS);
+	int64_t listening = -1;
+	dl_pass(dlock_countdown_waiters(&listening, down));
+	cr_assert_eq(listening, 2, "dlock_countdown_waiters counts %lld, not the 2 subscriptions",
+			(long long)listening);
 
 	/* They sleep on the channel: a second without a message costs no GET. */
 	int64_t gets = gets_so_far();

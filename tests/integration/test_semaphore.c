@@ -174,6 +174,11 @@ Test(semaphore, a_release_wakes_a_waiter_at_once, .timeout = 30)
 	cr_assert_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
 	dl_gate_wait(&w.started, 1, rh_now_ms() + 5000);
 	dl_sleep_ms(400); /* the waiter tried, failed and listens */
+	dlock_semaphore_info *info = NULL;
+	dl_pass(dlock_semaphore_query(&info, s));
+	cr_assert_eq(dlock_semaphore_info_waiters(info), 1, "the query counts %lld waiters, not 1",
+			(long long)dlock_semaphore_info_waiters(info));
+	dlock_semaphore_info_free(info);
 	int64_t released = rh_now_ms();
 	dl_pass(dlock_semaphore_release(s, 1));
 	pthread_join(t, NULL);
