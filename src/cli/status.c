@@ -36,25 +36,23 @@ typedef struct node_view {
 } node_view;
 
 /* A count without taken permits: whose waiters listen tells a semaphore
- * from a latch; waiters of both, or none, tell nothing. */
-static int tell_count(cli_target *t, size_t i, node_view *v)
+ * from a latch; waiters of both, or none, tell nothing - nor does a failed
+ * look at the latch's (the count is still shown, as what it may be). */
+static void tell_count(cli_target *t, size_t i, node_view *v)
 {
 	dlock_countdown *latch = NULL;
 	int64_t sem_waiters = dlock_semaphore_info_waiters(v->sem);
-	int rc;
 
 	v->kind = KIND_COUNT;
-	if ((rc = dlock_countdown_new(&latch, t->clients[i], t->name, NULL)) < 0)
-		return 0; /* a name a cluster's latch cannot have: not a latch */
-	rc = dlock_countdown_waiters(&v->latch_waiters, latch);
-	if (rc < 0)
-		snprintf(v->error, sizeof(v->error), "%s", dlock_countdown_errmsg(latch));
-	else if (v->latch_waiters > 0 && sem_waiters == 0)
-		v->kind = KIND_LATCH;
-	else if (sem_waiters > 0 && v->latch_waiters == 0)
-		v->kind = KIND_SEMAPHORE;
+	/* A name a cluster's latch cannot have is no latch's. */
+	if (dlock_countdown_new(&latch, t->clients[i], t->name, NULL) == 0 &&
+			dlock_countdown_waiters(&v->latch_waiters, latch) == 0) {
+		if (v->latch_waiters > 0 && sem_waiters == 0)
+			v->kind = KIND_LATCH;
+		else if (sem_waiters > 0 && v->latch_waiters == 0)
+			v->kind = KIND_SEMAPHORE;
+	}
 	dlock_countdown_free(latch);
-	return rc;
 }
 
 /* A key that is not a hash: a semaphore's or a latch's count? 0 when it
@@ -74,7 +72,7 @@ static int view_count(cli_target *t, size_t i, node_view *v)
 	else if (rc == 0 && dlock_semaphore_info_permits(v->sem) > 0)
 		v->kind = KIND_PERMITS;
 	else if (rc == 0)
-		rc = tell_count(t, i, v);
+		tell_count(t, i, v);
 	dlock_semaphore_free(s);
 	return rc;
 }
@@ -156,9 +154,8 @@ typedef struct status_counts {
 static void print_json_count(FILE *out, const node_view *v)
 {
 	int64_t free_n = dlock_semaphore_info_available(v->sem);
-	size_t j, used = dlock_semaphore_info_permits(v->sem);
-
 	int64_t waiters = dlock_semaphore_info_waiters(v->sem);
+	size_t j, used = dlock_semaphore_info_permits(v->sem);
 
 	if (v->kind == KIND_COUNT) {
 		fprintf(out,
@@ -349,9 +346,8 @@ static void print_heading(const cli_target *t, const node_view *v, const status_
 static void print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
 {
 	int width = node_width(t);
-	size_t i;
-
 	node_kind k = name_kind(t, v);
+	size_t i;
 
 	print_heading(t, v, c, k, out);
 	if (k != KIND_LOCK && k != KIND_RWLOCK)
