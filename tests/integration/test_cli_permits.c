@@ -315,3 +315,32 @@ Test(cli_permits, a_leased_permit_ends_its_job_with_124)
 	cr_expect_eq(taken("leased"), 0, "the permit was not given back");
 	cr_expect_eq(count_of("leased"), 1);
 }
+
+Test(cli_permits, the_commands_status_passes_through_and_the_permit_comes_back)
+{
+	const char *uri = rh_server_uri(dl_srv);
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "run", "-c", "1", "status", "--", "sh", "-c",
+			"exit 3");
+
+	EXPECT_STATUS(p, 3);
+	proc_free(p);
+	cr_expect_eq(taken("status"), 0, "a failed command's permit was kept");
+	cr_expect_eq(count_of("status"), 1);
+	p = DLOCK("-n", uri, "--timeout", TMO, "run", "-c", "1", "status", "--", "sh", "-c",
+			"kill -KILL $$");
+	EXPECT_STATUS(p, 128 + 9);
+	proc_free(p);
+	cr_expect_eq(taken("status"), 0);
+	/* --conflict-exit-code applies to a busy semaphore too. */
+	p = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "run", "-c", "1", "status", "--", "sleep",
+			"1"));
+	for (int64_t t0 = rh_now_ms(); taken("status") == 0 && rh_now_ms() - t0 < 5000;)
+		dl_sleep_ms(10);
+	proc *busy = DLOCK("-n", uri, "--timeout", TMO, "--conflict-exit-code", "9", "run", "-c",
+			"1", "-w", "0", "status", "--", "true");
+	EXPECT_STATUS(busy, 9);
+	proc_free(busy);
+	proc_wait(p, HARD_TIMEOUT_S);
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+}
