@@ -8,7 +8,8 @@
  * every such permit of the handle (Redisson's updateLeaseTime, many at a
  * time). A permit the server no longer has is LOST: its renewal ends and
  * the lost callback runs. A renewal that cannot reach the server is tried
- * again a second later, until the lease would have run out since the last
+ * again soon (a quarter of the period, at most a second later, as the lock
+ * watchdog does), until the lease would have run out since the last
  * renewal that did: then the permit is lost too. A loss is final: once
  * dlock_semaphore_permit_check() has said the lease ran out, a renewal
  * that still finds the permit (a late one the server ran when it came
@@ -32,7 +33,7 @@
 #define JOB_OF(p, field) ((dlock__permit_job *)((char *)(p) - offsetof(dlock__permit_job, field)))
 #define SEM_OF(j) ((dlock_semaphore *)((char *)(j) - offsetof(dlock_semaphore, job)))
 
-/* A renewal that failed is tried again after this long. */
+/* A renewal that failed is tried again after at most this long. */
 #define RENEW_RETRY_MS 1000
 
 void dlock__permit_id_new(char id[DLOCK_PERMIT_ID_SIZE], unsigned char raw[16])
@@ -82,6 +83,16 @@ static int64_t period(const dlock_semaphore *s)
 	int64_t p = s->client->opts.watchdog_timeout_ms / 3;
 
 	return p > 0 ? p : 1;
+}
+
+/* After a failure: a quarter of the period (the lock watchdog's pace), so
+ * that a short watchdog timeout leaves room for more tries, at most a
+ * second. */
+static int64_t retry_in(const dlock_semaphore *s)
+{
+	int64_t r = period(s) / 4 + 1;
+
+	return r < RENEW_RETRY_MS ? r : RENEW_RETRY_MS;
 }
 
 static void job_run(dlock__timer *t);
@@ -366,7 +377,7 @@ static void job_done(dlock__mux_loop *ml)
 	j->lens = NULL;
 	j->mem = NULL;
 	if (left > 0)
-		rearm(j, now + (ok ? period(s) : RENEW_RETRY_MS));
+		rearm(j, now + (ok ? period(s) : retry_in(s)));
 	/* Last: the callback may free the handle. */
 	tell(s, notes, nnotes);
 	dlock__free(notes);
@@ -423,7 +434,7 @@ static void job_run(dlock__timer *t)
 		j->argv = NULL;
 		j->lens = NULL;
 		j->mem = NULL;
-		rearm(j, dlock__now_ms() + RENEW_RETRY_MS);
+		rearm(j, dlock__now_ms() + retry_in(s));
 		goto out;
 	}
 	j->argv[0] = s->name;
@@ -466,7 +477,7 @@ static void job_run(dlock__timer *t)
 		j->argv = NULL;
 		j->lens = NULL;
 		j->mem = NULL;
-		rearm(j, dlock__now_ms() + RENEW_RETRY_MS);
+		rearm(j, dlock__now_ms() + retry_in(s));
 		goto out;
 	}
 	j->running = 1;

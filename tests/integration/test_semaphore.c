@@ -376,6 +376,44 @@ Test(semaphore, a_permit_seen_lost_stays_lost_and_comes_back, .timeout = 30)
 	dl_lost_destroy(&lost_rec);
 }
 
+/*
+ * One renewal fails (the server paused for a moment): the next one comes
+ * soon enough to keep the permit, as the lock watchdog keeps a lock - also
+ * with a short watchdog timeout, where a second's wait would outlast it.
+ */
+Test(semaphore, one_failed_renewal_does_not_lose_the_permit, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 200, 1500);
+	dlock_semaphore *s = sem_of(c, "sem-one-failure", DLOCK_SEMAPHORE_EXPIRABLE);
+	char id[DLOCK_PERMIT_ID_SIZE];
+	int64_t t0, lost_at = 0, t;
+
+	dl_lost_init(&lost_rec);
+	dl_pass(dlock_semaphore_set_lost_cb(s, on_lost, &lost_rec));
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
+	t0 = rh_now_ms();
+	dl_sleep_ms(350);
+	/* The renewal due at 500 ms meets a paused server and times out. */
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	dl_sleep_ms(450);
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	while (lost_at == 0 && (t = rh_now_ms()) - t0 < 3000) {
+		if (dlock_semaphore_permit_check(s, id) != 0)
+			lost_at = t;
+		dl_sleep_ms(5);
+	}
+	cr_assert_eq(lost_at, 0,
+			"the permit was lost %lld ms after it was taken: the server was paused"
+			" only from 350 to 800 ms (watchdog timeout 1500 ms)",
+			(long long)(lost_at - t0));
+	cr_assert_eq(dl_lost_count(&lost_rec), 0);
+	dl_pass(dlock_semaphore_release_permit(s, id));
+	dlock_semaphore_free(s);
+	dlock_client_free(c);
+	dl_lost_destroy(&lost_rec);
+}
+
 /* ---- async and cancel ------------------------------------------------------ */
 
 typedef struct outcome {
