@@ -116,7 +116,8 @@ enum {
 };
 
 static const char *const v_names[] = { "", "acquire exceeded wait + 2 x command timeout + margin",
-	"release exceeded 2 x command timeout + margin", "undocumented error code (a = call, b = rc)",
+	"release exceeded 2 x command timeout + margin",
+	"undocumented error code (a = call, b = rc)",
 	"log/counter I/O failed",
 	"a leased hold was still called held past acquire-start + lease (a ms past)",
 	"released, but still held and renewed (rc a)",
@@ -252,8 +253,9 @@ static int still_held(const hold *h, int64_t slack_us)
 	if (h->ph == PH_SEM) {
 		if (dlock_semaphore_permit_check(h->sem, h->id) != 0 || permit_told_lost(h->id))
 			return 0;
-		if (!h->watchdog && slack_us > 0 &&
-				h->t0_us + (int64_t)(LEASE_MS - LEASE_MS / 100 - 2) * 1000 - t < slack_us)
+		int64_t until = h->t0_us + (int64_t)(LEASE_MS - LEASE_MS / 100 - 2) * 1000;
+
+		if (!h->watchdog && slack_us > 0 && until - t < slack_us)
 			return 0;
 	} else {
 		int64_t ms = 0;
@@ -261,7 +263,8 @@ static int still_held(const hold *h, int64_t slack_us)
 		if (atomic_load(&g_lost_flag) || dlock_lock_check(h->lock, NULL) != 0)
 			return 0;
 		if (!h->watchdog && slack_us > 0 &&
-				(dlock_lock_validity(&ms, h->lock, NULL) != 0 || ms * 1000 < slack_us))
+				(dlock_lock_validity(&ms, h->lock, NULL) != 0 ||
+						ms * 1000 < slack_us))
 			return 0;
 	}
 	/* One attempt (wait 0) began at t0: the library never calls its leased
@@ -418,7 +421,7 @@ static int worker_main(enum phase ph, int idx)
 	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_client *client = NULL;
 	hold h;
-	int i, exit_code = 0, lost_logged = 0, rc;
+	int i, exit_code = 0, lost_logged = 0, rc, held;
 	int64_t lease, bound_ms = 2 * CMD_TIMEOUT_MS + g_margin_ms;
 	pid_t pid = getpid();
 	wstats st;
@@ -491,7 +494,8 @@ static int worker_main(enum phase ph, int idx)
 					V_SLOW_ACQUIRE, elapsed, wait);
 			fprintf(stderr, "worker %d: acquire(wait %" PRId64 ") took %" PRId64
 					" ms, rc %d: %s\n",
-					idx, wait, elapsed, rc, rc ? handle_errmsg(&h) : "acquired");
+					idx, wait, elapsed, rc,
+					rc ? handle_errmsg(&h) : "acquired");
 		}
 		if (rc != 0) {
 			log_line("@E %d %" PRId64 " %d %" PRId64 " %" PRId64 "\n", (int)pid, t1, rc,
@@ -520,6 +524,7 @@ static int worker_main(enum phase ph, int idx)
 		} else if (section(&h, work_ms, &st)) {
 			st.sections++;
 		}
+		held = still_held(&h, 0);
 		t0 = now_us();
 		if (ph == PH_SEM)
 			rc = dlock_semaphore_release_permit(h.sem, h.id);
@@ -542,6 +547,14 @@ static int worker_main(enum phase ph, int idx)
 		/* A release ends renewal whatever it returned. */
 		if (check_rc(&h) == 0)
 			log_line("@V %d %" PRId64 " %d %d 0\n", (int)pid, now_us(), V_RENEWED, rc);
+		/* Held when the release began, and the release says it was lost:
+		 * possible (the lease ran out on the way), but worth a figure. */
+		if (rc == DLOCK_ELOST && held) {
+			log_line("@Z %d %" PRId64 " %" PRId64 " 0 0\n", (int)pid, t1, elapsed);
+			if (getenv("SOAK_DEBUG"))
+				fprintf(stderr, "worker %d: held, then the release said: %s\n", idx,
+						handle_errmsg(&h));
+		}
 		if (rc != 0) {
 			if (getenv("SOAK_DEBUG"))
 				fprintf(stderr, "worker %d: release: %s\n", idx, handle_errmsg(&h));
@@ -553,9 +566,9 @@ static int worker_main(enum phase ph, int idx)
 			log_line("@L %d %" PRId64 " %d 0 0\n", (int)pid, now_us(), i - lost_logged);
 			lost_logged = i;
 		}
-		/* Readers come back soon (they should meet), writers later (so
-		 * that the read mode ends now and then). */
-		dl_sleep_ms(ph == PH_RW && !h.writer ? 20 + rnd(120) : rnd(20));
+		/* Readers come back soon enough to meet, and leave gaps in which
+		 * the read mode ends (a waiting writer is not preferred). */
+		dl_sleep_ms(ph == PH_RW && !h.writer ? 50 + rnd(250) : rnd(20));
 	}
 	/* Everything is released. Stay (client open, renewals running) until
 	 * the parent has looked at Redis. */
@@ -877,8 +890,8 @@ static void sweep_sections(const logdata *d, enum phase ph, sweep *out)
 			fprintf(stderr,
 					"overlap: %c section of pid %d [%" PRId64 ", %" PRId64
 					"] begins with %d sections open (%d readers, %d writers)\n",
-					s->kind, s->pid, s->begin, s->end, all - 1, readers - (s->kind == 'R'),
-					writers - (s->kind == 'W'));
+					s->kind, s->pid, s->begin, s->end, all - 1,
+					readers - (s->kind == 'R'), writers - (s->kind == 'W'));
 	}
 	free(ev);
 }
@@ -1038,8 +1051,10 @@ static long rw_keys_left(rh_server *s, int print)
 			r = rh_command(s, "HGETALL %s", RW_NAME);
 			fprintf(stderr, "left: %s (PTTL %" PRId64 "):", RW_NAME,
 					rh_command_int(s, "PTTL %s", RW_NAME));
-			for (j = 0; r && r->type == REDIS_REPLY_ARRAY && j + 1 < r->elements; j += 2)
-				fprintf(stderr, " %s=%s", r->element[j]->str, r->element[j + 1]->str);
+			for (j = 0; r && r->type == REDIS_REPLY_ARRAY && j + 1 < r->elements;
+					j += 2)
+				fprintf(stderr, " %s=%s", r->element[j]->str,
+						r->element[j + 1]->str);
 			fprintf(stderr, "\n");
 			if (r)
 				freeReplyObject(r);
@@ -1078,136 +1093,155 @@ static int touch(const char *path, const char *content)
 	return ok ? 0 : -1;
 }
 
-/* One phase: workers, chaos, a calm end, stop, the checks. 0, or -1 when
- * it could not run at all. */
-static int run_phase(enum phase ph, rh_server *srv, int phase_s)
-{
-	const char *tag = ph == PH_SEM ? "semaphore" : "rwlock";
-	int nworkers = ph == PH_SEM ? SEM_WORKERS : RW_WORKERS;
-	pid_t workers[MAX_WORKERS], parent = getpid();
+/* What a phase did and what the checker found. */
+typedef struct phase_out {
+	enum phase ph;
+	const char *tag;
+	int nworkers;
+	pid_t workers[MAX_WORKERS];
 	int wstatus[MAX_WORKERS], done[MAX_WORKERS];
-	int i, exited_ok = 0, killed_workers = 0, late_workers = 0, failed_before = failed;
-	int64_t t_start, t_chaos_end, t_stop, avail = -1, left_ms = -1;
-	long worker_v[V_NKINDS], errors_by[32], release_by[32], lost_events = 0, late = 0;
-	long sections_calm = 0, stale_reads = 0, writers = 0, readers = 0, keys_left = 0;
-	long long counter = -1;
-	long zset_left = -1, count_raw = -1, taken_at_stop = -1;
+	int exited_ok, killed_workers, late_workers;
+	int64_t t_start, t_chaos_end, avail, left_ms;
+	long worker_v[V_NKINDS], errors_by[32], release_by[32], lost_events, late;
+	long sections_calm, stale_reads, writers, readers, keys_left, lost_on_release;
+	long long counter;
+	long zset_left, count_raw, taken_at_stop;
 	chaos c;
 	logdata d;
 	sweep sw;
-	size_t k;
+} phase_out;
 
-	memset(&c, 0, sizeof(c));
-	memset(&d, 0, sizeof(d));
-	memset(done, 0, sizeof(done));
-	memset(worker_v, 0, sizeof(worker_v));
-	memset(errors_by, 0, sizeof(errors_by));
-	memset(release_by, 0, sizeof(release_by));
-	c.s = srv;
-	c.ph = ph;
-	set_paths(tag);
+/* Fork the workers, make chaos, then let them work calmly. 0, or -1. */
+static int start_phase(phase_out *o, enum phase ph, rh_server *srv, int phase_s, pid_t parent)
+{
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	o->ph = ph;
+	o->tag = ph == PH_SEM ? "semaphore" : "rwlock";
+	o->nworkers = ph == PH_SEM ? SEM_WORKERS : RW_WORKERS;
+	o->avail = o->left_ms = -1;
+	o->counter = -1;
+	o->zset_left = o->count_raw = o->taken_at_stop = -1;
+	o->c.s = srv;
+	o->c.ph = o->ph;
+	set_paths(o->tag);
 	if (touch(g_log_path, NULL) != 0 || touch(g_counter_path, "00000000000000000000\n") != 0) {
 		perror("log");
 		return -1;
 	}
-	if (ph == PH_SEM && seed_permits(&c) != 0) {
+	if (o->ph == PH_SEM && seed_permits(&o->c) != 0) {
 		fprintf(stderr, "could not set the permits\n");
 		return -1;
 	}
-	printf("\n== %s phase: %d workers, %d s (chaos %d s, then %d s calm) ==\n", tag, nworkers,
-			phase_s, phase_s - CALM_MS / 1000, CALM_MS / 1000);
-	t_start = now_ms();
-	g_hard_end_us = (t_start + (int64_t)(phase_s + 60) * 1000 * g_factor) * 1000;
+	printf("\n== %s phase: %d workers, %d s (chaos %d s, then %d s calm) ==\n", o->tag,
+			o->nworkers, phase_s, phase_s - CALM_MS / 1000, CALM_MS / 1000);
+	o->t_start = now_ms();
+	g_hard_end_us = (o->t_start + (int64_t)(phase_s + 60) * 1000 * g_factor) * 1000;
 	fflush(NULL);
-	for (i = 0; i < nworkers; i++) {
-		workers[i] = fork();
-		if (workers[i] < 0) {
+	for (i = 0; i < o->nworkers; i++) {
+		o->workers[i] = fork();
+		if (o->workers[i] < 0) {
 			perror("fork");
 			return -1;
 		}
-		if (workers[i] == 0) {
+		if (o->workers[i] == 0) {
 			/* The child: library only, never the harness (the server is the
 			 * parent's; _exit skips the harness's atexit cleanup). */
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(2);
-			_exit(worker_main(ph, i));
+			_exit(worker_main(o->ph, i));
 		}
 	}
 	g_journal = fopen(g_journal_path, "w");
 	if (g_journal)
 		setvbuf(g_journal, NULL, _IOLBF, 0);
 
-	t_chaos_end = t_start + (int64_t)phase_s * 1000 - CALM_MS;
-	run_chaos(&c, t_chaos_end);
-	t_chaos_end = now_ms(); /* the server is up again */
+	o->t_chaos_end = o->t_start + (int64_t)phase_s * 1000 - CALM_MS;
+	run_chaos(&o->c, o->t_chaos_end);
+	o->t_chaos_end = now_ms(); /* the server is up again */
 	dl_sleep_ms(CALM_MS);
+	return 0;
+}
 
-	/* ---- stop: every worker must leave its loop by itself ---- */
+/* Stop: every worker must leave its loop by itself; then what Redis keeps
+ * once they released everything (their clients still open); then exit. */
+static void stop_workers(phase_out *o, rh_server *srv)
+{
+	int64_t t_stop;
+	int i;
+
 	touch(g_stop_path, NULL);
 	t_stop = now_ms();
-	reap(workers, nworkers, done, wstatus,
-			t_stop + (int64_t)(MAX_WAIT_MS + 1200 + 4 * (2 * CMD_TIMEOUT_MS + g_margin_ms) +
-						   CALLBACK_WINDOW_MS + 2000) *
-							 g_factor,
-			1);
-	for (i = 0; i < nworkers; i++)
-		if (done[i] == 0) {
+	/* The longest a worker may need: a try, a long hold, a callback, a release. */
+	t_stop += (int64_t)(MAX_WAIT_MS + 3000 + 4 * (2 * CMD_TIMEOUT_MS + g_margin_ms) +
+				    CALLBACK_WINDOW_MS + 2000) *
+			g_factor;
+	reap(o->workers, o->nworkers, o->done, o->wstatus, t_stop, 1);
+	for (i = 0; i < o->nworkers; i++)
+		if (o->done[i] == 0) {
 			fprintf(stderr, "worker %d (pid %d) did not leave its loop in time\n", i,
-					(int)workers[i]);
-			late_workers++;
+					(int)o->workers[i]);
+			o->late_workers++;
 		}
 
 	/* Everything released, the clients still open (renewals would run):
 	 * what an abandoned attempt left behind comes back within a lease. */
-	if (ph == PH_SEM) {
-		taken_at_stop = (long)rh_command_int(srv, "ZCARD %s", SEM_TIMEOUTS);
+	if (o->ph == PH_SEM) {
+		o->taken_at_stop = (long)rh_command_int(srv, "ZCARD %s", SEM_TIMEOUTS);
 		dl_sleep_ms((LONGEST_TTL_MS + 300) * g_factor);
-		avail = count_available();
-		zset_left = (long)rh_command_int(srv, "EXISTS %s", SEM_TIMEOUTS);
+		o->avail = count_available();
+		o->zset_left = (long)rh_command_int(srv, "EXISTS %s", SEM_TIMEOUTS);
 		{
 			redisReply *r = rh_command(srv, "GET %s", SEM_NAME);
 
 			if (r && r->type == REDIS_REPLY_STRING)
-				count_raw = strtol(r->str, NULL, 10);
+				o->count_raw = strtol(r->str, NULL, 10);
 			if (r)
 				freeReplyObject(r);
 		}
 	} else {
 		int64_t t = now_ms(), deadline = t + (int64_t)(LONGEST_TTL_MS + 500) * g_factor;
 
-		while ((keys_left = rw_keys_left(srv, 0)) != 0 && now_ms() < deadline)
+		while ((o->keys_left = rw_keys_left(srv, 0)) != 0 && now_ms() < deadline)
 			dl_sleep_ms(50);
-		left_ms = now_ms() - t;
-		if (keys_left != 0)
+		o->left_ms = now_ms() - t;
+		if (o->keys_left != 0)
 			rw_keys_left(srv, 1);
 	}
 	touch(g_exit_path, NULL);
-	reap(workers, nworkers, done, wstatus, now_ms() + 5000L * g_factor, 0);
-	for (i = 0; i < nworkers; i++) {
-		if (done[i] == 2) {
-			if (WIFEXITED(wstatus[i]) && WEXITSTATUS(wstatus[i]) == 0)
-				exited_ok++;
+	reap(o->workers, o->nworkers, o->done, o->wstatus, now_ms() + 5000L * g_factor, 0);
+	for (i = 0; i < o->nworkers; i++) {
+		if (o->done[i] == 2) {
+			if (WIFEXITED(o->wstatus[i]) && WEXITSTATUS(o->wstatus[i]) == 0)
+				o->exited_ok++;
 			else
 				fprintf(stderr, "worker %d (pid %d) ended with %s %d\n", i,
-						(int)workers[i],
-						WIFEXITED(wstatus[i]) ? "status" : "signal",
-						WIFEXITED(wstatus[i]) ? WEXITSTATUS(wstatus[i])
-								      : WTERMSIG(wstatus[i]));
+						(int)o->workers[i],
+						WIFEXITED(o->wstatus[i]) ? "status" : "signal",
+						WIFEXITED(o->wstatus[i])
+								? WEXITSTATUS(o->wstatus[i])
+								: WTERMSIG(o->wstatus[i]));
 			continue;
 		}
-		fprintf(stderr, "worker %d (pid %d) did not %s: kill -9\n", i, (int)workers[i],
-				done[i] ? "exit" : "leave its loop");
-		kill(workers[i], SIGKILL);
-		waitpid(workers[i], &wstatus[i], 0);
-		killed_workers++;
+		fprintf(stderr, "worker %d (pid %d) did not %s: kill -9\n", i, (int)o->workers[i],
+				o->done[i] ? "exit" : "leave its loop");
+		kill(o->workers[i], SIGKILL);
+		waitpid(o->workers[i], &o->wstatus[i], 0);
+		o->killed_workers++;
 	}
 	if (g_journal)
 		fclose(g_journal);
 	g_journal = NULL;
+}
 
-	/* ---- the checker ---- */
-	if (read_log(&d) != 0) {
+/* Read the log and tally it. 0, or -1 when it cannot be read. */
+static int tally(phase_out *o)
+{
+	size_t k;
+
+	if (read_log(&o->d) != 0) {
 		fprintf(stderr, "cannot read %s\n", g_log_path);
 		return -1;
 	}
@@ -1217,179 +1251,225 @@ static int run_phase(enum phase ph, rh_server *srv, int phase_s)
 
 		if (fd >= 0 && read(fd, buf, COUNTER_LEN) == COUNTER_LEN) {
 			buf[COUNTER_LEN] = '\0';
-			if (sscanf(buf, "%lld", &counter) != 1)
-				counter = -1;
+			if (sscanf(buf, "%lld", &o->counter) != 1)
+				o->counter = -1;
 		}
 		if (fd >= 0)
 			close(fd);
 	}
-	sweep_sections(&d, ph, &sw);
-	for (k = 0; k < d.ns; k++) {
-		const sect *s = &d.s[k];
+	sweep_sections(&o->d, o->ph, &o->sw);
+	for (k = 0; k < o->d.ns; k++) {
+		const sect *s = &o->d.s[k];
 
-		writers += s->kind == 'W';
-		readers += s->kind == 'R';
-		if (s->begin > t_chaos_end * 1000)
-			sections_calm++;
-		if (s->kind == 'R' && s->c1 != s->c2 && stale_reads++ < 5)
+		o->writers += s->kind == 'W';
+		o->readers += s->kind == 'R';
+		if (s->begin > o->t_chaos_end * 1000)
+			o->sections_calm++;
+		if (s->kind == 'R' && s->c1 != s->c2 && o->stale_reads++ < 5)
 			fprintf(stderr, "reader pid %d saw the counter change from %lld to %lld"
 					" in [%" PRId64 ", %" PRId64 "]\n",
 					s->pid, s->c1, s->c2, s->begin, s->end);
 	}
-	for (k = 0; k < d.ne; k++) {
-		const event *e = &d.e[k];
+	for (k = 0; k < o->d.ne; k++) {
+		const event *e = &o->d.e[k];
 
 		switch (e->kind) {
 		case 'V':
 			if (e->a > 0 && e->a < V_NKINDS) {
-				if (worker_v[e->a]++ < 5)
+				if (o->worker_v[e->a]++ < 5)
 					fprintf(stderr,
 							"worker %d reported at +%" PRId64
 							" ms: %s (%" PRId64 ", %" PRId64 ")\n",
-							e->pid, e->t / 1000 - t_start, v_names[e->a],
-							e->b, e->c);
+							e->pid, e->t / 1000 - o->t_start,
+							v_names[e->a], e->b, e->c);
 			} else {
-				worker_v[0]++;
+				o->worker_v[0]++;
 			}
 			break;
 		case 'E':
 			if (e->a > -32 && e->a < 0)
-				errors_by[-e->a]++;
+				o->errors_by[-e->a]++;
 			break;
 		case 'U':
 			if (e->a > -32 && e->a < 0)
-				release_by[-e->a]++;
+				o->release_by[-e->a]++;
 			break;
 		case 'L':
-			lost_events += (long)e->a;
+			o->lost_events += (long)e->a;
 			break;
 		case 'T':
-			late++;
+			o->late++;
+			break;
+		case 'Z':
+			o->lost_on_release++;
 			break;
 		default:
 			break;
 		}
 	}
+	return 0;
+}
 
-	/* ---- figures ---- */
-	printf("figures (%s):\n", tag);
-	if (ph == PH_SEM)
+static void print_figures(const phase_out *o)
+{
+	const logdata *d = &o->d;
+	const sweep *sw = &o->sw;
+	const chaos *c = &o->c;
+	int i;
+
+	printf("figures (%s):\n", o->tag);
+	if (o->ph == PH_SEM)
 		printf("  sections: %zu (after the chaos: %ld); most at once: %d of %d permits\n",
-				d.ns, sections_calm, sw.max_all, NPERMITS);
+				d->ns, o->sections_calm, sw->max_all, NPERMITS);
 	else
-		printf("  sections: %zu (%ld writer, %ld reader; after the chaos: %ld); most at once:"
-		       " %d (readers %d); a reader joined other readers %ld times\n",
-				d.ns, writers, readers, sections_calm, sw.max_all, sw.max_readers,
-				sw.reader_meet);
-	printf("  acquisitions: %ld of %ld tries; failures:", d.acquired, d.tries);
+		printf("  sections: %zu (%ld writer, %ld reader; after the chaos: %ld);"
+		       " most at once: %d (readers %d); a reader joined other readers"
+		       " %ld times\n",
+				d->ns, o->writers, o->readers, o->sections_calm, sw->max_all,
+				sw->max_readers, sw->reader_meet);
+	printf("  acquisitions: %ld of %ld tries; failures:", d->acquired, d->tries);
 	for (i = 1; i < 32; i++)
-		if (errors_by[i])
-			printf(" %s %ld,", rc_name(-i), errors_by[i]);
-	printf("\n  releases that failed: %ld;", d.release_errors);
+		if (o->errors_by[i])
+			printf(" %s %ld,", rc_name(-i), o->errors_by[i]);
+	printf("\n  releases that failed: %ld;", d->release_errors);
 	for (i = 1; i < 32; i++)
-		if (release_by[i])
-			printf(" %s %ld,", rc_name(-i), release_by[i]);
+		if (o->release_by[i])
+			printf(" %s %ld,", rc_name(-i), o->release_by[i]);
+	printf("\n  releases that said lost though the check said held as they began: %ld",
+			o->lost_on_release);
 	printf("\n  server killed: %ld (restarted empty after > %d ms%s), paused: %ld,"
 	       " connections killed: %ld (in %ld CLIENT KILL TYPE normal), restart failures: %ld\n",
-			c.kills, LONGEST_TTL_MS, ph == PH_SEM ? ", permits set again" : "", c.pauses,
-			c.conn_killed, c.client_kill_cmds, c.restart_failures);
+			c->kills, LONGEST_TTL_MS, o->ph == PH_SEM ? ", permits set again" : "",
+			c->pauses, c->conn_killed, c->client_kill_cmds, c->restart_failures);
 	printf("  lost events: %ld; sections abandoned: %ld; skipped (lease too short): %ld;"
 	       " writes the holder could not confirm afterwards: %ld; slowest lost callback"
 	       " after the check: %" PRId64 " ms\n",
-			lost_events, d.abandoned, d.skipped, late, d.max_callback);
+			o->lost_events, d->abandoned, d->skipped, o->late, d->max_callback);
 	printf("  slowest acquire beyond its wait: %" PRId64 " ms; slowest release: %" PRId64
 	       " ms (bound %d ms)\n",
-			d.max_overrun, d.max_release, 2 * CMD_TIMEOUT_MS + g_margin_ms);
-	if (ph == PH_SEM)
+			d->max_overrun, d->max_release, 2 * CMD_TIMEOUT_MS + g_margin_ms);
+	if (o->ph == PH_SEM)
 		printf("  at the stop %ld permits were recorded taken; a lease later %" PRId64
 		       " available (count key %ld), timeout ZSET %s\n",
-				taken_at_stop, avail, count_raw, zset_left == 0 ? "gone" : "LEFT");
+				o->taken_at_stop, o->avail, o->count_raw,
+				o->zset_left == 0 ? "gone" : "LEFT");
 	else
 		printf("  counter %lld (writer sections %ld); keys left after the unlocks: gone"
 		       " within %" PRId64 " ms (%ld left)\n",
-				counter, writers, left_ms, keys_left);
+				o->counter, o->writers, o->left_ms, o->keys_left);
 	{
 		long wv = 0;
 
 		for (i = 0; i < V_NKINDS; i++)
-			wv += worker_v[i];
+			wv += o->worker_v[i];
 		printf("  violations: %ld (overlaps %ld, worker-reported %ld%s)\n",
-				sw.violations + wv + stale_reads, sw.violations, wv,
-				ph == PH_RW ? ", readers that saw a write" : "");
+				sw->violations + wv + o->stale_reads, sw->violations, wv,
+				o->ph == PH_RW ? ", readers that saw a write" : "");
 	}
-	printf("  run: %.1f s\n", (double)(now_ms() - t_start) / 1000.0);
+	printf("  run: %.1f s\n", (double)(now_ms() - o->t_start) / 1000.0);
+}
 
-	/* ---- the invariants, one check each ---- */
-	CHECK(d.bad_lines == 0, "%s: the log is well formed (%ld bad lines)", tag, d.bad_lines);
-	if (ph == PH_SEM) {
-		CHECK(sw.violations == 0,
-				"%s: never more than %d sections at once (%zu sections, most at once %d, "
-				"%ld violations)",
-				tag, NPERMITS, d.ns, sw.max_all, sw.violations);
-		CHECK(sw.max_all == NPERMITS, "%s: all %d permits were in use at once (most %d)",
-				tag, NPERMITS, sw.max_all);
-		CHECK(avail == NPERMITS && count_raw == NPERMITS && zset_left == 0,
+/* The invariants, one check each. */
+static void judge(const phase_out *o)
+{
+	const logdata *d = &o->d;
+	const sweep *sw = &o->sw;
+	const chaos *c = &o->c;
+	const long *v = o->worker_v;
+
+	CHECK(d->bad_lines == 0, "%s: the log is well formed (%ld bad lines)", o->tag,
+			d->bad_lines);
+	if (o->ph == PH_SEM) {
+		CHECK(sw->violations == 0,
+				"%s: never more than %d sections at once (%zu sections, most at"
+				" once %d, %ld violations)",
+				o->tag, NPERMITS, d->ns, sw->max_all, sw->violations);
+		CHECK(sw->max_all == NPERMITS, "%s: all %d permits were in use at once (most %d)",
+				o->tag, NPERMITS, sw->max_all);
+		CHECK(o->avail == NPERMITS && o->count_raw == NPERMITS && o->zset_left == 0,
 				"%s: every permit came back: %" PRId64 " available (count %ld),"
 				" {name}:timeout %s",
-				tag, avail, count_raw, zset_left == 0 ? "gone" : "still there");
+				o->tag, o->avail, o->count_raw,
+				o->zset_left == 0 ? "gone" : "still there");
 	} else {
-		CHECK(sw.violations == 0,
+		CHECK(sw->violations == 0,
 				"%s: no writer section overlapped another section (%ld writer, %ld"
 				" reader sections, %ld violations)",
-				tag, writers, readers, sw.violations);
-		CHECK(sw.max_readers >= 2 && sw.reader_meet > 0,
-				"%s: readers held the lock together (most at once %d, %ld times)", tag,
-				sw.max_readers, sw.reader_meet);
-		CHECK(writers > 0, "%s: writers got their turn (%ld sections)", tag, writers);
-		CHECK(stale_reads == 0, "%s: no reader saw the counter change (%ld did)", tag,
-				stale_reads);
-		CHECK(counter == writers, "%s: the counter (%lld) equals the writer sections (%ld)",
-				tag, counter, writers);
-		CHECK(keys_left == 0,
+				o->tag, o->writers, o->readers, sw->violations);
+		CHECK(sw->max_readers >= 2 && sw->reader_meet > 0,
+				"%s: readers held the lock together (most at once %d, %ld times)",
+				o->tag, sw->max_readers, sw->reader_meet);
+		CHECK(o->writers > 0, "%s: writers got their turn (%ld sections)", o->tag,
+				o->writers);
+		CHECK(o->stale_reads == 0, "%s: no reader saw the counter change (%ld did)", o->tag,
+				o->stale_reads);
+		CHECK(o->counter == o->writers,
+				"%s: the counter (%lld) equals the writer sections (%ld)", o->tag,
+				o->counter, o->writers);
+		CHECK(o->keys_left == 0,
 				"%s: no key of the lock (hash, rwlock_timeout keys) outlived the"
 				" unlocks by more than a lease (%ld left after %" PRId64 " ms)",
-				tag, keys_left, left_ms);
+				o->tag, o->keys_left, o->left_ms);
 	}
-	CHECK(worker_v[V_CHECK_TOO_LONG] == 0,
-			"%s: no leased hold was called held past its lease (%ld)", tag,
-			worker_v[V_CHECK_TOO_LONG]);
-	CHECK(worker_v[V_RENEWED] == 0, "%s: a release always ended the hold locally (%ld did not)",
-			tag, worker_v[V_RENEWED]);
-	CHECK(worker_v[V_NO_CALLBACK] == 0,
+	CHECK(v[V_CHECK_TOO_LONG] == 0, "%s: no leased hold was called held past its lease (%ld)",
+			o->tag, v[V_CHECK_TOO_LONG]);
+	CHECK(v[V_RENEWED] == 0, "%s: a release always ended the hold locally (%ld did not)",
+			o->tag, v[V_RENEWED]);
+	CHECK(v[V_NO_CALLBACK] == 0,
 			"%s: every loss a watchdog holder saw also came through the lost callback"
 			" within %d ms (%ld did not)",
-			tag, CALLBACK_WINDOW_MS + g_margin_ms, worker_v[V_NO_CALLBACK]);
-	CHECK(worker_v[V_SLOW_ACQUIRE] + worker_v[V_SLOW_RELEASE] + worker_v[V_BAD_RC] +
-					worker_v[V_IO] + worker_v[0] ==
-					0,
+			o->tag, CALLBACK_WINDOW_MS + g_margin_ms, v[V_NO_CALLBACK]);
+	CHECK(v[V_SLOW_ACQUIRE] + v[V_SLOW_RELEASE] + v[V_BAD_RC] + v[V_IO] + v[0] == 0,
 			"%s: every acquire within wait + 2 x %d ms + %d ms, every release within"
-			" 2 x %d ms + %d ms, only documented error codes (slow %ld + %ld, codes %ld,"
-			" I/O %ld)",
-			tag, CMD_TIMEOUT_MS, g_margin_ms, CMD_TIMEOUT_MS, g_margin_ms,
-			worker_v[V_SLOW_ACQUIRE], worker_v[V_SLOW_RELEASE], worker_v[V_BAD_RC],
-			worker_v[V_IO]);
-	CHECK(exited_ok == nworkers && killed_workers == 0 && late_workers == 0,
-			"%s: all %d workers left by themselves, in time, when told (%d did; %d late,"
-			" %d killed)",
-			tag, nworkers, exited_ok, late_workers, killed_workers);
-	CHECK(d.x_workers == nworkers, "%s: every worker reported its figures (%ld)", tag,
-			d.x_workers);
-	CHECK(c.kills > 0 && c.pauses > 0 && c.client_kill_cmds > 0 && c.restart_failures == 0,
+			" 2 x %d ms + %d ms, only documented error codes (slow %ld + %ld,"
+			" codes %ld, I/O %ld)",
+			o->tag, CMD_TIMEOUT_MS, g_margin_ms, CMD_TIMEOUT_MS, g_margin_ms,
+			v[V_SLOW_ACQUIRE], v[V_SLOW_RELEASE], v[V_BAD_RC], v[V_IO]);
+	CHECK(o->exited_ok == o->nworkers && o->killed_workers == 0 && o->late_workers == 0,
+			"%s: all %d workers left by themselves, in time, when told (%d did;"
+			" %d late, %d killed)",
+			o->tag, o->nworkers, o->exited_ok, o->late_workers, o->killed_workers);
+	CHECK(d->x_workers == o->nworkers, "%s: every worker reported its figures (%ld)", o->tag,
+			d->x_workers);
+	CHECK(c->kills > 0 && c->pauses > 0 && c->client_kill_cmds > 0 && c->restart_failures == 0,
 			"%s: the chaos happened (kills %ld, pauses %ld, CLIENT KILLs %ld) and the"
 			" server always came back",
-			tag, c.kills, c.pauses, c.client_kill_cmds);
-	CHECK((long)d.ns - sections_calm > 0 && sections_calm > 0,
-			"%s: sections completed under chaos (%ld) and after it (%ld)", tag,
-			(long)d.ns - sections_calm, sections_calm);
+			o->tag, c->kills, c->pauses, c->client_kill_cmds);
+	CHECK((long)d->ns - o->sections_calm > 0 && o->sections_calm > 0,
+			"%s: sections completed under chaos (%ld) and after it (%ld)", o->tag,
+			(long)d->ns - o->sections_calm, o->sections_calm);
+}
 
-	if (failed == failed_before)
-		remove_files();
-	else
-		fprintf(stderr, "the %s log is kept in %s (the chaos in %s)\n", tag, g_log_path,
-				g_journal_path);
-	free(d.s);
-	free(d.e);
-	return 0;
+
+
+/* One phase: workers, chaos, a calm end, stop, the checks. 0, or -1 when
+ * it could not run at all. */
+static int run_phase(enum phase ph, rh_server *srv, int phase_s)
+{
+	pid_t parent = getpid();
+	int failed_before = failed, rc;
+	phase_out *o = malloc(sizeof(*o));
+
+	if (!o)
+		return -1;
+	rc = start_phase(o, ph, srv, phase_s, parent);
+	if (rc == 0) {
+		stop_workers(o, srv);
+		rc = tally(o);
+	}
+	if (rc == 0) {
+		print_figures(o);
+		judge(o);
+		if (failed == failed_before)
+			remove_files();
+		else
+			fprintf(stderr, "the %s log is kept in %s (the chaos in %s)\n", o->tag,
+					g_log_path, g_journal_path);
+	}
+	free(o->d.s);
+	free(o->d.e);
+	free(o);
+	return rc;
 }
 
 int main(void)
