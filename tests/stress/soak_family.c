@@ -22,14 +22,14 @@
  * sets the count, and sets it again after a restart emptied the server, as
  * a service would with trySetPermits), 7 workers, the even ones with the
  * watchdog (a tenth of their sections last 0.6-3 s, across renewals, so
- * that a pause or kill finds some of them inside),
- * the odd ones with a lease. Each loops: acquire a permit (wait 0, or
- * 0.1-1.5 s), a critical section, release. A section works in slices while
+ * that a pause or kill finds some of them inside), the odd ones with a
+ * lease. Each loops: acquire a permit (wait 0, or 0.1-1.5 s), a critical
+ * section, release. A section works in slices while
  * dlock_semaphore_permit_check() says held and no lost callback named the
  * permit, takes its end time, looks once more and only then logs
- * "P <begin_us> <end_us> <pid>" (CLOCK_MONOTONIC): held is never regained,
- * so the whole interval was held. A leased permit that the check still
- * calls held past acquire-start + lease is a violation. Invariant: at no
+ * "P <begin_us> <end_us> <pid>" (CLOCK_MONOTONIC): a loss is final, so
+ * the whole interval was held. A leased permit that the check still calls
+ * held past acquire-start + lease (one attempt) is a violation. At no
  * instant more than N sections overlap (a sweep of the begin/end events),
  * and at some instant N did. After the workers released everything (their
  * clients still open) and a lease has passed, a fresh client counts N
@@ -39,17 +39,20 @@
  * leased mixed). A writer reads a counter file, works, and - while still
  * held - writes count + 1, then logs "W begin end pid"; a reader reads the
  * counter at its begin and end and logs "R begin end pid c1 c2" if it still
- * held the lock after its end. Invariants: no writer section overlaps any
- * other section, readers did overlap each other (at least once), a reader
- * saw the counter unchanged, the counter equals the writer sections; after
- * every worker unlocked, neither the hash nor any
- * `{name}:*:rwlock_timeout:*` key outlives a lease.
+ * held the lock after its end; readers pause 50-300 ms between sections,
+ * so that writers (not preferred over arriving readers) get their turn.
+ * Invariants: no writer section overlaps any other section, readers did
+ * overlap each other (at least once), a reader saw the counter unchanged,
+ * the counter equals the writer sections; after every worker unlocked,
+ * neither the hash nor any `{name}:*:rwlock_timeout:*` key outlives a
+ * lease.
  *
  * Both phases: every acquire returns within wait + 2 x command timeout +
  * margin, every release/unlock within 2 x command timeout + margin (margin
  * 150 ms, more under sanitizers and valgrind), only the error codes the
  * headers document; a loss a watchdog holder sees through the check also
- * comes through the lost callback; a release cancels renewal; workers
+ * comes through the lost callback (within a renewal period and a renewal
+ * on a dead connection); a release ends the hold locally; workers
  * leave by themselves when the stop file appears. Prints the figures and
  * "N passed, N failed"; exits non-zero on any failure, keeping the logs and
  * the chaos journal (same clock). SOAK_ONLY=semaphore or rwlock runs one
