@@ -1502,7 +1502,7 @@ int main(void)
 	}
 	snprintf(g_uri, sizeof(g_uri), "%s", rh_server_uri(srv));
 	snprintf(g_dir, sizeof(g_dir), "%s/dlock-soak-family-%ld-XXXXXX",
-			getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+			getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir,
 			(long)getpid());
 	if (!mkdtemp(g_dir)) {
 		perror("mkdtemp");
