@@ -177,7 +177,9 @@ DLOCK_EXTERN int dlock_semaphore_release_permit(dlock_semaphore *sem, const char
 /**
  * The local state of a permit taken through this handle, without network
  * traffic: 0 held, DLOCK_ELOST lost (a renewal found it gone, or no renewal
- * reached the server within its lease, or a fixed lease passed),
+ * reached the server within its lease, or a fixed lease passed; final: a
+ * late renewal the server still ran does not make it held again, and a
+ * renewed permit's loss also comes through the lost callback),
  * DLOCK_ENOTOWNER not held through this handle (nor lost in the last
  * minute past its lease: older records of lost permits are dropped).
  */

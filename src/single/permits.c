@@ -8,9 +8,15 @@
  * every such permit of the handle (Redisson's updateLeaseTime, many at a
  * time). A permit the server no longer has is LOST: its renewal ends and
  * the lost callback runs. A renewal that cannot reach the server is tried
- * again a second later, until the lease would have run out since the last
- * renewal that did: then the permit is lost too. Freeing the handle stops
- * the job; its permits then come back when their leases pass.
+ * again soon (a quarter of the period, at most a second later, as the lock
+ * watchdog does), until the lease would have run out since the last
+ * renewal that did: then the permit is lost too. A loss is final: once
+ * dlock_semaphore_permit_check() has said the lease ran out, a renewal
+ * that still finds the permit (a late one the server ran when it came
+ * back) does not make it held again; the next run of the job tells the
+ * loss instead, and the permit comes back on the server when the lease it
+ * has there ends. Freeing the handle stops the job; its permits then come
+ * back when their leases pass.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +33,7 @@
 #define JOB_OF(p, field) ((dlock__permit_job *)((char *)(p) - offsetof(dlock__permit_job, field)))
 #define SEM_OF(j) ((dlock_semaphore *)((char *)(j) - offsetof(dlock_semaphore, job)))
 
-/* A renewal that failed is tried again after this long. */
+/* A renewal that failed is tried again after at most this long. */
 #define RENEW_RETRY_MS 1000
 
 void dlock__permit_id_new(char id[DLOCK_PERMIT_ID_SIZE], unsigned char raw[16])
@@ -77,6 +83,16 @@ static int64_t period(const dlock_semaphore *s)
 	int64_t p = s->client->opts.watchdog_timeout_ms / 3;
 
 	return p > 0 ? p : 1;
+}
+
+/* After a failure: a quarter of the period (the lock watchdog's pace), so
+ * that a short watchdog timeout leaves room for more tries, at most a
+ * second. */
+static int64_t retry_in(const dlock_semaphore *s)
+{
+	int64_t r = period(s) / 4 + 1;
+
+	return r < RENEW_RETRY_MS ? r : RENEW_RETRY_MS;
 }
 
 static void job_run(dlock__timer *t);
@@ -228,7 +244,7 @@ int dlock__permit_forget(dlock_semaphore *s, const char *id)
 	if ((pp = find(s, id)) != NULL) {
 		p = *pp;
 		*pp = p->next;
-		rc = p->lost == 0 && !expired(p, dlock__now_ms());
+		rc = p->lost == 0 && !p->expired && !expired(p, dlock__now_ms());
 		dlock__free(p);
 	}
 	dlock__mutex_unlock(&s->mu);
@@ -244,10 +260,16 @@ int dlock_semaphore_permit_check(const dlock_semaphore *cs, const char *id)
 	if (s == NULL || id == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "permit check: NULL argument");
 	dlock__mutex_lock(&s->mu);
-	if ((pp = find(s, id)) == NULL)
+	if ((pp = find(s, id)) == NULL) {
 		rc = DLOCK_ENOTOWNER;
-	else
-		rc = (*pp)->lost == 0 && !expired(*pp, dlock__now_ms()) ? 0 : DLOCK_ELOST;
+	} else if ((*pp)->lost != 0 || (*pp)->expired) {
+		rc = DLOCK_ELOST;
+	} else if (expired(*pp, dlock__now_ms())) {
+		(*pp)->expired = 1; /* the job tells it (callback) */
+		rc = DLOCK_ELOST;
+	} else {
+		rc = 0;
+	}
 	dlock__mutex_unlock(&s->mu);
 	return rc;
 }
@@ -352,7 +374,7 @@ static void job_done(dlock__mux_loop *ml)
 	for (p = s->permits; p != NULL; p = p->next) {
 		if (!p->renewed || p->lost)
 			continue;
-		for (i = 0; ok && i < j->nids; i++) {
+		for (i = 0; ok && !p->expired && i < j->nids; i++) {
 			if (memcmp(p->raw, raw + i * 40, 16) != 0)
 				continue;
 			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
@@ -361,7 +383,7 @@ static void job_done(dlock__mux_loop *ml)
 				p->lost = DLOCK_LOST_GONE;
 			break;
 		}
-		if (p->lost == 0 && expired(p, now))
+		if (p->lost == 0 && (p->expired || expired(p, now)))
 			p->lost = DLOCK_LOST_UNREACHABLE;
 		if (p->lost != 0 && notes != NULL) {
 			memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
@@ -382,19 +404,26 @@ static void job_done(dlock__mux_loop *ml)
 	j->lens = NULL;
 	j->mem = NULL;
 	if (left > 0)
-		rearm(j, now + (ok ? period(s) : RENEW_RETRY_MS));
+		rearm(j, now + (ok ? period(s) : retry_in(s)));
 	/* Last: the callback may free the handle. */
 	tell(s, notes, nnotes);
 	dlock__free(notes);
 }
 
-/* The timer: renew every renewed permit not lost, in one call. */
+/*
+ * The timer: renew every renewed permit not lost, in one call. A permit
+ * whose lease ran out since the last renewal that reached the server (or
+ * that a check saw run out) is lost first, and told: a renewal now could
+ * only make it held again.
+ */
 static void job_run(dlock__timer *t)
 {
 	dlock__permit_job *j = JOB_OF(t, timer);
 	dlock_semaphore *s = SEM_OF(j);
+	int64_t now = dlock__now_ms();
+	lost_note *notes = NULL;
+	size_t n = 0, k, nnotes = 0, cap = 0;
 	dlock__permit *p;
-	size_t n = 0, k;
 	char *m;
 
 	j->armed = 0;
@@ -402,10 +431,24 @@ static void job_run(dlock__timer *t)
 		return;
 	dlock__mutex_lock(&s->mu);
 	for (p = s->permits; p != NULL; p = p->next)
-		n += p->renewed && p->lost == 0;
+		cap++;
+	notes = dlock__calloc(cap + 1, sizeof(*notes)); /* NULL: the losses are still recorded */
+	for (p = s->permits; p != NULL; p = p->next) {
+		if (!p->renewed || p->lost != 0)
+			continue;
+		if (p->expired || expired(p, now)) {
+			p->lost = DLOCK_LOST_UNREACHABLE;
+			if (notes != NULL) {
+				memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
+				notes[nnotes++].reason = p->lost;
+			}
+			continue;
+		}
+		n++;
+	}
 	if (n == 0 || s->freed) {
 		dlock__mutex_unlock(&s->mu);
-		return; /* the next permit taken kicks it again */
+		goto out; /* the next permit taken kicks it again */
 	}
 	j->argv = dlock__calloc(4 + 2 * n, sizeof(*j->argv));
 	j->lens = dlock__calloc(4 + 2 * n, sizeof(*j->lens));
@@ -418,8 +461,8 @@ static void job_run(dlock__timer *t)
 		j->argv = NULL;
 		j->lens = NULL;
 		j->mem = NULL;
-		rearm(j, dlock__now_ms() + RENEW_RETRY_MS);
-		return;
+		rearm(j, dlock__now_ms() + retry_in(s));
+		goto out;
 	}
 	j->argv[0] = s->name;
 	j->lens[0] = s->name_len;
@@ -461,8 +504,12 @@ static void job_run(dlock__timer *t)
 		j->argv = NULL;
 		j->lens = NULL;
 		j->mem = NULL;
-		rearm(j, dlock__now_ms() + RENEW_RETRY_MS);
-		return;
+		rearm(j, dlock__now_ms() + retry_in(s));
+		goto out;
 	}
 	j->running = 1;
+out:
+	/* Last: the callback may free the handle. */
+	tell(s, notes, nnotes);
+	dlock__free(notes);
 }

@@ -34,6 +34,7 @@ typedef struct dlock__permit {
 	int renewed;          /* renewed by the handle's job (DLOCK_LEASE_WATCHDOG) */
 	int64_t confirmed_at; /* monotonic ms a renewal (or the acquire) was sent that the server applied */
 	int lost;             /* 0, or a dlock_lost_reason */
+	int expired;          /* a check saw its lease run out: lost, whatever a late renewal says */
 	struct dlock__permit *next;
 } dlock__permit;
 

@@ -317,6 +317,108 @@ Test(semaphore, a_renewal_that_finds_the_permit_gone_reports_it_lost, .timeout =
 	dl_lost_destroy(&lost_rec);
 }
 
+/*
+ * A paused server takes no renewal for longer than the lease: the holder's
+ * check says lost. The server comes back at once and runs the renewals it
+ * was owed (given up by the client), so it would still renew the permit -
+ * but a loss the holder was told of is final: the callback comes, the
+ * permit is renewed no more, and it comes back when its lease on the
+ * server ends.
+ */
+Test(semaphore, a_permit_seen_lost_stays_lost_and_comes_back, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 200, 1500);
+	dlock_client *other = dl_client(rh_server_uri(dl_srv), 0, 0);
+	dlock_semaphore *s = sem_of(c, "sem-seen-lost", DLOCK_SEMAPHORE_EXPIRABLE);
+	dlock_semaphore *o = sem_of(other, "sem-seen-lost", DLOCK_SEMAPHORE_EXPIRABLE);
+	char id[DLOCK_PERMIT_ID_SIZE];
+	int64_t paused_at, lost_at = 0, held_again_at = 0, t;
+
+	dl_lost_init(&lost_rec);
+	dl_pass(dlock_semaphore_set_lost_cb(s, on_lost, &lost_rec));
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
+	/* A renewal has reached the server: it knows the script, so the late
+	 * EVALSHAs run (else NOSCRIPT). */
+	dl_sleep_ms(700);
+	cr_assert_eq(dlock_semaphore_permit_check(s, id), 0);
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	paused_at = rh_now_ms();
+	while (lost_at == 0 && (t = rh_now_ms()) - paused_at < 3000) {
+		if (dlock_semaphore_permit_check(s, id) == DLOCK_ELOST)
+			lost_at = t;
+		dl_sleep_ms(2);
+	}
+	/* Back as soon as the holder was told: before the next renewal. */
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	cr_assert_neq(lost_at, 0, "no renewal reached the server for 3000 ms (lease 1500 ms),"
+				  " and the permit was still called held");
+	while ((t = rh_now_ms()) - lost_at < 2500) {
+		if (held_again_at == 0 && dlock_semaphore_permit_check(s, id) != DLOCK_ELOST)
+			held_again_at = t;
+		dl_sleep_ms(5);
+	}
+	cr_assert_eq(held_again_at, 0,
+			"the check said lost %lld ms into the pause, then held again %lld ms"
+			" into it",
+			(long long)(lost_at - paused_at), (long long)(held_again_at - paused_at));
+	cr_assert_eq(dl_lost_wait(&lost_rec, rh_now_ms() + 1000), 1,
+			"the loss the check reported %lld ms into the pause never came through"
+			" the lost callback",
+			(long long)(lost_at - paused_at));
+	cr_assert_str_eq(lost_rec.owner, id);
+	/* Renewed no more: it comes back once the late renewals' lease ends. */
+	t = rh_now_ms();
+	while (available(o) != 1 && rh_now_ms() - t < 4000)
+		dl_sleep_ms(50);
+	cr_assert_eq(available(o), 1, "the lost permit is still taken %lld ms after the pause",
+			(long long)(rh_now_ms() - paused_at));
+	cr_assert_eq(dlock_semaphore_release_permit(s, id), DLOCK_ELOST);
+	dlock_semaphore_free(o);
+	dlock_semaphore_free(s);
+	dlock_client_free(other);
+	dlock_client_free(c);
+	dl_lost_destroy(&lost_rec);
+}
+
+/*
+ * One renewal fails (the server paused for a moment): the next one comes
+ * soon enough to keep the permit, as the lock watchdog keeps a lock - also
+ * with a short watchdog timeout, where a second's wait would outlast it.
+ */
+Test(semaphore, one_failed_renewal_does_not_lose_the_permit, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 200, 1500);
+	dlock_semaphore *s = sem_of(c, "sem-one-failure", DLOCK_SEMAPHORE_EXPIRABLE);
+	char id[DLOCK_PERMIT_ID_SIZE];
+	int64_t t0, lost_at = 0, t;
+
+	dl_lost_init(&lost_rec);
+	dl_pass(dlock_semaphore_set_lost_cb(s, on_lost, &lost_rec));
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
+	t0 = rh_now_ms();
+	dl_sleep_ms(350);
+	/* The renewal due at 500 ms meets a paused server and times out. */
+	cr_assert_eq(rh_server_pause(dl_srv), 0);
+	dl_sleep_ms(450);
+	cr_assert_eq(rh_server_resume(dl_srv), 0);
+	while (lost_at == 0 && (t = rh_now_ms()) - t0 < 3000) {
+		if (dlock_semaphore_permit_check(s, id) != 0)
+			lost_at = t;
+		dl_sleep_ms(5);
+	}
+	cr_assert_eq(lost_at, 0,
+			"the permit was lost %lld ms after it was taken: the server was paused"
+			" only from 350 to 800 ms (watchdog timeout 1500 ms)",
+			(long long)(lost_at - t0));
+	cr_assert_eq(dl_lost_count(&lost_rec), 0);
+	dl_pass(dlock_semaphore_release_permit(s, id));
+	dlock_semaphore_free(s);
+	dlock_client_free(c);
+	dl_lost_destroy(&lost_rec);
+}
+
 /* ---- async and cancel ------------------------------------------------------ */
 
 typedef struct outcome {
