@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/fmt.h"
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/fields.h"
@@ -28,24 +29,6 @@ static const char channel_prefix[] = "redisson_countdownlatch__channel__{";
 int dlock_countdown_options_init(dlock_countdown_options *opts, unsigned int version)
 {
 	return dlock__versioned_init(opts, version, &versioned);
-}
-
-/* The name as messages show it: printable bytes, escapes, truncated. */
-static void make_shown(char *out, size_t size, const char *name, size_t len)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len && n + 8 < size; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
-			out[n++] = (char)ch;
-		else
-			n += (size_t)snprintf(out + n, size - n, "\\x%02x", ch);
-	}
-	if (i < len)
-		n += (size_t)snprintf(out + n, size - n, "...");
-	out[n] = '\0';
 }
 
 static int check_name(const char *name, size_t *out_len)
@@ -77,7 +60,7 @@ static int make_names(dlock_countdown *c, const char *name, size_t len)
 	memcpy(c->channel + plen, name, len);
 	c->channel[plen + len] = '}';
 	c->channel[c->channel_len] = '\0';
-	make_shown(c->shown, sizeof(c->shown), name, len);
+	dlock__shown_name(c->shown, sizeof(c->shown), name, len);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/fmt.h"
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/topology/slot.h"
@@ -39,23 +40,6 @@ char *dlock__prefix_name(const char *prefix, const char *name, size_t name_len, 
 	*p = '\0';
 	*out_len = len;
 	return s;
-}
-
-static void make_shown(char *out, size_t size, const char *name, size_t len)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len && n + 8 < size; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
-			out[n++] = (char)ch;
-		else
-			n += (size_t)snprintf(out + n, size - n, "\\x%02x", ch);
-	}
-	if (i < len)
-		n += (size_t)snprintf(out + n, size - n, "...");
-	out[n] = '\0';
 }
 
 /* The name is usable as a key (and, in a cluster, hashes with its channel). */
@@ -101,7 +85,7 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 			(l->kind == DLOCK_LOCK_FENCED && l->token_key == NULL) ||
 			l->queue == NULL || l->timeouts == NULL)
 		return -1;
-	make_shown(l->shown, sizeof(l->shown), name, len);
+	dlock__shown_name(l->shown, sizeof(l->shown), name, len);
 	return 0;
 }
 

@@ -68,23 +68,6 @@ static char *receipt_prefix(const char *name, size_t len, size_t *out_len)
 	return q;
 }
 
-static void make_shown(char *out, size_t size, const char *name, size_t len)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len && n + 8 < size; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
-			out[n++] = (char)ch;
-		else
-			n += (size_t)snprintf(out + n, size - n, "\\x%02x", ch);
-	}
-	if (i < len)
-		n += (size_t)snprintf(out + n, size - n, "...");
-	out[n] = '\0';
-}
-
 int dlock_semaphore_new(dlock_semaphore **out, dlock_client *client, const char *name,
 		const dlock_semaphore_options *opts)
 {
@@ -134,7 +117,7 @@ int dlock_semaphore_new(dlock_semaphore **out, dlock_client *client, const char 
 		s->timeouts = suffix_name(name, len, "timeout", &s->timeouts_len);
 	else
 		s->receipt_prefix = receipt_prefix(name, len, &s->receipt_prefix_len);
-	make_shown(s->shown, sizeof(s->shown), name, len);
+	dlock__shown_name(s->shown, sizeof(s->shown), name, len);
 	s->job.loop = dlock__sem_loop(s);
 	dlock__permit_job_init(s);
 	if (s->name == NULL || s->channel == NULL ||

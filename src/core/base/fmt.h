@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Internal: integers to decimal text, on every command's hot path (snprintf costs ~10x). */
+/* Internal: integers to decimal text, on every command's hot path (snprintf
+ * costs ~10x); a name as messages show it. */
 #ifndef DLOCK_CORE_FMT_H
 #define DLOCK_CORE_FMT_H
 
@@ -24,5 +25,9 @@ static inline size_t dlock__fmt_i64(char *buf, int64_t v)
 	buf[i] = '\0';
 	return i;
 }
+
+/* A key's name as messages show it: printable bytes as they are, others as
+ * \xNN escapes, "..." when it does not fit in `size`. */
+void dlock__shown_name(char *out, size_t size, const char *name, size_t len);
 
 #endif
