@@ -102,6 +102,7 @@ enum {
 	OPT_FORCE,
 	OPT_GRACE,
 	OPT_FENCED,
+	OPT_FAIR,
 	OPT_PASSWORD_FILE,
 	OPT_PASSWORD_ENV,
 	OPT_USER,
@@ -126,7 +127,7 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "wait", required_argument, NULL, 'w' }, { "lease", required_argument, NULL, 'l' },
 	{ "owner", required_argument, NULL, OPT_OWNER }, { "json", no_argument, NULL, OPT_JSON },
 	{ "force", no_argument, NULL, OPT_FORCE }, { "grace", required_argument, NULL, OPT_GRACE },
-	{ "fenced", no_argument, NULL, OPT_FENCED },
+	{ "fenced", no_argument, NULL, OPT_FENCED }, { "fair", no_argument, NULL, OPT_FAIR },
 	{ "shared", no_argument, NULL, 's' }, { "exclusive", no_argument, NULL, 'x' },
 	{ "permits", required_argument, NULL, 'c' },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
@@ -315,6 +316,9 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 		case OPT_FENCED:
 			cfg->fenced = 1;
 			break;
+		case OPT_FAIR:
+			cfg->fair = 1;
+			break;
 		case 's':
 		case 'x':
 			if (parse_half(c, cfg) != 0)
@@ -354,6 +358,26 @@ static void free_config(cli_config *cfg)
 	cfg->sentinel_user = cfg->sentinel_password = NULL;
 }
 
+/* --fenced, --fair, -s/-x and -c each say what NAME is: one of them at most. */
+static int check_kind(const cli_config *cfg)
+{
+	const char *given[4];
+	size_t n = 0;
+
+	if (cfg->fenced)
+		given[n++] = "--fenced (a fenced lock)";
+	if (cfg->fair)
+		given[n++] = "--fair (a fair lock)";
+	if (cfg->rw_half != 0)
+		given[n++] = "-s/-x (a read-write lock)";
+	if (cfg->permits > 0)
+		given[n++] = "-c (a semaphore's permit)";
+	if (n > 1)
+		return usage_error("%s and %s exclude each other: each says what NAME is", given[0],
+				given[1]);
+	return 0;
+}
+
 static int configure(cli_config *cfg, cli_args *a)
 {
 	const char *nodes = a->nodes;
@@ -373,21 +397,14 @@ static int configure(cli_config *cfg, cli_args *a)
 		cfg->mode = cfg->n == 1 ? MODE_RLOCK : MODE_REDLOCK;
 	if (cfg->mode == MODE_RLOCK && cfg->n != 1)
 		return usage_error("mode rlock takes exactly one node, not %zu", cfg->n);
-	if (cfg->rw_half != 0 && cfg->fenced)
-		return usage_error("%s", "-s/-x take a read-write lock, which has no fencing token: "
-					 "drop --fenced");
+	if ((rc = check_kind(cfg)) != 0)
+		return rc;
 	if (cfg->permits > 0 && cfg->n != 1)
 		return usage_error("-c takes a semaphore on one node, not %zu "
 				   "(an expirable semaphore has no RedLock or MultiLock form)",
 				cfg->n);
 	if (cfg->permits > 0 && cfg->mode != MODE_RLOCK)
 		return usage_error("%s", "-c takes a semaphore on one node: drop -m");
-	if (cfg->permits > 0 && cfg->rw_half != 0)
-		return usage_error("%s", "-c (a semaphore's permit) and -s/-x (a read-write lock) "
-					 "exclude each other");
-	if (cfg->permits > 0 && cfg->fenced)
-		return usage_error("%s", "-c takes a semaphore's permit, which has no fencing "
-					 "token: drop --fenced");
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
 		return usage_error("--tls-cert and --tls-key go together");
 	if (cfg->tls_insecure)

@@ -16,6 +16,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	t->mode = cfg->mode;
 	t->fenced = cfg->fenced;
 	lopts.kind = cfg->fenced ? DLOCK_LOCK_FENCED
+			: cfg->fair ? DLOCK_LOCK_FAIR
 			: cfg->rw_half != 0 ? (dlock_lock_kind)cfg->rw_half : DLOCK_LOCK_PLAIN;
 	t->n = cfg->n;
 	t->name = name;

@@ -38,6 +38,7 @@ typedef struct cli_config {
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
 	int fenced;              /* fenced locks: acquisitions return a token */
+	int fair;                /* fair locks: waiters served in the order they asked */
 	int rw_half;             /* -s/-x: DLOCK_LOCK_READ or DLOCK_LOCK_WRITE (0: an RLock) */
 	int64_t permits;         /* run -c N: a permit of an expirable semaphore of N (0: a lock) */
 	int sync_replicas;       /* replicas that must acknowledge an acquisition (0: off) */
