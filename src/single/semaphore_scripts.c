@@ -100,9 +100,12 @@ dlock__script dlock__script_sem_available = DLOCK__SCRIPT("semaphore-available",
  * lease end (epoch ms, or DLOCK__PERMIT_NO_LEASE), now, DLOCK__PERMIT_NO_LEASE,
  * then the permit ids. Expired permits come back first (at most k, as
  * Redisson does). Reply: {1} taken; otherwise how long until the earliest
- * lease ends (ms, >= 0), or -1 when no lease will end by itself.
+ * lease ends (ms, >= 0), or -1 when no lease will end by itself. An id
+ * already taken is this attempt run before (resent after its connection
+ * dropped with the reply): {1} again, without taking a second permit.
  */
 dlock__script dlock__script_permit_acquire = DLOCK__SCRIPT("permit-acquire",
+		"if redis.call('zscore', KEYS[2], ARGV[5]) ~= false then return {1}; end; "
 		RECLAIM("2", "3", "3", "ARGV[1]")
 		"local v = redis.call('get', KEYS[1]); "
 		"if v ~= false and tonumber(v) >= tonumber(ARGV[1]) then "

@@ -851,3 +851,33 @@ Test(semaphore, a_query_shows_the_count_and_the_permits_without_changing_them, .
 	dlock_semaphore_free(s);
 	dlock_client_free(c);
 }
+
+/* The server runs an acquisition and drops its connection before the reply
+ * gets out (here: an output buffer limit of one byte; in life, CLIENT KILL
+ * or a proxy at the wrong moment). The client resends it on a new
+ * connection, once: the permit must be taken once, not twice. */
+Test(semaphore, an_acquisition_resent_after_its_reply_was_lost_takes_one_permit, .timeout = 30)
+{
+	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 0);
+	dlock_semaphore *s = sem_of(c, "sem-resent", DLOCK_SEMAPHORE_EXPIRABLE);
+	char id[DLOCK_PERMIT_ID_SIZE];
+	redisReply *r;
+	int rc;
+
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 3));
+	cr_assert_eq(available(s), 3); /* a pooled connection, and the scripts loaded */
+	r = rh_command(dl_srv, "CONFIG SET client-output-buffer-limit %s", "normal 1 0 0");
+	cr_assert(r != NULL && r->type != REDIS_REPLY_ERROR);
+	freeReplyObject(r);
+	rc = dlock_semaphore_acquire_permit(id, s, 0, 10000);
+	r = rh_command(dl_srv, "CONFIG SET client-output-buffer-limit %s", "normal 0 0 0");
+	cr_assert(r != NULL && r->type != REDIS_REPLY_ERROR);
+	freeReplyObject(r);
+	cr_assert_eq(rc, DLOCK_ECONN, "both sends lost their replies: %s",
+			dlock_semaphore_errmsg(s));
+	/* Run twice on the server, taken once: one permit out, its id in the set. */
+	cr_assert_eq(rh_command_int(dl_srv, "ZCARD {sem-resent}:timeout"), 1);
+	cr_assert_eq(available(s), 2, "a resent acquisition took a second permit");
+	dlock_semaphore_free(s);
+	dlock_client_free(c);
+}
