@@ -155,6 +155,21 @@ void jp_stop(java_peer *p)
 	free(p);
 }
 
+void jp_kill(java_peer *p)
+{
+	if (!p)
+		return;
+	int status;
+	kill(p->pid, SIGKILL);
+	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
+	}
+	close(p->to_fd);
+	close(p->from_fd);
+	for (int i = 0; i < p->npending; i++)
+		free(p->pending[i]);
+	free(p);
+}
+
 long jp_send(java_peer *p, const char *worker, const char *fmt, ...)
 {
 	char cmd[1024];

@@ -34,6 +34,10 @@ java_peer *jp_start(const char *servers, int64_t watchdog_ms);
 /* Ask the JVM to quit and reap it (SIGKILL after 10 s). NULL is a no-op. */
 void jp_stop(java_peer *p);
 
+/* Kill the JVM with SIGKILL, as a crash would (no unlock, no shutdown: its
+ * connections just drop), and reap it. NULL is a no-op. */
+void jp_kill(java_peer *p);
+
 /* The Redisson version the peer runs, e.g. "3.52.0". */
 const char *jp_version(const java_peer *p);
 
