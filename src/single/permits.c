@@ -109,6 +109,17 @@ static void kick(dlock__task *t)
 		j->armed = 1;
 }
 
+/* The renewal round's buffers (argument lists), freed once it is over. */
+static void free_round(dlock__permit_job *j)
+{
+	dlock__free(j->argv);
+	dlock__free(j->lens);
+	dlock__free(j->mem);
+	j->argv = NULL;
+	j->lens = NULL;
+	j->mem = NULL;
+}
+
 /* On the loop: end the job for good, and tell a waiting dlock_semaphore_free(). */
 static void job_stop_here(dlock__permit_job *j)
 {
@@ -121,12 +132,7 @@ static void job_stop_here(dlock__permit_job *j)
 		dlock__mux_clear(&j->mop, 1);
 		j->running = 0;
 	}
-	dlock__free(j->argv);
-	dlock__free(j->lens);
-	dlock__free(j->mem);
-	j->argv = NULL;
-	j->lens = NULL;
-	j->mem = NULL;
+	free_round(j);
 	dlock__mutex_lock(&s->mu);
 	j->stopped = 1;
 	pthread_cond_broadcast(&j->stopped_cv);
@@ -397,12 +403,7 @@ static void job_done(dlock__mux_loop *ml)
 				"semaphore %s: unexpected renewal reply", s->shown);
 	dlock__mux_loop_end(ml);
 	dlock__mux_clear(&j->mop, 1);
-	dlock__free(j->argv);
-	dlock__free(j->lens);
-	dlock__free(j->mem);
-	j->argv = NULL;
-	j->lens = NULL;
-	j->mem = NULL;
+	free_round(j);
 	if (left > 0)
 		rearm(j, now + (ok ? period(s) : retry_in(s)));
 	/* Last: the callback may free the handle. */
@@ -455,12 +456,7 @@ static void job_run(dlock__timer *t)
 	j->mem = dlock__malloc(24 + 40 * n);
 	if (j->argv == NULL || j->lens == NULL || j->mem == NULL) {
 		dlock__mutex_unlock(&s->mu);
-		dlock__free(j->argv);
-		dlock__free(j->lens);
-		dlock__free(j->mem);
-		j->argv = NULL;
-		j->lens = NULL;
-		j->mem = NULL;
+		free_round(j);
 		rearm(j, dlock__now_ms() + retry_in(s));
 		goto out;
 	}
@@ -498,12 +494,7 @@ static void job_run(dlock__timer *t)
 	j->sent_at = dlock__now_ms();
 	j->ml.urgent = 1; /* ahead of the operations waiting for a connection */
 	if (dlock__mux_loop_begin(&j->ml, j->loop, &j->mop, 1, NULL, NULL, job_done) < 0) {
-		dlock__free(j->argv);
-		dlock__free(j->lens);
-		dlock__free(j->mem);
-		j->argv = NULL;
-		j->lens = NULL;
-		j->mem = NULL;
+		free_round(j);
 		rearm(j, dlock__now_ms() + retry_in(s));
 		goto out;
 	}
