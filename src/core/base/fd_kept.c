@@ -11,12 +11,12 @@
  * of their set at once, as before. */
 #define KEPT_MAX 4096
 
-/* kept[fd]: (epfd + 1) << 2 | mask, or 0 when no set keeps fd. */
+/* kept[fd]: (epfd + 1) << 3 | mask (POLLIN 1, POLLOUT 4), or 0 when no set keeps fd. */
 static _Atomic unsigned int kept[KEPT_MAX];
 
 static unsigned int note_of(int epfd, int mask)
 {
-	return ((unsigned int)epfd + 1) << 2 | ((unsigned int)mask & 3);
+	return ((unsigned int)epfd + 1) << 3 | ((unsigned int)mask & 7);
 }
 
 int dlock__fd_keep(int fd, int epfd, int mask)
@@ -34,9 +34,9 @@ int dlock__fd_unkeep(int fd, int epfd, int *mask)
 	if (fd < 0 || fd >= KEPT_MAX)
 		return 0;
 	was = atomic_load(&kept[fd]);
-	if (was >> 2 != (unsigned int)epfd + 1 || !atomic_compare_exchange_strong(&kept[fd], &was, 0))
+	if (was >> 3 != (unsigned int)epfd + 1 || !atomic_compare_exchange_strong(&kept[fd], &was, 0))
 		return 0;
-	*mask = (int)(was & 3);
+	*mask = (int)(was & 7);
 	return 1;
 }
 
@@ -48,7 +48,7 @@ void dlock__fd_close(int fd)
 		unsigned int was = atomic_exchange(&kept[fd], 0);
 
 		if (was != 0)
-			epoll_ctl((int)(was >> 2) - 1, EPOLL_CTL_DEL, fd, NULL);
+			epoll_ctl((int)(was >> 3) - 1, EPOLL_CTL_DEL, fd, NULL);
 	}
 	close(fd);
 }
@@ -60,7 +60,7 @@ void dlock__fd_forget_set(int epfd)
 	for (fd = 0; fd < KEPT_MAX; fd++) {
 		unsigned int was = atomic_load(&kept[fd]);
 
-		if (was != 0 && was >> 2 == (unsigned int)epfd + 1)
+		if (was != 0 && was >> 3 == (unsigned int)epfd + 1)
 			atomic_compare_exchange_strong(&kept[fd], &was, 0);
 	}
 }

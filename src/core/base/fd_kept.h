@@ -17,7 +17,7 @@
 #ifndef DLOCK_CORE_FD_KEPT_H
 #define DLOCK_CORE_FD_KEPT_H
 
-/* Note that epfd still holds fd with `mask` (the loop's own bits). 0, or
+/* Note that epfd still holds fd with `mask` (its POLLIN/POLLOUT). 0, or
  * -1 when fd is beyond the table: take it out of the set now. */
 int dlock__fd_keep(int fd, int epfd, int mask);
 

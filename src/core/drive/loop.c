@@ -98,12 +98,6 @@ static void tell_timer(dlock__loop *l)
 	}
 }
 
-/* The loop's own bits for a kept descriptor's events. */
-static int kept_mask(short events)
-{
-	return ((events & POLLIN) ? 1 : 0) | ((events & POLLOUT) ? 2 : 0);
-}
-
 /* Note fd's io in the index of a caller's loop (a blocking call's loop,
  * with a few descriptors, walks its table: it never allocates). */
 static void index_fd(dlock__loop *l, dlock__io *io)
@@ -154,7 +148,7 @@ static int io_add(dlock__loop *l, dlock__io *io, int fd, short events,
 	index_fd(l, io);
 	if (l->backend != DLOCK__EPOLL || !dlock__fd_unkeep(fd, l->epfd, &was))
 		tell_fd(l, fd, events, EPOLL_CTL_ADD);
-	else if (was != kept_mask(events))
+	else if (was != (events & (POLLIN | POLLOUT)))
 		tell_fd(l, fd, events, EPOLL_CTL_MOD);
 	return 0;
 }
@@ -186,7 +180,7 @@ void dlock__io_stop(dlock__loop *l, dlock__io *io)
 	if (i == NOWHERE || i >= l->nios || l->ios[i] != io)
 		return;
 	if (!io->kept || l->backend != DLOCK__EPOLL ||
-			dlock__fd_keep(io->fd, l->epfd, kept_mask(io->events)) < 0)
+			dlock__fd_keep(io->fd, l->epfd, io->events & (POLLIN | POLLOUT)) < 0)
 		tell_fd(l, io->fd, 0, EPOLL_CTL_DEL);
 	if (io->fd >= 0 && (size_t)io->fd < l->by_fd_cap && l->by_fd[io->fd] == io)
 		l->by_fd[io->fd] = NULL;
