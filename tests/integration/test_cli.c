@@ -1081,17 +1081,30 @@ Test(cli, run_under_nohup_ignores_sighup, .timeout = 60)
 Test(cli, run_lease_stops_a_stubborn_command_before_the_lease_ends, .timeout = 60)
 {
 	rh_server *s = dl_srv;
+	char dir[64], started[128], unused[128], script[512];
+	struct stat st;
+	struct timespec now;
+	int64_t lived_ms;
 
+	tmpdir_with(dir, started, "started", unused, "unused");
+	snprintf(script, sizeof script, "touch %s; trap '' TERM; while :; do sleep 0.05; done",
+			started);
 	proc *run = DLOCK("-n", rh_server_uri(s), "--timeout", TMO, "run", "-l", "1000", "--grace",
-			"400", "cli-stubborn", "--", "sh", "-c",
-			"trap '' TERM; while :; do sleep 0.05; done");
+			"400", "cli-stubborn", "--", "sh", "-c", script);
+	clock_gettime(CLOCK_REALTIME, &now);
 	EXPECT_STATUS(run, 124);
-	cr_expect(proc_elapsed(run) >= 550 && proc_elapsed(run) <= 1150,
-			"a run with -l 1000 --grace 400 ended after %" PRId64
-			" ms: the command outlived "
-			"its lease",
-			proc_elapsed(run));
+	/* The lease began at the acquisition, before the command started: from
+	 * the command's start to dlock's exit is at most the lease's remainder
+	 * (dlock's own start, slow on a busy machine, is no part of the lease). */
+	cr_assert_eq(stat(started, &st), 0, "the command did not start");
+	lived_ms = ((int64_t)now.tv_sec - st.st_mtim.tv_sec) * 1000 +
+			((int64_t)now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
+	cr_expect(proc_elapsed(run) >= 550 && lived_ms <= 1150,
+			"a run with -l 1000 --grace 400 ended %" PRId64 " ms after it started (%" PRId64
+			" ms after its command did): the command outlived its lease",
+			proc_elapsed(run), lived_ms);
 	proc_free(run);
+	remove_tmpdir(dir, ARGS("started"));
 }
 
 /* The hold vanished while the command ran, and the command ended before any renewal. */
