@@ -6,7 +6,7 @@
  * each read hold k with its STRING `{name}:<owner>:rwlock_timeout:<k>` and
  * its own TTL; the hash lives as long as the longest of them. A release
  * publishes on redisson_rwlock:{name}: "0" (wake one) when the last reader
- * leaves, "1" (wake all) when a writer does.
+ * leaves, "1" (wake all) and then "0" when a writer does.
  *
  * Keys and arguments are those of the plain scripts (scripts.h), so the C
  * side only picks the script. The owner's write field is made here.
@@ -115,7 +115,10 @@ dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT("rw-acquire-write",
  * the key goes, or, when the owner still reads, the lock turns to read
  * mode and lives as long as its read holds. Either way every waiter is
  * woken with `msg` ("1"): Redisson publishes only when the key goes, but
- * readers of others can enter in read mode too. Leaves the holds left in c.
+ * readers of others can enter in read mode too. A "0" follows: Redisson
+ * frees on "1" only the threads already parked on its latch, so a reader
+ * between its retry and its park would sleep the whole lease; "0" leaves it
+ * a permit. Leaves the holds left in c.
  */
 #define WRITE_DROP_ONE(f, lease, msg) \
 	"local c = redis.call('hincrby', KEYS[1], " f ", -1); " \
@@ -132,6 +135,7 @@ dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT("rw-acquire-write",
 	"    if m > 0 then redis.call('pexpire', KEYS[1], m); end; " \
 	"  end; " \
 	"  redis.call('publish', KEYS[2], " msg "); " \
+	"  redis.call('publish', KEYS[2], '0'); " \
 	"end; "
 
 /* The latch (Redisson's, as the plain release): a repeat gets the first answer. */
@@ -188,6 +192,7 @@ dlock__script dlock__script_rw_force_release = DLOCK__SCRIPT("rw-force-release",
 		"if redis.call('hget', KEYS[1], 'mode') ~= ARGV[1] then return 0; end; "
 		"redis.call('del', KEYS[1]); "
 		"redis.call('publish', KEYS[2], ARGV[2]); "
+		"if ARGV[2] == '1' then redis.call('publish', KEYS[2], '0'); end; "
 		"return 1;");
 
 dlock__script dlock__script_rw_locked = DLOCK__SCRIPT("rw-locked",

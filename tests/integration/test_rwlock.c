@@ -128,8 +128,13 @@ Test(rwlock, a_writer_excludes_readers_and_other_writers)
 	cr_assert_eq(locked(r2), 0, "readLock().isLocked() with only a writer");
 	dl_assert_try(r2, 0, 10000, DLOCK_ENOTACQUIRED, 0, 1000);
 	dl_assert_try(w2, 300, 10000, DLOCK_ENOTACQUIRED, 250, 1500);
+	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_rwlock:{rw:excl}");
 	dl_pass(dlock_lock_unlock(w));
 	cr_assert_eq(rh_command_int(srv, "EXISTS rw:excl"), 0);
+	/* "1" wakes every parked waiter; "0" a Redisson reader not parked yet. */
+	dl_expect_message(sub, "redisson_rwlock:{rw:excl}", "1", 2000);
+	dl_expect_message(sub, "redisson_rwlock:{rw:excl}", "0", 2000);
+	redisFree(sub);
 	dl_assert_try(r2, 0, 10000, 0, 0, 1000);
 	dl_pass(dlock_lock_unlock(r2));
 	dl_free_locks(w, r2, w2);
@@ -400,6 +405,8 @@ Test(rwlock, a_force_unlock_takes_only_its_own_mode)
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(rh_command_int(srv, "EXISTS rw:force"), 0);
 	dl_expect_message(sub, "redisson_rwlock:{rw:force}", "1", 2000);
+	/* Redisson's "1" frees only parked threads; "0" leaves a late one a permit. */
+	dl_expect_message(sub, "redisson_rwlock:{rw:force}", "0", 2000);
 	redisFree(sub);
 	dl_free_locks(r, w);
 	dl_close_clients(c);
