@@ -25,5 +25,6 @@
 #include "dlock/async.h"
 #include "dlock/countdown.h"
 #include "dlock/semaphore.h"
+#include "dlock/stats.h"
 
 #endif

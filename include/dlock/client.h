@@ -11,6 +11,7 @@
 #define DLOCK_CLIENT_H
 
 #include "common.h"
+#include "stats.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,7 +19,7 @@ extern "C" {
 
 typedef struct dlock_client dlock_client;
 
-#define DLOCK_CLIENT_OPTIONS_VERSION 5
+#define DLOCK_CLIENT_OPTIONS_VERSION 6
 
 /**
  * Client options. Initialise with DLOCK_CLIENT_OPTIONS_INIT or
@@ -105,11 +106,31 @@ typedef struct dlock_client_options {
 	 *  it returns. The loop must outlive the client. NULL (default): the
 	 *  client runs one background thread. */
 	struct dlock_loop *loop;
+
+	/* Version 6: who holds it (dlock_client_holder), what locks cost (dlock/stats.h). */
+	/** Non-NULL (even ""): the client registers itself on each node where it
+	 *  holds something, so that others can tell who holds a lock: one key
+	 *  `dlock:holder:<client UUID>` per client and node (see
+	 *  dlock_client_holder) with this label, the host name, the pid,
+	 *  `command` and the time of registration. It is written with the first
+	 *  acquisition on a node (in the same round trip), kept alive with the
+	 *  client's renewals, deleted when the client is freed, and expires a
+	 *  watchdog timeout after the client stops. Redisson's data is left as
+	 *  it is. At most 200 bytes are kept; copied by dlock_client_open().
+	 *  NULL (default): no registration, nothing extra on the wire. */
+	const char *label;
+	/** What this process does, for the registration ("./nightly.sh");
+	 *  NULL: none. At most 200 bytes are kept. */
+	const char *command;
+	/** Called for each event (dlock/stats.h); NULL (default): none. */
+	dlock_stat_event_cb on_event;
+	/** Passed to on_event. */
+	void *event_ud;
 } dlock_client_options;
 
 #define DLOCK_CLIENT_OPTIONS_INIT \
 	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0, NULL, NULL, NULL, NULL, NULL, 0, \
-		NULL, NULL, 0, 1000, 0, 0, NULL }
+		NULL, NULL, 0, 1000, 0, 0, NULL, NULL, NULL, NULL, NULL }
 
 /**
  * Fill `opts` with the defaults of `version` (any 0 < version <=
@@ -215,6 +236,27 @@ DLOCK_EXTERN const char *dlock_client_node(const dlock_client *client);
  */
 DLOCK_EXTERN int dlock_client_owner(char *buf, size_t len,
 		const dlock_client *client, uint64_t thread_id);
+
+/** Who a registered owner is (dlock_client_options.label). */
+typedef struct dlock_holder {
+	char host[256];     /**< the host name of the holder's machine */
+	int64_t pid;        /**< its process id */
+	char label[208];    /**< its label ("" if it set none) */
+	char command[208];  /**< what it runs ("" if it said nothing) */
+	int64_t since_ms;   /**< when it registered on this node: Unix time, ms
+	                         (for `dlock run`, when it took its lock) */
+} dlock_holder;
+
+/**
+ * Look up the registration of `owner` - a hash field as lock holders have
+ * it: `<client UUID>:<thread>`, a read-write lock's `...:write` - on the
+ * client's server (on a cluster, the node that serves the registration's
+ * key). Returns 1 and fills *out when the owner's
+ * client registered, 0 when it did not (a Redisson holder, a client
+ * without a label, one whose registration expired), or an error:
+ * DLOCK_EINVAL (NULL argument), one command's errors (errors.h).
+ */
+DLOCK_EXTERN int dlock_client_holder(dlock_holder *out, dlock_client *client, const char *owner);
 
 /** The id of the calling thread as dlock uses it for owners (its kernel tid). */
 DLOCK_EXTERN uint64_t dlock_thread_id(void);

@@ -28,6 +28,10 @@ static const dlock__field fields[] = {
 	DLOCK__FIELD(dlock_client_options, first_contact_timeout_ms, 4),
 	DLOCK__FIELD(dlock_client_options, watch_force_unlock, 4),
 	DLOCK__FIELD(dlock_client_options, loop, 5),
+	DLOCK__FIELD(dlock_client_options, label, 6),
+	DLOCK__FIELD(dlock_client_options, command, 6),
+	DLOCK__FIELD(dlock_client_options, on_event, 6),
+	DLOCK__FIELD(dlock_client_options, event_ud, 6),
 };
 static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
 static const dlock__versioned versioned = DLOCK__VERSIONED("client options",
