@@ -156,10 +156,28 @@ int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	return 0;
 }
 
+/* A key that exists but is not a lock would look held forever: DLOCK_EWRONGTYPE
+ * when a node has one under the name (nodes that do not answer are left to
+ * the looks), else 0. */
+static int not_a_lock(cli_target *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		dlock_lock_info *info = NULL;
+		int rc = dlock_lock_query(&info, t->locks[i]);
+
+		dlock_lock_info_free(info);
+		if (rc == DLOCK_EWRONGTYPE)
+			return rc;
+	}
+	return 0;
+}
+
 int cli_wait_free(cli_target *t, const cli_config *cfg, int64_t wait_ms)
 {
 	int64_t start = now_ms();
-	int locked = 1, rc;
+	int locked = 1, looks = 0, rc;
 
 	for (;;) {
 		int64_t left = wait_ms < 0 ? WAIT_POLL_MS : start + wait_ms - now_ms();
@@ -171,6 +189,13 @@ int cli_wait_free(cli_target *t, const cli_config *cfg, int64_t wait_ms)
 		}
 		if (!locked)
 			return 0;
+		if (looks++ == 0 && (rc = not_a_lock(t)) < 0) {
+			fprintf(stderr,
+					"dlock: wait: \"%s\" holds a value that is not a Redisson/dlock "
+					"lock (another lock library?)\n",
+					t->name);
+			return cli_exit_for(rc, cfg);
+		}
 		if (left <= 0) {
 			if (!cfg->quiet)
 				fprintf(stderr, "dlock: wait: lock \"%s\" still held after %lld ms\n",

@@ -318,6 +318,12 @@ Test(cli_habits, wait_runs_out_with_75)
 	cr_expect_eq(p->err_len, 0, "%s", p->err);
 	proc_free(p);
 	cr_expect_eq(rh_command_int(dl_srv, "HEXISTS nightly other"), 1, "the holder keeps it");
+	/* a key that is no lock would look held for ever */
+	rh_command_int(dl_srv, "SET counter 5");
+	p = DLOCK("-n", uri, "wait", "counter");
+	EXPECT_STATUS(p, 65);
+	EXPECT_ONE_LINE_ERR(p);
+	proc_free(p);
 }
 
 /* ---- refused combinations ------------------------------------------------------------- */
