@@ -175,7 +175,6 @@ typedef struct cli_args {
 	int rw_given; /* -s or -x */
 	int permits_given; /* -c */
 	int nodes_given;   /* how many -n */
-	int timing_given;  /* --timeout or --watchdog */
 	int guard_given, sync_timeout_given;
 	const char *owner;
 	const char *nodes;
@@ -307,12 +306,10 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 		case OPT_TIMEOUT:
 			if (parse_ms(optarg, "--timeout", 1, &cfg->timeout_ms) < 0)
 				return EXIT_USAGE;
-			a->timing_given = 1;
 			break;
 		case OPT_WATCHDOG:
 			if (parse_ms(optarg, "--watchdog", WATCHDOG_MIN_MS, &cfg->watchdog_ms) < 0)
 				return EXIT_USAGE;
-			a->timing_given = 1;
 			break;
 		case OPT_GUARD:
 			if (parse_ms(optarg, "--restart-guard", 0, &cfg->restart_guard_ms) < 0)
