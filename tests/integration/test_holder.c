@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -265,6 +266,31 @@ Test(holder, a_freed_client_deletes_it)
 	dl_free_locks(l);
 	dl_close_clients(c);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 0, "left behind by a freed client");
+}
+
+Test(holder, a_forked_child_freeing_its_copy_leaves_it_alone)
+{
+	dlock_client *c = labelled(srv, "parent", NULL, 0);
+	dlock_lock *l = dl_lock(c, "reg-fork");
+	char key[128];
+	int status = -1;
+	pid_t kid;
+
+	holder_key(key, sizeof key, c);
+	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	kid = fork();
+	cr_assert_neq(kid, -1);
+	if (kid == 0) {
+		dlock_lock_free(l);
+		_exit(dlock_client_free(c) == 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(kid, &status, 0), kid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 1, "a forked child deleted it");
+	dl_pass(dlock_lock_unlock(l));
+	dl_free_locks(l);
+	dl_close_clients(c);
+	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 0);
 }
 
 /* ---- every kind, every member -------------------------------------------- */
