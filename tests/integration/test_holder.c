@@ -147,6 +147,31 @@ Test(holder, a_write_lock_owner_names_its_registered_client)
 	dl_close_clients(c);
 }
 
+Test(holder, a_long_label_and_command_keep_200_bytes)
+{
+	char label[301], command[401], owner[128];
+	dlock_client *c;
+	dlock_lock *l;
+	dlock_holder h;
+
+	memset(label, 'a', 300);
+	label[300] = '\0';
+	memset(command, 'c', 400);
+	command[400] = '\0';
+	c = labelled(srv, label, command, 0);
+	label[0] = 'X'; /* copied at open: the caller's buffer is its own again */
+	l = dl_lock(c, "reg-long");
+	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_owner(c, owner, sizeof owner);
+	cr_assert_eq(holder_of(&h, c, owner), 1);
+	cr_assert_eq(strlen(h.label), 200);
+	cr_assert_eq(h.label[0], 'a');
+	cr_assert_eq(strlen(h.command), 200);
+	dl_pass(dlock_lock_unlock(l));
+	dl_free_locks(l);
+	dl_close_clients(c);
+}
+
 Test(holder, owners_without_a_registration_are_zero)
 {
 	dlock_client *c = labelled(srv, "q", NULL, 0);
