@@ -10,6 +10,7 @@
 #include "dlock/client.h"
 #include "core/net/conn.h"
 #include "core/base/error.h"
+#include "core/base/stats.h"
 #include "core/drive/reactor.h"
 #include "core/net/script.h"
 
@@ -37,6 +38,7 @@ struct dlock_client {
 	                                 that learnt it ("" unknown) */
 	uint64_t started_gen;         /* conn_gen when started_at was read */
 	int64_t started_at;           /* monotonic ms the server started, as of started_gen */
+	dlock__stats stats;           /* dlock/stats.h's figures (core/drive/stats.c) */
 
 	/* State of the layer above (the single-server locks), made on first
 	 * use and freed with the client; core never looks inside. */
