@@ -78,8 +78,9 @@ dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 		"  if t == 'hash' then c = redis.call('hget', KEYS[i], field); end; "
 		"  if t ~= 'hash' and t ~= 'none' then "
 		"    r[i] = -1; "
+		/* Gone (0), or held by others now (2: a brain split, dlock/stats.h). */
 		"  elseif c == false then "
-		"    r[i] = 0; "
+		"    if t == 'hash' then r[i] = 2; else r[i] = 0; end; "
 		"  elseif form == '' then "
 		"    redis.call('pexpire', KEYS[i], ttl); "
 		"    r[i] = 1; "
