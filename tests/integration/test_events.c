@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The event hook and the stats snapshot (dlock/stats.h) as a user sees
+ * them: a lock taken and released, a try on a held lock, a hold deleted by
+ * someone else, a key taken over by another owner (a brain split), a
+ * server killed under a renewing hold and started again, a RedLock with a
+ * member down, and snapshots taken while another thread locks.
+ */
+#include <criterion/criterion.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <dlock.h>
+
+#include "redis_harness.h"
+#include "support.h"
+
+/* ---- what the hook saw ---------------------------------------------------- */
+
+#define MAX_EVENTS 256
+
+typedef struct seen_event {
+	dlock_stat_event ev; /* strings below, not the hook's */
+	char name[64], node[64], owner[80];
+} seen_event;
+
+typedef struct recorder {
+	pthread_mutex_t mu;
+	seen_event ev[MAX_EVENTS];
+	int n;
+} recorder;
+
+static void on_event(const dlock_stat_event *ev, void *ud)
+{
+	recorder *r = ud;
+	seen_event *s;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->n < MAX_EVENTS) {
+		s = &r->ev[r->n++];
+		s->ev = *ev;
+		snprintf(s->name, sizeof(s->name), "%s", ev->name ? ev->name : "");
+		snprintf(s->node, sizeof(s->node), "%s", ev->node ? ev->node : "");
+		snprintf(s->owner, sizeof(s->owner), "%s", ev->owner ? ev->owner : "");
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void rec_init(recorder *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+}
+
+static int rec_count(recorder *r, dlock_stat_event_type type)
+{
+	int i, n = 0;
+
+	pthread_mutex_lock(&r->mu);
+	for (i = 0; i < r->n; i++)
+		n += r->ev[i].ev.type == type;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+/* A copy of the first event of `type`; 0 when none came within ms. */
+static int rec_wait(recorder *r, dlock_stat_event_type type, int64_t ms, seen_event *out)
+{
+	int64_t until = rh_now_ms() + ms;
+	int i;
+
+	for (;;) {
+		pthread_mutex_lock(&r->mu);
+		for (i = 0; i < r->n; i++)
+			if (r->ev[i].ev.type == type) {
+				if (out != NULL)
+					*out = r->ev[i];
+				pthread_mutex_unlock(&r->mu);
+				return 1;
+			}
+		pthread_mutex_unlock(&r->mu);
+		if (rh_now_ms() >= until)
+			return 0;
+		dl_sleep_ms(5);
+	}
+}
+
+static dlock_client *hooked_client(const char *uri, recorder *r, int64_t timeout_ms,
+		int64_t watchdog_ms)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+
+	if (timeout_ms > 0)
+		o.connect_timeout_ms = o.command_timeout_ms = timeout_ms;
+	if (watchdog_ms > 0)
+		o.watchdog_timeout_ms = watchdog_ms;
+	o.on_event = on_event;
+	o.event_ud = r;
+	return dl_client_opts(uri, &o);
+}
+
+static uint64_t sum_counts(const dlock_stat_histogram *h)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < DLOCK_STAT_BUCKETS; i++)
+		n += h->counts[i];
+	return n;
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+Test(events, bounds_and_names)
+{
+	for (int i = 1; i < DLOCK_STAT_BUCKETS - 1; i++)
+		cr_assert_lt(dlock_stat_bounds_us[i - 1], dlock_stat_bounds_us[i]);
+	cr_assert_eq(dlock_stat_bounds_us[0], 100);
+	cr_assert_eq(dlock_stat_bounds_us[DLOCK_STAT_BUCKETS - 2], 1800000000LL);
+	cr_assert_str_eq(dlock_stat_event_type_str(DLOCK_STAT_ACQUIRED), "acquired");
+	cr_assert_str_eq(dlock_stat_event_type_str(DLOCK_STAT_BRAIN_SPLIT), "brain-split");
+	cr_assert_str_eq(dlock_stat_event_type_str(99), "unknown");
+	cr_assert_eq(dlock_client_stats(NULL, NULL), DLOCK_EINVAL);
+	dlock_stats_free(NULL);
+}
+
+Test(events, acquire_then_release_reports_both_and_counts_them, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+	seen_event acq, rel;
+	char owner[80];
+
+	cr_assert_not_null(s);
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 0, 0);
+	dlock_lock *l = dl_lock(c, "events:plain");
+
+	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG)); /* reentrant: one hold, count 2 */
+	dl_sleep_ms(50);
+	dl_pass(dlock_lock_unlock(l));
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), 0, "the first of two unlocks released");
+	dl_pass(dlock_lock_unlock(l));
+
+	cr_assert(rec_wait(&r, DLOCK_STAT_ACQUIRED, 0, &acq));
+	cr_assert(rec_wait(&r, DLOCK_STAT_RELEASED, 0, &rel));
+	dl_owner(c, owner, sizeof(owner));
+	cr_assert_str_eq(acq.name, "events:plain");
+	cr_assert_str_eq(acq.owner, owner);
+	cr_assert_eq(acq.ev.attempts, 1);
+	cr_assert_eq(acq.ev.votes, 1);
+	cr_assert_eq(acq.ev.members, 1);
+	cr_assert(acq.ev.wait_ms >= 0 && acq.ev.wait_ms < 1000, "wait %lld ms",
+			(long long)acq.ev.wait_ms);
+	cr_assert(rel.ev.hold_ms >= 45 && rel.ev.hold_ms < 5000, "held %lld ms",
+			(long long)rel.ev.hold_ms);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), 2);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), 1);
+
+	/* Held by another client: a try reports NOT_ACQUIRED, held by others. */
+	dlock_client *other = dl_client(rh_server_uri(s), 0, 0);
+	dlock_lock *ol = dl_lock(other, "events:plain");
+	dl_pass(dlock_lock_try(ol, 0, 10000));
+	cr_assert_eq(dlock_lock_try(l, 0, 10000), DLOCK_ENOTACQUIRED);
+	seen_event na;
+	cr_assert(rec_wait(&r, DLOCK_STAT_NOT_ACQUIRED, 0, &na));
+	cr_assert_eq(na.ev.code, DLOCK_ENOTACQUIRED);
+	cr_assert_eq(na.ev.attempts, 1);
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->acquired, 2);
+	cr_assert_eq(st->not_acquired, 1);
+	cr_assert_eq(st->failed, 0);
+	cr_assert_eq(st->released, 1);
+	cr_assert_eq(st->lost, 0);
+	cr_assert_eq(st->held, 0);
+	cr_assert_eq(st->wait.count, 3);
+	cr_assert_eq(sum_counts(&st->wait), 3);
+	cr_assert_eq(st->hold.count, 1);
+	cr_assert_geq(st->hold.sum_us, 45000);
+	cr_assert_eq(st->nnodes, 1);
+	cr_assert(strstr(rh_server_uri(s), st->nodes[0].node) != NULL, "node %s",
+			st->nodes[0].node);
+	cr_assert_geq(st->nodes[0].commands, 5, "%llu commands",
+			(unsigned long long)st->nodes[0].commands);
+	cr_assert_eq(st->nodes[0].rtt.count, st->nodes[0].commands);
+	cr_assert_eq(sum_counts(&st->nodes[0].rtt), st->nodes[0].commands);
+	cr_assert_eq(st->nodes[0].up, 1);
+	cr_assert_eq(st->nodes[0].downs, 0);
+	dlock_stats_free(st);
+
+	dlock_lock_unlock(ol);
+	dlock_lock_free(ol);
+	dlock_lock_free(l);
+	dlock_client_free(other);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
+
+Test(events, force_unlock_elsewhere_is_reported_lost, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+	seen_event lost;
+	int deleted = 0;
+
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 500, 600);
+	dlock_lock *l = dl_lock(c, "events:forced");
+	dlock_client *other = dl_client(rh_server_uri(s), 0, 0);
+	dlock_lock *ol = dl_lock(other, "events:forced");
+
+	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_force_unlock(&deleted, ol));
+	cr_assert_eq(deleted, 1);
+	cr_assert(rec_wait(&r, DLOCK_STAT_LOST, 3000, &lost), "no LOST within 3 s");
+	cr_assert_eq(lost.ev.reason, DLOCK_LOST_GONE, "reason %d", lost.ev.reason);
+	cr_assert_str_eq(lost.name, "events:forced");
+	cr_assert_geq(lost.ev.hold_ms, 0);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_BRAIN_SPLIT), 0, "nobody else held it");
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->lost, 1);
+	cr_assert_eq(st->held, 0);
+	cr_assert_eq(st->hold.count, 1);
+	dlock_stats_free(st);
+
+	dlock_lock_free(ol);
+	dlock_lock_free(l);
+	dlock_client_free(other);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
+
+/* The key deleted and taken by another owner in one step: the next renewal
+ * finds it held by someone else. */
+Test(events, renewal_that_finds_another_owner_reports_brain_split, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+	seen_event split, lost;
+	char owner[80];
+
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 500, 600);
+	dlock_lock *l = dl_lock(c, "events:split");
+
+	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_owner(c, owner, sizeof(owner));
+	redisReply *rep = rh_command(s,
+			"EVAL %s 1 %s %s",
+			"redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], ARGV[1], 1); "
+			"return redis.call('pexpire', KEYS[1], 10000)",
+			"events:split", "someone-else:1");
+	cr_assert_not_null(rep);
+	freeReplyObject(rep);
+
+	cr_assert(rec_wait(&r, DLOCK_STAT_BRAIN_SPLIT, 3000, &split), "no BRAIN_SPLIT within 3 s");
+	cr_assert(rec_wait(&r, DLOCK_STAT_LOST, 1000, &lost));
+	cr_assert_str_eq(split.name, "events:split");
+	cr_assert_str_eq(split.owner, owner, "our owner, not the other");
+	cr_assert(strstr(rh_server_uri(s), split.node) != NULL, "node %s", split.node);
+	cr_assert_eq(lost.ev.reason, DLOCK_LOST_GONE);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_BRAIN_SPLIT), 1);
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->brain_splits, 1);
+	cr_assert_eq(st->lost, 1);
+	dlock_stats_free(st);
+
+	dlock_lock_free(l);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
+
+Test(events, killed_server_goes_down_once_and_comes_back_up_once, .timeout = 60)
+{
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+	seen_event down, failed;
+
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 200, 600);
+	dlock_lock *l = dl_lock(c, "events:down");
+
+	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_sleep_ms(250); /* at least one renewal answered */
+	cr_assert_eq(rh_server_kill(s), 0);
+	cr_assert(rec_wait(&r, DLOCK_STAT_RENEWAL_FAILED, 3000, &failed), "no RENEWAL_FAILED");
+	cr_assert(rec_wait(&r, DLOCK_STAT_NODE_DOWN, 3000, &down), "no NODE_DOWN");
+	cr_assert(failed.ev.code < 0);
+	cr_assert(down.ev.code == DLOCK_ECONN || down.ev.code == DLOCK_ETIMEDOUT, "code %s",
+			dlock_strerror(down.ev.code));
+	cr_assert(strstr(rh_server_uri(s), down.node) != NULL, "node %s", down.node);
+	/* More failures meanwhile (renewals until the hold is lost): still one event. */
+	cr_assert(rec_wait(&r, DLOCK_STAT_LOST, 3000, NULL), "the hold was not lost");
+	cr_assert_eq(dlock_client_ping(c) < 0, 1);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_NODE_DOWN), 1);
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->nodes[0].up, 0);
+	cr_assert_eq(st->nodes[0].downs, 1);
+	cr_assert_geq(st->nodes[0].errors, 2);
+	cr_assert_geq(st->renewal_failures, 1);
+	dlock_stats_free(st);
+
+	cr_assert_eq(rh_server_restart(s), 0);
+	int64_t until = rh_now_ms() + 5000;
+	while (dlock_client_ping(c) != 0 && rh_now_ms() < until)
+		dl_sleep_ms(20);
+	dl_pass(dlock_client_ping(c));
+	dl_pass(dlock_client_ping(c));
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_NODE_UP), 1);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_NODE_DOWN), 1);
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->nodes[0].up, 1);
+	cr_assert_eq(st->nodes[0].downs, 1);
+	dlock_stats_free(st);
+
+	dlock_lock_free(l);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
+
+Test(events, redlock_with_a_member_down_reports_once_with_its_votes, .timeout = 60)
+{
+	rh_server *s[3];
+	recorder r;
+	dlock_client *c[3];
+	dlock_lock *m[3];
+	dlock_redlock *rl = NULL;
+	dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
+	seen_event acq, rel;
+
+	rec_init(&r);
+	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+
+		o.connect_timeout_ms = o.command_timeout_ms = 300;
+		o.lazy_connect = 1;
+		o.on_event = on_event;
+		o.event_ud = &r;
+		c[i] = dl_client_opts(rh_server_uri(s[i]), &o);
+		m[i] = dl_lock(c[i], "events:redlock");
+	}
+	ro.restart_guard_ms = 0;
+	dl_pass(dlock_redlock_new(&rl, m, 3, &ro));
+	cr_assert_eq(rh_server_kill(s[2]), 0);
+
+	dl_pass(dlock_redlock_lock(NULL, rl, DLOCK_LEASE_WATCHDOG));
+	dl_sleep_ms(20);
+	dl_pass(dlock_redlock_unlock(rl));
+
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), 1, "one ACQUIRED, not one per member");
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), 1, "one RELEASED, not one per member");
+	cr_assert(rec_wait(&r, DLOCK_STAT_ACQUIRED, 0, &acq));
+	cr_assert(rec_wait(&r, DLOCK_STAT_RELEASED, 0, &rel));
+	cr_assert_eq(acq.ev.votes, 2);
+	cr_assert_eq(acq.ev.members, 3);
+	cr_assert_geq(acq.ev.attempts, 1);
+	cr_assert_str_eq(acq.name, "events:redlock");
+	cr_assert_geq(rel.ev.hold_ms, 15);
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c[0]));
+	cr_assert_eq(st->acquired, 1);
+	cr_assert_eq(st->released, 1);
+	cr_assert_eq(st->held, 0);
+	dlock_stats_free(st);
+	dl_pass(dlock_client_stats(&st, c[1]));
+	cr_assert_eq(st->acquired, 0, "member 1's client reports no lock events");
+	cr_assert_eq(st->held, 0);
+	cr_assert_geq(st->nodes[0].commands, 2);
+	dlock_stats_free(st);
+	dl_pass(dlock_client_stats(&st, c[2]));
+	cr_assert_eq(st->nodes[0].commands, 0);
+	cr_assert_geq(st->nodes[0].errors, 1);
+	cr_assert_eq(st->nodes[0].downs, 0, "never answered: not down");
+	dlock_stats_free(st);
+
+	dlock_redlock_free(rl);
+	for (int i = 0; i < 3; i++) {
+		dlock_lock_free(m[i]);
+		dlock_client_free(c[i]);
+		rh_server_free(s[i]);
+	}
+}
+
+typedef struct snapper {
+	dlock_client *c;
+	atomic_int stop;
+	int snaps;
+	int failed;
+} snapper;
+
+static void *snap_loop(void *arg)
+{
+	snapper *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		dlock_stats *st;
+
+		if (dlock_client_stats(&st, p->c) != 0 || st->nnodes != 1 ||
+				st->nodes[0].rtt.count > st->nodes[0].commands + 1000)
+			p->failed = 1;
+		dlock_stats_free(st);
+		p->snaps++;
+	}
+	return NULL;
+}
+
+Test(events, snapshots_from_another_thread_while_locking, .timeout = 60)
+{
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+	snapper p = { 0 };
+	pthread_t th;
+	const int n = 300;
+
+	rec_init(&r);
+	p.c = hooked_client(rh_server_uri(s), &r, 0, 0);
+	dlock_lock *l = dl_lock(p.c, "events:busy");
+	cr_assert_eq(pthread_create(&th, NULL, snap_loop, &p), 0);
+	for (int i = 0; i < n; i++) {
+		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_unlock(l));
+	}
+	atomic_store(&p.stop, 1);
+	pthread_join(th, NULL);
+	cr_assert_eq(p.failed, 0);
+	cr_assert_gt(p.snaps, 0);
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, p.c));
+	cr_assert_eq(st->acquired, (uint64_t)n);
+	cr_assert_eq(st->released, (uint64_t)n);
+	cr_assert_eq(st->wait.count, (uint64_t)n);
+	cr_assert_eq(st->hold.count, (uint64_t)n);
+	cr_assert_eq(st->held, 0);
+	cr_assert_geq(st->nodes[0].commands, (uint64_t)(2 * n));
+	cr_assert_eq(st->nodes[0].rtt.count, st->nodes[0].commands);
+	cr_assert_gt(st->nodes[0].rtt.sum_us, 0);
+	dlock_stats_free(st);
+
+	dlock_lock_free(l);
+	dlock_client_free(p.c);
+	rh_server_free(s);
+}
