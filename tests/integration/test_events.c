@@ -454,3 +454,96 @@ Test(events, snapshots_from_another_thread_while_locking, .timeout = 60)
 	dlock_client_free(p.c);
 	rh_server_free(s);
 }
+
+Test(events, permit_taken_and_given_back_reports_both, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+	dlock_semaphore_options so = DLOCK_SEMAPHORE_OPTIONS_INIT;
+	dlock_semaphore *sem;
+	char id[DLOCK_PERMIT_ID_SIZE];
+	seen_event acq, rel;
+
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 0, 0);
+	so.kind = DLOCK_SEMAPHORE_EXPIRABLE;
+	dl_pass(dlock_semaphore_new(&sem, c, "events:sem", &so));
+	dl_pass(dlock_semaphore_try_set_permits(NULL, sem, 1));
+	dl_pass(dlock_semaphore_acquire_permit(id, sem, 0, DLOCK_LEASE_WATCHDOG));
+	char other[DLOCK_PERMIT_ID_SIZE];
+	cr_assert_eq(dlock_semaphore_acquire_permit(other, sem, 0, 10000), DLOCK_ENOTACQUIRED);
+	dl_sleep_ms(30);
+	dl_pass(dlock_semaphore_release_permit(sem, id));
+
+	cr_assert(rec_wait(&r, DLOCK_STAT_ACQUIRED, 0, &acq));
+	cr_assert(rec_wait(&r, DLOCK_STAT_RELEASED, 0, &rel));
+	cr_assert_str_eq(acq.name, "events:sem");
+	cr_assert_str_eq(acq.owner, id, "the permit's id");
+	cr_assert_eq(acq.ev.attempts, 1);
+	cr_assert_geq(rel.ev.hold_ms, 25);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_NOT_ACQUIRED), 1);
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->acquired, 1);
+	cr_assert_eq(st->not_acquired, 1);
+	cr_assert_eq(st->released, 1);
+	cr_assert_eq(st->held, 0);
+	dlock_stats_free(st);
+
+	dlock_semaphore_free(sem);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
+
+typedef struct done_flag {
+	atomic_int done;
+	int code;
+} done_flag;
+
+static void op_done(dlock_op *op, const dlock_result *res, void *ud)
+{
+	done_flag *d = ud;
+
+	(void)op;
+	d->code = res->code;
+	atomic_store(&d->done, 1);
+}
+
+static void wait_done(done_flag *d)
+{
+	int64_t until = rh_now_ms() + 5000;
+
+	while (!atomic_load(&d->done) && rh_now_ms() < until)
+		dl_sleep_ms(2);
+	cr_assert(atomic_load(&d->done), "the operation did not end within 5 s");
+}
+
+Test(events, async_fair_lock_reports_like_the_blocking_call, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+	dlock_lock *l;
+	done_flag a = { 0 }, b = { 0 };
+
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 0, 0);
+	dl_pass(dlock_lock_new(&l, c, "events:async", dl_kind(DLOCK_LOCK_FAIR)));
+	dl_pass(dlock_lock_acquire_async(NULL, l, "async-owner:1", 0, DLOCK_LEASE_WATCHDOG, op_done,
+			&a));
+	wait_done(&a);
+	cr_assert_eq(a.code, 0);
+	dl_pass(dlock_lock_release_async(NULL, l, "async-owner:1", op_done, &b));
+	wait_done(&b);
+	cr_assert_eq(b.code, 0);
+
+	seen_event acq, rel;
+	cr_assert(rec_wait(&r, DLOCK_STAT_ACQUIRED, 1000, &acq));
+	cr_assert(rec_wait(&r, DLOCK_STAT_RELEASED, 1000, &rel));
+	cr_assert_str_eq(acq.owner, "async-owner:1");
+	cr_assert_str_eq(rel.owner, "async-owner:1");
+
+	dlock_lock_free(l);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
