@@ -14,15 +14,17 @@ void dlock__engine_stat_acquire(dlock__engine_op *o, int rc)
 {
 	dlock__engine *e = o->e;
 	dlock_client *c = dlock__lock_client(e->members[0]);
-	int64_t now = dlock__now_ms();
+	int64_t now_us = dlock__now_us(), now = now_us / 1000;
 	int votes = rc == 0 ? (int)dlock__tries_count(o->t, e->n, DLOCK_VOTE_ACQUIRED) : 0;
 
+	if (o->op.finished)
+		return; /* once: a second end is ignored */
 	if (rc == 0) {
 		atomic_store_explicit(&e->held_since, now, memory_order_relaxed);
 		dlock__stat_held(c);
 	}
 	dlock__stat_acquire(c, rc, dlock__lock_name(e->members[0]), o->t[0].owner_ptr,
-			now - o->started, o->rounds, votes, (int)e->n);
+			now_us - o->started * 1000, o->rounds, votes, (int)e->n);
 }
 
 static int64_t held_for(const dlock__engine *e)

@@ -59,6 +59,7 @@ typedef struct acquire_op {
 	char end_msg[DLOCK__ERRMSG_MAX];
 	int member;          /* a MultiLock's or RedLock's part: no events of its own */
 	int attempts;        /* acquisition scripts sent (dlock/stats.h) */
+	int64_t started_us;  /* `started` in us, for the wait histogram */
 	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
 	uint64_t cancels;
 	dlock_client *send_to; /* a cluster's redirect: the member named (else the lock's client) */
@@ -169,9 +170,9 @@ static void finish(acquire_op *o, int rc)
 {
 	if (rc == DLOCK_ENOTACQUIRED)
 		o->lo.op.result.holder_ttl_ms = o->ttl;
-	if (!o->member)
+	if (!o->member && !o->lo.op.finished) /* once: a second end is ignored */
 		dlock__stat_acquire(o->lo.l->client, rc, o->lo.l->name, o->lo.owner,
-				dlock__now_ms() - o->started, o->attempts, 1, 1);
+				dlock__now_us() - o->started_us, o->attempts, 1, 1);
 	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
 }
 
@@ -414,7 +415,8 @@ static void start(dlock_op *op)
 	acquire_op *o = (acquire_op *)op;
 
 	o->li.loop = op->loop; /* the loop it runs on, known now */
-	o->started = dlock__now_ms();
+	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
+	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
 	o->owed_until = o->started + OWED_GRACE_MS;
 	attempt(o);

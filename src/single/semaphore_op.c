@@ -44,6 +44,7 @@ typedef struct sem_op {
 	int in_flight, waiting, woken_meanwhile, cancel_pending, giving_back;
 	int canceled_with;
 	int attempts; /* acquisition scripts sent (dlock/stats.h) */
+	int64_t started_us; /* `started` in us, for the wait histogram */
 	uint64_t cancels;
 	char id[DLOCK_PERMIT_ID_SIZE];
 	unsigned char raw[16];
@@ -78,8 +79,9 @@ static void stop_listening(sem_op *o)
 
 static void finish(sem_op *o, int rc)
 {
-	dlock__stat_acquire(o->s->client, rc, o->s->name, o->have_id && rc == 0 ? o->id : NULL,
-			dlock__now_ms() - o->started, o->attempts, 1, 1);
+	if (!o->op.finished) /* once: a second end is ignored */
+		dlock__stat_acquire(o->s->client, rc, o->s->name, o->have_id && rc == 0 ? o->id : NULL,
+				dlock__now_us() - o->started_us, o->attempts, 1, 1);
 	dlock__op_finish(&o->op, dlock__errbuf_record(&o->s->err, rc));
 }
 
@@ -334,7 +336,8 @@ static void start(dlock_op *op)
 	sem_op *o = (sem_op *)op;
 
 	o->li.loop = op->loop;
-	o->started = dlock__now_ms();
+	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
+	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
 	attempt(o);
 }

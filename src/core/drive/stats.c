@@ -61,11 +61,11 @@ void dlock__stat_command(dlock_client *c, int rc, const redisReply *reply, int64
 }
 
 void dlock__stat_acquire(dlock_client *c, int rc, const char *name, const char *owner,
-		int64_t wait_ms, int attempts, int votes, int members)
+		int64_t wait_us, int attempts, int votes, int members)
 {
 	dlock__stats *s = &c->stats;
 
-	dlock__hist_add(&s->wait, wait_ms * 1000);
+	dlock__hist_add(&s->wait, wait_us);
 	if (rc == 0) {
 		dlock__stat_add(&s->acquired, 1);
 	} else {
@@ -77,7 +77,7 @@ void dlock__stat_acquire(dlock_client *c, int rc, const char *name, const char *
 		ev.name = name;
 		ev.owner = owner;
 		ev.code = rc;
-		ev.wait_ms = wait_ms;
+		ev.wait_ms = wait_us / 1000;
 		ev.attempts = attempts;
 		ev.votes = rc == 0 ? votes : 0;
 		ev.members = members;

@@ -19,9 +19,9 @@
  * node going down; an answer after that, its coming back. */
 void dlock__stat_command(dlock_client *c, int rc, const redisReply *reply, int64_t rtt_us);
 
-/* An acquisition ended: rc 0 acquired, else why not. */
+/* An acquisition ended after wait_us: rc 0 acquired, else why not. */
 void dlock__stat_acquire(dlock_client *c, int rc, const char *name, const char *owner,
-		int64_t wait_ms, int attempts, int votes, int members);
+		int64_t wait_us, int attempts, int votes, int members);
 
 /* A hold began (the gauge) or ended: released (reason 0) or lost. */
 void dlock__stat_held(dlock_client *c);
