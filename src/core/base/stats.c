@@ -31,17 +31,18 @@ void dlock__hist_add(dlock__hist *h, int64_t us)
 		us = 0;
 	atomic_fetch_add_explicit(&h->counts[dlock__stat_bucket(us)], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->sum_us, (uint64_t)us, memory_order_relaxed);
-	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
 }
 
 void dlock__hist_read(const dlock__hist *h, dlock_stat_histogram *out)
 {
 	size_t i;
 
-	out->count = atomic_load_explicit(&h->count, memory_order_relaxed);
+	out->count = 0;
 	out->sum_us = atomic_load_explicit(&h->sum_us, memory_order_relaxed);
-	for (i = 0; i < DLOCK_STAT_BUCKETS; i++)
+	for (i = 0; i < DLOCK_STAT_BUCKETS; i++) {
 		out->counts[i] = atomic_load_explicit(&h->counts[i], memory_order_relaxed);
+		out->count += out->counts[i];
+	}
 }
 
 const char *dlock_stat_event_type_str(int type)

@@ -13,8 +13,8 @@
 
 #include "dlock/stats.h"
 
+/* No count of its own: the buckets' sum is it (one atomic add fewer per value). */
 typedef struct dlock__hist {
-	_Atomic uint64_t count;
 	_Atomic uint64_t sum_us;
 	_Atomic uint64_t counts[DLOCK_STAT_BUCKETS];
 } dlock__hist;
@@ -28,8 +28,9 @@ typedef struct dlock__stats {
 	_Atomic uint64_t renewals, renewal_failures, brain_splits;
 	_Atomic int64_t held;
 	dlock__hist wait, hold;
-	/* The node (a cluster root's are its members'). */
-	_Atomic uint64_t commands, errors, downs;
+	/* The node (a cluster root's are its members'); its commands answered
+	 * are rtt's count. */
+	_Atomic uint64_t errors, downs;
 	_Atomic int state;
 	dlock__hist rtt;
 } dlock__stats;

@@ -48,8 +48,7 @@ void dlock__stat_command(dlock_client *c, int rc, const redisReply *reply, int64
 	dlock__stats *s = &c->stats;
 
 	if (rc == 0 && reply != NULL) {
-		dlock__stat_add(&s->commands, 1);
-		dlock__hist_add(&s->rtt, rtt_us);
+		dlock__hist_add(&s->rtt, rtt_us); /* its count is the commands answered */
 		if (reply->type == REDIS_REPLY_ERROR)
 			dlock__stat_add(&s->errors, 1);
 		node_state(c, DLOCK__NODE_UP, 0);

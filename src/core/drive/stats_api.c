@@ -38,11 +38,11 @@ static void add_node(dlock_client *c, void *arg)
 	memcpy(f->names[f->out->nnodes], c->node.label, sizeof(c->node.label));
 	f->names[f->out->nnodes][sizeof(c->node.label) - 1] = '\0';
 	n->node = f->names[f->out->nnodes];
-	n->commands = LOAD(s->commands);
 	n->errors = LOAD(s->errors);
 	n->downs = LOAD(s->downs);
 	n->up = LOAD(s->state) == DLOCK__NODE_UP;
 	dlock__hist_read(&s->rtt, &n->rtt);
+	n->commands = n->rtt.count;
 	f->out->nnodes++;
 }
 
