@@ -15,101 +15,9 @@
 
 #include <dlock.h>
 
+#include "event_recorder.h"
 #include "redis_harness.h"
 #include "support.h"
-
-/* ---- what the hook saw ---------------------------------------------------- */
-
-#define MAX_EVENTS 256
-
-typedef struct seen_event {
-	dlock_stat_event ev; /* strings below, not the hook's */
-	char name[64], node[64], owner[80];
-} seen_event;
-
-typedef struct recorder {
-	pthread_mutex_t mu;
-	seen_event ev[MAX_EVENTS];
-	int n;
-} recorder;
-
-static void on_event(const dlock_stat_event *ev, void *ud)
-{
-	recorder *r = ud;
-	seen_event *s;
-
-	pthread_mutex_lock(&r->mu);
-	if (r->n < MAX_EVENTS) {
-		s = &r->ev[r->n++];
-		s->ev = *ev;
-		snprintf(s->name, sizeof(s->name), "%s", ev->name ? ev->name : "");
-		snprintf(s->node, sizeof(s->node), "%s", ev->node ? ev->node : "");
-		snprintf(s->owner, sizeof(s->owner), "%s", ev->owner ? ev->owner : "");
-	}
-	pthread_mutex_unlock(&r->mu);
-}
-
-static void rec_init(recorder *r)
-{
-	memset(r, 0, sizeof(*r));
-	pthread_mutex_init(&r->mu, NULL);
-}
-
-static int rec_count(recorder *r, dlock_stat_event_type type)
-{
-	int i, n = 0;
-
-	pthread_mutex_lock(&r->mu);
-	for (i = 0; i < r->n; i++)
-		n += r->ev[i].ev.type == type;
-	pthread_mutex_unlock(&r->mu);
-	return n;
-}
-
-/* A copy of the first event of `type`; 0 when none came within ms. */
-static int rec_wait(recorder *r, dlock_stat_event_type type, int64_t ms, seen_event *out)
-{
-	int64_t until = rh_now_ms() + ms;
-	int i;
-
-	for (;;) {
-		pthread_mutex_lock(&r->mu);
-		for (i = 0; i < r->n; i++)
-			if (r->ev[i].ev.type == type) {
-				if (out != NULL)
-					*out = r->ev[i];
-				pthread_mutex_unlock(&r->mu);
-				return 1;
-			}
-		pthread_mutex_unlock(&r->mu);
-		if (rh_now_ms() >= until)
-			return 0;
-		dl_sleep_ms(5);
-	}
-}
-
-static dlock_client *hooked_client(const char *uri, recorder *r, int64_t timeout_ms,
-		int64_t watchdog_ms)
-{
-	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-
-	if (timeout_ms > 0)
-		o.connect_timeout_ms = o.command_timeout_ms = timeout_ms;
-	if (watchdog_ms > 0)
-		o.watchdog_timeout_ms = watchdog_ms;
-	o.on_event = on_event;
-	o.event_ud = r;
-	return dl_client_opts(uri, &o);
-}
-
-static uint64_t sum_counts(const dlock_stat_histogram *h)
-{
-	uint64_t n = 0;
-
-	for (int i = 0; i < DLOCK_STAT_BUCKETS; i++)
-		n += h->counts[i];
-	return n;
-}
 
 /* ---- cases ---------------------------------------------------------------- */
 
@@ -197,6 +105,39 @@ Test(events, acquire_then_release_reports_both_and_counts_them, .timeout = 30)
 	dlock_lock_free(ol);
 	dlock_lock_free(l);
 	dlock_client_free(other);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
+
+Test(events, every_kind_reports_its_acquisition_and_release, .timeout = 30)
+{
+	static const dlock_lock_kind kinds[] = { DLOCK_LOCK_PLAIN, DLOCK_LOCK_FAIR, DLOCK_LOCK_FENCED,
+		DLOCK_LOCK_READ, DLOCK_LOCK_WRITE };
+	const int n = (int)(sizeof(kinds) / sizeof(kinds[0]));
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 0, 0);
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		dlock_lock *l;
+
+		snprintf(name, sizeof(name), "events:kind-%d", i);
+		dl_pass(dlock_lock_new(&l, c, name, dl_kind(kinds[i])));
+		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_unlock(l));
+		cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), i + 1, "kind %d", (int)kinds[i]);
+		cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), i + 1, "kind %d", (int)kinds[i]);
+		dlock_lock_free(l);
+	}
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->acquired, (uint64_t)n);
+	cr_assert_eq(st->released, (uint64_t)n);
+	cr_assert_eq(st->held, 0);
+	dlock_stats_free(st);
 	dlock_client_free(c);
 	rh_server_free(s);
 }
@@ -327,71 +268,6 @@ Test(events, killed_server_goes_down_once_and_comes_back_up_once, .timeout = 60)
 	dlock_lock_free(l);
 	dlock_client_free(c);
 	rh_server_free(s);
-}
-
-Test(events, redlock_with_a_member_down_reports_once_with_its_votes, .timeout = 60)
-{
-	rh_server *s[3];
-	recorder r;
-	dlock_client *c[3];
-	dlock_lock *m[3];
-	dlock_redlock *rl = NULL;
-	dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
-	seen_event acq, rel;
-
-	rec_init(&r);
-	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
-	for (int i = 0; i < 3; i++) {
-		dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-
-		o.connect_timeout_ms = o.command_timeout_ms = 300;
-		o.lazy_connect = 1;
-		o.on_event = on_event;
-		o.event_ud = &r;
-		c[i] = dl_client_opts(rh_server_uri(s[i]), &o);
-		m[i] = dl_lock(c[i], "events:redlock");
-	}
-	ro.restart_guard_ms = 0;
-	dl_pass(dlock_redlock_new(&rl, m, 3, &ro));
-	cr_assert_eq(rh_server_kill(s[2]), 0);
-
-	dl_pass(dlock_redlock_lock(NULL, rl, DLOCK_LEASE_WATCHDOG));
-	dl_sleep_ms(20);
-	dl_pass(dlock_redlock_unlock(rl));
-
-	cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), 1, "one ACQUIRED, not one per member");
-	cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), 1, "one RELEASED, not one per member");
-	cr_assert(rec_wait(&r, DLOCK_STAT_ACQUIRED, 0, &acq));
-	cr_assert(rec_wait(&r, DLOCK_STAT_RELEASED, 0, &rel));
-	cr_assert_eq(acq.ev.votes, 2);
-	cr_assert_eq(acq.ev.members, 3);
-	cr_assert_geq(acq.ev.attempts, 1);
-	cr_assert_str_eq(acq.name, "events:redlock");
-	cr_assert_geq(rel.ev.hold_ms, 15);
-
-	dlock_stats *st;
-	dl_pass(dlock_client_stats(&st, c[0]));
-	cr_assert_eq(st->acquired, 1);
-	cr_assert_eq(st->released, 1);
-	cr_assert_eq(st->held, 0);
-	dlock_stats_free(st);
-	dl_pass(dlock_client_stats(&st, c[1]));
-	cr_assert_eq(st->acquired, 0, "member 1's client reports no lock events");
-	cr_assert_eq(st->held, 0);
-	cr_assert_geq(st->nodes[0].commands, 2);
-	dlock_stats_free(st);
-	dl_pass(dlock_client_stats(&st, c[2]));
-	cr_assert_eq(st->nodes[0].commands, 0);
-	cr_assert_geq(st->nodes[0].errors, 1);
-	cr_assert_eq(st->nodes[0].downs, 0, "never answered: not down");
-	dlock_stats_free(st);
-
-	dlock_redlock_free(rl);
-	for (int i = 0; i < 3; i++) {
-		dlock_lock_free(m[i]);
-		dlock_client_free(c[i]);
-		rh_server_free(s[i]);
-	}
 }
 
 typedef struct snapper {
