@@ -349,7 +349,7 @@ static int released(dlock_lock *l, const char *owner, int64_t left, int report)
 	dlock__holds *h = l->holds;
 	hold **link;
 	int was_lost = 0;
-	int64_t released = -1; /* the hold's time, when this release ended it */
+	int64_t held_ms = -1; /* the hold's time, when this release ended it */
 
 	dlock__mutex_lock(&h->mu);
 	link = link_of(l, owner);
@@ -362,14 +362,14 @@ static int released(dlock_lock *l, const char *owner, int64_t left, int report)
 			 * none (left < 0) is a loss the caller reports as DLOCK_ELOST. */
 			if (report && left == 0 && (*link)->counted && !was_lost) {
 				(*link)->counted = 0;
-				released = dlock__now_ms() - (*link)->since;
+				held_ms = dlock__now_ms() - (*link)->since;
 			}
 			unlink_hold(h, link);
 		}
 	}
 	dlock__mutex_unlock(&h->mu);
-	if (released >= 0)
-		dlock__stat_released(h->client, l->name, owner, released);
+	if (held_ms >= 0)
+		dlock__stat_released(h->client, l->name, owner, held_ms);
 	return was_lost;
 }
 
