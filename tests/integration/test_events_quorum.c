@@ -3,7 +3,8 @@
  * Events and stats of locks over several nodes: a RedLock with a member
  * down (one event with its votes, on the first member's client), a
  * MultiLock, a RedLock whose majority is deleted (one LOST, none of its
- * parts'), and a cluster client's one node per member.
+ * parts'), a cluster client's one node per member and a Sentinel client's
+ * primary.
  */
 #include <criterion/criterion.h>
 
@@ -197,4 +198,40 @@ Test(events, cluster_client_lists_one_node_per_member, .timeout = 120)
 
 	dlock_client_free(c);
 	rh_cluster_free(cl);
+}
+
+/* One primary and one sentinel (quorum 1): the client's one node names the
+ * primary it reached. */
+Test(events, sentinel_client_names_the_primary_it_reached, .timeout = 60)
+{
+	rh_server *primary = rh_server_start(NULL), *sentinel;
+	char monitor[96], uri[96], where[32];
+	recorder r;
+
+	cr_assert_not_null(primary);
+	snprintf(monitor, sizeof(monitor), "sentinel monitor evm 127.0.0.1 %d 1",
+			rh_server_port(primary));
+	const char *conf[] = { monitor, NULL };
+	cr_assert_not_null(sentinel = rh_sentinel_start(NULL, conf));
+	snprintf(uri, sizeof(uri), "redis+sentinel://127.0.0.1:%d/evm", rh_server_port(sentinel));
+	rec_init(&r);
+	dlock_client *c = hooked_client(uri, &r, 2000, 0);
+	dlock_lock *l = dl_lock(c, "events:sentinel");
+	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_unlock(l));
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	snprintf(where, sizeof(where), "127.0.0.1:%d", rh_server_port(primary));
+	cr_assert_eq(st->nnodes, 1);
+	cr_assert(strstr(st->nodes[0].node, where) != NULL, "node %s, primary %s",
+			st->nodes[0].node, where);
+	cr_assert_geq(st->nodes[0].commands, 2);
+	cr_assert_eq(st->acquired, 1);
+	dlock_stats_free(st);
+
+	dlock_lock_free(l);
+	dlock_client_free(c);
+	rh_server_free(sentinel);
+	rh_server_free(primary);
 }

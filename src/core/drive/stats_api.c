@@ -3,8 +3,9 @@
  * dlock_client_stats(): a snapshot of the counters (core/base/stats.h),
  * in one allocation with its nodes and their names. A cluster root's
  * nodes are its members (the ones opened so far); any other client is its
- * one node (a Sentinel-managed one: the primary it follows).
+ * one node (a Sentinel-managed one: named with the primary it reached).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "dlock/errors.h"
@@ -17,13 +18,30 @@
 typedef struct filling {
 	dlock_stats *out;
 	size_t cap;
-	char (*names)[sizeof(((dlock__node *)0)->label)];
+	char (*names)[320]; /* a label, or a Sentinel connection's "NAME (host:port)" */
 } filling;
 
 static void count_member(dlock_client *member, void *arg)
 {
 	(void)member;
 	(*(size_t *)arg)++;
+}
+
+/* The node's name: a Sentinel-managed one's says which primary its newest
+ * pooled connection reached ("sentinel:NAME (host:port)"), else its label. */
+static void node_name(dlock_client *c, char *buf, size_t len)
+{
+	const char *label = c->node.label;
+
+	if (c->node.finder.find == NULL) {
+		snprintf(buf, len, "%s", label);
+		return;
+	}
+	dlock__mutex_lock(&c->pool_mu);
+	if (c->n_idle > 0 && c->idle[c->n_idle - 1]->label != NULL)
+		label = c->idle[c->n_idle - 1]->label;
+	snprintf(buf, len, "%s", label);
+	dlock__mutex_unlock(&c->pool_mu);
 }
 
 static void add_node(dlock_client *c, void *arg)
@@ -35,8 +53,7 @@ static void add_node(dlock_client *c, void *arg)
 	if (f->out->nnodes == f->cap)
 		return; /* opened since the count: in the next snapshot */
 	n = &f->out->nodes[f->out->nnodes];
-	memcpy(f->names[f->out->nnodes], c->node.label, sizeof(c->node.label));
-	f->names[f->out->nnodes][sizeof(c->node.label) - 1] = '\0';
+	node_name(c, f->names[f->out->nnodes], sizeof(*f->names));
 	n->node = f->names[f->out->nnodes];
 	n->errors = LOAD(s->errors);
 	n->downs = LOAD(s->downs);
