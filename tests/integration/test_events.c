@@ -423,3 +423,50 @@ Test(events, async_fair_lock_reports_like_the_blocking_call, .timeout = 30)
 	dlock_client_free(c);
 	rh_server_free(s);
 }
+
+/* The key taken over by another owner between two renewals, found by the
+ * unlock: for each kind whose release can tell. */
+Test(events, unlock_that_finds_another_owner_reports_brain_split, .timeout = 30)
+{
+	static const dlock_lock_kind kinds[] = { DLOCK_LOCK_PLAIN, DLOCK_LOCK_FAIR, DLOCK_LOCK_WRITE };
+	rh_server *s = rh_server_start(NULL);
+	recorder r;
+
+	rec_init(&r);
+	dlock_client *c = hooked_client(rh_server_uri(s), &r, 0, 0); /* 30 s watchdog: no renewal */
+	for (int i = 0; i < 3; i++) {
+		char name[32], field[32];
+		dlock_lock *l;
+
+		snprintf(name, sizeof(name), "events:usplit-%d", i);
+		snprintf(field, sizeof(field), "someone-else:1%s",
+				kinds[i] == DLOCK_LOCK_WRITE ? ":write" : "");
+		dl_pass(dlock_lock_new(&l, c, name, dl_kind(kinds[i])));
+		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+		redisReply *rep = rh_command(s, "EVAL %s 1 %s %s %s",
+				"redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], ARGV[1], 1); "
+				"if ARGV[2] ~= '' then redis.call('hset', KEYS[1], 'mode', 'write'); end; "
+				"return redis.call('pexpire', KEYS[1], 10000)",
+				name, field, kinds[i] == DLOCK_LOCK_WRITE ? "w" : "");
+		cr_assert_not_null(rep);
+		freeReplyObject(rep);
+		int rc = dlock_lock_unlock(l);
+		cr_assert_eq(rc, DLOCK_ELOST, "kind %d: %s", (int)kinds[i], dlock_strerror(rc));
+		cr_assert_eq(rec_count(&r, DLOCK_STAT_BRAIN_SPLIT), i + 1, "kind %d", (int)kinds[i]);
+		dlock_lock_free(l);
+	}
+
+	/* Not ours and never believed ours: a plain "not owner", no brain split. */
+	dlock_lock *l = dl_lock(c, "events:usplit-0");
+	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(rec_count(&r, DLOCK_STAT_BRAIN_SPLIT), 3);
+
+	dlock_stats *st;
+	dl_pass(dlock_client_stats(&st, c));
+	cr_assert_eq(st->brain_splits, 3);
+	cr_assert_eq(st->held, 0);
+	dlock_stats_free(st);
+	dlock_lock_free(l);
+	dlock_client_free(c);
+	rh_server_free(s);
+}
