@@ -52,6 +52,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 		return rc;
 	a->lease_ms = lease_ms;
 	a->token = 0;
+	a->waiters = -1;
 	/* A thread's own owner (this client's uuid) can only be held through
 	 * this client, so its record is the truth: no record means no holds,
 	 * and a count one higher than recorded can only be a lost reply of ours.
@@ -101,6 +102,24 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	return 0;
 }
 
+void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a)
+{
+	dlock__call *c = &a->call;
+	int i;
+
+	if (l->taken == NULL || c->argc >= (int)(sizeof(c->argv) / sizeof(*c->argv)))
+		return;
+	/* The channel goes last among the keys: the arguments move up one. */
+	for (i = c->argc; i > c->nkeys; i--) {
+		c->argv[i] = c->argv[i - 1];
+		c->lens[i] = c->lens[i - 1];
+	}
+	c->argv[c->nkeys] = l->taken;
+	c->lens[c->nkeys] = l->taken_len;
+	c->argc++;
+	c->nkeys++;
+}
+
 int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r, int64_t sent_at,
 		int64_t *ttl)
 {
@@ -126,6 +145,7 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 				l->shown, a->owner);
 	if (rc == DLOCK_ENOTACQUIRED) {
 		*ttl = got.ttl;
+		a->waiters = got.waiters;
 		return dlock__seterr_node(rc, c->node.label,
 				"lock %s is held by another owner (ttl %lld ms)", l->shown,
 				(long long)got.ttl);

@@ -36,6 +36,7 @@ typedef struct dlock__acquire {
 	int64_t believed;  /* hold count before, as the client believed it (-1 unknown) */
 	int64_t count;     /* holds after a successful acquire */
 	int64_t token;     /* fenced: the token this acquisition got */
+	int64_t waiters;   /* busy, asked by dlock__acquire_herd: processes waiting; else -1 */
 	char owner_buf[64];
 	char lease_s[24];
 	char believed_s[24];
@@ -53,6 +54,14 @@ typedef struct dlock__acquire {
  */
 int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_t wait_ms,
 		int64_t lease_ms, dlock__acquire *a);
+
+/*
+ * Ask as a waiter of a plain or fenced lock (after dlock__acquire_prepare):
+ * a busy lock then also counts the waiting processes (a->waiters, after
+ * dlock__acquire_finish) and a new hold is told to them on dlock's "taken"
+ * channel (scripts.c, single/acquire_op.c). Other kinds are left as they are.
+ */
+void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a);
 
 /*
  * Interpret the reply of the acquire script sent at sent_at: 0 acquired

@@ -19,6 +19,23 @@
  *   A fair waiter that ends without the lock LEAVES its queue (a run on
  *   the loop like an attempt's; the loop is never blocked) and ends when
  *   the leave is answered or given up; a cancel then changes nothing.
+ *
+ * Waking without a herd (plain and fenced locks). Every waiting process
+ * hears every "0", and if each asked the server at once a hand-off would
+ * cost as many scripts as there are waiting processes (the work growing
+ * with their square). So a waiter also listens on dlock's "taken" channel
+ * (core/drive/reactor.h) and asks with it (dlock__acquire_herd): a waiter
+ * that takes the lock tells the others there, with the lease and how many
+ * listen, and a busy reply says how many listen too. From that count
+ * (`est`) a waiter woken by "0" asks at once only with a chance of about
+ * 2/est, else in a random slot of the next est/2 ms - and a "taken" note
+ * heard before its slot sends it back to sleep until that holder's lease
+ * is out. So about two ask per hand-off; a slot that finds nobody asked
+ * asks a moment later, so no wake-up is lost. The timer at a holder's TTL
+ * (a holder that died says nothing) is spread over est ms, so that the
+ * waiters do not all ask in the millisecond the key expires: the first
+ * takes it and tells the rest. A Redisson holder tells nothing: then the
+ * slots all ask, one by one. Redisson's waiters hear "0" as ever.
  */
 #include <string.h>
 
@@ -78,7 +95,42 @@ typedef struct acquire_op {
 	dlock__listener li;
 	dlock__task wake_task;
 	dlock__timer timer;
+	/* Waking without a herd (top of file): the "taken" channel's listener. */
+	int herd;          /* a plain or fenced lock's waiter: asks with the channel */
+	int deferred;      /* woken by "0", waiting for its slot */
+	int64_t est;       /* waiting processes, as last counted (1: unknown) */
+	uint64_t note_gen; /* the last "taken" note read */
+	dlock__reactor *trx;
+	dlock__sub *tsub;
+	dlock__listener tli;
+	dlock__task taken_task;
 } acquire_op;
+
+/* Never spread wider than this (ms): a stale count must not keep a waiter long. */
+#define HERD_SPREAD_MAX 256
+
+/* A uniform draw in [0, n). */
+static int64_t draw(int64_t n)
+{
+	return n <= 1 ? 0 : (int64_t)(dlock__random() % (uint64_t)n);
+}
+
+/* The spread after a holder's TTL: est ms, so about one asks per ms. */
+static int64_t ttl_spread(const acquire_op *o)
+{
+	return o->herd ? draw(o->est < HERD_SPREAD_MAX ? o->est : HERD_SPREAD_MAX) : 0;
+}
+
+/* The slot of a waiter woken by "0" (ms from now; 0 = at once): est/2
+ * slots, so about two ask at once. */
+static int64_t wake_slot(const acquire_op *o)
+{
+	int64_t slots = (o->est + 1) / 2;
+
+	if (!o->herd || o->est <= 2)
+		return 0;
+	return draw(slots < HERD_SPREAD_MAX ? slots : HERD_SPREAD_MAX);
+}
 
 #define AOP(p, field) ((acquire_op *)((char *)(p) - offsetof(acquire_op, field)))
 
@@ -161,9 +213,14 @@ static void stop_listening(acquire_op *o)
 	if (o->sub != NULL)
 		dlock__sub_unlisten(o->rx, o->sub, &o->li);
 	o->sub = NULL;
+	if (o->tsub != NULL)
+		dlock__sub_unlisten(o->trx, o->tsub, &o->tli);
+	o->tsub = NULL;
 	dlock__timer_stop(o->lo.op.loop, &o->timer);
 	dlock__loop_unpost(o->lo.op.loop, &o->wake_task);
+	dlock__loop_unpost(o->lo.op.loop, &o->taken_task);
 	o->waiting = 0;
+	o->deferred = 0;
 }
 
 static void finish(acquire_op *o, int rc)
@@ -222,14 +279,34 @@ static void conclude(acquire_op *o, int rc)
  * moved, a primary failed over): listen there from now on. */
 static void follow_channel(acquire_op *o)
 {
-	dlock__reactor *now = dlock__client_reactor_for(o->lo.l->client, o->channel, o->channel_len);
+	dlock_lock *l = o->lo.l;
+	dlock__reactor *now = dlock__client_reactor_for(l->client, o->channel, o->channel_len);
+	int64_t lease, n;
 
-	if (now == o->rx || now == NULL)
+	if (now != o->rx && now != NULL) {
+		if (o->sub != NULL)
+			dlock__sub_unlisten(o->rx, o->sub, &o->li);
+		o->rx = now;
+		o->sub = dlock__sub_listen(now, o->channel, o->channel_len, &o->li);
+	}
+	if (!o->herd)
 		return;
-	if (o->sub != NULL)
-		dlock__sub_unlisten(o->rx, o->sub, &o->li);
-	o->rx = now;
-	o->sub = dlock__sub_listen(now, o->channel, o->channel_len, &o->li);
+	now = dlock__client_reactor_for(l->client, l->taken, l->taken_len);
+	if (now == o->trx || now == NULL)
+		return;
+	if (o->tsub != NULL)
+		dlock__sub_unlisten(o->trx, o->tsub, &o->tli);
+	o->trx = now;
+	o->tsub = dlock__sub_listen(now, l->taken, l->taken_len, &o->tli);
+	/* Notes from before are not news (the lock's channel wakes it then). */
+	if (o->tsub != NULL)
+		o->note_gen = dlock__sub_note(now, o->tsub, &lease, &n);
+}
+
+/* Sleep until `wake` at the latest (the deadline caps it). */
+static int arm(acquire_op *o, int64_t wake)
+{
+	return dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
 }
 
 /* Listen on the channel (once), and look again at `wake` at the latest. */
@@ -260,9 +337,9 @@ static void wait_for(acquire_op *o, int64_t wake)
 	follow_channel(o);
 	o->waiting = 1;
 	if (o->woken_meanwhile) /* the unlock may have come after the attempt was answered */
-		wake = dlock__now_ms();
+		wake = dlock__now_ms() + wake_slot(o);
 	o->woken_meanwhile = 0;
-	if (dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline) < 0)
+	if (arm(o, wake) < 0)
 		conclude(o, DLOCK_ENOMEM);
 }
 
@@ -279,6 +356,8 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 	}
 	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
+	if (rc == DLOCK_ENOTACQUIRED && o->ttl >= 0)
+		wake += ttl_spread(o);
 	if (dlock__client_first_contact_over(o->lo.l->client, rc, o->started, wake)) {
 		conclude(o, dlock__seterr_never_answered());
 		return;
@@ -303,6 +382,10 @@ static void attempt_done(dlock__mux_loop *ml)
 	}
 	if (rc == 0) {
 		rc = dlock__acquire_finish(o->lo.l, &o->a, r, o->sent_at, &o->ttl);
+		/* The most seen in this wait: the first replies come before
+		 * all have subscribed (a "taken" note sets it exactly). */
+		if (o->a.waiters > o->est)
+			o->est = o->a.waiters;
 		if (rc == 0 && o->member) /* the quorum reports, not its parts */
 			dlock__holds_member(o->lo.l, o->a.owner);
 	} else {
@@ -345,6 +428,8 @@ static void attempt(acquire_op *o)
 		conclude(o, rc);
 		return;
 	}
+	if (o->herd)
+		dlock__acquire_herd(l, &o->a);
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;
@@ -384,6 +469,7 @@ static void look_again(acquire_op *o)
 		return;
 	}
 	o->waiting = 0;
+	o->deferred = 0;
 	o->woken_meanwhile = 0;
 	o->redirects = 0;
 	dlock__timer_stop(o->lo.op.loop, &o->timer);
@@ -394,10 +480,41 @@ static void look_again(acquire_op *o)
 static void woken(dlock__task *t)
 {
 	acquire_op *o = AOP(t, wake_task);
+	int64_t slot;
 
 	if (!o->waiting)
 		o->woken_meanwhile = 1;
+	/* Others heard it too: unless this one's slot is now, stand back. */
+	if (o->waiting && !o->lo.op.finished && (slot = wake_slot(o)) > 0) {
+		o->deferred = 1;
+		if (arm(o, dlock__now_ms() + slot) < 0)
+			conclude(o, DLOCK_ENOMEM);
+		return;
+	}
 	look_again(o);
+}
+
+/* A note on the "taken" channel: a waiter took the lock. One that waits
+ * sleeps until that hold's lease is out (spread), its slot given up. */
+static void taken(dlock__task *t)
+{
+	acquire_op *o = AOP(t, taken_task);
+	int64_t lease, n;
+	uint64_t gen;
+
+	if (o->tsub == NULL || o->lo.op.finished)
+		return;
+	gen = dlock__sub_note(o->trx, o->tsub, &lease, &n);
+	if (gen == o->note_gen)
+		return; /* the subscription made, or dropped: not a note */
+	o->note_gen = gen;
+	if (n > 0)
+		o->est = n;
+	if (!o->waiting || lease <= 0)
+		return; /* asking now: its reply tells */
+	o->deferred = 0;
+	if (arm(o, dlock__now_ms() + lease + ttl_spread(o)) < 0)
+		conclude(o, DLOCK_ENOMEM);
 }
 
 static void timer_fired(dlock__timer *t)
@@ -415,6 +532,7 @@ static void start(dlock_op *op)
 	acquire_op *o = (acquire_op *)op;
 
 	o->li.loop = op->loop; /* the loop it runs on, known now */
+	o->tli.loop = op->loop;
 	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
 	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
@@ -472,6 +590,10 @@ static int new_acquire(acquire_op **out, dlock_lock *l, const char *owner, int64
 	o->ride_out = 1;
 	o->li.task = &o->wake_task;
 	dlock__task_init(&o->wake_task, woken);
+	o->est = 1;
+	o->herd = l->taken != NULL;
+	o->tli.task = &o->taken_task;
+	dlock__task_init(&o->taken_task, taken);
 	dlock__timer_init(&o->timer, timer_fired);
 	*out = o;
 	return 0;
@@ -540,6 +662,7 @@ int dlock__lock_acquire_start(dlock_op **out, dlock__loop *loop, dlock_lock *l, 
 	o->vouched = vouched;
 	o->ride_out = 0;
 	o->member = 1; /* a quorum's member (multilock/ordered.c) */
+	o->herd = 0;   /* its budget is short: it asks when woken, as before */
 	o->lo.op.loop = loop;
 	dlock__lock_op_submit(&o->lo, out);
 	return 0;

@@ -22,6 +22,8 @@ struct dlock_lock {
 	size_t name_len;
 	char *channel; /* redisson_lock__channel:{name}; a read/write half's redisson_rwlock:{name} */
 	size_t channel_len;
+	char *taken; /* plain, fenced: dlock_lock__taken:{name}, dlock's own (core/drive/reactor.h) */
+	size_t taken_len;
 	char *latch_prefix; /* redisson_unlock_latch:{name}: */
 	size_t latch_prefix_len;
 	char *token_key; /* fenced: redisson_lock_token:{name} */

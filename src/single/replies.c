@@ -9,10 +9,21 @@ int dlock__parse_acquire(const redisReply *r, int fenced, dlock__acquired *out)
 	out->count = 0;
 	out->token = 0;
 	out->ttl = -1;
+	out->waiters = -1;
 	if (r == NULL)
 		return DLOCK_EPROTO;
 	if (r->type == REDIS_REPLY_INTEGER) {
 		out->ttl = r->integer;
+		return DLOCK_ENOTACQUIRED;
+	}
+	/* {0, pttl, listeners}: busy, asked with the "taken" channel (scripts.c). */
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element != NULL &&
+			r->element[0] != NULL && r->element[0]->type == REDIS_REPLY_INTEGER &&
+			r->element[0]->integer == 0 && r->element[1] != NULL &&
+			r->element[1]->type == REDIS_REPLY_INTEGER && r->element[2] != NULL &&
+			r->element[2]->type == REDIS_REPLY_INTEGER) {
+		out->ttl = r->element[1]->integer;
+		out->waiters = r->element[2]->integer;
 		return DLOCK_ENOTACQUIRED;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != want || r->element == NULL ||

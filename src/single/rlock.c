@@ -75,6 +75,9 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 			name, len, &l->channel_len);
 	l->latch_prefix = dlock__prefix_name(
 			"redisson_unlock_latch", name, len, &l->latch_prefix_len);
+	/* Waiters that take a plain or fenced lock tell the others (acquire_op.c). */
+	if (l->kind == DLOCK_LOCK_PLAIN || l->kind == DLOCK_LOCK_FENCED)
+		l->taken = dlock__prefix_name("dlock_lock__taken", name, len, &l->taken_len);
 	if (l->kind == DLOCK_LOCK_FENCED)
 		l->token_key = dlock__prefix_name(
 				"redisson_lock_token", name, len, &l->token_key_len);
@@ -83,6 +86,8 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 	l->timeouts = dlock__prefix_name("redisson_lock_timeout", name, len, &l->timeouts_len);
 	if (l->name == NULL || l->channel == NULL || l->latch_prefix == NULL ||
 			(l->kind == DLOCK_LOCK_FENCED && l->token_key == NULL) ||
+			((l->kind == DLOCK_LOCK_PLAIN || l->kind == DLOCK_LOCK_FENCED) &&
+					l->taken == NULL) ||
 			l->queue == NULL || l->timeouts == NULL)
 		return -1;
 	dlock__shown_name(l->shown, sizeof(l->shown), name, len);
@@ -140,6 +145,7 @@ void dlock__lock_unref(dlock_lock *l)
 	dlock__free(l->name);
 	dlock__free(l->channel);
 	dlock__free(l->latch_prefix);
+	dlock__free(l->taken);
 	dlock__free(l->token_key);
 	dlock__free(l->queue);
 	dlock__free(l->timeouts);

@@ -26,14 +26,36 @@
  * explicit owner ("0") may be shared with other processes, whose holds the
  * surplus may be: only an exact "one more" is adopted.
  */
+/*
+ * Waking without a herd (single/acquire_op.c): a waiting client passes
+ * dlock's "taken" channel as the last key (KEYS[2]; KEYS[3] when fenced).
+ * Then a busy lock replies {0, pttl, listeners of that channel} - how many
+ * processes wait - and a new hold is told on that channel as
+ * "<lease>:<listeners>" when anyone listens, so that the other waiting
+ * processes stand back instead of all asking the server. Redisson's data
+ * and its "0" message are untouched.
+ */
+#define HERD_BUSY(k) \
+	"if #KEYS > " k " then " \
+	"  return {0, redis.call('pttl', KEYS[1]), listeners(KEYS[#KEYS])}; " \
+	"end; "
+#define HERD_TAKEN(k) \
+	"if #KEYS > " k " then " \
+	"  local n = listeners(KEYS[#KEYS]); " \
+	"  if n > 0 then redis.call('publish', KEYS[#KEYS], ARGV[1] .. ':' .. n); end; " \
+	"end; "
+
 dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
+		DLOCK__LUA_LISTENERS
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 		"if c == false then "
 		"  if redis.call('exists', KEYS[1]) == 1 then "
+		HERD_BUSY("1")
 		"    return redis.call('pttl', KEYS[1]); "
 		"  end; "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
 		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+		HERD_TAKEN("1")
 		"  return {1}; "
 		"end; " ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]",
 				"") "redis.call('pexpire', KEYS[1], ARGV[1]); "
@@ -132,14 +154,17 @@ dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
 dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT_HOLDS("acquire-fenced",
 		/* The counter is read or incremented before the lock is touched: a
 	 * counter that is not a number fails the script with nothing written. */
+		DLOCK__LUA_LISTENERS
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 		"if c == false then "
 		"  if redis.call('exists', KEYS[1]) == 1 then "
+		HERD_BUSY("2")
 		"    return redis.call('pttl', KEYS[1]); "
 		"  end; "
 		"  local t = redis.call('incr', KEYS[2]); "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
 		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
+		HERD_TAKEN("2")
 		"  return {1, t}; "
 		"end; "
 		"local t = tonumber(redis.call('get', KEYS[2]) or '0'); " ADOPT_OR_COUNT("ARGV[3]",

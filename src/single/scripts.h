@@ -64,7 +64,7 @@
  * Lua: listeners(ch), how many clients of the node that runs the script
  * listen on channel ch, classic and (Redis 7+) sharded pub/sub - the node
  * that serves the script's key, where a cluster's waiters listen. Read
- * only, for status queries.
+ * only: for status queries, and the acquire's count of waiting processes.
  */
 #define DLOCK__LUA_LISTENERS \
 	"local function listeners(ch) " \

@@ -27,6 +27,10 @@ struct dlock__sub {
 	int check;    /* their holds should look at the lock (dlock__reactor_notice) */
 	enum sub_state state;
 	uint64_t gen; /* bumped each time the subscription becomes active */
+	/* A "taken" channel's last note (DLOCK__TAKEN_PREFIX): its count, the
+	 * new holder's lease and how many listened when it took the lock. */
+	uint64_t note_gen;
+	int64_t note_lease, note_n;
 	dlock__listener *listeners; /* local waiters: told by a task posted to their loop */
 	struct dlock__sub *next;
 };
@@ -208,7 +212,20 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 	dlock__mutex_lock(&r->mu);
 	s = find_sub(r, chan->str, chan->len);
 	if (s != NULL) {
-		if (kind_is(kind, "message") && s->state == SUB_SUBSCRIBED) {
+		if (kind_is(kind, "message") && s->state == SUB_SUBSCRIBED &&
+				chan->len > sizeof(DLOCK__TAKEN_PREFIX) - 1 &&
+				memcmp(chan->str, DLOCK__TAKEN_PREFIX, sizeof(DLOCK__TAKEN_PREFIX) - 1) == 0) {
+			/* dlock's own note that a waiter took the lock: news for all
+			 * of this process's waiters (none of Redisson's listen here). */
+			if (arg->type == REDIS_REPLY_STRING) {
+				char *end;
+
+				s->note_lease = strtoll(arg->str, &end, 10);
+				s->note_n = *end == ':' ? strtoll(end + 1, NULL, 10) : 0;
+				s->note_gen++;
+				wake_sub(s);
+			}
+		} else if (kind_is(kind, "message") && s->state == SUB_SUBSCRIBED) {
 			/* "0" wakes one waiter (Redisson's UNLOCK_MESSAGE); "1" wakes
 			 * all. One woken while its attempt is out looks again right
 			 * after it; one that stops listening passes it on. */
@@ -728,6 +745,18 @@ void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li)
 	dlock__mutex_unlock(&r->mu);
 	if (last)
 		wake(r);
+}
+
+uint64_t dlock__sub_note(dlock__reactor *r, const dlock__sub *s, int64_t *lease, int64_t *n)
+{
+	uint64_t gen;
+
+	dlock__mutex_lock(&r->mu);
+	gen = s->note_gen;
+	*lease = s->note_lease;
+	*n = s->note_n;
+	dlock__mutex_unlock(&r->mu);
+	return gen;
 }
 
 int dlock__reactor_own_thread(const dlock__reactor *r)

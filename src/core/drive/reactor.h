@@ -94,6 +94,17 @@ dlock__sub *dlock__sub_listen(dlock__reactor *r, const char *channel, size_t len
 		dlock__listener *li);
 void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li);
 
+/*
+ * dlock's own channel beside a lock's (single/acquire_op.c): a waiter that
+ * takes the lock publishes "<lease ms>:<listeners>" on
+ * dlock_lock__taken:{name}, so the other waiting processes know the lock is
+ * taken and by how many they wait, without asking the server. Each message
+ * wakes every listener of the channel; dlock__sub_note reads the last one:
+ * its count (changed: a new note), lease and listeners.
+ */
+#define DLOCK__TAKEN_PREFIX "dlock_lock__taken:"
+uint64_t dlock__sub_note(dlock__reactor *r, const dlock__sub *s, int64_t *lease, int64_t *n);
+
 /* Whether it has a thread of its own (else the caller's loop drives it). */
 int dlock__reactor_own_thread(const dlock__reactor *r);
 
