@@ -13,12 +13,16 @@
  *   while W processes wait; reported: the time from the key's expiry to
  *   the next holder, and the acquire scripts the server ran in the first
  *   millisecond after the expiry (MONITOR's server timestamps).
+ * fanout: the floor under any client's design: W connections subscribed
+ *   to one channel, --holds K messages published to them; reported: the
+ *   server CPU per message (what each unlock's "0" costs the server).
  *
  * usage: dlock-herd --uri redis://127.0.0.1:PORT --waiters W [--holds K]
- *                   [--hold-us N] [--crash] [--ttl-ms N] [--name LOCK]
+ *                   [--hold-us N] [--crash] [--ttl-ms N] [--fanout] [--name LOCK]
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +39,9 @@
 
 static struct {
 	const char *uri, *name;
-	int waiters, holds, crash;
+	int waiters, holds, crash, fanout;
 	long hold_us, ttl_ms;
-} opt = { "redis://127.0.0.1:6379", "herd-bench", 8, 4, 0, 200, 1000 };
+} opt = { "redis://127.0.0.1:6379", "herd-bench", 8, 4, 0, 0, 200, 1000 };
 
 static void die(const char *what, const char *msg)
 {
@@ -184,10 +188,64 @@ static pid_t monitor(int out, int ready)
 	return pid;
 }
 
+/* The fan-out floor: server CPU per PUBLISH to W subscribers. */
+static void fanout(void)
+{
+	redisContext **subs = calloc((size_t)opt.waiters, sizeof(*subs)), *c = admin();
+	double cpu0, cpu1;
+	int i, ready[2];
+	pid_t reader;
+	char b;
+
+	if (pipe(ready) < 0)
+		die("pipe", "failed");
+	/* The subscribers in a child that reads every message, as a waiting
+	 * process does (unread, the server's writes would fill its buffers). */
+	if ((reader = fork()) == 0) {
+		struct pollfd *fds = calloc((size_t)opt.waiters, sizeof(*fds));
+
+		for (i = 0; i < opt.waiters; i++) {
+			subs[i] = admin();
+			freeReplyObject(redisCommand(subs[i], "SUBSCRIBE fanout:%s", opt.name));
+			fds[i].fd = subs[i]->fd;
+			fds[i].events = POLLIN;
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		for (;;) {
+			if (poll(fds, (nfds_t)opt.waiters, -1) < 0)
+				_exit(1);
+			for (i = 0; i < opt.waiters; i++) {
+				void *r;
+
+				if (!(fds[i].revents & POLLIN))
+					continue;
+				if (redisBufferRead(subs[i]) != REDIS_OK)
+					_exit(1);
+				while (redisGetReplyFromReader(subs[i], &r) == REDIS_OK && r != NULL)
+					freeReplyObject(r);
+			}
+		}
+	}
+	if (read(ready[0], &b, 1) != 1)
+		die("fanout", "subscribers did not start");
+	cpu0 = server_cpu(c);
+	for (i = 0; i < opt.holds; i++)
+		freeReplyObject(redisCommand(c, "PUBLISH fanout:%s 0", opt.name));
+	usleep(100000);
+	cpu1 = server_cpu(c);
+	kill(reader, SIGKILL);
+	waitpid(reader, NULL, 0);
+	printf("fanout: %d subscribers, %d messages: %.1f us server CPU per message\n",
+			opt.waiters, opt.holds, (cpu1 - cpu0) * 1e6 / opt.holds);
+	redisFree(c);
+	free(subs);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: dlock-herd --uri URI --waiters W [--holds K] [--hold-us N]\n"
-			"                  [--crash] [--ttl-ms N] [--name LOCK]\n");
+			"                  [--crash] [--ttl-ms N] [--fanout] [--name LOCK]\n");
 	exit(64);
 }
 
@@ -195,7 +253,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longs[] = { { "uri", 1, NULL, 'u' }, { "waiters", 1, NULL, 'w' },
 		{ "holds", 1, NULL, 'k' }, { "hold-us", 1, NULL, 'h' }, { "crash", 0, NULL, 'c' },
-		{ "ttl-ms", 1, NULL, 't' }, { "name", 1, NULL, 'n' }, { NULL, 0, NULL, 0 } };
+		{ "ttl-ms", 1, NULL, 't' }, { "fanout", 0, NULL, 'f' }, { "name", 1, NULL, 'n' }, { NULL, 0, NULL, 0 } };
 	int ch, go[2], out[2], hp[2], mp[2], mready[2], i, status;
 	pid_t *pids, hpid = 0, mpid = 0;
 	redisContext *c;
@@ -210,6 +268,7 @@ int main(int argc, char **argv)
 		case 'h': opt.hold_us = atol(optarg); break;
 		case 'c': opt.crash = 1; opt.holds = 1; break;
 		case 't': opt.ttl_ms = atol(optarg); break;
+		case 'f': opt.fanout = 1; break;
 		case 'n': opt.name = optarg; break;
 		default: usage();
 		}
@@ -217,6 +276,10 @@ int main(int argc, char **argv)
 	if (opt.waiters < 1 || opt.holds < 1)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
+	if (opt.fanout) {
+		fanout();
+		return 0;
+	}
 	c = admin();
 	freeReplyObject(redisCommand(c, "DEL %s", opt.name));
 	if (pipe(go) < 0 || pipe(out) < 0 || pipe(hp) < 0 || pipe(mp) < 0 || pipe(mready) < 0)

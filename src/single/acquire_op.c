@@ -28,11 +28,12 @@
  * that takes the lock tells the others there, with the lease and how many
  * listen, and a busy reply says how many listen too. From that count
  * (`est`) a waiter woken by "0" asks at once only with a chance of about
- * 2/est, else in a random slot of the next est/2 ms - and a "taken" note
+ * 2/est, else in a random slot of the next est/2 ms, after a gap that
+ * lets a note reach every process first - and a "taken" note
  * heard before its slot sends it back to sleep until that holder's lease
  * is out. So about two ask per hand-off; a slot that finds nobody asked
  * asks a moment later, so no wake-up is lost. The timer at a holder's TTL
- * (a holder that died says nothing) is spread over est ms, so that the
+ * (a holder that died says nothing) is spread over 2 * est ms, so that the
  * waiters do not all ask in the millisecond the key expires: the first
  * takes it and tells the rest. A Redisson holder tells nothing: then the
  * slots all ask, one by one. Redisson's waiters hear "0" as ever.
@@ -115,21 +116,28 @@ static int64_t draw(int64_t n)
 	return n <= 1 ? 0 : (int64_t)(dlock__random() % (uint64_t)n);
 }
 
-/* The spread after a holder's TTL: est ms, so about one asks per ms. */
+/* The spread after a holder's TTL: 2 * est ms, so about one asks every
+ * 2 ms - time for the first one's note to reach the others, even on a
+ * busy machine. */
 static int64_t ttl_spread(const acquire_op *o)
 {
-	return o->herd ? draw(o->est < HERD_SPREAD_MAX ? o->est : HERD_SPREAD_MAX) : 0;
+	return o->herd ? draw(2 * o->est < HERD_SPREAD_MAX ? 2 * o->est : HERD_SPREAD_MAX) : 0;
 }
 
-/* The slot of a waiter woken by "0" (ms from now; 0 = at once): est/2
- * slots, so about two ask at once. */
+/*
+ * The slot of a waiter woken by "0" (ms from now; 0 = at once): one of
+ * est/2 slots, so about two ask at once. The others wait a gap first, long
+ * enough for the note of the one that took the lock to reach them: the
+ * server writes it to every listener in turn (some 3 us each).
+ */
 static int64_t wake_slot(const acquire_op *o)
 {
-	int64_t slots = (o->est + 1) / 2;
+	int64_t slots = (o->est + 1) / 2, u;
 
 	if (!o->herd || o->est <= 2)
 		return 0;
-	return draw(slots < HERD_SPREAD_MAX ? slots : HERD_SPREAD_MAX);
+	u = draw(slots < HERD_SPREAD_MAX ? slots : HERD_SPREAD_MAX);
+	return u == 0 ? 0 : 1 + o->est / 128 + (u - 1);
 }
 
 #define AOP(p, field) ((acquire_op *)((char *)(p) - offsetof(acquire_op, field)))
@@ -484,8 +492,11 @@ static void woken(dlock__task *t)
 
 	if (!o->waiting)
 		o->woken_meanwhile = 1;
-	/* Others heard it too: unless this one's slot is now, stand back. */
-	if (o->waiting && !o->lo.op.finished && (slot = wake_slot(o)) > 0) {
+	/* Others heard it too: unless this one's slot is now, stand back (a
+	 * canceled wait ends at once, in look_again). */
+	if (o->waiting && !o->lo.op.finished &&
+			!(o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) &&
+			(slot = wake_slot(o)) > 0) {
 		o->deferred = 1;
 		if (arm(o, dlock__now_ms() + slot) < 0)
 			conclude(o, DLOCK_ENOMEM);
