@@ -98,7 +98,6 @@ typedef struct acquire_op {
 	dlock__timer timer;
 	/* Waking without a herd (top of file): the "taken" channel's listener. */
 	int herd;          /* a plain or fenced lock's waiter: asks with the channel */
-	int deferred;      /* woken by "0", waiting for its slot */
 	int64_t est;       /* waiting processes, as last counted (1: unknown) */
 	uint64_t note_gen; /* the last "taken" note read */
 	dlock__reactor *trx;
@@ -228,7 +227,6 @@ static void stop_listening(acquire_op *o)
 	dlock__loop_unpost(o->lo.op.loop, &o->wake_task);
 	dlock__loop_unpost(o->lo.op.loop, &o->taken_task);
 	o->waiting = 0;
-	o->deferred = 0;
 }
 
 static void finish(acquire_op *o, int rc)
@@ -308,7 +306,7 @@ static void follow_channel(acquire_op *o)
 	o->tsub = dlock__sub_listen(now, l->taken, l->taken_len, &o->tli);
 	/* Notes from before are not news (the lock's channel wakes it then). */
 	if (o->tsub != NULL)
-		o->note_gen = dlock__sub_note(now, o->tsub, &lease, &n);
+		o->note_gen = dlock__sub_note(now, o->tsub, &lease, &n, NULL, NULL);
 }
 
 /* Sleep until `wake` at the latest (the deadline caps it). */
@@ -477,7 +475,6 @@ static void look_again(acquire_op *o)
 		return;
 	}
 	o->waiting = 0;
-	o->deferred = 0;
 	o->woken_meanwhile = 0;
 	o->redirects = 0;
 	dlock__timer_stop(o->lo.op.loop, &o->timer);
@@ -497,7 +494,6 @@ static void woken(dlock__task *t)
 	if (o->waiting && !o->lo.op.finished &&
 			!(o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) &&
 			(slot = wake_slot(o)) > 0) {
-		o->deferred = 1;
 		if (arm(o, dlock__now_ms() + slot) < 0)
 			conclude(o, DLOCK_ENOMEM);
 		return;
@@ -512,18 +508,22 @@ static void taken(dlock__task *t)
 	acquire_op *o = AOP(t, taken_task);
 	int64_t lease, n;
 	uint64_t gen;
+	int unlocked_since = 0;
 
 	if (o->tsub == NULL || o->lo.op.finished)
 		return;
-	gen = dlock__sub_note(o->trx, o->tsub, &lease, &n);
+	/* The lock's channel is served by the same reactor (one slot). */
+	gen = dlock__sub_note(o->trx, o->tsub, &lease, &n, o->rx == o->trx ? o->sub : NULL,
+			&unlocked_since);
 	if (gen == o->note_gen)
 		return; /* the subscription made, or dropped: not a note */
 	o->note_gen = gen;
 	if (n > 0)
 		o->est = n;
-	if (!o->waiting || lease <= 0)
-		return; /* asking now: its reply tells */
-	o->deferred = 0;
+	/* Asking now (its reply tells), or an unlock came after the note (its
+	 * wake-up may have run first): nothing to wait for. */
+	if (!o->waiting || lease <= 0 || unlocked_since)
+		return;
 	if (arm(o, dlock__now_ms() + lease + ttl_spread(o)) < 0)
 		conclude(o, DLOCK_ENOMEM);
 }

@@ -216,3 +216,66 @@ Test(herd, a_dead_holders_expiry_does_not_wake_every_waiter_at_once)
 	redisFree(raw);
 	free(h);
 }
+
+/* Threads of one client share its subscriptions (one wake-up per "0" per
+ * client) and its notes: a note and an unlock read in one go must not put
+ * a waiter to sleep for the lease of a holder already gone. */
+typedef struct sharer {
+	pthread_t th;
+	dlock_lock *l;
+	dl_failures *fail;
+	atomic_int *done;
+} sharer;
+
+static void *sharer_main(void *arg)
+{
+	sharer *s = arg;
+	int rc;
+
+	for (int i = 0; i < 3; i++) {
+		if ((rc = dlock_lock_lock(s->l, 20000)) < 0) {
+			dl_failures_record(s->fail, "lock: %s (%s)", dlock_strerror(rc),
+					dlock_lock_errmsg(s->l));
+			return NULL;
+		}
+		dl_sleep_ms(1); /* the others wait meanwhile */
+		if ((rc = dlock_lock_unlock(s->l)) < 0) {
+			dl_failures_record(s->fail, "unlock: %s (%s)", dlock_strerror(rc),
+					dlock_lock_errmsg(s->l));
+			return NULL;
+		}
+		atomic_fetch_add(s->done, 1);
+	}
+	return NULL;
+}
+
+Test(herd, waiters_sharing_clients_lose_no_wake_up)
+{
+	enum { CLIENTS = 6, THREADS = 4 };
+	dlock_client *c[CLIENTS];
+	sharer s[CLIENTS * THREADS];
+	dl_failures fail;
+	atomic_int done;
+	int64_t t0;
+
+	dl_failures_init(&fail);
+	atomic_init(&done, 0);
+	for (int i = 0; i < CLIENTS; i++)
+		c[i] = dl_client(rh_server_uri(dl_srv), 0, 0);
+	t0 = rh_now_ms();
+	for (int i = 0; i < CLIENTS * THREADS; i++) {
+		s[i] = (sharer){ .l = dl_lock(c[i % CLIENTS], LOCK), .fail = &fail, .done = &done };
+		cr_assert_eq(pthread_create(&s[i].th, NULL, sharer_main, &s[i]), 0);
+	}
+	for (int i = 0; i < CLIENTS * THREADS; i++)
+		pthread_join(s[i].th, NULL);
+	dl_failures_assert_none(&fail);
+	cr_assert_eq(atomic_load(&done), CLIENTS * THREADS * 3);
+	/* A lost wake-up costs a waiter the holder's lease (20 s). */
+	cr_assert_lt(rh_now_ms() - t0, 10000, "%d holds took %lld ms: a wake-up was lost",
+			CLIENTS * THREADS * 3, (long long)(rh_now_ms() - t0));
+	for (int i = 0; i < CLIENTS * THREADS; i++)
+		dlock_lock_free(s[i].l);
+	for (int i = 0; i < CLIENTS; i++)
+		dlock_client_close(c[i]);
+}

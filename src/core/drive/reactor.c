@@ -31,6 +31,9 @@ struct dlock__sub {
 	 * new holder's lease and how many listened when it took the lock. */
 	uint64_t note_gen;
 	int64_t note_lease, note_n;
+	/* The reactor's message count at this channel's last message: which of
+	 * two channels' messages came first (a note, then an unlock). */
+	uint64_t last_seq;
 	dlock__listener *listeners; /* local waiters: told by a task posted to their loop */
 	struct dlock__sub *next;
 };
@@ -63,6 +66,7 @@ struct dlock__reactor {
 	dlock__reactor_notice notice; /* tells the holds of a watched channel to look */
 	void *notice_arg;
 	int checks; /* some sub has its check flag set */
+	uint64_t seq; /* messages read (r->mu held) */
 };
 
 static void start_connect(dlock__reactor *r);
@@ -211,6 +215,8 @@ static void handle_reply(dlock__reactor *r, redisReply *reply)
 		return;
 	dlock__mutex_lock(&r->mu);
 	s = find_sub(r, chan->str, chan->len);
+	if (s != NULL && kind_is(kind, "message"))
+		s->last_seq = ++r->seq;
 	if (s != NULL) {
 		if (kind_is(kind, "message") && s->state == SUB_SUBSCRIBED &&
 				chan->len > sizeof(DLOCK__TAKEN_PREFIX) - 1 &&
@@ -747,7 +753,8 @@ void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li)
 		wake(r);
 }
 
-uint64_t dlock__sub_note(dlock__reactor *r, const dlock__sub *s, int64_t *lease, int64_t *n)
+uint64_t dlock__sub_note(dlock__reactor *r, const dlock__sub *s, int64_t *lease, int64_t *n,
+		const dlock__sub *other, int *other_since)
 {
 	uint64_t gen;
 
@@ -755,6 +762,8 @@ uint64_t dlock__sub_note(dlock__reactor *r, const dlock__sub *s, int64_t *lease,
 	gen = s->note_gen;
 	*lease = s->note_lease;
 	*n = s->note_n;
+	if (other_since != NULL)
+		*other_since = other != NULL && other->last_seq > s->last_seq;
 	dlock__mutex_unlock(&r->mu);
 	return gen;
 }

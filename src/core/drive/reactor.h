@@ -100,10 +100,14 @@ void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li);
  * dlock_lock__taken:{name}, so the other waiting processes know the lock is
  * taken and by how many they wait, without asking the server. Each message
  * wakes every listener of the channel; dlock__sub_note reads the last one:
- * its count (changed: a new note), lease and listeners.
+ * its count (changed: a new note), lease and listeners, and in
+ * *other_since (may be NULL) whether a message came on `other` (a sub of
+ * the same reactor: the lock's channel) after it - an unlock that the
+ * note must not hide, however the waiter's tasks were queued.
  */
 #define DLOCK__TAKEN_PREFIX "dlock_lock__taken:"
-uint64_t dlock__sub_note(dlock__reactor *r, const dlock__sub *s, int64_t *lease, int64_t *n);
+uint64_t dlock__sub_note(dlock__reactor *r, const dlock__sub *s, int64_t *lease, int64_t *n,
+		const dlock__sub *other, int *other_since);
 
 /* Whether it has a thread of its own (else the caller's loop drives it). */
 int dlock__reactor_own_thread(const dlock__reactor *r);
