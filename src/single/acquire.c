@@ -105,19 +105,10 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a)
 {
 	dlock__call *c = &a->call;
-	int i;
 
-	if (l->taken == NULL || c->argc >= (int)(sizeof(c->argv) / sizeof(*c->argv)))
-		return;
-	/* The channel goes last among the keys: the arguments move up one. */
-	for (i = c->argc; i > c->nkeys; i--) {
-		c->argv[i] = c->argv[i - 1];
-		c->lens[i] = c->lens[i - 1];
-	}
-	c->argv[c->nkeys] = l->taken;
-	c->lens[c->nkeys] = l->taken_len;
-	c->argc++;
-	c->nkeys++;
+	/* ARGV[5], after the owner flag every kind ends with (scripts.c). */
+	if (l->taken != NULL && c->argc == c->nkeys + 4 && c->argc < DLOCK__CALL_MAX)
+		dlock__call_push(c, l->taken, l->taken_len);
 }
 
 int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r, int64_t sent_at,

@@ -28,21 +28,23 @@
  */
 /*
  * Waking without a herd (single/acquire_op.c): a waiting client passes
- * dlock's "taken" channel as the last key (KEYS[2]; KEYS[3] when fenced).
- * Then a busy lock replies {0, pttl, listeners of that channel} - how many
- * processes wait - and a new hold is told on that channel as
- * "<lease>:<listeners>" when anyone listens, so that the other waiting
- * processes stand back instead of all asking the server. Redisson's data
- * and its "0" message are untouched.
+ * dlock's "taken" channel as ARGV[5]. Then a busy lock replies {0, pttl,
+ * listeners of that channel} - how many processes wait - and a new hold
+ * is told on that channel as "<lease>:<listeners>" when anyone listens, so
+ * that the other waiting processes stand back instead of all asking the
+ * server. Redisson's data and its "0" message are untouched. The channel
+ * is an argument, not a key: it hashes to the lock's slot, and a second
+ * key would make a slot's importing node refuse the acquire (TRYAGAIN)
+ * while the lock's key has not moved there.
  */
-#define HERD_BUSY(k) \
-	"if #KEYS > " k " then " \
-	"  return {0, redis.call('pttl', KEYS[1]), listeners(KEYS[#KEYS])}; " \
+#define HERD_BUSY \
+	"if ARGV[5] then " \
+	"  return {0, redis.call('pttl', KEYS[1]), listeners(ARGV[5])}; " \
 	"end; "
-#define HERD_TAKEN(k) \
-	"if #KEYS > " k " then " \
-	"  local n = listeners(KEYS[#KEYS]); " \
-	"  if n > 0 then redis.call('publish', KEYS[#KEYS], ARGV[1] .. ':' .. n); end; " \
+#define HERD_TAKEN \
+	"if ARGV[5] then " \
+	"  local n = listeners(ARGV[5]); " \
+	"  if n > 0 then redis.call('publish', ARGV[5], ARGV[1] .. ':' .. n); end; " \
 	"end; "
 
 dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
@@ -50,12 +52,12 @@ dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 		"if c == false then "
 		"  if redis.call('exists', KEYS[1]) == 1 then "
-		HERD_BUSY("1")
+		HERD_BUSY
 		"    return redis.call('pttl', KEYS[1]); "
 		"  end; "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
 		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-		HERD_TAKEN("1")
+		HERD_TAKEN
 		"  return {1}; "
 		"end; " ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]",
 				"") "redis.call('pexpire', KEYS[1], ARGV[1]); "
@@ -158,13 +160,13 @@ dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT_HOLDS("acquire-fenced
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 		"if c == false then "
 		"  if redis.call('exists', KEYS[1]) == 1 then "
-		HERD_BUSY("2")
+		HERD_BUSY
 		"    return redis.call('pttl', KEYS[1]); "
 		"  end; "
 		"  local t = redis.call('incr', KEYS[2]); "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
 		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
-		HERD_TAKEN("2")
+		HERD_TAKEN
 		"  return {1, t}; "
 		"end; "
 		"local t = tonumber(redis.call('get', KEYS[2]) or '0'); " ADOPT_OR_COUNT("ARGV[3]",
