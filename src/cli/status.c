@@ -148,6 +148,8 @@ static const char *mode_name(cli_mode m)
 /* What every node showed, summed up. */
 typedef struct status_counts {
 	size_t reachable, held, refused, wrongtype;
+	size_t queued;       /* a fair lock's queue, the longest a node has */
+	int64_t subscribers; /* listening on the name's channels, the most a node has */
 } status_counts;
 
 /* A semaphore's or a latch's count, after "node" and "reachable". */
@@ -185,6 +187,45 @@ static void print_json_count(FILE *out, const node_view *v)
 	fprintf(out, "]}");
 }
 
+/* Holder j: owner and count (as always), then how long its hold lasts and,
+ * for a reader, each read hold's own timeout. */
+static void print_json_holder(FILE *out, const dlock_lock_info *info, size_t j)
+{
+	const char *owner = dlock_lock_info_owner(info, j);
+	size_t k, holds = dlock_lock_info_read_holds(info, j);
+
+	fprintf(out, "%s{\"owner\":", j ? "," : "");
+	json_string(out, owner, strlen(owner));
+	fprintf(out, ",\"count\":%lld,\"ttl_ms\":%lld", (long long)dlock_lock_info_count(info, j),
+			(long long)dlock_lock_info_holder_ttl_ms(info, j));
+	if (holds > 0) {
+		fprintf(out, ",\"holds_ttl_ms\":[");
+		for (k = 0; k < holds; k++)
+			fprintf(out, "%s%lld", k ? "," : "",
+					(long long)dlock_lock_info_read_hold_ttl_ms(info, j, k));
+		fprintf(out, "]");
+	}
+	fprintf(out, "}");
+}
+
+/* Who waits: the clients listening on the name's channels (waiters, and
+ * holders watching for a force unlock), and a fair lock's queue in order. */
+static void print_json_waiters(FILE *out, const dlock_lock_info *info)
+{
+	size_t j;
+	const char *w;
+
+	fprintf(out, ",\"subscribers\":%lld,\"queued\":%zu,\"queue\":[",
+			(long long)dlock_lock_info_subscribers(info), dlock_lock_info_queued(info));
+	for (j = 0; (w = dlock_lock_info_queued_owner(info, j)) != NULL; j++) {
+		fprintf(out, "%s{\"owner\":", j ? "," : "");
+		json_string(out, w, strlen(w));
+		fprintf(out, ",\"timeout_ms\":%lld}",
+				(long long)dlock_lock_info_queued_ttl_ms(info, j));
+	}
+	fprintf(out, "]");
+}
+
 static void print_json_node(FILE *out, const char *node, const node_view *v)
 {
 	size_t j;
@@ -203,17 +244,13 @@ static void print_json_node(FILE *out, const char *node, const node_view *v)
 		return;
 	}
 	fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[", (long long)dlock_lock_info_ttl_ms(v->info));
-	for (j = 0; j < dlock_lock_info_holders(v->info); j++) {
-		const char *owner = dlock_lock_info_owner(v->info, j);
-
-		fprintf(out, "%s{\"owner\":", j ? "," : "");
-		json_string(out, owner, strlen(owner));
-		fprintf(out, ",\"count\":%lld}", (long long)dlock_lock_info_count(v->info, j));
-	}
+	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
+		print_json_holder(out, v->info, j);
 	fprintf(out, "]");
 	if (v->kind == KIND_RWLOCK)
 		fprintf(out, ",\"kind\":\"rwlock\",\"rw_mode\":\"%s\"",
 				dlock_lock_info_rw_mode(v->info));
+	print_json_waiters(out, v->info);
 	fprintf(out, "}");
 }
 
@@ -256,6 +293,7 @@ static void print_table_count(FILE *out, int width, const char *node, const node
 
 static void print_table_node(FILE *out, int width, const char *node, const node_view *v)
 {
+	const char *w;
 	size_t j;
 
 	if (v->sem != NULL) {
@@ -274,9 +312,13 @@ static void print_table_node(FILE *out, int width, const char *node, const node_
 				j                          ? ""
 				: v->kind == KIND_RWLOCK ? dlock_lock_info_rw_mode(v->info)
 							 : "held",
-				(long long)dlock_lock_info_ttl_ms(v->info),
+				(long long)dlock_lock_info_holder_ttl_ms(v->info, j),
 				(long long)dlock_lock_info_count(v->info, j),
 				dlock_lock_info_owner(v->info, j));
+	/* A fair lock's queue, in order: how long each keeps its place. */
+	for (j = 0; (w = dlock_lock_info_queued_owner(v->info, j)) != NULL; j++)
+		fprintf(out, "%-*s %-12s %-8lld %-6s %s\n", width, "", "waiting",
+				(long long)dlock_lock_info_queued_ttl_ms(v->info, j), "-", w);
 }
 
 /* The NODE column is as wide as its longest name (a unix: path can be long). */
@@ -303,19 +345,34 @@ static const node_view *first_of(const cli_target *t, const node_view *v, node_k
 	return NULL;
 }
 
+/* A lock's waiters for its first line: a fair lock's queue is exact; other
+ * waiters are only seen as clients listening on the lock's channel, which
+ * a holder watching for a force unlock (`dlock run`) does too. Nothing
+ * when no one listens, so that a quiet lock's line is as it always was. */
+static const char *waiting(const status_counts *c, char *buf, size_t len)
+{
+	if (c->queued > 0)
+		snprintf(buf, len, ", %zu waiting", c->queued);
+	else if (c->subscribers > 0)
+		snprintf(buf, len, ", %lld waiting or watching", (long long)c->subscribers);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
 /* The first line: what the name is and what it holds. */
 static void print_heading(const cli_target *t, const node_view *v, const status_counts *c,
 		node_kind k, FILE *out)
 {
 	const node_view *f = first_of(t, v, k);
-	char where[128];
+	char where[128], wait[64];
 
 	snprintf(where, sizeof(where), "%s, %zu node%s, quorum %zu", mode_name(t->mode), t->n,
 			t->n == 1 ? "" : "s", cli_target_quorum(t));
 	if (k == KIND_RWLOCK)
-		fprintf(out, "read-write lock \"%s\" (%s): %s mode, held on %zu, reachable %zu\n",
+		fprintf(out, "read-write lock \"%s\" (%s): %s mode, held on %zu, reachable %zu%s\n",
 				t->name, where, dlock_lock_info_rw_mode(f->info), c->held,
-				c->reachable);
+				c->reachable, waiting(c, wait, sizeof(wait)));
 	else if (k == KIND_PERMITS)
 		fprintf(out,
 				"expirable semaphore \"%s\" (%s): %zu permit%s used, %lld free, "
@@ -339,8 +396,8 @@ static void print_heading(const cli_target *t, const node_view *v, const status_
 				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
 				c->reachable);
 	else
-		fprintf(out, "lock \"%s\" (%s): held on %zu, reachable %zu\n", t->name, where,
-				c->held, c->reachable);
+		fprintf(out, "lock \"%s\" (%s): held on %zu, reachable %zu%s\n", t->name, where,
+				c->held, c->reachable, waiting(c, wait, sizeof(wait)));
 }
 
 static void print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
@@ -394,7 +451,7 @@ static int refuse_one_server_twice(cli_target *t, const char *command)
 int cli_target_status(cli_target *t, int json, FILE *out)
 {
 	node_view *v = calloc(t->n, sizeof(*v));
-	status_counts c = { 0, 0, 0, 0 };
+	status_counts c = { 0, 0, 0, 0, 0, 0 };
 	size_t i;
 	int status;
 
@@ -406,6 +463,10 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 		c.refused += v[i].reachable && v[i].rc < 0;
 		c.wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
 		c.held += view_held(&v[i]);
+		if (dlock_lock_info_queued(v[i].info) > c.queued)
+			c.queued = dlock_lock_info_queued(v[i].info);
+		if (dlock_lock_info_subscribers(v[i].info) > c.subscribers)
+			c.subscribers = dlock_lock_info_subscribers(v[i].info);
 	}
 	status = refuse_one_server_twice(t, "status");
 	if (status == 0 && json)

@@ -698,7 +698,7 @@ Test(cli, status_json_and_table_with_a_dead_node, .timeout = 60)
 {
 	rh_server *s[3];
 	char labels[3][64], nodes[512], seg[1024];
-	const char *holders = "\"holders\":[{\"owner\":\"me:1\",\"count\":1}]";
+	const char *holders = "\"holders\":[{\"owner\":\"me:1\",\"count\":1,\"ttl_ms\":";
 	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 	snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
 			rh_server_uri(s[2]));
