@@ -16,6 +16,7 @@
 #include "latch.h"
 #include "run.h"
 #include "secrets.h"
+#include "status.h"
 #include "target.h"
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
@@ -113,7 +114,9 @@ enum {
 	OPT_TLS_SERVER_NAME,
 	OPT_TLS_INSECURE,
 	OPT_SYNC_REPLICAS,
-	OPT_SYNC_TIMEOUT
+	OPT_SYNC_TIMEOUT,
+	OPT_WATCH,
+	OPT_INTERVAL
 };
 
 static const struct option long_options[] = { { "nodes", required_argument, NULL, 'n' },
@@ -140,13 +143,17 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME },
 	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
 	{ "sync-replicas", required_argument, NULL, OPT_SYNC_REPLICAS },
-	{ "sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT }, { NULL, 0, NULL, 0 } };
+	{ "sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT },
+	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "interval", required_argument, NULL, OPT_INTERVAL }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
 	int wait_given, lease_given, grace_given, json, force, help, version;
 	int rw_given; /* -s or -x */
 	int permits_given; /* -c */
+	int watch, interval_given; /* status --watch [--interval] */
+	int64_t interval_ms;
 	const char *owner;
 	const char *nodes;
 	cli_secret_args secret;
@@ -335,6 +342,14 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 				return EXIT_USAGE;
 			a->grace_given = 1;
 			break;
+		case OPT_WATCH:
+			a->watch = 1;
+			break;
+		case OPT_INTERVAL:
+			if (parse_ms(optarg, "--interval", 1, &a->interval_ms) < 0)
+				return EXIT_USAGE;
+			a->interval_given = 1;
+			break;
 		case ':':
 			return usage_error("option %s needs a value", argv[optind - 1]);
 		default:
@@ -457,6 +472,8 @@ static int check_options_apply(const char *command, const cli_args *a)
 						      "given to the command as DLOCK_OWNER"
 						    : "" },
 		{ "--json", a->json, { "status", NULL, NULL }, "" },
+		{ "--watch", a->watch, { "status", NULL, NULL }, "" },
+		{ "--interval", a->interval_given, { "status", NULL, NULL }, "" },
 		{ "--force", a->force, { "unlock", NULL, NULL }, "" },
 		{ "-s/-x", a->rw_given, { "run", "acquire", "release" }, "" },
 		{ "-c/--permits", a->permits_given, { "run", NULL, NULL }, "" },
@@ -496,6 +513,10 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 	}
 	if ((rc = check_options_apply(command, a)) != 0)
 		return rc;
+	if (a->watch && a->json)
+		return usage_error("%s", "status: --watch and --json exclude each other");
+	if (a->interval_given && !a->watch)
+		return usage_error("%s", "status: --interval is for --watch");
 	if (strcmp(command, "acquire") == 0 && !a->lease_given)
 		return usage_error("%s",
 				"acquire needs -l LEASE_MS (a lock taken from a shell "
@@ -625,6 +646,8 @@ int main(int argc, char **argv)
 		status = cmd_acquire(&t, &cfg, &a, name);
 	else if (strcmp(command, "release") == 0)
 		status = cmd_release(&t, &cfg, &a);
+	else if (strcmp(command, "status") == 0 && a.watch)
+		status = cli_status_watch(&t, a.interval_given ? a.interval_ms : 1000, stdout);
 	else if (strcmp(command, "status") == 0)
 		status = cli_target_status(&t, a.json, stdout);
 	else

@@ -14,26 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target.h"
-
-typedef enum node_kind {
-	KIND_LOCK,    /* a lock's hash, or nothing */
-	KIND_RWLOCK,  /* a read-write lock's hash (its `mode` field) */
-	KIND_PERMITS,   /* an expirable semaphore: a count and taken permits */
-	KIND_SEMAPHORE, /* a count with waiters on the semaphore's channel only */
-	KIND_LATCH,     /* a count with waiters on the latch's channel only */
-	KIND_COUNT      /* a count alone: a semaphore's free permits or a latch's count */
-} node_kind;
-
-typedef struct node_view {
-	int reachable;
-	int rc; /* the query's error, or 0 */
-	char error[512];
-	node_kind kind;
-	dlock_lock_info *info;     /* a lock's; NULL when the query failed or not a lock */
-	dlock_semaphore_info *sem; /* a count's (KIND_PERMITS and after) */
-	int64_t latch_waiters;     /* listening on the latch's channel */
-} node_view;
+#include "status.h"
 
 /* A count without taken permits: whose waiters listen tells a semaphore
  * from a latch; waiters of both, or none, tell nothing - nor does a failed
@@ -144,13 +125,6 @@ static const char *mode_name(cli_mode m)
 {
 	return m == MODE_REDLOCK ? "redlock" : m == MODE_MULTILOCK ? "multilock" : "rlock";
 }
-
-/* What every node showed, summed up. */
-typedef struct status_counts {
-	size_t reachable, held, refused, wrongtype;
-	size_t queued;       /* a fair lock's queue, the longest a node has */
-	int64_t subscribers; /* listening on the name's channels, the most a node has */
-} status_counts;
 
 /* A semaphore's or a latch's count, after "node" and "reachable". */
 static void print_json_count(FILE *out, const node_view *v)
@@ -400,7 +374,7 @@ static void print_heading(const cli_target *t, const node_view *v, const status_
 				c->held, c->reachable, waiting(c, wait, sizeof(wait)));
 }
 
-static void print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
+void cli_status_print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
 {
 	int width = node_width(t);
 	node_kind k = name_kind(t, v);
@@ -448,35 +422,85 @@ static int refuse_one_server_twice(cli_target *t, const char *command)
 	return EXIT_USAGE;
 }
 
+void cli_status_read(cli_target *t, node_view *v, status_counts *c)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < t->n; i++) {
+		view_node(t, i, &v[i]);
+		c->reachable += v[i].reachable;
+		c->refused += v[i].reachable && v[i].rc < 0;
+		c->wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
+		c->held += view_held(&v[i]);
+		if (dlock_lock_info_queued(v[i].info) > c->queued)
+			c->queued = dlock_lock_info_queued(v[i].info);
+		if (dlock_lock_info_subscribers(v[i].info) > c->subscribers)
+			c->subscribers = dlock_lock_info_subscribers(v[i].info);
+	}
+}
+
+void cli_status_free(const cli_target *t, node_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		dlock_lock_info_free(v[i].info);
+		dlock_semaphore_info_free(v[i].sem);
+		v[i].info = NULL;
+		v[i].sem = NULL;
+	}
+}
+
+size_t cli_view_holders(const node_view *v)
+{
+	return v->sem != NULL ? dlock_semaphore_info_permits(v->sem)
+			      : dlock_lock_info_holders(v->info);
+}
+
+const char *cli_view_holder(const node_view *v, size_t i)
+{
+	return v->sem != NULL ? dlock_semaphore_info_permit_id(v->sem, i)
+			      : dlock_lock_info_owner(v->info, i);
+}
+
+int64_t cli_view_waiting(const node_view *v)
+{
+	if (v->kind == KIND_LATCH)
+		return v->latch_waiters;
+	if (v->sem != NULL)
+		return dlock_semaphore_info_waiters(v->sem);
+	if (dlock_lock_info_queued(v->info) > 0)
+		return (int64_t)dlock_lock_info_queued(v->info);
+	return dlock_lock_info_subscribers(v->info);
+}
+
+const char *cli_view_waiting_words(const node_view *v)
+{
+	return v->sem == NULL && dlock_lock_info_queued(v->info) == 0 ? "waiting or watching"
+								     : "waiting";
+}
+
+int cli_status_refuse_twice(cli_target *t)
+{
+	return refuse_one_server_twice(t, "status");
+}
+
 int cli_target_status(cli_target *t, int json, FILE *out)
 {
 	node_view *v = calloc(t->n, sizeof(*v));
-	status_counts c = { 0, 0, 0, 0, 0, 0 };
-	size_t i;
+	status_counts c;
 	int status;
 
 	if (v == NULL)
 		return EXIT_UNAVAILABLE;
-	for (i = 0; i < t->n; i++) {
-		view_node(t, i, &v[i]);
-		c.reachable += v[i].reachable;
-		c.refused += v[i].reachable && v[i].rc < 0;
-		c.wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
-		c.held += view_held(&v[i]);
-		if (dlock_lock_info_queued(v[i].info) > c.queued)
-			c.queued = dlock_lock_info_queued(v[i].info);
-		if (dlock_lock_info_subscribers(v[i].info) > c.subscribers)
-			c.subscribers = dlock_lock_info_subscribers(v[i].info);
-	}
+	cli_status_read(t, v, &c);
 	status = refuse_one_server_twice(t, "status");
 	if (status == 0 && json)
 		print_json(t, v, &c, out);
 	else if (status == 0)
-		print_table(t, v, &c, out);
-	for (i = 0; i < t->n; i++) {
-		dlock_lock_info_free(v[i].info);
-		dlock_semaphore_info_free(v[i].sem);
-	}
+		cli_status_print_table(t, v, &c, out);
+	cli_status_free(t, v);
 	free(v);
 	return status != 0 ? status : status_exit(t, &c);
 }
