@@ -26,6 +26,7 @@ packages=(
 	libevent-dev      # examples/event_locks (dlock/event.h) and its test
 	openjdk-17-jdk-headless  # tests/interop: the real Redisson (Java) beside dlock
 	maven                    #   which Maven downloads into the build folder
+	zsh               # tests/completion: the zsh completion in a real zsh
 )
 
 installed() {

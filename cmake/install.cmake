@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installation: the shared and static libraries, the public headers, a CMake
 # package (find_package(dlock) -> dlock::dlock, dlock::dlock_static), a
-# pkg-config file (dlock.pc) and the dlock command with its man page.
+# pkg-config file (dlock.pc) and the dlock command with its man page and
+# its bash and zsh completion.
 # Included from the top-level CMakeLists.txt when DLOCK_INSTALL is on.
 include(CMakePackageConfigHelpers)
 
@@ -42,6 +43,11 @@ if(TARGET dlock_cli)
   file(WRITE ${PROJECT_BINARY_DIR}/man/dlock.1.tmp "${_dlock_man_stamped}")
   configure_file(${PROJECT_BINARY_DIR}/man/dlock.1.tmp ${PROJECT_BINARY_DIR}/man/dlock.1 COPYONLY)
   install(FILES ${PROJECT_BINARY_DIR}/man/dlock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  # Shell completion, where bash-completion and zsh look by default.
+  install(FILES ${PROJECT_SOURCE_DIR}/contrib/completion/dlock.bash
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dlock)
+  install(FILES ${PROJECT_SOURCE_DIR}/contrib/completion/_dlock
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
 endif()
 
 install(EXPORT dlockTargets

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "latch.h"
 
 __attribute__((format(printf, 1, 2))) static int usage(const char *fmt, ...)
@@ -24,7 +25,7 @@ __attribute__((format(printf, 1, 2))) static int usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see dlock --help)\n");
+	fprintf(stderr, " (see dlock help latch)\n");
 	return EXIT_USAGE;
 }
 
@@ -60,8 +61,10 @@ static int parse_args(latch_args *la, int argc, char **argv)
 			return usage("%s does not take %s", la->verb, argv[i]);
 		if (strcmp(la->verb, "wait") != 0)
 			return usage("%s does not take %s (it is for wait)", la->verb, argv[i]);
-		if (i + 1 >= argc || parse_num(argv[i + 1], 0, INT_MAX, &la->wait_ms) < 0)
-			return usage("-w (wait) must be a whole number from 0 to %d", INT_MAX);
+		if (i + 1 >= argc || cli_duration_parse(argv[i + 1], &la->wait_ms) < 0 ||
+				la->wait_ms > INT_MAX)
+			return usage("-w (wait) takes a duration up to %d ms: %s", INT_MAX,
+					CLI_DURATION_FORMS);
 	}
 	if (i >= argc || argv[i][0] == '\0')
 		return usage("%s: the latch NAME is missing or empty", la->verb);
@@ -99,7 +102,8 @@ static int wait_zero(const latch_args *la, dlock_countdown *l, const cli_config 
 		return failed(la, l, cfg, DLOCK_ETIMEDOUT);
 	if (n == 0)
 		return 0;
-	fprintf(stderr, "dlock: latch wait: \"%s\" still counts %lld after %lld ms\n", la->name,
+	if (!cfg->quiet)
+		fprintf(stderr, "dlock: latch wait: \"%s\" still counts %lld after %lld ms\n", la->name,
 			(long long)n, (long long)la->wait_ms);
 	return EXIT_CONFLICT;
 }

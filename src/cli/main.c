@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "help.h"
+#include "hold.h"
 #include "latch.h"
 #include "run.h"
 #include "secrets.h"
@@ -31,7 +33,8 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 	return EXIT_USAGE;
 }
 
-static int parse_ms(const char *text, const char *what, int64_t min, int64_t *out)
+/* A count (-c, --sync-replicas, --conflict-exit-code): a whole number. */
+static int parse_num(const char *text, const char *what, int64_t min, int64_t *out)
 {
 	char *end;
 	long long v;
@@ -42,6 +45,25 @@ static int parse_ms(const char *text, const char *what, int64_t min, int64_t *ou
 		fprintf(stderr,
 				"dlock: %s must be a whole number from %lld to %d, not \"%s\""
 				" (see dlock --help)\n",
+				what, (long long)min, INT_MAX, text);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A time: a duration (duration.h) from min ms to INT_MAX ms. */
+static int parse_ms(const char *text, const char *what, int64_t min, int64_t *out)
+{
+	int64_t v;
+
+	if (cli_duration_parse(text, &v) < 0) {
+		fprintf(stderr, "dlock: %s takes a duration: %s; not \"%s\" (see dlock --help)\n",
+				what, CLI_DURATION_FORMS, text);
+		return -1;
+	}
+	if (v < min || v > INT_MAX) {
+		fprintf(stderr, "dlock: %s must be from %lld ms to %d ms, not \"%s\" (see dlock --help)\n",
 				what, (long long)min, INT_MAX, text);
 		return -1;
 	}
@@ -119,12 +141,17 @@ enum {
 	OPT_INTERVAL
 };
 
+/* Below this a watchdog lease is renewed so often that a round trip's
+ * jitter decides whether the lock survives. */
+#define WATCHDOG_MIN_MS 300
+
 static const struct option long_options[] = { { "nodes", required_argument, NULL, 'n' },
 	{ "mode", required_argument, NULL, 'm' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
 	{ "restart-guard", required_argument, NULL, OPT_GUARD },
 	{ "conflict-exit-code", required_argument, NULL, OPT_CONFLICT },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' },
 	/* command options */
 	{ "wait", required_argument, NULL, 'w' }, { "lease", required_argument, NULL, 'l' },
@@ -152,6 +179,8 @@ typedef struct cli_args {
 	int wait_given, lease_given, grace_given, json, force, help, version;
 	int rw_given; /* -s or -x */
 	int permits_given; /* -c */
+	int nodes_given;   /* how many -n */
+	int guard_given, sync_timeout_given;
 	int watch, interval_given; /* status --watch [--interval] */
 	int64_t interval_ms;
 	const char *owner;
@@ -230,7 +259,7 @@ static int sync_option(int opt, const char *arg, cli_config *cfg)
 			return EXIT_USAGE;
 		return 0;
 	}
-	if (parse_ms(arg, "--sync-replicas", 0, &v) < 0)
+	if (parse_num(arg, "--sync-replicas", 0, &v) < 0)
 		return EXIT_USAGE;
 	if (v > 1024)
 		return usage_error("--sync-replicas must be 0..1024, not %s", arg);
@@ -242,6 +271,8 @@ static int sync_option(int opt, const char *arg, cli_config *cfg)
  * 1, or EXIT_USAGE. */
 static int connection_option(int c, const char *arg, cli_config *cfg, cli_args *a)
 {
+	if (c == OPT_SYNC_TIMEOUT)
+		a->sync_timeout_given = 1;
 	if (c == OPT_SYNC_REPLICAS || c == OPT_SYNC_TIMEOUT)
 		return sync_option(c, arg, cfg) == 0 ? 1 : EXIT_USAGE;
 	if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE)
@@ -260,7 +291,7 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 	int64_t v;
 
 	opterr = 0; /* our own one-line messages */
-	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:sxc:", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:sxc:qE:", long_options, NULL)) != -1) {
 		int known = connection_option(c, optarg, cfg, a);
 
 		if (known == EXIT_USAGE)
@@ -270,6 +301,10 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 		switch (c) {
 		case 'n':
 			a->nodes = optarg;
+			a->nodes_given++;
+			break;
+		case 'q':
+			cfg->quiet = 1;
 			break;
 		case 'm':
 			if (parse_mode(optarg, cfg) != 0)
@@ -280,18 +315,20 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 				return EXIT_USAGE;
 			break;
 		case OPT_WATCHDOG:
-			if (parse_ms(optarg, "--watchdog", 3, &cfg->watchdog_ms) < 0)
+			if (parse_ms(optarg, "--watchdog", WATCHDOG_MIN_MS, &cfg->watchdog_ms) < 0)
 				return EXIT_USAGE;
 			break;
 		case OPT_GUARD:
 			if (parse_ms(optarg, "--restart-guard", 0, &cfg->restart_guard_ms) < 0)
 				return EXIT_USAGE;
+			a->guard_given = 1;
 			break;
 		case OPT_CONFLICT:
-			if (parse_ms(optarg, "--conflict-exit-code", 0, &v) < 0)
+		case 'E':
+			if (parse_num(optarg, "-E/--conflict-exit-code", 0, &v) < 0)
 				return EXIT_USAGE;
 			if (v > 255)
-				return usage_error("--conflict-exit-code must be 0..255, not %s",
+				return usage_error("-E/--conflict-exit-code must be 0..255, not %s",
 						optarg);
 			cfg->conflict_exit = (int)v;
 			break;
@@ -333,7 +370,7 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 			a->rw_given = 1;
 			break;
 		case 'c':
-			if (parse_ms(optarg, "-c (permits)", 1, &cfg->permits) < 0)
+			if (parse_num(optarg, "-c (permits)", 1, &cfg->permits) < 0)
 				return EXIT_USAGE;
 			a->permits_given = 1;
 			break;
@@ -429,10 +466,32 @@ static int configure(cli_config *cfg, cli_args *a)
 	return 0;
 }
 
+/* Options that could not work together: refused rather than left to fail
+ * at run time (or to do nothing). 0 or EXIT_USAGE. */
+static int check_sanity(const char *command, const cli_config *cfg, const cli_args *a)
+{
+	int watchdog_hold = (strcmp(command, "run") == 0 || strcmp(command, "hold") == 0) &&
+			!a->lease_given;
+
+	/* A renewal goes out every third of the watchdog lease; one that takes
+	 * its whole --timeout must still land before the lease ends, with room. */
+	if (watchdog_hold && cfg->timeout_ms * 2 > cfg->watchdog_ms)
+		return usage_error("--timeout %lld ms is more than half of --watchdog %lld ms: a "
+				   "renewal that takes its whole timeout could land after the "
+				   "lease ends; raise --watchdog or lower --timeout",
+				(long long)cfg->timeout_ms, (long long)cfg->watchdog_ms);
+	if (a->guard_given && cfg->mode != MODE_REDLOCK)
+		return usage_error("%s", "--restart-guard is for RedLock (several nodes, -m "
+					 "redlock): it would do nothing here");
+	if (a->sync_timeout_given && cfg->sync_replicas == 0)
+		return usage_error("%s", "--sync-timeout does nothing without --sync-replicas N");
+	return 0;
+}
+
 static int is_command(const char *command)
 {
 	static const char *const known[] = { "run", "acquire", "release", "status", "unlock",
-		"latch" };
+		"latch", "hold", "wait" };
 	size_t i;
 
 	for (i = 0; i < sizeof(known) / sizeof(*known); i++)
@@ -445,7 +504,7 @@ static int is_command(const char *command)
 typedef struct option_use {
 	const char *option;
 	int given;
-	const char *commands[3]; /* the commands that take it */
+	const char *commands[5]; /* the commands that take it */
 	const char *hint;
 } option_use;
 
@@ -453,7 +512,7 @@ static int takes(const option_use *u, const char *command)
 {
 	size_t i;
 
-	for (i = 0; i < 3 && u->commands[i] != NULL; i++)
+	for (i = 0; i < 5 && u->commands[i] != NULL; i++)
 		if (strcmp(u->commands[i], command) == 0)
 			return 1;
 	return 0;
@@ -464,30 +523,35 @@ static int takes(const option_use *u, const char *command)
 static int check_options_apply(const char *command, const cli_args *a)
 {
 	const option_use uses[] = {
-		{ "-w/--wait", a->wait_given, { "run", "acquire", "latch" }, "" },
-		{ "-l/--lease", a->lease_given, { "run", "acquire", NULL }, "" },
-		{ "--grace", a->grace_given, { "run", NULL, NULL }, "" },
-		{ "--owner", a->owner != NULL, { "acquire", "release", NULL },
+		{ "-w/--wait", a->wait_given, { "run", "acquire", "hold", "wait", "latch" }, "" },
+		{ "-l/--lease", a->lease_given, { "run", "acquire", "hold" }, "" },
+		{ "--grace", a->grace_given, { "run" }, "" },
+		{ "--owner", a->owner != NULL, { "acquire", "release" },
 			strcmp(command, "run") == 0 ? "; run's owner is its own, "
 						      "given to the command as DLOCK_OWNER"
 						    : "" },
-		{ "--json", a->json, { "status", NULL, NULL }, "" },
-		{ "--watch", a->watch, { "status", NULL, NULL }, "" },
-		{ "--interval", a->interval_given, { "status", NULL, NULL }, "" },
-		{ "--force", a->force, { "unlock", NULL, NULL }, "" },
-		{ "-s/-x", a->rw_given, { "run", "acquire", "release" }, "" },
-		{ "-c/--permits", a->permits_given, { "run", NULL, NULL }, "" },
+		{ "--json", a->json, { "status" }, "" },
+		{ "--watch", a->watch, { "status" }, "" },
+		{ "--interval", a->interval_given, { "status" }, "" },
+		{ "--force", a->force, { "unlock" }, "" },
+		{ "-s/-x", a->rw_given, { "run", "acquire", "release", "hold" }, "" },
+		{ "-c/--permits", a->permits_given, { "run" }, "" },
 	};
-	size_t i;
+	size_t i, j;
 
 	for (i = 0; i < sizeof(uses) / sizeof(uses[0]); i++) {
 		const option_use *u = &uses[i];
+		char list[128] = "";
 
 		if (!u->given || takes(u, command))
 			continue;
-		return usage_error("%s does not take %s (it is for %s%s%s)%s", command, u->option,
-				u->commands[0], u->commands[1] ? " and " : "",
-				u->commands[1] ? u->commands[1] : "", u->hint);
+		for (j = 0; j < 5 && u->commands[j] != NULL; j++) {
+			if (j > 0)
+				strcat(list, j + 1 < 5 && u->commands[j + 1] != NULL ? ", " : " and ");
+			strcat(list, u->commands[j]);
+		}
+		return usage_error("%s does not take %s (it is for %s)%s", command, u->option, list,
+				u->hint);
 	}
 	return 0;
 }
@@ -519,7 +583,7 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 		return usage_error("%s", "status: --interval is for --watch");
 	if (strcmp(command, "acquire") == 0 && !a->lease_given)
 		return usage_error("%s",
-				"acquire needs -l LEASE_MS (a lock taken from a shell "
+				"acquire needs -l LEASE (a lock taken from a shell "
 				"must expire by itself)");
 	if ((strcmp(command, "acquire") == 0 || strcmp(command, "release") == 0) &&
 			(a->owner == NULL || a->owner[0] == '\0'))
@@ -529,6 +593,22 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 				"unlock needs --force (to release your own hold, use "
 				"release --owner)");
 	return 0;
+}
+
+/* `dlock help [COMMAND]`: 1 (printed) or EXIT_USAGE. */
+static int help_command(const char *command, int left)
+{
+	if (left > 1)
+		return usage_error("%s", "help takes one COMMAND at most");
+	if (command == NULL) {
+		cli_print_help(stdout);
+		return 1;
+	}
+	if (cli_print_command_help(stdout, command) < 0)
+		return usage_error("help: unknown command \"%s\" (commands: run, acquire, "
+				   "release, status, unlock, latch, hold, wait)",
+				command);
+	return 1;
 }
 
 /*
@@ -553,14 +633,20 @@ static int parse_command_line(int argc, char **argv, cli_config *cfg, cli_args *
 	if (optind >= argc)
 		return usage_error("%s", "no command given");
 	*command = argv[optind++];
+	if (strcmp(*command, "help") == 0) /* help [COMMAND] */
+		return help_command(optind < argc ? argv[optind] : NULL, argc - optind);
+	if (!is_command(*command))
+		return usage_error("unknown command \"%s\"", *command);
 	if ((rc = parse_options(argc, argv, cfg, a)) != 0)
 		return rc;
 	if (a->help) {
-		cli_print_help(stdout);
+		cli_print_command_help(stdout, *command);
 		return 1;
 	}
-	if (!is_command(*command))
-		return usage_error("unknown command \"%s\"", *command);
+	if (a->nodes_given > 1)
+		return usage_error("-n given %d times: give one comma-separated list "
+				   "(-n URI,URI,...)",
+				a->nodes_given);
 	if ((optind >= argc || argv[optind][0] == '\0') && strcmp(*command, "latch") == 0)
 		return usage_error("%s", "latch: set, down, count or wait is missing "
 					 "(latch set|down|count|wait NAME ...)");
@@ -606,6 +692,15 @@ static int cmd_run(cli_target *t, const cli_config *cfg, const cli_args *a, char
 	return cli_run(t, cfg, &ra);
 }
 
+static int cmd_hold(cli_target *t, const cli_config *cfg, const cli_args *a)
+{
+	cli_run_args ra = { 0 };
+
+	ra.wait_ms = a->wait_given ? a->wait_ms : DLOCK_WAIT_FOREVER;
+	ra.lease_ms = a->lease_given ? a->lease_ms : DLOCK_LEASE_WATCHDOG;
+	return cli_hold(t, cfg, &ra);
+}
+
 int main(int argc, char **argv)
 {
 	cli_config cfg = { 0 };
@@ -622,8 +717,8 @@ int main(int argc, char **argv)
 	a.grace_ms = 10000;
 	if ((rc = parse_command_line(argc, argv, &cfg, &a, &command, &name)) != 0)
 		return rc == 1 ? 0 : rc;
-	cfg.watch_force_unlock = strcmp(command, "run") == 0;
-	if ((rc = configure(&cfg, &a)) != 0) {
+	cfg.watch_force_unlock = strcmp(command, "run") == 0 || strcmp(command, "hold") == 0;
+	if ((rc = configure(&cfg, &a)) != 0 || (rc = check_sanity(command, &cfg, &a)) != 0) {
 		free_config(&cfg);
 		return rc;
 	}
@@ -650,6 +745,10 @@ int main(int argc, char **argv)
 		status = cli_status_watch(&t, a.interval_given ? a.interval_ms : 1000, stdout);
 	else if (strcmp(command, "status") == 0)
 		status = cli_target_status(&t, a.json, stdout);
+	else if (strcmp(command, "hold") == 0)
+		status = cmd_hold(&t, &cfg, &a);
+	else if (strcmp(command, "wait") == 0)
+		status = cli_wait_free(&t, &cfg, a.wait_given ? a.wait_ms : DLOCK_WAIT_FOREVER);
 	else
 		status = cli_target_force(&t, stdout);
 	cli_target_close(&t);

@@ -194,6 +194,31 @@ static void wait_note(int64_t ms)
 	poll(&p, 1, ms < 0 ? -1 : (int)(ms > 60000 ? 60000 : ms));
 }
 
+/* ---- for hold.c: the same signals, notes and acquire --------------------------- */
+
+int cli_run_signals(cli_target *t)
+{
+	if (install_handlers() < 0)
+		return -1;
+	cli_target_on_lost(t, on_lost, NULL);
+	return 0;
+}
+
+int cli_run_wake_fd(void)
+{
+	return wake_pipe[0];
+}
+
+void cli_run_notes(int *stop, int *lost, int *reason)
+{
+	notes n = { 0 };
+
+	read_notes(&n);
+	*stop = n.stop;
+	*lost = n.lost;
+	*reason = lost_reason;
+}
+
 /* ---- the acquire, cancellable ---------------------------------------------- */
 
 typedef struct acquire_job {
@@ -219,8 +244,8 @@ static void *acquire_main(void *arg)
  * acquire's result, or 128+N when a signal ended the wait (then nothing is
  * held: a hold the acquire got meanwhile is released).
  */
-static int acquire_interruptibly(cli_target *t, const char *owner, const cli_run_args *a,
-		int64_t *validity, int64_t *token)
+int cli_run_acquire(cli_target *t, const char *command, const char *owner,
+		const cli_run_args *a, int64_t *validity, int64_t *token)
 {
 	acquire_job j = { t, owner, a->wait_ms, a->lease_ms, 0, 0, 0 };
 	notes n = { 0 };
@@ -252,8 +277,8 @@ static int acquire_interruptibly(cli_target *t, const char *owner, const cli_run
 		*token = j.token;
 		return j.rc;
 	}
-	fprintf(stderr, "dlock: run: stopped by signal %d while waiting for \"%s\"\n", n.stop,
-			t->name);
+	fprintf(stderr, "dlock: %s: stopped by signal %d while waiting for \"%s\"\n", command,
+			n.stop, t->name);
 	if (j.rc == 0)
 		cli_target_release(t, owner);
 	return 128 + n.stop;
@@ -310,7 +335,7 @@ static int64_t keys_expiry(cli_target *t, const char *owner)
 	return now_ms() + ms;
 }
 
-static const char *lost_cause(const cli_target *t, int reason)
+const char *cli_run_lost_cause(const cli_target *t, int reason)
 {
 	switch (reason) {
 	case DLOCK_LOST_GONE:
@@ -333,7 +358,7 @@ static void say_stop(const cli_target *t, const job_state *j, int64_t now)
 		fprintf(stderr,
 				"dlock: run: %s \"%s\" was lost while the command ran: %s; "
 				"stopping it (SIGTERM, SIGKILL in %lld ms); exit 70\n",
-				cli_target_what(t), t->name, lost_cause(t, lost_reason), (long long)(j->kill_at - now));
+				cli_target_what(t), t->name, cli_run_lost_cause(t, lost_reason), (long long)(j->kill_at - now));
 		break;
 	case STOP_RENEWAL:
 		fprintf(stderr,
@@ -469,7 +494,7 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 		return EXIT_UNAVAILABLE;
 	}
 	cli_target_on_lost(t, on_lost, NULL);
-	rc = acquire_interruptibly(t, owner, a, &validity, &token);
+	rc = cli_run_acquire(t, "run", owner, a, &validity, &token);
 	if (rc > 0)
 		return rc; /* stopped by a signal while waiting */
 	if (rc < 0) {

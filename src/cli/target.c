@@ -15,6 +15,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	memset(t, 0, sizeof(*t));
 	t->mode = cfg->mode;
 	t->fenced = cfg->fenced;
+	t->quiet = cfg->quiet;
 	lopts.kind = cfg->fenced ? DLOCK_LOCK_FENCED
 			: cfg->fair ? DLOCK_LOCK_FAIR
 			: cfg->rw_half != 0 ? (dlock_lock_kind)cfg->rw_half : DLOCK_LOCK_PLAIN;
@@ -211,6 +212,8 @@ void cli_target_cancel(cli_target *t)
 
 void cli_report_failure(const char *command, const cli_target *t, int rc)
 {
+	if (t->quiet && rc == DLOCK_ENOTACQUIRED)
+		return; /* busy: the exit status says it (cron's -q) */
 	if (t->sem != NULL && rc == DLOCK_EWRONGTYPE)
 		fprintf(stderr,
 				"dlock: %s: \"%s\" holds a value that is not a semaphore's count "
@@ -238,6 +241,18 @@ size_t cli_target_quorum(const cli_target *t)
 		return dlock_multilock_quorum(t->multilock);
 	default:
 		return 1;
+	}
+}
+
+int cli_target_is_locked(cli_target *t, int *locked)
+{
+	switch (t->mode) {
+	case MODE_REDLOCK:
+		return dlock_redlock_is_locked(locked, t->redlock);
+	case MODE_MULTILOCK:
+		return dlock_multilock_is_locked(locked, t->multilock);
+	default:
+		return dlock_lock_is_locked(locked, t->locks[0]);
 	}
 }
 

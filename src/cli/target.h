@@ -37,6 +37,7 @@ typedef struct cli_config {
 	int64_t watchdog_ms;
 	int64_t restart_guard_ms; /* -1 = default */
 	int conflict_exit;
+	int quiet;               /* -q: nothing on stderr when the lock is busy */
 	int fenced;              /* fenced locks: acquisitions return a token */
 	int fair;                /* fair locks: waiters served in the order they asked */
 	int rw_half;             /* -s/-x: DLOCK_LOCK_READ or DLOCK_LOCK_WRITE (0: an RLock) */
@@ -65,6 +66,7 @@ typedef struct cli_target {
 	int64_t permits;
 	int permits_checked; /* the count was set, or found to be N */
 	char permit_id[DLOCK_PERMIT_ID_SIZE];
+	int quiet;     /* -q: a busy lock is not reported */
 	char err[256]; /* the CLI's own message for the last failure ("" none) */
 } cli_target;
 
@@ -93,9 +95,13 @@ const char *cli_target_errmsg(const cli_target *t);
 /* Make a wait in progress on another thread return DLOCK_ECANCELED. */
 void cli_target_cancel(cli_target *t);
 /* "dlock: <command>: lock NAME not acquired: <why>" on stderr, in the words
- * a user needs (a key of the wrong type says so). */
+ * a user needs (a key of the wrong type says so); nothing under -q when
+ * others hold it (DLOCK_ENOTACQUIRED). */
 void cli_report_failure(const char *command, const cli_target *t, int rc);
 size_t cli_target_quorum(const cli_target *t);
+/* *locked = 1 when anyone holds NAME (a quorum of nodes, in RedLock mode);
+ * 0 or the query's error. */
+int cli_target_is_locked(cli_target *t, int *locked);
 
 /* `status`: print a table, or JSON; returns an exit status. */
 int cli_target_status(cli_target *t, int json, FILE *out);

@@ -54,6 +54,7 @@ static void proc_describe(proc *p, const char *const *args)
 /* How the next dlock starts: in a process group of its own (as a shell job
  * is), with SIGHUP ignored (as under nohup). */
 int g_own_group, g_ignore_hup;
+int g_stdin_fd = -1;
 
 void proc_start(proc *p, const char *const *env, const char *const *args)
 {
@@ -71,7 +72,7 @@ void proc_start(proc *p, const char *const *env, const char *const *args)
 	if (p->pid == 0) {
 		char **argv = calloc(n + 2, sizeof *argv);
 		sigset_t none;
-		int devnull = open("/dev/null", O_RDONLY);
+		int devnull = g_stdin_fd >= 0 ? g_stdin_fd : open("/dev/null", O_RDONLY);
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		sigemptyset(&none);
@@ -188,6 +189,27 @@ int proc_wait(proc *p, int timeout_s)
 			p->fd[i] = -1;
 		}
 	return p->status;
+}
+
+int proc_wait_lines(proc *p, size_t lines, int64_t timeout_ms)
+{
+	int64_t deadline = rh_now_ms() + timeout_ms;
+
+	while (count_char(p->out, '\n') < lines && rh_now_ms() < deadline) {
+		struct pollfd pf = { p->fd[0], POLLIN, 0 };
+
+		siginfo_t si;
+
+		if (p->fd[0] < 0)
+			break;
+		poll(&pf, 1, 5);
+		proc_drain(p, 0);
+		memset(&si, 0, sizeof si);
+		if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+				si.si_pid != 0)
+			break; /* exited (left for proc_wait to reap) */
+	}
+	return count_char(p->out, '\n') >= lines ? 0 : -1;
 }
 
 int64_t proc_elapsed(const proc *p)

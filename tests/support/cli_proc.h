@@ -31,6 +31,8 @@ typedef struct proc {
 /* How the next dlock starts: in a process group of its own (as a shell job
  * is), with SIGHUP ignored (as under nohup). */
 extern int g_own_group, g_ignore_hup;
+/* The next dlock's stdin, when >= 0 (else /dev/null); the caller keeps it. */
+extern int g_stdin_fd;
 
 /* A scratch directory and a shell command that writes its pid to <dir>/pid
  * between `before` and `after`. */
@@ -42,6 +44,9 @@ typedef struct pid_job {
 proc *proc_new(void);
 void proc_start(proc *p, const char *const *env, const char *const *args);
 int proc_wait(proc *p, int timeout_s);
+/* Read p's stdout while it runs until it has `lines` lines: 0, or -1 when
+ * it exited or timeout_ms passed first. */
+int proc_wait_lines(proc *p, size_t lines, int64_t timeout_ms);
 int64_t proc_elapsed(const proc *p);
 void proc_free(proc *p);
 proc *dlock_env(const char *const *env, const char *const *args);

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One parser for every time the command line takes (-w, -l, --grace,
+ * --timeout, ...): cron lines and shell scripts read better with "30s" and
+ * "5m" than with 30000 and 300000, and flock(1), timeout(1) and etcdctl
+ * users write them that way. A bare number stays milliseconds, as it always
+ * was, so existing scripts keep their meaning.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "duration.h"
+
+#define DURATION_MAX (INT64_MAX / 2)
+
+/* The unit at *p: its length in *len and its size in ms; 0 when none. */
+static int64_t unit_ms(const char *p, size_t *len)
+{
+	if (strncmp(p, "ms", 2) == 0) {
+		*len = 2;
+		return 1;
+	}
+	*len = 1;
+	switch (*p) {
+	case 'h':
+		return 3600000;
+	case 'm':
+		return 60000;
+	case 's':
+		return 1000;
+	default:
+		return 0;
+	}
+}
+
+/* Digits at *p into *v (overflow: -1); the number of digits. */
+static int digits(const char **p, int64_t *v, int64_t *scale)
+{
+	int n = 0;
+
+	*v = 0;
+	*scale = 1;
+	while (isdigit((unsigned char)**p)) {
+		if (*v > (DURATION_MAX - 9) / 10 || *scale > DURATION_MAX / 10)
+			return -1;
+		*v = *v * 10 + (**p - '0');
+		*scale *= 10;
+		(*p)++;
+		n++;
+	}
+	return n;
+}
+
+int cli_duration_parse(const char *text, int64_t *ms)
+{
+	const char *p = text;
+	int64_t total = 0, last_unit = INT64_MAX;
+	int64_t whole, frac, scale, unit;
+	size_t len;
+	int nw, nf;
+
+	if (text == NULL || *p == '\0')
+		return -1;
+	while (*p != '\0') {
+		nw = digits(&p, &whole, &scale);
+		if (nw < 0)
+			return -1;
+		frac = 0;
+		scale = 1;
+		nf = 0;
+		if (*p == '.') {
+			p++;
+			nf = digits(&p, &frac, &scale);
+			if (nf <= 0)
+				return -1;
+		}
+		if (nw == 0 && nf == 0)
+			return -1;
+		if (*p == '\0' && p - text == nw && nf == 0) {
+			*ms = whole; /* a bare whole number: milliseconds */
+			return whole <= DURATION_MAX ? 0 : -1;
+		}
+		unit = unit_ms(p, &len);
+		if (unit == 0 || unit >= last_unit)
+			return -1; /* no unit, an unknown one, or out of order */
+		last_unit = unit;
+		p += len;
+		if (whole > (DURATION_MAX - total) / unit)
+			return -1;
+		total += whole * unit;
+		/* frac/scale of the unit must come to whole milliseconds */
+		if (frac > 0) {
+			if (scale > DURATION_MAX / unit || (frac * unit) % scale != 0)
+				return -1;
+			if (frac * unit / scale > DURATION_MAX - total)
+				return -1;
+			total += frac * unit / scale;
+		}
+	}
+	*ms = total;
+	return 0;
+}
