@@ -113,10 +113,13 @@ typedef struct dlock_client_options {
 	 *  `dlock:holder:<client UUID>` per client and node (see
 	 *  dlock_client_holder) with this label, the host name, the pid,
 	 *  `command` and the time of registration. It is written with the first
-	 *  acquisition on a node (in the same round trip), kept alive with the
-	 *  client's renewals, deleted when the client is freed, and expires a
-	 *  watchdog timeout after the client stops. Redisson's data is left as
-	 *  it is. At most 200 bytes are kept; copied by dlock_client_open().
+	 *  acquisition on a node (in the same round trip; on a cluster whose
+	 *  slot for the key is another node's, by the background thread at
+	 *  once), kept alive with the client's renewals while it holds anything
+	 *  there, deleted when the client is freed, and expires a watchdog
+	 *  timeout after the client stops holding or stops. A refused write (an
+	 *  ACL) fails nothing. Redisson's data is left as it is. At most 200
+	 *  bytes are kept; copied by dlock_client_open().
 	 *  NULL (default): no registration, nothing extra on the wire. */
 	const char *label;
 	/** What this process does, for the registration ("./nightly.sh");

@@ -6,6 +6,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
+#include "core/drive/holder.h"
 #include "core/topology/slot.h"
 #include "core/base/time.h"
 #include "single/holds.h"
@@ -124,6 +125,7 @@ static void unlink_hold(dlock__holds *h, hold **link)
 	dlock__holds_unwatch(x);
 	*link = x->next;
 	h->count--;
+	dlock__holder_held(h->client, -1);
 	if (x->watchdog && !x->lost)
 		h->watched--;
 	free_hold(x);
@@ -273,6 +275,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 		*link = x;
 		if (++h->count > h->nbuckets)
 			grow(h);
+		dlock__holder_held(h->client, 1); /* keeps the registration fresh */
 	} else if (x->lost || x->expired || count == 1) {
 		/* A fresh hold (after a lost one, or where the server had none):
 		 * the old record ends here, and so does any renewal still in

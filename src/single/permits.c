@@ -26,6 +26,7 @@
 #include "core/base/fmt.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
+#include "core/drive/holder.h"
 #include "core/drive/reactor.h"
 #include "single/acquire.h"
 #include "single/semaphore_internal.h"
@@ -191,6 +192,7 @@ static void prune(dlock_semaphore *s, int64_t now)
 		if ((p->lost || expired(p, now)) && now - p->confirmed_at > p->lease_ms + FORGET_AFTER_MS) {
 			*pp = p->next;
 			dlock__free(p);
+			dlock__holder_held(s->client, -1);
 		} else {
 			pp = &p->next;
 		}
@@ -214,6 +216,7 @@ int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char ra
 	prune(s, dlock__now_ms());
 	p->next = s->permits;
 	s->permits = p;
+	dlock__holder_held(s->client, 1); /* keeps the registration fresh */
 	if (p->renewed && !s->freed) {
 		s->job.started = 1;
 		post = 1;
@@ -252,6 +255,7 @@ int dlock__permit_forget(dlock_semaphore *s, const char *id)
 		*pp = p->next;
 		rc = p->lost == 0 && !p->expired && !expired(p, dlock__now_ms());
 		dlock__free(p);
+		dlock__holder_held(s->client, -1);
 	}
 	dlock__mutex_unlock(&s->mu);
 	return rc;
@@ -325,6 +329,7 @@ void dlock__permits_free(dlock_semaphore *s)
 	for (p = s->permits; p != NULL; p = next) {
 		next = p->next;
 		dlock__free(p);
+		dlock__holder_held(s->client, -1);
 	}
 	s->permits = NULL;
 }

@@ -33,7 +33,7 @@
  * at least as long. A surplus left by lost replies (a trusted belief, see
  * scripts.c) is dropped with its timeout keys.
  */
-dlock__script dlock__script_rw_acquire_read = DLOCK__SCRIPT("rw-acquire-read",
+dlock__script dlock__script_rw_acquire_read = DLOCK__SCRIPT_HOLDS("rw-acquire-read",
 		RW_FUNCTIONS
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
 		RW_FOREIGN_LOCK
@@ -60,7 +60,7 @@ dlock__script dlock__script_rw_acquire_read = DLOCK__SCRIPT("rw-acquire-read",
  * lease is added to the key's TTL (Redisson's). An owner that reads
  * without writing would wait for itself forever: DLOCK__RW_UPGRADE.
  */
-dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT("rw-acquire-write",
+dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT_HOLDS("rw-acquire-write",
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
 		RW_FOREIGN_LOCK
 		"local f = ARGV[2] .. ':write'; "

@@ -26,7 +26,7 @@
  * explicit owner ("0") may be shared with other processes, whose holds the
  * surplus may be: only an exact "one more" is adopted.
  */
-dlock__script dlock__script_acquire = DLOCK__SCRIPT("acquire",
+dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 		"if c == false then "
 		"  if redis.call('exists', KEYS[1]) == 1 then "
@@ -125,7 +125,7 @@ dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
 /* The fenced acquire (Redisson's RFencedLock): every acquisition, re-entry
  * included, INCRs redisson_lock_token:{name}. KEYS: name, token key. ARGV as
  * the plain acquire. Reply {count, token} or the holder's PTTL. */
-dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT("acquire-fenced",
+dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT_HOLDS("acquire-fenced",
 		/* The counter is read or incremented before the lock is touched: a
 	 * counter that is not a number fails the script with nothing written. */
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
@@ -183,7 +183,7 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
  * no expiry), or, when nobody holds it but others are queued ahead,
  * -1000 - the queue's length.
  */
-dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT("fair-acquire",
+dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT_HOLDS("fair-acquire",
 		FAIR_DROP_EXPIRED(
 				"ARGV[5]") "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
 					   "    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "

@@ -33,7 +33,7 @@
  * which the undo queued behind it consumes. The client deletes a receipt
  * once the answer came.
  */
-dlock__script dlock__script_sem_acquire = DLOCK__SCRIPT("semaphore-acquire",
+dlock__script dlock__script_sem_acquire = DLOCK__SCRIPT_HOLDS("semaphore-acquire",
 		"local v = redis.call('get', KEYS[1]); "
 		"if v ~= false and tonumber(v) >= tonumber(ARGV[1]) then "
 		"  local n = redis.call('decrby', KEYS[1], ARGV[1]); "
@@ -104,7 +104,7 @@ dlock__script dlock__script_sem_available = DLOCK__SCRIPT("semaphore-available",
  * already taken is this attempt run before (resent after its connection
  * dropped with the reply): {1} again, without taking a second permit.
  */
-dlock__script dlock__script_permit_acquire = DLOCK__SCRIPT("permit-acquire",
+dlock__script dlock__script_permit_acquire = DLOCK__SCRIPT_HOLDS("permit-acquire",
 		"if redis.call('zscore', KEYS[2], ARGV[5]) ~= false then return {1}; end; "
 		RECLAIM("2", "3", "3", "ARGV[1]")
 		"local v = redis.call('get', KEYS[1]); "

@@ -134,6 +134,7 @@ static void assert_absent_everywhere(int n, const char *key, const char *op, lon
 typedef struct client_ctx {
 	dlock_client *c;
 	int lazy;
+	const char *label; /* a registration to copy */
 } client_ctx;
 
 static int client_open_run(void *arg)
@@ -144,6 +145,7 @@ static int client_open_run(void *arg)
 
 	x->c = NULL;
 	o.lazy_connect = x->lazy; /* lazy: no connection in open, the first command connects */
+	o.label = x->label;
 	rc = dlock_client_open(&x->c, uris[0], &o);
 	if (rc == 0 && x->lazy)
 		rc = dlock_client_ping(x->c);
@@ -174,7 +176,7 @@ static void client_close(void *arg)
 
 Test(alloc_failures, client_open_close, .timeout = 120)
 {
-	client_ctx x = { NULL, 0 };
+	client_ctx x = { NULL, 0, NULL };
 	dl_torture t = { "client_open + close", NULL, client_open_run, client_open_check,
 		client_close, NULL };
 
@@ -182,6 +184,10 @@ Test(alloc_failures, client_open_close, .timeout = 120)
 	dl_torture_run(&t, &x);
 	x.lazy = 1;
 	t.op = "client_open lazy + ping + close";
+	dl_torture_run(&t, &x);
+	x.lazy = 0;
+	x.label = "torture";
+	t.op = "client_open labelled + close";
 	dl_torture_run(&t, &x);
 	stop_servers(1);
 }
@@ -194,6 +200,7 @@ typedef struct lock_ctx {
 	dlock_lock_kind kind;
 	int64_t wait, lease; /* the acquire's */
 	int reentrant;       /* unlock: taken twice first */
+	const char *label;   /* the client's (a registration rides along) */
 	int64_t token, last_token;
 	int64_t t0, t1; /* the waiting try's start and end */
 	dlock_client *c;
@@ -215,7 +222,12 @@ static void lock_setup(void *arg)
 {
 	lock_ctx *x = arg;
 
-	x->c = dl_client(uris[0], 1000, WATCHDOG_MS);
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+
+	o.connect_timeout_ms = o.command_timeout_ms = 1000;
+	o.watchdog_timeout_ms = WATCHDOG_MS;
+	o.label = x->label;
+	x->c = dl_client_opts(uris[0], &o);
 	x->l = make_lock(x);
 	cr_assert_not_null(x->l, "%s", dlock_errmsg_last());
 	dl_owner(x->c, x->owner, sizeof x->owner);
@@ -329,12 +341,14 @@ Test(alloc_failures, lock_try_and_lock, .timeout = 120)
 		{ "lock_try(0, watchdog)", 0, DLOCK_LEASE_WATCHDOG },
 		{ "lock_lock(lease)", DLOCK_WAIT_FOREVER, 10000 },
 		{ "lock_lock(watchdog)", DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG },
+		{ "lock_try(0, watchdog) labelled", 0, DLOCK_LEASE_WATCHDOG },
 	};
 	dl_torture t = { NULL, lock_setup, acquire_run, acquire_check, lock_teardown, lock_errmsg };
 
 	start_servers(1);
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
-		lock_ctx x = { .name = "af:acquire", .wait = ops[i].wait, .lease = ops[i].lease };
+		lock_ctx x = { .name = "af:acquire", .wait = ops[i].wait, .lease = ops[i].lease,
+			.label = strstr(ops[i].op, "labelled") != NULL ? "torture" : NULL };
 
 		t.op = ops[i].op;
 		dl_torture_run(&t, &x);

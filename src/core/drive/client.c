@@ -11,6 +11,7 @@
 #include "core/drive/client.h"
 #include "core/net/tls.h"
 #include "core/drive/debts.h"
+#include "core/drive/holder.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/topology/cluster.h"
@@ -32,6 +33,9 @@ static void free_client(dlock_client *c)
 	dlock__reactor_stop(c->reactor, c->pid != dlock__pid());
 	if (c->reactor != NULL && c->opts.loop != NULL)
 		c->opts.loop->clients--;
+	c->reactor = NULL; /* freed: what is still sent below flushes no more */
+	/* The registration's DEL, while a cluster's members are still there. */
+	dlock__holder_free(c);
 	dlock__cluster_free(c->node.cluster);
 	if (c->ext != NULL && c->ext_free != NULL)
 		c->ext_free(c->ext);
@@ -163,13 +167,21 @@ static int connect_now(dlock_client *c)
 
 /* A client for the parsed URI with its background thread; connects now unless opts are lazy. */
 static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_options *opts,
-		int sharded, dlock__tls_ctx *tls)
+		int sharded, dlock__tls_ctx *tls, const dlock_client *root)
 {
 	dlock_client *c = NULL;
 	int rc = client_new(&c, u, opts);
 
 	if (rc < 0) {
 		dlock__tls_ctx_free(tls);
+		return rc;
+	}
+	/* Before the background thread starts: it reads it. */
+	if (root != NULL)
+		dlock__holder_share(c, root);
+	else if ((rc = dlock__holder_new(c)) < 0) {
+		dlock__tls_ctx_free(tls);
+		free_client(c);
 		return rc;
 	}
 	c->node.sharded_pubsub = sharded;
@@ -179,7 +191,7 @@ static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_opt
 	if (rc == 0 && c->opts.loop != NULL)
 		c->opts.loop->clients++;
 	if (rc == 0)
-		dlock__reactor_set_flush(c->reactor, flush_idle, c);
+		dlock__reactor_set_flush(c->reactor, flush_idle, dlock__holder_stop, c);
 	if (rc == 0 && !opts->lazy_connect)
 		rc = connect_now(c);
 	if (rc < 0) {
@@ -206,7 +218,7 @@ int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_op
 	rc = dlock__uri_parse(&u, uri, reason, sizeof(reason));
 	if (rc < 0)
 		return dlock__seterr(rc, "%s", rc == DLOCK_ENOMEM ? "URI: out of memory" : reason);
-	rc = open_parsed(out, &u, &opts, 0, NULL);
+	rc = open_parsed(out, &u, &opts, 0, NULL, NULL);
 	dlock__uri_clear(&u); /* what the client did not take */
 	return rc;
 }
@@ -234,7 +246,7 @@ static int open_member(void *self, dlock_client **out, const char *host, int por
 	if (rc == 0 && root->node.tls != NULL) /* the node's own name, the root's certificates */
 		rc = dlock__tls_ctx_for_host(&tls, root->node.tls, host);
 	if (rc == 0)
-		rc = open_parsed(out, &u, &opts, sharded, tls);
+		rc = open_parsed(out, &u, &opts, sharded, tls, root);
 	dlock__uri_clear(&u);
 	return rc;
 }
@@ -446,6 +458,7 @@ static void flush_idle(void *arg)
 	dlock_client *c = arg;
 
 	dlock__client_drain(c);
+	dlock__holder_tick(c); /* the registration, when due */
 	/* Replies still owed (a server paused or hung): look again soon. */
 	if (atomic_load(&c->node.owed) > 0)
 		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);

@@ -37,6 +37,10 @@ struct dlock_client {
 	                                 that learnt it ("" unknown) */
 	uint64_t started_gen;         /* conn_gen when started_at was read */
 	int64_t started_at;           /* monotonic ms the server started, as of started_gen */
+	/* opts.label set: the registration (core/drive/holder.h); NULL: none,
+	 * or a cluster's member, which uses its root's (holder_root). */
+	struct dlock__holder *holder;
+	const struct dlock_client *holder_root;
 
 	/* State of the layer above (the single-server locks), made on first
 	 * use and freed with the client; core never looks inside. */

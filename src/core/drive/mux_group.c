@@ -10,6 +10,7 @@
 
 #include "dlock/errors.h"
 #include "core/drive/client.h"
+#include "core/drive/holder.h"
 #include "core/topology/cluster.h"
 #include "core/base/error.h"
 #include "core/drive/mux_group.h"
@@ -133,6 +134,12 @@ static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 	g->sent = 1;
 	if (g->fresh)
 		rc = dlock__conn_send_handshake(g->conn, DLOCK__NO_WAIT);
+	/* A hold taken here: the client's registration rides along when stale. */
+	for (i = g->head; rc == 0 && i < g->tail; i++)
+		if (ops[g->fifo[i]].call != NULL && ops[g->fifo[i]].call->script->registers) {
+			dlock__holder_ride(g->client, g->conn);
+			break;
+		}
 	for (i = g->head; rc == 0 && i < g->tail; i++) {
 		dlock__mux_op *op = &ops[g->fifo[i]];
 		op->sent_at = now;

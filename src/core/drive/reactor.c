@@ -53,6 +53,7 @@ struct dlock__reactor {
 	void *job_arg;
 	int64_t job_due;
 	void (*flush)(void *arg);
+	void (*flush_stop)(void *arg, int forked);
 	void *flush_arg;
 	int64_t flush_due;
 	dlock__reactor_notice notice; /* tells the holds of a watched channel to look */
@@ -566,6 +567,8 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 	}
 	if (r->job_stop != NULL)
 		r->job_stop(r->job_arg, forked);
+	if (r->flush_stop != NULL)
+		r->flush_stop(r->flush_arg, forked);
 	while ((s = r->subs) != NULL) {
 		r->subs = s->next;
 		free_sub(s);
@@ -607,10 +610,12 @@ void dlock__reactor_schedule(dlock__reactor *r, int64_t due)
 		wake(r);
 }
 
-void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg), void *arg)
+void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg),
+		void (*stop)(void *arg, int forked), void *arg)
 {
 	dlock__mutex_lock(&r->mu);
 	r->flush = flush;
+	r->flush_stop = stop;
 	r->flush_arg = arg;
 	dlock__mutex_unlock(&r->mu);
 }
@@ -619,6 +624,8 @@ void dlock__reactor_flush_at(dlock__reactor *r, int64_t due)
 {
 	int sooner;
 
+	if (r == NULL)
+		return; /* stopped: the client is being freed */
 	dlock__mutex_lock(&r->mu);
 	sooner = due < r->flush_due;
 	if (sooner)

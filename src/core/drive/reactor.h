@@ -46,8 +46,10 @@ void dlock__reactor_set_job(dlock__reactor *r, dlock__reactor_job job,
 void dlock__reactor_schedule(dlock__reactor *r, int64_t due);
 
 /* A second, one-shot task (the client's flush of deferred commands): set it
- * once, then ask for it to run no later than `due`. */
-void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg), void *arg);
+ * once, then ask for it to run no later than `due` (r NULL: nothing). `stop`
+ * (may be NULL) runs at the reactor's stop as the job's does. */
+void dlock__reactor_set_flush(dlock__reactor *r, void (*flush)(void *arg),
+		void (*stop)(void *arg, int forked), void *arg);
 void dlock__reactor_flush_at(dlock__reactor *r, int64_t due);
 
 /*

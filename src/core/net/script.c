@@ -56,6 +56,7 @@ static void make_sharded(void)
 	*w = '\0';
 	t->name = s->name;
 	t->body = body;
+	t->registers = s->registers;
 	t->once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	t->sharded_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	s->sharded = t;

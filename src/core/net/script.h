@@ -19,11 +19,20 @@ typedef struct dlock__script {
 	 * cluster with sharded pub/sub: see dlock__script_for(). */
 	pthread_once_t sharded_once;
 	struct dlock__script *sharded;
+	/* It takes a hold (a lock, a permit): a client with a label registers
+	 * itself on the connection that carries it (core/drive/holder.h). */
+	int registers;
 } dlock__script;
 
 #define DLOCK__SCRIPT(name, body) \
 	{ \
-		name, body, PTHREAD_ONCE_INIT, "", PTHREAD_ONCE_INIT, NULL \
+		name, body, PTHREAD_ONCE_INIT, "", PTHREAD_ONCE_INIT, NULL, 0 \
+	}
+
+/* A script that takes a hold (see `registers`). */
+#define DLOCK__SCRIPT_HOLDS(name, body) \
+	{ \
+		name, body, PTHREAD_ONCE_INIT, "", PTHREAD_ONCE_INIT, NULL, 1 \
 	}
 
 /*
