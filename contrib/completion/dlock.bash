@@ -13,18 +13,18 @@ _dlock_globals="-n --nodes -m --mode -q --quiet -E --conflict-exit-code --timeou
 _dlock_takes_value=" -n --nodes -m --mode -E --conflict-exit-code --timeout --watchdog
  --restart-guard --sync-replicas --sync-timeout --password-file --password-env --user
  --tls-ca --tls-ca-dir --tls-cert --tls-key --tls-server-name -w --wait -l --lease
- --grace -c --permits --owner --interval "
+ --grace -c --permits --owner --interval --label "
 
 _dlock_command_options()
 {
 	case $1 in
-	run) echo "-w --wait -l --lease --grace -s --shared -x --exclusive -c --permits" ;;
-	acquire) echo "-w --wait -l --lease --owner -s --shared -x --exclusive" ;;
+	run) echo "-w --wait -l --lease --grace -s --shared -x --exclusive -c --permits --label" ;;
+	acquire) echo "-w --wait -l --lease --owner -s --shared -x --exclusive --label" ;;
 	release) echo "--owner -s --shared -x --exclusive" ;;
 	status) echo "--json --watch --interval" ;;
 	unlock) echo "--force" ;;
 	latch) echo "-w --wait" ;;
-	hold) echo "-w --wait -l --lease -s --shared -x --exclusive" ;;
+	hold) echo "-w --wait -l --lease -s --shared -x --exclusive --label" ;;
 	wait) echo "-w --wait" ;;
 	esac
 }

@@ -138,7 +138,8 @@ enum {
 	OPT_SYNC_REPLICAS,
 	OPT_SYNC_TIMEOUT,
 	OPT_WATCH,
-	OPT_INTERVAL
+	OPT_INTERVAL,
+	OPT_LABEL
 };
 
 /* Below this a watchdog lease is renewed so often that a round trip's
@@ -172,7 +173,8 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "sync-replicas", required_argument, NULL, OPT_SYNC_REPLICAS },
 	{ "sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT },
 	{ "watch", no_argument, NULL, OPT_WATCH },
-	{ "interval", required_argument, NULL, OPT_INTERVAL }, { NULL, 0, NULL, 0 } };
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "label", required_argument, NULL, OPT_LABEL }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
@@ -183,6 +185,7 @@ typedef struct cli_args {
 	int guard_given, sync_timeout_given;
 	int watch, interval_given; /* status --watch [--interval] */
 	int64_t interval_ms;
+	const char *label; /* run/acquire/hold --label */
 	const char *owner;
 	const char *nodes;
 	cli_secret_args secret;
@@ -379,6 +382,9 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 				return EXIT_USAGE;
 			a->grace_given = 1;
 			break;
+		case OPT_LABEL:
+			a->label = optarg;
+			break;
 		case OPT_WATCH:
 			a->watch = 1;
 			break;
@@ -533,6 +539,7 @@ static int check_options_apply(const char *command, const cli_args *a)
 		{ "--json", a->json, { "status" }, "" },
 		{ "--watch", a->watch, { "status" }, "" },
 		{ "--interval", a->interval_given, { "status" }, "" },
+		{ "--label", a->label != NULL, { "run", "acquire", "hold" }, "" },
 		{ "--force", a->force, { "unlock" }, "" },
 		{ "-s/-x", a->rw_given, { "run", "acquire", "release", "hold" }, "" },
 		{ "-c/--permits", a->permits_given, { "run" }, "" },
@@ -718,6 +725,7 @@ int main(int argc, char **argv)
 	if ((rc = parse_command_line(argc, argv, &cfg, &a, &command, &name)) != 0)
 		return rc == 1 ? 0 : rc;
 	cfg.watch_force_unlock = strcmp(command, "run") == 0 || strcmp(command, "hold") == 0;
+	cli_holder_configure(&cfg, command, a.label, argv + optind);
 	if ((rc = configure(&cfg, &a)) != 0 || (rc = check_sanity(command, &cfg, &a)) != 0) {
 		free_config(&cfg);
 		return rc;

@@ -163,7 +163,26 @@ static void print_json_count(FILE *out, const node_view *v)
 
 /* Holder j: owner and count (as always), then how long its hold lasts and,
  * for a reader, each read hold's own timeout. */
-static void print_json_holder(FILE *out, const dlock_lock_info *info, size_t j)
+/* "holder": who registered as owner's client on this node, or null. */
+static void print_json_registration(FILE *out, dlock_client *client, const char *owner)
+{
+	dlock_holder h;
+
+	if (!cli_holder_lookup(&h, client, owner)) {
+		fprintf(out, ",\"holder\":null");
+		return;
+	}
+	fprintf(out, ",\"holder\":{\"host\":");
+	json_string(out, h.host, strlen(h.host));
+	fprintf(out, ",\"pid\":%lld,\"label\":", (long long)h.pid);
+	json_string(out, h.label, strlen(h.label));
+	fprintf(out, ",\"command\":");
+	json_string(out, h.command, strlen(h.command));
+	fprintf(out, ",\"since_ms\":%lld}", (long long)h.since_ms);
+}
+
+static void print_json_holder(FILE *out, dlock_client *client, const dlock_lock_info *info,
+		size_t j)
 {
 	const char *owner = dlock_lock_info_owner(info, j);
 	size_t k, holds = dlock_lock_info_read_holds(info, j);
@@ -179,6 +198,7 @@ static void print_json_holder(FILE *out, const dlock_lock_info *info, size_t j)
 					(long long)dlock_lock_info_read_hold_ttl_ms(info, j, k));
 		fprintf(out, "]");
 	}
+	print_json_registration(out, client, owner);
 	fprintf(out, "}");
 }
 
@@ -200,8 +220,9 @@ static void print_json_waiters(FILE *out, const dlock_lock_info *info)
 	fprintf(out, "]");
 }
 
-static void print_json_node(FILE *out, const char *node, const node_view *v)
+static void print_json_node(FILE *out, dlock_client *client, const node_view *v)
 {
+	const char *node = dlock_client_node(client);
 	size_t j;
 
 	fprintf(out, "{\"node\":");
@@ -219,7 +240,7 @@ static void print_json_node(FILE *out, const char *node, const node_view *v)
 	}
 	fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[", (long long)dlock_lock_info_ttl_ms(v->info));
 	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
-		print_json_holder(out, v->info, j);
+		print_json_holder(out, client, v->info, j);
 	fprintf(out, "]");
 	if (v->kind == KIND_RWLOCK)
 		fprintf(out, ",\"kind\":\"rwlock\",\"rw_mode\":\"%s\"",
@@ -241,7 +262,7 @@ static void print_json(const cli_target *t, const node_view *v, const status_cou
 	fprintf(out, "\"nodes\":[");
 	for (i = 0; i < t->n; i++) {
 		fputs(i ? "," : "", out);
-		print_json_node(out, dlock_client_node(t->clients[i]), &v[i]);
+		print_json_node(out, t->clients[i], &v[i]);
 	}
 	fprintf(out, "]}\n");
 }
@@ -265,8 +286,24 @@ static void print_table_count(FILE *out, int width, const char *node, const node
 			(long long)free_n, "-");
 }
 
-static void print_table_node(FILE *out, int width, const char *node, const node_view *v)
+/* After a holder's owner: "held by nightly [web-3 pid 4121 (./nightly.sh)] for 12m 3s"
+ * when its client registered, else nothing (the owner says all there is). */
+static const char *registration(dlock_client *client, const char *owner, char *buf, size_t len)
 {
+	char who[700], since[48];
+	dlock_holder h;
+
+	if (!cli_holder_lookup(&h, client, owner))
+		return "";
+	snprintf(buf, len, " held by %s %s", cli_holder_words(&h, who, sizeof(who)),
+			cli_holder_since(&h, since, sizeof(since)));
+	return buf;
+}
+
+static void print_table_node(FILE *out, int width, dlock_client *client, const node_view *v)
+{
+	const char *node = dlock_client_node(client);
+	char reg[800];
 	const char *w;
 	size_t j;
 
@@ -282,13 +319,15 @@ static void print_table_node(FILE *out, int width, const char *node, const node_
 	if (dlock_lock_info_holders(v->info) == 0)
 		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, node, "free", "-", "-", "-");
 	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
-		fprintf(out, "%-*s %-12s %-8lld %-6lld %s\n", width, j ? "" : node,
+		fprintf(out, "%-*s %-12s %-8lld %-6lld %s%s\n", width, j ? "" : node,
 				j                          ? ""
 				: v->kind == KIND_RWLOCK ? dlock_lock_info_rw_mode(v->info)
 							 : "held",
 				(long long)dlock_lock_info_holder_ttl_ms(v->info, j),
 				(long long)dlock_lock_info_count(v->info, j),
-				dlock_lock_info_owner(v->info, j));
+				dlock_lock_info_owner(v->info, j),
+				registration(client, dlock_lock_info_owner(v->info, j), reg,
+						sizeof(reg)));
 	/* A fair lock's queue, in order: how long each keeps its place. */
 	for (j = 0; (w = dlock_lock_info_queued_owner(v->info, j)) != NULL; j++)
 		fprintf(out, "%-*s %-12s %-8lld %-6s %s\n", width, "", "waiting",
@@ -388,7 +427,7 @@ void cli_status_print_table(const cli_target *t, const node_view *v, const statu
 		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, "NODE", "STATE", "TTL_MS",
 				"COUNT", "OWNER");
 	for (i = 0; i < t->n; i++)
-		print_table_node(out, width, dlock_client_node(t->clients[i]), &v[i]);
+		print_table_node(out, width, t->clients[i], &v[i]);
 }
 
 /* A node that answered with an error is a failure; one that is down is

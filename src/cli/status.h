@@ -53,9 +53,15 @@ int64_t cli_view_waiting(const node_view *v);
  * or watching" (a holder watching for a force unlock listens too). */
 const char *cli_view_waiting_words(const node_view *v);
 
-/* A holder as people want to read it: its registration (label, host, pid,
- * command) when its client registered one, else the owner itself; in buf. */
+/* A holder as people want to read it (holder.c): "OWNER (label [host pid
+ * N (command)])" when its client registered, else the owner itself; in buf. */
 const char *cli_holder_describe(dlock_client *client, const char *owner, char *buf, size_t len);
+/* 1 and *h filled when owner's client registered on client's node, else 0. */
+int cli_holder_lookup(dlock_holder *h, dlock_client *client, const char *owner);
+/* "label [host pid N (command)]" or "host pid N (command)". */
+const char *cli_holder_words(const dlock_holder *h, char *buf, size_t len);
+/* "for 12m 3s": since it registered. */
+const char *cli_holder_since(const dlock_holder *h, char *buf, size_t len);
 
 /* `status --watch`: redraw (a terminal) or print changes until SIGINT/SIGTERM. */
 int cli_status_watch(cli_target *t, int64_t interval_ms, FILE *out);

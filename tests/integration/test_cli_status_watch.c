@@ -165,3 +165,24 @@ Test(cli_status_watch, a_node_that_goes_away_and_comes_back_is_reported)
 	stop(w, SIGINT);
 	rh_server_free(s);
 }
+
+Test(cli_status_watch, a_registered_holder_is_named_by_its_label)
+{
+	const char *uri = rh_server_uri(dl_srv);
+	char host[256] = "", want[512];
+	proc *w = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "status", "--watch", "--interval",
+			"100", "named"));
+	proc *run = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "run", "--label", "nightly", "named",
+			"--", "sleep", "30"));
+
+	gethostname(host, sizeof host);
+	snprintf(want, sizeof want, " (nightly [%s pid %d (sleep 30)])", host, (int)run->pid);
+	const char *line = await_line(w, want);
+	cr_expect(strstr(line, " held by ") != NULL, "%s", line);
+	kill(run->pid, SIGTERM);
+	proc_wait(run, HARD_TIMEOUT_S);
+	proc_free(run);
+	await_line(w, "0 waiting or watching (was 1)");
+	cr_expect(strstr(w->out, " no longer held by ") != NULL, "%s", w->out);
+	stop(w, SIGTERM);
+}
