@@ -38,6 +38,13 @@
  *      connections the servers accepted per cycle (INFO stats) and their
  *      CPU. Single locks spread over the servers, not a RedLock (a
  *      RedLock row is still to come).
+ *   7  the event hook's and the stats' cost (dlock/stats.h): RLock lock+unlock
+ *      on 1 server through a client without on_event and one whose on_event
+ *      counts (alternating in blocks, --iterations each), their rates and
+ *      ratio; then the stats work of one pair (the counters, histograms and
+ *      hook calls a pair makes, and its two clock reads) timed alone over
+ *      1e6 rounds, as a share of the pair. Counters are kept either way, so
+ *      the rows show the hook's cost and the last line the stats' own.
  *
  * Latencies on CLOCK_MONOTONIC, in µs; client CPU per operation is
  * getrusage(RUSAGE_SELF) user+sys over the measured loop / operations (all
@@ -82,6 +89,8 @@
 
 #include "dlock.h"
 #include "single/scripts.h" /* dlock__script_acquire, dlock__script_release */
+#include "core/base/time.h"    /* scenario 7: the clock reads stats adds */
+#include "core/drive/stats.h"  /* scenario 7: the stats work of a pair */
 
 #define MAX_SERVERS 16
 #define LEASE_MS 10000
@@ -98,7 +107,7 @@ static struct {
 	double duration;        /* scenario 3, seconds */
 	long handoffs;          /* scenario 4 */
 	long block;             /* pairs per alternating block */
-	int scenarios[7];
+	int scenarios[8];
 	int async_window;       /* scenario 6: cycles in flight on the loop */
 	int async_threads;      /* scenario 6: threads of the blocking row */
 	int async_counts[8];    /* scenario 6: server counts */
@@ -757,6 +766,8 @@ static int dl_red_pair(void *p, uint64_t *t_acq)
 
 /* Scenario 1's client options: the defaults, and --tls-ca for rediss:// servers. */
 static dlock_client_options tls_opts = DLOCK_CLIENT_OPTIONS_INIT;
+
+static void scenario7(void);
 
 static dlock_redlock *open_redlock(int n, const char *name, const dlock_client_options *copts)
 {
@@ -1895,7 +1906,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: dlock-bench [options]\n"
-"  --scenario LIST        scenarios to run, e.g. 1,2,5 (default 1,2,3,4,5,6)\n"
+"  --scenario LIST        scenarios to run, e.g. 1,2,5 (default 1,2,3,4,5,6; 7 on request)\n"
 "  --iterations N         lock+unlock pairs for scenarios 1 and 2, acquire+release\n"
 "                         cycles per row of scenario 6 (default 20000)\n"
 "  --iterations-paused N  pairs for scenario 5, per phase (default 300)\n"
@@ -1970,15 +1981,15 @@ int main(int argc, char **argv)
 
 	out = stdout;
 	for (i = 1; i <= 6; i++)
-		opt.scenarios[i] = 1;
+		opt.scenarios[i] = 1; /* 7 on request */
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			memset(opt.scenarios, 0, sizeof(opt.scenarios));
 			parse_list(optarg, list, 8, &nlist);
 			for (i = 0; i < nlist; i++) {
-				if (list[i] < 1 || list[i] > 6)
-					die("--scenario: 1..6");
+				if (list[i] < 1 || list[i] > 7)
+					die("--scenario: 1..7");
 				opt.scenarios[list[i]] = 1;
 			}
 			break;
@@ -2054,7 +2065,98 @@ int main(int argc, char **argv)
 		scenario5();
 	if (opt.scenarios[6])
 		scenario6();
+	if (opt.scenarios[7])
+		scenario7();
 	if (opt.json)
 		write_json(version);
 	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scenario 7: the event hook and the stats                                  */
+
+static atomic_ulong s7_events;
+
+static void s7_count(const dlock_stat_event *ev, void *ud)
+{
+	(void)ev;
+	(void)ud;
+	atomic_fetch_add_explicit(&s7_events, 1, memory_order_relaxed);
+}
+
+/* The stats work one RLock lock+unlock pair does, without the wire: two
+ * commands answered, an acquisition, a hold begun and released, and the two
+ * clock reads the acquisition's wait and the hold's time take (and the
+ * acquisition's start, read before stats too: an overestimate). */
+static double stats_ns_per_pair(dlock_client *c, long rounds)
+{
+	redisReply reply;
+	volatile int64_t sink = 0;
+	uint64_t t0;
+	long i;
+
+	memset(&reply, 0, sizeof(reply));
+	reply.type = REDIS_REPLY_INTEGER;
+	t0 = now_ns();
+	for (i = 0; i < rounds; i++) {
+		int64_t a = dlock__now_us(); /* the acquisition's start: read before too */
+
+		dlock__stat_command(c, 0, &reply, 40);
+		dlock__stat_acquire(c, 0, "bench", "owner", dlock__now_us() - a, 1, 1, 1);
+		dlock__stat_held(c);
+		dlock__stat_command(c, 0, &reply, 40);
+		dlock__stat_released(c, "bench", "owner", dlock__now_ms() - a / 1000);
+		sink += a;
+	}
+	(void)sink;
+	return (double)(now_ns() - t0) / (double)rounds;
+}
+
+static void scenario7(void)
+{
+	dlock_client_options plain = tls_opts, hooked = tls_opts;
+	dlock_client *cp = NULL, *ch = NULL;
+	dl_ctx a = { NULL, NULL, 5 }, b = { NULL, NULL, 5 };
+	char name[128];
+	meter ma, mb;
+	result *ra, *rb;
+	double ns;
+
+	note("scenario 7: the event hook's cost, RLock lock+unlock on 1 server, without and "
+			"with a counting on_event (alternating blocks)\n");
+	note("  %ld iterations each, %ld warm-up\n", opt.iterations, opt.warmup);
+	hooked.on_event = s7_count;
+	if (dlock_client_open(&cp, servers[0].uri, &plain) < 0 ||
+			dlock_client_open(&ch, servers[0].uri, &hooked) < 0)
+		die("dlock_client_open: %s", dlock_errmsg_last());
+	lock_name(name, sizeof(name), "s7-plain");
+	if (dlock_lock_new(&a.lock, cp, name, NULL) < 0)
+		die("dlock_lock_new: %s", dlock_errmsg_last());
+	lock_name(name, sizeof(name), "s7-hooked");
+	if (dlock_lock_new(&b.lock, ch, name, NULL) < 0)
+		die("dlock_lock_new: %s", dlock_errmsg_last());
+	meter_init(&ma, dl_single_pair, &a, opt.iterations);
+	meter_init(&mb, dl_single_pair, &b, opt.iterations);
+	measure(&ma, &mb, opt.warmup, opt.iterations);
+	ra = new_result(7, "dlock", "no hook", 1);
+	meter_finish(&ma, ra);
+	snprintf(ra->note, sizeof(ra->note), "on_event NULL");
+	print_result(ra);
+	rb = new_result(7, "dlock", "hook", 1);
+	meter_finish(&mb, rb);
+	snprintf(rb->note, sizeof(rb->note), "on_event counting: %lu events",
+			(unsigned long)atomic_load(&s7_events));
+	print_result(rb);
+	note("  ratio hook/no hook: ops/s %.4f  mean %.4f  p50 %.4f  p99 %.4f  cpu %.4f\n",
+			rb->ops_per_s / ra->ops_per_s, rb->pair.mean / ra->pair.mean,
+			rb->pair.p50 / ra->pair.p50, rb->pair.p99 / ra->pair.p99,
+			rb->cpu_us_per_op / ra->cpu_us_per_op);
+	ns = stats_ns_per_pair(ch, 1000000);
+	note("  stats work of one pair, alone (hook on, 1e6 rounds): %.1f ns = %.3f%% of the "
+			"no-hook pair's mean %.1f us\n",
+			ns, ns / (ra->pair.mean * 1000.0) * 100.0, ra->pair.mean);
+	dlock_lock_free(a.lock);
+	dlock_lock_free(b.lock);
+	dlock_client_close(cp);
+	dlock_client_close(ch);
 }

@@ -17,9 +17,11 @@
  *
  * The hook runs on the thread that saw the event: the caller's for an
  * acquisition or release it made, the client's (or the loop's) for a
- * renewal, a loss or a node going down. It must return quickly and must
- * not call dlock. Without a hook nothing is formatted or called; the
- * counters are kept either way (a relaxed atomic add each).
+ * renewal or a loss; a node going down or up, on whichever thread read
+ * (or missed) that node's reply - the caller's too, in a blocking call.
+ * It may run with the library's internal locks held: it must return
+ * quickly and must not call dlock. Without a hook nothing is formatted or
+ * called; the counters are kept either way (a relaxed atomic add each).
  *
  * A MultiLock's or RedLock's own events (acquired with its votes, released,
  * lost) go to the hook and stats of its first member's client; each

@@ -253,6 +253,7 @@ static void conclude(dlock__engine_op *o, int rc)
 	dlock__mutex_lock(&e->mu);
 	memcpy(e->status, o->seen, e->n * sizeof(*o->seen));
 	dlock__mutex_unlock(&e->mu);
+	dlock__engine_stat_acquire(o, rc);
 	dlock__engine_op_end(o, rc);
 }
 
@@ -484,6 +485,7 @@ static void ordered_round(dlock__engine_op *o)
 		round_ms = left > 0 ? left : 0;
 	dlock__tries_reset(e, o->t, o->owner);
 	o->expired = 0;
+	o->rounds++;
 	dlock__ordered_round(o, round_ms, round_over);
 }
 
@@ -553,6 +555,7 @@ static void acquire_start(dlock_op *op)
 	}
 	o->par = (dlock__parallel){ e->rules.quorum, e->rules.filter != NULL, o->lease_ms < 0, 0, 0,
 		0 };
+	o->rounds++;
 	dlock__parallel_attempt(o, o->lease_ms, NULL, &o->par, &o->t0, parallel_over);
 }
 

@@ -8,6 +8,7 @@
 #define DLOCK_MULTILOCK_ENGINE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "dlock/async.h"
 #include "dlock/multilock.h"
@@ -58,6 +59,9 @@ typedef struct dlock__engine {
 	dlock__engine_lost_fn lost_fn;
 	void *lost_ud;
 	char **armed; /* owners whose loss is still to be reported */
+	/* The latest acquisition (monotonic ms), for hold_ms (dlock/stats.h):
+	 * one per lock, so with several owners at once it is the latest's. */
+	_Atomic int64_t held_since;
 	size_t narmed;
 	/* Tests only (NULL otherwise): called with a step's name ("finalize")
 	 * just before it, to stage a fault at that exact point. */

@@ -29,6 +29,7 @@ struct dlock__engine_op {
 	char *owner; /* explicit (the op's copy), or NULL: the calling thread's */
 	int vouched; /* the owner is named after a member's client: this process's alone */
 	int64_t wait_ms, lease_ms, deadline, started;
+	int rounds; /* acquisition rounds sent (dlock/stats.h's attempts) */
 	dlock__member_try *t;      /* this round */
 	dlock_member_status *seen; /* each member's latest answer, over the rounds */
 	uint64_t *cancels;         /* each client's cancel count at the start */

@@ -142,8 +142,10 @@ static void member_lost(void *arg, const char *owner, int reason)
 	}
 	dlock__mutex_unlock(&e->mu);
 	/* Outside e->mu: each member's table has its own lock. */
-	if (lost)
+	if (lost) {
 		abandon_members(e, key);
+		dlock__engine_stat_lost(e, owner, reason);
+	}
 	if (fn != NULL)
 		fn(e->self, owner, reason, ud);
 }

@@ -181,6 +181,7 @@ static void record_answer(dlock__engine *e, size_t i, dlock__member_try *t, dloc
 		return;
 	}
 	if (rc == 0) {
+		dlock__holds_member(e->members[i], acq->owner); /* the lock reports, not its parts */
 		t->count = t->taken = acq->count;
 		t->token = acq->token;
 		rc = check_synced(e, i, wait);

@@ -78,4 +78,10 @@ void dlock__loss_disarm(dlock__engine *e, const char *member_owner);
 /* Members the owner still holds (0), lost (DLOCK_ELOST) or never held. */
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost);
 
+/* The lock's own events and figures (events.c): an acquisition's end,
+ * a release, a loss - on the first member's client. */
+void dlock__engine_stat_acquire(dlock__engine_op *o, int rc);
+void dlock__engine_stat_released(dlock__engine *e, const char *owner);
+void dlock__engine_stat_lost(dlock__engine *e, const char *owner, int reason);
+
 #endif

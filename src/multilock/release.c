@@ -177,6 +177,8 @@ static void released(dlock__engine_op *o)
 		for (i = 0; i < o->e->n; i++)
 			finish_member(r, i);
 		rc = verdict(r, r->was_lost);
+		if (rc == 0)
+			dlock__engine_stat_released(o->e, r->t[0].owner_ptr);
 	}
 	release_free(o);
 	dlock__engine_op_end(o, rc);

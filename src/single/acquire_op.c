@@ -29,6 +29,7 @@
 #include "core/drive/debts.h"
 #include "core/drive/mux_loop.h"
 #include "core/drive/reactor.h"
+#include "core/drive/stats.h"
 #include "core/drive/sync.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
@@ -56,6 +57,9 @@ typedef struct acquire_op {
 	int leaving;         /* a fair waiter's leave is out; then it ends with end_rc */
 	int end_rc;
 	char end_msg[DLOCK__ERRMSG_MAX];
+	int member;          /* a MultiLock's or RedLock's part: no events of its own */
+	int attempts;        /* acquisition scripts sent (dlock/stats.h) */
+	int64_t started_us;  /* `started` in us, for the wait histogram */
 	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
 	uint64_t cancels;
 	dlock_client *send_to; /* a cluster's redirect: the member named (else the lock's client) */
@@ -166,6 +170,9 @@ static void finish(acquire_op *o, int rc)
 {
 	if (rc == DLOCK_ENOTACQUIRED)
 		o->lo.op.result.holder_ttl_ms = o->ttl;
+	if (!o->member && !o->lo.op.finished) /* once: a second end is ignored */
+		dlock__stat_acquire(o->lo.l->client, rc, o->lo.l->name, o->lo.owner,
+				dlock__now_us() - o->started_us, o->attempts, 1, 1);
 	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
 }
 
@@ -294,10 +301,13 @@ static void attempt_done(dlock__mux_loop *ml)
 		attempt(o);
 		return;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		rc = dlock__acquire_finish(o->lo.l, &o->a, r, o->sent_at, &o->ttl);
-	else
+		if (rc == 0 && o->member) /* the quorum reports, not its parts */
+			dlock__holds_member(o->lo.l, o->a.owner);
+	} else {
 		dlock__seterr(rc, "%s", o->mop[0].errmsg);
+	}
 	/* Made, but too few replicas acknowledged it: given back (acquire.c). */
 	if (rc == 0 && o->nmop == 2 &&
 			(rc = dlock__acquire_sync_check(o->lo.l, o->mop[1].rc, o->mop[1].reply)) < 0)
@@ -350,6 +360,7 @@ static void attempt(acquire_op *o)
 		o->nmop = 2;
 	}
 	o->sent_at = dlock__now_ms();
+	o->attempts++;
 	rc = dlock__mux_loop_begin(&o->ml, o->lo.op.loop, o->mop, o->nmop, NULL, NULL, attempt_done);
 	if (rc < 0) {
 		conclude(o, rc);
@@ -404,7 +415,8 @@ static void start(dlock_op *op)
 	acquire_op *o = (acquire_op *)op;
 
 	o->li.loop = op->loop; /* the loop it runs on, known now */
-	o->started = dlock__now_ms();
+	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
+	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
 	o->owed_until = o->started + OWED_GRACE_MS;
 	attempt(o);
@@ -527,6 +539,7 @@ int dlock__lock_acquire_start(dlock_op **out, dlock__loop *loop, dlock_lock *l, 
 		return rc;
 	o->vouched = vouched;
 	o->ride_out = 0;
+	o->member = 1; /* a quorum's member (multilock/ordered.c) */
 	o->lo.op.loop = loop;
 	dlock__lock_op_submit(&o->lo, out);
 	return 0;

@@ -52,7 +52,7 @@ void dlock__rollback_finish(
 		left = reply->integer;
 	}
 	/* Unreachable: forget the hold so nobody renews it; it expires. */
-	dlock__holds_released(l, owner, left);
+	dlock__holds_undone(l, owner, left);
 }
 
 /* A call of `script` on one key, its arguments to come. */

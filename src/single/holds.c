@@ -7,6 +7,7 @@
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
 #include "core/drive/holder.h"
+#include "core/drive/stats.h"
 #include "core/topology/slot.h"
 #include "core/base/time.h"
 #include "single/holds.h"
@@ -126,6 +127,8 @@ static void unlink_hold(dlock__holds *h, hold **link)
 	*link = x->next;
 	h->count--;
 	dlock__holder_held(h->client, -1);
+	if (x->counted) /* ended without a release or loss to report (undone, forgotten) */
+		atomic_fetch_sub_explicit(&h->client->stats.held, 1, memory_order_relaxed);
 	if (x->watchdog && !x->lost)
 		h->watched--;
 	free_hold(x);
@@ -270,6 +273,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 			return DLOCK_ENOMEM;
 		}
 		x->name_len = l->name_len;
+		x->since = sent_at;
 		x->form = dlock__lock_form(l);
 		x->epoch = ++h->next_epoch;
 		*link = x;
@@ -288,13 +292,19 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 		x->releasing = 0;
 		x->observer = NULL;
 		x->observer_arg = NULL;
+		x->member = 0;
 		x->epoch = ++h->next_epoch;
+		x->since = sent_at;
 	}
 	x->count = count;
 	x->uncertain = 0;
 	x->handle = handle;
 	x->lease_ms = lease_ms < 0 ? h->client->opts.watchdog_timeout_ms : lease_ms;
 	x->confirmed_at = sent_at;
+	if (!x->counted && !x->member) {
+		x->counted = 1;
+		dlock__stat_held(h->client);
+	}
 	if (lease_ms < 0 && !x->watchdog) {
 		x->watchdog = 1;
 		if (h->watched++ == 0)
@@ -325,22 +335,44 @@ int64_t dlock__holds_lease(const dlock_lock *l, const char *owner)
 	return lease;
 }
 
+static int released(dlock_lock *l, const char *owner, int64_t left, int report);
+
 int dlock__holds_released(dlock_lock *l, const char *owner, int64_t left)
+{
+	return released(l, owner, left, 1);
+}
+
+void dlock__holds_undone(dlock_lock *l, const char *owner, int64_t left)
+{
+	released(l, owner, left, 0);
+}
+
+static int released(dlock_lock *l, const char *owner, int64_t left, int report)
 {
 	dlock__holds *h = l->holds;
 	hold **link;
 	int was_lost = 0;
+	int64_t held_ms = -1; /* the hold's time, when this release ended it */
 
 	dlock__mutex_lock(&h->mu);
 	link = link_of(l, owner);
 	if (*link != NULL) {
 		was_lost = (*link)->lost;
-		if (left > 0)
+		if (left > 0) {
 			(*link)->count = left;
-		else
+		} else {
+			/* The last hold went (left 0): RELEASED. The server having
+			 * none (left < 0) is a loss the caller reports as DLOCK_ELOST. */
+			if (report && left == 0 && (*link)->counted && !was_lost) {
+				(*link)->counted = 0;
+				held_ms = dlock__now_ms() - (*link)->since;
+			}
 			unlink_hold(h, link);
+		}
 	}
 	dlock__mutex_unlock(&h->mu);
+	if (held_ms >= 0)
+		dlock__stat_released(h->client, l->name, owner, held_ms);
 	return was_lost;
 }
 
@@ -447,6 +479,10 @@ void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev
 		return;
 	x->lost = 1;
 	x->lost_reason = reason;
+	if (x->counted) {
+		x->counted = 0;
+		dlock__stat_lost(h->client, x->name, x->owner, reason, dlock__now_ms() - x->since);
+	}
 	dlock__holds_unwatch(x);
 	tell_watchers(x, reason);
 	if (x->watchdog)
@@ -566,6 +602,26 @@ void dlock__holds_detach(dlock_lock *handle)
 	dlock__mutex_unlock(&h->cb_mu);
 }
 
+/* h->mu held: x is a MultiLock's or RedLock's part; the lock reports, not the part. */
+static void make_member(dlock__holds *h, hold *x)
+{
+	x->member = 1;
+	if (x->counted) {
+		x->counted = 0;
+		atomic_fetch_sub_explicit(&h->client->stats.held, 1, memory_order_relaxed);
+	}
+}
+
+void dlock__holds_member(dlock_lock *l, const char *owner)
+{
+	dlock__holds *h = l->holds;
+
+	hold *x = lock_find(h, l, owner);
+	if (x != NULL)
+		make_member(h, x);
+	dlock__mutex_unlock(&h->mu);
+}
+
 int dlock__holds_observe(dlock_lock *l, const char *owner, dlock__lost_observer observer, void *arg)
 {
 	dlock__holds *h = l->holds;
@@ -574,6 +630,7 @@ int dlock__holds_observe(dlock_lock *l, const char *owner, dlock__lost_observer 
 	if (x != NULL && !x->lost) {
 		x->observer = observer;
 		x->observer_arg = arg;
+		make_member(h, x);
 	}
 	dlock__mutex_unlock(&h->mu);
 	return x != NULL;

@@ -59,6 +59,13 @@ int dlock__holds_released(dlock_lock *l, const char *owner, int64_t left);
  * Meanwhile a renewal that finds the hold gone is not a loss: the release
  * may have run first. begin returns 0 when there is no record.
  */
+/* The same for an acquisition taken back (a rollback): not a release. */
+void dlock__holds_undone(dlock_lock *l, const char *owner, int64_t left);
+
+/* owner's hold is a MultiLock's or RedLock's part: no events or gauge of
+ * its own (the lock reports its own, dlock/stats.h). */
+void dlock__holds_member(dlock_lock *l, const char *owner);
+
 uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner);
 void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch);
 

@@ -30,6 +30,9 @@ typedef struct hold {
 	int uncertain;        /* an acquire got no answer: compare counts on the next one */
 	int releasing;        /* releases of it on their way: "gone" may be their doing */
 	int64_t confirmed_at; /* the TTL was last set no earlier than this */
+	int64_t since;        /* acquired (sent) at, for hold_ms (dlock/stats.h) */
+	int counted;          /* in the client's held gauge: a hold of its own, not yet ended */
+	int member;           /* a MultiLock/RedLock's part: its events are the lock's */
 	dlock_lock *handle;
 	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
 	void *observer_arg;

@@ -28,6 +28,8 @@
 #include "core/base/time.h"
 #include "core/drive/holder.h"
 #include "core/drive/reactor.h"
+#include "core/drive/stats.h"
+#include "core/drive/client.h"
 #include "single/acquire.h"
 #include "single/semaphore_internal.h"
 
@@ -191,6 +193,9 @@ static void prune(dlock_semaphore *s, int64_t now)
 	while ((p = *pp) != NULL) {
 		if ((p->lost || expired(p, now)) && now - p->confirmed_at > p->lease_ms + FORGET_AFTER_MS) {
 			*pp = p->next;
+			if (p->counted) /* a leased permit that ran out: nothing told */
+				atomic_fetch_sub_explicit(&s->client->stats.held, 1,
+						memory_order_relaxed);
 			dlock__free(p);
 			dlock__holder_held(s->client, -1);
 		} else {
@@ -212,6 +217,9 @@ int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char ra
 	p->renewed = lease_ms <= 0;
 	p->lease_ms = dlock__permit_lease(s, lease_ms);
 	p->confirmed_at = sent_at;
+	p->since = sent_at;
+	p->counted = 1;
+	dlock__stat_held(s->client);
 	dlock__mutex_lock(&s->mu);
 	prune(s, dlock__now_ms());
 	p->next = s->permits;
@@ -247,17 +255,26 @@ static int expired(const dlock__permit *p, int64_t now)
 int dlock__permit_forget(dlock_semaphore *s, const char *id)
 {
 	dlock__permit **pp, *p;
-	int rc = -1;
+	int rc = -1, counted = 0;
+	int64_t now = dlock__now_ms(), since = now;
 
 	dlock__mutex_lock(&s->mu);
 	if ((pp = find(s, id)) != NULL) {
 		p = *pp;
 		*pp = p->next;
-		rc = p->lost == 0 && !p->expired && !expired(p, dlock__now_ms());
+		rc = p->lost == 0 && !p->expired && !expired(p, now);
+		counted = p->counted;
+		since = p->since;
 		dlock__free(p);
 		dlock__holder_held(s->client, -1);
 	}
 	dlock__mutex_unlock(&s->mu);
+	/* A permit ends with the release asked for it: RELEASED when it was
+	 * still held, else only the gauge (a loss not told). */
+	if (counted && rc == 1)
+		dlock__stat_released(s->client, s->name, id, now - since);
+	else if (counted)
+		atomic_fetch_sub_explicit(&s->client->stats.held, 1, memory_order_relaxed);
 	return rc;
 }
 
@@ -375,6 +392,7 @@ static void job_done(dlock__mux_loop *ml)
 	int64_t now = dlock__now_ms();
 	lost_note *notes = NULL;
 	size_t nnotes = 0, i, left = 0, cap = 0;
+	uint64_t renewed = 0;
 	dlock__permit *p;
 
 	j->running = 0;
@@ -388,14 +406,19 @@ static void job_done(dlock__mux_loop *ml)
 		for (i = 0; ok && !p->expired && i < j->nids; i++) {
 			if (memcmp(p->raw, raw + i * 40, 16) != 0)
 				continue;
-			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1)
+			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1) {
 				p->confirmed_at = j->sent_at;
-			else
+				renewed++;
+			} else
 				p->lost = DLOCK_LOST_GONE;
 			break;
 		}
 		if (p->lost == 0 && (p->expired || expired(p, now)))
 			p->lost = DLOCK_LOST_UNREACHABLE;
+		if (p->lost != 0 && p->counted) {
+			p->counted = 0;
+			dlock__stat_lost(s->client, s->name, p->id, p->lost, now - p->since);
+		}
 		if (p->lost != 0 && notes != NULL) {
 			memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
 			notes[nnotes++].reason = p->lost;
@@ -403,6 +426,11 @@ static void job_done(dlock__mux_loop *ml)
 		left += p->lost == 0;
 	}
 	dlock__mutex_unlock(&s->mu);
+	if (ok)
+		dlock__stat_renewed(s->client, renewed);
+	else
+		dlock__stat_renewal_failed(s->client, j->mop.client->node.label,
+				j->mop.rc < 0 ? j->mop.rc : DLOCK_EPROTO);
 	if (!ok && j->mop.rc == 0)
 		dlock__seterr_node(DLOCK_EPROTO, s->client->node.label,
 				"semaphore %s: unexpected renewal reply", s->shown);

@@ -15,6 +15,7 @@
 #include "single/lock_internal.h"
 #include "single/replies.h"
 #include "single/scripts.h"
+#include "core/drive/stats.h"
 
 /* The release script of l's kind (they share keys and arguments). */
 static dlock__script *release_script(const dlock_lock *l)
@@ -112,6 +113,10 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 		 * lost (expired, deleted, the server reset) before the unlock,
 		 * whether or not the watchdog had noticed yet. */
 		int was_lost = dlock__holds_released(l, r->owner, -1);
+
+		/* Others hold it now: two owners believed it theirs (dlock/stats.h). */
+		if (left == -2 && !was_lost)
+			dlock__stat_brain_split(c, l->name, c->node.label, r->owner);
 
 		return dlock__seterr_node(DLOCK_ELOST, c->node.label,
 				"lock %s was lost before the unlock: %s", l->shown,

@@ -34,6 +34,10 @@ int dlock__parse_release(const redisReply *r, int64_t *left)
 		return DLOCK_EPROTO;
 	if (r->type == REDIS_REPLY_NIL)
 		return DLOCK_ENOTOWNER;
+	if (r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
+		*left = -2; /* not the owner, and others hold it now */
+		return DLOCK_ENOTOWNER;
+	}
 	if (r->type != REDIS_REPLY_INTEGER || r->integer < 0)
 		return DLOCK_EPROTO;
 	*left = r->integer;

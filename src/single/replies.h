@@ -22,7 +22,8 @@ typedef struct dlock__acquired {
  */
 int dlock__parse_acquire(const redisReply *r, int fenced, dlock__acquired *out);
 
-/* A release script's reply: 0 with *left holds left (>= 0), DLOCK_ENOTOWNER (nil), DLOCK_EPROTO. */
+/* A release script's reply: 0 with *left holds left (>= 0), DLOCK_ENOTOWNER (nil; or -2,
+ * *left -2: others hold it now), DLOCK_EPROTO. */
 int dlock__parse_release(const redisReply *r, int64_t *left);
 
 #endif

@@ -146,9 +146,8 @@ dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT_HOLDS("rw-acquire-w
 dlock__script dlock__script_rw_release_read = DLOCK__SCRIPT("rw-release-read",
 		RW_FUNCTIONS LATCH_REPEAT
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
-		"if mode == false or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then "
-		"  return nil; "
-		"end; "
+		"if mode == false then return nil; end; "
+		"if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -2; end; " /* others' */
 		READ_DROP_ONE("ARGV[3]", "ARGV[1]")
 		"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
 		"return c;");
@@ -156,8 +155,9 @@ dlock__script dlock__script_rw_release_read = DLOCK__SCRIPT("rw-release-read",
 dlock__script dlock__script_rw_release_write = DLOCK__SCRIPT("rw-release-write",
 		RW_FUNCTIONS LATCH_REPEAT
 		"local f = ARGV[3] .. ':write'; "
-		"if redis.call('hget', KEYS[1], 'mode') ~= 'write' "
-		"    or redis.call('hexists', KEYS[1], f) == 0 then "
+		"local mode = redis.call('hget', KEYS[1], 'mode'); "
+		"if mode ~= 'write' or redis.call('hexists', KEYS[1], f) == 0 then "
+		"  if mode ~= false then return -2; end; " /* others hold it */
 		"  return nil; "
 		"end; "
 		WRITE_DROP_ONE("f", "ARGV[2]", "ARGV[1]")

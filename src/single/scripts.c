@@ -46,7 +46,10 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 		"if v ~= false then "
 		"  return tonumber(v); "
 		"end; "
+		/* Not ours: -2 when others hold it now (a brain split if we
+		 * believed we held it: dlock/stats.h), else nil. */
 		"if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then "
+		"  if redis.call('exists', KEYS[1]) == 1 then return -2; end; "
 		"  return nil; "
 		"end; "
 		"local c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
@@ -78,8 +81,9 @@ dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 		"  if t == 'hash' then c = redis.call('hget', KEYS[i], field); end; "
 		"  if t ~= 'hash' and t ~= 'none' then "
 		"    r[i] = -1; "
+		/* Gone (0), or held by others now (2: a brain split, dlock/stats.h). */
 		"  elseif c == false then "
-		"    r[i] = 0; "
+		"    if t == 'hash' then r[i] = 2; else r[i] = 0; end; "
 		"  elseif form == '' then "
 		"    redis.call('pexpire', KEYS[i], ttl); "
 		"    r[i] = 1; "
@@ -262,14 +266,14 @@ dlock__script dlock__script_fair_leave = DLOCK__SCRIPT(
  * that remains (0: keep the TTL), owner, now, latch ttl ms.
  * Wakes only the head of the queue, on its own channel. As Redisson's, a
  * release of a lock that no longer exists succeeds (and wakes the head).
- * Reply: nil not the owner; otherwise the holds left.
+ * Reply: -2 not the owner (others hold it); otherwise the holds left.
  */
 dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
 		"local v = redis.call('get', KEYS[5]); "
 		"if v ~= false then return tonumber(v); end; " FAIR_DROP_EXPIRED(
 				"ARGV[4]") "local c = 0; "
 					   "if redis.call('exists', KEYS[1]) == 1 then "
-					   "  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil; end; "
+					   "  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -2; end; "
 					   "  c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
 					   "  if c > 0 then "
 					   "    if tonumber(ARGV[2]) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]); end; "

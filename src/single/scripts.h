@@ -85,9 +85,9 @@ extern dlock__script dlock__script_acquire;
 /*
  * Release one hold. KEYS: name, channel, latch. ARGV: message ("0"),
  * lease ms for a hold that remains (0: keep the TTL), owner, latch ttl ms.
- * Reply: nil not held by owner; otherwise the holds left (0 = released:
- * key deleted, "0" published). A repeat with the same latch returns the
- * first answer.
+ * Reply: nil not held by owner (-2: and others hold it); otherwise the
+ * holds left (0 = released: key deleted, "0" published). A repeat with the
+ * same latch returns the first answer.
  */
 extern dlock__script dlock__script_release;
 

@@ -35,6 +35,8 @@ typedef struct dlock__permit {
 	int64_t confirmed_at; /* monotonic ms a renewal (or the acquire) was sent that the server applied */
 	int lost;             /* 0, or a dlock_lost_reason */
 	int expired;          /* a check saw its lease run out: lost, whatever a late renewal says */
+	int64_t since;        /* acquired (sent) at, for hold_ms (dlock/stats.h) */
+	int counted;          /* in the client's held gauge: not yet released, lost or forgotten */
 	struct dlock__permit *next;
 } dlock__permit;
 

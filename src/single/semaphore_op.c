@@ -27,6 +27,7 @@
 #include "core/drive/mux_loop.h"
 #include "core/drive/op.h"
 #include "core/drive/reactor.h"
+#include "core/drive/stats.h"
 #include "single/acquire.h"
 #include "single/lock_op.h"
 #include "single/semaphore_internal.h"
@@ -42,6 +43,8 @@ typedef struct sem_op {
 	char rc_msg[DLOCK__ERRMSG_MAX];
 	int in_flight, waiting, woken_meanwhile, cancel_pending, giving_back;
 	int canceled_with;
+	int attempts; /* acquisition scripts sent (dlock/stats.h) */
+	int64_t started_us; /* `started` in us, for the wait histogram */
 	uint64_t cancels;
 	char id[DLOCK_PERMIT_ID_SIZE];
 	unsigned char raw[16];
@@ -76,6 +79,9 @@ static void stop_listening(sem_op *o)
 
 static void finish(sem_op *o, int rc)
 {
+	if (!o->op.finished) /* once: a second end is ignored */
+		dlock__stat_acquire(o->s->client, rc, o->s->name, o->have_id && rc == 0 ? o->id : NULL,
+				dlock__now_us() - o->started_us, o->attempts, 1, 1);
 	dlock__op_finish(&o->op, dlock__errbuf_record(&o->s->err, rc));
 }
 
@@ -283,6 +289,7 @@ static void attempt(sem_op *o)
 	o->mop.client = s->client;
 	o->mop.call = c;
 	o->sent_at = dlock__now_ms();
+	o->attempts++;
 	rc = dlock__mux_loop_begin(&o->ml, o->op.loop, &o->mop, 1, NULL, NULL, attempt_done);
 	if (rc < 0) {
 		conclude(o, dlock__seterr(rc, "semaphore %s: out of memory", s->shown));
@@ -329,7 +336,8 @@ static void start(dlock_op *op)
 	sem_op *o = (sem_op *)op;
 
 	o->li.loop = op->loop;
-	o->started = dlock__now_ms();
+	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
+	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
 	attempt(o);
 }

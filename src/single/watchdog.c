@@ -22,6 +22,7 @@
 #include "core/drive/client.h"
 #include "core/drive/mux_loop.h"
 #include "core/drive/reactor.h"
+#include "core/drive/stats.h"
 #include "core/base/fmt.h"
 #include "core/topology/slot.h"
 #include "core/base/time.h"
@@ -154,10 +155,14 @@ static int batch_answered(struct dlock__renewing *rd, size_t j)
 	const dlock__mux_op *op = &rd->ops[j];
 	const redisReply *r = op->reply;
 	size_t i, k = (size_t)rd->calls[j].nkeys;
+	uint64_t renewed = 0;
 
 	dlock__client_note_reply(h->client, op->rc, r); /* a MOVED updates a cluster's map */
-	if (op->rc < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != k)
+	if (op->rc < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != k) {
+		dlock__stat_renewal_failed(h->client, op->client->node.label,
+				op->rc < 0 ? op->rc : DLOCK_ESERVER);
 		return -1; /* no answer, or an error reply (OOM, READONLY ...): again later */
+	}
 	for (i = 0; i < k; i++) {
 		renewal *w = &rd->batch[rd->first[j] + i];
 		hold *x = dlock__holds_find(h, w->name, w->name_len, w->owner, w->form[0]);
@@ -168,15 +173,23 @@ static int batch_answered(struct dlock__renewing *rd, size_t j)
 		/* A cluster's slot moved: listen where the hold now lives. */
 		if (x->watch != NULL && x->watch_rx != op->client->reactor)
 			dlock__holds_rewatch(h, x, op->client->reactor);
-		if (e->type == REDIS_REPLY_INTEGER && e->integer == 1)
+		if (e->type == REDIS_REPLY_INTEGER && e->integer == 1) {
 			x->confirmed_at = rd->sent_at;
-		else if (x->releasing == 0) /* else the release may have run first */
-			dlock__holds_mark_lost(h, x,
+			renewed++;
+			continue;
+		}
+		if (x->releasing != 0)
+			continue; /* the release may have run first */
+		/* Our field gone, the key held by others: two owners believed it theirs. */
+		if (e->type == REDIS_REPLY_INTEGER && e->integer == 2)
+			dlock__stat_brain_split(h->client, x->name, op->client->node.label, x->owner);
+		dlock__holds_mark_lost(h, x,
 					e->type == REDIS_REPLY_INTEGER && e->integer < 0
 							? DLOCK_LOST_REPLACED
 							: DLOCK_LOST_GONE,
 					rd->cb, &rd->ncb);
 	}
+	dlock__stat_renewed(h->client, renewed);
 	return 0;
 }
 

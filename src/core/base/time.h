@@ -12,6 +12,9 @@
 /* Monotonic milliseconds since an arbitrary start. */
 int64_t dlock__now_ms(void);
 
+/* Monotonic microseconds, the same clock (dlock__now_ms() is this / 1000). */
+int64_t dlock__now_us(void);
+
 /* now + ms, saturating (ms < 0 means never). */
 int64_t dlock__deadline_in(int64_t ms);
 

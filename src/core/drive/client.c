@@ -19,6 +19,7 @@
 #include "core/net/uri.h"
 #include "core/net/owed.h"
 #include "core/drive/loop.h"
+#include "core/drive/stats.h"
 
 static void flush_idle(void *arg);
 
@@ -394,13 +395,16 @@ static int run(dlock_client *c, const dlock__call *call, int argc, const char **
 		return run_in_cluster(c, call, argc, argv, lens, retry, undo, out);
 	for (attempt = 0; attempt < 2; attempt++) {
 		dlock__conn *conn = NULL;
-		int64_t deadline;
+		int64_t deadline, t0;
 
 		rc = dlock__client_conn_get(
 				c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
-		if (rc < 0)
+		if (rc < 0) {
+			dlock__stat_command(c, rc, NULL, 0);
 			return rc;
-		deadline = dlock__deadline_in(c->opts.command_timeout_ms);
+		}
+		t0 = dlock__now_us();
+		deadline = t0 / 1000 + c->opts.command_timeout_ms; /* at most a day: no overflow */
 		if (call != NULL)
 			rc = dlock__script_run(conn, call->script, call->nkeys, call->argv,
 					call->lens, call->argc - call->nkeys,
@@ -408,6 +412,7 @@ static int run(dlock_client *c, const dlock__call *call, int argc, const char **
 					deadline);
 		else
 			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
+		dlock__stat_command(c, rc, *out, rc == 0 ? dlock__now_us() - t0 : 0);
 		if (rc == DLOCK_ETIMEDOUT && undo != NULL && !conn->broken && conn->owed > 0)
 			dlock__client_send_undo(conn, undo);
 		dlock__client_conn_put(c, conn);

@@ -10,6 +10,7 @@
 #include "dlock/client.h"
 #include "core/net/conn.h"
 #include "core/base/error.h"
+#include "core/base/stats.h"
 #include "core/drive/reactor.h"
 #include "core/net/script.h"
 
@@ -41,6 +42,7 @@ struct dlock_client {
 	 * or a cluster's member, which uses its root's (holder_root). */
 	struct dlock__holder *holder;
 	const struct dlock_client *holder_root;
+	dlock__stats stats;           /* dlock/stats.h's figures (core/drive/stats.c) */
 
 	/* State of the layer above (the single-server locks), made on first
 	 * use and freed with the client; core never looks inside. */

@@ -63,6 +63,7 @@ typedef struct dlock__mux_op {
 	int undecided;     /* not waited for: the caller had decided without it
 	                        (rc DLOCK_ETIMEDOUT, abandoned) */
 	int64_t sent_at;
+	int64_t sent_us; /* the same in us, for the node's round trip (dlock/stats.h) */
 	char errmsg[256]; /* the one-line message when rc < 0 */
 	/* private */
 	const char **cmd;

@@ -14,6 +14,7 @@
 #include "core/topology/cluster.h"
 #include "core/base/error.h"
 #include "core/drive/mux_group.h"
+#include "core/drive/stats.h"
 #include "core/net/owed.h"
 #include "core/base/time.h"
 
@@ -30,9 +31,12 @@ static const char *what_of(const dlock__mux_op *op)
 	return op->call != NULL ? op->call->script->name : op->argv[0];
 }
 
-/* The op is answered (or given up): record it. */
-static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran)
+/* The op is answered (or given up): record it. now_us: when its reply was read. */
+static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran, int64_t now_us)
 {
+	/* The node's figures: not an op nobody waited for (no-wait, or decided without it). */
+	if (rc < 0 ? !op->undecided : reply != NULL)
+		dlock__stat_command(op->client, rc, reply, rc == 0 ? now_us - op->sent_us : 0);
 	if (op->routed_by != NULL)
 		dlock__cluster_note(op->routed_by, rc, reply);
 	op->rc = rc;
@@ -66,7 +70,7 @@ static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *
 		if (!op->pending)
 			continue;
 		dlock__seterr(rc, "%s", msg);
-		finish(op, rc, NULL, g->sent);
+		finish(op, rc, NULL, g->sent, 0);
 		(*npending)--;
 	}
 	if (g->conn != NULL) {
@@ -103,7 +107,7 @@ static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npendi
 	int owed = 0;
 
 	for (; g->head < g->tail; g->head++, owed++) {
-		finish(&ops[g->fifo[g->head]], 0, NULL, 1);
+		finish(&ops[g->fifo[g->head]], 0, NULL, 1, 0);
 		(*npending)--;
 	}
 	dlock__conn_give_up(g->conn, owed);
@@ -126,7 +130,7 @@ static int send_op(dlock__mux_group *g, const dlock__mux_op *op)
 
 static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 {
-	int64_t now = dlock__now_ms();
+	int64_t now_us = dlock__now_us(), now = now_us / 1000;
 	size_t i;
 	int rc = 0;
 
@@ -143,6 +147,7 @@ static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 	for (i = g->head; rc == 0 && i < g->tail; i++) {
 		dlock__mux_op *op = &ops[g->fifo[i]];
 		op->sent_at = now;
+		op->sent_us = now_us;
 		rc = send_op(g, op);
 	}
 	return rc;
@@ -211,6 +216,7 @@ static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 	while (g->head < g->tail) {
 		dlock__mux_op *op = &ops[g->fifo[g->head]];
 		redisReply *reply = NULL;
+		int64_t now_us;
 		int r;
 
 		r = dlock__conn_read(g->conn, &reply, what_of(op), 0);
@@ -221,7 +227,8 @@ static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 		got++;
 		g->head++;
 		/* The next reply has its own command timeout from now. */
-		g->deadline = due_by(g, ops, dlock__now_ms());
+		now_us = dlock__now_us();
+		g->deadline = due_by(g, ops, now_us / 1000);
 		if (op->stale || (op->call != NULL && dlock__reply_is_error(reply, "NOSCRIPT"))) {
 			int stale = op->stale;
 
@@ -230,14 +237,14 @@ static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 			op->stale = 0;
 			if (r < 0) {
 				/* Not due any more: it fails here (a NOSCRIPT did not run). */
-				finish(op, r, NULL, stale);
+				finish(op, r, NULL, stale, 0);
 				(*npending)--;
 				return r;
 			}
 			g->deadline = due_by(g, ops, dlock__now_ms());
 			continue;
 		}
-		finish(op, 0, reply, 1);
+		finish(op, 0, reply, 1, now_us);
 		(*npending)--;
 		atomic_store(&g->client->timed_out_at, 0);
 	}
