@@ -13,18 +13,18 @@ _dlock_globals="-n --nodes -m --mode -q --quiet -E --conflict-exit-code --timeou
 _dlock_takes_value=" -n --nodes -m --mode -E --conflict-exit-code --timeout --watchdog
  --restart-guard --sync-replicas --sync-timeout --password-file --password-env --user
  --tls-ca --tls-ca-dir --tls-cert --tls-key --tls-server-name -w --wait -l --lease
- --grace -c --permits --owner --interval --label "
+ --grace -c --permits --owner --interval --label --metrics-textfile "
 
 _dlock_command_options()
 {
 	case $1 in
-	run) echo "-w --wait -l --lease --grace -s --shared -x --exclusive -c --permits --label" ;;
-	acquire) echo "-w --wait -l --lease --owner -s --shared -x --exclusive --label" ;;
+	run) echo "-w --wait -l --lease --grace -s --shared -x --exclusive -c --permits --label --metrics-textfile" ;;
+	acquire) echo "-w --wait -l --lease --owner -s --shared -x --exclusive --label --metrics-textfile" ;;
 	release) echo "--owner -s --shared -x --exclusive" ;;
 	status) echo "--json --watch --interval" ;;
 	unlock) echo "--force" ;;
 	latch) echo "-w --wait" ;;
-	hold) echo "-w --wait -l --lease -s --shared -x --exclusive --label" ;;
+	hold) echo "-w --wait -l --lease -s --shared -x --exclusive --label --metrics-textfile" ;;
 	wait) echo "-w --wait" ;;
 	esac
 }
@@ -69,7 +69,7 @@ _dlock()
 		COMPREPLY=($(compgen -W "rlock redlock multilock" -- "$cur"))
 		return 0
 		;;
-	--password-file | --tls-ca | --tls-cert | --tls-key)
+	--password-file | --tls-ca | --tls-cert | --tls-key | --metrics-textfile)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "hold.h"
+#include "metrics.h"
 
 /* How often the hold's validity is looked at (as run does). */
 #define CHECK_INTERVAL_MS 200
@@ -123,6 +124,7 @@ int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	}
 	if (a->lease_ms > 0)
 		lease_end = now_ms() + validity;
+	cli_metrics_write(t, cfg->metrics_path); /* before the owner: then it is there */
 	printf("%s\n", owner);
 	if (t->fenced)
 		printf("%lld\n", (long long)token);

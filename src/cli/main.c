@@ -16,6 +16,7 @@
 #include "help.h"
 #include "hold.h"
 #include "latch.h"
+#include "metrics.h"
 #include "run.h"
 #include "secrets.h"
 #include "status.h"
@@ -139,7 +140,8 @@ enum {
 	OPT_SYNC_TIMEOUT,
 	OPT_WATCH,
 	OPT_INTERVAL,
-	OPT_LABEL
+	OPT_LABEL,
+	OPT_METRICS
 };
 
 /* Below this a watchdog lease is renewed so often that a round trip's
@@ -174,7 +176,8 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT },
 	{ "watch", no_argument, NULL, OPT_WATCH },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
-	{ "label", required_argument, NULL, OPT_LABEL }, { NULL, 0, NULL, 0 } };
+	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "metrics-textfile", required_argument, NULL, OPT_METRICS }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
@@ -186,6 +189,7 @@ typedef struct cli_args {
 	int watch, interval_given; /* status --watch [--interval] */
 	int64_t interval_ms;
 	const char *label; /* run/acquire/hold --label */
+	int metrics_given; /* run/acquire/hold --metrics-textfile */
 	const char *owner;
 	const char *nodes;
 	cli_secret_args secret;
@@ -385,6 +389,10 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 		case OPT_LABEL:
 			a->label = optarg;
 			break;
+		case OPT_METRICS:
+			cfg->metrics_path = optarg;
+			a->metrics_given = 1;
+			break;
 		case OPT_WATCH:
 			a->watch = 1;
 			break;
@@ -540,6 +548,7 @@ static int check_options_apply(const char *command, const cli_args *a)
 		{ "--watch", a->watch, { "status" }, "" },
 		{ "--interval", a->interval_given, { "status" }, "" },
 		{ "--label", a->label != NULL, { "run", "acquire", "hold" }, "" },
+		{ "--metrics-textfile", a->metrics_given, { "run", "acquire", "hold" }, "" },
 		{ "--force", a->force, { "unlock" }, "" },
 		{ "-s/-x", a->rw_given, { "run", "acquire", "release", "hold" }, "" },
 		{ "-c/--permits", a->permits_given, { "run" }, "" },
@@ -759,6 +768,7 @@ int main(int argc, char **argv)
 		status = cli_wait_free(&t, &cfg, a.wait_given ? a.wait_ms : DLOCK_WAIT_FOREVER);
 	else
 		status = cli_target_force(&t, stdout);
+	cli_metrics_write(&t, cfg.metrics_path); /* set for run, acquire and hold only */
 	cli_target_close(&t);
 	free_config(&cfg);
 	return status;

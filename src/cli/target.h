@@ -53,6 +53,8 @@ typedef struct cli_config {
 	/* run/acquire register who they are (holder.c): the client options' label
 	 * and command (NULL: not registered) */
 	const char *label, *command;
+	/* run/acquire/hold --metrics-textfile (metrics.c); NULL: none */
+	const char *metrics_path;
 } cli_config;
 
 typedef struct cli_target {
