@@ -63,7 +63,7 @@ static int has(char *const *list, size_t n, const char *s)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (strcmp(list[i], s) == 0)
+		if (list[i] != NULL && strcmp(list[i], s) == 0)
 			return 1;
 	return 0;
 }
@@ -93,7 +93,7 @@ static void report_node(cli_target *t, size_t i, const node_view *v, seen *s, FI
 	for (j = 0; j < n; j++)
 		now[j] = strdup(cli_view_holder(v, j));
 	for (j = 0; j < s->n; j++)
-		if (!has(now, n, s->holders[j]))
+		if (s->holders[j] != NULL && !has(now, n, s->holders[j]))
 			fprintf(out, "%s %s no longer held by %s\n", when, node, s->holders[j]);
 	for (j = 0; j < n; j++)
 		if (now[j] != NULL && !has(s->holders, s->n, now[j]))
