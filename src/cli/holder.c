@@ -42,7 +42,7 @@ void cli_holder_configure(cli_config *cfg, const char *command, const char *labe
 
 		used += n < 0 ? 0 : (size_t)n;
 	}
-	if (used > COMMAND_MAX)
+	if (used > COMMAND_MAX || argv[i] != NULL)
 		memcpy(command_buf + COMMAND_MAX - 3, "...", 4);
 	cfg->command = command_buf;
 }
