@@ -111,11 +111,15 @@ int64_t dlock__wall_ms(void);
 typedef struct dlock__release {
 	dlock__call call; /* the kind's release script */
 	const char *owner;
-	char *latch;    /* allocated: redisson_unlock_latch:{name}:<request-id> */
 	uint64_t epoch; /* of the hold marked as being released (0: none) */
+	/* The count is known (>= 1, and no acquire of it is in doubt): a
+	 * repeat is recognised (RELEASE_REPEATED in scripts.h). Otherwise the
+	 * release must not be sent twice (dlock__mux_op.no_retry). */
+	int retry_safe;
+	char repeat[2]; /* the script's `repeat`: "0", set to "1" by a resend (dlock__mux_op.repeat) */
 	char owner_buf[64];
 	char lease_s[24];
-	char latch_ttl[24];
+	char believed_s[24];
 	char now_s[24];
 } dlock__release;
 
