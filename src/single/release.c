@@ -41,7 +41,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 {
 	int fair = l->kind == DLOCK_LOCK_FAIR;
 	int64_t believed;
-	int rc;
+	int own, rc;
 
 	r->epoch = 0;
 	r->retry_safe = 0;
@@ -51,10 +51,17 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	dlock__fmt_i64(r->lease_s, dlock__holds_lease(l, r->owner));
 	/* The count this client last saw, whoever the owner (an explicit one
 	 * taken by another process too is as trusted as the acquire's exact
-	 * "one more"). An acquire whose answer never came leaves it in doubt
-	 * by one: then a repeat could not be told from a first run. */
+	 * "one more"). An owner of this client's own with no record holds
+	 * nothing (as for the acquire): a repeat cannot take what is not
+	 * there. An explicit owner with none may be held elsewhere, and an
+	 * acquire whose answer never came leaves the count in doubt by one:
+	 * then a repeat could not be told from a first run. */
+	own = owner == NULL || dlock__owned_by_client(l->client, r->owner);
 	believed = dlock__holds_count(l, r->owner, 1);
-	r->retry_safe = believed >= 1 && dlock__holds_count(l, r->owner, 0) < 0;
+	if (believed < 0 && own)
+		believed = 0;
+	r->retry_safe = (believed >= 1 || (believed == 0 && own)) &&
+			dlock__holds_count(l, r->owner, 0) < 0;
 	if (!r->retry_safe)
 		believed = -1;
 	dlock__fmt_i64(r->believed_s, believed);

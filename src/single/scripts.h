@@ -34,8 +34,9 @@
  * field at all for the last hold), the earlier send did run: answer as it
  * did - the holds left - and change nothing. A first send ("0") never
  * takes this way, so a hold found gone is still told apart (lost, or held
- * by others). An unknown belief (< 1) never matches: such a release is not
- * repeated (dlock__release.retry_safe).
+ * by others). A belief below 1 never matches: 0 (an owner of this client's
+ * own that it has no record of: nothing to take twice) runs as a first
+ * send; an unknown one (-1) is never repeated (dlock__release.retry_safe).
  */
 #define RELEASE_REPEATED(field, believed, repeat) \
 	"if " repeat " == '1' then " \
