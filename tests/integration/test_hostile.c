@@ -319,7 +319,7 @@ out:
 		freeReplyObject(r);
 }
 
-/* Wait (bounded) until DBSIZE is `want`: unlock latches are deleted after the reply. */
+/* Wait (bounded) until DBSIZE is `want`. */
 static void await_dbsize(rh_server *s, int64_t want, int timeout_ms)
 {
 	int64_t deadline = rh_now_ms() + timeout_ms, n;
@@ -556,7 +556,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	cr_assert_eq(exists_b(s, name, len), 0);
 	dlock_lock_free(l);
 
-	/* Nothing else stays: the unlock latches are deleted after the replies. */
+	/* Nothing else stays (a release writes no key of its own). */
 	await_dbsize(s, 0, 2000);
 }
 
