@@ -34,8 +34,7 @@ int64_t dlock__fair_place_ms(const dlock_lock *l, int64_t wait_ms)
 	return wait_ms > 0 ? wait_ms + l->client->opts.command_timeout_ms : l->fair_wait_ms;
 }
 
-/* The owner is `<this client's uuid>:...`: no other client can hold it. */
-static int owned_by_client(const dlock_client *c, const char *owner)
+int dlock__owned_by_client(const dlock_client *c, const char *owner)
 {
 	return strncmp(owner, c->id, 36) == 0 && owner[36] == ':';
 }
@@ -59,7 +58,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	 * count is only compared after a reply of ours was lost - unless it is
 	 * named after this client (`<uuid>:<id>`, dlock_client_owner(), as
 	 * Redisson names its owners): that one is this client's too. */
-	own = owner == NULL || vouched || owned_by_client(l->client, owner);
+	own = owner == NULL || vouched || dlock__owned_by_client(l->client, owner);
 	a->believed = dlock__holds_count(l, a->owner, own);
 	if (a->believed < 0 && own)
 		a->believed = 0;

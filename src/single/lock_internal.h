@@ -22,8 +22,6 @@ struct dlock_lock {
 	size_t name_len;
 	char *channel; /* redisson_lock__channel:{name}; a read/write half's redisson_rwlock:{name} */
 	size_t channel_len;
-	char *latch_prefix; /* redisson_unlock_latch:{name}: */
-	size_t latch_prefix_len;
 	char *token_key; /* fenced: redisson_lock_token:{name} */
 	size_t token_key_len;
 	char *queue; /* redisson_lock_queue:{name} (a fair lock's; force unlock looks) */
