@@ -192,6 +192,7 @@ static void write_all(FILE *out, const char *name, const stats_sum *s)
 
 int cli_metrics_write(const cli_target *t, const char *path)
 {
+	static int reported;
 	dlock_stats **snap;
 	stats_sum sum;
 	char tmp[4096];
@@ -231,9 +232,13 @@ int cli_metrics_write(const cli_target *t, const char *path)
 	else
 		rc = 0;
 done:
-	if (rc < 0)
-		fprintf(stderr, "dlock: --metrics-textfile %s: %s\n", path,
-				strerror(err ? err : ENOMEM));
+	if (rc < 0 && !reported) { /* once: the write at exit would say it again */
+		fprintf(stderr,
+				"dlock: --metrics-textfile %s: not written: %s (the directory must exist "
+				"and be writable)\n",
+				path, strerror(err ? err : ENOMEM));
+		reported = 1;
+	}
 	for (i = 0; snap != NULL && i < t->n; i++)
 		dlock_stats_free(snap[i]);
 	free(snap);
