@@ -94,8 +94,13 @@ static hold_end hold_until_done(cli_target *t, const char *owner, int64_t lease_
 			return HOLD_RELEASE;
 		if (now_ms() >= lease_end)
 			return HOLD_LEASE_END;
-		if (lost || cli_target_validity(t, owner, &ms) != 0)
+		if (lost)
 			return HOLD_LOST;
+		if (cli_target_validity(t, owner, &ms) != 0) {
+			/* Ended here before a loss was told: its time ran out unrenewed. */
+			*reason = DLOCK_LOST_UNREACHABLE;
+			return HOLD_LOST;
+		}
 		if (ms <= 0) { /* the keys can expire now: a lease's end, or renewals failing */
 			*reason = DLOCK_LOST_UNREACHABLE;
 			return lease_end != INT64_MAX ? HOLD_LEASE_END : HOLD_LOST;
