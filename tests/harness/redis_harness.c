@@ -76,7 +76,8 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static rh_server *g_registry;
 static char g_server_path[PATH_MAX];
-static int g_server_major; /* 0 when unknown */
+static int g_server_major;   /* 0 when unknown */
+static int g_server_version; /* major * 10000 + minor * 100 + patch; 0 when unknown */
 
 static void rh_lock(pthread_mutex_t *m)
 {
@@ -110,10 +111,16 @@ static struct timeval rh_tv(int ms)
 	return tv;
 }
 
-/* Resolve a bare program name on PATH now, so the child can use execv. */
+/*
+ * The server to start: $DLOCK_TEST_REDIS_SERVER when set (ci/versions.sh runs
+ * the suites against other versions with it), else the one CMake found. A
+ * bare program name is resolved on PATH now, so the child can use execv.
+ */
 static void rh_resolve_path(void)
 {
-	const char *name = REDIS_SERVER_PATH;
+	const char *name = getenv("DLOCK_TEST_REDIS_SERVER");
+	if (name == NULL || *name == '\0')
+		name = REDIS_SERVER_PATH;
 	snprintf(g_server_path, sizeof g_server_path, "%s", name);
 	if (strchr(name, '/'))
 		return;
@@ -161,8 +168,9 @@ static int rh_max_fd(void)
 	return 65536;
 }
 
-/* Major version from `redis-server --version` ("... v=7.0.15 ..."); 0 if unknown. */
-static int rh_detect_major(void)
+/* The version `redis-server --version` prints ("... v=7.0.15 ...") as
+ * 70015 (major * 10000 + minor * 100 + patch); 0 if unknown. */
+static int rh_detect_version(void)
 {
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) != 0)
@@ -208,7 +216,10 @@ static int rh_detect_major(void)
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
 	}
 	const char *v = strstr(buf, "v=");
-	return v ? atoi(v + 2) : 0;
+	int major = 0, minor = 0, patch = 0;
+	if (v == NULL || sscanf(v + 2, "%d.%d.%d", &major, &minor, &patch) < 1)
+		return 0;
+	return major * 10000 + minor * 100 + patch;
 }
 
 static void rh_atexit(void)
@@ -254,7 +265,8 @@ static void rh_init(void)
 {
 	rh_resolve_path();
 	rh_sweep_stale_dirs();
-	g_server_major = rh_detect_major();
+	g_server_version = rh_detect_version();
+	g_server_major = g_server_version / 10000;
 	atexit(rh_atexit);
 }
 
@@ -633,6 +645,12 @@ static int rh_write_conf(rh_server *s, const char *const *lines)
 	for (size_t i = 0; lines[i] != NULL; i++)
 		fprintf(f, "%s\n", lines[i]);
 	return fclose(f) == 0 ? 0 : -1;
+}
+
+int rh_server_version(void)
+{
+	pthread_once(&g_once, rh_init);
+	return g_server_version;
 }
 
 static rh_server *rh_start(const char *const *extra, const char *const *conf_lines)
