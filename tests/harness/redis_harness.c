@@ -378,6 +378,51 @@ int rh_free_port(void)
 	return rh_pick_port();
 }
 
+/* 1 when port is free on loopback right now. */
+static int rh_port_free(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	struct sockaddr_in sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)port);
+	int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * A cluster node without --cluster-port (Redis before 7.0 has none) binds
+ * its bus at port + 10000, which does not exist above 55535: pick a port
+ * whose bus port is free too.
+ */
+static int rh_pick_port_with_bus(void)
+{
+	for (int i = 0; i < 200; i++) {
+		int port = rh_pick_port();
+		if (port > 0 && port <= 55535 && rh_port_free(port + 10000))
+			return port;
+	}
+	return -1;
+}
+
+/* The arguments ask for a cluster node that has no bus port of its own. */
+static int rh_needs_bus_port(const char *const *extra)
+{
+	int cluster = 0;
+	for (size_t i = 0; extra != NULL && extra[i] != NULL; i++) {
+		if (strcmp(extra[i], "--cluster-port") == 0)
+			return 0;
+		if (strcmp(extra[i], "--cluster-enabled") == 0 && extra[i + 1] != NULL &&
+				strcmp(extra[i + 1], "yes") == 0)
+			cluster = 1;
+	}
+	return cluster;
+}
+
 /* Reap the child if it has exited; returns 1 if it is gone. */
 static int rh_child_exited(rh_server *s, int *status)
 {
@@ -691,8 +736,9 @@ static rh_server *rh_start(const char *const *extra, const char *const *conf_lin
 		rh_server_destroy(s);
 		return NULL;
 	}
+	int bus = rh_needs_bus_port(extra);
 	for (int attempt = 0; attempt < RH_START_ATTEMPTS; attempt++) {
-		s->port = rh_pick_port();
+		s->port = bus ? rh_pick_port_with_bus() : rh_pick_port();
 		if (s->port <= 0)
 			continue;
 		off_t logfrom = rh_file_size(s->logpath);
