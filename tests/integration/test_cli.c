@@ -447,6 +447,32 @@ Test(cli, sync_replicas_short_exits_69, .timeout = 60)
 	proc_free(p);
 }
 
+/* --sync-aof on a server that cannot fsync-count (older than 7.2, or no
+ * appendonly): 69 naming WAITAOF, nothing left held; a --sync-replicas
+ * above it is a usage error. */
+Test(cli, sync_aof_refused_exits_69, .timeout = 60)
+{
+	rh_server *s = dl_srv;
+	const char *uri = rh_server_uri(s);
+
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "--sync-aof", "1", "--sync-timeout", "200",
+			"acquire", "-l", "5000", "--owner", "me:1", "cli-aof");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "WAITAOF") != NULL, "%s", p->err);
+	cr_expect_eq(exists(s, "cli-aof"), 0, "given back");
+	proc_free(p);
+
+	p = DLOCK("-n", uri, "--timeout", TMO, "--sync-aof", "1", "--sync-replicas", "2", "status",
+			"cli-aof");
+	EXPECT_STATUS(p, 64);
+	cr_expect(strstr(p->err, "--sync-aof") != NULL, "%s", p->err);
+	proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "--sync-aof", "1025", "status", "cli-aof");
+	EXPECT_STATUS(p, 64);
+	proc_free(p);
+}
+
 /* ---- 5. lost while CMD runs: 70 ------------------------------------------------- */
 
 /* `dlock --watchdog 3000 run --grace <grace> name -- sh -c <j's script>` on
