@@ -6,12 +6,12 @@
 
 _dlock_commands="run acquire release status unlock latch hold wait help"
 _dlock_globals="-n --nodes -m --mode -q --quiet -E --conflict-exit-code --timeout
- --watchdog --restart-guard --sync-replicas --sync-timeout --password-file
+ --watchdog --restart-guard --sync-replicas --sync-aof --sync-timeout --password-file
  --password-env --user --tls-ca --tls-ca-dir --tls-cert --tls-key --tls-server-name
  --tls-insecure --fenced --fair -h --help -V --version"
 # Options that take a value (the next word is not a command or NAME).
 _dlock_takes_value=" -n --nodes -m --mode -E --conflict-exit-code --timeout --watchdog
- --restart-guard --sync-replicas --sync-timeout --password-file --password-env --user
+ --restart-guard --sync-replicas --sync-aof --sync-timeout --password-file --password-env --user
  --tls-ca --tls-ca-dir --tls-cert --tls-key --tls-server-name -w --wait -l --lease
  --grace -c --permits --owner --interval --label --metrics-textfile "
 
@@ -91,7 +91,7 @@ _dlock()
 		compopt -o nospace 2>/dev/null
 		return 0
 		;;
-	-E | --conflict-exit-code | --sync-replicas | -c | --permits | --owner | --user | \
+	-E | --conflict-exit-code | --sync-replicas | --sync-aof | -c | --permits | --owner | --user | \
 		--tls-server-name)
 		return 0
 		;;

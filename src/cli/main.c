@@ -141,7 +141,8 @@ enum {
 	OPT_WATCH,
 	OPT_INTERVAL,
 	OPT_LABEL,
-	OPT_METRICS
+	OPT_METRICS,
+	OPT_SYNC_AOF
 };
 
 /* Below this a watchdog lease is renewed so often that a round trip's
@@ -177,7 +178,8 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "watch", no_argument, NULL, OPT_WATCH },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "label", required_argument, NULL, OPT_LABEL },
-	{ "metrics-textfile", required_argument, NULL, OPT_METRICS }, { NULL, 0, NULL, 0 } };
+	{ "metrics-textfile", required_argument, NULL, OPT_METRICS },
+	{ "sync-aof", required_argument, NULL, OPT_SYNC_AOF }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
@@ -256,9 +258,10 @@ static void tls_option(int opt, const char *arg, cli_config *cfg)
 	}
 }
 
-/* --sync-replicas, --sync-timeout: replica acknowledgement. 0 or EXIT_USAGE. */
+/* --sync-replicas, --sync-aof, --sync-timeout: replica acknowledgement. 0 or EXIT_USAGE. */
 static int sync_option(int opt, const char *arg, cli_config *cfg)
 {
+	const char *name = opt == OPT_SYNC_AOF ? "--sync-aof" : "--sync-replicas";
 	int64_t v;
 
 	if (opt == OPT_SYNC_TIMEOUT) {
@@ -266,11 +269,14 @@ static int sync_option(int opt, const char *arg, cli_config *cfg)
 			return EXIT_USAGE;
 		return 0;
 	}
-	if (parse_num(arg, "--sync-replicas", 0, &v) < 0)
+	if (parse_num(arg, name, 0, &v) < 0)
 		return EXIT_USAGE;
 	if (v > 1024)
-		return usage_error("--sync-replicas must be 0..1024, not %s", arg);
-	cfg->sync_replicas = (int)v;
+		return usage_error("%s must be 0..1024, not %s", name, arg);
+	if (opt == OPT_SYNC_AOF)
+		cfg->sync_aof = (int)v;
+	else
+		cfg->sync_replicas = (int)v;
 	return 0;
 }
 
@@ -280,7 +286,7 @@ static int connection_option(int c, const char *arg, cli_config *cfg, cli_args *
 {
 	if (c == OPT_SYNC_TIMEOUT)
 		a->sync_timeout_given = 1;
-	if (c == OPT_SYNC_REPLICAS || c == OPT_SYNC_TIMEOUT)
+	if (c == OPT_SYNC_REPLICAS || c == OPT_SYNC_TIMEOUT || c == OPT_SYNC_AOF)
 		return sync_option(c, arg, cfg) == 0 ? 1 : EXIT_USAGE;
 	if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE)
 		tls_option(c, arg, cfg);
@@ -497,8 +503,12 @@ static int check_sanity(const char *command, const cli_config *cfg, const cli_ar
 	if (a->guard_given && cfg->mode != MODE_REDLOCK)
 		return usage_error("%s", "--restart-guard is for RedLock (several nodes, -m "
 					 "redlock): it would do nothing here");
-	if (a->sync_timeout_given && cfg->sync_replicas == 0)
-		return usage_error("%s", "--sync-timeout does nothing without --sync-replicas N");
+	if (a->sync_timeout_given && cfg->sync_replicas == 0 && cfg->sync_aof == 0)
+		return usage_error("%s", "--sync-timeout does nothing without --sync-replicas N "
+					 "or --sync-aof N");
+	if (cfg->sync_aof > 0 && cfg->sync_replicas > cfg->sync_aof)
+		return usage_error("%s", "--sync-aof N replaces --sync-replicas (WAITAOF counts "
+					 "replicas too): give --sync-aof the larger count");
 	return 0;
 }
 

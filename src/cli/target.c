@@ -28,6 +28,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	copts.first_contact_timeout_ms = CLI_FIRST_CONTACT_MS;
 	copts.sync_replicas = cfg->sync_replicas;
 	copts.sync_timeout_ms = cfg->sync_timeout_ms;
+	copts.sync_aof = cfg->sync_aof;
 	copts.watch_force_unlock = cfg->watch_force_unlock;
 	copts.tls_ca_file = cfg->tls_ca;
 	copts.tls_ca_dir = cfg->tls_ca_dir;

@@ -44,6 +44,7 @@ typedef struct cli_config {
 	int64_t permits;         /* run -c N: a permit of an expirable semaphore of N (0: a lock) */
 	int sync_replicas;       /* replicas that must acknowledge an acquisition (0: off) */
 	int64_t sync_timeout_ms; /* how long an acquisition waits for them */
+	int sync_aof;            /* replicas that must fsync it, the primary too (0: off) */
 	int watch_force_unlock;  /* holds hear a force unlock at once (run) */
 	/* rediss:// nodes: the client options' TLS fields (NULL/0: defaults) */
 	const char *tls_ca, *tls_ca_dir, *tls_cert, *tls_key, *tls_server_name;

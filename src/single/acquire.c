@@ -201,10 +201,11 @@ int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait
 				"%s; the hold could not be given back (%s): it expires with its "
 				"lease",
 				msg, dlock__errmsg_thread());
+	if (code != DLOCK_ENOSYNC)
+		return dlock__seterr(code, "%s; given back", msg);
 	return dlock__seterr(code,
-			"%s; given back: check the replicas (INFO replication) or lower "
-			"sync_replicas",
-			msg);
+			"%s; given back: check the replicas (INFO replication) or lower %s", msg,
+			l->client->opts.sync_aof > 0 ? "sync_aof" : "sync_replicas");
 }
 
 /*
