@@ -7,11 +7,11 @@
  *      + dlock_lock_unlock), RedLock on 3 and 5 servers (dlock_redlock_try(&v,
  r, *      0, 10000) + dlock_redlock_unlock), restart guard off.
  *   2  the floor: the same two Lua round trips (dlock's own acquire and
- *      release scripts, EVALSHA, the same argument shapes, a fresh latch key
- *      per release) with bare hiredis, on 1 server and fanned out to 3 and 5
- *      (every command written before any reply is read). By default the DEL
- *      of the latch that dlock fires after a release is pipelined with the
- *      release (--floor-del no: leave it out).
+ *      release scripts, EVALSHA, the same argument shapes) with bare
+ *      hiredis, on 1 server and fanned out to 3 and 5 (every command
+ *      written before any reply is read). --floor-del yes adds the DEL of
+ *      an unlock latch that dlock used to send after each release (no
+ *      longer: its release is safe to repeat by the believed count).
  *   3  throughput: 1, 2 and 4 threads sharing one client (1 server), each on
  *      its own lock name, lock+unlock pairs for --duration seconds; the floor
  *      with one hiredis connection per thread beside it.
@@ -114,7 +114,7 @@ static struct {
 	int nasync_counts;
 	int json;
 	int samples;            /* --samples: raw pair latencies in the JSON */
-	int floor_del;          /* pipeline the latch DEL in the floor's release */
+	int floor_del;          /* pipeline a latch DEL after the floor's release (dlock's old cost) */
 	int threads[8];
 	int nthreads;
 	int server_counts[8];   /* scenarios 1, 2 */
@@ -133,7 +133,7 @@ static struct {
 	.duration = 5,
 	.handoffs = 2000,
 	.block = 500,
-	.floor_del = 1,
+	.floor_del = 0,
 	.threads = { 1, 2, 4 },
 	.nthreads = 3,
 	.server_counts = { 1, 3, 5 },
@@ -846,8 +846,9 @@ static void script_load(redisContext *c, const char *body, char sha[41])
 
 /*
  * Keys as dlock derives them (Redisson's names): the channel and latch
- * prefix put the name in braces. Owner <uuid>:<tid>, latch ttl as dlock's
- * 3 * (connect + command timeout) + 1000.
+ * prefix put the name in braces. Owner <uuid>:<tid>; the latch (only for
+ * --floor-del yes) and its ttl as dlock's used to be, 3 * (connect +
+ * command timeout) + 1000.
  */
 static void floor_init(floor_ctx *f, const int *idx, int n, int hung_idx, const char *name,
 		int connect_ms, int command_ms)
@@ -958,10 +959,11 @@ static int floor_acquire(floor_ctx *f)
 
 static int floor_release(floor_ctx *f)
 {
-	const char *argv[10] = { "EVALSHA", f->rel_sha, "3", f->name, f->channel, f->latch, "0",
-		LEASE_S, f->owner, f->latch_ttl };
-	size_t lens[10] = { 7, 40, 1, f->name_len, f->channel_len, f->latch_prefix_len + 32, 1,
-		sizeof(LEASE_S) - 1, strlen(f->owner), strlen(f->latch_ttl) };
+	/* The count believed held before the release (1), not a repeat ("0"). */
+	const char *argv[10] = { "EVALSHA", f->rel_sha, "2", f->name, f->channel, "0", LEASE_S,
+		f->owner, "1", "0" };
+	size_t lens[10] = { 7, 40, 1, f->name_len, f->channel_len, 1, sizeof(LEASE_S) - 1,
+		strlen(f->owner), 1, 1 };
 	const char *del[2] = { "DEL", f->latch };
 	size_t del_lens[2] = { 3, f->latch_prefix_len + 32 };
 	int i, rc = 0;
@@ -1928,7 +1930,8 @@ static void usage(FILE *f)
 "  --pause-pid PID        with --uris: the server scenario 5 pauses (SIGSTOP)\n"
 "  --pause-index I        without --uris: which of our 5 servers to pause (default 4)\n"
 "  --paused-connect-timeout-ms MS  scenario 5's connect timeout (default: dlock's)\n"
-"  --floor-del yes|no     pipeline the latch DEL in the floor's release (default yes)\n"
+"  --floor-del yes|no     pipeline a latch DEL after the floor's release, as dlock\n"
+"                         did before its release was safe to repeat (default no)\n"
 "  --redis-server PATH    redis-server to start (default: from PATH)\n"
 "  --json                 print JSON on stdout (the human report goes to stderr)\n"
 "  --samples              with --json: every pair latency (ns) of scenarios 1, 2, 5\n");

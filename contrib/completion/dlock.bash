@@ -6,25 +6,25 @@
 
 _dlock_commands="run acquire release status unlock latch hold wait help"
 _dlock_globals="-n --nodes -m --mode -q --quiet -E --conflict-exit-code --timeout
- --watchdog --restart-guard --sync-replicas --sync-timeout --password-file
+ --watchdog --restart-guard --sync-replicas --sync-aof --sync-timeout --password-file
  --password-env --user --tls-ca --tls-ca-dir --tls-cert --tls-key --tls-server-name
  --tls-insecure --fenced --fair -h --help -V --version"
 # Options that take a value (the next word is not a command or NAME).
 _dlock_takes_value=" -n --nodes -m --mode -E --conflict-exit-code --timeout --watchdog
- --restart-guard --sync-replicas --sync-timeout --password-file --password-env --user
+ --restart-guard --sync-replicas --sync-aof --sync-timeout --password-file --password-env --user
  --tls-ca --tls-ca-dir --tls-cert --tls-key --tls-server-name -w --wait -l --lease
- --grace -c --permits --owner "
+ --grace -c --permits --owner --interval --label --metrics-textfile "
 
 _dlock_command_options()
 {
 	case $1 in
-	run) echo "-w --wait -l --lease --grace -s --shared -x --exclusive -c --permits" ;;
-	acquire) echo "-w --wait -l --lease --owner -s --shared -x --exclusive" ;;
+	run) echo "-w --wait -l --lease --grace -s --shared -x --exclusive -c --permits --label --metrics-textfile" ;;
+	acquire) echo "-w --wait -l --lease --owner -s --shared -x --exclusive --label --metrics-textfile" ;;
 	release) echo "--owner -s --shared -x --exclusive" ;;
-	status) echo "--json" ;;
+	status) echo "--json --watch --interval" ;;
 	unlock) echo "--force" ;;
 	latch) echo "-w --wait" ;;
-	hold) echo "-w --wait -l --lease -s --shared -x --exclusive" ;;
+	hold) echo "-w --wait -l --lease -s --shared -x --exclusive --label --metrics-textfile" ;;
 	wait) echo "-w --wait" ;;
 	esac
 }
@@ -69,7 +69,7 @@ _dlock()
 		COMPREPLY=($(compgen -W "rlock redlock multilock" -- "$cur"))
 		return 0
 		;;
-	--password-file | --tls-ca | --tls-cert | --tls-key)
+	--password-file | --tls-ca | --tls-cert | --tls-key | --metrics-textfile)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;
@@ -91,7 +91,7 @@ _dlock()
 		compopt -o nospace 2>/dev/null
 		return 0
 		;;
-	-E | --conflict-exit-code | --sync-replicas | -c | --permits | --owner | --user | \
+	-E | --conflict-exit-code | --sync-replicas | --sync-aof | -c | --permits | --owner | --user | \
 		--tls-server-name)
 		return 0
 		;;

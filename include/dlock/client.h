@@ -129,11 +129,20 @@ typedef struct dlock_client_options {
 	dlock_stat_event_cb on_event;
 	/** Passed to on_event. */
 	void *event_ud;
+	/** Make an acquisition count only once it is on disk: the primary
+	 *  fsynced it to its append-only file and this many replicas did to
+	 *  theirs (WAITAOF 1 sync_aof, Redis 7.2+, `appendonly yes` on each),
+	 *  within sync_timeout_ms; else the hold is rolled back and the call
+	 *  fails with DLOCK_ENOSYNC. Replaces the WAIT of sync_replicas, which
+	 *  must then be 0 or no more than sync_aof. A server older than 7.2, or
+	 *  one without `appendonly yes`, fails the acquisition (rolled back)
+	 *  with DLOCK_ESERVER. 0 (default): off. */
+	int sync_aof;
 } dlock_client_options;
 
 #define DLOCK_CLIENT_OPTIONS_INIT \
 	{ DLOCK_CLIENT_OPTIONS_VERSION, 1000, 1000, 30000, 8, 0, NULL, NULL, NULL, NULL, NULL, 0, \
-		NULL, NULL, 0, 1000, 0, 0, NULL, NULL, NULL, NULL, NULL }
+		NULL, NULL, 0, 1000, 0, 0, NULL, NULL, NULL, NULL, NULL, 0 }
 
 /**
  * Fill `opts` with the defaults of `version` (any 0 < version <=

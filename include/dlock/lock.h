@@ -274,11 +274,13 @@ DLOCK_EXTERN int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *lock);
 typedef struct dlock_lock_info dlock_lock_info;
 
 /**
- * Read who holds the lock on its server, with their hold counts, and the
- * key's TTL: one HGETALL and one PTTL (not atomic: a key that expires in
- * between shows holders with TTL -2). A read-write lock's `mode` field is
- * no holder (dlock_lock_info_rw_mode() gives it); its writer shows as
- * `<owner>:write`. *out is freed with
+ * Read who holds the lock on its server, with their hold counts and TTLs,
+ * the key's TTL, a fair lock's queue and how many clients listen on the
+ * name's channels: one read-only script, so the parts agree. A read-write
+ * lock's `mode` field is no holder (dlock_lock_info_rw_mode() gives it);
+ * its writer shows as `<owner>:write`. Whatever the handle's kind, the
+ * key is read as it is (a plain handle reads a read-write lock or a fair
+ * queue too). *out is freed with
  * dlock_lock_info_free(). Errors: DLOCK_EINVAL (NULL argument),
  * DLOCK_EWRONGTYPE (the key is not a lock), DLOCK_ENOMEM, DLOCK_EAUTH,
  * DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_ESERVER, DLOCK_EPROTO, DLOCK_EFORKED.
@@ -303,6 +305,40 @@ DLOCK_EXTERN int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i
  * hold read locks too) or NULL (not a read-write lock, or not held).
  */
 DLOCK_EXTERN const char *dlock_lock_info_rw_mode(const dlock_lock_info *info);
+
+/**
+ * How long holder i's hold lasts without renewal, ms: a read-write lock's
+ * reader, the longest of its read holds' own timeout keys; any other, the
+ * key's TTL. -1 no expiry, -2 gone or past the end.
+ */
+DLOCK_EXTERN int64_t dlock_lock_info_holder_ttl_ms(const dlock_lock_info *info, size_t i);
+
+/** A read-write lock's reader i: how many of its read holds' timeout keys were read
+ *  (its count, at most 1000); 0 for any other holder. */
+DLOCK_EXTERN size_t dlock_lock_info_read_holds(const dlock_lock_info *info, size_t i);
+
+/** The PTTL of read hold k (0-based) of reader i: -2 gone or past the end. */
+DLOCK_EXTERN int64_t dlock_lock_info_read_hold_ttl_ms(const dlock_lock_info *info, size_t i,
+		size_t k);
+
+/** A fair lock's waiters in its queue (Redisson's `redisson_lock_queue:{name}`), 0 none. */
+DLOCK_EXTERN size_t dlock_lock_info_queued(const dlock_lock_info *info);
+
+/** Queued waiter i, in the order they will be served (the first 1000 are read);
+ *  NULL past them. */
+DLOCK_EXTERN const char *dlock_lock_info_queued_owner(const dlock_lock_info *info, size_t i);
+
+/** How long queued waiter i keeps its place unless it looks again, ms
+ *  (`redisson_lock_timeout:{name}`); -2 none or past the end. */
+DLOCK_EXTERN int64_t dlock_lock_info_queued_ttl_ms(const dlock_lock_info *info, size_t i);
+
+/**
+ * How many clients listen on the name's unlock channels at its server
+ * (classic and sharded pub/sub; a fair waiter on its own): waiters, and
+ * holders that watch for a force unlock (dlock_client_options
+ * watch_force_unlock, as `dlock run` does), which it cannot tell apart.
+ */
+DLOCK_EXTERN int64_t dlock_lock_info_subscribers(const dlock_lock_info *info);
 
 /** Free a dlock_lock_query() answer. Accepts NULL. */
 DLOCK_EXTERN void dlock_lock_info_free(dlock_lock_info *info);

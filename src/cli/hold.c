@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "hold.h"
+#include "metrics.h"
 
 /* How often the hold's validity is looked at (as run does). */
 #define CHECK_INTERVAL_MS 200
@@ -93,8 +94,13 @@ static hold_end hold_until_done(cli_target *t, const char *owner, int64_t lease_
 			return HOLD_RELEASE;
 		if (now_ms() >= lease_end)
 			return HOLD_LEASE_END;
-		if (lost || cli_target_validity(t, owner, &ms) != 0)
+		if (lost)
 			return HOLD_LOST;
+		if (cli_target_validity(t, owner, &ms) != 0) {
+			/* Ended here before a loss was told: its time ran out unrenewed. */
+			*reason = DLOCK_LOST_UNREACHABLE;
+			return HOLD_LOST;
+		}
 		if (ms <= 0) { /* the keys can expire now: a lease's end, or renewals failing */
 			*reason = DLOCK_LOST_UNREACHABLE;
 			return lease_end != INT64_MAX ? HOLD_LEASE_END : HOLD_LOST;
@@ -123,6 +129,7 @@ int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	}
 	if (a->lease_ms > 0)
 		lease_end = now_ms() + validity;
+	cli_metrics_write(t, cfg->metrics_path); /* before the owner: then it is there */
 	printf("%s\n", owner);
 	if (t->fenced)
 		printf("%lld\n", (long long)token);

@@ -16,8 +16,10 @@
 #include "help.h"
 #include "hold.h"
 #include "latch.h"
+#include "metrics.h"
 #include "run.h"
 #include "secrets.h"
+#include "status.h"
 #include "target.h"
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
@@ -135,7 +137,12 @@ enum {
 	OPT_TLS_SERVER_NAME,
 	OPT_TLS_INSECURE,
 	OPT_SYNC_REPLICAS,
-	OPT_SYNC_TIMEOUT
+	OPT_SYNC_TIMEOUT,
+	OPT_WATCH,
+	OPT_INTERVAL,
+	OPT_LABEL,
+	OPT_METRICS,
+	OPT_SYNC_AOF
 };
 
 /* Below this a watchdog lease is renewed so often that a round trip's
@@ -167,7 +174,12 @@ static const struct option long_options[] = { { "nodes", required_argument, NULL
 	{ "tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME },
 	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
 	{ "sync-replicas", required_argument, NULL, OPT_SYNC_REPLICAS },
-	{ "sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT }, { NULL, 0, NULL, 0 } };
+	{ "sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT },
+	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "metrics-textfile", required_argument, NULL, OPT_METRICS },
+	{ "sync-aof", required_argument, NULL, OPT_SYNC_AOF }, { NULL, 0, NULL, 0 } };
 
 typedef struct cli_args {
 	int64_t wait_ms, lease_ms, grace_ms;
@@ -176,6 +188,10 @@ typedef struct cli_args {
 	int permits_given; /* -c */
 	int nodes_given;   /* how many -n */
 	int guard_given, sync_timeout_given;
+	int watch, interval_given; /* status --watch [--interval] */
+	int64_t interval_ms;
+	const char *label; /* run/acquire/hold --label */
+	int metrics_given; /* run/acquire/hold --metrics-textfile */
 	const char *owner;
 	const char *nodes;
 	cli_secret_args secret;
@@ -242,9 +258,10 @@ static void tls_option(int opt, const char *arg, cli_config *cfg)
 	}
 }
 
-/* --sync-replicas, --sync-timeout: replica acknowledgement. 0 or EXIT_USAGE. */
+/* --sync-replicas, --sync-aof, --sync-timeout: replica acknowledgement. 0 or EXIT_USAGE. */
 static int sync_option(int opt, const char *arg, cli_config *cfg)
 {
+	const char *name = opt == OPT_SYNC_AOF ? "--sync-aof" : "--sync-replicas";
 	int64_t v;
 
 	if (opt == OPT_SYNC_TIMEOUT) {
@@ -252,11 +269,14 @@ static int sync_option(int opt, const char *arg, cli_config *cfg)
 			return EXIT_USAGE;
 		return 0;
 	}
-	if (parse_num(arg, "--sync-replicas", 0, &v) < 0)
+	if (parse_num(arg, name, 0, &v) < 0)
 		return EXIT_USAGE;
 	if (v > 1024)
-		return usage_error("--sync-replicas must be 0..1024, not %s", arg);
-	cfg->sync_replicas = (int)v;
+		return usage_error("%s must be 0..1024, not %s", name, arg);
+	if (opt == OPT_SYNC_AOF)
+		cfg->sync_aof = (int)v;
+	else
+		cfg->sync_replicas = (int)v;
 	return 0;
 }
 
@@ -266,7 +286,7 @@ static int connection_option(int c, const char *arg, cli_config *cfg, cli_args *
 {
 	if (c == OPT_SYNC_TIMEOUT)
 		a->sync_timeout_given = 1;
-	if (c == OPT_SYNC_REPLICAS || c == OPT_SYNC_TIMEOUT)
+	if (c == OPT_SYNC_REPLICAS || c == OPT_SYNC_TIMEOUT || c == OPT_SYNC_AOF)
 		return sync_option(c, arg, cfg) == 0 ? 1 : EXIT_USAGE;
 	if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE)
 		tls_option(c, arg, cfg);
@@ -372,6 +392,21 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 				return EXIT_USAGE;
 			a->grace_given = 1;
 			break;
+		case OPT_LABEL:
+			a->label = optarg;
+			break;
+		case OPT_METRICS:
+			cfg->metrics_path = optarg;
+			a->metrics_given = 1;
+			break;
+		case OPT_WATCH:
+			a->watch = 1;
+			break;
+		case OPT_INTERVAL:
+			if (parse_ms(optarg, "--interval", 1, &a->interval_ms) < 0)
+				return EXIT_USAGE;
+			a->interval_given = 1;
+			break;
 		case ':':
 			return usage_error("option %s needs a value", argv[optind - 1]);
 		default:
@@ -468,8 +503,12 @@ static int check_sanity(const char *command, const cli_config *cfg, const cli_ar
 	if (a->guard_given && cfg->mode != MODE_REDLOCK)
 		return usage_error("%s", "--restart-guard is for RedLock (several nodes, -m "
 					 "redlock): it would do nothing here");
-	if (a->sync_timeout_given && cfg->sync_replicas == 0)
-		return usage_error("%s", "--sync-timeout does nothing without --sync-replicas N");
+	if (a->sync_timeout_given && cfg->sync_replicas == 0 && cfg->sync_aof == 0)
+		return usage_error("%s", "--sync-timeout does nothing without --sync-replicas N "
+					 "or --sync-aof N");
+	if (cfg->sync_aof > 0 && cfg->sync_replicas > cfg->sync_aof)
+		return usage_error("%s", "--sync-aof N replaces --sync-replicas (WAITAOF counts "
+					 "replicas too): give --sync-aof the larger count");
 	return 0;
 }
 
@@ -516,6 +555,10 @@ static int check_options_apply(const char *command, const cli_args *a)
 						      "given to the command as DLOCK_OWNER"
 						    : "" },
 		{ "--json", a->json, { "status" }, "" },
+		{ "--watch", a->watch, { "status" }, "" },
+		{ "--interval", a->interval_given, { "status" }, "" },
+		{ "--label", a->label != NULL, { "run", "acquire", "hold" }, "" },
+		{ "--metrics-textfile", a->metrics_given, { "run", "acquire", "hold" }, "" },
 		{ "--force", a->force, { "unlock" }, "" },
 		{ "-s/-x", a->rw_given, { "run", "acquire", "release", "hold" }, "" },
 		{ "-c/--permits", a->permits_given, { "run" }, "" },
@@ -560,6 +603,10 @@ static int check_command(const char *command, const cli_args *a, int argc, char 
 	}
 	if ((rc = check_options_apply(command, a)) != 0)
 		return rc;
+	if (a->watch && a->json)
+		return usage_error("%s", "status: --watch and --json exclude each other");
+	if (a->interval_given && !a->watch)
+		return usage_error("%s", "status: --interval is for --watch");
 	if (strcmp(command, "acquire") == 0 && !a->lease_given)
 		return usage_error("%s",
 				"acquire needs -l LEASE (a lock taken from a shell "
@@ -697,6 +744,7 @@ int main(int argc, char **argv)
 	if ((rc = parse_command_line(argc, argv, &cfg, &a, &command, &name)) != 0)
 		return rc == 1 ? 0 : rc;
 	cfg.watch_force_unlock = strcmp(command, "run") == 0 || strcmp(command, "hold") == 0;
+	cli_holder_configure(&cfg, command, a.label, argv + optind);
 	if ((rc = configure(&cfg, &a)) != 0 || (rc = check_sanity(command, &cfg, &a)) != 0) {
 		free_config(&cfg);
 		return rc;
@@ -720,6 +768,8 @@ int main(int argc, char **argv)
 		status = cmd_acquire(&t, &cfg, &a, name);
 	else if (strcmp(command, "release") == 0)
 		status = cmd_release(&t, &cfg, &a);
+	else if (strcmp(command, "status") == 0 && a.watch)
+		status = cli_status_watch(&t, a.interval_given ? a.interval_ms : 1000, stdout);
 	else if (strcmp(command, "status") == 0)
 		status = cli_target_status(&t, a.json, stdout);
 	else if (strcmp(command, "hold") == 0)
@@ -728,6 +778,7 @@ int main(int argc, char **argv)
 		status = cli_wait_free(&t, &cfg, a.wait_given ? a.wait_ms : DLOCK_WAIT_FOREVER);
 	else
 		status = cli_target_force(&t, stdout);
+	cli_metrics_write(&t, cfg.metrics_path); /* set for run, acquire and hold only */
 	cli_target_close(&t);
 	free_config(&cfg);
 	return status;

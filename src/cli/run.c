@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "metrics.h"
 #include "run.h"
 
 /* How often the lock's validity is looked at while nothing else happens. */
@@ -501,6 +502,7 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 		cli_report_failure("run", t, rc);
 		return cli_exit_for(rc, cfg);
 	}
+	cli_metrics_write(t, cfg->metrics_path); /* and again at exit (main.c) */
 	snprintf(token_s, sizeof(token_s), "%lld", (long long)token);
 	env.name = t->name;
 	env.owner = cli_target_job_owner(t, owner);

@@ -14,26 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target.h"
-
-typedef enum node_kind {
-	KIND_LOCK,    /* a lock's hash, or nothing */
-	KIND_RWLOCK,  /* a read-write lock's hash (its `mode` field) */
-	KIND_PERMITS,   /* an expirable semaphore: a count and taken permits */
-	KIND_SEMAPHORE, /* a count with waiters on the semaphore's channel only */
-	KIND_LATCH,     /* a count with waiters on the latch's channel only */
-	KIND_COUNT      /* a count alone: a semaphore's free permits or a latch's count */
-} node_kind;
-
-typedef struct node_view {
-	int reachable;
-	int rc; /* the query's error, or 0 */
-	char error[512];
-	node_kind kind;
-	dlock_lock_info *info;     /* a lock's; NULL when the query failed or not a lock */
-	dlock_semaphore_info *sem; /* a count's (KIND_PERMITS and after) */
-	int64_t latch_waiters;     /* listening on the latch's channel */
-} node_view;
+#include "status.h"
 
 /* A count without taken permits: whose waiters listen tells a semaphore
  * from a latch; waiters of both, or none, tell nothing - nor does a failed
@@ -145,11 +126,6 @@ static const char *mode_name(cli_mode m)
 	return m == MODE_REDLOCK ? "redlock" : m == MODE_MULTILOCK ? "multilock" : "rlock";
 }
 
-/* What every node showed, summed up. */
-typedef struct status_counts {
-	size_t reachable, held, refused, wrongtype;
-} status_counts;
-
 /* A semaphore's or a latch's count, after "node" and "reachable". */
 static void print_json_count(FILE *out, const node_view *v)
 {
@@ -185,8 +161,68 @@ static void print_json_count(FILE *out, const node_view *v)
 	fprintf(out, "]}");
 }
 
-static void print_json_node(FILE *out, const char *node, const node_view *v)
+/* Holder j: owner and count (as always), then how long its hold lasts and,
+ * for a reader, each read hold's own timeout. */
+/* "holder": who registered as owner's client on this node, or null. */
+static void print_json_registration(FILE *out, dlock_client *client, const char *owner)
 {
+	dlock_holder h;
+
+	if (!cli_holder_lookup(&h, client, owner)) {
+		fprintf(out, ",\"holder\":null");
+		return;
+	}
+	fprintf(out, ",\"holder\":{\"host\":");
+	json_string(out, h.host, strlen(h.host));
+	fprintf(out, ",\"pid\":%lld,\"label\":", (long long)h.pid);
+	json_string(out, h.label, strlen(h.label));
+	fprintf(out, ",\"command\":");
+	json_string(out, h.command, strlen(h.command));
+	fprintf(out, ",\"since_ms\":%lld}", (long long)h.since_ms);
+}
+
+static void print_json_holder(FILE *out, dlock_client *client, const dlock_lock_info *info,
+		size_t j)
+{
+	const char *owner = dlock_lock_info_owner(info, j);
+	size_t k, holds = dlock_lock_info_read_holds(info, j);
+
+	fprintf(out, "%s{\"owner\":", j ? "," : "");
+	json_string(out, owner, strlen(owner));
+	fprintf(out, ",\"count\":%lld,\"ttl_ms\":%lld", (long long)dlock_lock_info_count(info, j),
+			(long long)dlock_lock_info_holder_ttl_ms(info, j));
+	if (holds > 0) {
+		fprintf(out, ",\"holds_ttl_ms\":[");
+		for (k = 0; k < holds; k++)
+			fprintf(out, "%s%lld", k ? "," : "",
+					(long long)dlock_lock_info_read_hold_ttl_ms(info, j, k));
+		fprintf(out, "]");
+	}
+	print_json_registration(out, client, owner);
+	fprintf(out, "}");
+}
+
+/* Who waits: the clients listening on the name's channels (waiters, and
+ * holders watching for a force unlock), and a fair lock's queue in order. */
+static void print_json_waiters(FILE *out, const dlock_lock_info *info)
+{
+	size_t j;
+	const char *w;
+
+	fprintf(out, ",\"subscribers\":%lld,\"queued\":%zu,\"queue\":[",
+			(long long)dlock_lock_info_subscribers(info), dlock_lock_info_queued(info));
+	for (j = 0; (w = dlock_lock_info_queued_owner(info, j)) != NULL; j++) {
+		fprintf(out, "%s{\"owner\":", j ? "," : "");
+		json_string(out, w, strlen(w));
+		fprintf(out, ",\"timeout_ms\":%lld}",
+				(long long)dlock_lock_info_queued_ttl_ms(info, j));
+	}
+	fprintf(out, "]");
+}
+
+static void print_json_node(FILE *out, dlock_client *client, const node_view *v)
+{
+	const char *node = dlock_client_node(client);
 	size_t j;
 
 	fprintf(out, "{\"node\":");
@@ -203,17 +239,13 @@ static void print_json_node(FILE *out, const char *node, const node_view *v)
 		return;
 	}
 	fprintf(out, ",\"ttl_ms\":%lld,\"holders\":[", (long long)dlock_lock_info_ttl_ms(v->info));
-	for (j = 0; j < dlock_lock_info_holders(v->info); j++) {
-		const char *owner = dlock_lock_info_owner(v->info, j);
-
-		fprintf(out, "%s{\"owner\":", j ? "," : "");
-		json_string(out, owner, strlen(owner));
-		fprintf(out, ",\"count\":%lld}", (long long)dlock_lock_info_count(v->info, j));
-	}
+	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
+		print_json_holder(out, client, v->info, j);
 	fprintf(out, "]");
 	if (v->kind == KIND_RWLOCK)
 		fprintf(out, ",\"kind\":\"rwlock\",\"rw_mode\":\"%s\"",
 				dlock_lock_info_rw_mode(v->info));
+	print_json_waiters(out, v->info);
 	fprintf(out, "}");
 }
 
@@ -230,7 +262,7 @@ static void print_json(const cli_target *t, const node_view *v, const status_cou
 	fprintf(out, "\"nodes\":[");
 	for (i = 0; i < t->n; i++) {
 		fputs(i ? "," : "", out);
-		print_json_node(out, dlock_client_node(t->clients[i]), &v[i]);
+		print_json_node(out, t->clients[i], &v[i]);
 	}
 	fprintf(out, "]}\n");
 }
@@ -254,8 +286,25 @@ static void print_table_count(FILE *out, int width, const char *node, const node
 			(long long)free_n, "-");
 }
 
-static void print_table_node(FILE *out, int width, const char *node, const node_view *v)
+/* After a holder's owner: "held by nightly [web-3 pid 4121 (./nightly.sh)] for 12m 3s"
+ * when its client registered, else nothing (the owner says all there is). */
+static const char *registration(dlock_client *client, const char *owner, char *buf, size_t len)
 {
+	char who[700], since[48];
+	dlock_holder h;
+
+	if (!cli_holder_lookup(&h, client, owner))
+		return "";
+	snprintf(buf, len, " held by %s %s", cli_holder_words(&h, who, sizeof(who)),
+			cli_holder_since(&h, since, sizeof(since)));
+	return buf;
+}
+
+static void print_table_node(FILE *out, int width, dlock_client *client, const node_view *v)
+{
+	const char *node = dlock_client_node(client);
+	char reg[800];
+	const char *w;
 	size_t j;
 
 	if (v->sem != NULL) {
@@ -270,13 +319,19 @@ static void print_table_node(FILE *out, int width, const char *node, const node_
 	if (dlock_lock_info_holders(v->info) == 0)
 		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, node, "free", "-", "-", "-");
 	for (j = 0; j < dlock_lock_info_holders(v->info); j++)
-		fprintf(out, "%-*s %-12s %-8lld %-6lld %s\n", width, j ? "" : node,
+		fprintf(out, "%-*s %-12s %-8lld %-6lld %s%s\n", width, j ? "" : node,
 				j                          ? ""
 				: v->kind == KIND_RWLOCK ? dlock_lock_info_rw_mode(v->info)
 							 : "held",
-				(long long)dlock_lock_info_ttl_ms(v->info),
+				(long long)dlock_lock_info_holder_ttl_ms(v->info, j),
 				(long long)dlock_lock_info_count(v->info, j),
-				dlock_lock_info_owner(v->info, j));
+				dlock_lock_info_owner(v->info, j),
+				registration(client, dlock_lock_info_owner(v->info, j), reg,
+						sizeof(reg)));
+	/* A fair lock's queue, in order: how long each keeps its place. */
+	for (j = 0; (w = dlock_lock_info_queued_owner(v->info, j)) != NULL; j++)
+		fprintf(out, "%-*s %-12s %-8lld %-6s %s\n", width, "", "waiting",
+				(long long)dlock_lock_info_queued_ttl_ms(v->info, j), "-", w);
 }
 
 /* The NODE column is as wide as its longest name (a unix: path can be long). */
@@ -303,19 +358,34 @@ static const node_view *first_of(const cli_target *t, const node_view *v, node_k
 	return NULL;
 }
 
+/* A lock's waiters for its first line: a fair lock's queue is exact; other
+ * waiters are only seen as clients listening on the lock's channel, which
+ * a holder watching for a force unlock (`dlock run`) does too. Nothing
+ * when no one listens, so that a quiet lock's line is as it always was. */
+static const char *waiting(const status_counts *c, char *buf, size_t len)
+{
+	if (c->queued > 0)
+		snprintf(buf, len, ", %zu waiting", c->queued);
+	else if (c->subscribers > 0)
+		snprintf(buf, len, ", %lld waiting or watching", (long long)c->subscribers);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
 /* The first line: what the name is and what it holds. */
 static void print_heading(const cli_target *t, const node_view *v, const status_counts *c,
 		node_kind k, FILE *out)
 {
 	const node_view *f = first_of(t, v, k);
-	char where[128];
+	char where[128], wait[64];
 
 	snprintf(where, sizeof(where), "%s, %zu node%s, quorum %zu", mode_name(t->mode), t->n,
 			t->n == 1 ? "" : "s", cli_target_quorum(t));
 	if (k == KIND_RWLOCK)
-		fprintf(out, "read-write lock \"%s\" (%s): %s mode, held on %zu, reachable %zu\n",
+		fprintf(out, "read-write lock \"%s\" (%s): %s mode, held on %zu, reachable %zu%s\n",
 				t->name, where, dlock_lock_info_rw_mode(f->info), c->held,
-				c->reachable);
+				c->reachable, waiting(c, wait, sizeof(wait)));
 	else if (k == KIND_PERMITS)
 		fprintf(out,
 				"expirable semaphore \"%s\" (%s): %zu permit%s used, %lld free, "
@@ -339,11 +409,11 @@ static void print_heading(const cli_target *t, const node_view *v, const status_
 				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
 				c->reachable);
 	else
-		fprintf(out, "lock \"%s\" (%s): held on %zu, reachable %zu\n", t->name, where,
-				c->held, c->reachable);
+		fprintf(out, "lock \"%s\" (%s): held on %zu, reachable %zu%s\n", t->name, where,
+				c->held, c->reachable, waiting(c, wait, sizeof(wait)));
 }
 
-static void print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
+void cli_status_print_table(const cli_target *t, const node_view *v, const status_counts *c, FILE *out)
 {
 	int width = node_width(t);
 	node_kind k = name_kind(t, v);
@@ -357,7 +427,7 @@ static void print_table(const cli_target *t, const node_view *v, const status_co
 		fprintf(out, "%-*s %-12s %-8s %-6s %s\n", width, "NODE", "STATE", "TTL_MS",
 				"COUNT", "OWNER");
 	for (i = 0; i < t->n; i++)
-		print_table_node(out, width, dlock_client_node(t->clients[i]), &v[i]);
+		print_table_node(out, width, t->clients[i], &v[i]);
 }
 
 /* A node that answered with an error is a failure; one that is down is
@@ -391,31 +461,85 @@ static int refuse_one_server_twice(cli_target *t, const char *command)
 	return EXIT_USAGE;
 }
 
+void cli_status_read(cli_target *t, node_view *v, status_counts *c)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < t->n; i++) {
+		view_node(t, i, &v[i]);
+		c->reachable += v[i].reachable;
+		c->refused += v[i].reachable && v[i].rc < 0;
+		c->wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
+		c->held += view_held(&v[i]);
+		if (dlock_lock_info_queued(v[i].info) > c->queued)
+			c->queued = dlock_lock_info_queued(v[i].info);
+		if (dlock_lock_info_subscribers(v[i].info) > c->subscribers)
+			c->subscribers = dlock_lock_info_subscribers(v[i].info);
+	}
+}
+
+void cli_status_free(const cli_target *t, node_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		dlock_lock_info_free(v[i].info);
+		dlock_semaphore_info_free(v[i].sem);
+		v[i].info = NULL;
+		v[i].sem = NULL;
+	}
+}
+
+size_t cli_view_holders(const node_view *v)
+{
+	return v->sem != NULL ? dlock_semaphore_info_permits(v->sem)
+			      : dlock_lock_info_holders(v->info);
+}
+
+const char *cli_view_holder(const node_view *v, size_t i)
+{
+	return v->sem != NULL ? dlock_semaphore_info_permit_id(v->sem, i)
+			      : dlock_lock_info_owner(v->info, i);
+}
+
+int64_t cli_view_waiting(const node_view *v)
+{
+	if (v->kind == KIND_LATCH)
+		return v->latch_waiters;
+	if (v->sem != NULL)
+		return dlock_semaphore_info_waiters(v->sem);
+	if (dlock_lock_info_queued(v->info) > 0)
+		return (int64_t)dlock_lock_info_queued(v->info);
+	return dlock_lock_info_subscribers(v->info);
+}
+
+const char *cli_view_waiting_words(const node_view *v)
+{
+	return v->sem == NULL && dlock_lock_info_queued(v->info) == 0 ? "waiting or watching"
+								     : "waiting";
+}
+
+int cli_status_refuse_twice(cli_target *t)
+{
+	return refuse_one_server_twice(t, "status");
+}
+
 int cli_target_status(cli_target *t, int json, FILE *out)
 {
 	node_view *v = calloc(t->n, sizeof(*v));
-	status_counts c = { 0, 0, 0, 0 };
-	size_t i;
+	status_counts c;
 	int status;
 
 	if (v == NULL)
 		return EXIT_UNAVAILABLE;
-	for (i = 0; i < t->n; i++) {
-		view_node(t, i, &v[i]);
-		c.reachable += v[i].reachable;
-		c.refused += v[i].reachable && v[i].rc < 0;
-		c.wrongtype += v[i].rc == DLOCK_EWRONGTYPE;
-		c.held += view_held(&v[i]);
-	}
+	cli_status_read(t, v, &c);
 	status = refuse_one_server_twice(t, "status");
 	if (status == 0 && json)
 		print_json(t, v, &c, out);
 	else if (status == 0)
-		print_table(t, v, &c, out);
-	for (i = 0; i < t->n; i++) {
-		dlock_lock_info_free(v[i].info);
-		dlock_semaphore_info_free(v[i].sem);
-	}
+		cli_status_print_table(t, v, &c, out);
+	cli_status_free(t, v);
 	free(v);
 	return status != 0 ? status : status_exit(t, &c);
 }

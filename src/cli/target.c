@@ -28,6 +28,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	copts.first_contact_timeout_ms = CLI_FIRST_CONTACT_MS;
 	copts.sync_replicas = cfg->sync_replicas;
 	copts.sync_timeout_ms = cfg->sync_timeout_ms;
+	copts.sync_aof = cfg->sync_aof;
 	copts.watch_force_unlock = cfg->watch_force_unlock;
 	copts.tls_ca_file = cfg->tls_ca;
 	copts.tls_ca_dir = cfg->tls_ca_dir;
@@ -37,6 +38,8 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	copts.tls_insecure = cfg->tls_insecure;
 	copts.sentinel_user = cfg->sentinel_user;
 	copts.sentinel_password = cfg->sentinel_password;
+	copts.label = cfg->label;
+	copts.command = cfg->command;
 	t->permits = cfg->permits;
 	t->clients = calloc(t->n, sizeof(*t->clients));
 	t->locks = calloc(t->n, sizeof(*t->locks));
@@ -227,9 +230,16 @@ void cli_report_failure(const char *command, const cli_target *t, int rc)
 				"dlock: %s: \"%s\" holds a value that is not a Redisson/dlock lock "
 				"(another lock library?): %s\n",
 				command, t->name, cli_target_errmsg(t));
-	else
-		fprintf(stderr, "dlock: %s: lock \"%s\" not acquired: %s\n", command, t->name,
+	else {
+		char who[1024] = "";
+
+		/* Read before the look at the nodes, which sets its own. */
+		fprintf(stderr, "dlock: %s: lock \"%s\" not acquired: %s", command, t->name,
 				cli_target_errmsg(t));
+		if (rc == DLOCK_ENOTACQUIRED)
+			cli_holder_after_failure(t, who, sizeof(who));
+		fprintf(stderr, "%s\n", who);
+	}
 }
 
 size_t cli_target_quorum(const cli_target *t)

@@ -44,12 +44,18 @@ typedef struct cli_config {
 	int64_t permits;         /* run -c N: a permit of an expirable semaphore of N (0: a lock) */
 	int sync_replicas;       /* replicas that must acknowledge an acquisition (0: off) */
 	int64_t sync_timeout_ms; /* how long an acquisition waits for them */
+	int sync_aof;            /* replicas that must fsync it, the primary too (0: off) */
 	int watch_force_unlock;  /* holds hear a force unlock at once (run) */
 	/* rediss:// nodes: the client options' TLS fields (NULL/0: defaults) */
 	const char *tls_ca, *tls_ca_dir, *tls_cert, *tls_key, *tls_server_name;
 	int tls_insecure;
 	/* redis+sentinel:// nodes: the sentinels' own credentials (NULL: none) */
 	char *sentinel_user, *sentinel_password;
+	/* run/acquire register who they are (holder.c): the client options' label
+	 * and command (NULL: not registered) */
+	const char *label, *command;
+	/* run/acquire/hold --metrics-textfile (metrics.c); NULL: none */
+	const char *metrics_path;
 } cli_config;
 
 typedef struct cli_target {
@@ -102,6 +108,14 @@ size_t cli_target_quorum(const cli_target *t);
 /* *locked = 1 when anyone holds NAME (a quorum of nodes, in RedLock mode);
  * 0 or the query's error. */
 int cli_target_is_locked(cli_target *t, int *locked);
+
+/* run/acquire (holder.c): cfg's label (--label, else "") and command (run's
+ * CMD and its arguments, cut at 200 bytes; else the command's name). */
+void cli_holder_configure(cli_config *cfg, const char *command, const char *label,
+		char *const *argv);
+/* After a failure to acquire: "; held by <who> for <how long>" (or the
+ * owner) in buf, from a look at the nodes; "" when no one holds it. */
+void cli_holder_after_failure(const cli_target *t, char *buf, size_t len);
 
 /* `status`: print a table, or JSON; returns an exit status. */
 int cli_target_status(cli_target *t, int json, FILE *out);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Release on every member at once. Members the client believes held get a
- * normal unlock (request-id latch). The others may still hold an acquire
- * that reached a server after the client stopped waiting for it (a paused
- * server resumed): the rollback script takes exactly that back.
+ * normal unlock (safe to repeat by the believed count). The others may
+ * still hold an acquire that reached a server after the client stopped
+ * waiting for it (a paused server resumed): the rollback script takes
+ * exactly that back.
  */
 #include <stdio.h>
 #include <string.h>
@@ -74,6 +75,8 @@ static int prepare_member(releasing *r, size_t i, const char *owner)
 			return rc;
 		}
 		op->call = &r->rel[i].call;
+		op->repeat = r->rel[i].repeat;
+		op->no_retry = !r->rel[i].retry_safe;
 	} else {
 		dlock__rollback_prepare(m, t->owner_ptr, 1, 0, &r->rb[i]);
 		op->call = &r->rb[i].call;

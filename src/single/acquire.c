@@ -34,8 +34,7 @@ int64_t dlock__fair_place_ms(const dlock_lock *l, int64_t wait_ms)
 	return wait_ms > 0 ? wait_ms + l->client->opts.command_timeout_ms : l->fair_wait_ms;
 }
 
-/* The owner is `<this client's uuid>:...`: no other client can hold it. */
-static int owned_by_client(const dlock_client *c, const char *owner)
+int dlock__owned_by_client(const dlock_client *c, const char *owner)
 {
 	return strncmp(owner, c->id, 36) == 0 && owner[36] == ':';
 }
@@ -60,7 +59,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	 * count is only compared after a reply of ours was lost - unless it is
 	 * named after this client (`<uuid>:<id>`, dlock_client_owner(), as
 	 * Redisson names its owners): that one is this client's too. */
-	own = owner == NULL || vouched || owned_by_client(l->client, owner);
+	own = owner == NULL || vouched || dlock__owned_by_client(l->client, owner);
 	a->believed = dlock__holds_count(l, a->owner, own);
 	if (a->believed < 0 && own)
 		a->believed = 0;
@@ -102,13 +101,15 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	return 0;
 }
 
-void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a)
+void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell)
 {
 	dlock__call *c = &a->call;
 
-	/* ARGV[5], after the owner flag every kind ends with (scripts.c). */
-	if (l->taken != NULL && c->argc == c->nkeys + 4 && c->argc < DLOCK__CALL_MAX)
+	/* ARGV[5] and [6], after the owner flag every kind ends with (scripts.c). */
+	if (l->taken != NULL && c->argc == c->nkeys + 4 && c->argc + 1 < DLOCK__CALL_MAX) {
 		dlock__call_push(c, l->taken, l->taken_len);
+		dlock__call_push(c, tell ? "1" : "0", 1);
+	}
 }
 
 int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r, int64_t sent_at,
@@ -213,10 +214,11 @@ int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait
 				"%s; the hold could not be given back (%s): it expires with its "
 				"lease",
 				msg, dlock__errmsg_thread());
+	if (code != DLOCK_ENOSYNC)
+		return dlock__seterr(code, "%s; given back", msg);
 	return dlock__seterr(code,
-			"%s; given back: check the replicas (INFO replication) or lower "
-			"sync_replicas",
-			msg);
+			"%s; given back: check the replicas (INFO replication) or lower %s", msg,
+			l->client->opts.sync_aof > 0 ? "sync_aof" : "sync_replicas");
 }
 
 /*

@@ -59,9 +59,11 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
  * Ask as a waiter of a plain or fenced lock (after dlock__acquire_prepare):
  * a busy lock then also counts the waiting processes (a->waiters, after
  * dlock__acquire_finish) and a new hold is told to them on dlock's "taken"
- * channel (scripts.c, single/acquire_op.c). Other kinds are left as they are.
+ * channel (scripts.c, single/acquire_op.c) when `tell` (a waiter's retry;
+ * a first attempt, mostly uncontended, skips the count). Other kinds are
+ * left as they are.
  */
-void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a);
+void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell);
 
 /*
  * Interpret the reply of the acquire script sent at sent_at: 0 acquired
@@ -113,6 +115,9 @@ int dlock__acquire_transient(dlock_client *c, int rc, const redisReply *r);
 int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code);
 
+/* The owner is `<this client's uuid>:...`: no other client can hold it. */
+int dlock__owned_by_client(const dlock_client *c, const char *owner);
+
 /* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
 int64_t dlock__wall_ms(void);
 
@@ -120,11 +125,16 @@ int64_t dlock__wall_ms(void);
 typedef struct dlock__release {
 	dlock__call call; /* the kind's release script */
 	const char *owner;
-	char *latch;    /* allocated: redisson_unlock_latch:{name}:<request-id> */
 	uint64_t epoch; /* of the hold marked as being released (0: none) */
+	/* The count is known (and no acquire of it is in doubt): a repeat is
+	 * recognised (RELEASE_REPEATED in scripts.h), or there is nothing a
+	 * repeat could take. Otherwise the release must not be sent twice
+	 * (dlock__mux_op.no_retry). */
+	int retry_safe;
+	char repeat[2]; /* the script's `repeat`: "0", set to "1" by a resend (dlock__mux_op.repeat) */
 	char owner_buf[64];
 	char lease_s[24];
-	char latch_ttl[24];
+	char believed_s[24];
 	char now_s[24];
 } dlock__release;
 

@@ -435,7 +435,7 @@ static void attempt(acquire_op *o)
 		return;
 	}
 	if (o->herd)
-		dlock__acquire_herd(l, &o->a);
+		dlock__acquire_herd(l, &o->a, o->attempts > 0);
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;

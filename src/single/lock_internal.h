@@ -24,8 +24,6 @@ struct dlock_lock {
 	size_t channel_len;
 	char *taken; /* plain, fenced: dlock_lock__taken:{name}, dlock's own (core/drive/reactor.h) */
 	size_t taken_len;
-	char *latch_prefix; /* redisson_unlock_latch:{name}: */
-	size_t latch_prefix_len;
 	char *token_key; /* fenced: redisson_lock_token:{name} */
 	size_t token_key_len;
 	char *queue; /* redisson_lock_queue:{name} (a fair lock's; force unlock looks) */

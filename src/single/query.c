@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Queries that read what a server has for a lock, without changing it:
- * whether it is held and by whom, hold counts, the TTL, the fencing token,
- * and everything at once (dlock_lock_query, for `dlock status`).
+ * whether it is held and by whom, hold counts, the TTL and the fencing
+ * token (everything at once, dlock_lock_query, is in lock_info.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,115 +157,4 @@ int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *l)
 {
 	CHECK_OUT(l, out_ms);
 	return dlock__errbuf_record(&l->err, query(l, "PTTL", NULL, out_ms, 0));
-}
-
-struct dlock_lock_info {
-	int64_t ttl_ms;
-	const char *rw_mode; /* a read-write lock's `mode` field: "read", "write" or NULL */
-	size_t n;
-	char **owners;
-	int64_t *counts;
-};
-
-void dlock_lock_info_free(dlock_lock_info *info)
-{
-	size_t i;
-
-	if (info == NULL)
-		return;
-	for (i = 0; i < info->n; i++)
-		dlock__free(info->owners[i]);
-	dlock__free(info->owners);
-	dlock__free(info->counts);
-	dlock__free(info);
-}
-
-/* The holders from an HGETALL reply (field, value, field, value ...). */
-static int read_holders(dlock_lock *l, const redisReply *r, dlock_lock_info *info)
-{
-	size_t i, n = r->elements / 2;
-
-	info->owners = dlock__calloc(n ? n : 1, sizeof(*info->owners));
-	info->counts = dlock__calloc(n ? n : 1, sizeof(*info->counts));
-	if (info->owners == NULL || info->counts == NULL)
-		return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown);
-	for (i = 0; i < n; i++) {
-		const redisReply *f = r->element[2 * i], *v = r->element[2 * i + 1];
-
-		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-			return dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
-					"query %s: a holder that is not a string", l->shown);
-		/* A read-write lock's mode is no holder (writers show as `<owner>:write`). */
-		if (f->len == 4 && memcmp(f->str, "mode", 4) == 0 &&
-				(strcmp(v->str, "read") == 0 || strcmp(v->str, "write") == 0)) {
-			info->rw_mode = v->str[0] == 'r' ? "read" : "write";
-			continue;
-		}
-		if ((info->owners[info->n] = dlock__strndup(f->str, f->len)) == NULL)
-			return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown);
-		info->counts[info->n] = strtoll(v->str, NULL, 10);
-		info->n++;
-	}
-	return 0;
-}
-
-int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
-{
-	const char *argv[2] = { "HGETALL", NULL };
-	size_t lens[2] = { 7, 0 };
-	dlock_lock_info *info;
-	redisReply *r = NULL;
-	int rc;
-
-	if (out == NULL || l == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument");
-	*out = NULL;
-	if ((info = dlock__calloc(1, sizeof(*info))) == NULL)
-		return dlock__errbuf_record(&l->err,
-				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown));
-	argv[1] = l->name;
-	lens[1] = l->name_len;
-	rc = dlock__client_run(l->client, 2, argv, lens, 1, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&l->client->node, r, "HGETALL");
-	if (rc == 0 && r->type != REDIS_REPLY_ARRAY)
-		rc = dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
-				"HGETALL %s: unexpected reply type %d", l->shown, r->type);
-	if (rc == 0)
-		rc = read_holders(l, r, info);
-	freeReplyObject(r);
-	/* Read after the holders: a key that expired in between shows no TTL. */
-	if (rc == 0)
-		rc = query(l, "PTTL", NULL, &info->ttl_ms, 0);
-	if (rc < 0) {
-		dlock_lock_info_free(info);
-		return dlock__errbuf_record(&l->err, rc);
-	}
-	*out = info;
-	return 0;
-}
-
-int64_t dlock_lock_info_ttl_ms(const dlock_lock_info *info)
-{
-	return info != NULL ? info->ttl_ms : -2;
-}
-
-size_t dlock_lock_info_holders(const dlock_lock_info *info)
-{
-	return info != NULL ? info->n : 0;
-}
-
-const char *dlock_lock_info_owner(const dlock_lock_info *info, size_t i)
-{
-	return info != NULL && i < info->n ? info->owners[i] : NULL;
-}
-
-int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i)
-{
-	return info != NULL && i < info->n ? info->counts[i] : 0;
-}
-
-const char *dlock_lock_info_rw_mode(const dlock_lock_info *info)
-{
-	return info != NULL ? info->rw_mode : NULL;
 }

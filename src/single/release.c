@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Releasing a single-server lock: one hold of an owner (with Redisson's
- * request-id latch, so a repeat counts once), or the whole lock by force.
+ * Releasing a single-server lock: one hold of an owner (with the count the
+ * client believes it has, so a repeat counts once: scripts.h), or the
+ * whole lock by force.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/base/alloc.h"
 #include "core/base/fmt.h"
-#include "core/base/ids.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
 #include "single/replies.h"
@@ -40,28 +39,34 @@ const char *dlock__release_message(const dlock_lock *l)
 
 int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 {
-	dlock_client *c = l->client;
-	char request[33];
 	int fair = l->kind == DLOCK_LOCK_FAIR;
-	int rc;
+	int64_t believed;
+	int own, rc;
 
-	r->latch = NULL;
 	r->epoch = 0;
+	r->retry_safe = 0;
 	rc = dlock__resolve_owner(l, owner, r->owner_buf, sizeof(r->owner_buf), &r->owner);
 	if (rc < 0)
 		return rc;
-	r->latch = dlock__malloc(l->latch_prefix_len + 34);
-	if (r->latch == NULL)
-		return dlock__seterr(DLOCK_ENOMEM, "unlock %s: out of memory", l->shown);
-	dlock__request_id(request);
-	memcpy(r->latch, l->latch_prefix, l->latch_prefix_len);
-	r->latch[l->latch_prefix_len] = ':';
-	memcpy(r->latch + l->latch_prefix_len + 1, request, 33);
 	dlock__fmt_i64(r->lease_s, dlock__holds_lease(l, r->owner));
-	/* The latch must outlive the one retry a dropped connection causes. */
-	dlock__fmt_i64(r->latch_ttl,
-			3 * (int64_t)(c->opts.connect_timeout_ms + c->opts.command_timeout_ms) +
-					1000);
+	/* The count this client last saw, whoever the owner (an explicit one
+	 * taken by another process too is as trusted as the acquire's exact
+	 * "one more"). An owner of this client's own with no record holds
+	 * nothing (as for the acquire): a repeat cannot take what is not
+	 * there. An explicit owner with none may be held elsewhere, and an
+	 * acquire whose answer never came leaves the count in doubt by one:
+	 * then a repeat could not be told from a first run. */
+	own = owner == NULL || dlock__owned_by_client(l->client, r->owner);
+	believed = dlock__holds_count(l, r->owner, 1);
+	if (believed < 0 && own)
+		believed = 0;
+	r->retry_safe = (believed >= 1 || (believed == 0 && own)) &&
+			dlock__holds_count(l, r->owner, 0) < 0;
+	if (!r->retry_safe)
+		believed = -1;
+	dlock__fmt_i64(r->believed_s, believed);
+	r->repeat[0] = '0';
+	r->repeat[1] = '\0';
 
 #define ARG(p, len) dlock__call_push(&r->call, (p), (len))
 	r->call.script = release_script(l);
@@ -72,14 +77,14 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 		ARG(l->timeouts, l->timeouts_len);
 	}
 	ARG(l->channel, l->channel_len);
-	ARG(r->latch, l->latch_prefix_len + 33);
 	dlock__call_keys_done(&r->call);
 	ARG(dlock__release_message(l), 1);
 	ARG(r->lease_s, strlen(r->lease_s));
 	ARG(r->owner, strlen(r->owner));
 	if (fair)
 		ARG(r->now_s, dlock__fmt_i64(r->now_s, dlock__wall_ms()));
-	ARG(r->latch_ttl, strlen(r->latch_ttl));
+	ARG(r->believed_s, strlen(r->believed_s));
+	ARG(r->repeat, 1);
 #undef ARG
 	r->epoch = dlock__holds_release_begin(l, r->owner);
 	return 0;
@@ -90,8 +95,6 @@ void dlock__release_clear(dlock_lock *l, dlock__release *r)
 	if (r->epoch != 0)
 		dlock__holds_release_end(l, r->owner, r->epoch);
 	r->epoch = 0;
-	dlock__free(r->latch);
-	r->latch = NULL;
 }
 
 int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *reply)
@@ -132,8 +135,6 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 				"unlock %s: unexpected reply (type %d)", l->shown, reply->type);
 	}
 	dlock__holds_released(l, r->owner, left);
-	/* Answered: no repeat can come any more, the latch has done its job. */
-	dlock__client_forget(c, r->latch, l->latch_prefix_len + 33);
 	return 0;
 }
 

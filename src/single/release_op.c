@@ -68,7 +68,10 @@ static void send(release_op *o, dlock_client *to, int asking)
 	memset(&o->mop, 0, sizeof(o->mop));
 	o->mop.client = to;
 	o->mop.asking = asking;
-	o->mop.call = &o->rel.call; /* safe to repeat: the latch answers a repeat */
+	o->mop.call = &o->rel.call;
+	/* A repeat is told by the count (RELEASE_REPEATED); without one, never repeated. */
+	o->mop.repeat = o->rel.repeat;
+	o->mop.no_retry = !o->rel.retry_safe;
 	rc = dlock__mux_loop_begin(&o->ml, o->lo.op.loop, &o->mop, 1, NULL, NULL, released);
 	if (rc < 0)
 		finish(o, rc);

@@ -73,8 +73,6 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 	/* Both halves of a read-write lock share Redisson's redisson_rwlock channel. */
 	l->channel = dlock__prefix_name(dlock__lock_is_rw(l) ? "redisson_rwlock" : "redisson_lock__channel",
 			name, len, &l->channel_len);
-	l->latch_prefix = dlock__prefix_name(
-			"redisson_unlock_latch", name, len, &l->latch_prefix_len);
 	/* Waiters that take a plain or fenced lock tell the others (acquire_op.c). */
 	if (l->kind == DLOCK_LOCK_PLAIN || l->kind == DLOCK_LOCK_FENCED)
 		l->taken = dlock__prefix_name("dlock_lock__taken", name, len, &l->taken_len);
@@ -84,7 +82,7 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 	/* Every kind knows the fair keys: a force unlock tells a fair lock by its queue. */
 	l->queue = dlock__prefix_name("redisson_lock_queue", name, len, &l->queue_len);
 	l->timeouts = dlock__prefix_name("redisson_lock_timeout", name, len, &l->timeouts_len);
-	if (l->name == NULL || l->channel == NULL || l->latch_prefix == NULL ||
+	if (l->name == NULL || l->channel == NULL ||
 			(l->kind == DLOCK_LOCK_FENCED && l->token_key == NULL) ||
 			((l->kind == DLOCK_LOCK_PLAIN || l->kind == DLOCK_LOCK_FENCED) &&
 					l->taken == NULL) ||
@@ -144,7 +142,6 @@ void dlock__lock_unref(dlock_lock *l)
 		dlock__holds_detach(l);
 	dlock__free(l->name);
 	dlock__free(l->channel);
-	dlock__free(l->latch_prefix);
 	dlock__free(l->taken);
 	dlock__free(l->token_key);
 	dlock__free(l->queue);

@@ -138,22 +138,20 @@ dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT_HOLDS("rw-acquire-w
 	"  redis.call('publish', KEYS[2], '0'); " \
 	"end; "
 
-/* The latch (Redisson's, as the plain release): a repeat gets the first answer. */
-#define LATCH_REPEAT \
-	"local v = redis.call('get', KEYS[3]); " \
-	"if v ~= false then return tonumber(v); end; "
-
+/* Safe to repeat as the plain release (RELEASE_REPEATED in scripts.h),
+ * by the believed count of the half released. */
 dlock__script dlock__script_rw_release_read = DLOCK__SCRIPT("rw-release-read",
-		RW_FUNCTIONS LATCH_REPEAT
+		RW_FUNCTIONS
+		RELEASE_REPEATED("ARGV[3]", "ARGV[4]", "ARGV[5]")
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
 		"if mode == false then return nil; end; "
 		"if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -2; end; " /* others' */
 		READ_DROP_ONE("ARGV[3]", "ARGV[1]")
-		"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
 		"return c;");
 
 dlock__script dlock__script_rw_release_write = DLOCK__SCRIPT("rw-release-write",
-		RW_FUNCTIONS LATCH_REPEAT
+		RW_FUNCTIONS
+		RELEASE_REPEATED("ARGV[3] .. ':write'", "ARGV[4]", "ARGV[5]")
 		"local f = ARGV[3] .. ':write'; "
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
 		"if mode ~= 'write' or redis.call('hexists', KEYS[1], f) == 0 then "
@@ -161,7 +159,6 @@ dlock__script dlock__script_rw_release_write = DLOCK__SCRIPT("rw-release-write",
 		"  return nil; "
 		"end; "
 		WRITE_DROP_ONE("f", "ARGV[2]", "ARGV[1]")
-		"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
 		"return c;");
 
 /* Take back one read hold only when the owner's count is exactly ARGV[3]. */

@@ -30,7 +30,9 @@
  * Waking without a herd (single/acquire_op.c): a waiting client passes
  * dlock's "taken" channel as ARGV[5]. Then a busy lock replies {0, pttl,
  * listeners of that channel} - how many processes wait - and a new hold
- * is told on that channel as "<lease>:<listeners>" when anyone listens, so
+ * is told on that channel as "<lease>:<listeners>" when anyone listens and
+ * ARGV[6] is "1" (a waiter's retry: a first attempt, mostly uncontended,
+ * skips the count), so
  * that the other waiting processes stand back instead of all asking the
  * server. Redisson's data and its "0" message are untouched. The channel
  * is an argument, not a key: it hashes to the lock's slot, and a second
@@ -42,7 +44,7 @@
 	"  return {0, redis.call('pttl', KEYS[1]), listeners(ARGV[5])}; " \
 	"end; "
 #define HERD_TAKEN \
-	"if ARGV[5] then " \
+	"if ARGV[6] == '1' then " \
 	"  local n = listeners(ARGV[5]); " \
 	"  if n > 0 then redis.call('publish', ARGV[5], ARGV[1] .. ':' .. n); end; " \
 	"end; "
@@ -63,13 +65,11 @@ dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
 				"") "redis.call('pexpire', KEYS[1], ARGV[1]); "
 				    "return {c};");
 
-/* Redisson's unlock with its request-id latch: a release re-sent after a
- * lost reply finds the latch and returns the first answer. */
+/* Redisson's unlock (its data and message), made safe to repeat by the
+ * believed count instead of Redisson's request-id latch key: see
+ * RELEASE_REPEATED in scripts.h. */
 dlock__script dlock__script_release = DLOCK__SCRIPT("release",
-		"local v = redis.call('get', KEYS[3]); "
-		"if v ~= false then "
-		"  return tonumber(v); "
-		"end; "
+		RELEASE_REPEATED("ARGV[3]", "ARGV[4]", "ARGV[5]")
 		/* Not ours: -2 when others hold it now (a brain split if we
 		 * believed we held it: dlock/stats.h), else nil. */
 		"if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then "
@@ -81,13 +81,11 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 		"  if tonumber(ARGV[2]) > 0 then "
 		"    redis.call('pexpire', KEYS[1], ARGV[2]); "
 		"  end; "
-		"else "
-		"  c = 0; "
-		"  redis.call('del', KEYS[1]); "
-		"  redis.call('publish', KEYS[2], ARGV[1]); "
+		"  return c; "
 		"end; "
-		"redis.call('set', KEYS[3], c, 'px', ARGV[4]); "
-		"return c;");
+		"redis.call('del', KEYS[1]); "
+		"redis.call('publish', KEYS[2], ARGV[1]); "
+		"return 0;");
 
 dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 		RW_FUNCTIONS
@@ -289,30 +287,28 @@ dlock__script dlock__script_fair_leave = DLOCK__SCRIPT(
 
 /*
  * Fair release. KEYS: name, queue, deadlines, channel prefix
- * (redisson_lock__channel:{name}), latch. ARGV: message, lease ms for a hold
- * that remains (0: keep the TTL), owner, now, latch ttl ms.
+ * (redisson_lock__channel:{name}). ARGV: message, lease ms for a hold that
+ * remains (0: keep the TTL), owner, now, believed count, repeat (as the
+ * plain release: RELEASE_REPEATED).
  * Wakes only the head of the queue, on its own channel. As Redisson's, a
  * release of a lock that no longer exists succeeds (and wakes the head).
  * Reply: -2 not the owner (others hold it); otherwise the holds left.
  */
 dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
-		"local v = redis.call('get', KEYS[5]); "
-		"if v ~= false then return tonumber(v); end; " FAIR_DROP_EXPIRED(
-				"ARGV[4]") "local c = 0; "
-					   "if redis.call('exists', KEYS[1]) == 1 then "
-					   "  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -2; end; "
-					   "  c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-					   "  if c > 0 then "
-					   "    if tonumber(ARGV[2]) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]); end; "
-					   "    redis.call('set', KEYS[5], c, 'px', ARGV[5]); "
-					   "    return c; "
-					   "  end; "
-					   "  redis.call('del', KEYS[1]); "
-					   "end; "
-					   "local nxt = redis.call('lindex', KEYS[2], 0); "
-					   "if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
-					   "redis.call('set', KEYS[5], 0, 'px', ARGV[5]); "
-					   "return 0;");
+		RELEASE_REPEATED("ARGV[3]", "ARGV[5]", "ARGV[6]")
+		FAIR_DROP_EXPIRED("ARGV[4]")
+		"if redis.call('exists', KEYS[1]) == 1 then "
+		"  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -2; end; "
+		"  local c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+		"  if c > 0 then "
+		"    if tonumber(ARGV[2]) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]); end; "
+		"    return c; "
+		"  end; "
+		"  redis.call('del', KEYS[1]); "
+		"end; "
+		"local nxt = redis.call('lindex', KEYS[2], 0); "
+		"if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+		"return 0;");
 
 /*
  * Force unlock, for any handle: the lock is fair when its queue exists

@@ -26,6 +26,25 @@
 #define ADOPT_OR_COUNT(believed, trusted, counted) \
 	ADOPT_OR_COUNT_AT("ARGV[2]", believed, trusted, counted)
 
+/*
+ * Why a release is safe to repeat, the acquire's way (no key of its own):
+ * the caller passes the hold count it believes the owner has before this
+ * release, and `repeat` "1" when this send repeats one whose answer was lost
+ * (the connection dropped). If the server already shows one hold fewer (no
+ * field at all for the last hold), the earlier send did run: answer as it
+ * did - the holds left - and change nothing. A first send ("0") never
+ * takes this way, so a hold found gone is still told apart (lost, or held
+ * by others). A belief below 1 never matches: 0 (an owner of this client's
+ * own that it has no record of: nothing to take twice) runs as a first
+ * send; an unknown one (-1) is never repeated (dlock__release.retry_safe).
+ */
+#define RELEASE_REPEATED(field, believed, repeat) \
+	"if " repeat " == '1' then " \
+	"  local b = tonumber(" believed ") or -1; " \
+	"  local was = tonumber(redis.call('hget', KEYS[1], " field ") or '0'); " \
+	"  if b >= 1 and was == b - 1 then return b - 1; end; " \
+	"end; "
+
 /* Force unlock deletes only a lock: anything else under the name is not ours to break. */
 #define REFUSE_NON_LOCK \
 	"local kind = redis.call('type', KEYS[1]).ok; " \
@@ -83,11 +102,11 @@
 extern dlock__script dlock__script_acquire;
 
 /*
- * Release one hold. KEYS: name, channel, latch. ARGV: message ("0"),
- * lease ms for a hold that remains (0: keep the TTL), owner, latch ttl ms.
+ * Release one hold. KEYS: name, channel. ARGV: message ("0"), lease ms for
+ * a hold that remains (0: keep the TTL), owner, believed count, repeat.
  * Reply: nil not held by owner (-2: and others hold it); otherwise the
- * holds left (0 = released: key deleted, "0" published). A repeat with the
- * same latch returns the first answer.
+ * holds left (0 = released: key deleted, "0" published). A repeat gets the
+ * first answer (RELEASE_REPEATED).
  */
 extern dlock__script dlock__script_release;
 

@@ -76,7 +76,8 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static rh_server *g_registry;
 static char g_server_path[PATH_MAX];
-static int g_server_major; /* 0 when unknown */
+static int g_server_major;   /* 0 when unknown */
+static int g_server_version; /* major * 10000 + minor * 100 + patch; 0 when unknown */
 
 static void rh_lock(pthread_mutex_t *m)
 {
@@ -110,10 +111,16 @@ static struct timeval rh_tv(int ms)
 	return tv;
 }
 
-/* Resolve a bare program name on PATH now, so the child can use execv. */
+/*
+ * The server to start: $DLOCK_TEST_REDIS_SERVER when set (ci/versions.sh runs
+ * the suites against other versions with it), else the one CMake found. A
+ * bare program name is resolved on PATH now, so the child can use execv.
+ */
 static void rh_resolve_path(void)
 {
-	const char *name = REDIS_SERVER_PATH;
+	const char *name = getenv("DLOCK_TEST_REDIS_SERVER");
+	if (name == NULL || *name == '\0')
+		name = REDIS_SERVER_PATH;
 	snprintf(g_server_path, sizeof g_server_path, "%s", name);
 	if (strchr(name, '/'))
 		return;
@@ -161,8 +168,9 @@ static int rh_max_fd(void)
 	return 65536;
 }
 
-/* Major version from `redis-server --version` ("... v=7.0.15 ..."); 0 if unknown. */
-static int rh_detect_major(void)
+/* The version `redis-server --version` prints ("... v=7.0.15 ...") as
+ * 70015 (major * 10000 + minor * 100 + patch); 0 if unknown. */
+static int rh_detect_version(void)
 {
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) != 0)
@@ -208,7 +216,10 @@ static int rh_detect_major(void)
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
 	}
 	const char *v = strstr(buf, "v=");
-	return v ? atoi(v + 2) : 0;
+	int major = 0, minor = 0, patch = 0;
+	if (v == NULL || sscanf(v + 2, "%d.%d.%d", &major, &minor, &patch) < 1)
+		return 0;
+	return major * 10000 + minor * 100 + patch;
 }
 
 static void rh_atexit(void)
@@ -254,7 +265,8 @@ static void rh_init(void)
 {
 	rh_resolve_path();
 	rh_sweep_stale_dirs();
-	g_server_major = rh_detect_major();
+	g_server_version = rh_detect_version();
+	g_server_major = g_server_version / 10000;
 	atexit(rh_atexit);
 }
 
@@ -364,6 +376,51 @@ static int rh_pick_port(void)
 int rh_free_port(void)
 {
 	return rh_pick_port();
+}
+
+/* 1 when port is free on loopback right now. */
+static int rh_port_free(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	struct sockaddr_in sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)port);
+	int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * A cluster node without --cluster-port (Redis before 7.0 has none) binds
+ * its bus at port + 10000, which does not exist above 55535: pick a port
+ * whose bus port is free too.
+ */
+static int rh_pick_port_with_bus(void)
+{
+	for (int i = 0; i < 200; i++) {
+		int port = rh_pick_port();
+		if (port > 0 && port <= 55535 && rh_port_free(port + 10000))
+			return port;
+	}
+	return -1;
+}
+
+/* The arguments ask for a cluster node that has no bus port of its own. */
+static int rh_needs_bus_port(const char *const *extra)
+{
+	int cluster = 0;
+	for (size_t i = 0; extra != NULL && extra[i] != NULL; i++) {
+		if (strcmp(extra[i], "--cluster-port") == 0)
+			return 0;
+		if (strcmp(extra[i], "--cluster-enabled") == 0 && extra[i + 1] != NULL &&
+				strcmp(extra[i + 1], "yes") == 0)
+			cluster = 1;
+	}
+	return cluster;
 }
 
 /* Reap the child if it has exited; returns 1 if it is gone. */
@@ -635,6 +692,12 @@ static int rh_write_conf(rh_server *s, const char *const *lines)
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+int rh_server_version(void)
+{
+	pthread_once(&g_once, rh_init);
+	return g_server_version;
+}
+
 static rh_server *rh_start(const char *const *extra, const char *const *conf_lines)
 {
 	pthread_once(&g_once, rh_init);
@@ -673,8 +736,9 @@ static rh_server *rh_start(const char *const *extra, const char *const *conf_lin
 		rh_server_destroy(s);
 		return NULL;
 	}
+	int bus = rh_needs_bus_port(extra);
 	for (int attempt = 0; attempt < RH_START_ATTEMPTS; attempt++) {
-		s->port = rh_pick_port();
+		s->port = bus ? rh_pick_port_with_bus() : rh_pick_port();
 		if (s->port <= 0)
 			continue;
 		off_t logfrom = rh_file_size(s->logpath);

@@ -43,6 +43,12 @@ int rh_servers_start(rh_server **out, int n, const char *const *extra);
 
 int rh_server_port(const rh_server *s);
 
+/* The version of the redis-server the harness starts ($DLOCK_TEST_REDIS_SERVER
+ * when set, else the one CMake found), as
+ * major * 10000 + minor * 100 + patch (7.0.15: 70015); 0 when unknown. For
+ * tests of what only some versions do (WAITAOF: 7.2). */
+int rh_server_version(void);
+
 /* A loopback port free right now (for a second listener, e.g. --tls-port);
  * another process may take it before it is used: retry on failure. */
 int rh_free_port(void);

@@ -6,7 +6,8 @@
  *
  * Each server gets --cluster-port with a free port of its own: the default
  * bus port (port + 10000) does not exist for ports above 55535, which the
- * free-port picker hands out often. redis-cli runs as a child with
+ * free-port picker hands out often. Redis 6 has no --cluster-port: there the
+ * harness picks a port whose port + 10000 is free. redis-cli runs as a child with
  * PR_SET_PDEATHSIG, like the servers, with a deadline.
  */
 #include "rh_cluster_int.h"
@@ -355,9 +356,13 @@ static rh_server *rhc_start_server(const char *const *extra)
 			"--cluster-config-file", "nodes.conf", /* in its --dir */
 			"--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
 			"--cluster-port" };
-		for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		size_t nfixed = sizeof fixed / sizeof fixed[0];
+		if (rh_server_version() < 70000)
+			nfixed--; /* no --cluster-port: see above */
+		for (size_t i = 0; i < nfixed; i++)
 			args[k++] = fixed[i];
-		args[k++] = bus;
+		if (nfixed == sizeof fixed / sizeof fixed[0])
+			args[k++] = bus;
 		char tls[16];
 		snprintf(tls, sizeof tls, "%d", rh_free_port());
 		for (size_t i = 0; i < n; i++) /* "--tls-port auto": a free port of its own */

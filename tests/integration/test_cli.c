@@ -447,6 +447,32 @@ Test(cli, sync_replicas_short_exits_69, .timeout = 60)
 	proc_free(p);
 }
 
+/* --sync-aof on a server that cannot fsync-count (older than 7.2, or no
+ * appendonly): 69 naming WAITAOF, nothing left held; a --sync-replicas
+ * above it is a usage error. */
+Test(cli, sync_aof_refused_exits_69, .timeout = 60)
+{
+	rh_server *s = dl_srv;
+	const char *uri = rh_server_uri(s);
+
+	proc *p = DLOCK("-n", uri, "--timeout", TMO, "--sync-aof", "1", "--sync-timeout", "200",
+			"acquire", "-l", "5000", "--owner", "me:1", "cli-aof");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "WAITAOF") != NULL, "%s", p->err);
+	cr_expect_eq(exists(s, "cli-aof"), 0, "given back");
+	proc_free(p);
+
+	p = DLOCK("-n", uri, "--timeout", TMO, "--sync-aof", "1", "--sync-replicas", "2", "status",
+			"cli-aof");
+	EXPECT_STATUS(p, 64);
+	cr_expect(strstr(p->err, "--sync-aof") != NULL, "%s", p->err);
+	proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "--sync-aof", "1025", "status", "cli-aof");
+	EXPECT_STATUS(p, 64);
+	proc_free(p);
+}
+
 /* ---- 5. lost while CMD runs: 70 ------------------------------------------------- */
 
 /* `dlock --watchdog 3000 run --grace <grace> name -- sh -c <j's script>` on
@@ -698,7 +724,7 @@ Test(cli, status_json_and_table_with_a_dead_node, .timeout = 60)
 {
 	rh_server *s[3];
 	char labels[3][64], nodes[512], seg[1024];
-	const char *holders = "\"holders\":[{\"owner\":\"me:1\",\"count\":1}]";
+	const char *holders = "\"holders\":[{\"owner\":\"me:1\",\"count\":1,\"ttl_ms\":";
 	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 	snprintf(nodes, sizeof nodes, "%s,%s,%s", rh_server_uri(s[0]), rh_server_uri(s[1]),
 			rh_server_uri(s[2]));
@@ -1315,6 +1341,8 @@ Test(cli, run_without_w_with_a_wrong_password_exits_at_once, .timeout = 60)
 Test(cli, run_without_w_with_an_untrusted_certificate_exits_at_once, .timeout = 60)
 {
 	char dir[64], crt[128], key[128], cmd[768], port[16], uri[96];
+	if (getenv("DLOCK_TEST_NO_TLS") != NULL) /* the version matrix's servers */
+		cr_skip_test("DLOCK_TEST_NO_TLS: this redis-server was built without TLS");
 	tmpdir_with(dir, crt, "self.crt", key, "self.key");
 	snprintf(cmd, sizeof cmd,
 			"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "

@@ -5,6 +5,8 @@
  * and readers or writer), an expirable semaphore (permits used and free,
  * their ids and remaining leases), and a count that is a semaphore's free
  * permits or a latch's count (said as such). Anything else is exit 65.
+ * Each holder's TTL (a reader's per read hold) and the waiters: a fair
+ * lock's queue in order, and the clients listening on the lock's channel.
  */
 #include <criterion/criterion.h>
 
@@ -71,7 +73,10 @@ Test(cli_status_kinds, a_plain_locks_output_is_unchanged)
 			"[{\"node\":\"%s\",\"reachable\":true,\"ttl_ms\":",
 			rh_server_uri(dl_srv) + 8);
 	cr_expect(strncmp(p->out, want, strlen(want)) == 0, "%s", p->out);
-	cr_expect(strstr(p->out, ",\"holders\":[{\"owner\":\"job:1\",\"count\":1}]}]}\n") != NULL,
+	cr_expect(strstr(p->out, ",\"holders\":[{\"owner\":\"job:1\",\"count\":1,\"ttl_ms\":") !=
+					NULL,
+			"%s", p->out);
+	cr_expect(strstr(p->out, "}],\"subscribers\":0,\"queued\":0,\"queue\":[]}]}\n") != NULL,
 			"%s", p->out);
 	cr_expect(strstr(p->out, "kind") == NULL, "a plain lock's JSON grew a kind: %s", p->out);
 	proc_free(p);
@@ -102,7 +107,7 @@ Test(cli_status_kinds, a_read_write_lock_shows_its_mode_and_holders)
 	p = status("json", "catalog");
 	EXPECT_STATUS(p, 0);
 	cr_expect(strstr(p->out, "\"kind\":\"rwlock\",\"rw_mode\":\"read\"") != NULL &&
-					strstr(p->out, "{\"owner\":\"reader:2\",\"count\":1}") != NULL,
+					strstr(p->out, "{\"owner\":\"reader:2\",\"count\":1,\"ttl_ms\":") != NULL,
 			"%s", p->out);
 	proc_free(p);
 
@@ -277,4 +282,138 @@ Test(cli_status_kinds, anything_else_is_exit_65)
 	p = status("json", "a-word");
 	EXPECT_STATUS(p, 65);
 	proc_free(p);
+}
+
+/* A number after `key` in s (the first one after `from`), or -999. */
+static long long number_after(const char *s, const char *key)
+{
+	const char *at = strstr(s, key);
+
+	return at != NULL ? strtoll(at + strlen(key), NULL, 10) : -999;
+}
+
+/* Until `n` clients listen on `channel` (5 s at most). */
+static void wait_subscribers(const char *channel, long long n)
+{
+	for (int64_t t0 = rh_now_ms(); rh_now_ms() - t0 < 5000;) {
+		redisReply *r = rh_command(dl_srv, "PUBSUB NUMSUB %s", channel);
+		long long got = r != NULL && r->type == REDIS_REPLY_ARRAY ? r->element[1]->integer : 0;
+
+		freeReplyObject(r);
+		if (got >= n)
+			return;
+		dl_sleep_ms(20);
+	}
+	cr_assert_fail("%lld clients never listened on %s", n, channel);
+}
+
+Test(cli_status_kinds, a_fair_locks_queue_shows_in_order_with_each_place)
+{
+	const char *uri = rh_server_uri(dl_srv);
+	char line[512], first[128], second[128], want[256];
+	proc *p, *w[2];
+
+	p = DLOCK("-n", uri, "--fair", "acquire", "-l", "20000", "--owner", "boss:1", "fq");
+	ASSERT_STATUS(p, 0);
+	proc_free(p);
+	for (int i = 0; i < 2; i++) {
+		w[i] = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "--fair", "run", "-w", "15000", "fq",
+				"--", "true"));
+		for (int64_t t0 = rh_now_ms(); rh_command_int(dl_srv, "LLEN redisson_lock_queue:{fq}") <
+						 i + 1 && rh_now_ms() - t0 < 5000;)
+			dl_sleep_ms(10);
+	}
+	cr_assert_eq(rh_command_int(dl_srv, "LLEN redisson_lock_queue:{fq}"), 2, "two queued");
+	redisReply *q = rh_command(dl_srv, "LRANGE redisson_lock_queue:{fq} 0 -1");
+	cr_assert(q != NULL && q->type == REDIS_REPLY_ARRAY && q->elements == 2);
+	snprintf(first, sizeof first, "%s", q->element[0]->str);
+	snprintf(second, sizeof second, "%s", q->element[1]->str);
+	freeReplyObject(q);
+
+	p = status(NULL, "fq");
+	EXPECT_STATUS(p, 0);
+	cr_expect_str_eq(first_line(p->out, line, sizeof line),
+			"lock \"fq\" (rlock, 1 node, quorum 1): held on 1, reachable 1, 2 waiting");
+	const char *a = strstr(p->out, first), *b = strstr(p->out, second);
+	cr_expect(a != NULL && b != NULL && a < b && strstr(p->out, " waiting ") != NULL,
+			"the queue in order (%s, then %s): %s", first, second, p->out);
+	proc_free(p);
+
+	p = status("json", "fq");
+	EXPECT_STATUS(p, 0);
+	long long held = number_after(p->out, "\"owner\":\"boss:1\",\"count\":1,\"ttl_ms\":");
+	cr_expect(held > 15000 && held <= 20000, "the holder's TTL: %lld ms of 20000", held);
+	cr_expect(strstr(p->out, "\"queued\":2,\"queue\":[{\"owner\":\"") != NULL, "%s", p->out);
+	snprintf(want, sizeof want, "{\"owner\":\"%s\",\"timeout_ms\":", first);
+	long long place = number_after(p->out, want);
+	/* Redisson's place: the holder's TTL plus the 5 min fair wait. */
+	cr_expect(place > held, "the first waiter's place lasts %lld ms, the hold %lld", place, held);
+	snprintf(want, sizeof want, "{\"owner\":\"%s\",\"timeout_ms\":", second);
+	cr_expect(number_after(p->out, want) > place, "the second waits longer: %s", p->out);
+	cr_expect(number_after(p->out, "\"subscribers\":") >= 2, "%s", p->out);
+	proc_free(p);
+
+	p = DLOCK("-n", uri, "--fair", "release", "--owner", "boss:1", "fq");
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(proc_wait(w[i], HARD_TIMEOUT_S), 0);
+		EXPECT_STATUS(w[i], 0);
+		proc_free(w[i]);
+	}
+}
+
+Test(cli_status_kinds, a_readers_holds_each_show_their_own_ttl)
+{
+	proc *p;
+
+	p = DLOCK("-n", rh_server_uri(dl_srv), "acquire", "-s", "-l", "20000", "--owner", "r:1",
+			"shelf");
+	ASSERT_STATUS(p, 0);
+	proc_free(p);
+	p = DLOCK("-n", rh_server_uri(dl_srv), "acquire", "-s", "-l", "5000", "--owner", "r:1",
+			"shelf");
+	ASSERT_STATUS(p, 0);
+	proc_free(p);
+	p = status("json", "shelf");
+	EXPECT_STATUS(p, 0);
+	long long ttl = number_after(p->out, "\"owner\":\"r:1\",\"count\":2,\"ttl_ms\":");
+	long long one = number_after(p->out, "\"holds_ttl_ms\":[");
+	const char *comma = strstr(p->out, "\"holds_ttl_ms\":[");
+	long long two = comma != NULL ? number_after(comma, ",") : -999;
+	cr_expect(one > 15000 && one <= 20000 && two > 0 && two <= 5000,
+			"the two read holds last %lld and %lld ms (20000 and 5000 asked): %s", one, two,
+			p->out);
+	cr_expect_eq(ttl, one, "the reader's TTL is its longest hold's: %s", p->out);
+	proc_free(p);
+}
+
+/* A plain lock's waiters are seen only as clients listening on its channel. */
+Test(cli_status_kinds, a_plain_locks_waiters_are_counted)
+{
+	const char *uri = rh_server_uri(dl_srv);
+	char line[512];
+	proc *p, *w;
+
+	p = DLOCK("-n", uri, "acquire", "-l", "20000", "--owner", "boss:1", "busy");
+	ASSERT_STATUS(p, 0);
+	proc_free(p);
+	w = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "run", "-w", "15000", "busy", "--", "true"));
+	wait_subscribers("redisson_lock__channel:{busy}", 1);
+	p = status(NULL, "busy");
+	EXPECT_STATUS(p, 0);
+	cr_expect_str_eq(first_line(p->out, line, sizeof line),
+			"lock \"busy\" (rlock, 1 node, quorum 1): held on 1, reachable 1, 1 waiting or "
+			"watching");
+	proc_free(p);
+	p = status("json", "busy");
+	cr_expect(strstr(p->out, "\"subscribers\":1,\"queued\":0,\"queue\":[]") != NULL, "%s",
+			p->out);
+	proc_free(p);
+	p = DLOCK("-n", uri, "release", "--owner", "boss:1", "busy");
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+	cr_assert_eq(proc_wait(w, HARD_TIMEOUT_S), 0);
+	EXPECT_STATUS(w, 0);
+	proc_free(w);
 }

@@ -2,10 +2,11 @@
 /*
  * redis+cluster:// against a real Redis Cluster (3 primaries, 1 replica
  * each): locks of every kind on every shard, waiters woken by sharded
- * pub/sub (SSUBSCRIBE at the channel's node), watchdog renewals grouped per
- * slot, MOVED after a slot moved, ASK while it moves, a primary failed over
- * while a lock is held and another client waits, a MultiLock across slots,
- * a name that would be CROSSSLOT refused, and the command.
+ * pub/sub (SSUBSCRIBE at the channel's node; on Redis 6, which has none,
+ * SUBSCRIBE), watchdog renewals grouped per slot, MOVED after a slot
+ * moved, ASK while it moves, a primary failed over while a lock is held and
+ * another client waits, a MultiLock across slots, a name that would be
+ * CROSSSLOT refused, and the command.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -100,25 +101,39 @@ Test(cluster, locks_of_every_kind_on_every_shard)
 	dl_close_clients(c);
 }
 
-/* Someone listens on the lock's channel with SSUBSCRIBE at the node of its slot. */
+/* Listeners on a channel: with SSUBSCRIBE at the node of its slot (Redis 7);
+ * before 7, which has no sharded pub/sub, with SUBSCRIBE at any node. */
+static int subscribers(const char *channel)
+{
+	int n = 0;
+
+	for (int i = 0; i < rh_cluster_size(cl); i++) {
+		int sharded = rh_server_version() >= 70000;
+		rh_server *s = sharded ? dl_slot_owner(cl, channel) : rh_cluster_server(cl, i);
+		redisReply *r = rh_command(s, sharded ? "PUBSUB SHARDNUMSUB %s" : "PUBSUB NUMSUB %s",
+				channel);
+
+		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+			n += (int)r->element[1]->integer;
+		if (r)
+			freeReplyObject(r);
+		if (sharded)
+			break;
+	}
+	return n;
+}
+
+/* Someone listens on the lock's channel (see subscribers()). */
 static void await_sharded_subscriber(const char *name)
 {
 	int64_t end = rh_now_ms() + 10000;
 	char channel[128];
 
 	snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-	for (;;) {
-		redisReply *r = rh_command(
-				dl_slot_owner(cl, channel), "PUBSUB SHARDNUMSUB %s", channel);
-		int n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
-				? (int)r->element[1]->integer
-				: 0;
-
-		if (r)
-			freeReplyObject(r);
-		if (n > 0)
-			return;
-		cr_assert_lt(rh_now_ms(), end, "no SSUBSCRIBE on %s at its node", channel);
+	while (subscribers(channel) == 0) {
+		cr_assert_lt(rh_now_ms(), end, "no %s on %s",
+				rh_server_version() >= 70000 ? "SSUBSCRIBE at its node" : "SUBSCRIBE",
+				channel);
 		dl_sleep_ms(5);
 	}
 }

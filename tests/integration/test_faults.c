@@ -306,9 +306,14 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
 	cr_assert_lt(nfill, 8, "maxclients was not reached");
 	dl_sleep_ms(2700); /* three TTLs */
 	cr_assert_eq(dlock_lock_check(l, NULL), 0, "the hold was lost at maxclients");
+	/* Asked on a connection that is still open: a new one may be refused
+	 * until the server has seen the others close (it is, on Redis 6.2). */
+	redisReply *r = redisCommand(fill[0], "EXISTS %s", "faults:maxclients");
+	cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1,
+			"the lock is gone from the server");
+	freeReplyObject(r);
 	for (int i = 0; i < nfill; i++)
 		redisFree(fill[i]);
-	cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:maxclients"), 1);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 	dlock_client_close(c);

@@ -201,7 +201,6 @@ Test(holder, without_a_label_nothing_is_registered_or_sent)
 	char owner[128];
 	dlock_holder h;
 
-	/* (The unlock script SETs Redisson's unlock latch: counted here too.) */
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(set_calls(srv), sets, "an unlabelled acquisition sent %ld SET",
 			set_calls(srv) - sets);
@@ -222,7 +221,7 @@ Test(holder, fifty_acquisitions_write_the_registration_once)
 	long sets = set_calls(srv), without, with;
 	int i;
 
-	/* What 50 pairs cost without a label (the unlock latch's SETs), then with. */
+	/* What 50 pairs cost without a label (no SET: a release writes no latch), then with. */
 	for (i = 0; i < 50; i++) {
 		dl_pass(dlock_lock_lock(p, DLOCK_LEASE_WATCHDOG));
 		dl_pass(dlock_lock_unlock(p));

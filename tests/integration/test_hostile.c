@@ -121,12 +121,7 @@ typedef struct snap {
 	int *ttl;
 } snap;
 
-/*
- * A snapshot of the server's keys. A used unlock latch
- * (redisson_unlock_latch:*) is left out: it is deleted a moment after its
- * release was answered (riding along with the next command), so whether a
- * snapshot still sees it is a matter of timing, not of what the call did.
- */
+/* A snapshot of the server's keys (a release writes none of its own). */
 static void snap_take(rh_server *s, snap *out)
 {
 	redisReply *keys = rh_command(s, "KEYS *");
@@ -134,18 +129,6 @@ static void snap_take(rh_server *s, snap *out)
 	cr_assert_not_null(keys);
 	cr_assert_eq(keys->type, REDIS_REPLY_ARRAY);
 	memset(out, 0, sizeof *out);
-	{
-		size_t i, kept = 0;
-
-		for (i = 0; i < keys->elements; i++) {
-			if (strncmp(keys->element[i]->str, "redisson_unlock_latch:", 22) == 0) {
-				freeReplyObject(keys->element[i]);
-				continue;
-			}
-			keys->element[kept++] = keys->element[i];
-		}
-		keys->elements = kept;
-	}
 	out->n = keys->elements;
 	out->keys = calloc(out->n + 1, sizeof *out->keys);
 	out->klen = calloc(out->n + 1, sizeof *out->klen);
@@ -336,7 +319,7 @@ out:
 		freeReplyObject(r);
 }
 
-/* Wait (bounded) until DBSIZE is `want`: unlock latches are deleted after the reply. */
+/* Wait (bounded) until DBSIZE is `want`. */
 static void await_dbsize(rh_server *s, int64_t want, int timeout_ms)
 {
 	int64_t deadline = rh_now_ms() + timeout_ms, n;
@@ -573,7 +556,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	cr_assert_eq(exists_b(s, name, len), 0);
 	dlock_lock_free(l);
 
-	/* Nothing else stays: the unlock latches are deleted after the replies. */
+	/* Nothing else stays (a release writes no key of its own). */
 	await_dbsize(s, 0, 2000);
 }
 
@@ -1124,6 +1107,11 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	}
 	cr_assert(oom, "never reached maxmemory");
 	cr_assert_gt(filled, 0);
+	/* Well over it, not at its edge: once the refused SET's 32 KiB are freed,
+	 * Redis 6.2 can be just under, and lets a small script write through. */
+	used = info_int(s, "memory", "used_memory");
+	ok_reply(rh_command(s, "CONFIG SET maxmemory %lld", (long long)(used - 128 * 1024)),
+			"maxmemory below use");
 	snap before;
 	snap_take(s, &before);
 
@@ -1534,29 +1522,15 @@ Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 	cr_assert_eq(st.final_rc, 0, "final hold_count: %d", st.final_rc);
 	cr_assert_eq(st.final_count, 0, "final hold count %" PRId64, st.final_count);
 	cr_assert_eq(st.final_exists, 0, "the lock key is left after the final unlock loop");
-	/*
-	 * Besides the sentinel, only unlock latches may be left: a latch is
-	 * deleted after its reply arrived (best effort, on the next use of the
-	 * connection), so a kill in between leaves it to its TTL,
-	 * 3 x (connect + command timeout) + 1 s = 7 s here. Nothing permanent.
-	 */
+	/* Besides the sentinel, nothing is left: a release writes no key of its
+	 * own, so a kill between its run and its reply leaves nothing either. */
 	redisReply *keys = rh_command(s, "KEYS *");
 	cr_assert_not_null(keys);
-	const char *latch = "redisson_unlock_latch:{storm}:";
-	size_t latches = 0;
-	for (size_t i = 0; i < keys->elements; i++) {
-		const redisReply *k = keys->element[i];
-		if (strcmp(k->str, "sentinel") == 0)
-			continue;
-		cr_assert(strncmp(k->str, latch, strlen(latch)) == 0,
-				"key \"%s\" left after the storm", k->str);
-		int64_t ttl = rh_command_int(s, "PTTL %b", k->str, k->len);
-		cr_assert(ttl > 0 && ttl <= 7000, "latch %s has PTTL %" PRId64, k->str, ttl);
-		latches++;
-	}
-	cr_assert_eq(keys->elements, latches + 1, "the sentinel is gone");
+	for (size_t i = 0; i < keys->elements; i++)
+		cr_assert(strcmp(keys->element[i]->str, "sentinel") == 0,
+				"key \"%s\" left after the storm", keys->element[i]->str);
+	cr_assert_eq(keys->elements, 1, "the sentinel is gone");
 	freeReplyObject(keys);
-	cr_log_info("client kill storm: %zu unlock latches left to expire", latches);
 	redisReply *r = rh_command(s, "GET sentinel");
 	cr_assert_not_null(r);
 	cr_assert_str_eq(r->str, "keep");

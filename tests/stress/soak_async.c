@@ -419,7 +419,7 @@ static double info_field(rh_server *s, const char *section, const char *field)
 }
 
 /* Keys left on server s: lock names and fair queues/deadlines (`bad`), and
- * the rest (token counters, unlock latches, which outlive holds by design). */
+ * the rest (token counters, which outlive holds by design). */
 static void scan_keys(rh_server *s, long *bad, long *other, int print)
 {
 	char cursor[32] = "0";

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Deleting keys nobody waits for (a used unlock latch): the DEL rides along
+ * Deleting keys nobody waits for (a semaphore's used receipt): the DEL rides along
  * with the next command of an idle pooled connection, or the background
  * thread sends it. When every connection is lent out at that moment, it
  * waits in the client's queue and the next connection put back carries it:

@@ -37,6 +37,8 @@ typedef struct dlock__mux_op {
 	dlock_client *client;
 	const dlock__call *call; /* kept alive by the caller until the run ends */
 	int no_retry;            /* never resend (repeating it could count twice) */
+	char *repeat;            /* NULL, or a "0" the call sends that a resend turns
+	                        into "1" (the script tells a repeat: single/scripts.h) */
 	int no_wait;             /* send, but do not wait for the answer (a server that just
 	                        timed out: best effort); rc 0, reply NULL */
 	int skip;                /* do not send at all (the caller decided); rc DLOCK_ETIMEDOUT */

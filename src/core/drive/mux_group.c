@@ -171,6 +171,10 @@ static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
 		if (op->no_retry || (op->follows != NULL && !op->follows->pending))
 			return -1;
 	}
+	/* They may have run before the connection went: say so to those that ask. */
+	for (i = g->head; i < g->tail; i++)
+		if (ops[g->fifo[i]].repeat != NULL)
+			ops[g->fifo[i]].repeat[0] = '1';
 	g->retried = 1;
 	g->conn->broken = 1;
 	dlock__client_conn_put(g->client, g->conn); /* closed, with the idle ones */

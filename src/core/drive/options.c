@@ -32,6 +32,7 @@ static const dlock__field fields[] = {
 	DLOCK__FIELD(dlock_client_options, command, 6),
 	DLOCK__FIELD(dlock_client_options, on_event, 6),
 	DLOCK__FIELD(dlock_client_options, event_ud, 6),
+	DLOCK__FIELD(dlock_client_options, sync_aof, 6),
 };
 static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;
 static const dlock__versioned versioned = DLOCK__VERSIONED("client options",
@@ -84,6 +85,14 @@ int dlock__client_options_check(const dlock_client_options *o)
 		return dlock__seterr(DLOCK_EINVAL,
 				"options: sync_replicas must be 0..1024 (got %d)",
 				o->sync_replicas);
+	if (o->sync_aof < 0 || o->sync_aof > 1024)
+		return dlock__seterr(DLOCK_EINVAL, "options: sync_aof must be 0..1024 (got %d)",
+				o->sync_aof);
+	if (o->sync_aof > 0 && o->sync_replicas > o->sync_aof)
+		return dlock__seterr(DLOCK_EINVAL,
+				"options: sync_replicas (%d) above sync_aof (%d): WAITAOF replaces "
+				"WAIT, so ask sync_aof for that many replicas",
+				o->sync_replicas, o->sync_aof);
 	if ((o->tls_cert_file == NULL) != (o->tls_key_file == NULL))
 		return dlock__seterr(DLOCK_EINVAL,
 				"options: tls_cert_file and tls_key_file go together (mutual TLS needs "

@@ -12,8 +12,12 @@
  *
  * What it does not do: make Redis strongly consistent. A replica that
  * acknowledged can still lose the write (it restarts without persistence),
- * and one that did not can still be promoted (Redisson issue 5256). WAITAOF
- * (Redis 7.2+) is not used: see README "Replica acknowledgement".
+ * and one that did not can still be promoted (Redisson issue 5256).
+ *
+ * sync_aof asks for more: WAITAOF 1 N (Redis 7.2+) in WAIT's place, which
+ * counts the primary's own fsync of its append-only file and the replicas
+ * that fsynced theirs. A server without the command fails the acquisition
+ * (rolled back) with DLOCK_ESERVER rather than quietly waiting for less.
  */
 #ifndef DLOCK_CORE_SYNC_H
 #define DLOCK_CORE_SYNC_H
@@ -25,10 +29,11 @@
 
 struct dlock__mux_op;
 
-/* The WAIT command a client sends behind an acquisition. */
+/* The WAIT (or WAITAOF) command a client sends behind an acquisition. */
 typedef struct dlock__sync {
-	const char *argv[3];
-	size_t lens[3];
+	const char *argv[4];
+	size_t lens[4];
+	int argc;
 	char replicas[24];
 	char timeout[24];
 } dlock__sync;

@@ -441,12 +441,42 @@ int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char *
 	return dlock__conn_read(c, out, what, deadline ? deadline : 1);
 }
 
+/*
+ * The error a script's redis.call raised, out of Redis 6's wrapping of it:
+ * "ERR Error running script (call to f_...): @user_script:1: WRONGTYPE ..."
+ * (and for a write on a replica "...: @user_script: 1: -READONLY ...").
+ * Redis 7 replies with the inner error itself. NULL when not wrapped.
+ */
+static const char *script_error(const char *s)
+{
+	static const char wrapped[] = "ERR Error running script";
+	const char *p;
+
+	if (strncmp(s, wrapped, sizeof(wrapped) - 1) != 0)
+		return NULL;
+	p = s + sizeof(wrapped) - 1;
+	while ((p = strstr(p, "@user_script")) != NULL) {
+		p += sizeof("@user_script") - 1;
+		p += strspn(p, ": 0123456789");
+		if (*p == '-')
+			p++;
+		if (strncmp(p, "@user_script", sizeof("@user_script") - 1) != 0)
+			return p;
+	}
+	return NULL;
+}
+
 int dlock__reply_is_error(const redisReply *r, const char *prefix)
 {
 	size_t n = strlen(prefix);
+	const char *inner;
 
-	return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
-			strncmp(r->str, prefix, n) == 0;
+	if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL)
+		return 0;
+	if (strncmp(r->str, prefix, n) == 0)
+		return 1;
+	inner = script_error(r->str);
+	return inner != NULL && strncmp(inner, prefix, n) == 0;
 }
 
 int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what)

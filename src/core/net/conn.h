@@ -192,7 +192,8 @@ int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char *
  */
 int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what);
 
-/* The reply is an error that starts with `prefix` (e.g. "NOSCRIPT"). */
+/* The reply is an error that starts with `prefix` (e.g. "NOSCRIPT"), or a
+ * script error of Redis 6 that wraps one (see conn.c). */
 int dlock__reply_is_error(const redisReply *r, const char *prefix);
 
 #endif
