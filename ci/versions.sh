@@ -28,10 +28,10 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 versions=${DLOCK_VERSIONS:-6.2 8.2}
 
 # The suites that speak to the server: every lock kind's scripts, the
-# topologies (Sentinel, Cluster, replicas), registration and events. The
+# topologies (Sentinel, Cluster, replicas), registration, events and the herd. The
 # CLI, TLS, fault-injection and loop-adapter suites add time, not coverage
 # of server differences.
-suites='^integration_test_(rlock_.*|fairlock|fencing|multilock|redlock_.*|rwlock|semaphore.*|countdown|latch|sentinel|cluster|replica_sync|sync_aof|holder|events.*)$'
+suites='^integration_test_(rlock_.*|fairlock|fencing|multilock|redlock_.*|rwlock|semaphore.*|countdown|latch|sentinel|cluster|replica_sync|sync_aof|holder|events.*|herd)$'
 suites=${DLOCK_VERSIONS_TESTS:-$suites}
 
 # version -> pip requirement, path of redis-server inside the wheel, exact version
