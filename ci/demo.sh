@@ -183,7 +183,7 @@ worker() {
 		ms=$((50 + RANDOM % 101))
 		status=0
 		"$dlock" -n "$nodes" --timeout 200 --watchdog 3000 ${GUARD_MS:+--restart-guard "$GUARD_MS"} \
-			run -w 20000 "$LOCK" -- \
+			run --label "worker-$id" -w 20000 "$LOCK" -- \
 			sh -c "$section" section "$id" "$tmp/events.log" "$tmp/counter" \
 			"0.$(printf %03d "$ms")" 2>>"$tmp/worker-$id.err" || status=$?
 		if [ "$status" -eq 0 ]; then
@@ -206,7 +206,7 @@ critical section guarded by one RedLock ("$LOCK") over $NSERVERS Redis servers (
 While they work, two servers are killed (SIGKILL) and one comes back empty. If the lock does its
 job, no two sections overlap and no increment is lost. Each section is run by:
   dlock -n <5 servers> --timeout 200 --watchdog 3000${GUARD_MS:+ --restart-guard $GUARD_MS} \\
-        run -w 20000 $LOCK -- sh -c '<read counter, sleep 50-150 ms, write counter+1>'
+        run --label worker-N -w 20000 $LOCK -- sh -c '<read counter, sleep 50-150 ms, write counter+1>'
 
 EOF
 
@@ -238,7 +238,10 @@ pause() {
 	wait "$pause_pid" || true
 	pause_pid=
 }
-pause 3
+# Who holds it, as an operator would ask from another shell.
+pause 1.5
+"$dlock" -n "$nodes" --timeout 200 status "$LOCK" >"$tmp/status-mid.txt" 2>&1 || true
+pause 1.5
 kill_server 2
 pause 3
 kill_server 4
@@ -333,6 +336,8 @@ sort -n "$tmp/events.log" | awk -v t0="$t0" -v workers="$NWORKERS" -v servers="$
 
 # ---------------------------------------------------------------- the check
 echo
+echo "== who held it at ~1.5 s (dlock status $LOCK, while the workers ran)"
+sed 's/^/  /' "$tmp/status-mid.txt"
 echo "== state of the lock afterwards (dlock status $LOCK)"
 "$dlock" -n "$nodes" --timeout 200 status "$LOCK" | sed 's/^/  /' || true
 

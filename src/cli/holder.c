@@ -76,12 +76,23 @@ int cli_holder_lookup(dlock_holder *h, dlock_client *client, const char *owner)
 	return owner != NULL && dlock_client_holder(h, client, owner) == 1;
 }
 
+/* Messages show this much of a holder's command (JSON shows it all). */
+#define SHOWN_COMMAND_MAX 40
+
 const char *cli_holder_words(const dlock_holder *h, char *buf, size_t len)
 {
-	char who[600];
+	char who[600], cmd[SHOWN_COMMAND_MAX + 4];
+	size_t n = strlen(h->command);
 
+	if (n > SHOWN_COMMAND_MAX) { /* an inline `sh -c` script would fill the line */
+		n = SHOWN_COMMAND_MAX;
+		while (n > 0 && ((unsigned char)h->command[n] & 0xC0) == 0x80)
+			n--; /* not inside a UTF-8 character */
+		snprintf(cmd, sizeof(cmd), "%.*s...", (int)n, h->command);
+	} else
+		snprintf(cmd, sizeof(cmd), "%s", h->command);
 	snprintf(who, sizeof(who), "%s pid %lld%s%s%s", h->host, (long long)h->pid,
-			h->command[0] ? " (" : "", h->command, h->command[0] ? ")" : "");
+			cmd[0] ? " (" : "", cmd, cmd[0] ? ")" : "");
 	if (h->label[0])
 		snprintf(buf, len, "%s [%s]", h->label, who);
 	else
