@@ -479,21 +479,11 @@ static int renewals_at_scale(const config *cfg)
 				rounds > 0 && j < cfg->nservers ? (double)(eval1[j] - eval0[j]) / rounds
 								: 0);
 	}
-	dlock_stats_free(s0);
-	dlock_stats_free(s1);
-	for (int i = 0; i < cfg->nservers; i++)
-		redisFree(ctx[i]);
-	/* Every unlock first: a handle freed while the client still has holds
-	 * walks the whole holds table (the frees would take minutes). */
-	for (int i = 0; i < cfg->holds; i++)
-		dlock_lock_unlock(locks[i]);
-	for (int i = 0; i < cfg->holds; i++)
-		dlock_lock_free(locks[i]);
-	dlock_client_close(c);
-	free(locks);
-	free(sample);
-	free(sample_at);
-	return 0;
+	/* No teardown: freeing 100,000 handles while the client still holds
+	 * some walks its whole holds table each time (minutes). The keys
+	 * expire with the watchdog timeout; the servers are removed anyway. */
+	fflush(stdout);
+	_Exit(0);
 }
 
 static int parse_servers(config *cfg, char *list)
