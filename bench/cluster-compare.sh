@@ -82,9 +82,12 @@ for _ in 1 2 3; do
 	nodes+=("127.0.0.1:$p")
 done
 redis-cli --cluster create "${nodes[@]}" --cluster-yes >"$tmp/create.log" 2>&1
-for _ in $(seq 1 100); do
-	redis-cli -p "${nodes[0]#*:}" cluster info | grep -q cluster_state:ok && break
-	sleep 0.1
+# Every node, not only the first: one still in state fail answers CLUSTERDOWN.
+for n in "${nodes[@]}"; do
+	for _ in $(seq 1 100); do
+		redis-cli -p "${n#*:}" cluster info | grep -q cluster_state:ok && break
+		sleep 0.1
+	done
 done
 seeds=$(IFS=,; echo "${nodes[*]}")
 
