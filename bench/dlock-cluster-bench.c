@@ -298,7 +298,7 @@ static void *take_holds(void *arg)
 			atomic_fetch_add(p->failed, 1);
 			continue;
 		}
-		/* Distinct names: a failure is a timeout on a loaded machine; again. */
+		/* Distinct names: a failure is transient (a timeout, a node not up yet); again. */
 		for (rc = -1, k = 0; rc != 0 && k < 5; k++)
 			rc = dlock_lock_try(p->locks[i], 0, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
