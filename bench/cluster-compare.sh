@@ -9,10 +9,13 @@
 #
 # usage: bench/cluster-compare.sh --bench PATH/TO/dlock-cluster-bench
 #          [--threads T] [--seconds S] [--rounds R] [--moved K]
+#          [--holds N [--watchdog MS] [--periods P]]
 #   --bench PATH   a built dlock-cluster-bench (cmake --build build --target dlock-cluster-bench)
 #   --threads T    client threads (default 8); --seconds S per run (default 5)
 #   --rounds R     rounds; single and cluster take turns (default 3)
 #   --moved K      MOVED samples (default 200)
+#   --holds N      only the renewal row: N watchdog holds on the cluster, P
+#                  renewal periods (default 6) of a MS watchdog (default 3000)
 # Servers and the temporary folder are removed on exit. Only 127.0.0.1.
 set -euo pipefail
 
@@ -21,6 +24,9 @@ threads=8
 seconds=5
 rounds=3
 moved=200
+holds=0
+watchdog=3000
+periods=6
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bench) bench=$2; shift 2 ;;
@@ -28,7 +34,10 @@ while [ $# -gt 0 ]; do
 	--seconds) seconds=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--moved) moved=$2; shift 2 ;;
-	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+	--holds) holds=$2; shift 2 ;;
+	--watchdog) watchdog=$2; shift 2 ;;
+	--periods) periods=$2; shift 2 ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
 	*) echo "cluster-compare.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -73,11 +82,21 @@ for _ in 1 2 3; do
 	nodes+=("127.0.0.1:$p")
 done
 redis-cli --cluster create "${nodes[@]}" --cluster-yes >"$tmp/create.log" 2>&1
-for _ in $(seq 1 100); do
-	redis-cli -p "${nodes[0]#*:}" cluster info | grep -q cluster_state:ok && break
-	sleep 0.1
+# Every node, not only the first: one still in state fail answers CLUSTERDOWN.
+for n in "${nodes[@]}"; do
+	for _ in $(seq 1 100); do
+		redis-cli -p "${n#*:}" cluster info | grep -q cluster_state:ok && break
+		sleep 0.1
+	done
 done
 seeds=$(IFS=,; echo "${nodes[*]}")
+
+if [ "$holds" -gt 0 ]; then
+	echo "# $holds watchdog holds, ${watchdog} ms watchdog, $periods renewal periods"
+	"$bench" --uri "redis+cluster://$seeds" --servers "$seeds" --threads "$threads" \
+		--holds "$holds" --watchdog "$watchdog" --periods "$periods"
+	exit 0
+fi
 
 echo "# $threads threads, distinct names, ${seconds} s per run, $rounds rounds"
 for r in $(seq 1 "$rounds"); do

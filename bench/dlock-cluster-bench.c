@@ -15,7 +15,16 @@
  *     every primary), and the next lock+unlock of a name in it (which meets
  *     MOVED and is rerun at the new owner) is timed against the one after.
  *
- * bench/cluster-compare.sh starts the servers and runs both. Loopback only.
+ *   dlock-cluster-bench --uri redis+cluster://... --servers H:P,... --holds N
+ *                       [--watchdog MS] [--periods P] [--threads T]
+ *     N watchdog holds through one client (T threads acquire them), then P
+ *     renewal periods (a third of the watchdog timeout each) watched: the
+ *     client's writes and the servers' EVALSHA calls per renewal round and
+ *     node, the servers' CPU per round (INFO cpu, the sampling included), and
+ *     the least remaining TTL (PTTL) seen on ~1000 of the keys, sampled
+ *     every 5 ms - the worst a hold gets before its renewal.
+ *
+ * bench/cluster-compare.sh starts the servers and runs the first two. Loopback only.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,6 +37,10 @@
 #include <dlock.h>
 
 #include "clock.h"
+/* The nodes' write counters (core/net/conn.h): round trips are not in the
+ * public stats, which count commands. */
+#include "core/drive/client.h"
+#include "core/topology/cluster.h"
 
 #define MAX_SERVERS 16
 #define MAX_SAMPLES (1 << 22)
@@ -36,7 +49,8 @@ typedef struct config {
 	const char *uri;
 	char *hosts[MAX_SERVERS];
 	int ports[MAX_SERVERS], nservers;
-	int threads, names, moved;
+	int threads, names, moved, holds, periods;
+	int64_t watchdog_ms;
 	double seconds;
 } config;
 
@@ -260,6 +274,218 @@ static int moved_cost(const config *cfg)
 	return 0;
 }
 
+/* ---- --holds: renewal rounds at scale ---- */
+
+typedef struct holder_part {
+	const config *cfg;
+	dlock_client *client;
+	dlock_lock **locks;
+	int from, to;
+	atomic_long *failed;
+	pthread_t th;
+} holder_part;
+
+static void *take_holds(void *arg)
+{
+	holder_part *p = arg;
+	int rc, k;
+
+	for (int i = p->from; i < p->to; i++) {
+		char name[32];
+
+		snprintf(name, sizeof name, "hold-%d", i);
+		if (dlock_lock_new(&p->locks[i], p->client, name, NULL) != 0) {
+			atomic_fetch_add(p->failed, 1);
+			continue;
+		}
+		/* Distinct names: a failure is transient (a timeout, a node not up yet); again. */
+		for (rc = -1, k = 0; rc != 0 && k < 5; k++)
+			rc = dlock_lock_try(p->locks[i], 0, DLOCK_LEASE_WATCHDOG);
+		if (rc != 0) {
+			fprintf(stderr, "dlock-cluster-bench: %s: %s\n", name,
+					dlock_lock_errmsg(p->locks[i]));
+			atomic_fetch_add(p->failed, 1);
+		}
+	}
+	return NULL;
+}
+
+typedef struct node_writes {
+	char label[MAX_SERVERS][280];
+	uint64_t writes[MAX_SERVERS];
+	int n;
+} node_writes;
+
+static void count_writes(dlock_client *member, void *arg)
+{
+	node_writes *w = arg;
+
+	if (w->n == MAX_SERVERS)
+		return;
+	snprintf(w->label[w->n], sizeof w->label[0], "%s", member->node.label);
+	w->writes[w->n++] = atomic_load(&member->node.writes);
+}
+
+static void writes_now(dlock_client *c, node_writes *w)
+{
+	memset(w, 0, sizeof *w);
+	dlock__cluster_each_member(c->node.cluster, count_writes, w);
+}
+
+/* cmdstat_evalsha calls= of server i (0 when absent). */
+static long long evalsha_calls(const config *cfg, int i)
+{
+	redisReply *r = cmd_at(cfg, i, "INFO commandstats");
+	long long n = 0;
+	const char *p;
+
+	if (r != NULL && r->type == REDIS_REPLY_STRING &&
+			(p = strstr(r->str, "cmdstat_evalsha:calls=")) != NULL)
+		n = atoll(p + strlen("cmdstat_evalsha:calls="));
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+/* Which server holds key: the one that does not answer MOVED. */
+static int owner_of(redisContext **ctx, const config *cfg, const char *key)
+{
+	for (int i = 0; i < cfg->nservers; i++) {
+		redisReply *r = redisCommand(ctx[i], "PTTL %s", key);
+		int here = r != NULL && r->type == REDIS_REPLY_INTEGER;
+
+		if (r)
+			freeReplyObject(r);
+		if (here)
+			return i;
+	}
+	return -1;
+}
+
+static int renewals_at_scale(const config *cfg)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c = NULL;
+	dlock_lock **locks = calloc((size_t)cfg->holds, sizeof(*locks));
+	holder_part parts[64];
+	atomic_long failed = 0;
+	redisContext *ctx[MAX_SERVERS];
+	int nsample = cfg->holds < 1000 ? cfg->holds : 1000, *sample_at, lost = 0;
+	char (*sample)[32];
+	long long eval0[MAX_SERVERS], eval1[MAX_SERVERS];
+	node_writes w0, w1;
+	dlock_stats *s0 = NULL, *s1 = NULL;
+	int64_t least = INT64_MAX, period = cfg->watchdog_ms / 3;
+	struct timespec pause = { 0, 5000000L };
+	double t0, t1, cpu0, cpu1;
+
+	o.watchdog_timeout_ms = cfg->watchdog_ms;
+	o.pool_size = cfg->threads;
+	sample = calloc((size_t)nsample, sizeof(*sample));
+	sample_at = calloc((size_t)nsample, sizeof(*sample_at));
+	if (locks == NULL || sample == NULL || sample_at == NULL ||
+			dlock_client_open(&c, cfg->uri, &o) != 0) {
+		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
+		return 1;
+	}
+	t0 = now_ns() / 1e6;
+	for (int i = 0; i < cfg->threads; i++) {
+		parts[i] = (holder_part){ cfg, c, locks, (int)((long)cfg->holds * i / cfg->threads),
+			(int)((long)cfg->holds * (i + 1) / cfg->threads), &failed, 0 };
+		pthread_create(&parts[i].th, NULL, take_holds, &parts[i]);
+	}
+	for (int i = 0; i < cfg->threads; i++)
+		pthread_join(parts[i].th, NULL);
+	t1 = now_ns() / 1e6;
+	if (atomic_load(&failed) > 0) {
+		fprintf(stderr, "dlock-cluster-bench: %ld holds not taken: %s\n",
+				atomic_load(&failed), dlock_errmsg_last());
+		return 1;
+	}
+	dlock_client_stats(&s0, c);
+	printf("holds=%d taken_in_ms=%.0f acquire_per_s=%.0f lost_while_taking=%llu\n", cfg->holds,
+			t1 - t0, cfg->holds / ((t1 - t0) / 1e3), (unsigned long long)s0->lost);
+	dlock_stats_free(s0);
+	s0 = NULL;
+	for (int i = 0; i < cfg->nservers; i++) {
+		ctx[i] = redisConnect(cfg->hosts[i], cfg->ports[i]);
+		if (ctx[i] == NULL || ctx[i]->err)
+			return 1;
+	}
+	for (int k = 0; k < nsample; k++) {
+		snprintf(sample[k], sizeof sample[k], "hold-%d",
+				(int)((long)k * cfg->holds / nsample));
+		sample_at[k] = owner_of(ctx, cfg, sample[k]);
+	}
+	/* Start at a round's edge: the holds were taken over t1 - t0 ms, so
+	 * the rounds after the first one are steady. */
+	{
+		struct timespec ts = { (time_t)(period / 1000), (long)(period % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	dlock_client_stats(&s0, c);
+	writes_now(c, &w0);
+	for (int i = 0; i < cfg->nservers; i++)
+		eval0[i] = evalsha_calls(cfg, i);
+	cpu0 = servers_cpu(cfg);
+	t0 = now_ns() / 1e6;
+	/* Sample PTTL every 5 ms, a pipeline per server, until P periods. */
+	while (now_ns() / 1e6 - t0 < (double)(period * cfg->periods)) {
+		for (int k = 0; k < nsample; k++)
+			if (sample_at[k] >= 0)
+				redisAppendCommand(ctx[sample_at[k]], "PTTL %s", sample[k]);
+		for (int k = 0; k < nsample; k++) {
+			redisReply *r = NULL;
+
+			if (sample_at[k] < 0 || redisGetReply(ctx[sample_at[k]], (void **)&r) != REDIS_OK)
+				continue;
+			if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0 && r->integer < least)
+				least = r->integer;
+			if (r->type == REDIS_REPLY_INTEGER && r->integer == -2)
+				lost++;
+			freeReplyObject(r);
+		}
+		nanosleep(&pause, NULL); /* the servers' time is for the renewals */
+	}
+	t1 = now_ns() / 1e6;
+	cpu1 = servers_cpu(cfg);
+	dlock_client_stats(&s1, c);
+	writes_now(c, &w1);
+	for (int i = 0; i < cfg->nservers; i++)
+		eval1[i] = evalsha_calls(cfg, i);
+	double rounds = (double)(s1->renewals - s0->renewals) / cfg->holds;
+
+	printf("watchdog_ms=%lld periods=%.1f rounds=%.2f renewal_failures=%llu lost=%llu "
+	       "sampled=%d sampled_gone=%d least_pttl_ms=%lld least_pttl_pct=%.0f "
+	       "server_cpu_ms_per_round=%.0f\n",
+			(long long)cfg->watchdog_ms, (t1 - t0) / period, rounds,
+			(unsigned long long)(s1->renewal_failures - s0->renewal_failures),
+			(unsigned long long)(s1->lost - s0->lost), nsample, lost,
+			(long long)(least == INT64_MAX ? -1 : least),
+			least == INT64_MAX ? 0.0 : 100.0 * (double)least / (double)cfg->watchdog_ms,
+			rounds > 0 ? (cpu1 - cpu0) * 1e3 / rounds : 0);
+	for (int i = 0; i < w1.n; i++) {
+		int j = 0;
+
+		while (j < cfg->nservers) { /* the server of this member, by port */
+			const char *colon = strrchr(w1.label[i], ':');
+
+			if (colon != NULL && atoi(colon + 1) == cfg->ports[j])
+				break;
+			j++;
+		}
+		printf("node=%s writes_per_round=%.1f evalsha_per_round=%.0f\n", w1.label[i],
+				rounds > 0 ? (double)(w1.writes[i] - w0.writes[i]) / rounds : 0,
+				rounds > 0 && j < cfg->nservers ? (double)(eval1[j] - eval0[j]) / rounds
+								: 0);
+	}
+	/* No teardown: freeing 100,000 handles while the client still holds
+	 * some walks its whole holds table each time (minutes). The keys
+	 * expire with the watchdog timeout; the servers are removed anyway. */
+	fflush(stdout);
+	_Exit(0);
+}
+
 static int parse_servers(config *cfg, char *list)
 {
 	for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ",")) {
@@ -276,7 +502,8 @@ static int parse_servers(config *cfg, char *list)
 
 int main(int argc, char **argv)
 {
-	config cfg = { .threads = 8, .names = 4096, .seconds = 5 };
+	config cfg = { .threads = 8, .names = 4096, .seconds = 5, .periods = 6,
+		.watchdog_ms = 3000 };
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--uri") == 0)
@@ -291,13 +518,23 @@ int main(int argc, char **argv)
 			cfg.names = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--moved") == 0)
 			cfg.moved = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--holds") == 0)
+			cfg.holds = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--watchdog") == 0)
+			cfg.watchdog_ms = atoll(argv[i + 1]);
+		else if (strcmp(argv[i], "--periods") == 0)
+			cfg.periods = atoi(argv[i + 1]);
 	}
 	if (cfg.uri == NULL || cfg.nservers == 0 || cfg.threads < 1 || cfg.threads > 64 ||
 			cfg.names < cfg.threads) {
 		fprintf(stderr,
 				"usage: dlock-cluster-bench --uri URI --servers H:P[,H:P...] "
-				"[--threads T] [--seconds S] [--names N] [--moved K]\n");
+				"[--threads T] [--seconds S] [--names N] [--moved K]\n"
+				"       dlock-cluster-bench --uri URI --servers H:P[,H:P...] --holds N "
+				"[--watchdog MS] [--periods P] [--threads T]\n");
 		return 2;
 	}
+	if (cfg.holds > 0)
+		return cfg.watchdog_ms >= 300 && cfg.periods > 0 ? renewals_at_scale(&cfg) : 2;
 	return cfg.moved > 0 ? moved_cost(&cfg) : throughput(&cfg);
 }

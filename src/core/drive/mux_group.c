@@ -115,19 +115,36 @@ static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npendi
 	g->conn = NULL;
 }
 
-/* Send the group's handshake (new connection) and every op due on it,
- * without waiting: what the socket does not take now goes on POLLOUT. */
-/* Queue op's command on the group's connection (behind ASKING for an ASK redirect). */
-static int send_op(dlock__mux_group *g, const dlock__mux_op *op)
+/* Queue op's command on the group's connection (behind ASKING for an ASK
+ * redirect); `now`: write it and whatever is queued at once, else leave it
+ * for the group's one write. */
+static int queue_op(dlock__mux_group *g, const dlock__mux_op *op, int now)
 {
 	if (op->asking) {
 		g->conn->asking = 1;
 		dlock__conn_ask(g->conn);
 	}
-	return dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
-			DLOCK__NO_WAIT);
+	if (now || g->conn->broken) /* broken: the send says so (ECONN) */
+		return dlock__conn_send(g->conn, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op),
+				DLOCK__NO_WAIT);
+	return dlock__conn_queue(g->conn, op->cmd_argc, op->cmd, op->cmd_lens) < 0
+			? dlock__seterr_node(DLOCK_ENOMEM, g->conn->label, "%s: out of memory",
+					  what_of(op))
+			: 0;
 }
 
+static int send_op(dlock__mux_group *g, const dlock__mux_op *op)
+{
+	return queue_op(g, op, 1);
+}
+
+/*
+ * Send the group's handshake (new connection) and every op due on it,
+ * without waiting: what the socket does not take now goes on POLLOUT.
+ * The ops go out in one write, not one each: a watchdog round has an op
+ * per cluster slot held (thousands at a node), and a write each would cost
+ * the client a system call and the server a read per op.
+ */
 static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 {
 	int64_t now_us = dlock__now_us(), now = now_us / 1000;
@@ -148,7 +165,7 @@ static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 		dlock__mux_op *op = &ops[g->fifo[i]];
 		op->sent_at = now;
 		op->sent_us = now_us;
-		rc = send_op(g, op);
+		rc = queue_op(g, op, i + 1 == g->tail);
 	}
 	return rc;
 }

@@ -145,6 +145,7 @@ static int send_all(dlock__conn *c, const char *buf, size_t len, size_t *done,
 
 		if (n > 0) {
 			*done += (size_t)n;
+			atomic_fetch_add_explicit((_Atomic uint64_t *)&c->node->writes, 1, memory_order_relaxed);
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			int rc = deadline == 0 ? 0 : wait_fd(c, c->want, what, deadline);
 

@@ -66,6 +66,10 @@ typedef struct dlock__node {
 	/* The last connection was refused in a way no retry heals (TLS: an
 	 * untrusted certificate, a wrong name, a plain port); cleared by an answer. */
 	_Atomic int refused;
+	/* Writes that put bytes on this node's connections: a pipelined batch
+	 * is one when the socket takes it whole (tests and the bench count
+	 * round trips with it). */
+	_Atomic uint64_t writes;
 } dlock__node;
 
 typedef struct dlock__conn {
