@@ -179,6 +179,9 @@ Test(cli_status_watch, a_registered_holder_is_named_by_its_label)
 	snprintf(want, sizeof want, " (nightly [%s pid %d (sleep 30)])", host, (int)run->pid);
 	const char *line = await_line(w, want);
 	cr_expect(strstr(line, " held by ") != NULL, "%s", line);
+	/* The holder listens for force unlocks: wait until a look has seen it
+	 * (a busy machine can show the hold before the subscription). */
+	await_line(w, "1 waiting or watching (was 0)");
 	kill(run->pid, SIGTERM);
 	proc_wait(run, HARD_TIMEOUT_S);
 	proc_free(run);
