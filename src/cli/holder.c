@@ -88,9 +88,11 @@ const char *cli_holder_words(const dlock_holder *h, char *buf, size_t len)
 		n = SHOWN_COMMAND_MAX;
 		while (n > 0 && ((unsigned char)h->command[n] & 0xC0) == 0x80)
 			n--; /* not inside a UTF-8 character */
-		snprintf(cmd, sizeof(cmd), "%.*s...", (int)n, h->command);
-	} else
-		snprintf(cmd, sizeof(cmd), "%s", h->command);
+		memcpy(cmd, h->command, n);
+		memcpy(cmd + n, "...", 4);
+	} else {
+		memcpy(cmd, h->command, n + 1);
+	}
 	snprintf(who, sizeof(who), "%s pid %lld%s%s%s", h->host, (long long)h->pid,
 			cmd[0] ? " (" : "", cmd, cmd[0] ? ")" : "");
 	if (h->label[0])
