@@ -196,10 +196,7 @@ int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *c)
 		return dlock__errbuf_record(&c->err,
 				dlock__seterr(DLOCK_EINVAL, "latch %s: waiters is NULL", c->shown));
 	*waiters = 0;
-	call.script = &script_waiters;
-	call.argc = 0;
-	call.many_argv = NULL;
-	call.many_lens = NULL;
+	dlock__call_begin(&call, &script_waiters);
 	dlock__call_push(&call, c->name, c->name_len);
 	dlock__call_keys_done(&call);
 	dlock__call_push(&call, c->channel, c->channel_len);

@@ -249,10 +249,7 @@ int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
 		return dlock__errbuf_record(&l->err,
 				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown));
 	}
-	call.script = &script_lock_info;
-	call.argc = 0;
-	call.many_argv = NULL;
-	call.many_lens = NULL;
+	dlock__call_begin(&call, &script_lock_info);
 	dlock__call_push(&call, l->name, l->name_len);
 	dlock__call_push(&call, l->queue, l->queue_len);
 	dlock__call_push(&call, l->timeouts, l->timeouts_len);

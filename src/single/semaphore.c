@@ -193,10 +193,7 @@ static int run_int(dlock_semaphore *s, const dlock__call *call, int retry, const
 /* Keys count and channel (and the timeouts of an expirable one when `all`). */
 static void push_keys(dlock_semaphore *s, dlock__call *call, dlock__script *script, int all)
 {
-	call->script = script;
-	call->argc = 0;
-	call->many_argv = NULL;
-	call->many_lens = NULL;
+	dlock__call_begin(call, script);
 	dlock__call_push(call, s->name, s->name_len);
 	dlock__call_push(call, s->channel, s->channel_len);
 	if (all && s->timeouts != NULL)
@@ -281,10 +278,7 @@ int dlock_semaphore_available(int64_t *out, dlock_semaphore *s)
 					"GET %s: unexpected reply type %d", s->shown, r->type);
 		freeReplyObject(r);
 	} else {
-		call.script = &dlock__script_sem_available;
-		call.argc = 0;
-		call.many_argv = NULL;
-		call.many_lens = NULL;
+		dlock__call_begin(&call, &dlock__script_sem_available);
 		dlock__call_push(&call, s->name, s->name_len);
 		dlock__call_push(&call, s->timeouts, s->timeouts_len);
 		dlock__call_push(&call, s->channel, s->channel_len);

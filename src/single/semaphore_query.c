@@ -112,10 +112,7 @@ int dlock_semaphore_query(dlock_semaphore_info **out, dlock_semaphore *s)
 	if ((info = dlock__calloc(1, sizeof(*info))) == NULL)
 		return dlock__errbuf_record(&s->err,
 				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", s->shown));
-	call.script = &dlock__script_sem_query;
-	call.argc = 0;
-	call.many_argv = NULL;
-	call.many_lens = NULL;
+	dlock__call_begin(&call, &dlock__script_sem_query);
 	dlock__call_push(&call, s->name, s->name_len);
 	if (s->timeouts != NULL)
 		dlock__call_push(&call, s->timeouts, s->timeouts_len);

@@ -65,6 +65,15 @@ typedef struct dlock__call {
 	const size_t *many_lens;
 } dlock__call;
 
+/* Start an empty call of `script`: push its keys, keys_done, then its args. */
+static inline void dlock__call_begin(dlock__call *c, dlock__script *script)
+{
+	c->script = script;
+	c->argc = 0;
+	c->many_argv = NULL;
+	c->many_lens = NULL;
+}
+
 /* The call's keys then args, wherever they are. */
 static inline const char *const *dlock__call_argv(const dlock__call *c)
 {
