@@ -218,19 +218,6 @@ Test(cluster, the_watchdog_renews_holds_on_every_shard)
 	dl_close_clients(c);
 }
 
-/* Another primary than s. */
-static rh_server *other_primary(rh_server *s)
-{
-	for (int i = 0; i < rh_cluster_size(cl); i++) {
-		rh_server *x = rh_cluster_server(cl, i);
-
-		if (x != s && rh_cluster_is_primary(cl, i) == 1)
-			return x;
-	}
-	cr_assert_fail("no other primary");
-	return NULL;
-}
-
 Test(cluster, a_moved_slot_is_followed_and_ask_is_honoured)
 {
 	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
@@ -241,7 +228,7 @@ Test(cluster, a_moved_slot_is_followed_and_ask_is_honoured)
 
 	dl_owner(c, owner, sizeof owner);
 	dl_pass(dlock_lock_lock(held, 60000));
-	rh_server *from = dl_slot_owner(cl, "moving"), *to = other_primary(from);
+	rh_server *from = dl_slot_owner(cl, "moving"), *to = dl_other_primary(cl, from);
 
 	/* While the slot moves: a new key of that slot is not at the source
 	 * yet, so the source answers ASK and the lock is taken at the target. */

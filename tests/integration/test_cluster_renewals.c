@@ -162,25 +162,12 @@ Test(cluster_renewals, many_slots_are_renewed_in_one_write_per_node_and_round)
 	dl_close_clients(c);
 }
 
-/* Another primary than s. */
-static rh_server *other_primary(rh_server *s)
-{
-	for (int i = 0; i < rh_cluster_size(cl); i++) {
-		rh_server *x = rh_cluster_server(cl, i);
-
-		if (x != s && rh_cluster_is_primary(cl, i) == 1)
-			return x;
-	}
-	cr_assert_fail("no other primary");
-	return NULL;
-}
-
 Test(cluster_renewals, a_slot_moved_mid_run_is_followed_and_the_others_are_kept)
 {
 	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, WATCHDOG_MS);
 	dlock_lock *l[HOLDS];
 	int slot = rh_cluster_key_slot(cl, "renew-0");
-	rh_server *from = dl_slot_owner(cl, "renew-0"), *to = other_primary(from);
+	rh_server *from = dl_slot_owner(cl, "renew-0"), *to = dl_other_primary(cl, from);
 	int64_t t0;
 
 	hold_all(c, l);

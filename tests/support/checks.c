@@ -143,6 +143,18 @@ rh_server *dl_slot_owner(rh_cluster *c, const char *key)
 	return s;
 }
 
+rh_server *dl_other_primary(rh_cluster *c, const rh_server *s)
+{
+	for (int i = 0; i < rh_cluster_size(c); i++) {
+		rh_server *x = rh_cluster_server(c, i);
+
+		if (x != s && rh_cluster_is_primary(c, i) == 1)
+			return x;
+	}
+	cr_assert_fail("no other primary");
+	return NULL;
+}
+
 int64_t dl_longest_loop_turn(dlock_loop *loop, int64_t for_ms, int64_t turn_ms)
 {
 	int64_t until = rh_now_ms() + for_ms, longest = 0;

@@ -299,6 +299,8 @@ void dl_waiter_join(dl_waiter *w);
 /* The server of cluster c that serves key's slot now (asserts there is one). */
 struct rh_cluster;
 struct rh_server *dl_slot_owner(struct rh_cluster *c, const char *key);
+/* A primary of cluster c other than s (asserts there is one). */
+struct rh_server *dl_other_primary(struct rh_cluster *c, const struct rh_server *s);
 
 /* A lost callback that records into the dl_lost passed as userdata. */
 void dl_on_lost(dlock_lock *lock, const char *owner, int reason, void *ud);
