@@ -52,6 +52,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	a->lease_ms = lease_ms;
 	a->token = 0;
 	a->waiters = -1;
+	a->role = 0;
 	/* A thread's own owner (this client's uuid) can only be held through
 	 * this client, so its record is the truth: no record means no holds,
 	 * and a count one higher than recorded can only be a lost reply of ours.
@@ -101,15 +102,35 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	return 0;
 }
 
-void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell)
+/* One more key, after the call's keys (its args move up one). */
+static void insert_key(dlock__call *c, const char *key, size_t len)
+{
+	memmove(&c->argv[c->nkeys + 1], &c->argv[c->nkeys],
+			(size_t)(c->argc - c->nkeys) * sizeof(*c->argv));
+	memmove(&c->lens[c->nkeys + 1], &c->lens[c->nkeys],
+			(size_t)(c->argc - c->nkeys) * sizeof(*c->lens));
+	c->argv[c->nkeys] = key;
+	c->lens[c->nkeys] = len;
+	c->nkeys++;
+	c->argc++;
+}
+
+void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int roles)
 {
 	dlock__call *c = &a->call;
 
-	/* ARGV[5] and [6], after the owner flag every kind ends with (scripts.c). */
-	if (l->taken != NULL && c->argc == c->nkeys + 4 && c->argc + 1 < DLOCK__CALL_MAX) {
-		dlock__call_push(c, l->taken, l->taken_len);
-		dlock__call_push(c, tell ? "1" : "0", 1);
-	}
+	/* ARGV[5] to [9], after the owner flag every kind ends with (scripts.c);
+	 * the waiters' ZSET last among the keys. */
+	if (l->taken == NULL || c->argc != c->nkeys + 4 || c->argc + 6 > DLOCK__CALL_MAX)
+		return;
+	dlock__call_push(c, l->taken, l->taken_len);
+	dlock__call_push(c, tell ? "1" : "0", 1);
+	if (!roles)
+		return;
+	insert_key(c, l->waiters, l->waiters_len);
+	dlock__call_push(c, l->wake, l->wake_len);
+	dlock__call_push(c, DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
+	dlock__call_push(c, roles == DLOCK__HERD_PRUNE ? "1" : "0", 1);
 }
 
 int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r, int64_t sent_at,
@@ -138,6 +159,7 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 	if (rc == DLOCK_ENOTACQUIRED) {
 		*ttl = got.ttl;
 		a->waiters = got.waiters;
+		a->role = got.role;
 		return dlock__seterr_node(rc, c->node.label,
 				"lock %s is held by another owner (ttl %lld ms)", l->shown,
 				(long long)got.ttl);

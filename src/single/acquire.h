@@ -36,7 +36,8 @@ typedef struct dlock__acquire {
 	int64_t believed;  /* hold count before, as the client believed it (-1 unknown) */
 	int64_t count;     /* holds after a successful acquire */
 	int64_t token;     /* fenced: the token this acquisition got */
-	int64_t waiters;   /* busy, asked by dlock__acquire_herd: processes waiting; else -1 */
+	int64_t waiters;   /* busy, asked by dlock__acquire_herd: processes watching; else -1 */
+	int role;          /* busy, asked with `roles`: DLOCK__HERD_WATCH or _SLEEP; else 0 */
 	char owner_buf[64];
 	char lease_s[24];
 	char believed_s[24];
@@ -55,15 +56,26 @@ typedef struct dlock__acquire {
 int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_t wait_ms,
 		int64_t lease_ms, dlock__acquire *a);
 
+/* How many waiting processes of a plain or fenced lock listen on its channel (scripts.c). */
+#define DLOCK__HERD_WATCHERS 4
+#define DLOCK__HERD_WATCHERS_ARG "4" /* the same, as the scripts' argument */
+#define DLOCK__HERD_WATCH 1
+#define DLOCK__HERD_SLEEP 2
+
 /*
  * Ask as a waiter of a plain or fenced lock (after dlock__acquire_prepare):
- * a busy lock then also counts the waiting processes (a->waiters, after
+ * a busy lock then also counts the watching processes (a->waiters, after
  * dlock__acquire_finish) and a new hold is told to them on dlock's "taken"
  * channel (scripts.c, single/acquire_op.c) when `tell` (a waiter's retry;
- * a first attempt, mostly uncontended, skips the count). Other kinds are
- * left as they are.
+ * a first attempt, mostly uncontended, skips the count). With `roles` (a
+ * retry of a waiter that listens on its wake-up channel) it also joins the
+ * lock's waiters and learns whether to watch or sleep (a->role); with
+ * DLOCK__HERD_PRUNE (a sleeper that looks by itself) it also drops the
+ * watchers that are gone. Other kinds are left as they are.
  */
-void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell);
+#define DLOCK__HERD_ROLES 1
+#define DLOCK__HERD_PRUNE 2
+void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int roles);
 
 /*
  * Interpret the reply of the acquire script sent at sent_at: 0 acquired

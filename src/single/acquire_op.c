@@ -37,6 +37,16 @@
  * waiters do not all ask in the millisecond the key expires: the first
  * takes it and tells the rest. A Redisson holder tells nothing: then the
  * slots all ask, one by one. Redisson's waiters hear "0" as ever.
+ *
+ * Watchers and sleepers. Every "0" still reaches every listening process
+ * (a few us of the server's time each), so only the first few waiting
+ * processes listen: a waiter also listens on a channel of its own, and its
+ * retries join the lock's waiters and learn a role (scripts.c). A watcher
+ * waits as above. A sleeper stops listening on the lock's and the "taken"
+ * channel and waits for a word on its own (it moved up into the watchers:
+ * it listens again, then asks), or for a timer well after the holder's TTL
+ * in case that word never comes. A newcomer that finds enough watchers
+ * already listens on its own channel only, until its role is known.
  */
 #include <string.h>
 
@@ -104,10 +114,35 @@ typedef struct acquire_op {
 	dlock__sub *tsub;
 	dlock__listener tli;
 	dlock__task taken_task;
+	/* Watchers and sleepers (top of file): the waiter's own channel. */
+	int role;               /* DLOCK__HERD_WATCH or _SLEEP as last answered; 0 unknown */
+	int watching;           /* listens on the lock's channel (and the "taken" one) */
+	int own_ready;          /* its own channel is subscribed: its retries ask with roles */
+	int promoted_meanwhile; /* a word came while an attempt was out */
+	int look_pending;       /* a look waits for its own channel's subscription */
+	int sleeper_look;       /* a sleeper's own timer fired: its look drops gone watchers */
+	int64_t own_asked;      /* when it asked for that subscription */
+	char *own;
+	size_t own_len;
+	dlock__reactor *orx;
+	dlock__sub *osub;
+	dlock__listener oli;
+	dlock__task own_task;
 } acquire_op;
 
 /* Never spread wider than this (ms): a stale count must not keep a waiter long. */
 #define HERD_SPREAD_MAX 256
+
+/* A sleeper looks by itself this long after the holder's TTL, spread over
+ * the next SLEEP_SPREAD_MS (the watchers take the lock before that), and
+ * every SLEEP_MAX_MS at most when the lock has no TTL. */
+#define SLEEP_AFTER_MS 250
+#define SLEEP_SPREAD_MS 1000
+#define SLEEP_MAX_MS 30000
+
+/* A look waits this long at most for the waiter's own channel to be
+ * subscribed, so that it asks with roles (then without). */
+#define OWN_WAIT_MS 1000
 
 /* A uniform draw in [0, n). */
 static int64_t draw(int64_t n)
@@ -155,24 +190,29 @@ static int keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int6
 			deadline - dlock__now_ms() > l->client->opts.command_timeout_ms;
 }
 
+/* "<base>:<owner>" (a fair waiter's channel, a waiter's own): NULL when out of memory. */
+static char *joined(const char *base, size_t blen, const char *owner, size_t *len)
+{
+	size_t olen = strlen(owner);
+	char *ch = dlock__malloc(blen + 1 + olen + 1);
+
+	if (ch == NULL)
+		return NULL;
+	memcpy(ch, base, blen);
+	ch[blen] = ':';
+	memcpy(ch + blen + 1, owner, olen + 1);
+	*len = blen + 1 + olen;
+	return ch;
+}
+
 /* The channel a waiter listens on: the lock's, or for a fair lock its own. */
 static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
 {
-	size_t olen = strlen(owner);
-	char *ch;
-
 	if (l->kind != DLOCK_LOCK_FAIR) {
 		*len = l->channel_len;
 		return l->channel;
 	}
-	ch = dlock__malloc(l->channel_len + 1 + olen + 1);
-	if (ch == NULL)
-		return NULL;
-	memcpy(ch, l->channel, l->channel_len);
-	ch[l->channel_len] = ':';
-	memcpy(ch + l->channel_len + 1, owner, olen + 1);
-	*len = l->channel_len + 1 + olen;
-	return ch;
+	return joined(l->channel, l->channel_len, owner, len);
 }
 
 /*
@@ -215,17 +255,76 @@ static const dlock__call *undo_of(dlock_lock *l, const dlock__acquire *a, int64_
 
 static void attempt(acquire_op *o);
 
-static void stop_listening(acquire_op *o)
+/* Listen on `channel` where it is served now (a cluster's slot may have
+ * moved since, a primary failed over). 0, or -1 out of memory. */
+static int follow(acquire_op *o, dlock__reactor **rx, dlock__sub **sub, dlock__listener *li,
+		const char *channel, size_t len)
 {
-	if (o->sub != NULL)
-		dlock__sub_unlisten(o->rx, o->sub, &o->li);
-	o->sub = NULL;
-	if (o->tsub != NULL)
-		dlock__sub_unlisten(o->trx, o->tsub, &o->tli);
-	o->tsub = NULL;
-	dlock__timer_stop(o->lo.op.loop, &o->timer);
+	dlock__reactor *now = dlock__client_reactor_for(o->lo.l->client, channel, len);
+
+	if (now == NULL || (now == *rx && *sub != NULL))
+		return 0;
+	if (*sub != NULL)
+		dlock__sub_unlisten(*rx, *sub, li);
+	*rx = now;
+	*sub = dlock__sub_listen(now, channel, len, li);
+	return *sub == NULL ? -1 : 0;
+}
+
+static void unfollow(dlock__reactor *rx, dlock__sub **sub, dlock__listener *li)
+{
+	if (*sub != NULL)
+		dlock__sub_unlisten(rx, *sub, li);
+	*sub = NULL;
+}
+
+/* Listen on the lock's channel, and a herd waiter on the "taken" one. */
+static int watch(acquire_op *o)
+{
+	dlock_lock *l = o->lo.l;
+	const dlock__sub *was = o->tsub;
+	int64_t lease, n;
+
+	o->watching = 1;
+	if (follow(o, &o->rx, &o->sub, &o->li, o->channel, o->channel_len) < 0)
+		return -1;
+	if (!o->herd)
+		return 0;
+	if (follow(o, &o->trx, &o->tsub, &o->tli, l->taken, l->taken_len) < 0)
+		return -1;
+	/* Notes from before are not news (the lock's channel wakes it then). */
+	if (o->tsub != NULL && o->tsub != was)
+		o->note_gen = dlock__sub_note(o->trx, o->tsub, &lease, &n, NULL, NULL);
+	return 0;
+}
+
+static void unwatch(acquire_op *o)
+{
+	unfollow(o->rx, &o->sub, &o->li);
+	unfollow(o->trx, &o->tsub, &o->tli);
 	dlock__loop_unpost(o->lo.op.loop, &o->wake_task);
 	dlock__loop_unpost(o->lo.op.loop, &o->taken_task);
+	o->watching = 0;
+}
+
+/* A herd waiter's own channel, where it is told to watch. */
+static int listen_own(acquire_op *o)
+{
+	if (o->own == NULL &&
+			(o->own = joined(o->lo.l->wake, o->lo.l->wake_len, o->lo.owner, &o->own_len)) ==
+					NULL)
+		return -1;
+	if (o->osub == NULL)
+		o->own_asked = dlock__now_ms();
+	return follow(o, &o->orx, &o->osub, &o->oli, o->own, o->own_len);
+}
+
+static void stop_listening(acquire_op *o)
+{
+	unwatch(o);
+	unfollow(o->orx, &o->osub, &o->oli);
+	dlock__loop_unpost(o->lo.op.loop, &o->own_task);
+	dlock__timer_stop(o->lo.op.loop, &o->timer);
 	o->waiting = 0;
 }
 
@@ -281,68 +380,71 @@ static void conclude(acquire_op *o, int rc)
 	finish(o, rc);
 }
 
-/* In a cluster the channel's slot may have moved to another node (a slot
- * moved, a primary failed over): listen there from now on. */
-static void follow_channel(acquire_op *o)
-{
-	dlock_lock *l = o->lo.l;
-	dlock__reactor *now = dlock__client_reactor_for(l->client, o->channel, o->channel_len);
-	int64_t lease, n;
-
-	if (now != o->rx && now != NULL) {
-		if (o->sub != NULL)
-			dlock__sub_unlisten(o->rx, o->sub, &o->li);
-		o->rx = now;
-		o->sub = dlock__sub_listen(now, o->channel, o->channel_len, &o->li);
-	}
-	if (!o->herd)
-		return;
-	now = dlock__client_reactor_for(l->client, l->taken, l->taken_len);
-	if (now == o->trx || now == NULL)
-		return;
-	if (o->tsub != NULL)
-		dlock__sub_unlisten(o->trx, o->tsub, &o->tli);
-	o->trx = now;
-	o->tsub = dlock__sub_listen(now, l->taken, l->taken_len, &o->tli);
-	/* Notes from before are not news (the lock's channel wakes it then). */
-	if (o->tsub != NULL)
-		o->note_gen = dlock__sub_note(now, o->tsub, &lease, &n, NULL, NULL);
-}
-
 /* Sleep until `wake` at the latest (the deadline caps it). */
 static int arm(acquire_op *o, int64_t wake)
 {
 	return dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
 }
 
-/* Listen on the channel (once), and look again at `wake` at the latest. */
+/* The first wait: its channel, and a loop the reactor's thread can wake. */
+static int first_wait(acquire_op *o)
+{
+	int rc;
+
+	o->channel = wait_channel(o->lo.l, o->lo.owner, &o->channel_len);
+	if (o->channel == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown);
+	/* A thread's loop gets its wake-up descriptor (kept until the blocking call ends). */
+	rc = dlock__loop_wakeable(o->lo.op.loop);
+	return rc < 0 ? rc : 0;
+}
+
+/* A sleeper looks by itself well after the holder's TTL (the watchers
+ * take the lock before that), spread so that sleepers do not all ask. */
+static int64_t sleeper_wake(const acquire_op *o)
+{
+	int64_t ttl = o->ttl >= 0 && o->ttl < SLEEP_MAX_MS ? o->ttl : SLEEP_MAX_MS;
+
+	return dlock__now_ms() + ttl + SLEEP_AFTER_MS + draw(SLEEP_SPREAD_MS);
+}
+
+/* Listen where this waiter's role says; the time to look again when it sleeps (else `wake`). */
+static int listen_for_role(acquire_op *o, int64_t *wake)
+{
+	if (!o->herd)
+		return watch(o);
+	if (listen_own(o) < 0)
+		return -1;
+	if (o->role == DLOCK__HERD_SLEEP && o->promoted_meanwhile)
+		o->role = DLOCK__HERD_WATCH;
+	o->promoted_meanwhile = 0;
+	if (o->role == DLOCK__HERD_SLEEP) {
+		unwatch(o);
+		*wake = sleeper_wake(o);
+		return 0;
+	}
+	/* A newcomer among enough watchers: its own channel first; once
+	 * subscribed it asks with roles (own_word). */
+	if (o->role == 0 && !o->own_ready && o->est >= DLOCK__HERD_WATCHERS && !o->watching)
+		return 0;
+	return watch(o);
+}
+
+/* Listen as the waiter's role says, and look again at `wake` at the latest. */
 static void wait_for(acquire_op *o, int64_t wake)
 {
 	int rc;
 
-	if (o->channel == NULL) {
-		o->channel = wait_channel(o->lo.l, o->lo.owner, &o->channel_len);
-		o->rx = o->channel != NULL
-				? dlock__client_reactor_for(o->lo.l->client, o->channel, o->channel_len)
-				: NULL;
-		/* The reactor's thread will wake it: a thread's loop gets its
-		 * wake-up descriptor (kept until the blocking call ends). */
-		if (o->channel == NULL || (rc = dlock__loop_wakeable(o->lo.op.loop)) < 0) {
-			conclude(o, o->channel == NULL ? dlock__seterr(DLOCK_ENOMEM,
-								 "lock %s: out of memory", o->lo.l->shown)
-						       : rc);
-			return;
-		}
-		if (o->rx != NULL)
-			o->sub = dlock__sub_listen(o->rx, o->channel, o->channel_len, &o->li);
-		if (o->rx != NULL && o->sub == NULL) {
-			conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown));
-			return;
-		}
+	if (o->channel == NULL && (rc = first_wait(o)) < 0) {
+		conclude(o, rc);
+		return;
 	}
-	follow_channel(o);
+	if (listen_for_role(o, &wake) < 0) {
+		conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown));
+		return;
+	}
 	o->waiting = 1;
-	if (o->woken_meanwhile) /* the unlock may have come after the attempt was answered */
+	if (o->woken_meanwhile && o->watching) /* the unlock may have come after the attempt was answered */
 		wake = dlock__now_ms() + wake_slot(o);
 	o->woken_meanwhile = 0;
 	if (arm(o, wake) < 0)
@@ -392,6 +494,8 @@ static void attempt_done(dlock__mux_loop *ml)
 		 * all have subscribed (a "taken" note sets it exactly). */
 		if (o->a.waiters > o->est)
 			o->est = o->a.waiters;
+		if (rc == DLOCK_ENOTACQUIRED && o->a.role != 0)
+			o->role = o->a.role;
 		if (rc == 0 && o->member) /* the quorum reports, not its parts */
 			dlock__holds_member(o->lo.l, o->a.owner);
 	} else {
@@ -412,6 +516,17 @@ static void attempt_done(dlock__mux_loop *ml)
 	dlock__mux_loop_end(ml);
 	dlock__mux_clear(o->mop, o->nmop);
 	after_attempt(o, rc, retry);
+}
+
+/* How a herd waiter's retry asks (single/acquire.h). */
+static int herd_roles(acquire_op *o)
+{
+	int prune = o->sleeper_look;
+
+	o->sleeper_look = 0;
+	if (o->attempts == 0 || !o->own_ready)
+		return 0;
+	return prune ? DLOCK__HERD_PRUNE : DLOCK__HERD_ROLES;
 }
 
 /* Send one attempt, once the server owes nothing (a late release of ours
@@ -435,7 +550,7 @@ static void attempt(acquire_op *o)
 		return;
 	}
 	if (o->herd)
-		dlock__acquire_herd(l, &o->a, o->attempts > 0);
+		dlock__acquire_herd(l, &o->a, o->attempts > 0, herd_roles(o));
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;
@@ -474,6 +589,16 @@ static void look_again(acquire_op *o)
 		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
 		return;
 	}
+	/* A herd waiter that waits for a holder asks once its own channel is
+	 * subscribed (own_word): then it learns its role. */
+	if (o->herd && o->rc == DLOCK_ENOTACQUIRED && !o->own_ready && o->osub != NULL &&
+			dlock__now_ms() < o->own_asked + OWN_WAIT_MS) {
+		o->look_pending = 1;
+		if (arm(o, o->own_asked + OWN_WAIT_MS) < 0)
+			conclude(o, DLOCK_ENOMEM);
+		return;
+	}
+	o->look_pending = 0;
 	o->waiting = 0;
 	o->woken_meanwhile = 0;
 	o->redirects = 0;
@@ -528,12 +653,52 @@ static void taken(dlock__task *t)
 		conclude(o, DLOCK_ENOMEM);
 }
 
+/*
+ * The waiter's own channel: subscribed (then its retries ask with roles),
+ * or a word that it moved up into the watchers (or a dropped connection,
+ * read the same way). A sleeper listens on the lock's channel again and
+ * asks once that is subscribed; a newcomer asks now.
+ */
+static void own_word(dlock__task *t)
+{
+	acquire_op *o = AOP(t, own_task);
+	int first = !o->own_ready;
+
+	if (o->osub == NULL || o->lo.op.finished)
+		return;
+	o->own_ready = 1;
+	if ((o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) ||
+			(first && o->look_pending)) {
+		look_again(o); /* a cancel ends it there */
+		return;
+	}
+	if (o->watching)
+		return; /* it hears the lock's channel already */
+	if (!o->waiting) {
+		o->promoted_meanwhile = o->promoted_meanwhile || !first;
+		return;
+	}
+	if (o->role == DLOCK__HERD_SLEEP) {
+		o->role = DLOCK__HERD_WATCH;
+		if (watch(o) < 0) {
+			conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory",
+					    o->lo.l->shown));
+			return;
+		}
+		if (o->sub != NULL)
+			return; /* its subscription wakes it (woken) */
+	}
+	look_again(o);
+}
+
 static void timer_fired(dlock__timer *t)
 {
 	acquire_op *o = AOP(t, timer);
 
-	if (o->waiting)
+	if (o->waiting) {
+		o->sleeper_look = o->herd && o->role == DLOCK__HERD_SLEEP && !o->watching;
 		look_again(o);
+	}
 	else if (!o->in_flight && !o->lo.op.finished)
 		attempt(o); /* the owed-replies look */
 }
@@ -544,6 +709,7 @@ static void start(dlock_op *op)
 
 	o->li.loop = op->loop; /* the loop it runs on, known now */
 	o->tli.loop = op->loop;
+	o->oli.loop = op->loop;
 	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
 	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
@@ -576,6 +742,7 @@ static void destroy(dlock_op *op)
 
 	if (o->channel != o->lo.l->channel)
 		dlock__free(o->channel);
+	dlock__free(o->own);
 	dlock__lock_op_free(&o->lo);
 }
 
@@ -605,6 +772,8 @@ static int new_acquire(acquire_op **out, dlock_lock *l, const char *owner, int64
 	o->herd = l->taken != NULL;
 	o->tli.task = &o->taken_task;
 	dlock__task_init(&o->taken_task, taken);
+	o->oli.task = &o->own_task;
+	dlock__task_init(&o->own_task, own_word);
 	dlock__timer_init(&o->timer, timer_fired);
 	*out = o;
 	return 0;

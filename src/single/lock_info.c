@@ -30,6 +30,9 @@
  * (empty unless a read-write lock's read holder), the queue's first
  * waiters, their places' ends (ZSCORE, nil when none), the queue's length,
  * the listeners on the channels (a fair waiter listens on its own)}.
+ * KEYS[4], the waiters of a plain or fenced lock (single/scripts.c), and
+ * ARGV[5] (their channels' prefix) and ARGV[6] (how many watch) add the
+ * sleepers to the listeners: those that still listen on their own channel.
  */
 static dlock__script script_lock_info = DLOCK__SCRIPT("lock query",
 		REFUSE_NON_LOCK
@@ -60,6 +63,13 @@ static dlock__script script_lock_info = DLOCK__SCRIPT("lock query",
 		"  for i = 1, #q do "
 		"    qt[i] = z and redis.call('zscore', KEYS[3], q[i]) or false; "
 		"    subs = subs + listeners(ARGV[1] .. ':' .. q[i]); "
+		"  end; "
+		"end; "
+		"if redis.call('type', KEYS[4]).ok == 'zset' then "
+		"  local k = tonumber(ARGV[6]); "
+		"  local m = redis.call('zrange', KEYS[4], k, k + 999); "
+		"  for i = 1, #m do "
+		"    if listeners(ARGV[5] .. ':' .. m[i]) > 0 then subs = subs + 1; end; "
 		"  end; "
 		"end; "
 		"return {f, ttl, holds, q, qt, qn, subs};");
@@ -225,10 +235,33 @@ static int read_reply(dlock_lock *l, const redisReply *r, int64_t now, dlock_loc
 	}
 }
 
+/* The names the query reads besides the lock's own, whatever the handle's
+ * kind (the keys tell which kind it is). */
+enum { LOCK_CHANNEL, RW_CHANNEL, WAITERS, WAKE, NNAMES };
+static const char *const query_prefixes[NNAMES] = { "redisson_lock__channel", "redisson_rwlock",
+	"dlock_lock__waiters", "dlock_lock__wake" };
+
+static void free_names(char **names)
+{
+	for (size_t i = 0; i < NNAMES; i++)
+		dlock__free(names[i]);
+}
+
+static int make_names(const dlock_lock *l, char **names, size_t *lens)
+{
+	int ok = 1;
+
+	for (size_t i = 0; i < NNAMES; i++) {
+		names[i] = dlock__prefix_name(query_prefixes[i], l->name, l->name_len, &lens[i]);
+		ok = ok && names[i] != NULL;
+	}
+	return ok ? 0 : -1;
+}
+
 int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
 {
-	size_t lock_len = 0, rw_len = 0;
-	char *lock_channel, *rw_channel;
+	char *names[NNAMES] = { 0 };
+	size_t lens[NNAMES] = { 0 };
 	dlock_lock_info *info;
 	redisReply *r = NULL;
 	dlock__call call;
@@ -238,14 +271,10 @@ int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
 	if (out == NULL || l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument");
 	*out = NULL;
-	/* Both kinds' channels, whatever the handle's kind: the key tells which it is. */
 	info = dlock__calloc(1, sizeof(*info));
-	lock_channel = dlock__prefix_name("redisson_lock__channel", l->name, l->name_len, &lock_len);
-	rw_channel = dlock__prefix_name("redisson_rwlock", l->name, l->name_len, &rw_len);
-	if (info == NULL || lock_channel == NULL || rw_channel == NULL) {
+	if (make_names(l, names, lens) < 0 || info == NULL) {
 		dlock__free(info);
-		dlock__free(lock_channel);
-		dlock__free(rw_channel);
+		free_names(names);
 		return dlock__errbuf_record(&l->err,
 				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown));
 	}
@@ -253,11 +282,14 @@ int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
 	dlock__call_push(&call, l->name, l->name_len);
 	dlock__call_push(&call, l->queue, l->queue_len);
 	dlock__call_push(&call, l->timeouts, l->timeouts_len);
+	dlock__call_push(&call, names[WAITERS], lens[WAITERS]);
 	dlock__call_keys_done(&call);
-	dlock__call_push(&call, lock_channel, lock_len);
-	dlock__call_push(&call, rw_channel, rw_len);
+	dlock__call_push(&call, names[LOCK_CHANNEL], lens[LOCK_CHANNEL]);
+	dlock__call_push(&call, names[RW_CHANNEL], lens[RW_CHANNEL]);
 	dlock__call_push(&call, QUEUE_READ_MAX, strlen(QUEUE_READ_MAX));
 	dlock__call_push(&call, HOLDS_READ_MAX, strlen(HOLDS_READ_MAX));
+	dlock__call_push(&call, names[WAKE], lens[WAKE]);
+	dlock__call_push(&call, DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
 	now = dlock__wall_ms();
 	if ((rc = dlock__client_check_fork(l->client)) == 0)
 		rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
@@ -266,8 +298,7 @@ int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
 	if (rc == 0)
 		rc = read_reply(l, r, now, info);
 	freeReplyObject(r);
-	dlock__free(lock_channel);
-	dlock__free(rw_channel);
+	free_names(names);
 	if (rc < 0) {
 		dlock_lock_info_free(info);
 		return dlock__errbuf_record(&l->err, rc);

@@ -24,6 +24,10 @@ struct dlock_lock {
 	size_t channel_len;
 	char *taken; /* plain, fenced: dlock_lock__taken:{name}, dlock's own (core/drive/reactor.h) */
 	size_t taken_len;
+	/* plain, fenced: the ZSET of waiting processes and the prefix of their
+	 * wake-up channels (watchers and sleepers: single/scripts.c) */
+	char *waiters, *wake;
+	size_t waiters_len, wake_len;
 	char *token_key; /* fenced: redisson_lock_token:{name} */
 	size_t token_key_len;
 	char *queue; /* redisson_lock_queue:{name} (a fair lock's; force unlock looks) */

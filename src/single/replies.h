@@ -14,6 +14,7 @@ typedef struct dlock__acquired {
 	int64_t token; /* fenced: the token; else 0 */
 	int64_t ttl;   /* not acquired: how long the holder keeps it (-1: no expiry) */
 	int64_t waiters; /* not acquired, asked with the "taken" channel: its listeners; else -1 */
+	int role;        /* not acquired, asked with roles: watch 1 or sleep 2; else 0 */
 } dlock__acquired;
 
 /*

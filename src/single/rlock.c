@@ -74,8 +74,11 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 	l->channel = dlock__prefix_name(dlock__lock_is_rw(l) ? "redisson_rwlock" : "redisson_lock__channel",
 			name, len, &l->channel_len);
 	/* Waiters that take a plain or fenced lock tell the others (acquire_op.c). */
-	if (l->kind == DLOCK_LOCK_PLAIN || l->kind == DLOCK_LOCK_FENCED)
+	if (l->kind == DLOCK_LOCK_PLAIN || l->kind == DLOCK_LOCK_FENCED) {
 		l->taken = dlock__prefix_name("dlock_lock__taken", name, len, &l->taken_len);
+		l->waiters = dlock__prefix_name("dlock_lock__waiters", name, len, &l->waiters_len);
+		l->wake = dlock__prefix_name("dlock_lock__wake", name, len, &l->wake_len);
+	}
 	if (l->kind == DLOCK_LOCK_FENCED)
 		l->token_key = dlock__prefix_name(
 				"redisson_lock_token", name, len, &l->token_key_len);
@@ -85,7 +88,8 @@ static int make_names(dlock_lock *l, const char *name, size_t len)
 	if (l->name == NULL || l->channel == NULL ||
 			(l->kind == DLOCK_LOCK_FENCED && l->token_key == NULL) ||
 			((l->kind == DLOCK_LOCK_PLAIN || l->kind == DLOCK_LOCK_FENCED) &&
-					l->taken == NULL) ||
+					(l->taken == NULL || l->waiters == NULL ||
+							l->wake == NULL)) ||
 			l->queue == NULL || l->timeouts == NULL)
 		return -1;
 	dlock__shown_name(l->shown, sizeof(l->shown), name, len);
@@ -143,6 +147,8 @@ void dlock__lock_unref(dlock_lock *l)
 	dlock__free(l->name);
 	dlock__free(l->channel);
 	dlock__free(l->taken);
+	dlock__free(l->waiters);
+	dlock__free(l->wake);
 	dlock__free(l->token_key);
 	dlock__free(l->queue);
 	dlock__free(l->timeouts);

@@ -29,38 +29,100 @@
 /*
  * Waking without a herd (single/acquire_op.c): a waiting client passes
  * dlock's "taken" channel as ARGV[5]. Then a busy lock replies {0, pttl,
- * listeners of that channel} - how many processes wait - and a new hold
- * is told on that channel as "<lease>:<listeners>" when anyone listens and
- * ARGV[6] is "1" (a waiter's retry: a first attempt, mostly uncontended,
- * skips the count), so
- * that the other waiting processes stand back instead of all asking the
- * server. Redisson's data and its "0" message are untouched. The channel
- * is an argument, not a key: it hashes to the lock's slot, and a second
- * key would make a slot's importing node refuse the acquire (TRYAGAIN)
- * while the lock's key has not moved there.
+ * listeners of that channel, role} - how many processes watch - and a new
+ * hold is told on that channel as "<lease>:<listeners>" when anyone listens
+ * and ARGV[6] is "1" (a waiter's retry: a first attempt, mostly
+ * uncontended, skips the count), so that the other watching processes stand
+ * back instead of all asking the server. Redisson's data and its "0"
+ * message are untouched. The channel is an argument, not a key: it hashes
+ * to the lock's slot.
+ *
+ * Watchers and sleepers. Every "0" reaches every process that listens on
+ * the lock's channel (a few us of the server's time each), so with many
+ * waiting processes only the first DLOCK__HERD_WATCHERS of them listen. A
+ * waiter's retry that also passes its wake-up channel's prefix (ARGV[7],
+ * the channel being "<prefix>:<owner>", which it listens on first) and the
+ * number of watchers (ARGV[8]) joins the ZSET of waiters (the last key,
+ * dlock_lock__waiters:{name}, ordered by arrival) and learns its role: 1,
+ * among the first ARGV[8], watch (listen on the lock's channel as ever);
+ * 2 sleep (listen only on its own channel, with a timer at the holder's
+ * TTL as a fallback). A waiter that takes the lock leaves the set, and
+ * whoever moves up into the watchers is told on its own channel ("1"). A
+ * member nobody listens for (its process died, its wait ended) is dropped
+ * when telling it finds nobody, or when seen among the watchers by one
+ * that took the lock or by a sleeper that looks by itself (ARGV[9] "1":
+ * the watchers may all be gone).
  */
+#define HERD_FUNCTIONS \
+	"local function herd_refill(wz, pre, k, r) " \
+	"  local guard = 0; " \
+	"  while r > 0 and guard < 8 do " \
+	"    guard = guard + 1; " \
+	"    local m = redis.call('zrange', wz, k - r, k - 1); " \
+	"    r = 0; " \
+	"    for i = 1, #m do " \
+	"      if redis.call('publish', pre .. ':' .. m[i], '1') == 0 then " \
+	"        redis.call('zrem', wz, m[i]); r = r + 1; " \
+	"      end; " \
+	"    end; " \
+	"  end; " \
+	"end; " \
+	"local function herd_prune(wz, pre, k) " \
+	"  local r = 0; " \
+	"  local m = redis.call('zrange', wz, 0, k - 1); " \
+	"  for i = 1, #m do " \
+	"    if listeners(pre .. ':' .. m[i]) == 0 then redis.call('zrem', wz, m[i]); r = r + 1; end; " \
+	"  end; " \
+	"  return r; " \
+	"end; " \
+	"local function herd_role(pttl) " \
+	"  if not ARGV[7] then return 0; end; " \
+	"  local wz, pre, k = KEYS[#KEYS], ARGV[7], tonumber(ARGV[8]); " \
+	"  local t = redis.call('time'); " \
+	"  redis.call('zadd', wz, 'NX', t[1] * 1000000 + t[2], ARGV[2]); " \
+	"  if ARGV[9] == '1' then herd_refill(wz, pre, k, herd_prune(wz, pre, k)); end; " \
+	"  local keep = 60000; " \
+	"  if pttl > 0 then keep = keep + 2 * pttl; end; " \
+	"  redis.call('pexpire', wz, keep); " \
+	"  local rank = redis.call('zrank', wz, ARGV[2]); " \
+	"  if rank == false or rank < k then return 1; end; " \
+	"  return 2; " \
+	"end; " \
+	"local function herd_leave() " \
+	"  if not ARGV[7] then return; end; " \
+	"  local wz, pre, k = KEYS[#KEYS], ARGV[7], tonumber(ARGV[8]); " \
+	"  local rank = redis.call('zrank', wz, ARGV[2]); " \
+	"  if rank == false then return; end; " \
+	"  redis.call('zrem', wz, ARGV[2]); " \
+	"  local r = herd_prune(wz, pre, k); " \
+	"  if rank < k then r = r + 1; end; " \
+	"  herd_refill(wz, pre, k, r); " \
+	"end; "
 #define HERD_BUSY \
 	"if ARGV[5] then " \
-	"  return {0, redis.call('pttl', KEYS[1]), listeners(ARGV[5])}; " \
+	"  local pttl = redis.call('pttl', KEYS[1]); " \
+	"  return {0, pttl, listeners(ARGV[5]), herd_role(pttl)}; " \
 	"end; "
 #define HERD_TAKEN \
+	"herd_leave(); " \
 	"if ARGV[6] == '1' then " \
 	"  local n = listeners(ARGV[5]); " \
 	"  if n > 0 then redis.call('publish', ARGV[5], ARGV[1] .. ':' .. n); end; " \
 	"end; "
 
 dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
-		DLOCK__LUA_LISTENERS
-		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
-		"if c == false then "
-		"  if redis.call('exists', KEYS[1]) == 1 then "
-		HERD_BUSY
-		"    return redis.call('pttl', KEYS[1]); "
-		"  end; "
+		DLOCK__LUA_LISTENERS HERD_FUNCTIONS
+		/* Free first (Redisson's order): the common case costs three calls. */
+		"if redis.call('exists', KEYS[1]) == 0 then "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
 		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
 		HERD_TAKEN
 		"  return {1}; "
+		"end; "
+		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"if c == false then "
+		HERD_BUSY
+		"  return redis.call('pttl', KEYS[1]); "
 		"end; " ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]",
 				"") "redis.call('pexpire', KEYS[1], ARGV[1]); "
 				    "return {c};");
@@ -72,12 +134,14 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 		RELEASE_REPEATED("ARGV[3]", "ARGV[4]", "ARGV[5]")
 		/* Not ours: -2 when others hold it now (a brain split if we
 		 * believed we held it: dlock/stats.h), else nil. */
-		"if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then "
+		"local c = redis.call('hget', KEYS[1], ARGV[3]); "
+		"if c == false then "
 		"  if redis.call('exists', KEYS[1]) == 1 then return -2; end; "
 		"  return nil; "
 		"end; "
-		"local c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-		"if c > 0 then "
+		/* The last hold (the common case) costs three calls. */
+		"if tonumber(c) > 1 then "
+		"  c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
 		"  if tonumber(ARGV[2]) > 0 then "
 		"    redis.call('pexpire', KEYS[1], ARGV[2]); "
 		"  end; "
@@ -154,18 +218,18 @@ dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
 dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT_HOLDS("acquire-fenced",
 		/* The counter is read or incremented before the lock is touched: a
 	 * counter that is not a number fails the script with nothing written. */
-		DLOCK__LUA_LISTENERS
-		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
-		"if c == false then "
-		"  if redis.call('exists', KEYS[1]) == 1 then "
-		HERD_BUSY
-		"    return redis.call('pttl', KEYS[1]); "
-		"  end; "
+		DLOCK__LUA_LISTENERS HERD_FUNCTIONS
+		"if redis.call('exists', KEYS[1]) == 0 then "
 		"  local t = redis.call('incr', KEYS[2]); "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
 		"  redis.call('pexpire', KEYS[1], ARGV[1]); "
 		HERD_TAKEN
 		"  return {1, t}; "
+		"end; "
+		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"if c == false then "
+		HERD_BUSY
+		"  return redis.call('pttl', KEYS[1]); "
 		"end; "
 		"local t = tonumber(redis.call('get', KEYS[2]) or '0'); " ADOPT_OR_COUNT("ARGV[3]",
 				"ARGV[4]",

@@ -279,3 +279,79 @@ Test(herd, waiters_sharing_clients_lose_no_wake_up)
 	for (int i = 0; i < CLIENTS; i++)
 		dlock_client_close(c[i]);
 }
+
+/* Listeners of a channel, as the server counts them. */
+static long long numsub(redisContext *raw, const char *channel)
+{
+	redisReply *r = redisCommand(raw, "PUBSUB NUMSUB %s", channel);
+	long long n;
+
+	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+			r->element[1]->type == REDIS_REPLY_INTEGER,
+			"PUBSUB NUMSUB %s", channel);
+	n = r->element[1]->integer;
+	freeReplyObject(r);
+	return n;
+}
+
+static long long zcard(redisContext *raw, const char *key)
+{
+	redisReply *r = redisCommand(raw, "ZCARD %s", key);
+	long long n;
+
+	cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER, "ZCARD %s", key);
+	n = r->integer;
+	freeReplyObject(r);
+	return n;
+}
+
+/* Each "0" costs the server a write per listening process: with many
+ * waiting, only the first few listen on the lock's channel and the others
+ * sleep until told to watch - and still every one gets the lock, long
+ * before a sleeper's own timer (after the holder's lease) would wake it,
+ * and a status query still counts them all. */
+Test(herd, only_a_few_waiting_clients_listen_on_the_lock_channel)
+{
+	redisContext *raw = dl_raw_connect(rh_server_port(dl_srv), 5000);
+	dlock_client *holder = dl_client(rh_server_uri(dl_srv), 0, 0);
+	dlock_lock *held = dl_lock(holder, LOCK);
+	herd *h = calloc(1, sizeof(*h));
+	const int64_t lease = 20000;
+	long long subs = -1, joined = -1;
+	dlock_lock_info *info = NULL;
+	int64_t t0, until;
+
+	cr_assert(h != NULL);
+	herd_up(h, 1, 10000);
+	atomic_store(&h->first_seen, 1);
+	dl_pass(dlock_lock_lock(held, lease));
+	herd_start(h);
+	/* Every waiter asks again once it listens on its own channel, and
+	 * learns its role: the count settles at the watchers. */
+	for (until = rh_now_ms() + 15000; rh_now_ms() < until; dl_sleep_ms(20))
+		if ((joined = zcard(raw, "dlock_lock__waiters:{" LOCK "}")) == WAITERS &&
+				(subs = numsub(raw, "redisson_lock__channel:{" LOCK "}")) <= 4 &&
+				numsub(raw, "dlock_lock__taken:{" LOCK "}") <= 4)
+			break;
+	cr_assert_eq(joined, WAITERS, "%lld of %d waiting clients joined the waiters", joined,
+			WAITERS);
+	cr_assert_leq(subs, 4, "%lld of %d waiting clients still listen on the lock's channel",
+			subs, WAITERS);
+	dl_pass(dlock_lock_query(&info, held));
+	/* The sleepers listen on their own channels, and are counted. */
+	cr_assert_geq(dlock_lock_info_subscribers(info), WAITERS,
+			"a query counts %lld of %d waiting clients",
+			(long long)dlock_lock_info_subscribers(info), WAITERS);
+	dlock_lock_info_free(info);
+	cr_assert_eq(atomic_load(&h->acquired), 0, "someone took a held lock");
+	t0 = rh_now_ms();
+	dl_pass(dlock_lock_unlock(held));
+	herd_down(h);
+	/* A word lost on the way would cost a sleeper the holder's lease. */
+	cr_assert_lt(rh_now_ms() - t0, lease / 2, "%d hand-offs took %lld ms: a wake-up was lost",
+			WAITERS, (long long)(rh_now_ms() - t0));
+	dlock_lock_free(held);
+	dlock_client_close(holder);
+	redisFree(raw);
+	free(h);
+}

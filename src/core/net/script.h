@@ -47,7 +47,7 @@ dlock__script *dlock__script_for(dlock__script *s, const dlock__node *node);
 #define DLOCK__SCRIPT_MAX_ARGS 1024
 
 /* Keys plus arguments of the lock scripts, at most (dlock__call). */
-#define DLOCK__CALL_MAX 10
+#define DLOCK__CALL_MAX 12
 
 /*
  * One call of a lock script, built by the layer that knows the keys and
