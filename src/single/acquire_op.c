@@ -259,6 +259,9 @@ static int leave(acquire_op *o, int rc)
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->lo.l->client;
 	o->mop[0].call = dlock__fair_exit_prepare(o->lo.l, &o->a, o->wait_ms, o->unsettled, &o->exit);
+	/* It may time out and run later: as EVAL, so that a server that does
+	 * not know the script yet runs it all the same. */
+	o->mop[0].eval = 1;
 	o->nmop = 1;
 	if (dlock__mux_loop_begin(&o->ml, o->lo.op.loop, o->mop, 1, NULL, NULL, left) < 0) {
 		dlock__seterr(rc, "%s", o->end_msg);
