@@ -38,6 +38,8 @@
  * takes it and tells the rest. A Redisson holder tells nothing: then the
  * slots all ask, one by one. Redisson's waiters hear "0" as ever.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dlock/errors.h"
@@ -91,6 +93,8 @@ typedef struct acquire_op {
 	dlock__mux_loop ml;
 	char *channel;
 	size_t channel_len;
+	char *left_key; /* a fair waiter's mark, set when it leaves with a reply owed */
+	size_t left_key_len;
 	dlock__reactor *rx;
 	dlock__sub *sub;
 	dlock__listener li;
@@ -211,6 +215,26 @@ static const dlock__call *undo_of(dlock_lock *l, const dlock__acquire *a, int64_
 		return NULL;
 	dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, u);
 	return &u->call;
+}
+
+/*
+ * The mark a fair waiter that keeps its place names in its attempts
+ * (dlock__acquire_wait_key): `dlock_lock__left:{name}:<wait id>`, in the
+ * lock's slot, one id per wait. NULL (out of memory): none, and a late
+ * attempt may queue again (its place then expires with its wait).
+ */
+static char *left_key_new(const dlock_lock *l, size_t *len)
+{
+	size_t n;
+	char *base = dlock__prefix_name("dlock_lock__left", l->name, l->name_len, &n);
+	char *k = base != NULL ? dlock__realloc(base, n + 18) : NULL;
+
+	if (k == NULL) {
+		dlock__free(base);
+		return NULL;
+	}
+	*len = n + (size_t)snprintf(k + n, 18, ":%016" PRIx64, dlock__random());
+	return k;
 }
 
 static void attempt(acquire_op *o);
@@ -439,6 +463,8 @@ static void attempt(acquire_op *o)
 	}
 	if (o->herd)
 		dlock__acquire_herd(l, &o->a, o->attempts > 0);
+	if (o->left_key != NULL)
+		dlock__acquire_wait_key(l, &o->a, o->left_key, o->left_key_len);
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;
@@ -551,6 +577,8 @@ static void start(dlock_op *op)
 	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
 	o->owed_until = o->started + OWED_GRACE_MS;
+	if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0 && o->ride_out)
+		o->left_key = left_key_new(o->lo.l, &o->left_key_len);
 	attempt(o);
 }
 
@@ -579,6 +607,7 @@ static void destroy(dlock_op *op)
 
 	if (o->channel != o->lo.l->channel)
 		dlock__free(o->channel);
+	dlock__free(o->left_key);
 	dlock__lock_op_free(&o->lo);
 }
 

@@ -47,7 +47,7 @@ dlock__script *dlock__script_for(dlock__script *s, const dlock__node *node);
 #define DLOCK__SCRIPT_MAX_ARGS 1024
 
 /* Keys plus arguments of the lock scripts, at most (dlock__call). */
-#define DLOCK__CALL_MAX 10
+#define DLOCK__CALL_MAX 12
 
 /*
  * One call of a lock script, built by the layer that knows the keys and
@@ -96,6 +96,20 @@ static inline void dlock__call_push(dlock__call *c, const char *p, size_t len)
 static inline void dlock__call_keys_done(dlock__call *c)
 {
 	c->nkeys = c->argc;
+}
+
+/* One more key for a call whose arguments are pushed already: they move up. */
+static inline void dlock__call_add_key(dlock__call *c, const char *p, size_t len)
+{
+	int i;
+
+	for (i = c->argc; i > c->nkeys; i--) {
+		c->argv[i] = c->argv[i - 1];
+		c->lens[i] = c->lens[i - 1];
+	}
+	c->argv[c->nkeys] = p;
+	c->lens[c->nkeys++] = len;
+	c->argc++;
 }
 
 /*
