@@ -53,6 +53,7 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	a->token = 0;
 	a->waiters = -1;
 	a->role = 0;
+	a->left = NULL;
 	/* A thread's own owner (this client's uuid) can only be held through
 	 * this client, so its record is the truth: no record means no holds,
 	 * and a count one higher than recorded can only be a lost reply of ours.
@@ -102,19 +103,6 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 	return 0;
 }
 
-/* One more key, after the call's keys (its args move up one). */
-static void insert_key(dlock__call *c, const char *key, size_t len)
-{
-	memmove(&c->argv[c->nkeys + 1], &c->argv[c->nkeys],
-			(size_t)(c->argc - c->nkeys) * sizeof(*c->argv));
-	memmove(&c->lens[c->nkeys + 1], &c->lens[c->nkeys],
-			(size_t)(c->argc - c->nkeys) * sizeof(*c->lens));
-	c->argv[c->nkeys] = key;
-	c->lens[c->nkeys] = len;
-	c->nkeys++;
-	c->argc++;
-}
-
 void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int roles)
 {
 	dlock__call *c = &a->call;
@@ -127,10 +115,22 @@ void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int r
 	dlock__call_push(c, tell ? "1" : "0", 1);
 	if (!roles)
 		return;
-	insert_key(c, l->waiters, l->waiters_len);
+	dlock__call_add_key(c, l->waiters, l->waiters_len);
 	dlock__call_push(c, l->wake, l->wake_len);
 	dlock__call_push(c, DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
 	dlock__call_push(c, roles == DLOCK__HERD_PRUNE ? "1" : "0", 1);
+}
+
+void dlock__acquire_wait_key(const dlock_lock *l, dlock__acquire *a, const char *key, size_t len)
+{
+	dlock__call *c = &a->call;
+
+	/* KEYS[4] of the fair acquire (scripts.c). */
+	if (l->kind == DLOCK_LOCK_FAIR && c->nkeys == 3 && c->argc < DLOCK__CALL_MAX) {
+		dlock__call_add_key(c, key, len);
+		a->left = key;
+		a->left_len = len;
+	}
 }
 
 int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r, int64_t sent_at,
@@ -243,25 +243,12 @@ int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait
 			l->client->opts.sync_aof > 0 ? "sync_aof" : "sync_replicas");
 }
 
-/*
- * A fair waiter that stops waiting leaves the queue, moving those behind it
- * up. When an attempt sent without its undo is still unanswered, the undo
- * goes instead: it takes back the hold that attempt may make and leaves the
- * queue. On another connection than the attempt, it usually runs after it
- * (a paused server serves its clients in order); when it does not, the late
- * hold expires with its lease and the place with its wait. A leave that
- * times out stays queued on its connection and runs when the server does.
- */
-const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire *a,
-		int64_t wait_ms, int unsettled, dlock__fair_exit *x)
+/* The plain leave: the waiter's place goes, those behind it move up. */
+static void fair_leave_prepare(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+		dlock__fair_exit *x)
 {
 	dlock__call *c = &x->u.call;
 
-	x->undo = unsettled && a->believed >= 0;
-	if (x->undo) {
-		dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, &x->u);
-		return c;
-	}
 	c->script = &dlock__script_fair_leave;
 	c->argc = 0;
 	dlock__call_push(c, l->queue, l->queue_len);
@@ -270,7 +257,45 @@ const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire 
 	dlock__call_push(c, a->owner, strlen(a->owner));
 	dlock__call_push(c, x->u.wait,
 			dlock__fmt_i64(x->u.wait, dlock__fair_place_ms(l, wait_ms)));
-	return c;
+}
+
+/* The mark that stops a late attempt: the last key, its lifetime the last argument. */
+static void fair_mark_left(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms,
+		dlock__fair_exit *x)
+{
+	dlock__call *c = &x->u.call;
+	int64_t ttl = dlock__fair_place_ms(l, wait_ms) + l->client->opts.command_timeout_ms;
+
+	dlock__call_add_key(c, a->left, a->left_len);
+	dlock__call_push(c, x->left_ttl, dlock__fmt_i64(x->left_ttl, ttl));
+}
+
+/*
+ * A fair waiter that stops waiting leaves the queue, moving those behind it
+ * up. When an attempt sent without its undo is still unanswered, the undo
+ * goes instead: it takes back the hold that attempt may make and leaves the
+ * queue. On another connection than the attempt, it may run before it (the
+ * attempt's connection timed out; a paused server that wakes serves its
+ * connections in any order): then that attempt would take the lock or queue
+ * again, and nobody would leave that place before it expires. So a leave
+ * or undo sent while an attempt is unanswered also sets the wait's mark
+ * (dlock__acquire_wait_key), which lasts as long as a place and a command
+ * timeout more; the late attempt finds it and does nothing. A leave with
+ * no reply owed writes nothing more than Redisson's. A leave that times out
+ * stays queued on its connection and runs when the server does (it goes as
+ * EVAL: single/acquire_op.c).
+ */
+const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire *a,
+		int64_t wait_ms, int unsettled, dlock__fair_exit *x)
+{
+	x->undo = unsettled && a->believed >= 0;
+	if (x->undo)
+		dlock__rollback_prepare(l, a->owner, a->believed + 1, wait_ms, &x->u);
+	else
+		fair_leave_prepare(l, a, wait_ms, x);
+	if (unsettled && a->left != NULL)
+		fair_mark_left(l, a, wait_ms, x);
+	return &x->u.call;
 }
 
 void dlock__fair_exit_finish(dlock_lock *l, const dlock__acquire *a, const dlock__fair_exit *x,

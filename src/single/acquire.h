@@ -38,6 +38,8 @@ typedef struct dlock__acquire {
 	int64_t token;     /* fenced: the token this acquisition got */
 	int64_t waiters;   /* busy, asked by dlock__acquire_herd: processes watching; else -1 */
 	int role;          /* busy, asked with `roles`: DLOCK__HERD_WATCH or _SLEEP; else 0 */
+	const char *left;  /* the wait's left mark (dlock__acquire_wait_key); NULL: none */
+	size_t left_len;
 	char owner_buf[64];
 	char lease_s[24];
 	char believed_s[24];
@@ -76,6 +78,16 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
 #define DLOCK__HERD_ROLES 1
 #define DLOCK__HERD_PRUNE 2
 void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int roles);
+
+/*
+ * Name a fair waiter's mark in its attempt (after dlock__acquire_prepare):
+ * `key` (the lock's hash tag, and an id of this one wait; it must outlive
+ * the attempt and the leave) exists once the wait has left its queue while
+ * an attempt of it was unanswered (dlock__fair_exit_prepare), and an attempt
+ * that runs late, after that leave, then neither queues nor takes the lock.
+ * Other kinds are left as they are.
+ */
+void dlock__acquire_wait_key(const dlock_lock *l, dlock__acquire *a, const char *key, size_t len);
 
 /*
  * Interpret the reply of the acquire script sent at sent_at: 0 acquired
@@ -195,11 +207,14 @@ void dlock__rollback_finish(dlock_lock *l, const char *owner, int64_t believed, 
  * call to send (into *x), sent like an attempt on the waiter's loop, never
  * blocking it. With `unsettled` (an attempt that kept the place went
  * unanswered) and a known count it is the undo of that attempt, which also
- * leaves; finish records what the undo did (nothing for a plain leave).
+ * leaves; with `unsettled` and the attempts' mark (a->left) it also sets
+ * the mark, so that the unanswered attempt, should it run after the leave,
+ * does nothing. Finish records what the undo did (nothing for a plain leave).
  */
 typedef struct dlock__fair_exit {
 	dlock__rollback u; /* the undo; a plain leave uses its call and wait */
 	int undo;
+	char left_ttl[24]; /* how long the mark lasts (ms) */
 } dlock__fair_exit;
 
 const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire *a,

@@ -48,6 +48,8 @@
  * in case that word never comes. A newcomer that finds enough watchers
  * already listens on its own channel only, until its role is known.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dlock/errors.h"
@@ -101,6 +103,8 @@ typedef struct acquire_op {
 	dlock__mux_loop ml;
 	char *channel;
 	size_t channel_len;
+	char *left_key; /* a fair waiter's mark, set when it leaves with a reply owed */
+	size_t left_key_len;
 	dlock__reactor *rx;
 	dlock__sub *sub;
 	dlock__listener li;
@@ -253,6 +257,26 @@ static const dlock__call *undo_of(dlock_lock *l, const dlock__acquire *a, int64_
 	return &u->call;
 }
 
+/*
+ * The mark a fair waiter that keeps its place names in its attempts
+ * (dlock__acquire_wait_key): `dlock_lock__left:{name}:<wait id>`, in the
+ * lock's slot, one id per wait. NULL (out of memory): none, and a late
+ * attempt may queue again (its place then expires with its wait).
+ */
+static char *left_key_new(const dlock_lock *l, size_t *len)
+{
+	size_t n;
+	char *base = dlock__prefix_name("dlock_lock__left", l->name, l->name_len, &n);
+	char *k = base != NULL ? dlock__realloc(base, n + 18) : NULL;
+
+	if (k == NULL) {
+		dlock__free(base);
+		return NULL;
+	}
+	*len = n + (size_t)snprintf(k + n, 18, ":%016" PRIx64, dlock__random());
+	return k;
+}
+
 static void attempt(acquire_op *o);
 
 /* Listen on `channel` where it is served now (a cluster's slot may have
@@ -358,6 +382,9 @@ static int leave(acquire_op *o, int rc)
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->lo.l->client;
 	o->mop[0].call = dlock__fair_exit_prepare(o->lo.l, &o->a, o->wait_ms, o->unsettled, &o->exit);
+	/* It may time out and run later: as EVAL, so that a server that does
+	 * not know the script yet runs it all the same. */
+	o->mop[0].eval = 1;
 	o->nmop = 1;
 	if (dlock__mux_loop_begin(&o->ml, o->lo.op.loop, o->mop, 1, NULL, NULL, left) < 0) {
 		dlock__seterr(rc, "%s", o->end_msg);
@@ -551,6 +578,8 @@ static void attempt(acquire_op *o)
 	}
 	if (o->herd)
 		dlock__acquire_herd(l, &o->a, o->attempts > 0, herd_roles(o));
+	if (o->left_key != NULL)
+		dlock__acquire_wait_key(l, &o->a, o->left_key, o->left_key_len);
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;
@@ -714,6 +743,8 @@ static void start(dlock_op *op)
 	o->started = o->started_us / 1000;
 	o->deadline = dlock__deadline_in(o->wait_ms);
 	o->owed_until = o->started + OWED_GRACE_MS;
+	if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0 && o->ride_out)
+		o->left_key = left_key_new(o->lo.l, &o->left_key_len);
 	attempt(o);
 }
 
@@ -743,6 +774,7 @@ static void destroy(dlock_op *op)
 	if (o->channel != o->lo.l->channel)
 		dlock__free(o->channel);
 	dlock__free(o->own);
+	dlock__free(o->left_key);
 	dlock__lock_op_free(&o->lo);
 }
 

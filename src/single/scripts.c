@@ -266,7 +266,26 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
 	"end; "
 
 /*
- * Fair acquire. KEYS: name, queue, deadlines. ARGV: lease, owner, believed
+ * dlock's own mark of a fair wait that has left its queue while an attempt
+ * of it was unanswered (single/acquire.c: dlock__fair_exit_prepare): a
+ * string key `dlock_lock__left:{name}:<wait id>`, in the lock's slot, that
+ * expires by itself. Redisson neither reads nor writes it. The leave and
+ * the undo set it when given the key (and its lifetime, ms); an attempt
+ * that names it and finds it ran after its waiter left: it answers as a
+ * busy lock does and changes nothing.
+ */
+#define FAIR_MARK_LEFT(key, ttl) \
+	"if " key " ~= nil then redis.call('set', " key ", '1', 'px', " ttl "); end; "
+#define FAIR_LEFT_ALREADY \
+	"if KEYS[4] ~= nil and redis.call('exists', KEYS[4]) == 1 then " \
+	"  local pttl = redis.call('pttl', KEYS[1]); " \
+	"  if pttl == -2 then pttl = -1000 - redis.call('llen', KEYS[2]); end; " \
+	"  return pttl; " \
+	"end; "
+
+/*
+ * Fair acquire. KEYS: name, queue, deadlines, and optionally the wait's
+ * mark (FAIR_MARK_LEFT). ARGV: lease, owner, believed
  * count (as the plain acquire), the waiter's wait ms, now (epoch ms),
  * enqueue (1: join the queue when it cannot have the lock; 0: one attempt),
  * the plain acquire's ARGV[4] (the owner is the calling thread's).
@@ -277,7 +296,7 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
  * -1000 - the queue's length.
  */
 dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT_HOLDS("fair-acquire",
-		FAIR_DROP_EXPIRED(
+		FAIR_LEFT_ALREADY FAIR_DROP_EXPIRED(
 				"ARGV[5]") "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
 					   "    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
 					   "  redis.call('lpop', KEYS[2]); "
@@ -328,10 +347,12 @@ dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT_HOLDS("fair-acquire",
 /*
  * Undo a fair acquire whose reply never came: it may have taken the lock
  * (count ARGV[3], as the rollback) or joined the queue. KEYS: name, queue,
- * deadlines, channel prefix. ARGV: message, owner, count, lease ms (0: keep
- * the TTL), wait ms. A released lock wakes the head of the queue.
+ * deadlines, channel prefix, optionally the wait's mark. ARGV: message,
+ * owner, count, lease ms (0: keep the TTL), wait ms, the mark's lifetime
+ * (ms). A released lock wakes the head of the queue.
  */
 dlock__script dlock__script_fair_undo = DLOCK__SCRIPT("fair-undo",
+		FAIR_MARK_LEFT("KEYS[5]", "ARGV[6]")
 		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
 		"if c ~= false and tonumber(c) == tonumber(ARGV[3]) then "
 		"  if tonumber(c) > 1 then "
@@ -345,9 +366,11 @@ dlock__script dlock__script_fair_undo = DLOCK__SCRIPT("fair-undo",
 		"end; " FAIR_LEAVE("KEYS[2]", "KEYS[3]", "ARGV[2]", "ARGV[5]") "return 1;");
 
 /* A waiter gives up: those behind it move up by its wait, and it leaves.
- * KEYS: queue, deadlines. ARGV: owner, wait ms. */
-dlock__script dlock__script_fair_leave = DLOCK__SCRIPT(
-		"fair-leave", FAIR_LEAVE("KEYS[1]", "KEYS[2]", "ARGV[1]", "ARGV[2]") "return 1;");
+ * KEYS: queue, deadlines, optionally the wait's mark. ARGV: owner, wait
+ * ms, the mark's lifetime (ms). */
+dlock__script dlock__script_fair_leave = DLOCK__SCRIPT("fair-leave",
+		FAIR_MARK_LEFT("KEYS[3]", "ARGV[3]")
+		FAIR_LEAVE("KEYS[1]", "KEYS[2]", "ARGV[1]", "ARGV[2]") "return 1;");
 
 /*
  * Fair release. KEYS: name, queue, deadlines, channel prefix

@@ -4,7 +4,8 @@
  * lock in arrival order; a waiter that gives up leaves the queue at once and
  * delays nobody; a crashed waiter's place expires after its wait; a release
  * wakes the head of the queue on its own channel; single attempts never
- * queue; and dlock and Redisson's own fair scripts (run here with hiredis, no
+ * queue; an attempt that runs late, after its waiter left, queues nobody;
+ * and dlock and Redisson's own fair scripts (run here with hiredis, no
  * Java) share one queue in both directions.
  *
  * Keys (reference/redisson-wire.md §3): the lock HASH <name>, the queue LIST
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -906,4 +908,144 @@ Test(fairlock, server_pause_costs_no_waiter_its_place, .timeout = 60)
 	dlock_client_close(ch);
 	dlock_client_close(c2);
 	dlock_client_close(ca);
+}
+
+/* ---- 8. an attempt that runs after its waiter left does not queue it ------ */
+
+#define MON_ARGS 16
+
+/* The character a MONITOR line's backslash escape `e` stands for (not \x). */
+static char unescaped(char e)
+{
+	switch (e) {
+	case 'n': return '\n';
+	case 'r': return '\r';
+	case 't': return '\t';
+	case 'a': return '\a';
+	case 'b': return '\b';
+	default: return e;
+	}
+}
+
+/* The quoted arguments of a MONITOR line (as the server escapes them) into
+ * out[] (each `cap` bytes, lengths in lens[]); returns how many. */
+static int monitor_args(const char *line, char out[][1024], size_t *lens, size_t cap)
+{
+	const char *p = strstr(line, "] ");
+	int n = 0;
+
+	while (p != NULL && n < MON_ARGS && (p = strchr(p, '"')) != NULL) {
+		size_t k = 0;
+
+		for (p++; *p != '\0' && *p != '"' && k < cap; p++) {
+			unsigned v = 0;
+
+			if (*p != '\\') {
+				out[n][k++] = *p;
+				continue;
+			}
+			p++;
+			if (*p == 'x' && sscanf(p + 1, "%2x", &v) == 1) {
+				out[n][k++] = (char)v;
+				p += 2;
+			} else {
+				out[n][k++] = unescaped(*p);
+			}
+		}
+		lens[n++] = k;
+		if (*p == '"')
+			p++;
+	}
+	return n;
+}
+
+/* A fair acquire of `owner` on `name` (not the undo: its fourth key is the
+ * channel): EVAL/EVALSHA, body, numkeys, name, queue, deadlines, ... */
+static int is_fair_attempt(char args[][1024], int n, const char *name, const char *owner)
+{
+	char q[256], t[256];
+
+	qkey(name, q, sizeof q);
+	tkey(name, t, sizeof t);
+	if (n < 7 || (strcasecmp(args[0], "evalsha") != 0 && strcasecmp(args[0], "eval") != 0) ||
+			strcmp(args[3], name) != 0 || strcmp(args[4], q) != 0 ||
+			strcmp(args[5], t) != 0 || strncmp(args[6], "redisson_lock__channel", 22) == 0)
+		return 0;
+	for (int i = 6; i < n; i++)
+		if (strcmp(args[i], owner) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The race the soak test once met: B's attempt goes unanswered while the
+ * server is stopped, B keeps its place and waits on, its wait ends and it
+ * leaves - on another connection, where a server that wakes may run the
+ * leave first. Here the late attempt is made to come after the leave for
+ * certain: the attempt B sent, as MONITOR saw it, is sent again once the
+ * leave has run. It must neither queue B again nor take the lock.
+ */
+Test(fairlock, an_attempt_that_runs_after_its_waiter_left_does_not_queue, .timeout = 60)
+{
+	const char *name = "fair:late";
+	fair_holder f = fair_holder_up(name, 900011, 60000);
+	dlock_client *cb = dl_client(rh_server_uri(srv), 300, 0);
+	dlock_lock *lb = new_fair(cb, name);
+	redisContext *mon = dl_raw_connect(rh_server_port(srv), 2000);
+	redisReply *r = redisCommand(mon, "MONITOR");
+	cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS, "MONITOR refused");
+	freeReplyObject(r);
+
+	fwaiter b;
+	fwaiter_start(&b, cb, lb, 1500, 30000, -1);
+	await_queue_pos(name, b.owner, 0, 2000);
+	cr_assert_eq(rh_server_pause(srv), 0);
+	fwaiter_join(&b, 10000); /* its wait ends, its leave is sent and times out */
+	cr_assert_neq(b.rc, 0, "B got the lock from a stopped server");
+	cr_assert_eq(rh_server_resume(srv), 0);
+	int64_t end = rh_now_ms() + 3000;
+	while (queue_pos(name, b.owner) != -1 && rh_now_ms() < end)
+		dl_sleep_ms(10);
+	cr_assert_eq(queue_pos(name, b.owner), -1, "B's leave did not take it out of the queue");
+
+	/* B's last attempt, as the server saw it. */
+	static char args[MON_ARGS][1024], last[MON_ARGS][1024];
+	size_t lens[MON_ARGS], last_lens[MON_ARGS];
+	int n, nlast = 0;
+	while ((r = dl_next_reply(mon, 300)) != NULL) {
+		if (r->type == REDIS_REPLY_STATUS &&
+				(n = monitor_args(r->str, args, lens, sizeof args[0])) > 0 &&
+				is_fair_attempt(args, n, name, b.owner)) {
+			memcpy(last, args, sizeof last);
+			memcpy(last_lens, lens, sizeof last_lens);
+			nlast = n;
+		}
+		freeReplyObject(r);
+	}
+	redisFree(mon);
+	cr_assert_gt(nlast, 0, "MONITOR saw no fair acquire of B");
+
+	/* It runs again, late: after the leave, while A holds the lock. */
+	const char *argv[MON_ARGS];
+	for (int i = 0; i < nlast; i++)
+		argv[i] = last[i];
+	redisContext *raw = dl_raw_connect(rh_server_port(srv), 2000);
+	r = redisCommandArgv(raw, nlast, argv, last_lens);
+	cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER,
+			"the late attempt: reply type %d (%s)", r ? r->type : -1,
+			r && r->type == REDIS_REPLY_ERROR ? r->str : "");
+	freeReplyObject(r);
+	cr_assert_eq(queue_pos(name, b.owner), -1, "a late attempt queued B after it left");
+	cr_assert_eq(zset_has(name, b.owner), 0, "a late attempt gave B a deadline after it left");
+
+	/* And once the lock is free: it does not take it either. */
+	fair_holder_release(&f);
+	r = redisCommandArgv(raw, nlast, argv, last_lens);
+	cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER, "the late attempt took the lock");
+	freeReplyObject(r);
+	redisFree(raw);
+	cr_assert_eq(exists(name), 0, "a late attempt took the lock for B after it left");
+	dlock_lock_free(lb);
+	dlock_client_close(cb);
+	fair_holder_down(&f, name);
 }

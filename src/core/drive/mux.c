@@ -37,9 +37,10 @@ static size_t op_slots(const dlock__mux_op *op)
 
 /*
  * Build the op's command into space of the run's scratch block: EVALSHA,
- * or EVAL with the script's body for an op nobody waits for - its NOSCRIPT
- * (a restarted or flushed server) would be skipped unread, and the release
- * or rollback it carries would silently never run.
+ * or EVAL with the script's body for an op nobody waits for (or that asks
+ * for it: .eval) - its NOSCRIPT (a restarted or flushed server) would be
+ * skipped unread, and the release or rollback it carries would silently
+ * never run.
  */
 static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char numbuf[16])
 {
@@ -57,7 +58,7 @@ static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char nu
 			dlock__call_argv(c), dlock__call_lens(c), c->argc - c->nkeys,
 			dlock__call_argv(c) + c->nkeys, dlock__call_lens(c) + c->nkeys, op->cmd,
 			op->cmd_lens, numbuf);
-	if (op->no_wait)
+	if (op->no_wait || op->eval)
 		dlock__script_argv_to_eval(dlock__script_for(c->script, &op->client->node), op->cmd,
 				op->cmd_lens);
 }

@@ -42,6 +42,9 @@ typedef struct dlock__mux_op {
 	int no_wait;             /* send, but do not wait for the answer (a server that just
 	                        timed out: best effort); rc 0, reply NULL */
 	int skip;                /* do not send at all (the caller decided); rc DLOCK_ETIMEDOUT */
+	int eval;                /* send the script's body (EVAL), never EVALSHA: an op that
+	                        must run even when given up (a NOSCRIPT that comes after
+	                        it would go unread, the script never run) */
 	/* A plain command instead of a script (call NULL): only one that changes
 	 * nothing (WAIT). Given up at its deadline, its connection is closed,
 	 * not pooled owing it: a server answering late is not hung, and a

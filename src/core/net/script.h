@@ -98,6 +98,20 @@ static inline void dlock__call_keys_done(dlock__call *c)
 	c->nkeys = c->argc;
 }
 
+/* One more key for a call whose arguments are pushed already: they move up. */
+static inline void dlock__call_add_key(dlock__call *c, const char *p, size_t len)
+{
+	int i;
+
+	for (i = c->argc; i > c->nkeys; i--) {
+		c->argv[i] = c->argv[i - 1];
+		c->lens[i] = c->lens[i - 1];
+	}
+	c->argv[c->nkeys] = p;
+	c->lens[c->nkeys++] = len;
+	c->argc++;
+}
+
 /*
  * Build the EVALSHA command for `s` into argv/lens (which need 3 + nkeys +
  * nargs slots): "EVALSHA", sha, numkeys, keys..., args... The numkeys text
