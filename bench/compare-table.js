@@ -233,8 +233,8 @@ if (ho) {
 	}
 }
 
-const check = (name, v, max) =>
-	console.log(`- ${name}: ${f(v, 2)} (target ≤ ${max}) ${v != null && v <= max ? 'met' : 'NOT met'}`);
+const check = (name, v, max, d = 2) =>
+	console.log(`- ${name}: ${f(v, d)} (target ≤ ${max}) ${v != null && v <= max ? 'met' : 'NOT met'}`);
 const s1 = summary['1 server'] || {}, s5 = summary['5 servers'] || {};
 console.log('\nTargets (SPEC §9):\n');
 check('dlock/floor p50, 1 server', s1.df, 1.15);
@@ -257,13 +257,17 @@ if (dc.length > 1) {
 }
 if (dc.length) {
 	const starved = dc.reduce((t, c) => t + (c.starved || 0), 0);
+	/* A waiter stuck for good fails the run (contend.js): this is the
+	 * subtler one, never served while the others were; beside it the
+	 * acquisitions per waiter that the rate gave on average. */
 	console.log(`- dlock waiters that never got the lock in a contended window (` +
-		`${dc.map((c) => `${c.starved} of ${c.waiters}`).join(', ')}): ${starved} (target 0, no lost ` +
-		`wake-up) ${starved === 0 ? 'met' : 'NOT met'}`);
+		dc.map((c) => `${c.starved} of ${c.waiters}, ${f(c.acquisitions / c.waiters)} ` +
+			'acquisitions per waiter on average').join('; ') +
+		`): ${starved} (target 0, no lost wake-up) ${starved === 0 ? 'met' : 'NOT met'}`);
 }
 if (crash) {
 	check(`dlock holder SIGKILLed, ${crash.waiters} waiters: ms from its acquire to the next ` +
-		`holder (TTL ${crash.ttl_ms} ms + 50)`, crash.next_holder_after_acquire_ms, crash.ttl_ms + 50);
+		`holder (TTL ${crash.ttl_ms} ms + 50)`, crash.next_holder_after_acquire_ms, crash.ttl_ms + 50, 1);
 	check(`dlock holder SIGKILLed, ${crash.waiters} waiters: acquire scripts in the first ms after ` +
-		'the expiry', crash.acquires_first_ms, 4);
+		'the expiry', crash.acquires_first_ms, 4, 0);
 }

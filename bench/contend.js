@@ -30,7 +30,8 @@
  * lock on is a lost wake-up (or starvation): contend.js says so on stderr and
  * exits 3 (after printing its JSON), unless --starve-ok (a polling client has
  * no queue and may starve a waiter; then it is only counted, "starved"). A
- * worker still in a lock call 60 s after END is one too: it fails (exit 1).
+ * worker still in a lock call 60 s (+ 0.1 s per waiter) after END is one
+ * for good: contend.js fails (exit 1).
  *
  * usage: node contend.js --impl NAME --uri redis://127.0.0.1:PORT [--waiters 8]
  *          [--max-procs P] [--duration S] [--warm-s S] [--hold-us N] [--think-us N]
@@ -191,12 +192,14 @@ async function main() {
 	/* The warm phase is not the server's measured CPU either. */
 	await new Promise((res) => setTimeout(res, Number(o.warmEnd - process.hrtime.bigint()) / 1e6));
 	const s0 = await serverCpuUs(o.uri);
-	/* A waiter stuck in its lock call keeps its process from ending. */
-	const grace = o.duration + 60;
+	/* A waiter stuck in its lock call keeps its process from ending; the
+	 * others, still waiting at END, each take the lock once more first. */
+	const grace = 60 + 0.1 * o.waiters;
 	await Promise.race([Promise.all(ws.map((w) => w.done)), new Promise((_, rej) => {
 		timer = setTimeout(() => rej(new Error(`LOST WAKE-UP? worker(s) ` +
 			ws.filter((w) => w.p.exitCode === null).map((w) => w.i).join(',') +
-			` still in a lock call ${grace} s after the window`)), (o.duration + grace) * 1e3);
+			` still in a lock call ${grace} s after the window`)),
+			Number(o.end - process.hrtime.bigint()) / 1e6 + grace * 1e3);
 	})]);
 	clearTimeout(timer);
 	const s1 = await serverCpuUs(o.uri);
