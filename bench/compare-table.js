@@ -178,18 +178,30 @@ if (cont.length) {
 	}
 }
 
-const crash = docs.filter((d) => d.tool === 'dlock-herd').flatMap((d) => d.results)
-	.find((r) => r.what === 'crash');
-if (crash)
-	console.log(`\nHolder SIGKILLed (dlock only: bench/dlock-herd --crash; the peers have no such ` +
-		`row): a holder takes the lock with a ${crash.ttl_ms} ms lease and is SIGKILLed while ` +
-		`${crash.waiters} processes wait on it, 1 server. The next holder got the lock ` +
-		`${f(crash.next_holder_after_acquire_ms)} ms after the dead holder's acquire returned ` +
-		`(${f(crash.next_holder_after_expiry_ms)} ms after the key's expiry); acquire scripts the ` +
-		`server ran (MONITOR's timestamps) in the first ms after the expiry: ` +
-		`${crash.acquires_first_ms}, in the busiest ms of the first 50: ${crash.busiest_ms}, in ` +
-		`the first 10 ms: ${crash.acquires_first_10ms}, in all: ${crash.acquires_total} ` +
-		`(${f(crash.acquires_total / crash.waiters, 2)} per waiter).`);
+const crashes = docs.filter((d) => d.tool === 'dlock-herd' || d.tool === 'crash')
+	.flatMap((d) => d.results).filter((r) => r.what === 'crash')
+	.sort((a, b) => IMPLS.indexOf(a.impl) - IMPLS.indexOf(b.impl));
+const crash = crashes.find((r) => r.impl === 'dlock');
+if (crashes.length) {
+	const c0 = crashes[0];
+	console.log(`\nHolder SIGKILLed: a holder takes the lock with a ${c0.ttl_ms} ms lease and is ` +
+		`SIGKILLed while ${c0.waiters} waiters wait on it (spread as in the contended case), 1 ` +
+		'server; dlock by bench/dlock-herd --crash, the peers by bench/crash.js with their ' +
+		'contended-case workers. Next holder = from the dead holder\'s lock call returning to ' +
+		'the first waiter\'s, and that minus the lease (after the key\'s expiry); acquire ' +
+		'attempts = the acquire commands on the lock the server ran (MONITOR\'s timestamps, ' +
+		'from the holder\'s acquire + the lease): dlock\'s and Redisson\'s lock scripts, ' +
+		'node-redlock\'s lock script, redsync\'s SET NX:\n');
+	console.log('| implementation | processes × waiters | next holder, ms | after the expiry, ms | ' +
+		'attempts in the first ms | busiest ms of the first 50 | first 10 ms | all | ' +
+		'all per waiter |');
+	console.log('|---|---|' + '---:|'.repeat(7));
+	for (const c of crashes)
+		console.log(`| ${c.impl} | ${c.procs || c.waiters} × ${c.waiters_per_proc || 1} | ` +
+			`${f(c.next_holder_after_acquire_ms)} | ${f(c.next_holder_after_expiry_ms)} | ` +
+			`${c.acquires_first_ms} | ${c.busiest_ms} | ${c.acquires_first_10ms} | ` +
+			`${c.acquires_total} | ${f(c.acquires_total / c.waiters, 2)} |`);
+}
 
 console.log('\nPer round (dlock\'s p50 over each peer\'s, each round on its own; the spread ' +
 	'is the noise):\n');

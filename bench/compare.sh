@@ -25,9 +25,10 @@
 #      waiters each with a connection of its own, and Redisson (a JVM a
 #      process) at most --contend-redisson-procs JVMs, several threads each on
 #      one RedissonClient, as an application would;
-#   5. the crash case, dlock only: dlock-herd --crash, a holder SIGKILLed
-#      while --crash-waiters processes wait (time to the next holder, acquire
-#      scripts in the first ms after the lease expired, by MONITOR);
+#   5. the crash case: a holder SIGKILLed while --crash-waiters waiters wait
+#      (time to the next holder, acquire attempts in the first ms after the
+#      lease expired, by MONITOR): dlock-herd --crash for dlock, crash.js
+#      with the same workers and spread as the contended case for the peers;
 #   6. prints the markdown report (bench/compare-table.js), with the targets.
 #
 # A dlock waiter that never got the lock in a contended window (a lost
@@ -302,13 +303,26 @@ for w in "${waiter_counts[@]}"; do
 		"$(warm_for "$(min "$w" "$contend_node_procs")")" node "$here/node-redlock-contend.js"
 done
 
-# --- the crash case (dlock only) --------------------------------------------
+# --- the crash case ---------------------------------------------------------
+crash() { # impl max-procs worker-command...
+	local impl=$1 maxp=$2
+	shift 2
+	log "crash: $impl, holder SIGKILLed, $crash_waiters waiters, lease $crash_ttl_ms ms"
+	node "$here/crash.js" --impl "$impl" --uri "${uris[0]}" --waiters "$crash_waiters" \
+		--max-procs "$maxp" --ttl-ms "$crash_ttl_ms" --warmup 100 -- "$@" \
+		>"$tmp/crash-$impl.json" 2> >(tee "$tmp/crash-$impl.log" >&2) ||
+		{ log "crash.js $impl failed"; exit 1; }
+	files+=("$tmp/crash-$impl.json")
+}
 if [ "$crash_waiters" -gt 0 ]; then
 	log "crash: dlock-herd, holder SIGKILLed, $crash_waiters waiters, lease $crash_ttl_ms ms"
 	"$herd_bin" --uri "${uris[0]}" --crash --json --waiters "$crash_waiters" \
 		--ttl-ms "$crash_ttl_ms" --name "crash:$$" \
 		>"$tmp/herd-crash.json" 2> >(tee "$tmp/herd-crash.log" >&2)
 	files+=("$tmp/herd-crash.json")
+	crash redisson "$contend_redisson_procs" java -jar "$jar" --contend-worker
+	crash redsync 0 "$redsync" -contend-worker
+	crash node-redlock "$contend_node_procs" node "$here/node-redlock-contend.js"
 fi
 
 # --- the table --------------------------------------------------------------

@@ -16,9 +16,12 @@
  * "h ACQUIRED UNLOCK_CALLED UNLOCK_RETURNED WAITER" per hold,
  * process.hrtime.bigint() = CLOCK_MONOTONIC ns, WAITER the loop's index.
  *
+ * With --crash-holder or --crash-waiter it is a process of the crash case
+ * instead (bench/crash.js; see crash() below).
+ *
  * usage: node node-redlock-contend.js --uri redis://127.0.0.1:PORT --name LOCK
  *          [--waiters M] [--duration S] [--warm-s S] [--hold-us N] [--think-us N]
- *          [--warmup N]
+ *          [--warmup N] [--crash-holder | --crash-waiter] [--ttl-ms N]
  */
 'use strict';
 
@@ -28,11 +31,17 @@ const readline = require('readline');
 
 const LEASE_MS = 10000;
 const opt = { uri: '', name: '', waiters: 1, duration: 10, warmS: 3, holdUs: 100, thinkUs: 1000,
-	warmup: 2000 };
+	warmup: 2000, ttlMs: 1000, crash: '' };
 for (let i = 2; i < process.argv.length; i += 2) {
 	const k = process.argv[i], v = process.argv[i + 1];
+	if (k === '--crash-holder' || k === '--crash-waiter') {
+		opt.crash = k.slice(8);
+		i--;
+		continue;
+	}
 	const key = { '--uri': 'uri', '--name': 'name', '--waiters': 'waiters', '--duration': 'duration',
-		'--warm-s': 'warmS', '--hold-us': 'holdUs', '--think-us': 'thinkUs', '--warmup': 'warmup' }[k];
+		'--warm-s': 'warmS', '--hold-us': 'holdUs', '--think-us': 'thinkUs', '--warmup': 'warmup',
+		'--ttl-ms': 'ttlMs' }[k];
 	if (!key || v === undefined) throw new Error(`unknown argument ${k}`);
 	opt[key] = key === 'uri' || key === 'name' ? v : Number(v);
 }
@@ -70,6 +79,7 @@ async function main() {
 		await l.unlock();
 	}
 	process.stdout.write('ready\n');
+	if (opt.crash) return crash(locks, clients);
 	const [warmEnd, end] = await goLine();
 	let c0 = null;
 	const rs = await Promise.all(locks.map((rl, k) => loop(rl, k, warmEnd, end, () => {
@@ -112,6 +122,34 @@ async function loop(redlock, k, warmEnd, end, measuring) {
 	}
 	return { holds, failed, t0: t0 === null ? end : t0, t1: now() };
 }
+/* The crash case (bench/crash.js): the holder takes the lock with a lease of
+ * --ttl-ms and waits to be killed; each waiter calls lock once (again when
+ * out of retries), prints "got T WAITER" and unlocks. */
+async function crash(locks, clients) {
+	await goLine();
+	if (opt.crash === 'holder') {
+		await locks[0].lock(opt.name, opt.ttlMs);
+		process.stdout.write(`held ${now()}\n`);
+		setInterval(() => {}, 1 << 30);
+		return;
+	}
+	const got = await Promise.all(locks.map(async (rl, k) => {
+		for (;;) {
+			let lock;
+			try {
+				lock = await rl.lock(opt.name, LEASE_MS);
+			} catch (e) {
+				continue; // out of retries: ask again, as a user would
+			}
+			const a = now();
+			await lock.unlock();
+			return `got ${a} ${k}\n`;
+		}
+	}));
+	process.stdout.write(got.join('') + 'end\n', () => process.exit(0));
+	clients.forEach((cl) => cl.disconnect());
+}
+
 main().catch((e) => {
 	console.error(`node-redlock-contend: ${e.stack || e}`);
 	process.exit(1);

@@ -7,7 +7,8 @@
 // loops unrecorded until WARM_END and recorded until END: Lock (redsync's defaults: 32 tries, a random 50-250 ms
 // between them, i.e. polling), hold -hold-us, Unlock, sleep -think-us. It
 // prints what contend.js merges: one line per hold "h ACQUIRED
-// UNLOCK_CALLED UNLOCK_RETURNED" (CLOCK_MONOTONIC ns).
+// UNLOCK_CALLED UNLOCK_RETURNED" (CLOCK_MONOTONIC ns). With -crash-holder or
+// -crash-waiter it is a process of the crash case instead (crash, below).
 package main
 
 import (
@@ -29,6 +30,9 @@ var (
 	cWarmS        = flag.Float64("warm-s", 3, "seconds of contention before, unrecorded")
 	cHoldUs       = flag.Int64("hold-us", 100, "µs the lock is held (spinning)")
 	cThinkUs      = flag.Int64("think-us", 1000, "µs slept between an unlock and the next Lock")
+	crashHolder   = flag.Bool("crash-holder", false, "be the holder of the crash case (bench/crash.js)")
+	crashWaiter   = flag.Bool("crash-waiter", false, "be a waiter of the crash case (bench/crash.js)")
+	crashTTLMs    = flag.Int64("ttl-ms", 1000, "the crash case holder's lease, ms")
 )
 
 func spinUntil(t int64) {
@@ -93,9 +97,14 @@ func contend() {
 	}
 	m := rs.NewMutex(*cName, opt)
 	fmt.Println("ready")
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	in := bufio.NewReader(os.Stdin)
+	line, err := in.ReadString('\n')
 	if err != nil {
 		fail("no go line: %v", err)
+	}
+	if *crashHolder || *crashWaiter {
+		crash(rs, m, in)
+		return
 	}
 	var warmEnd, end int64
 	if n, _ := fmt.Sscanf(line, "go %d %d", &warmEnd, &end); n != 2 {
@@ -110,4 +119,24 @@ func contend() {
 	}
 	fmt.Fprintln(out, "end")
 	_ = out.Flush()
+}
+
+// crash is the crash case (bench/crash.js): the holder takes the lock with a
+// lease of -ttl-ms and waits to be killed; a waiter calls Lock (again when
+// out of tries), prints "got T 0" and unlocks.
+func crash(rs *redsync.Redsync, m *redsync.Mutex, in *bufio.Reader) {
+	if *crashHolder {
+		h := rs.NewMutex(*cName, redsync.WithExpiry(time.Duration(*crashTTLMs)*time.Millisecond))
+		if err := h.Lock(); err != nil {
+			fail("holder: %v", err)
+		}
+		fmt.Printf("held %d\n", monoNs())
+		_, _ = in.ReadString('\n') // until killed
+		select {}
+	}
+	for m.Lock() != nil {
+	}
+	a := monoNs()
+	_, _ = m.Unlock()
+	fmt.Printf("got %d 0\nend\n", a)
 }

@@ -44,9 +44,14 @@ final class Contend {
 		PrintStream out = System.out;
 		out.println("ready");
 		out.flush();
-		String go = new BufferedReader(new InputStreamReader(System.in)).readLine();
+		BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+		String go = in.readLine();
 		if (go == null)
 			throw new IllegalStateException("no go line");
+		if (b.opt.containsKey("crash")) {
+			crash(c, name, m, in);
+			return;
+		}
 		String[] g = go.trim().split(" ");
 		long warmEnd, end;
 		if (g.length == 3) { // "go WARM_END END": the same deadlines for all
@@ -85,6 +90,45 @@ final class Contend {
 		}
 		sb.append("end\n");
 		out.print(sb);
+		out.flush();
+		c.shutdown();
+	}
+
+	/**
+	 * The crash case (bench/crash.js): the holder takes the lock with a lease
+	 * of --ttl-ms and waits to be killed; each of the m waiter threads calls
+	 * lock once, prints "got T THREAD" and unlocks.
+	 */
+	private void crash(RedissonClient c, String name, int m, BufferedReader in) throws Exception {
+		PrintStream out = System.out;
+		if (b.opt.get("crash").equals("holder")) {
+			c.getLock(name).lock(Long.parseLong(b.opt.getOrDefault("ttl-ms", "1000")),
+					TimeUnit.MILLISECONDS);
+			out.println("held " + Measure.monoNs());
+			out.flush();
+			in.readLine(); // until killed
+			Thread.sleep(Long.MAX_VALUE);
+		}
+		long[] got = new long[m];
+		Thread[] ts = new Thread[m];
+		for (int k = 0; k < m; k++) {
+			final int kk = k;
+			ts[k] = new Thread(() -> {
+				RLock l = c.getLock(name);
+				l.lock(RedissonBench.LEASE_MS, TimeUnit.MILLISECONDS);
+				got[kk] = Measure.monoNs();
+				l.unlock();
+			});
+			ts[k].start();
+		}
+		StringBuilder sb = new StringBuilder();
+		for (int k = 0; k < m; k++) {
+			ts[k].join();
+			if (got[k] == 0)
+				throw new IllegalStateException("a waiter thread failed");
+			sb.append("got ").append(got[k]).append(' ').append(k).append('\n');
+		}
+		out.print(sb.append("end\n"));
 		out.flush();
 		c.shutdown();
 	}
