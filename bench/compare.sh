@@ -4,9 +4,10 @@
 # would pick instead (SPEC §9): Redisson (Java), go-redsync and node-redlock,
 # side by side, on the same 5 local redis-servers, in one run.
 #
-#   1. builds dlock-bench, dlock-contend and dlock-herd (cmake), redisson-bench (Maven:
-#      Redisson 3.52.0, a shaded jar), redsync-bench (Go: redsync v4 on
-#      go-redis v9) and installs node-redlock (npm redlock@4.2.0 + ioredis),
+#   1. builds dlock-bench, dlock-contend and dlock-herd (cmake),
+#      redisson-bench (Maven: Redisson 3.52.0, a shaded jar), redsync-bench
+#      (Go: redsync v4 on go-redis v9) and installs node-redlock (npm
+#      redlock@4.2.0 + ioredis),
 #      all in a temporary folder; if Maven, Go or npm cannot download what it
 #      needs, it stops and says which;
 #   2. starts 5 redis-servers on free 127.0.0.1 ports;
@@ -340,10 +341,12 @@ export CMP_WARMUP=$warmup CMP_ROUNDS=$rounds CMP_PER_ROUND=$per_round
 export CMP_JVM_WARMUP=$jvm_warmup CMP_LOAD_BEFORE=$load_before
 export CMP_LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 export CMP_CONTEND_WARM=$contend_warm
-export CMP_CONTEND_SPREAD="node-redlock at most $contend_node_procs processes, Redisson at most $contend_redisson_procs JVMs"
+export CMP_CONTEND_SPREAD="node-redlock at most $contend_node_procs processes, Redisson at most \
+$contend_redisson_procs JVMs"
 
 node "$here/compare-table.js" "${files[@]}"
 if [ -n "$lost_wakeup" ]; then
-	log "dlock: a waiter never got the lock in the contended window with$lost_wakeup waiters (see above)"
+	log "dlock: a waiter never got the lock in the contended window with$lost_wakeup" \
+		"waiters (see above)"
 	exit 3
 fi

@@ -12,8 +12,9 @@
  * It starts the P workers (each warms up on a lock of its own and says
  * "ready"), sends every worker its go line, "go WARM_END END" (CLOCK_MONOTONIC
  * ns: the same deadlines for all); they contend --warm-s seconds unrecorded
- * (a JIT compiles the waiting paths too), then --duration seconds measured. It reads the server's INFO cpu around that, and when all are done
- * merges their holds on CLOCK_MONOTONIC, which all of them
+ * (a JIT compiles the waiting paths too), then --duration seconds measured.
+ * It reads the server's INFO cpu around that, and when all are done merges
+ * their holds on CLOCK_MONOTONIC, which all of them
  * read (one Linux machine). Sorted by acquisition time, consecutive holds by
  * two different waiters are a hand-off; its wait is the time from the
  * previous holder's unlock call returning to the next holder's lock call
