@@ -20,7 +20,9 @@ const e = process.env;
 const nodeDoc = docs.find((d) => d.tool === 'node-redlock-bench') || {};
 const dl = docs.find((d) => d.tool === 'dlock-bench') || {};
 
-const keyOf = (r) => [r.impl, r.scenario, r.servers, r.paused, r.what].join('|');
+/* Contended rows differ by their waiters too (8, 64, 512). */
+const keyOf = (r) => [r.impl, r.scenario, r.servers, r.paused, r.what]
+	.concat(r.waiters ? [r.waiters] : []).join('|');
 const groups = new Map();
 for (const d of docs)
 	for (const r of d.results) {
@@ -56,8 +58,8 @@ function merge(rs) {
 }
 
 const rows = new Map([...groups].map(([k, rs]) => [k, merge(rs)]));
-const pick = (impl, scenario, servers, paused, what = 'lock+unlock') =>
-	rows.get([impl, scenario, servers, paused, what].join('|'));
+const pick = (impl, scenario, servers, paused, what = 'lock+unlock', waiters = null) =>
+	rows.get([impl, scenario, servers, paused, what].concat(waiters ? [waiters] : []).join('|'));
 const f = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
 const ratio = (a, b) => (a == null || b == null || !b ? null : a / b);
 
@@ -112,34 +114,93 @@ for (const [label, sd, n, sf, nf, paused] of lines) {
 	}
 	const wd = n === 1 && !paused && pick('redisson', 1, 1, 0, 'lock+unlock watchdog');
 	if (wd) out('redisson, watchdog (no lease)', wd);
+	const rs = peerRow('redsync', sd, n, sf, nf, paused), nr = peerRow('node-redlock', sd, n, sf, nf, paused);
 	summary[label] = { df: r.floor && r.floor.p50, dn50: r['node-redlock'] && r['node-redlock'].p50,
-		dn99: r['node-redlock'] && r['node-redlock'].p99, dncpu: r['node-redlock'] && r['node-redlock'].cpu };
+		dn99: r['node-redlock'] && r['node-redlock'].p99, dncpu: r['node-redlock'] && r['node-redlock'].cpu,
+		drs50: r.redsync && r.redsync.p50,
+		drsScpu: rs && ratio(d.server_cpu_us_per_op, rs.server_cpu_us_per_op),
+		dnScpu: nr && ratio(d.server_cpu_us_per_op, nr.server_cpu_us_per_op) };
 }
 
-const cont = ['dlock', 'redisson', 'redsync', 'node-redlock'].map((i) => pick(i, 6, 1, 0, 'contended'))
+const IMPLS = ['dlock', 'redisson', 'redsync', 'node-redlock'];
+const contRows = docs.filter((d) => d.tool === 'contend').flatMap((d) => d.results);
+const waiterCounts = [...new Set(contRows.map((r) => r.waiters || r.procs))].sort((a, b) => a - b);
+const cont = waiterCounts.flatMap((w) => IMPLS.map((i) => pick(i, 6, 1, 0, 'contended', w)))
 	.filter(Boolean);
 if (cont.length) {
 	const c0 = cont[0];
-	console.log(`\nContended (${c0.procs} processes on one lock, 1 server, ${c0.window_s.toFixed(1)} s ` +
-		`each; every process loops lock → hold ${c0.hold_us} µs spinning → unlock → sleep ` +
-		`${c0.think_us} µs). A hand-off is an acquisition by another process than the last ` +
-		'holder; wait = from the last holder\'s unlock call returning (or, in brackets, starting) ' +
-		'to the next holder\'s lock call returning, all on CLOCK_MONOTONIC; re-acquired = share ' +
-		'of acquisitions by the process that had just unlocked; CPU per acquisition, all 8 ' +
-		'processes\' and the server\'s:\n');
-	console.log('| implementation | waits by | hand-offs/s | acquisitions/s | re-acquired | ' +
-		'wait p50 | wait p99 | (from unlock call) p50 | p99 | client CPU/acq | server CPU/acq | ' +
-		'fewest–most acquisitions per process | failed lock calls | overlaps |');
-	console.log('|---|---|' + '---:|'.repeat(12));
+	console.log(`\nContended (${waiterCounts.join(', ')} waiters on one lock, 1 server, ` +
+		`${c0.window_s.toFixed(1)} s each after ${e.CMP_CONTEND_WARM || '?'} s unrecorded; every ` +
+		`waiter loops lock → hold ${c0.hold_us} µs spinning → unlock → sleep ${c0.think_us} µs). ` +
+		'dlock and redsync run one process per waiter; node-redlock runs several async waiters ' +
+		'per process, each with its own connection, and Redisson several threads per JVM on one ' +
+		'RedissonClient, when the waiters outnumber the processes the machine can hold ' +
+		`(${e.CMP_CONTEND_SPREAD || 'see compare.sh'}): "processes × waiters" says how. A ` +
+		'hand-off is an acquisition by another waiter than the last holder; wait = from the ' +
+		'last holder\'s unlock call returning (or, in brackets, starting) to the next holder\'s ' +
+		'lock call returning, all on CLOCK_MONOTONIC; re-acquired = share of acquisitions by the ' +
+		'waiter that had just unlocked; CPU per acquisition, all the processes\' and the ' +
+		'server\'s; starved = waiters that never got the lock in the window (for dlock, a lost ' +
+		'wake-up unless the rate explains it; the peers\' locks are not queues):\n');
+	console.log('| waiters | implementation | waits by | processes × waiters | hand-offs/s | ' +
+		'acquisitions/s | re-acquired | wait p50 | wait p99 | (from unlock call) p50 | p99 | ' +
+		'client CPU/acq | server CPU/acq | acquisitions per waiter min–median–max | starved | ' +
+		'failed lock calls | overlaps |');
+	console.log('|---:|---|---|---|' + '---:|'.repeat(13));
 	const how = { dlock: 'pub/sub', redisson: 'pub/sub', redsync: 'polling (defaults)',
 		'node-redlock': 'polling (defaults)' };
-	for (const c of cont)
-		console.log(`| ${c.impl} | ${how[c.impl]} | ${f(c.handoffs_per_s, 0)} | ` +
+	for (const c of cont) {
+		const w = c.waiters || c.procs;
+		const spread = `${c.procs} × ${c.waiters_per_proc || 1}` +
+			(w % c.procs ? ` (${w % c.procs} with one more)` : '');
+		const perW = c.per_waiter_min !== undefined
+			? `${c.per_waiter_min}–${c.per_waiter_p50}–${c.per_waiter_max}`
+			: `${Math.min(...c.per_process)}–${Math.max(...c.per_process)}`;
+		console.log(`| ${w} | ${c.impl} | ${how[c.impl]} | ${spread} | ${f(c.handoffs_per_s, 0)} | ` +
 			`${f(c.acquisitions_per_s, 0)} | ${f(100 * c.reacquire_share, 0)} % | ${f(c.wait_p50_us)} | ` +
 			`${f(c.wait_p99_us)} | ${f(c.wait_call_p50_us)} | ${f(c.wait_call_p99_us)} | ` +
-			`${f(c.cpu_us_per_op)} | ${f(c.server_cpu_us_per_op)} | ` +
-			`${Math.min(...c.per_process)}–${Math.max(...c.per_process)} | ${c.failed_lock_calls} | ` +
-			`${c.overlaps} |`);
+			`${f(c.cpu_us_per_op)} | ${f(c.server_cpu_us_per_op)} | ${perW} | ` +
+			`${c.starved === undefined ? 'n/a' : c.starved} | ${c.failed_lock_calls} | ${c.overlaps} |`);
+	}
+	const lo = waiterCounts[0], hi = waiterCounts[waiterCounts.length - 1];
+	if (hi > lo) {
+		console.log(`\nServer CPU per acquisition by waiters (µs), and ${hi}÷${lo}:\n`);
+		console.log('| implementation | ' + waiterCounts.map((w) => `${w} waiters`).join(' | ') +
+			` | ${hi}÷${lo} |`);
+		console.log('|---|' + '---:|'.repeat(waiterCounts.length + 1));
+		for (const i of IMPLS) {
+			const by = waiterCounts.map((w) => pick(i, 6, 1, 0, 'contended', w));
+			if (!by.some(Boolean)) continue;
+			const s = (x) => (x ? x.server_cpu_us_per_op : null);
+			console.log(`| ${i} | ` + by.map((x) => f(s(x))).join(' | ') +
+				` | ${f(ratio(s(by[by.length - 1]), s(by[0])), 2)} |`);
+		}
+	}
+}
+
+const crashes = docs.filter((d) => d.tool === 'dlock-herd' || d.tool === 'crash')
+	.flatMap((d) => d.results).filter((r) => r.what === 'crash')
+	.sort((a, b) => IMPLS.indexOf(a.impl) - IMPLS.indexOf(b.impl));
+const crash = crashes.find((r) => r.impl === 'dlock');
+if (crashes.length) {
+	const c0 = crashes[0];
+	console.log(`\nHolder SIGKILLed: a holder takes the lock with a ${c0.ttl_ms} ms lease and is ` +
+		`SIGKILLed while ${c0.waiters} waiters wait on it (spread as in the contended case), 1 ` +
+		'server; dlock by bench/dlock-herd --crash, the peers by bench/crash.js with their ' +
+		'contended-case workers. Next holder = from the dead holder\'s lock call returning to ' +
+		'the first waiter\'s, and that minus the lease (after the key\'s expiry); acquire ' +
+		'attempts = the acquire commands on the lock the server ran (MONITOR\'s timestamps, ' +
+		'from the holder\'s acquire + the lease): dlock\'s and Redisson\'s lock scripts, ' +
+		'node-redlock\'s lock script, redsync\'s SET NX:\n');
+	console.log('| implementation | processes × waiters | next holder, ms | after the expiry, ms | ' +
+		'attempts in the first ms | busiest ms of the first 50 | first 10 ms | all | ' +
+		'all per waiter |');
+	console.log('|---|---|' + '---:|'.repeat(7));
+	for (const c of crashes)
+		console.log(`| ${c.impl} | ${c.procs || c.waiters} × ${c.waiters_per_proc || 1} | ` +
+			`${f(c.next_holder_after_acquire_ms)} | ${f(c.next_holder_after_expiry_ms)} | ` +
+			`${c.acquires_first_ms} | ${c.busiest_ms} | ${c.acquires_first_10ms} | ` +
+			`${c.acquires_total} | ${f(c.acquires_total / c.waiters, 2)} |`);
 }
 
 console.log('\nPer round (dlock\'s p50 over each peer\'s, each round on its own; the spread ' +
@@ -184,8 +245,8 @@ if (ho) {
 	}
 }
 
-const check = (name, v, max) =>
-	console.log(`- ${name}: ${f(v, 2)} (target ≤ ${max}) ${v != null && v <= max ? 'met' : 'NOT met'}`);
+const check = (name, v, max, d = 2) =>
+	console.log(`- ${name}: ${f(v, d)} (target ≤ ${max}) ${v != null && v <= max ? 'met' : 'NOT met'}`);
 const s1 = summary['1 server'] || {}, s5 = summary['5 servers'] || {};
 console.log('\nTargets (SPEC §9):\n');
 check('dlock/floor p50, 1 server', s1.df, 1.15);
@@ -194,3 +255,31 @@ check('dlock/node-redlock p50, 5 servers', s5.dn50, 0.85);
 check('dlock/node-redlock p99, 5 servers', s5.dn99, 0.5);
 check('dlock/node-redlock CPU per op, 5 servers', s5.dncpu, 0.4);
 if (ho) check('hand-off p50, round trips', ho.p50_rt, 3);
+
+console.log('\nTargets (the thundering herd; ratios are dlock\'s figure over the peer\'s):\n');
+check('dlock/redsync p50, 1 server', s1.drs50, 1);
+check('dlock/redsync server CPU per pair, 1 server', s1.drsScpu, 1.1);
+check('dlock/node-redlock p50, 5 servers', s5.dn50, 0.8);
+check('dlock/node-redlock server CPU per pair, 5 servers', s5.dnScpu, 1);
+const dc = waiterCounts.map((w) => pick('dlock', 6, 1, 0, 'contended', w)).filter(Boolean);
+if (dc.length > 1) {
+	const a = dc[0], b = dc[dc.length - 1];
+	check(`dlock server CPU per acquisition, ${b.waiters} over ${a.waiters} waiters`,
+		ratio(b.server_cpu_us_per_op, a.server_cpu_us_per_op), 2);
+}
+if (dc.length) {
+	const starved = dc.reduce((t, c) => t + (c.starved || 0), 0);
+	/* A waiter stuck for good fails the run (contend.js): this is the
+	 * subtler one, never served while the others were; beside it the
+	 * acquisitions per waiter that the rate gave on average. */
+	console.log(`- dlock waiters that never got the lock in a contended window (` +
+		dc.map((c) => `${c.starved} of ${c.waiters}, ${f(c.acquisitions / c.waiters)} ` +
+			'acquisitions per waiter on average').join('; ') +
+		`): ${starved} (target 0, no lost wake-up) ${starved === 0 ? 'met' : 'NOT met'}`);
+}
+if (crash) {
+	check(`dlock holder SIGKILLed, ${crash.waiters} waiters: ms from its acquire to the next ` +
+		`holder (TTL ${crash.ttl_ms} ms + 50)`, crash.next_holder_after_acquire_ms, crash.ttl_ms + 50, 1);
+	check(`dlock holder SIGKILLed, ${crash.waiters} waiters: acquire scripts in the first ms after ` +
+		'the expiry', crash.acquires_first_ms, 4, 0);
+}

@@ -4,9 +4,10 @@
 # would pick instead (SPEC §9): Redisson (Java), go-redsync and node-redlock,
 # side by side, on the same 5 local redis-servers, in one run.
 #
-#   1. builds dlock-bench and dlock-contend (cmake), redisson-bench (Maven:
-#      Redisson 3.52.0, a shaded jar), redsync-bench (Go: redsync v4 on
-#      go-redis v9) and installs node-redlock (npm redlock@4.2.0 + ioredis),
+#   1. builds dlock-bench, dlock-contend and dlock-herd (cmake),
+#      redisson-bench (Maven: Redisson 3.52.0, a shaded jar), redsync-bench
+#      (Go: redsync v4 on go-redis v9) and installs node-redlock (npm
+#      redlock@4.2.0 + ioredis),
 #      all in a temporary folder; if Maven, Go or npm cannot download what it
 #      needs, it stops and says which;
 #   2. starts 5 redis-servers on free 127.0.0.1 ports;
@@ -15,10 +16,24 @@
 #      node-redlock-bench.js in R rounds in which they take turns (the order
 #      rotates every round; samples merged); then dlock-bench scenario 4 and
 #      scenario 5 (one server SIGSTOPped) for dlock and node-redlock;
-#   4. the contended case: for each of the four, contend.js runs 8 worker
-#      processes on one lock on the first server (hand-offs per second, the
-#      wait after an unlock: pub/sub against polling);
-#   5. prints the markdown report (bench/compare-table.js).
+#   4. the contended case: for each of the four and each count of waiters
+#      (--contend-waiters, default 8, 64 and 512), contend.js runs that many
+#      waiters on one lock on the first server (hand-offs per second, the
+#      wait after an unlock: pub/sub against polling, client and server CPU
+#      per acquisition, waiters that never got the lock). dlock and redsync
+#      run one process per waiter (a few MB each); node-redlock (~40 MB a
+#      process) runs at most --contend-node-procs processes, several async
+#      waiters each with a connection of its own, and Redisson (a JVM a
+#      process) at most --contend-redisson-procs JVMs, several threads each on
+#      one RedissonClient, as an application would;
+#   5. the crash case: a holder SIGKILLed while --crash-waiters waiters wait
+#      (time to the next holder, acquire attempts in the first ms after the
+#      lease expired, by MONITOR): dlock-herd --crash for dlock, crash.js
+#      with the same workers and spread as the contended case for the peers;
+#   6. prints the markdown report (bench/compare-table.js), with the targets.
+#
+# A dlock waiter that never got the lock in a contended window (a lost
+# wake-up) is reported as such and makes compare.sh exit 3 after the report.
 #
 # Servers and the temporary folder are removed on exit, whatever happens.
 #
@@ -30,13 +45,18 @@
 #                          each round (default 10000)
 #   --iterations-paused N  pairs for scenario 5, per phase (default 300)
 #   --warmup-paused N      warm-up pairs in scenario 5, per phase (default 20)
-#   --contend-procs N      worker processes in the contended case (default 8)
-#   --contend-duration S   seconds of contention per implementation (default 10),
-#                          after --contend-warm S unrecorded (default 3)
+#   --contend-waiters LIST waiters in the contended case, comma-separated
+#                          (default 8,64,512; --contend-procs N: the same, one count)
+#   --contend-node-procs P node-redlock processes at most (default 64)
+#   --contend-redisson-procs P  Redisson JVMs at most (default 8)
+#   --contend-duration S   seconds of contention per implementation and count
+#                          (default 10), after --contend-warm S unrecorded (default 3)
 #   --contend-hold-us N    µs each holder holds the lock (default 100)
 #   --contend-think-us N   µs a worker sleeps after its unlock (default 1000)
-#   --bench PATH           a built dlock-bench, dlock-contend beside it
-#                          (default: build both in the temp folder)
+#   --crash-waiters N      waiters in the crash case (default 64; 0: no crash case)
+#   --crash-ttl-ms N       the killed holder's lease (default 1000)
+#   --bench PATH           a built dlock-bench, dlock-contend and dlock-herd beside it
+#                          (default: build them in the temp folder)
 #   --maven-repo DIR       Maven's local repository, kept (default: in the temp folder)
 #   --go-cache DIR         GOMODCACHE and GOCACHE under DIR, kept (default: temp folder)
 #   --keep DIR             copy the raw JSON outputs and logs into DIR
@@ -50,7 +70,11 @@ warmup=2000
 warmup_paused=20
 rounds=4
 jvm_warmup=10000
-contend_procs=8
+contend_waiters=8,64,512
+contend_node_procs=64
+contend_redisson_procs=8
+crash_waiters=64
+crash_ttl_ms=1000
 contend_duration=10
 contend_warm=3
 contend_hold_us=100
@@ -69,7 +93,11 @@ while [ $# -gt 0 ]; do
 	--warmup-paused) warmup_paused=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--jvm-warmup) jvm_warmup=$2; shift 2 ;;
-	--contend-procs) contend_procs=$2; shift 2 ;;
+	--contend-procs|--contend-waiters) contend_waiters=$2; shift 2 ;;
+	--contend-node-procs) contend_node_procs=$2; shift 2 ;;
+	--contend-redisson-procs) contend_redisson_procs=$2; shift 2 ;;
+	--crash-waiters) crash_waiters=$2; shift 2 ;;
+	--crash-ttl-ms) crash_ttl_ms=$2; shift 2 ;;
 	--contend-duration) contend_duration=$2; shift 2 ;;
 	--contend-warm) contend_warm=$2; shift 2 ;;
 	--contend-hold-us) contend_hold_us=$2; shift 2 ;;
@@ -117,7 +145,7 @@ if [ -z "$bench" ]; then
 	cmake -S "$repo" -B "$tmp/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >"$tmp/build.log" 2>&1 ||
 		{ cat "$tmp/build.log" >&2; exit 1; }
-	cmake --build "$tmp/build" --target dlock-bench dlock-contend -j "$(nproc)" \
+	cmake --build "$tmp/build" --target dlock-bench dlock-contend dlock-herd -j "$(nproc)" \
 		>>"$tmp/build.log" 2>&1 ||
 		{ cat "$tmp/build.log" >&2; exit 1; }
 	bench=$tmp/build/bench/dlock-bench
@@ -125,6 +153,12 @@ fi
 [ -x "$bench" ] || { log "no dlock-bench at $bench"; exit 1; }
 contend_bin=$(dirname "$bench")/dlock-contend
 [ -x "$contend_bin" ] || { log "no dlock-contend beside $bench"; exit 1; }
+herd_bin=$(dirname "$bench")/dlock-herd
+[ "$crash_waiters" -eq 0 ] || [ -x "$herd_bin" ] || { log "no dlock-herd beside $bench"; exit 1; }
+IFS=, read -r -a waiter_counts <<<"$contend_waiters"
+for w in "${waiter_counts[@]}"; do
+	[[ $w =~ ^[1-9][0-9]*$ ]] || { log "--contend-waiters: $contend_waiters?"; exit 2; }
+done
 
 # --- Redisson (Maven) and go-redsync (Go) -----------------------------------
 log "building redisson-bench with Maven (Redisson, from Maven Central)"
@@ -237,21 +271,60 @@ kill -CONT "$pause_pid" 2>/dev/null || true
 paused=
 
 # --- the contended case -----------------------------------------------------
-# Same server, same worker loop and the same merge for all four.
-contend() { # impl warm-up-pairs worker-command...
-	local impl=$1 warm=$2
-	shift 2
-	log "contended: $impl, $contend_procs processes, $contend_duration s"
-	node "$here/contend.js" --impl "$impl" --uri "${uris[0]}" --procs "$contend_procs" \
+# Same server, same worker loop and the same merge for all four; see the
+# header for how the waiters are spread over processes.
+lost_wakeup=
+contend() { # impl waiters max-procs(0: one per waiter) warm-up-pairs worker-command...
+	local impl=$1 w=$2 maxp=$3 warm=$4 rc=0
+	shift 4
+	local procs=$w extra=()
+	if [ "$maxp" -gt 0 ] && [ "$maxp" -lt "$w" ]; then procs=$maxp; fi
+	# The peers' locks are no queues (redsync and node-redlock poll;
+	# Redisson's RLock is not fair): a starved waiter is counted, not fatal.
+	[ "$impl" = dlock ] || extra=(--starve-ok)
+	log "contended: $impl, $w waiters in $procs processes, $contend_duration s"
+	node "$here/contend.js" --impl "$impl" --uri "${uris[0]}" --waiters "$w" --max-procs "$maxp" \
 		--duration "$contend_duration" --warm-s "$contend_warm" --hold-us "$contend_hold_us" \
-		--think-us "$contend_think_us" --warmup "$warm" -- "$@" \
-		>"$tmp/contend-$impl.json" 2> >(tee "$tmp/contend-$impl.log" >&2)
-	files+=("$tmp/contend-$impl.json")
+		--think-us "$contend_think_us" --warmup "$warm" "${extra[@]}" -- "$@" \
+		>"$tmp/contend-$impl-$w.json" 2> >(tee "$tmp/contend-$impl-$w.log" >&2) || rc=$?
+	# 3: the JSON is there, but a waiter never got the lock: go on, say so.
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || { log "contend.js $impl $w failed ($rc)"; exit 1; }
+	[ "$rc" -eq 0 ] || lost_wakeup="$lost_wakeup $w"
+	files+=("$tmp/contend-$impl-$w.json")
 }
-contend dlock "$warmup" "$contend_bin"
-contend redisson "$jvm_warmup" java -jar "$jar" --contend-worker
-contend redsync "$warmup" "$redsync" -contend-worker
-contend node-redlock "$warmup" node "$here/node-redlock-contend.js"
+# Warm-up pairs per process: the 8-process figure's total, spread (at least 50).
+warm_for() { local p=$1; echo $(( warmup * 8 / p > 50 ? warmup * 8 / p : 50 )); }
+min() { echo $(( $1 < $2 ? $1 : $2 )); }
+for w in "${waiter_counts[@]}"; do
+	contend dlock "$w" 0 "$(warm_for "$w")" "$contend_bin"
+	# One JVM per process; every JVM gets the whole JIT warm-up.
+	contend redisson "$w" "$contend_redisson_procs" "$jvm_warmup" java -jar "$jar" --contend-worker
+	contend redsync "$w" 0 "$(warm_for "$w")" "$redsync" -contend-worker
+	contend node-redlock "$w" "$contend_node_procs" \
+		"$(warm_for "$(min "$w" "$contend_node_procs")")" node "$here/node-redlock-contend.js"
+done
+
+# --- the crash case ---------------------------------------------------------
+crash() { # impl max-procs worker-command...
+	local impl=$1 maxp=$2
+	shift 2
+	log "crash: $impl, holder SIGKILLed, $crash_waiters waiters, lease $crash_ttl_ms ms"
+	node "$here/crash.js" --impl "$impl" --uri "${uris[0]}" --waiters "$crash_waiters" \
+		--max-procs "$maxp" --ttl-ms "$crash_ttl_ms" --warmup 100 -- "$@" \
+		>"$tmp/crash-$impl.json" 2> >(tee "$tmp/crash-$impl.log" >&2) ||
+		{ log "crash.js $impl failed"; exit 1; }
+	files+=("$tmp/crash-$impl.json")
+}
+if [ "$crash_waiters" -gt 0 ]; then
+	log "crash: dlock-herd, holder SIGKILLed, $crash_waiters waiters, lease $crash_ttl_ms ms"
+	"$herd_bin" --uri "${uris[0]}" --crash --json --waiters "$crash_waiters" \
+		--ttl-ms "$crash_ttl_ms" --name "crash:$$" \
+		>"$tmp/herd-crash.json" 2> >(tee "$tmp/herd-crash.log" >&2)
+	files+=("$tmp/herd-crash.json")
+	crash redisson "$contend_redisson_procs" java -jar "$jar" --contend-worker
+	crash redsync 0 "$redsync" -contend-worker
+	crash node-redlock "$contend_node_procs" node "$here/node-redlock-contend.js"
+fi
 
 # --- the table --------------------------------------------------------------
 git_rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "?")
@@ -267,5 +340,13 @@ export CMP_GIT=$git_rev CMP_ITER=$iterations CMP_ITER_PAUSED=$iterations_paused
 export CMP_WARMUP=$warmup CMP_ROUNDS=$rounds CMP_PER_ROUND=$per_round
 export CMP_JVM_WARMUP=$jvm_warmup CMP_LOAD_BEFORE=$load_before
 export CMP_LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+export CMP_CONTEND_WARM=$contend_warm
+export CMP_CONTEND_SPREAD="node-redlock at most $contend_node_procs processes, Redisson at most \
+$contend_redisson_procs JVMs"
 
 node "$here/compare-table.js" "${files[@]}"
+if [ -n "$lost_wakeup" ]; then
+	log "dlock: a waiter never got the lock in the contended window with$lost_wakeup" \
+		"waiters (see above)"
+	exit 3
+fi

@@ -8,9 +8,11 @@
  *     hold --hold-us (spinning)    dlock_lock_unlock    sleep --think-us
  *
  * for --duration seconds. It first warms up on a lock of its own, prints
- * "ready" and waits for a line on stdin, so that all N start together; then
- * it runs the loop --warm-s seconds unrecorded (the contended paths warm
- * too: it matters to a JIT, and it is the same for all), then measured. Then
+ * "ready" and waits for a line on stdin, so that all N start together (the
+ * line "go WARM_END END", CLOCK_MONOTONIC ns, gives all of them the same
+ * deadlines; a bare "go" means now + --warm-s and + --duration); then it
+ * runs the loop unrecorded until WARM_END (the contended paths warm too: it
+ * matters to a JIT, and it is the same for all), then recorded until END. Then
  * it prints what contend.js merges: "window START END", "cpu US" (its own
  * getrusage user+sys over the loop), "failed N", and one line per hold,
  * "h ACQUIRED UNLOCK_CALLED UNLOCK_RETURNED", in CLOCK_MONOTONIC ns, the
@@ -115,30 +117,47 @@ static void warm_up(dlock_client *client)
 	dlock_lock_free(l);
 }
 
-static void wait_for_go(void)
+/* The go line; *warm_end and *end, the deadlines. */
+static void wait_for_go(uint64_t *warm_end, uint64_t *end)
 {
-	char line[16];
+	char line[128];
+	unsigned long long a, b;
 
 	printf("ready\n");
 	fflush(stdout);
 	if (fgets(line, sizeof(line), stdin) == NULL)
 		die("stdin", "no go line");
+	if (sscanf(line, "go %llu %llu", &a, &b) == 2) {
+		*warm_end = a;
+		*end = b;
+	} else {
+		*warm_end = now_ns() + (uint64_t)(opt.warm_s * 1e9);
+		*end = *warm_end + (uint64_t)(opt.duration * 1e9);
+	}
 }
 
-/* The loop for secs seconds; returns the holds, *n of them. */
-static hold *contend(dlock_lock *l, double secs, size_t *n, uint64_t *t0, uint64_t *t1,
-		double *cpu)
+/* The loop until end, holds recorded from warm_end on; returns them, *n. */
+static hold *contend(dlock_lock *l, uint64_t warm_end, uint64_t end, size_t *n, uint64_t *t0,
+		uint64_t *t1, double *cpu)
 {
 	size_t cap = 1 << 16;
 	hold *h = malloc(cap * sizeof(*h));
-	double c0 = cpu_us();
-	uint64_t end;
+	double c0 = 0;
+	int recording = 0;
 
 	*n = 0;
-	*t0 = now_ns();
-	end = *t0 + (uint64_t)(secs * 1e9);
-	while (h != NULL && now_ns() < end) {
+	*t0 = end;
+	while (h != NULL) {
+		uint64_t t = now_ns();
 		hold x;
+
+		if (t >= end)
+			break;
+		if (!recording && t >= warm_end) {
+			recording = 1;
+			*t0 = t;
+			c0 = cpu_us();
+		}
 
 		if (dlock_lock_lock(l, LEASE_MS) < 0)
 			die("dlock_lock_lock", dlock_lock_errmsg(l));
@@ -149,6 +168,11 @@ static hold *contend(dlock_lock *l, double secs, size_t *n, uint64_t *t0, uint64
 		if (dlock_lock_unlock(l) < 0)
 			die("dlock_lock_unlock", dlock_lock_errmsg(l));
 		x.unlock_returned = now_ns();
+		if (!recording) {
+			if (opt.think_us > 0)
+				sleep_us(opt.think_us);
+			continue;
+		}
 		if (*n == cap)
 			h = realloc(h, (cap *= 2) * sizeof(*h));
 		if (h != NULL)
@@ -159,7 +183,7 @@ static hold *contend(dlock_lock *l, double secs, size_t *n, uint64_t *t0, uint64
 	if (h == NULL)
 		die("malloc", "out of memory");
 	*t1 = now_ns();
-	*cpu = cpu_us() - c0;
+	*cpu = recording ? cpu_us() - c0 : 0;
 	return h;
 }
 
@@ -167,7 +191,7 @@ int main(int argc, char **argv)
 {
 	dlock_client *client = NULL;
 	dlock_lock *l;
-	uint64_t t0, t1;
+	uint64_t t0, t1, warm_end, end;
 	double cpu;
 	size_t n, i;
 	hold *h;
@@ -177,9 +201,8 @@ int main(int argc, char **argv)
 		die("dlock_client_open", dlock_errmsg_last());
 	warm_up(client);
 	l = open_lock(client, opt.name);
-	wait_for_go();
-	free(contend(l, opt.warm_s, &n, &t0, &t1, &cpu));
-	h = contend(l, opt.duration, &n, &t0, &t1, &cpu);
+	wait_for_go(&warm_end, &end);
+	h = contend(l, warm_end, end, &n, &t0, &t1, &cpu);
 	printf("window %" PRIu64 " %" PRIu64 "\ncpu %.0f\nfailed 0\n", t0, t1, cpu);
 	for (i = 0; i < n; i++)
 		printf("h %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", h[i].acquired, h[i].unlock_called,

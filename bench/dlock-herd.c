@@ -12,13 +12,14 @@
  * crash: a holder takes the lock with a lease of --ttl-ms and is SIGKILLed
  *   while W processes wait; reported: the time from the key's expiry to
  *   the next holder, and the acquire scripts the server ran in the first
- *   millisecond after the expiry (MONITOR's server timestamps).
+ *   millisecond after the expiry (MONITOR's server timestamps); with --json,
+ *   as one JSON document (tool "dlock-herd") for bench/compare-table.js.
  * fanout: the floor under any client's design: W connections subscribed
  *   to one channel, --holds K messages published to them; reported: the
  *   server CPU per message (what each unlock's "0" costs the server).
  *
  * usage: dlock-herd --uri redis://127.0.0.1:PORT --waiters W [--holds K]
- *                   [--hold-us N] [--crash] [--ttl-ms N] [--fanout] [--name LOCK]
+ *                   [--hold-us N] [--crash [--json]] [--ttl-ms N] [--fanout] [--name LOCK]
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -39,9 +40,9 @@
 
 static struct {
 	const char *uri, *name;
-	int waiters, holds, crash, fanout;
+	int waiters, holds, crash, fanout, json;
 	long hold_us, ttl_ms;
-} opt = { "redis://127.0.0.1:6379", "herd-bench", 8, 4, 0, 0, 200, 1000 };
+} opt = { "redis://127.0.0.1:6379", "herd-bench", 8, 4, 0, 0, 0, 200, 1000 };
 
 static void die(const char *what, const char *msg)
 {
@@ -245,7 +246,7 @@ static void fanout(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: dlock-herd --uri URI --waiters W [--holds K] [--hold-us N]\n"
-			"                  [--crash] [--ttl-ms N] [--fanout] [--name LOCK]\n");
+			"                  [--crash [--json]] [--ttl-ms N] [--fanout] [--name LOCK]\n");
 	exit(64);
 }
 
@@ -253,7 +254,8 @@ int main(int argc, char **argv)
 {
 	static const struct option longs[] = { { "uri", 1, NULL, 'u' }, { "waiters", 1, NULL, 'w' },
 		{ "holds", 1, NULL, 'k' }, { "hold-us", 1, NULL, 'h' }, { "crash", 0, NULL, 'c' },
-		{ "ttl-ms", 1, NULL, 't' }, { "fanout", 0, NULL, 'f' }, { "name", 1, NULL, 'n' }, { NULL, 0, NULL, 0 } };
+		{ "ttl-ms", 1, NULL, 't' }, { "fanout", 0, NULL, 'f' }, { "name", 1, NULL, 'n' },
+		{ "json", 0, NULL, 'j' }, { NULL, 0, NULL, 0 } };
 	int ch, go[2], out[2], hp[2], mp[2], mready[2], i, status;
 	pid_t *pids, hpid = 0, mpid = 0;
 	redisContext *c;
@@ -270,6 +272,7 @@ int main(int argc, char **argv)
 		case 't': opt.ttl_ms = atol(optarg); break;
 		case 'f': opt.fanout = 1; break;
 		case 'n': opt.name = optarg; break;
+		case 'j': opt.json = 1; break;
 		default: usage();
 		}
 	}
@@ -358,11 +361,23 @@ int main(int argc, char **argv)
 		for (i = 0; i < 50; i++)
 			if (per_ms[i] > peak)
 				peak = per_ms[i];
-		printf("crash: waiters %d ttl %ld ms: next holder %.1f ms after the expiry; "
+		double after = ((double)first_next - (double)held_at) / 1e6 - (double)opt.ttl_ms;
+
+		if (opt.json) {
+			printf("{\"tool\":\"dlock-herd\",\"dlock_version\":\"%s\",\"results\":[{"
+			       "\"impl\":\"dlock\",\"scenario\":7,\"what\":\"crash\",\"servers\":1,"
+			       "\"paused\":0,\"waiters\":%d,\"ttl_ms\":%ld,"
+			       "\"next_holder_after_expiry_ms\":%.3f,\"next_holder_after_acquire_ms\":%.3f,"
+			       "\"acquires_first_ms\":%" PRId64 ",\"busiest_ms\":%" PRId64 ","
+			       "\"acquires_first_10ms\":%" PRId64 ",\"acquires_total\":%" PRId64 "}]}\n",
+					DLOCK_VERSION_STRING, opt.waiters, opt.ttl_ms, after,
+					after + (double)opt.ttl_ms, n1, peak, n10, total);
+		}
+		fprintf(opt.json ? stderr : stdout,
+		       "crash: waiters %d ttl %ld ms: next holder %.1f ms after the expiry; "
 		       "acquire scripts in the first ms after it %" PRId64 ", busiest ms of the first 50 %"
 		       PRId64 ", first 10 ms %" PRId64 ", all %" PRId64 " (%.2f/acquisition)\n",
-				opt.waiters, opt.ttl_ms,
-				((double)first_next - (double)held_at) / 1e6 - (double)opt.ttl_ms, n1, peak,
+				opt.waiters, opt.ttl_ms, after, n1, peak,
 				n10, total, (double)total / opt.waiters);
 	}
 	redisFree(c);

@@ -24,7 +24,8 @@ import org.redisson.config.Config;
  *      RLock lock(10 s)/unlock on 1 server, the same without a lease (the
  *      watchdog), and RedissonRedLock lock(10 s)/unlock over 3 and 5 servers.
  *
- * With --contend-worker it is one process of the contended case (Contend).
+ * With --contend-worker it is one process of the contended case (Contend), or
+ * with --crash-holder or --crash-waiter as well, of the crash case.
  *
  * usage: java -jar redisson-bench.jar --uris redis://127.0.0.1:P1,... [--iterations N]
  *          [--warmup N] [--jvm-warmup N] [--json] [--samples]
@@ -71,6 +72,8 @@ public final class RedissonBench {
 			case "--json" -> json = true;
 			case "--samples" -> samples = true;
 			case "--contend-worker" -> worker = true;
+			case "--crash-holder" -> opt.put("crash", "holder");
+			case "--crash-waiter" -> opt.put("crash", "waiter");
 			case "--uris", "--uri" -> {
 				for (String u : a[++i].split("[ ,]+"))
 					if (!u.isEmpty())
