@@ -298,6 +298,21 @@ const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire 
 	return &x->u.call;
 }
 
+const dlock__call *dlock__herd_exit_prepare(dlock_lock *l, const dlock__acquire *a,
+		dlock__fair_exit *x)
+{
+	dlock__call *c = &x->u.call;
+
+	x->undo = 0;
+	dlock__call_begin(c, &dlock__script_herd_leave);
+	dlock__call_push(c, l->waiters, l->waiters_len);
+	dlock__call_keys_done(c);
+	dlock__call_push(c, l->wake, l->wake_len);
+	dlock__call_push(c, DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
+	dlock__call_push(c, a->owner, strlen(a->owner));
+	return c;
+}
+
 void dlock__fair_exit_finish(dlock_lock *l, const dlock__acquire *a, const dlock__fair_exit *x,
 		int rc, const redisReply *r)
 {

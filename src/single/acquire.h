@@ -222,6 +222,12 @@ const dlock__call *dlock__fair_exit_prepare(dlock_lock *l, const dlock__acquire 
 void dlock__fair_exit_finish(dlock_lock *l, const dlock__acquire *a, const dlock__fair_exit *x,
 		int rc, const redisReply *r);
 
+/* The leave of a plain or fenced lock's waiter that joined its waiters
+ * (dlock__acquire_herd with roles) and ends without the lock, in x's call;
+ * dlock__fair_exit_finish then records nothing. */
+const dlock__call *dlock__herd_exit_prepare(dlock_lock *l, const dlock__acquire *a,
+		dlock__fair_exit *x);
+
 /* Set owner's hold to ttl ms, only while it is there (Redisson's renewal). */
 typedef struct dlock__renew {
 	dlock__call call;

@@ -62,6 +62,7 @@
 #include "core/drive/stats.h"
 #include "core/drive/sync.h"
 #include "single/acquire.h"
+#include "single/acquire_wait.h"
 #include "single/lock_internal.h"
 #include "single/lock_op.h"
 
@@ -74,109 +75,11 @@
 #define OWED_GRACE_MS 20
 #define OWED_LOOK_MS 5
 
-typedef struct acquire_op {
-	dlock__lock_op lo; /* first: the op, the lock, the owner */
-	int64_t wait_ms, lease_ms, started, deadline, owed_until;
-	int64_t ttl, backoff, sent_at;
-	int rc, keep_place, unsettled, in_flight, waiting;
-	char rc_msg[DLOCK__ERRMSG_MAX]; /* rc's message: the thread's last may be another op's by then */
-	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
-	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
-	int vouched;         /* the owner is this process's alone (dlock__acquire_prepare) */
-	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
-	int leaving;         /* a fair waiter's leave is out; then it ends with end_rc */
-	int end_rc;
-	char end_msg[DLOCK__ERRMSG_MAX];
-	int member;          /* a MultiLock's or RedLock's part: no events of its own */
-	int attempts;        /* acquisition scripts sent (dlock/stats.h) */
-	int64_t started_us;  /* `started` in us, for the wait histogram */
-	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
-	uint64_t cancels;
-	dlock_client *send_to; /* a cluster's redirect: the member named (else the lock's client) */
-	int asking, redirects;
-	dlock__acquire a;
-	dlock__rollback undo;
-	dlock__fair_exit exit;
-	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
-	size_t nmop;
-	dlock__sync sync;
-	dlock__mux_loop ml;
-	char *channel;
-	size_t channel_len;
-	char *left_key; /* a fair waiter's mark, set when it leaves with a reply owed */
-	size_t left_key_len;
-	dlock__reactor *rx;
-	dlock__sub *sub;
-	dlock__listener li;
-	dlock__task wake_task;
-	dlock__timer timer;
-	/* Waking without a herd (top of file): the "taken" channel's listener. */
-	int herd;          /* a plain or fenced lock's waiter: asks with the channel */
-	int64_t est;       /* waiting processes, as last counted (1: unknown) */
-	uint64_t note_gen; /* the last "taken" note read */
-	dlock__reactor *trx;
-	dlock__sub *tsub;
-	dlock__listener tli;
-	dlock__task taken_task;
-	/* Watchers and sleepers (top of file): the waiter's own channel. */
-	int role;               /* DLOCK__HERD_WATCH or _SLEEP as last answered; 0 unknown */
-	int watching;           /* listens on the lock's channel (and the "taken" one) */
-	int own_ready;          /* its own channel is subscribed: its retries ask with roles */
-	int promoted_meanwhile; /* a word came while an attempt was out */
-	int look_pending;       /* a look waits for its own channel's subscription */
-	int sleeper_look;       /* a sleeper's own timer fired: its look drops gone watchers */
-	int64_t own_asked;      /* when it asked for that subscription */
-	char *own;
-	size_t own_len;
-	dlock__reactor *orx;
-	dlock__sub *osub;
-	dlock__listener oli;
-	dlock__task own_task;
-} acquire_op;
-
-/* Never spread wider than this (ms): a stale count must not keep a waiter long. */
-#define HERD_SPREAD_MAX 256
-
-/* A sleeper looks by itself this long after the holder's TTL, spread over
- * the next SLEEP_SPREAD_MS (the watchers take the lock before that), and
- * every SLEEP_MAX_MS at most when the lock has no TTL. */
-#define SLEEP_AFTER_MS 250
-#define SLEEP_SPREAD_MS 1000
-#define SLEEP_MAX_MS 30000
-
 /* A look waits this long at most for the waiter's own channel to be
  * subscribed, so that it asks with roles (then without). */
 #define OWN_WAIT_MS 1000
 
-/* A uniform draw in [0, n). */
-static int64_t draw(int64_t n)
-{
-	return n <= 1 ? 0 : (int64_t)(dlock__random() % (uint64_t)n);
-}
-
-/* The spread after a holder's TTL: 2 * est ms, so about one asks every
- * 2 ms - time for the first one's note to reach the others, even on a
- * busy machine. */
-static int64_t ttl_spread(const acquire_op *o)
-{
-	return o->herd ? draw(2 * o->est < HERD_SPREAD_MAX ? 2 * o->est : HERD_SPREAD_MAX) : 0;
-}
-
-/*
- * The slot of a waiter woken by "0" (ms from now; 0 = at once): one of
- * est/2 slots, so about two ask at once. The others wait a gap first, long
- * enough for the note of the one that took the lock to reach them: the
- * server writes it to every listener in turn (some 3 us each).
- */
-static int64_t wake_slot(const acquire_op *o)
-{
-	int64_t slots = (o->est + 1) / 2, u;
-
-	if (!o->herd || o->est <= 2)
-		return 0;
-	u = draw(slots < HERD_SPREAD_MAX ? slots : HERD_SPREAD_MAX);
-	return u == 0 ? 0 : 1 + o->est / 128 + (u - 1);
-}
+typedef dlock__acquire_op acquire_op;
 
 #define AOP(p, field) ((acquire_op *)((char *)(p) - offsetof(acquire_op, field)))
 
@@ -192,31 +95,6 @@ static int keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int6
 		return 0;
 	return deadline == DLOCK__NEVER ||
 			deadline - dlock__now_ms() > l->client->opts.command_timeout_ms;
-}
-
-/* "<base>:<owner>" (a fair waiter's channel, a waiter's own): NULL when out of memory. */
-static char *joined(const char *base, size_t blen, const char *owner, size_t *len)
-{
-	size_t olen = strlen(owner);
-	char *ch = dlock__malloc(blen + 1 + olen + 1);
-
-	if (ch == NULL)
-		return NULL;
-	memcpy(ch, base, blen);
-	ch[blen] = ':';
-	memcpy(ch + blen + 1, owner, olen + 1);
-	*len = blen + 1 + olen;
-	return ch;
-}
-
-/* The channel a waiter listens on: the lock's, or for a fair lock its own. */
-static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
-{
-	if (l->kind != DLOCK_LOCK_FAIR) {
-		*len = l->channel_len;
-		return l->channel;
-	}
-	return joined(l->channel, l->channel_len, owner, len);
 }
 
 /*
@@ -279,79 +157,6 @@ static char *left_key_new(const dlock_lock *l, size_t *len)
 
 static void attempt(acquire_op *o);
 
-/* Listen on `channel` where it is served now (a cluster's slot may have
- * moved since, a primary failed over). 0, or -1 out of memory. */
-static int follow(acquire_op *o, dlock__reactor **rx, dlock__sub **sub, dlock__listener *li,
-		const char *channel, size_t len)
-{
-	dlock__reactor *now = dlock__client_reactor_for(o->lo.l->client, channel, len);
-
-	if (now == NULL || (now == *rx && *sub != NULL))
-		return 0;
-	if (*sub != NULL)
-		dlock__sub_unlisten(*rx, *sub, li);
-	*rx = now;
-	*sub = dlock__sub_listen(now, channel, len, li);
-	return *sub == NULL ? -1 : 0;
-}
-
-static void unfollow(dlock__reactor *rx, dlock__sub **sub, dlock__listener *li)
-{
-	if (*sub != NULL)
-		dlock__sub_unlisten(rx, *sub, li);
-	*sub = NULL;
-}
-
-/* Listen on the lock's channel, and a herd waiter on the "taken" one. */
-static int watch(acquire_op *o)
-{
-	dlock_lock *l = o->lo.l;
-	const dlock__sub *was = o->tsub;
-	int64_t lease, n;
-
-	o->watching = 1;
-	if (follow(o, &o->rx, &o->sub, &o->li, o->channel, o->channel_len) < 0)
-		return -1;
-	if (!o->herd)
-		return 0;
-	if (follow(o, &o->trx, &o->tsub, &o->tli, l->taken, l->taken_len) < 0)
-		return -1;
-	/* Notes from before are not news (the lock's channel wakes it then). */
-	if (o->tsub != NULL && o->tsub != was)
-		o->note_gen = dlock__sub_note(o->trx, o->tsub, &lease, &n, NULL, NULL);
-	return 0;
-}
-
-static void unwatch(acquire_op *o)
-{
-	unfollow(o->rx, &o->sub, &o->li);
-	unfollow(o->trx, &o->tsub, &o->tli);
-	dlock__loop_unpost(o->lo.op.loop, &o->wake_task);
-	dlock__loop_unpost(o->lo.op.loop, &o->taken_task);
-	o->watching = 0;
-}
-
-/* A herd waiter's own channel, where it is told to watch. */
-static int listen_own(acquire_op *o)
-{
-	if (o->own == NULL &&
-			(o->own = joined(o->lo.l->wake, o->lo.l->wake_len, o->lo.owner, &o->own_len)) ==
-					NULL)
-		return -1;
-	if (o->osub == NULL)
-		o->own_asked = dlock__now_ms();
-	return follow(o, &o->orx, &o->osub, &o->oli, o->own, o->own_len);
-}
-
-static void stop_listening(acquire_op *o)
-{
-	unwatch(o);
-	unfollow(o->orx, &o->osub, &o->oli);
-	dlock__loop_unpost(o->lo.op.loop, &o->own_task);
-	dlock__timer_stop(o->lo.op.loop, &o->timer);
-	o->waiting = 0;
-}
-
 static void finish(acquire_op *o, int rc)
 {
 	if (rc == DLOCK_ENOTACQUIRED)
@@ -372,16 +177,22 @@ static void left(dlock__mux_loop *ml)
 	finish(o, dlock__seterr(o->end_rc, "%s", o->end_msg));
 }
 
-/* A fair waiter that did not get the lock leaves its queue, then ends with
- * rc. 0 while the leave is out; < 0 when it could not be sent (its place
- * expires with its wait). */
+/* A waiter that did not get the lock leaves: a fair one its queue, a herd
+ * one that joined them the waiters (acquire_wait.c). Then it ends with rc.
+ * 0 while the leave is out; < 0 when it could not be sent (a fair place
+ * expires with its wait, a member of the waiters is dropped once found
+ * gone). */
 static int leave(acquire_op *o, int rc)
 {
+	dlock_lock *l = o->lo.l;
+
 	o->end_rc = rc;
 	snprintf(o->end_msg, sizeof(o->end_msg), "%s", dlock__errmsg_thread());
 	memset(o->mop, 0, sizeof(o->mop));
-	o->mop[0].client = o->lo.l->client;
-	o->mop[0].call = dlock__fair_exit_prepare(o->lo.l, &o->a, o->wait_ms, o->unsettled, &o->exit);
+	o->mop[0].client = l->client;
+	o->mop[0].call = l->kind == DLOCK_LOCK_FAIR
+			? dlock__fair_exit_prepare(l, &o->a, o->wait_ms, o->unsettled, &o->exit)
+			: dlock__herd_exit_prepare(l, &o->a, &o->exit);
 	/* It may time out and run later: as EVAL, so that a server that does
 	 * not know the script yet runs it all the same. */
 	o->mop[0].eval = 1;
@@ -394,14 +205,22 @@ static int leave(acquire_op *o, int rc)
 	return 0;
 }
 
-/* The end: a fair waiter that did not get the lock leaves its queue first. */
+/* Whether a waiter that ends without the lock leaves first. */
+static int must_leave(const acquire_op *o)
+{
+	if (o->lo.l->kind == DLOCK_LOCK_FAIR)
+		return o->wait_ms != 0;
+	return o->herd && o->role != 0;
+}
+
+/* The end: a waiter that did not get the lock leaves first (leave). */
 static void conclude(acquire_op *o, int rc)
 {
-	stop_listening(o);
+	dlock__wait_stop(o);
 	if (rc == 0) {
 		o->lo.op.result.token = o->a.token;
 		dlock_lock_validity(&o->lo.op.result.validity_ms, o->lo.l, o->lo.owner);
-	} else if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0 && leave(o, rc) == 0) {
+	} else if (must_leave(o) && leave(o, rc) == 0) {
 		return;
 	}
 	finish(o, rc);
@@ -413,66 +232,22 @@ static int arm(acquire_op *o, int64_t wake)
 	return dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
 }
 
-/* The first wait: its channel, and a loop the reactor's thread can wake. */
-static int first_wait(acquire_op *o)
-{
-	int rc;
-
-	o->channel = wait_channel(o->lo.l, o->lo.owner, &o->channel_len);
-	if (o->channel == NULL)
-		return dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown);
-	/* A thread's loop gets its wake-up descriptor (kept until the blocking call ends). */
-	rc = dlock__loop_wakeable(o->lo.op.loop);
-	return rc < 0 ? rc : 0;
-}
-
-/* A sleeper looks by itself well after the holder's TTL (the watchers
- * take the lock before that), spread so that sleepers do not all ask. */
-static int64_t sleeper_wake(const acquire_op *o)
-{
-	int64_t ttl = o->ttl >= 0 && o->ttl < SLEEP_MAX_MS ? o->ttl : SLEEP_MAX_MS;
-
-	return dlock__now_ms() + ttl + SLEEP_AFTER_MS + draw(SLEEP_SPREAD_MS);
-}
-
-/* Listen where this waiter's role says; the time to look again when it sleeps (else `wake`). */
-static int listen_for_role(acquire_op *o, int64_t *wake)
-{
-	if (!o->herd)
-		return watch(o);
-	if (listen_own(o) < 0)
-		return -1;
-	if (o->role == DLOCK__HERD_SLEEP && o->promoted_meanwhile)
-		o->role = DLOCK__HERD_WATCH;
-	o->promoted_meanwhile = 0;
-	if (o->role == DLOCK__HERD_SLEEP) {
-		unwatch(o);
-		*wake = sleeper_wake(o);
-		return 0;
-	}
-	/* A newcomer among enough watchers: its own channel first; once
-	 * subscribed it asks with roles (own_word). */
-	if (o->role == 0 && !o->own_ready && o->est >= DLOCK__HERD_WATCHERS && !o->watching)
-		return 0;
-	return watch(o);
-}
-
 /* Listen as the waiter's role says, and look again at `wake` at the latest. */
 static void wait_for(acquire_op *o, int64_t wake)
 {
 	int rc;
 
-	if (o->channel == NULL && (rc = first_wait(o)) < 0) {
+	if (o->channel == NULL && (rc = dlock__wait_first(o)) < 0) {
 		conclude(o, rc);
 		return;
 	}
-	if (listen_for_role(o, &wake) < 0) {
+	if (dlock__wait_listen(o, &wake) < 0) {
 		conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown));
 		return;
 	}
 	o->waiting = 1;
 	if (o->woken_meanwhile && o->watching) /* the unlock may have come after the attempt was answered */
-		wake = dlock__now_ms() + wake_slot(o);
+		wake = dlock__now_ms() + dlock__wait_slot(o);
 	o->woken_meanwhile = 0;
 	if (arm(o, wake) < 0)
 		conclude(o, DLOCK_ENOMEM);
@@ -492,7 +267,7 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
 	if (rc == DLOCK_ENOTACQUIRED && o->ttl >= 0)
-		wake += ttl_spread(o);
+		wake += dlock__wait_ttl_spread(o);
 	if (dlock__client_first_contact_over(o->lo.l->client, rc, o->started, wake)) {
 		conclude(o, dlock__seterr_never_answered());
 		return;
@@ -545,17 +320,6 @@ static void attempt_done(dlock__mux_loop *ml)
 	after_attempt(o, rc, retry);
 }
 
-/* How a herd waiter's retry asks (single/acquire.h). */
-static int herd_roles(acquire_op *o)
-{
-	int prune = o->sleeper_look;
-
-	o->sleeper_look = 0;
-	if (o->attempts == 0 || !o->own_ready)
-		return 0;
-	return prune ? DLOCK__HERD_PRUNE : DLOCK__HERD_ROLES;
-}
-
 /* Send one attempt, once the server owes nothing (a late release of ours
  * still queued there could undo it: core/net/owed.h). */
 static void attempt(acquire_op *o)
@@ -577,7 +341,7 @@ static void attempt(acquire_op *o)
 		return;
 	}
 	if (o->herd)
-		dlock__acquire_herd(l, &o->a, o->attempts > 0, herd_roles(o));
+		dlock__acquire_herd(l, &o->a, o->attempts > 0, dlock__wait_roles(o));
 	if (o->left_key != NULL)
 		dlock__acquire_wait_key(l, &o->a, o->left_key, o->left_key_len);
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
@@ -647,7 +411,7 @@ static void woken(dlock__task *t)
 	 * canceled wait ends at once, in look_again). */
 	if (o->waiting && !o->lo.op.finished &&
 			!(o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) &&
-			(slot = wake_slot(o)) > 0) {
+			(slot = dlock__wait_slot(o)) > 0) {
 		if (arm(o, dlock__now_ms() + slot) < 0)
 			conclude(o, DLOCK_ENOMEM);
 		return;
@@ -678,7 +442,7 @@ static void taken(dlock__task *t)
 	 * wake-up may have run first): nothing to wait for. */
 	if (!o->waiting || lease <= 0 || unlocked_since)
 		return;
-	if (arm(o, dlock__now_ms() + lease + ttl_spread(o)) < 0)
+	if (arm(o, dlock__now_ms() + lease + dlock__wait_ttl_spread(o)) < 0)
 		conclude(o, DLOCK_ENOMEM);
 }
 
@@ -709,7 +473,7 @@ static void own_word(dlock__task *t)
 	}
 	if (o->role == DLOCK__HERD_SLEEP) {
 		o->role = DLOCK__HERD_WATCH;
-		if (watch(o) < 0) {
+		if (dlock__wait_watch(o) < 0) {
 			conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory",
 					    o->lo.l->shown));
 			return;

@@ -47,11 +47,13 @@
  * among the first ARGV[8], watch (listen on the lock's channel as ever);
  * 2 sleep (listen only on its own channel, with a timer at the holder's
  * TTL as a fallback). A waiter that takes the lock leaves the set, and
- * whoever moves up into the watchers is told on its own channel ("1"). A
- * member nobody listens for (its process died, its wait ended) is dropped
- * when telling it finds nobody, or when seen among the watchers by one
- * that took the lock or by a sleeper that looks by itself (ARGV[9] "1":
- * the watchers may all be gone).
+ * whoever moves up into the watchers is told on its own channel ("1"); a
+ * waiter whose wait ends without the lock leaves the same way
+ * (dlock__script_herd_leave). A member nobody listens for (its process
+ * died) is dropped when telling it finds nobody, or when a sleeper that
+ * looks by itself (ARGV[9] "1": the watchers may all be gone) sees it
+ * among the watchers. A busy reply with a role counts the watchers as
+ * ARGV[8] rather than asking the server.
  */
 #define HERD_FUNCTIONS \
 	"local function herd_refill(wz, pre, k, r) " \
@@ -88,23 +90,22 @@
 	"  if rank == false or rank < k then return 1; end; " \
 	"  return 2; " \
 	"end; " \
-	"local function herd_leave() " \
-	"  if not ARGV[7] then return; end; " \
-	"  local wz, pre, k = KEYS[#KEYS], ARGV[7], tonumber(ARGV[8]); " \
-	"  local rank = redis.call('zrank', wz, ARGV[2]); " \
-	"  if rank == false then return; end; " \
-	"  redis.call('zrem', wz, ARGV[2]); " \
-	"  local r = herd_prune(wz, pre, k); " \
-	"  if rank < k then r = r + 1; end; " \
-	"  herd_refill(wz, pre, k, r); " \
+	"local function herd_leave(wz, pre, k, me) " \
+	"  local rank = redis.call('zrank', wz, me); " \
+	"  if rank == false then return 0; end; " \
+	"  redis.call('zrem', wz, me); " \
+	"  if rank < k then herd_refill(wz, pre, k, 1); end; " \
+	"  return 1; " \
 	"end; "
 #define HERD_BUSY \
 	"if ARGV[5] then " \
 	"  local pttl = redis.call('pttl', KEYS[1]); " \
-	"  return {0, pttl, listeners(ARGV[5]), herd_role(pttl)}; " \
+	"  local role = herd_role(pttl); " \
+	"  if role ~= 0 then return {0, pttl, tonumber(ARGV[8]), role}; end; " \
+	"  return {0, pttl, listeners(ARGV[5]), 0}; " \
 	"end; "
 #define HERD_TAKEN \
-	"herd_leave(); " \
+	"if ARGV[7] then herd_leave(KEYS[#KEYS], ARGV[7], tonumber(ARGV[8]), ARGV[2]); end; " \
 	"if ARGV[6] == '1' then " \
 	"  local n = listeners(ARGV[5]); " \
 	"  if n > 0 then redis.call('publish', ARGV[5], ARGV[1] .. ':' .. n); end; " \
@@ -126,6 +127,11 @@ dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
 		"end; " ADOPT_OR_COUNT("ARGV[3]", "ARGV[4]",
 				"") "redis.call('pexpire', KEYS[1], ARGV[1]); "
 				    "return {c};");
+
+/* A waiter whose wait ended without the lock leaves the waiters (see above). */
+dlock__script dlock__script_herd_leave = DLOCK__SCRIPT("herd-leave",
+		DLOCK__LUA_LISTENERS HERD_FUNCTIONS
+		"return herd_leave(KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3]);");
 
 /* Redisson's unlock (its data and message), made safe to repeat by the
  * believed count instead of Redisson's request-id latch key: see

@@ -102,6 +102,14 @@
 extern dlock__script dlock__script_acquire;
 
 /*
+ * A waiter of a plain or fenced lock that joined its waiters (scripts.c)
+ * and stops waiting without the lock leaves them. KEYS: the waiters' ZSET.
+ * ARGV: the wake-up channels' prefix, how many watch, the owner. Reply: 1
+ * left, 0 it was not there.
+ */
+extern dlock__script dlock__script_herd_leave;
+
+/*
  * Release one hold. KEYS: name, channel. ARGV: message ("0"), lease ms for
  * a hold that remains (0: keep the TTL), owner, believed count, repeat.
  * Reply: nil not held by owner (-2: and others hold it); otherwise the

@@ -355,3 +355,54 @@ Test(herd, only_a_few_waiting_clients_listen_on_the_lock_channel)
 	redisFree(raw);
 	free(h);
 }
+
+/* A waiter whose wait ends without the lock leaves the waiters, so that
+ * nobody keeps a watcher's place it no longer uses. */
+typedef struct quitter {
+	pthread_t th;
+	dlock_lock *l;
+	int rc;
+} quitter;
+
+static void *quitter_main(void *arg)
+{
+	quitter *q = arg;
+
+	q->rc = dlock_lock_try(q->l, 1500, 10000);
+	return NULL;
+}
+
+Test(herd, a_waiter_that_gives_up_leaves_the_waiters)
+{
+	enum { QUITTERS = 8 };
+	redisContext *raw = dl_raw_connect(rh_server_port(dl_srv), 5000);
+	dlock_client *holder = dl_client(rh_server_uri(dl_srv), 0, 0);
+	dlock_lock *held = dl_lock(holder, LOCK);
+	dlock_client *c[QUITTERS];
+	quitter q[QUITTERS];
+	long long joined = 0;
+
+	dl_pass(dlock_lock_lock(held, 20000));
+	for (int i = 0; i < QUITTERS; i++) {
+		c[i] = dl_client(rh_server_uri(dl_srv), 0, 0);
+		q[i] = (quitter){ .l = dl_lock(c[i], LOCK) };
+		cr_assert_eq(pthread_create(&q[i].th, NULL, quitter_main, &q[i]), 0);
+	}
+	for (int64_t until = rh_now_ms() + 1200; rh_now_ms() < until && joined < QUITTERS;
+			dl_sleep_ms(20))
+		joined = zcard(raw, "dlock_lock__waiters:{" LOCK "}");
+	cr_assert_eq(joined, QUITTERS, "%lld of %d waiters joined", joined, QUITTERS);
+	for (int i = 0; i < QUITTERS; i++) {
+		pthread_join(q[i].th, NULL);
+		cr_assert_eq(q[i].rc, DLOCK_ENOTACQUIRED, "waiter %d: %s", i, dlock_strerror(q[i].rc));
+	}
+	cr_assert_eq(zcard(raw, "dlock_lock__waiters:{" LOCK "}"), 0,
+			"waiters that gave up are still among the waiters");
+	for (int i = 0; i < QUITTERS; i++) {
+		dlock_lock_free(q[i].l);
+		dlock_client_close(c[i]);
+	}
+	dlock_lock_free(held);
+	dlock_client_close(holder);
+	redisFree(raw);
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal: the wait of an acquisition (single/acquire_op.c), and where it
+ * listens (single/acquire_wait.c).
+ */
+#ifndef DLOCK_SINGLE_ACQUIRE_WAIT_H
+#define DLOCK_SINGLE_ACQUIRE_WAIT_H
+
+#include <stdint.h>
+
+#include "core/drive/mux_loop.h"
+#include "core/drive/reactor.h"
+#include "core/drive/sync.h"
+#include "single/acquire.h"
+#include "single/lock_op.h"
+
+typedef struct dlock__acquire_op {
+	dlock__lock_op lo; /* first: the op, the lock, the owner */
+	int64_t wait_ms, lease_ms, started, deadline, owed_until;
+	int64_t ttl, backoff, sent_at;
+	int rc, keep_place, unsettled, in_flight, waiting;
+	char rc_msg[DLOCK__ERRMSG_MAX]; /* rc's message: the thread's last may be another op's by then */
+	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
+	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
+	int vouched;         /* the owner is this process's alone (dlock__acquire_prepare) */
+	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
+	int leaving;         /* a fair waiter's leave is out; then it ends with end_rc */
+	int end_rc;
+	char end_msg[DLOCK__ERRMSG_MAX];
+	int member;          /* a MultiLock's or RedLock's part: no events of its own */
+	int attempts;        /* acquisition scripts sent (dlock/stats.h) */
+	int64_t started_us;  /* `started` in us, for the wait histogram */
+	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
+	uint64_t cancels;
+	dlock_client *send_to; /* a cluster's redirect: the member named (else the lock's client) */
+	int asking, redirects;
+	dlock__acquire a;
+	dlock__rollback undo;
+	dlock__fair_exit exit;
+	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
+	size_t nmop;
+	dlock__sync sync;
+	dlock__mux_loop ml;
+	char *channel;
+	size_t channel_len;
+	char *left_key; /* a fair waiter's mark, set when it leaves with a reply owed */
+	size_t left_key_len;
+	dlock__reactor *rx;
+	dlock__sub *sub;
+	dlock__listener li;
+	dlock__task wake_task;
+	dlock__timer timer;
+	/* Waking without a herd (top of file): the "taken" channel's listener. */
+	int herd;          /* a plain or fenced lock's waiter: asks with the channel */
+	int64_t est;       /* waiting processes, as last counted (1: unknown) */
+	uint64_t note_gen; /* the last "taken" note read */
+	dlock__reactor *trx;
+	dlock__sub *tsub;
+	dlock__listener tli;
+	dlock__task taken_task;
+	/* Watchers and sleepers (top of file): the waiter's own channel. */
+	int role;               /* DLOCK__HERD_WATCH or _SLEEP as last answered; 0 unknown */
+	int watching;           /* listens on the lock's channel (and the "taken" one) */
+	int own_ready;          /* its own channel is subscribed: its retries ask with roles */
+	int promoted_meanwhile; /* a word came while an attempt was out */
+	int look_pending;       /* a look waits for its own channel's subscription */
+	int sleeper_look;       /* a sleeper's own timer fired: its look drops gone watchers */
+	int64_t own_asked;      /* when it asked for that subscription */
+	char *own;
+	size_t own_len;
+	dlock__reactor *orx;
+	dlock__sub *osub;
+	dlock__listener oli;
+	dlock__task own_task;
+} dlock__acquire_op;
+
+/* The spread after a holder's TTL, and the slot of a watcher woken by "0" (ms). */
+int64_t dlock__wait_ttl_spread(const dlock__acquire_op *o);
+int64_t dlock__wait_slot(const dlock__acquire_op *o);
+
+/* The first wait: its channel, and a loop the reactor's thread can wake. 0 or an error. */
+int dlock__wait_first(dlock__acquire_op *o);
+
+/* Listen on the lock's channel (and a herd waiter on the "taken" one). 0, or -1 out of memory. */
+int dlock__wait_watch(dlock__acquire_op *o);
+
+/* Listen where the waiter's role says; a sleeper's time to look again in
+ * *wake (else left). 0, or -1 out of memory. */
+int dlock__wait_listen(dlock__acquire_op *o, int64_t *wake);
+
+/* Stop listening everywhere, the timer stopped. */
+void dlock__wait_stop(dlock__acquire_op *o);
+
+/* How a herd waiter's next attempt asks (DLOCK__HERD_ROLES, _PRUNE or 0). */
+int dlock__wait_roles(dlock__acquire_op *o);
+
+#endif
