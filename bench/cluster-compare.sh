@@ -9,13 +9,14 @@
 #
 # usage: bench/cluster-compare.sh --bench PATH/TO/dlock-cluster-bench
 #          [--threads T] [--seconds S] [--rounds R] [--moved K]
-#          [--holds N [--watchdog MS] [--periods P]]
+#          [--holds N [--watchdog MS] [--periods P] [--free]]
 #   --bench PATH   a built dlock-cluster-bench (cmake --build build --target dlock-cluster-bench)
 #   --threads T    client threads (default 8); --seconds S per run (default 5)
 #   --rounds R     rounds; single and cluster take turns (default 3)
 #   --moved K      MOVED samples (default 200)
 #   --holds N      only the renewal row: N watchdog holds on the cluster, P
-#                  renewal periods (default 6) of a MS watchdog (default 3000)
+#                  renewal periods (default 6) of a MS watchdog (default 3000);
+#                  --free also times freeing the N handles
 # Servers and the temporary folder are removed on exit. Only 127.0.0.1.
 set -euo pipefail
 
@@ -27,6 +28,7 @@ moved=200
 holds=0
 watchdog=3000
 periods=6
+free=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bench) bench=$2; shift 2 ;;
@@ -37,7 +39,8 @@ while [ $# -gt 0 ]; do
 	--holds) holds=$2; shift 2 ;;
 	--watchdog) watchdog=$2; shift 2 ;;
 	--periods) periods=$2; shift 2 ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	--free) free=1; shift ;;
+	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) echo "cluster-compare.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -94,7 +97,7 @@ seeds=$(IFS=,; echo "${nodes[*]}")
 if [ "$holds" -gt 0 ]; then
 	echo "# $holds watchdog holds, ${watchdog} ms watchdog, $periods renewal periods"
 	"$bench" --uri "redis+cluster://$seeds" --servers "$seeds" --threads "$threads" \
-		--holds "$holds" --watchdog "$watchdog" --periods "$periods"
+		--holds "$holds" --watchdog "$watchdog" --periods "$periods" --free "$free"
 	exit 0
 fi
 

@@ -22,7 +22,9 @@
  *     client's writes and the servers' EVALSHA calls per renewal round and
  *     node, the servers' CPU per round (INFO cpu, the sampling included), and
  *     the least remaining TTL (PTTL) seen on ~1000 of the keys, sampled
- *     every 5 ms - the worst a hold gets before its renewal.
+ *     every 5 ms - the worst a hold gets before its renewal. With --free 1,
+ *     then the time dlock_lock_free() takes for all N handles (their holds
+ *     still renewed).
  *
  * bench/cluster-compare.sh starts the servers and runs the first two. Loopback only.
  */
@@ -49,7 +51,7 @@ typedef struct config {
 	const char *uri;
 	char *hosts[MAX_SERVERS];
 	int ports[MAX_SERVERS], nservers;
-	int threads, names, moved, holds, periods;
+	int threads, names, moved, holds, periods, free_handles;
 	int64_t watchdog_ms;
 	double seconds;
 } config;
@@ -479,9 +481,16 @@ static int renewals_at_scale(const config *cfg)
 				rounds > 0 && j < cfg->nservers ? (double)(eval1[j] - eval0[j]) / rounds
 								: 0);
 	}
-	/* No teardown: freeing 100,000 handles while the client still holds
-	 * some walks its whole holds table each time (minutes). The keys
-	 * expire with the watchdog timeout; the servers are removed anyway. */
+	if (cfg->free_handles) {
+		/* Each handle forgets its hold (no unlock): the keys expire. */
+		t0 = now_ns() / 1e6;
+		for (int i = 0; i < cfg->holds; i++)
+			dlock_lock_free(locks[i]);
+		t1 = now_ns() / 1e6;
+		printf("freed handles=%d in_ms=%.0f\n", cfg->holds, t1 - t0);
+	}
+	/* No client teardown: the keys expire with the watchdog timeout, and
+	 * the servers are removed anyway. */
 	fflush(stdout);
 	_Exit(0);
 }
@@ -524,6 +533,8 @@ int main(int argc, char **argv)
 			cfg.watchdog_ms = atoll(argv[i + 1]);
 		else if (strcmp(argv[i], "--periods") == 0)
 			cfg.periods = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--free") == 0)
+			cfg.free_handles = atoi(argv[i + 1]);
 	}
 	if (cfg.uri == NULL || cfg.nservers == 0 || cfg.threads < 1 || cfg.threads > 64 ||
 			cfg.names < cfg.threads) {
@@ -531,7 +542,7 @@ int main(int argc, char **argv)
 				"usage: dlock-cluster-bench --uri URI --servers H:P[,H:P...] "
 				"[--threads T] [--seconds S] [--names N] [--moved K]\n"
 				"       dlock-cluster-bench --uri URI --servers H:P[,H:P...] --holds N "
-				"[--watchdog MS] [--periods P] [--threads T]\n");
+				"[--watchdog MS] [--periods P] [--threads T] [--free 1]\n");
 		return 2;
 	}
 	if (cfg.holds > 0)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <string.h>
@@ -93,6 +94,128 @@ static void free_hold(hold *x)
 	dlock__free(x);
 }
 
+/* ---- the handle index: a handle's holds without walking the table ---- */
+
+static size_t hash_ptr(const void *p)
+{
+	uint64_t v = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL;
+
+	return (size_t)(v ^ (v >> 32));
+}
+
+/* Where handle's entry is, or would go; NULL when the index has no buckets. */
+static handle_entry **handle_link(const dlock__holds *h, const dlock_lock *handle)
+{
+	handle_entry **e;
+
+	if (h->nhandle_buckets == 0)
+		return NULL;
+	e = &h->handles[hash_ptr(handle) & (h->nhandle_buckets - 1)];
+	while (*e != NULL && (*e)->handle != handle)
+		e = &(*e)->next;
+	return e;
+}
+
+static void handles_grow(dlock__holds *h)
+{
+	size_t n = h->nhandle_buckets ? h->nhandle_buckets * 2 : 16, i;
+	handle_entry **b = dlock__calloc(n, sizeof(*b)), *e, *next;
+
+	if (b == NULL)
+		return; /* longer chains, still correct */
+	for (i = 0; i < h->nhandle_buckets; i++)
+		for (e = h->handles[i]; e != NULL; e = next) {
+			size_t k = hash_ptr(e->handle) & (n - 1);
+
+			next = e->next;
+			e->next = b[k];
+			b[k] = e;
+		}
+	dlock__free(h->handles);
+	h->handles = b;
+	h->nhandle_buckets = n;
+}
+
+/* x no longer belongs to a handle (h->mu held). */
+static void clear_handle(dlock__holds *h, hold *x)
+{
+	handle_entry **link, *e;
+
+	if (x->handle == NULL)
+		return;
+	if (!x->indexed) {
+		h->unindexed--;
+		x->handle = NULL;
+		return;
+	}
+	link = handle_link(h, x->handle);
+	e = *link;
+	if (x->hprev != NULL)
+		x->hprev->hnext = x->hnext;
+	else
+		e->holds = x->hnext;
+	if (x->hnext != NULL)
+		x->hnext->hprev = x->hprev;
+	x->hprev = x->hnext = NULL;
+	x->indexed = 0;
+	x->handle = NULL;
+	if (e->holds == NULL) {
+		*link = e->next;
+		dlock__free(e);
+		h->nhandles--;
+	}
+}
+
+/* x belongs to handle from now (h->mu held). Out of memory, it is left
+ * out of the index, and detach and the callbacks walk the table for it. */
+static void set_handle(dlock__holds *h, hold *x, dlock_lock *handle)
+{
+	handle_entry **link, *e;
+
+	if (x->handle == handle)
+		return;
+	clear_handle(h, x);
+	x->handle = handle;
+	if (handle == NULL)
+		return;
+	if (h->nhandles >= h->nhandle_buckets)
+		handles_grow(h);
+	link = handle_link(h, handle);
+	e = link != NULL ? *link : NULL;
+	if (link != NULL && e == NULL && (e = dlock__calloc(1, sizeof(*e))) != NULL) {
+		e->handle = handle;
+		*link = e;
+		h->nhandles++;
+	}
+	if (e == NULL) {
+		h->unindexed++;
+		return;
+	}
+	x->hprev = NULL;
+	x->hnext = e->holds;
+	if (e->holds != NULL)
+		e->holds->hprev = x;
+	e->holds = x;
+	x->indexed = 1;
+}
+
+/* Whether handle has a hold in the table (h->mu held). */
+static int handle_attached(const dlock__holds *h, const dlock_lock *handle)
+{
+	handle_entry **link = handle_link(h, handle);
+	size_t k;
+	hold *x;
+
+	if (link != NULL && *link != NULL)
+		return 1;
+	/* Out of memory once, a hold of it may have stayed out of the index. */
+	for (k = 0; h->unindexed > 0 && k < h->nbuckets; k++)
+		for (x = h->buckets[k]; x != NULL; x = x->next)
+			if (x->handle == handle)
+				return 1;
+	return 0;
+}
+
 void dlock__holds_unwatch(hold *x)
 {
 	if (x->watch != NULL)
@@ -131,6 +254,7 @@ static void unlink_hold(dlock__holds *h, hold **link)
 		atomic_fetch_sub_explicit(&h->client->stats.held, 1, memory_order_relaxed);
 	if (x->watchdog && !x->lost)
 		h->watched--;
+	clear_handle(h, x);
 	free_hold(x);
 }
 
@@ -168,6 +292,7 @@ static void holds_free(void *arg)
 			unlink_hold(h, &h->buckets[i]);
 		}
 	dlock__free(h->buckets);
+	dlock__free(h->handles); /* its entries went with their holds */
 	pthread_mutex_destroy(&h->mu);
 	pthread_mutex_destroy(&h->cb_mu);
 	dlock__free(h);
@@ -298,7 +423,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 	}
 	x->count = count;
 	x->uncertain = 0;
-	x->handle = handle;
+	set_handle(h, x, handle);
 	x->lease_ms = lease_ms < 0 ? h->client->opts.watchdog_timeout_ms : lease_ms;
 	x->confirmed_at = sent_at;
 	if (!x->counted && !x->member) {
@@ -499,18 +624,6 @@ void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev
 	(*nev)++;
 }
 
-static int handle_attached(dlock__holds *h, dlock_lock *handle)
-{
-	size_t k;
-	hold *x;
-
-	for (k = 0; k < h->nbuckets; k++)
-		for (x = h->buckets[k]; x != NULL; x = x->next)
-			if (x->handle == handle)
-				return 1;
-	return 0;
-}
-
 void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 {
 	size_t i;
@@ -582,13 +695,20 @@ void dlock__holds_name_deleted(dlock_lock *l, uint64_t epoch)
 void dlock__holds_detach(dlock_lock *handle)
 {
 	dlock__holds *h = handle->holds;
+	handle_entry **e;
 	size_t i;
 
 	dlock__mutex_lock(&h->cb_mu);
 	dlock__mutex_lock(&h->mu);
-	/* Not past the last hold: handles freed after their releases (10,000
-	 * of them, say) must not each walk a table grown for all their holds. */
-	for (i = 0; h->count > 0 && i < h->nbuckets; i++) {
+	/* Its holds by the index: freeing each of 100,000 handles must not
+	 * walk a table grown for all their holds. */
+	while ((e = handle_link(h, handle)) != NULL && *e != NULL) {
+		hold *x = (*e)->holds;
+
+		unlink_hold(h, find_link(h, x->name, x->name_len, x->owner, x->form));
+	}
+	/* Out of memory once, a hold of it may have stayed out of the index. */
+	for (i = 0; h->unindexed > 0 && i < h->nbuckets; i++) {
 		hold **link = &h->buckets[i];
 
 		while (*link != NULL) {

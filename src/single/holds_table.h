@@ -40,8 +40,17 @@ typedef struct hold {
 	dlock__reactor *watch_rx;
 	int check; /* a message came there: renew it now, out of turn */
 	dlock__hold_watch *watchers; /* told once how the hold ends (watch_op.c) */
+	int indexed;                 /* in its handle's list (the table's handle index) */
+	struct hold *hprev, *hnext;  /* its handle's holds */
 	struct hold *next;
 } hold;
+
+/* A handle's holds, found by the handle without walking the table. */
+typedef struct handle_entry {
+	dlock_lock *handle;
+	hold *holds;
+	struct handle_entry *next;
+} handle_entry;
 
 struct dlock__holds {
 	dlock_client *client;
@@ -53,6 +62,9 @@ struct dlock__holds {
 	size_t watched; /* holds with watchdog and not lost */
 	uint64_t next_epoch;
 	int64_t round_due; /* the watchdog's next round of every hold (DLOCK__NEVER: none) */
+	handle_entry **handles; /* the handle index: handle -> its holds */
+	size_t nhandle_buckets, nhandles;
+	size_t unindexed; /* holds whose handle the index lacks (out of memory) */
 	struct dlock__renewing *renewing; /* the round on the reactor's loop (its thread only) */
 	int again;                        /* the job ran during that round: run once more */
 };

@@ -182,3 +182,63 @@ Test(cluster_renewals, a_slot_moved_mid_run_is_followed_and_the_others_are_kept)
 	all_kept(l, WATCHDOG_MS / 3);
 	dl_close_clients(c);
 }
+
+/* The client's stats: the holds it counts as held, and those it lost. */
+static void held_lost(dlock_client *c, uint64_t *held, uint64_t *lost)
+{
+	dlock_stats *s = NULL;
+
+	dl_pass(dlock_client_stats(&s, c));
+	*held = s->held;
+	*lost = s->lost;
+	dlock_stats_free(s);
+}
+
+/*
+ * Handles freed while held and renewed, in no particular order (each
+ * forgets its hold, without an unlock): their keys are renewed no more and
+ * expire, the other holds are kept, nothing is reported lost, and nothing
+ * is left counted once all are freed.
+ */
+Test(cluster_renewals, handles_freed_in_any_order_forget_only_their_holds)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, WATCHDOG_MS);
+	dlock_lock *l[HOLDS];
+	uint64_t held, lost;
+
+	hold_all(c, l);
+	dl_sleep_ms(WATCHDOG_MS / 3); /* about when a round is due */
+	for (int i = 0; i < HOLDS; i++) { /* 7 and HOLDS coprime: each once */
+		int k = (i * 7) % HOLDS;
+
+		if (k % 2 == 1) {
+			dlock_lock_free(l[k]);
+			l[k] = NULL;
+		}
+	}
+	held_lost(c, &held, &lost);
+	cr_assert_eq(held, HOLDS / 2, "%llu holds counted, %d wanted", (unsigned long long)held,
+			HOLDS / 2);
+	dl_sleep_ms(2 * WATCHDOG_MS); /* only renewals keep them */
+	for (int i = 0; i < HOLDS; i++) {
+		char name[24];
+		int is = 0;
+
+		snprintf(name, sizeof name, "renew-%d", i);
+		if (l[i] != NULL) {
+			dl_pass(dlock_lock_is_held(&is, l[i]));
+			cr_assert_eq(is, 1, "%s lost", name);
+			cr_assert_gt(rh_command_int(dl_slot_owner(cl, name), "PTTL %s", name), 0,
+					"%s has no TTL left at its node", name);
+		} else {
+			cr_assert_eq(rh_command_int(dl_slot_owner(cl, name), "EXISTS %s", name), 0,
+					"%s still renewed after its handle was freed", name);
+		}
+	}
+	for (int i = HOLDS - 1; i >= 0; i--) /* the rest, while held too */
+		dlock_lock_free(l[(i * 7) % HOLDS]);
+	held_lost(c, &held, &lost);
+	cr_assert_eq(held, 0, "%llu holds still counted", (unsigned long long)held);
+	cr_assert_eq(lost, 0, "%llu holds reported lost", (unsigned long long)lost);
+	dl_close_clients(c);
+}

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -154,4 +155,93 @@ Test(loss, redlock_unlock_after_majority_deleted_says_lost, .timeout = 30)
 	dlock_redlock_free(r);
 	for (int i = 0; i < 3; i++)
 		rh_server_free(s[i]);
+}
+
+/*
+ * The table finds a handle's holds by the handle (not by walking every
+ * hold): handles freed in any order, a hold taken again through a second
+ * handle of its name (it is that handle's from then on), losses among them.
+ * A loss is reported to the handle the hold belongs to, never to a freed
+ * one, the holds of freed handles are forgotten and the others kept.
+ */
+#define IDX_N 48
+
+static _Atomic int idx_lost[2][IDX_N];
+
+static void idx_on_lost(dlock_lock *l, const char *owner, int reason, void *ud)
+{
+	(void)l;
+	(void)owner;
+	(void)reason;
+	atomic_fetch_add((_Atomic int *)ud, 1);
+}
+
+Test(loss, handles_freed_in_any_order_keep_the_holds_of_the_others, .timeout = 60)
+{
+	dl_single t;
+	dlock_lock *a[IDX_N], *b[IDX_N] = { NULL };
+	dlock_stats *st = NULL;
+	char name[32];
+
+	dl_single_up(&t, "idx:unused", 1000, 900);
+	for (int i = 0; i < IDX_N; i++) {
+		snprintf(name, sizeof name, "idx:%d", i);
+		a[i] = dl_lock(t.c, name);
+		atomic_store(&idx_lost[0][i], 0);
+		atomic_store(&idx_lost[1][i], 0);
+		dl_pass(dlock_lock_set_lost_cb(a[i], idx_on_lost, &idx_lost[0][i]));
+		dl_pass(dlock_lock_lock(a[i], DLOCK_LEASE_WATCHDOG));
+		if (i % 4 == 0) { /* again through a second handle: the hold is b's now */
+			b[i] = dl_lock(t.c, name);
+			dl_pass(dlock_lock_set_lost_cb(b[i], idx_on_lost, &idx_lost[1][i]));
+			dl_pass(dlock_lock_lock(b[i], DLOCK_LEASE_WATCHDOG));
+		}
+	}
+	/* Free some, in no particular order: a's of i % 5 == 2, b's of i % 8 == 4. */
+	for (int i = IDX_N - 1; i >= 0; i -= 2) {
+		int k = (i * 7) % IDX_N;
+
+		if (k % 5 == 2) {
+			dlock_lock_free(a[k]);
+			a[k] = NULL;
+		}
+	}
+	for (int i = 0; i < IDX_N; i++)
+		if (b[i] != NULL && i % 8 == 4) {
+			dlock_lock_free(b[i]);
+			b[i] = NULL;
+		}
+	/* Someone else deletes every third key: the next renewal finds it gone. */
+	for (int i = 0; i < IDX_N; i += 3) {
+		snprintf(name, sizeof name, "idx:%d", i);
+		rh_command_int(t.s, "DEL %s", name);
+	}
+	dl_sleep_ms(900);
+	for (int i = 0; i < IDX_N; i++) {
+		/* Whose hold: b's when there was one, until b was freed (forgotten). */
+		int second = i % 4 == 0, gone = second ? b[i] == NULL : a[i] == NULL;
+		dlock_lock *owner = second ? b[i] : a[i];
+		int deleted = i % 3 == 0, held = 0;
+
+		snprintf(name, sizeof name, "idx:%d", i);
+		cr_assert_eq(atomic_load(&idx_lost[second][i]), deleted && !gone,
+				"%s: %d loss reports to its %s handle", name,
+				atomic_load(&idx_lost[second][i]), second ? "second" : "first");
+		cr_assert_eq(atomic_load(&idx_lost[!second][i]), 0,
+				"%s: a loss reported to the other handle", name);
+		if (gone || deleted)
+			continue;
+		dl_pass(dlock_lock_is_held(&held, owner));
+		cr_assert_eq(held, 1, "%s not kept", name);
+		cr_assert_gt(rh_command_int(t.s, "PTTL %s", name), 0, "%s has no TTL left", name);
+	}
+	/* The rest freed, the other way round: nothing is left held. */
+	for (int i = 0; i < IDX_N; i++) {
+		dlock_lock_free(b[i]);
+		dlock_lock_free(a[IDX_N - 1 - i]);
+	}
+	dl_pass(dlock_client_stats(&st, t.c));
+	cr_assert_eq(st->held, 0, "%llu holds still counted", (unsigned long long)st->held);
+	dlock_stats_free(st);
+	dl_single_down(&t);
 }
