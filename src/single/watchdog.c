@@ -193,10 +193,18 @@ static int batch_answered(struct dlock__renewing *rd, size_t j)
 	return 0;
 }
 
-/* When the next round is due, after one that failed or not. */
-static int64_t next_due(dlock__holds *h, int64_t now, int all, int failed)
+/*
+ * When the next round is due, after one that started at `now`, took `took`
+ * ms and failed or not. A long round (very many holds) reaches its last
+ * holds late, and how late changes from round to round: the next one
+ * starts that much earlier (at most a third of the period), so that those
+ * holds wait at most about a period between renewals, not a period and
+ * the change. A round of a few holds takes a millisecond: no change.
+ */
+static int64_t next_due(dlock__holds *h, int64_t now, int64_t took, int all, int failed)
 {
 	int64_t period = h->client->opts.watchdog_timeout_ms / 3, next;
+	int64_t early = took < period / 3 ? took : period / 3;
 
 	dlock__mutex_lock(&h->mu);
 	/* After a failure, try again sooner: the TTL keeps running. From the
@@ -204,7 +212,7 @@ static int64_t next_due(dlock__holds *h, int64_t now, int all, int failed)
 	if (all)
 		h->round_due = h->watched == 0 ? DLOCK__NEVER
 					       : (failed ? dlock__now_ms() + period / 4 + 1
-							 : now + period);
+							 : now + period - early);
 	next = h->round_due;
 	dlock__mutex_unlock(&h->mu);
 	return next;
@@ -214,7 +222,7 @@ static int64_t next_due(dlock__holds *h, int64_t now, int all, int failed)
 static void round_end(struct dlock__renewing *rd, int failed)
 {
 	dlock__holds *h = rd->h;
-	int64_t next = next_due(h, rd->now, rd->all, failed);
+	int64_t next = next_due(h, rd->now, dlock__now_ms() - rd->now, rd->all, failed);
 
 	dlock__holds_run_callbacks(h, rd->cb, rd->ncb);
 	rd->ncb = 0;
@@ -344,7 +352,7 @@ int64_t dlock__watchdog_run(void *arg, int64_t now)
 	started = round_start(h, now, all);
 	if (started == 1)
 		return DLOCK__NEVER;
-	return next_due(h, now, all, started < 0);
+	return next_due(h, now, 0, all, started < 0);
 }
 
 void dlock__watchdog_stop(void *arg, int forked)
