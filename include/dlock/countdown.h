@@ -22,6 +22,12 @@
  * Once at zero, a latch can be set again with try_set_count (the key is
  * gone, so the set succeeds) - Redisson's "reset".
  *
+ * Kinds. A count is also what a semaphore keeps (docs/kinds.md), so a latch
+ * set through dlock also gets a mark of dlock's own, `dlock_latch:{<name>}`
+ * (in the key's slot; Redisson neither reads nor writes it), deleted with
+ * the latch: semaphore commands refuse a marked count, and latch commands
+ * refuse an expirable semaphore with permits taken and every other kind.
+ *
  * A handle may be shared by threads. All functions return 0 or a negative
  * DLOCK_E* code; the handle's dlock_countdown_errmsg() names the node and
  * the cause of its last failure.
@@ -39,18 +45,26 @@ extern "C" {
 
 typedef struct dlock_countdown dlock_countdown;
 
-#define DLOCK_COUNTDOWN_OPTIONS_VERSION 1
+#define DLOCK_COUNTDOWN_OPTIONS_VERSION 2
 
 /**
- * Latch options: none yet beyond the version. Initialise with
- * DLOCK_COUNTDOWN_OPTIONS_INIT or dlock_countdown_options_init(); fields
- * are only ever appended, `version` tells the library which you know.
+ * Latch options. Initialise with DLOCK_COUNTDOWN_OPTIONS_INIT or
+ * dlock_countdown_options_init(); fields are only ever appended, `version`
+ * tells the library which you know.
  */
 typedef struct dlock_countdown_options {
 	unsigned int version;
+	/**
+	 * (version 2) 1: dlock_countdown_get_count() and
+	 * dlock_countdown_count_down() report -1 when the latch does not exist
+	 * (never set, a typo'd name, or deleted at zero: the data cannot tell
+	 * which), so a caller can refuse to pass a barrier that is not there.
+	 * 0 (default): they report 0 then, as Redisson's getCount().
+	 */
+	int report_missing;
 } dlock_countdown_options;
 
-#define DLOCK_COUNTDOWN_OPTIONS_INIT { DLOCK_COUNTDOWN_OPTIONS_VERSION }
+#define DLOCK_COUNTDOWN_OPTIONS_INIT { DLOCK_COUNTDOWN_OPTIONS_VERSION, 0 }
 
 /**
  * Fill `opts` with the defaults of `version` (0 < version <=
@@ -88,8 +102,10 @@ DLOCK_EXTERN const char *dlock_countdown_name(const dlock_countdown *latch);
  * is 1 when this call set it, 0 when a latch existed (left unchanged).
  * Not resent after a lost reply (a resend would answer 0 for a set that
  * happened): a connection error or timeout then leaves it unknown.
- * Errors: DLOCK_EINVAL (NULL handle, count < 1), one command's errors
- * (errors.h) - DLOCK_EWRONGTYPE never: a key of another kind simply exists.
+ * Errors: DLOCK_EINVAL (NULL handle, count < 1), DLOCK_EWRONGTYPE (the
+ * key is another kind's - a lock, an expirable semaphore with permits
+ * taken, another program's value: docs/kinds.md; nothing changed), one
+ * command's errors (errors.h).
  */
 DLOCK_EXTERN int dlock_countdown_try_set_count(int *set, dlock_countdown *latch, int64_t count);
 
@@ -97,16 +113,19 @@ DLOCK_EXTERN int dlock_countdown_try_set_count(int *set, dlock_countdown *latch,
  * Decrement the count; at zero the latch is deleted and "0" published,
  * waking every waiter (local and remote). On a latch that does not exist
  * it changes nothing. *left (may be NULL) is the count after it (0 once it
- * reached zero). Not resent after a lost reply (it would count twice).
+ * reached zero; for a latch that did not exist 0, or -1 with the option
+ * report_missing). Not resent after a lost reply (it would count twice).
  * Errors: DLOCK_EINVAL (NULL handle), DLOCK_EWRONGTYPE (the key is not a
- * count), one command's errors (errors.h).
+ * latch's count: another kind's, docs/kinds.md; nothing changed), one
+ * command's errors (errors.h).
  */
 DLOCK_EXTERN int dlock_countdown_count_down(int64_t *left, dlock_countdown *latch);
 
 /**
- * *count = the current count (GET; 0 when the latch does not exist).
- * Errors: DLOCK_EINVAL (NULL argument), DLOCK_EWRONGTYPE (the key is not a
- * count), one command's errors (errors.h).
+ * *count = the current count (0 when the latch does not exist, or -1 with
+ * the option report_missing). Errors: DLOCK_EINVAL (NULL argument),
+ * DLOCK_EWRONGTYPE (the key is not a latch's count), one command's errors
+ * (errors.h).
  */
 DLOCK_EXTERN int dlock_countdown_get_count(int64_t *count, dlock_countdown *latch);
 

@@ -46,9 +46,10 @@ static int parse_num(const char *text, int64_t min, int64_t max, int64_t *out)
 typedef struct latch_args {
 	const char *verb, *name;
 	int64_t wait_ms, count;
+	int missing_ok; /* --missing-ok: no latch reads as zero (Redisson's view) */
 } latch_args;
 
-/* [-w MS | --wait MS] NAME [COUNT]: 0 or EXIT_USAGE. */
+/* [-w DUR | --wait DUR] [--missing-ok] NAME [COUNT]: 0 or EXIT_USAGE. */
 static int parse_args(latch_args *la, int argc, char **argv)
 {
 	int i = 0, want_count = strcmp(la->verb, "set") == 0;
@@ -57,6 +58,11 @@ static int parse_args(latch_args *la, int argc, char **argv)
 			strcmp(la->verb, "count") != 0 && strcmp(la->verb, "wait") != 0)
 		return usage("unknown verb \"%s\": use set, down, count or wait", la->verb);
 	for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i += 2) {
+		if (strcmp(argv[i], "--missing-ok") == 0 && strcmp(la->verb, "set") != 0) {
+			la->missing_ok = 1;
+			i--; /* no value */
+			continue;
+		}
 		if (strcmp(argv[i], "-w") != 0 && strcmp(argv[i], "--wait") != 0)
 			return usage("%s does not take %s", la->verb, argv[i]);
 		if (strcmp(la->verb, "wait") != 0)
@@ -88,11 +94,30 @@ static int failed(const latch_args *la, const dlock_countdown *l, const cli_conf
 	return cli_exit_for(rc, cfg);
 }
 
-/* wait: 0 at zero, 75 when the wait ran out with the count above zero. */
+/* A latch that is not there: a typo must not pass the barrier (exit 1). */
+static int missing(const latch_args *la, const dlock_countdown *l)
+{
+	fprintf(stderr,
+			"dlock: latch %s: no latch \"%s\" (never set, or it reached zero and was "
+			"deleted: Redis cannot tell which); --missing-ok takes it as zero\n",
+			la->verb, dlock_countdown_name(l));
+	return 1;
+}
+
+/* wait: 0 at zero, 75 when the wait ran out with the count above zero;
+ * 1 when there was no latch to wait for (unless --missing-ok). */
 static int wait_zero(const latch_args *la, dlock_countdown *l, const cli_config *cfg)
 {
 	int64_t n = 0;
-	int rc = dlock_countdown_await(l, la->wait_ms);
+	int rc;
+
+	if (!la->missing_ok) {
+		if ((rc = dlock_countdown_get_count(&n, l)) < 0)
+			return failed(la, l, cfg, rc);
+		if (n < 0)
+			return missing(la, l);
+	}
+	rc = dlock_countdown_await(l, la->wait_ms);
 
 	if (rc != DLOCK_ETIMEDOUT)
 		return rc == 0 ? 0 : failed(la, l, cfg, rc);
@@ -100,7 +125,7 @@ static int wait_zero(const latch_args *la, dlock_countdown *l, const cli_config 
 	 * stopped answering (69) - the count tells which. */
 	if (dlock_countdown_get_count(&n, l) < 0)
 		return failed(la, l, cfg, DLOCK_ETIMEDOUT);
-	if (n == 0)
+	if (n <= 0) /* reached zero (deleted) as the wait ended */
 		return 0;
 	if (!cfg->quiet)
 		fprintf(stderr, "dlock: latch wait: \"%s\" still counts %lld after %lld ms\n", la->name,
@@ -132,13 +157,18 @@ static int run_verb(const latch_args *la, dlock_countdown *l, const cli_config *
 					   : dlock_countdown_get_count(&n, l);
 	if (rc < 0)
 		return failed(la, l, cfg, rc);
+	if (n < 0 && !la->missing_ok)
+		return missing(la, l);
+	if (n < 0)
+		n = 0;
 	printf("%lld\n", (long long)n); /* for scripts: LEFT=$(dlock latch down NAME) */
 	return 0;
 }
 
 int cli_latch(const cli_config *cfg, const char *verb, int64_t wait_ms, int argc, char **argv)
 {
-	latch_args la = { verb, NULL, wait_ms, 0 };
+	latch_args la = { verb, NULL, wait_ms, 0, 0 };
+	dlock_countdown_options o = DLOCK_COUNTDOWN_OPTIONS_INIT;
 	dlock_countdown *l = NULL;
 	cli_target t;
 	int rc, status;
@@ -150,8 +180,9 @@ int cli_latch(const cli_config *cfg, const char *verb, int64_t wait_ms, int argc
 				cfg->n);
 	/* The client as every command opens it (timeouts, TLS, passwords). */
 	rc = cli_target_open(&t, cfg, la.name);
+	o.report_missing = 1; /* told apart here: exit 1, or --missing-ok */
 	if (rc == 0)
-		rc = dlock_countdown_new(&l, t.clients[0], la.name, NULL);
+		rc = dlock_countdown_new(&l, t.clients[0], la.name, &o);
 	if (rc < 0) {
 		fprintf(stderr, "dlock: latch %s: %s\n", verb, dlock_errmsg_last());
 		cli_target_close(&t);

@@ -217,19 +217,11 @@ void cli_report_failure(const char *command, const cli_target *t, int rc)
 {
 	if (t->quiet && rc == DLOCK_ENOTACQUIRED)
 		return; /* busy: the exit status says it (cron's -q) */
-	if (t->sem != NULL && rc == DLOCK_EWRONGTYPE)
-		fprintf(stderr,
-				"dlock: %s: \"%s\" holds a value that is not a semaphore's count "
-				"(a lock?): %s\n",
-				command, t->name, cli_target_errmsg(t));
+	if (rc == DLOCK_EWRONGTYPE) /* the message names what the key is (docs/kinds.md) */
+		fprintf(stderr, "dlock: %s: %s\n", command, cli_target_errmsg(t));
 	else if (t->sem != NULL)
 		fprintf(stderr, "dlock: %s: no permit of semaphore \"%s\": %s\n", command, t->name,
 				cli_target_errmsg(t));
-	else if (rc == DLOCK_EWRONGTYPE)
-		fprintf(stderr,
-				"dlock: %s: \"%s\" holds a value that is not a Redisson/dlock lock "
-				"(another lock library?): %s\n",
-				command, t->name, cli_target_errmsg(t));
 	else {
 		char who[1024] = "";
 

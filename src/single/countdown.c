@@ -18,9 +18,12 @@
 #include "single/scripts.h"
 
 static const dlock_countdown_options defaults = DLOCK_COUNTDOWN_OPTIONS_INIT;
-/* No fields after `version` yet. */
-static const dlock__versioned versioned = { "countdown options", "DLOCK_COUNTDOWN_OPTIONS_INIT",
-	DLOCK_COUNTDOWN_OPTIONS_VERSION, sizeof(dlock_countdown_options), &defaults, NULL, 0 };
+static const dlock__field fields[] = {
+	DLOCK__FIELD(dlock_countdown_options, report_missing, 2),
+};
+static const dlock__versioned versioned = DLOCK__VERSIONED("countdown options",
+		"DLOCK_COUNTDOWN_OPTIONS_INIT", DLOCK_COUNTDOWN_OPTIONS_VERSION,
+		dlock_countdown_options, &defaults, fields);
 
 /* Redisson names the channel with braces around the name whatever it holds
  * (not prefixName's rule: a name with '{' gets a second pair). */
@@ -102,6 +105,7 @@ int dlock_countdown_new(dlock_countdown **out, dlock_client *client, const char 
 		abort();
 	atomic_init(&c->refs, 1);
 	c->client = client;
+	c->report_missing = o.report_missing != 0;
 	dlock__client_handle_added(client, 1); /* dlock_client_free refuses while it lives */
 	if (make_names(c, name, len) < 0) {
 		dlock__countdown_unref(c);

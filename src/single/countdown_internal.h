@@ -22,6 +22,7 @@ struct dlock_countdown {
 	char *channel; /* redisson_countdownlatch__channel__{name} */
 	size_t channel_len;
 	char shown[80]; /* the name as messages show it: printable, truncated */
+	int report_missing; /* options: a latch that does not exist counts -1 */
 	dlock__errbuf err;
 	/* The caller's reference and one per operation not yet ended: a free
 	 * from an operation's callback leaves the last free to its end. */

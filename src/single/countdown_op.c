@@ -11,14 +11,14 @@
  * set, count down, get count, delete: one command, then the end.
  * await:
  *   LISTEN (the latch's channel, before the first look, so that a zero
- *   reached in between is heard) -> LOOK (GET) --0--> done
+ *   reached in between is heard) -> LOOK (a read-only script) --0--> done
  *      LOOK --count > 0, or a transient error--> WAITING
  *      WAITING --message, subscription made, backoff timer--> LOOK
  *      WAITING/LOOK --deadline--> DLOCK_ETIMEDOUT (or the last transient error)
  *   A message while a look is out makes another look follow at once (the
  *   first may have read the count before the change). There is no polling:
  *   a waiter with count > 0 sleeps until a message or its deadline.
- *   cancel: the look under way is dropped (a GET: nothing to undo).
+ *   cancel: the look under way is dropped (read only: nothing to undo).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +37,7 @@
 #include "single/acquire.h"
 #include "single/countdown_internal.h"
 #include "single/lock_op.h"
+#include "single/scripts.h"
 
 /* clang-format off: the Lua keeps its own layout */
 
@@ -47,20 +48,38 @@
  * SPUBLISH on a sharded cluster (dlock__script_for).
  */
 
+/* The latch's scripts go on only for a latch, a count alone or nothing
+ * (scripts.h: kind_of); they keep dlock's latch mark with the key. */
+#define LATCH_KIND_CHECK \
+	DLOCK__LUA_KIND \
+	"do local kind = kind_of(KEYS[1]); " \
+	"  if kind ~= 'none' and kind ~= 'count' and kind ~= 'latch' then " \
+	"    return refuse(kind, 'a count-down latch'); " \
+	"  end; " \
+	"end; "
+
 /* ARGV: count, "1". Reply: 1 set, 0 the key existed. */
 static dlock__script script_set = DLOCK__SCRIPT("latch set",
+		LATCH_KIND_CHECK
 		"if redis.call('exists', KEYS[1]) == 1 then "
 		"  return 0; "
 		"end; "
 		"redis.call('set', KEYS[1], ARGV[1]); "
+		"redis.call('set', latch_mark(KEYS[1]), 1); "
 		"redis.call('publish', KEYS[2], ARGV[2]); "
 		"return 1;");
 
-/* ARGV: "0". Reply: the count left (0 once at zero: deleted, announced). */
+/* ARGV: "0". Reply: the count left (0 once at zero: deleted, announced),
+ * -1 when there was no latch (Redisson's DECR and DEL of it change
+ * nothing either). */
 static dlock__script script_down = DLOCK__SCRIPT("latch count down",
+		LATCH_KIND_CHECK
+		"if redis.call('exists', KEYS[1]) == 0 then "
+		"  return -1; "
+		"end; "
 		"local v = redis.call('decr', KEYS[1]); "
 		"if v <= 0 then "
-		"  redis.call('del', KEYS[1]); "
+		"  redis.call('del', KEYS[1], latch_mark(KEYS[1])); "
 		"end; "
 		"if v == 0 then "
 		"  redis.call('publish', KEYS[2], ARGV[1]); "
@@ -72,11 +91,21 @@ static dlock__script script_down = DLOCK__SCRIPT("latch count down",
 
 /* ARGV: "1". Reply: 1 deleted (announced), 0 none. */
 static dlock__script script_delete = DLOCK__SCRIPT("latch delete",
-		"if redis.call('del', KEYS[1]) == 0 then "
+		LATCH_KIND_CHECK
+		"if redis.call('del', KEYS[1], latch_mark(KEYS[1])) == 0 then "
 		"  return 0; "
 		"end; "
 		"redis.call('publish', KEYS[2], ARGV[1]); "
 		"return 1;");
+
+/* Read only. ARGV: unused. Reply: the count, -1 when there is no latch. */
+static dlock__script script_get = DLOCK__SCRIPT("latch get count",
+		LATCH_KIND_CHECK
+		"local v = redis.call('get', KEYS[1]); "
+		"if v == false then "
+		"  return -1; "
+		"end; "
+		"return tonumber(v);");
 
 /* clang-format on */
 
@@ -104,8 +133,6 @@ typedef struct latch_op {
 	int asking, redirects;
 	dlock__call call;
 	char num[24];
-	const char *argv[2];
-	size_t lens[2];
 	dlock__mux_op mop;
 	dlock__mux_loop ml;
 	/* listening */
@@ -247,33 +274,10 @@ static int integer_of(latch_op *o, const redisReply *r, int64_t min, int64_t max
 			r->type);
 }
 
-/* GET's answer: nil is 0 (no latch), else a decimal count. */
-static int count_of(latch_op *o, const redisReply *r)
-{
-	char *end;
-	long long v;
-
-	o->value = 0;
-	if (r->type == REDIS_REPLY_NIL)
-		return 0;
-	if (r->type != REDIS_REPLY_STRING)
-		return dlock__seterr_node(DLOCK_EPROTO, o->mop.client->node.label,
-				"GET %s: unexpected reply (type %d)", o->c->shown, r->type);
-	errno = 0;
-	v = strtoll(r->str, &end, 10);
-	if (r->len == 0 || end != r->str + r->len || errno != 0)
-		return dlock__seterr_node(DLOCK_EWRONGTYPE, o->mop.client->node.label,
-				"latch %s: the key holds \"%.32s\", not a count", o->c->shown,
-				r->str);
-	o->value = v;
-	return 0;
-}
-
 /* What the command's reply says, into o->value: 0, or an error with its message. */
 static int judge(latch_op *o, const redisReply *r)
 {
-	const char *what = o->mop.call != NULL ? o->call.script->name : "GET";
-	int rc = dlock__reply_check(&o->mop.client->node, r, what);
+	int rc = dlock__reply_check(&o->mop.client->node, r, o->call.script->name);
 
 	/* DECR of a string that is no number: the key is not a latch. */
 	if (rc == DLOCK_ESERVER && r->str != NULL && strstr(r->str, "not an integer") != NULL)
@@ -285,10 +289,14 @@ static int judge(latch_op *o, const redisReply *r)
 	case DLOCK__LATCH_SET:
 	case DLOCK__LATCH_DELETE:
 		return integer_of(o, r, 0, 1);
-	case DLOCK__LATCH_DOWN:
-		return integer_of(o, r, 0, INT64_MAX);
 	default:
-		return count_of(o, r);
+		if ((rc = integer_of(o, r, -1, INT64_MAX)) < 0)
+			return rc;
+		/* No latch: at zero for an await (Redisson's), else what the
+		 * handle's options ask. */
+		if (o->value < 0 && (o->kind == DLOCK__LATCH_AWAIT || !o->c->report_missing))
+			o->value = 0;
+		return 0;
 	}
 }
 
@@ -376,21 +384,13 @@ static void send_command(latch_op *o)
 		prepare_call(o, &script_delete, NULL, 0, "1");
 		break;
 	default:
-		o->argv[0] = "GET";
-		o->lens[0] = 3;
-		o->argv[1] = o->c->name;
-		o->lens[1] = o->c->name_len;
-		o->mop.argv = o->argv;
-		o->mop.lens = o->lens;
-		o->mop.argc = 2;
+		prepare_call(o, &script_get, NULL, 0, "0");
 		break;
 	}
-	if (o->kind != DLOCK__LATCH_COUNT && o->kind != DLOCK__LATCH_AWAIT) {
-		o->mop.call = &o->call;
-		/* A set or count down whose reply was lost may have run: sent
-		 * again it would answer "existed" or count twice. */
-		o->mop.no_retry = o->kind != DLOCK__LATCH_DELETE;
-	}
+	o->mop.call = &o->call;
+	/* A set or count down whose reply was lost may have run: sent again
+	 * it would answer "existed" or count twice. */
+	o->mop.no_retry = o->kind == DLOCK__LATCH_SET || o->kind == DLOCK__LATCH_DOWN;
 	rc = dlock__mux_loop_begin(&o->ml, o->op.loop, &o->mop, 1, NULL, NULL, command_done);
 	if (rc < 0) {
 		conclude(o, rc);
@@ -459,7 +459,7 @@ static void cancel(dlock_op *op)
 	latch_op *o = (latch_op *)op;
 
 	if (o->in_flight) {
-		/* A GET: nothing to give back. */
+		/* A look: nothing to give back. */
 		o->in_flight = 0;
 		dlock__mux_loop_end(&o->ml);
 		dlock__mux_clear(&o->mop, 1);

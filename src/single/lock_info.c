@@ -35,7 +35,7 @@
  * sleepers to the listeners: those that still listen on their own channel.
  */
 static dlock__script script_lock_info = DLOCK__SCRIPT("lock query",
-		REFUSE_NON_LOCK
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		DLOCK__LUA_LISTENERS
 		"local f = redis.call('hgetall', KEYS[1]); "
 		"local ttl = redis.call('pttl', KEYS[1]); "

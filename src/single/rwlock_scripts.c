@@ -35,6 +35,7 @@
  */
 dlock__script dlock__script_rw_acquire_read = DLOCK__SCRIPT_HOLDS("rw-acquire-read",
 		RW_FUNCTIONS
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
 		RW_FOREIGN_LOCK
 		"if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2] .. ':write') == 0 then "
@@ -61,6 +62,7 @@ dlock__script dlock__script_rw_acquire_read = DLOCK__SCRIPT_HOLDS("rw-acquire-re
  * without writing would wait for itself forever: DLOCK__RW_UPGRADE.
  */
 dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT_HOLDS("rw-acquire-write",
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
 		RW_FOREIGN_LOCK
 		"local f = ARGV[2] .. ':write'; "
@@ -142,6 +144,7 @@ dlock__script dlock__script_rw_acquire_write = DLOCK__SCRIPT_HOLDS("rw-acquire-w
  * by the believed count of the half released. */
 dlock__script dlock__script_rw_release_read = DLOCK__SCRIPT("rw-release-read",
 		RW_FUNCTIONS
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		RELEASE_REPEATED("ARGV[3]", "ARGV[4]", "ARGV[5]")
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
 		"if mode == false then return nil; end; "
@@ -151,6 +154,7 @@ dlock__script dlock__script_rw_release_read = DLOCK__SCRIPT("rw-release-read",
 
 dlock__script dlock__script_rw_release_write = DLOCK__SCRIPT("rw-release-write",
 		RW_FUNCTIONS
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		RELEASE_REPEATED("ARGV[3] .. ':write'", "ARGV[4]", "ARGV[5]")
 		"local f = ARGV[3] .. ':write'; "
 		"local mode = redis.call('hget', KEYS[1], 'mode'); "
@@ -185,7 +189,7 @@ dlock__script dlock__script_rw_rollback_write = DLOCK__SCRIPT("rw-rollback-write
 		"return c;");
 
 dlock__script dlock__script_rw_force_release = DLOCK__SCRIPT("rw-force-release",
-		REFUSE_NON_LOCK
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		"if redis.call('hget', KEYS[1], 'mode') ~= ARGV[1] then return 0; end; "
 		"redis.call('del', KEYS[1]); "
 		"redis.call('publish', KEYS[2], ARGV[2]); "

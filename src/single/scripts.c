@@ -112,7 +112,7 @@
 	"end; "
 
 dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
-		DLOCK__LUA_LISTENERS HERD_FUNCTIONS
+		DLOCK__LUA_LISTENERS DLOCK__LUA_KIND HERD_FUNCTIONS
 		/* Free first (Redisson's order): the common case costs three calls. */
 		"if redis.call('exists', KEYS[1]) == 0 then "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
@@ -120,7 +120,8 @@ dlock__script dlock__script_acquire = DLOCK__SCRIPT_HOLDS("acquire",
 		HERD_TAKEN
 		"  return {1}; "
 		"end; "
-		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"local c = redis.pcall('hget', KEYS[1], ARGV[2]); "
+		LOCK_FIELD_CHECK
 		"if c == false then "
 		HERD_BUSY
 		"  return redis.call('pttl', KEYS[1]); "
@@ -137,6 +138,7 @@ dlock__script dlock__script_herd_leave = DLOCK__SCRIPT("herd-leave",
  * believed count instead of Redisson's request-id latch key: see
  * RELEASE_REPEATED in scripts.h. */
 dlock__script dlock__script_release = DLOCK__SCRIPT("release",
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		RELEASE_REPEATED("ARGV[3]", "ARGV[4]", "ARGV[5]")
 		/* Not ours: -2 when others hold it now (a brain split if we
 		 * believed we held it: dlock/stats.h), else nil. */
@@ -224,7 +226,7 @@ dlock__script dlock__script_rollback = DLOCK__SCRIPT("rollback",
 dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT_HOLDS("acquire-fenced",
 		/* The counter is read or incremented before the lock is touched: a
 	 * counter that is not a number fails the script with nothing written. */
-		DLOCK__LUA_LISTENERS HERD_FUNCTIONS
+		DLOCK__LUA_LISTENERS DLOCK__LUA_KIND HERD_FUNCTIONS
 		"if redis.call('exists', KEYS[1]) == 0 then "
 		"  local t = redis.call('incr', KEYS[2]); "
 		"  redis.call('hset', KEYS[1], ARGV[2], 1); "
@@ -232,7 +234,8 @@ dlock__script dlock__script_acquire_fenced = DLOCK__SCRIPT_HOLDS("acquire-fenced
 		HERD_TAKEN
 		"  return {1, t}; "
 		"end; "
-		"local c = redis.call('hget', KEYS[1], ARGV[2]); "
+		"local c = redis.pcall('hget', KEYS[1], ARGV[2]); "
+		LOCK_FIELD_CHECK
 		"if c == false then "
 		HERD_BUSY
 		"  return redis.call('pttl', KEYS[1]); "
@@ -302,7 +305,7 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
  * -1000 - the queue's length.
  */
 dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT_HOLDS("fair-acquire",
-		FAIR_LEFT_ALREADY FAIR_DROP_EXPIRED(
+		DLOCK__LUA_KIND LOCK_KIND_CHECK FAIR_LEFT_ALREADY FAIR_DROP_EXPIRED(
 				"ARGV[5]") "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
 					   "    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
 					   "  redis.call('lpop', KEYS[2]); "
@@ -384,12 +387,18 @@ dlock__script dlock__script_fair_leave = DLOCK__SCRIPT("fair-leave",
  * remains (0: keep the TTL), owner, now, believed count, repeat (as the
  * plain release: RELEASE_REPEATED).
  * Wakes only the head of the queue, on its own channel. As Redisson's, a
- * release of a lock that no longer exists succeeds (and wakes the head).
- * Reply: -2 not the owner (others hold it); otherwise the holds left.
+ * release of a lock that no longer exists wakes the head; unlike its
+ * success, the reply says the owner did not hold it (as every other kind's).
+ * Reply: nil not held by owner (-2: others hold it); otherwise the holds left.
  */
 dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
+		DLOCK__LUA_KIND LOCK_KIND_CHECK
 		RELEASE_REPEATED("ARGV[3]", "ARGV[5]", "ARGV[6]")
 		FAIR_DROP_EXPIRED("ARGV[4]")
+		"local function wake_head() "
+		"  local nxt = redis.call('lindex', KEYS[2], 0); "
+		"  if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
+		"end; "
 		"if redis.call('exists', KEYS[1]) == 1 then "
 		"  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -2; end; "
 		"  local c = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
@@ -398,10 +407,11 @@ dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
 		"    return c; "
 		"  end; "
 		"  redis.call('del', KEYS[1]); "
+		"  wake_head(); "
+		"  return 0; "
 		"end; "
-		"local nxt = redis.call('lindex', KEYS[2], 0); "
-		"if nxt ~= false then redis.call('publish', KEYS[4] .. ':' .. nxt, ARGV[1]); end; "
-		"return 0;");
+		"wake_head(); "
+		"return nil;");
 
 /*
  * Force unlock, for any handle: the lock is fair when its queue exists
@@ -412,11 +422,35 @@ dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
  * listens: a holder that watches for force unlocks (watch_force_unlock)
  * hears it. Otherwise it is Redisson's plain forceUnlock: delete and publish
  * on the lock's channel.
+ * An expirable semaphore with permits taken gets them all back
+ * (SEMAPHORE_TAKE_BACK); a count alone has nothing to take back; any other
+ * kind is refused (docs/kinds.md).
  * KEYS: name, queue, deadlines, channel. ARGV: message, now (epoch ms).
- * Reply: 1 deleted, 0 none.
+ * Reply: 1 deleted (permits taken back), 0 none.
  */
+/*
+ * Every permit taken of the expirable semaphore KEYS[1] goes back into its
+ * count, its ZSET with them, and the count is published on redisson_sc:{name}
+ * (Redisson's waiters and dlock's take them); each holder finds its permit
+ * gone at its next renewal. The total stays what its users set.
+ */
+#define SEMAPHORE_TAKE_BACK \
+	"  local tz = braced(KEYS[1]) .. ':timeout'; " \
+	"  local n = redis.call('zcard', tz); " \
+	"  redis.call('del', tz); " \
+	"  local v = redis.call('incrby', KEYS[1], n); " \
+	"  if v > 0 then redis.call('publish', 'redisson_sc:' .. braced(KEYS[1]), v); end; " \
+	"  return 1; "
 dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
-		REFUSE_NON_LOCK
+		DLOCK__LUA_KIND
+		"local kind = kind_of(KEYS[1]); "
+		"if kind == 'semaphore' then "
+		SEMAPHORE_TAKE_BACK
+		"end; "
+		"if kind == 'count' then return 0; end; "
+		"if kind ~= 'none' and kind ~= 'lock' and kind ~= 'rwlock' then "
+		"  return refuse(kind, 'a lock or a semaphore'); "
+		"end; "
 		"if redis.call('exists', KEYS[2]) == 1 then "
 		FAIR_DROP_EXPIRED("ARGV[2]")
 		"  if redis.call('del', KEYS[1]) == 0 then return 0; end; "

@@ -45,12 +45,76 @@
 	"  if b >= 1 and was == b - 1 then return b - 1; end; " \
 	"end; "
 
-/* Force unlock deletes only a lock: anything else under the name is not ours to break. */
-#define REFUSE_NON_LOCK \
-	"local kind = redis.call('type', KEYS[1]).ok; " \
-	"if kind ~= 'none' and kind ~= 'hash' then " \
-	"  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value'); " \
+/*
+ * What a name holds, told by Redisson's layouts (docs/kinds.md has the rule
+ * and the table of what every command does with every kind). kind_of(k):
+ *   'none';
+ *   'lock'      a hash whose every value is a hold count (RLock, fair, fenced);
+ *   'rwlock'    the same with `mode` = read|write (RReadWriteLock);
+ *   'hash'      any other hash: not a lock, nobody will ever release it;
+ *   'semaphore' a count whose permits' ZSET {k}:timeout exists (an
+ *               expirable semaphore with permits taken);
+ *   'latch'     a count with dlock's latch mark dlock_latch:{k} (latch set);
+ *   'count'     a count alone: a semaphore's, or a latch Redisson set (the
+ *               data cannot tell them apart; both kinds' commands take it);
+ *   'string'    a string that is not a whole number;
+ *   else Redis's type: 'list', 'set', 'zset', 'stream'.
+ * A big hash is judged by a sample of its fields (a lock's has a field per
+ * holder: a big one is another program's).
+ * refuse(kind, wanted): the error reply of a command meant for another
+ * kind, before it wrote anything: "WRONGTYPE dlock: "<KEYS[1]>" is <kind>,
+ * not <wanted>" (conn.c shows it without the code).
+ */
+#define DLOCK__LUA_KIND \
+	"local function braced(k) " \
+	"  if string.find(k, '{', 1, true) then return k; end; " \
+	"  return '{' .. k .. '}'; " \
+	"end; " \
+	"local function latch_mark(k) return 'dlock_latch:' .. braced(k); end; " \
+	"local function kind_of(k) " \
+	"  local t = redis.call('type', k).ok; " \
+	"  if t == 'hash' then " \
+	"    local f; " \
+	"    if redis.call('hlen', k) > 256 then f = redis.call('hscan', k, 0, 'count', 256)[2]; " \
+	"    else f = redis.call('hgetall', k); end; " \
+	"    local rw = false; " \
+	"    for i = 1, #f, 2 do " \
+	"      if f[i] == 'mode' and (f[i + 1] == 'read' or f[i + 1] == 'write') then rw = true; " \
+	"      elseif not string.match(f[i + 1], '^%d+$') then return 'hash'; end; " \
+	"    end; " \
+	"    if rw then return 'rwlock'; end; " \
+	"    return 'lock'; " \
+	"  end; " \
+	"  if t == 'string' then " \
+	"    if not string.match(redis.call('get', k), '^%-?%d+$') then return 'string'; end; " \
+	"    if redis.call('exists', braced(k) .. ':timeout') == 1 then return 'semaphore'; end; " \
+	"    if redis.call('exists', latch_mark(k)) == 1 then return 'latch'; end; " \
+	"    return 'count'; " \
+	"  end; " \
+	"  return t; " \
+	"end; " \
+	"local kind_names = { lock = 'a lock (RLock, fair or fenced)', " \
+	"  rwlock = 'a read-write lock (RReadWriteLock)', " \
+	"  hash = 'a hash of another program (its values are not hold counts)', " \
+	"  semaphore = 'a semaphore with permits taken (RPermitExpirableSemaphore)', " \
+	"  latch = 'a count-down latch (RCountDownLatch)', " \
+	"  count = 'a count (a semaphore or a count-down latch)', " \
+	"  string = 'a string that is not a count', list = 'a list', set = 'a set', " \
+	"  zset = 'a sorted set', stream = 'a stream' }; " \
+	"local function refuse(kind, wanted) " \
+	"  return redis.error_reply('WRONGTYPE dlock: \"' .. KEYS[1] .. '\" is ' .. " \
+	"    (kind_names[kind] or ('a ' .. kind)) .. ', not ' .. wanted .. '; nothing was changed'); " \
 	"end; "
+
+/* A lock's scripts go on only for a lock, a read-write lock or nothing.
+ * LOCK_FIELD_CHECK: the same after `local c = redis.pcall('hget', ...)`,
+ * judged only when that found no hold count (the common case costs nothing). */
+#define LOCK_KIND_CHECK \
+	"do local kind = kind_of(KEYS[1]); " \
+	"  if kind ~= 'none' and kind ~= 'lock' and kind ~= 'rwlock' then return refuse(kind, 'a lock'); end; " \
+	"end; "
+#define LOCK_FIELD_CHECK \
+	"if type(c) ~= 'string' or tonumber(c) == nil then " LOCK_KIND_CHECK "end; "
 
 /*
  * Read-write lock helpers (Lua functions), for any script that needs them:

@@ -13,6 +13,16 @@
 
 /* clang-format off: the Lua keeps its own layout */
 
+/* A semaphore's scripts go on only for a count, a semaphore or nothing:
+ * not for a latch dlock set, a lock or another program's key (scripts.h). */
+#define SEM_KIND_CHECK \
+	DLOCK__LUA_KIND \
+	"do local kind = kind_of(KEYS[1]); " \
+	"  if kind ~= 'none' and kind ~= 'count' and kind ~= 'semaphore' then " \
+	"    return refuse(kind, 'a semaphore'); " \
+	"  end; " \
+	"end; "
+
 /* Permits whose lease passed (ARGV index `now`, at most `limit` of them)
  * go back into the count; the new count is published. KEYS[1] the count,
  * `zset`/`chan` the KEYS indexes of the timeouts and the channel. */
@@ -34,6 +44,7 @@
  * once the answer came.
  */
 dlock__script dlock__script_sem_acquire = DLOCK__SCRIPT_HOLDS("semaphore-acquire",
+		SEM_KIND_CHECK
 		"local v = redis.call('get', KEYS[1]); "
 		"if v ~= false and tonumber(v) >= tonumber(ARGV[1]) then "
 		"  local n = redis.call('decrby', KEYS[1], ARGV[1]); "
@@ -54,12 +65,14 @@ dlock__script dlock__script_sem_undo = DLOCK__SCRIPT("semaphore-undo",
 
 /* KEYS: count, channel. ARGV: k. Reply: the count after. */
 dlock__script dlock__script_sem_release = DLOCK__SCRIPT("semaphore-release",
+		SEM_KIND_CHECK
 		"local n = redis.call('incrby', KEYS[1], ARGV[1]); "
 		"redis.call('publish', KEYS[2], n); "
 		"return n;");
 
 /* KEYS: count, channel. ARGV: n. Reply: 1 set, 0 a count was there. */
 dlock__script dlock__script_sem_try_set = DLOCK__SCRIPT("semaphore-try-set",
+		SEM_KIND_CHECK
 		"if redis.call('get', KEYS[1]) ~= false then "
 		"  return 0; "
 		"end; "
@@ -69,6 +82,7 @@ dlock__script dlock__script_sem_try_set = DLOCK__SCRIPT("semaphore-try-set",
 
 /* KEYS: count, channel. ARGV: delta. Reply: the count after. */
 dlock__script dlock__script_sem_add = DLOCK__SCRIPT("semaphore-add",
+		SEM_KIND_CHECK
 		"local v = redis.call('get', KEYS[1]); "
 		"local n = (v == false and 0 or tonumber(v)) + tonumber(ARGV[1]); "
 		"redis.call('set', KEYS[1], n); "
@@ -79,6 +93,7 @@ dlock__script dlock__script_sem_add = DLOCK__SCRIPT("semaphore-add",
  * taken: the ZSET's size, none for a plain semaphore) becomes n, as
  * Redisson's setPermits. Reply: the available count after. */
 dlock__script dlock__script_sem_set = DLOCK__SCRIPT("semaphore-set",
+		SEM_KIND_CHECK
 		"local v = redis.call('get', KEYS[1]); "
 		"local taken = 0; "
 		"if #KEYS > 2 then taken = redis.call('zcard', KEYS[3]); end; "
@@ -91,6 +106,7 @@ dlock__script dlock__script_sem_set = DLOCK__SCRIPT("semaphore-set",
 /* KEYS: count, timeouts, channel. ARGV: now (epoch ms). Reply: available
  * permits after taking back the expired ones (0 when none is set). */
 dlock__script dlock__script_sem_available = DLOCK__SCRIPT("semaphore-available",
+		SEM_KIND_CHECK
 		RECLAIM("2", "3", "1", "-1")
 		"local v = redis.call('get', KEYS[1]); "
 		"return v == false and 0 or tonumber(v);");
@@ -105,6 +121,7 @@ dlock__script dlock__script_sem_available = DLOCK__SCRIPT("semaphore-available",
  * dropped with the reply): {1} again, without taking a second permit.
  */
 dlock__script dlock__script_permit_acquire = DLOCK__SCRIPT_HOLDS("permit-acquire",
+		SEM_KIND_CHECK
 		"if redis.call('zscore', KEYS[2], ARGV[5]) ~= false then return {1}; end; "
 		RECLAIM("2", "3", "3", "ARGV[1]")
 		"local v = redis.call('get', KEYS[1]); "

@@ -480,6 +480,9 @@ int dlock__reply_is_error(const redisReply *r, const char *prefix)
 	return inner != NULL && strncmp(inner, prefix, n) == 0;
 }
 
+/* How the single/ scripts refuse a key of another kind (scripts.h: refuse). */
+static const char kind_refusal[] = "WRONGTYPE dlock: ";
+
 int dlock__reply_check(const dlock__node *node, const redisReply *r, const char *what)
 {
 	int code = DLOCK_ESERVER;
@@ -488,6 +491,10 @@ int dlock__reply_check(const dlock__node *node, const redisReply *r, const char 
 		return dlock__seterr_node(DLOCK_EPROTO, node->label, "%s: no reply", what);
 	if (r->type != REDIS_REPLY_ERROR)
 		return 0;
+	/* A script's own refusal of another kind's key says it all. */
+	if (r->str != NULL && strncmp(r->str, kind_refusal, sizeof(kind_refusal) - 1) == 0)
+		return dlock__seterr_node(DLOCK_EWRONGTYPE, node->label, "%s",
+				r->str + sizeof(kind_refusal) - 1);
 	if (dlock__reply_is_error(r, "WRONGTYPE"))
 		code = DLOCK_EWRONGTYPE;
 	else if (dlock__reply_is_error(r, "NOAUTH") || dlock__reply_is_error(r, "WRONGPASS"))
