@@ -23,7 +23,7 @@ _dlock_command_options()
 	release) echo "--owner -s --shared -x --exclusive" ;;
 	status) echo "--json --watch --interval" ;;
 	unlock) echo "--force" ;;
-	latch) echo "-w --wait" ;;
+	latch) echo "-w --wait --missing-ok" ;;
 	hold) echo "-w --wait -l --lease -s --shared -x --exclusive --label --metrics-textfile" ;;
 	wait) echo "-w --wait" ;;
 	esac

@@ -164,8 +164,8 @@ int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 }
 
 /* A key that exists but is not a lock would look held forever: DLOCK_EWRONGTYPE
- * when a node has one under the name (nodes that do not answer are left to
- * the looks), else 0. */
+ * when a node has one under the name, said on stderr with what it is (nodes
+ * that do not answer are left to the looks), else 0. */
 static int not_a_lock(cli_target *t)
 {
 	size_t i;
@@ -175,8 +175,10 @@ static int not_a_lock(cli_target *t)
 		int rc = dlock_lock_query(&info, t->locks[i]);
 
 		dlock_lock_info_free(info);
-		if (rc == DLOCK_EWRONGTYPE)
+		if (rc == DLOCK_EWRONGTYPE) {
+			fprintf(stderr, "dlock: wait: %s\n", dlock_lock_errmsg(t->locks[i]));
 			return rc;
+		}
 	}
 	return 0;
 }
@@ -196,13 +198,8 @@ int cli_wait_free(cli_target *t, const cli_config *cfg, int64_t wait_ms)
 		}
 		if (!locked)
 			return 0;
-		if (looks++ == 0 && (rc = not_a_lock(t)) < 0) {
-			fprintf(stderr,
-					"dlock: wait: \"%s\" holds a value that is not a Redisson/dlock "
-					"lock (another lock library?)\n",
-					t->name);
+		if (looks++ == 0 && (rc = not_a_lock(t)) < 0)
 			return cli_exit_for(rc, cfg);
-		}
 		if (left <= 0) {
 			if (!cfg->quiet)
 				fprintf(stderr, "dlock: wait: lock \"%s\" still held after %lld ms\n",

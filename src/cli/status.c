@@ -546,7 +546,7 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 
 int cli_target_force(cli_target *t, FILE *out)
 {
-	size_t i, ok = 0, deleted = 0;
+	size_t i, ok = 0, deleted = 0, wrongtype = 0;
 	int *pinged = calloc(t->n, sizeof(*pinged)), status;
 
 	if (pinged == NULL)
@@ -572,13 +572,17 @@ int cli_target_force(cli_target *t, FILE *out)
 		if (rc < 0) {
 			fprintf(stderr, "dlock: unlock --force: %s\n",
 					dlock_lock_errmsg(t->locks[i]));
+			wrongtype += rc == DLOCK_EWRONGTYPE; /* another kind's key: left alone */
 			continue;
 		}
 		ok++;
 		deleted += d != 0;
 	}
 	free(pinged);
-	fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
-			t->n == 1 ? "" : "s");
-	return ok >= cli_target_quorum(t) ? 0 : EXIT_UNAVAILABLE;
+	if (ok > 0)
+		fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
+				t->n == 1 ? "" : "s");
+	if (ok >= cli_target_quorum(t))
+		return 0;
+	return wrongtype > 0 ? EXIT_WRONGTYPE : EXIT_UNAVAILABLE;
 }

@@ -99,11 +99,13 @@
 	"  semaphore = 'a semaphore with permits taken (RPermitExpirableSemaphore)', " \
 	"  latch = 'a count-down latch (RCountDownLatch)', " \
 	"  count = 'a count (a semaphore or a count-down latch)', " \
-	"  string = 'a string that is not a count', list = 'a list', set = 'a set', " \
-	"  zset = 'a sorted set', stream = 'a stream' }; " \
+	"  string = 'a string of another program (another lock library?)', " \
+	"  list = 'a list of another program', set = 'a set of another program', " \
+	"  zset = 'a sorted set of another program', stream = 'a stream of another program' }; " \
 	"local function refuse(kind, wanted) " \
 	"  return redis.error_reply('WRONGTYPE dlock: \"' .. KEYS[1] .. '\" is ' .. " \
-	"    (kind_names[kind] or ('a ' .. kind)) .. ', not ' .. wanted .. '; nothing was changed'); " \
+	"    (kind_names[kind] or ('a ' .. kind .. ' of another program')) .. ', not ' .. wanted .. " \
+	"    '; nothing was changed'); " \
 	"end; "
 
 /* A lock's scripts go on only for a lock, a read-write lock or nothing.

@@ -1163,8 +1163,8 @@ Test(cli, key_of_another_library_exits_65_and_says_so, .timeout = 60)
 			"cli-foreign", "--", "true");
 	EXPECT_STATUS(one, 65);
 	cr_expect(strstr(one->err,
-				  "holds a value that is not a Redisson/dlock lock "
-				  "(another lock library?)") != NULL,
+				  "\"cli-foreign\" is a string of another program "
+				  "(another lock library?), not a lock") != NULL,
 			"stderr: %s", one->err);
 	EXPECT_ONE_LINE_ERR(one);
 	proc_free(one);

@@ -83,8 +83,14 @@ Test(cli_latch, set_down_and_count_as_a_script_sees_them)
 	cr_expect_eq(raw_count("workers"), -1, "the latch at zero is deleted");
 	proc_free(p);
 
-	/* At zero it waits for nothing, and it can be set again. */
+	/* At zero the key is gone: a wait starting now cannot tell it from a
+	 * typo (exit 1) unless told that no latch is zero; it can be set again. */
 	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "wait", "-w", "0", "workers");
+	EXPECT_STATUS(p, 1);
+	EXPECT_ONE_LINE_ERR(p);
+	proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "wait", "-w", "0", "--missing-ok",
+			"workers");
 	EXPECT_STATUS(p, 0);
 	proc_free(p);
 	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "set", "workers", "1");
