@@ -98,11 +98,13 @@ static dlock__script script_delete = DLOCK__SCRIPT("latch delete",
 		"redis.call('publish', KEYS[2], ARGV[1]); "
 		"return 1;");
 
-/* Read only. ARGV: unused. Reply: the count, -1 when there is no latch. */
+/* ARGV: unused. Reply: the count, -1 when there is no latch; then a mark
+ * Redisson's count down to zero left (it deletes only the key) goes. */
 static dlock__script script_get = DLOCK__SCRIPT("latch get count",
 		LATCH_KIND_CHECK
 		"local v = redis.call('get', KEYS[1]); "
 		"if v == false then "
+		"  redis.call('del', latch_mark(KEYS[1])); "
 		"  return -1; "
 		"end; "
 		"return tonumber(v);");

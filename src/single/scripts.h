@@ -63,7 +63,7 @@
  * holder: a big one is another program's).
  * refuse(kind, wanted): the error reply of a command meant for another
  * kind, before it wrote anything: "WRONGTYPE dlock: "<KEYS[1]>" is <kind>,
- * not <wanted>" (conn.c shows it without the code).
+ * not <wanted>" (conn.c keeps the code and drops "dlock: ").
  */
 #define DLOCK__LUA_KIND \
 	"local function braced(k) " \

@@ -23,6 +23,10 @@
 	"  end; " \
 	"end; "
 
+/* A count made where none was: a latch mark left by Redisson's count down
+ * to zero (it deletes only the key) must not make it a latch. */
+#define STALE_LATCH_MARK "redis.call('del', latch_mark(KEYS[1])); "
+
 /* Permits whose lease passed (ARGV index `now`, at most `limit` of them)
  * go back into the count; the new count is published. KEYS[1] the count,
  * `zset`/`chan` the KEYS indexes of the timeouts and the channel. */
@@ -76,6 +80,7 @@ dlock__script dlock__script_sem_try_set = DLOCK__SCRIPT("semaphore-try-set",
 		"if redis.call('get', KEYS[1]) ~= false then "
 		"  return 0; "
 		"end; "
+		STALE_LATCH_MARK
 		"redis.call('set', KEYS[1], ARGV[1]); "
 		"if tonumber(ARGV[1]) > 0 then redis.call('publish', KEYS[2], ARGV[1]); end; "
 		"return 1;");
@@ -84,6 +89,7 @@ dlock__script dlock__script_sem_try_set = DLOCK__SCRIPT("semaphore-try-set",
 dlock__script dlock__script_sem_add = DLOCK__SCRIPT("semaphore-add",
 		SEM_KIND_CHECK
 		"local v = redis.call('get', KEYS[1]); "
+		"if v == false then " STALE_LATCH_MARK "end; "
 		"local n = (v == false and 0 or tonumber(v)) + tonumber(ARGV[1]); "
 		"redis.call('set', KEYS[1], n); "
 		"if n > 0 and tonumber(ARGV[1]) > 0 then redis.call('publish', KEYS[2], n); end; "
@@ -95,6 +101,7 @@ dlock__script dlock__script_sem_add = DLOCK__SCRIPT("semaphore-add",
 dlock__script dlock__script_sem_set = DLOCK__SCRIPT("semaphore-set",
 		SEM_KIND_CHECK
 		"local v = redis.call('get', KEYS[1]); "
+		"if v == false then " STALE_LATCH_MARK "end; "
 		"local taken = 0; "
 		"if #KEYS > 2 then taken = redis.call('zcard', KEYS[3]); end; "
 		"local n = tonumber(ARGV[1]) - taken; "

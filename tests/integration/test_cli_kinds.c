@@ -360,3 +360,65 @@ Test(cli_kinds, every_kind_meets_every_command_as_the_table_says)
 	cr_log_info("%zu cells in %lld ms", (size_t)ROWS * COLS, (long long)(rh_now_ms() - t0));
 	dlock_client_close(client);
 }
+
+/* `unlock --force` on an expirable semaphore gives every permit back: a run
+ * waiting for one takes it at once (woken by the count published), and the
+ * total its users set stays. */
+Test(cli_kinds, unlock_force_gives_every_permit_back_to_the_waiters)
+{
+	const char *uri = rh_server_uri(dl_srv);
+	dlock_client *c = dl_client(uri, 2000, 0);
+	dlock_semaphore_options so = DLOCK_SEMAPHORE_OPTIONS_INIT;
+	dlock_semaphore *s = NULL;
+	char id[DLOCK_PERMIT_ID_SIZE];
+
+	so.kind = DLOCK_SEMAPHORE_EXPIRABLE;
+	dl_pass(dlock_semaphore_new(&s, c, "full", &so));
+	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 2));
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, 60000));
+	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, 60000));
+
+	proc *w = dlock_bg(ARGS("-n", uri, "run", "-c", "2", "-w", "15s", "full", "--", "true"));
+	/* The waiter listens once it has found no permit free: its subscription shows. */
+	int64_t until = rh_now_ms() + 10000;
+	while (rh_command_int(dl_srv, "PUBSUB NUMSUB redisson_sc:{full}") == 0 &&
+			rh_now_ms() < until)
+		dl_sleep_ms(20);
+	proc *f = DLOCK("-n", uri, "unlock", "--force", "full");
+	ASSERT_STATUS(f, 0);
+	int64_t at = rh_now_ms();
+	proc_free(f);
+	proc_wait(w, HARD_TIMEOUT_S);
+	EXPECT_STATUS(w, 0);
+	cr_expect_lt(w->t1 - at, 5000, "the waiting run ended %lld ms after the force unlock",
+			(long long)(w->t1 - at));
+	proc_free(w);
+
+	redisReply *r = rh_command(dl_srv, "GET full");
+	cr_assert(r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, "2") == 0,
+			"the count after: %s", r && r->str ? r->str : "(none)");
+	freeReplyObject(r);
+	cr_expect_eq(rh_command_int(dl_srv, "EXISTS {full}:timeout"), 0, "permits left taken");
+	dlock_semaphore_free(s);
+	dlock_client_close(c);
+}
+
+/* A latch Redisson counted down to zero leaves dlock's mark (it deletes
+ * only its key): the next look clears it, and a semaphore made there is
+ * one. */
+Test(cli_kinds, a_latch_mark_left_behind_does_not_make_a_semaphore_a_latch)
+{
+	const char *uri = rh_server_uri(dl_srv);
+	proc *p = DLOCK("-n", uri, "latch", "set", "gone", "1");
+
+	ASSERT_STATUS(p, 0);
+	proc_free(p);
+	cr_assert_eq(rh_command_int(dl_srv, "DEL gone"), 1); /* Redisson's count down to zero */
+	p = DLOCK("-n", uri, "run", "-c", "2", "-w", "0", "gone", "--", "true");
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+	cr_expect_eq(rh_command_int(dl_srv, "EXISTS dlock_latch:{gone}"), 0, "the mark stayed");
+	p = DLOCK("-n", uri, "latch", "down", "gone");
+	EXPECT_STATUS(p, 0); /* a count alone: Redisson's data cannot tell (docs/kinds.md) */
+	proc_free(p);
+}

@@ -491,9 +491,10 @@ int dlock__reply_check(const dlock__node *node, const redisReply *r, const char 
 		return dlock__seterr_node(DLOCK_EPROTO, node->label, "%s: no reply", what);
 	if (r->type != REDIS_REPLY_ERROR)
 		return 0;
-	/* A script's own refusal of another kind's key says it all. */
+	/* A script's own refusal of another kind's key says it all:
+	 * "WRONGTYPE "k" is a ..., not a ...". */
 	if (r->str != NULL && strncmp(r->str, kind_refusal, sizeof(kind_refusal) - 1) == 0)
-		return dlock__seterr_node(DLOCK_EWRONGTYPE, node->label, "%s",
+		return dlock__seterr_node(DLOCK_EWRONGTYPE, node->label, "WRONGTYPE %s",
 				r->str + sizeof(kind_refusal) - 1);
 	if (dlock__reply_is_error(r, "WRONGTYPE"))
 		code = DLOCK_EWRONGTYPE;
