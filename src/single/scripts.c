@@ -410,13 +410,24 @@ dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
  * expired heads, delete, wake the head on its own channel - and, beyond
  * Redisson, also publishes on the lock's own channel, where no fair waiter
  * listens: a holder that watches for force unlocks (watch_force_unlock)
- * hears it. Otherwise it is Redisson's plain forceUnlock: delete and publish
- * on the lock's channel.
- * KEYS: name, queue, deadlines, channel. ARGV: message, now (epoch ms).
- * Reply: 1 deleted, 0 none.
+ * hears it. A read-write lock (a `mode` field) is deleted as the force
+ * unlock of its half in that mode does in Redisson, with its message on
+ * redisson_rwlock:{name}: "0" in read mode, "1" in write mode (and a "0"
+ * after it, as dlock's write release: rwlock_scripts.c), so its holders
+ * and waiters, Redisson's and dlock's, hear it. Otherwise it is Redisson's
+ * plain forceUnlock: delete and publish on the lock's channel.
+ * KEYS: name, queue, deadlines, channel, read-write channel. ARGV: message,
+ * now (epoch ms). Reply: 1 deleted, 0 none.
  */
 dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
 		REFUSE_NON_LOCK
+		"local mode = redis.call('hget', KEYS[1], 'mode'); "
+		"if mode == 'read' or mode == 'write' then "
+		"  redis.call('del', KEYS[1]); "
+		"  if mode == 'write' then redis.call('publish', KEYS[5], '1'); end; "
+		"  redis.call('publish', KEYS[5], '0'); "
+		"  return 1; "
+		"end; "
 		"if redis.call('exists', KEYS[2]) == 1 then "
 		FAIR_DROP_EXPIRED("ARGV[2]")
 		"  if redis.call('del', KEYS[1]) == 0 then return 0; end; "
