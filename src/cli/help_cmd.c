@@ -131,8 +131,10 @@ static const char status_help[] =
 static const char unlock_help[] =
 "Usage: dlock [GLOBAL OPTIONS] unlock --force NAME\n"
 "\n"
-"Delete NAME on every node, whoever holds it, and wake its waiters. A run or\n"
-"hold that held it hears it at once and exits 70.\n"
+"Delete NAME on every node, whoever holds it, and wake its waiters: a lock, a\n"
+"fair or a read-write lock (-s/-x holds too); for a semaphore (run -c), every\n"
+"taken permit is given back. A run or hold that held it hears it at once and\n"
+"exits 70.\n"
 "\n"
 "      --force        required: says you mean it (to release your own hold,\n"
 "                     use release --owner)\n";

@@ -34,9 +34,10 @@
  * release, whatever the command returned.
  *
  * A permit (run -c N) is held the same way: the target (target_permit.c)
- * gives its validity and its loss, and everything above applies to it,
- * except that nothing announces a permit's removal: it is found lost at its
- * next renewal (every third of the watchdog timeout).
+ * gives its validity and its loss, and everything above applies to it; a
+ * force unlock gives the permits back and publishes on the semaphore's
+ * channel, where the holder listens. A permit removed without a message
+ * is found lost at its next renewal (every third of the watchdog timeout).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -340,8 +341,8 @@ const char *cli_run_lost_cause(const cli_target *t, int reason)
 {
 	switch (reason) {
 	case DLOCK_LOST_GONE:
-		return t->sem != NULL ? "the semaphore no longer has it (its keys deleted, or its "
-					"lease passed)"
+		return t->sem != NULL ? "the semaphore no longer has it (given back by unlock "
+					"--force, its keys deleted, or its lease passed)"
 				      : "its keys were deleted (unlock --force?) or expired";
 	case DLOCK_LOST_UNREACHABLE:
 		return "no renewal reached the servers in time";

@@ -544,9 +544,26 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 	return status != 0 ? status : status_exit(t, &c);
 }
 
+/* A name whose key is a count (the lock's force unlock said WRONGTYPE):
+ * an expirable semaphore's taken permits are given back. 1 when some were
+ * (*freed more of them), 0 when there were none (then the lock's error
+ * stands). */
+static int force_permits(cli_target *t, size_t i, int64_t *freed)
+{
+	int64_t n = 0;
+	int rc = cli_permit_force(t, i, &n);
+
+	t->err[0] = '\0';
+	if (rc < 0 || n == 0)
+		return 0;
+	*freed += n;
+	return 1;
+}
+
 int cli_target_force(cli_target *t, FILE *out)
 {
-	size_t i, ok = 0, deleted = 0;
+	size_t i, ok = 0, deleted = 0, sems = 0;
+	int64_t freed = 0;
 	int *pinged = calloc(t->n, sizeof(*pinged)), status;
 
 	if (pinged == NULL)
@@ -569,6 +586,11 @@ int cli_target_force(cli_target *t, FILE *out)
 			continue;
 		}
 		rc = dlock_lock_force_unlock(&d, t->locks[i]);
+		if (rc == DLOCK_EWRONGTYPE && force_permits(t, i, &freed)) {
+			ok++;
+			sems++;
+			continue;
+		}
 		if (rc < 0) {
 			fprintf(stderr, "dlock: unlock --force: %s\n",
 					dlock_lock_errmsg(t->locks[i]));
@@ -578,7 +600,12 @@ int cli_target_force(cli_target *t, FILE *out)
 		deleted += d != 0;
 	}
 	free(pinged);
-	fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
-			t->n == 1 ? "" : "s");
+	if (sems > 0)
+		fprintf(out, "gave back %lld taken permit%s of semaphore \"%s\" on %zu of %zu node%s\n",
+				(long long)freed, freed == 1 ? "" : "s", t->name, sems, t->n,
+				t->n == 1 ? "" : "s");
+	else
+		fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
+				t->n == 1 ? "" : "s");
 	return ok >= cli_target_quorum(t) ? 0 : EXIT_UNAVAILABLE;
 }

@@ -132,5 +132,10 @@ int cli_permit_acquire(cli_target *t, int64_t wait_ms, int64_t lease_ms, int64_t
 int cli_permit_release(cli_target *t);
 int cli_permit_validity(cli_target *t, int64_t *ms);
 int cli_permit_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg);
+/* unlock --force of a name whose key is a count, at node i: every permit
+ * taken of an expirable semaphore is given back. *freed = how many (0: not
+ * a semaphore with permits taken); 0, or a DLOCK_E* code with its message
+ * in t->err. */
+int cli_permit_force(cli_target *t, size_t i, int64_t *freed);
 
 #endif

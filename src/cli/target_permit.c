@@ -6,6 +6,8 @@
  * it has exited - so that at most N such jobs run at once. The first user
  * sets N; a run that says another N is refused, since the count is shared
  * and one run cannot quietly change what every other machine counts on.
+ * `unlock --force NAME` gives every taken permit back: the holders, which
+ * listen on the semaphore's channel, stop their jobs at once.
  */
 #include <stdio.h>
 #include <string.h>
@@ -96,4 +98,22 @@ int cli_permit_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *a
 	hook.fn = fn;
 	hook.arg = arg;
 	return dlock_semaphore_set_lost_cb(t->sem, on_permit_lost, NULL);
+}
+
+int cli_permit_force(cli_target *t, size_t i, int64_t *freed)
+{
+	dlock_semaphore_options o = DLOCK_SEMAPHORE_OPTIONS_INIT;
+	dlock_semaphore *s = NULL;
+	int rc;
+
+	*freed = 0;
+	o.kind = DLOCK_SEMAPHORE_EXPIRABLE;
+	rc = dlock_semaphore_new(&s, t->clients[i], t->name, &o);
+	if (rc == 0)
+		rc = dlock_semaphore_force_release(freed, s);
+	if (rc < 0)
+		snprintf(t->err, sizeof(t->err), "%s",
+				s != NULL ? dlock_semaphore_errmsg(s) : dlock_errmsg_last());
+	dlock_semaphore_free(s);
+	return rc;
 }

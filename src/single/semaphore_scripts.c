@@ -154,6 +154,26 @@ dlock__script dlock__script_permit_renew = DLOCK__SCRIPT("permit-renew",
 		"return out;");
 
 /*
+ * Every taken permit of an expirable semaphore goes back into the count
+ * (dlock_semaphore_force_release), and the count is published as a
+ * release does: waiters take them, and holders that listen there renew at
+ * once and find theirs gone. KEYS: count, channel, timeouts. Reply: how
+ * many were taken.
+ */
+dlock__script dlock__script_sem_force_release = DLOCK__SCRIPT("semaphore-force-release",
+		"local t = redis.call('type', KEYS[3]).ok; "
+		"if t == 'none' then return 0; end; "
+		"local c = redis.call('type', KEYS[1]).ok; "
+		"if t ~= 'zset' or (c ~= 'none' and c ~= 'string') then "
+		"  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value'); "
+		"end; "
+		"local n = redis.call('zcard', KEYS[3]); "
+		"redis.call('del', KEYS[3]); "
+		"local left = redis.call('incrby', KEYS[1], n); "
+		"if left > 0 then redis.call('publish', KEYS[2], left); end; "
+		"return n;");
+
+/*
  * Read what a semaphore has, changing nothing (dlock_semaphore_query).
  * KEYS: count[, timeouts]. ARGV: the channel. Reply: {count or nil,
  * {id, lease end, ...}, clients listening on the channel}.

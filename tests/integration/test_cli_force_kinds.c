@@ -2,7 +2,8 @@
 /*
  * `dlock unlock --force NAME` reaches every kind `run` and `hold` can hold,
  * not only the plain lock: a read (-s) or write (-x) hold of a read-write
- * lock and a permit (-c N) of a semaphore. The holder hears it at once: the
+ * lock and a permit (-c N) of a semaphore (`hold` takes no -c). The
+ * holder hears it at once: the
  * job is stopped and dlock exits 70 within HEARD_MS, and the next taker
  * (-w 0) finds the job gone. The watchdog is 30 s, so a renewal (every
  * 10 s) is never what finds the loss within that bound.
@@ -26,13 +27,14 @@
 
 TestSuite(cli_force_kinds, .init = dl_server_start, .fini = dl_server_stop, .timeout = 60);
 
-/* `dlock unlock --force name` succeeds; returns when it returned. */
-static int64_t force_unlock(const char *name)
+/* `dlock unlock --force name` succeeds, saying `said`; returns when it returned. */
+static int64_t force_unlock(const char *name, const char *said)
 {
 	proc *un = DLOCK("-n", rh_server_uri(dl_srv), "--timeout", TMO, "unlock", "--force", name);
 	int64_t at = rh_now_ms();
 
 	ASSERT_STATUS(un, 0);
+	cr_expect(strstr(un->out, said) != NULL, "`%s` said: %s", un->desc, un->out);
 	proc_free(un);
 	return at;
 }
@@ -89,8 +91,10 @@ static void forced_run(const char *const *kind, const char *taker, const char *n
 	run = dlock_bg(args);
 	j.child = wait_for_pidfile(j.pidfile, 5000);
 	cr_assert_gt(j.child, 0, "the command did not start: %s", run->err);
-	unlocked = force_unlock(name);
+	unlocked = force_unlock(name, kind[0][1] == 'c' ? "gave back 1 taken permit of semaphore"
+						       : "deleted");
 	expect_stopped(run, unlocked);
+	cr_expect(strstr(run->err, kind[0][1] == 'c' ? "permit" : "lock") != NULL, "%s", run->err);
 	cr_expect(gone_within((pid_t)j.child, 0), "the job (pid %ld) outlived dlock", j.child);
 	EXPECT_ONE_LINE_ERR(run);
 	next_taker_finds_the_job_gone(taker, name, j.child);
@@ -108,6 +112,15 @@ Test(cli_force_kinds, run_s_is_stopped_by_a_force_unlock)
 	forced_run(ARGS("-s"), "-x", "fk-run-s");
 }
 
+/* A permit: unlock --force gives every taken permit back (the semaphore
+ * keeps its count), and the holder, listening on redisson_sc:{name},
+ * stops its job; the next run gets the permit. */
+Test(cli_force_kinds, run_c_is_stopped_by_a_force_unlock)
+{
+	forced_run(ARGS("-c", "1"), "-c1", "fk-run-c");
+	cr_expect_eq(rh_command_int(dl_srv, "EXISTS {fk-run-c}:timeout"), 0, "a permit left taken");
+}
+
 /* `hold <kind> name`, force-unlocked while it holds: it exits 70 (a script
  * waiting on it learns the lock is gone) and the next taker gets in. */
 static void forced_hold(const char *kind, const char *name)
@@ -122,7 +135,7 @@ static void forced_hold(const char *kind, const char *name)
 	g_stdin_fd = -1;
 	close(fds[0]);
 	cr_assert_eq(proc_wait_lines(p, 1, 5000), 0, "`%s` printed no owner: %s", p->desc, p->err);
-	unlocked = force_unlock(name);
+	unlocked = force_unlock(name, "deleted");
 	expect_stopped(p, unlocked);
 	next_taker_finds_the_job_gone("-x", name, (long)p->pid);
 	close(fds[1]);
