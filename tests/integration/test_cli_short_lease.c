@@ -63,25 +63,26 @@ Test(cli_short_lease, leases_under_1s_are_refused_by_run_and_hold)
 	proc_free(p);
 }
 
-/* The last line of path as a number (0 when none). */
-static long long last_number(const char *path)
+/* The last line of path as a number (0 when none): a /proc/uptime stamp,
+ * a monotonic clock in hundredths of a second a shell can read. */
+static double last_stamp(const char *path)
 {
-	char line[64];
-	long long v = 0;
+	char line[128];
+	double v = 0;
 	FILE *f = fopen(path, "r");
 
 	if (f == NULL)
 		return 0;
 	while (fgets(line, sizeof line, f) != NULL)
 		if (line[0] >= '0' && line[0] <= '9')
-			v = atoll(line);
+			v = atof(line);
 	fclose(f);
 	return v;
 }
 
 /*
  * run <kind> -l 1s with a command that ignores SIGTERM and writes a
- * heartbeat (wall-clock ns) every 10 ms; a second run waits for the lock.
+ * heartbeat (/proc/uptime) every 10 ms; a second run waits for the lock.
  * When the second one's command starts, the first one's is gone (kill -0
  * fails) and its last heartbeat is older; the first exits 124.
  */
@@ -99,14 +100,14 @@ static void smallest_lease_is_kept(const char *kind, const char *name)
 	snprintf(started, sizeof started, "%s/started", dir);
 	snprintf(overlap, sizeof overlap, "%s/overlap", dir);
 	snprintf(first, sizeof first,
-			"echo $$ > %s; trap '' TERM; while :; do date +%%s%%N >> %s; sleep 0.01; done",
+			"echo $$ > %s; trap '' TERM; while :; do cat /proc/uptime >> %s; sleep 0.01; done",
 			pidfile, beats);
 	a = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "run", kind, "-l", "1s", name, "--", "sh",
 			"-c", first));
 	pid = wait_for_pidfile(pidfile, 5000);
 	cr_assert_gt(pid, 0, "the first command did not start: %s", a->err);
 	snprintf(second, sizeof second,
-			"date +%%s%%N > %s; if kill -0 %ld 2>/dev/null; then echo alive > %s; fi",
+			"cat /proc/uptime > %s; if kill -0 %ld 2>/dev/null; then echo alive > %s; fi",
 			started, pid, overlap);
 	b = dlock_bg(ARGS("-n", uri, "--timeout", TMO, "run", kind, "-w", "5s", name, "--", "sh",
 			"-c", second));
@@ -117,11 +118,10 @@ static void smallest_lease_is_kept(const char *kind, const char *name)
 	cr_expect(strstr(a->err, "end of its lease") != NULL, "%s", a->err);
 	EXPECT_STATUS(b, 0);
 	cr_expect_not(file_exists(overlap), "the first command still ran when the second began");
-	cr_expect_lt(last_number(beats), last_number(started),
-			"the first command's last heartbeat (%lld) is not before the second's start "
-			"(%lld)",
-			last_number(beats), last_number(started));
-	cr_expect_gt(last_number(beats), 0, "no heartbeat");
+	cr_expect_leq(last_stamp(beats), last_stamp(started),
+			"the first command's last heartbeat (%.2f) is after the second's start (%.2f)",
+			last_stamp(beats), last_stamp(started));
+	cr_expect_gt(last_stamp(beats), 0, "no heartbeat");
 	proc_free(a);
 	proc_free(b);
 	remove_tmpdir(dir, ARGS("pid", "beats", "started", "overlap"));
