@@ -239,7 +239,10 @@ DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
  * Delete the lock whoever holds it and wake waiters: for a fair lock (its
  * queue exists, whatever kind of handle this is) the head of the queue, on
  * its own channel, as Redisson's fair forceUnlock. *deleted (may be NULL)
- * is 1 when a lock existed. Local renewals of this name stop; local holders
+ * is 1 when a lock existed, 2 when the name was an expirable semaphore
+ * whose taken permits all came back (its holders lose them), 0 when there
+ * was nothing to break. Another kind's key is refused (DLOCK_EWRONGTYPE,
+ * nothing changed). Local renewals of this name stop; local holders
  * learn of the loss through dlock_lock_check()/the lost callback.
  * Errors: DLOCK_EINVAL (NULL handle), one command's errors (errors.h).
  */

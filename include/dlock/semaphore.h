@@ -175,6 +175,20 @@ DLOCK_EXTERN int dlock_semaphore_acquire_permit(char *id, dlock_semaphore *sem, 
 DLOCK_EXTERN int dlock_semaphore_release_permit(dlock_semaphore *sem, const char *id);
 
 /**
+ * Expirable semaphore: give back every permit taken, whoever holds it (an
+ * operator's act, as dlock_lock_force_unlock() for a lock). The taken
+ * permits go back into the count, and the new count is published on
+ * redisson_sc:{name} as a release does, so waiters (Redisson's too) take
+ * them. Their holders lose them: at once one whose client has
+ * watch_force_unlock (it listens there while it holds a renewed permit),
+ * else at its next renewal. *freed (may be NULL) = how many were taken.
+ * Errors: DLOCK_EINVAL (NULL handle, a plain semaphore: it does not know
+ * which permits are taken), DLOCK_EWRONGTYPE (the keys hold something else),
+ * one command's errors (errors.h).
+ */
+DLOCK_EXTERN int dlock_semaphore_force_release(int64_t *freed, dlock_semaphore *sem);
+
+/**
  * The local state of a permit taken through this handle, without network
  * traffic: 0 held, DLOCK_ELOST lost (a renewal found it gone, or no renewal
  * reached the server within its lease, or a fixed lease passed; final: a

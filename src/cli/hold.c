@@ -127,6 +127,14 @@ int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 		cli_report_failure("hold", t, rc);
 		return cli_exit_for(rc, cfg);
 	}
+	/* A lease ends when the keys can expire, counted from the acquisition's
+	 * send (its round trip comes out of it): none left, no owner printed. */
+	if (a->lease_ms > 0 && (cli_target_validity(t, owner, &validity) != 0 || validity <= 0)) {
+		fprintf(stderr, "dlock: hold: lock \"%s\": the acquisition took its whole -l "
+				"lease; exit 124\n", t->name);
+		cli_target_release(t, owner);
+		return EXIT_LEASE_END;
+	}
 	if (a->lease_ms > 0)
 		lease_end = now_ms() + validity;
 	cli_metrics_write(t, cfg->metrics_path); /* before the owner: then it is there */

@@ -149,6 +149,14 @@ enum {
  * jitter decides whether the lock survives. */
 #define WATCHDOG_MIN_MS 300
 
+/* The shortest -l that run and hold take. run kills its command a margin
+ * (a tenth of the lease) before the keys can expire, SIGTERM a grace
+ * before that; below a 100 ms margin a busy machine runs the stop late
+ * and the command outlives the lock (and hold would print an owner whose
+ * lease is as good as over). What an acquisition's round trip takes out of
+ * the lease is checked once held (run.c, hold.c). */
+#define LEASE_MIN_MS 1000
+
 static const struct option long_options[] = { { "nodes", required_argument, NULL, 'n' },
 	{ "mode", required_argument, NULL, 'm' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -486,12 +494,41 @@ static int configure(cli_config *cfg, cli_args *a)
 	return 0;
 }
 
+/* ms as the shortest duration text that says it: "2s", "1500ms". */
+static const char *duration_text(char *buf, size_t size, int64_t ms)
+{
+	if (ms % 1000 == 0)
+		snprintf(buf, size, "%llds", (long long)(ms / 1000));
+	else
+		snprintf(buf, size, "%lldms", (long long)ms);
+	return buf;
+}
+
+/* run and hold refuse a lease too short to stop (or end) before the keys
+ * can expire (LEASE_MIN_MS). 0 or EXIT_USAGE. */
+static int check_lease(const char *command, const cli_args *a)
+{
+	char given[32], min[32];
+
+	if (!a->lease_given || a->lease_ms >= LEASE_MIN_MS ||
+			(strcmp(command, "run") != 0 && strcmp(command, "hold") != 0))
+		return 0;
+	duration_text(min, sizeof(min), LEASE_MIN_MS);
+	return usage_error("%s: -l %s is shorter than the smallest lease %s (%s); use -l %s or "
+			   "more, or the watchdog (no -l)",
+			command, duration_text(given, sizeof(given), a->lease_ms),
+			strcmp(command, "run") == 0 ? "run can stop its command before"
+						    : "hold can keep to its end",
+			min, min);
+}
+
 /* Options that could not work together: refused rather than left to fail
  * at run time (or to do nothing). 0 or EXIT_USAGE. */
 static int check_sanity(const char *command, const cli_config *cfg, const cli_args *a)
 {
 	int watchdog_hold = (strcmp(command, "run") == 0 || strcmp(command, "hold") == 0) &&
 			!a->lease_given;
+	int rc;
 
 	/* A renewal goes out every third of the watchdog lease; one that takes
 	 * its whole --timeout must still land before the lease ends, with room. */
@@ -500,6 +537,8 @@ static int check_sanity(const char *command, const cli_config *cfg, const cli_ar
 				   "renewal that takes its whole timeout could land after the "
 				   "lease ends; raise --watchdog or lower --timeout",
 				(long long)cfg->timeout_ms, (long long)cfg->watchdog_ms);
+	if ((rc = check_lease(command, a)) != 0)
+		return rc;
 	if (a->guard_given && cfg->mode != MODE_REDLOCK)
 		return usage_error("%s", "--restart-guard is for RedLock (several nodes, -m "
 					 "redlock): it would do nothing here");

@@ -34,9 +34,10 @@
  * release, whatever the command returned.
  *
  * A permit (run -c N) is held the same way: the target (target_permit.c)
- * gives its validity and its loss, and everything above applies to it,
- * except that nothing announces a permit's removal: it is found lost at its
- * next renewal (every third of the watchdog timeout).
+ * gives its validity and its loss, and everything above applies to it; a
+ * force unlock gives the permits back and publishes on the semaphore's
+ * channel, where the holder listens. A permit removed without a message
+ * is found lost at its next renewal (every third of the watchdog timeout).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -340,8 +341,8 @@ const char *cli_run_lost_cause(const cli_target *t, int reason)
 {
 	switch (reason) {
 	case DLOCK_LOST_GONE:
-		return t->sem != NULL ? "the semaphore no longer has it (its keys deleted, or its "
-					"lease passed)"
+		return t->sem != NULL ? "the semaphore no longer has it (given back by unlock "
+					"--force, its keys deleted, or its lease passed)"
 				      : "its keys were deleted (unlock --force?) or expired";
 	case DLOCK_LOST_UNREACHABLE:
 		return "no renewal reached the servers in time";
@@ -453,6 +454,23 @@ static void supervise(cli_target *t, const char *owner, const lock_clock *c, job
 	}
 }
 
+/* A lease the acquisition used up (a reply that came late) leaves no time
+ * to start the command and kill it before the keys can expire: it is not
+ * started, and the lock is given back. 1 when so (said, exit 124). */
+static int lease_used_up(cli_target *t, const char *owner, const lock_clock *c)
+{
+	int64_t ms = 0;
+
+	if (!c->leased || (cli_target_validity(t, owner, &ms) == 0 && ms > c->margin))
+		return 0;
+	fprintf(stderr,
+			"dlock: run: %s \"%s\": the acquisition took its -l lease but for %lld ms, "
+			"too little to stop the command in time: not started; exit 124\n",
+			cli_target_what(t), t->name, (long long)ms);
+	cli_target_release(t, owner);
+	return 1;
+}
+
 /* dlock's status once the job is gone: the release decides whether the
  * lock held to the end. */
 static int finish(cli_target *t, const char *owner, const job_state *j)
@@ -502,6 +520,8 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 		cli_report_failure("run", t, rc);
 		return cli_exit_for(rc, cfg);
 	}
+	if (lease_used_up(t, owner, &c))
+		return EXIT_LEASE_END;
 	cli_metrics_write(t, cfg->metrics_path); /* and again at exit (main.c) */
 	snprintf(token_s, sizeof(token_s), "%lld", (long long)token);
 	env.name = t->name;

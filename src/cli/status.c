@@ -546,7 +546,7 @@ int cli_target_status(cli_target *t, int json, FILE *out)
 
 int cli_target_force(cli_target *t, FILE *out)
 {
-	size_t i, ok = 0, deleted = 0, wrongtype = 0;
+	size_t i, ok = 0, deleted = 0, permits = 0, wrongtype = 0;
 	int *pinged = calloc(t->n, sizeof(*pinged)), status;
 
 	if (pinged == NULL)
@@ -576,10 +576,14 @@ int cli_target_force(cli_target *t, FILE *out)
 			continue;
 		}
 		ok++;
-		deleted += d != 0;
+		deleted += d == 1;
+		permits += d == 2;
 	}
 	free(pinged);
-	if (ok > 0)
+	if (permits > 0)
+		fprintf(out, "gave back the taken permits of semaphore \"%s\" on %zu of %zu node%s\n",
+				t->name, permits, t->n, t->n == 1 ? "" : "s");
+	else if (ok > 0)
 		fprintf(out, "deleted \"%s\" on %zu of %zu node%s\n", t->name, deleted, t->n,
 				t->n == 1 ? "" : "s");
 	if (ok >= cli_target_quorum(t))

@@ -6,6 +6,8 @@
  * it has exited - so that at most N such jobs run at once. The first user
  * sets N; a run that says another N is refused, since the count is shared
  * and one run cannot quietly change what every other machine counts on.
+ * `unlock --force NAME` gives every taken permit back: the holders, which
+ * listen on the semaphore's channel, stop their jobs at once.
  */
 #include <stdio.h>
 #include <string.h>

@@ -134,6 +134,26 @@ int dlock__holds_watch_add(dlock_lock *l, const char *owner, dlock__hold_watch *
 /* Take w off again: 1, or 0 when it was told already (its `ended` ran). */
 int dlock__holds_watch_remove(dlock_lock *l, const char *owner, dlock__hold_watch *w);
 
+/*
+ * watch_force_unlock for what is not a hold (a semaphore's renewed
+ * permits): it listens on `channel` through the client's reactor, with
+ * the holds' notice, and `heard` runs at every notice for it (a message
+ * there, or a subscription made anew) - on the reactor's thread with the
+ * table locked: it must only note and post. Returns 0, or -1 when no node
+ * serves the channel now or out of memory (then only renewals find a
+ * loss). Every listen that returned 0 is matched by an unlisten, which
+ * returns once `heard` cannot run any more.
+ */
+typedef struct dlock__channel_watch {
+	void (*heard)(struct dlock__channel_watch *w);
+	struct dlock__sub *sub; /* private */
+	struct dlock__reactor *rx;
+	struct dlock__channel_watch *next;
+} dlock__channel_watch;
+
+int dlock__holds_listen(dlock_client *c, const char *channel, size_t len, dlock__channel_watch *w);
+void dlock__holds_unlisten(dlock_client *c, dlock__channel_watch *w);
+
 /* The handle's callback, read by the watchdog under the callback lock. */
 void dlock__lock_lost_cb(dlock_lock *handle, dlock_lost_cb *cb, void **userdata);
 

@@ -67,6 +67,7 @@ struct dlock__holds {
 	size_t unindexed; /* holds whose handle the index lacks (out of memory) */
 	struct dlock__renewing *renewing; /* the round on the reactor's loop (its thread only) */
 	int again;                        /* the job ran during that round: run once more */
+	dlock__channel_watch *listening;  /* others on the holds' notice (dlock__holds_listen) */
 };
 
 /* A loss to report once the table is unlocked. */

@@ -130,6 +130,7 @@ static void job_stop_here(dlock__permit_job *j)
 
 	dlock__timer_stop(j->loop, &j->timer);
 	dlock__loop_unpost(j->loop, &j->kick);
+	dlock__loop_unpost(j->loop, &j->now);
 	if (j->running) {
 		dlock__mux_loop_end(&j->ml);
 		dlock__mux_clear(&j->mop, 1);
@@ -147,11 +148,33 @@ static void stop_task(dlock__task *t)
 	job_stop_here(JOB_OF(t, stop));
 }
 
+/* On the loop: a message came on the channel; renew now, or right after
+ * the renewal under way (it may have been sent before the message). */
+static void now_task(dlock__task *t)
+{
+	dlock__permit_job *j = JOB_OF(t, now);
+
+	if (j->stopped)
+		return;
+	if (j->running) {
+		j->again = 1;
+		return;
+	}
+	if (dlock__timer_set(j->loop, &j->timer, dlock__now_ms()) == 0)
+		j->armed = 1;
+}
+
+void dlock__permit_renew_now(dlock_semaphore *s)
+{
+	dlock__loop_post(s->job.loop, &s->job.now);
+}
+
 void dlock__permit_job_init(dlock_semaphore *s)
 {
 	dlock__timer_init(&s->job.timer, job_run);
 	dlock__task_init(&s->job.kick, kick);
 	dlock__task_init(&s->job.stop, stop_task);
+	dlock__task_init(&s->job.now, now_task);
 }
 
 void dlock__permit_job_stop(dlock_semaphore *s)
@@ -163,6 +186,7 @@ void dlock__permit_job_stop(dlock_semaphore *s)
 	s->freed = 1;
 	any = j->started;
 	dlock__mutex_unlock(&s->mu);
+	dlock__permit_watch_update(s); /* stops listening: nothing posts `now` after it */
 	if (!any)
 		return; /* the loop never saw the job */
 	if (!dlock__reactor_own_thread(s->client->reactor) ||
@@ -230,8 +254,10 @@ int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char ra
 		post = 1;
 	}
 	dlock__mutex_unlock(&s->mu);
-	if (post)
+	if (post) {
 		dlock__loop_post(s->job.loop, &s->job.kick);
+		dlock__permit_watch_update(s);
+	}
 	return 0;
 }
 
@@ -269,6 +295,7 @@ int dlock__permit_forget(dlock_semaphore *s, const char *id)
 		dlock__holder_held(s->client, -1);
 	}
 	dlock__mutex_unlock(&s->mu);
+	dlock__permit_watch_update(s);
 	/* A permit ends with the release asked for it: RELEASED when it was
 	 * still held, else only the gauge (a loss not told). */
 	if (counted && rc == 1)
@@ -438,7 +465,10 @@ static void job_done(dlock__mux_loop *ml)
 	dlock__mux_clear(&j->mop, 1);
 	free_round(j);
 	if (left > 0)
-		rearm(j, now + (ok ? period(s) : retry_in(s)));
+		rearm(j, j->again ? now : now + (ok ? period(s) : retry_in(s)));
+	j->again = 0;
+	if (nnotes > 0 || left == 0)
+		dlock__permit_watch_update(s); /* a lost permit listens no more */
 	/* Last: the callback may free the handle. */
 	tell(s, notes, nnotes);
 	dlock__free(notes);
@@ -533,6 +563,8 @@ static void job_run(dlock__timer *t)
 	}
 	j->running = 1;
 out:
+	if (nnotes > 0)
+		dlock__permit_watch_update(s);
 	/* Last: the callback may free the handle. */
 	tell(s, notes, nnotes);
 	dlock__free(notes);

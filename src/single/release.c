@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dlock/errors.h"
+#include "core/base/alloc.h"
 #include "core/base/fmt.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
@@ -172,24 +173,35 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	dlock__call call;
 	char now[24];
 	redisReply *r = NULL;
+	char *rw_channel = NULL;
+	size_t rw_len = 0;
 	uint64_t before;
 	int rc;
 
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "force unlock: NULL handle");
-	/* Every other kind sends the fair keys: the script tells a fair lock by
-	 * its queue, so a plain handle (the command line's) wakes fair waiters too. */
-	call.script = &dlock__script_force_release;
-	call.argc = 0;
-	dlock__call_push(&call, l->name, l->name_len);
-	dlock__call_push(&call, l->queue, l->queue_len);
-	dlock__call_push(&call, l->timeouts, l->timeouts_len);
-	dlock__call_push(&call, l->channel, l->channel_len);
-	dlock__call_keys_done(&call);
-	dlock__call_push(&call, "0", 1);
-	dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
-	if (dlock__lock_is_rw(l))
+	/* Every other kind sends the fair keys and the read-write channel: the
+	 * script tells a fair lock by its queue and a read-write lock by its
+	 * mode, so a plain handle (the command line's) wakes fair waiters and
+	 * read-write holders too. */
+	dlock__call_begin(&call, &dlock__script_force_release);
+	if (dlock__lock_is_rw(l)) {
 		force_rw_prepare(l, &call);
+	} else {
+		rw_channel = dlock__prefix_name("redisson_rwlock", l->name, l->name_len, &rw_len);
+		if (rw_channel == NULL)
+			return dlock__errbuf_record(&l->err,
+					dlock__seterr(DLOCK_ENOMEM, "force unlock %s: out of memory",
+							l->shown));
+		dlock__call_push(&call, l->name, l->name_len);
+		dlock__call_push(&call, l->queue, l->queue_len);
+		dlock__call_push(&call, l->timeouts, l->timeouts_len);
+		dlock__call_push(&call, l->channel, l->channel_len);
+		dlock__call_push(&call, rw_channel, rw_len);
+		dlock__call_keys_done(&call);
+		dlock__call_push(&call, "0", 1);
+		dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
+	}
 	before = dlock__holds_epoch(l);
 	rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
 	if (rc == 0)
@@ -199,11 +211,12 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 				"force unlock %s: unexpected reply type %d", l->shown, r->type);
 	if (rc == 0) {
 		if (deleted != NULL)
-			*deleted = r->integer == 1;
+			*deleted = (int)r->integer;
 		/* A half left alone (the other mode) took no local hold with it. */
-		if (!dlock__lock_is_rw(l) || r->integer == 1)
+		if (!dlock__lock_is_rw(l) || r->integer != 0)
 			dlock__holds_name_deleted(l, before);
 	}
 	freeReplyObject(r);
+	dlock__free(rw_channel);
 	return dlock__errbuf_record(&l->err, rc);
 }

@@ -420,36 +420,36 @@ dlock__script dlock__script_fair_release = DLOCK__SCRIPT("fair-release",
  * expired heads, delete, wake the head on its own channel - and, beyond
  * Redisson, also publishes on the lock's own channel, where no fair waiter
  * listens: a holder that watches for force unlocks (watch_force_unlock)
- * hears it. Otherwise it is Redisson's plain forceUnlock: delete and publish
- * on the lock's channel.
+ * hears it. A read-write lock (a `mode` field) is deleted as the force
+ * unlock of its half in that mode does in Redisson, with its message on
+ * redisson_rwlock:{name}: "0" in read mode, "1" in write mode (and a "0"
+ * after it, as dlock's write release: rwlock_scripts.c), so its holders
+ * and waiters, Redisson's and dlock's, hear it. Otherwise it is Redisson's
+ * plain forceUnlock: delete and publish on the lock's channel.
  * An expirable semaphore with permits taken gets them all back
- * (SEMAPHORE_TAKE_BACK); a count alone has nothing to take back; any other
- * kind is refused (docs/kinds.md).
- * KEYS: name, queue, deadlines, channel. ARGV: message, now (epoch ms).
- * Reply: 1 deleted (permits taken back), 0 none.
+ * (DLOCK__LUA_SEM_TAKE_BACK); a count alone has nothing to take back; any
+ * other kind is refused (docs/kinds.md).
+ * KEYS: name, queue, deadlines, channel, read-write channel. ARGV: message,
+ * now (epoch ms). Reply: 1 deleted, 2 permits taken back, 0 none.
  */
-/*
- * Every permit taken of the expirable semaphore KEYS[1] goes back into its
- * count, its ZSET with them, and the count is published on redisson_sc:{name}
- * (Redisson's waiters and dlock's take them); each holder finds its permit
- * gone at its next renewal. The total stays what its users set.
- */
-#define SEMAPHORE_TAKE_BACK \
-	"  local tz = braced(KEYS[1]) .. ':timeout'; " \
-	"  local n = redis.call('zcard', tz); " \
-	"  redis.call('del', tz); " \
-	"  local v = redis.call('incrby', KEYS[1], n); " \
-	"  if v > 0 then redis.call('publish', 'redisson_sc:' .. braced(KEYS[1]), v); end; " \
-	"  return 1; "
 dlock__script dlock__script_force_release = DLOCK__SCRIPT("force-release",
 		DLOCK__LUA_KIND
 		"local kind = kind_of(KEYS[1]); "
 		"if kind == 'semaphore' then "
-		SEMAPHORE_TAKE_BACK
+		DLOCK__LUA_SEM_TAKE_BACK("KEYS[1]", "braced(KEYS[1]) .. ':timeout'",
+				"'redisson_sc:' .. braced(KEYS[1])")
+		"  return 2; "
 		"end; "
 		"if kind == 'count' then return 0; end; "
 		"if kind ~= 'none' and kind ~= 'lock' and kind ~= 'rwlock' then "
 		"  return refuse(kind, 'a lock or a semaphore'); "
+		"end; "
+		"local mode = redis.call('hget', KEYS[1], 'mode'); "
+		"if mode == 'read' or mode == 'write' then "
+		"  redis.call('del', KEYS[1]); "
+		"  if mode == 'write' then redis.call('publish', KEYS[5], '1'); end; "
+		"  redis.call('publish', KEYS[5], '0'); "
+		"  return 1; "
 		"end; "
 		"if redis.call('exists', KEYS[2]) == 1 then "
 		FAIR_DROP_EXPIRED("ARGV[2]")

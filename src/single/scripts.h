@@ -108,6 +108,19 @@
 	"    '; nothing was changed'); " \
 	"end; "
 
+/*
+ * unlock --force of an expirable semaphore: every permit taken goes back
+ * into the count `count`, its ZSET `zset` with them, and the new count is
+ * published on `chan` as a release does, so waiters (Redisson's and
+ * dlock's) take them and each holder, listening there, finds its permit
+ * gone. The total stays what its users set. Leaves `n`, how many.
+ */
+#define DLOCK__LUA_SEM_TAKE_BACK(count, zset, chan) \
+	"local n = redis.call('zcard', " zset "); " \
+	"redis.call('del', " zset "); " \
+	"local left = redis.call('incrby', " count ", n); " \
+	"if left > 0 then redis.call('publish', " chan ", left); end; "
+
 /* A lock's scripts go on only for a lock, a read-write lock or nothing.
  * LOCK_FIELD_CHECK: the same after `local c = redis.pcall('hget', ...)`,
  * judged only when that found no hold count (the common case costs nothing). */

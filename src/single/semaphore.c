@@ -291,6 +291,35 @@ int dlock_semaphore_available(int64_t *out, dlock_semaphore *s)
 	return dlock__errbuf_record(&s->err, rc);
 }
 
+int dlock_semaphore_force_release(int64_t *freed, dlock_semaphore *s)
+{
+	dlock__call call;
+	int64_t v = 0;
+	int rc, any;
+
+	if (freed != NULL)
+		*freed = 0;
+	CHECK_SEM(s, "force release");
+	if (s->kind != DLOCK_SEMAPHORE_EXPIRABLE)
+		return dlock__errbuf_record(&s->err,
+				dlock__seterr(DLOCK_EINVAL,
+						"semaphore %s: a force release is for an expirable "
+						"semaphore (a plain one does not know which permits "
+						"are taken)",
+						s->shown));
+	push_keys(s, &call, &dlock__script_sem_force_release, 1);
+	/* Retried: a repeat finds nothing taken and frees nothing more. */
+	rc = run_int(s, &call, 1, "force release", &v);
+	if (rc == 0 && freed != NULL)
+		*freed = v;
+	dlock__mutex_lock(&s->mu);
+	any = s->job.started && !s->freed;
+	dlock__mutex_unlock(&s->mu);
+	if (rc == 0 && v > 0 && any)
+		dlock__permit_renew_now(s); /* this handle's own permits are lost too */
+	return dlock__errbuf_record(&s->err, rc);
+}
+
 void dlock__sem_release_call(dlock_semaphore *s, dlock__call *call, int64_t k, char kbuf[24])
 {
 	push_keys(s, call, &dlock__script_sem_release, 0);

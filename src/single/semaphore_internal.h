@@ -15,6 +15,7 @@
 #include "core/drive/loop.h"
 #include "core/drive/mux_loop.h"
 #include "core/net/script.h"
+#include "single/holds.h"
 
 /* Redisson's nonExpirableTimeout: the score of a permit without a lease. */
 #define DLOCK__PERMIT_NO_LEASE "922337203685477"
@@ -45,6 +46,8 @@ typedef struct dlock__permit_job {
 	dlock__loop *loop;
 	dlock__timer timer;
 	dlock__task kick, stop;
+	dlock__task now; /* a message on the channel: renew at once (watch_force_unlock) */
+	int again;       /* one came while a renewal was under way: another after it */
 	dlock__mux_loop ml;
 	dlock__mux_op mop;
 	dlock__call call;
@@ -78,6 +81,10 @@ struct dlock_semaphore {
 	void *lost_ud;
 	int freed; /* the caller freed it: renew nothing more */
 	dlock__permit_job job;
+	/* watch_force_unlock: while a renewed permit is held, the handle listens
+	 * on its channel, where a force release publishes (permit_watch.c). */
+	dlock__channel_watch listen;
+	int listening;
 };
 
 /* Drop a reference; the last frees the handle. */
@@ -98,6 +105,7 @@ extern dlock__script dlock__script_permit_acquire;
 extern dlock__script dlock__script_permit_release;
 extern dlock__script dlock__script_permit_renew;
 extern dlock__script dlock__script_sem_query;
+extern dlock__script dlock__script_sem_force_release;
 
 /* A permit id: 16 random bytes, and their 32 hex digits. */
 void dlock__permit_id_new(char id[DLOCK_PERMIT_ID_SIZE], unsigned char raw[16]);
@@ -128,6 +136,13 @@ void dlock__permit_job_stop(dlock_semaphore *s);
 
 /* Free the records. */
 void dlock__permits_free(dlock_semaphore *s);
+
+/* Listen on the channel while a renewed permit is held and the client
+ * watches for force unlocks, else not (s->mu not held; permit_watch.c). */
+void dlock__permit_watch_update(dlock_semaphore *s);
+
+/* A message came on the channel: renew the permits now (permits.c). */
+void dlock__permit_renew_now(dlock_semaphore *s);
 
 /* Build the release of permit raw into call (keys and args point into s
  * and into the caller's raw/now, which must outlive it). */

@@ -178,6 +178,19 @@ dlock__script dlock__script_permit_renew = DLOCK__SCRIPT("permit-renew",
 		"return out;");
 
 /*
+ * Every taken permit of an expirable semaphore goes back into the count
+ * (dlock_semaphore_force_release), and the count is published as a
+ * release does: waiters take them, and holders that listen there renew at
+ * once and find theirs gone. KEYS: count, channel, timeouts. Reply: how
+ * many were taken.
+ */
+dlock__script dlock__script_sem_force_release = DLOCK__SCRIPT("semaphore-force-release",
+		SEM_KIND_CHECK
+		"if redis.call('exists', KEYS[3]) == 0 then return 0; end; "
+		DLOCK__LUA_SEM_TAKE_BACK("KEYS[1]", "KEYS[3]", "KEYS[2]")
+		"return n;");
+
+/*
  * Read what a semaphore has, changing nothing (dlock_semaphore_query).
  * KEYS: count[, timeouts]. ARGV: the channel. Reply: {count or nil,
  * {id, lease end, ...}, clients listening on the channel}.

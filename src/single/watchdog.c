@@ -374,6 +374,7 @@ void dlock__watchdog_stop(void *arg, int forked)
 void dlock__watchdog_notice(void *arg, const dlock__sub *s)
 {
 	dlock__holds *h = arg;
+	dlock__channel_watch *w;
 	int asked = 0;
 	size_t i;
 	hold *x;
@@ -383,7 +384,51 @@ void dlock__watchdog_notice(void *arg, const dlock__sub *s)
 		for (x = h->buckets[i]; x != NULL; x = x->next)
 			if (x->watch == s && !x->lost)
 				x->check = asked = 1;
+	for (w = h->listening; w != NULL; w = w->next)
+		if (w->sub == s)
+			w->heard(w);
 	dlock__mutex_unlock(&h->mu);
 	if (asked)
 		dlock__reactor_schedule(h->client->reactor, dlock__now_ms());
+}
+
+int dlock__holds_listen(dlock_client *c, const char *channel, size_t len, dlock__channel_watch *w)
+{
+	dlock__holds *h = dlock__holds_of(c);
+	dlock__reactor *rx = dlock__client_reactor_for(c, channel, len);
+
+	if (h == NULL || rx == NULL)
+		return -1;
+	/* Listed first, so that the notice the subscription brings finds it. */
+	dlock__mutex_lock(&h->mu);
+	w->rx = rx;
+	w->sub = NULL;
+	w->next = h->listening;
+	h->listening = w;
+	w->sub = dlock__sub_watch(rx, channel, len, dlock__watchdog_notice, h);
+	dlock__mutex_unlock(&h->mu);
+	if (w->sub == NULL) {
+		dlock__holds_unlisten(c, w);
+		return -1;
+	}
+	return 0;
+}
+
+void dlock__holds_unlisten(dlock_client *c, dlock__channel_watch *w)
+{
+	dlock__holds *h = dlock__holds_of(c);
+	dlock__channel_watch **at;
+
+	if (h == NULL)
+		return; /* listen made it: not reached */
+	dlock__mutex_lock(&h->mu);
+	for (at = &h->listening; *at != NULL; at = &(*at)->next)
+		if (*at == w) {
+			*at = w->next;
+			break;
+		}
+	dlock__mutex_unlock(&h->mu);
+	if (w->sub != NULL)
+		dlock__sub_unwatch(w->rx, w->sub);
+	w->sub = NULL;
 }

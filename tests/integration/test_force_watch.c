@@ -25,7 +25,7 @@
 /* The target of issue 21: a force unlock noticed within this. */
 #define HEARD_WITHIN_MS 1000
 
-enum kind { PLAIN, FENCED, FAIR };
+enum kind { PLAIN, FENCED, FAIR, READ, WRITE };
 
 static dlock_client *client_on(rh_server *s, int watch)
 {
@@ -44,6 +44,10 @@ static dlock_lock *lock_of(dlock_client *c, const char *name, enum kind kind)
 		dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FENCED)));
 	else if (kind == FAIR)
 		dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)));
+	else if (kind == READ)
+		dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_READ)));
+	else if (kind == WRITE)
+		dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_WRITE)));
 	else
 		dl_pass(dlock_lock_new(&l, c, name, NULL));
 	return l;
@@ -98,8 +102,11 @@ static void assert_heard(dl_lost *lost, int64_t forced_at, const char *what)
 	cr_log_info("%s: lost %lld ms after the force unlock", what, (long long)took);
 }
 
-/* A held lock of `kind`, force-unlocked by another client: lost at once. */
-static void force_unlock_is_heard(enum kind kind, const char *name, const char *channel)
+/* A held lock of `kind`, force-unlocked by another client (through a
+ * handle of `forcer`, or by `script`, one of Redisson's, when not NULL):
+ * lost at once. */
+static void forced_is_heard(enum kind kind, enum kind forcer, const char *script,
+		const char *name, const char *channel)
 {
 	dl_lost lost;
 	dl_lost_init(&lost);
@@ -112,7 +119,12 @@ static void force_unlock_is_heard(enum kind kind, const char *name, const char *
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
 	await_numsub(s, channel, 1);
 	int64_t forced_at = rh_now_ms();
-	force_from_elsewhere(s, name, kind);
+	if (script != NULL)
+		cr_assert_eq(rh_command_int(s, "EVAL %s 2 %s %s %s %s", script, name, channel,
+					     kind == WRITE ? "1" : "0", "publish"),
+				1, "Redisson's force unlock of %s deleted nothing", name);
+	else
+		force_from_elsewhere(s, name, forcer);
 	assert_heard(&lost, forced_at, name);
 	cr_assert_eq(lost.reason, DLOCK_LOST_GONE, "reason %d", lost.reason);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
@@ -124,6 +136,11 @@ static void force_unlock_is_heard(enum kind kind, const char *name, const char *
 	dlock_client_close(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
+}
+
+static void force_unlock_is_heard(enum kind kind, const char *name, const char *channel)
+{
+	forced_is_heard(kind, kind, NULL, name, channel);
 }
 
 Test(force_watch, plain_hold_hears_a_force_unlock_within_1s, .timeout = 30)
@@ -139,6 +156,69 @@ Test(force_watch, fenced_hold_hears_a_force_unlock_within_1s, .timeout = 30)
 Test(force_watch, fair_hold_hears_a_force_unlock_within_1s, .timeout = 30)
 {
 	force_unlock_is_heard(FAIR, "fw:fair", "redisson_lock__channel:{fw:fair}");
+}
+
+/* The halves of a read-write lock listen on redisson_rwlock:{name}, where
+ * every force unlock of the name publishes: the command line's (a plain
+ * handle: it cannot know the kind), a half's own, and Redisson's. */
+Test(force_watch, read_hold_hears_the_command_lines_force_unlock_within_1s, .timeout = 30)
+{
+	forced_is_heard(READ, PLAIN, NULL, "fw:read", "redisson_rwlock:{fw:read}");
+}
+
+Test(force_watch, write_hold_hears_the_command_lines_force_unlock_within_1s, .timeout = 30)
+{
+	forced_is_heard(WRITE, PLAIN, NULL, "fw:write", "redisson_rwlock:{fw:write}");
+}
+
+Test(force_watch, read_hold_hears_its_halfs_force_unlock_within_1s, .timeout = 30)
+{
+	forced_is_heard(READ, READ, NULL, "fw:read-half", "redisson_rwlock:{fw:read-half}");
+}
+
+Test(force_watch, write_hold_hears_redissons_force_unlock_within_1s, .timeout = 30)
+{
+	forced_is_heard(WRITE, WRITE, dl_redisson_write_force_unlock, "fw:write-rs",
+			"redisson_rwlock:{fw:write-rs}");
+}
+
+Test(force_watch, read_hold_hears_redissons_force_unlock_within_1s, .timeout = 30)
+{
+	forced_is_heard(READ, READ, dl_redisson_read_force_unlock, "fw:read-rs",
+			"redisson_rwlock:{fw:read-rs}");
+}
+
+/* What a plain handle's force unlock of a read-write lock publishes is
+ * what Redisson's force unlock of the half in that mode does: "0" for read
+ * mode, "1" for write mode (a "0" after it, as dlock's write release), on
+ * redisson_rwlock:{name}; nothing on the RLock's channel, where Redisson's
+ * read-write waiters do not listen. */
+Test(force_watch, plain_force_unlock_of_a_rwlock_publishes_redissons_message, .timeout = 30)
+{
+	rh_server *s = rh_server_start(NULL);
+	cr_assert_not_null(s);
+	dlock_client *c = client_on(s, 0);
+	dlock_lock *r = lock_of(c, "fw:msg", READ), *w = lock_of(c, "fw:msg", WRITE);
+	redisContext *rw = dl_subscribe(rh_server_port(s), "redisson_rwlock:{fw:msg}");
+	redisContext *plain = dl_subscribe(rh_server_port(s), "redisson_lock__channel:{fw:msg}");
+	redisReply *none;
+
+	dl_pass(dlock_lock_lock(r, DLOCK_LEASE_WATCHDOG));
+	force_from_elsewhere(s, "fw:msg", PLAIN);
+	dl_expect_message(rw, "redisson_rwlock:{fw:msg}", "0", 2000);
+	dl_pass(dlock_lock_lock(w, DLOCK_LEASE_WATCHDOG));
+	force_from_elsewhere(s, "fw:msg", PLAIN);
+	dl_expect_message(rw, "redisson_rwlock:{fw:msg}", "1", 2000);
+	dl_expect_message(rw, "redisson_rwlock:{fw:msg}", "0", 2000);
+	none = dl_next_reply(plain, 200);
+	cr_assert_null(none, "a message on the RLock's channel");
+
+	redisFree(rw);
+	redisFree(plain);
+	dlock_lock_free(r);
+	dlock_lock_free(w);
+	dlock_client_close(c);
+	rh_server_free(s);
 }
 
 /* The contrast the option buys: without it, nothing for 2 s (the watchdog

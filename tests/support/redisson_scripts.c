@@ -146,3 +146,24 @@ const char dl_redisson_fair_unlock[] =
 		"end; "
 		"return 1; ";
 /* clang-format on */
+
+/* RedissonReadLock / RedissonWriteLock forceUnlock. KEYS = [name, channel],
+ * ARGV = [message, publishCommand]: the read half publishes 0 (UNLOCK_MESSAGE),
+ * the write half 1 (READ_UNLOCK_MESSAGE). */
+/* clang-format off */
+const char dl_redisson_read_force_unlock[] =
+		"if (redis.call('hget', KEYS[1], 'mode') == 'read') then "
+		"redis.call('del', KEYS[1]); "
+		"redis.call(ARGV[2], KEYS[2], ARGV[1]); "
+		"return 1; "
+		"end; "
+		"return 0; ";
+
+const char dl_redisson_write_force_unlock[] =
+		"if (redis.call('hget', KEYS[1], 'mode') == 'write') then "
+		"redis.call('del', KEYS[1]); "
+		"redis.call(ARGV[2], KEYS[2], ARGV[1]); "
+		"return 1; "
+		"end; "
+		"return 0; ";
+/* clang-format on */

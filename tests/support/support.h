@@ -223,6 +223,8 @@ extern const char dl_redisson_unlock[];
 extern const char dl_redisson_fenced_acquire[];
 extern const char dl_redisson_fair_acquire[];
 extern const char dl_redisson_fair_unlock[];
+extern const char dl_redisson_read_force_unlock[];
+extern const char dl_redisson_write_force_unlock[];
 
 /* ---- torture.c: allocation failures (Criterion) --------------------------- */
 
