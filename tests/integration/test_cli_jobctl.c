@@ -27,8 +27,6 @@
 #define CTRL_C "\003"
 #define CTRL_Z "\032"
 
-TestSuite(cli_jobctl, .init = dl_server_start, .fini = dl_server_stop, .timeout = 60);
-
 /* An interactive bash on a pseudo-terminal; what it wrote since the last mark. */
 typedef struct shell {
 	pid_t pid;
@@ -37,6 +35,18 @@ typedef struct shell {
 	size_t len, mark;
 	long job; /* the command's pid, once read from its pid file */
 } shell;
+
+static shell g_shell; /* the test's: ended by the suite's fini, even after a failure */
+
+static void shell_end(shell *sh);
+
+static void jobctl_fini(void)
+{
+	shell_end(&g_shell);
+	dl_server_stop();
+}
+
+TestSuite(cli_jobctl, .init = dl_server_start, .fini = jobctl_fini, .timeout = 60);
 
 static void shell_child(const char *slave)
 {
@@ -158,6 +168,8 @@ static void shell_end(shell *sh)
 {
 	int st;
 
+	if (sh->pid <= 0)
+		return;
 	if (sh->job > 0) {
 		pid_t dlock = parent_of((pid_t)sh->job);
 
@@ -168,6 +180,7 @@ static void shell_end(shell *sh)
 	kill(sh->pid, SIGKILL);
 	waitpid(sh->pid, &st, 0);
 	close(sh->master);
+	sh->pid = 0;
 }
 
 static int held(const char *name)
@@ -226,21 +239,21 @@ static int last_status(shell *sh)
 
 Test(cli_jobctl, ctrl_z_returns_the_prompt_and_fg_continues_the_job)
 {
-	shell sh;
+	shell *sh = &g_shell;
 	pid_job j;
 
-	shell_start(&sh);
-	start_run(&sh, &j, "", "jc-fg", "exec sleep 30", "");
-	suspend(&sh, &j, "jc-fg");
-	shell_type(&sh, "fg\n");
+	shell_start(sh);
+	start_run(sh, &j, "", "jc-fg", "exec sleep 30", "");
+	suspend(sh, &j, "jc-fg");
+	shell_type(sh, "fg\n");
 	cr_expect(await_stopped((pid_t)j.child, 0), "`fg` did not continue the command");
 	cr_expect(state_of((pid_t)j.child) != '?', "the command is gone after `fg`");
 	cr_expect(held("jc-fg"), "the lock was let go at `fg`");
-	shell_type(&sh, CTRL_C); /* the job has the terminal again: ^C reaches it */
-	cr_assert(shell_expect(&sh, PROMPT, 5000), "no prompt after ^C: %s", sh.out + sh.mark);
-	cr_expect_eq(last_status(&sh), 128 + SIGINT);
+	shell_type(sh, CTRL_C); /* the job has the terminal again: ^C reaches it */
+	cr_assert(shell_expect(sh, PROMPT, 5000), "no prompt after ^C: %s", sh->out + sh->mark);
+	cr_expect_eq(last_status(sh), 128 + SIGINT);
 	cr_expect_not(held("jc-fg"), "the lock is still held");
-	shell_end(&sh);
+	shell_end(sh);
 	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
@@ -248,16 +261,16 @@ Test(cli_jobctl, ctrl_z_returns_the_prompt_and_fg_continues_the_job)
  * stopped job (SIGTERM, SIGCONT) ends it and frees the lock. */
 Test(cli_jobctl, kill_of_a_stopped_job_ends_it_and_frees_the_lock)
 {
-	shell sh;
+	shell *sh = &g_shell;
 	pid_job j;
 
-	shell_start(&sh);
-	start_run(&sh, &j, "", "jc-kill", "exec sleep 30", " | cat");
-	suspend(&sh, &j, "jc-kill");
-	shell_type(&sh, "kill %1\n");
+	shell_start(sh);
+	start_run(sh, &j, "", "jc-kill", "exec sleep 30", " | cat");
+	suspend(sh, &j, "jc-kill");
+	shell_type(sh, "kill %1\n");
 	cr_expect(await_held("jc-kill", 0, 5000), "the lock is still held 5 s after `kill %%1`");
 	cr_expect(gone_within((pid_t)j.child, 5000), "the command survived `kill %%1`");
-	shell_end(&sh);
+	shell_end(sh);
 	remove_tmpdir(j.dir, ARGS("pid"));
 }
 
@@ -268,26 +281,26 @@ Test(cli_jobctl, fg_after_the_lock_expired_kills_the_job_unrun)
 {
 	char ticks[160], body[320];
 	struct stat before, after;
-	shell sh;
+	shell *sh = &g_shell;
 	pid_job j;
 
-	shell_start(&sh);
+	shell_start(sh);
 	snprintf(ticks, sizeof ticks, "/tmp/dlock-jc-ticks-%ld", (long)getpid());
 	unlink(ticks);
 	snprintf(body, sizeof body, "while :; do echo x >> %s; sleep 0.02; done", ticks);
-	start_run(&sh, &j, "--watchdog 1500", "jc-expired", body, "");
-	suspend(&sh, &j, "jc-expired");
+	start_run(sh, &j, "--watchdog 1500", "jc-expired", body, "");
+	suspend(sh, &j, "jc-expired");
 	cr_assert(await_held("jc-expired", 0, 10000), "the lock did not expire while stopped");
 	cr_assert_eq(stat(ticks, &before), 0);
-	shell_type(&sh, "fg\n");
-	cr_assert(shell_expect(&sh, "was lost while dlock was stopped", 5000), "%s",
-			sh.out + sh.mark);
-	cr_assert(shell_expect(&sh, PROMPT, 5000), "no prompt after `fg`: %s", sh.out + sh.mark);
-	cr_expect_eq(last_status(&sh), 70);
+	shell_type(sh, "fg\n");
+	cr_assert(shell_expect(sh, "was lost while dlock was stopped", 5000), "%s",
+			sh->out + sh->mark);
+	cr_assert(shell_expect(sh, PROMPT, 5000), "no prompt after `fg`: %s", sh->out + sh->mark);
+	cr_expect_eq(last_status(sh), 70);
 	cr_expect(gone_within((pid_t)j.child, 1000), "the command survived");
 	cr_assert_eq(stat(ticks, &after), 0);
 	cr_expect_eq(after.st_size, before.st_size, "the command ran on after `fg`, unlocked");
-	shell_end(&sh);
+	shell_end(sh);
 	unlink(ticks);
 	remove_tmpdir(j.dir, ARGS("pid"));
 }

@@ -58,16 +58,6 @@ static int pending(pid_t pid, int sig)
 	return found && (mask & (1ULL << (sig - 1))) != 0;
 }
 
-/* Send sig to pid and wait (bounded) until it was delivered: dlock saw it. */
-static void deliver(pid_t pid, int sig)
-{
-	cr_assert_eq(kill(pid, sig), 0, "kill(%ld, %d): %s", (long)pid, sig, strerror(errno));
-	for (int64_t t0 = rh_now_ms(); rh_now_ms() - t0 < 5000; dl_sleep_ms(5))
-		if (!pending(pid, sig))
-			return;
-	cr_assert_fail("signal %d to %ld still pending after 5 s", sig, (long)pid);
-}
-
 /* The state letter of pid in /proc (R, S, T, Z...), '?' when gone. */
 static char state_of(pid_t pid)
 {
@@ -82,6 +72,17 @@ static char state_of(pid_t pid)
 		st = p[2];
 	fclose(f);
 	return st;
+}
+
+/* Send sig to pid and wait (bounded) until it was delivered: dlock took it
+ * (or died of it). */
+static void deliver(pid_t pid, int sig)
+{
+	cr_assert_eq(kill(pid, sig), 0, "kill(%ld, %d): %s", (long)pid, sig, strerror(errno));
+	for (int64_t t0 = rh_now_ms(); rh_now_ms() - t0 < 5000; dl_sleep_ms(5))
+		if (!pending(pid, sig) || state_of(pid) == 'Z')
+			return;
+	cr_assert_fail("signal %d to %ld still pending after 5 s", sig, (long)pid);
 }
 
 static void await_state(pid_t pid, char want)
