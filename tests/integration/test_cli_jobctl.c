@@ -89,6 +89,8 @@ static int shell_expect(shell *sh, const char *want, int64_t timeout_ms)
 		if (poll(&p, 1, 20) <= 0)
 			continue;
 		got = read(sh->master, sh->out + sh->len, sizeof sh->out - 1 - sh->len);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
 		if (got <= 0)
 			return 0;
 		sh->len += (size_t)got;
@@ -217,11 +219,15 @@ static void start_run(shell *sh, pid_job *j, const char *globals, const char *na
  * still ran), with the job and dlock stopped and the lock kept. */
 static void suspend(shell *sh, pid_job *j, const char *name)
 {
+	pid_t dlock = parent_of((pid_t)j->child);
+
 	shell_type(sh, CTRL_Z);
 	cr_assert(shell_expect(sh, "Stopped", 5000) && shell_expect(sh, PROMPT, 5000),
-			"no prompt within 5 s of ^Z: %s", sh->out + sh->mark);
+			"no prompt within 5 s of ^Z (command %c, dlock %c, terminal's group %ld): %s",
+			state_of((pid_t)j->child), state_of(dlock), (long)tcgetpgrp(sh->master),
+			sh->out + sh->mark);
 	cr_expect(await_stopped((pid_t)j->child, 1), "the command is not stopped");
-	cr_expect(await_stopped(parent_of((pid_t)j->child), 1), "dlock is not stopped");
+	cr_expect(await_stopped(dlock, 1), "dlock is not stopped");
 	cr_expect(held(name), "the lock was let go at ^Z");
 }
 
