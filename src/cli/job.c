@@ -204,6 +204,27 @@ int cli_job_reap(pid_t child, int *status, int *done, int *stopsig)
 	return !(pid < 0 && errno == ECHILD);
 }
 
+int cli_job_stop_pending(pid_t pid)
+{
+	static const int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	char path[64], line[256];
+	unsigned long long pending = 0;
+	size_t i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "SigPnd:", 7) == 0 || strncmp(line, "ShdPnd:", 7) == 0)
+			pending |= strtoull(line + 7, NULL, 16);
+	fclose(f);
+	for (i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		if (pending & (1ULL << (stops[i] - 1)))
+			return stops[i];
+	return 0;
+}
+
 int cli_job_stopped(pid_t pid)
 {
 	char path[64];

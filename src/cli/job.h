@@ -40,4 +40,9 @@ int cli_job_reap(pid_t child, int *status, int *done, int *stopsig);
 /* 1 when pid is stopped now (a stop signal, Ctrl-Z). */
 int cli_job_stopped(pid_t pid);
 
+/* The terminal stop (SIGTSTP, SIGTTIN, SIGTTOU) pending on pid, or 0: one
+ * it cannot act on yet, as a shell waiting in vfork for a child that the
+ * same Ctrl-Z stopped before its exec. */
+int cli_job_stop_pending(pid_t pid);
+
 #endif

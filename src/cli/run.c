@@ -515,14 +515,19 @@ static void pass_on(const lock_clock *c, job_state *j, const notes *n)
  */
 static void follow_stop(job_state *j)
 {
-	int sig = j->stopsig;
+	int sig = j->stopsig, pending;
 
 	j->stopsig = 0;
-	if (sig == 0 || j->killing || j->why != STOP_NONE)
+	if (j->killing || j->why != STOP_NONE)
 		return;
-	if (!cli_signal_is_terminal_stop(sig) && !j->suspend_asked)
+	/* A Ctrl-Z the command could not act on yet (see cli_job_stop_pending)
+	 * is followed too: flock, stopped by the same Ctrl-Z, would be. */
+	pending = j->held ? 0 : cli_job_stop_pending(j->pid);
+	if (sig == 0)
+		sig = pending;
+	if (sig == 0 || (!cli_signal_is_terminal_stop(sig) && !j->suspend_asked))
 		return;
-	if (!j->held && !cli_job_stopped(j->pid))
+	if (!j->held && !pending && !cli_job_stopped(j->pid))
 		return; /* continued meanwhile */
 	j->suspend_asked = 0;
 	j->held = 1;
