@@ -9,13 +9,24 @@
  * only when no process of the job is left. If dlock itself is killed, the
  * command gets SIGKILL (PR_SET_PDEATHSIG).
  *
- * Signals. One thread, one poll: a self-pipe carries signals and lock-lost
- * notices from the library's background thread. SIGINT, SIGTERM, SIGHUP,
- * SIGQUIT, SIGUSR1 and SIGUSR2 sent to dlock are passed on to the job's
- * process group, once; a second stop signal kills the job (SIGKILL). At a
+ * Signals (signals.c). One thread, one poll: a self-pipe carries signals and
+ * lock-lost notices from the library's background thread. Every signal
+ * whose default would end dlock is handled. SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT sent to dlock are passed on to the job, once, then SIGCONT (a
+ * stopped job could not act on them), and SIGKILL after the grace if the
+ * job was stopped; a second one kills the job (SIGKILL). The other ending
+ * signals (SIGUSR1/2, SIGALRM, real-time...) are passed on as they are.
+ * SIGPIPE and SIGXFSZ are ignored: dlock's writes fail instead. At a
  * terminal the job's group is made the foreground group, so Ctrl-C reaches
  * it directly (once). A signal ignored when dlock started (nohup) stays
- * ignored, in dlock and in the command.
+ * ignored, in dlock and in the command; the others reach the command at
+ * their default.
+ *
+ * Job control, as flock's (follow_stop, after_suspension). A job stopped
+ * from the terminal (Ctrl-Z) stops dlock's process group too, so the shell
+ * prompts again; continued (fg, bg), dlock looks at the lock before the
+ * job runs again: one lost meanwhile - nothing renewed it - kills the job
+ * where it stands (70).
  *
  * The wait. The acquire runs on a second thread with the whole wait (the
  * library waits on pub/sub); a stop signal cancels it, and whatever it may
