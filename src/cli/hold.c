@@ -115,7 +115,6 @@ int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	int rc, reason = 0;
 
 	cli_target_default_owner(t, owner, sizeof(owner));
-	signal(SIGPIPE, SIG_IGN); /* a reader gone is an error to report, not a death */
 	if (cli_run_signals(t) < 0) {
 		fprintf(stderr, "dlock: hold: cannot set up signals: %s\n", strerror(errno));
 		return EXIT_UNAVAILABLE;

@@ -7,8 +7,9 @@
 
 /*
  * hold: take the lock (a's wait and lease), print the owner (and with
- * --fenced the token on a second line), then keep it until SIGINT, SIGTERM,
- * SIGHUP or SIGQUIT, or until stdin reaches EOF; release and return 0.
+ * --fenced the token on a second line), then keep it until a signal whose
+ * default would end dlock (SIGPIPE and SIGXFSZ are ignored), or until stdin
+ * reaches EOF; release and return 0.
  * A loss while held: 70; the end of a -l lease: 124; not acquired: as run.
  */
 int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a);

@@ -79,9 +79,10 @@ int cli_job_give_terminal(pid_t job)
 	return set_foreground(fd, job) < 0 ? -1 : fd;
 }
 
-void cli_job_take_terminal_back(int fd)
+void cli_job_take_terminal_back(int fd, pid_t job)
 {
-	if (fd >= 0)
+	/* Only from the job: after `bg` the shell has it, and keeps it. */
+	if (fd >= 0 && tcgetpgrp(fd) == job)
 		set_foreground(fd, getpgrp());
 }
 
@@ -96,7 +97,7 @@ typedef struct proc_table {
 	size_t n, cap;
 } proc_table;
 
-static int read_stat(const char *pid, proc_entry *out)
+static int read_stat(const char *pid, proc_entry *out, char *state)
 {
 	char path[64], buf[512], *p;
 	int ppid = 0, pgrp = 0, ok = 0;
@@ -108,7 +109,7 @@ static int read_stat(const char *pid, proc_entry *out)
 		return 0;
 	/* The command name may hold spaces and parentheses: parse after the last ')'. */
 	if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL &&
-			sscanf(p + 1, " %*c %d %d", &ppid, &pgrp) == 2) {
+			sscanf(p + 1, " %c %d %d", state, &ppid, &pgrp) == 3) {
 		out->pid = (pid_t)atoi(pid);
 		out->ppid = (pid_t)ppid;
 		out->pgrp = (pid_t)pgrp;
@@ -122,6 +123,7 @@ static void read_processes(proc_table *t)
 {
 	struct dirent *d;
 	DIR *dir = opendir("/proc");
+	char state;
 
 	if (dir == NULL)
 		return;
@@ -137,7 +139,7 @@ static void read_processes(proc_table *t)
 			t->e = grown;
 			t->cap = cap;
 		}
-		t->n += (size_t)read_stat(d->d_name, &t->e[t->n]);
+		t->n += (size_t)read_stat(d->d_name, &t->e[t->n], &state);
 	}
 	closedir(dir);
 }
@@ -184,16 +186,51 @@ int cli_job_signal(pid_t pgid, int sig)
 	return hit;
 }
 
-int cli_job_reap(pid_t child, int *status, int *done)
+int cli_job_reap(pid_t child, int *status, int *done, int *stopsig)
 {
 	int st;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (pid == child) {
+	while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+		if (pid != child)
+			continue;
+		if (WIFSTOPPED(st)) {
+			*stopsig = WSTOPSIG(st);
+		} else {
 			*status = st;
 			*done = 1;
 		}
 	}
 	return !(pid < 0 && errno == ECHILD);
+}
+
+int cli_job_stop_pending(pid_t pid)
+{
+	static const int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	char path[64], line[256];
+	unsigned long long pending = 0;
+	size_t i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "SigPnd:", 7) == 0 || strncmp(line, "ShdPnd:", 7) == 0)
+			pending |= strtoull(line + 7, NULL, 16);
+	fclose(f);
+	for (i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		if (pending & (1ULL << (stops[i] - 1)))
+			return stops[i];
+	return 0;
+}
+
+int cli_job_stopped(pid_t pid)
+{
+	char path[64];
+	proc_entry e;
+	char state = 0;
+
+	snprintf(path, sizeof(path), "%ld", (long)pid);
+	return read_stat(path, &e, &state) && state == 'T';
 }

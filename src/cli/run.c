@@ -9,13 +9,24 @@
  * only when no process of the job is left. If dlock itself is killed, the
  * command gets SIGKILL (PR_SET_PDEATHSIG).
  *
- * Signals. One thread, one poll: a self-pipe carries signals and lock-lost
- * notices from the library's background thread. SIGINT, SIGTERM, SIGHUP,
- * SIGQUIT, SIGUSR1 and SIGUSR2 sent to dlock are passed on to the job's
- * process group, once; a second stop signal kills the job (SIGKILL). At a
+ * Signals (signals.c). One thread, one poll: a self-pipe carries signals and
+ * lock-lost notices from the library's background thread. Every signal
+ * whose default would end dlock is handled. SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT sent to dlock are passed on to the job, once, then SIGCONT (a
+ * stopped job could not act on them), and SIGKILL after the grace if the
+ * job was stopped; a second one kills the job (SIGKILL). The other ending
+ * signals (SIGUSR1/2, SIGALRM, real-time...) are passed on as they are.
+ * SIGPIPE and SIGXFSZ are ignored: dlock's writes fail instead. At a
  * terminal the job's group is made the foreground group, so Ctrl-C reaches
  * it directly (once). A signal ignored when dlock started (nohup) stays
- * ignored, in dlock and in the command.
+ * ignored, in dlock and in the command; the others reach the command at
+ * their default.
+ *
+ * Job control, as flock's (follow_stop, after_suspension). A job stopped
+ * from the terminal (Ctrl-Z) stops dlock's process group too, so the shell
+ * prompts again; continued (fg, bg), dlock looks at the lock before the
+ * job runs again: one lost meanwhile - nothing renewed it - kills the job
+ * where it stands (70).
  *
  * The wait. The acquire runs on a second thread with the whole wait (the
  * library waits on pub/sub); a stop signal cancels it, and whatever it may
@@ -54,11 +65,14 @@
 #include "job.h"
 #include "metrics.h"
 #include "run.h"
+#include "signals.h"
 
 /* How often the lock's validity is looked at while nothing else happens. */
 #define CHECK_INTERVAL_MS 200
 /* While killing: how soon a late orphan (re-parented to dlock) is killed too. */
 #define KILL_POLL_MS 20
+/* Continued after a suspension: how often a renewal is looked for. */
+#define RESUME_POLL_MS 20
 /* SIGKILL a tenth of the TTL before the keys can expire, at most this long:
  * room for a busy machine to run dlock late and still kill in time. */
 #define KILL_MARGIN_MS 1000
@@ -68,10 +82,11 @@
 /* A stop at the end of a lease: timeout(1)'s status. */
 #define EXIT_LEASE_END 124
 
+/* Signals passed on from one pass of the loop (more wait for the next). */
+#define MAX_PASS 16
+
 static int wake_pipe[2] = { -1, -1 };
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-static int ignored[65]; /* signals the caller had ignored (nohup): left alone */
-static sigset_t caught; /* dlock's handlers, which the command must not inherit */
+static sigset_t caught; /* dlock's dispositions, which the command must not inherit */
 static volatile sig_atomic_t lost_reason; /* dlock_lost_reason of the last loss */
 
 static void note(unsigned char b)
@@ -109,57 +124,32 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-static int is_stop_signal(int sig)
-{
-	return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
-}
-
-static int catch_signal(int sig, const struct sigaction *sa)
-{
-	if (sigaction(sig, sa, NULL) < 0)
-		return -1;
-	sigaddset(&caught, sig);
-	return 0;
-}
-
 static int install_handlers(void)
 {
-	struct sigaction sa, old;
-	size_t i;
-
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&caught);
-	if (catch_signal(SIGCHLD, &sa) < 0)
+	if (cli_signals_install(on_signal, &caught) < 0)
 		return -1;
-	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
-		if (sigaction(forwarded[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) {
-			ignored[forwarded[i]] = 1;
-			continue;
-		}
-		if (catch_signal(forwarded[i], &sa) < 0)
-			return -1;
-	}
 	/* Orphans of the job come to dlock, which stops and waits for them. */
 	return cli_job_adopt_orphans();
 }
 
 /* What the pipe had: signals (in order), stop signals, a loss, the acquire done. */
 typedef struct notes {
-	int stop;  /* the first stop signal (128+N is dlock's status if it ends a wait) */
+	int end;   /* the first signal that ends a wait or a hold (128+N: the status) */
+	int stop;  /* the first stop signal */
 	int nstop; /* how many stop signals */
 	int lost;
-	int acquired;   /* the acquire thread is done */
-	int pass_on[8]; /* signals to forward to the job, in order */
+	int acquired;          /* the acquire thread is done */
+	int suspend;           /* SIGTSTP: the job is to stop, then dlock */
+	int pass_on[MAX_PASS]; /* signals to forward to the job, in order */
 	int npass;
 } notes;
 
 static void read_note(notes *n, int b)
 {
+	cli_signal_role role = cli_signal_role_of(b);
+
 	if (b == NOTE_LOST) {
 		n->lost = 1;
 		return;
@@ -168,11 +158,15 @@ static void read_note(notes *n, int b)
 		n->acquired = 1;
 		return;
 	}
-	if (b == SIGCHLD)
-		return;
-	if (n->npass < 8)
+	if (role == CLI_SIG_SUSPEND)
+		n->suspend = 1;
+	if (role != CLI_SIG_STOP && role != CLI_SIG_PASS)
+		return; /* SIGCHLD, SIGCONT: only a wake-up */
+	if (n->npass < MAX_PASS)
 		n->pass_on[n->npass++] = b;
-	if (is_stop_signal(b)) {
+	if (n->end == 0)
+		n->end = b;
+	if (role == CLI_SIG_STOP) {
 		n->nstop++;
 		if (n->stop == 0)
 			n->stop = b;
@@ -216,7 +210,7 @@ void cli_run_notes(int *stop, int *lost, int *reason)
 	notes n = { 0 };
 
 	read_notes(&n);
-	*stop = n.stop;
+	*stop = n.end;
 	*lost = n.lost;
 	*reason = lost_reason;
 }
@@ -269,21 +263,21 @@ int cli_run_acquire(cli_target *t, const char *command, const char *owner,
 		while (!n.acquired) {
 			wait_note(-1);
 			read_notes(&n);
-			if (n.stop != 0)
+			if (n.end != 0)
 				cli_target_cancel(t); /* the acquire returns DLOCK_ECANCELED */
 		}
 		pthread_join(th, NULL);
 	}
-	if (n.stop == 0) {
+	if (n.end == 0) {
 		*validity = j.validity;
 		*token = j.token;
 		return j.rc;
 	}
 	fprintf(stderr, "dlock: %s: stopped by signal %d while waiting for \"%s\"\n", command,
-			n.stop, t->name);
+			n.end, t->name);
 	if (j.rc == 0)
 		cli_target_release(t, owner);
-	return 128 + n.stop;
+	return 128 + n.end;
 }
 
 /* ---- when the job must stop ------------------------------------------------- */
@@ -311,6 +305,11 @@ typedef struct job_state {
 	int killing;      /* SIGKILL to every process of the job, on every pass */
 	int64_t kill_at;  /* when killing starts (INT64_MAX: not scheduled) */
 	int64_t expiry;   /* the keys can expire from then on (INT64_MAX: lost) */
+	int tty;          /* the terminal the job's group was given (-1: none) */
+	int stopsig;      /* the command stopped by this signal since the last look */
+	int suspend_asked; /* SIGTSTP was passed on: dlock stops when the job does */
+	int held;         /* dlock stopped with its job and was continued: the job
+			     stays stopped until the lock has been looked at */
 } job_state;
 
 static lock_clock clock_for(const cli_config *cfg, const cli_run_args *a)
@@ -381,14 +380,26 @@ static void say_stop(const cli_target *t, const job_state *j, int64_t now)
 	}
 }
 
+/* A stopped job cannot act on a SIGTERM: it is continued after one (as
+ * systemd does), unless it is being killed. */
+static void continue_job(job_state *j)
+{
+	if (j->killing)
+		return;
+	cli_job_signal(j->pid, SIGCONT);
+	j->held = 0;
+}
+
 /* SIGTERM to the job (once), SIGKILL from kill_at on. A lock reason
  * replaces "leftovers": it decides dlock's exit status. */
 static void stop_job(const cli_target *t, job_state *j, stop_reason why, int64_t kill_at)
 {
 	int64_t now = now_ms();
 
-	if (j->why == STOP_NONE)
+	if (j->why == STOP_NONE) {
 		cli_job_signal(j->pid, SIGTERM);
+		continue_job(j);
+	}
 	if (j->why == STOP_NONE || j->why == STOP_LEFTOVERS) {
 		j->why = why;
 		j->kill_at = min64(j->kill_at, kill_at);
@@ -399,7 +410,8 @@ static void stop_job(const cli_target *t, job_state *j, stop_reason why, int64_t
 /* The next moment something is due: a look, the SIGTERM, the SIGKILL. */
 static int64_t next_wake(const job_state *j, const lock_clock *c, int64_t now)
 {
-	int64_t at = now + (j->killing ? KILL_POLL_MS : CHECK_INTERVAL_MS);
+	int64_t step = j->killing ? KILL_POLL_MS : j->held ? RESUME_POLL_MS : CHECK_INTERVAL_MS;
+	int64_t at = now + step;
 
 	at = min64(at, j->kill_at);
 	if (j->expiry != INT64_MAX) {
@@ -408,6 +420,41 @@ static int64_t next_wake(const job_state *j, const lock_clock *c, int64_t now)
 			at = min64(at, j->expiry - c->margin - c->grace);
 	}
 	return at > now ? at - now : 0;
+}
+
+/*
+ * dlock was stopped with its job (Ctrl-Z) and continued: nothing renewed the
+ * lock meanwhile. The job runs again only under a lock that still holds:
+ * one lost, or about to expire, kills the job where it stands; one whose
+ * renewal is overdue is first renewed (the watchdog does it at once), so
+ * the job does not resume into its own stop. 1 while the job stays stopped.
+ */
+static int after_suspension(const cli_target *t, const lock_clock *c, job_state *j,
+		const notes *n, int64_t now)
+{
+	int gone = n->lost || j->expiry == INT64_MAX;
+	int fd, leased_out;
+
+	if (gone || now >= j->expiry - c->margin) {
+		leased_out = c->leased && !gone;
+		j->why = leased_out ? STOP_LEASE_END : STOP_LOST;
+		j->killing = 1;
+		j->held = 0;
+		fprintf(stderr,
+				"dlock: run: %s \"%s\" %s while dlock was stopped: killing the "
+				"command (SIGKILL); exit %d\n",
+				cli_target_what(t), t->name,
+				leased_out ? "reached the end of its lease" : "was lost",
+				leased_out ? EXIT_LEASE_END : EXIT_LOST);
+		return 0;
+	}
+	if (!c->leased && now >= j->expiry - c->margin - c->grace)
+		return 1;
+	j->held = 0;
+	if ((fd = cli_job_give_terminal(j->pid)) >= 0) /* `fg`, not `bg` */
+		j->tty = fd;
+	cli_job_signal(j->pid, SIGCONT);
+	return 0;
 }
 
 /* Decide, from the lock's state and what happened, what the job gets now. */
@@ -423,6 +470,8 @@ static void judge(cli_target *t, const char *owner, const lock_clock *c, job_sta
 		fprintf(stderr, "dlock: run: a second stop signal: killing the command (SIGKILL)\n");
 		j->killing = 1;
 	}
+	if (j->held && !j->killing && after_suspension(t, c, j, n, now))
+		return; /* stopped, waiting for a renewal */
 	if (n->lost || j->expiry == INT64_MAX)
 		stop_job(t, j, STOP_LOST, now + c->grace);
 	else if (now >= j->expiry - c->margin - c->grace)
@@ -436,21 +485,82 @@ static void judge(cli_target *t, const char *owner, const lock_clock *c, job_sta
 		cli_job_signal(j->pid, SIGKILL);
 }
 
+/*
+ * Signals sent to dlock, passed on to the job. A stop signal is followed by
+ * SIGCONT; one that found the job stopped also by SIGKILL after the grace:
+ * nobody may be there to send a second. SIGTSTP stops the job, then dlock.
+ */
+static void pass_on(const lock_clock *c, job_state *j, const notes *n)
+{
+	int i;
+
+	for (i = 0; i < n->npass; i++) {
+		int sig = n->pass_on[i], stopped = j->held || cli_job_stopped(j->pid);
+
+		cli_job_signal(j->pid, sig);
+		if (cli_signal_role_of(sig) != CLI_SIG_STOP)
+			continue;
+		if (stopped && !j->killing && j->kill_at == INT64_MAX) {
+			j->kill_at = now_ms() + c->grace;
+			fprintf(stderr,
+					"dlock: run: signal %d found the command stopped: "
+					"continuing it (SIGCONT), SIGKILL in %lld ms\n",
+					sig, (long long)c->grace);
+		}
+		continue_job(j);
+	}
+	if (n->suspend && !j->killing) {
+		cli_job_signal(j->pid, SIGTSTP);
+		j->suspend_asked = 1;
+		if (j->held || cli_job_stopped(j->pid))
+			j->stopsig = SIGTSTP; /* stopped already: dlock follows at once */
+	}
+}
+
+/*
+ * Job control, as flock(1) has it: a job stopped from the terminal (Ctrl-Z,
+ * or reading it in the background) stops dlock's own group too, so the
+ * shell sees its job stopped and prompts again. `fg` or `bg` continues
+ * dlock, which looks at the lock before it continues the job
+ * (after_suspension). A SIGSTOP sent to the job alone is not followed: the
+ * job waits, and dlock keeps the lock.
+ */
+static void follow_stop(job_state *j)
+{
+	int sig = j->stopsig, pending;
+
+	j->stopsig = 0;
+	if (j->killing || j->why != STOP_NONE)
+		return;
+	/* A Ctrl-Z the command could not act on yet (see cli_job_stop_pending)
+	 * is followed too: flock, stopped by the same Ctrl-Z, would be. */
+	pending = j->held ? 0 : cli_job_stop_pending(j->pid);
+	if (sig == 0)
+		sig = pending;
+	if (sig == 0 || (!cli_signal_is_terminal_stop(sig) && !j->suspend_asked))
+		return;
+	if (!j->held && !pending && !cli_job_stopped(j->pid))
+		return; /* continued meanwhile */
+	j->suspend_asked = 0;
+	j->held = 1;
+	cli_job_signal(j->pid, SIGSTOP); /* and what left its group */
+	cli_job_take_terminal_back(j->tty, j->pid);
+	cli_signals_stop_self(cli_signal_is_terminal_stop(sig) ? sig : SIGTSTP);
+}
+
 /* Run the job until none of it is left, stopping it as judge() says. */
 static void supervise(cli_target *t, const char *owner, const lock_clock *c, job_state *j)
 {
 	for (;;) {
 		notes n = { 0 };
-		int i;
 
 		wait_note(next_wake(j, c, now_ms()));
 		read_notes(&n);
-		for (i = 0; i < n.npass; i++)
-			if (!ignored[n.pass_on[i]])
-				cli_job_signal(j->pid, n.pass_on[i]);
-		if (!cli_job_reap(j->pid, &j->status, &j->done))
+		if (!cli_job_reap(j->pid, &j->status, &j->done, &j->stopsig))
 			return;
 		judge(t, owner, c, j, &n);
+		pass_on(c, j, &n);
+		follow_stop(j);
 	}
 }
 
@@ -502,10 +612,10 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 {
 	char owner[128], token_s[24];
 	int64_t validity = 0, token = 0;
-	job_state j = { 0, 0, 0, STOP_NONE, 0, 0, INT64_MAX, INT64_MAX };
+	job_state j = { .why = STOP_NONE, .kill_at = INT64_MAX, .expiry = INT64_MAX, .tty = -1 };
 	lock_clock c = clock_for(cfg, a);
 	cli_job_env env;
-	int rc, tty;
+	int rc;
 
 	cli_target_default_owner(t, owner, sizeof(owner));
 	if (install_handlers() < 0) {
@@ -528,14 +638,20 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	env.owner = cli_target_job_owner(t, owner);
 	env.token = t->fenced ? token_s : NULL;
 	env.caught = &caught;
+	if (cli_signals_job_control(on_signal, &caught) < 0) {
+		fprintf(stderr, "dlock: run: cannot set up job control: %s; releasing \"%s\"\n",
+				strerror(errno), t->name);
+		cli_target_release(t, owner);
+		return EXIT_UNAVAILABLE;
+	}
 	j.pid = cli_job_spawn(a->argv, &env);
 	if (j.pid < 0) {
 		fprintf(stderr, "dlock: run: fork: %s\n", strerror(errno));
 		cli_target_release(t, owner);
 		return EXIT_UNAVAILABLE;
 	}
-	tty = cli_job_give_terminal(j.pid);
+	j.tty = cli_job_give_terminal(j.pid);
 	supervise(t, owner, &c, &j);
-	cli_job_take_terminal_back(tty);
+	cli_job_take_terminal_back(j.tty, j.pid);
 	return finish(t, owner, &j);
 }

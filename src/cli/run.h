@@ -17,11 +17,11 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a);
 
 /*
  * run's machinery, for `hold` (hold.c), which holds the lock the same way
- * with no command. cli_run_signals: catch the stop signals and the lock's
+ * with no command. cli_run_signals: catch the ending signals and the lock's
  * loss into a pipe (-1 on failure, errno set); cli_run_wake_fd: its read
- * end, to poll; cli_run_notes: what arrived since (the first stop signal or
- * 0, whether the lock was lost, and why: dlock_lost_reason).
- * cli_run_acquire: a's wait and lease, ended early by a stop signal
+ * end, to poll; cli_run_notes: what arrived since (the first ending signal
+ * or 0, whether the lock was lost, and why: dlock_lost_reason).
+ * cli_run_acquire: a's wait and lease, ended early by an ending signal
  * (returns 128+N, nothing held), else the acquire's result.
  */
 int cli_run_signals(cli_target *t);
