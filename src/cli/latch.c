@@ -98,8 +98,8 @@ static int failed(const latch_args *la, const dlock_countdown *l, const cli_conf
 static int missing(const latch_args *la, const dlock_countdown *l)
 {
 	fprintf(stderr,
-			"dlock: latch %s: no latch \"%s\" (never set, or it reached zero and was "
-			"deleted: Redis cannot tell which); --missing-ok takes it as zero\n",
+			"dlock: latch %s: no latch \"%s\" (never set, deleted, or opened over a "
+			"day ago); --missing-ok takes it as zero\n",
 			la->verb, dlock_countdown_name(l));
 	return 1;
 }

@@ -58,6 +58,23 @@
 	"  end; " \
 	"end; "
 
+/*
+ * dlock's latch mark, dlock_latch:{name} (scripts.h), says "a latch": "1"
+ * while the count lives; when a count down reaches zero it stays as "0",
+ * opened, for LATCH_OPEN_KEEP, so that a wait or a look that comes after
+ * the opening passes (Redisson deletes the key: a missing key alone cannot
+ * tell an opened latch from a typo). A mark without its count is an
+ * opened latch (Redisson's count down to zero leaves a "1").
+ */
+#define LATCH_OPEN_KEEP "86400000"
+#define LATCH_OPENED \
+	"local function opened() " \
+	"  local m = latch_mark(KEYS[1]); " \
+	"  if redis.call('exists', m) == 0 then return false; end; " \
+	"  if redis.call('pttl', m) < 0 then redis.call('set', m, 0, 'px', " LATCH_OPEN_KEEP "); end; " \
+	"  return true; " \
+	"end; "
+
 /* ARGV: count, "1". Reply: 1 set, 0 the key existed. */
 static dlock__script script_set = DLOCK__SCRIPT("latch set",
 		LATCH_KIND_CHECK
@@ -74,12 +91,15 @@ static dlock__script script_set = DLOCK__SCRIPT("latch set",
  * nothing either). */
 static dlock__script script_down = DLOCK__SCRIPT("latch count down",
 		LATCH_KIND_CHECK
+		LATCH_OPENED
 		"if redis.call('exists', KEYS[1]) == 0 then "
+		"  if opened() then return 0; end; "
 		"  return -1; "
 		"end; "
 		"local v = redis.call('decr', KEYS[1]); "
 		"if v <= 0 then "
-		"  redis.call('del', KEYS[1], latch_mark(KEYS[1])); "
+		"  redis.call('del', KEYS[1]); "
+		"  redis.call('set', latch_mark(KEYS[1]), 0, 'px', " LATCH_OPEN_KEEP "); "
 		"end; "
 		"if v == 0 then "
 		"  redis.call('publish', KEYS[2], ARGV[1]); "
@@ -98,13 +118,13 @@ static dlock__script script_delete = DLOCK__SCRIPT("latch delete",
 		"redis.call('publish', KEYS[2], ARGV[1]); "
 		"return 1;");
 
-/* ARGV: unused. Reply: the count, -1 when there is no latch; then a mark
- * Redisson's count down to zero left (it deletes only the key) goes. */
+/* ARGV: unused. Reply: the count, 0 for an opened latch, -1 when there is none. */
 static dlock__script script_get = DLOCK__SCRIPT("latch get count",
 		LATCH_KIND_CHECK
+		LATCH_OPENED
 		"local v = redis.call('get', KEYS[1]); "
 		"if v == false then "
-		"  redis.call('del', latch_mark(KEYS[1])); "
+		"  if opened() then return 0; end; "
 		"  return -1; "
 		"end; "
 		"return tonumber(v);");

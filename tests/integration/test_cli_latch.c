@@ -83,14 +83,22 @@ Test(cli_latch, set_down_and_count_as_a_script_sees_them)
 	cr_expect_eq(raw_count("workers"), -1, "the latch at zero is deleted");
 	proc_free(p);
 
-	/* At zero the key is gone: a wait starting now cannot tell it from a
-	 * typo (exit 1) unless told that no latch is zero; it can be set again. */
+	/* At zero the key is gone but the latch is known as opened: a wait or
+	 * a look that comes after the opening passes; a typo'd name does not
+	 * (unless told that no latch is zero); it can be set again. */
 	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "wait", "-w", "0", "workers");
+	EXPECT_STATUS(p, 0);
+	proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "count", "workers");
+	EXPECT_STATUS(p, 0);
+	cr_expect_eq(out_num(p), 0, "an opened latch counts 0: %s", p->out);
+	proc_free(p);
+	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "wait", "-w", "0", "wrokers");
 	EXPECT_STATUS(p, 1);
 	EXPECT_ONE_LINE_ERR(p);
 	proc_free(p);
 	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "wait", "-w", "0", "--missing-ok",
-			"workers");
+			"wrokers");
 	EXPECT_STATUS(p, 0);
 	proc_free(p);
 	p = DLOCK("-n", uri, "--timeout", TMO, "latch", "set", "workers", "1");
