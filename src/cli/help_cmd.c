@@ -118,6 +118,8 @@ static const char status_help[] =
 "writer <owner>:write); an expirable semaphore (permits used and free, each\n"
 "permit's id and remaining lease); a count alone: a semaphore's free permits or\n"
 "a latch's count, told apart by whose waiters listen, else said to be either.\n"
+"A node that wants a password (NOAUTH) or is not a Redis server is \"unusable\"\n"
+"and not counted reachable.\n"
 "\n"
 "      --json         one JSON object instead of the table\n"
 "      --watch        look again every --interval until SIGINT/SIGTERM (exit 0):\n"

@@ -84,7 +84,7 @@ static int parse_args(latch_args *la, int argc, char **argv)
 /* "dlock: latch VERB: <the latch's message>" and the exit status for rc. */
 static int failed(const latch_args *la, const dlock_countdown *l, const cli_config *cfg, int rc)
 {
-	fprintf(stderr, "dlock: latch %s: %s\n", la->verb, dlock_countdown_errmsg(l));
+	fprintf(stderr, "dlock: latch %s: %s\n", la->verb, cli_hint(dlock_countdown_errmsg(l)));
 	return cli_exit_for(rc, cfg);
 }
 

@@ -206,7 +206,28 @@ int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *a
 	}
 }
 
-const char *cli_target_errmsg(const cli_target *t)
+const char *cli_hint(const char *msg)
+{
+	static _Thread_local char buf[1024];
+	const char *hint = NULL;
+	size_t len;
+
+	if (strstr(msg, "NOAUTH") != NULL)
+		hint = "the server wants a password: give it with --password-file FILE, "
+		       "--password-env VAR or DLOCK_PASSWORD";
+	else if (strstr(msg, "WRONGPASS") != NULL)
+		hint = "the password (or --user) was refused: check --password-file, "
+		       "--password-env, DLOCK_PASSWORD or the URI's";
+	if (hint == NULL)
+		return msg;
+	len = strlen(msg);
+	if (len > 0 && msg[len - 1] == '.') /* Redis's "NOAUTH Authentication required." */
+		len--;
+	snprintf(buf, sizeof(buf), "%.*s; %s", (int)len, msg, hint);
+	return buf;
+}
+
+static const char *library_errmsg(const cli_target *t)
 {
 	if (t->err[0] != '\0')
 		return t->err;
@@ -220,6 +241,11 @@ const char *cli_target_errmsg(const cli_target *t)
 	default:
 		return dlock_lock_errmsg(t->locks[0]);
 	}
+}
+
+const char *cli_target_errmsg(const cli_target *t)
+{
+	return cli_hint(library_errmsg(t));
 }
 
 void cli_target_cancel(cli_target *t)

@@ -103,7 +103,11 @@ int cli_target_validity(cli_target *t, const char *owner, int64_t *ms);
 /* Call fn(reason, arg) on a background thread when the hold is lost
  * (reason: dlock_lost_reason). */
 int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg);
+/* The last failure's line, with cli_hint's advice. */
 const char *cli_target_errmsg(const cli_target *t);
+/* msg, or a copy (per thread, until the next call) that tells what to do
+ * when the server refused dlock for want of the right password. */
+const char *cli_hint(const char *msg);
 /* Make a wait in progress on another thread return DLOCK_ECANCELED. */
 void cli_target_cancel(cli_target *t);
 /* "dlock: <command>: lock NAME not acquired: <why>" on stderr, in the words
