@@ -20,11 +20,14 @@
 extern "C" {
 #endif
 
+/* The sentinels are typed with INT64_C, not a cast: valid C99, and no
+ * old-style cast in C++ built with -Wold-style-cast. */
+
 /** Wait without a deadline (for `wait_ms` arguments). */
-#define DLOCK_WAIT_FOREVER ((int64_t)-1)
+#define DLOCK_WAIT_FOREVER (-INT64_C(1))
 
 /** Hold without a lease: the client's watchdog renews the lock (for `lease_ms`). */
-#define DLOCK_LEASE_WATCHDOG ((int64_t)-1)
+#define DLOCK_LEASE_WATCHDOG (-INT64_C(1))
 
 /**
  * Why a held lock was lost, as the lost callbacks receive it. Only appended.

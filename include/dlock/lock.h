@@ -103,7 +103,7 @@ typedef enum dlock_lock_kind {
 } dlock_lock_kind;
 
 /** A fair lock waiter's place lasts this long by default (Redisson's fairLockWaitTimeout). */
-#define DLOCK_FAIR_WAIT_DEFAULT ((int64_t)300000)
+#define DLOCK_FAIR_WAIT_DEFAULT INT64_C(300000)
 
 #define DLOCK_LOCK_OPTIONS_VERSION 1
 

@@ -7,6 +7,9 @@
  * was, so existing scripts keep their meaning.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "duration.h"
@@ -99,4 +102,65 @@ int cli_duration_parse(const char *text, int64_t *ms)
 	}
 	*ms = total;
 	return 0;
+}
+
+const char *cli_duration_format(int64_t ms, char *buf, size_t len)
+{
+	static const struct {
+		int64_t ms;
+		const char *unit;
+	} units[] = { { 3600000, "h" }, { 60000, "m" }, { 1000, "s" } };
+	size_t i;
+
+	for (i = 0; ms != 0 && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ms % units[i].ms == 0) {
+			snprintf(buf, len, "%lld%s", (long long)(ms / units[i].ms), units[i].unit);
+			return buf;
+		}
+	}
+	if (ms == 0)
+		snprintf(buf, len, "0");
+	else
+		snprintf(buf, len, "%lldms", (long long)ms);
+	return buf;
+}
+
+/* One phrase for every way an option's value can be wrong (too small, too
+ * big, not a number), naming the option as typed, the range --help states
+ * and the value. */
+int cli_option_count(const char *text, const char *what, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+		fprintf(stderr,
+				"dlock: %s takes a whole number from %lld to %lld, not \"%s\""
+				" (see dlock --help)\n",
+				what, (long long)min, (long long)max, text);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_option_duration(const char *text, const char *what, int64_t min, int64_t max, int64_t *out)
+{
+	char lo[32], hi[32];
+	int64_t v;
+	int parsed = cli_duration_parse(text, &v) == 0;
+
+	if (parsed && v >= min && v <= max) {
+		*out = v;
+		return 0;
+	}
+	fprintf(stderr,
+			"dlock: %s takes a duration from %s to %s%s%s, not \"%s\" (see dlock "
+			"--help)\n",
+			what, cli_duration_format(min, lo, sizeof(lo)),
+			cli_duration_format(max, hi, sizeof(hi)), parsed ? "" : ": ",
+			parsed ? "" : CLI_DURATION_FORMS, text);
+	return -1;
 }

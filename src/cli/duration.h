@@ -3,6 +3,7 @@
 #ifndef DLOCK_CLI_DURATION_H
 #define DLOCK_CLI_DURATION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The accepted forms, for messages. */
@@ -16,5 +17,17 @@
  * milliseconds and at most INT64_MAX / 2. Returns 0, or -1 (*ms untouched).
  */
 int cli_duration_parse(const char *text, int64_t *ms);
+
+/* ms as --help writes it, in its largest whole unit ("24h", "300ms", "0"),
+ * into buf (which it returns); cli_duration_parse reads it back. */
+const char *cli_duration_format(int64_t ms, char *buf, size_t len);
+
+/*
+ * An option's value: a whole number (count) or a duration from min to max.
+ * 0, or -1 after one line on stderr naming the option as typed (`what`:
+ * "-w", "--watchdog"), its range and text.
+ */
+int cli_option_count(const char *text, const char *what, int64_t min, int64_t max, int64_t *out);
+int cli_option_duration(const char *text, const char *what, int64_t min, int64_t max, int64_t *out);
 
 #endif

@@ -67,10 +67,10 @@ static int parse_args(latch_args *la, int argc, char **argv)
 			return usage("%s does not take %s", la->verb, argv[i]);
 		if (strcmp(la->verb, "wait") != 0)
 			return usage("%s does not take %s (it is for wait)", la->verb, argv[i]);
-		if (i + 1 >= argc || cli_duration_parse(argv[i + 1], &la->wait_ms) < 0 ||
-				la->wait_ms > INT_MAX)
-			return usage("-w (wait) takes a duration up to %d ms: %s", INT_MAX,
-					CLI_DURATION_FORMS);
+		if (i + 1 >= argc)
+			return usage("option %s needs a value", argv[i]);
+		if (cli_option_duration(argv[i + 1], argv[i], 0, INT_MAX, &la->wait_ms) < 0)
+			return EXIT_USAGE;
 	}
 	if (i >= argc || argv[i][0] == '\0')
 		return usage("%s: the latch NAME is missing or empty", la->verb);
@@ -90,7 +90,7 @@ static int parse_args(latch_args *la, int argc, char **argv)
 /* "dlock: latch VERB: <the latch's message>" and the exit status for rc. */
 static int failed(const latch_args *la, const dlock_countdown *l, const cli_config *cfg, int rc)
 {
-	fprintf(stderr, "dlock: latch %s: %s\n", la->verb, dlock_countdown_errmsg(l));
+	fprintf(stderr, "dlock: latch %s: %s\n", la->verb, cli_hint(dlock_countdown_errmsg(l)));
 	return cli_exit_for(rc, cfg);
 }
 
@@ -184,7 +184,10 @@ int cli_latch(const cli_config *cfg, const char *verb, int64_t wait_ms, int argc
 	if (rc == 0)
 		rc = dlock_countdown_new(&l, t.clients[0], la.name, &o);
 	if (rc < 0) {
-		fprintf(stderr, "dlock: latch %s: %s\n", verb, dlock_errmsg_last());
+		char why[1024];
+
+		fprintf(stderr, "dlock: latch %s: %s\n", verb,
+				cli_target_open_errmsg(&t, cfg, why, sizeof(why)));
 		cli_target_close(&t);
 		return rc == DLOCK_EINVAL ? EXIT_USAGE : EXIT_UNAVAILABLE;
 	}

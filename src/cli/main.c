@@ -17,6 +17,7 @@
 #include "hold.h"
 #include "latch.h"
 #include "metrics.h"
+#include "nodes.h"
 #include "run.h"
 #include "secrets.h"
 #include "status.h"
@@ -32,88 +33,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 	va_end(ap);
 	fprintf(stderr, " (see dlock --help)\n");
 	return EXIT_USAGE;
-}
-
-/* A count (-c, --sync-replicas, --conflict-exit-code): a whole number. */
-static int parse_num(const char *text, const char *what, int64_t min, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(text, &end, 10);
-	if (errno != 0 || end == text || *end != '\0' || v < min || v > INT_MAX) {
-		fprintf(stderr,
-				"dlock: %s must be a whole number from %lld to %d, not \"%s\""
-				" (see dlock --help)\n",
-				what, (long long)min, INT_MAX, text);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-/* A time: a duration (duration.h) from min ms to INT_MAX ms. */
-static int parse_ms(const char *text, const char *what, int64_t min, int64_t *out)
-{
-	int64_t v;
-
-	if (cli_duration_parse(text, &v) < 0) {
-		fprintf(stderr, "dlock: %s takes a duration: %s; not \"%s\" (see dlock --help)\n",
-				what, CLI_DURATION_FORMS, text);
-		return -1;
-	}
-	if (v < min || v > INT_MAX) {
-		fprintf(stderr, "dlock: %s must be from %lld ms to %d ms, not \"%s\" (see dlock --help)\n",
-				what, (long long)min, INT_MAX, text);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-/* s starts a URI: a scheme ([A-Za-z][A-Za-z0-9+.-]*) and "://". */
-static int starts_uri(const char *s)
-{
-	size_t n = 0;
-
-	if (!isalpha((unsigned char)s[0]))
-		return 0;
-	while (isalnum((unsigned char)s[n]) || s[n] == '+' || s[n] == '-' || s[n] == '.')
-		n++;
-	return strncmp(s + n, "://", 3) == 0;
-}
-
-static int add_node(cli_config *cfg, const char *s, size_t n)
-{
-	char **grown;
-
-	if (n == 0)
-		return 0;
-	grown = realloc(cfg->nodes, (cfg->n + 1) * sizeof(*grown));
-	if (grown == NULL)
-		return -1;
-	cfg->nodes = grown;
-	cfg->nodes[cfg->n] = strndup(s, n);
-	return cfg->nodes[cfg->n++] == NULL ? -1 : 0;
-}
-
-/* URIs are comma-separated; a comma not followed by a scheme belongs to the
- * URI before it (the sentinel list of redis+sentinel://a,b,c/name). */
-static int split_nodes(cli_config *cfg, const char *list)
-{
-	const char *start = list, *p;
-
-	for (p = list; *p != '\0'; p++) {
-		if (*p != ',' || !starts_uri(p + 1))
-			continue;
-		if (add_node(cfg, start, (size_t)(p - start)) < 0)
-			return -1;
-		start = p + 1;
-	}
-	if (add_node(cfg, start, strlen(start)) < 0)
-		return -1;
-	return cfg->n > 0 ? 0 : -1;
 }
 
 enum {
@@ -148,6 +67,13 @@ enum {
 /* Below this a watchdog lease is renewed so often that a round trip's
  * jitter decides whether the lock survives. */
 #define WATCHDOG_MIN_MS 300
+/* The longest time the library takes in its client options (--timeout,
+ * --watchdog, --sync-timeout); the others may be as long as TIME_MAX_MS.
+ * --help states both. */
+#define CLIENT_TIME_MAX_MS (24 * 3600 * 1000LL)
+#define TIME_MAX_MS ((int64_t)INT_MAX)
+/* The library's bound for --sync-replicas and --sync-aof. */
+#define SYNC_MAX 1024
 
 /* The shortest -l that run and hold take. run kills its command a margin
  * (a tenth of the lease) before the keys can expire, SIGTERM a grace
@@ -196,12 +122,14 @@ typedef struct cli_args {
 	int permits_given; /* -c */
 	int nodes_given;   /* how many -n */
 	int guard_given, sync_timeout_given;
+	int timeout_given, watchdog_given; /* else their defaults follow each other */
 	int watch, interval_given; /* status --watch [--interval] */
 	int64_t interval_ms;
 	const char *label; /* run/acquire/hold --label */
 	int metrics_given; /* run/acquire/hold --metrics-textfile */
 	const char *owner;
 	const char *nodes;
+	const char *nodes_from; /* "-n" or "--nodes", as typed */
 	cli_secret_args secret;
 } cli_args;
 
@@ -266,36 +194,9 @@ static void tls_option(int opt, const char *arg, cli_config *cfg)
 	}
 }
 
-/* --sync-replicas, --sync-aof, --sync-timeout: replica acknowledgement. 0 or EXIT_USAGE. */
-static int sync_option(int opt, const char *arg, cli_config *cfg)
-{
-	const char *name = opt == OPT_SYNC_AOF ? "--sync-aof" : "--sync-replicas";
-	int64_t v;
-
-	if (opt == OPT_SYNC_TIMEOUT) {
-		if (parse_ms(arg, "--sync-timeout", 1, &cfg->sync_timeout_ms) < 0)
-			return EXIT_USAGE;
-		return 0;
-	}
-	if (parse_num(arg, name, 0, &v) < 0)
-		return EXIT_USAGE;
-	if (v > 1024)
-		return usage_error("%s must be 0..1024, not %s", name, arg);
-	if (opt == OPT_SYNC_AOF)
-		cfg->sync_aof = (int)v;
-	else
-		cfg->sync_replicas = (int)v;
-	return 0;
-}
-
-/* The password, TLS and replica options; 0 when c is none of them, else
- * 1, or EXIT_USAGE. */
+/* The password and TLS options; 0 when c is none of them, else 1. */
 static int connection_option(int c, const char *arg, cli_config *cfg, cli_args *a)
 {
-	if (c == OPT_SYNC_TIMEOUT)
-		a->sync_timeout_given = 1;
-	if (c == OPT_SYNC_REPLICAS || c == OPT_SYNC_TIMEOUT || c == OPT_SYNC_AOF)
-		return sync_option(c, arg, cfg) == 0 ? 1 : EXIT_USAGE;
 	if (c >= OPT_TLS_CA && c <= OPT_TLS_INSECURE)
 		tls_option(c, arg, cfg);
 	else if (c >= OPT_PASSWORD_FILE && c <= OPT_USER)
@@ -305,23 +206,99 @@ static int connection_option(int c, const char *arg, cli_config *cfg, cli_args *
 	return 1;
 }
 
+/* The options that take a number or a duration: 0 when c is none of them,
+ * else 1, or EXIT_USAGE. `name` is the option as typed (-w or --wait). */
+static int numeric_option(int c, const char *name, const char *arg, cli_config *cfg, cli_args *a)
+{
+	int64_t v = 0;
+	int rc;
+
+	switch (c) {
+	case OPT_TIMEOUT:
+		rc = cli_option_duration(arg, name, 1, CLIENT_TIME_MAX_MS, &cfg->timeout_ms);
+		a->timeout_given = 1;
+		break;
+	case OPT_WATCHDOG:
+		rc = cli_option_duration(
+				arg, name, WATCHDOG_MIN_MS, CLIENT_TIME_MAX_MS, &cfg->watchdog_ms);
+		a->watchdog_given = 1;
+		break;
+	case OPT_SYNC_TIMEOUT:
+		rc = cli_option_duration(arg, name, 1, CLIENT_TIME_MAX_MS, &cfg->sync_timeout_ms);
+		a->sync_timeout_given = 1;
+		break;
+	case OPT_GUARD:
+		rc = cli_option_duration(arg, name, 0, TIME_MAX_MS, &cfg->restart_guard_ms);
+		a->guard_given = 1;
+		break;
+	case 'w':
+		rc = cli_option_duration(arg, name, 0, TIME_MAX_MS, &a->wait_ms);
+		a->wait_given = 1;
+		break;
+	case 'l':
+		rc = cli_option_duration(arg, name, 1, TIME_MAX_MS, &a->lease_ms);
+		a->lease_given = 1;
+		break;
+	case OPT_GRACE:
+		rc = cli_option_duration(arg, name, 0, TIME_MAX_MS, &a->grace_ms);
+		a->grace_given = 1;
+		break;
+	case OPT_INTERVAL:
+		rc = cli_option_duration(arg, name, 1, TIME_MAX_MS, &a->interval_ms);
+		a->interval_given = 1;
+		break;
+	case 'c':
+		rc = cli_option_count(arg, name, 1, INT_MAX, &cfg->permits);
+		a->permits_given = 1;
+		break;
+	case OPT_CONFLICT:
+	case 'E':
+		if ((rc = cli_option_count(arg, name, 0, 255, &v)) == 0)
+			cfg->conflict_exit = (int)v;
+		break;
+	case OPT_SYNC_REPLICAS:
+	case OPT_SYNC_AOF:
+		if ((rc = cli_option_count(arg, name, 0, SYNC_MAX, &v)) == 0)
+			*(c == OPT_SYNC_AOF ? &cfg->sync_aof : &cfg->sync_replicas) = (int)v;
+		break;
+	default:
+		return 0;
+	}
+	return rc == 0 ? 1 : EXIT_USAGE;
+}
+
+/* The option getopt_long just returned, as the user typed it: "-w" or
+ * "--wait" (an abbreviated long option by its full name). */
+static const char *typed_name(int c, int longindex, char *buf, size_t len)
+{
+	if (longindex >= 0)
+		snprintf(buf, len, "--%s", long_options[longindex].name);
+	else
+		snprintf(buf, len, "-%c", c);
+	return buf;
+}
+
 /* Parse options until the first operand; returns 0, or an exit status. */
 static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 {
-	int c;
-	int64_t v;
+	int c, longindex = -1;
+	char name[64];
 
 	opterr = 0; /* our own one-line messages */
-	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:sxc:qE:", long_options, NULL)) != -1) {
-		int known = connection_option(c, optarg, cfg, a);
+	while ((c = getopt_long(argc, argv, "+:n:m:hVw:l:sxc:qE:", long_options, &longindex)) !=
+			-1) {
+		int known = numeric_option(
+				c, typed_name(c, longindex, name, sizeof(name)), optarg, cfg, a);
 
+		longindex = -1;
 		if (known == EXIT_USAGE)
 			return EXIT_USAGE;
-		if (known)
+		if (known || connection_option(c, optarg, cfg, a))
 			continue;
 		switch (c) {
 		case 'n':
 			a->nodes = optarg;
+			a->nodes_from = strcmp(name, "-n") == 0 ? "-n" : "--nodes";
 			a->nodes_given++;
 			break;
 		case 'q':
@@ -331,43 +308,11 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 			if (parse_mode(optarg, cfg) != 0)
 				return EXIT_USAGE;
 			break;
-		case OPT_TIMEOUT:
-			if (parse_ms(optarg, "--timeout", 1, &cfg->timeout_ms) < 0)
-				return EXIT_USAGE;
-			break;
-		case OPT_WATCHDOG:
-			if (parse_ms(optarg, "--watchdog", WATCHDOG_MIN_MS, &cfg->watchdog_ms) < 0)
-				return EXIT_USAGE;
-			break;
-		case OPT_GUARD:
-			if (parse_ms(optarg, "--restart-guard", 0, &cfg->restart_guard_ms) < 0)
-				return EXIT_USAGE;
-			a->guard_given = 1;
-			break;
-		case OPT_CONFLICT:
-		case 'E':
-			if (parse_num(optarg, "-E/--conflict-exit-code", 0, &v) < 0)
-				return EXIT_USAGE;
-			if (v > 255)
-				return usage_error("-E/--conflict-exit-code must be 0..255, not %s",
-						optarg);
-			cfg->conflict_exit = (int)v;
-			break;
 		case 'h':
 			a->help = 1;
 			break;
 		case 'V':
 			a->version = 1;
-			break;
-		case 'w':
-			if (parse_ms(optarg, "-w (wait)", 0, &a->wait_ms) < 0)
-				return EXIT_USAGE;
-			a->wait_given = 1;
-			break;
-		case 'l':
-			if (parse_ms(optarg, "-l (lease)", 1, &a->lease_ms) < 0)
-				return EXIT_USAGE;
-			a->lease_given = 1;
 			break;
 		case OPT_OWNER:
 			a->owner = optarg;
@@ -390,16 +335,6 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 				return EXIT_USAGE;
 			a->rw_given = 1;
 			break;
-		case 'c':
-			if (parse_num(optarg, "-c (permits)", 1, &cfg->permits) < 0)
-				return EXIT_USAGE;
-			a->permits_given = 1;
-			break;
-		case OPT_GRACE:
-			if (parse_ms(optarg, "--grace", 0, &a->grace_ms) < 0)
-				return EXIT_USAGE;
-			a->grace_given = 1;
-			break;
 		case OPT_LABEL:
 			a->label = optarg;
 			break;
@@ -409,11 +344,6 @@ static int parse_options(int argc, char **argv, cli_config *cfg, cli_args *a)
 			break;
 		case OPT_WATCH:
 			a->watch = 1;
-			break;
-		case OPT_INTERVAL:
-			if (parse_ms(optarg, "--interval", 1, &a->interval_ms) < 0)
-				return EXIT_USAGE;
-			a->interval_given = 1;
 			break;
 		case ':':
 			return usage_error("option %s needs a value", argv[optind - 1]);
@@ -463,13 +393,15 @@ static int configure(cli_config *cfg, cli_args *a)
 	const char *nodes = a->nodes;
 	int rc;
 
-	if (nodes == NULL)
-		nodes = getenv("DLOCK_NODES");
-	if (nodes == NULL || nodes[0] == '\0')
-		nodes = "redis://127.0.0.1:6379";
-	/* The list is not echoed: it may carry a password. */
-	if (split_nodes(cfg, nodes) < 0)
-		return usage_error("no node in the node list (-n or DLOCK_NODES)");
+	cfg->nodes_from = a->nodes_from;
+	if (nodes == NULL && (nodes = getenv("DLOCK_NODES")) != NULL)
+		cfg->nodes_from = "DLOCK_NODES";
+	if (nodes == NULL) {
+		nodes = CLI_DEFAULT_NODES;
+		cfg->nodes_from = "the default node";
+	}
+	if ((rc = cli_nodes_parse(cfg, nodes, cfg->nodes_from)) != 0)
+		return rc;
 	if ((rc = cli_secret_apply(cfg->nodes, cfg->n, &a->secret)) != 0)
 		return rc;
 	cli_sentinel_secrets(&cfg->sentinel_user, &cfg->sentinel_password);
@@ -494,14 +426,16 @@ static int configure(cli_config *cfg, cli_args *a)
 	return 0;
 }
 
-/* ms as the shortest duration text that says it: "2s", "1500ms". */
-static const char *duration_text(char *buf, size_t size, int64_t ms)
+/* A default the user did not type follows the one they did: --timeout a
+ * third of --watchdog (at most 1 s), --watchdog three --timeouts (at least
+ * 30 s), so that only values typed together can conflict. */
+static void default_times(cli_config *cfg, const cli_args *a)
 {
-	if (ms % 1000 == 0)
-		snprintf(buf, size, "%llds", (long long)(ms / 1000));
-	else
-		snprintf(buf, size, "%lldms", (long long)ms);
-	return buf;
+	if (a->watchdog_given && !a->timeout_given && cfg->watchdog_ms / 3 < cfg->timeout_ms)
+		cfg->timeout_ms = cfg->watchdog_ms / 3;
+	if (a->timeout_given && !a->watchdog_given && cfg->timeout_ms * 3 > cfg->watchdog_ms)
+		cfg->watchdog_ms = cfg->timeout_ms * 3 < CLIENT_TIME_MAX_MS ? cfg->timeout_ms * 3
+									    : CLIENT_TIME_MAX_MS;
 }
 
 /* run and hold refuse a lease too short to stop (or end) before the keys
@@ -513,10 +447,10 @@ static int check_lease(const char *command, const cli_args *a)
 	if (!a->lease_given || a->lease_ms >= LEASE_MIN_MS ||
 			(strcmp(command, "run") != 0 && strcmp(command, "hold") != 0))
 		return 0;
-	duration_text(min, sizeof(min), LEASE_MIN_MS);
+	cli_duration_format(LEASE_MIN_MS, min, sizeof(min));
 	return usage_error("%s: -l %s is shorter than the smallest lease %s (%s); use -l %s or "
 			   "more, or the watchdog (no -l)",
-			command, duration_text(given, sizeof(given), a->lease_ms),
+			command, cli_duration_format(a->lease_ms, given, sizeof(given)),
 			strcmp(command, "run") == 0 ? "run can stop its command before"
 						    : "hold can keep to its end",
 			min, min);
@@ -532,11 +466,16 @@ static int check_sanity(const char *command, const cli_config *cfg, const cli_ar
 
 	/* A renewal goes out every third of the watchdog lease; one that takes
 	 * its whole --timeout must still land before the lease ends, with room. */
-	if (watchdog_hold && cfg->timeout_ms * 2 > cfg->watchdog_ms)
-		return usage_error("--timeout %lld ms is more than half of --watchdog %lld ms: a "
-				   "renewal that takes its whole timeout could land after the "
-				   "lease ends; raise --watchdog or lower --timeout",
-				(long long)cfg->timeout_ms, (long long)cfg->watchdog_ms);
+	if (watchdog_hold && cfg->timeout_ms * 2 > cfg->watchdog_ms) {
+		char t[32], w[32];
+
+		return usage_error("--timeout %s is more than half of %s %s: a renewal that "
+				   "takes its whole timeout could land after the lease ends; "
+				   "raise --watchdog or lower --timeout",
+				cli_duration_format(cfg->timeout_ms, t, sizeof(t)),
+				a->watchdog_given ? "--watchdog" : "the longest --watchdog",
+				cli_duration_format(cfg->watchdog_ms, w, sizeof(w)));
+	}
 	if ((rc = check_lease(command, a)) != 0)
 		return rc;
 	if (a->guard_given && cfg->mode != MODE_REDLOCK)
@@ -784,6 +723,7 @@ int main(int argc, char **argv)
 		return rc == 1 ? 0 : rc;
 	cfg.watch_force_unlock = strcmp(command, "run") == 0 || strcmp(command, "hold") == 0;
 	cli_holder_configure(&cfg, command, a.label, argv + optind);
+	default_times(&cfg, &a);
 	if ((rc = configure(&cfg, &a)) != 0 || (rc = check_sanity(command, &cfg, &a)) != 0) {
 		free_config(&cfg);
 		return rc;
@@ -796,7 +736,9 @@ int main(int argc, char **argv)
 	}
 	rc = cli_target_open(&t, &cfg, name);
 	if (rc < 0) {
-		fprintf(stderr, "dlock: %s\n", dlock_errmsg_last());
+		char why[1024];
+
+		fprintf(stderr, "dlock: %s\n", cli_target_open_errmsg(&t, &cfg, why, sizeof(why)));
 		cli_target_close(&t);
 		free_config(&cfg);
 		return rc == DLOCK_EINVAL || rc == DLOCK_EDUPLICATE ? EXIT_USAGE : EXIT_UNAVAILABLE;

@@ -49,7 +49,7 @@ static int view_count(cli_target *t, size_t i, node_view *v)
 		return rc;
 	rc = dlock_semaphore_query(&v->sem, s);
 	if (rc < 0 && rc != DLOCK_EWRONGTYPE)
-		snprintf(v->error, sizeof(v->error), "%s", dlock_semaphore_errmsg(s));
+		snprintf(v->error, sizeof(v->error), "%s", cli_hint(dlock_semaphore_errmsg(s)));
 	else if (rc == 0 && dlock_semaphore_info_permits(v->sem) > 0)
 		v->kind = KIND_PERMITS;
 	else if (rc == 0)
@@ -63,7 +63,8 @@ static void view_node(cli_target *t, size_t i, node_view *v)
 	memset(v, 0, sizeof(*v));
 	v->rc = dlock_lock_query(&v->info, t->locks[i]);
 	if (v->rc < 0)
-		snprintf(v->error, sizeof(v->error), "%s", dlock_lock_errmsg(t->locks[i]));
+		snprintf(v->error, sizeof(v->error), "%s",
+				cli_hint(dlock_lock_errmsg(t->locks[i])));
 	if (v->rc == DLOCK_EWRONGTYPE) {
 		int rc = view_count(t, i, v);
 
@@ -72,9 +73,10 @@ static void view_node(cli_target *t, size_t i, node_view *v)
 	} else if (v->rc == 0 && dlock_lock_info_rw_mode(v->info) != NULL) {
 		v->kind = KIND_RWLOCK;
 	}
-	/* A server that answered with an error is reachable; one that did not is not. */
-	v->reachable = v->rc == 0 ||
-			(v->rc != DLOCK_ECONN && v->rc != DLOCK_ETIMEDOUT && v->rc != DLOCK_EAUTH);
+	/* A server that answered with an error is reachable; one that did not,
+	 * refused dlock's credentials or is not a Redis server is not usable. */
+	v->reachable = v->rc == 0 || (v->rc != DLOCK_ECONN && v->rc != DLOCK_ETIMEDOUT &&
+						     v->rc != DLOCK_EAUTH && v->rc != DLOCK_EPROTO);
 }
 
 /* Held: a lock's holders, or an expirable semaphore's taken permits. */
@@ -300,6 +302,16 @@ static const char *registration(dlock_client *client, const char *owner, char *b
 	return buf;
 }
 
+/* A node without an answer to show: it answered with an error, it could
+ * not be reached, or it was reached and cannot be used (a password is
+ * wanted, or it is not a Redis server). */
+static const char *node_state(const node_view *v)
+{
+	if (v->reachable)
+		return "error";
+	return v->rc == DLOCK_EAUTH || v->rc == DLOCK_EPROTO ? "unusable" : "unreachable";
+}
+
 static void print_table_node(FILE *out, int width, dlock_client *client, const node_view *v)
 {
 	const char *node = dlock_client_node(client);
@@ -312,8 +324,7 @@ static void print_table_node(FILE *out, int width, dlock_client *client, const n
 		return;
 	}
 	if (v->info == NULL) {
-		fprintf(out, "%-*s %-12s %s\n", width, node, v->reachable ? "error" : "unreachable",
-				v->error);
+		fprintf(out, "%-*s %-12s %s\n", width, node, node_state(v), v->error);
 		return;
 	}
 	if (dlock_lock_info_holders(v->info) == 0)
@@ -565,13 +576,13 @@ int cli_target_force(cli_target *t, FILE *out)
 
 		if (pinged[i] == DLOCK_ECONN || pinged[i] == DLOCK_ETIMEDOUT) {
 			fprintf(stderr, "dlock: unlock --force: %s\n",
-					dlock_client_errmsg(t->clients[i]));
+					cli_hint(dlock_client_errmsg(t->clients[i])));
 			continue;
 		}
 		rc = dlock_lock_force_unlock(&d, t->locks[i]);
 		if (rc < 0) {
 			fprintf(stderr, "dlock: unlock --force: %s\n",
-					dlock_lock_errmsg(t->locks[i]));
+					cli_hint(dlock_lock_errmsg(t->locks[i])));
 			wrongtype += rc == DLOCK_EWRONGTYPE; /* another kind's key: left alone */
 			continue;
 		}

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nodes.h"
 #include "target.h"
 
 int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
@@ -47,8 +48,10 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 		return DLOCK_ENOMEM;
 	for (i = 0; i < t->n; i++) {
 		rc = dlock_client_open(&t->clients[i], cfg->nodes[i], &copts);
-		if (rc < 0)
+		if (rc < 0) {
+			t->failed_node = i + 1;
 			return rc;
+		}
 		if (cfg->permits > 0)
 			return cli_permit_open(t, cfg); /* one node (main.c checks) */
 		rc = dlock_lock_new(&t->locks[i], t->clients[i], name, &lopts);
@@ -64,6 +67,20 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	if (t->mode == MODE_MULTILOCK)
 		return dlock_multilock_new(&t->multilock, t->locks, t->n);
 	return 0;
+}
+
+const char *cli_target_open_errmsg(
+		const cli_target *t, const cli_config *cfg, char *buf, size_t len)
+{
+	char shown[512];
+
+	if (t->failed_node == 0)
+		return dlock_errmsg_last();
+	/* The node as the user gave it (its password masked), and where. */
+	snprintf(buf, len, "%s \"%s\": %s", cfg->nodes_from,
+			cli_nodes_shown(cfg->nodes[t->failed_node - 1], shown, sizeof(shown)),
+			dlock_errmsg_last());
+	return buf;
 }
 
 void cli_target_close(cli_target *t)
@@ -189,7 +206,28 @@ int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *a
 	}
 }
 
-const char *cli_target_errmsg(const cli_target *t)
+const char *cli_hint(const char *msg)
+{
+	static _Thread_local char buf[1024];
+	const char *hint = NULL;
+	size_t len;
+
+	if (strstr(msg, "NOAUTH") != NULL)
+		hint = "the server wants a password: give it with --password-file FILE, "
+		       "--password-env VAR or DLOCK_PASSWORD";
+	else if (strstr(msg, "WRONGPASS") != NULL)
+		hint = "the password (or --user) was refused: check --password-file, "
+		       "--password-env, DLOCK_PASSWORD or the URI's";
+	if (hint == NULL)
+		return msg;
+	len = strlen(msg);
+	if (len > 0 && msg[len - 1] == '.') /* Redis's "NOAUTH Authentication required." */
+		len--;
+	snprintf(buf, sizeof(buf), "%.*s; %s", (int)len, msg, hint);
+	return buf;
+}
+
+static const char *library_errmsg(const cli_target *t)
 {
 	if (t->err[0] != '\0')
 		return t->err;
@@ -203,6 +241,11 @@ const char *cli_target_errmsg(const cli_target *t)
 	default:
 		return dlock_lock_errmsg(t->locks[0]);
 	}
+}
+
+const char *cli_target_errmsg(const cli_target *t)
+{
+	return cli_hint(library_errmsg(t));
 }
 
 void cli_target_cancel(cli_target *t)

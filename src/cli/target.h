@@ -31,6 +31,7 @@ typedef enum cli_mode { MODE_RLOCK, MODE_REDLOCK, MODE_MULTILOCK } cli_mode;
 typedef struct cli_config {
 	char **nodes; /* URIs */
 	size_t n;
+	const char *nodes_from; /* where they came from: "-n", "--nodes", "DLOCK_NODES", ... */
 	cli_mode mode;
 	int mode_given;
 	int64_t timeout_ms; /* per-command deadline (also used to connect) */
@@ -73,11 +74,16 @@ typedef struct cli_target {
 	int permits_checked; /* the count was set, or found to be N */
 	char permit_id[DLOCK_PERMIT_ID_SIZE];
 	int quiet;     /* -q: a busy lock is not reported */
+	size_t failed_node; /* cli_target_open: 1 + the node whose client did not open (0: none) */
 	char err[256]; /* the CLI's own message for the last failure ("" none) */
 } cli_target;
 
 /* Open clients and handles (lazily connected: a dead node is a failed vote). */
 int cli_target_open(cli_target *t, const cli_config *cfg, const char *name);
+/* Why cli_target_open failed, naming the node that did not open (a bad
+ * URI) and where it came from (-n, DLOCK_NODES): buf, or the library's line. */
+const char *cli_target_open_errmsg(const cli_target *t, const cli_config *cfg, char *buf,
+		size_t len);
 void cli_target_close(cli_target *t);
 
 /* The owner a `run` uses: "<first client's uuid>:<pid>", Redisson's form. */
@@ -97,7 +103,11 @@ int cli_target_validity(cli_target *t, const char *owner, int64_t *ms);
 /* Call fn(reason, arg) on a background thread when the hold is lost
  * (reason: dlock_lost_reason). */
 int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg);
+/* The last failure's line, with cli_hint's advice. */
 const char *cli_target_errmsg(const cli_target *t);
+/* msg, or a copy (per thread, until the next call) that tells what to do
+ * when the server refused dlock for want of the right password. */
+const char *cli_hint(const char *msg);
 /* Make a wait in progress on another thread return DLOCK_ECANCELED. */
 void cli_target_cancel(cli_target *t);
 /* "dlock: <command>: lock NAME not acquired: <why>" on stderr, in the words

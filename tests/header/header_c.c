@@ -11,7 +11,7 @@
 /* C99 has no _Static_assert; a negative array size fails the build instead. */
 #define HEADER_STATIC_ASSERT(cond, name) typedef char header_assert_##name[(cond) ? 1 : -1]
 
-HEADER_STATIC_ASSERT(DLOCK_VERSION_CHECK(0, 2, 0), version_at_least_0_2_0);
+HEADER_STATIC_ASSERT(DLOCK_VERSION_CHECK(0, 3, 0), version_at_least_0_3_0);
 HEADER_STATIC_ASSERT(!DLOCK_VERSION_CHECK(DLOCK_VERSION_MAJOR + 1, 0, 0), version_below_next_major);
 HEADER_STATIC_ASSERT(DLOCK_OK == 0 && DLOCK_EINVAL < 0 && DLOCK_ESYS < 0, error_codes_negative);
 HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentinels_negative);

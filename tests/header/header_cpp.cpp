@@ -1,16 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// <dlock.h> alone, as C++11 -pedantic -Wall -Wextra -Werror: extern "C"
-// linkage and no C-only constructs in the headers. main() checks that the C++
+// <dlock.h> alone, as C++11 -pedantic -Wall -Wextra -Werror, with
+// -Wold-style-cast and -Wconversion: extern "C" linkage and no C-only
+// constructs (nor C casts) in the headers. main() checks that the C++
 // program links and sees the same version as the library.
 #include <dlock.h>
 
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 static_assert(DLOCK_VERSION_CHECK(0, 1, 0), "version at least 0.1.0");
 static_assert(!DLOCK_VERSION_CHECK(DLOCK_VERSION_MAJOR + 1, 0, 0), "version below the next major");
 static_assert(DLOCK_OK == 0 && DLOCK_EINVAL < 0 && DLOCK_ESYS < 0, "error codes are negative");
 static_assert(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, "sentinels are negative");
+// The time macros expand in C++ code built with -Wold-style-cast, as int64_t.
+static_assert(std::is_same<decltype(DLOCK_WAIT_FOREVER), int64_t>::value &&
+				std::is_same<decltype(DLOCK_LEASE_WATCHDOG), int64_t>::value &&
+				std::is_same<decltype(DLOCK_FAIR_WAIT_DEFAULT), int64_t>::value,
+		"the time sentinels are int64_t");
+static_assert(DLOCK_WAIT_FOREVER == -1 && DLOCK_LEASE_WATCHDOG == -1 &&
+				DLOCK_FAIR_WAIT_DEFAULT == 300000,
+		"the time sentinels keep their values");
 
 namespace
 {

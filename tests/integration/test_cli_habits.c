@@ -95,7 +95,8 @@ Test(cli_habits, the_cron_line_skips_a_busy_run_with_status_0)
 	p = DLOCK("-E", "3", "-n", uri, "run", "-w", "0", "nightly", "--", "true");
 	EXPECT_STATUS(p, 3);
 	proc_free(p);
-	expect_64_saying(ARGS("-E", "256", "-n", uri, "status", "nightly"), "0..255");
+	expect_64_saying(ARGS("-E", "256", "-n", uri, "status", "nightly"),
+			"-E takes a whole number from 0 to 255, not \"256\"");
 }
 
 /* ---- durations -------------------------------------------------------------------- */
@@ -332,12 +333,13 @@ Test(cli_habits, options_that_cannot_work_are_refused)
 {
 	const char *uri = rh_server_uri(dl_srv);
 
-	expect_64_saying(ARGS("-n", uri, "--timeout", "20s", "run", "x", "--", "true"),
-			"--watchdog");
+	expect_64_saying(ARGS("-n", uri, "--timeout", "20s", "--watchdog", "30s", "run", "x", "--",
+					 "true"),
+			"--timeout 20s is more than half of --watchdog 30s");
 	expect_64_saying(ARGS("-n", uri, "--watchdog", "2s", "--timeout", "1500ms", "hold", "x"),
 			"half of --watchdog");
 	expect_64_saying(ARGS("-n", uri, "--watchdog", "100", "run", "x", "--", "true"),
-			"300 ms");
+			"--watchdog takes a duration from 300ms to 24h, not \"100\"");
 	expect_64_saying(ARGS("-n", uri, "-n", uri, "status", "x"), "comma-separated");
 	expect_64_saying(ARGS("-n", uri, "--restart-guard", "5s", "run", "x", "--", "true"),
 			"RedLock");

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_proc.h"
 #include "redis_harness.h"
 #include "support.h"
 
@@ -197,6 +198,74 @@ Test(cli_secrets, failures_say_why_without_the_password)
 	cr_assert(strstr(out, "NOPE") && strstr(out, "not set"), "%s", out);
 	unlink(wrong);
 	unlink(empty);
+}
+
+/*
+ * Asked without a password, a server that wants one refuses every command:
+ * each says so in one line that names the server, says NOAUTH and how to
+ * give the password, and ends at once (69). status counts the server as
+ * not usable (Redis answers its long first command with "Protocol error:
+ * unauthenticated multibulk length", which is the same refusal).
+ */
+Test(cli_secrets, without_a_password_every_command_says_noauth_and_how)
+{
+	static const char *const commands[][8] = {
+		{ "run", "nopw", "--", "true" },
+		{ "run", "-w", "0", "nopw", "--", "true" },
+		{ "acquire", "-l", "5s", "--owner", "me:1", "nopw" },
+		{ "hold", "nopw" },
+		{ "release", "--owner", "me:1", "nopw" },
+		{ "wait", "nopw" },
+		{ "unlock", "--force", "nopw" },
+		{ "latch", "count", "nopw" },
+	};
+	char node[64];
+	size_t i, j;
+	proc *p;
+
+	snprintf(node, sizeof node, "127.0.0.1:%d", rh_server_port(srv));
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const char *args[12] = { "-n", uri };
+
+		for (j = 0; commands[i][j] != NULL; j++)
+			args[j + 2] = commands[i][j];
+		p = dlock_env(NULL, args);
+		EXPECT_STATUS(p, 69);
+		EXPECT_ONE_LINE_ERR(p);
+		cr_expect(strstr(p->err, node) && strstr(p->err, "NOAUTH") &&
+						strstr(p->err, "--password-file"),
+				"`%s` should name %s, say NOAUTH and --password-file: %s", p->desc,
+				node, p->err);
+		cr_expect_lt(proc_elapsed(p), 5000, "`%s` took %lld ms", p->desc,
+				(long long)proc_elapsed(p));
+		proc_free(p);
+	}
+	p = DLOCK("-n", uri, "status", "nopw");
+	EXPECT_STATUS(p, 69);
+	cr_expect(strstr(p->out, "reachable 0\n") && strstr(p->out, " unusable ") &&
+					strstr(p->out, "NOAUTH") && strstr(p->out, "--password-file"),
+			"status should count the server out and say why: %s", p->out);
+	proc_free(p);
+	p = DLOCK("-n", uri, "status", "--json", "nopw");
+	EXPECT_STATUS(p, 69);
+	cr_expect(strstr(p->out, "\"reachable\":false") && strstr(p->out, "--password-file"),
+			"%s", p->out);
+	proc_free(p);
+}
+
+/* A wrong password: said so, with where the password came from. */
+Test(cli_secrets, a_wrong_password_says_where_to_look)
+{
+	char bad[128];
+	proc *p;
+
+	snprintf(bad, sizeof bad, "redis://:wrong@127.0.0.1:%d", rh_server_port(srv));
+	p = DLOCK("-n", bad, "run", "nopw", "--", "true");
+	EXPECT_STATUS(p, 69);
+	EXPECT_ONE_LINE_ERR(p);
+	cr_expect(strstr(p->err, "WRONGPASS") && strstr(p->err, "--password-file"), "%s", p->err);
+	cr_expect_null(strstr(p->err, ":wrong@"), "the password shows: %s", p->err);
+	proc_free(p);
 }
 
 #endif

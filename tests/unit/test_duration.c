@@ -73,3 +73,25 @@ Test(duration, refused_forms)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		check_refused(bad[i]);
 }
+
+/* A range as --help and the messages state it: the largest whole unit, and
+ * read back by the parser as the same number of milliseconds. */
+Test(duration, ranges_are_written_as_help_writes_them)
+{
+	static const struct {
+		int64_t ms;
+		const char *text;
+	} cases[] = { { 0, "0" }, { 1, "1ms" }, { 300, "300ms" }, { 1500, "1500ms" },
+		{ 90000, "90s" }, { 1000, "1s" }, { 300000, "5m" }, { 86400000, "24h" },
+		{ 2147483647, "2147483647ms" } };
+	char buf[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t back = -1;
+
+		cr_expect_str_eq(cli_duration_format(cases[i].ms, buf, sizeof(buf)), cases[i].text);
+		cr_expect_eq(cli_duration_parse(buf, &back), 0, "\"%s\" not read back", buf);
+		cr_expect_eq(back, cases[i].ms, "\"%s\" read back as %lld", buf, (long long)back);
+	}
+}

@@ -65,3 +65,19 @@ Test(reply_errors, other_script_errors_stay_server_errors)
 	cr_assert_eq(dlock__reply_check(&node, &plain, "acquire"), DLOCK_ESERVER);
 	cr_assert(dlock__reply_is_error(&plain, "ERR unknown command"));
 }
+
+/* Redis 7 answers a command of more than 10 arguments sent before AUTH with
+ * this, not NOAUTH (and hangs up): the same refusal, said as NOAUTH. */
+Test(reply_errors, a_long_command_before_auth_is_an_auth_error)
+{
+	dlock__node node;
+	redisReply r = error_reply("ERR Protocol error: unauthenticated multibulk length"),
+		   noauth = error_reply("NOAUTH Authentication required.");
+
+	memset(&node, 0, sizeof node);
+	cr_assert_eq(dlock__reply_check(&node, &r, "lock query"), DLOCK_EAUTH);
+	cr_assert(strstr(dlock_errmsg_last(), "NOAUTH") != NULL, "%s", dlock_errmsg_last());
+	cr_assert(strstr(dlock_errmsg_last(), "unauthenticated multibulk length") != NULL, "%s",
+			dlock_errmsg_last());
+	cr_assert_eq(dlock__reply_check(&node, &noauth, "acquire"), DLOCK_EAUTH);
+}

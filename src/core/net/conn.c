@@ -327,19 +327,47 @@ static void skip_discarded(dlock__conn *c, redisReply *r)
 	}
 }
 
+/* Bytes that are not RESP as the first a server sent: it is no Redis
+ * server (a web server, ssh, ... on that port). Its first line, shown. */
+static int not_redis(dlock__conn *c, const char *first, size_t n)
+{
+	char shown[64];
+	size_t i, len = 0;
+
+	for (i = 0; i < n && first[i] != '\r' && first[i] != '\n' && len + 5 < sizeof(shown);
+			i++) {
+		unsigned char ch = (unsigned char)first[i];
+
+		if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+			shown[len++] = (char)ch;
+		else
+			len += (size_t)snprintf(shown + len, sizeof(shown) - len, "\\x%02x", ch);
+	}
+	shown[len] = '\0';
+	c->broken = 1;
+	dlock__node_suspect(c->node); /* a Sentinel's or Cluster's answer may be out of date */
+	return dlock__seterr_node(DLOCK_EPROTO, c->label,
+			"does not speak the Redis protocol (it answered \"%s%s\"): is this "
+			"the Redis server's port?",
+			shown, i < n && first[i] != '\r' && first[i] != '\n' ? "..." : "");
+}
+
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline)
 {
 	char buf[16384];
 	void *reply = NULL;
+	ssize_t first = 0; /* bytes in buf when they are the first the server sent */
 
 	*out = NULL;
 	for (;;) {
 		ssize_t n;
 
-		if (redisReaderGetReply(c->reader, &reply) != REDIS_OK)
+		if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
+			if (first > 0)
+				return not_redis(c, buf, (size_t)first);
 			return dlock__conn_fail(c, DLOCK_EPROTO, what,
-					c->reader->errstr[0] ? c->reader->errstr
-							     : "unreadable reply");
+					c->reader->errstr[0] ? c->reader->errstr : "unreadable reply");
+		}
 		if (reply != NULL && c->nchecks > 0) {
 			int rc = take_check(c, reply);
 
@@ -365,9 +393,12 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			return 0;
 		}
 		n = io_read(c, buf, sizeof(buf));
+		first = 0;
 		if (n > 0) {
-			if (!c->answered)
+			if (!c->answered) {
 				note_answer(c);
+				first = n;
+			}
 			if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
 				return dlock__conn_fail(c, DLOCK_EPROTO, what, "unreadable reply");
 			continue;
@@ -500,5 +531,11 @@ int dlock__reply_check(const dlock__node *node, const redisReply *r, const char 
 		code = DLOCK_EWRONGTYPE;
 	else if (dlock__reply_is_error(r, "NOAUTH") || dlock__reply_is_error(r, "WRONGPASS"))
 		code = DLOCK_EAUTH;
+	else if (dlock__reply_is_error(r, "ERR Protocol error: unauthenticated"))
+		/* A long command before AUTH: Redis answers this, not NOAUTH, and
+		 * hangs up. The cause is the same: no password was given. */
+		return dlock__seterr_node(DLOCK_EAUTH, node->label,
+				"%s: NOAUTH Authentication required (Redis said \"%s\")", what,
+				r->str);
 	return dlock__seterr_node(code, node->label, "%s: %s", what, r->str ? r->str : "error");
 }
