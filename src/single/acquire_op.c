@@ -264,7 +264,6 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 		conclude(o, rc);
 		return;
 	}
-	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
 	if (rc == DLOCK_ENOTACQUIRED && o->ttl >= 0)
 		wake += dlock__wait_ttl_spread(o);
@@ -378,14 +377,14 @@ static void look_again(acquire_op *o)
 				    o->lo.l->shown));
 		return;
 	}
-	if (dlock__now_ms() >= o->deadline) {
-		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
-		return;
-	}
 	/* A herd waiter that waits for a holder asks once its own channel is
-	 * subscribed (own_word): then it learns its role. */
+	 * subscribed (own_word): then it learns its role. At the deadline it
+	 * asks at once: a wait ends with the answer of a last attempt (made
+	 * then; after_attempt ends it), never with that of an earlier one -
+	 * the lock may be free by now, the server back from an outage. */
 	if (o->herd && o->rc == DLOCK_ENOTACQUIRED && !o->own_ready && o->osub != NULL &&
-			dlock__now_ms() < o->own_asked + OWN_WAIT_MS) {
+			dlock__now_ms() < o->own_asked + OWN_WAIT_MS &&
+			dlock__now_ms() < o->deadline) {
 		o->look_pending = 1;
 		if (arm(o, o->own_asked + OWN_WAIT_MS) < 0)
 			conclude(o, DLOCK_ENOMEM);

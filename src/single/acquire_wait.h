@@ -19,7 +19,6 @@ typedef struct dlock__acquire_op {
 	int64_t wait_ms, lease_ms, started, deadline, owed_until;
 	int64_t ttl, backoff, sent_at;
 	int rc, keep_place, unsettled, in_flight, waiting;
-	char rc_msg[DLOCK__ERRMSG_MAX]; /* rc's message: the thread's last may be another op's by then */
 	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
 	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
 	int vouched;         /* the owner is this process's alone (dlock__acquire_prepare) */
