@@ -44,9 +44,12 @@
  * retries join the lock's waiters and learn a role (scripts.c). A watcher
  * waits as above. A sleeper stops listening on the lock's and the "taken"
  * channel and waits for a word on its own (it moved up into the watchers:
- * it listens again, then asks), or for a timer well after the holder's TTL
- * in case that word never comes. A newcomer that finds enough watchers
- * already listens on its own channel only, until its role is known.
+ * it listens again, then asks), or for a timer after the holder's TTL - a
+ * few seconds at most, the TTL may be stale - in case that word never
+ * comes. Dead waiters never keep a live one asleep: a release, and a
+ * waiter that would sleep, drop them from the watchers first. A newcomer
+ * that finds enough watchers already listens on its own channel only,
+ * until its role is known. At its deadline a wait makes a last attempt.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -487,10 +490,8 @@ static void timer_fired(dlock__timer *t)
 {
 	acquire_op *o = AOP(t, timer);
 
-	if (o->waiting) {
-		o->sleeper_look = o->herd && o->role == DLOCK__HERD_SLEEP && !o->watching;
+	if (o->waiting)
 		look_again(o);
-	}
 	else if (!o->in_flight && !o->lo.op.finished)
 		attempt(o); /* the owed-replies look */
 }

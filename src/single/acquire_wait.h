@@ -63,7 +63,6 @@ typedef struct dlock__acquire_op {
 	int own_ready;          /* its own channel is subscribed: its retries ask with roles */
 	int promoted_meanwhile; /* a word came while an attempt was out */
 	int look_pending;       /* a look waits for its own channel's subscription */
-	int sleeper_look;       /* a sleeper's own timer fired: its look drops gone watchers */
 	int64_t own_asked;      /* when it asked for that subscription */
 	char *own;
 	size_t own_len;
@@ -90,7 +89,7 @@ int dlock__wait_listen(dlock__acquire_op *o, int64_t *wake);
 /* Stop listening everywhere, the timer stopped. */
 void dlock__wait_stop(dlock__acquire_op *o);
 
-/* How a herd waiter's next attempt asks (DLOCK__HERD_ROLES, _PRUNE or 0). */
-int dlock__wait_roles(dlock__acquire_op *o);
+/* How a herd waiter's next attempt asks (DLOCK__HERD_ROLES or 0). */
+int dlock__wait_roles(const dlock__acquire_op *o);
 
 #endif

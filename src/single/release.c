@@ -77,6 +77,9 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 		ARG(l->timeouts, l->timeouts_len);
 	}
 	ARG(l->channel, l->channel_len);
+	/* A plain or fenced lock's waiters: a release wakes the live ones (scripts.c). */
+	if (l->waiters != NULL)
+		ARG(l->waiters, l->waiters_len);
 	dlock__call_keys_done(&r->call);
 	ARG(dlock__release_message(l), 1);
 	ARG(r->lease_s, strlen(r->lease_s));
@@ -85,6 +88,10 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 		ARG(r->now_s, dlock__fmt_i64(r->now_s, dlock__wall_ms()));
 	ARG(r->believed_s, strlen(r->believed_s));
 	ARG(r->repeat, 1);
+	if (l->waiters != NULL) {
+		ARG(l->wake, l->wake_len);
+		ARG(DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
+	}
 #undef ARG
 	r->epoch = dlock__holds_release_begin(l, r->owner);
 	return 0;
