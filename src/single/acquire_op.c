@@ -300,6 +300,8 @@ static void attempt_done(dlock__mux_loop *ml)
 			o->est = o->a.waiters;
 		if (rc == DLOCK_ENOTACQUIRED && o->a.role != 0)
 			o->role = o->a.role;
+		if ((rc == 0 || rc == DLOCK_ENOTACQUIRED) && o->roles_asked)
+			atomic_store(&o->lo.l->herd_met, 1);
 		if (rc == 0 && o->member) /* the quorum reports, not its parts */
 			dlock__holds_member(o->lo.l, o->a.owner);
 	} else {
@@ -342,8 +344,9 @@ static void attempt(acquire_op *o)
 		conclude(o, rc);
 		return;
 	}
+	o->roles_asked = o->herd ? dlock__wait_roles(o) : 0;
 	if (o->herd)
-		dlock__acquire_herd(l, &o->a, o->attempts > 0, dlock__wait_roles(o));
+		dlock__acquire_herd(l, &o->a, o->attempts > 0, o->roles_asked);
 	if (o->left_key != NULL)
 		dlock__acquire_wait_key(l, &o->a, o->left_key, o->left_key_len);
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);

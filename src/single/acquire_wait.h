@@ -63,6 +63,7 @@ typedef struct dlock__acquire_op {
 	int own_ready;          /* its own channel is subscribed: its retries ask with roles */
 	int promoted_meanwhile; /* a word came while an attempt was out */
 	int look_pending;       /* a look waits for its own channel's subscription */
+	int roles_asked;        /* the attempt out joins the waiters (dlock__wait_roles) */
 	int64_t own_asked;      /* when it asked for that subscription */
 	char *own;
 	size_t own_len;

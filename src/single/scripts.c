@@ -46,17 +46,18 @@
  * dlock_lock__waiters:{name}, ordered by arrival) and learns its role: 1,
  * among the first ARGV[8], watch (listen on the lock's channel as ever);
  * 2 sleep (listen only on its own channel, with a timer at the holder's
- * TTL as a fallback). A waiter that takes the lock leaves the set, and
+ * TTL, a few seconds at most, as a fallback). A waiter that takes the lock leaves the set, and
  * whoever moves up into the watchers is told on its own channel ("1"); a
  * waiter whose wait ends without the lock leaves the same way
  * (dlock__script_herd_leave). A member nobody listens for (its process
  * died) must never keep a live waiter asleep: it is dropped when telling
  * it finds nobody, when a waiter that would sleep finds it among the
  * watchers (herd_role: then that waiter may watch in its place), and when
- * a release finds it there (herd_wake: the next live ones are told to
- * watch, and hear the lock is free). Each looks at the first ARGV[8]
- * members only: a few PUBSUB NUMSUB, however many wait. A busy reply with
- * a role counts the watchers as ARGV[8] rather than asking the server.
+ * a release by a holder that came through the waiters (release.c) finds
+ * it there (herd_wake: the next live ones are told to watch, and hear the
+ * lock is free). Each looks at the first ARGV[8] members only: a few
+ * PUBSUB NUMSUB, however many wait. A busy reply with a role counts the
+ * watchers as ARGV[8] rather than asking the server.
  */
 #define HERD_FUNCTIONS \
 	"local function herd_refill(wz, pre, k, r) " \

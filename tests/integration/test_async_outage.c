@@ -4,9 +4,10 @@
  * resumed shortly before the wait ends) ends with the answer of a server
  * that is back - the lock held, no permit, the count still above zero -
  * never with an error of the outage it outlived. The waits are woken by a
- * message just before the pause, so that they look during it and meet its
- * errors; many at once, so that some have no retry due between the resume
- * and the end of their wait (their backoff has grown to a second by then).
+ * message just before the pause (a fair waiter polls), so that they look
+ * during it and meet its errors; many at once, so that some have no retry
+ * due between the resume and the end of their wait (their backoff has
+ * grown to a second by then).
  */
 #include <criterion/criterion.h>
 
@@ -64,9 +65,17 @@ static void set_string(const char *key, const char *value)
 	freeReplyObject(r);
 }
 
+/* A message the waits read once the loop runs again (it is not run meanwhile). */
+static void publish(const char *channel, const char *message)
+{
+	cr_assert_geq(rh_command_int(dl_srv, "PUBLISH %s %s", channel, message), 1,
+			"nobody listens on %s", channel);
+	dl_sleep_ms(50); /* delivered to this process */
+}
+
 /* Drive the loop through the outage until every wait has ended; the
- * time from t0. Just before the pause, `message` on `channel` wakes the
- * waits: they read it once the loop runs, with the server paused. */
+ * time from t0. Just before the pause, `message` on `channel` (if any)
+ * wakes the waits: they read it once the loop runs, with the server paused. */
 static int64_t ride_out(dlock_loop *loop, const outcome *o, int64_t t0, const char *channel,
 		const char *message)
 {
@@ -78,9 +87,7 @@ static int64_t ride_out(dlock_loop *loop, const outcome *o, int64_t t0, const ch
 		if (!paused && at >= PAUSE_AT) {
 			cr_assert_eq(done, 0, "%d waits ended before the outage", done);
 			if (channel != NULL)
-				cr_assert_geq(rh_command_int(dl_srv, "PUBLISH %s %s", channel, message), 1,
-						"nobody listens on %s", channel);
-			dl_sleep_ms(50); /* delivered, not yet read: the loop is not run */
+				publish(channel, message);
 			cr_assert_eq(rh_server_pause(dl_srv), 0);
 			paused = 1;
 		}
@@ -189,7 +196,8 @@ Test(async_outage, a_latch_wait_over_an_outage_ends_with_the_count)
 	dl_pass(dlock_countdown_new(&d, c, "outage:latch", NULL));
 	for (int i = 0; i < WAITS; i++)
 		dl_pass(dlock_countdown_await_async(NULL, d, WAIT_MS, note, &o[i]));
-	took = ride_out(loop, o, rh_now_ms(), "redisson_countdownlatch__channel__{outage:latch}", "1");
+	took = ride_out(loop, o, rh_now_ms(), "redisson_countdownlatch__channel__{outage:latch}",
+			"1");
 	assert_all(o, DLOCK_ETIMEDOUT, "the count was still 1");
 	cr_assert_lt(took, WAIT_MS + 2000, "the waits of %d ms ended after %lld ms", WAIT_MS,
 			(long long)took);
