@@ -107,9 +107,9 @@ void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int r
 {
 	dlock__call *c = &a->call;
 
-	/* ARGV[5] to [9], after the owner flag every kind ends with (scripts.c);
+	/* ARGV[5] to [8], after the owner flag every kind ends with (scripts.c);
 	 * the waiters' ZSET last among the keys. */
-	if (l->taken == NULL || c->argc != c->nkeys + 4 || c->argc + 6 > DLOCK__CALL_MAX)
+	if (l->taken == NULL || c->argc != c->nkeys + 4 || c->argc + 5 > DLOCK__CALL_MAX)
 		return;
 	dlock__call_push(c, l->taken, l->taken_len);
 	dlock__call_push(c, tell ? "1" : "0", 1);
@@ -118,7 +118,6 @@ void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int r
 	dlock__call_add_key(c, l->waiters, l->waiters_len);
 	dlock__call_push(c, l->wake, l->wake_len);
 	dlock__call_push(c, DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
-	dlock__call_push(c, roles == DLOCK__HERD_PRUNE ? "1" : "0", 1);
 }
 
 void dlock__acquire_wait_key(const dlock_lock *l, dlock__acquire *a, const char *key, size_t len)

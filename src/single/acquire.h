@@ -71,12 +71,11 @@ int dlock__acquire_prepare(dlock_lock *l, const char *owner, int vouched, int64_
  * channel (scripts.c, single/acquire_op.c) when `tell` (a waiter's retry;
  * a first attempt, mostly uncontended, skips the count). With `roles` (a
  * retry of a waiter that listens on its wake-up channel) it also joins the
- * lock's waiters and learns whether to watch or sleep (a->role); with
- * DLOCK__HERD_PRUNE (a sleeper that looks by itself) it also drops the
- * watchers that are gone. Other kinds are left as they are.
+ * lock's waiters and learns whether to watch or sleep (a->role); one that
+ * would sleep first drops the watchers that are gone. Other kinds are left
+ * as they are.
  */
 #define DLOCK__HERD_ROLES 1
-#define DLOCK__HERD_PRUNE 2
 void dlock__acquire_herd(const dlock_lock *l, dlock__acquire *a, int tell, int roles);
 
 /*

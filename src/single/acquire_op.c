@@ -44,9 +44,12 @@
  * retries join the lock's waiters and learn a role (scripts.c). A watcher
  * waits as above. A sleeper stops listening on the lock's and the "taken"
  * channel and waits for a word on its own (it moved up into the watchers:
- * it listens again, then asks), or for a timer well after the holder's TTL
- * in case that word never comes. A newcomer that finds enough watchers
- * already listens on its own channel only, until its role is known.
+ * it listens again, then asks), or for a timer after the holder's TTL - a
+ * few seconds at most, the TTL may be stale - in case that word never
+ * comes. Dead waiters never keep a live one asleep: a release, and a
+ * waiter that would sleep, drop them from the watchers first. A newcomer
+ * that finds enough watchers already listens on its own channel only,
+ * until its role is known. At its deadline a wait makes a last attempt.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -264,7 +267,6 @@ static void after_attempt(acquire_op *o, int rc, int retry)
 		conclude(o, rc);
 		return;
 	}
-	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
 	if (rc == DLOCK_ENOTACQUIRED && o->ttl >= 0)
 		wake += dlock__wait_ttl_spread(o);
@@ -298,6 +300,8 @@ static void attempt_done(dlock__mux_loop *ml)
 			o->est = o->a.waiters;
 		if (rc == DLOCK_ENOTACQUIRED && o->a.role != 0)
 			o->role = o->a.role;
+		if ((rc == 0 || rc == DLOCK_ENOTACQUIRED) && o->roles_asked)
+			atomic_store(&o->lo.l->herd_met, 1);
 		if (rc == 0 && o->member) /* the quorum reports, not its parts */
 			dlock__holds_member(o->lo.l, o->a.owner);
 	} else {
@@ -340,8 +344,9 @@ static void attempt(acquire_op *o)
 		conclude(o, rc);
 		return;
 	}
+	o->roles_asked = o->herd ? dlock__wait_roles(o) : 0;
 	if (o->herd)
-		dlock__acquire_herd(l, &o->a, o->attempts > 0, dlock__wait_roles(o));
+		dlock__acquire_herd(l, &o->a, o->attempts > 0, o->roles_asked);
 	if (o->left_key != NULL)
 		dlock__acquire_wait_key(l, &o->a, o->left_key, o->left_key_len);
 	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
@@ -378,14 +383,14 @@ static void look_again(acquire_op *o)
 				    o->lo.l->shown));
 		return;
 	}
-	if (dlock__now_ms() >= o->deadline) {
-		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
-		return;
-	}
 	/* A herd waiter that waits for a holder asks once its own channel is
-	 * subscribed (own_word): then it learns its role. */
+	 * subscribed (own_word): then it learns its role. At the deadline it
+	 * asks at once: a wait ends with the answer of a last attempt (made
+	 * then; after_attempt ends it), never with that of an earlier one -
+	 * the lock may be free by now, the server back from an outage. */
 	if (o->herd && o->rc == DLOCK_ENOTACQUIRED && !o->own_ready && o->osub != NULL &&
-			dlock__now_ms() < o->own_asked + OWN_WAIT_MS) {
+			dlock__now_ms() < o->own_asked + OWN_WAIT_MS &&
+			dlock__now_ms() < o->deadline) {
 		o->look_pending = 1;
 		if (arm(o, o->own_asked + OWN_WAIT_MS) < 0)
 			conclude(o, DLOCK_ENOMEM);
@@ -488,10 +493,8 @@ static void timer_fired(dlock__timer *t)
 {
 	acquire_op *o = AOP(t, timer);
 
-	if (o->waiting) {
-		o->sleeper_look = o->herd && o->role == DLOCK__HERD_SLEEP && !o->watching;
+	if (o->waiting)
 		look_again(o);
-	}
 	else if (!o->in_flight && !o->lo.op.finished)
 		attempt(o); /* the owed-replies look */
 }

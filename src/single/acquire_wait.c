@@ -19,10 +19,14 @@
 
 /* A sleeper looks by itself this long after the holder's TTL, spread over
  * the next SLEEP_SPREAD_MS (the watchers take the lock before that), and
- * every SLEEP_MAX_MS at most when the lock has no TTL. */
+ * every SLEEP_MAX_MS at most whatever the TTL: a long one may be stale (a
+ * holder that released long ago, and a Redisson holder's release tells no
+ * sleeper). A look that finds the lock busy costs one script, and drops
+ * the watchers that are gone (scripts.c): a few hundred sleepers cost the
+ * server about a hundred scripts a second. */
 #define SLEEP_AFTER_MS 250
 #define SLEEP_SPREAD_MS 1000
-#define SLEEP_MAX_MS 30000
+#define SLEEP_MAX_MS 2000
 
 /* A uniform draw in [0, n). */
 static int64_t draw(int64_t n)
@@ -165,8 +169,8 @@ int dlock__wait_first(dlock__acquire_op *o)
 	return rc < 0 ? rc : 0;
 }
 
-/* A sleeper looks by itself well after the holder's TTL (the watchers
- * take the lock before that), spread so that sleepers do not all ask. */
+/* A sleeper looks by itself after the holder's TTL (the watchers take the
+ * lock before that) or SLEEP_MAX_MS, spread so that sleepers do not all ask. */
 static int64_t sleeper_wake(const dlock__acquire_op *o)
 {
 	int64_t ttl = o->ttl >= 0 && o->ttl < SLEEP_MAX_MS ? o->ttl : SLEEP_MAX_MS;
@@ -197,13 +201,8 @@ int dlock__wait_listen(dlock__acquire_op *o, int64_t *wake)
 }
 
 /* How a herd waiter's retry asks (single/acquire.h). */
-int dlock__wait_roles(dlock__acquire_op *o)
+int dlock__wait_roles(const dlock__acquire_op *o)
 {
-	int prune = o->sleeper_look;
-
-	o->sleeper_look = 0;
-	if (o->attempts == 0 || !o->own_ready)
-		return 0;
-	return prune ? DLOCK__HERD_PRUNE : DLOCK__HERD_ROLES;
+	return o->attempts > 0 && o->own_ready ? DLOCK__HERD_ROLES : 0;
 }
 

@@ -19,7 +19,6 @@ typedef struct dlock__acquire_op {
 	int64_t wait_ms, lease_ms, started, deadline, owed_until;
 	int64_t ttl, backoff, sent_at;
 	int rc, keep_place, unsettled, in_flight, waiting;
-	char rc_msg[DLOCK__ERRMSG_MAX]; /* rc's message: the thread's last may be another op's by then */
 	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
 	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
 	int vouched;         /* the owner is this process's alone (dlock__acquire_prepare) */
@@ -64,7 +63,7 @@ typedef struct dlock__acquire_op {
 	int own_ready;          /* its own channel is subscribed: its retries ask with roles */
 	int promoted_meanwhile; /* a word came while an attempt was out */
 	int look_pending;       /* a look waits for its own channel's subscription */
-	int sleeper_look;       /* a sleeper's own timer fired: its look drops gone watchers */
+	int roles_asked;        /* the attempt out joins the waiters (dlock__wait_roles) */
 	int64_t own_asked;      /* when it asked for that subscription */
 	char *own;
 	size_t own_len;
@@ -91,7 +90,7 @@ int dlock__wait_listen(dlock__acquire_op *o, int64_t *wake);
 /* Stop listening everywhere, the timer stopped. */
 void dlock__wait_stop(dlock__acquire_op *o);
 
-/* How a herd waiter's next attempt asks (DLOCK__HERD_ROLES, _PRUNE or 0). */
-int dlock__wait_roles(dlock__acquire_op *o);
+/* How a herd waiter's next attempt asks (DLOCK__HERD_ROLES or 0). */
+int dlock__wait_roles(const dlock__acquire_op *o);
 
 #endif

@@ -14,7 +14,7 @@
  *   reached in between is heard) -> LOOK (a read-only script) --0--> done
  *      LOOK --count > 0, or a transient error--> WAITING
  *      WAITING --message, subscription made, backoff timer--> LOOK
- *      WAITING/LOOK --deadline--> DLOCK_ETIMEDOUT (or the last transient error)
+ *      WAITING --deadline--> a last LOOK, then DLOCK_ETIMEDOUT (or its transient error)
  *   A message while a look is out makes another look follow at once (the
  *   first may have read the count before the change). There is no polling:
  *   a waiter with count > 0 sleeps until a message or its deadline.
@@ -143,8 +143,6 @@ typedef struct latch_op {
 	int64_t value; /* the answer (dlock_countdown_op_value) */
 	/* await */
 	int64_t wait_ms, started, deadline, backoff;
-	int rc; /* the last look's failure (0: it read a count above zero) */
-	char rc_msg[DLOCK__ERRMSG_MAX];
 	int in_flight, waiting, woken_meanwhile;
 	/* A blocking await ends once the client's cancel count is no longer
 	 * `cancels` (dlock_client_cancel_waits). */
@@ -236,12 +234,12 @@ static void wait_for(latch_op *o, int64_t wake)
 		conclude(o, dlock__seterr(DLOCK_ENOMEM, "latch %s: out of memory", o->c->shown));
 }
 
-/* The wait is over: DLOCK_ETIMEDOUT when the last look found the count
- * above zero, else the last look's transient error. */
-static void wait_over(latch_op *o)
+/* The wait is over: DLOCK_ETIMEDOUT when the last look (rc 0) found the
+ * count above zero, else that look's transient error (its message set). */
+static void wait_over(latch_op *o, int rc)
 {
-	if (o->rc < 0) {
-		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
+	if (rc < 0) {
+		conclude(o, rc);
 		return;
 	}
 	conclude(o, dlock__seterr(DLOCK_ETIMEDOUT,
@@ -274,11 +272,8 @@ static void after_look(latch_op *o, int rc, int transient)
 			return;
 		}
 	}
-	o->rc = rc; /* 0: the count was above zero (o->value) */
-	if (rc < 0)
-		snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	if (now >= o->deadline) {
-		wait_over(o);
+		wait_over(o, rc); /* rc 0: the count was above zero (o->value) */
 		return;
 	}
 	wait_for(o, wake);
@@ -431,10 +426,9 @@ static void look_again(latch_op *o)
 				    o->c->shown));
 		return;
 	}
-	if (dlock__now_ms() >= o->deadline) {
-		wait_over(o);
-		return;
-	}
+	/* At the deadline too: the wait ends with what this last look finds
+	 * (after_look), not with an earlier one's answer - the count may be
+	 * zero by now, the server back from an outage. */
 	o->waiting = 0;
 	o->woken_meanwhile = 0;
 	o->redirects = 0;

@@ -28,6 +28,9 @@ struct dlock_lock {
 	 * wake-up channels (watchers and sleepers: single/scripts.c) */
 	char *waiters, *wake;
 	size_t waiters_len, wake_len;
+	/* An attempt through this handle joined those waiters (so the server
+	 * lets its user touch them): its releases wake them (release.c). */
+	_Atomic int herd_met;
 	char *token_key; /* fenced: redisson_lock_token:{name} */
 	size_t token_key_len;
 	char *queue; /* redisson_lock_queue:{name} (a fair lock's; force unlock looks) */

@@ -42,7 +42,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 {
 	int fair = l->kind == DLOCK_LOCK_FAIR;
 	int64_t believed;
-	int own, rc;
+	int own, rc, herd;
 
 	r->epoch = 0;
 	r->retry_safe = 0;
@@ -78,6 +78,13 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 		ARG(l->timeouts, l->timeouts_len);
 	}
 	ARG(l->channel, l->channel_len);
+	/* A plain or fenced lock's waiters, once this handle has been among
+	 * them: a release wakes the live ones (scripts.c). Not before: an
+	 * uncontended release costs nothing more, and a user whom the server
+	 * lets touch only Redisson's keys can still release. */
+	herd = l->waiters != NULL && atomic_load(&l->herd_met);
+	if (herd)
+		ARG(l->waiters, l->waiters_len);
 	dlock__call_keys_done(&r->call);
 	ARG(dlock__release_message(l), 1);
 	ARG(r->lease_s, strlen(r->lease_s));
@@ -86,6 +93,10 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 		ARG(r->now_s, dlock__fmt_i64(r->now_s, dlock__wall_ms()));
 	ARG(r->believed_s, strlen(r->believed_s));
 	ARG(r->repeat, 1);
+	if (herd) {
+		ARG(l->wake, l->wake_len);
+		ARG(DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
+	}
 #undef ARG
 	r->epoch = dlock__holds_release_begin(l, r->owner);
 	return 0;

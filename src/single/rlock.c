@@ -122,6 +122,7 @@ int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name,
 	l->fair_wait_ms = o.fair_wait_ms;
 	l->client = client;
 	atomic_init(&l->synced, -1);
+	atomic_init(&l->herd_met, 0);
 	dlock__client_handle_added(client, 1); /* dlock_client_free refuses while it lives */
 	l->holds = dlock__holds_of(client);
 	if (l->holds == NULL || make_names(l, name, len) < 0) {

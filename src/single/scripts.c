@@ -46,14 +46,18 @@
  * dlock_lock__waiters:{name}, ordered by arrival) and learns its role: 1,
  * among the first ARGV[8], watch (listen on the lock's channel as ever);
  * 2 sleep (listen only on its own channel, with a timer at the holder's
- * TTL as a fallback). A waiter that takes the lock leaves the set, and
+ * TTL, a few seconds at most, as a fallback). A waiter that takes the lock leaves the set, and
  * whoever moves up into the watchers is told on its own channel ("1"); a
  * waiter whose wait ends without the lock leaves the same way
  * (dlock__script_herd_leave). A member nobody listens for (its process
- * died) is dropped when telling it finds nobody, or when a sleeper that
- * looks by itself (ARGV[9] "1": the watchers may all be gone) sees it
- * among the watchers. A busy reply with a role counts the watchers as
- * ARGV[8] rather than asking the server.
+ * died) must never keep a live waiter asleep: it is dropped when telling
+ * it finds nobody, when a waiter that would sleep finds it among the
+ * watchers (herd_role: then that waiter may watch in its place), and when
+ * a release by a holder that came through the waiters (release.c) finds
+ * it there (herd_wake: the next live ones are told to watch, and hear the
+ * lock is free). Each looks at the first ARGV[8] members only: a few
+ * PUBSUB NUMSUB, however many wait. A busy reply with a role counts the
+ * watchers as ARGV[8] rather than asking the server.
  */
 #define HERD_FUNCTIONS \
 	"local function herd_refill(wz, pre, k, r) " \
@@ -77,16 +81,22 @@
 	"  end; " \
 	"  return r; " \
 	"end; " \
+	"local function herd_wake(wz, pre, k) " \
+	"  herd_refill(wz, pre, k, herd_prune(wz, pre, k)); " \
+	"end; " \
 	"local function herd_role(pttl) " \
 	"  if not ARGV[7] then return 0; end; " \
 	"  local wz, pre, k = KEYS[#KEYS], ARGV[7], tonumber(ARGV[8]); " \
 	"  local t = redis.call('time'); " \
 	"  redis.call('zadd', wz, 'NX', t[1] * 1000000 + t[2], ARGV[2]); " \
-	"  if ARGV[9] == '1' then herd_refill(wz, pre, k, herd_prune(wz, pre, k)); end; " \
 	"  local keep = 60000; " \
 	"  if pttl > 0 then keep = keep + 2 * pttl; end; " \
 	"  redis.call('pexpire', wz, keep); " \
 	"  local rank = redis.call('zrank', wz, ARGV[2]); " \
+	"  if rank ~= false and rank >= k then " \
+	"    herd_wake(wz, pre, k); " \
+	"    rank = redis.call('zrank', wz, ARGV[2]); " \
+	"  end; " \
 	"  if rank == false or rank < k then return 1; end; " \
 	"  return 2; " \
 	"end; " \
@@ -136,9 +146,11 @@ dlock__script dlock__script_herd_leave = DLOCK__SCRIPT("herd-leave",
 
 /* Redisson's unlock (its data and message), made safe to repeat by the
  * believed count instead of Redisson's request-id latch key: see
- * RELEASE_REPEATED in scripts.h. */
+ * RELEASE_REPEATED in scripts.h. Given the waiters (KEYS[3]), a release
+ * that frees the lock also drops the dead among their watchers, so that
+ * live ones hear it (herd_wake, above). */
 dlock__script dlock__script_release = DLOCK__SCRIPT("release",
-		DLOCK__LUA_KIND LOCK_KIND_CHECK
+		DLOCK__LUA_KIND LOCK_KIND_CHECK DLOCK__LUA_LISTENERS HERD_FUNCTIONS
 		RELEASE_REPEATED("ARGV[3]", "ARGV[4]", "ARGV[5]")
 		/* Not ours: -2 when others hold it now (a brain split if we
 		 * believed we held it: dlock/stats.h), else nil. */
@@ -157,6 +169,7 @@ dlock__script dlock__script_release = DLOCK__SCRIPT("release",
 		"end; "
 		"redis.call('del', KEYS[1]); "
 		"redis.call('publish', KEYS[2], ARGV[1]); "
+		"if KEYS[3] then herd_wake(KEYS[3], ARGV[6], tonumber(ARGV[7])); end; "
 		"return 0;");
 
 dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",

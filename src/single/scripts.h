@@ -189,8 +189,10 @@ extern dlock__script dlock__script_acquire;
 extern dlock__script dlock__script_herd_leave;
 
 /*
- * Release one hold. KEYS: name, channel. ARGV: message ("0"), lease ms for
- * a hold that remains (0: keep the TTL), owner, believed count, repeat.
+ * Release one hold. KEYS: name, channel, optionally the waiters' ZSET (a
+ * plain or fenced lock: scripts.c). ARGV: message ("0"), lease ms for a
+ * hold that remains (0: keep the TTL), owner, believed count, repeat; with
+ * the waiters, their wake-up channels' prefix and how many watch.
  * Reply: nil not held by owner (-2: and others hold it); otherwise the
  * holds left (0 = released: key deleted, "0" published). A repeat gets the
  * first answer (RELEASE_REPEATED).

@@ -39,8 +39,6 @@ typedef struct sem_op {
 	dlock_op op; /* first */
 	dlock_semaphore *s;
 	int64_t permits, wait_ms, lease_ms, started, deadline, backoff, expiry, sent_at;
-	int rc;
-	char rc_msg[DLOCK__ERRMSG_MAX];
 	int in_flight, waiting, woken_meanwhile, cancel_pending, giving_back;
 	int canceled_with;
 	int attempts; /* acquisition scripts sent (dlock/stats.h) */
@@ -161,12 +159,10 @@ static void after_attempt(sem_op *o, int rc, int retry)
 {
 	int64_t now = dlock__now_ms(), wake;
 
-	o->rc = rc;
 	if (rc == 0 || !retry || o->wait_ms == 0 || now >= o->deadline) {
 		conclude(o, rc);
 		return;
 	}
-	snprintf(o->rc_msg, sizeof(o->rc_msg), "%s", dlock__errmsg_thread());
 	if (rc == DLOCK_ENOTACQUIRED) {
 		o->backoff = 0;
 		/* An expirable permit's lease end: it comes back then, and only
@@ -307,10 +303,9 @@ static void look_again(sem_op *o)
 				    o->s->shown));
 		return;
 	}
-	if (dlock__now_ms() >= o->deadline) {
-		conclude(o, dlock__seterr(o->rc, "%s", o->rc_msg));
-		return;
-	}
+	/* At the deadline too: the wait ends with the answer of this last
+	 * attempt (after_attempt), not with an earlier one's - permits may be
+	 * back by now, the server back from an outage. */
 	o->waiting = 0;
 	o->woken_meanwhile = 0;
 	dlock__timer_stop(o->op.loop, &o->timer);
