@@ -127,7 +127,7 @@ void scenario_turns(rh_server *s)
 	std::vector<std::optional<task>> tasks(4);
 	std::vector<std::thread> starters;
 	for (int i = 0; i < 4; i++)
-		starters.emplace_back([&, i] { tasks[i].emplace(worker(c.owner(static_cast<std::uint64_t>(i + 1)))); });
+		starters.emplace_back([&, i] { tasks[static_cast<std::size_t>(i)].emplace(worker(c.owner(static_cast<std::uint64_t>(i + 1)))); });
 	for (std::thread &t : starters)
 		t.join();
 	std::string why;

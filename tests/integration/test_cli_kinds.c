@@ -69,7 +69,7 @@ static const struct {
 /* The commands used next: NAME stands for "@". */
 static const struct {
 	const char *doc;
-	const char *args[8];
+	const char *args[10]; /* NULL-terminated */
 } cols[] = {
 	{ "run", { "run", "-w", "0", "@", "--", "true" } },
 	{ "run --fair", { "run", "--fair", "-w", "0", "@", "--", "true" } },
