@@ -354,9 +354,11 @@ void dlock__holds_uncertain(dlock_lock *l, const char *owner)
 }
 
 /*
- * watch_force_unlock: the hold listens on its lock's channel. The node is
- * found outside the table's lock (a cluster's map may be read); the watch
- * is made under it, so a notice that comes at once finds the hold.
+ * watch_force_unlock: the hold listens on its lock's channel, renewed or
+ * leased alike (a message checks a leased hold without extending it:
+ * watchdog.c). The node is found outside the table's lock (a cluster's
+ * map may be read); the watch is made under it, so a notice that comes at
+ * once finds the hold.
  */
 static void watch(dlock_lock *l, const char *owner, uint64_t epoch)
 {
@@ -367,7 +369,7 @@ static void watch(dlock_lock *l, const char *owner, uint64_t epoch)
 	if (rx == NULL)
 		return; /* no node known now: the renewals still find a loss */
 	x = lock_find(h, l, owner);
-	if (x != NULL && x->epoch == epoch && x->watchdog && !x->lost && x->watch == NULL) {
+	if (x != NULL && x->epoch == epoch && !x->lost && x->watch == NULL) {
 		/* NULL when out of memory: the renewals still find a loss. */
 		x->watch = dlock__sub_watch(rx, l->channel, l->channel_len, dlock__watchdog_notice, h);
 		x->watch_rx = x->watch != NULL ? rx : NULL;
@@ -436,9 +438,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 			round_due = h->round_due =
 					dlock__now_ms() + h->client->opts.watchdog_timeout_ms / 3;
 	}
-	if (!x->watchdog)
-		dlock__holds_unwatch(x); /* a fresh leased hold: nothing renews it */
-	watching = x->watchdog && x->watch == NULL && h->client->opts.watch_force_unlock;
+	watching = x->watch == NULL && h->client->opts.watch_force_unlock;
 	epoch = x->epoch;
 	dlock__mutex_unlock(&h->mu);
 	if (round_due != DLOCK__NEVER)

@@ -36,9 +36,9 @@ typedef struct hold {
 	dlock_lock *handle;
 	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
 	void *observer_arg;
-	dlock__sub *watch; /* watch_force_unlock: listening on the lock's channel */
+	dlock__sub *watch; /* watch_force_unlock: listening on the lock's channel (leased too) */
 	dlock__reactor *watch_rx;
-	int check; /* a message came there: renew it now, out of turn */
+	int check; /* a message came there: renew it now, out of turn (a leased one: check it) */
 	dlock__hold_watch *watchers; /* told once how the hold ends (watch_op.c) */
 	int indexed;                 /* in its handle's list (the table's handle index) */
 	struct hold *hprev, *hnext;  /* its handle's holds */
@@ -84,7 +84,9 @@ typedef struct renewal {
 	char *name;
 	size_t name_len;
 	char *owner;
-	char form[2]; /* the hold's dlock__lock_form, as the renew script reads it */
+	char form;   /* the hold's dlock__lock_form */
+	int check;   /* a leased hold a message asked to check: the lease is not extended */
+	char how[3]; /* what the renew script reads: the form, after "-" for a check */
 	uint64_t epoch;
 	unsigned slot; /* the name's cluster slot: one EVAL's keys share one */
 } renewal;

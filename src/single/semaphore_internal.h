@@ -47,6 +47,7 @@ typedef struct dlock__permit_job {
 	dlock__timer timer;
 	dlock__task kick, stop;
 	dlock__task now; /* a message on the channel: renew at once (watch_force_unlock) */
+	int heard;       /* one came: the next run checks the leased permits too */
 	int again;       /* one came while a renewal was under way: another after it */
 	dlock__mux_loop ml;
 	dlock__mux_op mop;
@@ -137,9 +138,14 @@ void dlock__permit_job_stop(dlock_semaphore *s);
 /* Free the records. */
 void dlock__permits_free(dlock_semaphore *s);
 
-/* Listen on the channel while a renewed permit is held and the client
- * watches for force unlocks, else not (s->mu not held; permit_watch.c). */
+/* Listen on the channel while a permit is held (renewed, or leased and
+ * its lease lasts) and the client watches for force unlocks, else not
+ * (s->mu not held; permit_watch.c). */
 void dlock__permit_watch_update(dlock_semaphore *s);
+
+/* Whether a message on the channel is worth a look for p (s->mu held):
+ * held, renewed or its lease not yet run out. */
+int dlock__permit_listens(const dlock__permit *p, int64_t now);
 
 /* A message came on the channel: renew the permits now (permits.c). */
 void dlock__permit_renew_now(dlock_semaphore *s);
