@@ -317,6 +317,8 @@ Test(force_watch_leased, a_lease_that_ran_out_is_not_reported_lost)
 	dlock_lock_validity(&validity, l, NULL);
 	cr_assert_eq(validity, 0);
 	rh_command_int(dl_srv, "PUBLISH redisson_lock__channel:{fwl:ran-out} 0");
+	/* The message's check sees the lease over: it stops listening. */
+	await_numsub("redisson_lock__channel:{fwl:ran-out}", 0);
 	cr_assert_eq(dl_lost_wait(&lost, rh_now_ms() + 1000), 0, "a lease's end reported lost");
 
 	dlock_lock_free(l);
@@ -374,22 +376,36 @@ static int64_t force_release_elsewhere(const char *name)
 	return at;
 }
 
-Test(force_watch_leased, a_leased_permit_hears_a_force_release)
+static void leased_permit_hears_a_force_release(const char *name, int await_sub)
 {
+	char channel[128];
 	dl_lost lost;
 	holder h;
 	int64_t forced_at;
 
 	dl_lost_init(&lost);
-	take_permit(&h, "fwl:permit", 1, &lost);
-	await_numsub("redisson_sc:{fwl:permit}", 1);
-	forced_at = force_release_elsewhere("fwl:permit");
+	snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
+	take_permit(&h, name, 1, &lost);
+	if (await_sub)
+		await_numsub(channel, 1);
+	forced_at = force_release_elsewhere(name);
 	assert_heard(&lost, forced_at, "a leased permit");
 	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST);
-	await_numsub("redisson_sc:{fwl:permit}", 0);
+	await_numsub(channel, 0);
 
 	holder_free(&h);
 	dl_lost_destroy(&lost);
+}
+
+Test(force_watch_leased, a_leased_permit_hears_a_force_release)
+{
+	leased_permit_hears_a_force_release("fwl:permit", 1);
+}
+
+/* Maybe before the subscription is active: its first check finds it. */
+Test(force_watch_leased, a_force_release_right_after_the_acquisition_is_heard)
+{
+	leased_permit_hears_a_force_release("fwl:p-early", 0);
 }
 
 /* The score of the permit (its lease's end, epoch ms) in the timeouts set. */
