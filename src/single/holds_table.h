@@ -62,6 +62,7 @@ struct dlock__holds {
 	size_t watched; /* holds with watchdog and not lost */
 	uint64_t next_epoch;
 	int64_t round_due; /* the watchdog's next round of every hold (DLOCK__NEVER: none) */
+	int64_t sweep_due; /* a watching leased hold's lease ends: stop its watch then */
 	handle_entry **handles; /* the handle index: handle -> its holds */
 	size_t nhandle_buckets, nhandles;
 	size_t unindexed; /* holds whose handle the index lacks (out of memory) */
@@ -96,6 +97,8 @@ hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, cons
 		char form);
 /* Whether the key may have expired by now without a renewal (h->mu held). */
 int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now);
+/* From when it may have: the last confirmed renewal plus the TTL, less drift (h->mu held). */
+int64_t dlock__holds_valid_until(const dlock__holds *h, const hold *x);
 /* Mark a hold lost (h->mu held), remembering it in ev[*nev] for its callbacks. */
 void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev);
 /* Run the callbacks of the losses in ev (h->mu not held) and free their owners. */

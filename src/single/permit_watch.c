@@ -20,10 +20,66 @@
 #include "single/semaphore_internal.h"
 
 #define SEM_OF_LISTEN(w) ((dlock_semaphore *)((char *)(w) - offsetof(dlock_semaphore, listen)))
+#define SEM_OF_JOB(j) ((dlock_semaphore *)((char *)(j) - offsetof(dlock_semaphore, job)))
+#define JOB_OF_ENDS(t) ((dlock__permit_job *)((char *)(t) - offsetof(dlock__permit_job, ends)))
+#define JOB_OF_KICK(t) \
+	((dlock__permit_job *)((char *)(t) - offsetof(dlock__permit_job, ends_kick)))
 
 static void heard(dlock__channel_watch *w)
 {
 	dlock__permit_renew_now(SEM_OF_LISTEN(w));
+}
+
+/*
+ * Leases that run out. A leased permit listens while its lease lasts; when
+ * the first such lease ends the `ends` timer looks again, so a handle whose
+ * leases were let run out does not keep its subscription until the next
+ * message. On the loop.
+ */
+static void arm_ends(dlock_semaphore *s)
+{
+	dlock__permit_job *j = &s->job;
+	int64_t now = dlock__now_ms(), due = DLOCK__NEVER, end;
+	dlock__permit *p;
+
+	dlock__mutex_lock(&s->mu);
+	/* Leases not yet over only: one over already is dropped by the update. */
+	for (p = s->permits; p != NULL && s->listening && !j->stopped; p = p->next)
+		if (!p->renewed && dlock__permit_listens(p, now) &&
+				(end = dlock__permit_lease_end(p)) < due)
+			due = end;
+	dlock__mutex_unlock(&s->mu);
+	if (due < j->ends_due && dlock__timer_set(j->loop, &j->ends, due) == 0)
+		j->ends_due = due;
+}
+
+static void ends_fired(dlock__timer *t)
+{
+	dlock__permit_job *j = JOB_OF_ENDS(t);
+	dlock_semaphore *s = SEM_OF_JOB(j);
+
+	j->ends_due = DLOCK__NEVER;
+	dlock__permit_watch_update(s);
+	arm_ends(s);
+}
+
+static void ends_kick(dlock__task *t)
+{
+	arm_ends(SEM_OF_JOB(JOB_OF_KICK(t)));
+}
+
+void dlock__permit_watch_init(dlock_semaphore *s)
+{
+	dlock__timer_init(&s->job.ends, ends_fired);
+	dlock__task_init(&s->job.ends_kick, ends_kick);
+	s->job.ends_due = DLOCK__NEVER;
+}
+
+void dlock__permit_watch_stop_here(dlock_semaphore *s)
+{
+	dlock__timer_stop(s->job.loop, &s->job.ends);
+	dlock__loop_unpost(s->job.loop, &s->job.ends_kick);
+	s->job.ends_due = DLOCK__NEVER;
 }
 
 void dlock__permit_watch_update(dlock_semaphore *s)
@@ -48,5 +104,8 @@ void dlock__permit_watch_update(dlock_semaphore *s)
 		dlock__holds_unlisten(s->client, &s->listen);
 		s->listening = 0;
 	}
+	want = s->listening;
 	dlock__mutex_unlock(&s->mu);
+	if (want) /* a leased permit may have come: its lease's end */
+		dlock__loop_post(s->job.loop, &s->job.ends_kick);
 }

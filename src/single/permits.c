@@ -134,6 +134,7 @@ static void job_stop_here(dlock__permit_job *j)
 	dlock__timer_stop(j->loop, &j->timer);
 	dlock__loop_unpost(j->loop, &j->kick);
 	dlock__loop_unpost(j->loop, &j->now);
+	dlock__permit_watch_stop_here(s);
 	if (j->running) {
 		dlock__mux_loop_end(&j->ml);
 		dlock__mux_clear(&j->mop, 1);
@@ -179,6 +180,7 @@ void dlock__permit_job_init(dlock_semaphore *s)
 	dlock__task_init(&s->job.kick, kick);
 	dlock__task_init(&s->job.stop, stop_task);
 	dlock__task_init(&s->job.now, now_task);
+	dlock__permit_watch_init(s);
 }
 
 void dlock__permit_job_stop(dlock_semaphore *s)
@@ -275,10 +277,15 @@ static dlock__permit **find(dlock_semaphore *s, const char *id)
 	return NULL;
 }
 
+int64_t dlock__permit_lease_end(const dlock__permit *p)
+{
+	return p->confirmed_at + p->lease_ms - p->lease_ms / 100 - 2;
+}
+
 /* s->mu held: the permit's lease has surely passed since its last confirmed renewal. */
 static int expired(const dlock__permit *p, int64_t now)
 {
-	return now - p->confirmed_at >= p->lease_ms - p->lease_ms / 100 - 2;
+	return now >= dlock__permit_lease_end(p);
 }
 
 int dlock__permit_listens(const dlock__permit *p, int64_t now)

@@ -35,29 +35,40 @@
 
 /* Holds renewed per EVAL (Redisson's lockWatchdogBatchSize). */
 #define RENEW_BATCH 100
+/* Walks of the table for leases that ran out are at least this far apart,
+ * so that many leases ending one by one cost few walks. */
+#define SWEEP_GAP_MS 1000
 
 /*
  * Whether x goes in this round (h->mu held): every watchdog hold (`all`),
- * or one a notice asked to check - a leased one only while its lease lasts
- * (one that ran out stops listening: nothing is left to hear). A watchdog
- * hold whose TTL must have run out without a renewal reaching the server
- * is marked lost instead.
+ * or one a notice asked to check - a leased one only while its lease lasts.
+ * A watchdog hold whose TTL must have run out without a renewal reaching
+ * the server is marked lost instead; a leased hold whose lease ran out
+ * stops listening (nothing is left to hear), asked or not; one still
+ * listening brings *sweep (when to look again) to its lease's end.
  */
-static int in_round(dlock__holds *h, hold *x, int64_t now, int all, lost_event *cb, size_t *ncb)
+static int in_round(dlock__holds *h, hold *x, int64_t now, int all, int64_t *sweep,
+		lost_event *cb, size_t *ncb)
 {
-	int asked = x->check;
+	int asked = x->check, over;
 
-	if (x->lost || !(asked || (all && x->watchdog)))
+	if (x->lost || (x->watchdog && !asked && !all) || (!x->watchdog && x->watch == NULL))
 		return 0;
 	x->check = 0;
 	/* While a release is on its way its answer settles the record. */
-	if (x->releasing != 0 || !(x->expired || dlock__holds_expired(h, x, now)))
-		return 1;
-	if (x->watchdog)
-		dlock__holds_mark_lost(h, x, DLOCK_LOST_UNREACHABLE, cb, ncb);
-	else
+	over = x->releasing == 0 && (x->expired || dlock__holds_expired(h, x, now));
+	if (!x->watchdog && over) {
 		dlock__holds_unwatch(x);
-	return 0;
+		return 0;
+	}
+	if (!x->watchdog) {
+		if (dlock__holds_valid_until(h, x) < *sweep)
+			*sweep = dlock__holds_valid_until(h, x);
+		return asked;
+	}
+	if (over)
+		dlock__holds_mark_lost(h, x, DLOCK_LOST_UNREACHABLE, cb, ncb);
+	return !over;
 }
 
 /* What the renew script reads for x: "-" for a check only, then its form. */
@@ -74,6 +85,8 @@ static void how_of(char how[3], const hold *x)
  * Collect every watched hold (`all`), or only those a notice asked to
  * check, into *out (and room for a loss event each into *cb), and mark lost
  * those whose TTL must have run out without a renewal reaching the server.
+ * The walk also ends the watches of leases that ran out, and says when the
+ * next one ends (h->sweep_due: the job runs then, for that alone).
  * The arrays are sized under the table's lock, so a table that grows
  * meanwhile cannot leave any hold out of the round.
  * Returns how many; -1 when out of memory (try again soon).
@@ -81,6 +94,7 @@ static void how_of(char how[3], const hold *x)
 static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, lost_event **cb,
 		size_t *ncb)
 {
+	int64_t sweep = DLOCK__NEVER;
 	size_t i, n = 0, max;
 	hold *x;
 
@@ -94,7 +108,7 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 	}
 	for (i = 0; i < h->nbuckets; i++) {
 		for (x = h->buckets[i]; x != NULL; x = x->next) {
-			if (!in_round(h, x, now, all, *cb, ncb))
+			if (!in_round(h, x, now, all, &sweep, *cb, ncb))
 				continue;
 			(*out)[n].name = dlock__strndup(x->name, x->name_len);
 			(*out)[n].owner = dlock__strdup(x->owner);
@@ -115,6 +129,10 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 			n++;
 		}
 	}
+	/* Every hold was seen: the next walk at the next lease's end. */
+	if (sweep != DLOCK__NEVER && sweep < now + SWEEP_GAP_MS)
+		sweep = now + SWEEP_GAP_MS;
+	h->sweep_due = sweep;
 	dlock__mutex_unlock(&h->mu);
 	return (ssize_t)n;
 }
@@ -253,7 +271,8 @@ static int64_t next_due(dlock__holds *h, int64_t now, int64_t took, int all, int
 		h->round_due = h->watched == 0 ? DLOCK__NEVER
 					       : (failed ? dlock__now_ms() + period / 4 + 1
 							 : now + period - early);
-	next = h->round_due;
+	/* Or sooner, to drop the watches of leases that ran out. */
+	next = h->round_due < h->sweep_due ? h->round_due : h->sweep_due;
 	dlock__mutex_unlock(&h->mu);
 	return next;
 }

@@ -326,6 +326,33 @@ Test(force_watch_leased, a_lease_that_ran_out_is_not_reported_lost)
 	dl_lost_destroy(&lost);
 }
 
+/* Nothing comes on the channel: the hold stops listening by itself soon
+ * after its lease ends (no subscription left behind by a lease let run out). */
+Test(force_watch_leased, a_leased_hold_stops_listening_when_its_lease_ends)
+{
+	dl_lost lost;
+	dlock_client *c = client_with(1);
+	dlock_lock *l = lock_of(c, "fwl:ends", PLAIN);
+	int64_t taken;
+
+	dl_lost_init(&lost);
+	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
+	taken = rh_now_ms();
+	dl_pass(dlock_lock_lock(l, 1500));
+	await_numsub("redisson_lock__channel:{fwl:ends}", 1);
+	while (numsub("redisson_lock__channel:{fwl:ends}") != 0 && rh_now_ms() < taken + 6000)
+		dl_sleep_ms(20);
+	cr_assert_eq(numsub("redisson_lock__channel:{fwl:ends}"), 0,
+			"still listening 6 s after a 1.5 s lease was taken");
+	cr_assert_geq(rh_now_ms() - taken, 1400, "stopped listening before the lease ended");
+	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST, "the lease ran out");
+	cr_assert_eq(dl_lost_count(&lost), 0, "a lease's end reported lost");
+
+	dlock_lock_free(l);
+	dlock_client_close(c);
+	dl_lost_destroy(&lost);
+}
+
 /* ---- permits ------------------------------------------------------------- */
 
 static void on_permit_lost(dlock_semaphore *s, const char *id, int reason, void *ud)
@@ -406,6 +433,37 @@ Test(force_watch_leased, a_leased_permit_hears_a_force_release)
 Test(force_watch_leased, a_force_release_right_after_the_acquisition_is_heard)
 {
 	leased_permit_hears_a_force_release("fwl:p-early", 0);
+}
+
+/* A leased permit let run out stops listening by itself soon after its
+ * lease ends, with nothing on the channel. */
+Test(force_watch_leased, a_leased_permit_stops_listening_when_its_lease_ends)
+{
+	dlock_semaphore_options o = DLOCK_SEMAPHORE_OPTIONS_INIT;
+	dl_lost lost;
+	holder h;
+	int64_t taken;
+
+	dl_lost_init(&lost);
+	o.kind = DLOCK_SEMAPHORE_EXPIRABLE;
+	h.c = client_with(1);
+	h.s = NULL;
+	dl_pass(dlock_semaphore_new(&h.s, h.c, "fwl:p-ends", &o));
+	dl_pass(dlock_semaphore_set_lost_cb(h.s, on_permit_lost, &lost));
+	dl_pass(dlock_semaphore_try_set_permits(NULL, h.s, 2));
+	taken = rh_now_ms();
+	dl_pass(dlock_semaphore_acquire_permit(h.id, h.s, 0, 1500));
+	await_numsub("redisson_sc:{fwl:p-ends}", 1);
+	while (numsub("redisson_sc:{fwl:p-ends}") != 0 && rh_now_ms() < taken + 6000)
+		dl_sleep_ms(20);
+	cr_assert_eq(numsub("redisson_sc:{fwl:p-ends}"), 0,
+			"still listening 6 s after a 1.5 s lease was taken");
+	cr_assert_geq(rh_now_ms() - taken, 1400, "stopped listening before the lease ended");
+	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST, "the lease ran out");
+	cr_assert_eq(dl_lost_count(&lost), 0, "a lease's end reported lost");
+
+	holder_free(&h);
+	dl_lost_destroy(&lost);
 }
 
 /* The score of the permit (its lease's end, epoch ms) in the timeouts set. */
