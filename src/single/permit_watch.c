@@ -59,8 +59,7 @@ static void ends_fired(dlock__timer *t)
 	dlock_semaphore *s = SEM_OF_JOB(j);
 
 	j->ends_due = DLOCK__NEVER;
-	dlock__permit_watch_update(s);
-	arm_ends(s);
+	dlock__permit_watch_update(s); /* still listening: it asks for the next end */
 }
 
 static void ends_kick(dlock__task *t)
@@ -104,8 +103,9 @@ void dlock__permit_watch_update(dlock_semaphore *s)
 		dlock__holds_unlisten(s->client, &s->listen);
 		s->listening = 0;
 	}
-	want = s->listening;
-	dlock__mutex_unlock(&s->mu);
-	if (want) /* a leased permit may have come: its lease's end */
+	/* A leased permit may have come: its lease's end. Posted under the
+	 * mutex while not freed, so the job's stop takes it off again. */
+	if (s->listening)
 		dlock__loop_post(s->job.loop, &s->job.ends_kick);
+	dlock__mutex_unlock(&s->mu);
 }
