@@ -89,12 +89,14 @@ typedef struct dlock_client_options {
 	 *  credentials, a TLS handshake refused (untrusted certificate, wrong
 	 *  name), a key that is not a lock. */
 	int64_t first_contact_timeout_ms;
-	/** 1: every watchdog hold also listens on its lock's unlock channel and
-	 *  checks itself when a message comes, so a force unlock from anywhere is
-	 *  reported lost (lost callback) within a round trip instead of at the next
-	 *  renewal. Costs one subscription per held lock name, and one renewal of
-	 *  the name's holds per message there (any unlock of it) and per new
-	 *  subscription. Redisson's forceUnlock of a fair lock publishes where no
+	/** 1: every hold (and expirable permit) also listens on its lock's unlock
+	 *  channel and checks itself when a message comes, so a force unlock from
+	 *  anywhere is reported lost (lost callback) within a round trip instead
+	 *  of at the next renewal or, for a fixed lease, not before the release.
+	 *  A watchdog hold is renewed by that check; a fixed lease is only looked
+	 *  at, never extended. Costs one subscription per held lock name, and one
+	 *  call for the name's holds per message there (any unlock of it) and per
+	 *  new subscription. Redisson's forceUnlock of a fair lock publishes where no
 	 *  one listens: that one is found at the next renewal. 0 (default): off. */
 	int watch_force_unlock;
 

@@ -320,6 +320,7 @@ dlock__holds *dlock__holds_of(dlock_client *c)
 				abort();
 			h->client = c;
 			h->round_due = DLOCK__NEVER;
+			h->sweep_due = DLOCK__NEVER;
 			c->ext = h;
 			c->ext_free = holds_free;
 			dlock__reactor_set_job(c->reactor, dlock__watchdog_run,
@@ -354,9 +355,12 @@ void dlock__holds_uncertain(dlock_lock *l, const char *owner)
 }
 
 /*
- * watch_force_unlock: the hold listens on its lock's channel. The node is
- * found outside the table's lock (a cluster's map may be read); the watch
- * is made under it, so a notice that comes at once finds the hold.
+ * watch_force_unlock: the hold listens on its lock's channel, renewed or
+ * leased alike (a message checks a leased hold without extending it, and
+ * the watch ends with the lease: watchdog.c; the notice the subscription
+ * brings sets that up). The node is found outside the table's lock (a cluster's
+ * map may be read); the watch is made under it, so a notice that comes at
+ * once finds the hold.
  */
 static void watch(dlock_lock *l, const char *owner, uint64_t epoch)
 {
@@ -367,7 +371,7 @@ static void watch(dlock_lock *l, const char *owner, uint64_t epoch)
 	if (rx == NULL)
 		return; /* no node known now: the renewals still find a loss */
 	x = lock_find(h, l, owner);
-	if (x != NULL && x->epoch == epoch && x->watchdog && !x->lost && x->watch == NULL) {
+	if (x != NULL && x->epoch == epoch && !x->lost && x->watch == NULL) {
 		/* NULL when out of memory: the renewals still find a loss. */
 		x->watch = dlock__sub_watch(rx, l->channel, l->channel_len, dlock__watchdog_notice, h);
 		x->watch_rx = x->watch != NULL ? rx : NULL;
@@ -436,9 +440,7 @@ int dlock__holds_acquired(dlock_lock *handle, const char *owner, int64_t count, 
 			round_due = h->round_due =
 					dlock__now_ms() + h->client->opts.watchdog_timeout_ms / 3;
 	}
-	if (!x->watchdog)
-		dlock__holds_unwatch(x); /* a fresh leased hold: nothing renews it */
-	watching = x->watchdog && x->watch == NULL && h->client->opts.watch_force_unlock;
+	watching = x->watch == NULL && h->client->opts.watch_force_unlock;
 	epoch = x->epoch;
 	dlock__mutex_unlock(&h->mu);
 	if (round_due != DLOCK__NEVER)
@@ -548,7 +550,7 @@ void dlock__holds_unsure_release(dlock_lock *l, const char *owner)
  * reaching the server, or a leased hold past its lease, is no longer held,
  * however late the background thread runs.
  */
-static int64_t valid_until(const dlock__holds *h, const hold *x)
+int64_t dlock__holds_valid_until(const dlock__holds *h, const hold *x)
 {
 	int64_t ttl = x->watchdog ? h->client->opts.watchdog_timeout_ms : x->lease_ms;
 
@@ -557,7 +559,7 @@ static int64_t valid_until(const dlock__holds *h, const hold *x)
 
 int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now)
 {
-	return now >= valid_until(h, x);
+	return now >= dlock__holds_valid_until(h, x);
 }
 
 int dlock__holds_state(const dlock_lock *l, const char *owner)
@@ -588,7 +590,7 @@ int dlock__holds_validity(const dlock_lock *l, const char *owner, int64_t *ms)
 	if (x != NULL && (x->lost || x->expired))
 		rc = DLOCK_ELOST;
 	else if (x != NULL)
-		*ms = valid_until(h, x) - dlock__now_ms();
+		*ms = dlock__holds_valid_until(h, x) - dlock__now_ms();
 	if (x != NULL && rc == DLOCK_ENOTOWNER)
 		rc = *ms > 0 ? 0 : DLOCK_ELOST;
 	if (*ms < 0)

@@ -36,9 +36,9 @@ typedef struct hold {
 	dlock_lock *handle;
 	dlock__lost_observer observer; /* a MultiLock/RedLock that counts on this hold */
 	void *observer_arg;
-	dlock__sub *watch; /* watch_force_unlock: listening on the lock's channel */
+	dlock__sub *watch; /* watch_force_unlock: listening on the lock's channel (leased too) */
 	dlock__reactor *watch_rx;
-	int check; /* a message came there: renew it now, out of turn */
+	int check; /* a message came there: renew it now, out of turn (a leased one: check it) */
 	dlock__hold_watch *watchers; /* told once how the hold ends (watch_op.c) */
 	int indexed;                 /* in its handle's list (the table's handle index) */
 	struct hold *hprev, *hnext;  /* its handle's holds */
@@ -62,6 +62,7 @@ struct dlock__holds {
 	size_t watched; /* holds with watchdog and not lost */
 	uint64_t next_epoch;
 	int64_t round_due; /* the watchdog's next round of every hold (DLOCK__NEVER: none) */
+	int64_t sweep_due; /* a watching leased hold's lease ends: stop its watch then */
 	handle_entry **handles; /* the handle index: handle -> its holds */
 	size_t nhandle_buckets, nhandles;
 	size_t unindexed; /* holds whose handle the index lacks (out of memory) */
@@ -84,7 +85,9 @@ typedef struct renewal {
 	char *name;
 	size_t name_len;
 	char *owner;
-	char form[2]; /* the hold's dlock__lock_form, as the renew script reads it */
+	char form;   /* the hold's dlock__lock_form */
+	int check;   /* a leased hold a message asked to check: the lease is not extended */
+	char how[3]; /* what the renew script reads: the form, after "-" for a check */
 	uint64_t epoch;
 	unsigned slot; /* the name's cluster slot: one EVAL's keys share one */
 } renewal;
@@ -94,6 +97,8 @@ hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, cons
 		char form);
 /* Whether the key may have expired by now without a renewal (h->mu held). */
 int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now);
+/* From when it may have: the last confirmed renewal plus the TTL, less drift (h->mu held). */
+int64_t dlock__holds_valid_until(const dlock__holds *h, const hold *x);
 /* Mark a hold lost (h->mu held), remembering it in ev[*nev] for its callbacks. */
 void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev);
 /* Run the callbacks of the losses in ev (h->mu not held) and free their owners. */

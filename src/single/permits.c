@@ -16,7 +16,10 @@
  * back) does not make it held again; the next run of the job tells the
  * loss instead, and the permit comes back on the server when the lease it
  * has there ends. Freeing the handle stops the job; its permits then come
- * back when their leases pass.
+ * back when their leases pass. With watch_force_unlock, a message on the
+ * channel (permit_watch.c) runs the job at once, and that run also checks
+ * the permits with a fixed lease, extending nothing: one the server no
+ * longer has before its lease ends is lost the same way.
  */
 #include <stdio.h>
 #include <string.h>
@@ -131,6 +134,7 @@ static void job_stop_here(dlock__permit_job *j)
 	dlock__timer_stop(j->loop, &j->timer);
 	dlock__loop_unpost(j->loop, &j->kick);
 	dlock__loop_unpost(j->loop, &j->now);
+	dlock__permit_watch_stop_here(s);
 	if (j->running) {
 		dlock__mux_loop_end(&j->ml);
 		dlock__mux_clear(&j->mop, 1);
@@ -156,6 +160,7 @@ static void now_task(dlock__task *t)
 
 	if (j->stopped)
 		return;
+	j->heard = 1;
 	if (j->running) {
 		j->again = 1;
 		return;
@@ -175,6 +180,7 @@ void dlock__permit_job_init(dlock_semaphore *s)
 	dlock__task_init(&s->job.kick, kick);
 	dlock__task_init(&s->job.stop, stop_task);
 	dlock__task_init(&s->job.now, now_task);
+	dlock__permit_watch_init(s);
 }
 
 void dlock__permit_job_stop(dlock_semaphore *s)
@@ -254,10 +260,9 @@ int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char ra
 		post = 1;
 	}
 	dlock__mutex_unlock(&s->mu);
-	if (post) {
+	if (post)
 		dlock__loop_post(s->job.loop, &s->job.kick);
-		dlock__permit_watch_update(s);
-	}
+	dlock__permit_watch_update(s); /* a leased permit listens too */
 	return 0;
 }
 
@@ -272,10 +277,27 @@ static dlock__permit **find(dlock_semaphore *s, const char *id)
 	return NULL;
 }
 
+int64_t dlock__permit_lease_end(const dlock__permit *p)
+{
+	return p->confirmed_at + p->lease_ms - p->lease_ms / 100 - 2;
+}
+
 /* s->mu held: the permit's lease has surely passed since its last confirmed renewal. */
 static int expired(const dlock__permit *p, int64_t now)
 {
-	return now - p->confirmed_at >= p->lease_ms - p->lease_ms / 100 - 2;
+	return now >= dlock__permit_lease_end(p);
+}
+
+int dlock__permit_listens(const dlock__permit *p, int64_t now)
+{
+	return p->lost == 0 && (p->renewed || (!p->expired && !expired(p, now)));
+}
+
+/* s->mu held: whether p goes in this run of the job - every renewed permit
+ * held, and when a message came (`heard`) the leased ones held too. */
+static int in_run(const dlock__permit *p, int heard, int64_t now)
+{
+	return p->lost == 0 && (p->renewed || (heard && dlock__permit_listens(p, now)));
 }
 
 int dlock__permit_forget(dlock_semaphore *s, const char *id)
@@ -408,6 +430,37 @@ static void rearm(dlock__permit_job *j, int64_t due)
 		j->armed = 1;
 }
 
+/* The run's answer for p: 1 held (renewed), 0 gone, -1 not in it or none. */
+static int answer_for(const dlock__permit_job *j, const redisReply *r, const dlock__permit *p)
+{
+	const unsigned char *raw = (const unsigned char *)j->mem + 24;
+	size_t i;
+
+	for (i = 0; i < j->nids; i++)
+		if (memcmp(p->raw, raw + i * 40, 16) == 0)
+			return r->element[i]->type == REDIS_REPLY_INTEGER &&
+					r->element[i]->integer == 1;
+	return -1;
+}
+
+/* s->mu held: apply the run's answer `said` to p, and `now`'s verdict on
+ * its lease. A leased permit was only checked: held changes nothing, and
+ * its lease running out is its end, not a loss. */
+static void apply_answer(dlock__permit *p, int said, const dlock__permit_job *j, int64_t now)
+{
+	if (!p->renewed) {
+		if (said == 0 && !p->expired && !expired(p, now))
+			p->lost = DLOCK_LOST_GONE;
+		return;
+	}
+	if (said == 1 && !p->expired)
+		p->confirmed_at = j->sent_at;
+	else if (said == 0 && !p->expired)
+		p->lost = DLOCK_LOST_GONE;
+	if (p->lost == 0 && (p->expired || expired(p, now)))
+		p->lost = DLOCK_LOST_UNREACHABLE;
+}
+
 static void job_done(dlock__mux_loop *ml)
 {
 	dlock__permit_job *j = (dlock__permit_job *)((char *)ml - offsetof(dlock__permit_job, ml));
@@ -415,10 +468,9 @@ static void job_done(dlock__mux_loop *ml)
 	redisReply *r = j->mop.reply;
 	int ok = j->mop.rc == 0 && r != NULL && r->type == REDIS_REPLY_ARRAY &&
 		 r->elements == j->nids;
-	const unsigned char *raw = (const unsigned char *)j->mem + 24;
 	int64_t now = dlock__now_ms();
 	lost_note *notes = NULL;
-	size_t nnotes = 0, i, left = 0, cap = 0;
+	size_t nnotes = 0, left = 0, cap = 0;
 	uint64_t renewed = 0;
 	dlock__permit *p;
 
@@ -428,20 +480,13 @@ static void job_done(dlock__mux_loop *ml)
 		cap++;
 	notes = dlock__calloc(cap + 1, sizeof(*notes)); /* NULL: the losses are still recorded */
 	for (p = s->permits; p != NULL; p = p->next) {
-		if (!p->renewed || p->lost)
+		int said;
+
+		if (p->lost)
 			continue;
-		for (i = 0; ok && !p->expired && i < j->nids; i++) {
-			if (memcmp(p->raw, raw + i * 40, 16) != 0)
-				continue;
-			if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1) {
-				p->confirmed_at = j->sent_at;
-				renewed++;
-			} else
-				p->lost = DLOCK_LOST_GONE;
-			break;
-		}
-		if (p->lost == 0 && (p->expired || expired(p, now)))
-			p->lost = DLOCK_LOST_UNREACHABLE;
+		said = ok ? answer_for(j, r, p) : -1;
+		renewed += p->renewed && said == 1 && !p->expired;
+		apply_answer(p, said, j, now);
 		if (p->lost != 0 && p->counted) {
 			p->counted = 0;
 			dlock__stat_lost(s->client, s->name, p->id, p->lost, now - p->since);
@@ -450,7 +495,7 @@ static void job_done(dlock__mux_loop *ml)
 			memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
 			notes[nnotes++].reason = p->lost;
 		}
-		left += p->lost == 0;
+		left += p->renewed && p->lost == 0;
 	}
 	dlock__mutex_unlock(&s->mu);
 	if (ok)
@@ -464,11 +509,12 @@ static void job_done(dlock__mux_loop *ml)
 	dlock__mux_loop_end(ml);
 	dlock__mux_clear(&j->mop, 1);
 	free_round(j);
-	if (left > 0)
+	/* Again: a message came meanwhile (maybe about a leased permit). */
+	if (left > 0 || j->again)
 		rearm(j, j->again ? now : now + (ok ? period(s) : retry_in(s)));
 	j->again = 0;
-	if (nnotes > 0 || left == 0)
-		dlock__permit_watch_update(s); /* a lost permit listens no more */
+	/* A lost permit, or a leased one whose lease ran out, listens no more. */
+	dlock__permit_watch_update(s);
 	/* Last: the callback may free the handle. */
 	tell(s, notes, nnotes);
 	dlock__free(notes);
@@ -488,27 +534,26 @@ static void job_run(dlock__timer *t)
 	lost_note *notes = NULL;
 	size_t n = 0, k, nnotes = 0, cap = 0;
 	dlock__permit *p;
+	int heard = j->heard;
 	char *m;
 
 	j->armed = 0;
 	if (j->stopped || j->running)
 		return;
+	j->heard = 0;
 	dlock__mutex_lock(&s->mu);
 	for (p = s->permits; p != NULL; p = p->next)
 		cap++;
 	notes = dlock__calloc(cap + 1, sizeof(*notes)); /* NULL: the losses are still recorded */
 	for (p = s->permits; p != NULL; p = p->next) {
-		if (!p->renewed || p->lost != 0)
-			continue;
-		if (p->expired || expired(p, now)) {
+		if (p->renewed && p->lost == 0 && (p->expired || expired(p, now))) {
 			p->lost = DLOCK_LOST_UNREACHABLE;
 			if (notes != NULL) {
 				memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
 				notes[nnotes++].reason = p->lost;
 			}
-			continue;
 		}
-		n++;
+		n += in_run(p, heard, now);
 	}
 	if (n == 0 || s->freed) {
 		dlock__mutex_unlock(&s->mu);
@@ -520,6 +565,7 @@ static void job_run(dlock__timer *t)
 	if (j->argv == NULL || j->lens == NULL || j->mem == NULL) {
 		dlock__mutex_unlock(&s->mu);
 		free_round(j);
+		j->heard = heard; /* the check is still owed */
 		rearm(j, dlock__now_ms() + retry_in(s));
 		goto out;
 	}
@@ -533,14 +579,15 @@ static void job_run(dlock__timer *t)
 	j->lens[3] = dlock__fmt_i64(j->mem, dlock__wall_ms());
 	k = 0;
 	for (p = s->permits; p != NULL; p = p->next) {
-		if (!p->renewed || p->lost != 0)
+		if (!in_run(p, heard, now))
 			continue;
 		m = j->mem + 24 + 40 * k;
 		memcpy(m, p->raw, 16);
 		j->argv[4 + 2 * k] = m;
 		j->lens[4 + 2 * k] = 16;
+		/* A leased permit is only checked: "" extends nothing. */
 		j->argv[5 + 2 * k] = m + 16;
-		j->lens[5 + 2 * k] = dlock__permit_deadline(m + 16, p->lease_ms);
+		j->lens[5 + 2 * k] = p->renewed ? dlock__permit_deadline(m + 16, p->lease_ms) : 0;
 		k++;
 	}
 	dlock__mutex_unlock(&s->mu);
@@ -558,6 +605,7 @@ static void job_run(dlock__timer *t)
 	j->ml.urgent = 1; /* ahead of the operations waiting for a connection */
 	if (dlock__mux_loop_begin(&j->ml, j->loop, &j->mop, 1, NULL, NULL, job_done) < 0) {
 		free_round(j);
+		j->heard = heard;
 		rearm(j, dlock__now_ms() + retry_in(s));
 		goto out;
 	}

@@ -182,6 +182,9 @@ dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 	 * another type (-1) must not fail the renewal of the others. */
 		"  local t = redis.call('type', KEYS[i]).ok; "
 		"  local form = ARGV[n + i + 1] or ''; "
+		/* "-" first: a leased hold's check, which extends nothing. */
+		"  local check = string.sub(form, 1, 1) == '-'; "
+		"  if check then form = string.sub(form, 2); end; "
 		"  local field = ARGV[i + 1]; "
 		"  if form == 'w' then field = field .. ':write'; end; "
 		"  local c = false; "
@@ -191,6 +194,8 @@ dlock__script dlock__script_renew = DLOCK__SCRIPT("renew",
 		/* Gone (0), or held by others now (2: a brain split, dlock/stats.h). */
 		"  elseif c == false then "
 		"    if t == 'hash' then r[i] = 2; else r[i] = 0; end; "
+		"  elseif check then "
+		"    r[i] = 1; "
 		"  elseif form == '' then "
 		"    redis.call('pexpire', KEYS[i], ttl); "
 		"    r[i] = 1; "

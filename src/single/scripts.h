@@ -211,8 +211,9 @@ extern dlock__script dlock__script_force_release;
  * Watchdog renewal of many holds on one server. KEYS: names. ARGV: ttl ms,
  * then one owner per key, then one form per key (dlock__lock_form: "" by
  * the owner's field, "w" a write hold, "r" a read hold with its timeout
- * keys). Reply: array of 1 (renewed) / 0 (hold gone) / -1 (the key now
- * holds a value that is not a lock).
+ * keys), after a "-" for a hold only to check (a fixed lease: nothing is
+ * extended). Reply: array of 1 (renewed, or held) / 0 (hold gone) / -1 (the
+ * key now holds a value that is not a lock).
  */
 extern dlock__script dlock__script_renew;
 

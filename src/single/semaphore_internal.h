@@ -47,6 +47,10 @@ typedef struct dlock__permit_job {
 	dlock__timer timer;
 	dlock__task kick, stop;
 	dlock__task now; /* a message on the channel: renew at once (watch_force_unlock) */
+	int heard;       /* one came: the next run checks the leased permits too */
+	dlock__timer ends;     /* a listening leased permit's lease ends (permit_watch.c) */
+	dlock__task ends_kick; /* a leased permit listens: arm `ends` for it */
+	int64_t ends_due;      /* when `ends` is armed for (the loop's); DLOCK__NEVER: not */
 	int again;       /* one came while a renewal was under way: another after it */
 	dlock__mux_loop ml;
 	dlock__mux_op mop;
@@ -137,9 +141,22 @@ void dlock__permit_job_stop(dlock_semaphore *s);
 /* Free the records. */
 void dlock__permits_free(dlock_semaphore *s);
 
-/* Listen on the channel while a renewed permit is held and the client
- * watches for force unlocks, else not (s->mu not held; permit_watch.c). */
+/* Listen on the channel while a permit is held (renewed, or leased and
+ * its lease lasts) and the client watches for force unlocks, else not
+ * (s->mu not held; permit_watch.c). */
 void dlock__permit_watch_update(dlock_semaphore *s);
+
+/* Whether a message on the channel is worth a look for p (s->mu held):
+ * held, renewed or its lease not yet run out. */
+int dlock__permit_listens(const dlock__permit *p, int64_t now);
+
+/* From when p's lease may have run out on the server (its last confirmed
+ * renewal or acquire plus the lease, less drift). */
+int64_t dlock__permit_lease_end(const dlock__permit *p);
+
+/* Set up the lease-end timer (permit_watch.c); end it, on the loop. */
+void dlock__permit_watch_init(dlock_semaphore *s);
+void dlock__permit_watch_stop_here(dlock_semaphore *s);
 
 /* A message came on the channel: renew the permits now (permits.c). */
 void dlock__permit_renew_now(dlock_semaphore *s);

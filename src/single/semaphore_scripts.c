@@ -161,15 +161,16 @@ dlock__script dlock__script_permit_release = DLOCK__SCRIPT("permit-release",
 
 /*
  * Renew permits (Redisson's updateLeaseTime, many at once). KEYS: count,
- * timeouts, channel. ARGV: now, then pairs of id and new lease end.
- * Expired permits come back first. Reply: per id 1 renewed, 0 gone.
+ * timeouts, channel. ARGV: now, then pairs of id and new lease end, or ""
+ * to check a permit with a fixed lease, which extends nothing. Expired
+ * permits come back first. Reply: per id 1 renewed (or held), 0 gone.
  */
 dlock__script dlock__script_permit_renew = DLOCK__SCRIPT("permit-renew",
 		RECLAIM("2", "3", "1", "-1")
 		"local out = {}; "
 		"for i = 2, #ARGV, 2 do "
 		"  if redis.call('zscore', KEYS[2], ARGV[i]) ~= false then "
-		"    redis.call('zadd', KEYS[2], ARGV[i + 1], ARGV[i]); "
+		"    if ARGV[i + 1] ~= '' then redis.call('zadd', KEYS[2], ARGV[i + 1], ARGV[i]); end; "
 		"    table.insert(out, 1); "
 		"  else "
 		"    table.insert(out, 0); "

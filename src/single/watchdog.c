@@ -10,6 +10,10 @@
  * message there (anyone's unlock, a force unlock included) asks for a
  * renewal of that hold at once, out of turn, which finds a deleted key
  * as a round would - within a round trip instead of up to a period later.
+ * A hold with a fixed lease listens too, and is checked the same way, in
+ * the same EVAL, but only checked: its lease is what the caller asked for,
+ * and a message (anyone's unlock, a stray PUBLISH) must not extend it. A
+ * lease that ran out is not a loss: such a hold is no longer checked.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -31,11 +35,58 @@
 
 /* Holds renewed per EVAL (Redisson's lockWatchdogBatchSize). */
 #define RENEW_BATCH 100
+/* Walks of the table for leases that ran out are at least this far apart,
+ * so that many leases ending one by one cost few walks. */
+#define SWEEP_GAP_MS 1000
+
+/*
+ * Whether x goes in this round (h->mu held): every watchdog hold (`all`),
+ * or one a notice asked to check - a leased one only while its lease lasts.
+ * A watchdog hold whose TTL must have run out without a renewal reaching
+ * the server is marked lost instead; a leased hold whose lease ran out
+ * stops listening (nothing is left to hear), asked or not; one still
+ * listening brings *sweep (when to look again) to its lease's end.
+ */
+static int in_round(dlock__holds *h, hold *x, int64_t now, int all, int64_t *sweep,
+		lost_event *cb, size_t *ncb)
+{
+	int asked = x->check, over;
+
+	if (x->lost || (x->watchdog && !asked && !all) || (!x->watchdog && x->watch == NULL))
+		return 0;
+	x->check = 0;
+	/* While a release is on its way its answer settles the record. */
+	over = x->releasing == 0 && (x->expired || dlock__holds_expired(h, x, now));
+	if (!x->watchdog && over) {
+		dlock__holds_unwatch(x);
+		return 0;
+	}
+	if (!x->watchdog) {
+		if (dlock__holds_valid_until(h, x) < *sweep)
+			*sweep = dlock__holds_valid_until(h, x);
+		return asked;
+	}
+	if (over)
+		dlock__holds_mark_lost(h, x, DLOCK_LOST_UNREACHABLE, cb, ncb);
+	return !over;
+}
+
+/* What the renew script reads for x: "-" for a check only, then its form. */
+static void how_of(char how[3], const hold *x)
+{
+	if (!x->watchdog)
+		*how++ = '-';
+	if (x->form != 0)
+		*how++ = x->form;
+	*how = 0;
+}
 
 /*
  * Collect every watched hold (`all`), or only those a notice asked to
  * check, into *out (and room for a loss event each into *cb), and mark lost
  * those whose TTL must have run out without a renewal reaching the server.
+ * The walk also ends the watches of leases that ran out, and says when the
+ * next one ends (h->sweep_due: the job runs then, for that alone).
  * The arrays are sized under the table's lock, so a table that grows
  * meanwhile cannot leave any hold out of the round.
  * Returns how many; -1 when out of memory (try again soon).
@@ -43,6 +94,7 @@
 static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, lost_event **cb,
 		size_t *ncb)
 {
+	int64_t sweep = DLOCK__NEVER;
 	size_t i, n = 0, max;
 	hold *x;
 
@@ -56,14 +108,8 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 	}
 	for (i = 0; i < h->nbuckets; i++) {
 		for (x = h->buckets[i]; x != NULL; x = x->next) {
-			if (!x->watchdog || x->lost || !(all || x->check))
+			if (!in_round(h, x, now, all, &sweep, *cb, ncb))
 				continue;
-			x->check = 0;
-			/* While a release is on its way its answer settles the record. */
-			if (x->releasing == 0 && (x->expired || dlock__holds_expired(h, x, now))) {
-				dlock__holds_mark_lost(h, x, DLOCK_LOST_UNREACHABLE, *cb, ncb);
-				continue;
-			}
 			(*out)[n].name = dlock__strndup(x->name, x->name_len);
 			(*out)[n].owner = dlock__strdup(x->owner);
 			if ((*out)[n].name == NULL || (*out)[n].owner == NULL) {
@@ -72,7 +118,9 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 				continue; /* try again next turn */
 			}
 			(*out)[n].name_len = x->name_len;
-			(*out)[n].form[0] = x->form;
+			(*out)[n].form = x->form;
+			(*out)[n].check = !x->watchdog;
+			how_of((*out)[n].how, x);
 			(*out)[n].epoch = x->epoch;
 			/* Only a cluster splits batches by slot: elsewhere one slot for all. */
 			(*out)[n].slot = h->client->node.cluster != NULL
@@ -81,6 +129,10 @@ static ssize_t collect(dlock__holds *h, int64_t now, int all, renewal **out, los
 			n++;
 		}
 	}
+	/* Every hold was seen: the next walk at the next lease's end. */
+	if (sweep != DLOCK__NEVER && sweep < now + SWEEP_GAP_MS)
+		sweep = now + SWEEP_GAP_MS;
+	h->sweep_due = sweep;
 	dlock__mutex_unlock(&h->mu);
 	return (ssize_t)n;
 }
@@ -165,7 +217,7 @@ static int batch_answered(struct dlock__renewing *rd, size_t j)
 	}
 	for (i = 0; i < k; i++) {
 		renewal *w = &rd->batch[rd->first[j] + i];
-		hold *x = dlock__holds_find(h, w->name, w->name_len, w->owner, w->form[0]);
+		hold *x = dlock__holds_find(h, w->name, w->name_len, w->owner, w->form);
 		const redisReply *e = r->element[i];
 
 		if (x == NULL || x->epoch != w->epoch || x->lost || x->expired)
@@ -174,12 +226,18 @@ static int batch_answered(struct dlock__renewing *rd, size_t j)
 		if (x->watch != NULL && x->watch_rx != op->client->reactor)
 			dlock__holds_rewatch(h, x, op->client->reactor);
 		if (e->type == REDIS_REPLY_INTEGER && e->integer == 1) {
-			x->confirmed_at = rd->sent_at;
-			renewed++;
+			if (!w->check) { /* a check extended nothing */
+				x->confirmed_at = rd->sent_at;
+				renewed++;
+			}
 			continue;
 		}
 		if (x->releasing != 0)
 			continue; /* the release may have run first */
+		/* A leased hold found gone as its lease ran out: the end it was
+		 * taken for, not a loss. */
+		if (w->check && dlock__holds_expired(h, x, dlock__now_ms()))
+			continue;
 		/* Our field gone, the key held by others: two owners believed it theirs. */
 		if (e->type == REDIS_REPLY_INTEGER && e->integer == 2)
 			dlock__stat_brain_split(h->client, x->name, op->client->node.label, x->owner);
@@ -213,7 +271,8 @@ static int64_t next_due(dlock__holds *h, int64_t now, int64_t took, int all, int
 		h->round_due = h->watched == 0 ? DLOCK__NEVER
 					       : (failed ? dlock__now_ms() + period / 4 + 1
 							 : now + period - early);
-	next = h->round_due;
+	/* Or sooner, to drop the watches of leases that ran out. */
+	next = h->round_due < h->sweep_due ? h->round_due : h->sweep_due;
 	dlock__mutex_unlock(&h->mu);
 	return next;
 }
@@ -277,8 +336,8 @@ static int round_build(struct dlock__renewing *rd)
 			lens[m] = rd->batch[i + m].name_len;
 			argv[k + 1 + m] = rd->batch[i + m].owner;
 			lens[k + 1 + m] = strlen(rd->batch[i + m].owner);
-			argv[2 * k + 1 + m] = rd->batch[i + m].form;
-			lens[2 * k + 1 + m] = strlen(rd->batch[i + m].form);
+			argv[2 * k + 1 + m] = rd->batch[i + m].how;
+			lens[2 * k + 1 + m] = strlen(rd->batch[i + m].how);
 		}
 		argv[k] = rd->ttl;
 		lens[k] = strlen(rd->ttl);

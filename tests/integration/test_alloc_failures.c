@@ -201,6 +201,7 @@ typedef struct lock_ctx {
 	int64_t wait, lease; /* the acquire's */
 	int reentrant;       /* unlock: taken twice first */
 	const char *label;   /* the client's (a registration rides along) */
+	int watch;           /* the client's watch_force_unlock: holds listen on their channel */
 	int64_t token, last_token;
 	int64_t t0, t1; /* the waiting try's start and end */
 	dlock_client *c;
@@ -227,6 +228,7 @@ static void lock_setup(void *arg)
 	o.connect_timeout_ms = o.command_timeout_ms = 1000;
 	o.watchdog_timeout_ms = WATCHDOG_MS;
 	o.label = x->label;
+	o.watch_force_unlock = x->watch;
 	x->c = dl_client_opts(uris[0], &o);
 	x->l = make_lock(x);
 	cr_assert_not_null(x->l, "%s", dlock_errmsg_last());
@@ -342,13 +344,17 @@ Test(alloc_failures, lock_try_and_lock, .timeout = 120)
 		{ "lock_lock(lease)", DLOCK_WAIT_FOREVER, 10000 },
 		{ "lock_lock(watchdog)", DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG },
 		{ "lock_try(0, watchdog) labelled", 0, DLOCK_LEASE_WATCHDOG },
+		/* Every hold listens for a force unlock, a leased one too. */
+		{ "lock_try(0, lease) watching", 0, 10000 },
+		{ "lock_try(0, watchdog) watching", 0, DLOCK_LEASE_WATCHDOG },
 	};
 	dl_torture t = { NULL, lock_setup, acquire_run, acquire_check, lock_teardown, lock_errmsg };
 
 	start_servers(1);
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		lock_ctx x = { .name = "af:acquire", .wait = ops[i].wait, .lease = ops[i].lease,
-			.label = strstr(ops[i].op, "labelled") != NULL ? "torture" : NULL };
+			.label = strstr(ops[i].op, "labelled") != NULL ? "torture" : NULL,
+			.watch = strstr(ops[i].op, "watching") != NULL };
 
 		t.op = ops[i].op;
 		dl_torture_run(&t, &x);

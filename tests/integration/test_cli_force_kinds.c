@@ -6,7 +6,8 @@
  * holder hears it at once: the
  * job is stopped and dlock exits 70 within HEARD_MS, and the next taker
  * (-w 0) finds the job gone. The watchdog is 30 s, so a renewal (every
- * 10 s) is never what finds the loss within that bound.
+ * 10 s) is never what finds the loss within that bound; a fixed lease
+ * (-l 20s) is not renewed at all, and is heard the same.
  */
 #include <criterion/criterion.h>
 
@@ -50,23 +51,41 @@ static void expect_stopped(proc *p, int64_t unlocked)
 	cr_expect(strstr(p->err, "lost") != NULL, "%s", p->err);
 }
 
-/* A second taker (`kind` -w 0) gets name, and its command finds the first
- * job's process gone. */
+/* A second taker (`kind` -w 0; NULL: a plain lock) gets name, and its
+ * command finds the first job's process gone. */
 static void next_taker_finds_the_job_gone(const char *kind, const char *name, long child)
 {
+	const char *args[16];
 	char check[128];
+	size_t n = 0;
 	proc *p;
 
 	snprintf(check, sizeof check, "if kill -0 %ld 2>/dev/null; then exit 9; fi", child);
-	p = DLOCK("-n", rh_server_uri(dl_srv), "--timeout", TMO, "run", kind, "-w", "0", name, "--",
-			"sh", "-c", check);
+	args[n++] = "-n";
+	args[n++] = rh_server_uri(dl_srv);
+	args[n++] = "--timeout";
+	args[n++] = TMO;
+	args[n++] = "run";
+	if (kind != NULL)
+		args[n++] = kind;
+	args[n++] = "-w";
+	args[n++] = "0";
+	args[n++] = name;
+	args[n++] = "--";
+	args[n++] = "sh";
+	args[n++] = "-c";
+	args[n++] = check;
+	args[n] = NULL;
+	p = dlock_env(NULL, args);
 	EXPECT_STATUS(p, 0);
 	proc_free(p);
 }
 
-/* `run <kind...> name -- <job>`, force-unlocked while the job sleeps. */
+/* `run <kind...> name -- <job>`, force-unlocked while the job sleeps
+ * (`kind` starts with -c for a permit). */
 static void forced_run(const char *const *kind, const char *taker, const char *name)
 {
+	int permit = strcmp(kind[0], "-c") == 0;
 	const char *uri = rh_server_uri(dl_srv);
 	const char *args[16];
 	size_t n = 0, i;
@@ -91,10 +110,9 @@ static void forced_run(const char *const *kind, const char *taker, const char *n
 	run = dlock_bg(args);
 	j.child = wait_for_pidfile(j.pidfile, 5000);
 	cr_assert_gt(j.child, 0, "the command did not start: %s", run->err);
-	unlocked = force_unlock(name, kind[0][1] == 'c' ? "gave back the taken permits of semaphore"
-						       : "deleted");
+	unlocked = force_unlock(name, permit ? "gave back the taken permits of semaphore" : "deleted");
 	expect_stopped(run, unlocked);
-	cr_expect(strstr(run->err, kind[0][1] == 'c' ? "permit" : "lock") != NULL, "%s", run->err);
+	cr_expect(strstr(run->err, permit ? "permit" : "lock") != NULL, "%s", run->err);
 	cr_expect(gone_within((pid_t)j.child, 0), "the job (pid %ld) outlived dlock", j.child);
 	EXPECT_ONE_LINE_ERR(run);
 	next_taker_finds_the_job_gone(taker, name, j.child);
@@ -121,33 +139,78 @@ Test(cli_force_kinds, run_c_is_stopped_by_a_force_unlock)
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS {fk-run-c}:timeout"), 0, "a permit left taken");
 }
 
-/* `hold <kind> name`, force-unlocked while it holds: it exits 70 (a script
- * waiting on it learns the lock is gone) and the next taker gets in. */
-static void forced_hold(const char *kind, const char *name)
+/* `hold <kind...> name`, force-unlocked while it holds: it exits 70 (a
+ * script waiting on it learns the lock is gone) and the next taker (`taker`)
+ * gets in. */
+static void forced_hold(const char *const *kind, const char *taker, const char *name)
 {
+	const char *args[16];
+	size_t n = 0, i;
 	int fds[2];
 	proc *p;
 	int64_t unlocked;
 
+	args[n++] = "-n";
+	args[n++] = rh_server_uri(dl_srv);
+	args[n++] = "--timeout";
+	args[n++] = TMO;
+	args[n++] = "hold";
+	for (i = 0; kind[i] != NULL; i++)
+		args[n++] = kind[i];
+	args[n++] = name;
+	args[n] = NULL;
 	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
 	g_stdin_fd = fds[0];
-	p = dlock_bg(ARGS("-n", rh_server_uri(dl_srv), "--timeout", TMO, "hold", kind, name));
+	p = dlock_bg(args);
 	g_stdin_fd = -1;
 	close(fds[0]);
 	cr_assert_eq(proc_wait_lines(p, 1, 5000), 0, "`%s` printed no owner: %s", p->desc, p->err);
 	unlocked = force_unlock(name, "deleted");
 	expect_stopped(p, unlocked);
-	next_taker_finds_the_job_gone("-x", name, (long)p->pid);
+	next_taker_finds_the_job_gone(taker, name, (long)p->pid);
 	close(fds[1]);
 	proc_free(p);
 }
 
 Test(cli_force_kinds, hold_x_exits_70_at_a_force_unlock)
 {
-	forced_hold("-x", "fk-hold-x");
+	forced_hold(ARGS("-x"), "-x", "fk-hold-x");
 }
 
 Test(cli_force_kinds, hold_s_exits_70_at_a_force_unlock)
 {
-	forced_hold("-s", "fk-hold-s");
+	forced_hold(ARGS("-s"), "-x", "fk-hold-s");
+}
+
+/* A fixed lease (-l) is not renewed, and its holder hears a force unlock
+ * all the same: stopped within HEARD_MS, not when the 20 s lease ends. */
+Test(cli_force_kinds, run_l_is_stopped_by_a_force_unlock)
+{
+	forced_run(ARGS("-l", "20s"), NULL, "fk-run-l");
+}
+
+Test(cli_force_kinds, run_x_l_is_stopped_by_a_force_unlock)
+{
+	forced_run(ARGS("-x", "-l", "20s"), "-x", "fk-run-x-l");
+}
+
+Test(cli_force_kinds, run_s_l_is_stopped_by_a_force_unlock)
+{
+	forced_run(ARGS("-s", "-l", "20s"), "-x", "fk-run-s-l");
+}
+
+Test(cli_force_kinds, run_c_l_is_stopped_by_a_force_unlock)
+{
+	forced_run(ARGS("-c", "2", "-l", "20s"), "-c2", "fk-run-c-l");
+	cr_expect_eq(rh_command_int(dl_srv, "EXISTS {fk-run-c-l}:timeout"), 0, "a permit left taken");
+}
+
+Test(cli_force_kinds, hold_l_exits_70_at_a_force_unlock)
+{
+	forced_hold(ARGS("-l", "20s"), NULL, "fk-hold-l");
+}
+
+Test(cli_force_kinds, hold_x_l_exits_70_at_a_force_unlock)
+{
+	forced_hold(ARGS("-x", "-l", "20s"), "-x", "fk-hold-x-l");
 }

@@ -161,23 +161,24 @@ Test(cluster, a_waiter_is_woken_by_sharded_pubsub)
 	dl_close_clients(ca, cb);
 }
 
-/* watch_force_unlock on a cluster: the hold listens with SSUBSCRIBE at the
- * node of its slot and hears another client's force unlock within 1 s. */
-Test(cluster, a_force_unlock_is_heard_by_sharded_pubsub)
+/* watch_force_unlock on a cluster: the hold (renewed, or with a fixed
+ * lease) listens with SSUBSCRIBE at the node of its slot and hears another
+ * client's force unlock within 1 s. */
+static void force_unlock_heard_on_a_cluster(const char *name, int64_t lease_ms)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	o.command_timeout_ms = o.connect_timeout_ms = 2000;
 	o.watch_force_unlock = 1;
 	dlock_client *ca = dl_client_opts(rh_cluster_seed_uri(cl), &o);
 	dlock_client *cb = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
-	dlock_lock *a = dl_lock(ca, "forced"), *b = dl_lock(cb, "forced");
+	dlock_lock *a = dl_lock(ca, name), *b = dl_lock(cb, name);
 	dl_lost lost;
 	int deleted = 0;
 
 	dl_lost_init(&lost);
 	dl_pass(dlock_lock_set_lost_cb(a, dl_on_lost, &lost));
-	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
-	await_sharded_subscriber("forced");
+	dl_pass(dlock_lock_lock(a, lease_ms));
+	await_sharded_subscriber(name);
 	int64_t forced_at = rh_now_ms();
 	dl_pass(dlock_lock_force_unlock(&deleted, b));
 	cr_assert_eq(deleted, 1);
@@ -191,6 +192,18 @@ Test(cluster, a_force_unlock_is_heard_by_sharded_pubsub)
 	dl_free_locks(a, b);
 	dl_close_clients(ca, cb);
 	dl_lost_destroy(&lost);
+}
+
+Test(cluster, a_force_unlock_is_heard_by_sharded_pubsub)
+{
+	force_unlock_heard_on_a_cluster("forced", DLOCK_LEASE_WATCHDOG);
+}
+
+/* A 20 s lease is not renewed: without the check a message makes, the loss
+ * would go unheard until the release. */
+Test(cluster, a_force_unlock_of_a_leased_hold_is_heard_by_sharded_pubsub)
+{
+	force_unlock_heard_on_a_cluster("forced-leased", 20000);
 }
 
 Test(cluster, the_watchdog_renews_holds_on_every_shard)
