@@ -57,8 +57,9 @@ typedef struct dlock_countdown_options {
 	/**
 	 * (version 2) 1: dlock_countdown_get_count() and
 	 * dlock_countdown_count_down() report -1 when the latch does not exist
-	 * (never set, a typo'd name, or deleted at zero: the data cannot tell
-	 * which), so a caller can refuse to pass a barrier that is not there.
+	 * (never set, a typo'd name, deleted, or opened - counted down to zero -
+	 * over a day ago: dlock remembers an opening for a day and reports 0
+	 * then), so a caller can refuse to pass a barrier that is not there.
 	 * 0 (default): they report 0 then, as Redisson's getCount().
 	 */
 	int report_missing;
