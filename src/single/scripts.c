@@ -293,6 +293,49 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
 	"end; "
 
 /*
+ * A dead waiter at the head of a free fair lock's queue would keep every
+ * live one behind it out for its whole place time (Redisson's default is
+ * 5 minutes). Every fair waiter, Redisson's and dlock's, listens on its own
+ * channel, "<lock's channel>:<owner>", while it waits; one found with no
+ * listener is noted in dlock's hash `dlock_lock__gone:{name}` (owner ->
+ * server ms first seen so), and dropped once it has stayed so for
+ * FAIR_DEAD_GRACE_MS - a live waiter subscribes a moment after it queues,
+ * so a newcomer is not taken for dead. Up to 8 silent waiters behind the
+ * head are noted in the same pass, so that a row of dead ones goes at once.
+ * Redisson neither reads nor writes the hash. Needs DLOCK__LUA_KIND's
+ * braced() and DLOCK__LUA_LISTENERS.
+ */
+#define FAIR_DEAD_GRACE_MS "1000"
+#define FAIR_DROP_DEAD \
+	"if redis.call('exists', KEYS[1]) == 0 and redis.call('exists', KEYS[2]) == 1 then " \
+	"  local gone = 'dlock_lock__gone:' .. braced(KEYS[1]); " \
+	"  local chan = 'redisson_lock__channel:' .. braced(KEYS[1]) .. ':'; " \
+	"  local t = redis.call('time'); " \
+	"  local now = t[1] * 1000 + math.floor(t[2] / 1000); " \
+	"  local q = redis.call('lrange', KEYS[2], 0, 7); " \
+	"  local dropping = true; " \
+	"  for i = 1, #q do " \
+	"    if q[i] == ARGV[2] or listeners(chan .. q[i]) > 0 then " \
+	"      redis.call('hdel', gone, q[i]); " \
+	"      dropping = false; " \
+	"    else " \
+	"      local seen = tonumber(redis.call('hget', gone, q[i])); " \
+	"      if seen == nil then " \
+	"        redis.call('hset', gone, q[i], now); " \
+	"        dropping = false; " \
+	"      elseif dropping and now - seen >= " FAIR_DEAD_GRACE_MS " then " \
+	"        redis.call('lrem', KEYS[2], 1, q[i]); " \
+	"        redis.call('zrem', KEYS[3], q[i]); " \
+	"        redis.call('hdel', gone, q[i]); " \
+	"      else " \
+	"        dropping = false; " \
+	"      end; " \
+	"    end; " \
+	"  end; " \
+	"  if redis.call('exists', gone) == 1 then redis.call('pexpire', gone, 60000); end; " \
+	"end; "
+
+/*
  * dlock's own mark of a fair wait that has left its queue while an attempt
  * of it was unanswered (single/acquire.c: dlock__fair_exit_prepare): a
  * string key `dlock_lock__left:{name}:<wait id>`, in the lock's slot, that
@@ -323,8 +366,8 @@ dlock__script dlock__script_token_raise = DLOCK__SCRIPT("token-raise",
  * -1000 - the queue's length.
  */
 dlock__script dlock__script_fair_acquire = DLOCK__SCRIPT_HOLDS("fair-acquire",
-		DLOCK__LUA_KIND LOCK_KIND_CHECK FAIR_LEFT_ALREADY FAIR_DROP_EXPIRED(
-				"ARGV[5]") "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
+		DLOCK__LUA_KIND DLOCK__LUA_LISTENERS LOCK_KIND_CHECK FAIR_LEFT_ALREADY FAIR_DROP_EXPIRED(
+				"ARGV[5]") FAIR_DROP_DEAD "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
 					   "    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
 					   "  redis.call('lpop', KEYS[2]); "
 					   "  redis.call('zrem', KEYS[3], ARGV[2]); "

@@ -524,12 +524,17 @@ Test(fairlock, waiter_that_times_out_leaves_the_queue, .timeout = 30)
 
 /* ---- 3. a crashed waiter's place expires after its wait ------------------- */
 
-Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
+Test(fairlock, a_silent_waiters_place_expires, .timeout = 30)
 {
 	const char *name = "fair:ghost";
 	fair_holder f = fair_holder_up(name, 900002, 1000);
 
-	/* "ghost:1" queues through Redisson's script with a 1500 ms wait and never comes back. */
+	/* "ghost:1" queues through Redisson's script with a 1500 ms wait and
+	 * never asks again, though it still listens on its channel (a paused
+	 * process): it keeps its place until the place expires. */
+	char ghost_ch[128];
+	snprintf(ghost_ch, sizeof ghost_ch, "redisson_lock__channel:{%s}:ghost:1", name);
+	redisContext *ghost = dl_subscribe(rh_server_port(srv), ghost_ch);
 	int acquired = 0;
 	int64_t ttl = 0, enq_wall = wall_ms(), enq_mono = rh_now_ms();
 	redisson_acquire(name, "ghost:1", 30000, 1500, enq_wall, &acquired, &ttl);
@@ -574,6 +579,46 @@ Test(fairlock, crashed_waiters_place_expires, .timeout = 30)
 	cr_assert_eq(zset_has(name, "ghost:1"), 0, "the ghost still has a deadline");
 	fwaiter_join(&w, 3000);
 	cr_assert_eq(w.unlock_rc, 0, "waiter unlock: %s", dlock_strerror(w.unlock_rc));
+	redisFree(ghost);
+	fair_holder_down(&f, name);
+}
+
+/*
+ * A waiter that died at the head of the queue (nobody listens on its
+ * channel) keeps a live one behind it out for the grace only (1 s), not
+ * for its place time (Redisson's default, 5 minutes): the next waiter gets
+ * the lock about a second after it was free, and the dead one is gone from
+ * the queue and the deadlines.
+ */
+Test(fairlock, a_dead_waiter_keeps_the_next_out_for_a_second_not_its_place, .timeout = 30)
+{
+	const char *name = "fair:dead";
+	fair_holder f = fair_holder_up(name, 900012, 30000);
+	int acquired = 0;
+	int64_t ttl = 0;
+
+	redisson_acquire(name, "dead:1", 30000, 300000, wall_ms(), &acquired, &ttl);
+	redisson_acquire(name, "dead:2", 30000, 300000, wall_ms(), &acquired, &ttl);
+	cr_assert_eq(queue_pos(name, "dead:2"), 1);
+
+	fwaiter w;
+	fwaiter_start(&w, f.c, f.l, 10000, 30000, 0);
+	await_queue_pos(name, w.owner, 2, 2000);
+	int64_t freed = fair_holder_release(&f);
+
+	fwaiter_await_done(&w, 8000);
+	cr_assert_eq(w.rc, 0, "the live waiter behind two dead ones: %s", dlock_strerror(w.rc));
+	int64_t took = w.returned_ms - freed;
+	cr_assert(took >= 900 && took <= 4000,
+			"the live waiter got the lock %" PRId64 " ms after it was free "
+			"(want about the 1 s grace: 900..4000)",
+			took);
+	cr_assert_eq(queue_pos(name, "dead:1"), -1, "the first dead waiter is still queued");
+	cr_assert_eq(queue_pos(name, "dead:2"), -1, "the second dead waiter is still queued");
+	cr_assert_eq(zset_has(name, "dead:1"), 0, "the dead waiter still has a deadline");
+	fwaiter_join(&w, 3000);
+	cr_assert_eq(w.unlock_rc, 0, "waiter unlock: %s", dlock_strerror(w.unlock_rc));
+	cr_assert_eq(rh_command_int(srv, "DEL dlock_lock__gone:{%s}", name) >= 0, 1);
 	fair_holder_down(&f, name);
 }
 
