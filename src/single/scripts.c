@@ -150,11 +150,13 @@ dlock__script dlock__script_herd_leave = DLOCK__SCRIPT("herd-leave",
  * that frees the lock also drops the dead among their watchers, so that
  * live ones hear it (herd_wake, above). */
 dlock__script dlock__script_release = DLOCK__SCRIPT("release",
-		DLOCK__LUA_KIND LOCK_KIND_CHECK DLOCK__LUA_LISTENERS HERD_FUNCTIONS
+		DLOCK__LUA_KIND DLOCK__LUA_LISTENERS HERD_FUNCTIONS
+		"local c = redis.pcall('hget', KEYS[1], ARGV[3]); "
+		/* Ours (the common case) is a lock: the kind is judged only without a hold. */
+		LOCK_FIELD_CHECK
 		RELEASE_REPEATED("ARGV[3]", "ARGV[4]", "ARGV[5]")
 		/* Not ours: -2 when others hold it now (a brain split if we
 		 * believed we held it: dlock/stats.h), else nil. */
-		"local c = redis.call('hget', KEYS[1], ARGV[3]); "
 		"if c == false then "
 		"  if redis.call('exists', KEYS[1]) == 1 then return -2; end; "
 		"  return nil; "

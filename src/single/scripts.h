@@ -93,7 +93,8 @@
 	"  end; " \
 	"  return t; " \
 	"end; " \
-	"local kind_names = { lock = 'a lock (RLock, fair or fenced)', " \
+	"local function refuse(kind, wanted) " \
+	"  local kind_names = { lock = 'a lock (RLock, fair or fenced)', " \
 	"  rwlock = 'a read-write lock (RReadWriteLock)', " \
 	"  hash = 'a hash of another program (its values are not hold counts)', " \
 	"  semaphore = 'a semaphore with permits taken (RPermitExpirableSemaphore)', " \
@@ -102,7 +103,6 @@
 	"  string = 'a string of another program (another lock library?)', " \
 	"  list = 'a list of another program', set = 'a set of another program', " \
 	"  zset = 'a sorted set of another program', stream = 'a stream of another program' }; " \
-	"local function refuse(kind, wanted) " \
 	"  return redis.error_reply('WRONGTYPE dlock: \"' .. KEYS[1] .. '\" is ' .. " \
 	"    (kind_names[kind] or ('a ' .. kind .. ' of another program')) .. ', not ' .. wanted .. " \
 	"    '; nothing was changed'); " \
