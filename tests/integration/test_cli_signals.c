@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -83,6 +84,49 @@ static void deliver(pid_t pid, int sig)
 		if (!pending(pid, sig) || state_of(pid) == 'Z')
 			return;
 	cr_assert_fail("signal %d to %ld still pending after 5 s", sig, (long)pid);
+}
+
+/* Whether every process of group pgid is stopped. A shell that vforked (dash
+ * does, for each `sleep`) waits for its child's exec in state D, not T, when
+ * the stop caught the child before the exec; it is stopped all the same. */
+static int group_stopped(pid_t pgid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int members = 0, running = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], buf[512], *p;
+		long pgrp = 0;
+		char st = '?';
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(buf, sizeof buf, f) != NULL && (p = strrchr(buf, ')')) != NULL)
+			sscanf(p + 2, "%c %*d %ld", &st, &pgrp);
+		fclose(f);
+		if (pgrp != (long)pgid)
+			continue;
+		members++;
+		if (st != 'T' && st != 't' && st != 'D')
+			running++;
+	}
+	closedir(d);
+	return members > 0 && running == 0;
+}
+
+static void await_group_stopped(pid_t pgid)
+{
+	for (int64_t t0 = rh_now_ms(); rh_now_ms() - t0 < 5000; dl_sleep_ms(5))
+		if (group_stopped(pgid))
+			return;
+	cr_assert_fail("group %ld never stopped (its leader is %c)", (long)pgid, state_of(pgid));
 }
 
 static void await_state(pid_t pid, char want)
@@ -247,7 +291,7 @@ static proc *term_a_stopped_job(const char *before, const char *name, int64_t *t
 	j.child = wait_for_pidfile(j.pidfile, 5000);
 	cr_assert_gt(j.child, 0, "the command did not start");
 	cr_assert_eq(kill(-(pid_t)j.child, SIGSTOP), 0);
-	await_state((pid_t)j.child, 'T');
+	await_group_stopped((pid_t)j.child);
 	await_state(run->pid, 'S'); /* dlock goes on holding */
 	*termed = rh_now_ms();
 	kill(run->pid, SIGTERM);
