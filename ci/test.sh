@@ -3,7 +3,8 @@
 # dlock's test command (the README's, and what .ci/run runs):
 #   1. ci/deps.sh            install missing Debian packages
 #   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci);
-#                            ci/layers.sh first: every include looks down the layers
+#                            ci/layers.sh first: every include looks down the layers;
+#                            ci/seam.sh: the network, clock and randomness only through the seam
 #   3. ctest                 unit, integration, header and Redisson interop tests
 #                            (Maven downloads Redisson into the build folder); then the stress
 #                            programs and soaks beside two CPU hogs (ci/load.sh)
@@ -51,8 +52,9 @@ trap finish EXIT
 section "dependencies (ci/deps.sh)"
 "$root/ci/deps.sh"
 
-section "layers (ci/layers.sh)"
+section "layers and the seam (ci/layers.sh, ci/seam.sh)"
 "$root/ci/layers.sh"
+"$root/ci/seam.sh"
 
 section "configure ($build)"
 cmake -S "$root" -B "$build" -DDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_TLS=ON

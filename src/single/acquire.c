@@ -20,15 +20,6 @@
 #include "single/replies.h"
 #include "single/scripts.h"
 
-/* Fair-lock deadlines are Redisson's data: epoch milliseconds. */
-int64_t dlock__wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t dlock__fair_place_ms(const dlock_lock *l, int64_t wait_ms)
 {
 	return wait_ms > 0 ? wait_ms + l->client->opts.command_timeout_ms : l->fair_wait_ms;

@@ -13,6 +13,7 @@
 #include "dlock/async.h"
 #include "dlock/lock.h"
 #include "dlock/loop.h"
+#include "core/base/time.h" /* dlock__wall_ms: a fair lock's deadlines */
 #include "core/net/script.h"
 
 /*
@@ -140,9 +141,6 @@ int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait
 
 /* The owner is `<this client's uuid>:...`: no other client can hold it. */
 int dlock__owned_by_client(const dlock_client *c, const char *owner);
-
-/* Epoch milliseconds, for a fair lock's deadlines (Redisson's data). */
-int64_t dlock__wall_ms(void);
 
 /* The release of one hold, split the same way. */
 typedef struct dlock__release {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/base/fd_kept.h"
+#include "core/base/sys.h"
 
 /* Descriptors below this are noted (a process's connections are far fewer:
  * 16 KiB of zeroed memory, touched only where used); others are taken out
@@ -50,7 +51,7 @@ void dlock__fd_close(int fd)
 		if (was != 0)
 			epoll_ctl((int)(was >> 3) - 1, EPOLL_CTL_DEL, fd, NULL);
 	}
-	close(fd);
+	dlock__sys_get()->close(fd);
 }
 
 void dlock__fd_forget_set(int epfd)

@@ -2,13 +2,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <uuid/uuid.h>
 
 #include "dlock/client.h"
 #include "core/base/ids.h"
+#include "core/base/sys.h"
 
 static atomic_int cached_pid;
 static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
@@ -31,9 +30,10 @@ pid_t dlock__pid(void)
 }
 
 /* Per-thread xoshiro256** state: request ids need uniqueness, not secrecy,
- * and one getrandom() per thread keeps unlock free of system calls. */
+ * and one seeding per thread keeps unlock free of system calls. */
 static _Thread_local uint64_t rng[4];
 static _Thread_local pid_t rng_pid; /* reseed in a forked child */
+static _Thread_local const dlock__sys *rng_sys; /* and under another seam (a simulator's seed) */
 
 static uint64_t rotl(uint64_t x, int k)
 {
@@ -44,13 +44,11 @@ static uint64_t rng_next(void)
 {
 	uint64_t result, t;
 
-	if (rng_pid != dlock__pid()) {
-		if (getrandom(rng, sizeof(rng), 0) != (ssize_t)sizeof(rng)) {
+	if (rng_pid != dlock__pid() || rng_sys != dlock__sys_get()) {
+		rng_sys = dlock__sys_get();
+		if (rng_sys->random(rng, sizeof(rng)) < 0) {
 			/* No entropy source: the thread id and clock still make ids distinct. */
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			rng[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32);
+			rng[0] = (uint64_t)rng_sys->now_us() ^ ((uint64_t)rng_sys->wall_ms() << 20);
 			rng[1] = dlock_thread_id() * 0x9E3779B97F4A7C15ULL;
 			rng[2] = (uint64_t)getpid() | 1;
 			rng[3] = (uint64_t)(uintptr_t)&rng_pid;
@@ -75,10 +73,26 @@ uint64_t dlock__random(void)
 
 void dlock__uuid(char out[37])
 {
-	uuid_t u;
+	static const char hex[] = "0123456789abcdef";
+	unsigned char u[16];
+	int i, o = 0;
 
-	uuid_generate_random(u);
-	uuid_unparse_lower(u, out);
+	/* A version 4 (random) UUID, as libuuid's uuid_generate_random. */
+	if (dlock__sys_get()->random(u, sizeof(u)) < 0) {
+		uint64_t a = rng_next(), b = rng_next();
+
+		memcpy(u, &a, 8);
+		memcpy(u + 8, &b, 8);
+	}
+	u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
+	u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[u[i] >> 4];
+		out[o++] = hex[u[i] & 15];
+	}
+	out[o] = '\0';
 }
 
 void dlock__request_id(char out[33])

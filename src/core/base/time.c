@@ -2,22 +2,22 @@
 #include <errno.h>
 #include <limits.h>
 
+#include "core/base/sys.h"
 #include "core/base/time.h"
 
 int64_t dlock__now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return dlock__sys_get()->now_us() / 1000;
 }
 
 int64_t dlock__now_us(void)
 {
-	struct timespec ts;
+	return dlock__sys_get()->now_us();
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+int64_t dlock__wall_ms(void)
+{
+	return dlock__sys_get()->wall_ms();
 }
 
 int64_t dlock__deadline_in(int64_t ms)

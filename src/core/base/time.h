@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Internal: every duration in dlock is measured on CLOCK_MONOTONIC. */
+/* Internal: every duration in dlock is measured on CLOCK_MONOTONIC, read
+ * through the seam (core/base/sys.h). */
 #ifndef DLOCK_CORE_TIME_H
 #define DLOCK_CORE_TIME_H
 
@@ -14,6 +15,10 @@ int64_t dlock__now_ms(void);
 
 /* Monotonic microseconds, the same clock (dlock__now_ms() is this / 1000). */
 int64_t dlock__now_us(void);
+
+/* Epoch milliseconds (CLOCK_REALTIME): only where Redisson's data holds
+ * epoch times (a fair queue's places, expirable permits, holder labels). */
+int64_t dlock__wall_ms(void);
 
 /* now + ms, saturating (ms < 0 means never). */
 int64_t dlock__deadline_in(int64_t ms);

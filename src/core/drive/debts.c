@@ -4,6 +4,7 @@
 
 #include "dlock/errors.h"
 #include "core/base/error.h"
+#include "core/base/sys.h"
 #include "core/base/time.h"
 #include "core/drive/client.h"
 #include "core/drive/debts.h"
@@ -33,7 +34,7 @@ int dlock__client_owes(dlock_client *c, const char *key, size_t len, int64_t dea
 	 * until the deadline (a short nap each time, the replies may be on
 	 * connections other threads hold). */
 	while (atomic_load(&c->node.owed) > 0 && dlock__now_ms() < deadline) {
-		poll(NULL, 0, 1);
+		dlock__sys_get()->poll(NULL, 0, 1);
 		dlock__client_drain(c);
 	}
 	if (atomic_load(&c->node.owed) == 0)

@@ -44,14 +44,6 @@ static int64_t period(const dlock__holder *h)
 	return h->client->opts.watchdog_timeout_ms / 3;
 }
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* At most DLOCK__HOLDER_TEXT_MAX bytes of s (not cutting a UTF-8
  * character), control characters (a line break would forge a field) as spaces. */
 static char *clean_copy(const char *s)
@@ -141,7 +133,7 @@ static int claim(dlock__holder *h, int64_t now)
 	} while (!atomic_compare_exchange_weak(&h->written_at, &w, now));
 	/* The key may have expired since: a registration anew. */
 	if (w == 0 || now - w >= h->client->opts.watchdog_timeout_ms)
-		atomic_store(&h->since_ms, wall_ms());
+		atomic_store(&h->since_ms, dlock__wall_ms());
 	return 1;
 }
 

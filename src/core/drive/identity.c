@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/base/sys.h"
 #include "core/drive/client.h"
 #include "core/topology/cluster.h"
 #include "core/base/error.h"
@@ -61,7 +62,7 @@ static struct addrinfo *resolve(const dlock__node *n)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
 	snprintf(port, sizeof(port), "%d", n->port);
-	return getaddrinfo(n->host, port, &hints, &res) == 0 ? res : NULL;
+	return dlock__sys_get()->resolve(n->host, port, &hints, &res) == 0 ? res : NULL;
 }
 
 /* Two TCP nodes share an address once resolved (a name that does not
@@ -84,9 +85,9 @@ static int same_tcp(const dlock__node *x, const dlock__node *y, char *where, siz
 			if ((same = same_sockaddr(a, b)) != 0)
 				addr_text(a, where, len);
 	if (rx != NULL)
-		freeaddrinfo(rx);
+		dlock__sys_get()->resolve_free(rx);
 	if (ry != NULL)
-		freeaddrinfo(ry);
+		dlock__sys_get()->resolve_free(ry);
 	return same;
 }
 

@@ -17,6 +17,7 @@
 #include "core/base/error.h"
 #include "core/base/fd_kept.h"
 #include "core/base/ids.h"
+#include "core/base/sys.h"
 #include "core/drive/loop.h"
 #include "core/base/time.h"
 
@@ -552,7 +553,7 @@ int dlock__loop_run_once(dlock__loop *l, int64_t until)
 		pfd[n].events = l->ios[i]->events;
 		pfd[n++].revents = 0;
 	}
-	got = poll(pfd, (nfds_t)n, dlock__ms_until(due < until ? due : until));
+	got = dlock__sys_get()->poll(pfd, (nfds_t)n, dlock__ms_until(due < until ? due : until));
 	if (got < 0 && errno != EINTR) {
 		got = dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
 	} else {

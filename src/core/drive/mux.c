@@ -19,6 +19,7 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/base/sys.h"
 #include "core/drive/client.h"
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
@@ -313,7 +314,7 @@ static int run_drive(dlock__mux *m)
 		int64_t wake_at = DLOCK__NEVER;
 		size_t k = dlock__mux_poll_set(m, m->pfd, m->n, &wake_at);
 
-		if (poll(m->pfd, (nfds_t)k, dlock__ms_until(wake_at)) < 0 && errno != EINTR)
+		if (dlock__sys_get()->poll(m->pfd, (nfds_t)k, dlock__ms_until(wake_at)) < 0 && errno != EINTR)
 			return dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
 		dlock__mux_advance(m, m->pfd, k);
 	}

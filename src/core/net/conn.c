@@ -12,6 +12,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/fd_kept.h"
+#include "core/base/sys.h"
 #include "core/net/conn.h"
 #include "core/net/owed.h"
 #include "core/base/error.h"
@@ -47,7 +48,8 @@ static void note_answer(dlock__conn *c)
 /* recv()/send() through TLS when the node has it; EAGAIN sets c->want. */
 static ssize_t io_read(dlock__conn *c, void *buf, size_t len)
 {
-	ssize_t n = c->tls ? dlock__tls_read(c, buf, len) : recv(c->fd, buf, len, 0);
+	ssize_t n = c->tls ? dlock__tls_read(c, buf, len)
+			   : dlock__sys_get()->recv(c->fd, buf, len);
 
 	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
 		c->want = POLLIN;
@@ -57,7 +59,7 @@ static ssize_t io_read(dlock__conn *c, void *buf, size_t len)
 static ssize_t io_write(dlock__conn *c, const void *buf, size_t len)
 {
 	ssize_t n = c->tls ? dlock__tls_write(c, buf, len)
-			   : send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+			   : dlock__sys_get()->send(c->fd, buf, len);
 
 	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
 		c->want = POLLOUT;
@@ -109,7 +111,7 @@ static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadl
 	p.events = events;
 	for (;;) {
 		p.revents = 0;
-		rc = poll(&p, 1, dlock__ms_until(deadline));
+		rc = dlock__sys_get()->poll(&p, 1, dlock__ms_until(deadline));
 		if (rc > 0)
 			return 0;
 		if (rc == 0)
@@ -419,7 +421,7 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 
 			do {
 				p.revents = 0;
-				rc = poll(&p, 1, dlock__ms_until(deadline));
+				rc = dlock__sys_get()->poll(&p, 1, dlock__ms_until(deadline));
 			} while (rc < 0 && errno == EINTR);
 			if (rc < 0)
 				return dlock__conn_fail(c, DLOCK_ECONN, what, strerror(errno));

@@ -17,6 +17,7 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/base/sys.h"
 #include "core/net/conn.h"
 #include "core/base/error.h"
 #include "core/net/resolve.h"
@@ -47,10 +48,10 @@ static int connect_unix(dlock__conn *c)
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, c->node->path, n + 1);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	c->fd = dlock__sys_get()->socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return dlock__conn_fail(c, DLOCK_ESYS, "socket", strerror(errno));
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+	if (dlock__sys_get()->connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
 		c->tcp_up = 1;
 		return 0;
 	}
@@ -79,6 +80,7 @@ static int found_target(dlock__conn *c, int64_t deadline, char *host, size_t len
 /* Resolve and start a non-blocking connect; c->connecting when it is under way. */
 static int connect_start(dlock__conn *c, int64_t deadline)
 {
+	const dlock__sys *sys = dlock__sys_get();
 	struct addrinfo *res = NULL, *ai;
 	char found[256];
 	const char *host = c->node->host, *why = NULL;
@@ -104,14 +106,14 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		int one = 1;
 
-		c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		c->fd = sys->socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
 				ai->ai_protocol);
 		if (c->fd < 0) {
 			err = errno;
 			continue;
 		}
-		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+		sys->sockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (sys->connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
 			c->tcp_up = 1;
 			break;
 		}
@@ -121,10 +123,10 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 			break;
 		}
 		err = errno;
-		close(c->fd);
+		sys->close(c->fd);
 		c->fd = -1;
 	}
-	freeaddrinfo(res);
+	sys->resolve_free(res);
 	if (c->fd < 0)
 		return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(err));
 	return c->tcp_up ? start_tls(c) : 0;
@@ -133,10 +135,9 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 /* The socket's connect finished: did it succeed? Then a TLS node starts its handshake. */
 static int tcp_connected(dlock__conn *c)
 {
-	socklen_t len = sizeof(int);
-	int err = 0;
+	int err = dlock__sys_get()->connect_error(c->fd);
 
-	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+	if (err < 0)
 		err = errno;
 	if (err != 0)
 		return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(err));
@@ -172,7 +173,7 @@ static int wait_connected(dlock__conn *c, int64_t deadline)
 		p.events = c->want;
 		do {
 			p.revents = 0;
-			rc = poll(&p, 1, dlock__ms_until(deadline));
+			rc = dlock__sys_get()->poll(&p, 1, dlock__ms_until(deadline));
 		} while (rc < 0 && errno == EINTR);
 		if (rc == 0)
 			return dlock__conn_fail(c, DLOCK_ETIMEDOUT, "connect",

@@ -5,6 +5,7 @@
 
 #include "dlock/errors.h"
 #include "core/base/error.h"
+#include "core/base/sys.h"
 #include "core/net/owed.h"
 #include "core/base/time.h"
 
@@ -22,7 +23,7 @@ void dlock__conn_reset(dlock__conn *c)
 	struct linger off = { 1, 0 };
 
 	if (c != NULL && c->fd >= 0)
-		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+		dlock__sys_get()->sockopt(c->fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
 	dlock__conn_close(c);
 }
 

@@ -14,6 +14,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/base/sys.h"
 #include "core/net/resolve.h"
 #include "core/base/time.h"
 
@@ -44,7 +45,7 @@ static void leave(lookup *l)
 	if (!last)
 		return;
 	if (l->res != NULL)
-		freeaddrinfo(l->res);
+		dlock__sys_get()->resolve_free(l->res);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);
 	dlock__free(l);
@@ -57,7 +58,7 @@ static void *lookup_main(void *arg)
 	int rc;
 
 	hints_for(&hints, 0);
-	rc = getaddrinfo(l->host, l->port, &hints, &res);
+	rc = dlock__sys_get()->resolve(l->host, l->port, &hints, &res);
 	dlock__mutex_lock(&l->mu);
 	l->rc = rc;
 	l->res = rc == 0 ? res : NULL;
@@ -151,7 +152,7 @@ int dlock__resolve(const char *host, int port, int64_t deadline, struct addrinfo
 	*out = NULL;
 	snprintf(service, sizeof(service), "%d", port);
 	hints_for(&hints, AI_NUMERICHOST);
-	rc = getaddrinfo(host, service, &hints, out);
+	rc = dlock__sys_get()->resolve(host, service, &hints, out);
 	if (rc != EAI_NONAME) {
 		*why = rc != 0 ? gai_strerror(rc) : NULL;
 		return rc == 0 ? 0 : DLOCK_ECONN;
@@ -163,7 +164,7 @@ int dlock__resolve(const char *host, int port, int64_t deadline, struct addrinfo
 	/* A name: out of memory or no thread, look it up here, unbounded. */
 	if ((l = lookup_new(host, service)) == NULL || !lookup_start(l)) {
 		hints_for(&hints, 0);
-		rc = getaddrinfo(host, service, &hints, out);
+		rc = dlock__sys_get()->resolve(host, service, &hints, out);
 		*why = rc != 0 ? gai_strerror(rc) : NULL;
 		return rc == 0 ? 0 : DLOCK_ECONN;
 	}
