@@ -14,8 +14,8 @@ calls+='|clock_gettime|gettimeofday|time|getrandom|rand|random|uuid_generate[a-z
 seam=src/core/base/sys.c
 # Outside the seam on purpose (core/base/sys.h says why): the loop's own
 # eventfd, timerfd and epoll descriptor are read there.
-allowed='^src/core/drive/loop(_api)?\.c:[0-9]+:.*\bread\((l->timerfd|io->fd)'
-allowed+='|^src/core/drive/loop\.c:[0-9]+:.*\bwrite\(l->wake_fd'
+allowed='^src/core/loop/loop(_api)?\.c:[0-9]+:.*\bread\((l->timerfd|io->fd)'
+allowed+='|^src/core/loop/loop\.c:[0-9]+:.*\bwrite\(l->wake_fd'
 
 bad=0
 while IFS= read -r hit; do

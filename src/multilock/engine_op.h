@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal to multilock/: an acquisition or a release of the quorum engine
- * as an operation (core/drive/op.h) on a loop - the first member's client's
+ * as an operation (core/loop/op.h) on a loop - the first member's client's
  * for the asynchronous calls, the calling thread's for the blocking ones,
  * which run the same op to its end (engine_op.c). Each step (parts.h)
  * starts a multiplexed run, a member's acquire or a timer and returns;
@@ -11,7 +11,7 @@
 #define DLOCK_MULTILOCK_ENGINE_OP_H
 
 #include "core/drive/mux_loop.h"
-#include "core/drive/op.h"
+#include "core/loop/op.h"
 #include "multilock/engine.h"
 #include "multilock/quorum.h"
 

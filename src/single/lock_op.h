@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "core/drive/op.h"
+#include "core/loop/op.h"
 #include "single/lock_internal.h"
 
 typedef struct dlock__lock_op {
@@ -21,7 +21,7 @@ typedef struct dlock__lock_op {
 /* The loop a lock's asynchronous operations run on: its client's. */
 dlock__loop *dlock__lock_loop(dlock_lock *l);
 
-/* The steps of a kind of operation (see core/drive/op.h). */
+/* The steps of a kind of operation (see core/loop/op.h). */
 typedef struct dlock__lock_op_steps {
 	const char *what; /* the public function, for messages */
 	void (*start)(dlock_op *op);

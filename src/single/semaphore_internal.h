@@ -12,7 +12,7 @@
 
 #include "dlock/semaphore.h"
 #include "core/drive/client.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 #include "core/drive/mux_loop.h"
 #include "core/net/script.h"
 #include "single/holds.h"

@@ -25,7 +25,7 @@
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/drive/mux_loop.h"
-#include "core/drive/op.h"
+#include "core/loop/op.h"
 #include "core/drive/reactor.h"
 #include "core/drive/stats.h"
 #include "single/acquire.h"

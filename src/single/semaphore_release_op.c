@@ -11,7 +11,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/mux_loop.h"
-#include "core/drive/op.h"
+#include "core/loop/op.h"
 #include "single/semaphore_internal.h"
 
 typedef struct release_op {

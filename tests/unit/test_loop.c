@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The loop's posted tasks (core/drive/loop.h): unposting takes a queued
+ * The loop's posted tasks (core/loop/loop.h): unposting takes a queued
  * task out and leaves the rest to run in order; unposting one that is not
  * queued - what every finished operation does with its cancel - costs
  * nothing however long the queue is (10,000 operations started at once
@@ -11,7 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "core/base/time.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 
 typedef struct counted {
 	dlock__task task; /* first */

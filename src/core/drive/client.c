@@ -18,7 +18,7 @@
 #include "core/topology/sentinel.h"
 #include "core/net/uri.h"
 #include "core/net/owed.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 #include "core/drive/stats.h"
 
 static void flush_idle(void *arg);

@@ -9,7 +9,7 @@
 #define DLOCK_CORE_MUX_LOOP_H
 
 #include "core/drive/client.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 #include "core/drive/mux.h"
 
 #define DLOCK__MUX_LOOP_IOS 8

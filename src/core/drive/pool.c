@@ -14,7 +14,7 @@
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
 #include "core/drive/debts.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 #include "core/drive/reactor.h"
 #include "core/topology/sentinel.h"
 #include "core/base/time.h"

@@ -13,7 +13,7 @@
 #include "core/drive/reactor.h"
 #include "core/topology/sentinel_watch.h"
 #include "core/base/time.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 
 /* How long to wait before connecting again after the pub/sub connection failed. */
 #define RECONNECT_DELAY_MS 200

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internal: the client's background work, on its loop (core/drive/loop.h): the
+ * Internal: the client's background work, on its loop (core/loop/loop.h): the
  * client's own thread, or the caller's event loop.
  *
  * It owns the pub/sub connection: local waiters listen on a channel (one

@@ -14,7 +14,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 #include "core/base/time.h"
 
 int dlock_loop_options_init(dlock_loop_options *opts, unsigned int version)

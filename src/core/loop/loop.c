@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The loop: a table of watched descriptors, a heap of timers, a queue of
- * posted tasks, and three ways of waiting for them (core/drive/loop.h).
+ * posted tasks, and three ways of waiting for them (core/loop/loop.h).
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,7 +18,7 @@
 #include "core/base/fd_kept.h"
 #include "core/base/ids.h"
 #include "core/base/sys.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 #include "core/base/time.h"
 
 #define NOWHERE ((size_t)-1)

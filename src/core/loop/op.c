@@ -9,7 +9,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/time.h"
-#include "core/drive/op.h"
+#include "core/loop/op.h"
 
 #define OP_OF(t, field) ((dlock_op *)((char *)(t) - offsetof(dlock_op, field)))
 

@@ -16,7 +16,7 @@
 
 #include "dlock/async.h"
 #include "core/base/error.h"
-#include "core/drive/loop.h"
+#include "core/loop/loop.h"
 
 struct dlock_op {
 	dlock__loop *loop;
