@@ -19,7 +19,6 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
-#include "core/base/sys.h"
 #include "core/drive/client.h"
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
@@ -88,13 +87,13 @@ static size_t command_slots(const dlock__mux_op *ops, size_t n)
 /*
  * One run's scratch block, laid out once (every piece a multiple of 8
  * bytes): the groups, their reply fifos (room for every op twice: a
- * NOSCRIPT resend each), a poll set, and the commands' argv/lens. Small
+ * NOSCRIPT resend each), and the commands' argv/lens. Small
  * runs use the inline buffer, saving a dozen allocations per lock operation.
  */
 static int run_layout(dlock__mux *m, dlock__mux_op *ops, size_t n)
 {
 	size_t slots = command_slots(ops, n);
-	size_t need = n * (sizeof(group) + 2 * sizeof(size_t) + sizeof(struct pollfd) + 16) +
+	size_t need = n * (sizeof(group) + 2 * sizeof(size_t) + 16) +
 			slots * (sizeof(char *) + sizeof(size_t));
 
 	memset(m, 0, offsetof(dlock__mux, inline_buf));
@@ -107,8 +106,7 @@ static int run_layout(dlock__mux *m, dlock__mux_op *ops, size_t n)
 	memset(m->scratch, 0, need);
 	m->groups = (group *)m->scratch;
 	m->fifos = (size_t *)(m->groups + n);
-	m->pfd = (struct pollfd *)(m->fifos + 2 * n);
-	m->nums = (char(*)[16])(m->pfd + n);
+	m->nums = (char(*)[16])(m->fifos + 2 * n);
 	m->cmds = (const char **)(m->nums + n);
 	m->cmd_lens = (size_t *)(m->cmds + slots);
 	return 0;
@@ -305,32 +303,6 @@ void dlock__mux_end(dlock__mux *m)
 		dlock__free(m->scratch);
 	m->scratch = NULL;
 	m->over = 1;
-}
-
-/* poll() until the run is over. */
-static int run_drive(dlock__mux *m)
-{
-	while (!m->over) {
-		int64_t wake_at = DLOCK__NEVER;
-		size_t k = dlock__mux_poll_set(m, m->pfd, m->n, &wake_at);
-
-		if (dlock__sys_get()->poll(m->pfd, (nfds_t)k, dlock__ms_until(wake_at)) < 0 && errno != EINTR)
-			return dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
-		dlock__mux_advance(m, m->pfd, k);
-	}
-	return 0;
-}
-
-int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg)
-{
-	dlock__mux m;
-	int rc = dlock__mux_begin(&m, ops, n, enough, arg);
-
-	if (rc < 0)
-		return rc;
-	rc = run_drive(&m);
-	dlock__mux_end(&m);
-	return rc;
 }
 
 void dlock__mux_clear(dlock__mux_op *ops, size_t n)

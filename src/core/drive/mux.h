@@ -15,7 +15,8 @@
  * passed": begin, then poll_set / wait / advance until over, then end.
  * Nothing in it waits on a socket or polls by itself (a command the socket
  * cannot take at once goes out on POLLOUT), so an event loop can drive it;
- * dlock__mux_run() is that loop over poll(), for the blocking calls. Not
+ * dlock__mux_run() drives it on the loop a blocking call borrows
+ * (core/drive/mux_loop.c): there is no other way of waiting. Not
  * yet steps of their own, and so still able to block in begin or in a
  * reconnect: a host name's DNS lookup, a Sentinel-managed node whose
  * primary is unknown or suspect (the sentinels are asked), and a cluster
@@ -102,7 +103,6 @@ typedef struct dlock__mux {
 	size_t ngroups;
 	size_t npending;
 	size_t *fifos;
-	struct pollfd *pfd; /* room for dlock__mux_run's own poll set */
 	char (*nums)[16];
 	const char **cmds;
 	size_t *cmd_lens;
@@ -150,9 +150,10 @@ int dlock__mux_advance(dlock__mux *m, const struct pollfd *pfd, size_t n);
  */
 void dlock__mux_end(dlock__mux *m);
 
-/* Run every op: begin, then poll_set / poll() / advance until over, then
- * end. Returns 0 (each op has its own rc), DLOCK_ENOMEM, or DLOCK_ESYS
- * (poll failed). An op whose client is a cluster's goes to the member
+/* Run every op to its end on the loop this blocking call borrows
+ * (core/loop/loop.h: the thread's, or one of its own under an outer call;
+ * defined in mux_loop.c). Returns 0 (each op has its own rc), DLOCK_ENOMEM,
+ * or DLOCK_ESYS (the loop's wait failed). An op whose client is a cluster's goes to the member
  * serving its first key (op->client becomes that member; a follower goes
  * with its op); a MOVED reply is the op's error reply and updates the
  * cluster's map. */

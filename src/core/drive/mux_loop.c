@@ -184,3 +184,28 @@ void dlock__mux_loop_end(dlock__mux_loop *ml)
 	ml->running = 0;
 	dlock__mux_end(&ml->mux);
 }
+
+/* A blocking run: the run on the loop this call borrows, driven to its end. */
+typedef struct blocking_run {
+	dlock__mux_loop ml; /* first */
+	int over;
+} blocking_run;
+
+static void blocking_done(dlock__mux_loop *ml)
+{
+	((blocking_run *)ml)->over = 1;
+}
+
+int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg)
+{
+	dlock__loop spare, *l = dlock__loop_borrow(&spare);
+	blocking_run r = { .over = 0 };
+	int rc = dlock__mux_loop_begin(&r.ml, l, ops, n, enough, arg, blocking_done);
+
+	while (rc == 0 && !r.over)
+		rc = dlock__loop_run_once(l, DLOCK__NEVER);
+	if (rc == 0 || r.ml.running || r.over)
+		dlock__mux_loop_end(&r.ml);
+	dlock__loop_give_back(l, &spare);
+	return rc;
+}

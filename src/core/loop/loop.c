@@ -445,7 +445,7 @@ void dlock__loop_dispatch_due(dlock__loop *l)
 }
 
 /* A loop without its wake-up descriptor yet (dlock__loop_wakeable). */
-static void init_quiet(dlock__loop *l)
+void dlock__loop_init_quiet(dlock__loop *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->backend = DLOCK__POLL;
@@ -487,7 +487,7 @@ int dlock__loop_init(dlock__loop *l)
 {
 	int rc;
 
-	init_quiet(l);
+	dlock__loop_init_quiet(l);
 	if ((rc = dlock__loop_wakeable(l)) < 0)
 		pthread_mutex_destroy(&l->post_mu);
 	return rc;
@@ -591,7 +591,7 @@ dlock__loop *dlock__thread_loop(void)
 	if (thread_loop_made)
 		return l->busy ? NULL : l;
 	pthread_once(&thread_loop_once, thread_loop_key_make);
-	init_quiet(l); /* a descriptor only while it waits (dlock__loop_wakeable) */
+	dlock__loop_init_quiet(l); /* a descriptor only while it waits (dlock__loop_wakeable) */
 	if (pthread_setspecific(thread_loop_key, l) != 0) {
 		dlock__loop_destroy(l);
 		return NULL;

@@ -87,6 +87,9 @@ struct dlock_loop {
 
 /* Set up l with the poll backend (a client's thread, a blocking call). 0, or DLOCK_ESYS. */
 int dlock__loop_init(dlock__loop *l);
+/* The same without a wake-up descriptor (nothing to fail): only this thread
+ * can post to it until dlock__loop_wakeable(). */
+void dlock__loop_init_quiet(dlock__loop *l);
 void dlock__loop_destroy(dlock__loop *l);
 
 /* The io watching fd, or NULL (it was stopped by an earlier callback). */
@@ -127,6 +130,23 @@ int dlock__loop_unpost(dlock__loop *l, dlock__task *t);
  * driving it (then use a loop of your own).
  */
 dlock__loop *dlock__thread_loop(void);
+
+/*
+ * The loop a blocking call drives its work on: the calling thread's, or
+ * `spare` (set up here, quiet) when an outer call on this thread is driving
+ * that one. Marked busy until dlock__loop_give_back(), which closes what
+ * the call opened (a wake-up descriptor, `spare` itself).
+ */
+dlock__loop *dlock__loop_borrow(dlock__loop *spare);
+void dlock__loop_give_back(dlock__loop *l, dlock__loop *spare);
+
+/*
+ * Wait until fd is ready for `events` (POLLIN/POLLOUT) or `deadline`
+ * (monotonic ms) passes, on the loop a blocking call borrows: the one
+ * descriptor wait of a blocking step (a connect, a command's reply). 1
+ * ready, 0 the deadline passed, or DLOCK_ESYS/DLOCK_ENOMEM (message set).
+ */
+int dlock__loop_wait_fd(int fd, short events, int64_t deadline);
 
 /* Other threads may post to it from now on: make its wake-up descriptor
  * (a thread's loop has none until it waits). 0, DLOCK_ESYS, DLOCK_ENOMEM. */

@@ -13,6 +13,7 @@
 #include "core/base/alloc.h"
 #include "core/base/fd_kept.h"
 #include "core/base/sys.h"
+#include "core/loop/loop.h"
 #include "core/net/conn.h"
 #include "core/net/owed.h"
 #include "core/base/error.h"
@@ -102,24 +103,16 @@ int dlock__conn_buffered(const dlock__conn *c)
 	return dlock__tls_pending(c);
 }
 
+/* A blocking step's wait: a turn of the loop (core/loop/loop.h). */
 static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadline)
 {
-	struct pollfd p;
-	int rc;
+	int rc = dlock__loop_wait_fd(c->fd, events, deadline);
 
-	p.fd = c->fd;
-	p.events = events;
-	for (;;) {
-		p.revents = 0;
-		rc = dlock__sys_get()->poll(&p, 1, dlock__ms_until(deadline));
-		if (rc > 0)
-			return 0;
-		if (rc == 0)
-			return dlock__conn_fail(
-					c, DLOCK_ETIMEDOUT, what, "no answer before the deadline");
-		if (errno != EINTR)
-			return dlock__conn_fail(c, DLOCK_ECONN, what, strerror(errno));
-	}
+	if (rc > 0)
+		return 0;
+	if (rc == 0)
+		return dlock__conn_fail(c, DLOCK_ETIMEDOUT, what, "no answer before the deadline");
+	return dlock__conn_fail(c, DLOCK_ECONN, what, dlock__errmsg_thread());
 }
 
 void dlock__conn_close(dlock__conn *c)
@@ -416,15 +409,10 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 		if (deadline == 0)
 			return DLOCK__AGAIN;
 		{
-			struct pollfd p = { c->fd, c->want, 0 };
-			int rc;
+			int rc = dlock__loop_wait_fd(c->fd, c->want, deadline);
 
-			do {
-				p.revents = 0;
-				rc = dlock__sys_get()->poll(&p, 1, dlock__ms_until(deadline));
-			} while (rc < 0 && errno == EINTR);
 			if (rc < 0)
-				return dlock__conn_fail(c, DLOCK_ECONN, what, strerror(errno));
+				return dlock__conn_fail(c, DLOCK_ECONN, what, dlock__errmsg_thread());
 			if (rc == 0) {
 				/* Given up, not broken: the late reply is skipped when it comes. */
 				dlock__conn_give_up(c, 1);

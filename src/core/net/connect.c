@@ -18,6 +18,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/sys.h"
+#include "core/loop/loop.h"
 #include "core/net/conn.h"
 #include "core/base/error.h"
 #include "core/net/resolve.h"
@@ -165,16 +166,10 @@ int dlock__conn_connected(dlock__conn *c)
 /* Finish a connect (and TLS handshake) under way, before the deadline. */
 static int wait_connected(dlock__conn *c, int64_t deadline)
 {
-	struct pollfd p;
 	int rc;
 
 	while (c->connecting) {
-		p.fd = c->fd;
-		p.events = c->want;
-		do {
-			p.revents = 0;
-			rc = dlock__sys_get()->poll(&p, 1, dlock__ms_until(deadline));
-		} while (rc < 0 && errno == EINTR);
+		rc = dlock__loop_wait_fd(c->fd, c->want, deadline);
 		if (rc == 0)
 			return dlock__conn_fail(c, DLOCK_ETIMEDOUT, "connect",
 					c->tcp_up ? "the TLS handshake did not finish before the connect "
@@ -182,7 +177,7 @@ static int wait_connected(dlock__conn *c, int64_t deadline)
 						    "port never answers it)"
 						  : "no answer before the connect timeout");
 		if (rc < 0)
-			return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
+			return dlock__conn_fail(c, DLOCK_ECONN, "connect", dlock__errmsg_thread());
 		rc = dlock__conn_connected(c);
 		if (rc < 0)
 			return rc;
