@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Install dlock into a temporary prefix and build examples/hello_lock.c against
 # the installed copy the ways a user would: pkg-config (run through
-# LD_LIBRARY_PATH, and through an rpath as the README shows), find_package
+# LD_LIBRARY_PATH, and through an rpath as docs/install.md shows), find_package
 # with dlock::dlock, and find_package with dlock::dlock_static; then as a
 # subproject, add_subdirectory(dlock). Each binary must load and fail cleanly
 # against an unreachable server. Also checked: every installed version (dlock.pc,
@@ -130,7 +130,7 @@ grep -q "$libdir/libdlock.so" <<<"$deps" || {
 }
 run_unreachable pkg-config "$tmp/hello_pc"
 
-step "pkg-config with an rpath (the README's command), run without LD_LIBRARY_PATH"
+step "pkg-config with an rpath (docs/install.md's command), run without LD_LIBRARY_PATH"
 # shellcheck disable=SC2046  # word splitting of the flags is intended
 cc -o "$tmp/hello_rpath" "$root/examples/hello_lock.c" $(pkg-config --cflags --libs dlock) \
 	-Wl,-rpath,"$(pkg-config --variable=libdir dlock)"

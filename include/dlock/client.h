@@ -70,7 +70,7 @@ typedef struct dlock_client_options {
 	/** Replicas that must acknowledge an acquisition (WAIT) before it counts;
 	 *  fewer within sync_timeout_ms: the hold is rolled back and the call
 	 *  fails with DLOCK_ENOSYNC. 0 (default): do not wait for replicas.
-	 *  Replication stays asynchronous: see README "Replica acknowledgement". */
+	 *  Replication stays asynchronous: see docs/topologies.md, "Replica acknowledgement". */
 	int sync_replicas;
 	/** How long an acquisition waits for those acknowledgements, ms
 	 *  (default 1000, Redisson's slavesSyncTimeout; at most 1 day). */

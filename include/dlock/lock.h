@@ -214,7 +214,7 @@ DLOCK_EXTERN int dlock_lock_try_fenced(int64_t *token, dlock_lock *lock, const c
 /**
  * *out = how many replicas acknowledged the most recent acquisition made
  * through this handle (by any thread) when its client asks them to
- * (sync_replicas > 0; see client.h and README "Replica acknowledgement").
+ * (sync_replicas > 0; see client.h and docs/topologies.md, "Replica acknowledgement").
  * Every acquisition the server granted sets it, also one that then failed
  * with DLOCK_ENOSYNC and was given back (the count it fell short with).
  * -1 when none asked yet, the client does not ask, or the last one could

@@ -964,7 +964,7 @@ static long script_calls(rh_server *s)
 	return n;
 }
 
-/* The README's and --help's first example: no -w waits for as long as it takes. */
+/* README.md's, docs/cli.md's and --help's first example: no -w waits for as long as it takes. */
 Test(cli, run_without_w_waits_on_pubsub_until_released, .timeout = 60)
 {
 	rh_server *s = dl_srv;

@@ -82,7 +82,7 @@ Test(cli_habits, the_cron_line_skips_a_busy_run_with_status_0)
 	const char *uri = rh_server_uri(dl_srv);
 	proc *p;
 
-	/* the README's line, with a command that shows whether it ran */
+	/* the cron line of README.md and docs/cli.md, with a command that shows whether it ran */
 	p = DLOCK("-q", "-E", "0", "-n", uri, "run", "-w", "0", "nightly", "--", "echo", "ran");
 	EXPECT_STATUS(p, 0);
 	cr_expect_str_eq(p->out, "ran\n");

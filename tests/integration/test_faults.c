@@ -541,11 +541,11 @@ Test(faults, fast_clock_server_gives_no_second_holder_after_ordered_round, .time
 }
 
 /*
- * The limit that remains (documented in the README): a grant decided by
+ * The limit that remains (documented in docs/api.md): a grant decided by
  * the first, parallel attempt holds only the members that were free then.
  * When two others were held by someone whose hold expires, and a quorum
  * member's clock runs fast, B can take a quorum while A's validity lasts.
- * Measured here, so the README stays true.
+ * Measured here, so docs/api.md stays true.
  */
 Test(faults, fast_clock_server_and_a_bare_quorum_measured, .timeout = 30)
 {

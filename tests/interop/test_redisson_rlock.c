@@ -373,12 +373,12 @@ Test(redisson_rlock, dlocks_watchdog_holds_past_three_timeouts)
 
 /* ---- RReadWriteLock on a name dlock holds as an RLock -------------------- */
 
-/* Not a dlock feature, a hazard the README's compatibility section
+/* Not a dlock feature, a hazard docs/redisson.md
  * documents: Redisson's read-write lock keeps a "mode" field in the same hash
  * and takes a hash without one for free, so its read lock co-acquires a name
  * held as an RLock (dlock's or Redisson's own), and its last read unlock
  * deletes the whole hash, the RLock holder's hold with it. This test pins
- * the behaviour the README describes. */
+ * the behaviour docs/redisson.md describes. */
 Test(redisson_rlock, redissons_read_lock_co_acquires_and_drops_an_rlock_hold)
 {
 	jp_reply r;
@@ -387,7 +387,7 @@ Test(redisson_rlock, redissons_read_lock_co_acquires_and_drops_an_rlock_hold)
 	const char *read = jp_ok(peer, &r, "w1", "try read shared-name 0 5000");
 	cr_assert_str_eq(read, "true",
 			"Redisson's read lock no longer co-acquires an RLock's name: "
-			"update the README's compatibility section");
+			"update docs/redisson.md");
 	int held = 0;
 	dl_pass(dlock_lock_is_held(&held, l));
 	cr_assert_eq(held, 1, "dlock's hold is gone beside Redisson's read lock");
@@ -395,8 +395,8 @@ Test(redisson_rlock, redissons_read_lock_co_acquires_and_drops_an_rlock_hold)
 	jp_ok(peer, &r, "w1", "unlock read shared-name");
 	dl_pass(dlock_lock_is_held(&held, l));
 	cr_assert_eq(held, 0,
-			"Redisson's read unlock no longer drops the RLock hold: update the "
-			"README's compatibility section");
+			"Redisson's read unlock no longer drops the RLock hold: update "
+			"docs/redisson.md");
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 }

@@ -267,7 +267,7 @@ static void same_steps(const char *kind, dlock_lock *l, const step *steps, size_
 
 /* Redisson's side takes a lease with tryLock(0, lease): RFencedLock's
  * lockAndGetToken(lease) ignores the lease (4.7.0, 3.52.0: it calls the
- * watchdog variant), see the README's compatibility section. */
+ * watchdog variant), see docs/redisson.md. */
 static const step reentry[] = {
 	{ "lock (20 s lease)", "try KIND NAME 0 20000", c_lock_leased },
 	{ "lock again", "try KIND NAME 0 20000", c_lock_leased },
