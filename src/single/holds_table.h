@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal to single/: the hold table's records, shared by holds.c (the
- * table) and watchdog.c (the renewals). Nothing outside single/ includes it.
+ * table's records), holds_index.c (finding them), holds_watch.c (what
+ * listens to them), holds_loss.c (losses and observers) and watchdog.c
+ * (the renewals). Nothing outside single/ includes it.
  */
 #ifndef DLOCK_SINGLE_HOLDS_TABLE_H
 #define DLOCK_SINGLE_HOLDS_TABLE_H
@@ -92,14 +94,42 @@ typedef struct renewal {
 	unsigned slot; /* the name's cluster slot: one EVAL's keys share one */
 } renewal;
 
-/* The hold of (name, owner, form), or NULL (h->mu held). */
+/* Finding holds (holds_index.c), h->mu held unless said. */
+/* The hold of (name, owner, form), or NULL. */
 hold *dlock__holds_find(dlock__holds *h, const char *name, size_t name_len, const char *owner,
 		char form);
+/* The link to that hold (where it would be). */
+hold **dlock__holds_link(dlock__holds *h, const char *name, size_t name_len, const char *owner,
+		char form);
+/* The link to l's hold of owner (where it would be). */
+hold **dlock__holds_link_of(const dlock_lock *l, const char *owner);
+/* Lock the table (h->mu not held) and find owner's hold of l (NULL: none);
+ * the caller unlocks. */
+hold *dlock__holds_lock_find(dlock__holds *h, const dlock_lock *l, const char *owner);
+/* Twice the buckets, once there are more holds than buckets. */
+void dlock__holds_grow(dlock__holds *h);
+/* Where handle's entry in the handle index is, or would go; NULL when the
+ * index has no buckets. */
+handle_entry **dlock__holds_handle_link(const dlock__holds *h, const dlock_lock *handle);
+/* x no longer belongs to a handle. */
+void dlock__holds_clear_handle(dlock__holds *h, hold *x);
+/* x belongs to handle from now (out of memory, left out of the index). */
+void dlock__holds_set_handle(dlock__holds *h, hold *x, dlock_lock *handle);
+/* Whether handle has a hold in the table. */
+int dlock__holds_handle_attached(const dlock__holds *h, const dlock_lock *handle);
+/* What listens to a hold (holds_watch.c). */
+/* Tell every watcher of x how it ended, once (h->mu held). */
+void dlock__holds_tell_watchers(hold *x, int reason);
+/* watch_force_unlock: owner's hold of l, recorded as `epoch`, listens on
+ * the lock's channel (h->mu not held; the node is found outside it). */
+void dlock__holds_watch(dlock_lock *l, const char *owner, uint64_t epoch);
+
 /* Whether the key may have expired by now without a renewal (h->mu held). */
 int dlock__holds_expired(const dlock__holds *h, const hold *x, int64_t now);
 /* From when it may have: the last confirmed renewal plus the TTL, less drift (h->mu held). */
 int64_t dlock__holds_valid_until(const dlock__holds *h, const hold *x);
-/* Mark a hold lost (h->mu held), remembering it in ev[*nev] for its callbacks. */
+/* Mark a hold lost (h->mu held; holds_loss.c), remembering it in ev[*nev]
+ * for its callbacks. */
 void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev);
 /* Run the callbacks of the losses in ev (h->mu not held) and free their owners. */
 void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev);

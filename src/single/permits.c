@@ -406,6 +406,27 @@ typedef struct lost_note {
 	int reason;
 } lost_note;
 
+/* Room to note a loss of each of s's permits (s->mu held); NULL when out
+ * of memory: the losses are still recorded, only not told. */
+static lost_note *new_notes(const dlock_semaphore *s)
+{
+	const dlock__permit *p;
+	size_t cap = 0;
+
+	for (p = s->permits; p != NULL; p = p->next)
+		cap++;
+	return dlock__calloc(cap + 1, sizeof(lost_note));
+}
+
+/* p was found lost: note it for its callback (notes NULL: not told). */
+static void note_loss(lost_note *notes, size_t *n, const dlock__permit *p)
+{
+	if (notes == NULL)
+		return;
+	memcpy(notes[*n].id, p->id, DLOCK_PERMIT_ID_SIZE);
+	notes[(*n)++].reason = p->lost;
+}
+
 static void tell(dlock_semaphore *s, const lost_note *notes, size_t n)
 {
 	dlock_permit_lost_cb cb;
@@ -470,15 +491,13 @@ static void job_done(dlock__mux_loop *ml)
 		 r->elements == j->nids;
 	int64_t now = dlock__now_ms();
 	lost_note *notes = NULL;
-	size_t nnotes = 0, left = 0, cap = 0;
+	size_t nnotes = 0, left = 0;
 	uint64_t renewed = 0;
 	dlock__permit *p;
 
 	j->running = 0;
 	dlock__mutex_lock(&s->mu);
-	for (p = s->permits; p != NULL; p = p->next)
-		cap++;
-	notes = dlock__calloc(cap + 1, sizeof(*notes)); /* NULL: the losses are still recorded */
+	notes = new_notes(s);
 	for (p = s->permits; p != NULL; p = p->next) {
 		int said;
 
@@ -491,10 +510,8 @@ static void job_done(dlock__mux_loop *ml)
 			p->counted = 0;
 			dlock__stat_lost(s->client, s->name, p->id, p->lost, now - p->since);
 		}
-		if (p->lost != 0 && notes != NULL) {
-			memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
-			notes[nnotes++].reason = p->lost;
-		}
+		if (p->lost != 0)
+			note_loss(notes, &nnotes, p);
 		left += p->renewed && p->lost == 0;
 	}
 	dlock__mutex_unlock(&s->mu);
@@ -520,55 +537,40 @@ static void job_done(dlock__mux_loop *ml)
 	dlock__free(notes);
 }
 
-/*
- * The timer: renew every renewed permit not lost, in one call. A permit
- * whose lease ran out since the last renewal that reached the server (or
- * that a check saw run out) is lost first, and told: a renewal now could
- * only make it held again.
- */
-static void job_run(dlock__timer *t)
+/* s->mu held: a renewed permit whose lease ran out since the last renewal
+ * that reached the server (or that a check saw run out) is lost first, and
+ * noted: a renewal now could only make it held again. Returns how many
+ * permits go in the run. */
+static size_t lapse_and_count(
+		dlock_semaphore *s, int heard, int64_t now, lost_note *notes, size_t *nnotes)
 {
-	dlock__permit_job *j = JOB_OF(t, timer);
-	dlock_semaphore *s = SEM_OF(j);
-	int64_t now = dlock__now_ms();
-	lost_note *notes = NULL;
-	size_t n = 0, k, nnotes = 0, cap = 0;
+	size_t n = 0;
 	dlock__permit *p;
-	int heard = j->heard;
-	char *m;
 
-	j->armed = 0;
-	if (j->stopped || j->running)
-		return;
-	j->heard = 0;
-	dlock__mutex_lock(&s->mu);
-	for (p = s->permits; p != NULL; p = p->next)
-		cap++;
-	notes = dlock__calloc(cap + 1, sizeof(*notes)); /* NULL: the losses are still recorded */
 	for (p = s->permits; p != NULL; p = p->next) {
 		if (p->renewed && p->lost == 0 && (p->expired || expired(p, now))) {
 			p->lost = DLOCK_LOST_UNREACHABLE;
-			if (notes != NULL) {
-				memcpy(notes[nnotes].id, p->id, DLOCK_PERMIT_ID_SIZE);
-				notes[nnotes++].reason = p->lost;
-			}
+			note_loss(notes, nnotes, p);
 		}
 		n += in_run(p, heard, now);
 	}
-	if (n == 0 || s->freed) {
-		dlock__mutex_unlock(&s->mu);
-		goto out; /* the next permit taken kicks it again */
-	}
+	return n;
+}
+
+/* s->mu held: the run's arguments for its n permits - KEYS the name, its
+ * timeouts and channel; ARGV now, then each permit's id and new lease
+ * end. 0, or -1 when out of memory (free_round frees what was made). */
+static int fill_round(dlock__permit_job *j, dlock_semaphore *s, size_t n, int heard, int64_t now)
+{
+	size_t k = 0;
+	dlock__permit *p;
+	char *m;
+
 	j->argv = dlock__calloc(4 + 2 * n, sizeof(*j->argv));
 	j->lens = dlock__calloc(4 + 2 * n, sizeof(*j->lens));
 	j->mem = dlock__malloc(24 + 40 * n);
-	if (j->argv == NULL || j->lens == NULL || j->mem == NULL) {
-		dlock__mutex_unlock(&s->mu);
-		free_round(j);
-		j->heard = heard; /* the check is still owed */
-		rearm(j, dlock__now_ms() + retry_in(s));
-		goto out;
-	}
+	if (j->argv == NULL || j->lens == NULL || j->mem == NULL)
+		return -1;
 	j->argv[0] = s->name;
 	j->lens[0] = s->name_len;
 	j->argv[1] = s->timeouts;
@@ -577,7 +579,6 @@ static void job_run(dlock__timer *t)
 	j->lens[2] = s->channel_len;
 	j->argv[3] = j->mem;
 	j->lens[3] = dlock__fmt_i64(j->mem, dlock__wall_ms());
-	k = 0;
 	for (p = s->permits; p != NULL; p = p->next) {
 		if (!in_run(p, heard, now))
 			continue;
@@ -590,7 +591,12 @@ static void job_run(dlock__timer *t)
 		j->lens[5 + 2 * k] = p->renewed ? dlock__permit_deadline(m + 16, p->lease_ms) : 0;
 		k++;
 	}
-	dlock__mutex_unlock(&s->mu);
+	return 0;
+}
+
+/* Start the run of n permits on the job's loop: 0, or -1. */
+static int send_round(dlock__permit_job *j, dlock_semaphore *s, size_t n)
+{
 	j->nids = n;
 	memset(&j->call, 0, sizeof(j->call));
 	j->call.script = &dlock__script_permit_renew;
@@ -603,14 +609,52 @@ static void job_run(dlock__timer *t)
 	j->mop.call = &j->call;
 	j->sent_at = dlock__now_ms();
 	j->ml.urgent = 1; /* ahead of the operations waiting for a connection */
-	if (dlock__mux_loop_begin(&j->ml, j->loop, &j->mop, 1, NULL, NULL, job_done) < 0) {
-		free_round(j);
-		j->heard = heard;
-		rearm(j, dlock__now_ms() + retry_in(s));
-		goto out;
+	return dlock__mux_loop_begin(&j->ml, j->loop, &j->mop, 1, NULL, NULL, job_done);
+}
+
+/* The run could not start: again after the retry interval, the check
+ * (heard) still owed. */
+static void retry_round(dlock__permit_job *j, dlock_semaphore *s, int heard)
+{
+	free_round(j);
+	j->heard = heard;
+	rearm(j, dlock__now_ms() + retry_in(s));
+}
+
+/*
+ * The timer: renew every renewed permit not lost, in one call. A permit
+ * whose lease ran out since the last renewal that reached the server (or
+ * that a check saw run out) is lost first, and told: a renewal now could
+ * only make it held again.
+ */
+static void job_run(dlock__timer *t)
+{
+	dlock__permit_job *j = JOB_OF(t, timer);
+	dlock_semaphore *s = SEM_OF(j);
+	int64_t now = dlock__now_ms();
+	lost_note *notes;
+	size_t n, nnotes = 0;
+	int heard = j->heard;
+
+	j->armed = 0;
+	if (j->stopped || j->running)
+		return;
+	j->heard = 0;
+	dlock__mutex_lock(&s->mu);
+	notes = new_notes(s);
+	n = lapse_and_count(s, heard, now, notes, &nnotes);
+	if (n == 0 || s->freed) {
+		dlock__mutex_unlock(&s->mu); /* the next permit taken kicks it again */
+	} else if (fill_round(j, s, n, heard, now) < 0) {
+		dlock__mutex_unlock(&s->mu);
+		retry_round(j, s, heard);
+	} else {
+		dlock__mutex_unlock(&s->mu);
+		if (send_round(j, s, n) < 0)
+			retry_round(j, s, heard);
+		else
+			j->running = 1;
 	}
-	j->running = 1;
-out:
 	if (nnotes > 0)
 		dlock__permit_watch_update(s);
 	/* Last: the callback may free the handle. */
