@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,10 +54,22 @@ static int t_random(void *buf, size_t len)
 	return 0;
 }
 
+/* A name whose lookup takes lookup_ms: a slow DNS server. */
+#define SLOW_NAME "slow.dlock.test"
+static int64_t lookup_ms;
+
 static int t_resolve(const char *host, const char *service, const struct addrinfo *hints,
 		struct addrinfo **out)
 {
 	calls[RESOLVE]++;
+	if (host != NULL && strcmp(host, SLOW_NAME) == 0) {
+		struct timespec ts = { (time_t)(lookup_ms / 1000), (long)(lookup_ms % 1000) * 1000000L };
+
+		if (hints != NULL && (hints->ai_flags & AI_NUMERICHOST))
+			return EAI_NONAME;
+		nanosleep(&ts, NULL);
+		host = "127.0.0.1";
+	}
 	return kernel->resolve(host, service, hints, out);
 }
 
@@ -208,4 +221,128 @@ Test(seam, a_send_that_fails_there_fails_the_call)
 	cr_expect_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 	dlock_client_close(c);
+}
+
+/* ---- a host name looked up on a loop ---------------------------------------------- */
+
+typedef struct outcome {
+	int calls, code;
+	int64_t at;
+} outcome;
+
+static void note(dlock_op *op, const dlock_result *r, void *ud)
+{
+	outcome *o = ud;
+
+	(void)op;
+	o->calls++;
+	o->code = r->code;
+	o->at = rh_now_ms();
+}
+
+/* A client on `loop` that reaches the test's server by the slow name. */
+static dlock_client *slow_client_on(dlock_loop *loop, int64_t connect_timeout_ms)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	char uri[128];
+
+	o.loop = loop;
+	o.lazy_connect = 1;
+	o.connect_timeout_ms = connect_timeout_ms;
+	snprintf(uri, sizeof uri, "redis://" SLOW_NAME ":%d", rh_server_port(dl_srv));
+	return dl_client_opts(uri, &o);
+}
+
+/* Drive the loop until o has its callback or `within_ms` passed; the
+ * longest single turn of the loop, ms. */
+static int64_t drive(dlock_loop *loop, const outcome *o, int64_t within_ms)
+{
+	int64_t until = rh_now_ms() + within_ms, longest = 0;
+
+	while (o->calls == 0 && rh_now_ms() < until) {
+		int64_t t0 = rh_now_ms();
+
+		cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
+		if (rh_now_ms() - t0 > longest)
+			longest = rh_now_ms() - t0;
+	}
+	return longest;
+}
+
+/* While the name is looked up the caller's loop goes on turning (old: the
+ * whole lookup inside one turn, the caller's program stopped with it). */
+Test(seam, a_name_looked_up_does_not_stop_the_callers_loop)
+{
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l = NULL;
+	outcome o = { 0 };
+	int64_t t0, longest;
+
+	lookup_ms = 1500;
+	use_counting_seam();
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = slow_client_on(loop, 5000);
+	dl_pass(dlock_lock_new(&l, c, "seam:lookup", NULL));
+	t0 = rh_now_ms();
+	dl_pass(dlock_lock_acquire_async(NULL, l, "owner-1", 0, 5000, note, &o));
+	longest = drive(loop, &o, 10000);
+	cr_assert_eq(o.calls, 1, "no callback");
+	cr_expect_eq(o.code, 0, "acquire: %d", o.code);
+	cr_expect_geq(o.at - t0, 1500, "acquired before the name was found");
+	cr_expect_lt(longest, 750, "one turn of the loop took %lld ms (the lookup takes 1500)",
+			(long long)longest);
+	cr_expect_eq(rh_command_int(dl_srv, "EXISTS seam:lookup"), 1);
+	dlock_lock_free(l);
+	dlock_client_free(c);
+	dlock_loop_free(loop);
+}
+
+/* A lookup slower than the connect timeout: the operation ends at the
+ * timeout, and the lookup's late answer (after the client is gone) is
+ * dropped harmlessly. */
+Test(seam, a_lookup_past_the_connect_timeout_ends_at_the_timeout)
+{
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l = NULL;
+	outcome o = { 0 };
+	int64_t t0;
+
+	lookup_ms = 2500;
+	use_counting_seam();
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = slow_client_on(loop, 300);
+	dl_pass(dlock_lock_new(&l, c, "seam:slow", NULL));
+	t0 = rh_now_ms();
+	dl_pass(dlock_lock_acquire_async(NULL, l, "owner-1", 0, 5000, note, &o));
+	drive(loop, &o, 10000);
+	cr_assert_eq(o.calls, 1, "no callback");
+	cr_expect_lt(o.code, 0, "acquired through a lookup that never ended");
+	cr_expect_lt(o.at - t0, 2000, "ended %lld ms after it started (connect timeout 300)",
+			(long long)(o.at - t0));
+	dlock_lock_free(l);
+	dlock_client_free(c);
+	dlock_loop_free(loop);
+	/* The lookup's thread answers now, to nobody. */
+	struct timespec ts = { 3, 0 };
+	nanosleep(&ts, NULL);
+	cr_expect_eq(rh_command_int(dl_srv, "EXISTS seam:slow"), 0);
+}
+
+/* A blocking call through the slow name works as before (its thread's loop
+ * is woken by the lookup's end). */
+Test(seam, a_blocking_call_waits_for_the_lookup)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_client *c;
+	char uri[128];
+
+	lookup_ms = 300;
+	use_counting_seam();
+	o.lazy_connect = 1;
+	snprintf(uri, sizeof uri, "redis://" SLOW_NAME ":%d", rh_server_port(dl_srv));
+	c = dl_client_opts(uri, &o);
+	lock_and_unlock(c, "seam:blocking");
+	dlock_client_free(c);
 }

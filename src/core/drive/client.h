@@ -93,7 +93,8 @@ void dlock__client_conn_put(dlock_client *client, dlock__conn *c);
  * (counted in the pool even beyond its size; put back, it is closed when
  * the pool is full).
  */
-int dlock__client_conn_take(dlock_client *client, dlock__conn **out);
+int dlock__client_conn_take(dlock_client *client, dlock__conn **out, dlock__loop *wake_loop,
+		dlock__task *wake);
 
 /*
  * Which server the client reached (core/drive/identity.c): the run_id its latest

@@ -203,6 +203,12 @@ static int run_settle(dlock__mux *m)
 int dlock__mux_begin(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
 		void *arg)
 {
+	return dlock__mux_begin_on(m, ops, n, enough, arg, NULL, NULL);
+}
+
+int dlock__mux_begin_on(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
+		void *arg, dlock__loop *loop, dlock__task *wake)
+{
 	size_t i;
 	int rc = run_layout(m, ops, n);
 
@@ -213,6 +219,10 @@ int dlock__mux_begin(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_eno
 	m->enough = enough;
 	m->arg = arg;
 	run_prepare(m);
+	for (i = 0; i < m->ngroups; i++) {
+		m->groups[i].wake_loop = loop;
+		m->groups[i].wake = wake;
+	}
 	for (i = 0; i < m->ngroups; i++)
 		if (m->groups[i].head < m->groups[i].tail)
 			dlock__mux_group_start(&m->groups[i], m->ops, &m->npending);
@@ -235,7 +245,7 @@ size_t dlock__mux_poll_set(dlock__mux *m, struct pollfd *pfd, size_t max, int64_
 
 		if (!dlock__mux_group_active(g))
 			continue;
-		if (k < max) {
+		if (k < max && !dlock__mux_group_looking_up(g)) {
 			pfd[k].fd = g->conn->fd;
 			pfd[k].events = dlock__mux_group_events(g);
 			pfd[k].revents = 0;
@@ -273,7 +283,9 @@ int dlock__mux_advance(dlock__mux *m, const struct pollfd *pfd, size_t n)
 
 		if (!dlock__mux_group_active(g))
 			continue;
-		if (revents_of(pfd, n, g->conn->fd) != 0 || dlock__conn_buffered(g->conn))
+		if (dlock__mux_group_looking_up(g) ? dlock__conn_lookup_over(g->conn)
+						    : revents_of(pfd, n, g->conn->fd) != 0 ||
+								      dlock__conn_buffered(g->conn))
 			dlock__mux_group_ready(g, m->ops, &m->npending);
 	}
 	now = dlock__now_ms();

@@ -16,11 +16,12 @@
  * Nothing in it waits on a socket or polls by itself (a command the socket
  * cannot take at once goes out on POLLOUT), so an event loop can drive it;
  * dlock__mux_run() drives it on the loop a blocking call borrows
- * (core/drive/mux_loop.c): there is no other way of waiting. Not
- * yet steps of their own, and so still able to block in begin or in a
- * reconnect: a host name's DNS lookup, a Sentinel-managed node whose
- * primary is unknown or suspect (the sentinels are asked), and a cluster
- * whose slot map is unknown or suspect (it is read).
+ * (core/drive/mux_loop.c): there is no other way of waiting. A host
+ * name is looked up without waiting on a run begun on a loop (its group
+ * has no socket until the lookup's end advances the run). Not yet steps of
+ * their own, and so still able to block in begin or in a reconnect: a
+ * Sentinel-managed node whose primary is unknown or suspect (the sentinels
+ * are asked), and a cluster whose slot map is unknown or suspect (it is read).
  */
 #ifndef DLOCK_CORE_MUX_H
 #define DLOCK_CORE_MUX_H
@@ -123,6 +124,12 @@ typedef struct dlock__mux {
  */
 int dlock__mux_begin(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
 		void *arg);
+
+/* The same, for a run on a loop: a new connection's host name is looked up
+ * without waiting (its group has no socket meanwhile), and the lookup's
+ * end posts `wake` to `loop`, whose task advances the run. */
+int dlock__mux_begin_on(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
+		void *arg, dlock__loop *loop, dlock__task *wake);
 
 /*
  * The descriptors to poll now and for what (fd, events; revents cleared),

@@ -196,7 +196,7 @@ static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
 	g->conn->broken = 1;
 	dlock__client_conn_put(g->client, g->conn); /* closed, with the idle ones */
 	g->conn = NULL;
-	rc = dlock__client_conn_take(g->client, &g->conn);
+	rc = dlock__client_conn_take(g->client, &g->conn, g->wake_loop, g->wake);
 	if (rc < 0)
 		return rc;
 	g->fresh = 1;
@@ -289,7 +289,7 @@ static void sent_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending
 
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
-	int rc = dlock__client_conn_take(g->client, &g->conn);
+	int rc = dlock__client_conn_take(g->client, &g->conn, g->wake_loop, g->wake);
 
 	/* New, even when its connect finished at once (a Unix socket). */
 	if (rc == 0 && !g->conn->greeted)
@@ -353,7 +353,11 @@ void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t no
 	const dlock__mux_op *head = &ops[g->fifo[g->head]];
 
 	atomic_store(&g->client->timed_out_at, now);
-	if (g->conn->connecting)
+	if (dlock__mux_group_looking_up(g))
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+				"name lookup: no answer within %lld ms",
+				(long long)g->client->opts.connect_timeout_ms);
+	else if (g->conn->connecting)
 		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
 				"connect: no answer within %lld ms",
 				(long long)g->client->opts.connect_timeout_ms);

@@ -26,6 +26,10 @@ typedef struct dlock__mux_group {
 	int retried;      /* already moved once to a fresh connection */
 	int forgetting;   /* only no-wait ops: forgotten once their bytes are out */
 	int64_t deadline; /* for the reply at the head of the fifo (or the connect) */
+	/* The run's loop, told when a new connection's host name is found
+	 * (NULL: looked up while starting it). */
+	dlock__loop *wake_loop;
+	dlock__task *wake;
 } dlock__mux_group;
 
 /* The group waits for a reply (or its connect): its socket is to be polled. */
@@ -42,7 +46,14 @@ short dlock__mux_group_events(const dlock__mux_group *g);
  * starts connecting (finished by dlock__mux_group_ready). */
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
 
-/* The group's socket is ready: finish its connect, or read its replies. */
+/* The group's connection looks up its host name (no socket yet). */
+static inline int dlock__mux_group_looking_up(const dlock__mux_group *g)
+{
+	return g->conn != NULL && g->conn->lookup != NULL;
+}
+
+/* The group's socket is ready (or its lookup over): go on connecting, or
+ * read its replies. */
 void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
 
 /* Its deadline passed at `now`: fail what is due; its server counts as slow. */

@@ -79,6 +79,15 @@ static void timer_fired(dlock__timer *t)
 	step(ml, dlock__mux_advance(&ml->mux, NULL, 0));
 }
 
+/* A new connection's host name was found (posted by the lookup's thread). */
+static void lookup_over(dlock__task *t)
+{
+	dlock__mux_loop *ml = OF(t, lookup_task);
+
+	if (ml->running && ml->waits_on == NULL)
+		step(ml, dlock__mux_advance(&ml->mux, NULL, 0));
+}
+
 /* Queue the run behind a client whose pool is all lent out: 1 queued. */
 static int wait_for_pool(dlock__mux_loop *ml)
 {
@@ -136,6 +145,7 @@ int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op 
 	ml->waiter.loop = loop;
 	ml->waiter.task = &ml->pool_task;
 	dlock__task_init(&ml->pool_task, pool_ready);
+	dlock__task_init(&ml->lookup_task, lookup_over);
 	for (size_t i = 0; i < DLOCK__MUX_LOOP_IOS; i++) {
 		ml->w[i].io.slot = (size_t)-1;
 		ml->w[i].ml = ml;
@@ -151,7 +161,8 @@ int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op 
 static int begin_now(dlock__mux_loop *ml)
 {
 	dlock__loop *loop = ml->loop;
-	int rc = dlock__mux_begin(&ml->mux, ml->ops, ml->n, ml->enough, ml->arg);
+	int rc = dlock__mux_begin_on(&ml->mux, ml->ops, ml->n, ml->enough, ml->arg, loop,
+			&ml->lookup_task);
 	if (rc < 0)
 		return rc;
 	ml->running = 1;
@@ -182,7 +193,8 @@ void dlock__mux_loop_end(dlock__mux_loop *ml)
 	dlock__loop_unpost(ml->loop, &ml->pool_task);
 	unwatch(ml);
 	ml->running = 0;
-	dlock__mux_end(&ml->mux);
+	dlock__mux_end(&ml->mux); /* closes connections still looking up: no post after */
+	dlock__loop_unpost(ml->loop, &ml->lookup_task);
 }
 
 /* A blocking run: the run on the loop this call borrows, driven to its end. */

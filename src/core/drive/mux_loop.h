@@ -40,6 +40,7 @@ typedef struct dlock__mux_loop {
 	dlock_client *waits_on;
 	dlock__pool_waiter waiter;
 	dlock__task pool_task;
+	dlock__task lookup_task; /* a connection's host name was found: advance */
 	dlock__mux_op *ops;
 	size_t n;
 	dlock__mux_enough enough;

@@ -263,7 +263,8 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__DEFER_DELAY_MS);
 }
 
-int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
+int dlock__client_conn_take(dlock_client *c, dlock__conn **out, dlock__loop *wake_loop,
+		dlock__task *wake)
 {
 	int rc;
 
@@ -280,7 +281,8 @@ int dlock__client_conn_take(dlock_client *c, dlock__conn **out)
 	c->n_open++;
 	c->conn_gen++;
 	dlock__mutex_unlock(&c->pool_mu);
-	rc = dlock__conn_start(out, &c->node);
+	rc = wake_loop != NULL ? dlock__conn_start_on(out, &c->node, wake_loop, wake)
+			       : dlock__conn_start(out, &c->node);
 	if (rc < 0)
 		open_failed(c);
 	return rc;

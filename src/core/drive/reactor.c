@@ -140,6 +140,7 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, dlock__l
 	r->flush_due = DLOCK__NEVER;
 	r->conn_io.slot = r->watch_io.slot = (size_t)-1;
 	dlock__task_init(&r->tend_task, tend_task);
+	dlock__task_init(&r->lookup_task, dlock__reactor_lookup_over);
 	dlock__timer_init(&r->timer, tend_timer);
 	if (pthread_mutex_init(&r->mu, NULL) != 0) {
 		dlock__free(r);

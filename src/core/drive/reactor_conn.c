@@ -139,6 +139,24 @@ void dlock__reactor_read_messages(dlock__reactor *r)
 	}
 }
 
+static void conn_ready(dlock__io *io, short revents);
+
+/* The pub/sub connection goes on connecting: its name found (a socket to
+ * watch from now on), its connect or TLS handshake done (the handshake sent). */
+static void connect_step(dlock__reactor *r)
+{
+	dlock__conn *c = r->conn;
+
+	if (dlock__conn_connected(c) < 0 ||
+			(c->fd >= 0 && !dlock__io_active(&r->conn_io) &&
+					dlock__io_start(r->loop, &r->conn_io, c->fd,
+							dlock__conn_events(c), conn_ready) < 0) ||
+			(!c->connecting &&
+					dlock__conn_send_handshake(c,
+							dlock__deadline_in(r->node->command_timeout_ms)) < 0))
+		dlock__reactor_drop(r);
+}
+
 /* The pub/sub connection's descriptor is ready: finish its connect, or
  * read what came. */
 static void conn_ready(dlock__io *io, short revents)
@@ -148,16 +166,21 @@ static void conn_ready(dlock__io *io, short revents)
 	(void)revents;
 	if (r->conn == NULL)
 		return;
-	if (r->conn->connecting) {
-		if (dlock__conn_connected(r->conn) < 0 ||
-				(!r->conn->connecting &&
-						dlock__conn_send_handshake(r->conn,
-								dlock__deadline_in(r->node->command_timeout_ms)) < 0))
-			dlock__reactor_drop(r);
-	} else {
+	if (r->conn->connecting)
+		connect_step(r);
+	else
 		dlock__reactor_read_messages(r);
-	}
 	dlock__reactor_wake(r); /* subscribe, or hand out what the messages asked for */
+}
+
+void dlock__reactor_lookup_over(dlock__task *t)
+{
+	dlock__reactor *r = (dlock__reactor *)((char *)t - offsetof(dlock__reactor, lookup_task));
+
+	if (r->conn == NULL || r->conn->lookup == NULL)
+		return; /* dropped meanwhile */
+	connect_step(r);
+	dlock__reactor_wake(r);
 }
 
 static void watch_ready(dlock__io *io, short revents)
@@ -170,13 +193,15 @@ static void watch_ready(dlock__io *io, short revents)
 }
 
 /* Open the pub/sub connection without blocking: the loop watches it until
- * it is connected (or its connect timeout passes). */
+ * it is connected (or its connect timeout passes); a host name is looked up
+ * first, its end posted as lookup_task. */
 static void start_connect(dlock__reactor *r)
 {
 	dlock__conn *c = NULL;
 
-	if (dlock__conn_start(&c, r->node) < 0 ||
-			dlock__io_start(r->loop, &r->conn_io, c->fd, dlock__conn_events(c), conn_ready) < 0) {
+	if (dlock__conn_start_on(&c, r->node, r->loop, &r->lookup_task) < 0 ||
+			(c->fd >= 0 && dlock__io_start(r->loop, &r->conn_io, c->fd,
+					       dlock__conn_events(c), conn_ready) < 0)) {
 		dlock__conn_close(c);
 		r->reconnect_at = dlock__now_ms() + RECONNECT_DELAY_MS;
 		return;
@@ -195,7 +220,7 @@ void dlock__reactor_watch_fds(dlock__reactor *r)
 	short events = 0;
 	int fd;
 
-	if (r->conn != NULL)
+	if (r->conn != NULL && dlock__io_active(&r->conn_io))
 		dlock__io_set(r->loop, &r->conn_io, dlock__conn_events(r->conn));
 	fd = dlock__watch_fd(&r->watch, &events);
 	if (dlock__io_active(&r->watch_io) && r->watch_io.fd != fd)

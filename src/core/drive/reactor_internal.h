@@ -45,6 +45,7 @@ struct dlock__reactor {
 	pthread_mutex_t mu;
 	_Atomic int stopping;
 	dlock__task tend_task; /* look at what is due (posted by any thread) */
+	dlock__task lookup_task; /* the pub/sub connection's host name was found */
 	dlock__timer timer;    /* the next due time of any of it */
 	dlock__io conn_io;     /* the pub/sub connection's descriptor */
 	dlock__io watch_io;    /* the Sentinel watch's */
@@ -95,5 +96,8 @@ void dlock__reactor_read_messages(dlock__reactor *r);
 /* Keep the loop watching the connection and the Sentinel watch for what
  * they wait for now (r->mu not held). */
 void dlock__reactor_watch_fds(dlock__reactor *r);
+
+/* lookup_task's step (reactor_conn.c): the pub/sub connection goes on. */
+void dlock__reactor_lookup_over(dlock__task *t);
 
 #endif

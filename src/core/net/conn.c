@@ -16,6 +16,7 @@
 #include "core/loop/loop.h"
 #include "core/net/conn.h"
 #include "core/net/owed.h"
+#include "core/net/resolve.h"
 #include "core/base/error.h"
 #include "core/base/time.h"
 #include "core/net/tls.h"
@@ -119,6 +120,7 @@ void dlock__conn_close(dlock__conn *c)
 {
 	if (c == NULL)
 		return;
+	dlock__resolve_drop(c->lookup); /* nothing posted after this */
 	if (c->owed > 0) /* a closed connection's debts die with it */
 		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
 	if (c->tls != NULL)

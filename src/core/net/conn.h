@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <hiredis/hiredis.h>
 
+#include "core/loop/loop.h"
+
 /*
  * Where a server that moves is (a Sentinel-managed primary): the transport
  * asks before each connect and tells when something suggests the server
@@ -83,6 +85,10 @@ typedef struct dlock__conn {
 	                for the next command, to share its write) */
 	size_t out_len, out_cap;
 	int connecting; /* a non-blocking connect (and TLS handshake) is under way */
+	struct dlock__lookup *lookup; /* connecting, its host name still being looked up
+	                (fd -1, want 0): its end posts `wake` to `wake_loop` */
+	dlock__loop *wake_loop;
+	dlock__task *wake;
 	int tcp_up;     /* the socket is connected (a TLS handshake may follow) */
 	short want;     /* what the next step waits for: POLLIN or POLLOUT */
 	int answered;   /* any byte came back: a close before is worth a hint */
@@ -134,6 +140,14 @@ void dlock__conn_close(dlock__conn *c);
  * without waiting; their replies are checked by the next read.
  */
 int dlock__conn_start(dlock__conn **out, const dlock__node *node);
+/* The same on a loop: a host name is looked up without waiting (c->lookup,
+ * no descriptor yet); its end posts `wake` to `loop`, from where
+ * dlock__conn_connected() goes on. A Sentinel-managed node's address is
+ * still asked for before this returns. */
+int dlock__conn_start_on(dlock__conn **out, const dlock__node *node, dlock__loop *loop,
+		dlock__task *wake);
+/* A lookup under way has its answer: dlock__conn_connected() goes on now. */
+int dlock__conn_lookup_over(const dlock__conn *c);
 int dlock__conn_connected(dlock__conn *c);
 
 /* The poll events the connection waits for now. */

@@ -78,31 +78,13 @@ static int found_target(dlock__conn *c, int64_t deadline, char *host, size_t len
 	return rc;
 }
 
-/* Resolve and start a non-blocking connect; c->connecting when it is under way. */
-static int connect_start(dlock__conn *c, int64_t deadline)
+/* Start a non-blocking connect to the first of res's addresses that takes
+ * one (res is freed); c->connecting when it is under way. */
+static int connect_addresses(dlock__conn *c, struct addrinfo *res)
 {
 	const dlock__sys *sys = dlock__sys_get();
-	struct addrinfo *res = NULL, *ai;
-	char found[256];
-	const char *host = c->node->host, *why = NULL;
-	int rc, err = ECONNREFUSED, tcp_port = c->node->port;
-
-	if (c->node->path != NULL)
-		return connect_unix(c);
-	if (c->node->cluster != NULL) /* a bug: commands go to the cluster's members */
-		return dlock__conn_fail(c, DLOCK_EINVAL, "connect",
-				"a cluster client connects through its members only");
-	if (c->node->finder.find != NULL) {
-		rc = found_target(c, deadline, found, sizeof(found), &tcp_port);
-		if (rc < 0)
-			return rc;
-		host = found;
-		c->label = c->addr_label;
-	}
-	rc = dlock__resolve(host, tcp_port, deadline, &res, &why);
-	if (rc < 0)
-		return dlock__conn_fail(c, rc,
-				rc == DLOCK_ETIMEDOUT ? "name lookup" : "name does not resolve", why);
+	struct addrinfo *ai;
+	int err = ECONNREFUSED;
 
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		int one = 1;
@@ -133,6 +115,72 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 	return c->tcp_up ? start_tls(c) : 0;
 }
 
+static int lookup_failed(dlock__conn *c, int rc, const char *why)
+{
+	return dlock__conn_fail(
+			c, rc, rc == DLOCK_ETIMEDOUT ? "name lookup" : "name does not resolve", why);
+}
+
+/*
+ * Find the address and start a non-blocking connect; c->connecting when it
+ * is under way. On a loop (c->wake_loop set) a host name is looked up
+ * without waiting: c->lookup, and no descriptor yet, until the lookup's end
+ * posts c->wake there (dlock__conn_connected goes on from it).
+ */
+static int connect_start(dlock__conn *c, int64_t deadline)
+{
+	struct addrinfo *res = NULL;
+	char found[256];
+	const char *host = c->node->host, *why = NULL;
+	int rc, tcp_port = c->node->port;
+
+	if (c->node->path != NULL)
+		return connect_unix(c);
+	if (c->node->cluster != NULL) /* a bug: commands go to the cluster's members */
+		return dlock__conn_fail(c, DLOCK_EINVAL, "connect",
+				"a cluster client connects through its members only");
+	if (c->node->finder.find != NULL) {
+		rc = found_target(c, deadline, found, sizeof(found), &tcp_port);
+		if (rc < 0)
+			return rc;
+		host = found;
+		c->label = c->addr_label;
+	}
+	if (c->wake_loop != NULL)
+		rc = dlock__resolve_start(host, tcp_port, c->wake_loop, c->wake, &res, &c->lookup, &why);
+	else
+		rc = dlock__resolve(host, tcp_port, deadline, &res, &why);
+	if (rc < 0)
+		return lookup_failed(c, rc, why);
+	if (c->lookup == NULL) {
+		c->wake_loop = NULL;
+		c->wake = NULL;
+		return connect_addresses(c, res);
+	}
+	c->connecting = 1;
+	c->want = 0; /* nothing to watch until the name is found */
+	return 0;
+}
+
+/* The lookup under way: 1 not over yet; 0 the connect started (or done);
+ * or the failure. */
+static int lookup_done(dlock__conn *c)
+{
+	struct addrinfo *res = NULL;
+	const char *why = NULL;
+	int rc = dlock__resolve_take(c->lookup, &res, &why);
+
+	if (rc == 1)
+		return 1;
+	c->lookup = NULL;
+	c->wake_loop = NULL; /* told once: the connection may outlive the run */
+	c->wake = NULL;
+	if (rc < 0)
+		return lookup_failed(c, rc, why);
+	c->connecting = 0;
+	return connect_addresses(c, res);
+}
+
 /* The socket's connect finished: did it succeed? Then a TLS node starts its handshake. */
 static int tcp_connected(dlock__conn *c)
 {
@@ -152,6 +200,13 @@ int dlock__conn_connected(dlock__conn *c)
 
 	if (!c->connecting)
 		return 0;
+	if (c->lookup != NULL) {
+		rc = lookup_done(c);
+		if (rc != 0)
+			return rc > 0 ? 0 : rc;
+		if (!c->connecting || !c->tcp_up)
+			return 0; /* connected at once, or poll for the connect */
+	}
 	if (!c->tcp_up)
 		rc = tcp_connected(c);
 	if (rc == 0 && c->tls != NULL)
@@ -214,7 +269,8 @@ static int handshake(dlock__conn *c, int64_t deadline)
 }
 
 /* Start connecting; a Sentinel-managed node's address is found before deadline. */
-static int conn_start(dlock__conn **out, const dlock__node *node, int64_t deadline)
+static int conn_start(dlock__conn **out, const dlock__node *node, int64_t deadline,
+		dlock__loop *loop, dlock__task *wake)
 {
 	dlock__conn *c;
 	int rc;
@@ -226,6 +282,8 @@ static int conn_start(dlock__conn **out, const dlock__node *node, int64_t deadli
 	c->fd = -1;
 	c->node = node;
 	c->label = node->label;
+	c->wake_loop = loop;
+	c->wake = wake;
 	c->reader = redisReaderCreate();
 	if (c->reader == NULL) {
 		dlock__free(c);
@@ -242,7 +300,18 @@ static int conn_start(dlock__conn **out, const dlock__node *node, int64_t deadli
 
 int dlock__conn_start(dlock__conn **out, const dlock__node *node)
 {
-	return conn_start(out, node, dlock__deadline_in(node->connect_timeout_ms));
+	return conn_start(out, node, dlock__deadline_in(node->connect_timeout_ms), NULL, NULL);
+}
+
+int dlock__conn_start_on(dlock__conn **out, const dlock__node *node, dlock__loop *loop,
+		dlock__task *wake)
+{
+	return conn_start(out, node, dlock__deadline_in(node->connect_timeout_ms), loop, wake);
+}
+
+int dlock__conn_lookup_over(const dlock__conn *c)
+{
+	return c->lookup != NULL && dlock__resolve_over(c->lookup);
 }
 
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
@@ -303,7 +372,7 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
 {
 	dlock__conn *c;
-	int rc = conn_start(&c, node, deadline);
+	int rc = conn_start(&c, node, deadline, NULL, NULL);
 
 	*out = NULL;
 	if (rc < 0)

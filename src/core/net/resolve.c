@@ -3,7 +3,8 @@
  * A host name looked up within a deadline (see resolve.h). The lookup runs
  * on a detached thread; whichever of it and the caller finishes last frees
  * the shared state, so a caller that gave up returns at its deadline and
- * the late answer is dropped.
+ * the late answer is dropped. A caller on a loop is told by a task the
+ * thread posts there; one that drops the lookup first is told nothing.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,15 +16,18 @@
 #include "core/base/alloc.h"
 #include "core/base/error.h"
 #include "core/base/sys.h"
+#include "core/loop/loop.h"
 #include "core/net/resolve.h"
 #include "core/base/time.h"
 
-typedef struct lookup {
+typedef struct dlock__lookup {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int users; /* the caller and the thread: the last one out frees it */
 	int done, rc;
 	struct addrinfo *res;
+	dlock__loop *loop; /* told when done: `ready` posted there (NULL: nobody) */
+	dlock__task *ready;
 	char port[16];
 	char host[];
 } lookup;
@@ -64,6 +68,8 @@ static void *lookup_main(void *arg)
 	l->res = rc == 0 ? res : NULL;
 	l->done = 1;
 	pthread_cond_signal(&l->cv);
+	if (l->loop != NULL)
+		dlock__loop_post(l->loop, l->ready); /* under mu: a drop waits for it */
 	leave(l);
 	return NULL;
 }
@@ -169,4 +175,89 @@ int dlock__resolve(const char *host, int port, int64_t deadline, struct addrinfo
 		return rc == 0 ? 0 : DLOCK_ECONN;
 	}
 	return lookup_wait(l, deadline, out, why);
+}
+
+/* A numeric address, read at once: 0 (*out set), DLOCK_ECONN, or 1 (a name). */
+static int numeric(const char *host, const char *service, struct addrinfo **out, const char **why)
+{
+	struct addrinfo hints;
+	int rc;
+
+	hints_for(&hints, AI_NUMERICHOST);
+	rc = dlock__sys_get()->resolve(host, service, &hints, out);
+	if (rc == EAI_NONAME)
+		return 1;
+	*why = rc != 0 ? gai_strerror(rc) : NULL;
+	return rc == 0 ? 0 : DLOCK_ECONN;
+}
+
+int dlock__resolve_start(const char *host, int port, dlock__loop *loop, dlock__task *ready,
+		struct addrinfo **out, dlock__lookup **started, const char **why)
+{
+	char service[16];
+	lookup *l;
+	int rc;
+
+	*out = NULL;
+	*started = NULL;
+	snprintf(service, sizeof(service), "%d", port);
+	if ((rc = numeric(host, service, out, why)) <= 0)
+		return rc;
+	/* Told from another thread: the loop needs its wake-up descriptor. */
+	if (dlock__loop_wakeable(loop) < 0 || (l = lookup_new(host, service)) == NULL)
+		return dlock__resolve(host, port, DLOCK__NEVER, out, why);
+	l->loop = loop;
+	l->ready = ready;
+	if (!lookup_start(l))
+		return dlock__resolve(host, port, DLOCK__NEVER, out, why);
+	*started = l;
+	return 0;
+}
+
+int dlock__resolve_take(dlock__lookup *l, struct addrinfo **out, const char **why)
+{
+	int rc;
+
+	dlock__mutex_lock(&l->mu);
+	if (!l->done) {
+		dlock__mutex_unlock(&l->mu);
+		return 1;
+	}
+	if (l->rc != 0) {
+		*why = gai_strerror(l->rc);
+		rc = DLOCK_ECONN;
+	} else {
+		*out = l->res;
+		l->res = NULL;
+		rc = 0;
+	}
+	l->loop = NULL;
+	leave(l);
+	return rc;
+}
+
+int dlock__resolve_over(dlock__lookup *l)
+{
+	int done;
+
+	dlock__mutex_lock(&l->mu);
+	done = l->done;
+	dlock__mutex_unlock(&l->mu);
+	return done;
+}
+
+void dlock__resolve_drop(dlock__lookup *l)
+{
+	dlock__loop *loop;
+	dlock__task *ready;
+
+	if (l == NULL)
+		return;
+	dlock__mutex_lock(&l->mu);
+	loop = l->loop;
+	ready = l->ready;
+	l->loop = NULL;
+	leave(l);
+	if (loop != NULL)
+		dlock__loop_unpost(loop, ready); /* posted already: not run now */
 }
