@@ -8,6 +8,15 @@
 # entry, for this version), and its man pages are gzipped (-n: no name or time
 # stamp in the file). The changelog's date is SOURCE_DATE_EPOCH's when that is
 # set (string(TIMESTAMP) reads it), for a reproducible package.
+if(NOT CPACK_GENERATOR STREQUAL "DEB")
+  return()
+endif()
+if(NOT CPACK_DLOCK_INSTALL_PREFIX STREQUAL "/usr")
+  message(FATAL_ERROR "dlock: this build was configured with the prefix "
+    "${CPACK_DLOCK_INSTALL_PREFIX}; a Debian package needs /usr (the multiarch library "
+    "directory, no rpath): configure a build with -DCMAKE_INSTALL_PREFIX=/usr for cpack -G DEB, "
+    "or run ci/packages.sh")
+endif()
 find_program(_dlock_gzip gzip REQUIRED)
 
 function(dlock_gzip file)

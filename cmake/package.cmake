@@ -13,10 +13,8 @@
 # The prefix /usr matters: GNUInstallDirs then puts the library in Debian's
 # multiarch directory (lib/x86_64-linux-gnu) and the command gets no rpath.
 # ci/packages.sh builds, checks, installs and removes them.
-if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  message(STATUS "dlock: Debian packages (cpack -G DEB) want -DCMAKE_INSTALL_PREFIX=/usr "
-    "(this build's prefix is ${CMAKE_INSTALL_PREFIX})")
-endif()
+# (cmake/deb-finish.cmake stops cpack -G DEB on a build with another prefix.)
+set(CPACK_DLOCK_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
 
 set(DLOCK_DEB_MAINTAINER "dlock maintainers <maintainers@users.noreply.a-seed-811c45d0.example>"
   CACHE STRING "The Maintainer field of dlock's Debian packages")
