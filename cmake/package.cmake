@@ -14,6 +14,12 @@
 # multiarch directory (lib/x86_64-linux-gnu) and the command gets no rpath.
 # ci/packages.sh builds, checks, installs and removes them.
 # (cmake/deb-finish.cmake stops cpack -G DEB on a build with another prefix.)
+# CPACK_PRE_BUILD_SCRIPTS is 3.19's, CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
+# 3.20's: an older CMake builds and installs dlock but makes no packages.
+if(CMAKE_VERSION VERSION_LESS 3.20)
+  message(STATUS "dlock: Debian packages (cpack -G DEB) need CMake >= 3.20; not set up")
+  return()
+endif()
 set(CPACK_DLOCK_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
 
 set(DLOCK_DEB_MAINTAINER "dlock maintainers <maintainers@users.noreply.a-seed-811c45d0.example>"
