@@ -156,20 +156,23 @@ def read_header(path, rel):
         i += 1
 
     # the doc comment of each statement: the comments between it and the one
-    # before (none: it shares the one before's); a plain /* comment that
-    # speaks of the calls "below" covers them up to the next typedef
-    docs, prev_end, prev_doc, group = [], 0, '', ''
+    # before; a plain /* comment that speaks of the calls "below" covers them
+    # up to the next typedef. A declaration without a comment, right below
+    # (no blank line) one whose name starts its own (unlock, unlock_as),
+    # shares that one's: resolved in share_docs().
+    docs, prev_end, group = [], 0, ''
     for pos, st, is_def in stmts:
         gap = src[prev_end:pos]
         cms = re.findall(r'/\*.*?\*/', gap, re.S)
         for c in cms:
             if not c.startswith('/**'):
                 group = c if 'below' in c else ''
-        doc = cms[-1] if cms else prev_doc
         if st.lstrip().startswith('typedef'):
             group = ''
-        docs.append(doc + ('\n' + group if group else ''))
-        prev_end, prev_doc = pos + len(st) + 1, doc
+        own = cms[-1] if cms else None
+        adjacent = own is None and '\n\n' not in gap.replace(' ', '').replace('\t', '')
+        docs.append((own or '') + ('\n' + group if group else '') if not adjacent else None)
+        prev_end = pos + len(st) + 1
 
     for (pos, st, is_def), doc in zip(stmts, docs):
         line = lineof(pos)
@@ -190,6 +193,7 @@ def read_header(path, rel):
             syms.append(Sym('function', m.group(2), rel, line,
                             norm(m.group(1) + m.group(2) + '(' + m.group(3) + ')'),
                             ret=norm(m.group(1)), params=parse_params(m.group(3)), doc=doc))
+            share_docs(syms)
             continue
         m = re.match(r'^typedef struct (\w+) (\w+)$', s)
         if m:
@@ -237,6 +241,16 @@ def read_header(path, rel):
             continue  # a forward declaration
         syms.append(Sym('unparsed', s[:40], rel, line, s))
     return syms, includes
+
+
+def share_docs(syms):
+    """A function without a doc of its own (None) shares the one above it
+    when that one's name starts its name; else it has none."""
+    fs = [x for x in syms if x.kind == 'function']
+    f = fs[-1]
+    if f.doc is None:
+        prev = fs[-2] if len(fs) > 1 else None
+        f.doc = prev.doc if prev is not None and f.name.startswith(prev.name) else ''
 
 
 def headers(root):
@@ -457,9 +471,10 @@ def check(root):
     # that talks; "no network traffic"/"sends nothing" says it does not.
     talks = server_calls(funcs)
     for f in funcs:
-        if f.name in talks and f.name + '_async' not in fnames and \
-                not re.search(r'_new(_from_\w+)?$', f.name):
-            fail(f, 'R7', '%s talks to a server and has no %s_async twin' % (f.name, f.name))
+        twin = re.sub(r'_fenced$', '', f.name) + '_async'  # the token is in the result
+        if f.name in talks and twin not in fnames and \
+                not re.search(r'_new(_from_\w+)?$|_free$|_init$', f.name):
+            fail(f, 'R7', '%s talks to a server and has no %s twin' % (f.name, twin))
 
     # R6: errmsg and errmsg_r for every handle
     for t in handles:
