@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal to the URI parser (uri.c, uri_list.c): the pieces each
- * grammar is made of. Messages go to err; none quotes text that could be
+ * grammar is made of (uri_parts.c). Messages go to err; none quotes text that could be
  * part of a password.
  */
 #ifndef DLOCK_CORE_URI_PARTS_H
@@ -16,6 +16,32 @@
 #else
 #define DLOCK__URI_PRINTF(f, a)
 #endif
+
+/* Whitespace and control bytes are never valid, raw, anywhere in a URI. */
+static inline int dlock__uri_is_ctl(unsigned char c)
+{
+	return c <= 0x20 || c == 0x7f;
+}
+
+static inline int dlock__uri_is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static inline int dlock__uri_is_alpha(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* strlen that stops looking past `max`, so a huge input costs nothing. */
+static inline size_t dlock__uri_bounded_len(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	while (n < max && s[n] != '\0')
+		n++;
+	return n;
+}
 
 void dlock__uri_seterr(char *err, size_t errlen, const char *fmt, ...) DLOCK__URI_PRINTF(3, 4);
 
