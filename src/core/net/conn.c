@@ -15,11 +15,9 @@
 #include "core/base/sys.h"
 #include "core/loop/loop.h"
 #include "core/net/conn.h"
-#include "core/net/owed.h"
 #include "core/net/resolve.h"
 #include "core/base/error.h"
 #include "core/base/time.h"
-#include "core/net/tls.h"
 
 void dlock__node_suspect(const dlock__node *node)
 {
@@ -50,7 +48,7 @@ static void note_answer(dlock__conn *c)
 /* recv()/send() through TLS when the node has it; EAGAIN sets c->want. */
 static ssize_t io_read(dlock__conn *c, void *buf, size_t len)
 {
-	ssize_t n = c->tls ? dlock__tls_read(c, buf, len)
+	ssize_t n = c->tls ? c->tls_ops->read(c, buf, len)
 			   : dlock__sys_get()->recv(c->fd, buf, len);
 
 	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -60,7 +58,7 @@ static ssize_t io_read(dlock__conn *c, void *buf, size_t len)
 
 static ssize_t io_write(dlock__conn *c, const void *buf, size_t len)
 {
-	ssize_t n = c->tls ? dlock__tls_write(c, buf, len)
+	ssize_t n = c->tls ? c->tls_ops->write(c, buf, len)
 			   : dlock__sys_get()->send(c->fd, buf, len);
 
 	if (n < 0 && !c->tls && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -71,7 +69,7 @@ static ssize_t io_write(dlock__conn *c, const void *buf, size_t len)
 /* Why the last io_read/io_write failed. */
 static const char *io_strerror(const dlock__conn *c)
 {
-	return c->tls && errno == EPROTO ? dlock__tls_strerror() : strerror(errno);
+	return c->tls && errno == EPROTO ? c->tls_ops->strerror() : strerror(errno);
 }
 
 /*
@@ -101,7 +99,7 @@ short dlock__conn_events(const dlock__conn *c)
 
 int dlock__conn_buffered(const dlock__conn *c)
 {
-	return dlock__tls_pending(c);
+	return c->tls != NULL && c->tls_ops->pending(c);
 }
 
 /* A blocking step's wait: a turn of the loop (core/loop/loop.h). */
@@ -116,6 +114,16 @@ static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadl
 	return dlock__conn_fail(c, DLOCK_ECONN, what, dlock__errmsg_thread());
 }
 
+void dlock__conn_give_up(dlock__conn *c, int replies)
+{
+	dlock__node_suspect(c->node); /* a paused primary may be replaced */
+	if (c->owed == 0)
+		c->owed_since = dlock__now_ms();
+	c->discard += replies;
+	c->owed += replies;
+	atomic_fetch_add((_Atomic int *)&c->node->owed, replies);
+}
+
 void dlock__conn_close(dlock__conn *c)
 {
 	if (c == NULL)
@@ -124,7 +132,7 @@ void dlock__conn_close(dlock__conn *c)
 	if (c->owed > 0) /* a closed connection's debts die with it */
 		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
 	if (c->tls != NULL)
-		dlock__tls_close(c);
+		c->tls_ops->close(c);
 	dlock__fd_close(c->fd); /* out of an epoll set that kept it first */
 	if (c->reader != NULL)
 		redisReaderFree(c->reader);

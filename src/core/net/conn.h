@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <hiredis/hiredis.h>
 
 #include "core/loop/loop.h"
@@ -74,6 +75,20 @@ typedef struct dlock__node {
 	_Atomic uint64_t writes;
 } dlock__node;
 
+struct dlock__conn;
+
+/* TLS over a connection's socket, as the transport calls it: installed by
+ * the handshake's start (core/net/tls.c), so the transport calls TLS only
+ * through this table and TLS builds on the transport, not the reverse. */
+typedef struct dlock__conn_tls {
+	/* As recv()/send(): > 0 bytes, 0 closed (read), -1 with errno (EAGAIN: c->want set). */
+	ssize_t (*read)(struct dlock__conn *c, void *buf, size_t len);
+	ssize_t (*write)(struct dlock__conn *c, const void *buf, size_t len);
+	int (*pending)(const struct dlock__conn *c); /* decrypted bytes buffered */
+	const char *(*strerror)(void);               /* why the last read/write failed */
+	void (*close)(struct dlock__conn *c);        /* free the TLS state */
+} dlock__conn_tls;
+
 typedef struct dlock__conn {
 	int fd;
 	int broken;         /* a transport failure happened: close, never reuse */
@@ -93,6 +108,7 @@ typedef struct dlock__conn {
 	short want;     /* what the next step waits for: POLLIN or POLLOUT */
 	int answered;   /* any byte came back: a close before is worth a hint */
 	void *tls;      /* OpenSSL's SSL, when the node is TLS (core/net/tls.c) */
+	const dlock__conn_tls *tls_ops; /* with it: how the transport reads and writes */
 	const struct dlock__tls_ctx *tls_ctx;
 	int checks[4]; /* pipelined AUTH/SELECT/ROLE/INFO whose replies are checked first: the code */
 	int nchecks;
@@ -121,6 +137,10 @@ void dlock__node_suspect(const dlock__node *node);
 /* Mark c broken (never reused) and set "node: what: why"; returns code.
  * Shared by conn.c and connect.c. */
 int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why);
+
+/* Stop waiting for `replies` replies of this connection: they are skipped
+ * when they come, and counted as owed (core/net/owed.h, rule 1). */
+void dlock__conn_give_up(dlock__conn *c, int replies);
 
 /* The server refused c for good (core/net/tls.c): a wait does not try it again. */
 void dlock__conn_refused(dlock__conn *c);

@@ -27,16 +27,6 @@ void dlock__conn_reset(dlock__conn *c)
 	dlock__conn_close(c);
 }
 
-void dlock__conn_give_up(dlock__conn *c, int replies)
-{
-	dlock__node_suspect(c->node); /* a paused primary may be replaced */
-	if (c->owed == 0)
-		c->owed_since = dlock__now_ms();
-	c->discard += replies;
-	c->owed += replies;
-	atomic_fetch_add((_Atomic int *)&c->node->owed, replies);
-}
-
 void dlock__conn_drain(dlock__conn *c)
 {
 	while (c->owed > 0 && !c->broken) {

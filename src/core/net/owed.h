@@ -47,8 +47,7 @@
 
 #include "core/net/conn.h"
 
-/* Stop waiting for `replies` replies of this connection: they are skipped when they come. */
-void dlock__conn_give_up(dlock__conn *c, int replies);
+/* dlock__conn_give_up (rule 1) is the transport's own (conn.h). */
 
 /*
  * Queue a command behind the ones given up on c and count its reply as owed

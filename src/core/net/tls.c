@@ -291,6 +291,8 @@ static int expect_name(SSL *ssl, const dlock__tls_ctx *t)
 	return SSL_set_tlsext_host_name(ssl, t->name) == 1 && SSL_set1_host(ssl, t->name) == 1;
 }
 
+static const dlock__conn_tls tls_ops; /* below: how the transport calls TLS */
+
 int dlock__tls_start(dlock__conn *c, dlock__tls_ctx *t)
 {
 	SSL *ssl = SSL_new(t->ssl);
@@ -302,6 +304,7 @@ int dlock__tls_start(dlock__conn *c, dlock__tls_ctx *t)
 	}
 	c->tls = ssl;
 	c->tls_ctx = t;
+	c->tls_ops = &tls_ops;
 	c->want = POLLOUT;
 	return 0;
 }
@@ -435,6 +438,14 @@ void dlock__tls_close(dlock__conn *c)
 	SSL_free(c->tls);
 	c->tls = NULL;
 }
+
+static const dlock__conn_tls tls_ops = {
+	dlock__tls_read,
+	dlock__tls_write,
+	dlock__tls_pending,
+	dlock__tls_strerror,
+	dlock__tls_close,
+};
 
 #else /* !DLOCK_HAVE_TLS */
 
