@@ -11,7 +11,6 @@ packages=(
 	cmake
 	pkg-config
 	libhiredis-dev
-	uuid-dev
 	libcriterion-dev
 	redis-server
 	redis-tools

@@ -81,7 +81,7 @@ if [ -x "$prefix/bin/dlock" ]; then
 	expect_version "man page" \
 		"$(find "$prefix" -name dlock.1 -exec sed -n 's/^\.TH .*"dlock \([^"]*\)".*/\1/p' {} +)"
 fi
-# The public headers include neither hiredis nor uuid: `pkg-config --cflags`
+# The public headers do not include hiredis: `pkg-config --cflags`
 # names only dlock's include directory (no Requires.private to bring theirs).
 cflags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags dlock | sed "s/ *$//")
 if [ "$cflags" != "-I$prefix/include" ]; then
@@ -142,7 +142,7 @@ grep -q "$libdir/libdlock.so" <<<"$deps" || {
 }
 run_unreachable pkg-config-rpath "$tmp/hello_rpath" ""
 
-step "pkg-config --static: the archive with hiredis, uuid and pthreads"
+step "pkg-config --static: the archive with hiredis and pthreads"
 # shellcheck disable=SC2046  # word splitting of the flags is intended
 cc -std=c99 -Wall -Wextra -Werror -o "$tmp/hello_pc_static" "$root/examples/hello_lock.c" \
 	$(pkg-config --cflags dlock) "$libdir/libdlock.a" $(pkg-config --static --libs dlock | sed 's/-ldlock//')

@@ -64,11 +64,10 @@ install(EXPORT dlockTargets
   NAMESPACE dlock::
   DESTINATION ${DLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
 
-# dlockConfig.cmake finds hiredis and uuid with these modules (hiredis 0.14
-# installs no CMake package with a target, libuuid none at all).
+# dlockConfig.cmake finds hiredis with this module (hiredis 0.14 installs
+# no CMake package with a target).
 install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/Findhiredis.cmake
-  ${PROJECT_SOURCE_DIR}/cmake/Finduuid.cmake
   DESTINATION ${DLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
 
 # What dlockConfig.cmake and dlock.pc say of TLS's libraries.

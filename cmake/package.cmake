@@ -78,9 +78,9 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/deb/runtime
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdlock-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-# The CMake package finds hiredis and uuid (and OpenSSL when built with TLS),
+# The CMake package finds hiredis (and OpenSSL when built with TLS),
 # and the static library links them: their -dev packages come along.
-set(_dlock_dev_depends "${_dlock_lib_package} (= ${PROJECT_VERSION}), libhiredis-dev, uuid-dev")
+set(_dlock_dev_depends "${_dlock_lib_package} (= ${PROJECT_VERSION}), libhiredis-dev")
 if(DLOCK_TLS_LIBS)
   string(APPEND _dlock_dev_depends ", libssl-dev")
 endif()
