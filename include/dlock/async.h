@@ -56,6 +56,20 @@ typedef struct dlock_result {
 	 *  status; NULL and 0 for a single lock. */
 	const dlock_member_status *members;
 	size_t nmembers;
+	/* Fields below were appended after 0.x: the library allocates every
+	 * dlock_result and hands out only pointers to it, so appending is
+	 * ABI-safe; fields are only ever appended. */
+	/** A query or a one-command change: the blocking call's numeric
+	 *  answer (is_locked/is_held 1 or 0, a TTL in ms, a hold count, a
+	 *  token, a count of permits, a force unlock's 1 or 0); 0 otherwise. */
+	int64_t value;
+	/** dlock_lock_query_async(): the answer, which becomes the callback's,
+	 *  to free with dlock_lock_info_free() (as the blocking call's); NULL
+	 *  on error and for other operations. */
+	dlock_lock_info *lock_info;
+	/** dlock_semaphore_query_async(): the same, freed with
+	 *  dlock_semaphore_info_free(). */
+	struct dlock_semaphore_info *semaphore_info;
 } dlock_result;
 
 /** The one callback of an operation; `op` is freed when it returns. */

@@ -10,6 +10,8 @@
 #include "core/base/alloc.h"
 #include "core/base/time.h"
 #include "core/drive/op.h"
+#include "core/drive/client.h"
+#include "core/drive/reactor.h"
 
 #define OP_OF(t, field) ((dlock_op *)((char *)(t) - offsetof(dlock_op, field)))
 
@@ -197,6 +199,32 @@ void dlock__op_run(dlock_op *op, const int *done)
 		else
 			dlock__loop_run_once(l, DLOCK__NEVER);
 	}
+}
+
+int dlock__op_block(dlock_op *op, dlock_client *c, const int *done)
+{
+	dlock__loop mine, *loop = op->loop, *own = NULL;
+	int rc;
+
+	if (dlock__reactor_own_thread(c->reactor)) {
+		/* The thread's loop, kept for its next calls; a loop of this call's
+		 * own when an outer call on this thread is driving that one. */
+		own = dlock__thread_loop();
+		if (own == NULL && (rc = dlock__loop_init(&mine)) < 0) {
+			op->destroy(op);
+			return rc;
+		}
+		loop = own != NULL ? own : &mine;
+	}
+	op->loop = loop;
+	loop->busy++;
+	dlock__op_run(op, done);
+	loop->busy--;
+	if (loop == &mine)
+		dlock__loop_destroy(&mine);
+	else if (own != NULL)
+		dlock__loop_quiet(own); /* no descriptor left open between calls */
+	return 0;
 }
 
 int dlock__op_canceled(const dlock_op *op)

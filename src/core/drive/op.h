@@ -51,6 +51,15 @@ void dlock__op_finish(dlock_op *op, int code);
  */
 void dlock__op_run(dlock_op *op, const int *done);
 
+/*
+ * A blocking call's op on client c's loop (a MultiLock's runs on its first
+ * member's): drive it on the calling thread until *done, which its callback
+ * sets - on the thread's own loop when the client has a thread of its own,
+ * on the client's loop when the caller drives one. 0, or DLOCK_ENOMEM (no
+ * loop: the op was destroyed, no callback).
+ */
+int dlock__op_block(dlock_op *op, dlock_client *c, const int *done);
+
 /* Whether a cancel was asked (read at each step). */
 int dlock__op_canceled(const dlock_op *op);
 
