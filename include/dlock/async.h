@@ -134,6 +134,38 @@ DLOCK_EXTERN int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, c
 		dlock_op_cb cb, void *userdata);
 
 /**
+ * The lock's queries and its force unlock as operations: the same command
+ * and the same answer as the blocking call of the name without `_async`
+ * (dlock/lock.h), in the result: `code` its return value, `value` its
+ * number - is_locked/is_held 1 or 0, a hold count, a token, the TTL in ms
+ * (-2 no key, -1 none), a force unlock's 1 or 0 - and for
+ * dlock_lock_query_async() `lock_info`, the callback's to free with
+ * dlock_lock_info_free() (NULL on error). A NULL owner (and the calls
+ * without one) means the calling thread's, as the blocking calls take it,
+ * resolved when the call is made. A query may be canceled (it changed
+ * nothing); a force unlock is not (it finishes). Errors (no callback then):
+ * DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_lock_is_locked_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_is_held_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_is_held_as_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_hold_count_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_hold_count_as_async(dlock_op **out, dlock_lock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_remaining_ttl_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_token_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_query_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_force_unlock_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+
+/**
  * End the operation early. Its callback comes once, with DLOCK_ECANCELED,
  * from the loop (not from within this call), after what it took was given
  * back; a release is not canceled (it finishes: a hold left half-released
