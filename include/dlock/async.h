@@ -166,6 +166,33 @@ DLOCK_EXTERN int dlock_lock_force_unlock_async(dlock_op **out, dlock_lock *lock,
 		void *userdata);
 
 /**
+ * A semaphore's calls as operations, with the blocking call's outcome
+ * (dlock/semaphore.h) in the result: `value` is try_set's 1 (set) or 0,
+ * available's count, force_release's permits freed (0 for add and set);
+ * dlock_semaphore_query_async() gives `semaphore_info`, the callback's to
+ * free with dlock_semaphore_info_free() (NULL on error).
+ * dlock_semaphore_release_permit_async() is dlock_semaphore_release_async()
+ * for an expirable permit. available and query may be canceled; the
+ * changes are not (they finish). Errors (no callback then): DLOCK_EINVAL,
+ * DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+struct dlock_semaphore;
+DLOCK_EXTERN int dlock_semaphore_try_set_permits_async(dlock_op **out,
+		struct dlock_semaphore *sem, int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_add_permits_async(dlock_op **out, struct dlock_semaphore *sem,
+		int64_t delta, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_set_permits_async(dlock_op **out, struct dlock_semaphore *sem,
+		int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_available_async(dlock_op **out, struct dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_force_release_async(dlock_op **out, struct dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_query_async(dlock_op **out, struct dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_release_permit_async(dlock_op **out,
+		struct dlock_semaphore *sem, const char *id, dlock_op_cb cb, void *userdata);
+
+/**
  * End the operation early. Its callback comes once, with DLOCK_ECANCELED,
  * from the loop (not from within this call), after what it took was given
  * back; a release is not canceled (it finishes: a hold left half-released
