@@ -70,6 +70,9 @@ typedef struct dlock_result {
 	/** dlock_semaphore_query_async(): the same, freed with
 	 *  dlock_semaphore_info_free(). */
 	struct dlock_semaphore_info *semaphore_info;
+	/** dlock_client_holder_async() that found a registration (value 1):
+	 *  who it is, valid during the callback; otherwise NULL. */
+	const dlock_holder *holder;
 } dlock_result;
 
 /** The one callback of an operation; `op` is freed when it returns. */
@@ -191,6 +194,21 @@ DLOCK_EXTERN int dlock_semaphore_query_async(dlock_op **out, struct dlock_semaph
 		dlock_op_cb cb, void *userdata);
 DLOCK_EXTERN int dlock_semaphore_release_permit_async(dlock_op **out,
 		struct dlock_semaphore *sem, const char *id, dlock_op_cb cb, void *userdata);
+
+/**
+ * A client's calls to its server as operations: PING (`code` 0 when it
+ * answered; on a cluster it asks the member serving a slot, where the
+ * blocking dlock_client_ping() reads the slot map), the server's uptime
+ * in seconds (`value`), and a registered owner's holder (`value` 1 and
+ * `holder`, or 0 when none registered). Each may be canceled. Errors (no
+ * callback then): DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_client_ping_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_uptime_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_holder_async(dlock_op **out, dlock_client *client,
+		const char *owner, dlock_op_cb cb, void *userdata);
 
 /**
  * End the operation early. Its callback comes once, with DLOCK_ECANCELED,

@@ -131,12 +131,14 @@ static int ttl_new(query_op **q, dlock_lock *l, dlock_op_cb cb, void *ud)
 
 static int token_new(query_op **q, dlock_lock *l, dlock_op_cb cb, void *ud)
 {
+	int rc;
+
+	*q = NULL;
 	if (l != NULL && l->kind != DLOCK_LOCK_FENCED)
 		return dlock__errbuf_record(&l->err,
 				dlock__seterr(DLOCK_EINVAL, "lock %s is not fenced", l->shown));
-	int rc = query_new(q, &kind_token, l, "GET", l ? l->token_key : NULL,
+	rc = query_new(q, &kind_token, l, "GET", l ? l->token_key : NULL,
 			l ? l->token_key_len : 0, cb, ud);
-
 	if (rc == 0)
 		(*q)->nil_is_zero = 1;
 	return rc;

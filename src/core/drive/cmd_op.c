@@ -89,8 +89,8 @@ static void start(dlock_op *op)
 	dlock__cmd_op *o = (dlock__cmd_op *)op;
 	int rc;
 
-	if (o->kind->prepare != NULL && (rc = o->kind->prepare(o)) < 0) {
-		conclude(o, rc);
+	if (o->kind->prepare != NULL && (rc = o->kind->prepare(o)) != 0) {
+		conclude(o, rc < 0 ? rc : 0); /* 1: answered without a command */
 		return;
 	}
 	send_command(o);

@@ -26,7 +26,8 @@ typedef struct dlock__cmd_op dlock__cmd_op;
 typedef struct dlock__cmd_kind {
 	const char *what; /* the public function, for messages */
 	/* Build o->call, or o->argv/lens/argc, on the loop's thread as the op
-	 * starts (the handle's state as of then): 0, or an error with its
+	 * starts (the handle's state as of then): 0, 1 when the result is
+	 * known without a command (the op ends with 0), or an error with its
 	 * message. NULL: built by the caller before the submit. */
 	int (*prepare)(dlock__cmd_op *o);
 	/* The reply, not an error reply (those are failed already): 0 with
