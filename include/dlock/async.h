@@ -56,6 +56,23 @@ typedef struct dlock_result {
 	 *  status; NULL and 0 for a single lock. */
 	const dlock_member_status *members;
 	size_t nmembers;
+	/* Fields below were appended after 0.x: the library allocates every
+	 * dlock_result and hands out only pointers to it, so appending is
+	 * ABI-safe; fields are only ever appended. */
+	/** A query or a one-command change: the blocking call's numeric
+	 *  answer (is_locked/is_held 1 or 0, a TTL in ms, a hold count, a
+	 *  token, a count of permits, a force unlock's 1 or 0); 0 otherwise. */
+	int64_t value;
+	/** dlock_lock_query_async(): the answer, which becomes the callback's,
+	 *  to free with dlock_lock_info_free() (as the blocking call's); NULL
+	 *  on error and for other operations. */
+	dlock_lock_info *lock_info;
+	/** dlock_semaphore_query_async(): the same, freed with
+	 *  dlock_semaphore_info_free(). */
+	struct dlock_semaphore_info *semaphore_info;
+	/** dlock_client_holder_async() that found a registration (value 1):
+	 *  who it is, valid during the callback; otherwise NULL. */
+	const dlock_holder *holder;
 } dlock_result;
 
 /** The one callback of an operation; `op` is freed when it returns. */
@@ -118,6 +135,80 @@ DLOCK_EXTERN int dlock_multilock_release_async(dlock_op **out, dlock_multilock *
 		const char *owner, dlock_op_cb cb, void *userdata);
 DLOCK_EXTERN int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, const char *owner,
 		dlock_op_cb cb, void *userdata);
+
+/**
+ * The lock's queries and its force unlock as operations: the same command
+ * and the same answer as the blocking call of the name without `_async`
+ * (dlock/lock.h), in the result: `code` its return value, `value` its
+ * number - is_locked/is_held 1 or 0, a hold count, a token, the TTL in ms
+ * (-2 no key, -1 none), a force unlock's 1 or 0 - and for
+ * dlock_lock_query_async() `lock_info`, the callback's to free with
+ * dlock_lock_info_free() (NULL on error). A NULL owner (and the calls
+ * without one) means the calling thread's, as the blocking calls take it,
+ * resolved when the call is made. A query may be canceled (it changed
+ * nothing); a force unlock is not (it finishes). Errors (no callback then):
+ * DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_lock_is_locked_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_is_held_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_is_held_as_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_hold_count_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_hold_count_as_async(dlock_op **out, dlock_lock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_remaining_ttl_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_token_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_query_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_force_unlock_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+
+/**
+ * A semaphore's calls as operations, with the blocking call's outcome
+ * (dlock/semaphore.h) in the result: `value` is try_set's 1 (set) or 0,
+ * available's count, force_release's permits freed (0 for add and set);
+ * dlock_semaphore_query_async() gives `semaphore_info`, the callback's to
+ * free with dlock_semaphore_info_free() (NULL on error).
+ * dlock_semaphore_release_permit_async() is dlock_semaphore_release_async()
+ * for an expirable permit. available and query may be canceled; the
+ * changes are not (they finish). Errors (no callback then): DLOCK_EINVAL,
+ * DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+struct dlock_semaphore;
+DLOCK_EXTERN int dlock_semaphore_try_set_permits_async(dlock_op **out,
+		struct dlock_semaphore *sem, int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_add_permits_async(dlock_op **out, struct dlock_semaphore *sem,
+		int64_t delta, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_set_permits_async(dlock_op **out, struct dlock_semaphore *sem,
+		int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_available_async(dlock_op **out, struct dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_force_release_async(dlock_op **out, struct dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_query_async(dlock_op **out, struct dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_release_permit_async(dlock_op **out,
+		struct dlock_semaphore *sem, const char *id, dlock_op_cb cb, void *userdata);
+
+/**
+ * A client's calls to its server as operations: PING (`code` 0 when it
+ * answered; on a cluster it asks the member serving a slot, where the
+ * blocking dlock_client_ping() reads the slot map), the server's uptime
+ * in seconds (`value`), and a registered owner's holder (`value` 1 and
+ * `holder`, or 0 when none registered). Each may be canceled. Errors (no
+ * callback then): DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_client_ping_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_uptime_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_holder_async(dlock_op **out, dlock_client *client,
+		const char *owner, dlock_op_cb cb, void *userdata);
 
 /**
  * End the operation early. Its callback comes once, with DLOCK_ECANCELED,

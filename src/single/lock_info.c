@@ -15,6 +15,7 @@
 #include "core/drive/client.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
+#include "single/lock_op.h"
 #include "single/scripts.h"
 
 /* Waiters of a fair queue read at most (the rest are counted). */
@@ -258,53 +259,103 @@ static int make_names(const dlock_lock *l, char **names, size_t *lens)
 	return ok ? 0 : -1;
 }
 
+/* The query as an operation of one script call (core/drive/cmd_op.h). */
+typedef struct info_op {
+	dlock__cmd_op co; /* first */
+	char *names[NNAMES];
+	size_t lens[NNAMES];
+	int64_t now; /* wall ms as it was sent, for the TTLs the reply gives */
+} info_op;
+
+static int info_judge(dlock__cmd_op *co, const redisReply *r)
+{
+	info_op *q = (info_op *)co;
+	dlock_lock *l = co->handle;
+	dlock_lock_info *info = dlock__calloc(1, sizeof(*info));
+	int rc;
+
+	if (info == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown);
+	if ((rc = read_reply(l, r, q->now, info)) < 0) {
+		dlock_lock_info_free(info);
+		return rc;
+	}
+	co->op.result.lock_info = info; /* the callback's from now on */
+	return 0;
+}
+
+static int info_prepare(dlock__cmd_op *co)
+{
+	((info_op *)co)->now = dlock__wall_ms();
+	return 0;
+}
+
+static void info_clear(dlock__cmd_op *co)
+{
+	free_names(((info_op *)co)->names);
+}
+
+static const dlock__cmd_kind kind_info = { "dlock_lock_query", info_prepare, info_judge,
+	info_clear, dlock__lock_cmd_unref, 0, 0 };
+
+static int info_new(info_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
+{
+	dlock__cmd_op *co;
+	info_op *q;
+	dlock__call *call;
+	int rc = dlock__lock_cmd_new(&co, sizeof(info_op), &kind_info, l, cb, userdata);
+
+	if (rc < 0)
+		return rc;
+	q = (info_op *)co;
+	if (make_names(l, q->names, q->lens) < 0) {
+		co->op.destroy(&co->op);
+		return dlock__errbuf_record(&l->err,
+				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown));
+	}
+	call = &co->call;
+	dlock__call_begin(call, &script_lock_info);
+	dlock__call_push(call, l->name, l->name_len);
+	dlock__call_push(call, l->queue, l->queue_len);
+	dlock__call_push(call, l->timeouts, l->timeouts_len);
+	dlock__call_push(call, q->names[WAITERS], q->lens[WAITERS]);
+	dlock__call_keys_done(call);
+	dlock__call_push(call, q->names[LOCK_CHANNEL], q->lens[LOCK_CHANNEL]);
+	dlock__call_push(call, q->names[RW_CHANNEL], q->lens[RW_CHANNEL]);
+	dlock__call_push(call, QUEUE_READ_MAX, strlen(QUEUE_READ_MAX));
+	dlock__call_push(call, HOLDS_READ_MAX, strlen(HOLDS_READ_MAX));
+	dlock__call_push(call, q->names[WAKE], q->lens[WAKE]);
+	dlock__call_push(call, DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
+	*out = q;
+	return 0;
+}
+
 int dlock_lock_query(dlock_lock_info **out, dlock_lock *l)
 {
-	char *names[NNAMES] = { 0 };
-	size_t lens[NNAMES] = { 0 };
-	dlock_lock_info *info;
-	redisReply *r = NULL;
-	dlock__call call;
-	int64_t now;
+	info_op *q;
+	void *info = NULL;
 	int rc;
 
 	if (out == NULL || l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock query: NULL argument");
 	*out = NULL;
-	info = dlock__calloc(1, sizeof(*info));
-	if (make_names(l, names, lens) < 0 || info == NULL) {
-		dlock__free(info);
-		free_names(names);
-		return dlock__errbuf_record(&l->err,
-				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", l->shown));
-	}
-	dlock__call_begin(&call, &script_lock_info);
-	dlock__call_push(&call, l->name, l->name_len);
-	dlock__call_push(&call, l->queue, l->queue_len);
-	dlock__call_push(&call, l->timeouts, l->timeouts_len);
-	dlock__call_push(&call, names[WAITERS], lens[WAITERS]);
-	dlock__call_keys_done(&call);
-	dlock__call_push(&call, names[LOCK_CHANNEL], lens[LOCK_CHANNEL]);
-	dlock__call_push(&call, names[RW_CHANNEL], lens[RW_CHANNEL]);
-	dlock__call_push(&call, QUEUE_READ_MAX, strlen(QUEUE_READ_MAX));
-	dlock__call_push(&call, HOLDS_READ_MAX, strlen(HOLDS_READ_MAX));
-	dlock__call_push(&call, names[WAKE], lens[WAKE]);
-	dlock__call_push(&call, DLOCK__HERD_WATCHERS_ARG, strlen(DLOCK__HERD_WATCHERS_ARG));
-	now = dlock__wall_ms();
-	if ((rc = dlock__client_check_fork(l->client)) == 0)
-		rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&l->client->node, r, "lock query");
-	if (rc == 0)
-		rc = read_reply(l, r, now, info);
-	freeReplyObject(r);
-	free_names(names);
-	if (rc < 0) {
-		dlock_lock_info_free(info);
-		return dlock__errbuf_record(&l->err, rc);
-	}
+	if ((rc = info_new(&q, l, dlock__cmd_blocking, NULL)) < 0)
+		return rc;
+	rc = dlock__cmd_op_block(&q->co, NULL, &info);
 	*out = info;
-	return 0;
+	return rc;
+}
+
+int dlock_lock_query_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
+{
+	info_op *q;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = info_new(&q, l, cb, userdata)) < 0)
+		return rc;
+	return dlock__cmd_op_submit(&q->co, out);
 }
 
 int64_t dlock_lock_info_ttl_ms(const dlock_lock_info *info)

@@ -4,9 +4,8 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/drive/cmd_op.h"
 #include "core/drive/reactor.h"
-#include "core/topology/cluster.h"
-#include "core/topology/slot.h"
 #include "single/lock_op.h"
 
 dlock__loop *dlock__lock_loop(dlock_lock *l)
@@ -64,32 +63,6 @@ void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata)
 	snprintf(e->message, sizeof(e->message), "%s", r->message);
 }
 
-int dlock__op_block(dlock_op *op, dlock_client *c, const int *done)
-{
-	dlock__loop mine, *loop = op->loop, *own = NULL;
-	int rc;
-
-	if (dlock__reactor_own_thread(c->reactor)) {
-		/* The thread's loop, kept for its next calls; a loop of this call's
-		 * own when an outer call on this thread is driving that one. */
-		own = dlock__thread_loop();
-		if (own == NULL && (rc = dlock__loop_init(&mine)) < 0) {
-			op->destroy(op);
-			return rc;
-		}
-		loop = own != NULL ? own : &mine;
-	}
-	op->loop = loop;
-	loop->busy++;
-	dlock__op_run(op, done);
-	loop->busy--;
-	if (loop == &mine)
-		dlock__loop_destroy(&mine);
-	else if (own != NULL)
-		dlock__loop_quiet(own); /* no descriptor left open between calls */
-	return 0;
-}
-
 int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e)
 {
 	int rc = dlock__op_block(&o->op, o->l->client, &e->done);
@@ -111,16 +84,20 @@ void dlock__lock_op_free(dlock__lock_op *o)
 
 int dlock__lock_op_redirect(dlock_lock *l, const redisReply *r, int *redirects, dlock_client **to)
 {
-	dlock__cluster *cl = l->client->node.cluster;
-	int kind;
+	return dlock__cmd_redirect(l->client, r, redirects, to, l->name, l->name_len);
+}
 
-	if (cl == NULL || r == NULL || r->type != REDIS_REPLY_ERROR)
-		return 0;
-	kind = dlock__cluster_follow(cl, r, to);
-	if (kind > 0 && ++*redirects > DLOCK__MAX_REDIRECTS)
-		return dlock__seterr(DLOCK_ESERVER,
-				"%s: more than %d MOVED/ASK redirects for slot %u (resharding under way?)",
-				l->client->node.label, DLOCK__MAX_REDIRECTS,
-				dlock__key_slot(l->name, l->name_len));
-	return kind;
+void dlock__lock_cmd_unref(void *l)
+{
+	dlock__lock_unref(l);
+}
+
+int dlock__lock_cmd_new(dlock__cmd_op **out, size_t size, const dlock__cmd_kind *kind, dlock_lock *l,
+		dlock_op_cb cb, void *userdata)
+{
+	*out = NULL;
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "%s: NULL lock", kind->what);
+	atomic_fetch_add(&l->refs, 1); /* the handle outlives the op, freed or not */
+	return dlock__cmd_op_new(out, size, kind, l, l->client, &l->err, l->shown, cb, userdata);
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "core/drive/cmd_op.h"
 #include "core/loop/op.h"
 #include "single/lock_internal.h"
 
@@ -68,11 +69,13 @@ void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata);
 int dlock__lock_op_block(dlock__lock_op *o, dlock__ending *e);
 
 /*
- * The same for any op on client c's loop (a MultiLock's runs on its first
- * member's): drive it until *done, which its callback sets. 0, or
- * DLOCK_ENOMEM (no loop: the op was destroyed, no callback).
+ * A one-command op on lock l (core/drive/cmd_op.h): its reference taken
+ * (kind->unref must be dlock__lock_cmd_unref), on its client's loop. 0, or
+ * DLOCK_EINVAL (l or cb NULL), DLOCK_EFORKED, DLOCK_ENOMEM with a message.
  */
-int dlock__op_block(dlock_op *op, dlock_client *c, const int *done);
+int dlock__lock_cmd_new(dlock__cmd_op **out, size_t size, const dlock__cmd_kind *kind, dlock_lock *l,
+		dlock_op_cb cb, void *userdata);
+void dlock__lock_cmd_unref(void *l);
 
 /* Free what dlock__lock_op_new took (the owner, the client's count, the
  * lock's reference, o). */

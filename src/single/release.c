@@ -13,6 +13,7 @@
 #include "core/base/fmt.h"
 #include "single/acquire.h"
 #include "single/lock_internal.h"
+#include "single/lock_op.h"
 #include "single/replies.h"
 #include "single/scripts.h"
 #include "core/drive/stats.h"
@@ -179,55 +180,106 @@ static void force_rw_prepare(dlock_lock *l, dlock__call *call)
 	dlock__call_push(call, dlock__release_message(l), 1);
 }
 
+/* The force unlock as an operation of one script call (core/drive/cmd_op.h). */
+typedef struct force_op {
+	dlock__cmd_op co; /* first */
+	char *rw_channel;
+	size_t rw_len;
+	char now[24];
+	uint64_t before; /* the holds' epoch as it was sent */
+} force_op;
+
+/* Every other kind sends the fair keys and the read-write channel: the
+ * script tells a fair lock by its queue and a read-write lock by its mode,
+ * so a plain handle (the command line's) wakes fair waiters and read-write
+ * holders too. */
+static int force_prepare(dlock__cmd_op *co)
+{
+	force_op *f = (force_op *)co;
+	dlock_lock *l = co->handle;
+	dlock__call *call = &co->call;
+
+	dlock__call_begin(call, &dlock__script_force_release);
+	if (dlock__lock_is_rw(l)) {
+		force_rw_prepare(l, call);
+	} else {
+		dlock__call_push(call, l->name, l->name_len);
+		dlock__call_push(call, l->queue, l->queue_len);
+		dlock__call_push(call, l->timeouts, l->timeouts_len);
+		dlock__call_push(call, l->channel, l->channel_len);
+		dlock__call_push(call, f->rw_channel, f->rw_len);
+		dlock__call_keys_done(call);
+		dlock__call_push(call, "0", 1);
+		dlock__call_push(call, f->now, dlock__fmt_i64(f->now, dlock__wall_ms()));
+	}
+	f->before = dlock__holds_epoch(l);
+	return 0;
+}
+
+static int force_judge(dlock__cmd_op *co, const redisReply *r)
+{
+	dlock_lock *l = co->handle;
+	int rc = dlock__cmd_judge_int(co, r);
+
+	/* A half left alone (the other mode) took no local hold with it. */
+	if (rc == 0 && (!dlock__lock_is_rw(l) || r->integer != 0))
+		dlock__holds_name_deleted(l, ((force_op *)co)->before);
+	return rc;
+}
+
+static void force_clear(dlock__cmd_op *co)
+{
+	dlock__free(((force_op *)co)->rw_channel);
+}
+
+/* Changes the key, so not canceled; a repeat finds nothing more to delete. */
+static const dlock__cmd_kind kind_force = { "dlock_lock_force_unlock", force_prepare, force_judge,
+	force_clear, dlock__lock_cmd_unref, 1, 1 };
+
+static int force_new(force_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
+{
+	dlock__cmd_op *co;
+	force_op *f;
+	int rc = dlock__lock_cmd_new(&co, sizeof(force_op), &kind_force, l, cb, userdata);
+
+	if (rc < 0)
+		return rc;
+	f = (force_op *)co;
+	if (!dlock__lock_is_rw(l) &&
+			(f->rw_channel = dlock__prefix_name("redisson_rwlock", l->name, l->name_len,
+					 &f->rw_len)) == NULL) {
+		co->op.destroy(&co->op);
+		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_ENOMEM,
+				"force unlock %s: out of memory", l->shown));
+	}
+	*out = f;
+	return 0;
+}
+
 int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 {
-	dlock__call call;
-	char now[24];
-	redisReply *r = NULL;
-	char *rw_channel = NULL;
-	size_t rw_len = 0;
-	uint64_t before;
+	force_op *f;
+	int64_t v = 0;
 	int rc;
 
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "force unlock: NULL handle");
-	/* Every other kind sends the fair keys and the read-write channel: the
-	 * script tells a fair lock by its queue and a read-write lock by its
-	 * mode, so a plain handle (the command line's) wakes fair waiters and
-	 * read-write holders too. */
-	dlock__call_begin(&call, &dlock__script_force_release);
-	if (dlock__lock_is_rw(l)) {
-		force_rw_prepare(l, &call);
-	} else {
-		rw_channel = dlock__prefix_name("redisson_rwlock", l->name, l->name_len, &rw_len);
-		if (rw_channel == NULL)
-			return dlock__errbuf_record(&l->err,
-					dlock__seterr(DLOCK_ENOMEM, "force unlock %s: out of memory",
-							l->shown));
-		dlock__call_push(&call, l->name, l->name_len);
-		dlock__call_push(&call, l->queue, l->queue_len);
-		dlock__call_push(&call, l->timeouts, l->timeouts_len);
-		dlock__call_push(&call, l->channel, l->channel_len);
-		dlock__call_push(&call, rw_channel, rw_len);
-		dlock__call_keys_done(&call);
-		dlock__call_push(&call, "0", 1);
-		dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
-	}
-	before = dlock__holds_epoch(l);
-	rc = dlock__client_run_call(l->client, &call, 1, NULL, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&l->client->node, r, "force unlock");
-	if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
-		rc = dlock__seterr_node(DLOCK_EPROTO, l->client->node.label,
-				"force unlock %s: unexpected reply type %d", l->shown, r->type);
-	if (rc == 0) {
-		if (deleted != NULL)
-			*deleted = (int)r->integer;
-		/* A half left alone (the other mode) took no local hold with it. */
-		if (!dlock__lock_is_rw(l) || r->integer != 0)
-			dlock__holds_name_deleted(l, before);
-	}
-	freeReplyObject(r);
-	dlock__free(rw_channel);
-	return dlock__errbuf_record(&l->err, rc);
+	if ((rc = force_new(&f, l, dlock__cmd_blocking, NULL)) < 0)
+		return rc;
+	rc = dlock__cmd_op_block(&f->co, &v, NULL);
+	if (rc == 0 && deleted != NULL)
+		*deleted = (int)v;
+	return rc;
+}
+
+int dlock_lock_force_unlock_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
+{
+	force_op *f;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = force_new(&f, l, cb, userdata)) < 0)
+		return rc;
+	return dlock__cmd_op_submit(&f->co, out);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The semaphore handle (dlock/semaphore.h) and its one-command calls: the
- * count's changes and queries, a plain release, an expirable permit's
- * release. Acquisitions are operations (semaphore_op.c); expirable permits
- * and their renewal live in permits.c.
+ * The semaphore handle (dlock/semaphore.h). Its one-command calls are
+ * operations (core/drive/cmd_op.h): the count's changes and queries in
+ * semaphore_calls.c, the releases in semaphore_release_op.c, the query in
+ * semaphore_query.c; acquisitions are operations too (semaphore_op.c);
+ * expirable permits and their renewal live in permits.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,30 +169,8 @@ const char *dlock_semaphore_errmsg(const dlock_semaphore *s)
 	return s ? dlock__errbuf_read(&s->err) : "";
 }
 
-/* Run one script call; *out the integer reply (or the first element of
- * an array reply). 0, or a command's error (with a message). */
-static int run_int(dlock_semaphore *s, const dlock__call *call, int retry, const char *what,
-		int64_t *out)
-{
-	redisReply *r = NULL;
-	int rc;
-
-	if ((rc = dlock__client_check_fork(s->client)) < 0)
-		return rc;
-	rc = dlock__client_run_call(s->client, call, retry, NULL, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&s->client->node, r, what);
-	if (rc == 0 && r->type == REDIS_REPLY_INTEGER)
-		*out = r->integer;
-	else if (rc == 0)
-		rc = dlock__seterr_node(DLOCK_EPROTO, s->client->node.label,
-				"%s %s: unexpected reply type %d", what, s->shown, r->type);
-	freeReplyObject(r);
-	return rc;
-}
-
 /* Keys count and channel (and the timeouts of an expirable one when `all`). */
-static void push_keys(dlock_semaphore *s, dlock__call *call, dlock__script *script, int all)
+void dlock__sem_push_keys(dlock_semaphore *s, dlock__call *call, dlock__script *script, int all)
 {
 	dlock__call_begin(call, script);
 	dlock__call_push(call, s->name, s->name_len);
@@ -201,186 +180,32 @@ static void push_keys(dlock_semaphore *s, dlock__call *call, dlock__script *scri
 	dlock__call_keys_done(call);
 }
 
-#define CHECK_SEM(s, what) \
-	do { \
-		if ((s) == NULL) \
-			return dlock__seterr(DLOCK_EINVAL, "semaphore %s: NULL handle", what); \
-	} while (0)
-
-int dlock_semaphore_try_set_permits(int *set, dlock_semaphore *s, int64_t permits)
+void dlock__sem_cmd_unref(void *s)
 {
-	dlock__call call;
-	char n[24];
-	int64_t v = 0;
-	int rc;
-
-	CHECK_SEM(s, "try set permits");
-	if (permits < 0)
-		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,
-				"semaphore %s: a negative count (%lld)", s->shown, (long long)permits));
-	push_keys(s, &call, &dlock__script_sem_try_set, 0);
-	dlock__call_push(&call, n, dlock__fmt_i64(n, permits));
-	rc = run_int(s, &call, 1, "try set permits", &v);
-	if (rc == 0 && set != NULL)
-		*set = v == 1;
-	return dlock__errbuf_record(&s->err, rc);
+	dlock__sem_unref(s);
 }
 
-int dlock_semaphore_add_permits(dlock_semaphore *s, int64_t delta)
+int dlock__sem_cmd_new(dlock__cmd_op **out, size_t size, const dlock__cmd_kind *kind,
+		dlock_semaphore *s, dlock_op_cb cb, void *userdata)
 {
-	dlock__call call;
-	char n[24];
-	int64_t v;
-
-	CHECK_SEM(s, "add permits");
-	push_keys(s, &call, &dlock__script_sem_add, 0);
-	dlock__call_push(&call, n, dlock__fmt_i64(n, delta));
-	/* Not retried: a repeat would add twice. */
-	return dlock__errbuf_record(&s->err, run_int(s, &call, 0, "add permits", &v));
-}
-
-int dlock_semaphore_set_permits(dlock_semaphore *s, int64_t permits)
-{
-	dlock__call call;
-	char n[24];
-	int64_t v;
-
-	CHECK_SEM(s, "set permits");
-	push_keys(s, &call, &dlock__script_sem_set, 1);
-	dlock__call_push(&call, n, dlock__fmt_i64(n, permits));
-	return dlock__errbuf_record(&s->err, run_int(s, &call, 1, "set permits", &v));
-}
-
-int dlock_semaphore_available(int64_t *out, dlock_semaphore *s)
-{
-	dlock__call call;
-	char now[24];
-	int64_t v = 0;
-	int rc;
-
-	CHECK_SEM(s, "available");
-	if (out == NULL)
-		return dlock__errbuf_record(&s->err,
-				dlock__seterr(DLOCK_EINVAL, "semaphore %s: out is NULL", s->shown));
-	if (s->kind == DLOCK_SEMAPHORE_PLAIN) {
-		const char *argv[2] = { "GET", s->name };
-		size_t lens[2] = { 3, s->name_len };
-		redisReply *r = NULL;
-
-		if ((rc = dlock__client_check_fork(s->client)) == 0)
-			rc = dlock__client_run(s->client, 2, argv, lens, 1, &r);
-		if (rc == 0)
-			rc = dlock__reply_check(&s->client->node, r, "GET");
-		if (rc == 0 && r->type == REDIS_REPLY_STRING)
-			v = strtoll(r->str, NULL, 10);
-		else if (rc == 0 && r->type != REDIS_REPLY_NIL)
-			rc = dlock__seterr_node(DLOCK_EPROTO, s->client->node.label,
-					"GET %s: unexpected reply type %d", s->shown, r->type);
-		freeReplyObject(r);
-	} else {
-		dlock__call_begin(&call, &dlock__script_sem_available);
-		dlock__call_push(&call, s->name, s->name_len);
-		dlock__call_push(&call, s->timeouts, s->timeouts_len);
-		dlock__call_push(&call, s->channel, s->channel_len);
-		dlock__call_keys_done(&call);
-		dlock__call_push(&call, now, dlock__fmt_i64(now, dlock__wall_ms()));
-		rc = run_int(s, &call, 1, "available permits", &v);
-	}
-	if (rc == 0)
-		*out = v;
-	return dlock__errbuf_record(&s->err, rc);
-}
-
-int dlock_semaphore_force_release(int64_t *freed, dlock_semaphore *s)
-{
-	dlock__call call;
-	int64_t v = 0;
-	int rc, any;
-
-	if (freed != NULL)
-		*freed = 0;
-	CHECK_SEM(s, "force release");
-	if (s->kind != DLOCK_SEMAPHORE_EXPIRABLE)
-		return dlock__errbuf_record(&s->err,
-				dlock__seterr(DLOCK_EINVAL,
-						"semaphore %s: a force release is for an expirable "
-						"semaphore (a plain one does not know which permits "
-						"are taken)",
-						s->shown));
-	push_keys(s, &call, &dlock__script_sem_force_release, 1);
-	/* Retried: a repeat finds nothing taken and frees nothing more. */
-	rc = run_int(s, &call, 1, "force release", &v);
-	if (rc == 0 && freed != NULL)
-		*freed = v;
-	dlock__mutex_lock(&s->mu);
-	any = s->job.started && !s->freed;
-	dlock__mutex_unlock(&s->mu);
-	if (rc == 0 && v > 0 && any)
-		dlock__permit_renew_now(s); /* this handle's own permits are lost too */
-	return dlock__errbuf_record(&s->err, rc);
+	*out = NULL;
+	if (s == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "%s: NULL semaphore", kind->what);
+	atomic_fetch_add(&s->refs, 1); /* the handle outlives the op, freed or not */
+	return dlock__cmd_op_new(out, size, kind, s, s->client, &s->err, s->shown, cb, userdata);
 }
 
 void dlock__sem_release_call(dlock_semaphore *s, dlock__call *call, int64_t k, char kbuf[24])
 {
-	push_keys(s, call, &dlock__script_sem_release, 0);
+	dlock__sem_push_keys(s, call, &dlock__script_sem_release, 0);
 	dlock__call_push(call, kbuf, dlock__fmt_i64(kbuf, k));
-}
-
-int dlock_semaphore_release(dlock_semaphore *s, int64_t permits)
-{
-	dlock__call call;
-	char k[24];
-	int64_t v;
-
-	CHECK_SEM(s, "release");
-	if (s->kind != DLOCK_SEMAPHORE_PLAIN || permits < 1)
-		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,
-				"semaphore %s: %s", s->shown,
-				permits < 1 ? "release fewer than 1 permit"
-					    : "an expirable semaphore releases permits by id"));
-	dlock__sem_release_call(s, &call, permits, k);
-	/* Not retried: a repeat would give the permits back twice. */
-	return dlock__errbuf_record(&s->err, run_int(s, &call, 0, "release", &v));
 }
 
 void dlock__permit_release_call(dlock_semaphore *s, dlock__call *call, const unsigned char raw[16],
 		char now[24])
 {
-	push_keys(s, call, &dlock__script_permit_release, 1);
+	dlock__sem_push_keys(s, call, &dlock__script_permit_release, 1);
 	dlock__call_push(call, (const char *)raw, 16);
 	dlock__call_push(call, now, dlock__fmt_i64(now, dlock__wall_ms()));
 }
 
-int dlock_semaphore_release_permit(dlock_semaphore *s, const char *id)
-{
-	unsigned char raw[16];
-	dlock__call call;
-	char now[24];
-	int64_t v = 0;
-	int rc, mine;
-
-	CHECK_SEM(s, "release permit");
-	if (s->kind != DLOCK_SEMAPHORE_EXPIRABLE || id == NULL || dlock__permit_id_parse(id, raw) < 0)
-		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,
-				"semaphore %s: %s", s->shown,
-				s->kind != DLOCK_SEMAPHORE_EXPIRABLE
-						? "a plain semaphore has no permit ids"
-						: "a permit id is 32 hex digits"));
-	mine = dlock__permit_forget(s, id); /* renewal ends whatever the answer */
-	dlock__permit_release_call(s, &call, raw, now);
-	/* Retried on a dead connection: a repeat finds the permit gone (0). */
-	rc = run_int(s, &call, 1, "release permit", &v);
-	if (rc == 0 && v == 2)
-		rc = dlock__seterr_node(DLOCK_ELOST, s->client->node.label,
-				"semaphore %s: permit %s had expired (given back anyway)", s->shown, id);
-	else if (rc == 0 && v == 0 && mine >= 0)
-		rc = dlock__seterr_node(DLOCK_ELOST, s->client->node.label,
-				"semaphore %s: permit %s was gone from the server", s->shown, id);
-	else if (rc == 0 && v == 0)
-		rc = dlock__seterr_node(DLOCK_ENOTOWNER, s->client->node.label,
-				"semaphore %s: no permit %s (released already, or never taken)",
-				s->shown, id);
-	else if (rc == 0 && mine == 0)
-		rc = dlock__seterr(DLOCK_ELOST, "semaphore %s: permit %s had been lost", s->shown, id);
-	return dlock__errbuf_record(&s->err, rc);
-}

@@ -12,6 +12,7 @@
 
 #include "dlock/semaphore.h"
 #include "core/drive/client.h"
+#include "core/drive/cmd_op.h"
 #include "core/loop/loop.h"
 #include "core/drive/mux_loop.h"
 #include "core/net/script.h"
@@ -90,6 +91,19 @@ struct dlock_semaphore {
 	dlock__channel_watch listen;
 	int listening;
 };
+
+/* Keys count and channel (and the timeouts of an expirable one when `all`)
+ * begin the call of script. */
+void dlock__sem_push_keys(dlock_semaphore *s, dlock__call *call, dlock__script *script, int all);
+
+/*
+ * A one-command op on s (core/drive/cmd_op.h): its reference taken
+ * (kind->unref must be dlock__sem_cmd_unref), on its client's loop. 0, or
+ * DLOCK_EINVAL (s or cb NULL), DLOCK_EFORKED, DLOCK_ENOMEM with a message.
+ */
+int dlock__sem_cmd_new(dlock__cmd_op **out, size_t size, const dlock__cmd_kind *kind,
+		dlock_semaphore *s, dlock_op_cb cb, void *userdata);
+void dlock__sem_cmd_unref(void *s);
 
 /* Drop a reference; the last frees the handle. */
 void dlock__sem_unref(dlock_semaphore *s);

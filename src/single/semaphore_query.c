@@ -99,38 +99,65 @@ static int read_reply(dlock_semaphore *s, const redisReply *r, dlock_semaphore_i
 	return read_permits(s, taken, info);
 }
 
+/* The query as an operation of one script call (core/drive/cmd_op.h). */
+static int query_prepare(dlock__cmd_op *co)
+{
+	dlock_semaphore *s = co->handle;
+
+	dlock__call_begin(&co->call, &dlock__script_sem_query);
+	dlock__call_push(&co->call, s->name, s->name_len);
+	if (s->timeouts != NULL)
+		dlock__call_push(&co->call, s->timeouts, s->timeouts_len);
+	dlock__call_keys_done(&co->call);
+	dlock__call_push(&co->call, s->channel, s->channel_len);
+	return 0;
+}
+
+static int query_judge(dlock__cmd_op *co, const redisReply *r)
+{
+	dlock_semaphore *s = co->handle;
+	dlock_semaphore_info *info = dlock__calloc(1, sizeof(*info));
+	int rc;
+
+	if (info == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", s->shown);
+	if ((rc = read_reply(s, r, info)) < 0) {
+		dlock_semaphore_info_free(info);
+		return rc;
+	}
+	co->op.result.semaphore_info = info; /* the callback's from now on */
+	return 0;
+}
+
+static const dlock__cmd_kind kind_query = { "dlock_semaphore_query", query_prepare, query_judge,
+	NULL, dlock__sem_cmd_unref, 0, 0 };
+
 int dlock_semaphore_query(dlock_semaphore_info **out, dlock_semaphore *s)
 {
-	dlock_semaphore_info *info;
-	redisReply *r = NULL;
-	dlock__call call;
+	dlock__cmd_op *co;
+	void *info = NULL;
 	int rc;
 
 	if (out == NULL || s == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "semaphore query: NULL argument");
 	*out = NULL;
-	if ((info = dlock__calloc(1, sizeof(*info))) == NULL)
-		return dlock__errbuf_record(&s->err,
-				dlock__seterr(DLOCK_ENOMEM, "query %s: out of memory", s->shown));
-	dlock__call_begin(&call, &dlock__script_sem_query);
-	dlock__call_push(&call, s->name, s->name_len);
-	if (s->timeouts != NULL)
-		dlock__call_push(&call, s->timeouts, s->timeouts_len);
-	dlock__call_keys_done(&call);
-	dlock__call_push(&call, s->channel, s->channel_len);
-	if ((rc = dlock__client_check_fork(s->client)) == 0)
-		rc = dlock__client_run_call(s->client, &call, 1, NULL, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&s->client->node, r, "semaphore query");
-	if (rc == 0)
-		rc = read_reply(s, r, info);
-	freeReplyObject(r);
-	if (rc < 0) {
-		dlock_semaphore_info_free(info);
-		return dlock__errbuf_record(&s->err, rc);
-	}
+	if ((rc = dlock__sem_cmd_new(&co, sizeof(*co), &kind_query, s, dlock__cmd_blocking, NULL)) < 0)
+		return rc;
+	rc = dlock__cmd_op_block(co, NULL, &info);
 	*out = info;
-	return 0;
+	return rc;
+}
+
+int dlock_semaphore_query_async(dlock_op **out, dlock_semaphore *s, dlock_op_cb cb, void *userdata)
+{
+	dlock__cmd_op *co;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = dlock__sem_cmd_new(&co, sizeof(*co), &kind_query, s, cb, userdata)) < 0)
+		return rc;
+	return dlock__cmd_op_submit(co, out);
 }
 
 int dlock_semaphore_info_is_set(const dlock_semaphore_info *info)

@@ -492,58 +492,6 @@ uint64_t dlock__client_cancels(dlock_client *c)
 	return atomic_load(&c->cancels);
 }
 
-static int simple_command(dlock_client *c, const char *cmd, const char *arg, redisReply **out)
-{
-	const char *argv[2] = { cmd, arg };
-	size_t lens[2] = { strlen(cmd), arg ? strlen(arg) : 0 };
-	int rc = dlock__client_run(c, arg ? 2 : 1, argv, lens, 1, out);
-
-	if (rc == 0)
-		rc = dlock__reply_check(&c->node, *out, cmd);
-	if (rc < 0) {
-		freeReplyObject(*out);
-		*out = NULL;
-	}
-	return rc;
-}
-
-int dlock_client_ping(dlock_client *c)
-{
-	redisReply *r = NULL;
-	int rc;
-
-	if (c == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "ping: client is NULL");
-	if (c->node.cluster != NULL) /* a cluster answers by giving its slot map */
-		return dlock__errbuf_record(&c->err,
-				dlock__cluster_refresh(c->node.cluster,
-						dlock__deadline_in(c->opts.command_timeout_ms)));
-	rc = simple_command(c, "PING", NULL, &r);
-	freeReplyObject(r);
-	return dlock__errbuf_record(&c->err, rc);
-}
-
-int dlock_client_uptime(int64_t *seconds, dlock_client *c)
-{
-	redisReply *r = NULL;
-	const char *p;
-	int rc;
-
-	if (c == NULL || seconds == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "uptime: NULL argument");
-	rc = simple_command(c, "INFO", "server", &r);
-	if (rc == 0) {
-		if (r->type != REDIS_REPLY_STRING ||
-				(p = strstr(r->str, "uptime_in_seconds:")) == NULL)
-			rc = dlock__seterr_node(DLOCK_EPROTO, c->node.label,
-					"INFO server: no uptime_in_seconds");
-		else
-			*seconds = strtoll(p + strlen("uptime_in_seconds:"), NULL, 10);
-	}
-	freeReplyObject(r);
-	return dlock__errbuf_record(&c->err, rc);
-}
-
 int64_t dlock__client_timed_out_at(const dlock_client *c)
 {
 	return atomic_load(&c->timed_out_at);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dlock_client_holder(): reading a registration (core/drive/holder.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dlock/errors.h"
 #include "core/drive/client.h"
+#include "core/drive/cmd_op.h"
 #include "core/drive/holder.h"
 
 /* 8-4-4-4-12 hex digits. */
@@ -94,29 +96,95 @@ static void parse(dlock_holder *out, const char *s, size_t n)
 	}
 }
 
-int dlock_client_holder(dlock_holder *out, dlock_client *c, const char *owner)
+/* The look-up as an operation of one GET (core/drive/cmd_op.h). */
+typedef struct holder_op {
+	dlock__cmd_op co; /* first */
+	int known;        /* the owner names a client: its registration is asked */
+	char key[sizeof(DLOCK__HOLDER_PREFIX) + 36];
+	dlock_holder holder;
+	dlock_holder *copy_to; /* the blocking call's out */
+} holder_op;
+
+static int holder_prepare(dlock__cmd_op *co)
 {
-	char uuid[37], key[sizeof(DLOCK__HOLDER_PREFIX) + 36];
-	const char *argv[2] = { "GET", key };
-	size_t lens[2] = { 3, 0 };
-	redisReply *r = NULL;
+	return ((holder_op *)co)->known ? 0 : 1; /* not a dlock owner: nobody registered it */
+}
+
+static int holder_judge(dlock__cmd_op *co, const redisReply *r)
+{
+	holder_op *o = (holder_op *)co;
+
+	if (r->type == REDIS_REPLY_STRING) {
+		parse(&o->holder, r->str, r->len);
+		co->op.result.value = 1;
+		co->op.result.holder = &o->holder;
+		if (o->copy_to != NULL)
+			*o->copy_to = o->holder;
+	} else if (r->type != REDIS_REPLY_NIL) {
+		return dlock__seterr(DLOCK_EPROTO, "%s: GET %s: not a string reply",
+				co->mop.client->node.label, o->key);
+	}
+	return 0;
+}
+
+static void no_unref(void *c)
+{
+	(void)c;
+}
+
+static const dlock__cmd_kind kind_holder = { "dlock_client_holder", holder_prepare, holder_judge,
+	NULL, no_unref, 0, 0 };
+
+static int holder_new(holder_op **out, dlock_client *c, const char *owner, dlock_op_cb cb,
+		void *userdata)
+{
+	char uuid[37];
+	dlock__cmd_op *co;
+	holder_op *o;
 	int rc;
 
-	if (out == NULL || c == NULL || owner == NULL)
+	*out = NULL;
+	if (c == NULL || owner == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "holder: NULL argument");
-	if (!owner_uuid(owner, uuid))
-		return 0; /* not a dlock owner: nobody registered it */
-	lens[1] = (size_t)snprintf(key, sizeof(key), DLOCK__HOLDER_PREFIX "%s", uuid);
-	rc = dlock__client_run(c, 2, argv, lens, 1, &r);
-	if (rc == 0 && (rc = dlock__reply_check(&c->node, r, "GET")) == 0) {
-		if (r->type == REDIS_REPLY_STRING) {
-			parse(out, r->str, r->len);
-			rc = 1;
-		} else if (r->type != REDIS_REPLY_NIL) {
-			rc = dlock__seterr(DLOCK_EPROTO, "%s: GET %s: not a string reply",
-					c->node.label, key);
-		}
-	}
-	freeReplyObject(r);
-	return rc < 0 ? dlock__errbuf_record(&c->err, rc) : rc;
+	if ((rc = dlock__cmd_op_new(&co, sizeof(holder_op), &kind_holder, c, c, &c->err,
+			     c->node.label, cb, userdata)) < 0)
+		return rc;
+	o = (holder_op *)co;
+	o->known = owner_uuid(owner, uuid);
+	co->argv[0] = "GET";
+	co->lens[0] = 3;
+	co->argv[1] = o->key;
+	co->lens[1] = (size_t)snprintf(o->key, sizeof(o->key), DLOCK__HOLDER_PREFIX "%s",
+			o->known ? uuid : "");
+	co->argc = 2;
+	*out = o;
+	return 0;
+}
+
+int dlock_client_holder(dlock_holder *out, dlock_client *c, const char *owner)
+{
+	holder_op *o;
+	int64_t found = 0;
+	int rc;
+
+	if (out == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "holder: NULL argument");
+	if ((rc = holder_new(&o, c, owner, dlock__cmd_blocking, NULL)) < 0)
+		return rc;
+	o->copy_to = out;
+	rc = dlock__cmd_op_block(&o->co, &found, NULL);
+	return rc < 0 ? rc : (int)found;
+}
+
+int dlock_client_holder_async(dlock_op **out, dlock_client *c, const char *owner, dlock_op_cb cb,
+		void *userdata)
+{
+	holder_op *o;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = holder_new(&o, c, owner, cb, userdata)) < 0)
+		return rc;
+	return dlock__cmd_op_submit(&o->co, out);
 }
