@@ -7,8 +7,10 @@
  *                     "lock": a class cannot have a member lock() of its name
  *   dlock::multilock  several locks held as one (dlock_multilock)
  *   dlock::redlock    one lock on a quorum of servers (dlock_redlock)
+ *   dlock::rwlock     a read-write lock: two rlocks, read and write halves
  *
- * The locks meet the standard Lockable and TimedLockable requirements, so std::lock_guard, std::unique_lock, std::scoped_lock (and
+ * The locks (an rwlock's two halves too) meet the standard Lockable and
+ * TimedLockable requirements (an rwlock: SharedTimedLockable), so std::lock_guard, std::unique_lock, std::scoped_lock (and
  * std::lock's try-and-back-off over several) and try_lock_for(100ms) work.
  * As with std::timed_mutex, the owner is the calling thread: the thread
  * that locked must unlock. try_lock*() return false only when another
@@ -46,6 +48,7 @@
  *   lock.hpp      dlock::rlock
  *   multilock.hpp dlock::multilock
  *   redlock.hpp   dlock::redlock
+ *   rwlock.hpp    dlock::rwlock
  *   async.hpp     dlock::async_op, dlock::async_result (C++20)
  */
 #ifndef DLOCK_HPP
@@ -56,5 +59,6 @@
 #include "dlock/cpp/lock.hpp"
 #include "dlock/cpp/multilock.hpp"
 #include "dlock/cpp/redlock.hpp"
+#include "dlock/cpp/rwlock.hpp"
 
 #endif
