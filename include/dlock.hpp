@@ -8,6 +8,8 @@
  *   dlock::multilock  several locks held as one (dlock_multilock)
  *   dlock::redlock    one lock on a quorum of servers (dlock_redlock)
  *   dlock::rwlock     a read-write lock: two rlocks, read and write halves
+ *   dlock::semaphore  a semaphore, plain or with expirable permits
+ *                     (dlock::semaphore_guard, dlock::permit)
  *
  * The locks (an rwlock's two halves too) meet the standard Lockable and
  * TimedLockable requirements (an rwlock: SharedTimedLockable), so std::lock_guard, std::unique_lock, std::scoped_lock (and
@@ -49,6 +51,7 @@
  *   multilock.hpp dlock::multilock
  *   redlock.hpp   dlock::redlock
  *   rwlock.hpp    dlock::rwlock
+ *   semaphore.hpp dlock::semaphore, dlock::semaphore_guard, dlock::permit
  *   async.hpp     dlock::async_op, dlock::async_result (C++20)
  */
 #ifndef DLOCK_HPP
@@ -60,5 +63,6 @@
 #include "dlock/cpp/multilock.hpp"
 #include "dlock/cpp/redlock.hpp"
 #include "dlock/cpp/rwlock.hpp"
+#include "dlock/cpp/semaphore.hpp"
 
 #endif
