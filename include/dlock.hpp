@@ -10,6 +10,7 @@
  *   dlock::rwlock     a read-write lock: two rlocks, read and write halves
  *   dlock::semaphore  a semaphore, plain or with expirable permits
  *                     (dlock::semaphore_guard, dlock::permit)
+ *   dlock::countdown_latch  a count-down latch (dlock_countdown)
  *
  * The locks (an rwlock's two halves too) meet the standard Lockable and
  * TimedLockable requirements (an rwlock: SharedTimedLockable), so std::lock_guard, std::unique_lock, std::scoped_lock (and
@@ -41,8 +42,9 @@
  * Threads: as the C handles (dlock.h); set_lease() before sharing a lock.
  *
  * C++20 (when <coroutine> is there; DLOCK_HPP_COROUTINES is then 1): the
- * acquire_async() and release_async() of the locks return a dlock::async_op
- * for co_await; see dlock/cpp/async.hpp.
+ * acquire_async() and release_async() of the locks, and the *_async() of
+ * a semaphore and a latch, return a dlock::async_op for co_await; see
+ * dlock/cpp/async.hpp.
  *
  * The classes, a header each under dlock/cpp/ (each compiles alone):
  *   error.hpp     dlock::error, dlock::errc, dlock::category()
@@ -52,6 +54,7 @@
  *   redlock.hpp   dlock::redlock
  *   rwlock.hpp    dlock::rwlock
  *   semaphore.hpp dlock::semaphore, dlock::semaphore_guard, dlock::permit
+ *   countdown.hpp dlock::countdown_latch
  *   async.hpp     dlock::async_op, dlock::async_result (C++20)
  */
 #ifndef DLOCK_HPP
@@ -64,5 +67,6 @@
 #include "dlock/cpp/redlock.hpp"
 #include "dlock/cpp/rwlock.hpp"
 #include "dlock/cpp/semaphore.hpp"
+#include "dlock/cpp/countdown.hpp"
 
 #endif
