@@ -10,13 +10,19 @@
  *   dlock::async_result r = co_await lock.acquire_async(owner, 5s, 30s);
  *   if (r) { ... co_await lock.release_async(owner); }
  *
+ * The same for a semaphore (acquire_async(), acquire_permit_async(),
+ * release_async(), release_permit_async(); no owner: permits are nobody's,
+ * or have an id) and a latch (wait_async(), count_down_async(), ...).
+ *
  * The operation starts when awaited. co_await gives a dlock::async_result
- * (code, message, validity, token, holder_ttl): false, with
+ * (code, message, validity, token, holder_ttl, permit, value): false, with
  * errc::not_acquired and the holder's TTL, when another owner held the lock
- * all the wait (as try_lock_for); every other failure, errc::canceled
- * included, throws dlock::error - or, in the form with a std::error_code&
- * last, sets it (not for errc::not_acquired, as try_lock_for(d, ec)) and the
- * result's code and message, the line then not in last_error_message().
+ * all the wait (as try_lock_for; for a semaphore: too few permits came),
+ * and false with errc::timed_out when a latch's wait ended above zero;
+ * every other failure, errc::canceled included, throws dlock::error - or,
+ * in the form with a std::error_code& last, sets it (not for those two
+ * answers, as try_lock_for(d, ec)) and the result's code and message, the
+ * line then not in last_error_message().
  *
  * Where the coroutine resumes: on the loop's thread, from inside the
  * operation's callback (dlock/async.h). For a client on your loop (the
@@ -33,10 +39,11 @@
  * the close would be refused there, and the client never closed.
  *
  * Cancellation: async_op::cancel(), or a std::stop_token (where the
- * standard library has it) passed to acquire_async() whose stop is
- * requested, ends an acquisition early with errc::canceled, after what it
- * took on the server was given back (a release is never canceled: it
- * finishes). For a client with its own
+ * standard library has it) passed to acquire_async(),
+ * acquire_permit_async() or wait_async() whose stop is requested, ends an
+ * acquisition or a wait early with errc::canceled, after what it took on
+ * the server was given back (a release, a count down, a set or a removal
+ * is never canceled: it finishes). For a client with its own
  * thread, from any thread; for a client on your loop, from the loop's thread
  * only (as every call on it). A suspended coroutine may be destroyed on the
  * thread that would resume it (for a client on your loop: yours, outside
