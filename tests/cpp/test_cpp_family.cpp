@@ -232,6 +232,21 @@ Test(cpp_family, expirable_permits_have_ids_and_go_back_with_their_object)
 	cr_assert(!p, "empty after a release, whatever the answer");
 	cr_assert_eq(jobs.available(), 1);
 
+	// An empty permit going calls nothing: the thread's last line stays.
+	elsewhere.release_permit("not-an-id", ec);
+	cr_assert(ec == dlock::errc::invalid_argument);
+	std::string line = dlock::last_error_message();
+	{
+		dlock::permit empty = jobs.try_acquire_permit_for(0ms, 10s, ec);
+		cr_assert(empty && !ec, "the permit is back: %s", ec.message().c_str());
+		empty.release();
+		dlock::permit none;
+		elsewhere.release_permit("not-an-id", ec);
+	}
+	std::string after = dlock::last_error_message();
+	cr_assert(after == line, "destroying empty permits left the line alone: \"%s\", then \"%s\"",
+			line.c_str(), after.c_str());
+
 	// A plain semaphore's calls on an expirable one are refused.
 	try {
 		jobs.acquire();

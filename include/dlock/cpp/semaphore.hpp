@@ -116,7 +116,7 @@ public:
 	permit &operator=(permit &&o) noexcept
 	{
 		if (this != &o) {
-			give_back();
+			drop();
 			s_ = std::move(o.s_);
 			id_ = std::move(o.id_);
 			o.id_.clear();
@@ -125,7 +125,7 @@ public:
 	}
 	permit(const permit &) = delete;
 	permit &operator=(const permit &) = delete;
-	~permit() { give_back(); }
+	~permit() { drop(); }
 
 	/** This object holds a permit (by what it was given; see is_held()). */
 	explicit operator bool() const noexcept { return s_ != nullptr; }
@@ -166,6 +166,13 @@ private:
 	permit(std::shared_ptr<detail::semaphore_state> s, std::string id) noexcept
 		: s_(std::move(s)), id_(std::move(id))
 	{
+	}
+
+	/* An empty one calls nothing: the thread's last line stays. */
+	void drop() noexcept
+	{
+		if (s_)
+			give_back();
 	}
 
 	int give_back() noexcept
