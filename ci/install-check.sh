@@ -56,6 +56,7 @@ quiet "$cmake" --install "$build" --prefix "$prefix"
 
 libdir=$(dirname "$(find "$prefix" -name 'libdlock.so' -print -quit)")
 for f in "$prefix/include/dlock.h" "$prefix/include/dlock.hpp" "$prefix/include/dlock/lock.h" \
+	"$prefix/include/dlock/cpp/lock.hpp" \
 	"$libdir/libdlock.a" "$libdir/pkgconfig/dlock.pc" "$libdir/cmake/dlock/dlockConfig.cmake" \
 	"$libdir/cmake/dlock/dlockConfigVersion.cmake" "$libdir/cmake/dlock/dlockTargets.cmake"; do
 	[ -e "$f" ] || { echo "install-check: not installed: $f" >&2; exit 1; }

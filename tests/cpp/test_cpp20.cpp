@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // The C++20 part of <dlock.hpp>: co_await on an rlock's acquire_async() and
-// release_async(), against a real redis-server. Most tests open their client
+// release_async(), and on a semaphore's and a latch's operations, against a
+// real redis-server. Most tests open their client
 // on a loop the test drives (dlock_loop_new with no hooks: the epoll backend,
 // run by dlock_loop_run on the test's thread), so coroutines resume on the
 // test's thread, inside dlock_loop_run; the last one uses a client with its
@@ -647,6 +648,120 @@ void quorum_handles_through_co_await(on_loop &t)
 	rh_server_free(more[1]);
 }
 
+// The rest of the family on the loop: a semaphore's permits and a latch's
+// calls through co_await; the other side is a client with its own thread,
+// through the blocking API.
+void a_semaphore_through_co_await(on_loop &t)
+{
+	dlock::client own(rh_server_uri(srv));
+	dlock::semaphore sem(*t.client, "co-sem"), theirs(own, "co-sem");
+	theirs.try_set_permits(1);
+	theirs.acquire(); // the one permit is out
+	dlock::async_result none, got, back;
+	int64_t got_at = 0;
+
+	auto body = [&]() -> task {
+		none = co_await sem.acquire_async(1, 0ms);
+		got = co_await sem.acquire_async(1, 10s);
+		got_at = rh_now_ms();
+		back = co_await sem.release_async();
+	};
+	task co = body();
+	t.run_for(300); // the attempt failed; the second listens for a release
+	cr_assert(!co.done() && got_at == 0, "a permit was taken while none was there");
+	int64_t released_at = rh_now_ms();
+	theirs.release();
+	cr_assert(t.run_until([&] { return co.done(); }), "the coroutine did not finish");
+	assert_no_exception(co);
+	cr_assert(!none && none.code == dlock::errc::not_acquired,
+			"no permit is false, not an error: %s", none.message.c_str());
+	cr_assert(got, "acquire: %s", got.message.c_str());
+	cr_assert(got_at - released_at < 5000, "taken %lld ms after the release",
+			static_cast<long long>(got_at - released_at));
+	cr_assert(back, "release: %s", back.message.c_str());
+	cr_assert_eq(theirs.available(), 1, "the permit is back");
+
+	// An expirable permit: co_await gives its id.
+	dlock::semaphore jobs(*t.client, "co-exp", dlock::semaphore_kind::expirable);
+	dlock::semaphore(own, "co-exp", dlock::semaphore_kind::expirable).try_set_permits(1);
+	int64_t taken_while_held = -1;
+	auto expirable = [&]() -> task {
+		got = co_await jobs.acquire_permit_async(1s, 10s);
+		taken_while_held = rh_command_int(srv, "ZCARD {co-exp}:timeout");
+		back = co_await jobs.release_permit_async(got.permit);
+	};
+	task co2 = expirable();
+	cr_assert(t.run_until([&] { return co2.done(); }));
+	assert_no_exception(co2);
+	cr_assert(got && got.permit.size() == 32, "a permit id of 32 hex digits: '%s' (%s)",
+			got.permit.c_str(), got.message.c_str());
+	cr_assert_eq(taken_while_held, 1, "the permit is in the ZSET while held");
+	cr_assert(back, "release: %s", back.message.c_str());
+	cr_assert_eq(rh_command_int(srv, "ZCARD {co-exp}:timeout"), 0, "given back");
+}
+
+void a_latch_through_co_await(on_loop &t)
+{
+	dlock::client own(rh_server_uri(srv));
+	dlock::countdown_latch latch(*t.client, "co-latch"), theirs(own, "co-latch");
+	theirs.try_set_count(1);
+	dlock::async_result timed_out, opened, set, left, count, removed;
+	int64_t waited = 0, opened_at = 0;
+	int stage = 0;
+
+	auto body = [&]() -> task {
+		int64_t t0 = rh_now_ms();
+		timed_out = co_await latch.wait_async(200ms);
+		waited = rh_now_ms() - t0;
+		stage = 1;
+		opened = co_await latch.wait_async(10s);
+		opened_at = rh_now_ms();
+		set = co_await latch.try_set_count_async(2);
+		left = co_await latch.count_down_async();
+		count = co_await latch.count_async();
+		removed = co_await latch.remove_async();
+	};
+	task co = body();
+	cr_assert(t.run_until([&] { return stage == 1; }), "the first wait did not end");
+	cr_assert(!timed_out && timed_out.code == dlock::errc::timed_out,
+			"still at 1: false with timed_out, not thrown: %s", timed_out.message.c_str());
+	cr_assert_geq(waited, 200, "it waited its 200 ms");
+	t.run_for(200);
+	cr_assert(!co.done() && opened_at == 0, "opened while the count was 1");
+	int64_t zero_at = rh_now_ms();
+	cr_assert_eq(theirs.count_down(), 0);
+	cr_assert(t.run_until([&] { return co.done(); }), "the coroutine did not finish");
+	assert_no_exception(co);
+	cr_assert(opened, "zero opens the latch: %s", opened.message.c_str());
+	cr_assert(opened_at - zero_at < 5000, "woke %lld ms after zero",
+			static_cast<long long>(opened_at - zero_at));
+	cr_assert(set && set.value == 1, "set again after zero: %lld",
+			static_cast<long long>(set.value));
+	cr_assert(left && left.value == 1, "count_down left %lld", static_cast<long long>(left.value));
+	cr_assert(count && count.value == 1, "count %lld", static_cast<long long>(count.value));
+	cr_assert(removed && removed.value == 1, "removed %lld", static_cast<long long>(removed.value));
+	cr_assert_eq(exists("co-latch"), 0);
+
+	// A stop ends a wait with canceled, thrown in the throwing form.
+	theirs.try_set_count(1);
+	std::stop_source src;
+	std::string caught;
+	auto stopped = [&]() -> task {
+		try {
+			co_await latch.wait_async(10s, src.get_token());
+		} catch (const dlock::error &e) {
+			caught = e.code() == dlock::errc::canceled ? "canceled" : e.what();
+		}
+	};
+	task co2 = stopped();
+	t.run_for(100);
+	cr_assert(!co2.done());
+	src.request_stop();
+	cr_assert(t.run_until([&] { return co2.done(); }), "the stop did not end the wait");
+	cr_assert_str_eq(caught.c_str(), "canceled");
+	cr_assert_eq(theirs.count(), 1, "a canceled wait changes nothing");
+}
+
 } // namespace
 
 TestSuite(cpp20, .init = start_server, .fini = stop_server, .timeout = 60);
@@ -694,4 +809,14 @@ Test(cpp20, a_multilock_and_a_redlock_through_co_await)
 Test(cpp20, a_client_with_its_own_thread_resumes_there)
 {
 	a_client_with_its_own_thread_resumes_there();
+}
+
+Test(cpp20, a_semaphore_through_co_await)
+{
+	with_loop(a_semaphore_through_co_await);
+}
+
+Test(cpp20, a_latch_through_co_await)
+{
+	with_loop(a_latch_through_co_await);
 }

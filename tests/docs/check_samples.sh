@@ -229,8 +229,11 @@ for n in $(seq 1 "$total"); do
 		fi
 		# A line without its // comment and its indentation.
 		bare() { sed -E -e 's|[[:space:]]*//.*$||' -e 's/^[[:space:]]+//' -e 's/[[:space:]]+$//' "$1" | grep -v '^$'; }
+		# The file's lines once, in a file: grep -q leaving a pipe early
+		# would kill the writer (pipefail: a line "missing").
+		bare "$src/$from" >"$work/excerpt.lines"
 		missing=$(bare "$body" | while IFS= read -r l; do
-			bare "$src/$from" | grep -qxF -- "$l" || { echo "$l"; break; }
+			grep -qxF -- "$l" "$work/excerpt.lines" || { echo "$l"; break; }
 		done)
 		if [ -n "$missing" ]; then
 			fail "$where" "is not an excerpt of $from: no line there reads: $missing"
