@@ -107,7 +107,7 @@ static void give_back(sem_op *o)
 }
 
 /* A plain attempt cannot be undone blindly: a cancel awaits its answer. */
-static int await_on_cancel(dlock__waiter *w)
+static int on_cancel(dlock__waiter *w)
 {
 	return SOP(w, w)->s->kind == DLOCK_SEMAPHORE_PLAIN;
 }
@@ -176,8 +176,8 @@ static dlock__wait_verdict judge(dlock__waiter *w, int *out, int64_t *next)
 							  : DLOCK__SEM_POLL_MS);
 		return DLOCK__WAIT_NOT_YET;
 	}
-	if (dlock__acquire_transient(o->s->client, rc, r) ||
-			(r != NULL && (dlock__reply_is_error(r, "MOVED") || dlock__reply_is_error(r, "ASK"))))
+	if (dlock__acquire_transient(o->s->client, rc, r) || (r != NULL &&
+			(dlock__reply_is_error(r, "MOVED") || dlock__reply_is_error(r, "ASK"))))
 		return DLOCK__WAIT_TRANSIENT;
 	return DLOCK__WAIT_FINAL;
 }
@@ -240,7 +240,7 @@ static const dlock__waiter_steps steps = {
 	.attempt = attempt,
 	.judge = judge,
 	.end = end,
-	.await_on_cancel = await_on_cancel,
+	.on_cancel = on_cancel,
 	.canceled = canceled,
 };
 

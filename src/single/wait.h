@@ -45,12 +45,25 @@ typedef struct dlock__waiter_steps {
 	/* The wait ended: rc 0 got, else the error (its message set). The
 	 * waiter listens no more; the step finishes the operation. */
 	void (*end)(struct dlock__waiter *w, int rc);
-	/* Optional. A cancel came while an attempt was out: 1 to await its
-	 * answer (then `canceled` has it), 0 to abandon it (its undo goes
-	 * right behind it). NULL: abandon. */
-	int (*await_on_cancel)(struct dlock__waiter *w);
-	/* With await_on_cancel: the awaited answer, rc 0 when it got it. */
+	/* The rest is optional (NULL: the default said). */
+	/* A cancel came while an attempt was out: 1 to await its answer
+	 * (then `canceled` has it), 0 to abandon it (its undo goes right
+	 * behind it). NULL: abandon. */
+	int (*on_cancel)(struct dlock__waiter *w);
+	/* With on_cancel: the awaited answer, rc 0 when it got it. */
 	void (*canceled)(struct dlock__waiter *w, int rc);
+	/* Listen where the kind says before a sleep (may move *wake, the
+	 * time to look again): 0, or an error the wait ends with. NULL:
+	 * w->channel, where it is served now. */
+	int (*listen)(struct dlock__waiter *w, int64_t *wake);
+	/* Stop the kind's own listening too (dlock__waiter_stop). */
+	void (*unlisten)(struct dlock__waiter *w);
+	/* A message woke it: ms until it looks (0 at once), -1 when it does
+	 * not hear the channel now. NULL: 0. */
+	int64_t (*slot)(struct dlock__waiter *w);
+	/* A look is due: 1 puts it off (the step armed the timer,
+	 * dlock__waiter_arm), 0 looks now. NULL: now. */
+	int (*look)(struct dlock__waiter *w);
 } dlock__waiter_steps;
 
 typedef struct dlock__waiter {
@@ -84,7 +97,8 @@ typedef struct dlock__waiter {
 } dlock__waiter;
 
 /* Set up (no traffic): the kind's steps, its client, shown name and
- * channel (both outlive the waiter), the wait (ms, DLOCK_WAIT_FOREVER). */
+ * channel (both outlive the waiter; no channel with steps.listen), the
+ * wait (ms, DLOCK_WAIT_FOREVER). */
 void dlock__waiter_init(dlock__waiter *w, const dlock__waiter_steps *steps, dlock_op *op,
 		dlock_client *client, const char *shown, const char *channel, size_t channel_len,
 		int64_t wait_ms);
@@ -98,10 +112,34 @@ void dlock__waiter_start(dlock__waiter *w, int listen_first);
 int dlock__waiter_send(dlock__waiter *w, dlock__mux_op *mop, size_t n);
 
 /* Cancel: what is under way ends (`what`: "the acquisition"), or an
- * attempt out is awaited first (steps.await_on_cancel). */
+ * attempt out is awaited first (steps.on_cancel). */
 void dlock__waiter_cancel(dlock__waiter *w, const char *what);
 
 /* Stop listening, the timer and the wake-up stopped. */
 void dlock__waiter_stop(dlock__waiter *w);
+
+/* End the wait with rc (its message set): it stops listening, steps.end. */
+void dlock__waiter_conclude(dlock__waiter *w, int rc);
+
+/* Look again now, as a message would (nothing while not waiting). */
+void dlock__waiter_look(dlock__waiter *w);
+
+/* Look again at `when` at the latest (the deadline caps it). 0, or an error. */
+int dlock__waiter_arm(dlock__waiter *w, int64_t when);
+
+/* From steps.attempt: no attempt now, one at `when` (not capped). 0, or an error. */
+int dlock__waiter_put_off(dlock__waiter *w, int64_t when);
+
+/* From steps.attempt: an answer without a run (it could not be sent). */
+void dlock__waiter_answer(dlock__waiter *w, dlock__wait_verdict v, int rc, int64_t next);
+
+/* Whether dlock_client_cancel_waits() ended this (blocking) wait. */
+int dlock__waiter_cancel_counted(const dlock__waiter *w);
+
+/* Listen on `channel` where it is served now, with li: *rx and *sub as it
+ * listens (a cluster's slot may have moved, a primary failed over). 0, or
+ * -1 out of memory. */
+int dlock__waiter_follow(dlock__waiter *w, dlock__reactor **rx, dlock__sub **sub,
+		dlock__listener *li, const char *channel, size_t len);
 
 #endif
