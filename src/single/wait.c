@@ -314,7 +314,6 @@ void dlock__waiter_cancel(dlock__waiter *w, const char *what)
 {
 	if (w->cancel_pending)
 		return; /* it ends once the answer is in */
-	w->cancel_what = what;
 	if (w->in_flight && w->steps->on_cancel != NULL && w->steps->on_cancel(w)) {
 		w->cancel_pending = 1;
 		dlock__waiter_stop(w);

@@ -29,7 +29,7 @@ typedef enum dlock__wait_verdict {
 } dlock__wait_verdict;
 
 typedef struct dlock__waiter_steps {
-	/* Messages say "<noun> <shown>: ..." ("semaphore", "latch"). */
+	/* Messages say "<noun> <shown>: ..." ("lock", "semaphore", "latch"). */
 	const char *noun;
 	/* Prepare the attempt's call(s), their undo with them, and send them
 	 * with dlock__waiter_send. 0, or an error the wait ends with. */
@@ -83,7 +83,6 @@ typedef struct dlock__waiter {
 	 * `cancels` (dlock_client_cancel_waits). */
 	int canceled_with;
 	uint64_t cancels;
-	const char *cancel_what; /* "the acquisition": "... was canceled" */
 	/* the attempt */
 	dlock__mux_op *mop;
 	size_t nmop;
