@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internal: the wait of an acquisition (single/acquire_op.c), and where it
+ * Internal: an acquisition's state - its steps of the waiter in
+ * single/acquire_op.c, the waiter itself in single/wait.c - and where it
  * listens (single/acquire_wait.c).
  */
 #ifndef DLOCK_SINGLE_ACQUIRE_WAIT_H
