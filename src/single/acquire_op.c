@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Acquiring a single-server lock: the wait, as a state machine on a loop.
- * The asynchronous call (dlock/async.h) runs it on the client's loop; the
- * blocking calls (dlock__lock_acquire) run the same machine on a loop of
- * the calling thread and drive it to its end, as curl_easy_perform() does
- * on curl_multi. The wait, as Redisson does it: one attempt (a multiplexed
- * run, its undo queued behind it if it is given up); then, while the wait
- * lasts, a listener on the lock's channel and a timer at the holder's TTL
- * or the backoff, whichever wakes it first. A lost message costs at most
- * the holder's TTL. Transient errors are tried again until the wait is used
- * up - or, for a server that never answered, until its first-contact
- * period is; dlock_client_cancel_waits() ends a wait with DLOCK_ECANCELED.
+ * Acquiring a single-server lock: the waiter (single/wait.c) with the
+ * lock's steps. The asynchronous call (dlock/async.h) runs it on the
+ * client's loop; the blocking calls (dlock__lock_acquire) run the same
+ * machine on a loop of the calling thread and drive it to its end, as
+ * curl_easy_perform() does on curl_multi. The wait, as Redisson does it:
+ * one attempt (a multiplexed run, its undo queued behind it if it is given
+ * up); then, while the wait lasts, a listener on the lock's channel and a
+ * timer at the holder's TTL or the backoff, whichever wakes it first. A
+ * lost message costs at most the holder's TTL. Transient errors are tried
+ * again until the wait is used up - or, for a server that never answered,
+ * until its first-contact period is; dlock_client_cancel_waits() ends a
+ * wait with DLOCK_ECANCELED.
  *
  *   ATTEMPT --answered--> done (acquired, or final error, or wait over)
  *      \--held/transient--> WAITING --message/timer--> ATTEMPT
@@ -19,6 +20,10 @@
  *   A fair waiter that ends without the lock LEAVES its queue (a run on
  *   the loop like an attempt's; the loop is never blocked) and ends when
  *   the leave is answered or given up; a cancel then changes nothing.
+ *   What is the lock's own (its steps): an attempt waits a moment for
+ *   replies the server owes first (core/net/owed.h); a quorum's member
+ *   does not ride out errors; where it listens and when a woken waiter
+ *   asks are its herd roles (below, acquire_wait.c).
  *
  * Waking without a herd (plain and fenced locks). Every waiting process
  * hears every "0", and if each asked the server at once a hand-off would
@@ -69,10 +74,6 @@
 #include "single/lock_internal.h"
 #include "single/lock_op.h"
 
-/* A wait that meets a transient error tries again after a backoff between these. */
-#define RETRY_MIN_MS 50
-#define RETRY_MAX_MS 1000
-
 /* How long an attempt waits for replies a server owes (a server waking up
  * sends them at once; a hung one costs no more), looking this often. */
 #define OWED_GRACE_MS 20
@@ -101,24 +102,15 @@ static int keeps_place(dlock_lock *l, int64_t wait_ms, int ride_out_errors, int6
 }
 
 /*
- * When to look again after a failed attempt. Contention: when the holder's
- * TTL runs out (an unlock message wakes the waiter sooner); a fair waiter
- * at least every DLOCK__FAIR_POLL_MS (the head may be gone without a message).
- * A transient error: after a backoff that doubles from RETRY_MIN_MS to
- * RETRY_MAX_MS, jittered so that waiters do not come back in step.
+ * When to look again when the lock is held: when the holder's TTL runs out
+ * (an unlock message wakes the waiter sooner); a fair waiter at least every
+ * DLOCK__FAIR_POLL_MS (the head may be gone without a message).
  */
-static int64_t next_look(dlock_lock *l, int rc, int64_t ttl, int64_t *backoff, int64_t now)
+static int64_t next_look(dlock_lock *l, int64_t ttl)
 {
-	if (rc == DLOCK_ENOTACQUIRED) {
-		*backoff = 0;
-		if (l->kind == DLOCK_LOCK_FAIR && (ttl < 0 || ttl > DLOCK__FAIR_POLL_MS))
-			ttl = DLOCK__FAIR_POLL_MS;
-		return ttl >= 0 ? now + ttl : DLOCK__NEVER;
-	}
-	*backoff = *backoff == 0 ? RETRY_MIN_MS : *backoff * 2;
-	if (*backoff > RETRY_MAX_MS)
-		*backoff = RETRY_MAX_MS;
-	return now + *backoff / 2 + (int64_t)(dlock__random() % (uint64_t)(*backoff / 2 + 1));
+	if (l->kind == DLOCK_LOCK_FAIR && (ttl < 0 || ttl > DLOCK__FAIR_POLL_MS))
+		ttl = DLOCK__FAIR_POLL_MS;
+	return ttl >= 0 ? dlock__now_ms() + ttl : DLOCK__NEVER;
 }
 
 /*
@@ -158,21 +150,19 @@ static char *left_key_new(const dlock_lock *l, size_t *len)
 	return k;
 }
 
-static void attempt(acquire_op *o);
-
 static void finish(acquire_op *o, int rc)
 {
 	if (rc == DLOCK_ENOTACQUIRED)
 		o->lo.op.result.holder_ttl_ms = o->ttl;
 	if (!o->member && !o->lo.op.finished) /* once: a second end is ignored */
 		dlock__stat_acquire(o->lo.l->client, rc, o->lo.l->name, o->lo.owner,
-				dlock__now_us() - o->started_us, o->attempts, 1, 1);
+				dlock__now_us() - o->w.started_us, o->w.attempts, 1, 1);
 	dlock__op_finish(&o->lo.op, dlock__errbuf_record(&o->lo.l->err, rc));
 }
 
 static void left(dlock__mux_loop *ml)
 {
-	acquire_op *o = AOP(ml, ml);
+	acquire_op *o = AOP(ml, leave_ml);
 
 	dlock__fair_exit_finish(o->lo.l, &o->a, &o->exit, o->mop[0].rc, o->mop[0].reply);
 	dlock__mux_loop_end(ml);
@@ -194,13 +184,12 @@ static int leave(acquire_op *o, int rc)
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = l->client;
 	o->mop[0].call = l->kind == DLOCK_LOCK_FAIR
-			? dlock__fair_exit_prepare(l, &o->a, o->wait_ms, o->unsettled, &o->exit)
+			? dlock__fair_exit_prepare(l, &o->a, o->w.wait_ms, o->unsettled, &o->exit)
 			: dlock__herd_exit_prepare(l, &o->a, &o->exit);
 	/* It may time out and run later: as EVAL, so that a server that does
 	 * not know the script yet runs it all the same. */
 	o->mop[0].eval = 1;
-	o->nmop = 1;
-	if (dlock__mux_loop_begin(&o->ml, o->lo.op.loop, o->mop, 1, NULL, NULL, left) < 0) {
+	if (dlock__mux_loop_begin(&o->leave_ml, o->lo.op.loop, o->mop, 1, NULL, NULL, left) < 0) {
 		dlock__seterr(rc, "%s", o->end_msg);
 		return -1;
 	}
@@ -212,14 +201,15 @@ static int leave(acquire_op *o, int rc)
 static int must_leave(const acquire_op *o)
 {
 	if (o->lo.l->kind == DLOCK_LOCK_FAIR)
-		return o->wait_ms != 0;
+		return o->w.wait_ms != 0;
 	return o->herd && o->role != 0;
 }
 
-/* The end: a waiter that did not get the lock leaves first (leave). */
-static void conclude(acquire_op *o, int rc)
+/* The end (the waiter listens no more): one that did not get the lock leaves first. */
+static void end(dlock__waiter *w, int rc)
 {
-	dlock__wait_stop(o);
+	acquire_op *o = AOP(w, w);
+
 	if (rc == 0) {
 		o->lo.op.result.token = o->a.token;
 		dlock_lock_validity(&o->lo.op.result.validity_ms, o->lo.l, o->lo.owner);
@@ -229,68 +219,80 @@ static void conclude(acquire_op *o, int rc)
 	finish(o, rc);
 }
 
-/* Sleep until `wake` at the latest (the deadline caps it). */
-static int arm(acquire_op *o, int64_t wake)
+static void conclude(acquire_op *o, int rc)
 {
-	return dlock__timer_set(o->lo.op.loop, &o->timer, wake < o->deadline ? wake : o->deadline);
+	dlock__waiter_conclude(&o->w, rc);
 }
 
-/* Listen as the waiter's role says, and look again at `wake` at the latest. */
-static void wait_for(acquire_op *o, int64_t wake)
+static int out_of_memory(const acquire_op *o)
 {
+	return dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown);
+}
+
+/* Listen as the waiter's role says (a sleeper's own time to look in *wake). */
+static int listen_as_role(dlock__waiter *w, int64_t *wake)
+{
+	acquire_op *o = AOP(w, w);
 	int rc;
 
-	if (o->channel == NULL && (rc = dlock__wait_first(o)) < 0) {
-		conclude(o, rc);
-		return;
-	}
-	if (dlock__wait_listen(o, &wake) < 0) {
-		conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown));
-		return;
-	}
-	o->waiting = 1;
-	if (o->woken_meanwhile && o->watching) /* the unlock may have come after the attempt was answered */
-		wake = dlock__now_ms() + dlock__wait_slot(o);
-	o->woken_meanwhile = 0;
-	if (arm(o, wake) < 0)
-		conclude(o, DLOCK_ENOMEM);
+	if (o->channel == NULL && (rc = dlock__wait_first(o)) < 0)
+		return rc;
+	return dlock__wait_listen(o, wake) < 0 ? out_of_memory(o) : 0;
 }
 
-/* What an answered (or failed) attempt leads to. */
-static void after_attempt(acquire_op *o, int rc, int retry)
+static void unlisten(dlock__waiter *w)
 {
-	int64_t now = dlock__now_ms(), wake;
-
-	o->rc = rc;
-	retry = retry && (o->ride_out || rc == DLOCK_ENOTACQUIRED);
-	if (rc == 0 || !retry || o->wait_ms == 0 || now >= o->deadline) {
-		conclude(o, rc);
-		return;
-	}
-	wake = next_look(o->lo.l, rc, o->ttl, &o->backoff, now);
-	if (rc == DLOCK_ENOTACQUIRED && o->ttl >= 0)
-		wake += dlock__wait_ttl_spread(o);
-	if (dlock__client_first_contact_over(o->lo.l->client, rc, o->started, wake)) {
-		conclude(o, dlock__seterr_never_answered());
-		return;
-	}
-	wait_for(o, wake);
+	dlock__wait_stop(AOP(w, w));
 }
 
-static void attempt_done(dlock__mux_loop *ml)
+/* A watcher woken by "0" asks in its slot (acquire_wait.c); one that does
+ * not listen on the lock's channel now is not woken by it. */
+static int64_t slot(dlock__waiter *w)
 {
-	acquire_op *o = AOP(ml, ml);
+	acquire_op *o = AOP(w, w);
+
+	return o->watching ? dlock__wait_slot(o) : -1;
+}
+
+/* A look is due. A herd waiter that waits for a holder asks once its own
+ * channel is subscribed (own_word): then it learns its role. At the
+ * deadline it asks at once (the waiter's last attempt). */
+static int look(dlock__waiter *w)
+{
+	acquire_op *o = AOP(w, w);
+	int rc;
+
+	if (o->herd && o->rc == DLOCK_ENOTACQUIRED && !o->own_ready && o->osub != NULL &&
+			dlock__now_ms() < o->own_asked + OWN_WAIT_MS &&
+			dlock__now_ms() < o->w.deadline) {
+		o->look_pending = 1;
+		if ((rc = dlock__waiter_arm(w, o->own_asked + OWN_WAIT_MS)) < 0)
+			conclude(o, rc);
+		return 1;
+	}
+	o->look_pending = 0;
+	o->owed_until = dlock__now_ms() + OWED_GRACE_MS;
+	return 0;
+}
+
+/* A failed attempt waits on, or ends: a quorum's member does not ride out errors. */
+static dlock__wait_verdict retried(const acquire_op *o, int rc)
+{
+	return o->ride_out || rc == DLOCK_ENOTACQUIRED ? DLOCK__WAIT_TRANSIENT : DLOCK__WAIT_FINAL;
+}
+
+/* What an attempt's answer says. */
+static dlock__wait_verdict judge(dlock__waiter *w, int *out, int64_t *next)
+{
+	acquire_op *o = AOP(w, w);
 	redisReply *r = o->mop[0].reply;
-	int rc = o->mop[0].rc, retry;
+	int rc = o->mop[0].rc;
 
-	o->in_flight = 0;
-	if (rc == 0 && (rc = dlock__lock_op_redirect(o->lo.l, r, &o->redirects, &o->send_to)) > 0) {
+	if (rc == 0 &&
+			(rc = dlock__lock_op_redirect(o->lo.l, r, &o->w.redirects, &o->send_to)) > 0) {
 		/* Not run there: again at the node named, at once. */
 		o->asking = rc == 2;
-		dlock__mux_loop_end(ml);
-		dlock__mux_clear(o->mop, o->nmop);
-		attempt(o);
-		return;
+		return DLOCK__WAIT_AGAIN;
 	}
 	if (rc == 0) {
 		rc = dlock__acquire_finish(o->lo.l, &o->a, r, o->sent_at, &o->ttl);
@@ -308,48 +310,56 @@ static void attempt_done(dlock__mux_loop *ml)
 		dlock__seterr(rc, "%s", o->mop[0].errmsg);
 	}
 	/* Made, but too few replicas acknowledged it: given back (acquire.c). */
-	if (rc == 0 && o->nmop == 2 &&
+	if (rc == 0 && o->w.nmop == 2 &&
 			(rc = dlock__acquire_sync_check(o->lo.l, o->mop[1].rc, o->mop[1].reply)) < 0)
-		rc = dlock__acquire_unsynced(o->lo.l, &o->a, o->wait_ms, rc);
+		rc = dlock__acquire_unsynced(o->lo.l, &o->a, o->w.wait_ms, rc);
 	if (r == NULL && (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)) {
 		dlock__holds_uncertain(o->lo.l, o->a.owner);
 		o->unsettled = o->unsettled || o->keep_place;
 	} else if (r != NULL) {
 		o->unsettled = 0;
 	}
-	retry = rc == DLOCK_ENOTACQUIRED || rc == DLOCK_ENOSYNC ||
-			dlock__acquire_transient(o->lo.l->client, rc, r);
-	dlock__mux_loop_end(ml);
-	dlock__mux_clear(o->mop, o->nmop);
-	after_attempt(o, rc, retry);
+	o->rc = *out = rc;
+	if (rc == 0)
+		return DLOCK__WAIT_GOT;
+	if (rc == DLOCK_ENOTACQUIRED) {
+		*next = next_look(o->lo.l, o->ttl);
+		if (o->ttl >= 0)
+			*next += dlock__wait_ttl_spread(o);
+		return DLOCK__WAIT_NOT_YET;
+	}
+	if (rc == DLOCK_ENOSYNC || dlock__acquire_transient(o->lo.l->client, rc, r))
+		return retried(o, rc);
+	return DLOCK__WAIT_FINAL;
 }
 
 /* Send one attempt, once the server owes nothing (a late release of ours
  * still queued there could undo it: core/net/owed.h). */
-static void attempt(acquire_op *o)
+static int attempt(dlock__waiter *w)
 {
+	acquire_op *o = AOP(w, w);
 	dlock_lock *l = o->lo.l;
+	size_t n = 1;
 	int rc = dlock__client_owes(l->client, l->name, l->name_len, 0);
 
 	if (rc < 0 && dlock__now_ms() < o->owed_until &&
-			dlock__timer_set(o->lo.op.loop, &o->timer, dlock__now_ms() + OWED_LOOK_MS) == 0)
-		return;
+			dlock__waiter_put_off(w, dlock__now_ms() + OWED_LOOK_MS) == 0)
+		return 0;
 	if (rc < 0) {
-		after_attempt(o, rc, 1);
-		return;
+		o->rc = rc;
+		dlock__waiter_answer(w, retried(o, rc), rc, DLOCK__NEVER);
+		return 0;
 	}
 	/* The count may have changed meanwhile (another op, same owner). */
-	if ((rc = dlock__acquire_prepare(l, o->thread_owner ? NULL : o->lo.owner, o->vouched, o->wait_ms,
-			     o->lease_ms, &o->a)) < 0) {
-		conclude(o, rc);
-		return;
-	}
+	if ((rc = dlock__acquire_prepare(l, o->thread_owner ? NULL : o->lo.owner, o->vouched,
+			     o->w.wait_ms, o->lease_ms, &o->a)) < 0)
+		return rc;
 	o->roles_asked = o->herd ? dlock__wait_roles(o) : 0;
 	if (o->herd)
-		dlock__acquire_herd(l, &o->a, o->attempts > 0, o->roles_asked);
+		dlock__acquire_herd(l, &o->a, o->w.attempts > 0, o->roles_asked);
 	if (o->left_key != NULL)
 		dlock__acquire_wait_key(l, &o->a, o->left_key, o->left_key_len);
-	o->keep_place = keeps_place(l, o->wait_ms, o->ride_out, o->deadline);
+	o->keep_place = keeps_place(l, o->w.wait_ms, o->ride_out, o->w.deadline);
 	memset(o->mop, 0, sizeof(o->mop));
 	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;
 	o->mop[0].asking = o->asking;
@@ -357,72 +367,36 @@ static void attempt(acquire_op *o)
 	o->asking = 0;
 	o->mop[0].call = &o->a.call;
 	o->mop[0].no_retry = o->a.believed < 0;
-	o->mop[0].undo = undo_of(l, &o->a, o->wait_ms, o->keep_place, &o->undo);
-	o->nmop = 1;
+	o->mop[0].undo = undo_of(l, &o->a, o->w.wait_ms, o->keep_place, &o->undo);
 	if (dlock__sync_prepare(&o->sync, l->client)) {
 		dlock__sync_op(&o->mop[1], &o->sync, l->client, &o->mop[0]);
-		o->nmop = 2;
+		n = 2;
 	}
 	o->sent_at = dlock__now_ms();
-	o->attempts++;
-	rc = dlock__mux_loop_begin(&o->ml, o->lo.op.loop, o->mop, o->nmop, NULL, NULL, attempt_done);
-	if (rc < 0) {
-		conclude(o, rc);
-		return;
-	}
-	o->in_flight = 1;
+	return dlock__waiter_send(w, o->mop, n);
 }
 
-/* A message on the channel, the subscription made, or the timer. */
-static void look_again(acquire_op *o)
+/* Cancel during an attempt: abandoned, its hold uncertain (the undo goes behind it). */
+static int on_cancel(dlock__waiter *w)
 {
-	if (!o->waiting || o->lo.op.finished)
-		return;
-	if (o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) {
-		conclude(o, dlock__seterr(DLOCK_ECANCELED, "lock %s: the wait was canceled",
-				    o->lo.l->shown));
-		return;
-	}
-	/* A herd waiter that waits for a holder asks once its own channel is
-	 * subscribed (own_word): then it learns its role. At the deadline it
-	 * asks at once: a wait ends with the answer of a last attempt (made
-	 * then; after_attempt ends it), never with that of an earlier one -
-	 * the lock may be free by now, the server back from an outage. */
-	if (o->herd && o->rc == DLOCK_ENOTACQUIRED && !o->own_ready && o->osub != NULL &&
-			dlock__now_ms() < o->own_asked + OWN_WAIT_MS &&
-			dlock__now_ms() < o->deadline) {
-		o->look_pending = 1;
-		if (arm(o, o->own_asked + OWN_WAIT_MS) < 0)
-			conclude(o, DLOCK_ENOMEM);
-		return;
-	}
-	o->look_pending = 0;
-	o->waiting = 0;
-	o->woken_meanwhile = 0;
-	o->redirects = 0;
-	dlock__timer_stop(o->lo.op.loop, &o->timer);
-	o->owed_until = dlock__now_ms() + OWED_GRACE_MS;
-	attempt(o);
+	acquire_op *o = AOP(w, w);
+
+	dlock__holds_uncertain(o->lo.l, o->a.owner);
+	o->unsettled = o->unsettled || o->keep_place;
+	return 0;
 }
 
-static void woken(dlock__task *t)
-{
-	acquire_op *o = AOP(t, wake_task);
-	int64_t slot;
-
-	if (!o->waiting)
-		o->woken_meanwhile = 1;
-	/* Others heard it too: unless this one's slot is now, stand back (a
-	 * canceled wait ends at once, in look_again). */
-	if (o->waiting && !o->lo.op.finished &&
-			!(o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) &&
-			(slot = dlock__wait_slot(o)) > 0) {
-		if (arm(o, dlock__now_ms() + slot) < 0)
-			conclude(o, DLOCK_ENOMEM);
-		return;
-	}
-	look_again(o);
-}
+static const dlock__waiter_steps wait_steps = {
+	.noun = "lock",
+	.attempt = attempt,
+	.judge = judge,
+	.end = end,
+	.on_cancel = on_cancel,
+	.listen = listen_as_role,
+	.unlisten = unlisten,
+	.slot = slot,
+	.look = look,
+};
 
 /* A note on the "taken" channel: a waiter took the lock. One that waits
  * sleeps until that hold's lease is out (spread), its slot given up. */
@@ -431,12 +405,12 @@ static void taken(dlock__task *t)
 	acquire_op *o = AOP(t, taken_task);
 	int64_t lease, n;
 	uint64_t gen;
-	int unlocked_since = 0;
+	int unlocked_since = 0, rc;
 
 	if (o->tsub == NULL || o->lo.op.finished)
 		return;
 	/* The lock's channel is served by the same reactor (one slot). */
-	gen = dlock__sub_note(o->trx, o->tsub, &lease, &n, o->rx == o->trx ? o->sub : NULL,
+	gen = dlock__sub_note(o->trx, o->tsub, &lease, &n, o->w.rx == o->trx ? o->w.sub : NULL,
 			&unlocked_since);
 	if (gen == o->note_gen)
 		return; /* the subscription made, or dropped: not a note */
@@ -445,10 +419,11 @@ static void taken(dlock__task *t)
 		o->est = n;
 	/* Asking now (its reply tells), or an unlock came after the note (its
 	 * wake-up may have run first): nothing to wait for. */
-	if (!o->waiting || lease <= 0 || unlocked_since)
+	if (!o->w.waiting || lease <= 0 || unlocked_since)
 		return;
-	if (arm(o, dlock__now_ms() + lease + dlock__wait_ttl_spread(o)) < 0)
-		conclude(o, DLOCK_ENOMEM);
+	rc = dlock__waiter_arm(&o->w, dlock__now_ms() + lease + dlock__wait_ttl_spread(o));
+	if (rc < 0)
+		conclude(o, rc);
 }
 
 /*
@@ -465,54 +440,38 @@ static void own_word(dlock__task *t)
 	if (o->osub == NULL || o->lo.op.finished)
 		return;
 	o->own_ready = 1;
-	if ((o->canceled_with && dlock__client_cancels(o->lo.l->client) != o->cancels) ||
-			(first && o->look_pending)) {
-		look_again(o); /* a cancel ends it there */
+	if (dlock__waiter_cancel_counted(&o->w) || (first && o->look_pending)) {
+		dlock__waiter_look(&o->w); /* a cancel ends it there */
 		return;
 	}
 	if (o->watching)
 		return; /* it hears the lock's channel already */
-	if (!o->waiting) {
+	if (!o->w.waiting) {
 		o->promoted_meanwhile = o->promoted_meanwhile || !first;
 		return;
 	}
 	if (o->role == DLOCK__HERD_SLEEP) {
 		o->role = DLOCK__HERD_WATCH;
 		if (dlock__wait_watch(o) < 0) {
-			conclude(o, dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory",
-					    o->lo.l->shown));
+			conclude(o, out_of_memory(o));
 			return;
 		}
-		if (o->sub != NULL)
-			return; /* its subscription wakes it (woken) */
+		if (o->w.sub != NULL)
+			return; /* its subscription wakes it (the waiter's woken) */
 	}
-	look_again(o);
-}
-
-static void timer_fired(dlock__timer *t)
-{
-	acquire_op *o = AOP(t, timer);
-
-	if (o->waiting)
-		look_again(o);
-	else if (!o->in_flight && !o->lo.op.finished)
-		attempt(o); /* the owed-replies look */
+	dlock__waiter_look(&o->w);
 }
 
 static void start(dlock_op *op)
 {
 	acquire_op *o = (acquire_op *)op;
 
-	o->li.loop = op->loop; /* the loop it runs on, known now */
-	o->tli.loop = op->loop;
+	o->tli.loop = op->loop; /* the loop it runs on, known now */
 	o->oli.loop = op->loop;
-	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
-	o->started = o->started_us / 1000;
-	o->deadline = dlock__deadline_in(o->wait_ms);
-	o->owed_until = o->started + OWED_GRACE_MS;
-	if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->wait_ms != 0 && o->ride_out)
+	o->owed_until = dlock__now_ms() + OWED_GRACE_MS;
+	if (o->lo.l->kind == DLOCK_LOCK_FAIR && o->w.wait_ms != 0 && o->ride_out)
 		o->left_key = left_key_new(o->lo.l, &o->left_key_len);
-	attempt(o);
+	dlock__waiter_start(&o->w, 0);
 }
 
 /* Cancel: end what is under way; whatever it may have taken is given back. */
@@ -522,16 +481,7 @@ static void cancel(dlock_op *op)
 
 	if (o->leaving)
 		return; /* it ends once it has left */
-	if (o->in_flight) {
-		/* Abandoned: its undo goes right behind it (dlock__mux_op.undo). */
-		o->in_flight = 0;
-		dlock__mux_loop_end(&o->ml);
-		dlock__holds_uncertain(o->lo.l, o->a.owner);
-		o->unsettled = o->unsettled || o->keep_place;
-		dlock__mux_clear(o->mop, o->nmop);
-	}
-	conclude(o, dlock__seterr(DLOCK_ECANCELED, "lock %s: the acquisition was canceled",
-			    o->lo.l->shown));
+	dlock__waiter_cancel(&o->w, "the acquisition");
 }
 
 static void destroy(dlock_op *op)
@@ -562,18 +512,16 @@ static int new_acquire(acquire_op **out, dlock_lock *l, const char *owner, int64
 	if (rc < 0)
 		return rc;
 	o = (acquire_op *)lo;
-	o->wait_ms = wait_ms;
+	/* Where it listens is the lock's steps' (acquire_wait.c). */
+	dlock__waiter_init(&o->w, &wait_steps, &o->lo.op, l->client, l->shown, NULL, 0, wait_ms);
 	o->lease_ms = lease_ms;
 	o->ride_out = 1;
-	o->li.task = &o->wake_task;
-	dlock__task_init(&o->wake_task, woken);
 	o->est = 1;
 	o->herd = l->taken != NULL;
 	o->tli.task = &o->taken_task;
 	dlock__task_init(&o->taken_task, taken);
 	o->oli.task = &o->own_task;
 	dlock__task_init(&o->own_task, own_word);
-	dlock__timer_init(&o->timer, timer_fired);
 	*out = o;
 	return 0;
 }
@@ -605,8 +553,8 @@ static int new_waiting_acquire(acquire_op **out, dlock_lock *l, const char *owne
 			(rc = new_acquire(out, l, resolved, wait_ms, lease_ms, cb, userdata)) < 0)
 		return rc;
 	(*out)->thread_owner = owner == NULL;
-	(*out)->canceled_with = 1;
-	(*out)->cancels = cancels;
+	(*out)->w.canceled_with = 1;
+	(*out)->w.cancels = cancels;
 	return 0;
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Where a waiting acquisition listens (single/acquire_op.c has the wait
- * itself, and at its top how waking without a herd works): the lock's
- * channel, dlock's "taken" channel, and a waiter's own channel; the
- * watcher's and the sleeper's times.
+ * Where a waiting acquisition listens (single/acquire_op.c has the lock's
+ * steps of the wait, single/wait.c the wait itself, and acquire_op.c at
+ * its top how waking without a herd works): the lock's channel, dlock's
+ * "taken" channel, and a waiter's own channel; the watcher's and the
+ * sleeper's times.
  */
 #include <string.h>
 
@@ -83,22 +84,6 @@ static char *wait_channel(dlock_lock *l, const char *owner, size_t *len)
 	return joined(l->channel, l->channel_len, owner, len);
 }
 
-/* Listen on `channel` where it is served now (a cluster's slot may have
- * moved since, a primary failed over). 0, or -1 out of memory. */
-static int follow(dlock__acquire_op *o, dlock__reactor **rx, dlock__sub **sub, dlock__listener *li,
-		const char *channel, size_t len)
-{
-	dlock__reactor *now = dlock__client_reactor_for(o->lo.l->client, channel, len);
-
-	if (now == NULL || (now == *rx && *sub != NULL))
-		return 0;
-	if (*sub != NULL)
-		dlock__sub_unlisten(*rx, *sub, li);
-	*rx = now;
-	*sub = dlock__sub_listen(now, channel, len, li);
-	return *sub == NULL ? -1 : 0;
-}
-
 static void unfollow(dlock__reactor *rx, dlock__sub **sub, dlock__listener *li)
 {
 	if (*sub != NULL)
@@ -114,11 +99,12 @@ int dlock__wait_watch(dlock__acquire_op *o)
 	int64_t lease, n;
 
 	o->watching = 1;
-	if (follow(o, &o->rx, &o->sub, &o->li, o->channel, o->channel_len) < 0)
+	if (dlock__waiter_follow(&o->w, &o->w.rx, &o->w.sub, &o->w.li, o->channel,
+			    o->channel_len) < 0)
 		return -1;
 	if (!o->herd)
 		return 0;
-	if (follow(o, &o->trx, &o->tsub, &o->tli, l->taken, l->taken_len) < 0)
+	if (dlock__waiter_follow(&o->w, &o->trx, &o->tsub, &o->tli, l->taken, l->taken_len) < 0)
 		return -1;
 	/* Notes from before are not news (the lock's channel wakes it then). */
 	if (o->tsub != NULL && o->tsub != was)
@@ -128,9 +114,9 @@ int dlock__wait_watch(dlock__acquire_op *o)
 
 static void unwatch(dlock__acquire_op *o)
 {
-	unfollow(o->rx, &o->sub, &o->li);
+	unfollow(o->w.rx, &o->w.sub, &o->w.li);
 	unfollow(o->trx, &o->tsub, &o->tli);
-	dlock__loop_unpost(o->lo.op.loop, &o->wake_task);
+	dlock__loop_unpost(o->lo.op.loop, &o->w.wake_task);
 	dlock__loop_unpost(o->lo.op.loop, &o->taken_task);
 	o->watching = 0;
 }
@@ -144,7 +130,7 @@ static int listen_own(dlock__acquire_op *o)
 		return -1;
 	if (o->osub == NULL)
 		o->own_asked = dlock__now_ms();
-	return follow(o, &o->orx, &o->osub, &o->oli, o->own, o->own_len);
+	return dlock__waiter_follow(&o->w, &o->orx, &o->osub, &o->oli, o->own, o->own_len);
 }
 
 void dlock__wait_stop(dlock__acquire_op *o)
@@ -152,21 +138,17 @@ void dlock__wait_stop(dlock__acquire_op *o)
 	unwatch(o);
 	unfollow(o->orx, &o->osub, &o->oli);
 	dlock__loop_unpost(o->lo.op.loop, &o->own_task);
-	dlock__timer_stop(o->lo.op.loop, &o->timer);
-	o->waiting = 0;
+	dlock__timer_stop(o->lo.op.loop, &o->w.timer);
+	o->w.waiting = 0;
 }
 
-/* The first wait: its channel, and a loop the reactor's thread can wake. */
+/* The first wait: its channel. 0, or DLOCK_ENOMEM. */
 int dlock__wait_first(dlock__acquire_op *o)
 {
-	int rc;
-
 	o->channel = wait_channel(o->lo.l, o->lo.owner, &o->channel_len);
 	if (o->channel == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "lock %s: out of memory", o->lo.l->shown);
-	/* A thread's loop gets its wake-up descriptor (kept until the blocking call ends). */
-	rc = dlock__loop_wakeable(o->lo.op.loop);
-	return rc < 0 ? rc : 0;
+	return 0;
 }
 
 /* A sleeper looks by itself after the holder's TTL (the watchers take the
@@ -203,6 +185,6 @@ int dlock__wait_listen(dlock__acquire_op *o, int64_t *wake)
 /* How a herd waiter's retry asks (single/acquire.h). */
 int dlock__wait_roles(const dlock__acquire_op *o)
 {
-	return o->attempts > 0 && o->own_ready ? DLOCK__HERD_ROLES : 0;
+	return o->w.attempts > 0 && o->own_ready ? DLOCK__HERD_ROLES : 0;
 }
 

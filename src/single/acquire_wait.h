@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internal: the wait of an acquisition (single/acquire_op.c), and where it
+ * Internal: an acquisition's state - its steps of the waiter in
+ * single/acquire_op.c, the waiter itself in single/wait.c - and where it
  * listens (single/acquire_wait.c).
  */
 #ifndef DLOCK_SINGLE_ACQUIRE_WAIT_H
@@ -13,13 +14,14 @@
 #include "core/drive/sync.h"
 #include "single/acquire.h"
 #include "single/lock_op.h"
+#include "single/wait.h"
 
 typedef struct dlock__acquire_op {
 	dlock__lock_op lo; /* first: the op, the lock, the owner */
-	int64_t wait_ms, lease_ms, started, deadline, owed_until;
-	int64_t ttl, backoff, sent_at;
-	int rc, keep_place, unsettled, in_flight, waiting;
-	int woken_meanwhile; /* a message came while an attempt was out: look again at once */
+	dlock__waiter w;   /* the wait (single/wait.c), with the lock's steps */
+	int64_t lease_ms, owed_until;
+	int64_t ttl, sent_at;
+	int rc, keep_place, unsettled;
 	int thread_owner;    /* the owner is the calling thread's (a blocking call) */
 	int vouched;         /* the owner is this process's alone (dlock__acquire_prepare) */
 	int ride_out;        /* transient errors are waited out (not: a quorum's member) */
@@ -27,28 +29,18 @@ typedef struct dlock__acquire_op {
 	int end_rc;
 	char end_msg[DLOCK__ERRMSG_MAX];
 	int member;          /* a MultiLock's or RedLock's part: no events of its own */
-	int attempts;        /* acquisition scripts sent (dlock/stats.h) */
-	int64_t started_us;  /* `started` in us, for the wait histogram */
-	int canceled_with;   /* ends when the client's cancel count leaves `cancels` */
-	uint64_t cancels;
 	dlock_client *send_to; /* a cluster's redirect: the member named (else the lock's client) */
-	int asking, redirects;
+	int asking;
 	dlock__acquire a;
 	dlock__rollback undo;
 	dlock__fair_exit exit;
 	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
-	size_t nmop;
 	dlock__sync sync;
-	dlock__mux_loop ml;
-	char *channel;
+	dlock__mux_loop leave_ml; /* the leave's run */
+	char *channel; /* the lock's channel (the waiter's w.rx, w.sub, w.li) */
 	size_t channel_len;
 	char *left_key; /* a fair waiter's mark, set when it leaves with a reply owed */
 	size_t left_key_len;
-	dlock__reactor *rx;
-	dlock__sub *sub;
-	dlock__listener li;
-	dlock__task wake_task;
-	dlock__timer timer;
 	/* Waking without a herd (top of file): the "taken" channel's listener. */
 	int herd;          /* a plain or fenced lock's waiter: asks with the channel */
 	int64_t est;       /* waiting processes, as last counted (1: unknown) */
@@ -77,7 +69,7 @@ typedef struct dlock__acquire_op {
 int64_t dlock__wait_ttl_spread(const dlock__acquire_op *o);
 int64_t dlock__wait_slot(const dlock__acquire_op *o);
 
-/* The first wait: its channel, and a loop the reactor's thread can wake. 0 or an error. */
+/* The first wait: its channel. 0, or DLOCK_ENOMEM. */
 int dlock__wait_first(dlock__acquire_op *o);
 
 /* Listen on the lock's channel (and a herd waiter on the "taken" one). 0, or -1 out of memory. */
@@ -87,7 +79,7 @@ int dlock__wait_watch(dlock__acquire_op *o);
  * *wake (else left). 0, or -1 out of memory. */
 int dlock__wait_listen(dlock__acquire_op *o, int64_t *wake);
 
-/* Stop listening everywhere, the timer stopped. */
+/* Stop listening everywhere, the timer stopped (the waiter's steps.unlisten). */
 void dlock__wait_stop(dlock__acquire_op *o);
 
 /* How a herd waiter's next attempt asks (DLOCK__HERD_ROLES or 0). */

@@ -9,6 +9,8 @@
  * followed.
  *
  * set, count down, get count, delete: one command, then the end.
+ * Every one runs as the waiter (wait.c) with the latch's steps; a command
+ * that is not an await is its one attempt (no wait).
  * await:
  *   LISTEN (the latch's channel, before the first look, so that a zero
  *   reached in between is heard) -> LOOK (a read-only script) --0--> done
@@ -16,8 +18,9 @@
  *      WAITING --message, subscription made, backoff timer--> LOOK
  *      WAITING --deadline--> a last LOOK, then DLOCK_ETIMEDOUT (or its transient error)
  *   A message while a look is out makes another look follow at once (the
- *   first may have read the count before the change). There is no polling:
- *   a waiter with count > 0 sleeps until a message or its deadline.
+ *   first may have read the count before the change); every message wakes
+ *   every waiter ("0" opens the latch for all). There is no polling: a
+ *   waiter with count > 0 sleeps until a message or its deadline.
  *   cancel: the look under way is dropped (read only: nothing to undo).
  */
 #include <errno.h>
@@ -32,12 +35,12 @@
 #include "core/base/time.h"
 #include "core/drive/mux_loop.h"
 #include "core/loop/op.h"
-#include "core/drive/reactor.h"
 #include "core/topology/cluster.h"
 #include "single/acquire.h"
 #include "single/countdown_internal.h"
 #include "single/lock_op.h"
 #include "single/scripts.h"
+#include "single/wait.h"
 
 /* clang-format off: the Lua keeps its own layout */
 
@@ -131,36 +134,19 @@ static dlock__script script_get = DLOCK__SCRIPT("latch get count",
 
 /* clang-format on */
 
-/* An await that meets a transient error looks again after a backoff between these. */
-#define RETRY_MIN_MS 50
-#define RETRY_MAX_MS 1000
-
 typedef struct latch_op {
 	dlock_op op; /* first */
+	dlock__waiter w;
 	dlock_countdown *c;
 	dlock__latch_kind kind;
 	int64_t arg;   /* set: the count */
 	int64_t value; /* the answer (dlock_countdown_op_value) */
-	/* await */
-	int64_t wait_ms, started, deadline, backoff;
-	int in_flight, waiting, woken_meanwhile;
-	/* A blocking await ends once the client's cancel count is no longer
-	 * `cancels` (dlock_client_cancel_waits). */
-	int canceled_with;
-	uint64_t cancels;
 	/* the command */
 	dlock_client *send_to; /* a cluster's redirect: the member named */
-	int asking, redirects;
+	int asking;
 	dlock__call call;
 	char num[24];
 	dlock__mux_op mop;
-	dlock__mux_loop ml;
-	/* listening */
-	dlock__reactor *rx;
-	dlock__sub *sub;
-	dlock__listener li;
-	dlock__task wake_task;
-	dlock__timer timer;
 } latch_op;
 
 #define LOP(p, field) ((latch_op *)((char *)(p) - offsetof(latch_op, field)))
@@ -169,114 +155,12 @@ static const char *const what_of[] = { "dlock_countdown_try_set_count",
 	"dlock_countdown_count_down", "dlock_countdown_get_count", "dlock_countdown_delete",
 	"dlock_countdown_await" };
 
-static void send_command(latch_op *o);
-
-static void stop_listening(latch_op *o)
+/* The operation is over (the waiter listens no more). */
+static void end(dlock__waiter *w, int rc)
 {
-	if (o->sub != NULL)
-		dlock__sub_unlisten(o->rx, o->sub, &o->li);
-	o->sub = NULL;
-	dlock__timer_stop(o->op.loop, &o->timer);
-	dlock__loop_unpost(o->op.loop, &o->wake_task);
-	o->waiting = 0;
-}
+	latch_op *o = LOP(w, w);
 
-static void conclude(latch_op *o, int rc)
-{
-	stop_listening(o);
 	dlock__op_finish(&o->op, dlock__errbuf_record(&o->c->err, rc));
-}
-
-/* In a cluster the channel's slot may have moved to another node: listen
- * there from now on. */
-static void follow_channel(latch_op *o)
-{
-	dlock__reactor *now = dlock__client_reactor_for(o->c->client, o->c->channel,
-			o->c->channel_len);
-
-	if (now == o->rx || now == NULL)
-		return;
-	if (o->sub != NULL)
-		dlock__sub_unlisten(o->rx, o->sub, &o->li);
-	o->rx = now;
-	o->sub = dlock__sub_listen(now, o->c->channel, o->c->channel_len, &o->li);
-}
-
-/* Start listening on the latch's channel: 0, or an error. */
-static int listen(latch_op *o)
-{
-	int rc;
-
-	/* The reactor's thread wakes it: a thread's loop gets its wake-up
-	 * descriptor (kept until the blocking call ends). */
-	if ((rc = dlock__loop_wakeable(o->op.loop)) < 0)
-		return rc;
-	o->rx = dlock__client_reactor_for(o->c->client, o->c->channel, o->c->channel_len);
-	/* No node for the channel now (a cluster's map being read): the first
-	 * look finds out, and follow_channel listens once there is one. */
-	if (o->rx == NULL)
-		return 0;
-	o->sub = dlock__sub_listen(o->rx, o->c->channel, o->c->channel_len, &o->li);
-	if (o->sub == NULL)
-		return dlock__seterr(DLOCK_ENOMEM, "latch %s: out of memory", o->c->shown);
-	return 0;
-}
-
-/* Sleep until a message, the subscription made, or `wake` (the deadline at the latest). */
-static void wait_for(latch_op *o, int64_t wake)
-{
-	follow_channel(o);
-	o->waiting = 1;
-	if (o->woken_meanwhile) /* the change may have come after the look was answered */
-		wake = dlock__now_ms();
-	o->woken_meanwhile = 0;
-	if (dlock__timer_set(o->op.loop, &o->timer, wake < o->deadline ? wake : o->deadline) < 0)
-		conclude(o, dlock__seterr(DLOCK_ENOMEM, "latch %s: out of memory", o->c->shown));
-}
-
-/* The wait is over: DLOCK_ETIMEDOUT when the last look (rc 0) found the
- * count above zero, else that look's transient error (its message set). */
-static void wait_over(latch_op *o, int rc)
-{
-	if (rc < 0) {
-		conclude(o, rc);
-		return;
-	}
-	conclude(o, dlock__seterr(DLOCK_ETIMEDOUT,
-			    "latch %s: the count was still %lld when the wait of %lld ms ended",
-			    o->c->shown, (long long)o->value, (long long)o->wait_ms));
-}
-
-/* An await's look came back: done, or wait for the next change. */
-static void after_look(latch_op *o, int rc, int transient)
-{
-	int64_t now = dlock__now_ms(), wake = DLOCK__NEVER;
-
-	if (rc == 0 && o->value == 0) {
-		conclude(o, 0);
-		return;
-	}
-	if (rc == 0) {
-		o->backoff = 0;
-	} else if (!transient) {
-		conclude(o, rc); /* no wait heals it */
-		return;
-	} else {
-		o->backoff = o->backoff == 0 ? RETRY_MIN_MS : o->backoff * 2;
-		if (o->backoff > RETRY_MAX_MS)
-			o->backoff = RETRY_MAX_MS;
-		wake = now + o->backoff / 2 +
-				(int64_t)(dlock__random() % (uint64_t)(o->backoff / 2 + 1));
-		if (dlock__client_first_contact_over(o->c->client, rc, o->started, wake)) {
-			conclude(o, dlock__seterr_never_answered());
-			return;
-		}
-	}
-	if (now >= o->deadline) {
-		wait_over(o, rc); /* rc 0: the count was above zero (o->value) */
-		return;
-	}
-	wait_for(o, wake);
 }
 
 /* The reply's integer, for the scripts; DLOCK_EPROTO for another shape. */
@@ -330,7 +214,7 @@ static int redirect(latch_op *o, const redisReply *r)
 	if (cl == NULL || r == NULL || r->type != REDIS_REPLY_ERROR)
 		return 0;
 	kind = dlock__cluster_follow(cl, r, &o->send_to);
-	if (kind > 0 && ++o->redirects > DLOCK__MAX_REDIRECTS)
+	if (kind > 0 && ++o->w.redirects > DLOCK__MAX_REDIRECTS)
 		return dlock__seterr(DLOCK_ESERVER,
 				"%s: more than %d MOVED/ASK redirects for latch %s "
 				"(resharding under way?)",
@@ -338,31 +222,38 @@ static int redirect(latch_op *o, const redisReply *r)
 	return kind;
 }
 
-static void command_done(dlock__mux_loop *ml)
+/*
+ * What the command's answer says. An await: done at zero, else not yet -
+ * DLOCK_ETIMEDOUT should the wait be over (no polling: a message wakes it);
+ * a transient error waits a backoff. Any other command ends with it.
+ */
+static dlock__wait_verdict judge_answer(dlock__waiter *w, int *out, int64_t *next)
 {
-	latch_op *o = LOP(ml, ml);
+	latch_op *o = LOP(w, w);
 	redisReply *r = o->mop.reply;
-	int rc = o->mop.rc, transient;
+	int rc = o->mop.rc;
 
-	o->in_flight = 0;
+	(void)next; /* DLOCK__NEVER */
 	if (rc == 0 && (rc = redirect(o, r)) > 0) {
-		o->asking = rc == 2;
-		dlock__mux_loop_end(ml);
-		dlock__mux_clear(&o->mop, 1);
-		send_command(o);
-		return;
+		o->asking = rc == 2; /* not run there: again at the member named */
+		return DLOCK__WAIT_AGAIN;
 	}
 	if (rc == 0)
 		rc = judge(o, r);
 	else
 		dlock__seterr(rc, "%s", o->mop.errmsg);
-	transient = rc < 0 && dlock__acquire_transient(o->mop.client, rc, r);
-	dlock__mux_loop_end(ml);
-	dlock__mux_clear(&o->mop, 1);
-	if (o->kind == DLOCK__LATCH_AWAIT)
-		after_look(o, rc, transient);
-	else
-		conclude(o, rc);
+	*out = rc;
+	if (rc == 0 && (o->kind != DLOCK__LATCH_AWAIT || o->value == 0))
+		return DLOCK__WAIT_GOT;
+	if (rc == 0) {
+		*out = dlock__seterr(DLOCK_ETIMEDOUT,
+				"latch %s: the count was still %lld when the wait of %lld ms ended",
+				o->c->shown, (long long)o->value, (long long)o->w.wait_ms);
+		return DLOCK__WAIT_NOT_YET;
+	}
+	return o->kind == DLOCK__LATCH_AWAIT && dlock__acquire_transient(o->mop.client, rc, r)
+			? DLOCK__WAIT_TRANSIENT
+			: DLOCK__WAIT_FINAL;
 }
 
 /* The call of a script on the latch's key and channel, with one argument more. */
@@ -381,9 +272,9 @@ static void prepare_call(latch_op *o, dlock__script *s, const char *arg, size_t 
 	dlock__call_push(c, message, 1);
 }
 
-static void send_command(latch_op *o)
+static int send_command(dlock__waiter *w)
 {
-	int rc;
+	latch_op *o = LOP(w, w);
 
 	memset(&o->mop, 0, sizeof(o->mop));
 	o->mop.client = o->send_to != NULL ? o->send_to : o->c->client;
@@ -408,80 +299,29 @@ static void send_command(latch_op *o)
 	/* A set or count down whose reply was lost may have run: sent again
 	 * it would answer "existed" or count twice. */
 	o->mop.no_retry = o->kind == DLOCK__LATCH_SET || o->kind == DLOCK__LATCH_DOWN;
-	rc = dlock__mux_loop_begin(&o->ml, o->op.loop, &o->mop, 1, NULL, NULL, command_done);
-	if (rc < 0) {
-		conclude(o, rc);
-		return;
-	}
-	o->in_flight = 1;
+	return dlock__waiter_send(w, &o->mop, 1);
 }
 
-/* A message on the channel, the subscription made, or the timer. */
-static void look_again(latch_op *o)
-{
-	if (!o->waiting || o->op.finished)
-		return;
-	if (o->canceled_with && dlock__client_cancels(o->c->client) != o->cancels) {
-		conclude(o, dlock__seterr(DLOCK_ECANCELED, "latch %s: the wait was canceled",
-				    o->c->shown));
-		return;
-	}
-	/* At the deadline too: the wait ends with what this last look finds
-	 * (after_look), not with an earlier one's answer - the count may be
-	 * zero by now, the server back from an outage. */
-	o->waiting = 0;
-	o->woken_meanwhile = 0;
-	o->redirects = 0;
-	dlock__timer_stop(o->op.loop, &o->timer);
-	send_command(o);
-}
-
-static void woken(dlock__task *t)
-{
-	latch_op *o = LOP(t, wake_task);
-
-	if (!o->waiting)
-		o->woken_meanwhile = 1;
-	look_again(o);
-}
-
-static void timer_fired(dlock__timer *t)
-{
-	look_again(LOP(t, timer));
-}
+static const dlock__waiter_steps steps = {
+	.noun = "latch",
+	.attempt = send_command,
+	.judge = judge_answer,
+	.end = end,
+};
 
 static void start(dlock_op *op)
 {
-	latch_op *o = (latch_op *)op;
-	int rc;
-
-	o->li.loop = op->loop; /* the loop it runs on, known now */
-	if (o->kind == DLOCK__LATCH_AWAIT) {
-		o->started = dlock__now_ms();
-		o->deadline = dlock__deadline_in(o->wait_ms);
-		/* Listen before the first look: a zero reached after the look
-		 * and before the subscription would go unheard. One look (wait
-		 * 0) listens to nothing. */
-		if (o->wait_ms != 0 && (rc = listen(o)) < 0) {
-			conclude(o, rc);
-			return;
-		}
-	}
-	send_command(o);
+	/* An await listens before its first look: a zero reached after the
+	 * look and before the subscription would go unheard. */
+	dlock__waiter_start(&((latch_op *)op)->w, 1);
 }
 
 static void cancel(dlock_op *op)
 {
 	latch_op *o = (latch_op *)op;
 
-	if (o->in_flight) {
-		/* A look: nothing to give back. */
-		o->in_flight = 0;
-		dlock__mux_loop_end(&o->ml);
-		dlock__mux_clear(&o->mop, 1);
-	}
-	conclude(o, dlock__seterr(DLOCK_ECANCELED, "latch %s: %s was canceled", o->c->shown,
-			    o->kind == DLOCK__LATCH_AWAIT ? "the wait" : "the query"));
+	/* A look: nothing to give back. */
+	dlock__waiter_cancel(&o->w, o->kind == DLOCK__LATCH_AWAIT ? "the wait" : "the query");
 }
 
 static void destroy(dlock_op *op)
@@ -532,11 +372,9 @@ static int new_op(latch_op **out, dlock_countdown *c, dlock__latch_kind kind, in
 	o->c = c;
 	o->kind = kind;
 	o->arg = arg;
-	o->wait_ms = kind == DLOCK__LATCH_AWAIT ? arg : 0;
-	o->li.task = &o->wake_task;
-	o->li.every_message = 1; /* "0" opens the latch for every waiter */
-	dlock__task_init(&o->wake_task, woken);
-	dlock__timer_init(&o->timer, timer_fired);
+	dlock__waiter_init(&o->w, &steps, &o->op, c->client, c->shown, c->channel, c->channel_len,
+			kind == DLOCK__LATCH_AWAIT ? arg : 0);
+	o->w.li.every_message = 1; /* "0" opens the latch for every waiter */
 	atomic_fetch_add(&c->refs, 1); /* the handle outlives the op, freed or not */
 	dlock__client_handle_added(c->client, 1); /* the client outlives the op */
 	*out = o;
@@ -624,8 +462,8 @@ int dlock__countdown_block(dlock_countdown *c, dlock__latch_kind kind, int64_t a
 
 	if (rc < 0)
 		return rc;
-	o->canceled_with = kind == DLOCK__LATCH_AWAIT;
-	o->cancels = dlock__client_cancels(c->client);
+	o->w.canceled_with = kind == DLOCK__LATCH_AWAIT;
+	o->w.cancels = dlock__client_cancels(c->client);
 	if ((rc = dlock__op_block(&o->op, c->client, &e.done)) < 0)
 		return dlock__errbuf_record(&c->err, rc);
 	if (e.code < 0)

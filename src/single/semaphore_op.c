@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Acquiring semaphore permits: a state machine on a loop, as the lock's
- * (acquire_op.c). The asynchronous call runs it on the client's loop; the
- * blocking calls run it on the calling thread's loop to its end.
+ * Acquiring semaphore permits: the waiter (wait.c) with the semaphore's
+ * steps. The asynchronous call runs it on the client's loop; the blocking
+ * calls run it on the calling thread's loop to its end.
  *
  *   ATTEMPT --taken / final error / wait over--> done
  *      \--too few / transient--> WAITING --message / timer--> ATTEMPT
@@ -26,24 +26,18 @@
 #include "core/base/time.h"
 #include "core/drive/mux_loop.h"
 #include "core/loop/op.h"
-#include "core/drive/reactor.h"
 #include "core/drive/stats.h"
 #include "single/acquire.h"
 #include "single/lock_op.h"
 #include "single/semaphore_internal.h"
-
-#define RETRY_MIN_MS 50
-#define RETRY_MAX_MS 1000
+#include "single/wait.h"
 
 typedef struct sem_op {
 	dlock_op op; /* first */
+	dlock__waiter w;
 	dlock_semaphore *s;
-	int64_t permits, wait_ms, lease_ms, started, deadline, backoff, expiry, sent_at;
-	int in_flight, waiting, woken_meanwhile, cancel_pending, giving_back;
-	int canceled_with;
-	int attempts; /* acquisition scripts sent (dlock/stats.h) */
-	int64_t started_us; /* `started` in us, for the wait histogram */
-	uint64_t cancels;
+	int64_t permits, lease_ms, expiry, sent_at;
+	int giving_back;
 	char id[DLOCK_PERMIT_ID_SIZE];
 	unsigned char raw[16];
 	int have_id; /* the result's permit id is set */
@@ -52,40 +46,26 @@ typedef struct sem_op {
 	size_t receipt_len;
 	dlock__call call, undo;
 	dlock__mux_op mop;
-	dlock__mux_loop ml;
-	dlock__reactor *rx;
-	dlock__sub *sub;
-	dlock__listener li;
-	dlock__task wake_task;
-	dlock__timer timer;
+	dlock__mux_loop give_ml; /* the give-back of a canceled plain attempt */
 } sem_op;
 
 #define SOP(p, field) ((sem_op *)((char *)(p) - offsetof(sem_op, field)))
 
-static void attempt(sem_op *o);
 static void start(dlock_op *op);
-
-static void stop_listening(sem_op *o)
-{
-	if (o->sub != NULL)
-		dlock__sub_unlisten(o->rx, o->sub, &o->li);
-	o->sub = NULL;
-	dlock__timer_stop(o->op.loop, &o->timer);
-	dlock__loop_unpost(o->op.loop, &o->wake_task);
-	o->waiting = 0;
-}
 
 static void finish(sem_op *o, int rc)
 {
 	if (!o->op.finished) /* once: a second end is ignored */
 		dlock__stat_acquire(o->s->client, rc, o->s->name, o->have_id && rc == 0 ? o->id : NULL,
-				dlock__now_us() - o->started_us, o->attempts, 1, 1);
+				dlock__now_us() - o->w.started_us, o->w.attempts, 1, 1);
 	dlock__op_finish(&o->op, dlock__errbuf_record(&o->s->err, rc));
 }
 
-static void conclude(sem_op *o, int rc)
+/* The wait is over (the waiter listens no more). */
+static void end(dlock__waiter *w, int rc)
 {
-	stop_listening(o);
+	sem_op *o = SOP(w, w);
+
 	if (rc == 0 && o->s->kind == DLOCK_SEMAPHORE_EXPIRABLE) {
 		o->have_id = 1;
 		o->op.result.validity_ms = dlock__permit_lease(o->s, o->lease_ms);
@@ -93,15 +73,20 @@ static void conclude(sem_op *o, int rc)
 	finish(o, rc);
 }
 
+static int end_canceled(sem_op *o)
+{
+	return dlock__seterr(DLOCK_ECANCELED, "semaphore %s: the acquisition was canceled",
+			o->s->shown);
+}
+
 static void gave_back(dlock__mux_loop *ml)
 {
-	sem_op *o = SOP(ml, ml);
+	sem_op *o = SOP(ml, give_ml);
 
 	dlock__mux_loop_end(ml);
 	dlock__mux_clear(&o->mop, 1);
 	o->giving_back = 0;
-	finish(o, dlock__seterr(DLOCK_ECANCELED, "semaphore %s: the acquisition was canceled",
-			  o->s->shown));
+	finish(o, end_canceled(o));
 }
 
 /* A canceled plain attempt took its permits: release them, then end. */
@@ -112,7 +97,7 @@ static void give_back(sem_op *o)
 	o->mop.client = o->s->client;
 	o->mop.call = &o->call;
 	o->mop.no_retry = 1;
-	if (dlock__mux_loop_begin(&o->ml, o->op.loop, &o->mop, 1, NULL, NULL, gave_back) < 0) {
+	if (dlock__mux_loop_begin(&o->give_ml, o->op.loop, &o->mop, 1, NULL, NULL, gave_back) < 0) {
 		finish(o, dlock__seterr(DLOCK_ENOMEM,
 				  "semaphore %s: out of memory giving back %lld permits", o->s->shown,
 				  (long long)o->permits));
@@ -121,65 +106,22 @@ static void give_back(sem_op *o)
 	o->giving_back = 1;
 }
 
-/* Listen on the channel (once), and look again at `wake` at the latest. */
-static void wait_for(sem_op *o, int64_t wake)
+/* A plain attempt cannot be undone blindly: a cancel awaits its answer. */
+static int on_cancel(dlock__waiter *w)
 {
-	dlock_semaphore *s = o->s;
-	dlock__reactor *now;
-	int rc;
-
-	if (o->rx == NULL) {
-		if ((rc = dlock__loop_wakeable(o->op.loop)) < 0) {
-			conclude(o, rc);
-			return;
-		}
-	}
-	/* In a cluster the channel's slot may move: listen where it is now. */
-	now = dlock__client_reactor_for(s->client, s->channel, s->channel_len);
-	if (now != NULL && now != o->rx) {
-		if (o->sub != NULL)
-			dlock__sub_unlisten(o->rx, o->sub, &o->li);
-		o->rx = now;
-		o->sub = dlock__sub_listen(now, s->channel, s->channel_len, &o->li);
-		if (o->sub == NULL) {
-			conclude(o, dlock__seterr(DLOCK_ENOMEM, "semaphore %s: out of memory",
-					    s->shown));
-			return;
-		}
-	}
-	o->waiting = 1;
-	if (o->woken_meanwhile)
-		wake = dlock__now_ms();
-	o->woken_meanwhile = 0;
-	if (dlock__timer_set(o->op.loop, &o->timer, wake < o->deadline ? wake : o->deadline) < 0)
-		conclude(o, DLOCK_ENOMEM);
+	return SOP(w, w)->s->kind == DLOCK_SEMAPHORE_PLAIN;
 }
 
-static void after_attempt(sem_op *o, int rc, int retry)
+/* The awaited answer of a canceled plain attempt: what it took goes back. */
+static void canceled(dlock__waiter *w, int rc)
 {
-	int64_t now = dlock__now_ms(), wake;
+	sem_op *o = SOP(w, w);
 
-	if (rc == 0 || !retry || o->wait_ms == 0 || now >= o->deadline) {
-		conclude(o, rc);
+	if (rc == 0) {
+		give_back(o);
 		return;
 	}
-	if (rc == DLOCK_ENOTACQUIRED) {
-		o->backoff = 0;
-		/* An expirable permit's lease end: it comes back then, and only
-		 * a command that looks gives it back (no message announces it). */
-		wake = now + (o->expiry >= 0 && o->expiry < DLOCK__SEM_POLL_MS ? o->expiry + 1
-									  : DLOCK__SEM_POLL_MS);
-	} else {
-		o->backoff = o->backoff == 0 ? RETRY_MIN_MS : o->backoff * 2;
-		if (o->backoff > RETRY_MAX_MS)
-			o->backoff = RETRY_MAX_MS;
-		wake = now + o->backoff / 2 + (int64_t)(dlock__random() % (uint64_t)(o->backoff / 2 + 1));
-		if (dlock__client_first_contact_over(o->s->client, rc, o->started, wake)) {
-			conclude(o, dlock__seterr_never_answered());
-			return;
-		}
-	}
-	wait_for(o, wake);
+	finish(o, end_canceled(o));
 }
 
 /* The reply of an attempt: 0 taken, DLOCK_ENOTACQUIRED (o->expiry set), or an error. */
@@ -207,40 +149,43 @@ static int parse(sem_op *o, const redisReply *r)
 	return rc;
 }
 
-static void attempt_done(dlock__mux_loop *ml)
+/* What an attempt's answer says; a permit taken is recorded. */
+static dlock__wait_verdict judge(dlock__waiter *w, int *out, int64_t *next)
 {
-	sem_op *o = SOP(ml, ml);
+	sem_op *o = SOP(w, w);
 	redisReply *r = o->mop.reply;
-	int rc = o->mop.rc, retry;
+	int rc = o->mop.rc;
 
-	o->in_flight = 0;
 	if (rc == 0)
 		rc = parse(o, r);
 	else
 		dlock__seterr(rc, "%s", o->mop.errmsg);
-	retry = rc == DLOCK_ENOTACQUIRED || dlock__acquire_transient(o->s->client, rc, r) ||
-		(r != NULL && (dlock__reply_is_error(r, "MOVED") || dlock__reply_is_error(r, "ASK")));
-	dlock__mux_loop_end(ml);
-	dlock__mux_clear(&o->mop, 1);
+	*out = rc;
 	if (rc == 0 && o->s->kind == DLOCK_SEMAPHORE_PLAIN)
 		dlock__client_forget(o->s->client, o->receipt, o->receipt_len);
 	if (rc == 0 && o->s->kind == DLOCK_SEMAPHORE_EXPIRABLE &&
-			(rc = dlock__permit_add(o->s, o->id, o->raw, o->lease_ms, o->sent_at)) < 0)
-		retry = 0; /* out of memory: the permit comes back with its lease */
-	if (o->cancel_pending) {
-		if (rc == 0 && o->s->kind == DLOCK_SEMAPHORE_PLAIN) {
-			give_back(o);
-			return;
-		}
-		finish(o, dlock__seterr(DLOCK_ECANCELED,
-				  "semaphore %s: the acquisition was canceled", o->s->shown));
-		return;
+			(*out = dlock__permit_add(o->s, o->id, o->raw, o->lease_ms, o->sent_at)) < 0)
+		return DLOCK__WAIT_FINAL; /* out of memory: the permit comes back with its lease */
+	if (rc == 0)
+		return DLOCK__WAIT_GOT;
+	if (rc == DLOCK_ENOTACQUIRED) {
+		/* An expirable permit's lease end: it comes back then, and only
+		 * a command that looks gives it back (no message announces it). */
+		*next = dlock__now_ms() + (o->expiry >= 0 && o->expiry < DLOCK__SEM_POLL_MS
+							  ? o->expiry + 1
+							  : DLOCK__SEM_POLL_MS);
+		return DLOCK__WAIT_NOT_YET;
 	}
-	after_attempt(o, rc, retry);
+	if (dlock__acquire_transient(o->s->client, rc, r) || (r != NULL &&
+			(dlock__reply_is_error(r, "MOVED") || dlock__reply_is_error(r, "ASK"))))
+		return DLOCK__WAIT_TRANSIENT;
+	return DLOCK__WAIT_FINAL;
 }
 
-static void attempt(sem_op *o)
+/* Prepare an attempt and its undo, and send it. */
+static int attempt(dlock__waiter *w)
 {
+	sem_op *o = SOP(w, w);
 	dlock_semaphore *s = o->s;
 	dlock__call *c = &o->call;
 	int rc;
@@ -285,77 +230,32 @@ static void attempt(sem_op *o)
 	o->mop.client = s->client;
 	o->mop.call = c;
 	o->sent_at = dlock__now_ms();
-	o->attempts++;
-	rc = dlock__mux_loop_begin(&o->ml, o->op.loop, &o->mop, 1, NULL, NULL, attempt_done);
-	if (rc < 0) {
-		conclude(o, dlock__seterr(rc, "semaphore %s: out of memory", s->shown));
-		return;
-	}
-	o->in_flight = 1;
+	if ((rc = dlock__waiter_send(w, &o->mop, 1)) < 0)
+		return dlock__seterr(rc, "semaphore %s: out of memory", s->shown);
+	return 0;
 }
 
-static void look_again(sem_op *o)
-{
-	if (!o->waiting || o->op.finished)
-		return;
-	if (o->canceled_with && dlock__client_cancels(o->s->client) != o->cancels) {
-		conclude(o, dlock__seterr(DLOCK_ECANCELED, "semaphore %s: the wait was canceled",
-				    o->s->shown));
-		return;
-	}
-	/* At the deadline too: the wait ends with the answer of this last
-	 * attempt (after_attempt), not with an earlier one's - permits may be
-	 * back by now, the server back from an outage. */
-	o->waiting = 0;
-	o->woken_meanwhile = 0;
-	dlock__timer_stop(o->op.loop, &o->timer);
-	attempt(o);
-}
-
-static void woken(dlock__task *t)
-{
-	sem_op *o = SOP(t, wake_task);
-
-	if (!o->waiting)
-		o->woken_meanwhile = 1;
-	look_again(o);
-}
-
-static void timer_fired(dlock__timer *t)
-{
-	look_again(SOP(t, timer));
-}
+static const dlock__waiter_steps steps = {
+	.noun = "semaphore",
+	.attempt = attempt,
+	.judge = judge,
+	.end = end,
+	.on_cancel = on_cancel,
+	.canceled = canceled,
+};
 
 static void start(dlock_op *op)
 {
-	sem_op *o = (sem_op *)op;
-
-	o->li.loop = op->loop;
-	o->started_us = dlock__now_us(); /* the clock read it made before, in us */
-	o->started = o->started_us / 1000;
-	o->deadline = dlock__deadline_in(o->wait_ms);
-	attempt(o);
+	dlock__waiter_start(&((sem_op *)op)->w, 0);
 }
 
 static void cancel(dlock_op *op)
 {
 	sem_op *o = (sem_op *)op;
 
-	if (o->giving_back || o->cancel_pending)
+	if (o->giving_back)
 		return; /* it ends once that is over */
-	if (o->in_flight && o->s->kind == DLOCK_SEMAPHORE_PLAIN) {
-		o->cancel_pending = 1;
-		stop_listening(o);
-		return;
-	}
-	if (o->in_flight) {
-		/* Abandoned: its undo goes right behind it. */
-		o->in_flight = 0;
-		dlock__mux_loop_end(&o->ml);
-		dlock__mux_clear(&o->mop, 1);
-	}
-	conclude(o, dlock__seterr(DLOCK_ECANCELED, "semaphore %s: the acquisition was canceled",
-			    o->s->shown));
+	dlock__waiter_cancel(&o->w, "the acquisition");
 }
 
 static void destroy(dlock_op *op)
@@ -408,11 +308,9 @@ static int new_op(sem_op **out, dlock_semaphore *s, int64_t permits, int64_t wai
 	o->s = s;
 	atomic_fetch_add(&s->refs, 1);
 	o->permits = permits;
-	o->wait_ms = wait_ms;
 	o->lease_ms = lease_ms;
-	o->li.task = &o->wake_task;
-	dlock__task_init(&o->wake_task, woken);
-	dlock__timer_init(&o->timer, timer_fired);
+	dlock__waiter_init(&o->w, &steps, &o->op, s->client, s->shown, s->channel, s->channel_len,
+			wait_ms);
 	*out = o;
 	return 0;
 }
@@ -468,8 +366,8 @@ static int block(dlock_semaphore *s, int64_t permits, int64_t wait_ms, int64_t l
 	memset(&e, 0, sizeof(e));
 	if ((rc = new_op(&o, s, permits, wait_ms, lease_ms, note, &e)) < 0)
 		return rc;
-	o->canceled_with = 1;
-	o->cancels = dlock__client_cancels(s->client);
+	o->w.canceled_with = 1;
+	o->w.cancels = dlock__client_cancels(s->client);
 	if ((rc = dlock__op_block(&o->op, s->client, &e.done)) < 0)
 		return dlock__errbuf_record(&s->err, rc);
 	if (e.code < 0)
