@@ -2,7 +2,7 @@
 /*
  * A countdown latch's operations as one state machine on a loop: the
  * asynchronous calls run it on the client's loop, the blocking calls on a
- * loop of the calling thread (single/lock_op.c's dlock__op_block), so there
+ * loop of the calling thread (core/drive/cmd_op.c's dlock__op_block), so there
  * is one implementation of each. Every command is a multiplexed run
  * (core/drive/mux_loop.h): scripts as EVALSHA with the EVAL fall-back, the
  * SPUBLISH twin on a cluster with sharded pub/sub, a cluster's MOVED/ASK

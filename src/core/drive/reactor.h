@@ -72,7 +72,7 @@ dlock__sub *dlock__sub_watch(dlock__reactor *r, const char *channel, size_t len,
 void dlock__sub_unwatch(dlock__reactor *r, dlock__sub *s);
 
 /*
- * A waiter for a lock, blocking or not (single/acquire_op.c): it has `task`
+ * A waiter for a lock, blocking or not (single/wait.c): it has `task`
  * posted to its `loop` when the subscription becomes active (also at once
  * when it already is: an unlock may have gone unheard), when the connection
  * drops, and at an unlock message - every waiter for "1", the one that
@@ -95,7 +95,7 @@ dlock__sub *dlock__sub_listen(dlock__reactor *r, const char *channel, size_t len
 void dlock__sub_unlisten(dlock__reactor *r, dlock__sub *s, dlock__listener *li);
 
 /*
- * dlock's own channel beside a lock's (single/acquire_op.c): a waiter that
+ * dlock's own channel beside a lock's (single/acquire_wait.c): a waiter that
  * takes the lock publishes "<lease ms>:<listeners>" on
  * dlock_lock__taken:{name}, so the other waiting processes know the lock is
  * taken and by how many they wait, without asking the server. Each message
