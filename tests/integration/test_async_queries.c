@@ -17,53 +17,6 @@
 
 TestSuite(async_queries, .init = dl_server_start, .fini = dl_server_stop, .timeout = 60);
 
-typedef struct outcome {
-	int calls, code;
-	int64_t value;
-	dlock_lock_info *info;
-	char message[256];
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-	o->value = r->value;
-	o->info = r->lock_info; /* ours now */
-	snprintf(o->message, sizeof(o->message), "%s", r->message);
-}
-
-static dlock_client *client_on(dlock_loop *loop)
-{
-	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
-
-	o.loop = loop;
-	return dl_client_opts(rh_server_uri(dl_srv), &o);
-}
-
-/* Drive the loop until the op's one callback came (10 s at most). */
-static void wait_one(dlock_loop *loop, const outcome *o)
-{
-	int64_t until = rh_now_ms() + 10000;
-
-	while (o->calls == 0 && rh_now_ms() < until)
-		cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(o->calls, 1, "no callback within 10 s");
-}
-
-/* Turn the loop a while longer: no second callback comes. */
-static void no_second(dlock_loop *loop, const outcome *o)
-{
-	int64_t until = rh_now_ms() + 200;
-
-	while (rh_now_ms() < until)
-		cr_assert(dlock_loop_run(loop, 20) >= 0);
-	cr_assert_eq(o->calls, 1, "%d callbacks", o->calls);
-}
-
 typedef enum { IS_LOCKED, IS_HELD, HOLD_COUNT, TTL, NQUERIES } query;
 static const char *const query_names[] = { "is_locked", "is_held_as", "hold_count_as", "ttl" };
 
@@ -89,27 +42,27 @@ static int blocking(query q, dlock_lock *l, const char *owner, int64_t *v)
 	}
 }
 
-/* The twin's outcome, run on the loop. */
-static outcome twin(query q, dlock_loop *loop, dlock_lock *l, const char *owner)
+/* The twin's dl_outcome, run on the loop. */
+static dl_outcome twin(query q, dlock_loop *loop, dlock_lock *l, const char *owner)
 {
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 
 	switch (q) {
 	case IS_LOCKED:
-		dl_pass(dlock_lock_is_locked_async(NULL, l, note, &o));
+		dl_pass(dlock_lock_is_locked_async(NULL, l, dl_note, &o));
 		break;
 	case IS_HELD:
-		dl_pass(dlock_lock_is_held_as_async(NULL, l, owner, note, &o));
+		dl_pass(dlock_lock_is_held_as_async(NULL, l, owner, dl_note, &o));
 		break;
 	case HOLD_COUNT:
-		dl_pass(dlock_lock_hold_count_as_async(NULL, l, owner, note, &o));
+		dl_pass(dlock_lock_hold_count_as_async(NULL, l, owner, dl_note, &o));
 		break;
 	default:
-		dl_pass(dlock_lock_remaining_ttl_async(NULL, l, note, &o));
+		dl_pass(dlock_lock_remaining_ttl_async(NULL, l, dl_note, &o));
 		break;
 	}
 	cr_assert_eq(o.calls, 0, "%s: a callback from inside the call", query_names[q]);
-	wait_one(loop, &o);
+	dl_wait_one(loop, 0, &o);
 	return o;
 }
 
@@ -121,7 +74,7 @@ static void all_agree(dlock_loop *loop, dlock_lock *l, const char *owner, const 
 	for (int q = 0; q < NQUERIES; q++) {
 		int64_t bv;
 		int brc = blocking((query)q, l, owner, &bv);
-		outcome o = twin((query)q, loop, l, owner);
+		dl_outcome o = twin((query)q, loop, l, owner);
 
 		cr_expect_eq(o.code, brc, "%s, %s: async %d (%s), blocking %d", state,
 				query_names[q], o.code, o.message, brc);
@@ -150,7 +103,7 @@ Test(async_queries, each_query_answers_as_its_blocking_call_in_every_state)
 		      wrong[] = { 1, 0, 0, -1 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
-	c = client_on(loop);
+	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:states");
 	dlock_client_owner(me, sizeof(me), c, 1);
 	dlock_client_owner(other, sizeof(other), c, 2);
@@ -181,16 +134,16 @@ Test(async_queries, the_calling_threads_owner_is_the_blocking_calls)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
-	outcome held = { 0 }, count = { 0 };
+	dl_outcome held = { 0 }, count = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
-	c = client_on(loop);
+	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:thread");
 	dl_pass(dlock_lock_try(l, 0, 30000));
-	dl_pass(dlock_lock_is_held_async(NULL, l, note, &held));
-	dl_pass(dlock_lock_hold_count_async(NULL, l, note, &count));
-	wait_one(loop, &held);
-	wait_one(loop, &count);
+	dl_pass(dlock_lock_is_held_async(NULL, l, dl_note, &held));
+	dl_pass(dlock_lock_hold_count_async(NULL, l, dl_note, &count));
+	dl_wait_one(loop, 0, &held);
+	dl_wait_one(loop, 0, &count);
 	cr_expect(held.code == 0 && held.value == 1, "is_held: %d, %lld", held.code,
 			(long long)held.value);
 	cr_expect(count.code == 0 && count.value == 1, "hold_count: %d, %lld", count.code,
@@ -207,17 +160,17 @@ Test(async_queries, a_fenced_locks_token_as_the_blocking_call)
 	dlock_client *c;
 	dlock_lock *l = NULL;
 	char me[64];
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	int64_t token = 0;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
-	c = client_on(loop);
+	c = dl_client_on(loop, NULL);
 	dl_pass(dlock_lock_new(&l, c, "aq:fenced", dl_kind(DLOCK_LOCK_FENCED)));
 	dlock_client_owner(me, sizeof(me), c, 1);
 	dl_pass(dlock_lock_try_as(l, me, 0, 30000));
 	dl_pass(dlock_lock_token(&token, l));
-	dl_pass(dlock_lock_token_async(NULL, l, note, &o));
-	wait_one(loop, &o);
+	dl_pass(dlock_lock_token_async(NULL, l, dl_note, &o));
+	dl_wait_one(loop, 0, &o);
 	cr_expect(o.code == 0 && o.value == token && token > 0, "async %d %lld, blocking %lld",
 			o.code, (long long)o.value, (long long)token);
 	dl_pass(dlock_lock_unlock_as(l, me));
@@ -233,34 +186,34 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 	dlock_lock *l;
 	dlock_lock_info *blocking_info = NULL;
 	char me[64];
-	outcome o = { 0 }, bad = { 0 }, missing = { 0 };
+	dl_outcome o = { 0 }, bad = { 0 }, missing = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
-	c = client_on(loop);
+	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:info");
 	dlock_client_owner(me, sizeof(me), c, 1);
 
-	dl_pass(dlock_lock_query_async(NULL, l, note, &missing));
-	wait_one(loop, &missing);
+	dl_pass(dlock_lock_query_async(NULL, l, dl_note, &missing));
+	dl_wait_one(loop, 0, &missing);
 	cr_assert_eq(missing.code, 0, "%s", missing.message);
-	cr_assert_not_null(missing.info);
-	cr_expect_eq(dlock_lock_info_holders(missing.info), 0);
-	cr_expect_eq(dlock_lock_info_ttl_ms(missing.info), -2);
-	dlock_lock_info_free(missing.info);
+	cr_assert_not_null(missing.lock_info);
+	cr_expect_eq(dlock_lock_info_holders(missing.lock_info), 0);
+	cr_expect_eq(dlock_lock_info_ttl_ms(missing.lock_info), -2);
+	dlock_lock_info_free(missing.lock_info);
 
 	dl_pass(dlock_lock_try_as(l, me, 0, 30000));
-	dl_pass(dlock_lock_query_async(NULL, l, note, &o));
-	wait_one(loop, &o);
+	dl_pass(dlock_lock_query_async(NULL, l, dl_note, &o));
+	dl_wait_one(loop, 0, &o);
 	dl_pass(dlock_lock_query(&blocking_info, l));
 	cr_assert_eq(o.code, 0, "%s", o.message);
-	cr_assert_not_null(o.info);
-	cr_expect_eq(dlock_lock_info_holders(o.info), 1);
+	cr_assert_not_null(o.lock_info);
+	cr_expect_eq(dlock_lock_info_holders(o.lock_info), 1);
 	cr_expect_eq(dlock_lock_info_holders(blocking_info), 1);
-	cr_expect_str_eq(dlock_lock_info_owner(o.info, 0), me);
+	cr_expect_str_eq(dlock_lock_info_owner(o.lock_info, 0), me);
 	cr_expect_str_eq(dlock_lock_info_owner(blocking_info, 0), me);
-	cr_expect_eq(dlock_lock_info_count(o.info, 0), 1);
-	cr_expect(dlock_lock_info_ttl_ms(o.info) > 0 && dlock_lock_info_ttl_ms(o.info) <= 30000);
-	dlock_lock_info_free(o.info);
+	cr_expect_eq(dlock_lock_info_count(o.lock_info, 0), 1);
+	cr_expect(dlock_lock_info_ttl_ms(o.lock_info) > 0 && dlock_lock_info_ttl_ms(o.lock_info) <= 30000);
+	dlock_lock_info_free(o.lock_info);
 	dlock_lock_info_free(blocking_info);
 	dl_pass(dlock_lock_unlock_as(l, me));
 
@@ -268,10 +221,10 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 	blocking_info = NULL;
 	cr_expect_eq(dlock_lock_query(&blocking_info, l), DLOCK_EWRONGTYPE);
 	cr_expect_null(blocking_info);
-	dl_pass(dlock_lock_query_async(NULL, l, note, &bad));
-	wait_one(loop, &bad);
+	dl_pass(dlock_lock_query_async(NULL, l, dl_note, &bad));
+	dl_wait_one(loop, 0, &bad);
 	cr_expect_eq(bad.code, DLOCK_EWRONGTYPE, "%d (%s)", bad.code, bad.message);
-	cr_expect_null(bad.info);
+	cr_expect_null(bad.lock_info);
 	cr_expect(strstr(bad.message, "aq:info") != NULL || strstr(bad.message, "WRONGTYPE"),
 			"message: %s", bad.message);
 	rh_command_int(dl_srv, "DEL aq:info");
@@ -287,29 +240,29 @@ Test(async_queries, a_canceled_query_calls_back_once_with_ecanceled)
 	dlock_client *c;
 	dlock_lock *l;
 	dlock_op *op = NULL;
-	outcome o = { 0 }, info = { 0 };
+	dl_outcome o = { 0 }, info = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
-	c = client_on(loop);
+	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:cancel");
-	dl_pass(dlock_lock_is_locked_async(&op, l, note, &o));
+	dl_pass(dlock_lock_is_locked_async(&op, l, dl_note, &o));
 	cr_assert_not_null(op);
 	dl_pass(dlock_op_cancel(op));
-	wait_one(loop, &o);
+	dl_wait_one(loop, 0, &o);
 	cr_expect_eq(o.code, DLOCK_ECANCELED, "%d (%s)", o.code, o.message);
-	no_second(loop, &o);
+	dl_no_second(loop, &o);
 
-	dl_pass(dlock_lock_query_async(&op, l, note, &info));
+	dl_pass(dlock_lock_query_async(&op, l, dl_note, &info));
 	dl_pass(dlock_op_cancel(op));
-	wait_one(loop, &info);
+	dl_wait_one(loop, 0, &info);
 	cr_expect_eq(info.code, DLOCK_ECANCELED);
-	cr_expect_null(info.info);
-	no_second(loop, &info);
+	cr_expect_null(info.lock_info);
+	dl_no_second(loop, &info);
 
 	/* The handle still answers afterwards. */
 	memset(&o, 0, sizeof(o));
-	dl_pass(dlock_lock_is_locked_async(NULL, l, note, &o));
-	wait_one(loop, &o);
+	dl_pass(dlock_lock_is_locked_async(NULL, l, dl_note, &o));
+	dl_wait_one(loop, 0, &o);
 	cr_expect(o.code == 0 && o.value == 0);
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
@@ -323,24 +276,24 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	dlock_lock *l;
 	dlock_op *op = NULL;
 	char other[64];
-	outcome first = { 0 }, again = { 0 }, wrong = { 0 };
+	dl_outcome first = { 0 }, again = { 0 }, wrong = { 0 };
 	int deleted = -1;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
-	c = client_on(loop);
+	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:force");
 	dlock_client_owner(other, sizeof(other), c, 2);
 	dl_pass(dlock_lock_try_as(l, other, 0, 30000));
-	dl_pass(dlock_lock_force_unlock_async(&op, l, note, &first));
+	dl_pass(dlock_lock_force_unlock_async(&op, l, dl_note, &first));
 	dl_pass(dlock_op_cancel(op)); /* a change finishes whatever is asked */
-	wait_one(loop, &first);
+	dl_wait_one(loop, 0, &first);
 	cr_expect(first.code == 0 && first.value == 1, "%d %lld (%s)", first.code,
 			(long long)first.value, first.message);
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS aq:force"), 0);
-	no_second(loop, &first);
+	dl_no_second(loop, &first);
 
-	dl_pass(dlock_lock_force_unlock_async(NULL, l, note, &again));
-	wait_one(loop, &again);
+	dl_pass(dlock_lock_force_unlock_async(NULL, l, dl_note, &again));
+	dl_wait_one(loop, 0, &again);
 	cr_expect(again.code == 0 && again.value == 0, "%d %lld", again.code,
 			(long long)again.value);
 	dl_pass(dlock_lock_force_unlock(&deleted, l));
@@ -351,8 +304,8 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	cr_expect_eq(deleted, 1, "the blocking call still deletes");
 
 	rh_command_int(dl_srv, "SET aq:force a-string");
-	dl_pass(dlock_lock_force_unlock_async(NULL, l, note, &wrong));
-	wait_one(loop, &wrong);
+	dl_pass(dlock_lock_force_unlock_async(NULL, l, dl_note, &wrong));
+	dl_wait_one(loop, 0, &wrong);
 	cr_expect_eq(wrong.code, dlock_lock_force_unlock(&deleted, l), "%d (%s)", wrong.code,
 			wrong.message);
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS aq:force"), 1, "another kind's key is kept");
@@ -369,16 +322,16 @@ Test(async_queries, the_twins_refuse_bad_arguments_without_a_callback)
 	dlock_client *c;
 	dlock_lock *l;
 	dlock_op *op = (dlock_op *)1;
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
-	c = client_on(loop);
+	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:args");
-	cr_expect_eq(dlock_lock_is_locked_async(&op, NULL, note, &o), DLOCK_EINVAL);
+	cr_expect_eq(dlock_lock_is_locked_async(&op, NULL, dl_note, &o), DLOCK_EINVAL);
 	cr_expect_null(op);
 	cr_expect_eq(dlock_lock_query_async(NULL, l, NULL, NULL), DLOCK_EINVAL);
 	cr_expect_eq(dlock_lock_force_unlock_async(NULL, l, NULL, NULL), DLOCK_EINVAL);
-	cr_expect_eq(dlock_lock_token_async(NULL, l, note, &o), DLOCK_EINVAL, "not fenced");
+	cr_expect_eq(dlock_lock_token_async(NULL, l, dl_note, &o), DLOCK_EINVAL, "not fenced");
 	cr_expect_eq(o.calls, 0);
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));

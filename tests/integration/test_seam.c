@@ -225,21 +225,6 @@ Test(seam, a_send_that_fails_there_fails_the_call)
 
 /* ---- a host name looked up on a loop ---------------------------------------------- */
 
-typedef struct outcome {
-	int calls, code;
-	int64_t at;
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-	o->at = rh_now_ms();
-}
-
 /* A client on `loop` that reaches the test's server by the slow name. */
 static dlock_client *slow_client_on(dlock_loop *loop, int64_t connect_timeout_ms)
 {
@@ -255,7 +240,7 @@ static dlock_client *slow_client_on(dlock_loop *loop, int64_t connect_timeout_ms
 
 /* Drive the loop until o has its callback or `within_ms` passed; the
  * longest single turn of the loop, ms. */
-static int64_t drive(dlock_loop *loop, const outcome *o, int64_t within_ms)
+static int64_t drive(dlock_loop *loop, const dl_outcome *o, int64_t within_ms)
 {
 	int64_t until = rh_now_ms() + within_ms, longest = 0;
 
@@ -276,7 +261,7 @@ Test(seam, a_name_looked_up_does_not_stop_the_callers_loop)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l = NULL;
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	int64_t t0, longest;
 
 	lookup_ms = 1500;
@@ -285,7 +270,7 @@ Test(seam, a_name_looked_up_does_not_stop_the_callers_loop)
 	c = slow_client_on(loop, 5000);
 	dl_pass(dlock_lock_new(&l, c, "seam:lookup", NULL));
 	t0 = rh_now_ms();
-	dl_pass(dlock_lock_acquire_async(NULL, l, "owner-1", 0, 5000, note, &o));
+	dl_pass(dlock_lock_acquire_async(NULL, l, "owner-1", 0, 5000, dl_note, &o));
 	longest = drive(loop, &o, 10000);
 	cr_assert_eq(o.calls, 1, "no callback");
 	cr_expect_eq(o.code, 0, "acquire: %d", o.code);
@@ -306,7 +291,7 @@ Test(seam, a_lookup_past_the_connect_timeout_ends_at_the_timeout)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l = NULL;
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	int64_t t0;
 
 	lookup_ms = 2500;
@@ -315,7 +300,7 @@ Test(seam, a_lookup_past_the_connect_timeout_ends_at_the_timeout)
 	c = slow_client_on(loop, 300);
 	dl_pass(dlock_lock_new(&l, c, "seam:slow", NULL));
 	t0 = rh_now_ms();
-	dl_pass(dlock_lock_acquire_async(NULL, l, "owner-1", 0, 5000, note, &o));
+	dl_pass(dlock_lock_acquire_async(NULL, l, "owner-1", 0, 5000, dl_note, &o));
 	drive(loop, &o, 10000);
 	cr_assert_eq(o.calls, 1, "no callback");
 	cr_expect_lt(o.code, 0, "acquired through a lookup that never ended");

@@ -121,6 +121,30 @@ dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms
 /* A client on uri with these options (NULL: defaults), which must open. */
 dlock_client *dl_client_opts(const char *uri, const dlock_client_options *o);
 
+/* ---- one asynchronous operation (async_outcome.c) ---- */
+
+/* What an op's one callback said (dl_note fills it; pass &outcome as userdata). */
+typedef struct dl_outcome {
+	int calls, code, has_holder;
+	int64_t value, validity, token, at; /* at: rh_now_ms() of the callback */
+	dlock_lock_info *lock_info;           /* the callback's: the test frees it */
+	dlock_semaphore_info *semaphore_info; /* likewise */
+	dlock_holder holder;
+	char message[256];
+} dl_outcome;
+
+void dl_note(dlock_op *op, const dlock_result *r, void *ud);
+
+/* A client on the test's server driven by `loop` (label may be NULL). */
+dlock_client *dl_client_on(dlock_loop *loop, const char *label);
+
+/* The op started (rc 0, no callback from inside the call): drive the loop
+ * to its one callback, 10 s at most. */
+void dl_wait_one(dlock_loop *loop, int rc, const dl_outcome *o);
+
+/* Turn the loop 200 ms more: no second callback comes. */
+void dl_no_second(dlock_loop *loop, const dl_outcome *o);
+
 /* A lock handle, failing the test when it cannot be made. */
 dlock_lock *dl_lock(dlock_client *client, const char *name);
 

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One asynchronous operation's outcome, as the async tests check it (Criterion). */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+
+#include "redis_harness.h"
+#include "support.h"
+
+void dl_note(dlock_op *op, const dlock_result *r, void *ud)
+{
+	dl_outcome *o = ud;
+
+	(void)op;
+	o->calls++;
+	o->code = r->code;
+	o->value = r->value;
+	o->validity = r->validity_ms;
+	o->token = r->token;
+	o->lock_info = r->lock_info;           /* ours now */
+	o->semaphore_info = r->semaphore_info; /* ours now */
+	o->has_holder = r->holder != NULL;
+	if (r->holder != NULL)
+		o->holder = *r->holder; /* valid during the callback only */
+	o->at = rh_now_ms();
+	snprintf(o->message, sizeof(o->message), "%s", r->message);
+}
+
+dlock_client *dl_client_on(dlock_loop *loop, const char *label)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+
+	o.loop = loop;
+	o.label = label;
+	return dl_client_opts(rh_server_uri(dl_srv), &o);
+}
+
+void dl_wait_one(dlock_loop *loop, int rc, const dl_outcome *o)
+{
+	int64_t until = rh_now_ms() + 10000;
+
+	cr_assert_eq(rc, 0, "start: %d (%s)", rc, dlock_errmsg_last());
+	cr_assert_eq(o->calls, 0, "a callback from inside the call");
+	while (o->calls == 0 && rh_now_ms() < until)
+		cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(o->calls, 1, "no callback within 10 s");
+}
+
+void dl_no_second(dlock_loop *loop, const dl_outcome *o)
+{
+	int64_t until = rh_now_ms() + 200;
+
+	while (rh_now_ms() < until)
+		cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(o->calls, 1, "%d callbacks", o->calls);
+}
