@@ -53,28 +53,7 @@ static dlock_lock *lock_of(dlock_client *c, const char *name, enum kind kind)
 	return l;
 }
 
-static int64_t numsub(rh_server *s, const char *channel)
-{
-	redisReply *r = rh_command(s, "PUBSUB NUMSUB %s", channel);
-
-	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2,
-			"PUBSUB NUMSUB %s failed", channel);
-	int64_t n = r->element[1]->integer;
-	freeReplyObject(r);
-	return n;
-}
-
 /* The server shows `want` subscribers of channel within 2 s. */
-static void await_numsub(rh_server *s, const char *channel, int64_t want)
-{
-	int64_t deadline = rh_now_ms() + 2000, n;
-
-	while ((n = numsub(s, channel)) != want && rh_now_ms() < deadline)
-		dl_sleep_ms(5);
-	cr_assert_eq(n, want, "%s: %lld subscriber(s) after 2 s, want %lld", channel,
-			(long long)n, (long long)want);
-}
-
 /* Force-unlock name on s through a client of its own (no watch). */
 static void force_from_elsewhere(rh_server *s, const char *name, enum kind kind)
 {
@@ -117,7 +96,7 @@ static void forced_is_heard(enum kind kind, enum kind forcer, const char *script
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-	await_numsub(s, channel, 1);
+	dl_await_numsub(s, channel, 1, 2000);
 	int64_t forced_at = rh_now_ms();
 	if (script != NULL)
 		cr_assert_eq(rh_command_int(s, "EVAL %s 2 %s %s %s %s", script, name, channel,
@@ -129,7 +108,7 @@ static void forced_is_heard(enum kind kind, enum kind forcer, const char *script
 	cr_assert_eq(lost.reason, DLOCK_LOST_GONE, "reason %d", lost.reason);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
 	/* A lost hold listens no more. */
-	await_numsub(s, channel, 0);
+	dl_await_numsub(s, channel, 0, 2000);
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
@@ -235,7 +214,7 @@ Test(force_watch, without_the_option_a_force_unlock_goes_unheard_for_2s, .timeou
 
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(100);
-	cr_assert_eq(numsub(s, "redisson_lock__channel:{fw:off}"), 0, "a hold subscribed");
+	cr_assert_eq(dl_numsub(s, "redisson_lock__channel:{fw:off}"), 0, "a hold subscribed");
 	int64_t forced_at = rh_now_ms();
 	force_from_elsewhere(s, "fw:off", PLAIN);
 	int fired = dl_lost_wait(&lost, forced_at + 2000);
@@ -278,7 +257,7 @@ Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout 
 	dl_pass(dlock_redlock_set_lost_cb(r, on_redlock_lost, &lost));
 	dl_pass(dlock_redlock_lock(NULL, r, DLOCK_LEASE_WATCHDOG));
 	for (int i = 0; i < 3; i++)
-		await_numsub(s[i], channel, 1);
+		dl_await_numsub(s[i], channel, 1, 2000);
 
 	int64_t forced_at = rh_now_ms();
 	force_from_elsewhere(s[0], name, PLAIN);
@@ -287,7 +266,7 @@ Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout 
 	cr_assert_neq(dlock_redlock_check(r, NULL), 0, "the RedLock still says held");
 	cr_assert_eq(dlock_redlock_unlock(r), DLOCK_ELOST, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
-		await_numsub(s[i], channel, 0);
+		dl_await_numsub(s[i], channel, 0, 2000);
 
 	dlock_redlock_free(r);
 	for (int i = 0; i < 3; i++)
@@ -308,7 +287,7 @@ Test(force_watch, own_unlock_and_relock_is_not_a_loss, .timeout = 30)
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-	await_numsub(s, "redisson_lock__channel:{fw:relock}", 1);
+	dl_await_numsub(s, "redisson_lock__channel:{fw:relock}", 1, 2000);
 	for (int i = 0; i < 50; i++) {
 		dl_pass(dlock_lock_unlock(l));
 		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
@@ -320,7 +299,7 @@ Test(force_watch, own_unlock_and_relock_is_not_a_loss, .timeout = 30)
 	cr_assert_eq(fired, 0, "own unlock and re-lock reported lost (reason %d)", lost.reason);
 	cr_assert_eq(dlock_lock_check(l, NULL), 0);
 	dl_pass(dlock_lock_unlock(l));
-	await_numsub(s, "redisson_lock__channel:{fw:relock}", 0);
+	dl_await_numsub(s, "redisson_lock__channel:{fw:relock}", 0, 2000);
 
 	dlock_lock_free(l);
 	dlock_client_close(c);
@@ -338,7 +317,7 @@ Test(force_watch, a_message_renews_the_hold_at_once, .timeout = 30)
 	dlock_lock *l = lock_of(c, "fw:message", PLAIN);
 
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-	await_numsub(s, "redisson_lock__channel:{fw:message}", 1);
+	dl_await_numsub(s, "redisson_lock__channel:{fw:message}", 1, 2000);
 	dl_sleep_ms(1500);
 	int64_t before = rh_command_int(s, "PTTL fw:message");
 	cr_assert_leq(before, WATCHDOG_MS - 1400, "PTTL %lld before the message", (long long)before);
@@ -370,7 +349,7 @@ Test(force_watch, deletion_while_pubsub_is_down_is_still_found, .timeout = 30)
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-	await_numsub(s, "redisson_lock__channel:{fw:dropped}", 1);
+	dl_await_numsub(s, "redisson_lock__channel:{fw:dropped}", 1, 2000);
 	cr_assert_geq(rh_command_int(s, "CLIENT KILL TYPE pubsub"), 1);
 	int64_t forced_at = rh_now_ms();
 	cr_assert_eq(rh_command_int(s, "EVAL %s 1 %s", "return redis.call('del', KEYS[1])",
@@ -411,17 +390,17 @@ Test(force_watch, holds_and_waiters_of_a_name_share_one_subscription, .timeout =
 
 	dl_pass(dlock_lock_try_as(l, "owner-a", 0, DLOCK_LEASE_WATCHDOG));
 	dl_pass(dlock_lock_try_as(l, "owner-a", 0, DLOCK_LEASE_WATCHDOG)); /* re-entered */
-	await_numsub(s, channel, 1);
+	dl_await_numsub(s, channel, 1, 2000);
 	cr_assert_eq(pthread_create(&th, NULL, wait_as_b, &w), 0);
 	dl_sleep_ms(300);
-	cr_assert_eq(numsub(s, channel), 1, "a waiter beside the hold subscribed again");
+	cr_assert_eq(dl_numsub(s, channel), 1, "a waiter beside the hold subscribed again");
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(w.rc, DLOCK_ENOTACQUIRED, "%s", dlock_strerror(w.rc));
-	cr_assert_eq(numsub(s, channel), 1, "the waiter's leaving took the hold's subscription");
+	cr_assert_eq(dl_numsub(s, channel), 1, "the waiter's leaving took the hold's subscription");
 	dl_pass(dlock_lock_unlock_as(l, "owner-a"));
-	cr_assert_eq(numsub(s, channel), 1, "one hold of two released: still listening");
+	cr_assert_eq(dl_numsub(s, channel), 1, "one hold of two released: still listening");
 	dl_pass(dlock_lock_unlock_as(l, "owner-a"));
-	await_numsub(s, channel, 0);
+	dl_await_numsub(s, channel, 0, 2000);
 
 	dlock_lock_free(l);
 	dlock_client_close(c);

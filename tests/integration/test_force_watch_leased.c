@@ -57,28 +57,7 @@ static void channel_of(char *buf, size_t len, const char *name, enum kind kind)
 		snprintf(buf, len, "redisson_lock__channel:{%s}", name);
 }
 
-static int64_t numsub(const char *channel)
-{
-	redisReply *r = rh_command(dl_srv, "PUBSUB NUMSUB %s", channel);
-	int64_t n;
-
-	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-	n = r->element[1]->integer;
-	freeReplyObject(r);
-	return n;
-}
-
 /* The server shows `want` subscribers of channel within 2 s. */
-static void await_numsub(const char *channel, int64_t want)
-{
-	int64_t deadline = rh_now_ms() + 2000, n;
-
-	while ((n = numsub(channel)) != want && rh_now_ms() < deadline)
-		dl_sleep_ms(5);
-	cr_assert_eq(n, want, "%s: %lld subscriber(s) after 2 s, want %lld", channel,
-			(long long)n, (long long)want);
-}
-
 /* The lost callback fired once within HEARD_WITHIN_MS of `since`, for a key gone. */
 static void assert_heard(dl_lost *lost, int64_t since, const char *what)
 {
@@ -173,12 +152,12 @@ static void leased_hold_hears_a_force_unlock(enum kind kind, const char *name, i
 	/* Without waiting for it, the force unlock may come before the
 	 * subscription is active: the check it makes then finds it. */
 	if (await_sub)
-		await_numsub(channel, 1);
+		dl_await_numsub(dl_srv, channel, 1, 2000);
 	forced_at = force_from_elsewhere(name);
 	assert_heard(&lost, forced_at, name);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
 	cr_assert_eq(dlock_lock_validity(&validity, l, NULL), DLOCK_ELOST);
-	await_numsub(channel, 0); /* a lost hold listens no more */
+	dl_await_numsub(dl_srv, channel, 0, 2000); /* a lost hold listens no more */
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
@@ -236,7 +215,7 @@ static void a_message_extends_nothing(enum kind kind, const char *name)
 	snprintf(quoted, sizeof quoted, "\"%s\"", name);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 	dl_pass(dlock_lock_lock(l, LEASE_MS));
-	await_numsub(channel, 1);
+	dl_await_numsub(dl_srv, channel, 1, 2000);
 	m = monitor();
 	before = pttl(name);
 	cr_assert(before > 0 && before <= LEASE_MS, "PTTL %lld after a %d ms lease",
@@ -291,7 +270,7 @@ Test(force_watch_leased, without_the_option_nothing_listens)
 
 	dl_pass(dlock_lock_lock(l, LEASE_MS));
 	dl_sleep_ms(200); /* time for a subscription that must not come */
-	cr_assert_eq(numsub("redisson_lock__channel:{fwl:off}"), 0, "a leased hold subscribed");
+	cr_assert_eq(dl_numsub(dl_srv, "redisson_lock__channel:{fwl:off}"), 0, "a leased hold subscribed");
 	dl_pass(dlock_lock_unlock(l));
 	dlock_lock_free(l);
 	dlock_client_close(c);
@@ -309,7 +288,7 @@ Test(force_watch_leased, a_lease_that_ran_out_is_not_reported_lost)
 	dl_lost_init(&lost);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 	dl_pass(dlock_lock_lock(l, 1500));
-	await_numsub("redisson_lock__channel:{fwl:ran-out}", 1);
+	dl_await_numsub(dl_srv, "redisson_lock__channel:{fwl:ran-out}", 1, 2000);
 	deadline = rh_now_ms() + 5000;
 	while (rh_command_int(dl_srv, "EXISTS fwl:ran-out") == 1 && rh_now_ms() < deadline)
 		dl_sleep_ms(20);
@@ -318,7 +297,7 @@ Test(force_watch_leased, a_lease_that_ran_out_is_not_reported_lost)
 	cr_assert_eq(validity, 0);
 	rh_command_int(dl_srv, "PUBLISH redisson_lock__channel:{fwl:ran-out} 0");
 	/* The message's check sees the lease over: it stops listening. */
-	await_numsub("redisson_lock__channel:{fwl:ran-out}", 0);
+	dl_await_numsub(dl_srv, "redisson_lock__channel:{fwl:ran-out}", 0, 2000);
 	cr_assert_eq(dl_lost_wait(&lost, rh_now_ms() + 1000), 0, "a lease's end reported lost");
 
 	dlock_lock_free(l);
@@ -339,10 +318,10 @@ Test(force_watch_leased, a_leased_hold_stops_listening_when_its_lease_ends)
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 	taken = rh_now_ms();
 	dl_pass(dlock_lock_lock(l, 1500));
-	await_numsub("redisson_lock__channel:{fwl:ends}", 1);
-	while (numsub("redisson_lock__channel:{fwl:ends}") != 0 && rh_now_ms() < taken + 6000)
+	dl_await_numsub(dl_srv, "redisson_lock__channel:{fwl:ends}", 1, 2000);
+	while (dl_numsub(dl_srv, "redisson_lock__channel:{fwl:ends}") != 0 && rh_now_ms() < taken + 6000)
 		dl_sleep_ms(20);
-	cr_assert_eq(numsub("redisson_lock__channel:{fwl:ends}"), 0,
+	cr_assert_eq(dl_numsub(dl_srv, "redisson_lock__channel:{fwl:ends}"), 0,
 			"still listening 6 s after a 1.5 s lease was taken");
 	cr_assert_geq(rh_now_ms() - taken, 1400, "stopped listening before the lease ended");
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST, "the lease ran out");
@@ -414,11 +393,11 @@ static void leased_permit_hears_a_force_release(const char *name, int await_sub)
 	snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
 	take_permit(&h, name, 1, &lost);
 	if (await_sub)
-		await_numsub(channel, 1);
+		dl_await_numsub(dl_srv, channel, 1, 2000);
 	forced_at = force_release_elsewhere(name);
 	assert_heard(&lost, forced_at, "a leased permit");
 	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST);
-	await_numsub(channel, 0);
+	dl_await_numsub(dl_srv, channel, 0, 2000);
 
 	holder_free(&h);
 	dl_lost_destroy(&lost);
@@ -453,10 +432,10 @@ Test(force_watch_leased, a_leased_permit_stops_listening_when_its_lease_ends)
 	dl_pass(dlock_semaphore_try_set_permits(NULL, h.s, 2));
 	taken = rh_now_ms();
 	dl_pass(dlock_semaphore_acquire_permit(h.id, h.s, 0, 1500));
-	await_numsub("redisson_sc:{fwl:p-ends}", 1);
-	while (numsub("redisson_sc:{fwl:p-ends}") != 0 && rh_now_ms() < taken + 6000)
+	dl_await_numsub(dl_srv, "redisson_sc:{fwl:p-ends}", 1, 2000);
+	while (dl_numsub(dl_srv, "redisson_sc:{fwl:p-ends}") != 0 && rh_now_ms() < taken + 6000)
 		dl_sleep_ms(20);
-	cr_assert_eq(numsub("redisson_sc:{fwl:p-ends}"), 0,
+	cr_assert_eq(dl_numsub(dl_srv, "redisson_sc:{fwl:p-ends}"), 0,
 			"still listening 6 s after a 1.5 s lease was taken");
 	cr_assert_geq(rh_now_ms() - taken, 1400, "stopped listening before the lease ended");
 	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST, "the lease ran out");
@@ -499,7 +478,7 @@ Test(force_watch_leased, a_message_does_not_extend_a_leased_permit)
 
 	dl_lost_init(&lost);
 	take_permit(&h, "fwl:p-ext", 1, &lost);
-	await_numsub("redisson_sc:{fwl:p-ext}", 1);
+	dl_await_numsub(dl_srv, "redisson_sc:{fwl:p-ext}", 1, 2000);
 	take_permit(&other, "fwl:p-ext", 0, NULL);
 	before = score_of("{fwl:p-ext}:timeout", h.id);
 	dl_pass(dlock_semaphore_release_permit(other.s, other.id));
@@ -514,7 +493,7 @@ Test(force_watch_leased, a_message_does_not_extend_a_leased_permit)
 	cr_assert_eq(dl_lost_count(&lost), 0, "a message reported a loss");
 	dl_pass(dlock_semaphore_permit_check(h.s, h.id));
 	dl_pass(dlock_semaphore_release_permit(h.s, h.id));
-	await_numsub("redisson_sc:{fwl:p-ext}", 0);
+	dl_await_numsub(dl_srv, "redisson_sc:{fwl:p-ext}", 0, 2000);
 
 	redisFree(m);
 	holder_free(&other);

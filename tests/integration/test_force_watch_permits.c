@@ -47,27 +47,6 @@ static void on_permit_lost(dlock_semaphore *s, const char *id, int reason, void 
 	dl_lost_note(ud, s, id, reason);
 }
 
-static int64_t numsub(const char *channel)
-{
-	redisReply *r = rh_command(dl_srv, "PUBSUB NUMSUB %s", channel);
-	int64_t n;
-
-	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-	n = r->element[1]->integer;
-	freeReplyObject(r);
-	return n;
-}
-
-static void await_numsub(const char *channel, int64_t want)
-{
-	int64_t deadline = rh_now_ms() + 2000, n;
-
-	while ((n = numsub(channel)) != want && rh_now_ms() < deadline)
-		dl_sleep_ms(5);
-	cr_assert_eq(n, want, "%s: %lld subscriber(s) after 2 s, want %lld", channel,
-			(long long)n, (long long)want);
-}
-
 /* The semaphore's count (GET name), -1 when there is none. */
 static long long count_of(const char *name)
 {
@@ -141,14 +120,14 @@ Test(force_watch_permits, a_permit_hears_a_force_release_within_1s)
 
 	dl_lost_init(&lost);
 	hold_one(&h, &lost, "fwp:heard", 1, WATCHDOG_MS);
-	await_numsub("redisson_sc:{fwp:heard}", 1);
+	dl_await_numsub(dl_srv, "redisson_sc:{fwp:heard}", 1, 2000);
 	forced_at = force_release_elsewhere("fwp:heard", 1);
 	assert_lost_within(&lost, forced_at, HEARD_WITHIN_MS, "a force release");
 	cr_assert_str_eq(lost.owner, h.id);
 	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST);
 	/* The permit is back in the count, and a lost permit listens no more. */
 	cr_assert_eq(count_of("fwp:heard"), 1);
-	await_numsub("redisson_sc:{fwp:heard}", 0);
+	dl_await_numsub(dl_srv, "redisson_sc:{fwp:heard}", 0, 2000);
 	cr_assert_eq(dlock_semaphore_release_permit(h.s, h.id), DLOCK_ELOST);
 	holder_free(&h);
 	dl_lost_destroy(&lost);
@@ -166,7 +145,7 @@ Test(force_watch_permits, without_listening_the_next_renewal_finds_it)
 	dl_lost_init(&lost);
 	hold_one(&h, &lost, "fwp:renewal", 0, 1500);
 	dl_sleep_ms(100);
-	cr_assert_eq(numsub("redisson_sc:{fwp:renewal}"), 0, "a holder subscribed, option off");
+	cr_assert_eq(dl_numsub(dl_srv, "redisson_sc:{fwp:renewal}"), 0, "a holder subscribed, option off");
 	forced_at = force_release_elsewhere("fwp:renewal", 1);
 	assert_lost_within(&lost, forced_at, 500 + HEARD_WITHIN_MS, "a force release unheard");
 	holder_free(&h);
@@ -183,7 +162,7 @@ Test(force_watch_permits, a_silent_deletion_is_found_at_the_next_renewal)
 
 	dl_lost_init(&lost);
 	hold_one(&h, &lost, "fwp:deleted", 1, 1500);
-	await_numsub("redisson_sc:{fwp:deleted}", 1);
+	dl_await_numsub(dl_srv, "redisson_sc:{fwp:deleted}", 1, 2000);
 	cr_assert_eq(rh_command_int(dl_srv, "DEL fwp:deleted {fwp:deleted}:timeout"), 2);
 	deleted_at = rh_now_ms();
 	assert_lost_within(&lost, deleted_at, 500 + HEARD_WITHIN_MS, "a deletion");
@@ -220,7 +199,7 @@ Test(force_watch_permits, a_waiter_gets_the_permit_given_back_at_once)
 	dl_lost_init(&lost);
 	hold_one(&h, &lost, "fwp:waiter", 1, WATCHDOG_MS);
 	cr_assert_eq(pthread_create(&th, NULL, wait_for_permit, &w), 0);
-	await_numsub("redisson_sc:{fwp:waiter}", 2);
+	dl_await_numsub(dl_srv, "redisson_sc:{fwp:waiter}", 2, 2000);
 	forced_at = force_release_elsewhere("fwp:waiter", 1);
 	pthread_join(th, NULL);
 	dl_pass(w.rc);

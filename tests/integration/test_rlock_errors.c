@@ -534,26 +534,6 @@ static void *waiter_main(void *arg)
 	return NULL;
 }
 
-static int64_t numsub(rh_server *s, const char *channel)
-{
-	redisReply *r = rh_command(s, "PUBSUB NUMSUB %s", channel);
-
-	cr_assert_not_null(r);
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	int64_t n = r->element[1]->integer;
-	freeReplyObject(r);
-	return n;
-}
-
-static void await_numsub(rh_server *s, const char *channel, int64_t want, int timeout_ms)
-{
-	int64_t deadline = rh_now_ms() + timeout_ms, n;
-
-	while ((n = numsub(s, channel)) != want && rh_now_ms() < deadline)
-		usleep(5 * 1000);
-	cr_assert_eq(n, want, "%s: %" PRId64 " subscribers, want %" PRId64, channel, n, want);
-}
-
 /*
  * The waiters' pub/sub connection is dropped and the unlock message is
  * published while it is down: the waiter must not sleep out the holder's
@@ -570,14 +550,14 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	waiter w = { .lock = l, .rc = 1 };
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
-	await_numsub(s, channel, 1, 3000);
+	dl_await_numsub(s, channel, 1, 3000);
 
 	redisReply *r = rh_command(s, "CLIENT KILL TYPE pubsub");
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 1);
 	freeReplyObject(r);
-	cr_assert_eq(numsub(s, channel), 0);
+	cr_assert_eq(dl_numsub(s, channel), 0);
 	int64_t t0 = rh_now_ms();
 	cr_assert_eq(dlock_lock_unlock_as(l, "holder:1"), 0, "%s", dlock_lock_errmsg(l));
 

@@ -132,29 +132,7 @@ static void expect_no_message(redisContext *c, int timeout_ms)
 }
 
 /* Number of subscribers of `channel` on the server. */
-static int64_t numsub(const char *channel)
-{
-	redisReply *r = rh_command(srv, "PUBSUB NUMSUB %s", channel);
-
-	cr_assert_not_null(r);
-	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
-	cr_assert_eq(r->elements, 2);
-	int64_t n = r->element[1]->integer;
-	freeReplyObject(r);
-	return n;
-}
-
 /* Wait (bounded) until `channel` has `want` subscribers. */
-static void await_numsub(const char *channel, int64_t want, int timeout_ms)
-{
-	int64_t deadline = rh_now_ms() + timeout_ms;
-	int64_t n;
-
-	while ((n = numsub(channel)) != want && rh_now_ms() < deadline)
-		usleep(5 * 1000);
-	cr_assert_eq(n, want, "%s has %" PRId64 " subscribers, want %" PRId64, channel, n, want);
-}
-
 static void sleep_ms(int ms)
 {
 	usleep((useconds_t)ms * 1000);
@@ -200,7 +178,7 @@ static void start_waiter(waiter *w, pthread_t *th, const char *channel)
 	int64_t started = rh_now_ms();
 
 	cr_assert_eq(pthread_create(th, NULL, waiter_main, w), 0);
-	await_numsub(channel, 1, 3000);
+	dl_await_numsub(srv, channel, 1, 3000);
 	int64_t since = rh_now_ms() - started;
 	if (since < 300)
 		sleep_ms((int)(300 - since));
@@ -430,7 +408,7 @@ Test(rlock_wire, try_lock_gives_up_after_wait, .timeout = 30)
 	/* The holder is untouched; the waiter's subscription is gone. */
 	assert_hash_is("held", "otheruuid:1", "1");
 	assert_pttl("held", 25000, 30000, "of the untouched holder");
-	await_numsub("redisson_lock__channel:{held}", 0, 2000);
+	dl_await_numsub(srv, "redisson_lock__channel:{held}", 0, 2000);
 
 	close_lock(l, c);
 }
@@ -460,7 +438,7 @@ Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 	cr_assert_eq(w.count_after, 1);
 	cr_assert_eq(w.unlock_rc, 0);
 	assert_key_absent("wake");
-	await_numsub("redisson_lock__channel:{wake}", 0, 2000);
+	dl_await_numsub(srv, "redisson_lock__channel:{wake}", 0, 2000);
 
 	close_lock(l, c);
 }

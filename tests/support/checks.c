@@ -169,3 +169,26 @@ int64_t dl_longest_loop_turn(dlock_loop *loop, int64_t for_ms, int64_t turn_ms)
 	}
 	return longest;
 }
+
+int64_t dl_numsub(rh_server *s, const char *channel)
+{
+	redisReply *r = rh_command(s, "PUBSUB NUMSUB %s", channel);
+	int64_t n;
+
+	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+					r->element[1]->type == REDIS_REPLY_INTEGER,
+			"PUBSUB NUMSUB %s: no [channel, count] reply", channel);
+	n = r->element[1]->integer;
+	freeReplyObject(r);
+	return n;
+}
+
+void dl_await_numsub(rh_server *s, const char *channel, int64_t want, int64_t timeout_ms)
+{
+	int64_t deadline = rh_now_ms() + timeout_ms, n;
+
+	while ((n = dl_numsub(s, channel)) != want && rh_now_ms() < deadline)
+		dl_sleep_ms(5);
+	cr_assert_eq(n, want, "%s: %" PRId64 " subscriber(s) after %" PRId64 " ms, want %" PRId64,
+			channel, n, timeout_ms, want);
+}

@@ -121,6 +121,13 @@ dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms
 /* A client on uri with these options (NULL: defaults), which must open. */
 dlock_client *dl_client_opts(const char *uri, const dlock_client_options *o);
 
+struct rh_server;
+
+/* Subscribers of channel on s (PUBSUB NUMSUB), and a wait (bounded) until
+ * there are exactly `want` (checks.c). */
+int64_t dl_numsub(struct rh_server *s, const char *channel);
+void dl_await_numsub(struct rh_server *s, const char *channel, int64_t want, int64_t timeout_ms);
+
 /* ---- one asynchronous operation (async_outcome.c) ---- */
 
 /* What an op's one callback said (dl_note fills it; pass &outcome as userdata). */
