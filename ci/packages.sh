@@ -124,7 +124,7 @@ expect_only "$lib" "usr/lib/$triplet/libdlock\.so\.$v" "usr/lib/$triplet/libdloc
 	"usr/share/doc/$lib/(copyright|changelog\.gz)"
 expect_only libdlock-dev 'usr/include/dlock\.h' 'usr/include/dlock\.hpp' 'usr/include/dlock/lock\.h' \
 	'usr/include/dlock/uv\.h' 'usr/include/dlock/event\.h' 'usr/include/dlock/version\.h' \
-	'usr/include/dlock/[a-z_]+\.h' \
+	'usr/include/dlock/[a-z_]+\.h' 'usr/include/dlock/cpp/lock\.hpp' 'usr/include/dlock/cpp/[a-z_]+\.hpp' \
 	"usr/lib/$triplet/libdlock\.so" "usr/lib/$triplet/libdlock\.a" "usr/lib/$triplet/pkgconfig/dlock\.pc" \
 	"usr/lib/$triplet/cmake/dlock/dlockConfig\.cmake" "usr/lib/$triplet/cmake/dlock/[A-Za-z-]+\.cmake" \
 	'usr/share/doc/libdlock-dev/(copyright|changelog\.gz)'
