@@ -237,6 +237,31 @@ Test(async_multi_queries, a_stopped_server_is_not_waited_for_once_settled)
 	dl_pass(dlock_loop_free(loop));
 }
 
+/* The blocking calls drive the same op: settled without the stopped server. */
+Test(async_multi_queries, blocking_queries_do_not_wait_for_a_stopped_server_once_settled)
+{
+	dlock_loop *loop = NULL;
+	int64_t t0, took;
+	int yes = -1;
+	target t;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	target_up(&t, loop, "amq:bstopped", 1);
+	take(&t, "me:5");
+	cr_assert_eq(rh_server_pause(srv[2]), 0);
+	t0 = rh_now_ms();
+	dl_pass(dlock_redlock_is_locked(&yes, t.r));
+	dl_pass(dlock_redlock_is_held_as(&yes, t.r, "me:5"));
+	took = rh_now_ms() - t0;
+	cr_assert_eq(yes, 1);
+	cr_expect(took < TIMEOUT_MS, "two settled queries took %lld ms (command timeout %d)",
+			(long long)took, TIMEOUT_MS);
+	cr_assert_eq(rh_server_resume(srv[2]), 0);
+	dl_pass(dlock_redlock_unlock_as(t.r, "me:5"));
+	target_down(&t);
+	dl_pass(dlock_loop_free(loop));
+}
+
 /* Two of three stopped: nothing settles it; "cannot tell" within the
  * command timeout (plus slack), one callback, as the blocking call. */
 Test(async_multi_queries, unsettled_ends_within_the_command_timeout)
