@@ -15,6 +15,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/drive/client.h"
 #include "multilock/parts.h"
 #include "single/ask.h"
 #include "single/lock_op.h"
@@ -61,24 +62,22 @@ static int settled(const dlock__engine *e, size_t yes, size_t no)
 	return yes >= e->rules.quorum || no > e->n - e->rules.quorum;
 }
 
-/* The run's `enough`: the answers so far settle it (replies not judged
+/* The run's `enough`: the answers so far settle it (replies not taken
  * yet counted as they will be; an error reply is no vote). */
 static int enough(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
 	dlock__engine_op *o = arg;
 	const asking *a = o->step;
 	size_t i, yes = a->yes, no = a->no;
-	int64_t v;
+	int v;
 
 	(void)wake_at;
 	for (i = 0; i < n; i++) {
-		if (ops[i].skip || ops[i].rc < 0 || ops[i].reply == NULL ||
-				ops[i].reply->type == REDIS_REPLY_ERROR)
+		if (ops[i].skip || ops[i].rc < 0 ||
+				(v = dlock__lock_ask_vote(&a->ask[i], ops[i].reply)) < 0)
 			continue;
-		if (dlock__lock_ask_judge(&a->ask[i], ops[i].reply, &v, "", "", "") == 0) {
-			yes += v != 0;
-			no += v == 0;
-		}
+		yes += v == 1;
+		no += v == 0;
 	}
 	return settled(o->e, yes, no);
 }
@@ -210,8 +209,10 @@ static void query_cancel(dlock_op *op)
 {
 	dlock__engine_op *o = (dlock__engine_op *)op;
 
-	dlock__mux_loop_end(&o->ml);
-	dlock__timer_stop(o->op.loop, &o->skip);
+	if (o->after_run != NULL && o->run_rc == 0)
+		dlock__mux_loop_end(&o->ml); /* the run in flight */
+	else if (o->after_run != NULL)
+		dlock__timer_stop(o->op.loop, &o->skip); /* its end from the loop, to come */
 	o->after_run = NULL;
 	finish(o, dlock__seterr(DLOCK_ECANCELED, "lock %s: %s canceled",
 				  dlock__lock_shown(o->e->members[0]), WHAT(((asking *)o->step)->held)));
@@ -275,7 +276,8 @@ static int query_new(dlock__engine_op **out, dlock__engine *e, int held, const c
 	*out = NULL;
 	if (owner != NULL && (owner[0] == '\0' || strlen(owner) > DLOCK__OWNER_MAX))
 		return dlock__seterr(DLOCK_EINVAL, "multilock: the owner is empty or too long");
-	if ((rc = dlock__engine_op_new(&o, e, owner, cb, userdata, query_start)) < 0)
+	if ((rc = dlock__client_check_fork(dlock__lock_client(e->members[0]))) < 0 ||
+			(rc = dlock__engine_op_new(&o, e, owner, cb, userdata, query_start)) < 0)
 		return rc;
 	if ((rc = asking_new(o, held, owner)) < 0) {
 		o->op.destroy(&o->op);

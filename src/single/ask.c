@@ -70,23 +70,40 @@ void dlock__lock_ask_into(const dlock__lock_ask *a, dlock__mux_op *op)
 	}
 }
 
-/* A read-only command's reply: an integer, or a number as text. */
+/* A read-only command's reply as a number: an integer, or a number as text
+ * (nil as 0 where a missing field or key means 0). 0, or -1 for another shape. */
+static int number_of(const dlock__lock_ask *a, const redisReply *r, int64_t *n)
+{
+	if (r->type == REDIS_REPLY_INTEGER)
+		*n = r->integer;
+	else if (r->type == REDIS_REPLY_NIL && a->nil_is_zero)
+		*n = 0;
+	else if (r->type == REDIS_REPLY_STRING)
+		*n = strtoll(r->str, NULL, 10);
+	else
+		return -1;
+	return 0;
+}
+
 int dlock__lock_ask_judge(const dlock__lock_ask *a, const redisReply *r, int64_t *v,
 		const char *node, const char *what, const char *shown)
 {
 	int64_t n;
 
-	if (r->type == REDIS_REPLY_INTEGER)
-		n = r->integer;
-	else if (r->type == REDIS_REPLY_NIL && a->nil_is_zero)
-		n = 0;
-	else if (r->type == REDIS_REPLY_STRING)
-		n = strtoll(r->str, NULL, 10);
-	else
+	if (number_of(a, r, &n) < 0)
 		return dlock__seterr_node(DLOCK_EPROTO, node, "%s %s: unexpected reply type %d",
 				what, shown, r->type);
 	*v = a->boolean ? n > 0 : n;
 	return 0;
+}
+
+int dlock__lock_ask_vote(const dlock__lock_ask *a, const redisReply *r)
+{
+	int64_t n;
+
+	if (r == NULL || r->type == REDIS_REPLY_ERROR || number_of(a, r, &n) < 0)
+		return -1;
+	return n > 0;
 }
 
 int dlock__lock_ask_answer(const dlock__lock_ask *a, const dlock__mux_op *op, const char *what,

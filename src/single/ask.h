@@ -47,6 +47,10 @@ void dlock__lock_ask_into(const dlock__lock_ask *a, dlock__mux_op *op);
 int dlock__lock_ask_judge(const dlock__lock_ask *a, const redisReply *r, int64_t *v,
 		const char *node, const char *what, const char *shown);
 
+/* A yes-no question's reply as it stands (no message): 1 yes, 0 no, -1 no
+ * answer (none yet, an error reply, another shape). */
+int dlock__lock_ask_vote(const dlock__lock_ask *a, const redisReply *r);
+
 /* A run's op that carried a's command: its answer into *v (0), or its
  * failure - the transport's, an error reply's, a reply of another shape -
  * with a message naming the node. A redirect is the caller's to follow. */
