@@ -135,6 +135,8 @@ static int verdict(dlock__engine_op *o, const asking *a)
 	if (settled(e, a->yes, a->no))
 		return 0;
 	o->op.result.value = 0;
+	if (a->first_rc == DLOCK_ENOMEM) /* this process's shortage, not the servers' */
+		return dlock__seterr(DLOCK_ENOMEM, "%s", a->first);
 	return dlock__seterr(a->first_rc == DLOCK_EWRONGTYPE ? DLOCK_EWRONGTYPE : DLOCK_ENOQUORUM,
 			"lock %s: %zu of %zu members answered (%zu yes, %zu no; %zu needed): "
 			"cannot tell; %s",
