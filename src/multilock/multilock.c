@@ -176,7 +176,8 @@ int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *m, size_t i)
 			&m->engine.err, dlock__engine_member_ttl(&m->engine, i, out_ms));
 }
 
-int dlock_multilock_is_locked_async(dlock_op **out, dlock_multilock *m, dlock_op_cb cb, void *userdata)
+int dlock_multilock_is_locked_async(
+		dlock_op **out, dlock_multilock *m, dlock_op_cb cb, void *userdata)
 {
 	if (out != NULL)
 		*out = NULL;

@@ -23,21 +23,27 @@
 
 #define WHAT(held) ((held) ? "is_held" : "is_locked")
 
+/* Member i's question, and what became of it. */
+typedef struct member_q {
+	dlock__lock_ask ask;
+	int redirects;         /* MOVED/ASK so far */
+	int decided;           /* answered (1) or failed (-1) */
+	int in_run;            /* its question went in the run under way */
+	int64_t vote;          /* its answer */
+	dlock_client *send_to; /* a redirect to follow (NULL: none) */
+	int send_asking;
+} member_q;
+
 /* The question to every member, and what came back so far. */
 typedef struct asking {
-	int held;               /* is_held (else is_locked) */
-	dlock__lock_ask *ask;   /* member i's question */
-	dlock__mux_op *ops;     /* member i's command in the run under way */
-	int *redirects;         /* member i's MOVED/ASK so far */
-	int *decided;           /* member i answered (1) or failed (-1) */
-	int64_t *vote;          /* member i's answer */
-	dlock_client **send_to; /* member i's redirect (NULL: answered or failed) */
-	int *send_asking;
+	int held;           /* is_held (else is_locked) */
+	size_t n;           /* members (the op's lock may be gone when it is freed) */
+	member_q *q;
+	dlock__mux_op *ops; /* member i's command in the run under way */
 	size_t yes, no;
 	int first_rc;
 	char first[DLOCK__ERRMSG_MAX];
 	int runs;
-	size_t n; /* members (the op's lock may be gone when it is freed) */
 } asking;
 
 static void asking_free(asking *a)
@@ -46,13 +52,8 @@ static void asking_free(asking *a)
 		return;
 	if (a->ops != NULL)
 		dlock__mux_clear(a->ops, a->n);
-	dlock__free(a->ask);
+	dlock__free(a->q);
 	dlock__free(a->ops);
-	dlock__free(a->redirects);
-	dlock__free(a->decided);
-	dlock__free(a->vote);
-	dlock__free(a->send_to);
-	dlock__free(a->send_asking);
 	dlock__free(a);
 }
 
@@ -74,7 +75,7 @@ static int enough(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_a
 	(void)wake_at;
 	for (i = 0; i < n; i++) {
 		if (ops[i].skip || ops[i].rc < 0 ||
-				(v = dlock__lock_ask_vote(&a->ask[i], ops[i].reply)) < 0)
+				(v = dlock__lock_ask_vote(&a->q[i].ask, ops[i].reply)) < 0)
 			continue;
 		yes += v == 1;
 		no += v == 0;
@@ -84,7 +85,7 @@ static int enough(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_a
 
 static void note_failure(asking *a, dlock_lock *m, size_t i, int rc)
 {
-	a->decided[i] = -1;
+	a->q[i].decided = -1;
 	if (a->first_rc == 0) {
 		a->first_rc = rc;
 		snprintf(a->first, sizeof(a->first), "%s", dlock__errmsg_thread());
@@ -99,27 +100,27 @@ static void take_answer(dlock__engine_op *o, asking *a, size_t i)
 	const dlock__mux_op *op = &a->ops[i];
 	int rc;
 
-	if (op->skip || a->decided[i] != 0)
-		return;
-	if (op->undecided)
-		return; /* not waited for: the answer was settled without it */
-	if (op->rc == 0 && op->reply != NULL &&
-			(rc = dlock__lock_op_redirect(m, op->reply, &a->redirects[i], &a->send_to[i])) !=
-					0) {
+	if (!a->q[i].in_run || op->undecided)
+		return; /* not asked now, or not waited for: settled without it */
+	rc = op->rc == 0 && op->reply != NULL
+			? dlock__lock_op_redirect(m, op->reply, &a->q[i].redirects, &a->q[i].send_to)
+			: 0;
+	if (rc != 0) {
 		if (rc > 0)
-			a->send_asking[i] = rc == 2;
+			a->q[i].send_asking = rc == 2;
 		else
 			note_failure(a, m, i, rc);
 		return;
 	}
-	rc = dlock__lock_ask_answer(&a->ask[i], op, WHAT(a->held), dlock__lock_shown(m), &a->vote[i]);
+	rc = dlock__lock_ask_answer(
+			&a->q[i].ask, op, WHAT(a->held), dlock__lock_shown(m), &a->q[i].vote);
 	if (rc < 0) {
 		note_failure(a, m, i, rc);
 		return;
 	}
-	a->decided[i] = 1;
-	a->yes += a->vote[i] != 0;
-	a->no += a->vote[i] == 0;
+	a->q[i].decided = 1;
+	a->yes += a->q[i].vote != 0;
+	a->no += a->q[i].vote == 0;
 }
 
 /* The answer: settled by the members that answered, or "cannot tell". */
@@ -162,18 +163,19 @@ static size_t prepare_run(dlock__engine_op *o, asking *a)
 	for (i = 0; i < o->e->n; i++) {
 		dlock__mux_op *op = &a->ops[i];
 
-		dlock__lock_ask_into(&a->ask[i], op);
+		dlock__lock_ask_into(&a->q[i].ask, op);
 		op->client = dlock__lock_client(o->e->members[i]);
-		if (a->decided[i] != 0 || (a->runs > 0 && a->send_to[i] == NULL)) {
+		a->q[i].in_run = a->q[i].decided == 0 && (a->runs == 0 || a->q[i].send_to != NULL);
+		if (!a->q[i].in_run) {
 			op->skip = 1;
 			continue;
 		}
-		if (a->send_to[i] != NULL) {
-			op->client = a->send_to[i];
-			op->asking = a->send_asking[i];
+		if (a->q[i].send_to != NULL) {
+			op->client = a->q[i].send_to;
+			op->asking = a->q[i].send_asking;
 		}
-		a->send_to[i] = NULL;
-		a->send_asking[i] = 0;
+		a->q[i].send_to = NULL;
+		a->q[i].send_asking = 0;
 		sent++;
 	}
 	a->runs++;
@@ -210,6 +212,7 @@ static void query_start(dlock_op *op)
 static void query_cancel(dlock_op *op)
 {
 	dlock__engine_op *o = (dlock__engine_op *)op;
+	const asking *a = o->step;
 
 	if (o->after_run != NULL && o->run_rc == 0)
 		dlock__mux_loop_end(&o->ml); /* the run in flight */
@@ -217,7 +220,7 @@ static void query_cancel(dlock_op *op)
 		dlock__timer_stop(o->op.loop, &o->skip); /* its end from the loop, to come */
 	o->after_run = NULL;
 	finish(o, dlock__seterr(DLOCK_ECANCELED, "lock %s: %s canceled",
-				  dlock__lock_shown(o->e->members[0]), WHAT(((asking *)o->step)->held)));
+				  dlock__lock_shown(o->e->members[0]), WHAT(a->held)));
 }
 
 /* Freed with the op, even one canceled before it started. */
@@ -240,24 +243,18 @@ static int asking_new(dlock__engine_op *o, int held, const char *owner)
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 	a->held = held;
 	a->n = n;
-	a->ask = dlock__calloc(n, sizeof(*a->ask));
+	a->q = dlock__calloc(n, sizeof(*a->q));
 	a->ops = dlock__calloc(n, sizeof(*a->ops));
-	a->redirects = dlock__calloc(n, sizeof(*a->redirects));
-	a->decided = dlock__calloc(n, sizeof(*a->decided));
-	a->vote = dlock__calloc(n, sizeof(*a->vote));
-	a->send_to = dlock__calloc(n, sizeof(*a->send_to));
-	a->send_asking = dlock__calloc(n, sizeof(*a->send_asking));
-	if (a->ask == NULL || a->ops == NULL || a->redirects == NULL || a->decided == NULL ||
-			a->vote == NULL || a->send_to == NULL || a->send_asking == NULL) {
+	if (a->q == NULL || a->ops == NULL) {
 		asking_free(a);
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 	}
 	/* The owner (NULL: the calling thread's on each member) resolved now. */
 	for (i = 0; i < n && rc == 0; i++) {
 		if (held)
-			rc = dlock__lock_ask_held(&a->ask[i], o->e->members[i], owner);
+			rc = dlock__lock_ask_held(&a->q[i].ask, o->e->members[i], owner);
 		else
-			dlock__lock_ask_locked(&a->ask[i], o->e->members[i]);
+			dlock__lock_ask_locked(&a->q[i].ask, o->e->members[i]);
 	}
 	if (rc < 0) {
 		asking_free(a);

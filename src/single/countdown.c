@@ -234,7 +234,8 @@ int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *c)
 	return dlock__cmd_op_block(o, waiters, NULL);
 }
 
-int dlock_countdown_waiters_async(dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
+int dlock_countdown_waiters_async(
+		dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
 {
 	dlock__cmd_op *o;
 	int rc;

@@ -128,7 +128,8 @@ static int blocking(query q, target *t, const char *owner, int64_t *v)
 
 	*v = 0;
 	if (q == MEMBER_TTL)
-		return t->r ? dlock_redlock_member_ttl(v, t->r, 0) : dlock_multilock_member_ttl(v, t->m, 0);
+		return t->r ? dlock_redlock_member_ttl(v, t->r, 0)
+			    : dlock_multilock_member_ttl(v, t->m, 0);
 	if (q == IS_LOCKED)
 		rc = t->r ? dlock_redlock_is_locked(&b, t->r) : dlock_multilock_is_locked(&b, t->m);
 	else
@@ -177,8 +178,9 @@ static void agrees(query q, dlock_loop *loop, target *t, const char *owner, int 
 				"%s, ttl: async %lld, blocking %lld", state, (long long)o.value,
 				(long long)bv);
 	else
-		cr_expect(o.value == want && bv == want, "%s, %s: async %lld, blocking %lld, want %lld",
-				state, names[q], (long long)o.value, (long long)bv, (long long)want);
+		cr_expect(o.value == want && bv == want,
+				"%s, %s: async %lld, blocking %lld, want %lld", state, names[q],
+				(long long)o.value, (long long)bv, (long long)want);
 }
 
 static void every_state(int redlock)
