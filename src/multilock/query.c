@@ -102,9 +102,9 @@ static void take_answer(dlock__engine_op *o, asking *a, size_t i)
 
 	if (!a->q[i].in_run || op->undecided)
 		return; /* not asked now, or not waited for: settled without it */
-	rc = op->rc == 0 && op->reply != NULL
-			? dlock__lock_op_redirect(m, op->reply, &a->q[i].redirects, &a->q[i].send_to)
-			: 0;
+	rc = 0;
+	if (op->rc == 0 && op->reply != NULL)
+		rc = dlock__lock_op_redirect(m, op->reply, &a->q[i].redirects, &a->q[i].send_to);
 	if (rc != 0) {
 		if (rc > 0)
 			a->q[i].send_asking = rc == 2;

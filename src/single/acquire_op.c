@@ -334,8 +334,8 @@ static dlock__wait_verdict given_back(acquire_op *o, int *out, int64_t *next)
 	redisReply *r = o->mop[0].reply;
 	int rc = o->mop[0].rc;
 
-	if (rc == 0 &&
-			(rc = dlock__lock_op_redirect(o->lo.l, r, &o->w.redirects, &o->send_to)) > 0) {
+	if (rc == 0 && (rc = dlock__lock_op_redirect(o->lo.l, r, &o->w.redirects,
+				      &o->send_to)) > 0) {
 		o->asking = rc == 2;
 		return DLOCK__WAIT_AGAIN;
 	}

@@ -281,8 +281,8 @@ Test(async_multi_queries, unsettled_ends_within_the_command_timeout)
 	agrees(IS_LOCKED, loop, &t, NULL, DLOCK_ENOQUORUM, 0, "two of three stopped");
 	agrees(IS_HELD, loop, &t, "me:3", DLOCK_ENOQUORUM, 0, "two of three stopped");
 	o = twin(IS_LOCKED, loop, &t, NULL, &took);
-	cr_expect(took < TIMEOUT_MS + 5000, "took %lld ms with a %d ms command timeout", (long long)took,
-			TIMEOUT_MS);
+	cr_expect(took < TIMEOUT_MS + 5000, "took %lld ms with a %d ms command timeout",
+			(long long)took, TIMEOUT_MS);
 	cr_expect(strstr(o.message, "cannot tell") != NULL, "%s", o.message);
 	cr_assert_eq(rh_server_resume(srv[1]), 0);
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
