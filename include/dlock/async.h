@@ -169,6 +169,31 @@ DLOCK_EXTERN int dlock_lock_force_unlock_async(dlock_op **out, dlock_lock *lock,
 		void *userdata);
 
 /**
+ * The MultiLock's and RedLock's queries as operations, with the blocking
+ * call's outcome (dlock/multilock.h, dlock/redlock.h) in the result:
+ * `value` is is_locked's or is_held_as's 1 or 0, member_ttl's TTL in ms
+ * (-2 no lock there, -1 no expiry). is_locked and is_held_as ask every
+ * member at once and answer as soon as the members that answered settle
+ * it (a stopped server costs nothing then; else at most its command
+ * timeout); DLOCK_ENOQUORUM or DLOCK_EWRONGTYPE when they cannot. A NULL
+ * owner means the calling thread's, resolved when the call is made. Each
+ * may be canceled. Errors (no callback then): DLOCK_EINVAL, DLOCK_ENOMEM,
+ * DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_multilock_is_locked_async(dlock_op **out, dlock_multilock *lock,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_multilock_is_held_as_async(dlock_op **out, dlock_multilock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_multilock_member_ttl_async(dlock_op **out, dlock_multilock *lock, size_t i,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_is_locked_async(dlock_op **out, dlock_redlock *lock,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_is_held_as_async(dlock_op **out, dlock_redlock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_member_ttl_async(dlock_op **out, dlock_redlock *lock, size_t i,
+		dlock_op_cb cb, void *userdata);
+
+/**
  * A semaphore's calls as operations, with the blocking call's outcome
  * (dlock/semaphore.h) in the result: `value` is try_set's 1 (set) or 0,
  * available's count, force_release's permits freed (0 for add and set);

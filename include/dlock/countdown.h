@@ -180,6 +180,10 @@ DLOCK_EXTERN int dlock_countdown_delete_async(
 		dlock_op **out, dlock_countdown *latch, dlock_op_cb cb, void *userdata);
 DLOCK_EXTERN int dlock_countdown_await_async(dlock_op **out, dlock_countdown *latch,
 		int64_t wait_ms, dlock_op_cb cb, void *userdata);
+/* dlock_countdown_waiters() as an operation: its answer is the result's
+ * `value` (not dlock_countdown_op_value); it may be canceled. */
+DLOCK_EXTERN int dlock_countdown_waiters_async(
+		dlock_op **out, dlock_countdown *latch, dlock_op_cb cb, void *userdata);
 
 /**
  * In the callback of a latch operation: what it answered - try_set_count

@@ -183,9 +183,11 @@ DLOCK_EXTERN size_t dlock_redlock_quorum(const dlock_redlock *lock);
 
 /**
  * *out = 1 when a quorum of members show the lock held by anyone (EXISTS on
- * each member, in turn), 0 when too many show it free for a quorum to hold
- * it. Errors: DLOCK_ENOQUORUM when the members that answered cannot settle
- * it (the message names the first failure), DLOCK_EWRONGTYPE, DLOCK_EINVAL.
+ * every member at once), 0 when too many show it free for a quorum to hold
+ * it; it answers as soon as the answers settle it (a stopped server is then
+ * not waited for; dlock/async.h has the twin). Errors: DLOCK_ENOQUORUM when
+ * the members that answered cannot settle it (the message names the first
+ * failure), DLOCK_EWRONGTYPE, DLOCK_EINVAL.
  * Like Redisson's isLocked, a snapshot: it may change at once.
  */
 DLOCK_EXTERN int dlock_redlock_is_locked(int *out, dlock_redlock *lock);

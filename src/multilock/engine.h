@@ -104,5 +104,11 @@ int dlock__engine_servers_check(const dlock__engine *e);
 int dlock__engine_is_locked(dlock__engine *e, int *out);
 int dlock__engine_is_held(dlock__engine *e, const char *owner, int *out);
 int dlock__engine_member_ttl(dlock__engine *e, size_t i, int64_t *out_ms);
+/* The same as operations (dlock/async.h): the answer in result.value. */
+int dlock__engine_is_locked_async(dlock_op **out, dlock__engine *e, dlock_op_cb cb, void *userdata);
+int dlock__engine_is_held_async(dlock_op **out, dlock__engine *e, const char *owner,
+		dlock_op_cb cb, void *userdata);
+int dlock__engine_member_ttl_async(dlock_op **out, dlock__engine *e, size_t i, dlock_op_cb cb,
+		void *userdata);
 
 #endif

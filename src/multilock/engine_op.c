@@ -86,7 +86,7 @@ static void cancel(dlock_op *op)
 	}
 }
 
-static void destroy(dlock_op *op)
+void dlock__engine_op_free(dlock_op *op)
 {
 	dlock__engine_op *o = (dlock__engine_op *)op;
 
@@ -125,7 +125,7 @@ int dlock__engine_op_new(dlock__engine_op **out, dlock__engine *e, const char *o
 	dlock__op_init(&o->op, dlock__lock_loop(first), cb, userdata);
 	o->op.start = start;
 	o->op.cancel = cancel;
-	o->op.destroy = destroy;
+	o->op.destroy = dlock__engine_op_free;
 	o->e = e;
 	o->client = dlock__lock_client(first);
 	o->vouched = dlock__engine_owner_is_ours(e, owner);

@@ -61,6 +61,10 @@ struct dlock__engine_op {
 int dlock__engine_op_new(dlock__engine_op **out, dlock__engine *e, const char *owner,
 		dlock_op_cb cb, void *userdata, void (*start)(dlock_op *op));
 
+/* The op's destroy step: free what dlock__engine_op_new took (a kind with
+ * state of its own frees that, then calls this). */
+void dlock__engine_op_free(dlock_op *op);
+
 /* An asynchronous call: make the op for an explicit owner (setup, may be
  * NULL, fills in its arguments) and hand it to its loop; *out (may be
  * NULL) gets it. 0, or an error (no op, no callback). */

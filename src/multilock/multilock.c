@@ -176,6 +176,36 @@ int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *m, size_t i)
 			&m->engine.err, dlock__engine_member_ttl(&m->engine, i, out_ms));
 }
 
+int dlock_multilock_is_locked_async(
+		dlock_op **out, dlock_multilock *m, dlock_op_cb cb, void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_is_locked_async(out, &m->engine, cb, userdata));
+}
+
+int dlock_multilock_is_held_as_async(dlock_op **out, dlock_multilock *m, const char *owner,
+		dlock_op_cb cb, void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_is_held_async(out, &m->engine, owner, cb, userdata));
+}
+
+int dlock_multilock_member_ttl_async(dlock_op **out, dlock_multilock *m, size_t i, dlock_op_cb cb,
+		void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	CHECK_HANDLE(m);
+	return dlock__errbuf_record(&m->engine.err,
+			dlock__engine_member_ttl_async(out, &m->engine, i, cb, userdata));
+}
+
 int dlock_multilock_check_servers(dlock_multilock *m)
 {
 	CHECK_HANDLE(m);

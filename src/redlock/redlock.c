@@ -324,6 +324,35 @@ int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *r, size_t i)
 			&r->engine.err, dlock__engine_member_ttl(&r->engine, i, out_ms));
 }
 
+int dlock_redlock_is_locked_async(dlock_op **out, dlock_redlock *r, dlock_op_cb cb, void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_is_locked_async(out, &r->engine, cb, userdata));
+}
+
+int dlock_redlock_is_held_as_async(dlock_op **out, dlock_redlock *r, const char *owner,
+		dlock_op_cb cb, void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_is_held_async(out, &r->engine, owner, cb, userdata));
+}
+
+int dlock_redlock_member_ttl_async(dlock_op **out, dlock_redlock *r, size_t i, dlock_op_cb cb,
+		void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	CHECK_HANDLE(r);
+	return dlock__errbuf_record(&r->engine.err,
+			dlock__engine_member_ttl_async(out, &r->engine, i, cb, userdata));
+}
+
 int dlock_redlock_check_servers(dlock_redlock *r)
 {
 	CHECK_HANDLE(r);

@@ -203,24 +203,17 @@ int dlock__acquire_sync_check(dlock_lock *l, int sync_rc, const redisReply *sync
 
 /*
  * The acquisition was made but too few replicas acknowledged it (or their
- * count is unknown): give back exactly this hold - for a re-entry, only
- * the count it added - and fail with the check's code.
+ * count is unknown), so it was given back - exactly this hold, for a
+ * re-entry only the count it added (dlock__rollback_prepare with a->count,
+ * sent as a step of the acquire's op): record the give-back's outcome (rc,
+ * r) and fail with the check's code and message (msg).
  */
-int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code)
+int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int code, const char *msg,
+		int rc, const redisReply *r)
 {
-	char msg[DLOCK__ERRMSG_MAX];
-	dlock__rollback u;
-	redisReply *r = NULL;
-	int rc;
-
-	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
-	dlock__rollback_prepare(l, a->owner, a->count, wait_ms, &u);
-	/* Never synced itself: a give-back waits for no replica. */
-	rc = dlock__client_run_call(l->client, &u.call, 1, NULL, &r);
 	if (rc == 0)
 		rc = dlock__reply_check(&l->client->node, r, "rollback");
 	dlock__rollback_finish(l, a->owner, a->count - 1, rc, r);
-	freeReplyObject(r);
 	if (rc < 0)
 		return dlock__seterr(code,
 				"%s; the hold could not be given back (%s): it expires with its "

@@ -137,7 +137,8 @@ int dlock__lock_acquire_start(dlock_op **out, dlock_loop *loop, dlock_lock *l,
  */
 int dlock__acquire_transient(dlock_client *c, int rc, const redisReply *r);
 int dlock__acquire_check_times(dlock_lock *l, int64_t wait_ms, int64_t lease_ms);
-int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int64_t wait_ms, int code);
+int dlock__acquire_unsynced(dlock_lock *l, const dlock__acquire *a, int code, const char *msg,
+		int rc, const redisReply *r);
 
 /* The owner is `<this client's uuid>:...`: no other client can hold it. */
 int dlock__owned_by_client(const dlock_client *c, const char *owner);

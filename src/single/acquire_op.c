@@ -281,6 +281,10 @@ static dlock__wait_verdict retried(const acquire_op *o, int rc)
 	return o->ride_out || rc == DLOCK_ENOTACQUIRED ? DLOCK__WAIT_TRANSIENT : DLOCK__WAIT_FINAL;
 }
 
+static dlock__wait_verdict given_back(acquire_op *o, int *out, int64_t *next);
+static dlock__wait_verdict verdict(acquire_op *o, int rc, const redisReply *r, int answered,
+		int *out, int64_t *next);
+
 /* What an attempt's answer says. */
 static dlock__wait_verdict judge(dlock__waiter *w, int *out, int64_t *next)
 {
@@ -288,6 +292,8 @@ static dlock__wait_verdict judge(dlock__waiter *w, int *out, int64_t *next)
 	redisReply *r = o->mop[0].reply;
 	int rc = o->mop[0].rc;
 
+	if (o->giving_back)
+		return given_back(o, out, next);
 	if (rc == 0 &&
 			(rc = dlock__lock_op_redirect(o->lo.l, r, &o->w.redirects, &o->send_to)) > 0) {
 		/* Not run there: again at the node named, at once. */
@@ -309,14 +315,47 @@ static dlock__wait_verdict judge(dlock__waiter *w, int *out, int64_t *next)
 	} else {
 		dlock__seterr(rc, "%s", o->mop[0].errmsg);
 	}
-	/* Made, but too few replicas acknowledged it: given back (acquire.c). */
+	/* Made, but too few replicas acknowledged it: given back as the next
+	 * command, on this loop; the verdict comes with its answer. */
 	if (rc == 0 && o->w.nmop == 2 &&
-			(rc = dlock__acquire_sync_check(o->lo.l, o->mop[1].rc, o->mop[1].reply)) < 0)
-		rc = dlock__acquire_unsynced(o->lo.l, &o->a, o->w.wait_ms, rc);
-	if (r == NULL && (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)) {
+			(rc = dlock__acquire_sync_check(o->lo.l, o->mop[1].rc, o->mop[1].reply)) < 0) {
+		o->giving_back = 1;
+		o->gb_code = rc;
+		snprintf(o->gb_msg, sizeof(o->gb_msg), "%s", dlock__errmsg_thread());
+		o->unsettled = 0;
+		return DLOCK__WAIT_AGAIN;
+	}
+	return verdict(o, rc, r, r != NULL, out, next);
+}
+
+/* The give-back's answer (a cluster's redirect: again at the node named). */
+static dlock__wait_verdict given_back(acquire_op *o, int *out, int64_t *next)
+{
+	redisReply *r = o->mop[0].reply;
+	int rc = o->mop[0].rc;
+
+	if (rc == 0 && (rc = dlock__lock_op_redirect(o->lo.l, r, &o->w.redirects,
+				      &o->send_to)) > 0) {
+		o->asking = rc == 2;
+		return DLOCK__WAIT_AGAIN;
+	}
+	if (rc < 0)
+		dlock__seterr(rc, "%s", o->mop[0].errmsg);
+	o->giving_back = 0;
+	rc = dlock__acquire_unsynced(o->lo.l, &o->a, o->gb_code, o->gb_msg, rc, r);
+	/* The acquire itself was answered: its outcome is known. */
+	return verdict(o, rc, NULL, 1, out, next);
+}
+
+/* What the attempt's outcome rc (its reply r, NULL when none; answered:
+ * the acquire's reply came) means for the wait. */
+static dlock__wait_verdict verdict(acquire_op *o, int rc, const redisReply *r, int answered,
+		int *out, int64_t *next)
+{
+	if (!answered && (rc == DLOCK_ECONN || rc == DLOCK_ETIMEDOUT || rc == DLOCK_EPROTO)) {
 		dlock__holds_uncertain(o->lo.l, o->a.owner);
 		o->unsettled = o->unsettled || o->keep_place;
-	} else if (r != NULL) {
+	} else if (answered) {
 		o->unsettled = 0;
 	}
 	o->rc = *out = rc;
@@ -333,6 +372,26 @@ static dlock__wait_verdict judge(dlock__waiter *w, int *out, int64_t *next)
 	return DLOCK__WAIT_FINAL;
 }
 
+/* Send the give-back of the hold just made: no WAIT behind it (a give-back
+ * waits for no replica), resent on a broken connection as the blocking
+ * give-back was (it takes back only the count this attempt added). */
+static int give_back(acquire_op *o)
+{
+	dlock_lock *l = o->lo.l;
+	int rc;
+
+	dlock__rollback_prepare(l, o->a.owner, o->a.count, o->w.wait_ms, &o->give_back);
+	memset(o->mop, 0, sizeof(o->mop));
+	o->mop[0].client = o->send_to != NULL ? o->send_to : l->client;
+	o->mop[0].asking = o->asking;
+	o->send_to = NULL;
+	o->asking = 0;
+	o->mop[0].call = &o->give_back.call;
+	rc = dlock__waiter_send(&o->w, o->mop, 1);
+	o->w.attempts--; /* a give-back, not an attempt (dlock/stats.h) */
+	return rc;
+}
+
 /* Send one attempt, once the server owes nothing (a late release of ours
  * still queued there could undo it: core/net/owed.h). */
 static int attempt(dlock__waiter *w)
@@ -340,7 +399,11 @@ static int attempt(dlock__waiter *w)
 	acquire_op *o = AOP(w, w);
 	dlock_lock *l = o->lo.l;
 	size_t n = 1;
-	int rc = dlock__client_owes(l->client, l->name, l->name_len, 0);
+	int rc;
+
+	if (o->giving_back)
+		return give_back(o);
+	rc = dlock__client_owes(l->client, l->name, l->name_len, 0);
 
 	if (rc < 0 && dlock__now_ms() < o->owed_until &&
 			dlock__waiter_put_off(w, dlock__now_ms() + OWED_LOOK_MS) == 0)

@@ -33,6 +33,12 @@ typedef struct dlock__acquire_op {
 	int asking;
 	dlock__acquire a;
 	dlock__rollback undo;
+	/* Made, but too few replicas acknowledged it: the give-back is the
+	 * next command sent (acquire_op.c), then the wait goes on or ends
+	 * with gb_code, its message gb_msg. */
+	int giving_back, gb_code;
+	char gb_msg[DLOCK__ERRMSG_MAX];
+	dlock__rollback give_back;
 	dlock__fair_exit exit;
 	dlock__mux_op mop[2]; /* the acquire, and the WAIT behind it (sync_replicas) */
 	dlock__sync sync;

@@ -12,6 +12,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/fields.h"
+#include "core/drive/cmd_op.h"
 #include "core/topology/slot.h"
 #include "single/countdown_internal.h"
 #include "single/lock_internal.h"
@@ -188,33 +189,62 @@ static dlock__script script_waiters = DLOCK__SCRIPT("latch waiters",
 		DLOCK__LUA_LISTENERS
 		"return listeners(ARGV[1]);");
 
-int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *c)
+static void waiters_unref(void *c)
 {
-	redisReply *r = NULL;
-	dlock__call call;
+	dlock__countdown_unref(c);
+}
+
+static const dlock__cmd_kind kind_waiters = { "dlock_countdown_waiters", NULL, dlock__cmd_judge_int,
+	NULL, waiters_unref, 0, 0 };
+
+/* The op of a waiters call on c, not yet started: one read-only script call. */
+static int waiters_new(dlock__cmd_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
+{
+	dlock__cmd_op *o;
 	int rc;
 
+	*out = NULL;
 	if (c == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "latch: NULL handle");
-	if (waiters == NULL)
+	atomic_fetch_add(&c->refs, 1); /* the handle outlives the op, freed or not */
+	rc = dlock__cmd_op_new(&o, sizeof(*o), &kind_waiters, c, c->client, &c->err, c->shown, cb,
+			userdata);
+	if (rc < 0)
+		return rc;
+	dlock__call_begin(&o->call, &script_waiters);
+	dlock__call_push(&o->call, c->name, c->name_len);
+	dlock__call_keys_done(&o->call);
+	dlock__call_push(&o->call, c->channel, c->channel_len);
+	*out = o;
+	return 0;
+}
+
+int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *c)
+{
+	dlock__cmd_op *o;
+	int rc;
+
+	if (c != NULL && waiters == NULL)
 		return dlock__errbuf_record(&c->err,
 				dlock__seterr(DLOCK_EINVAL, "latch %s: waiters is NULL", c->shown));
-	*waiters = 0;
-	dlock__call_begin(&call, &script_waiters);
-	dlock__call_push(&call, c->name, c->name_len);
-	dlock__call_keys_done(&call);
-	dlock__call_push(&call, c->channel, c->channel_len);
-	if ((rc = dlock__client_check_fork(c->client)) == 0)
-		rc = dlock__client_run_call(c->client, &call, 1, NULL, &r);
-	if (rc == 0)
-		rc = dlock__reply_check(&c->client->node, r, "latch waiters");
-	if (rc == 0 && r->type == REDIS_REPLY_INTEGER)
-		*waiters = r->integer;
-	else if (rc == 0)
-		rc = dlock__seterr_node(DLOCK_EPROTO, c->client->node.label,
-				"latch waiters %s: unexpected reply type %d", c->shown, r->type);
-	freeReplyObject(r);
-	return dlock__errbuf_record(&c->err, rc);
+	if (waiters != NULL)
+		*waiters = 0;
+	if ((rc = waiters_new(&o, c, dlock__cmd_blocking, NULL)) < 0)
+		return rc;
+	return dlock__cmd_op_block(o, waiters, NULL);
+}
+
+int dlock_countdown_waiters_async(
+		dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
+{
+	dlock__cmd_op *o;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = waiters_new(&o, c, cb, userdata)) < 0)
+		return rc;
+	return dlock__cmd_op_submit(o, out);
 }
 
 int dlock_countdown_delete(int *deleted, dlock_countdown *c)

@@ -60,6 +60,7 @@ void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata)
 	e->token = r->token;
 	e->holder_ttl = r->holder_ttl_ms;
 	e->validity = r->validity_ms;
+	e->value = r->value;
 	snprintf(e->message, sizeof(e->message), "%s", r->message);
 }
 

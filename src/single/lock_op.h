@@ -54,7 +54,7 @@ void dlock__lock_op_submit(dlock__lock_op *o, dlock_op **out);
 /* How an operation a blocking call drives ended (dlock__ending_note is its callback). */
 typedef struct dlock__ending {
 	int done, code;
-	int64_t token, holder_ttl, validity;
+	int64_t token, holder_ttl, validity, value;
 	char message[DLOCK__ERRMSG_MAX];
 } dlock__ending;
 

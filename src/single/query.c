@@ -8,41 +8,23 @@
  * blocking call drives it on the calling thread.
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "dlock/errors.h"
+#include "single/ask.h"
 #include "single/lock_op.h"
-#include "single/member.h"
-#include "single/scripts.h"
 
 typedef struct query_op {
 	dlock__cmd_op co; /* first */
-	int boolean;      /* the answer is 1 or 0 (is_locked, is_held) */
-	int nil_is_zero;  /* a missing field or key reads as 0 */
-	char field[DLOCK__OWNER_MAX + sizeof(":write")];
+	dlock__lock_ask a;
 } query_op;
 
-/* A read-only command's reply: an integer, or a number as text. */
-static int judge_number(dlock__cmd_op *co, const redisReply *r)
+static int judge(dlock__cmd_op *co, const redisReply *r)
 {
-	query_op *q = (query_op *)co;
-	int64_t v;
-
-	if (r->type == REDIS_REPLY_INTEGER)
-		v = r->integer;
-	else if (r->type == REDIS_REPLY_NIL && q->nil_is_zero)
-		v = 0;
-	else if (r->type == REDIS_REPLY_STRING)
-		v = strtoll(r->str, NULL, 10);
-	else
-		return dlock__seterr_node(DLOCK_EPROTO, co->mop.client->node.label,
-				"%s %s: unexpected reply type %d", co->kind->what, co->shown, r->type);
-	co->op.result.value = q->boolean ? v > 0 : v;
-	return 0;
+	return dlock__lock_ask_judge(&((query_op *)co)->a, r, &co->op.result.value,
+			co->mop.client->node.label, co->kind->what, co->shown);
 }
 
-#define QUERY_KIND(name) { name, NULL, judge_number, NULL, dlock__lock_cmd_unref, 0, 0 }
+#define QUERY_KIND(name) { name, NULL, judge, NULL, dlock__lock_cmd_unref, 0, 0 }
 
 static const dlock__cmd_kind kind_locked = QUERY_KIND("dlock_lock_is_locked");
 static const dlock__cmd_kind kind_held = QUERY_KIND("dlock_lock_is_held");
@@ -50,62 +32,39 @@ static const dlock__cmd_kind kind_count = QUERY_KIND("dlock_lock_hold_count");
 static const dlock__cmd_kind kind_ttl = QUERY_KIND("dlock_lock_remaining_ttl");
 static const dlock__cmd_kind kind_token = QUERY_KIND("dlock_lock_token");
 
-/* A new query op on l: CMD key [field]. */
-static int query_new(query_op **out, const dlock__cmd_kind *kind, dlock_lock *l, const char *cmd,
-		const char *key, size_t key_len, dlock_op_cb cb, void *userdata)
+/* The op's command: the question's (which lives in the op, as its field). */
+static void take_command(query_op *q)
+{
+	dlock__cmd_op *co = &q->co;
+	int i;
+
+	co->call = q->a.call;
+	co->argc = q->a.argc;
+	for (i = 0; i < q->a.argc; i++) {
+		co->argv[i] = q->a.argv[i];
+		co->lens[i] = q->a.lens[i];
+	}
+}
+
+/* A new query op on l, its question still to ask. */
+static int query_new(query_op **out, const dlock__cmd_kind *kind, dlock_lock *l, dlock_op_cb cb,
+		void *userdata)
 {
 	dlock__cmd_op *co;
 	int rc = dlock__lock_cmd_new(&co, sizeof(query_op), kind, l, cb, userdata);
 
 	*out = (query_op *)co;
-	if (rc < 0)
-		return rc;
-	co->argv[0] = cmd;
-	co->lens[0] = strlen(cmd);
-	co->argv[1] = key;
-	co->lens[1] = key_len;
-	co->argc = 2;
-	return 0;
-}
-
-/* The owner's field (`<owner>:write` for a write half) as the command's third word. */
-static int add_owner_field(query_op *q, dlock_lock *l, const char *owner_in)
-{
-	char buf[64];
-	const char *owner = NULL;
-	int rc = dlock__resolve_owner(l, owner_in, buf, sizeof(buf), &owner);
-
-	if (rc < 0)
-		return rc;
-	snprintf(q->field, sizeof(q->field), "%s%s", owner,
-			l->kind == DLOCK_LOCK_WRITE ? ":write" : "");
-	q->co.argv[2] = q->field;
-	q->co.lens[2] = strlen(q->field);
-	q->co.argc = 3;
-	q->nil_is_zero = 1;
-	return 0;
-}
-
-/* Redisson's isLocked() of a read or write half (a script: mode and HLEN at once). */
-static void rw_locked_call(dlock__cmd_op *co, dlock_lock *l)
-{
-	co->argc = 0;
-	dlock__call_begin(&co->call, &dlock__script_rw_locked);
-	dlock__call_push(&co->call, l->name, l->name_len);
-	dlock__call_keys_done(&co->call);
-	dlock__call_push(&co->call, l->kind == DLOCK_LOCK_READ ? "r" : "w", 1);
+	return rc;
 }
 
 /* The op of each query, not yet started; the owner resolved now (NULL: the calling thread's). */
 static int locked_new(query_op **q, dlock_lock *l, dlock_op_cb cb, void *ud)
 {
-	int rc = query_new(q, &kind_locked, l, "EXISTS", l ? l->name : NULL,
-			l ? l->name_len : 0, cb, ud);
+	int rc = query_new(q, &kind_locked, l, cb, ud);
 
 	if (rc == 0) {
-		(*q)->boolean = 1;
-		if (dlock__lock_is_rw(l))
-			rw_locked_call(&(*q)->co, l);
+		dlock__lock_ask_locked(&(*q)->a, l);
+		take_command(*q);
 	}
 	return rc;
 }
@@ -113,20 +72,29 @@ static int locked_new(query_op **q, dlock_lock *l, dlock_op_cb cb, void *ud)
 static int owner_query_new(query_op **q, const dlock__cmd_kind *kind, const char *cmd,
 		dlock_lock *l, const char *owner, dlock_op_cb cb, void *ud)
 {
-	int rc = query_new(q, kind, l, cmd, l ? l->name : NULL, l ? l->name_len : 0, cb, ud);
+	int rc = query_new(q, kind, l, cb, ud);
 
-	if (rc == 0 && (rc = add_owner_field(*q, l, owner)) < 0) {
+	if (rc < 0)
+		return rc;
+	rc = kind == &kind_held ? dlock__lock_ask_held(&(*q)->a, l, owner)
+				: dlock__lock_ask_owner(&(*q)->a, l, cmd, owner);
+	if (rc < 0) {
 		(*q)->co.op.destroy(&(*q)->co.op);
-		rc = dlock__errbuf_record(&l->err, rc);
+		return dlock__errbuf_record(&l->err, rc);
 	}
-	if (rc == 0)
-		(*q)->boolean = kind == &kind_held;
-	return rc;
+	take_command(*q);
+	return 0;
 }
 
 static int ttl_new(query_op **q, dlock_lock *l, dlock_op_cb cb, void *ud)
 {
-	return query_new(q, &kind_ttl, l, "PTTL", l ? l->name : NULL, l ? l->name_len : 0, cb, ud);
+	int rc = query_new(q, &kind_ttl, l, cb, ud);
+
+	if (rc == 0) {
+		dlock__lock_ask_cmd(&(*q)->a, "PTTL", l->name, l->name_len);
+		take_command(*q);
+	}
+	return rc;
 }
 
 static int token_new(query_op **q, dlock_lock *l, dlock_op_cb cb, void *ud)
@@ -137,10 +105,11 @@ static int token_new(query_op **q, dlock_lock *l, dlock_op_cb cb, void *ud)
 	if (l != NULL && l->kind != DLOCK_LOCK_FENCED)
 		return dlock__errbuf_record(&l->err,
 				dlock__seterr(DLOCK_EINVAL, "lock %s is not fenced", l->shown));
-	rc = query_new(q, &kind_token, l, "GET", l ? l->token_key : NULL,
-			l ? l->token_key_len : 0, cb, ud);
-	if (rc == 0)
-		(*q)->nil_is_zero = 1;
+	if ((rc = query_new(q, &kind_token, l, cb, ud)) == 0) {
+		dlock__lock_ask_cmd(&(*q)->a, "GET", l->token_key, l->token_key_len);
+		(*q)->a.nil_is_zero = 1;
+		take_command(*q);
+	}
 	return rc;
 }
 

@@ -983,3 +983,39 @@ Test(alloc_failures, multilock_unlock, .timeout = 120)
 	dl_torture_run(&t, &x);
 	stop_servers(NSRV);
 }
+
+/* The quorum queries on a MultiLock held by this thread: both answer 1. */
+static int ml_answers[2];
+
+static int ml_query_run(void *arg)
+{
+	ml_ctx *x = arg;
+	int rc;
+
+	ml_answers[0] = ml_answers[1] = -1;
+	rc = dlock_multilock_is_locked(&ml_answers[0], x->m);
+	return rc < 0 ? rc : dlock_multilock_is_held_as(&ml_answers[1], x->m, NULL);
+}
+
+static void ml_query_check(void *arg, int rc, long k)
+{
+	ml_ctx *x = arg;
+
+	if (rc == 0)
+		cr_assert(ml_answers[0] == 1 && ml_answers[1] == 1, "k=%ld: answers %d, %d", k,
+				ml_answers[0], ml_answers[1]);
+	cr_assert_eq(ml_held(x), NSRV, "k=%ld: a query changed the lock", k);
+	dl_pass(dlock_multilock_unlock(x->m));
+	assert_absent_everywhere(NSRV, x->name, "multilock queries", k);
+}
+
+Test(alloc_failures, multilock_queries, .timeout = 120)
+{
+	ml_ctx x = { .name = "af:ml-query", .make = 1, .locked = 1 };
+	dl_torture t = { "multilock is_locked + is_held_as", ml_setup, ml_query_run,
+		ml_query_check, ml_teardown, ml_errmsg };
+
+	start_servers(NSRV);
+	dl_torture_run(&t, &x);
+	stop_servers(NSRV);
+}

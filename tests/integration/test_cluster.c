@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,60 @@ Test(cluster, a_multilock_spans_slots)
 	dl_pass(dlock_multilock_unlock(ml));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 0);
+	dlock_multilock_free(ml);
+	dl_free_locks(m[0], m[1], m[2]);
+	dl_close_clients(c);
+}
+
+typedef struct answered {
+	_Atomic int calls;
+	int code;
+	int64_t value;
+} answered;
+
+static void note_answer(dlock_op *op, const dlock_result *r, void *ud)
+{
+	answered *a = ud;
+
+	(void)op;
+	a->code = r->code;
+	a->value = r->value;
+	atomic_fetch_add(&a->calls, 1);
+}
+
+/* A MultiLock's query asks every member at once; a member whose slot moved
+ * answers MOVED, which is followed to its new primary (blocking and async). */
+Test(cluster, a_multilock_query_follows_a_moved_slot)
+{
+	dlock_client *c = dl_client(rh_cluster_seed_uri(cl), 2000, 30000);
+	char names[3][16];
+	dlock_lock *m[3];
+	dlock_multilock *ml = NULL;
+	answered a = { 0 };
+	int yes = 0, slot;
+	int64_t until;
+	rh_server *from;
+
+	names_on_three_shards(names);
+	for (int i = 0; i < 3; i++)
+		m[i] = dl_lock(c, names[i]);
+	dl_pass(dlock_multilock_new(&ml, m, 3));
+	dl_pass(dlock_multilock_try_as(ml, "mq:1", 0, 30000));
+	slot = rh_cluster_key_slot(cl, names[0]);
+	from = dl_slot_owner(cl, names[0]);
+	cr_assert_eq(rh_cluster_move_slot(cl, slot, dl_other_primary(cl, from), 0), 0);
+	dl_pass(dlock_multilock_is_held_as(&yes, ml, "mq:1"));
+	cr_assert_eq(yes, 1, "held on every member, one of them moved");
+	slot = rh_cluster_key_slot(cl, names[1]);
+	from = dl_slot_owner(cl, names[1]);
+	cr_assert_eq(rh_cluster_move_slot(cl, slot, dl_other_primary(cl, from), 0), 0);
+	dl_pass(dlock_multilock_is_locked_async(NULL, ml, note_answer, &a));
+	for (until = rh_now_ms() + 10000; atomic_load(&a.calls) == 0 && rh_now_ms() < until;)
+		dl_sleep_ms(5);
+	cr_assert_eq(atomic_load(&a.calls), 1);
+	cr_assert_eq(a.code, 0);
+	cr_assert_eq(a.value, 1);
+	dl_pass(dlock_multilock_unlock_as(ml, "mq:1"));
 	dlock_multilock_free(ml);
 	dl_free_locks(m[0], m[1], m[2]);
 	dl_close_clients(c);

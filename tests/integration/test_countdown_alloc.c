@@ -226,3 +226,32 @@ Test(countdown_alloc, await_subscribes_and_is_woken)
 
 	dl_torture_run(&t, &x);
 }
+
+/* ---- waiters: an op of one read-only script ------------------------------------ */
+
+static int64_t waiters_seen;
+
+static int waiters_run(void *arg)
+{
+	waiters_seen = -1;
+	return dlock_countdown_waiters(&waiters_seen, ((ctx *)arg)->l);
+}
+
+static void waiters_check(void *arg, int rc, long k)
+{
+	(void)arg;
+	if (rc == 0)
+		cr_assert_eq(waiters_seen, 0, "k=%ld: %lld waiters, nobody listens", k,
+				(long long)waiters_seen);
+	else
+		cr_assert_eq(waiters_seen, 0, "k=%ld: *waiters not 0 on failure", k);
+}
+
+Test(countdown_alloc, waiters)
+{
+	ctx x = { .name = "af:waiters" };
+	dl_torture t = { "countdown waiters", latch_setup, waiters_run, waiters_check, teardown,
+		errmsg };
+
+	dl_torture_run(&t, &x);
+}

@@ -392,3 +392,68 @@ Test(replica_sync, noscript_sends_the_wait_again_in_a_quorum, .timeout = 90)
 	dlock_multilock_free(ml);
 	quorum_down(&q);
 }
+
+typedef struct ended {
+	int calls, code;
+	char message[256];
+} ended;
+
+static void note_end(dlock_op *op, const dlock_result *r, void *ud)
+{
+	ended *e = ud;
+
+	(void)op;
+	e->calls++;
+	e->code = r->code;
+	snprintf(e->message, sizeof(e->message), "%s", r->message);
+}
+
+/*
+ * The give-back of an acquisition too few replicas acknowledged is a step
+ * of the acquire's operation on its loop: with the primary stopped after
+ * the acquire ran (its WAIT then never answers, and the give-back cannot
+ * be answered either), the caller's loop goes on turning - no turn waits
+ * for the give-back's command timeout - and the one callback says what
+ * became of the hold.
+ */
+Test(replica_sync, a_give_back_to_a_stopped_primary_does_not_stall_the_loop, .timeout = 90)
+{
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_lock *l;
+	ended e = { 0 };
+	int64_t longest, until;
+	setup t;
+
+	up(&t, 1, 1500);
+	dl_pass(dlock_loop_new(&loop, NULL));
+	o.loop = loop;
+	o.command_timeout_ms = COMMAND_MS;
+	o.sync_replicas = 1;
+	o.sync_timeout_ms = 1500;
+	c = dl_client_opts(rh_server_uri(t.primary), &o);
+	l = dl_lock(c, "sync-loop");
+	cr_assert_eq(rh_server_pause(t.replica), 0);
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 30000, note_end, &e));
+	/* The acquire runs; its WAIT waits for the paused replica. */
+	for (until = rh_now_ms() + 10000; rh_now_ms() < until && rh_command_int(t.primary,
+			"EXISTS sync-loop") != 1;)
+		dlock_loop_run(loop, 20);
+	cr_assert_eq(rh_command_int(t.primary, "EXISTS sync-loop"), 1, "the acquire never ran");
+	cr_assert_eq(rh_server_pause(t.primary), 0);
+	/* The WAIT's deadline, then the give-back's command timeout, pass. */
+	longest = dl_longest_loop_turn(loop, 1500 + 2 * COMMAND_MS + 1000, 20);
+	cr_assert_eq(rh_server_resume(t.primary), 0);
+	for (until = rh_now_ms() + 15000; e.calls == 0 && rh_now_ms() < until;)
+		dlock_loop_run(loop, 20);
+	cr_assert_eq(e.calls, 1, "%d callbacks", e.calls);
+	cr_expect_lt(longest, COMMAND_MS / 2, "a loop turn took %lld ms: the give-back blocked it",
+			(long long)longest);
+	cr_expect_neq(e.code, 0);
+	cr_expect(strstr(e.message, "given back") != NULL, "%d: %s", e.code, e.message);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_free(c));
+	dl_pass(dlock_loop_free(loop));
+	down(&t);
+}

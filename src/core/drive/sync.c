@@ -4,13 +4,10 @@
 
 #include "dlock/errors.h"
 #include "core/drive/client.h"
-#include "core/topology/cluster.h"
 #include "core/base/error.h"
 #include "core/base/fmt.h"
 #include "core/drive/mux.h"
-#include "core/net/owed.h"
 #include "core/drive/sync.h"
-#include "core/base/time.h"
 
 int dlock__sync_prepare(dlock__sync *s, const dlock_client *c)
 {
@@ -114,115 +111,4 @@ int dlock__sync_check(
 			"%s: %lld of %d replicas acknowledged the acquisition within %lld ms", what,
 			(long long)r->integer, c->opts.sync_replicas,
 			(long long)c->opts.sync_timeout_ms);
-}
-
-/* Queue the call (EVALSHA, or EVAL after NOSCRIPT) and send it with the WAIT: one write. */
-static int send_pair(dlock__conn *conn, const dlock__call *call, int eval, const dlock__sync *s,
-		int64_t deadline)
-{
-	const char *argv[DLOCK__CALL_MAX + 3];
-	size_t lens[DLOCK__CALL_MAX + 3];
-	char numbuf[16];
-	dlock__script *script = dlock__script_for(call->script, conn->node);
-	int argc = dlock__script_argv(script, call->nkeys, call->argv, call->lens,
-			call->argc - call->nkeys, call->argv + call->nkeys,
-			call->lens + call->nkeys, argv, lens, numbuf);
-
-	if (eval) {
-		dlock__script_argv_to_eval(script, argv, lens);
-		dlock__conn_ask(conn); /* ASKING held for one command only */
-	}
-	if (conn->broken)
-		return dlock__conn_fail(
-				conn, DLOCK_ECONN, call->script->name, "connection already failed");
-	if (dlock__conn_queue(conn, argc, argv, lens) < 0)
-		return dlock__seterr_node(DLOCK_ENOMEM, conn->node->label, "%s: out of memory",
-				call->script->name);
-	return dlock__conn_send(
-			conn, s->argc, (const char **)s->argv, s->lens, call->script->name, deadline);
-}
-
-/* One try on one connection. Returns the call's outcome; once it was
- * answered, the WAIT's is in *sync_rc and *sync_out. */
-static int synced_once(dlock_client *c, dlock__conn *conn, const dlock__call *call,
-		const dlock__call *undo, const dlock__sync *s, redisReply **out, int *sync_rc,
-		redisReply **sync_out)
-{
-	int64_t deadline = dlock__deadline_in(c->opts.command_timeout_ms);
-	int rc, eval;
-
-	for (eval = 0; eval < 2; eval++) {
-		rc = send_pair(conn, call, eval, s, deadline);
-		if (rc == 0)
-			rc = dlock__conn_read(conn, out, call->script->name, deadline);
-		if (rc < 0)
-			break;
-		/* WAIT answers within its timeout of being run, which is no later
-		 * than the call's deadline. */
-		*sync_rc = dlock__conn_read(
-				conn, sync_out, s->argv[0], deadline + c->opts.sync_timeout_ms);
-		if (*sync_rc == DLOCK_ETIMEDOUT)
-			conn->broken = 1; /* see dlock__client_run_synced */
-		if (eval || *sync_rc < 0 || !dlock__reply_is_error(*out, "NOSCRIPT"))
-			return 0;
-		/* The server lost its script cache: nothing ran; both again. */
-		freeReplyObject(*out);
-		freeReplyObject(*sync_out);
-		*out = *sync_out = NULL;
-		deadline = dlock__deadline_in(c->opts.command_timeout_ms);
-	}
-	if (rc == DLOCK_ETIMEDOUT && !conn->broken && conn->owed > 0) {
-		dlock__conn_give_up(conn, 1); /* the WAIT behind the call */
-		if (undo != NULL)
-			dlock__client_send_undo(conn, undo);
-	}
-	return rc;
-}
-
-/* The synced call for a cluster's member (dlock__cluster_exec). */
-typedef struct synced_args {
-	const dlock__call *call, *undo;
-	int retry;
-	const dlock__sync *s;
-	int *sync_rc;
-	redisReply **sync_out;
-} synced_args;
-
-static int run_synced_at(dlock_client *member, void *arg, redisReply **out)
-{
-	synced_args *x = arg;
-
-	freeReplyObject(*x->sync_out); /* of a redirected try */
-	return dlock__client_run_synced(
-			member, x->call, x->retry, x->undo, x->s, out, x->sync_rc, x->sync_out);
-}
-
-int dlock__client_run_synced(dlock_client *c, const dlock__call *call, int retry,
-		const dlock__call *undo, const dlock__sync *s, redisReply **out, int *sync_rc,
-		redisReply **sync_out)
-{
-	int attempt, rc = 0;
-
-	*out = *sync_out = NULL;
-	if (c->node.cluster != NULL) {
-		synced_args x = { call, undo, retry, s, sync_rc, sync_out };
-
-		*sync_rc = DLOCK_ECONN;
-		return dlock__cluster_exec(c->node.cluster, call->argv[0], call->lens[0],
-				run_synced_at, &x, out);
-	}
-	*sync_rc = DLOCK_ECONN;
-	for (attempt = 0; attempt < 2; attempt++) {
-		dlock__conn *conn = NULL;
-
-		rc = dlock__client_conn_get(
-				c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
-		if (rc < 0)
-			return rc;
-		rc = synced_once(c, conn, call, undo, s, out, sync_rc, sync_out);
-		dlock__client_conn_put(c, conn);
-		if (rc != DLOCK_ECONN || !retry)
-			break;
-	}
-	return rc;
 }

@@ -63,17 +63,4 @@ int dlock__sync_enough(const dlock_client *client, int rc, const redisReply *r);
 int dlock__sync_check(const dlock_client *client, int rc, const redisReply *r, const char *what,
 		int *synced);
 
-/*
- * dlock__client_run_call() with the WAIT pipelined behind the call on the
- * same connection. Returns the call's outcome as run_call does (*out: its
- * reply); when the call was answered, *sync_rc and *sync_out are the WAIT's
- * (its reply is read before the command deadline plus the sync timeout).
- * A WAIT given up at its deadline closes the connection: it has no effect
- * to track, and a pooled connection stuck behind it would stall its next
- * user. `undo` is queued behind a call given up at its deadline.
- */
-int dlock__client_run_synced(dlock_client *client, const dlock__call *call, int retry,
-		const dlock__call *undo, const dlock__sync *s, redisReply **out, int *sync_rc,
-		redisReply **sync_out);
-
 #endif

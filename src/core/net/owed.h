@@ -19,7 +19,7 @@
  * 2. Queue the undo right behind (dlock__conn_send_owed): an acquire that
  *    timed out is followed on the same connection by a script that takes
  *    back exactly the hold it would have made, so the server runs both or
- *    neither (dlock__client_run_call's undo; single/calls.c builds them).
+ *    neither (a mux op's `undo`; single/calls.c builds them).
  *    Commands nobody waits for go as EVAL, never EVALSHA: a NOSCRIPT
  *    answer would go unread and the command silently never run.
  * The connection's half is here; the client's (steps 3 to 5: waiting,
