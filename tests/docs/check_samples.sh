@@ -4,7 +4,9 @@
 # is built or run, so the documentation cannot drift from the code.
 #
 #   check_samples.sh --source DIR --dlock BIN --redis-server BIN --lib LIBDLOCK.so
-#                    --cc CC --cxx CXX --include DIR [--include DIR ...] [FILE.md ...]
+#                    --cc CC --cxx CXX --include DIR [--include DIR ...]
+#                    [--sanitize LIST] [FILE.md ...]
+# (--sanitize: the library was built with -fsanitize=LIST; so are the samples)
 #
 # What a fenced block is checked for, by its language:
 #   ```c        a whole program: compiled with -std=gnu11 (as CMake builds dlock) -Wall -Wextra -Werror, linked
@@ -52,6 +54,7 @@ exec </dev/null
 
 src= dlock= redis= lib= cc=cc cxx=c++
 includes=()
+sanitize=() # a sanitizer build's library: the samples are built with it too
 files=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--cc) cc=$2; shift 2 ;;
 	--cxx) cxx=$2; shift 2 ;;
 	--include) includes+=("-I$2"); shift 2 ;;
+	--sanitize) [ -z "$2" ] || sanitize=("-fsanitize=$2" -fno-omit-frame-pointer); shift 2 ;;
 	-*) echo "check_samples: unknown option $1" >&2; exit 2 ;;
 	*) files+=("$1"); shift ;;
 	esac
@@ -174,9 +178,9 @@ for f in "${files[@]}"; do
 done
 
 # ------------------------------------------------------------ checks
-cflags=(-std=gnu11 -Wall -Wextra -Werror "${includes[@]}")
-cxxflags=(-Wall -Wextra -Wshadow -Werror "${includes[@]}")
-ldflags=("$lib" "-Wl,-rpath,$(dirname "$lib")" -lpthread)
+cflags=(-std=gnu11 -Wall -Wextra -Werror "${includes[@]}" "${sanitize[@]}")
+cxxflags=(-Wall -Wextra -Wshadow -Werror "${includes[@]}" "${sanitize[@]}")
+ldflags=("$lib" "-Wl,-rpath,$(dirname "$lib")" -lpthread "${sanitize[@]}")
 
 # wrap_fragment BODY OUT: a C fragment made a program (see the top of this file).
 wrap_fragment() {
@@ -315,6 +319,20 @@ for n in $(seq 1 "$total"); do
 			continue
 		fi
 		localize "$script"
+		# A program of the build a sample runs (build/examples/..., build/bench/...):
+		# a sanitizer build makes neither examples nor benchmarks, the plain build both.
+		missing=
+		for prog in $(grep -oE '(^|[[:space:]])build/[A-Za-z0-9_./-]+' "$script" | sed -E 's/^[[:space:]]//' | sort -u); do
+			[ -e "$builddir/${prog#build/}" ] || missing=$prog
+		done
+		if [ -n "$missing" ] && [ ${#sanitize[@]} -gt 0 ]; then
+			counts_syntax=$((counts_syntax + 1))
+			echo "ok   $where ($lang, syntax only: a sanitizer build has no $missing)"
+			continue
+		elif [ -n "$missing" ]; then
+			fail "$where" "runs $missing, which this build did not make"
+			continue
+		fi
 		for stub in $(grep -oE '\./[A-Za-z0-9_-]+\.sh' "$script" | sort -u); do
 			printf '#!/bin/sh\nexit 0\n' >"$work/$stub"
 			chmod +x "$work/$stub"
