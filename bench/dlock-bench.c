@@ -112,6 +112,7 @@ static struct {
 	int async_threads;      /* scenario 6: threads of the blocking row */
 	double async_seconds;   /* scenario 6: measured seconds per row */
 	double async_warmup;    /* scenario 6: warm-up seconds per row */
+	int async_pool;         /* scenario 6: the async clients' pool_size (0: dlock's) */
 	int async_counts[8];    /* scenario 6: server counts */
 	int nasync_counts;
 	int json;
@@ -1720,6 +1721,8 @@ static result *async_row(int n, int red)
 		dlock_client_options co = tls_opts;
 
 		co.loop = run.loop;
+		if (opt.async_pool > 0)
+			co.pool_size = opt.async_pool;
 		if (dlock_client_open(&clients[i], servers[i].uri, &co) < 0)
 			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
 	}
@@ -1759,8 +1762,9 @@ static result *async_row(int n, int red)
 	r = new_result(6, "async", red ? "redlock" : "acq+rel", n);
 	s6_fill(r, &a, &b, &run.lat);
 	r->errors = run.errors;
-	snprintf(r->note, sizeof(r->note), "one loop thread, %d in flight, %s over %d server%s",
-			opt.async_window, red ? "RedLocks" : "single locks", n, n > 1 ? "s" : "");
+	snprintf(r->note, sizeof(r->note), "one loop thread, %d in flight, %s over %d server%s, "
+			"pool %d", opt.async_window, red ? "RedLocks" : "single locks", n, n > 1 ? "s" : "",
+			opt.async_pool > 0 ? opt.async_pool : tls_opts.pool_size);
 	for (i = 0; i < opt.async_window; i++) {
 		if (red)
 			redlock_free_with(slots[i].red, slots[i].members, n);
@@ -1876,9 +1880,119 @@ static result *blocking_row(int n, int red)
 	return r;
 }
 
+/*
+ * (c) The pipelined floor: what pipelining alone gives one thread. The
+ * same acquire and release scripts (EVALSHA, dlock's argument shapes) over
+ * bare hiredis, one connection per server, --async-window cycles per round:
+ * every acquire of the round written at once, every reply read in order,
+ * then every release the same way. Single locks spread over the n servers.
+ */
+typedef struct fp_name {
+	char name[128], channel[160];
+	size_t name_len, channel_len;
+} fp_name;
+
+/* Write what is appended on each context, then read one reply per name. */
+static int fp_batch(floor_ctx *fc, int n, int k, const char *what)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++)
+		if (floor_flush(&fc[i]) < 0)
+			return -1;
+	for (i = 0; i < k; i++) {
+		floor_ctx *f = &fc[i % n];
+		redisReply *r = NULL;
+
+		if (redisGetReply(f->c[0], (void **)&r) != REDIS_OK)
+			return floor_fail(f, what, f->c[0], NULL);
+		if (r->type == REDIS_REPLY_ERROR)
+			bad = floor_fail(f, what, f->c[0], r);
+		freeReplyObject(r);
+	}
+	return bad;
+}
+
+/* One round: k acquires, then k releases; 0 or -1. */
+static int fp_round(floor_ctx *fc, int n, const fp_name *nm, int k)
+{
+	int i;
+
+	for (i = 0; i < k; i++) {
+		floor_ctx *f = &fc[i % n];
+		const char *argv[7] = { "EVALSHA", f->acq_sha, "1", nm[i].name, LEASE_S, f->owner, "0" };
+		size_t lens[7] = { 7, 40, 1, nm[i].name_len, sizeof(LEASE_S) - 1, strlen(f->owner), 1 };
+
+		redisAppendCommandArgv(f->c[0], 7, argv, lens);
+	}
+	if (fp_batch(fc, n, k, "pipelined acquire") < 0)
+		return -1;
+	for (i = 0; i < k; i++) {
+		floor_ctx *f = &fc[i % n];
+		const char *argv[10] = { "EVALSHA", f->rel_sha, "2", nm[i].name, nm[i].channel, "0",
+			LEASE_S, f->owner, "1", "0" };
+		size_t lens[10] = { 7, 40, 1, nm[i].name_len, nm[i].channel_len, 1,
+			sizeof(LEASE_S) - 1, strlen(f->owner), 1, 1 };
+
+		redisAppendCommandArgv(f->c[0], 10, argv, lens);
+	}
+	return fp_batch(fc, n, k, "pipelined release");
+}
+
+static result *floor_pipelined_row(int n)
+{
+	int k = opt.async_window, i;
+	floor_ctx *fc = calloc((size_t)n, sizeof(*fc));
+	fp_name *nm = calloc((size_t)k, sizeof(*nm));
+	lat_buf lat = { NULL, 0, 0 };
+	long done = 0, errors = 0;
+	uint64_t end;
+	s6_snap a, b;
+	result *r;
+
+	if (fc == NULL || nm == NULL)
+		die("out of memory");
+	for (i = 0; i < n; i++)
+		floor_init(&fc[i], &i, 1, -1, "unused", 1000, 1000);
+	for (i = 0; i < k; i++) {
+		char what[48];
+
+		snprintf(what, sizeof(what), "s6-floor-n%d-%d", n, i);
+		lock_name(nm[i].name, sizeof(nm[i].name), what);
+		nm[i].name_len = strlen(nm[i].name);
+		nm[i].channel_len = (size_t)snprintf(nm[i].channel, sizeof(nm[i].channel),
+				"redisson_lock__channel:{%s}", nm[i].name);
+	}
+	end = now_ns() + (uint64_t)(opt.async_warmup * 1e9);
+	while (now_ns() < end)
+		fp_round(fc, n, nm, k);
+	s6_snap_take(&a, n, 0);
+	end = now_ns() + (uint64_t)(opt.async_seconds * 1e9);
+	while (now_ns() < end) {
+		uint64_t t0 = now_ns(), t1;
+
+		errors += fp_round(fc, n, nm, k) < 0;
+		t1 = now_ns();
+		for (i = 0; i < k; i++)
+			lat_push(&lat, t1 - t0);
+		done += k;
+	}
+	s6_snap_take(&b, n, done);
+	r = new_result(6, "floor", "pipelined", n);
+	s6_fill(r, &a, &b, &lat);
+	r->errors = errors;
+	snprintf(r->note, sizeof(r->note), "bare hiredis, one thread, %d per round pipelined on "
+			"one connection per server", k);
+	for (i = 0; i < n; i++)
+		floor_free(&fc[i]);
+	free(fc);
+	free(nm);
+	return r;
+}
+
 /* The rows measured, for the table at the end. */
 typedef struct s6_row {
-	result *a, *b;
+	result *a, *b, *f; /* async, blocking, the pipelined floor (NULL for RedLocks) */
 	int red;
 } s6_row;
 
@@ -1888,19 +2002,23 @@ static int s6_nrows;
 /* One pair of rows: async against blocking, and their ratios. */
 static void scenario6_pair(int n, int red)
 {
-	result *a = async_row(n, red), *b;
+	result *a = async_row(n, red), *b, *f = NULL;
 
 	print_result(a);
 	if (opt.async_threads == 0)
 		return; /* profiling the loop alone */
 	b = blocking_row(n, red);
 	print_result(b);
+	if (!red) {
+		f = floor_pipelined_row(n);
+		print_result(f);
+	}
 	note("  async/blocking n=%d%s: acquisitions/s x%.2f, CPU per acquisition x%.2f "
 			"(%.1f against %.1f us)\n",
 			n, red ? " RedLock" : "", a->ops_per_s / b->ops_per_s,
 			a->cpu_us_per_op / b->cpu_us_per_op, a->cpu_us_per_op, b->cpu_us_per_op);
 	if (s6_nrows < (int)(sizeof(s6_rows) / sizeof(s6_rows[0])))
-		s6_rows[s6_nrows++] = (s6_row){ a, b, red };
+		s6_rows[s6_nrows++] = (s6_row){ a, b, f, red };
 }
 
 static const char *pass_fail(int ok)
@@ -1918,27 +2036,35 @@ static void scenario6_table(void)
 	note("\n| servers | locks | async acq/s | threads acq/s | ratio | async CPU us/acq | "
 			"threads CPU us/acq | ratio | async server CPU us/acq | threads server CPU "
 			"us/acq | ratio client+server | async p50 / p99 us | threads p50 / p99 us | "
-			"errors | acq/s >= %.1fx | CPU <= %.1fx |\n", S6_RATE_TARGET, S6_CPU_TARGET);
-	note("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|\n");
+			"errors | acq/s >= %.1fx | CPU <= %.1fx | pipelined floor acq/s (x threads), "
+			"CPU + server CPU us/acq |\n", S6_RATE_TARGET, S6_CPU_TARGET);
+	note("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|---|\n");
 	for (i = 0; i < s6_nrows; i++) {
-		const result *a = s6_rows[i].a, *b = s6_rows[i].b;
+		const result *a = s6_rows[i].a, *b = s6_rows[i].b, *f = s6_rows[i].f;
 		double rate = a->ops_per_s / b->ops_per_s, cpu = a->cpu_us_per_op / b->cpu_us_per_op;
 		double tot = (a->cpu_us_per_op + a->server_cpu_us_per_op) /
 			(b->cpu_us_per_op + b->server_cpu_us_per_op);
+		char floor_cell[96] = "-";
 
+		if (f != NULL)
+			snprintf(floor_cell, sizeof(floor_cell), "%.0f (%.2fx), %.1f + %.1f",
+					f->ops_per_s, f->ops_per_s / b->ops_per_s, f->cpu_us_per_op,
+					f->server_cpu_us_per_op);
 		note("| %d | %s | %.0f | %.0f | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.1f | %.2fx | "
-				"%.0f / %.0f | %.0f / %.0f | %ld / %ld | %s | %s |\n",
+				"%.0f / %.0f | %.0f / %.0f | %ld / %ld | %s | %s | %s |\n",
 				a->servers, s6_rows[i].red ? "RedLock over all" : "single, spread",
 				a->ops_per_s, b->ops_per_s, rate, a->cpu_us_per_op, b->cpu_us_per_op, cpu,
 				a->server_cpu_us_per_op, b->server_cpu_us_per_op, tot, a->pair.p50,
 				a->pair.p99, b->pair.p50, b->pair.p99, a->errors, b->errors,
-				pass_fail(rate >= S6_RATE_TARGET), pass_fail(cpu <= S6_CPU_TARGET));
+				pass_fail(rate >= S6_RATE_TARGET), pass_fail(cpu <= S6_CPU_TARGET), floor_cell);
 	}
 	note("\n(async: one loop thread, %d cycles in flight; threads: %d blocking threads; "
 			"%g s measured after %g s of warm-up per row; CPU = this process's user+sys, "
 			"server CPU = the redis-servers' utime+stime; the rate target is the issue's for "
-			"1 server)\n",
-			opt.async_window, opt.async_threads, opt.async_seconds, opt.async_warmup);
+			"1 server; the pipelined floor: bare hiredis, the same scripts, %d per round "
+			"written at once on one connection per server)\n",
+			opt.async_window, opt.async_threads, opt.async_seconds, opt.async_warmup,
+			opt.async_window);
 }
 
 static void scenario6(void)
@@ -2080,6 +2206,8 @@ static void usage(FILE *f)
 "  --async-servers LIST   scenario 6: server counts (default 1,5)\n"
 "  --async-seconds S      scenario 6: seconds measured per row (default 10)\n"
 "  --async-warmup S       scenario 6: seconds of warm-up before each (default 2)\n"
+"  --async-pool N         scenario 6: pool_size of the async row's clients (default:\n"
+"                         dlock's, 8), to see what more connections change\n"
 "  --block N              dlock and floor alternate every N pairs (default 500)\n"
 "  --uris U1,U2,...       use these servers (redis://127.0.0.1:PORT) instead of\n"
 "                         starting 5 redis-servers\n"
@@ -2126,6 +2254,7 @@ int main(int argc, char **argv)
 		{ "async-servers", required_argument, NULL, 'Y' },
 		{ "async-seconds", required_argument, NULL, 'E' },
 		{ "async-warmup", required_argument, NULL, 'F' },
+		{ "async-pool", required_argument, NULL, 'G' },
 		{ "block", required_argument, NULL, 'B' },
 		{ "uris", required_argument, NULL, 'u' },
 		{ "tls-ca", required_argument, NULL, 'T' },
@@ -2169,6 +2298,7 @@ int main(int argc, char **argv)
 		case 'Y': parse_list(optarg, opt.async_counts, 8, &opt.nasync_counts); break;
 		case 'E': opt.async_seconds = atof(optarg); break;
 		case 'F': opt.async_warmup = atof(optarg); break;
+		case 'G': opt.async_pool = atoi(optarg); break;
 		case 'B': opt.block = atol(optarg); break;
 		case 'u': {
 			char *copy = strdup(optarg), *tok, *save = NULL;
@@ -2196,7 +2326,7 @@ int main(int argc, char **argv)
 	if (optind < argc || opt.iterations < 1 || opt.iterations_paused < 1 || opt.warmup < 0 || opt.warmup_paused < 0 ||
 	    opt.duration <= 0 || opt.handoffs < 1 || opt.block < 1 || opt.async_window < 1 ||
 	    opt.async_threads < 0 || opt.async_threads > 256 || !(opt.async_seconds > 0) ||
-	    !(opt.async_warmup >= 0)) {
+	    !(opt.async_warmup >= 0) || opt.async_pool < 0 || opt.async_pool > 1024) {
 		usage(stderr);
 		return 2;
 	}
