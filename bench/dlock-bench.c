@@ -36,8 +36,11 @@
  *      and on 3 or more servers RedLocks over all of them. Acquisitions per
  *      second, process CPU (user+sys) and the servers' CPU (/proc utime +
  *      stime) per acquisition, the connections the servers accepted per
- *      cycle, p50/p99 of a cycle; at the end a markdown table with the
- *      ratios and the issue's targets (>= 3x the rate at <= 0.7x the CPU).
+ *      cycle, p50/p99 of a cycle; (c) for single locks, the pipelined
+ *      floor: the same scripts over bare hiredis, --async-window cycles per
+ *      round written at once on one connection per server. At the end a
+ *      markdown table with the ratios and the issue's targets (>= 3x the
+ *      rate at <= 0.7x the CPU).
  *   7  the event hook's and the stats' cost (dlock/stats.h): RLock lock+unlock
  *      on 1 server through a client without on_event and one whose on_event
  *      counts (alternating in blocks, --iterations each), their rates and
