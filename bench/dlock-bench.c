@@ -25,19 +25,22 @@
  *      RedLock acquisition and lock+unlock latency, all 5 up, then paused; the
  *      floor beside it (writes to all 5, waits for the 4 live ones).
  *   6  asynchronous against blocking, on 1 and 5 servers (--async-servers):
- *      --iterations acquire+release
- *      cycles of single locks (RLock, wait 0, 10 s lease) on distinct
- *      uncontended names spread round-robin over the servers, (a) on one
- *      dlock_loop driven by this thread alone (dlock_loop_run), one client
- *      per server opened on it, --async-window cycles in flight at once
- *      (dlock_lock_acquire_async, then dlock_lock_release_async from its
+ *      acquire+release cycles (wait 0, 10 s lease) on distinct uncontended
+ *      names for --async-seconds (10) after --async-warmup (2) seconds,
+ *      (a) on one dlock_loop driven by this thread alone (dlock_loop_run),
+ *      one client per server opened on it, --async-window (256) cycles in
+ *      flight at once (acquire_async, then release_async from its
  *      callback, then the next cycle); (b) 8 threads (--async-threads)
- *      each doing dlock_lock_try + dlock_lock_unlock on names of their own,
- *      sharing one client per server. Acquisitions per second and process
- *      CPU (user+sys) per acquisition of each, and their ratios; the
- *      connections the servers accepted per cycle (INFO stats) and their
- *      CPU. Single locks spread over the servers, not a RedLock (a
- *      RedLock row is still to come).
+ *      each doing try + unlock on names of their own, sharing one default
+ *      client per server. Single locks spread round-robin over the servers,
+ *      and on 3 or more servers RedLocks over all of them. Acquisitions per
+ *      second, process CPU (user+sys) and the servers' CPU (/proc utime +
+ *      stime) per acquisition, the connections the servers accepted per
+ *      cycle, p50/p99 of a cycle; (c) for single locks, the pipelined
+ *      floor: the same scripts over bare hiredis, --async-window cycles per
+ *      round written at once on one connection per server. At the end a
+ *      markdown table with the ratios and the issue's targets (>= 3x the
+ *      rate at <= 0.7x the CPU).
  *   7  the event hook's and the stats' cost (dlock/stats.h): RLock lock+unlock
  *      on 1 server through a client without on_event and one whose on_event
  *      counts (alternating in blocks, --iterations each), their rates and
@@ -110,6 +113,9 @@ static struct {
 	int scenarios[8];
 	int async_window;       /* scenario 6: cycles in flight on the loop */
 	int async_threads;      /* scenario 6: threads of the blocking row */
+	double async_seconds;   /* scenario 6: measured seconds per row */
+	double async_warmup;    /* scenario 6: warm-up seconds per row */
+	int async_pool;         /* scenario 6: the async clients' pool_size (0: dlock's) */
 	int async_counts[8];    /* scenario 6: server counts */
 	int nasync_counts;
 	int json;
@@ -141,6 +147,8 @@ static struct {
 	.pause_index = 4,
 	.async_window = 256,
 	.async_threads = 8,
+	.async_seconds = 10,
+	.async_warmup = 2,
 	.async_counts = { 1, 5 },
 	.nasync_counts = 2,
 	.redis_server = "redis-server",
@@ -1476,6 +1484,112 @@ static void scenario5(void)
 /* ------------------------------------------------------------------------ */
 /* Scenario 6: asynchronous on one loop thread against 8 blocking threads     */
 
+#define S6_RATE_TARGET 3.0 /* async acquisitions/s at least this many times the threads' */
+#define S6_CPU_TARGET 0.7  /* at most this share of the threads' client CPU per acquisition */
+
+/*
+ * The redis-servers' CPU from /proc/<pid>/stat (utime + stime, all their
+ * threads), µs, summed over servers 0..n-1: reading it costs the servers
+ * nothing, unlike INFO. The pid is ours, or INFO process_id's for --uris
+ * (loopback, so this machine's; checked to be a redis process). NAN when
+ * /proc cannot tell; then INFO cpu's figure is used.
+ */
+static long proc_pid[MAX_SERVERS];
+
+static double server_proc_cpu_us(int n)
+{
+	double ticks = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		char path[64], buf[1024], *p;
+		unsigned long ut, st;
+		size_t len;
+		FILE *f;
+
+		if (proc_pid[i] <= 0)
+			proc_pid[i] = servers[i].ours ? (long)servers[i].pid
+						      : server_process_id(&servers[i], NULL, 0);
+		snprintf(path, sizeof(path), "/proc/%ld/stat", proc_pid[i]);
+		if (proc_pid[i] <= 0 || (f = fopen(path, "r")) == NULL)
+			return server_cpu_us(n);
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		/* "pid (comm) state ppid pgrp session tty tpgid flags minflt
+		 * cminflt majflt cmajflt utime stime ..." */
+		if (strstr(buf, "(redis") == NULL || (p = strrchr(buf, ')')) == NULL ||
+				sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+						&ut, &st) != 2)
+			return server_cpu_us(n);
+		ticks += (double)ut + (double)st;
+	}
+	return ticks / (double)sysconf(_SC_CLK_TCK) * 1e6;
+}
+
+/* Pair latencies of the measured window, ns, growing as they come. */
+typedef struct lat_buf {
+	uint64_t *v;
+	long n, cap;
+} lat_buf;
+
+static void lat_push(lat_buf *b, uint64_t ns)
+{
+	if (b->n == b->cap) {
+		long cap = b->cap ? b->cap * 2 : 65536;
+		uint64_t *v = realloc(b->v, sizeof(*v) * (size_t)cap);
+
+		if (v == NULL)
+			die("out of memory");
+		b->v = v;
+		b->cap = cap;
+	}
+	b->v[b->n++] = ns;
+}
+
+/* Where a row stands at the start and at the end of its measured window. */
+typedef struct s6_snap {
+	uint64_t wall_ns;
+	double cpu_us, server_cpu_us, conns;
+	long done;
+} s6_snap;
+
+static void s6_snap_take(s6_snap *s, int n, long done)
+{
+	s->done = done;
+	s->wall_ns = now_ns();
+	s->cpu_us = cpu_us();
+	s->server_cpu_us = server_proc_cpu_us(n);
+	s->conns = server_connections(n);
+}
+
+/* A row's figures from its window: cycles completed between a and b. */
+static void s6_fill(result *r, const s6_snap *a, const s6_snap *b, lat_buf *lat)
+{
+	long ops = b->done - a->done;
+	double per = ops > 0 ? (double)ops : 1;
+
+	r->iters = ops;
+	r->wall_s = (double)(b->wall_ns - a->wall_ns) / 1e9;
+	r->cpu_us_total = b->cpu_us - a->cpu_us;
+	r->server_cpu_us_total = b->server_cpu_us - a->server_cpu_us;
+	r->ops_per_s = (double)ops / r->wall_s;
+	r->cpu_us_per_op = r->cpu_us_total / per;
+	r->server_cpu_us_per_op = r->server_cpu_us_total / per;
+	r->conns_per_op = (b->conns - a->conns) / per;
+	r->pair = dist_of(lat->v, lat->n);
+	free(lat->v);
+	memset(lat, 0, sizeof(*lat));
+}
+
+static void s6_sleep(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 typedef struct as_slot {
 	struct as_run *run;
 	dlock_lock *lock;                    /* a single lock's row, */
@@ -1486,40 +1600,45 @@ typedef struct as_slot {
 } as_slot;
 
 typedef struct as_run {
-	long started, done, errors, target;
-	uint64_t *lat;
+	long done, errors, inflight;
+	int measuring, stopping;
+	lat_buf lat;
 	dlock_loop *loop;
 } as_run;
 
 static void as_start(as_slot *s);
 
+/* A cycle ended (released, or not acquired): count it, start the next. */
+static void as_cycle_end(as_slot *s)
+{
+	as_run *run = s->run;
+
+	if (run->measuring)
+		lat_push(&run->lat, now_ns() - s->t0);
+	run->done++;
+	run->inflight--;
+	as_start(s);
+}
+
 static void as_released(dlock_op *op, const dlock_result *r, void *ud)
 {
 	as_slot *s = ud;
-	as_run *run = s->run;
 
 	(void)op;
-	if (r->code < 0 && run->errors++ < 3)
+	if (r->code < 0 && s->run->errors++ < 3)
 		note("  async release: %s\n", r->message);
-	if (run->lat != NULL)
-		run->lat[run->done] = now_ns() - s->t0;
-	run->done++;
-	as_start(s);
+	as_cycle_end(s);
 }
 
 static void as_acquired(dlock_op *op, const dlock_result *r, void *ud)
 {
 	as_slot *s = ud;
-	as_run *run = s->run;
 
 	(void)op;
 	if (r->code < 0) {
-		if (run->errors++ < 3)
+		if (s->run->errors++ < 3)
 			note("  async acquire: %s\n", r->message);
-		if (run->lat != NULL)
-			run->lat[run->done] = now_ns() - s->t0;
-		run->done++;
-		as_start(s);
+		as_cycle_end(s);
 		return;
 	}
 	if ((s->red != NULL ? dlock_redlock_release_async(NULL, s->red, s->owner, as_released, s)
@@ -1527,20 +1646,30 @@ static void as_acquired(dlock_op *op, const dlock_result *r, void *ud)
 		die("release_async: %s", dlock_errmsg_last());
 }
 
-/* The slot's next cycle, while cycles are left to start. */
+/* The slot's next cycle, unless the row is stopping. */
 static void as_start(as_slot *s)
 {
 	as_run *run = s->run;
 
-	if (run->started == run->target)
+	if (run->stopping)
 		return;
-	run->started++;
+	run->inflight++;
 	s->t0 = now_ns();
 	if ((s->red != NULL ? dlock_redlock_acquire_async(NULL, s->red, s->owner, 0, LEASE_MS,
 					      as_acquired, s)
 			    : dlock_lock_acquire_async(NULL, s->lock, s->owner, 0, LEASE_MS, as_acquired,
 					      s)) < 0)
 		die("acquire_async: %s", dlock_errmsg_last());
+}
+
+/* Drive the loop for `s` seconds (cycles keep starting themselves). */
+static void as_drive(as_run *run, double s)
+{
+	uint64_t end = now_ns() + (uint64_t)(s * 1e9);
+
+	while (now_ns() < end)
+		if (dlock_loop_run(run->loop, 10) < 0)
+			die("dlock_loop_run: %s", dlock_errmsg_last());
 }
 
 /* A RedLock named `what` over one member per client (the clients are shared,
@@ -1573,17 +1702,18 @@ static void redlock_free_with(dlock_redlock *r, dlock_lock **members, int n)
 		dlock_lock_free(members[j]);
 }
 
-/* (a) cycles acquire+release, `window` in flight, on one loop this thread
- * drives: single locks spread over the n servers, or (red) RedLocks over all n. */
-static result *async_row(int n, long cycles, long warm, int red)
+/* (a) acquire+release cycles, --async-window in flight, on one loop this
+ * thread drives: single locks spread over the n servers, or (red) RedLocks
+ * over all n; --async-warmup seconds, then --async-seconds measured. */
+static result *async_row(int n, int red)
 {
 	dlock_client *clients[MAX_SERVERS];
 	as_slot *slots = calloc((size_t)opt.async_window, sizeof(*slots));
+	s6_snap a, b;
 	as_run run;
-	uint64_t w0 = 0, w1 = 0;
-	double c0 = 0, c1 = 0, k0 = NAN, s0 = NAN;
+	uint64_t end;
 	result *r;
-	int i, pass;
+	int i;
 
 	if (slots == NULL)
 		die("out of memory");
@@ -1594,6 +1724,8 @@ static result *async_row(int n, long cycles, long warm, int red)
 		dlock_client_options co = tls_opts;
 
 		co.loop = run.loop;
+		if (opt.async_pool > 0)
+			co.pool_size = opt.async_pool;
 		if (dlock_client_open(&clients[i], servers[i].uri, &co) < 0)
 			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
 	}
@@ -1614,42 +1746,28 @@ static result *async_row(int n, long cycles, long warm, int red)
 		dlock_client_owner(slots[i].owner, sizeof(slots[i].owner), clients[i % n],
 				(uint64_t)i + 1);
 	}
-	/* Pass 0 warms up (connections, scripts), pass 1 is measured. */
-	for (pass = 0; pass < 2; pass++) {
-		long target = pass ? cycles : warm;
-
-		run.started = run.done = 0;
-		run.target = target;
-		run.lat = pass ? malloc(sizeof(uint64_t) * (size_t)(cycles ? cycles : 1)) : NULL;
-		if (pass && run.lat == NULL)
-			die("out of memory");
-		if (pass)
-			run.errors = 0;
-		k0 = server_connections(n);
-		s0 = server_cpu_us(n);
-		c0 = cpu_us();
-		w0 = now_ns();
-		for (i = 0; i < opt.async_window; i++)
-			as_start(&slots[i]);
-		while (run.done < target)
-			if (dlock_loop_run(run.loop, -1) < 0)
-				die("dlock_loop_run: %s", dlock_errmsg_last());
-		w1 = now_ns();
-		c1 = cpu_us();
-	}
+	for (i = 0; i < opt.async_window; i++)
+		as_start(&slots[i]);
+	as_drive(&run, opt.async_warmup);
+	s6_snap_take(&a, n, run.done);
+	run.measuring = 1;
+	run.errors = 0;
+	as_drive(&run, opt.async_seconds);
+	s6_snap_take(&b, n, run.done);
+	run.measuring = 0;
+	run.stopping = 1;
+	end = now_ns() + 30000000000ull; /* what is in flight ends within its timeouts */
+	while (run.inflight > 0 && now_ns() < end)
+		if (dlock_loop_run(run.loop, 100) < 0)
+			die("dlock_loop_run: %s", dlock_errmsg_last());
+	if (run.inflight > 0)
+		die("scenario 6: %ld async cycles still in flight 30 s after the window", run.inflight);
 	r = new_result(6, "async", red ? "redlock" : "acq+rel", n);
-	r->conns_per_op = (server_connections(n) - k0) / (double)cycles;
-	r->server_cpu_us_per_op = (server_cpu_us(n) - s0) / (double)cycles;
-	r->pair = dist_of(run.lat, cycles);
+	s6_fill(r, &a, &b, &run.lat);
 	r->errors = run.errors;
-	r->iters = cycles;
-	r->wall_s = (double)(w1 - w0) / 1e9;
-	r->cpu_us_total = c1 - c0;
-	r->ops_per_s = (double)cycles / r->wall_s;
-	r->cpu_us_per_op = r->cpu_us_total / (double)cycles;
-	snprintf(r->note, sizeof(r->note), "one loop thread, %d in flight, %s over %d server%s",
-			opt.async_window, red ? "RedLocks" : "single locks", n, n > 1 ? "s" : "");
-	free(run.lat);
+	snprintf(r->note, sizeof(r->note), "one loop thread, %d in flight, %s over %d server%s, "
+			"pool %d", opt.async_window, red ? "RedLocks" : "single locks", n, n > 1 ? "s" : "",
+			opt.async_pool > 0 ? opt.async_pool : tls_opts.pool_size);
 	for (i = 0; i < opt.async_window; i++) {
 		if (red)
 			redlock_free_with(slots[i].red, slots[i].members, n);
@@ -1667,43 +1785,53 @@ typedef struct bl_thread {
 	dlock_redlock *red;
 	dlock_lock *members[MAX_SERVERS];
 	pthread_t tid;
-	pthread_barrier_t *start;
-	long cycles, warm, errors;
-	uint64_t *lat;
+	atomic_int *measuring, *stop;
+	atomic_long done;
+	long errors;
+	lat_buf lat;
 } bl_thread;
 
+/* Cycles until told to stop; latencies and errors of the measured window. */
 static void *bl_main(void *p)
 {
 	bl_thread *t = p;
 	dl_ctx c = { t->lock, t->red, 3 };
 	int (*pair)(void *, uint64_t *) = t->red != NULL ? dl_red_pair : dl_single_pair;
 	uint64_t ta;
-	long i;
 
-	for (i = 0; i < t->warm; i++)
-		pair(&c, &ta);
-	pthread_barrier_wait(t->start);
-	for (i = 0; i < t->cycles; i++) {
+	while (!atomic_load_explicit(t->stop, memory_order_relaxed)) {
 		uint64_t t0 = now_ns();
+		int rc = pair(&c, &ta);
 
-		if (pair(&c, &ta) < 0)
-			t->errors++;
-		t->lat[i] = now_ns() - t0;
+		if (atomic_load_explicit(t->measuring, memory_order_relaxed)) {
+			lat_push(&t->lat, now_ns() - t0);
+			t->errors += rc < 0;
+		}
+		atomic_fetch_add_explicit(&t->done, 1, memory_order_relaxed);
 	}
-	pthread_barrier_wait(t->start);
 	return NULL;
 }
 
-/* (b) the same cycles with the blocking API, `nthreads` threads sharing one client per server. */
-static result *blocking_row(int n, long cycles, long warm, int red)
+static long bl_done(bl_thread *th, int nth)
+{
+	long total = 0;
+	int i;
+
+	for (i = 0; i < nth; i++)
+		total += atomic_load_explicit(&th[i].done, memory_order_relaxed);
+	return total;
+}
+
+/* (b) the same cycles with the blocking API: --async-threads threads, each on
+ * names of its own, sharing one default client (its own thread) per server. */
+static result *blocking_row(int n, int red)
 {
 	int nth = opt.async_threads, i;
 	dlock_client *clients[MAX_SERVERS];
 	bl_thread *th = calloc((size_t)nth, sizeof(*th));
-	pthread_barrier_t start;
-	uint64_t *all, w0, w1;
-	double c0, c1, k0, k1, s0, s1;
-	long total = 0, k = 0;
+	atomic_int measuring = 0, stop = 0;
+	lat_buf all = { NULL, 0, 0 };
+	s6_snap a, b;
 	result *r;
 
 	if (th == NULL)
@@ -1711,7 +1839,6 @@ static result *blocking_row(int n, long cycles, long warm, int red)
 	for (i = 0; i < n; i++)
 		if (dlock_client_open(&clients[i], servers[i].uri, &tls_opts) < 0)
 			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
-	pthread_barrier_init(&start, NULL, (unsigned)nth + 1);
 	for (i = 0; i < nth; i++) {
 		char what[48], name[128];
 
@@ -1721,69 +1848,226 @@ static result *blocking_row(int n, long cycles, long warm, int red)
 			th[i].red = redlock_over(clients, n, what, th[i].members);
 		else if (dlock_lock_new(&th[i].lock, clients[i % n], name, NULL) < 0)
 			die("dlock_lock_new: %s", dlock_errmsg_last());
-		th[i].start = &start;
-		th[i].cycles = cycles / nth + (i < cycles % nth);
-		th[i].warm = warm / nth;
-		th[i].lat = malloc(sizeof(uint64_t) * (size_t)(th[i].cycles ? th[i].cycles : 1));
-		if (th[i].lat == NULL || pthread_create(&th[i].tid, NULL, bl_main, &th[i]) != 0)
-			die("out of memory or threads");
+		th[i].measuring = &measuring;
+		th[i].stop = &stop;
+		if (pthread_create(&th[i].tid, NULL, bl_main, &th[i]) != 0)
+			die("pthread_create failed");
 	}
-	pthread_barrier_wait(&start); /* all warmed up */
-	k0 = server_connections(n);
-	s0 = server_cpu_us(n);
-	c0 = cpu_us();
-	w0 = now_ns();
-	pthread_barrier_wait(&start); /* all done */
-	w1 = now_ns();
-	c1 = cpu_us();
-	k1 = server_connections(n);
-	s1 = server_cpu_us(n);
-	all = malloc(sizeof(*all) * (size_t)(cycles ? cycles : 1));
+	s6_sleep(opt.async_warmup);
+	s6_snap_take(&a, n, bl_done(th, nth));
+	atomic_store(&measuring, 1);
+	s6_sleep(opt.async_seconds);
+	s6_snap_take(&b, n, bl_done(th, nth));
+	atomic_store(&measuring, 0);
+	atomic_store(&stop, 1);
 	r = new_result(6, "block", red ? "redlock" : "acq+rel", n);
 	for (i = 0; i < nth; i++) {
+		long j;
+
 		pthread_join(th[i].tid, NULL);
-		memcpy(all + k, th[i].lat, sizeof(*all) * (size_t)th[i].cycles);
-		k += th[i].cycles;
-		total += th[i].cycles;
+		for (j = 0; j < th[i].lat.n; j++)
+			lat_push(&all, th[i].lat.v[j]);
+		free(th[i].lat.v);
 		r->errors += th[i].errors;
-		free(th[i].lat);
 		if (red)
 			redlock_free_with(th[i].red, th[i].members, n);
 		dlock_lock_free(th[i].lock);
 	}
+	s6_fill(r, &a, &b, &all);
 	r->threads = nth;
-	r->conns_per_op = (k1 - k0) / (double)(total ? total : 1);
-	r->server_cpu_us_per_op = (s1 - s0) / (double)(total ? total : 1);
-	r->pair = dist_of(all, total);
-	r->iters = total;
-	r->wall_s = (double)(w1 - w0) / 1e9;
-	r->cpu_us_total = c1 - c0;
-	r->ops_per_s = (double)total / r->wall_s;
-	r->cpu_us_per_op = r->cpu_us_total / (double)(total ? total : 1);
 	snprintf(r->note, sizeof(r->note), "%d threads, %s, one client per server", nth,
 			red ? "dlock_redlock_try + dlock_redlock_unlock" : "dlock_lock_try + dlock_lock_unlock");
-	free(all);
 	free(th);
-	pthread_barrier_destroy(&start);
 	for (i = 0; i < n; i++)
 		dlock_client_free(clients[i]);
 	return r;
 }
 
+/*
+ * (c) The pipelined floor: what pipelining alone gives one thread. The
+ * same acquire and release scripts (EVALSHA, dlock's argument shapes) over
+ * bare hiredis, one connection per server, --async-window cycles per round:
+ * every acquire of the round written at once, every reply read in order,
+ * then every release the same way. Single locks spread over the n servers.
+ */
+typedef struct fp_name {
+	char name[128], channel[160];
+	size_t name_len, channel_len;
+} fp_name;
+
+/* Write what is appended on each context, then read one reply per name. */
+static int fp_batch(floor_ctx *fc, int n, int k, const char *what)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++)
+		if (floor_flush(&fc[i]) < 0)
+			return -1;
+	for (i = 0; i < k; i++) {
+		floor_ctx *f = &fc[i % n];
+		redisReply *r = NULL;
+
+		if (redisGetReply(f->c[0], (void **)&r) != REDIS_OK)
+			return floor_fail(f, what, f->c[0], NULL);
+		if (r->type == REDIS_REPLY_ERROR)
+			bad = floor_fail(f, what, f->c[0], r);
+		freeReplyObject(r);
+	}
+	return bad;
+}
+
+/* One round: k acquires, then k releases; 0 or -1. */
+static int fp_round(floor_ctx *fc, int n, const fp_name *nm, int k)
+{
+	int i;
+
+	for (i = 0; i < k; i++) {
+		floor_ctx *f = &fc[i % n];
+		const char *argv[7] = { "EVALSHA", f->acq_sha, "1", nm[i].name, LEASE_S, f->owner, "0" };
+		size_t lens[7] = { 7, 40, 1, nm[i].name_len, sizeof(LEASE_S) - 1, strlen(f->owner), 1 };
+
+		redisAppendCommandArgv(f->c[0], 7, argv, lens);
+	}
+	if (fp_batch(fc, n, k, "pipelined acquire") < 0)
+		return -1;
+	for (i = 0; i < k; i++) {
+		floor_ctx *f = &fc[i % n];
+		const char *argv[10] = { "EVALSHA", f->rel_sha, "2", nm[i].name, nm[i].channel, "0",
+			LEASE_S, f->owner, "1", "0" };
+		size_t lens[10] = { 7, 40, 1, nm[i].name_len, nm[i].channel_len, 1,
+			sizeof(LEASE_S) - 1, strlen(f->owner), 1, 1 };
+
+		redisAppendCommandArgv(f->c[0], 10, argv, lens);
+	}
+	return fp_batch(fc, n, k, "pipelined release");
+}
+
+static result *floor_pipelined_row(int n)
+{
+	int k = opt.async_window, i;
+	floor_ctx *fc = calloc((size_t)n, sizeof(*fc));
+	fp_name *nm = calloc((size_t)k, sizeof(*nm));
+	lat_buf lat = { NULL, 0, 0 };
+	long done = 0, errors = 0;
+	uint64_t end;
+	s6_snap a, b;
+	result *r;
+
+	if (fc == NULL || nm == NULL)
+		die("out of memory");
+	for (i = 0; i < n; i++)
+		floor_init(&fc[i], &i, 1, -1, "unused", 1000, 1000);
+	for (i = 0; i < k; i++) {
+		char what[48];
+
+		snprintf(what, sizeof(what), "s6-floor-n%d-%d", n, i);
+		lock_name(nm[i].name, sizeof(nm[i].name), what);
+		nm[i].name_len = strlen(nm[i].name);
+		nm[i].channel_len = (size_t)snprintf(nm[i].channel, sizeof(nm[i].channel),
+				"redisson_lock__channel:{%s}", nm[i].name);
+	}
+	end = now_ns() + (uint64_t)(opt.async_warmup * 1e9);
+	while (now_ns() < end)
+		fp_round(fc, n, nm, k);
+	s6_snap_take(&a, n, 0);
+	end = now_ns() + (uint64_t)(opt.async_seconds * 1e9);
+	while (now_ns() < end) {
+		uint64_t t0 = now_ns(), t1;
+
+		errors += fp_round(fc, n, nm, k) < 0;
+		t1 = now_ns();
+		for (i = 0; i < k; i++)
+			lat_push(&lat, t1 - t0);
+		done += k;
+	}
+	s6_snap_take(&b, n, done);
+	r = new_result(6, "floor", "pipelined", n);
+	s6_fill(r, &a, &b, &lat);
+	r->errors = errors;
+	snprintf(r->note, sizeof(r->note), "bare hiredis, one thread, %d per round pipelined on "
+			"one connection per server", k);
+	for (i = 0; i < n; i++)
+		floor_free(&fc[i]);
+	free(fc);
+	free(nm);
+	return r;
+}
+
+/* The rows measured, for the table at the end. */
+typedef struct s6_row {
+	result *a, *b, *f; /* async, blocking, the pipelined floor (NULL for RedLocks) */
+	int red;
+} s6_row;
+
+static s6_row s6_rows[16];
+static int s6_nrows;
+
 /* One pair of rows: async against blocking, and their ratios. */
 static void scenario6_pair(int n, int red)
 {
-	result *a = async_row(n, opt.iterations, opt.warmup, red), *b;
+	result *a = async_row(n, red), *b, *f = NULL;
 
 	print_result(a);
 	if (opt.async_threads == 0)
 		return; /* profiling the loop alone */
-	b = blocking_row(n, opt.iterations, opt.warmup, red);
+	b = blocking_row(n, red);
 	print_result(b);
+	if (!red) {
+		f = floor_pipelined_row(n);
+		print_result(f);
+	}
 	note("  async/blocking n=%d%s: acquisitions/s x%.2f, CPU per acquisition x%.2f "
 			"(%.1f against %.1f us)\n",
 			n, red ? " RedLock" : "", a->ops_per_s / b->ops_per_s,
 			a->cpu_us_per_op / b->cpu_us_per_op, a->cpu_us_per_op, b->cpu_us_per_op);
+	if (s6_nrows < (int)(sizeof(s6_rows) / sizeof(s6_rows[0])))
+		s6_rows[s6_nrows++] = (s6_row){ a, b, f, red };
+}
+
+static const char *pass_fail(int ok)
+{
+	return ok ? "PASS" : "FAIL";
+}
+
+/* The rows side by side, their ratios and the two targets. */
+static void scenario6_table(void)
+{
+	int i;
+
+	if (s6_nrows == 0)
+		return;
+	note("\n| servers | locks | async acq/s | threads acq/s | ratio | async CPU us/acq | "
+			"threads CPU us/acq | ratio | async server CPU us/acq | threads server CPU "
+			"us/acq | ratio client+server | async p50 / p99 us | threads p50 / p99 us | "
+			"errors | acq/s >= %.1fx | CPU <= %.1fx | pipelined floor acq/s (x threads), "
+			"CPU + server CPU us/acq |\n", S6_RATE_TARGET, S6_CPU_TARGET);
+	note("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|---|\n");
+	for (i = 0; i < s6_nrows; i++) {
+		const result *a = s6_rows[i].a, *b = s6_rows[i].b, *f = s6_rows[i].f;
+		double rate = a->ops_per_s / b->ops_per_s, cpu = a->cpu_us_per_op / b->cpu_us_per_op;
+		double tot = (a->cpu_us_per_op + a->server_cpu_us_per_op) /
+			(b->cpu_us_per_op + b->server_cpu_us_per_op);
+		char floor_cell[96] = "-";
+
+		if (f != NULL)
+			snprintf(floor_cell, sizeof(floor_cell), "%.0f (%.2fx), %.1f + %.1f",
+					f->ops_per_s, f->ops_per_s / b->ops_per_s, f->cpu_us_per_op,
+					f->server_cpu_us_per_op);
+		note("| %d | %s | %.0f | %.0f | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.1f | %.2fx | "
+				"%.0f / %.0f | %.0f / %.0f | %ld / %ld | %s | %s | %s |\n",
+				a->servers, s6_rows[i].red ? "RedLock over all" : "single, spread",
+				a->ops_per_s, b->ops_per_s, rate, a->cpu_us_per_op, b->cpu_us_per_op, cpu,
+				a->server_cpu_us_per_op, b->server_cpu_us_per_op, tot, a->pair.p50,
+				a->pair.p99, b->pair.p50, b->pair.p99, a->errors, b->errors,
+				pass_fail(rate >= S6_RATE_TARGET), pass_fail(cpu <= S6_CPU_TARGET), floor_cell);
+	}
+	note("\n(async: one loop thread, %d cycles in flight; threads: %d blocking threads; "
+			"%g s measured after %g s of warm-up per row; CPU = this process's user+sys, "
+			"server CPU = the redis-servers' utime+stime; the rate target is the issue's for "
+			"1 server; the pipelined floor: bare hiredis, the same scripts, %d per round "
+			"written at once on one connection per server)\n",
+			opt.async_window, opt.async_threads, opt.async_seconds, opt.async_warmup,
+			opt.async_window);
 }
 
 static void scenario6(void)
@@ -1791,9 +2075,10 @@ static void scenario6(void)
 	int i;
 
 	note("scenario 6: asynchronous (one loop thread, %d in flight) against blocking (%d threads): "
-			"acquire+release (wait 0) on distinct uncontended names, %ld per row: single "
-			"locks (RLock) spread over the servers, then RedLocks over all of them (3 or more)\n",
-			opt.async_window, opt.async_threads, opt.iterations);
+			"acquire+release (wait 0) on distinct uncontended names, %g s per row after "
+			"%g s of warm-up: single locks (RLock) spread over the servers, then RedLocks "
+			"over all of them (3 or more)\n",
+			opt.async_window, opt.async_threads, opt.async_seconds, opt.async_warmup);
 	for (i = 0; i < opt.nasync_counts; i++) {
 		int n = opt.async_counts[i];
 
@@ -1805,6 +2090,7 @@ static void scenario6(void)
 		if (n >= 3)
 			scenario6_pair(n, 1);
 	}
+	scenario6_table();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1909,8 +2195,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: dlock-bench [options]\n"
 "  --scenario LIST        scenarios to run, e.g. 1,2,5 (default 1,2,3,4,5,6; 7 on request)\n"
-"  --iterations N         lock+unlock pairs for scenarios 1 and 2, acquire+release\n"
-"                         cycles per row of scenario 6 (default 20000)\n"
+"  --iterations N         lock+unlock pairs for scenarios 1 and 2 (default 20000)\n"
 "  --iterations-paused N  pairs for scenario 5, per phase (default 300)\n"
 "  --warmup N             warm-up pairs before each loop (default 2000)\n"
 "  --warmup-paused N      warm-up pairs in scenario 5, per phase (default 20)\n"
@@ -1922,6 +2207,10 @@ static void usage(FILE *f)
 "  --async-threads N      scenario 6: threads of the blocking row (default 8; 0: no\n"
 "                         blocking row, to profile the loop alone)\n"
 "  --async-servers LIST   scenario 6: server counts (default 1,5)\n"
+"  --async-seconds S      scenario 6: seconds measured per row (default 10)\n"
+"  --async-warmup S       scenario 6: seconds of warm-up before each (default 2)\n"
+"  --async-pool N         scenario 6: pool_size of the async row's clients (default:\n"
+"                         dlock's, 8), to see what more connections change\n"
 "  --block N              dlock and floor alternate every N pairs (default 500)\n"
 "  --uris U1,U2,...       use these servers (redis://127.0.0.1:PORT) instead of\n"
 "                         starting 5 redis-servers\n"
@@ -1966,6 +2255,9 @@ int main(int argc, char **argv)
 		{ "async-window", required_argument, NULL, 'K' },
 		{ "async-threads", required_argument, NULL, 'A' },
 		{ "async-servers", required_argument, NULL, 'Y' },
+		{ "async-seconds", required_argument, NULL, 'E' },
+		{ "async-warmup", required_argument, NULL, 'F' },
+		{ "async-pool", required_argument, NULL, 'G' },
 		{ "block", required_argument, NULL, 'B' },
 		{ "uris", required_argument, NULL, 'u' },
 		{ "tls-ca", required_argument, NULL, 'T' },
@@ -2007,6 +2299,9 @@ int main(int argc, char **argv)
 		case 'K': opt.async_window = atoi(optarg); break;
 		case 'A': opt.async_threads = atoi(optarg); break;
 		case 'Y': parse_list(optarg, opt.async_counts, 8, &opt.nasync_counts); break;
+		case 'E': opt.async_seconds = atof(optarg); break;
+		case 'F': opt.async_warmup = atof(optarg); break;
+		case 'G': opt.async_pool = atoi(optarg); break;
 		case 'B': opt.block = atol(optarg); break;
 		case 'u': {
 			char *copy = strdup(optarg), *tok, *save = NULL;
@@ -2033,7 +2328,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc || opt.iterations < 1 || opt.iterations_paused < 1 || opt.warmup < 0 || opt.warmup_paused < 0 ||
 	    opt.duration <= 0 || opt.handoffs < 1 || opt.block < 1 || opt.async_window < 1 ||
-	    opt.async_threads < 0 || opt.async_threads > 256) {
+	    opt.async_threads < 0 || opt.async_threads > 256 || !(opt.async_seconds > 0) ||
+	    !(opt.async_warmup >= 0) || opt.async_pool < 0 || opt.async_pool > 1024) {
 		usage(stderr);
 		return 2;
 	}
