@@ -146,8 +146,10 @@ void dl_note(dlock_op *op, const dlock_result *r, void *ud);
 dlock_client *dl_client_on(dlock_loop *loop, const char *label);
 
 /* The op started (rc 0, no callback from inside the call): drive the loop
- * to its one callback, 10 s at most. */
+ * to its one callback, 10 s at most. dl_drive: the driving alone (an op
+ * whose callback may have come while the loop ran for another). */
 void dl_wait_one(dlock_loop *loop, int rc, const dl_outcome *o);
+void dl_drive(dlock_loop *loop, const dl_outcome *o);
 
 /* Turn the loop 200 ms more: no second callback comes. */
 void dl_no_second(dlock_loop *loop, const dl_outcome *o);
