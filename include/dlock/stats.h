@@ -76,13 +76,16 @@ typedef void (*dlock_stat_event_cb)(const dlock_stat_event *ev, void *ud);
 DLOCK_EXTERN const char *dlock_stat_event_type_str(int type);
 
 /**
- * Fixed histogram buckets: counts[i] counts values <= dlock_stat_bounds_us[i]
+ * Fixed histogram buckets: counts[i] counts values <= dlock_stat_bounds_us()[i]
  * (not cumulative), counts[DLOCK_STAT_BUCKETS - 1] the rest (+Inf).
  * Bounds: 100 us, 250 us, 500 us, 1 ms, 2.5, 5, 10, 25, 50, 100, 250, 500 ms,
  * 1 s, 2.5 s, 5 s, 10 s, 30 s, 1 min, 5 min, 30 min, +Inf.
  */
 #define DLOCK_STAT_BUCKETS 21
-DLOCK_EXTERN extern const int64_t dlock_stat_bounds_us[DLOCK_STAT_BUCKETS - 1];
+
+/** The DLOCK_STAT_BUCKETS - 1 finite bounds above, in microseconds, ascending
+ *  (static: valid for the program's life). */
+DLOCK_EXTERN const int64_t *dlock_stat_bounds_us(void);
 
 typedef struct dlock_stat_histogram {
 	uint64_t count;

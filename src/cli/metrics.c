@@ -138,7 +138,7 @@ static void histogram_samples(FILE *out, const char *metric, const char *name, c
 	for (i = 0; i < DLOCK_STAT_BUCKETS; i++) {
 		cumulative += h->counts[i];
 		if (i + 1 < DLOCK_STAT_BUCKETS)
-			snprintf(le, sizeof(le), "le=\"%.6g\"", (double)dlock_stat_bounds_us[i] / 1e6);
+			snprintf(le, sizeof(le), "le=\"%.6g\"", (double)dlock_stat_bounds_us()[i] / 1e6);
 		else
 			snprintf(le, sizeof(le), "le=\"+Inf\"");
 		fputs(m, out);

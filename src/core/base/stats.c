@@ -4,10 +4,15 @@
 
 #include "core/base/stats.h"
 
-const int64_t dlock_stat_bounds_us[DLOCK_STAT_BUCKETS - 1] = {
+static const int64_t stat_bounds_us[DLOCK_STAT_BUCKETS - 1] = {
 	100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
 	1000000, 2500000, 5000000, 10000000, 30000000, 60000000, 300000000, 1800000000,
 };
+
+const int64_t *dlock_stat_bounds_us(void)
+{
+	return stat_bounds_us;
+}
 
 int dlock__stat_bucket(int64_t us)
 {
@@ -17,7 +22,7 @@ int dlock__stat_bucket(int64_t us)
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
 
-		if (us <= dlock_stat_bounds_us[mid])
+		if (us <= stat_bounds_us[mid])
 			hi = mid;
 		else
 			lo = mid + 1;
