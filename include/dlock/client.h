@@ -130,7 +130,7 @@ typedef struct dlock_client_options {
 	/** Called for each event (dlock/stats.h); NULL (default): none. */
 	dlock_stat_event_cb on_event;
 	/** Passed to on_event. */
-	void *event_ud;
+	void *event_userdata;
 	/** Make an acquisition count only once it is on disk: the primary
 	 *  fsynced it to its append-only file and this many replicas did to
 	 *  theirs (WAITAOF 1 sync_aof, Redis 7.2+, `appendonly yes` on each),

@@ -174,7 +174,7 @@ static inline int dlock_event_new(dlock_event **out, struct event_base *base)
 	}
 	o.watch_fd = dlock_event__watch_fd;
 	o.set_timer = dlock_event__set_timer;
-	o.data = de;
+	o.userdata = de;
 	rc = dlock_loop_new(&de->loop, &o); /* watches its wake-up descriptor */
 	if (rc == 0 && de->error != 0) {
 		dlock_loop_free(de->loop);

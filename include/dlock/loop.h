@@ -45,13 +45,13 @@ typedef struct dlock_loop_options {
 	 *  on, replacing what was asked for it before; `what` 0: stop watching
 	 *  it (it may be closed right after). When it is ready, call
 	 *  dlock_loop_fd_ready(). NULL (with set_timer NULL): use dlock_loop_fd(). */
-	void (*watch_fd)(void *data, int fd, int what);
+	void (*watch_fd)(void *userdata, int fd, int what);
 	/** Call dlock_loop_timeout() once `ms` milliseconds have passed (0: as
 	 *  soon as you can, from your loop, not from within this callback),
 	 *  replacing any timer set before; -1: no timer is needed. */
-	void (*set_timer)(void *data, int64_t ms);
+	void (*set_timer)(void *userdata, int64_t ms);
 	/** Passed to both callbacks. */
-	void *data;
+	void *userdata;
 } dlock_loop_options;
 
 #define DLOCK_LOOP_OPTIONS_INIT { DLOCK_LOOP_OPTIONS_VERSION, NULL, NULL, NULL }

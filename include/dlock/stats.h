@@ -70,7 +70,7 @@ typedef struct dlock_stat_event {
 	int members;       /**< members asked (1 for a single lock) */
 } dlock_stat_event;
 
-typedef void (*dlock_stat_event_cb)(const dlock_stat_event *ev, void *ud);
+typedef void (*dlock_stat_event_cb)(const dlock_stat_event *ev, void *userdata);
 
 /** A short, fixed name of an event type ("acquired", "node-down", ...). */
 DLOCK_EXTERN const char *dlock_stat_event_type_str(int type);

@@ -227,7 +227,7 @@ static inline int dlock_uv_new(dlock_uv **out, uv_loop_t *uv)
 	du->open_handles = 1;
 	o.watch_fd = dlock_uv__watch_fd;
 	o.set_timer = dlock_uv__set_timer;
-	o.data = du;
+	o.userdata = du;
 	rc = dlock_loop_new(&du->loop, &o); /* watches its wake-up descriptor */
 	if (rc == 0 && du->error != 0) {
 		dlock_loop_free(du->loop);

@@ -90,7 +90,7 @@ static inline dlock_client *hooked_client(const char *uri, recorder *r, int64_t 
 	if (watchdog_ms > 0)
 		o.watchdog_timeout_ms = watchdog_ms;
 	o.on_event = on_event;
-	o.event_ud = r;
+	o.event_userdata = r;
 	return dl_client_opts(uri, &o);
 }
 

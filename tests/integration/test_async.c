@@ -257,7 +257,7 @@ Test(async, a_loop_driven_by_callbacks_runs_contended_acquisitions)
 
 	lo.watch_fd = watch_fd;
 	lo.set_timer = set_timer;
-	lo.data = &h;
+	lo.userdata = &h;
 	dl_pass(dlock_loop_new(&loop, &lo));
 	c = client_on(loop);
 	l = dl_lock(c, "async:hooks");

@@ -30,7 +30,7 @@ static void members_up(rh_server **s, dlock_client **c, dlock_lock **m, int n, c
 			o.watchdog_timeout_ms = watchdog_ms;
 		o.lazy_connect = 1;
 		o.on_event = on_event;
-		o.event_ud = r;
+		o.event_userdata = r;
 		c[i] = dl_client_opts(rh_server_uri(s[i]), &o);
 		m[i] = dl_lock(c[i], name);
 	}

@@ -31,7 +31,7 @@ static const dlock__field fields[] = {
 	DLOCK__FIELD(dlock_client_options, label, 6),
 	DLOCK__FIELD(dlock_client_options, command, 6),
 	DLOCK__FIELD(dlock_client_options, on_event, 6),
-	DLOCK__FIELD(dlock_client_options, event_ud, 6),
+	DLOCK__FIELD(dlock_client_options, event_userdata, 6),
 	DLOCK__FIELD(dlock_client_options, sync_aof, 6),
 };
 static const dlock_client_options defaults = DLOCK_CLIENT_OPTIONS_INIT;

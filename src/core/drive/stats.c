@@ -13,7 +13,7 @@
 
 static void emit(dlock_client *c, const dlock_stat_event *ev)
 {
-	c->opts.on_event(ev, c->opts.event_ud);
+	c->opts.on_event(ev, c->opts.event_userdata);
 }
 
 /* A fresh event of `type` (the rest 0/NULL). */

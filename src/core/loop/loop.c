@@ -59,7 +59,7 @@ static void tell_fd(dlock__loop *l, int fd, short events, int op)
 	int what = ((events & POLLIN) ? DLOCK_POLL_IN : 0) | ((events & POLLOUT) ? DLOCK_POLL_OUT : 0);
 
 	if (l->backend == DLOCK__HOOKS) {
-		l->hooks.watch_fd(l->hooks.data, fd, op == EPOLL_CTL_DEL ? 0 : what);
+		l->hooks.watch_fd(l->hooks.userdata, fd, op == EPOLL_CTL_DEL ? 0 : what);
 	} else if (l->backend == DLOCK__EPOLL) {
 		struct epoll_event ev;
 
@@ -84,7 +84,7 @@ static void tell_timer(dlock__loop *l)
 		return;
 	l->timer_asked = due;
 	if (l->backend == DLOCK__HOOKS) {
-		l->hooks.set_timer(l->hooks.data, due == DLOCK__NEVER ? -1 : dlock__ms_until(due));
+		l->hooks.set_timer(l->hooks.userdata, due == DLOCK__NEVER ? -1 : dlock__ms_until(due));
 	} else {
 		struct itimerspec its;
 		int64_t ms = due == DLOCK__NEVER ? 0 : dlock__ms_until(due);

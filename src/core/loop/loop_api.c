@@ -58,7 +58,7 @@ static void use_hooks(dlock__loop *l, const dlock_loop_options *o)
 	l->hooks = *o;
 	l->backend = DLOCK__HOOKS;
 	for (i = 0; i < l->nios; i++)
-		o->watch_fd(o->data, l->ios[i]->fd, DLOCK_POLL_IN);
+		o->watch_fd(o->userdata, l->ios[i]->fd, DLOCK_POLL_IN);
 	dlock__loop_index(l);
 }
 
