@@ -97,6 +97,16 @@ DLOCK_EXTERN int dlock_loop_fd(const dlock_loop *loop);
  */
 DLOCK_EXTERN int dlock_loop_run(dlock_loop *loop, int64_t timeout_ms);
 
+/**
+ * The one-line message of the most recent failure of a dlock_loop_* call on
+ * this loop, from any thread ("" if none); a copy owned by the calling
+ * thread, valid until its next dlock call.
+ */
+DLOCK_EXTERN const char *dlock_loop_errmsg(const dlock_loop *loop);
+
+/** dlock_loop_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
+DLOCK_EXTERN size_t dlock_loop_errmsg_r(char *buf, size_t len, const dlock_loop *loop);
+
 #ifdef __cplusplus
 }
 #endif

@@ -302,8 +302,15 @@ DLOCK_EXTERN int64_t dlock_semaphore_info_waiters(const dlock_semaphore_info *in
 /** Free a dlock_semaphore_query() answer. Accepts NULL. */
 DLOCK_EXTERN void dlock_semaphore_info_free(dlock_semaphore_info *info);
 
-/** The one-line message of the most recent failure on this handle ("" if none). */
+/**
+ * The one-line message of the most recent failure on this handle, from any
+ * thread ("" if none); a copy owned by the calling thread, valid until its
+ * next dlock call.
+ */
 DLOCK_EXTERN const char *dlock_semaphore_errmsg(const dlock_semaphore *sem);
+
+/** dlock_semaphore_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
+DLOCK_EXTERN size_t dlock_semaphore_errmsg_r(char *buf, size_t len, const dlock_semaphore *sem);
 
 #ifdef __cplusplus
 }

@@ -169,6 +169,11 @@ const char *dlock_semaphore_errmsg(const dlock_semaphore *s)
 	return s ? dlock__errbuf_read(&s->err) : "";
 }
 
+size_t dlock_semaphore_errmsg_r(char *buf, size_t len, const dlock_semaphore *s)
+{
+	return s ? dlock__errbuf_read_r(buf, len, &s->err) : dlock__copy_msg(buf, len, "");
+}
+
 /* Keys count and channel (and the timeouts of an expirable one when `all`). */
 void dlock__sem_push_keys(dlock_semaphore *s, dlock__call *call, dlock__script *script, int all)
 {

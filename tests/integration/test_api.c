@@ -173,3 +173,68 @@ Test(api, allocator_needs_a_known_version)
 	cr_assert_eq(dlock_set_allocator(&a), 0);
 	cr_assert_eq(dlock_set_allocator(NULL), 0);
 }
+
+static void no_watch(void *userdata, int fd, int what)
+{
+	(void)userdata;
+	(void)fd;
+	(void)what;
+}
+
+static void no_timer(void *userdata, int64_t ms)
+{
+	(void)userdata;
+	(void)ms;
+}
+
+Test(api, loop_keeps_the_message_of_its_last_failure)
+{
+	dlock_loop_options o = DLOCK_LOOP_OPTIONS_INIT;
+	dlock_loop *hooked = NULL, *own = NULL;
+	char big[512], small[8];
+	size_t n;
+
+	o.watch_fd = no_watch;
+	o.set_timer = no_timer;
+	cr_assert_eq(dlock_loop_new(&hooked, &o), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_loop_new(&own, NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_str_eq(dlock_loop_errmsg(hooked), "", "no failure yet");
+	cr_assert_eq(dlock_loop_run(hooked, 0), DLOCK_EINVAL, "a loop with callbacks is not run");
+	(void)dlock_errmsg_last_r(big, sizeof(big));
+	cr_assert_eq(dlock_loop_run(own, 0), 0, "another loop's call clears the thread's message");
+	cr_assert_neq(strstr(dlock_loop_errmsg(hooked), "without callbacks"), NULL, "%s",
+			dlock_loop_errmsg(hooked));
+	cr_assert_str_eq(dlock_loop_errmsg(hooked), big, "the loop keeps what the call said");
+	cr_assert_str_eq(dlock_loop_errmsg(own), "");
+	n = dlock_loop_errmsg_r(big, sizeof(big), hooked);
+	cr_assert_eq(n, strlen(big));
+	cr_assert_eq(dlock_loop_errmsg_r(small, sizeof(small), hooked), n, "the full length");
+	cr_assert_eq(strlen(small), sizeof(small) - 1, "truncated and terminated");
+	cr_assert_eq(dlock_loop_errmsg_r(small, sizeof(small), NULL), 0);
+	cr_assert_str_eq(small, "");
+	dlock_loop_free(own);
+	dlock_loop_free(hooked);
+}
+
+Test(api, semaphore_errmsg_r_copies_the_handle_message)
+{
+	dlock_client *c = NULL;
+	dlock_semaphore *s = NULL;
+	char big[512], small[8];
+	size_t n;
+
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_semaphore_new(&s, c, "api-sem-msg", NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_semaphore_errmsg_r(big, sizeof(big), s), 0, "no failure yet");
+	cr_assert_str_eq(big, "");
+	cr_assert_eq(dlock_semaphore_available(NULL, s), DLOCK_EINVAL);
+	n = dlock_semaphore_errmsg_r(big, sizeof(big), s);
+	cr_assert_neq(strstr(big, "out is NULL"), NULL, "%s", big);
+	cr_assert_eq(n, strlen(big));
+	cr_assert_str_eq(big, dlock_semaphore_errmsg(s));
+	cr_assert_eq(dlock_semaphore_errmsg_r(small, sizeof(small), s), n, "the full length");
+	cr_assert_eq(strlen(small), sizeof(small) - 1, "truncated and terminated");
+	cr_assert_eq(dlock_semaphore_errmsg_r(NULL, 0, s), n, "a NULL buffer asks for the length");
+	dlock_semaphore_free(s);
+	cr_assert_eq(dlock_client_close(c), 0);
+}

@@ -457,6 +457,7 @@ void dlock__loop_init_quiet(dlock__loop *l)
 	l->heap_cap = DLOCK__LOOP_INLINE;
 	l->wake_io.slot = NOWHERE;
 	pthread_mutex_init(&l->post_mu, NULL);
+	(void)dlock__errbuf_init(&l->err);
 }
 
 int dlock__loop_wakeable(dlock__loop *l)
@@ -488,8 +489,10 @@ int dlock__loop_init(dlock__loop *l)
 	int rc;
 
 	dlock__loop_init_quiet(l);
-	if ((rc = dlock__loop_wakeable(l)) < 0)
+	if ((rc = dlock__loop_wakeable(l)) < 0) {
 		pthread_mutex_destroy(&l->post_mu);
+		dlock__errbuf_destroy(&l->err);
+	}
 	return rc;
 }
 
@@ -503,6 +506,7 @@ void dlock__loop_destroy(dlock__loop *l)
 		close(l->epfd);
 	}
 	pthread_mutex_destroy(&l->post_mu);
+	dlock__errbuf_destroy(&l->err);
 	if (l->ios != l->ios_inline)
 		dlock__free(l->ios);
 	if (l->heap != l->heap_inline)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "dlock/loop.h"
+#include "core/base/error.h"
 
 typedef struct dlock_loop dlock__loop;
 
@@ -79,6 +80,7 @@ struct dlock_loop {
 	int clients; /* clients opened on it (dlock_loop_free refuses while any) */
 	_Atomic int pending; /* operations and other work that keep dlock_loop_run's answer 1 */
 	int public_; /* made by dlock_loop_new (a caller's), not a client's own */
+	dlock__errbuf err; /* the last failure of a dlock_loop_* call on it (dlock_loop_errmsg) */
 	int in_run;  /* inside a dispatch: hooks may not ask for a zero timer from it */
 	_Atomic uint64_t driver; /* the thread that drives it (dlock_thread_id) */
 	int wake_owed;           /* posted from inside its dispatch: wake once it is over */

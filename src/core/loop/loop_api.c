@@ -62,6 +62,24 @@ static void use_hooks(dlock__loop *l, const dlock_loop_options *o)
 	dlock__loop_index(l);
 }
 
+/* Keep a failure's message on the loop (dlock_loop_errmsg); returns rc. The
+ * loop's memory is the caller's even where the call takes it const: only the
+ * message buffer, behind its own mutex, is written. */
+static int loop_failed(const dlock__loop *l, int rc)
+{
+	return dlock__errbuf_record((dlock__errbuf *)&l->err, rc);
+}
+
+const char *dlock_loop_errmsg(const dlock_loop *l)
+{
+	return l ? dlock__errbuf_read(&l->err) : "";
+}
+
+size_t dlock_loop_errmsg_r(char *buf, size_t len, const dlock_loop *l)
+{
+	return l ? dlock__errbuf_read_r(buf, len, &l->err) : dlock__copy_msg(buf, len, "");
+}
+
 int dlock_loop_new(dlock_loop **out, const dlock_loop_options *opts)
 {
 	dlock__loop *l;
@@ -99,8 +117,8 @@ int dlock_loop_free(dlock_loop *l)
 	if (l == NULL)
 		return 0;
 	if (l->clients > 0)
-		return dlock__seterr(DLOCK_EBUSY, "loop: %d client(s) opened on it are not closed",
-				l->clients);
+		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EBUSY,
+				"loop: %d client(s) opened on it are not closed", l->clients));
 	dlock__loop_destroy(l);
 	dlock__free(l);
 	return 0;
@@ -132,8 +150,11 @@ static int fd_ready(dlock__loop *l, int fd, short revents)
 
 int dlock_loop_fd_ready(dlock_loop *l, int fd, int what)
 {
-	if (l == NULL || fd < 0)
-		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd_ready: NULL loop or bad descriptor");
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd_ready: NULL loop");
+	if (fd < 0)
+		return loop_failed(l, dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd_ready: bad descriptor %d",
+				fd));
 	atomic_store(&l->driver, dlock_thread_id());
 	(void)fd_ready(l, fd, events_of(what));
 	dlock__loop_dispatch_due(l);
@@ -152,8 +173,11 @@ int dlock_loop_timeout(dlock_loop *l)
 
 int dlock_loop_fd(const dlock_loop *l)
 {
-	if (l == NULL || l->backend != DLOCK__EPOLL)
-		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd: not a loop made without callbacks");
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd: NULL loop");
+	if (l->backend != DLOCK__EPOLL)
+		return loop_failed(l, dlock__seterr(DLOCK_EINVAL,
+				"dlock_loop_fd: not a loop made without callbacks"));
 	return l->epfd;
 }
 
@@ -163,8 +187,12 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 	int n, i, wait;
 	int64_t due;
 
-	if (l == NULL || l->backend != DLOCK__EPOLL)
-		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_run: not a loop made without callbacks");
+	if (l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_run: NULL loop");
+	if (l->backend != DLOCK__EPOLL)
+		return loop_failed(l, dlock__seterr(DLOCK_EINVAL,
+				"dlock_loop_run: not a loop made without callbacks (drive it through "
+				"dlock_loop_fd_ready and dlock_loop_timeout)"));
 	atomic_store(&l->driver, dlock_thread_id());
 	due = dlock__loop_next_due(l);
 	wait = timeout_ms < 0 ? -1 : (int)(timeout_ms > INT32_MAX ? INT32_MAX : timeout_ms);
@@ -172,7 +200,7 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 		wait = dlock__ms_until(due);
 	n = epoll_wait(l->epfd, ev, 64, wait);
 	if (n < 0 && errno != EINTR)
-		return dlock__seterr(DLOCK_ESYS, "loop: epoll_wait: %s", strerror(errno));
+		return loop_failed(l, dlock__seterr(DLOCK_ESYS, "loop: epoll_wait: %s", strerror(errno)));
 	for (i = 0; i < n; i++) {
 		uint64_t v;
 
