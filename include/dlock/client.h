@@ -251,8 +251,17 @@ DLOCK_EXTERN const char *dlock_client_node(const dlock_client *client);
 DLOCK_EXTERN int dlock_client_owner(char *buf, size_t len,
 		const dlock_client *client, uint64_t thread_id);
 
-/** Who a registered owner is (dlock_client_options.label). */
+#define DLOCK_HOLDER_VERSION 1
+
+/**
+ * Who a registered owner is (dlock_client_options.label). Set `version`
+ * (DLOCK_HOLDER_INIT) before asking: the library fills the fields that
+ * version has.
+ */
 typedef struct dlock_holder {
+	unsigned int version; /**< DLOCK_HOLDER_VERSION (the fields you know) */
+	int registered;     /**< 1: the owner's client registered (the fields below
+	                         are its registration); 0: it did not (they are "") */
 	char host[256];     /**< the host name of the holder's machine */
 	int64_t pid;        /**< its process id */
 	char label[208];    /**< its label ("" if it set none) */
@@ -261,14 +270,22 @@ typedef struct dlock_holder {
 	                         (for `dlock run`, when it took its lock) */
 } dlock_holder;
 
+#define DLOCK_HOLDER_INIT { DLOCK_HOLDER_VERSION, 0, "", 0, "", "", 0 }
+
+/** What DLOCK_HOLDER_INIT does, for `version`. 0, or DLOCK_EINVAL (NULL, or
+ *  a version this library does not know). */
+DLOCK_EXTERN int dlock_holder_init(dlock_holder *h, unsigned int version);
+
 /**
  * Look up the registration of `owner` - a hash field as lock holders have
  * it: `<client UUID>:<thread>`, a read-write lock's `...:write` - on the
  * client's server (on a cluster, the node that serves the registration's
- * key). Returns 1 and fills *out when the owner's
+ * key). Returns 1 and fills *out (`registered` 1) when the owner's
  * client registered, 0 when it did not (a Redisson holder, a client
- * without a label, one whose registration expired), or an error:
- * DLOCK_EINVAL (NULL argument), one command's errors (errors.h).
+ * without a label, one whose registration expired: `registered` 0, the
+ * rest ""), or an error: DLOCK_EINVAL (NULL argument, `out->version` not
+ * one this library knows: DLOCK_HOLDER_INIT), one command's errors
+ * (errors.h).
  */
 DLOCK_EXTERN int dlock_client_holder(dlock_holder *out, dlock_client *client, const char *owner);
 

@@ -58,6 +58,16 @@ typedef struct dlock_allocator {
 	void (*free_fn)(void *ptr);
 } dlock_allocator;
 
+/** Version set, functions NULL: set all three (or use dlock_allocator_init()). */
+#define DLOCK_ALLOCATOR_INIT { DLOCK_ALLOCATOR_VERSION, NULL, NULL, NULL }
+
+/**
+ * Set `a->version` to `version` and the functions that version has to
+ * malloc, realloc and free, to be replaced as you like. 0, or DLOCK_EINVAL
+ * (NULL, or a version this library does not know).
+ */
+DLOCK_EXTERN int dlock_allocator_init(dlock_allocator *a, unsigned int version);
+
 /**
  * Replace dlock's allocator; NULL restores malloc/realloc/free.
  * This is the only global state of the library: call it before any other

@@ -56,6 +56,10 @@ typedef struct dlock_member_status {
 #define DLOCK_MEMBER_STATUS_INIT \
 	{ DLOCK_MEMBER_STATUS_VERSION, NULL, DLOCK_VOTE_NONE, 0, -1, -1, "" }
 
+/** What DLOCK_MEMBER_STATUS_INIT does, for `version`. 0, or DLOCK_EINVAL (NULL,
+ *  or a version this library does not know). */
+DLOCK_EXTERN int dlock_member_status_init(dlock_member_status *s, unsigned int version);
+
 /** Called (on a client's background thread) when a held MultiLock loses a
  *  member; `reason` is the member's dlock_lost_reason. */
 typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner, int reason,

@@ -113,7 +113,7 @@ const char *cli_holder_since(const dlock_holder *h, char *buf, size_t len)
 
 const char *cli_holder_describe(dlock_client *client, const char *owner, char *buf, size_t len)
 {
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 	char who[700];
 
 	if (!cli_holder_lookup(&h, client, owner)) {
@@ -135,7 +135,7 @@ void cli_holder_after_failure(const cli_target *t, char *buf, size_t len)
 	for (i = 0; i < t->n && t->locks != NULL && !named; i++) {
 		dlock_lock_info *info = NULL;
 		const char *owner;
-		dlock_holder h;
+		dlock_holder h = DLOCK_HOLDER_INIT;
 		char who[700], since[48];
 
 		if (t->locks[i] == NULL || dlock_lock_query(&info, t->locks[i]) < 0)

@@ -168,7 +168,7 @@ static void print_json_count(FILE *out, const node_view *v)
 /* "holder": who registered as owner's client on this node, or null. */
 static void print_json_registration(FILE *out, dlock_client *client, const char *owner)
 {
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	if (!cli_holder_lookup(&h, client, owner)) {
 		fprintf(out, ",\"holder\":null");
@@ -293,7 +293,7 @@ static void print_table_count(FILE *out, int width, const char *node, const node
 static const char *registration(dlock_client *client, const char *owner, char *buf, size_t len)
 {
 	char who[700], since[48];
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	if (!cli_holder_lookup(&h, client, owner))
 		return "";

@@ -624,6 +624,11 @@ static const dlock__versioned status_versioned = DLOCK__VERSIONED("member status
 		"DLOCK_MEMBER_STATUS_INIT", DLOCK_MEMBER_STATUS_VERSION, dlock_member_status,
 		&status_defaults, status_fields);
 
+int dlock_member_status_init(dlock_member_status *s, unsigned int version)
+{
+	return dlock__versioned_init(s, version, &status_versioned);
+}
+
 int dlock__engine_status(const dlock__engine *e, size_t i, dlock_member_status *out)
 {
 	pthread_mutex_t *mu = (pthread_mutex_t *)&e->mu; /* the lock is not part of the value */

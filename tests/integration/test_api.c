@@ -174,6 +174,38 @@ Test(api, allocator_needs_a_known_version)
 	cr_assert_eq(dlock_set_allocator(NULL), 0);
 }
 
+Test(api, allocator_init_fills_the_standard_functions)
+{
+	dlock_allocator a = DLOCK_ALLOCATOR_INIT;
+
+	cr_assert_eq(a.version, DLOCK_ALLOCATOR_VERSION);
+	cr_assert_null(a.malloc_fn, "INIT leaves the functions to the caller");
+	cr_assert_eq(dlock_set_allocator(&a), DLOCK_EINVAL, "a NULL function is refused");
+	cr_assert_eq(dlock_allocator_init(&a, DLOCK_ALLOCATOR_VERSION), 0);
+	cr_assert_eq(a.version, DLOCK_ALLOCATOR_VERSION);
+	cr_assert(a.malloc_fn == malloc && a.realloc_fn == realloc && a.free_fn == free);
+	cr_assert_eq(dlock_set_allocator(&a), 0);
+	cr_assert_eq(dlock_allocator_init(&a, DLOCK_ALLOCATOR_VERSION + 1), DLOCK_EINVAL);
+	cr_assert_eq(dlock_allocator_init(NULL, DLOCK_ALLOCATOR_VERSION), DLOCK_EINVAL);
+}
+
+Test(api, member_status_init_is_the_init_macro)
+{
+	dlock_member_status want = DLOCK_MEMBER_STATUS_INIT, st;
+
+	memset(&st, 0x5a, sizeof st);
+	cr_assert_eq(dlock_member_status_init(&st, DLOCK_MEMBER_STATUS_VERSION), 0);
+	cr_assert_eq(st.version, want.version);
+	cr_assert_null(st.node);
+	cr_assert_eq(st.vote, want.vote);
+	cr_assert_eq(st.error, want.error);
+	cr_assert_eq(st.ttl_ms, want.ttl_ms);
+	cr_assert_eq(st.uptime_s, want.uptime_s);
+	cr_assert_str_eq(st.message, "");
+	cr_assert_eq(dlock_member_status_init(&st, 0), DLOCK_EINVAL);
+	cr_assert_eq(dlock_member_status_init(NULL, DLOCK_MEMBER_STATUS_VERSION), DLOCK_EINVAL);
+}
+
 static void no_watch(void *userdata, int fd, int what)
 {
 	(void)userdata;

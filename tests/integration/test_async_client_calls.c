@@ -82,7 +82,7 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	dlock_op *op = NULL;
 	char owner[64];
 	dl_outcome found = { 0 }, none = { 0 }, foreign = { 0 }, canceled = { 0 };
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = dl_client_on(loop, "async-holder");
@@ -90,12 +90,13 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	dlock_client_owner(owner, sizeof(owner), c, 7);
 	dl_pass(dlock_lock_try_as(l, owner, 0, 30000));
 
-	memset(&h, 0, sizeof(h));
 	cr_assert_eq(dlock_client_holder(&h, c, owner), 1, "%s", dlock_errmsg_last());
 	dl_wait_one(loop, dlock_client_holder_async(NULL, c, owner, dl_note, &found), &found);
 	cr_expect(found.code == 0 && found.value == 1 && found.has_holder, "%d %lld (%s)",
 			found.code, (long long)found.value, found.message);
 	cr_expect_str_eq(found.holder.label, "async-holder");
+	cr_expect_eq(found.holder.registered, 1);
+	cr_expect_eq(found.holder.version, DLOCK_HOLDER_VERSION);
 	cr_expect_str_eq(found.holder.label, h.label);
 	cr_expect_eq(found.holder.pid, h.pid);
 	cr_expect_eq(found.holder.since_ms, h.since_ms);

@@ -98,7 +98,7 @@ Test(holder, an_acquisition_registers_host_pid_label_command_and_since)
 	dlock_lock *l = dl_lock(c, "reg-basic");
 	char key[128], value[1024], owner[128], host[256] = "", line[512];
 	int64_t before = 0, pttl;
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -116,6 +116,8 @@ Test(holder, an_acquisition_registers_host_pid_label_command_and_since)
 
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(holder_of(&h, c, owner), 1);
+	cr_assert_eq(h.registered, 1);
+	cr_assert_eq(h.version, DLOCK_HOLDER_VERSION, "the caller's version is kept");
 	cr_assert_str_eq(h.host, host);
 	cr_assert_eq(h.pid, (int64_t)getpid());
 	cr_assert_str_eq(h.label, "nightly build", "a line break in a label is a space");
@@ -132,7 +134,7 @@ Test(holder, a_write_lock_owner_names_its_registered_client)
 	dlock_client *c = labelled(srv, "rw", NULL, 0);
 	dlock_lock *w = NULL;
 	char owner[128], field[160];
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	dl_pass(dlock_lock_new(&w, c, "reg-rw", dl_kind(DLOCK_LOCK_WRITE)));
 	dl_pass(dlock_lock_lock(w, DLOCK_LEASE_WATCHDOG));
@@ -152,7 +154,7 @@ Test(holder, a_long_label_and_command_keep_200_bytes)
 	char label[301], command[401], owner[128];
 	dlock_client *c;
 	dlock_lock *l;
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	memset(label, 'a', 300);
 	label[300] = '\0';
@@ -178,16 +180,44 @@ Test(holder, owners_without_a_registration_are_zero)
 	const char *bad[] = { "nope", "x:1", "11111111-2222-3333-4444-555555555555",
 		"11111111-2222-3333-4444-555555555555:", "11111111-2222-3333-4444-555555555555:7x",
 		"1111111-22222-3333-4444-555555555555:7", "" };
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 	size_t i;
 
+	strcpy(h.host, "stale");
+	h.registered = 1;
 	cr_assert_eq(dlock_client_holder(&h, c, DL_REDISSON_OWNER), 0, "a Redisson holder");
+	cr_assert_eq(h.registered, 0, "not registered, and the struct says so");
+	cr_assert_str_eq(h.host, "", "nothing left from before");
 	cr_assert_eq(dlock_client_holder(&h, c, "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee:1:write"), 0);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		cr_assert_eq(dlock_client_holder(&h, c, bad[i]), 0, "malformed owner '%s'", bad[i]);
 	cr_assert_eq(dlock_client_holder(NULL, c, "x"), DLOCK_EINVAL);
 	cr_assert_eq(dlock_client_holder(&h, NULL, "x"), DLOCK_EINVAL);
 	cr_assert_eq(dlock_client_holder(&h, c, NULL), DLOCK_EINVAL);
+	dl_close_clients(c);
+}
+
+Test(holder, the_caller_struct_needs_a_known_version)
+{
+	dlock_client *c = labelled(srv, "v", NULL, 0);
+	dlock_holder h;
+
+	memset(&h, 0x5a, sizeof h);
+	cr_assert_eq(dlock_holder_init(&h, DLOCK_HOLDER_VERSION), 0);
+	cr_assert_eq(h.version, DLOCK_HOLDER_VERSION);
+	cr_assert_eq(h.registered, 0);
+	cr_assert_str_eq(h.host, "");
+	cr_assert_str_eq(h.label, "");
+	cr_assert_str_eq(h.command, "");
+	cr_assert_eq(h.pid, 0);
+	cr_assert_eq(h.since_ms, 0);
+	cr_assert_eq(dlock_holder_init(&h, DLOCK_HOLDER_VERSION + 1), DLOCK_EINVAL);
+	cr_assert_eq(dlock_holder_init(NULL, DLOCK_HOLDER_VERSION), DLOCK_EINVAL);
+	h.version = 0;
+	cr_assert_eq(dlock_client_holder(&h, c, DL_REDISSON_OWNER), DLOCK_EINVAL,
+			"a struct without its version is not written");
+	cr_assert_neq(strstr(dlock_errmsg_last(), "DLOCK_HOLDER_INIT"), NULL, "%s",
+			dlock_errmsg_last());
 	dl_close_clients(c);
 }
 
@@ -199,7 +229,7 @@ Test(holder, without_a_label_nothing_is_registered_or_sent)
 	dlock_lock *l = dl_lock(c, "reg-none");
 	long sets = set_calls(srv);
 	char owner[128];
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(set_calls(srv), sets, "an unlabelled acquisition sent %ld SET",
@@ -365,7 +395,7 @@ Test(holder, an_acl_refusing_the_registration_costs_the_acquisition_nothing)
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_client *c;
 	dlock_lock *l;
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 	int i;
 
 	{
@@ -405,7 +435,7 @@ Test(holder, on_a_cluster_it_is_read_where_its_slot_is, .init = NULL, .fini = NU
 	dlock_lock *l[3];
 	char owner[128], name[16];
 	int i, got = 0;
-	dlock_holder h;
+	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	cr_assert_not_null(cl, "could not start a cluster");
 	o.label = "clustered";

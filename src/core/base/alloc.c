@@ -22,6 +22,11 @@ static const dlock__versioned versioned = DLOCK__VERSIONED("allocator",
 		"version = DLOCK_ALLOCATOR_VERSION", DLOCK_ALLOCATOR_VERSION, dlock_allocator,
 		&defaults, fields);
 
+int dlock_allocator_init(dlock_allocator *a, unsigned int version)
+{
+	return dlock__versioned_init(a, version, &versioned);
+}
+
 int dlock_set_allocator(const dlock_allocator *a)
 {
 	dlock_allocator next;

@@ -8,6 +8,7 @@
 #include "core/drive/client.h"
 #include "core/drive/cmd_op.h"
 #include "core/drive/holder.h"
+#include "core/base/fields.h"
 
 /* 8-4-4-4-12 hex digits. */
 static int is_uuid(const char *s, size_t len)
@@ -66,12 +67,31 @@ static int64_t number(const char *v, size_t len)
 	return strtoll(buf, NULL, 10);
 }
 
+/* The fields after `version`, and the version that added each. */
+static const dlock__field holder_fields[] = {
+	DLOCK__FIELD(dlock_holder, registered, 1),
+	DLOCK__FIELD(dlock_holder, host, 1),
+	DLOCK__FIELD(dlock_holder, pid, 1),
+	DLOCK__FIELD(dlock_holder, label, 1),
+	DLOCK__FIELD(dlock_holder, command, 1),
+	DLOCK__FIELD(dlock_holder, since_ms, 1),
+};
+static const dlock_holder holder_defaults = DLOCK_HOLDER_INIT;
+static const dlock__versioned holder_versioned = DLOCK__VERSIONED("holder", "DLOCK_HOLDER_INIT",
+		DLOCK_HOLDER_VERSION, dlock_holder, &holder_defaults, holder_fields);
+
+int dlock_holder_init(dlock_holder *h, unsigned int version)
+{
+	return dlock__versioned_init(h, version, &holder_versioned);
+}
+
 /* `key=value\n` lines; keys it does not know are a later version's: skipped. */
 static void parse(dlock_holder *out, const char *s, size_t n)
 {
 	const char *end = s + n;
 
-	memset(out, 0, sizeof(*out));
+	*out = holder_defaults;
+	out->registered = 1;
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *line_end = nl != NULL ? nl : end;
@@ -119,7 +139,7 @@ static int holder_judge(dlock__cmd_op *co, const redisReply *r)
 		co->op.result.value = 1;
 		co->op.result.holder = &o->holder;
 		if (o->copy_to != NULL)
-			*o->copy_to = o->holder;
+			(void)dlock__versioned_store(o->copy_to, &o->holder, &holder_versioned);
 	} else if (r->type != REDIS_REPLY_NIL) {
 		return dlock__seterr(DLOCK_EPROTO, "%s: GET %s: not a string reply",
 				co->mop.client->node.label, o->key);
@@ -167,8 +187,10 @@ int dlock_client_holder(dlock_holder *out, dlock_client *c, const char *owner)
 	int64_t found = 0;
 	int rc;
 
-	if (out == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "holder: NULL argument");
+	if ((rc = dlock__versioned_check(out, &holder_versioned)) < 0)
+		return rc;
+	/* Not registered until the reply says otherwise. */
+	(void)dlock__versioned_store(out, &holder_defaults, &holder_versioned);
 	if ((rc = holder_new(&o, c, owner, dlock__cmd_blocking, NULL)) < 0)
 		return rc;
 	o->copy_to = out;
