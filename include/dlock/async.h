@@ -73,6 +73,10 @@ typedef struct dlock_result {
 	/** dlock_client_holder_async() that found a registration (value 1):
 	 *  who it is, valid during the callback; otherwise NULL. */
 	const dlock_holder *holder;
+	/** dlock_semaphore_acquire_async() that took an expirable permit: its
+	 *  id (DLOCK_PERMIT_ID_SIZE - 1 hex digits), valid during the callback;
+	 *  otherwise NULL. */
+	const char *permit_id;
 } dlock_result;
 
 /** The one callback of an operation; `op` is freed when it returns. */

@@ -164,8 +164,9 @@ DLOCK_EXTERN int dlock_countdown_await(dlock_countdown *latch, int64_t wait_ms);
  * Asynchronous twins (see dlock/async.h): each starts an operation on the
  * latch's client's loop and returns at once; its callback runs exactly
  * once, never inside the starting call, with result->code as the blocking
- * call returns it and the answer in dlock_countdown_op_value(). *out (may
- * be NULL) receives the op. Errors (no callback then): DLOCK_EINVAL,
+ * call returns it and the answer in result->value: try_set_count 1 set /
+ * 0 it existed; count_down the count left; get_count the count; delete 1
+ * deleted / 0 none; await 0. *out (may be NULL) receives the op. Errors (no callback then): DLOCK_EINVAL,
  * DLOCK_ENOMEM, DLOCK_EFORKED. dlock_op_cancel() ends an await or a
  * get_count early with DLOCK_ECANCELED; a set, count down or delete is
  * not canceled (it may have run: it finishes and tells).
@@ -181,17 +182,9 @@ DLOCK_EXTERN int dlock_countdown_delete_async(
 DLOCK_EXTERN int dlock_countdown_await_async(dlock_op **out, dlock_countdown *latch,
 		int64_t wait_ms, dlock_op_cb cb, void *userdata);
 /* dlock_countdown_waiters() as an operation: its answer is the result's
- * `value` (not dlock_countdown_op_value); it may be canceled. */
+ * `value`; it may be canceled. */
 DLOCK_EXTERN int dlock_countdown_waiters_async(
 		dlock_op **out, dlock_countdown *latch, dlock_op_cb cb, void *userdata);
-
-/**
- * In the callback of a latch operation: what it answered - try_set_count
- * 1 set / 0 it existed; count_down the count left; get_count the count;
- * delete 1 deleted / 0 none; await 0. Returns 0, or DLOCK_EINVAL for NULL
- * or an op that is not a latch's.
- */
-DLOCK_EXTERN int dlock_countdown_op_value(int64_t *value, const dlock_op *op);
 
 /**
  * The one-line message of the most recent failure on this handle, from any

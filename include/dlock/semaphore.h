@@ -232,19 +232,13 @@ DLOCK_EXTERN int dlock_semaphore_set_lost_cb(dlock_semaphore *sem, dlock_permit_
  * expirable one (permits must be 1) with lease_ms as
  * dlock_semaphore_acquire_permit(). The callback comes once, never inside
  * this call, with 0, DLOCK_ENOTACQUIRED at the end of the wait, or an error;
- * for an expirable permit dlock_semaphore_op_permit() gives its id during
- * the callback. dlock_op_cancel() ends it with DLOCK_ECANCELED after
+ * for an expirable permit result->permit_id is its id during the
+ * callback. dlock_op_cancel() ends it with DLOCK_ECANCELED after
  * whatever it took was given back. Errors (no callback then): DLOCK_EINVAL,
  * DLOCK_ENOMEM, DLOCK_EFORKED.
  */
 DLOCK_EXTERN int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *sem,
 		int64_t permits, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
-
-/**
- * During the callback of a dlock_semaphore_acquire_async() that took an
- * expirable permit: its id (32 hex digits); "" otherwise.
- */
-DLOCK_EXTERN const char *dlock_semaphore_op_permit(const dlock_op *op);
 
 /**
  * Give permits back without blocking: `permits` (>= 1) of a plain

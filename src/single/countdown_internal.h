@@ -44,7 +44,7 @@ void dlock__countdown_unref(dlock_countdown *c);
 /*
  * Run one operation of `kind` (arg: the count to set, or the await's
  * wait) to its end on the calling thread. *value (may be NULL) gets its
- * answer (dlock_countdown_op_value). Returns its code, the handle's and
+ * answer (the result's value). Returns its code, the handle's and
  * the thread's message set from it.
  */
 int dlock__countdown_block(dlock_countdown *c, dlock__latch_kind kind, int64_t arg,

@@ -140,7 +140,7 @@ typedef struct latch_op {
 	dlock_countdown *c;
 	dlock__latch_kind kind;
 	int64_t arg;   /* set: the count */
-	int64_t value; /* the answer (dlock_countdown_op_value) */
+	int64_t value; /* the answer (the result's value) */
 	/* the command */
 	dlock_client *send_to; /* a cluster's redirect: the member named */
 	int asking;
@@ -160,6 +160,7 @@ static void end(dlock__waiter *w, int rc)
 {
 	latch_op *o = LOP(w, w);
 
+	o->op.result.value = rc == 0 ? o->value : 0;
 	dlock__op_finish(&o->op, dlock__errbuf_record(&o->c->err, rc));
 }
 
@@ -426,17 +427,6 @@ int dlock_countdown_await_async(dlock_op **out, dlock_countdown *c, int64_t wait
 	return start_async(out, c, DLOCK__LATCH_AWAIT, wait_ms, cb, userdata);
 }
 
-int dlock_countdown_op_value(int64_t *value, const dlock_op *op)
-{
-	if (value == NULL || op == NULL || op->destroy != destroy)
-		return dlock__seterr(DLOCK_EINVAL, "latch op value: %s",
-				value == NULL ? "value is NULL"
-				: op == NULL  ? "op is NULL"
-					      : "not a latch operation");
-	*value = ((const latch_op *)op)->value;
-	return 0;
-}
-
 /* How a blocking call's operation ended (its callback's record). */
 typedef struct ending {
 	int done, code;
@@ -448,9 +438,10 @@ static void note_end(dlock_op *op, const dlock_result *r, void *userdata)
 {
 	ending *e = userdata;
 
+	(void)op;
 	e->done = 1;
 	e->code = r->code;
-	e->value = ((latch_op *)op)->value;
+	e->value = r->value;
 	snprintf(e->message, sizeof(e->message), "%s", r->message);
 }
 

@@ -68,6 +68,7 @@ static void end(dlock__waiter *w, int rc)
 
 	if (rc == 0 && o->s->kind == DLOCK_SEMAPHORE_EXPIRABLE) {
 		o->have_id = 1;
+		o->op.result.permit_id = o->id;
 		o->op.result.validity_ms = dlock__permit_lease(o->s, o->lease_ms);
 	}
 	finish(o, rc);
@@ -331,15 +332,6 @@ int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *s, int64_t pe
 	return 0;
 }
 
-const char *dlock_semaphore_op_permit(const dlock_op *op)
-{
-	const sem_op *o = (const sem_op *)op;
-
-	if (op == NULL || op->start != start || !o->have_id)
-		return "";
-	return o->id;
-}
-
 /* How a blocking call's operation ended. */
 typedef struct ending {
 	int done, code;
@@ -351,9 +343,10 @@ static void note(dlock_op *op, const dlock_result *r, void *userdata)
 {
 	ending *e = userdata;
 
+	(void)op;
 	e->done = 1;
 	e->code = r->code;
-	snprintf(e->id, sizeof(e->id), "%s", dlock_semaphore_op_permit(op));
+	snprintf(e->id, sizeof(e->id), "%s", r->permit_id != NULL ? r->permit_id : "");
 	snprintf(e->message, sizeof(e->message), "%s", r->message);
 }
 

@@ -451,7 +451,8 @@ static void note(dlock_op *op, const dlock_result *r, void *ud)
 	o->code = r->code;
 	o->inside |= o->starting;
 	o->at = rh_now_ms();
-	cr_assert_eq(dlock_countdown_op_value(&o->value, op), 0);
+	(void)op;
+	o->value = r->value;
 	if (r->code < 0)
 		cr_assert(r->message != NULL && r->message[0] != '\0', "code %d without a message",
 				r->code);
@@ -581,7 +582,6 @@ Test(countdown, bad_arguments_are_refused)
 	cr_assert_eq(dlock_countdown_get_count(&n, NULL), DLOCK_EINVAL);
 	cr_assert_eq(dlock_countdown_await(NULL, 0), DLOCK_EINVAL);
 	cr_assert_eq(dlock_countdown_await_async(NULL, l, 0, NULL, NULL), DLOCK_EINVAL);
-	cr_assert_eq(dlock_countdown_op_value(&n, NULL), DLOCK_EINVAL);
 	/* The client refuses to close while a latch handle lives. */
 	cr_assert_eq(dlock_client_close(c), DLOCK_EBUSY);
 	dlock_countdown_free(l);

@@ -432,7 +432,8 @@ static void on_done(dlock_op *op, const dlock_result *r, void *ud)
 	outcome *o = ud;
 
 	o->code = r->code;
-	snprintf(o->id, sizeof(o->id), "%s", dlock_semaphore_op_permit(op));
+	(void)op;
+	snprintf(o->id, sizeof(o->id), "%s", r->permit_id != NULL ? r->permit_id : "");
 	dl_gate_add(&o->g, 1);
 }
 

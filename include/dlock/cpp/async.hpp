@@ -96,7 +96,7 @@ struct async_result {
 	std::chrono::milliseconds holder_ttl{-1};
 	/** Took an expirable semaphore's permit: its id (32 hex digits); else "". */
 	std::string permit;
-	/** A latch's operation: what it answered (dlock_countdown_op_value):
+	/** The result's value; a latch's operation: what it answered -
 	 *  try_set_count 1 set / 0 it existed, count_down the count left,
 	 *  count the count, remove 1 removed / 0 none; otherwise 0. */
 	std::int64_t value = 0;
@@ -121,9 +121,6 @@ struct op_state {
 	std::string message;
 	std::int64_t validity = -1, token = 0, holder_ttl = -1, value = 0;
 	std::string permit;
-	/* What else the callback reads from its op (a permit id, a latch's
-	 * answer), by the operation's kind; may be null. */
-	void (*collect)(op_state &s, const dlock_op *op) = nullptr;
 
 	void unref() noexcept
 	{
@@ -141,7 +138,7 @@ struct op_state {
 
 	/* The operation's callback: keep the outcome, resume the coroutine if
 	 * it is still there. The op is freed when this returns. */
-	static void done(dlock_op *op, const dlock_result *r, void *userdata) noexcept
+	static void done(dlock_op *, const dlock_result *r, void *userdata) noexcept
 	{
 		auto *s = static_cast<op_state *>(userdata);
 		std::coroutine_handle<> h;
@@ -152,10 +149,10 @@ struct op_state {
 			s->validity = r->validity_ms;
 			s->token = r->token;
 			s->holder_ttl = r->holder_ttl_ms;
+			s->value = r->value;
 			try {
 				s->message = r->message != nullptr ? r->message : "";
-				if (s->collect != nullptr)
-					s->collect(*s, op);
+				s->permit = r->permit_id != nullptr ? r->permit_id : "";
 			} catch (const std::bad_alloc &) {
 				/* no line: dlock::error says the code's description */
 			}
@@ -178,13 +175,12 @@ struct async_args {
 
 /* One kind of operation an async_op runs (dlock/async.h and the kinds'
  * headers): its C call, what its own lines call the handle ("lock NAME",
- * "redlock"), what else the callback keeps, and the code that is an
+ * "redlock"), and the code that is an
  * answer rather than a failure (errc::not_acquired for an acquisition,
  * errc::timed_out for a latch's wait; 0 for none). */
 struct async_call {
 	int (*start)(dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *userdata);
 	std::string (*subject)(const void *h);
-	void (*collect)(op_state &s, const dlock_op *op);
 	int answer;
 };
 
@@ -263,7 +259,6 @@ public:
 			return false;
 		}
 		s_->waiter = h;
-		s_->collect = call_->collect;
 		s_->refs.fetch_add(1, std::memory_order_relaxed); /* the callback's */
 		int rc = call_->start(&s_->op, handle_, args_, &detail::op_state::done, s_);
 		if (rc == 0)

@@ -48,11 +48,6 @@ inline std::string countdown_subject(const void *h)
 			(h != nullptr ? dlock_countdown_name(static_cast<const dlock_countdown *>(h)) : "");
 }
 
-inline void countdown_value(op_state &s, const dlock_op *op)
-{
-	dlock_countdown_op_value(&s.value, op);
-}
-
 inline dlock_countdown *as_countdown(void *h)
 {
 	return static_cast<dlock_countdown *>(h);
@@ -62,31 +57,31 @@ inline const async_call countdown_try_set = {
 	[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
 		return dlock_countdown_try_set_count_async(out, as_countdown(h), a.count, cb, ud);
 	},
-	countdown_subject, countdown_value, 0,
+	countdown_subject, 0,
 };
 inline const async_call countdown_count_down = {
 	[](dlock_op **out, void *h, const async_args &, dlock_op_cb cb, void *ud) {
 		return dlock_countdown_count_down_async(out, as_countdown(h), cb, ud);
 	},
-	countdown_subject, countdown_value, 0,
+	countdown_subject, 0,
 };
 inline const async_call countdown_get_count = {
 	[](dlock_op **out, void *h, const async_args &, dlock_op_cb cb, void *ud) {
 		return dlock_countdown_get_count_async(out, as_countdown(h), cb, ud);
 	},
-	countdown_subject, countdown_value, 0,
+	countdown_subject, 0,
 };
 inline const async_call countdown_delete = {
 	[](dlock_op **out, void *h, const async_args &, dlock_op_cb cb, void *ud) {
 		return dlock_countdown_delete_async(out, as_countdown(h), cb, ud);
 	},
-	countdown_subject, countdown_value, 0,
+	countdown_subject, 0,
 };
 inline const async_call countdown_await = {
 	[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
 		return dlock_countdown_await_async(out, as_countdown(h), a.wait, cb, ud);
 	},
-	countdown_subject, countdown_value, DLOCK_ETIMEDOUT,
+	countdown_subject, DLOCK_ETIMEDOUT,
 };
 #endif
 

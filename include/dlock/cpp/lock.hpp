@@ -35,14 +35,14 @@ inline const async_calls lock_calls = {
 			return dlock_lock_acquire_async(out, static_cast<dlock_lock *>(h),
 					a.text.c_str(), a.wait, a.lease, cb, ud);
 		},
-		lock_subject, nullptr, DLOCK_ENOTACQUIRED,
+		lock_subject, DLOCK_ENOTACQUIRED,
 	},
 	{
 		[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
 			return dlock_lock_release_async(out, static_cast<dlock_lock *>(h),
 					a.text.c_str(), cb, ud);
 		},
-		lock_subject, nullptr, 0,
+		lock_subject, 0,
 	},
 };
 

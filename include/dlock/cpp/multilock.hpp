@@ -36,14 +36,14 @@ inline const async_calls multilock_calls = {
 			return dlock_multilock_acquire_async(out, static_cast<dlock_multilock *>(h),
 					a.text.c_str(), a.wait, a.lease, cb, ud);
 		},
-		multilock_subject, nullptr, DLOCK_ENOTACQUIRED,
+		multilock_subject, DLOCK_ENOTACQUIRED,
 	},
 	{
 		[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
 			return dlock_multilock_release_async(out, static_cast<dlock_multilock *>(h),
 					a.text.c_str(), cb, ud);
 		},
-		multilock_subject, nullptr, 0,
+		multilock_subject, 0,
 	},
 };
 

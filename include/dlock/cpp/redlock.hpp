@@ -37,14 +37,14 @@ inline const async_calls redlock_calls = {
 			return dlock_redlock_acquire_async(out, static_cast<dlock_redlock *>(h),
 					a.text.c_str(), a.wait, a.lease, cb, ud);
 		},
-		redlock_subject, nullptr, DLOCK_ENOTACQUIRED,
+		redlock_subject, DLOCK_ENOTACQUIRED,
 	},
 	{
 		[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
 			return dlock_redlock_release_async(out, static_cast<dlock_redlock *>(h),
 					a.text.c_str(), cb, ud);
 		},
-		redlock_subject, nullptr, 0,
+		redlock_subject, 0,
 	},
 };
 

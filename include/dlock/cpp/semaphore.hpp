@@ -86,10 +86,6 @@ inline const async_call semaphore_acquire = {
 				a.wait, a.lease, cb, ud);
 	},
 	semaphore_subject,
-	[](op_state &s, const dlock_op *op) {
-		const char *id = dlock_semaphore_op_permit(op);
-		s.permit = id != nullptr ? id : "";
-	},
 	DLOCK_ENOTACQUIRED,
 };
 
@@ -98,7 +94,7 @@ inline const async_call semaphore_release = {
 		return dlock_semaphore_release_async(out, static_cast<dlock_semaphore *>(h), a.count,
 				a.text.empty() ? nullptr : a.text.c_str(), cb, ud);
 	},
-	semaphore_subject, nullptr, 0,
+	semaphore_subject, 0,
 };
 #endif
 
