@@ -1736,14 +1736,14 @@ static result *async_row(int n, int red)
 		slots[i].run = &run;
 		if (red) {
 			slots[i].red = redlock_over(clients, n, what, slots[i].members);
-			dlock_redlock_owner(slots[i].owner, sizeof(slots[i].owner), slots[i].red,
+			dlock_redlock_owner(slots[i].owner, slots[i].red,
 					(uint64_t)i + 1);
 			continue;
 		}
 		lock_name(name, sizeof(name), what);
 		if (dlock_lock_new(&slots[i].lock, clients[i % n], name, NULL) < 0)
 			die("dlock_lock_new: %s", dlock_errmsg_last());
-		dlock_client_owner(slots[i].owner, sizeof(slots[i].owner), clients[i % n],
+		dlock_client_owner(slots[i].owner, clients[i % n],
 				(uint64_t)i + 1);
 	}
 	for (i = 0; i < opt.async_window; i++)

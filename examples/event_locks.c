@@ -364,7 +364,7 @@ static int open_all(app *a, char **uris)
 			fprintf(stderr, "event_locks: %s: %s\n", uris[k], dlock_errmsg_last());
 			return -1;
 		}
-		dlock_client_owner(a->owners[k], sizeof(a->owners[k]), a->clients[k], 1);
+		dlock_client_owner(a->owners[k], a->clients[k], 1);
 	}
 	for (int i = 0; i < a->n; i++) {
 		held *h = &a->locks[i];

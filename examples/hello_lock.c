@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 		return rc == DLOCK_ENOTACQUIRED ? 2 : 1;
 	}
 
-	dlock_client_owner(owner, sizeof owner, client, dlock_thread_id());
+	dlock_client_owner(owner, client, dlock_thread_id());
 	dlock_lock_remaining_ttl(&ttl_ms, lock);
 	printf("%s holds \"%s\" on %s (expires in %lld ms)\n", owner, dlock_lock_name(lock),
 	       dlock_client_node(client), (long long)ttl_ms);

@@ -124,15 +124,17 @@ DLOCK_EXTERN int dlock_redlock_acquire_async(dlock_op **out, dlock_redlock *r, c
 
 /**
  * Write an owner `<uuid>:<id>` named after the lock's first member's
- * client into buf (64 bytes always suffice); its length, or DLOCK_EINVAL.
+ * client into `owner`; 0, or DLOCK_EINVAL (NULL argument).
  * Such an owner is this process's alone, so the lock's records of it are
  * the truth: a canceled acquisition gives back exactly what it took, even
  * an acquire a paused server runs late. (Other explicit owners may be
  * shared with other processes: an acquire whose answer never came is then
  * left to expire with its lease rather than risk releasing theirs.)
  */
-DLOCK_EXTERN int dlock_multilock_owner(char *buf, size_t len, const dlock_multilock *m, uint64_t id);
-DLOCK_EXTERN int dlock_redlock_owner(char *buf, size_t len, const dlock_redlock *r, uint64_t id);
+DLOCK_EXTERN int dlock_multilock_owner(char owner[DLOCK_OWNER_SIZE], const dlock_multilock *lock,
+		uint64_t id);
+DLOCK_EXTERN int dlock_redlock_owner(char owner[DLOCK_OWNER_SIZE], const dlock_redlock *lock,
+		uint64_t id);
 
 /** Release `owner`'s hold on every member (as the unlock_as calls). */
 DLOCK_EXTERN int dlock_multilock_release_async(dlock_op **out, dlock_multilock *m,

@@ -243,13 +243,15 @@ DLOCK_EXTERN const char *dlock_client_id(const dlock_client *client);
 /** "host:port" of the client's server, as used in error messages. */
 DLOCK_EXTERN const char *dlock_client_node(const dlock_client *client);
 
+/** Room for an owner name dlock writes: `<uuid>:<id>` and its NUL. */
+#define DLOCK_OWNER_SIZE 64
+
 /**
  * Write the owner name `<uuid>:<thread_id>` (Redisson's hash field) into
- * buf. Returns its length, or DLOCK_EINVAL when buf is too small (64 bytes
- * always suffice).
+ * `owner`. 0, or DLOCK_EINVAL (NULL argument).
  */
-DLOCK_EXTERN int dlock_client_owner(char *buf, size_t len,
-		const dlock_client *client, uint64_t thread_id);
+DLOCK_EXTERN int dlock_client_owner(char owner[DLOCK_OWNER_SIZE], const dlock_client *client,
+		uint64_t thread_id);
 
 #define DLOCK_HOLDER_VERSION 1
 

@@ -157,12 +157,12 @@ DLOCK_EXTERN int dlock_semaphore_release(dlock_semaphore *sem, int64_t permits);
  * watchdog timeout, renewed every third of it on the client's background
  * loop while this handle lives and the permit is held (a renewal that finds
  * it gone marks it lost: dlock_semaphore_permit_check() and the lost
- * callback). id (DLOCK_PERMIT_ID_SIZE bytes) gets the permit's id.
+ * callback). id gets the permit's id.
  * Errors as dlock_semaphore_acquire(); DLOCK_EINVAL also for a plain
  * semaphore, a NULL id or a bad lease.
  */
-DLOCK_EXTERN int dlock_semaphore_acquire_permit(char *id, dlock_semaphore *sem, int64_t wait_ms,
-		int64_t lease_ms);
+DLOCK_EXTERN int dlock_semaphore_acquire_permit(char id[DLOCK_PERMIT_ID_SIZE], dlock_semaphore *sem,
+		int64_t wait_ms, int64_t lease_ms);
 
 /**
  * Expirable semaphore: give the permit `id` back (any process that knows the

@@ -114,7 +114,7 @@ int cli_hold(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	int64_t validity = 0, token = 0, lease_end = INT64_MAX;
 	int rc, reason = 0;
 
-	cli_target_default_owner(t, owner, sizeof(owner));
+	cli_target_default_owner(t, owner);
 	if (cli_run_signals(t) < 0) {
 		fprintf(stderr, "dlock: hold: cannot set up signals: %s\n", strerror(errno));
 		return EXIT_UNAVAILABLE;

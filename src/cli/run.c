@@ -617,7 +617,7 @@ int cli_run(cli_target *t, const cli_config *cfg, const cli_run_args *a)
 	cli_job_env env;
 	int rc;
 
-	cli_target_default_owner(t, owner, sizeof(owner));
+	cli_target_default_owner(t, owner);
 	if (install_handlers() < 0) {
 		fprintf(stderr, "dlock: run: cannot set up signals: %s\n", strerror(errno));
 		return EXIT_UNAVAILABLE;

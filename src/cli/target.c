@@ -99,9 +99,9 @@ void cli_target_close(cli_target *t)
 	memset(t, 0, sizeof(*t));
 }
 
-void cli_target_default_owner(const cli_target *t, char *buf, size_t len)
+void cli_target_default_owner(const cli_target *t, char owner[DLOCK_OWNER_SIZE])
 {
-	dlock_client_owner(buf, len, t->clients[0], (uint64_t)getpid());
+	dlock_client_owner(owner, t->clients[0], (uint64_t)getpid());
 }
 
 const char *cli_target_job_owner(const cli_target *t, const char *owner)

@@ -87,7 +87,7 @@ const char *cli_target_open_errmsg(const cli_target *t, const cli_config *cfg, c
 void cli_target_close(cli_target *t);
 
 /* The owner a `run` uses: "<first client's uuid>:<pid>", Redisson's form. */
-void cli_target_default_owner(const cli_target *t, char *buf, size_t len);
+void cli_target_default_owner(const cli_target *t, char owner[DLOCK_OWNER_SIZE]);
 /* What the job is told it holds (DLOCK_OWNER): owner, or the permit's id. */
 const char *cli_target_job_owner(const cli_target *t, const char *owner);
 /* "lock" or "permit of semaphore", for messages: `<what> "NAME" ...`. */

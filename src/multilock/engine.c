@@ -113,16 +113,16 @@ int dlock__engine_owner_is_ours(const dlock__engine *e, const char *owner)
 	return 0;
 }
 
-int dlock__engine_owner(char *buf, size_t len, const dlock__engine *e, uint64_t id)
+int dlock__engine_owner(char owner[DLOCK_OWNER_SIZE], const dlock__engine *e, uint64_t id)
 {
-	return dlock_client_owner(buf, len, dlock__lock_client(e->members[0]), id);
+	return dlock_client_owner(owner, dlock__lock_client(e->members[0]), id);
 }
 
 const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *owner, char buf[64])
 {
 	if (owner != NULL)
 		return owner;
-	dlock_client_owner(buf, 64, dlock__lock_client(e->members[i]), dlock_thread_id());
+	dlock_client_owner(buf, dlock__lock_client(e->members[i]), dlock_thread_id());
 	return buf;
 }
 

@@ -81,7 +81,7 @@ int dlock__engine_release(dlock__engine *e, const char *owner);
  * process's alone, so its records are the truth and a cancel gives back
  * exactly what was taken. dlock__engine_owner() names one. */
 int dlock__engine_owner_is_ours(const dlock__engine *e, const char *owner);
-int dlock__engine_owner(char *buf, size_t len, const dlock__engine *e, uint64_t id);
+int dlock__engine_owner(char owner[DLOCK_OWNER_SIZE], const dlock__engine *e, uint64_t id);
 /* The same as operations (dlock/async.h), for an explicit owner. */
 int dlock__engine_acquire_async(dlock_op **out, dlock__engine *e, const char *owner,
 		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);

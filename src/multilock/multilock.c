@@ -229,8 +229,8 @@ int dlock_multilock_release_async(dlock_op **out, dlock_multilock *m, const char
 			dlock__engine_release_async(out, &m->engine, owner, cb, userdata));
 }
 
-int dlock_multilock_owner(char *buf, size_t len, const dlock_multilock *m, uint64_t id)
+int dlock_multilock_owner(char owner[DLOCK_OWNER_SIZE], const dlock_multilock *m, uint64_t id)
 {
 	CHECK_HANDLE(m);
-	return dlock__engine_owner(buf, len, &m->engine, id);
+	return dlock__engine_owner(owner, &m->engine, id);
 }

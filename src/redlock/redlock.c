@@ -376,8 +376,8 @@ int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, const char *ow
 			dlock__engine_release_async(out, &r->engine, owner, cb, userdata));
 }
 
-int dlock_redlock_owner(char *buf, size_t len, const dlock_redlock *r, uint64_t id)
+int dlock_redlock_owner(char owner[DLOCK_OWNER_SIZE], const dlock_redlock *r, uint64_t id)
 {
 	CHECK_HANDLE(r);
-	return dlock__engine_owner(buf, len, &r->engine, id);
+	return dlock__engine_owner(owner, &r->engine, id);
 }

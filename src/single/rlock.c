@@ -206,7 +206,10 @@ int dlock__resolve_owner(
 		const dlock_lock *l, const char *owner, char *buf, size_t size, const char **out)
 {
 	if (owner == NULL) {
-		dlock_client_owner(buf, size, l->client, dlock_thread_id());
+		if (size < DLOCK_OWNER_SIZE) /* a caller's bug: every one passes 64 */
+			return dlock__seterr(DLOCK_EINVAL, "lock %s: an owner buffer of %zu bytes",
+					l->shown, size);
+		dlock_client_owner(buf, l->client, dlock_thread_id());
 		*out = buf;
 		return 0;
 	}

@@ -380,7 +380,8 @@ int dlock_semaphore_acquire(dlock_semaphore *s, int64_t permits, int64_t wait_ms
 	return block(s, permits, wait_ms, 0, NULL);
 }
 
-int dlock_semaphore_acquire_permit(char *id, dlock_semaphore *s, int64_t wait_ms, int64_t lease_ms)
+int dlock_semaphore_acquire_permit(
+		char id[DLOCK_PERMIT_ID_SIZE], dlock_semaphore *s, int64_t wait_ms, int64_t lease_ms)
 {
 	if (s != NULL && (s->kind != DLOCK_SEMAPHORE_EXPIRABLE || id == NULL))
 		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,

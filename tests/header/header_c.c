@@ -23,7 +23,8 @@ static int (*const p_open)(
 static int (*const p_close)(dlock_client *) = dlock_client_close;
 static int (*const p_client_free)(dlock_client *) = dlock_client_free;
 static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
-static int (*const p_owner)(char *, size_t, const dlock_client *, uint64_t) = dlock_client_owner;
+static int (*const p_owner)(char[DLOCK_OWNER_SIZE], const dlock_client *, uint64_t) =
+		dlock_client_owner;
 static int (*const p_lock_new)(dlock_lock **, dlock_client *, const char *,
 		const dlock_lock_options *) = dlock_lock_new;
 static int (*const p_lock_options_init)(
@@ -40,6 +41,14 @@ static const char *(*const p_lost_reason_str)(int) = dlock_lost_reason_str;
 static const char *(*const p_lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;
 static void (*const p_lock_free)(dlock_lock *) = dlock_lock_free;
 static int (*const p_set_allocator)(const dlock_allocator *) = dlock_set_allocator;
+static int (*const p_allocator_init)(dlock_allocator *, unsigned int) = dlock_allocator_init;
+static int (*const p_holder_init)(dlock_holder *, unsigned int) = dlock_holder_init;
+static int (*const p_member_status_init)(
+		dlock_member_status *, unsigned int) = dlock_member_status_init;
+static size_t (*const p_loop_errmsg_r)(char *, size_t, const dlock_loop *) = dlock_loop_errmsg_r;
+static size_t (*const p_sem_errmsg_r)(
+		char *, size_t, const dlock_semaphore *) = dlock_semaphore_errmsg_r;
+static const int64_t *(*const p_stat_bounds_us)(void) = dlock_stat_bounds_us;
 
 int main(void)
 {
@@ -65,6 +74,12 @@ int main(void)
 		(const void *)&p_lock_errmsg,
 		(const void *)&p_lock_free,
 		(const void *)&p_set_allocator,
+		(const void *)&p_allocator_init,
+		(const void *)&p_holder_init,
+		(const void *)&p_member_status_init,
+		(const void *)&p_loop_errmsg_r,
+		(const void *)&p_sem_errmsg_r,
+		(const void *)&p_stat_bounds_us,
 	};
 	size_t i;
 

@@ -41,7 +41,7 @@ int main()
 	int (*unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
 	const char *(*lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;
 	const char *(*client_errmsg)(const dlock_client *) = dlock_client_errmsg;
-	int (*owner)(char *, size_t, const dlock_client *, uint64_t) = dlock_client_owner;
+	int (*owner)(char *, const dlock_client *, uint64_t) = dlock_client_owner;
 	uint64_t (*thread_id)(void) = dlock_thread_id;
 
 	if (opts.version != DLOCK_CLIENT_OPTIONS_VERSION || cb == nullptr || open_fn == nullptr ||

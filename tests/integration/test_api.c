@@ -270,3 +270,18 @@ Test(api, semaphore_errmsg_r_copies_the_handle_message)
 	dlock_semaphore_free(s);
 	cr_assert_eq(dlock_client_close(c), 0);
 }
+
+Test(api, owner_writers_fill_an_owner_size_array)
+{
+	dlock_client *c = NULL;
+	char owner[DLOCK_OWNER_SIZE];
+
+	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_owner(owner, c, UINT64_MAX), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(strlen(owner), 36 + 1 + 20, "the longest owner fits, NUL included");
+	cr_assert_eq(strncmp(owner, dlock_client_id(c), 36), 0);
+	cr_assert_str_eq(owner + 36, ":18446744073709551615");
+	cr_assert_eq(dlock_client_owner(NULL, c, 1), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_owner(owner, NULL, 1), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_close(c), 0);
+}

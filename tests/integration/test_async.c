@@ -337,7 +337,7 @@ Test(async, random_cancellations_leave_nothing_held)
 		l[k] = dl_lock(c, name);
 	}
 	for (i = 0; i < OPS; i++) {
-		dlock_client_owner(owner, sizeof(owner), c, (uint64_t)i);
+		dlock_client_owner(owner, c, (uint64_t)i);
 		acquire(l[i % NAMES], owner, 2000 + rand() % 2000, &op[i], &o[i]);
 		cancel_at[i] = rand() % 3000; /* ms from now; some after the op ended */
 		if (rand() % 8 == 0) {
@@ -374,7 +374,7 @@ Test(async, random_cancellations_leave_nothing_held)
 					retried[i] = 1; /* the one that timed out may have run */
 				releasing[i] = 1;
 				rel[i] = (outcome){ 0 };
-				dlock_client_owner(owner, sizeof(owner), c, (uint64_t)i);
+				dlock_client_owner(owner, c, (uint64_t)i);
 				dl_pass(dlock_lock_release_async(NULL, l[i % NAMES], owner, note, &rel[i]));
 			}
 			if (releasing[i] && rel[i].calls == 1 && rel[i].code != DLOCK_ETIMEDOUT &&
@@ -453,7 +453,7 @@ Test(async, too_few_replicas_give_the_hold_back)
 	co.sync_timeout_ms = 200;
 	c = dl_client_opts(rh_server_uri(dl_srv), &co);
 	l = dl_lock(c, "async:sync");
-	dlock_client_owner(owner, sizeof(owner), c, 7);
+	dlock_client_owner(owner, c, 7);
 	acquire(l, owner, 0, NULL, &a);
 	run_until_done(loop, &a, 1, 5000);
 	cr_assert_eq(a.code, DLOCK_ENOSYNC, "acquire with no replica to acknowledge: %d", a.code);

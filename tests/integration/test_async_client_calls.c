@@ -87,7 +87,7 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = dl_client_on(loop, "async-holder");
 	l = dl_lock(c, "acc:held");
-	dlock_client_owner(owner, sizeof(owner), c, 7);
+	dlock_client_owner(owner, c, 7);
 	dl_pass(dlock_lock_try_as(l, owner, 0, 30000));
 
 	cr_assert_eq(dlock_client_holder(&h, c, owner), 1, "%s", dlock_errmsg_last());

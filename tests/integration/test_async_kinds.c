@@ -70,7 +70,7 @@ Test(async_kinds, a_fenced_acquisition_carries_a_growing_token)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
 	l = lock_of(c, "ak:fenced", DLOCK_LOCK_FENCED);
-	dlock_client_owner(owner, sizeof(owner), c, 1);
+	dlock_client_owner(owner, c, 1);
 	dl_pass(dlock_lock_acquire_async(NULL, l, owner, 0, 10000, note, &a));
 	run_until(loop, &a);
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
@@ -102,8 +102,8 @@ Test(async_kinds, fair_waiters_are_served_in_the_order_they_asked)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
 	l = lock_of(c, "ak:fair", DLOCK_LOCK_FAIR);
-	dlock_client_owner(first, sizeof(first), c, 1);
-	dlock_client_owner(second, sizeof(second), c, 2);
+	dlock_client_owner(first, c, 1);
+	dlock_client_owner(second, c, 2);
 	served = 0;
 	/* The first waiter is queued before the second one asks. */
 	dl_pass(dlock_lock_acquire_async(NULL, l, first, 10000, 10000, note, &a));

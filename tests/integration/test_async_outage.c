@@ -136,7 +136,7 @@ static void lock_waits_over_an_outage(const char *name, dlock_lock_kind kind, co
 	dl_pass(dlock_lock_new(&l, c, name, dl_kind(kind)));
 	t0 = rh_now_ms();
 	for (int i = 0; i < WAITS; i++) {
-		dlock_client_owner(owner, sizeof(owner), c, (uint64_t)i);
+		dlock_client_owner(owner, c, (uint64_t)i);
 		dl_pass(dlock_lock_acquire_async(NULL, l, owner, WAIT_MS, 10000, note, &o[i]));
 	}
 	took = ride_out(loop, o, t0, channel, "0");

@@ -105,8 +105,8 @@ Test(async_queries, each_query_answers_as_its_blocking_call_in_every_state)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:states");
-	dlock_client_owner(me, sizeof(me), c, 1);
-	dlock_client_owner(other, sizeof(other), c, 2);
+	dlock_client_owner(me, c, 1);
+	dlock_client_owner(other, c, 2);
 
 	all_agree(loop, l, me, free_, 0, "free");
 
@@ -166,7 +166,7 @@ Test(async_queries, a_fenced_locks_token_as_the_blocking_call)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = dl_client_on(loop, NULL);
 	dl_pass(dlock_lock_new(&l, c, "aq:fenced", dl_kind(DLOCK_LOCK_FENCED)));
-	dlock_client_owner(me, sizeof(me), c, 1);
+	dlock_client_owner(me, c, 1);
 	dl_pass(dlock_lock_try_as(l, me, 0, 30000));
 	dl_pass(dlock_lock_token(&token, l));
 	dl_pass(dlock_lock_token_async(NULL, l, dl_note, &o));
@@ -191,7 +191,7 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:info");
-	dlock_client_owner(me, sizeof(me), c, 1);
+	dlock_client_owner(me, c, 1);
 
 	dl_pass(dlock_lock_query_async(NULL, l, dl_note, &missing));
 	dl_wait_one(loop, 0, &missing);
@@ -282,7 +282,7 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:force");
-	dlock_client_owner(other, sizeof(other), c, 2);
+	dlock_client_owner(other, c, 2);
 	dl_pass(dlock_lock_try_as(l, other, 0, 30000));
 	dl_pass(dlock_lock_force_unlock_async(&op, l, dl_note, &first));
 	dl_pass(dlock_op_cancel(op)); /* a change finishes whatever is asked */

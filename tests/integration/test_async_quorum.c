@@ -343,7 +343,7 @@ Test(async_quorum, random_cancellations_leave_nothing_held_on_any_server)
 	}
 	for (i = 0; i < OPS; i++) {
 		/* Named after the lock's client: a cancel gives back even a late acquire. */
-		cr_assert_gt(dlock_redlock_owner(owner, sizeof(owner), r[i % NAMES], (uint64_t)i), 0);
+		cr_assert_eq(dlock_redlock_owner(owner, r[i % NAMES], (uint64_t)i), 0);
 		acquire(r[i % NAMES], owner, 1000 + rand() % 4000,
 				rand() % 2 ? DLOCK_LEASE_WATCHDOG : 5000 + rand() % 5000, &op[i], &o[i]);
 		cancel_at[i] = rand() % 3000; /* ms from now; some after the op ended */
@@ -377,7 +377,7 @@ Test(async_quorum, random_cancellations_leave_nothing_held_on_any_server)
 			if (o[i].calls == 1 && o[i].code == 0 && !releasing[i] && now >= hold_until[i]) {
 				acquired++;
 				releasing[i] = 1;
-				dlock_redlock_owner(owner, sizeof(owner), r[i % NAMES], (uint64_t)i);
+				dlock_redlock_owner(owner, r[i % NAMES], (uint64_t)i);
 				dl_pass(dlock_redlock_release_async(NULL, r[i % NAMES], owner, note,
 						&rel[i]));
 			}
@@ -439,7 +439,7 @@ Test(async_quorum, renewals_never_block_the_callers_loop)
 	co.watchdog_timeout_ms = 6000; /* a round every 2 s */
 	for (int s = 0; s < 2; s++)
 		c[s] = dl_client_opts(rh_server_uri(srv[s]), &co);
-	dlock_client_owner(owner, sizeof(owner), c[0], 1);
+	dlock_client_owner(owner, c[0], 1);
 	for (int i = 0; i < LOCKS; i++) {
 		char name[32];
 

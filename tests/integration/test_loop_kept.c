@@ -48,7 +48,7 @@ static void acquire_and_release(dlock_loop *loop, dlock_client *c, dlock_lock *l
 	char owner[64];
 	int code = 1;
 
-	dlock_client_owner(owner, sizeof(owner), c, 1);
+	dlock_client_owner(owner, c, 1);
 	dl_pass(dlock_lock_acquire_async(NULL, l, owner, 0, 10000, note, &code));
 	cr_assert_eq(drive(loop, &code), 0, "acquire: %d", code);
 	code = 1;

@@ -95,7 +95,8 @@ static void fixture_down(ml_fixture *f)
 /* The owner field `<uuid of client c>:<tid>`. */
 static void owner_of(dlock_client *c, uint64_t tid, char *buf, size_t len)
 {
-	cr_assert_gt(dlock_client_owner(buf, len, c, tid), 0);
+	cr_assert_geq(len, DLOCK_OWNER_SIZE);
+	cr_assert_eq(dlock_client_owner(buf, c, tid), 0);
 }
 
 /* This thread's owner string on each member's client. */

@@ -61,7 +61,7 @@ Test(queries, lock_query_names_each_holder_with_its_count_and_the_ttl, .fini = c
 	cr_assert_eq(dlock_lock_try(lk[0], 0, 30000), 0);
 	cr_assert_eq(dlock_lock_try(lk[0], 0, 30000), 0, "reentrant");
 	cr_assert_eq(dlock_lock_query(&info, lk[0]), 0, "%s", dlock_lock_errmsg(lk[0]));
-	dlock_client_owner(me, sizeof(me), cli[0], dlock_thread_id());
+	dlock_client_owner(me, cli[0], dlock_thread_id());
 	cr_assert_eq(dlock_lock_info_holders(info), 1);
 	cr_assert_str_eq(dlock_lock_info_owner(info, 0), me);
 	cr_assert_eq(dlock_lock_info_count(info, 0), 2);

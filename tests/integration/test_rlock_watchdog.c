@@ -195,7 +195,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 			_exit(1);
 		if (dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) != 0)
 			_exit(2);
-		dlock_client_owner(owner, sizeof owner, c, dlock_thread_id());
+		dlock_client_owner(owner, c, dlock_thread_id());
 		if (write(fds[1], owner, sizeof owner) != (ssize_t)sizeof owner)
 			_exit(4);
 		for (;;)

@@ -156,7 +156,7 @@ static void *waiter_main(void *arg)
 {
 	waiter *w = arg;
 
-	dlock_client_owner(w->owner, sizeof w->owner, w->client, dlock_thread_id());
+	dlock_client_owner(w->owner, w->client, dlock_thread_id());
 	w->rc = dlock_lock_lock(w->lock, w->lease);
 	w->acquired_at = rh_now_ms();
 	w->count_after = -1;
@@ -733,7 +733,7 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 	dlock_lock *l = dl_lock(c, "pool-lock");
 	char owner[64];
 	/* An owner built the documented way, for a thread id that is not ours. */
-	cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, 424242), 0);
+	cr_assert_eq(dlock_client_owner(owner, c, 424242), 0);
 
 	as_op op = { .lock = l, .owner = owner, .acquire = 1 };
 	run_as(&op);
@@ -844,7 +844,7 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	char owner[64];
 	int64_t n = -1, token = -1;
 
-	cr_assert_gt(dlock_client_owner(owner, sizeof owner, c, dlock_thread_id()), 0);
+	cr_assert_eq(dlock_client_owner(owner, c, dlock_thread_id()), 0);
 	cr_assert_eq(rh_command_int(srv, "HSET surplus %s 3", owner), 1);
 	cr_assert_eq(rh_command_int(srv, "PEXPIRE surplus 10000"), 1);
 	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));

@@ -231,7 +231,7 @@ Test(redisson_cluster, redissons_unlock_wakes_a_dlock_waiter_on_every_shard)
 		published_only_at_the_slot(&before, channel, "Redisson");
 
 		char owner[128];
-		cr_assert(dlock_client_owner(owner, sizeof owner, cli, w.thread_id) > 0);
+		cr_assert_eq(dlock_client_owner(owner, cli, w.thread_id), 0);
 		cr_assert_eq(rh_command_int(at, "HEXISTS %s %s", name, owner), 1,
 				"dlock's hold of %s is not on the node serving its slot", name);
 		io_call_unlock(&w, cli, l);
@@ -328,7 +328,7 @@ Test(redisson_cluster, a_fair_lock_is_handed_from_redisson_to_dlock_and_back)
 	io_call w;
 	io_call_start(&w, lock_watchdog, l);
 	queue_reaches(name, 1);
-	cr_assert(dlock_client_owner(c_owner, sizeof c_owner, cli, w.thread_id) > 0);
+	cr_assert_eq(dlock_client_owner(c_owner, cli, w.thread_id), 0);
 	fair_channel(channel, sizeof channel, name, c_owner);
 	await_sharded_subscriber(channel);
 	published before;

@@ -119,8 +119,7 @@ static void join_queue(waiter *w, int64_t position)
 	}
 	queue_reaches(position);
 	if (!w->java_worker)
-		cr_assert(dlock_client_owner(w->owner, sizeof w->owner, cli, w->call.thread_id) >
-				0);
+		cr_assert_eq(dlock_client_owner(w->owner, cli, w->call.thread_id), 0);
 	/* Queued comes before subscribed: a wake-up timed before the waiter
 	 * listens would time its retry instead. */
 	subscribed(w->owner);

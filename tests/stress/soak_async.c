@@ -593,7 +593,7 @@ int main(void)
 		by_name[o->name][nby_name[o->name]++] = i;
 		o->wait = w < 15 ? 0 : w < 20 ? DLOCK_WAIT_FOREVER : between(100, 6000);
 		o->lease = chance(35) ? DLOCK_LEASE_WATCHDOG : between(30, 3000);
-		dlock_client_owner(o->owner, sizeof(o->owner), clients[lock_server[o->name]],
+		dlock_client_owner(o->owner, clients[lock_server[o->name]],
 				(uint64_t)i + 1);
 		in_call++;
 		rc = dlock_lock_acquire_async(&o->acq, locks[o->name], o->owner, o->wait, o->lease,

@@ -66,7 +66,8 @@ const dlock_lock_options *dl_kind(dlock_lock_kind kind)
 
 void dl_owner(dlock_client *client, char *buf, size_t len)
 {
-	cr_assert_gt(dlock_client_owner(buf, len, client, dlock_thread_id()), 0, "%s",
+	cr_assert_geq(len, DLOCK_OWNER_SIZE);
+	cr_assert_eq(dlock_client_owner(buf, client, dlock_thread_id()), 0, "%s",
 			dlock_errmsg_last());
 }
 

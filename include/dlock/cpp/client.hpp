@@ -48,11 +48,11 @@ public:
 	 *  Redisson's `<client uuid>:<id>`. Throws dlock::error (empty client). */
 	std::string owner(std::uint64_t id) const
 	{
-		char buf[128];
-		int n = dlock_client_owner(buf, sizeof buf, native(), id);
-		if (n < 0)
-			detail::throw_error(n);
-		return std::string(buf, static_cast<std::size_t>(n));
+		char buf[DLOCK_OWNER_SIZE];
+		int rc = dlock_client_owner(buf, native(), id);
+		if (rc < 0)
+			detail::throw_error(rc);
+		return std::string(buf);
 	}
 
 	/** PING the server. */

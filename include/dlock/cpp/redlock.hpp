@@ -121,11 +121,11 @@ public:
 	 *  (dlock_redlock_owner). Throws dlock::error. */
 	std::string owner(std::uint64_t id) const
 	{
-		char buf[128];
-		int n = dlock_redlock_owner(buf, sizeof buf, native(), id);
-		if (n < 0)
-			detail::throw_error(n);
-		return std::string(buf, static_cast<std::size_t>(n));
+		char buf[DLOCK_OWNER_SIZE];
+		int rc = dlock_redlock_owner(buf, native(), id);
+		if (rc < 0)
+			detail::throw_error(rc);
+		return std::string(buf);
 	}
 
 private:

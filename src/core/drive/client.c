@@ -302,30 +302,26 @@ const char *dlock_client_errmsg(const dlock_client *c)
 	return c ? dlock__errbuf_read(&c->err) : "";
 }
 
-int dlock_client_owner(char *buf, size_t len, const dlock_client *c, uint64_t thread_id)
+int dlock_client_owner(char owner[DLOCK_OWNER_SIZE], const dlock_client *c, uint64_t thread_id)
 {
 	char digits[24];
 	size_t n = 0, i;
 
-	if (c == NULL || buf == NULL)
+	if (c == NULL || owner == NULL)
 		return dlock__seterr(
 				DLOCK_EINVAL, "owner: NULL %s", c == NULL ? "client" : "buffer");
-	/* By hand: this runs on every call of every lock operation. */
+	/* By hand: this runs on every call of every lock operation. 36 + 1 +
+	 * 20 digits + 1 always fit DLOCK_OWNER_SIZE. */
 	do {
 		digits[n++] = (char)('0' + thread_id % 10);
 		thread_id /= 10;
 	} while (thread_id != 0);
-	if (36 + 1 + n + 1 > len)
-		return dlock__seterr(DLOCK_EINVAL,
-				"owner: a buffer of %zu bytes is too small "
-				"(%zu needed; 64 always suffice)",
-				len, 36 + 1 + n + 1);
-	memcpy(buf, c->id, 36);
-	buf[36] = ':';
+	memcpy(owner, c->id, 36);
+	owner[36] = ':';
 	for (i = 0; i < n; i++)
-		buf[37 + i] = digits[n - 1 - i];
-	buf[37 + n] = '\0';
-	return (int)(37 + n);
+		owner[37 + i] = digits[n - 1 - i];
+	owner[37 + n] = '\0';
+	return 0;
 }
 
 int dlock__client_check_fork(dlock_client *c)
