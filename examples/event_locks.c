@@ -135,13 +135,13 @@ static void on_tick(evutil_socket_t fd, short what, void *ud)
 }
 
 /* Called on the loop if a renewal finds a hold gone. */
-static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
+static void on_lost(const dlock_lost_event *ev, void *ud)
 {
 	app *a = ud;
 
-	(void)owner;
 	a->lost++;
-	fail(a, "%s was lost while held (reason %d)", dlock_lock_name(lock), reason);
+	fail(a, "%s was lost while held on %s (%s)", ev->name, ev->node,
+			dlock_lost_reason_str(ev->reason));
 }
 
 /* The steps, in the order they come: each one's callback starts the next. */

@@ -104,11 +104,9 @@ static void on_signal(int sig)
 }
 
 /* Runs on the client's background thread: keep it short, only raise the flag. */
-static void on_lost(dlock_lock *lock, const char *owner, int reason, void *userdata)
+static void on_lost(const dlock_lost_event *ev, void *userdata)
 {
-	(void)reason;
-	(void)lock;
-	(void)owner;
+	(void)ev;
 	(void)userdata;
 	atomic_store(&lost, 1);
 }

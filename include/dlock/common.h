@@ -46,6 +46,33 @@ typedef enum dlock_lost_reason {
 DLOCK_EXTERN const char *dlock_lost_reason_str(int reason);
 
 /**
+ * A hold found lost, as every kind's lost callback receives it. The
+ * library's memory, valid during the callback; fields are only appended.
+ */
+typedef struct dlock_lost_event {
+	/** The lock's, semaphore's name (a MultiLock/RedLock: its first member's). */
+	const char *name;
+	/** Who lost it: a lock's owner; a semaphore's permit id; a MultiLock's or
+	 *  RedLock's member owner whose loss left too few. */
+	const char *owner;
+	/** Why. */
+	dlock_lost_reason reason;
+	/** "host:port" of the server it was lost on (a lock's, a semaphore's);
+	 *  NULL for a MultiLock/RedLock, which loses a quorum, not a node (its
+	 *  member status says which members are still held). */
+	const char *node;
+} dlock_lost_event;
+
+/**
+ * The one lost callback of every kind (dlock_lock_set_lost_cb,
+ * dlock_multilock_set_lost_cb, dlock_redlock_set_lost_cb,
+ * dlock_semaphore_set_lost_cb). Called on a client's background thread;
+ * keep it short and do not wait for a lock in it (calls that do not wait,
+ * such as unlock or check, are fine).
+ */
+typedef void (*dlock_lost_cb)(const dlock_lost_event *ev, void *userdata);
+
+/**
  * The functions dlock allocates its own memory with. hiredis keeps its own
  * allocator (the reply objects it builds).
  */

@@ -35,14 +35,6 @@ extern "C" {
 
 typedef struct dlock_lock dlock_lock;
 
-/**
- * Called on the client's background thread when a watchdog hold of `owner`
- * is found lost; `reason` is a dlock_lost_reason. Keep it short; it may call
- * dlock_lock_* functions that do not wait (unlock, check), but must not wait
- * for a lock.
- */
-typedef void (*dlock_lost_cb)(dlock_lock *lock, const char *owner, int reason, void *userdata);
-
 /** The kinds of single-server lock; every function works on each. */
 typedef enum dlock_lock_kind {
 	/** Redisson's RLock. */
@@ -370,7 +362,8 @@ DLOCK_EXTERN int dlock_lock_validity(int64_t *ms, const dlock_lock *lock, const 
 
 /**
  * Set the callback for lost watchdog holds taken through this handle
- * (NULL to remove). Set it before sharing the handle between threads.
+ * (NULL to remove): ev->owner is the hold's owner, ev->node the lock's
+ * server (dlock/common.h). Set it before sharing the handle between threads.
  * Errors: DLOCK_EINVAL (NULL handle).
  */
 DLOCK_EXTERN int dlock_lock_set_lost_cb(dlock_lock *lock, dlock_lost_cb cb, void *userdata);

@@ -60,10 +60,6 @@ typedef struct dlock_member_status {
  *  or a version this library does not know). */
 DLOCK_EXTERN int dlock_member_status_init(dlock_member_status *s, unsigned int version);
 
-/** Called (on a client's background thread) when a held MultiLock loses a
- *  member; `reason` is the member's dlock_lost_reason. */
-typedef void (*dlock_multilock_lost_cb)(dlock_multilock *lock, const char *owner, int reason,
-		void *userdata);
 
 /**
  * Make a MultiLock of n (>= 1) member locks; the array is copied, the
@@ -144,9 +140,11 @@ DLOCK_EXTERN int dlock_multilock_validity(int64_t *ms, const dlock_multilock *lo
 
 /**
  * Set the callback called (on a client's background thread) when a held
- * MultiLock is lost. Errors: DLOCK_EINVAL (NULL handle).
+ * MultiLock is lost (NULL removes it): ev->owner is the member owner whose
+ * loss left too few, ev->reason that member's reason, ev->node NULL.
+ * Errors: DLOCK_EINVAL (NULL handle).
  */
-DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_multilock_lost_cb cb,
+DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_lost_cb cb,
 		void *userdata);
 
 /** Number of members. */

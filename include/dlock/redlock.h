@@ -38,13 +38,6 @@ extern "C" {
 
 typedef struct dlock_redlock dlock_redlock;
 
-/** Called (on a client's background thread) when fewer than a quorum of a
- *  held RedLock's members can still be renewed. `owner` is the lost member's
- *  owner field, `reason` the dlock_lost_reason of the member loss that left
- *  too few. */
-typedef void (*dlock_redlock_lost_cb)(dlock_redlock *lock, const char *owner, int reason,
-		void *userdata);
-
 #define DLOCK_REDLOCK_OPTIONS_VERSION 1
 
 typedef struct dlock_redlock_options {
@@ -161,8 +154,9 @@ DLOCK_EXTERN int dlock_redlock_check(const dlock_redlock *lock, const char *owne
  */
 DLOCK_EXTERN int dlock_redlock_validity(int64_t *ms, const dlock_redlock *lock, const char *owner);
 
-/** As dlock_multilock_set_lost_cb(). */
-DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_redlock_lost_cb cb,
+/** As dlock_multilock_set_lost_cb(): the callback comes when fewer than a
+ *  quorum of a held RedLock's members can still be renewed. */
+DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_lost_cb cb,
 		void *userdata);
 
 /** Number of members. */

@@ -214,16 +214,14 @@ DLOCK_EXTERN int dlock_semaphore_permit_validity(int64_t *ms, const dlock_semaph
 		const char *id);
 
 /**
- * Called on the client's background loop when a renewed permit is found
- * lost; `reason` is a dlock_lost_reason. Keep it short; it must not wait.
- * It may free the semaphore (the calls for other permits found lost by the
- * same renewal still come; the handle stays valid until they are over).
+ * Set the lost callback (NULL removes it), before sharing the handle. It is
+ * called on the client's background loop when a renewed permit is found
+ * lost: ev->owner is the permit's id, ev->node the semaphore's server. Keep
+ * it short; it must not wait. It may free the semaphore (the calls for
+ * other permits found lost by the same renewal still come; the handle stays
+ * valid until they are over). DLOCK_EINVAL for NULL sem.
  */
-typedef void (*dlock_permit_lost_cb)(dlock_semaphore *sem, const char *id, int reason,
-		void *userdata);
-
-/** Set the lost callback (NULL removes it), before sharing the handle. DLOCK_EINVAL for NULL sem. */
-DLOCK_EXTERN int dlock_semaphore_set_lost_cb(dlock_semaphore *sem, dlock_permit_lost_cb cb,
+DLOCK_EXTERN int dlock_semaphore_set_lost_cb(dlock_semaphore *sem, dlock_lost_cb cb,
 		void *userdata);
 
 /**

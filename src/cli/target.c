@@ -172,22 +172,11 @@ typedef struct lost_hook {
 
 static lost_hook hook; /* one lock per process: the CLI's own state, not the library's */
 
-static void on_lock_lost(dlock_lock *l, const char *owner, int reason, void *ud)
+/* Every kind's lost callback. */
+static void on_lost(const dlock_lost_event *ev, void *userdata)
 {
-	(void)l, (void)owner, (void)ud;
-	hook.fn(reason, hook.arg);
-}
-
-static void on_redlock_lost(dlock_redlock *r, const char *owner, int reason, void *ud)
-{
-	(void)r, (void)owner, (void)ud;
-	hook.fn(reason, hook.arg);
-}
-
-static void on_multilock_lost(dlock_multilock *m, const char *owner, int reason, void *ud)
-{
-	(void)m, (void)owner, (void)ud;
-	hook.fn(reason, hook.arg);
+	(void)userdata;
+	hook.fn((int)ev->reason, hook.arg);
 }
 
 int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg)
@@ -198,11 +187,11 @@ int cli_target_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *a
 	hook.arg = arg;
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return dlock_redlock_set_lost_cb(t->redlock, on_redlock_lost, NULL);
+		return dlock_redlock_set_lost_cb(t->redlock, on_lost, NULL);
 	case MODE_MULTILOCK:
-		return dlock_multilock_set_lost_cb(t->multilock, on_multilock_lost, NULL);
+		return dlock_multilock_set_lost_cb(t->multilock, on_lost, NULL);
 	default:
-		return dlock_lock_set_lost_cb(t->locks[0], on_lock_lost, NULL);
+		return dlock_lock_set_lost_cb(t->locks[0], on_lost, NULL);
 	}
 }
 

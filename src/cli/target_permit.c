@@ -87,10 +87,10 @@ typedef struct lost_hook {
 
 static lost_hook hook; /* one permit per process: the CLI's own state */
 
-static void on_permit_lost(dlock_semaphore *s, const char *id, int reason, void *ud)
+static void on_permit_lost(const dlock_lost_event *ev, void *userdata)
 {
-	(void)s, (void)id, (void)ud;
-	hook.fn(reason, hook.arg);
+	(void)userdata;
+	hook.fn((int)ev->reason, hook.arg);
 }
 
 int cli_permit_on_lost(cli_target *t, void (*fn)(int reason, void *arg), void *arg)

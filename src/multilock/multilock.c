@@ -6,7 +6,7 @@
 
 struct dlock_multilock {
 	dlock__engine engine;
-	dlock_multilock_lost_cb lost_cb;
+	dlock_lost_cb lost_cb;
 };
 
 int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n)
@@ -116,11 +116,13 @@ int dlock_multilock_validity(int64_t *ms, const dlock_multilock *m, const char *
 static void forward_lost(void *self, const char *owner, int reason, void *userdata)
 {
 	dlock_multilock *m = self;
+	dlock_lost_event ev = { dlock_lock_name(m->engine.members[0]), owner,
+		(dlock_lost_reason)reason, NULL };
 
-	m->lost_cb(m, owner, reason, userdata);
+	m->lost_cb(&ev, userdata);
 }
 
-int dlock_multilock_set_lost_cb(dlock_multilock *m, dlock_multilock_lost_cb cb, void *userdata)
+int dlock_multilock_set_lost_cb(dlock_multilock *m, dlock_lost_cb cb, void *userdata)
 {
 	CHECK_HANDLE(m);
 	/* Set before the handle is shared: the background thread reads it under the engine lock. */

@@ -14,7 +14,7 @@
 struct dlock_redlock {
 	dlock__engine engine;
 	dlock__guard guard;
-	dlock_redlock_lost_cb lost_cb;
+	dlock_lost_cb lost_cb;
 	/* What dlock_redlock_new_from_uris() made, and frees. */
 	dlock_client **clients;
 	dlock_lock **locks;
@@ -260,11 +260,13 @@ int dlock_redlock_validity(int64_t *ms, const dlock_redlock *r, const char *owne
 static void forward_lost(void *self, const char *owner, int reason, void *userdata)
 {
 	dlock_redlock *r = self;
+	dlock_lost_event ev = { dlock_lock_name(r->engine.members[0]), owner,
+		(dlock_lost_reason)reason, NULL };
 
-	r->lost_cb(r, owner, reason, userdata);
+	r->lost_cb(&ev, userdata);
 }
 
-int dlock_redlock_set_lost_cb(dlock_redlock *r, dlock_redlock_lost_cb cb, void *userdata)
+int dlock_redlock_set_lost_cb(dlock_redlock *r, dlock_lost_cb cb, void *userdata)
 {
 	CHECK_HANDLE(r);
 	dlock__mutex_lock(&r->engine.mu);

@@ -59,8 +59,12 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 		dlock__mutex_unlock(&h->mu);
 		if (attached) {
 			dlock__lock_lost_cb(ev[i].handle, &fn, &ud);
-			if (fn != NULL)
-				fn(ev[i].handle, ev[i].owner, ev[i].reason, ud);
+			if (fn != NULL) {
+				dlock_lost_event le = { dlock_lock_name(ev[i].handle), ev[i].owner,
+					(dlock_lost_reason)ev[i].reason, dlock_client_node(h->client) };
+
+				fn(&le, ud);
+			}
 		}
 		if (ev[i].observer != NULL)
 			ev[i].observer(ev[i].observer_arg, ev[i].owner, ev[i].reason);

@@ -377,7 +377,7 @@ int dlock_semaphore_permit_validity(int64_t *ms, const dlock_semaphore *cs, cons
 	return rc;
 }
 
-int dlock_semaphore_set_lost_cb(dlock_semaphore *s, dlock_permit_lost_cb cb, void *userdata)
+int dlock_semaphore_set_lost_cb(dlock_semaphore *s, dlock_lost_cb cb, void *userdata)
 {
 	if (s == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "semaphore lost callback: NULL handle");
@@ -429,7 +429,7 @@ static void note_loss(lost_note *notes, size_t *n, const dlock__permit *p)
 
 static void tell(dlock_semaphore *s, const lost_note *notes, size_t n)
 {
-	dlock_permit_lost_cb cb;
+	dlock_lost_cb cb;
 	void *ud;
 	size_t i;
 
@@ -440,8 +440,12 @@ static void tell(dlock_semaphore *s, const lost_note *notes, size_t n)
 	if (cb == NULL || n == 0)
 		return;
 	atomic_fetch_add(&s->refs, 1); /* a callback may free the handle */
-	for (i = 0; i < n; i++)
-		cb(s, notes[i].id, notes[i].reason, ud);
+	for (i = 0; i < n; i++) {
+		dlock_lost_event ev = { s->name, notes[i].id, (dlock_lost_reason)notes[i].reason,
+			dlock_client_node(s->client) };
+
+		cb(&ev, ud);
+	}
 	dlock__sem_unref(s);
 }
 

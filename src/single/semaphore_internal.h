@@ -82,7 +82,7 @@ struct dlock_semaphore {
 	_Atomic int refs; /* the caller's, and one per operation not yet ended */
 	pthread_mutex_t mu; /* the permits, the callback, the job's flags */
 	dlock__permit *permits;
-	dlock_permit_lost_cb lost_cb;
+	dlock_lost_cb lost_cb;
 	void *lost_ud;
 	int freed; /* the caller freed it: renew nothing more */
 	dlock__permit_job job;

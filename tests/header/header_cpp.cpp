@@ -25,7 +25,7 @@ static_assert(DLOCK_WAIT_FOREVER == -1 && DLOCK_LEASE_WATCHDOG == -1 &&
 namespace
 {
 
-void on_lost(dlock_lock *, const char *, int, void *)
+void on_lost(const dlock_lost_event *, void *)
 {
 }
 

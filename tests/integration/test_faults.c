@@ -242,14 +242,13 @@ typedef struct lost_log {
 	char name[64];
 } lost_log;
 
-static void log_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
+static void log_lost(const dlock_lost_event *ev, void *ud)
 {
 	lost_log *g = ud;
-	(void)owner;
 	pthread_mutex_lock(&g->mu);
 	if (g->count++ == 0) {
-		g->reason = reason;
-		snprintf(g->name, sizeof g->name, "%s", dlock_lock_name(lock));
+		g->reason = (int)ev->reason;
+		snprintf(g->name, sizeof g->name, "%s", ev->name);
 	}
 	pthread_mutex_unlock(&g->mu);
 }

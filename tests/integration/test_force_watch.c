@@ -229,11 +229,6 @@ Test(force_watch, without_the_option_a_force_unlock_goes_unheard_for_2s, .timeou
 	dl_lost_destroy(&lost);
 }
 
-static void on_redlock_lost(dlock_redlock *lock, const char *owner, int reason, void *ud)
-{
-	dl_lost_note(ud, lock, owner, reason);
-}
-
 /* A RedLock of 3 on watching clients: a force unlock on 2 members leaves
  * no quorum, and its lost callback fires within 1 s. */
 Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout = 40)
@@ -254,7 +249,7 @@ Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout 
 	co.watch_force_unlock = 1;
 	ro.restart_guard_ms = 0;
 	dl_pass(dlock_redlock_new_from_uris(&r, uris, 3, name, &co, &ro));
-	dl_pass(dlock_redlock_set_lost_cb(r, on_redlock_lost, &lost));
+	dl_pass(dlock_redlock_set_lost_cb(r, dl_on_lost, &lost));
 	dl_pass(dlock_redlock_lock(NULL, r, DLOCK_LEASE_WATCHDOG));
 	for (int i = 0; i < 3; i++)
 		dl_await_numsub(s[i], channel, 1, 2000);

@@ -334,11 +334,6 @@ Test(force_watch_leased, a_leased_hold_stops_listening_when_its_lease_ends)
 
 /* ---- permits ------------------------------------------------------------- */
 
-static void on_permit_lost(dlock_semaphore *s, const char *id, int reason, void *ud)
-{
-	dl_lost_note(ud, s, id, reason);
-}
-
 typedef struct holder {
 	dlock_client *c;
 	dlock_semaphore *s;
@@ -354,7 +349,7 @@ static void take_permit(holder *h, const char *name, int watch, dl_lost *lost)
 	h->s = NULL;
 	dl_pass(dlock_semaphore_new(&h->s, h->c, name, &o));
 	if (lost != NULL)
-		dl_pass(dlock_semaphore_set_lost_cb(h->s, on_permit_lost, lost));
+		dl_pass(dlock_semaphore_set_lost_cb(h->s, dl_on_lost, lost));
 	dl_pass(dlock_semaphore_try_set_permits(NULL, h->s, 2));
 	dl_pass(dlock_semaphore_acquire_permit(h->id, h->s, 0, LEASE_MS));
 }
@@ -428,7 +423,7 @@ Test(force_watch_leased, a_leased_permit_stops_listening_when_its_lease_ends)
 	h.c = client_with(1);
 	h.s = NULL;
 	dl_pass(dlock_semaphore_new(&h.s, h.c, "fwl:p-ends", &o));
-	dl_pass(dlock_semaphore_set_lost_cb(h.s, on_permit_lost, &lost));
+	dl_pass(dlock_semaphore_set_lost_cb(h.s, dl_on_lost, &lost));
 	dl_pass(dlock_semaphore_try_set_permits(NULL, h.s, 2));
 	taken = rh_now_ms();
 	dl_pass(dlock_semaphore_acquire_permit(h.id, h.s, 0, 1500));

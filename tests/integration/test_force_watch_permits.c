@@ -42,11 +42,6 @@ static dlock_semaphore *sem_on(dlock_client *c, const char *name, dlock_semaphor
 	return s;
 }
 
-static void on_permit_lost(dlock_semaphore *s, const char *id, int reason, void *ud)
-{
-	dl_lost_note(ud, s, id, reason);
-}
-
 /* The semaphore's count (GET name), -1 when there is none. */
 static long long count_of(const char *name)
 {
@@ -87,7 +82,7 @@ static void hold_one(holder *h, dl_lost *lost, const char *name, int watch, int6
 {
 	h->c = client_with(watch, watchdog_ms);
 	h->s = sem_on(h->c, name, DLOCK_SEMAPHORE_EXPIRABLE);
-	dl_pass(dlock_semaphore_set_lost_cb(h->s, on_permit_lost, lost));
+	dl_pass(dlock_semaphore_set_lost_cb(h->s, dl_on_lost, lost));
 	dl_pass(dlock_semaphore_try_set_permits(NULL, h->s, 1));
 	dl_pass(dlock_semaphore_acquire_permit(h->id, h->s, 0, DLOCK_LEASE_WATCHDOG));
 }

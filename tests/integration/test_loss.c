@@ -168,11 +168,9 @@ Test(loss, redlock_unlock_after_majority_deleted_says_lost, .timeout = 30)
 
 static _Atomic int idx_lost[2][IDX_N];
 
-static void idx_on_lost(dlock_lock *l, const char *owner, int reason, void *ud)
+static void idx_on_lost(const dlock_lost_event *ev, void *ud)
 {
-	(void)l;
-	(void)owner;
-	(void)reason;
+	(void)ev;
 	atomic_fetch_add((_Atomic int *)ud, 1);
 }
 

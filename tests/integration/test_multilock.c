@@ -572,19 +572,20 @@ Test(multilock, lease_expires_and_watchdog_renews, .timeout = 30)
 typedef struct lost_rec {
 	pthread_mutex_t mu;
 	int calls;
-	dlock_multilock *lock;
+	char name[128];
 	char owner[128];
+	int has_node;
 	int64_t at;
 } lost_rec;
 
-static void on_ml_lost(dlock_multilock *lock, const char *owner, int reason, void *ud)
+static void on_ml_lost(const dlock_lost_event *ev, void *ud)
 {
-	(void)reason;
 	lost_rec *r = ud;
 	pthread_mutex_lock(&r->mu);
 	if (r->calls++ == 0) {
-		r->lock = lock;
-		snprintf(r->owner, sizeof r->owner, "%s", owner ? owner : "(null)");
+		snprintf(r->name, sizeof r->name, "%s", ev->name ? ev->name : "(null)");
+		snprintf(r->owner, sizeof r->owner, "%s", ev->owner ? ev->owner : "(null)");
+		r->has_node = ev->node != NULL;
 		r->at = rh_now_ms();
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -633,7 +634,8 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 		dl_sleep_ms(5);
 	cr_assert_eq(lost_calls(&lost), 1, "lost callback ran %d times", lost_calls(&lost));
 	cr_assert_leq(lost.at - forced_at, 1000);
-	cr_assert_eq(lost.lock, f.m);
+	cr_assert_str_eq(lost.name, f.name);
+	cr_assert_eq(lost.has_node, 0, "a quorum is lost, not one node");
 	char owner[64];
 	owner_of(f.c[1], dlock_thread_id(), owner, sizeof owner);
 	cr_assert_str_eq(lost.owner, owner, "callback owner %s, expected member 2's owner %s",

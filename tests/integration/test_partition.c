@@ -105,13 +105,13 @@ typedef struct lost_rec {
 
 static lost_rec g_lost = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
 
-static void on_lost(dlock_redlock *lock, const char *owner, int reason, void *ud)
+static void on_lost(const dlock_lost_event *ev, void *ud)
 {
-	(void)lock, (void)owner, (void)ud;
+	(void)ud;
 	pthread_mutex_lock(&g_lost.mu);
 	if (g_lost.fired++ == 0) {
 		g_lost.at_ms = rh_now_ms();
-		g_lost.reason = reason;
+		g_lost.reason = (int)ev->reason;
 	}
 	pthread_mutex_unlock(&g_lost.mu);
 }

@@ -55,11 +55,6 @@ static int64_t wait_key_gone(rh_server *s, const char *name, int64_t limit_ms)
 	}
 }
 
-static void on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
-{
-	dl_lost_note(ud, lock, owner, reason);
-}
-
 /* A server, a client and a lock whose lost callbacks are recorded. */
 typedef struct watched {
 	rh_server *s;
@@ -76,7 +71,7 @@ static void watched_up(watched *w, const char *name, int watchdog_ms, int comman
 	w->c = open_client(w->s, watchdog_ms, command_timeout_ms);
 	w->l = dl_lock(w->c, name);
 	dl_lost_init(&w->rec);
-	cr_assert_eq(dlock_lock_set_lost_cb(w->l, on_lost, &w->rec), 0);
+	cr_assert_eq(dlock_lock_set_lost_cb(w->l, dl_on_lost, &w->rec), 0);
 	dl_owner(w->c, w->owner, sizeof w->owner);
 }
 
@@ -271,7 +266,8 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
 	cr_assert(fired, "no lost callback %lld ms after the kill (server back after %lld ms)",
 			(long long)(rh_now_ms() - t_kill), (long long)(t_back - t_kill));
 	cr_assert_eq(dl_lost_count(&w.rec), 1);
-	cr_assert_eq(w.rec.lock, w.l);
+	cr_assert_str_eq(w.rec.name, dlock_lock_name(w.l));
+	cr_assert_str_eq(w.rec.node, dlock_client_node(w.c), "the event names the lock's server");
 	cr_assert_str_eq(w.rec.owner, w.owner);
 	cr_assert_eq(w.rec.reason, DLOCK_LOST_GONE);
 	cr_assert_eq(dlock_lock_check(w.l, NULL), DLOCK_ELOST);

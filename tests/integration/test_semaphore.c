@@ -292,11 +292,6 @@ Test(semaphore, a_renewed_permit_outlives_its_lease, .timeout = 30)
 
 static dl_lost lost_rec;
 
-static void on_lost(dlock_semaphore *s, const char *id, int reason, void *ud)
-{
-	dl_lost_note(ud, s, id, reason);
-}
-
 Test(semaphore, a_renewal_that_finds_the_permit_gone_reports_it_lost, .timeout = 30)
 {
 	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 900);
@@ -304,13 +299,15 @@ Test(semaphore, a_renewal_that_finds_the_permit_gone_reports_it_lost, .timeout =
 	char id[DLOCK_PERMIT_ID_SIZE];
 
 	dl_lost_init(&lost_rec);
-	dl_pass(dlock_semaphore_set_lost_cb(s, on_lost, &lost_rec));
+	dl_pass(dlock_semaphore_set_lost_cb(s, dl_on_lost, &lost_rec));
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
 	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(rh_command_int(dl_srv, "DEL {sem-gone}:timeout"), 1);
 	cr_assert_eq(dl_lost_wait(&lost_rec, rh_now_ms() + 5000), 1, "no lost callback");
 	cr_assert_eq(lost_rec.reason, DLOCK_LOST_GONE);
-	cr_assert_str_eq(lost_rec.owner, id);
+	cr_assert_str_eq(lost_rec.owner, id, "a semaphore's event names the permit");
+	cr_assert_str_eq(lost_rec.name, "sem-gone");
+	cr_assert_str_eq(lost_rec.node, dlock_client_node(c));
 	cr_assert_eq(dlock_semaphore_permit_check(s, id), DLOCK_ELOST);
 	dlock_semaphore_free(s);
 	dlock_client_free(c);
@@ -335,7 +332,7 @@ Test(semaphore, a_permit_seen_lost_stays_lost_and_comes_back, .timeout = 30)
 	int64_t paused_at, lost_at = 0, held_again_at = 0, t;
 
 	dl_lost_init(&lost_rec);
-	dl_pass(dlock_semaphore_set_lost_cb(s, on_lost, &lost_rec));
+	dl_pass(dlock_semaphore_set_lost_cb(s, dl_on_lost, &lost_rec));
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
 	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
 	/* A renewal has reached the server: it knows the script, so the late
@@ -394,7 +391,7 @@ Test(semaphore, one_failed_renewal_does_not_lose_the_permit, .timeout = 30)
 	int64_t t0, lost_at = 0, t;
 
 	dl_lost_init(&lost_rec);
-	dl_pass(dlock_semaphore_set_lost_cb(s, on_lost, &lost_rec));
+	dl_pass(dlock_semaphore_set_lost_cb(s, dl_on_lost, &lost_rec));
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
 	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
 	t0 = rh_now_ms();
@@ -705,13 +702,20 @@ Test(semaphore_unix, a_release_wakes_a_waiter_and_a_permit_is_renewed)
 	dlock_client_free(c);
 }
 
-static void free_on_lost(dlock_semaphore *s, const char *id, int reason, void *ud)
+/* The handle the lost callback frees and the gate it counts its calls on. */
+typedef struct freeing {
+	dlock_semaphore *s;
+	dl_gate g;
+} freeing;
+
+static void free_on_lost(const dlock_lost_event *ev, void *ud)
 {
-	(void)id;
-	(void)reason;
-	if (dl_gate_get(ud) == 0)
-		dlock_semaphore_free(s); /* the handle stays valid until the calls are over */
-	dl_gate_add(ud, 1);
+	freeing *f = ud;
+
+	(void)ev;
+	if (dl_gate_get(&f->g) == 0)
+		dlock_semaphore_free(f->s); /* the handle stays valid until the calls are over */
+	dl_gate_add(&f->g, 1);
 }
 
 Test(semaphore, the_lost_callback_may_free_the_semaphore, .timeout = 30)
@@ -719,18 +723,19 @@ Test(semaphore, the_lost_callback_may_free_the_semaphore, .timeout = 30)
 	dlock_client *c = dl_client(rh_server_uri(dl_srv), 0, 900);
 	dlock_semaphore *s = sem_of(c, "sem-free-lost", DLOCK_SEMAPHORE_EXPIRABLE);
 	char id[DLOCK_PERMIT_ID_SIZE];
-	dl_gate g;
+	freeing f;
 
-	dl_gate_init(&g);
-	dl_pass(dlock_semaphore_set_lost_cb(s, free_on_lost, &g));
+	f.s = s;
+	dl_gate_init(&f.g);
+	dl_pass(dlock_semaphore_set_lost_cb(s, free_on_lost, &f));
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 2));
 	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
 	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(rh_command_int(dl_srv, "DEL {sem-free-lost}:timeout"), 1);
 	/* Two permits lost in one renewal: one call each, the first frees it. */
-	cr_assert_eq(dl_gate_wait(&g, 2, rh_now_ms() + 5000), 2, "no lost callbacks");
+	cr_assert_eq(dl_gate_wait(&f.g, 2, rh_now_ms() + 5000), 2, "no lost callbacks");
 	dl_sleep_ms(100);
-	dl_gate_destroy(&g);
+	dl_gate_destroy(&f.g);
 	dlock_client_free(c);
 }
 

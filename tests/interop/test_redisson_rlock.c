@@ -210,11 +210,6 @@ Test(redisson_rlock, dlock_reentry_holds_until_the_last_unlock)
 
 /* ---- forceUnlock ------------------------------------------------------------ */
 
-static void lost_cb(dlock_lock *lock, const char *owner, int reason, void *ud)
-{
-	dl_lost_note(ud, lock, owner, reason);
-}
-
 /* Redisson's forceUnlock wakes a dlock waiter, and the dlock holder's
  * watchdog learns that its hold is gone. */
 Test(redisson_rlock, redisson_force_unlock_wakes_dlock_and_the_holder_learns)
@@ -223,7 +218,7 @@ Test(redisson_rlock, redisson_force_unlock_wakes_dlock_and_the_holder_learns)
 	dl_lost lost;
 	dl_lost_init(&lost);
 	dlock_lock *holder = dl_lock(cli, "forced");
-	dl_pass(dlock_lock_set_lost_cb(holder, lost_cb, &lost));
+	dl_pass(dlock_lock_set_lost_cb(holder, dl_on_lost, &lost));
 	dl_pass(dlock_lock_lock(holder, -1));
 
 	dlock_client *other = dl_client(rh_server_uri(dl_srv), 5000, WATCHDOG_MS);

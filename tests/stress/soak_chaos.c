@@ -174,10 +174,9 @@ static void log_line(const char *fmt, ...)
 		g_io_failed = 1;
 }
 
-static void on_lost(dlock_redlock *lock, const char *owner, int reason, void *userdata)
+static void on_lost(const dlock_lost_event *ev, void *userdata)
 {
-	(void)reason;
-	(void)lock, (void)owner, (void)userdata;
+	(void)ev, (void)userdata;
 	atomic_fetch_add(&g_lost_events, 1);
 	atomic_store(&g_lost_flag, 1);
 }

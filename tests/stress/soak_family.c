@@ -193,11 +193,11 @@ static void log_line(const char *fmt, ...)
 		g_io_failed = 1;
 }
 
-static void on_permit_lost(dlock_semaphore *sem, const char *id, int reason, void *userdata)
+static void on_permit_lost(const dlock_lost_event *ev, void *userdata)
 {
-	(void)sem, (void)reason, (void)userdata;
+	(void)userdata;
 	pthread_mutex_lock(&g_lost_mu);
-	snprintf(g_lost_ids[g_lost_next], DLOCK_PERMIT_ID_SIZE, "%s", id);
+	snprintf(g_lost_ids[g_lost_next], DLOCK_PERMIT_ID_SIZE, "%s", ev->owner);
 	g_lost_next = (g_lost_next + 1) % 8;
 	pthread_mutex_unlock(&g_lost_mu);
 	atomic_fetch_add(&g_lost_events, 1);
@@ -214,9 +214,9 @@ static int permit_told_lost(const char *id)
 	return found;
 }
 
-static void on_lock_lost(dlock_lock *lock, const char *owner, int reason, void *userdata)
+static void on_lock_lost(const dlock_lost_event *ev, void *userdata)
 {
-	(void)lock, (void)owner, (void)reason, (void)userdata;
+	(void)ev, (void)userdata;
 	atomic_fetch_add(&g_lost_events, 1);
 	atomic_store(&g_lost_flag, 1);
 }

@@ -128,10 +128,9 @@ static void *rlock_worker(void *arg)
 	return NULL;
 }
 
-static void on_lost(dlock_lock *l, const char *owner, int reason, void *ud)
+static void on_lost(const dlock_lost_event *ev, void *ud)
 {
-	(void)reason;
-	(void)l, (void)owner;
+	(void)ev;
 	atomic_fetch_add(&((shared *)ud)->lost, 1);
 }
 

@@ -130,9 +130,9 @@ void dl_waiter_join(dl_waiter *w)
 	cr_assert_eq(pthread_join(w->th, NULL), 0);
 }
 
-void dl_on_lost(dlock_lock *lock, const char *owner, int reason, void *ud)
+void dl_on_lost(const dlock_lost_event *ev, void *ud)
 {
-	dl_lost_note(ud, lock, owner, reason);
+	dl_lost_note(ud, ev);
 }
 
 rh_server *dl_slot_owner(rh_cluster *c, const char *key)

@@ -153,7 +153,7 @@ void dl_lost_destroy(dl_lost *r)
 	pthread_mutex_destroy(&r->mu);
 }
 
-void dl_lost_note(void *ud, const void *lock, const char *owner, int reason)
+void dl_lost_note(void *ud, const dlock_lost_event *ev)
 {
 	dl_lost *r = ud;
 	int64_t now = monotonic_ms();
@@ -161,9 +161,10 @@ void dl_lost_note(void *ud, const void *lock, const char *owner, int reason)
 	pthread_mutex_lock(&r->mu);
 	if (r->fired++ == 0) {
 		r->at_ms = now;
-		r->lock = lock;
-		r->reason = reason;
-		snprintf(r->owner, sizeof r->owner, "%s", owner ? owner : "(null)");
+		r->reason = (int)ev->reason;
+		snprintf(r->name, sizeof r->name, "%s", ev->name ? ev->name : "(null)");
+		snprintf(r->owner, sizeof r->owner, "%s", ev->owner ? ev->owner : "(null)");
+		snprintf(r->node, sizeof r->node, "%s", ev->node ? ev->node : "(null)");
 	}
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);

@@ -75,15 +75,16 @@ typedef struct dl_lost {
 	pthread_cond_t cv;
 	int fired;
 	int64_t at_ms; /* of the first callback (monotonic) */
-	const void *lock;
+	char name[128];
 	char owner[128];
+	char node[128]; /* "(null)" when the event named none */
 	int reason;
 } dl_lost;
 
 void dl_lost_init(dl_lost *r);
 void dl_lost_destroy(dl_lost *r);
-/* What a lost callback calls with its arguments (ud is the dl_lost). */
-void dl_lost_note(void *ud, const void *lock, const char *owner, int reason);
+/* What a lost callback calls with its event (ud is the dl_lost). */
+void dl_lost_note(void *ud, const dlock_lost_event *ev);
 /* Wait until a callback fired or `deadline` (monotonic ms); returns how many fired. */
 int dl_lost_wait(dl_lost *r, int64_t deadline);
 int dl_lost_count(dl_lost *r);
@@ -337,8 +338,8 @@ struct rh_server *dl_slot_owner(struct rh_cluster *c, const char *key);
 /* A primary of cluster c other than s (asserts there is one). */
 struct rh_server *dl_other_primary(struct rh_cluster *c, const struct rh_server *s);
 
-/* A lost callback that records into the dl_lost passed as userdata. */
-void dl_on_lost(dlock_lock *lock, const char *owner, int reason, void *ud);
+/* A lost callback (any kind's) that records into the dl_lost passed as userdata. */
+void dl_on_lost(const dlock_lost_event *ev, void *ud);
 
 /* `waiter`, blocked on the lock `holder` holds (20 s lease), wakes within
  * 2 s of holder's unlock: the unlock message reached it. */
