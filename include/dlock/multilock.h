@@ -61,16 +61,29 @@ typedef struct dlock_member_status {
 DLOCK_EXTERN int dlock_member_status_init(dlock_member_status *s, unsigned int version);
 
 
+#define DLOCK_MULTILOCK_OPTIONS_VERSION 1
+
+/** A MultiLock's options: none yet beyond `version` (where 1.x adds them). */
+typedef struct dlock_multilock_options {
+	unsigned int version; /**< DLOCK_MULTILOCK_OPTIONS_VERSION (the fields you know) */
+} dlock_multilock_options;
+
+#define DLOCK_MULTILOCK_OPTIONS_INIT { DLOCK_MULTILOCK_OPTIONS_VERSION }
+
+/** Fill `opts` with the defaults of `version`. 0, or DLOCK_EINVAL. */
+DLOCK_EXTERN int dlock_multilock_options_init(dlock_multilock_options *opts, unsigned int version);
+
 /**
  * Make a MultiLock of n (>= 1) member locks; the array is copied, the
- * members are borrowed. Errors: DLOCK_EINVAL (NULL, n == 0, a NULL member,
+ * members are borrowed. `opts` NULL: the defaults. Errors: DLOCK_EINVAL (NULL, n == 0, a NULL member,
  * the same handle twice, fenced and unfenced members mixed),
  * DLOCK_EDUPLICATE (the same name twice on one server and db: one resolved
  * address and port, or one socket file; the message names both spellings),
  * DLOCK_ENOMEM. *out belongs to the caller and is freed with
  * dlock_multilock_free(), before its members.
  */
-DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n);
+DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n,
+		const dlock_multilock_options *opts);
 
 /** Free the handle (not the members). Accepts NULL. */
 DLOCK_EXTERN void dlock_multilock_free(dlock_multilock *lock);

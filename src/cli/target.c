@@ -65,7 +65,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 		return dlock_redlock_new(&t->redlock, t->locks, t->n, &ro);
 	}
 	if (t->mode == MODE_MULTILOCK)
-		return dlock_multilock_new(&t->multilock, t->locks, t->n);
+		return dlock_multilock_new(&t->multilock, t->locks, t->n, NULL);
 	return 0;
 }
 

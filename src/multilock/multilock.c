@@ -2,6 +2,7 @@
 /* MultiLock: the engine with a quorum of every member. */
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/base/fields.h"
 #include "multilock/engine.h"
 
 struct dlock_multilock {
@@ -9,15 +10,29 @@ struct dlock_multilock {
 	dlock_lost_cb lost_cb;
 };
 
-int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n)
+/* No fields after `version` yet: the table is empty, the version checked. */
+static const dlock_multilock_options defaults = DLOCK_MULTILOCK_OPTIONS_INIT;
+static const dlock__versioned versioned = { "multilock options", "DLOCK_MULTILOCK_OPTIONS_INIT",
+	DLOCK_MULTILOCK_OPTIONS_VERSION, sizeof(dlock_multilock_options), &defaults, NULL, 0 };
+
+int dlock_multilock_options_init(dlock_multilock_options *opts, unsigned int version)
+{
+	return dlock__versioned_init(opts, version, &versioned);
+}
+
+int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *members, size_t n,
+		const dlock_multilock_options *opts)
 {
 	dlock__rules rules = { 0 };
+	dlock_multilock_options o;
 	dlock_multilock *m;
 	int rc;
 
 	if (out == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "multilock: out is NULL");
 	*out = NULL;
+	if ((rc = dlock__versioned_load(&o, opts, &versioned)) < 0)
+		return rc;
 	m = dlock__calloc(1, sizeof(*m));
 	if (m == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");

@@ -844,7 +844,7 @@ static void ml_setup(void *arg)
 	}
 	x->m = NULL;
 	if (x->make)
-		dl_pass(dlock_multilock_new(&x->m, x->l, NSRV));
+		dl_pass(dlock_multilock_new(&x->m, x->l, NSRV, NULL));
 	if (x->locked) {
 		dl_pass(dlock_multilock_try(x->m, 0, 10000));
 		cr_assert_eq(ml_held(x), NSRV);
@@ -873,7 +873,7 @@ static const char *ml_errmsg(void *arg)
 static int ml_new_run(void *arg)
 {
 	ml_ctx *x = arg;
-	int rc = dlock_multilock_new(&x->m, x->l, NSRV);
+	int rc = dlock_multilock_new(&x->m, x->l, NSRV, NULL);
 
 	if (rc == 0) {
 		dlock_multilock_free(x->m);

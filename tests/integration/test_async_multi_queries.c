@@ -95,7 +95,7 @@ static void target_up(target *t, dlock_loop *loop, const char *name, int redlock
 		t->clients[i] = dl_client_opts(uris[i], &co);
 		t->members[i] = dl_lock(t->clients[i], name);
 	}
-	cr_assert_eq(dlock_multilock_new(&t->m, t->members, N), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_multilock_new(&t->m, t->members, N, NULL), 0, "%s", dlock_errmsg_last());
 }
 
 static void target_down(target *t)

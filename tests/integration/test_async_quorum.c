@@ -247,7 +247,7 @@ Test(async_quorum, a_multilock_takes_every_member)
 		c[i] = dl_client_opts(rh_server_uri(srv[i]), &co);
 		l[i] = dl_lock(c[i], name);
 	}
-	dl_pass(dlock_multilock_new(&m, l, N));
+	dl_pass(dlock_multilock_new(&m, l, N, NULL));
 	a.starting = 1;
 	dl_pass(dlock_multilock_acquire_async(NULL, m, "mm:1", 1000, 10000, note, &a));
 	a.starting = 0;

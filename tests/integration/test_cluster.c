@@ -315,7 +315,7 @@ Test(cluster, a_multilock_spans_slots)
 	names_on_three_shards(names);
 	for (int i = 0; i < 3; i++)
 		m[i] = dl_lock(c, names[i]);
-	dl_pass(dlock_multilock_new(&ml, m, 3));
+	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
 	dl_pass(dlock_multilock_try(ml, 0, 10000));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 1);
@@ -359,7 +359,7 @@ Test(cluster, a_multilock_query_follows_a_moved_slot)
 	names_on_three_shards(names);
 	for (int i = 0; i < 3; i++)
 		m[i] = dl_lock(c, names[i]);
-	dl_pass(dlock_multilock_new(&ml, m, 3));
+	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
 	dl_pass(dlock_multilock_try_as(ml, "mq:1", 0, 30000));
 	slot = rh_cluster_key_slot(cl, names[0]);
 	from = dl_slot_owner(cl, names[0]);

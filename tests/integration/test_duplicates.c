@@ -77,10 +77,10 @@ Test(duplicates, localhost_and_its_address_are_refused_when_made)
 	dlock_lock *la = dl_lock(a, "dup:m"), *lb = dl_lock(b, "dup:m"), *lc = dl_lock(b, "dup:m2");
 	dlock_lock *same[2] = { la, lb }, *two_names[2] = { la, lc };
 	dlock_multilock *m = NULL;
-	rc = dlock_multilock_new(&m, same, 2);
+	rc = dlock_multilock_new(&m, same, 2, NULL);
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "rc %d: %s", rc, dlock_errmsg_last());
 	assert_names_both(dlock_errmsg_last(), tcp_label, localhost_label);
-	dl_pass(dlock_multilock_new(&m, two_names, 2));
+	dl_pass(dlock_multilock_new(&m, two_names, 2, NULL));
 	dlock_multilock_free(m);
 	dl_free_locks(la, lb, lc);
 	dl_close_clients(a, b);
@@ -136,7 +136,7 @@ Test(duplicates, a_multilock_over_a_socket_and_its_port_holds_nothing)
 	dlock_lock *a = dl_lock(ux, "dup:multi"), *b = dl_lock(tcp, "dup:multi");
 	dlock_lock *members[2] = { a, b };
 	dlock_multilock *m = NULL;
-	dl_pass(dlock_multilock_new(&m, members, 2));
+	dl_pass(dlock_multilock_new(&m, members, 2, NULL));
 
 	int rc = dlock_multilock_try(m, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "wait 0: rc %d: %s", rc, dlock_multilock_errmsg(m));
@@ -148,7 +148,7 @@ Test(duplicates, a_multilock_over_a_socket_and_its_port_holds_nothing)
 	dlock_client *tcp2 = dl_client(rh_server_uri(srv), 2000, 30000);
 	dlock_lock *c = dl_lock(ux2, "dup:multi"), *d = dl_lock(tcp2, "dup:multi");
 	dlock_lock *members2[2] = { c, d };
-	dl_pass(dlock_multilock_new(&m, members2, 2));
+	dl_pass(dlock_multilock_new(&m, members2, 2, NULL));
 	int64_t t0 = rh_now_ms();
 	rc = dlock_multilock_try(m, 3000, DLOCK_LEASE_WATCHDOG);
 	int64_t took = rh_now_ms() - t0;
@@ -191,7 +191,7 @@ Test(duplicates, a_failed_round_over_a_socket_and_its_port_gives_both_holds_back
 		dlock_lock *c = dl_lock(gone, "dup:round");
 		dlock_lock *members[3] = { a, b, c };
 		dlock_multilock *m = NULL;
-		dl_pass(dlock_multilock_new(&m, members, 3));
+		dl_pass(dlock_multilock_new(&m, members, 3, NULL));
 
 		int rc = owner != NULL ? dlock_multilock_try_as(m, owner, 0, 5000)
 				       : dlock_multilock_try(m, 0, 5000);

@@ -109,7 +109,7 @@ Test(events, multilock_reports_all_members_granted_once, .timeout = 60)
 	rec_init(&r);
 	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 	members_up(s, c, m, 3, "events:multi", &r, 0);
-	dl_pass(dlock_multilock_new(&ml, m, 3));
+	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
 	dl_pass(dlock_multilock_lock(ml, DLOCK_LEASE_WATCHDOG));
 	dl_pass(dlock_multilock_unlock(ml));
 	cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), 1);

@@ -64,7 +64,7 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 		b[i] = dl_lock(c[i], "faults:flush:b");
 	}
 	cr_assert_eq(dlock_redlock_new(&ra, a, 3, &ro), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_multilock_new(&mb, b, 3), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_multilock_new(&mb, b, 3, NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_redlock_lock(NULL, ra, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(ra));
 	cr_assert_eq(rh_command_int(s[2], "EXISTS %s", "faults:flush:a"), 1);
@@ -159,10 +159,10 @@ Test(faults, redlock_refuses_a_server_listed_twice, .timeout = 30)
 	dlock_lock *a2 = dl_lock(c2, "faults:dup:a");
 	dlock_multilock *m = NULL;
 	dlock_lock *ok[2] = { a, b }, *bad[2] = { a, a2 };
-	cr_assert_eq(dlock_multilock_new(&m, ok, 2), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_multilock_new(&m, ok, 2, NULL), 0, "%s", dlock_errmsg_last());
 	dlock_multilock_free(m);
 	m = NULL;
-	cr_assert_eq(dlock_multilock_new(&m, bad, 2), DLOCK_EDUPLICATE);
+	cr_assert_eq(dlock_multilock_new(&m, bad, 2, NULL), DLOCK_EDUPLICATE);
 	cr_assert_null(m);
 	dl_free_locks(a, b, a2);
 	dl_close_clients(c, c2);

@@ -673,7 +673,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 		dl_pass(dlock_lock_new(&m[i], c[i], name, dl_kind(DLOCK_LOCK_FENCED)));
 	}
 	dlock_multilock *ml = NULL;
-	cr_assert_eq(dlock_multilock_new(&ml, m, 3), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_multilock_new(&ml, m, 3, NULL), 0, "%s", dlock_errmsg_last());
 
 	/* Member 2's counter starts ahead. */
 	redisReply *r = rh_command(s[1], "SET redisson_lock_token:{%s} 50", name);
@@ -717,7 +717,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(dlock_lock_new(&p[i], c[i], "fence:multi-plain", NULL), 0);
 	dlock_multilock *pl = NULL;
-	cr_assert_eq(dlock_multilock_new(&pl, p, 3), 0);
+	cr_assert_eq(dlock_multilock_new(&pl, p, 3, NULL), 0);
 	int64_t tok = -1;
 	cr_assert_eq(dlock_multilock_try_fenced(&tok, pl, NULL, 0, 5000), DLOCK_EINVAL);
 	for (int i = 0; i < 3; i++)
@@ -725,7 +725,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	dlock_multilock_free(pl);
 	dlock_lock *mixed[2] = { m[0], p[1] };
 	dlock_multilock *mx = NULL;
-	cr_assert_eq(dlock_multilock_new(&mx, mixed, 2), DLOCK_EINVAL);
+	cr_assert_eq(dlock_multilock_new(&mx, mixed, 2, NULL), DLOCK_EINVAL);
 
 	dlock_multilock_free(ml);
 	for (int i = 0; i < 3; i++) {

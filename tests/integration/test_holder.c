@@ -363,7 +363,7 @@ Test(holder, permits_and_multilock_members_register_on_their_nodes)
 	b = labelled(other, "m", NULL, 0);
 	la = dl_lock(a, "reg-ml");
 	lb = dl_lock(b, "reg-ml");
-	dl_pass(dlock_multilock_new(&ml, (dlock_lock *const[]){ la, lb }, 2));
+	dl_pass(dlock_multilock_new(&ml, (dlock_lock *const[]){ la, lb }, 2, NULL));
 	dl_pass(dlock_multilock_lock(ml, DLOCK_LEASE_WATCHDOG));
 	holder_key(key, sizeof key, a);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 1, "member a");

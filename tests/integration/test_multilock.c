@@ -77,7 +77,7 @@ static void fixture_up(ml_fixture *f, const char *name, int watchdog_ms)
 		f->c[i] = open_client(f->s[i], watchdog_ms);
 		f->l[i] = dl_lock(f->c[i], name);
 	}
-	int rc = dlock_multilock_new(&f->m, f->l, NSRV);
+	int rc = dlock_multilock_new(&f->m, f->l, NSRV, NULL);
 	cr_assert_eq(rc, 0, "multilock_new: %s", dlock_strerror(rc));
 	cr_assert_eq(dlock_multilock_size(f->m), NSRV);
 }
@@ -787,7 +787,7 @@ Test(multilock, members_sharing_one_client_with_a_small_pool, .timeout = 30)
 	for (int i = 0; i < NSRV; i++)
 		l[i] = dl_lock(c, names[i]);
 	dlock_multilock *m = NULL;
-	cr_assert_eq(dlock_multilock_new(&m, l, NSRV), 0);
+	cr_assert_eq(dlock_multilock_new(&m, l, NSRV, NULL), 0);
 
 	/* One attempt (members one by one), then release (all at once). */
 	rc = dlock_multilock_try(m, 0, 5000);

@@ -127,7 +127,7 @@ Test(queries, multilock_needs_every_member_to_be_locked, .fini = close_all)
 	int locked = -1;
 
 	open_all("q-multi");
-	cr_assert_eq(dlock_multilock_new(&ml, lk, NSRV), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_multilock_new(&ml, lk, NSRV, NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_multilock_quorum(ml), NSRV);
 	cr_assert_eq(dlock_lock_try(lk[0], 0, 20000), 0);
 	cr_assert_eq(dlock_multilock_is_locked(&locked, ml), 0, "%s", dlock_multilock_errmsg(ml));

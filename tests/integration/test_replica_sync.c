@@ -319,7 +319,7 @@ Test(replica_sync, multilock_fails_on_an_unsynced_member, .timeout = 90)
 	int rc;
 
 	quorum_up(&q, "sync-multi");
-	dl_pass(dlock_multilock_new(&ml, q.m, 3));
+	dl_pass(dlock_multilock_new(&ml, q.m, 3, NULL));
 	cr_assert_eq(rh_server_pause(q.replica), 0);
 	/* wait 0: Redisson's ordered round, member by member. */
 	rc = dlock_multilock_try(ml, 0, 30000);
@@ -373,7 +373,7 @@ Test(replica_sync, noscript_sends_the_wait_again_in_a_quorum, .timeout = 90)
 	int rc;
 
 	quorum_up(&q, "sync-noscript-multi");
-	dl_pass(dlock_multilock_new(&ml, q.m, 3));
+	dl_pass(dlock_multilock_new(&ml, q.m, 3, NULL));
 	dl_pass(dlock_multilock_try(ml, 5000, 30000));
 	cr_assert_eq(synced_of(q.m[0]), 1);
 	cr_assert_eq(rh_server_pause(q.replica), 0);

@@ -507,7 +507,7 @@ Test(rwlock, a_read_and_a_write_lock_as_multilock_members)
 	int64_t ttl;
 
 	dl_owner(c, owner, sizeof owner);
-	dl_pass(dlock_multilock_new(&ml, m, 2));
+	dl_pass(dlock_multilock_new(&ml, m, 2, NULL));
 	dl_pass(dlock_multilock_try(ml, 2000, 5000));
 	assert_mode("rw:ml:a", "read");
 	assert_mode("rw:ml:b", "write");

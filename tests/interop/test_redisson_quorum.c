@@ -57,7 +57,7 @@ static quorum_lock quorum_new(const char *java_kind)
 {
 	quorum_lock q = { .java_kind = java_kind };
 	if (strcmp(java_kind, "multi") == 0)
-		dl_pass(dlock_multilock_new(&q.multi, member, N));
+		dl_pass(dlock_multilock_new(&q.multi, member, N, NULL));
 	else
 		dl_pass(dlock_redlock_new(&q.red, member, N, NULL));
 	return q;

@@ -323,7 +323,7 @@ static void scenario_quorum(rh_server **s)
 
 	memset(&sh, 0, sizeof(sh));
 	ok = 1;
-	dlock_multilock_new(&sh.multilock, m, 3);
+	dlock_multilock_new(&sh.multilock, m, 3, NULL);
 	sh.rounds = 40;
 	run_threads(redlock_worker, &sh, 4);
 	CHECK(sh.counter == 4 * 40, "multilock counter %d, expected %d", sh.counter, 4 * 40);

@@ -92,6 +92,32 @@ Test(versions, redlock_options_refuse_0_and_newer)
 	dl_pass(dlock_client_free(c));
 }
 
+Test(versions, multilock_options_refuse_0_and_newer)
+{
+	const unsigned int cur = DLOCK_MULTILOCK_OPTIONS_VERSION;
+	dlock_multilock_options o = DLOCK_MULTILOCK_OPTIONS_INIT;
+	dlock_client *c = idle_client();
+	dlock_lock *l = dl_lock(c, "v");
+	dlock_multilock *m = NULL;
+
+	cr_assert_eq(o.version, cur);
+	dl_pass(dlock_multilock_options_init(&o, cur));
+	cr_assert_eq(o.version, cur);
+	assert_refused(dlock_multilock_options_init(&o, 0), "multilock options", 0, cur);
+	assert_refused(dlock_multilock_options_init(&o, cur + 1), "multilock options", cur + 1, cur);
+	dl_pass(dlock_multilock_new(&m, &l, 1, &o));
+	dlock_multilock_free(m);
+	m = NULL;
+	o.version = cur + 1;
+	assert_refused(dlock_multilock_new(&m, &l, 1, &o), "multilock options", cur + 1, cur);
+	cr_assert_null(m);
+	o.version = 0;
+	assert_refused(dlock_multilock_new(&m, &l, 1, &o), "multilock options", 0, cur);
+	cr_assert_null(m);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_free(c));
+}
+
 Test(versions, member_status_refuses_0_and_newer)
 {
 	const unsigned int cur = DLOCK_MEMBER_STATUS_VERSION;
@@ -101,7 +127,7 @@ Test(versions, member_status_refuses_0_and_newer)
 	dlock_multilock *m = NULL;
 	dlock_redlock *r = NULL;
 
-	dl_pass(dlock_multilock_new(&m, &l, 1));
+	dl_pass(dlock_multilock_new(&m, &l, 1, NULL));
 	dl_pass(dlock_redlock_new(&r, &l, 1, NULL));
 	/* Before any acquisition: the defaults, with the member's node. */
 	dl_pass(dlock_multilock_status(&st, m, 0));

@@ -142,7 +142,7 @@ private:
 				st->members.push_back(m.s_);
 				fenced_ = m.lock_kind() == kind::fenced;
 			}
-			int rc = dlock_multilock_new(&st->h, handles.data(), handles.size());
+			int rc = dlock_multilock_new(&st->h, handles.data(), handles.size(), nullptr);
 			if (rc == 0)
 				s_ = std::move(st);
 			return rc;
