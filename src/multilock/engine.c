@@ -254,6 +254,7 @@ static void conclude(dlock__engine_op *o, int rc)
 	memcpy(e->status, o->seen, e->n * sizeof(*o->seen));
 	dlock__mutex_unlock(&e->mu);
 	dlock__engine_stat_acquire(o, rc);
+	dlock__parallel_settle(o, rc);
 	dlock__engine_op_end(o, rc);
 }
 
@@ -529,6 +530,8 @@ static void parallel_over(dlock__engine_op *o)
 		}
 		o->expired = 1;
 	}
+	/* Late grants of this attempt are given back, not joined to a later round. */
+	dlock__parallel_settle(o, DLOCK_ENOTACQUIRED);
 	merge_votes(o);
 	give_back_and(o, parallel_given_back);
 }

@@ -50,6 +50,11 @@ int dlock__member_is_slow(const dlock__engine *e, size_t i);
 void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *ask,
 		dlock__parallel *p, int64_t *t0, dlock__then then);
 
+/* The acquisition's outcome (rc) is known: a parallel attempt that went on
+ * at a quorum settles its late answers by it - grants join a held lock, or
+ * are given back. Nothing when none went on early. */
+void dlock__parallel_settle(dlock__engine_op *o, int rc);
+
 /* One round of Redisson's ordered loop: o->step_rc 1 when a quorum is
  * held, else 0 (everything given back). */
 void dlock__ordered_round(dlock__engine_op *o, int64_t round_ms, dlock__then then);
