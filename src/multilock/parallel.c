@@ -202,8 +202,12 @@ static void record_answer(dlock__engine *e, size_t i, dlock__member_try *t, dloc
 
 	t->touched = op->rc == 0 || op->abandoned;
 	if (op->rc < 0) {
-		if (op->undecided)
+		if (op->undecided) {
 			t->st.vote = DLOCK_VOTE_NONE; /* decided without it */
+			snprintf(t->st.message, sizeof(t->st.message),
+					"pending: no answer when the quorum decided (its "
+					"acquire is taken back behind it should it run)");
+		}
 		else
 			dlock__try_fail(t, op->rc, op->errmsg);
 		return;
