@@ -65,7 +65,10 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 		return rc;
 	e->members = dlock__calloc(n, sizeof(*e->members));
 	e->status = dlock__calloc(n, sizeof(*e->status));
-	if (e->members == NULL || e->status == NULL) {
+	e->n = n;
+	e->link = dlock__link_new(e);
+	if (e->members == NULL || e->status == NULL || e->link == NULL) {
+		dlock__link_unref(e->link);
 		dlock__free(e->members);
 		dlock__free(e->status);
 		e->members = NULL;
@@ -88,6 +91,7 @@ void dlock__engine_destroy(dlock__engine *e)
 
 	if (e->members == NULL)
 		return;
+	dlock__link_cut(e->link);
 	for (i = 0; i < e->n; i++)
 		dlock__holds_unobserve(e->members[i], e);
 	while (e->narmed > 0)

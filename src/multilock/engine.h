@@ -55,6 +55,9 @@ typedef struct dlock__rules {
 
 typedef void (*dlock__engine_lost_fn)(void *self, const char *owner, int reason, void *userdata);
 
+/* What outlives the engine for work still under way on the loop (loss.c). */
+struct dlock__engine_link;
+
 typedef struct dlock__engine {
 	dlock_lock **members;
 	size_t n;
@@ -67,6 +70,7 @@ typedef struct dlock__engine {
 	dlock__engine_lost_fn lost_fn;
 	void *lost_ud;
 	char **armed; /* owners whose loss is still to be reported */
+	struct dlock__engine_link *link;
 	/* The latest acquisition (monotonic ms), for hold_ms (dlock/stats.h):
 	 * one per lock, so with several owners at once it is the latest's. */
 	_Atomic int64_t held_since;

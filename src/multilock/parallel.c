@@ -161,6 +161,16 @@ static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, cons
 		/* Not sent: see dlock__client_owes. */
 		dlock__try_fail(t, DLOCK_ETIMEDOUT, dlock__errmsg_thread());
 		op->skip = 1;
+	} else if (dlock__link_is_releasing(e->link, i)) {
+		/* The same rule for a release still heard on the loop. */
+		char msg[DLOCK__ERRMSG_MAX];
+
+		snprintf(msg, sizeof(msg),
+				"lock %s: a release of it is still on its way to this node: not "
+				"asked until it is answered (it could undo a new hold)",
+				dlock__lock_shown(m));
+		dlock__try_fail(t, DLOCK_ETIMEDOUT, msg);
+		op->skip = 1;
 	}
 	t->believed = acq->believed;
 	if (t->believed < 0)
@@ -333,6 +343,7 @@ struct dlock__attempt {
 	dlock__timer go_on;      /* the op goes on from the loop, not inside the run */
 	dlock__timer give_back_done;
 	dlock_lock **members;    /* referenced while the attempt may outlive the op */
+	struct dlock__engine_link *link; /* a joined grant is watched for loss through it */
 	size_t n, quorum;
 	char *owner;             /* the op's explicit owner, copied; NULL: the thread's */
 	dlock__vote_vouch vouch;
@@ -363,6 +374,7 @@ static void attempt_free(struct dlock__attempt *at)
 		dlock__lock_unref(at->members[i]);
 	}
 	dlock__free(at->members);
+	dlock__link_unref(at->link);
 	dlock__free(at->back);
 	dlock__free(at->late);
 	dlock__free(at->owner);
@@ -564,8 +576,12 @@ static void settle_late(struct dlock__attempt *at)
 				    &ttl) != 0)
 			continue; /* held by another, or an error: nothing taken */
 		dlock__holds_member(at->members[i], at->acq[i].owner);
-		if (join)
-			continue; /* recorded: renewed, and released with the rest */
+		if (join) {
+			/* Recorded: renewed, released with the rest, and its
+			 * loss counted as any member's. */
+			dlock__loss_join(at->link, at->members[i], at->acq[i].owner);
+			continue;
+		}
 		if (at->back == NULL) {
 			/* Out of memory: not renewed, it expires by its lease. */
 			dlock__holds_unsure_release(at->members[i], at->acq[i].owner);
@@ -637,6 +653,7 @@ static int attempt_keep(struct dlock__attempt *at, dlock__engine_op *o)
 	at->vouch_arg = e->rules.filter_arg;
 	at->o = o;
 	at->loop = o->op.loop;
+	at->link = dlock__link_ref(e->link);
 	/* A blocking call's loop stops with the call: late answers would wait
 	 * for the thread's next call. It decides at the quorum and a grace. */
 	at->early = e->rules.share_wait && e->rules.quorum < e->n && !o->blocking;
