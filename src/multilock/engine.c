@@ -65,7 +65,6 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 		return rc;
 	e->members = dlock__calloc(n, sizeof(*e->members));
 	e->status = dlock__calloc(n, sizeof(*e->status));
-	e->n = n;
 	e->link = dlock__link_new(e);
 	if (e->members == NULL || e->status == NULL || e->link == NULL) {
 		dlock__link_unref(e->link);

@@ -180,7 +180,6 @@ struct dlock__engine_link {
 	pthread_mutex_t mu;
 	dlock__engine *e; /* NULL once the engine is destroyed */
 	atomic_int refs;
-	atomic_int *releasing; /* per member: releases still on their way there */
 };
 
 struct dlock__engine_link *dlock__link_new(dlock__engine *e)
@@ -189,10 +188,6 @@ struct dlock__engine_link *dlock__link_new(dlock__engine *e)
 
 	if (l == NULL)
 		return NULL;
-	if ((l->releasing = dlock__calloc(e->n, sizeof(*l->releasing))) == NULL) {
-		dlock__free(l);
-		return NULL;
-	}
 	if (pthread_mutex_init(&l->mu, NULL) != 0)
 		abort();
 	l->e = e;
@@ -211,7 +206,6 @@ void dlock__link_unref(struct dlock__engine_link *l)
 	if (l == NULL || atomic_fetch_sub(&l->refs, 1) > 1)
 		return;
 	pthread_mutex_destroy(&l->mu);
-	dlock__free(l->releasing);
 	dlock__free(l);
 }
 
@@ -222,16 +216,6 @@ void dlock__link_cut(struct dlock__engine_link *l)
 	l->e = NULL;
 	dlock__mutex_unlock(&l->mu);
 	dlock__link_unref(l);
-}
-
-void dlock__link_releasing(struct dlock__engine_link *l, size_t i, int delta)
-{
-	atomic_fetch_add(&l->releasing[i], delta);
-}
-
-int dlock__link_is_releasing(const struct dlock__engine_link *l, size_t i)
-{
-	return atomic_load(&l->releasing[i]) > 0;
 }
 
 void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const char *owner)

@@ -161,16 +161,6 @@ static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, cons
 		/* Not sent: see dlock__client_owes. */
 		dlock__try_fail(t, DLOCK_ETIMEDOUT, dlock__errmsg_thread());
 		op->skip = 1;
-	} else if (dlock__link_is_releasing(e->link, i)) {
-		/* The same rule for a release still heard on the loop. */
-		char msg[DLOCK__ERRMSG_MAX];
-
-		snprintf(msg, sizeof(msg),
-				"lock %s: a release of it is still on its way to this node: not "
-				"asked until it is answered (it could undo a new hold)",
-				dlock__lock_shown(m));
-		dlock__try_fail(t, DLOCK_ETIMEDOUT, msg);
-		op->skip = 1;
 	}
 	t->believed = acq->believed;
 	if (t->believed < 0)

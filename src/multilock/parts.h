@@ -90,11 +90,6 @@ struct dlock__engine_link *dlock__link_ref(struct dlock__engine_link *l);
 void dlock__link_unref(struct dlock__engine_link *l);
 void dlock__link_cut(struct dlock__engine_link *l);
 void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const char *owner);
-/* Member i has a release on its way that an op went on without (release.c,
- * delta +1, then -1 once answered): an acquire sent there on another
- * connection meanwhile could run before it and be undone by it. */
-void dlock__link_releasing(struct dlock__engine_link *l, size_t i, int delta);
-int dlock__link_is_releasing(const struct dlock__engine_link *l, size_t i);
 
 /* Members the owner still holds (0), lost (DLOCK_ELOST) or never held. */
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost);
