@@ -20,16 +20,19 @@
 
 /*
  * A release decides once a quorum of members let go, every command sent
- * by then, after the
- * acquisitions' short grace (quorum.h): on healthy servers the grace hears
- * everyone; a stopped one costs the grace, not its command timeout. The
- * straggler's reply is left owed on its connection (core/net/owed.h:
- * skipped when it comes; its release goes as EVAL, so it runs unanswered),
- * and a node that owes is not asked to acquire until it came (a late
- * release could undo a new hold). A late release needs no judging: its
- * hold counts as released when the op decides, so it is neither renewed
- * nor reported held any more.
+ * by then, and the rest had a grace (RELEASE_GRACE_MS, or as long again as
+ * the quorum took): healthy servers, even busy ones, answer within it; a
+ * stopped one costs the grace, not its command timeout. Its reply is left
+ * owed on its connection (core/net/owed.h: skipped when it comes; the
+ * release goes as EVAL, so it runs unanswered), and a node that owes is
+ * not asked to acquire until it came (a late release could undo a new
+ * hold) - which is why the grace is longer than an acquisition's
+ * (quorum.h): a straggler given up costs the next acquisition a member.
+ * A late release needs no judging: its hold counts as released when the
+ * op decides, so it is neither renewed nor reported held any more.
  */
+#define RELEASE_GRACE_MS 100
+
 typedef struct releasing {
 	dlock_lock **members; /* the engine's */
 	size_t n, quorum;
@@ -43,7 +46,7 @@ typedef struct releasing {
 	int first_error;
 	int nomem;
 	int was_lost; /* fewer than a quorum held, because holds were lost */
-	dlock__parallel rule; /* quorum.c's, for the grace */
+	int64_t started, quorum_at; /* when sent; when a quorum had let go (0: not yet) */
 	char first_msg[DLOCK__ERRMSG_MAX];
 } releasing;
 
@@ -82,7 +85,7 @@ static int releasing_new(releasing **out, dlock__engine_op *o)
 	r->rel = dlock__calloc(e->n, sizeof(*r->rel));
 	r->rb = dlock__calloc(e->n, sizeof(*r->rb));
 	r->done = dlock__calloc(e->n, sizeof(*r->done));
-	r->rule = (dlock__parallel){ .quorum = e->rules.quorum, .started = dlock__now_ms() };
+	r->started = dlock__now_ms();
 	if (o->owner != NULL)
 		r->owner = dlock__strdup(o->owner);
 	if (r->t == NULL || r->ops == NULL || r->rel == NULL || r->rb == NULL || r->done == NULL ||
@@ -216,8 +219,8 @@ static int verdict(const releasing *r, int was_lost)
 static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
 	releasing *r = arg;
-	dlock__tally t = { .n = n };
-	size_t i, pending = 0;
+	size_t i, pending_live = 0;
+	int64_t now, grace_end;
 
 	for (i = 0; i < n; i++) {
 		if (!ops[i].pending) {
@@ -226,14 +229,23 @@ static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 		}
 		if (ops[i].sent_at == 0)
 			return 0;
-		pending++;
-		t.pending_live += r->t[i].touched;
+		pending_live += r->t[i].touched;
 	}
-	if (pending == 0)
-		return 0; /* every answer is in: the run ends by itself */
 	/* Short of a quorum, the rest still change the answer (verdict()). */
-	t.ok = r->released;
-	return dlock__parallel_decided(&r->rule, &t, dlock__now_ms(), wake_at);
+	if (r->released < r->quorum)
+		return 0;
+	if (pending_live == 0)
+		return 1;
+	now = dlock__now_ms();
+	if (r->quorum_at == 0)
+		r->quorum_at = now;
+	grace_end = r->quorum_at + (r->quorum_at - r->started > RELEASE_GRACE_MS
+						   ? r->quorum_at - r->started
+						   : RELEASE_GRACE_MS);
+	if (now >= grace_end)
+		return 1;
+	*wake_at = grace_end;
+	return 0;
 }
 
 /* The op's end: a member not heard from counts as released. */
