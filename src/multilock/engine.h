@@ -71,6 +71,9 @@ typedef struct dlock__engine {
 	void *lost_ud;
 	char **armed; /* owners whose loss is still to be reported */
 	struct dlock__engine_link *link;
+	/* Per member: a release (EVALSHA) answered there, so its server has the
+	 * script - one given up unanswered runs without a NOSCRIPT (release.c). */
+	atomic_int *release_ran;
 	/* The latest acquisition (monotonic ms), for hold_ms (dlock/stats.h):
 	 * one per lock, so with several owners at once it is the latest's. */
 	_Atomic int64_t held_since;

@@ -24,9 +24,9 @@
  * the quorum took): healthy servers, even busy ones, answer within it; a
  * stopped one costs the grace, not its command timeout. Its reply is left
  * owed on its connection (core/net/owed.h: skipped when it comes; the
- * release goes as EVAL, so it runs unanswered), and a node that owes is
- * not asked to acquire until it came (a late release could undo a new
- * hold) - which is why the grace is longer than an acquisition's
+ * release goes as EVAL until one ran on that server, so it runs
+ * unanswered), and a node that owes is not asked to acquire until it came
+ * (a late release could undo a new hold) - which is why the grace is longer than an acquisition's
  * (quorum.h): a straggler given up costs the next acquisition a member.
  * A late release needs no judging: its hold counts as released when the
  * op decides, so it is neither renewed nor reported held any more.
@@ -35,6 +35,7 @@
 
 typedef struct releasing {
 	dlock_lock **members; /* the engine's */
+	atomic_int *ran;      /* the engine's release_ran */
 	size_t n, quorum;
 	char *owner;          /* the op's explicit owner, copied; NULL: the thread's */
 	dlock__member_try *t; /* touched: a normal unlock; else a rollback */
@@ -78,6 +79,7 @@ static int releasing_new(releasing **out, dlock__engine_op *o)
 	if (r == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 	r->members = e->members;
+	r->ran = e->release_ran;
 	r->n = e->n;
 	r->quorum = e->rules.quorum;
 	r->t = dlock__calloc(e->n, sizeof(*r->t));
@@ -120,8 +122,9 @@ static int prepare_member(releasing *r, const dlock__engine *e, size_t i)
 	}
 	op->client = dlock__lock_client(m);
 	/* It may be given up sent: then it must run unanswered, which
-	 * EVALSHA would not (an unread NOSCRIPT). */
-	op->eval = 1;
+	 * EVALSHA would not on a server without the script (an unread
+	 * NOSCRIPT); once one ran there, EVALSHA saves the body's bytes. */
+	op->eval = !atomic_load(&e->release_ran[i]);
 	/* A server that just timed out would cost its timeout again: send
 	 * and do not wait (it runs when the server does). */
 	op->no_wait = dlock__member_is_slow(e, i);
@@ -164,6 +167,7 @@ static void finish_member(releasing *r, size_t i)
 		if (rc != DLOCK_ENOMEM)
 			dlock__holds_unsure_release(m, t->owner_ptr);
 	} else {
+		atomic_store(&r->ran[i], 1); /* answered: the script is there now */
 		rc = dlock__release_finish(m, &r->rel[i], op->reply);
 	}
 	if (rc == 0)
