@@ -290,9 +290,9 @@ Test(redlock_quorum, async_release_at_quorum_then_free_and_the_straggler_lets_go
 
 /*
  * Warm the clients: connections open, the servers' starts known (the
- * restart guard vouches for their grants). On a lock of its own, whose
- * release may still be heard on the loop after its callback (the engine
- * does not ask a member while a release of its lock is on its way there).
+ * restart guard vouches for their grants). On a lock of its own: a
+ * straggler of its release, given up, would leave a node owing, and so
+ * out of the test's next acquisition (core/net/owed.h).
  */
 static void warm(five_async *a)
 {
