@@ -65,7 +65,11 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 		return rc;
 	e->members = dlock__calloc(n, sizeof(*e->members));
 	e->status = dlock__calloc(n, sizeof(*e->status));
-	if (e->members == NULL || e->status == NULL) {
+	e->release_ran = dlock__calloc(n, sizeof(*e->release_ran));
+	e->link = dlock__link_new(e);
+	if (e->members == NULL || e->status == NULL || e->link == NULL || e->release_ran == NULL) {
+		dlock__link_unref(e->link);
+		dlock__free(e->release_ran);
 		dlock__free(e->members);
 		dlock__free(e->status);
 		e->members = NULL;
@@ -88,6 +92,7 @@ void dlock__engine_destroy(dlock__engine *e)
 
 	if (e->members == NULL)
 		return;
+	dlock__link_cut(e->link);
 	for (i = 0; i < e->n; i++)
 		dlock__holds_unobserve(e->members[i], e);
 	while (e->narmed > 0)
@@ -95,6 +100,7 @@ void dlock__engine_destroy(dlock__engine *e)
 	dlock__free(e->armed);
 	dlock__free(e->members);
 	dlock__free(e->status);
+	dlock__free(e->release_ran);
 	dlock__errbuf_destroy(&e->err);
 	pthread_mutex_destroy(&e->mu);
 	e->members = NULL;
@@ -254,6 +260,7 @@ static void conclude(dlock__engine_op *o, int rc)
 	memcpy(e->status, o->seen, e->n * sizeof(*o->seen));
 	dlock__mutex_unlock(&e->mu);
 	dlock__engine_stat_acquire(o, rc);
+	dlock__parallel_settle(o, rc);
 	dlock__engine_op_end(o, rc);
 }
 
@@ -529,6 +536,8 @@ static void parallel_over(dlock__engine_op *o)
 		}
 		o->expired = 1;
 	}
+	/* Late grants of this attempt are given back, not joined to a later round. */
+	dlock__parallel_settle(o, DLOCK_ENOTACQUIRED);
 	merge_votes(o);
 	give_back_and(o, parallel_given_back);
 }

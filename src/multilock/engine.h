@@ -35,6 +35,13 @@ typedef struct dlock__member_try {
 typedef void (*dlock__vote_filter)(void *arg, dlock_lock *const *members, dlock__member_try *tries,
 		size_t n, int64_t lease_ms);
 
+/*
+ * Whether member's vote counts whatever the others answer (its server's
+ * start, started_ms on this process's clock, is old enough): a quorum of
+ * such votes may be decided at once, without hearing the rest.
+ */
+typedef int (*dlock__vote_vouch)(void *arg, dlock_lock *member, int64_t lease_ms, int64_t started_ms);
+
 typedef struct dlock__rules {
 	size_t quorum;
 	int share_wait;     /* RedLock: a waiting member gets max(remaining/n, 1) ms */
@@ -42,10 +49,14 @@ typedef struct dlock__rules {
 	int one_per_server; /* RedLock: one name is on a server once, whatever the db */
 	double drift_factor;
 	dlock__vote_filter filter;
+	dlock__vote_vouch vouch; /* with a filter: NULL, every vote may be doubted */
 	void *filter_arg;
 } dlock__rules;
 
 typedef void (*dlock__engine_lost_fn)(void *self, const char *owner, int reason, void *userdata);
+
+/* What outlives the engine for work still under way on the loop (loss.c). */
+struct dlock__engine_link;
 
 typedef struct dlock__engine {
 	dlock_lock **members;
@@ -59,6 +70,10 @@ typedef struct dlock__engine {
 	dlock__engine_lost_fn lost_fn;
 	void *lost_ud;
 	char **armed; /* owners whose loss is still to be reported */
+	struct dlock__engine_link *link;
+	/* Per member: a release (EVALSHA) answered there, so its server has the
+	 * script - one given up unanswered runs without a NOSCRIPT (release.c). */
+	atomic_int *release_ran;
 	/* The latest acquisition (monotonic ms), for hold_ms (dlock/stats.h):
 	 * one per lock, so with several owners at once it is the latest's. */
 	_Atomic int64_t held_since;

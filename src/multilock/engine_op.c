@@ -163,6 +163,7 @@ int dlock__engine_block(dlock__engine *e, const char *owner, void (*start)(dlock
 
 	if (rc < 0)
 		return rc;
+	o->blocking = 1;
 	if (setup != NULL)
 		setup(o, arg);
 	if ((rc = dlock__op_block(&o->op, dlock__lock_client(e->members[0]), &b.done)) < 0)

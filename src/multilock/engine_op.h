@@ -27,6 +27,7 @@ struct dlock__engine_op {
 	dlock__engine *e;
 	dlock_client *client; /* the first member's, whose loop it runs on */
 	char *owner; /* explicit (the op's copy), or NULL: the calling thread's */
+	int blocking; /* run by a blocking call, on the calling thread's loop */
 	int vouched; /* the owner is named after a member's client: this process's alone */
 	int64_t wait_ms, lease_ms, deadline, started;
 	int rounds; /* acquisition rounds sent (dlock/stats.h's attempts) */
@@ -50,6 +51,7 @@ struct dlock__engine_op {
 	dlock__timer pause;
 	dlock__then after_pause;
 	struct dlock__attempt *attempt;
+	struct dlock__attempt *tail; /* went on at a quorum: the rest still heard */
 	struct dlock__waves *waves;
 	struct dlock__round *round;
 	void *step;  /* a batch's own state (batch.c, release.c) */

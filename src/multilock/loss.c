@@ -6,6 +6,7 @@
  * acquisition: the owners still to report are "armed".
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dlock/errors.h"
@@ -95,27 +96,40 @@ static const char *member_owner_of_key(
 	return buf;
 }
 
+/*
+ * Member i's owner field for the reporting member's `owner`: a thread
+ * owner is named after each member's client (the key maps it); an
+ * explicit one - dlock_redlock_owner()'s too, named after the first
+ * member's client - is the same on every member.
+ */
+static const char *member_owner_of(const dlock__engine *e, size_t i, const char *key,
+		const char *owner, char *buf, size_t size)
+{
+	const char *mapped = member_owner_of_key(e, i, key, buf, size);
+
+	return dlock__holds_state(e->members[i], mapped) != DLOCK_ENOTOWNER ? mapped : owner;
+}
+
 /* Members whose hold of the armed key is alive. */
-static size_t alive_for_key(dlock__engine *e, const char *key)
+static size_t alive_for_key(dlock__engine *e, const char *key, const char *owner)
 {
 	char buf[DLOCK__OWNER_MAX + 64];
 	size_t i, alive = 0;
 
 	for (i = 0; i < e->n; i++)
 		alive += dlock__holds_state(e->members[i],
-					 member_owner_of_key(e, i, key, buf, sizeof(buf))) == 0;
+					 member_owner_of(e, i, key, owner, buf, sizeof(buf))) == 0;
 	return alive;
 }
 
 /* The lock is lost: its surviving member holds stop being renewed. */
-static void abandon_members(dlock__engine *e, const char *key)
+static void abandon_members(dlock__engine *e, const char *key, const char *owner)
 {
 	char buf[DLOCK__OWNER_MAX + 64];
 	size_t i;
 
 	for (i = 0; i < e->n; i++)
-		dlock__holds_abandon(
-				e->members[i], member_owner_of_key(e, i, key, buf, sizeof(buf)));
+		dlock__holds_abandon(e->members[i], member_owner_of(e, i, key, owner, buf, sizeof(buf)));
 }
 
 /*
@@ -135,7 +149,7 @@ static void member_lost(void *arg, const char *owner, int reason)
 
 	owner_key(e, owner, key, sizeof(key));
 	dlock__mutex_lock(&e->mu);
-	lost = alive_for_key(e, key) < e->rules.quorum && disarm_locked(e, key);
+	lost = alive_for_key(e, key, owner) < e->rules.quorum && disarm_locked(e, key);
 	if (lost) {
 		fn = e->lost_fn;
 		ud = e->lost_ud;
@@ -143,7 +157,7 @@ static void member_lost(void *arg, const char *owner, int reason)
 	dlock__mutex_unlock(&e->mu);
 	/* Outside e->mu: each member's table has its own lock. */
 	if (lost) {
-		abandon_members(e, key);
+		abandon_members(e, key, owner);
 		dlock__engine_stat_lost(e, owner, reason);
 	}
 	if (fn != NULL)
@@ -160,6 +174,56 @@ void dlock__loss_arm(dlock__engine *e, const dlock__member_try *t)
 	for (i = 0; i < e->n; i++)
 		if (t[i].st.vote == DLOCK_VOTE_ACQUIRED)
 			dlock__holds_observe(e->members[i], t[i].owner_ptr, member_lost, e);
+}
+
+struct dlock__engine_link {
+	pthread_mutex_t mu;
+	dlock__engine *e; /* NULL once the engine is destroyed */
+	atomic_int refs;
+};
+
+struct dlock__engine_link *dlock__link_new(dlock__engine *e)
+{
+	struct dlock__engine_link *l = dlock__calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return NULL;
+	if (pthread_mutex_init(&l->mu, NULL) != 0)
+		abort();
+	l->e = e;
+	atomic_init(&l->refs, 1);
+	return l;
+}
+
+struct dlock__engine_link *dlock__link_ref(struct dlock__engine_link *l)
+{
+	atomic_fetch_add(&l->refs, 1);
+	return l;
+}
+
+void dlock__link_unref(struct dlock__engine_link *l)
+{
+	if (l == NULL || atomic_fetch_sub(&l->refs, 1) > 1)
+		return;
+	pthread_mutex_destroy(&l->mu);
+	dlock__free(l);
+}
+
+/* Before the engine unobserves its members: a join after this sees no engine. */
+void dlock__link_cut(struct dlock__engine_link *l)
+{
+	dlock__mutex_lock(&l->mu);
+	l->e = NULL;
+	dlock__mutex_unlock(&l->mu);
+	dlock__link_unref(l);
+}
+
+void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const char *owner)
+{
+	dlock__mutex_lock(&l->mu);
+	if (l->e != NULL)
+		dlock__holds_observe(member, owner, member_lost, l->e);
+	dlock__mutex_unlock(&l->mu);
 }
 
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost)

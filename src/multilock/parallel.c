@@ -5,6 +5,8 @@
  * decided (quorum.c says when). Uncontended, that is one round trip
  * whatever n is.
  */
+#include <stdio.h>
+
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
@@ -15,6 +17,7 @@
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"
+#include "single/lock_internal.h"
 #include "single/member.h"
 
 /* How long a server that timed out is not waited for: after that, it is
@@ -30,6 +33,7 @@ int dlock__member_is_slow(const dlock__engine *e, size_t i)
 
 /* Servers' uptimes asked beside the acquires (see ask_uptimes). */
 typedef struct uptimes {
+	int64_t *start; /* per member: its server's start when known without asking, else 0 */
 	size_t n;
 	uint64_t *gen;  /* per uptime op: its client's connection generation */
 	size_t *member; /* per uptime op: the member it rides behind */
@@ -43,12 +47,18 @@ typedef struct syncs {
 	size_t n;
 } syncs;
 
+struct dlock__attempt;
+
 typedef struct attempt_wait {
-	const dlock__engine *e;
+	const dlock__engine *e; /* while the op waits: the run may outlive both */
 	dlock__parallel *p;
 	const uptimes *u;
 	const syncs *s;
+	struct dlock__attempt *at;
 } attempt_wait;
+
+static int went_early(const struct dlock__attempt *at);
+static int early_quorum(struct dlock__attempt *at, const dlock__mux_op *ops);
 
 /* An uptime reply still on its way behind an acquire that was answered:
  * it is right behind, so the decision waits for it. */
@@ -81,6 +91,26 @@ static int synced(const attempt_wait *w, const dlock__mux_op *ops, size_t i)
 	return dlock__sync_enough(wait->client, wait->rc, wait->reply);
 }
 
+static size_t vouched_grants(const struct dlock__attempt *at, const dlock__mux_op *ops);
+
+/* quorum.c's rule; a quorum of grants the vote filter vouches for needs
+ * neither every answer (hear_all) nor, in watchdog mode, every member
+ * (wait_all): the short grace decides, and a member still unanswered then
+ * has its acquire taken back behind it (its undo). */
+static int decided(attempt_wait *w, const dlock__mux_op *ops, const dlock__tally *t,
+		int64_t *wake_at)
+{
+	dlock__parallel q = *w->p;
+	int d;
+
+	if (w->at != NULL && w->e->rules.share_wait && w->e->rules.quorum < w->e->n &&
+			vouched_grants(w->at, ops) >= w->e->rules.quorum)
+		q.hear_all = q.wait_all = 0;
+	d = dlock__parallel_decided(&q, t, dlock__now_ms(), wake_at);
+	w->p->quorum_at = q.quorum_at;
+	return d;
+}
+
 /* The mux's stopping rule: tally the answers, let quorum.c decide. A
  * member whose acquire still waits for its replicas is pending. */
 static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
@@ -90,6 +120,11 @@ static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 	size_t i;
 
 	(void)n; /* the acquires are the first e->n ops; uptimes and WAITs follow */
+	/* The op went on at the quorum: the rest are heard to their end. */
+	if (went_early(w->at))
+		return 0;
+	if (early_quorum(w->at, ops))
+		return 0;
 	for (i = 0; i < w->e->n; i++) {
 		int acked = ops[i].rc == 0 && reply_acquired(&ops[i]) ? synced(w, ops, i) : 1;
 
@@ -108,7 +143,7 @@ static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 			t.pending_live++;
 		}
 	}
-	return dlock__parallel_decided(w->p, &t, dlock__now_ms(), wake_at) && !uptime_due(w, ops);
+	return decided(w, ops, &t, wake_at) && !uptime_due(w, ops);
 }
 
 /* Build member i's acquire into ops[i]; < 0 for an owner that is bad everywhere. */
@@ -167,8 +202,12 @@ static void record_answer(dlock__engine *e, size_t i, dlock__member_try *t, dloc
 
 	t->touched = op->rc == 0 || op->abandoned;
 	if (op->rc < 0) {
-		if (op->undecided)
+		if (op->undecided) {
 			t->st.vote = DLOCK_VOTE_NONE; /* decided without it */
+			snprintf(t->st.message, sizeof(t->st.message),
+					"pending: no answer when the quorum decided (its "
+					"acquire is taken back behind it should it run)");
+		}
 		else
 			dlock__try_fail(t, op->rc, op->errmsg);
 		return;
@@ -216,15 +255,17 @@ static void ask_uptimes(dlock__engine *e, const dlock__parallel *p, dlock__mux_o
 
 		if (c != NULL && dlock__uptime_op(&ops[e->n + u->n], c, &u->gen[u->n]))
 			u->member[u->n++] = i;
+		else if (c != NULL && dlock__client_started_at(c, &u->start[i]) < 0)
+			u->start[i] = 0; /* known a moment ago: read from the cache */
 	}
 }
 
-static void note_uptimes(dlock__engine *e, const dlock__mux_op *ops, const uptimes *u)
+static void note_uptimes(size_t n, const dlock__mux_op *ops, const uptimes *u)
 {
 	int64_t started;
 
 	for (size_t k = 0; k < u->n; k++)
-		dlock__uptime_note(&ops[e->n + k], u->gen[k], u->asked, &started);
+		dlock__uptime_note(&ops[n + k], u->gen[k], u->asked, &started);
 }
 
 /*
@@ -260,7 +301,17 @@ static void record_answers(dlock__engine *e, dlock__member_try *t, dlock__acquir
 	}
 }
 
-/* The attempt under way (o->attempt). */
+/*
+ * The attempt under way (o->attempt). With `early` (RedLock: a quorum less
+ * than every member) the op goes on at the quorum-th grant the vote filter
+ * vouches for, while the run goes on to hear the rest: the attempt then
+ * outlives the op (it holds the members' handles and clients) and settles
+ * each late answer once the op's outcome is known (dlock__parallel_settle):
+ * a late grant joins a held lock (recorded, so the watchdog renews it and
+ * the release gives it back), or is given back; a late refusal changes
+ * nothing. A member still unanswered at its command timeout gets the undo
+ * queued behind its acquire on the same connection (core/drive/mux.h).
+ */
 struct dlock__attempt {
 	dlock__mux_op *ops;
 	dlock__acquire *acq;
@@ -271,17 +322,58 @@ struct dlock__attempt {
 	attempt_wait w;
 	size_t nops;
 	dlock__then then;
+	dlock__mux_loop ml;      /* the run: the attempt's own, as it may outlive the op */
+	dlock__engine_op *o;     /* NULL once the op ended */
+	int early;               /* may go on at the quorum */
+	int quorum_in;           /* the quorum is in: the op goes on (once) */
+	int gone_on;             /* the op went on without the run */
+	int run_over;
+	int fate;                /* after going on: 0 undecided, 1 held, -1 failed */
+	int *late;               /* per member: unanswered when the op went on */
+	dlock__timer go_on;      /* the op goes on from the loop, not inside the run */
+	dlock__timer give_back_done;
+	dlock_lock **members;    /* referenced while the attempt may outlive the op */
+	struct dlock__engine_link *link; /* a joined grant is watched for loss through it */
+	size_t n, quorum;
+	char *owner;             /* the op's explicit owner, copied; NULL: the thread's */
+	dlock__vote_vouch vouch;
+	void *vouch_arg;
+	int64_t lease_ms;
+	dlock__loop *loop;       /* the op's */
+	dlock__mux_op *back;     /* late grants given back (give_back[k]: whose) */
+	size_t nback;
 };
+
+#define AT_OF(p, field) ((struct dlock__attempt *)((char *)(p) - offsetof(struct dlock__attempt, field)))
+
+static int went_early(const struct dlock__attempt *at)
+{
+	return at->quorum_in;
+}
 
 static void attempt_free(struct dlock__attempt *at)
 {
+	size_t i;
+
 	if (at->ops != NULL)
 		dlock__mux_clear(at->ops, at->nops);
+	if (at->back != NULL)
+		dlock__mux_clear(at->back, at->nback);
+	for (i = 0; at->members != NULL && i < at->n; i++) {
+		dlock__client_handle_added(dlock__lock_client(at->members[i]), -1);
+		dlock__lock_unref(at->members[i]);
+	}
+	dlock__free(at->members);
+	dlock__link_unref(at->link);
+	dlock__free(at->back);
+	dlock__free(at->late);
+	dlock__free(at->owner);
 	dlock__free(at->ops);
 	dlock__free(at->acq);
 	dlock__free(at->undo);
 	dlock__free(at->u.gen);
 	dlock__free(at->u.member);
+	dlock__free(at->u.start);
 	dlock__free(at->s.cmd);
 	dlock__free(at->s.op);
 	dlock__free(at->give_back);
@@ -299,15 +391,70 @@ static struct dlock__attempt *attempt_new(size_t n)
 	at->undo = dlock__calloc(n, sizeof(*at->undo));
 	at->u.gen = dlock__calloc(n, sizeof(*at->u.gen));
 	at->u.member = dlock__calloc(n, sizeof(*at->u.member));
+	at->u.start = dlock__calloc(n, sizeof(*at->u.start));
 	at->s.cmd = dlock__calloc(n, sizeof(*at->s.cmd));
 	at->s.op = dlock__calloc(n, sizeof(*at->s.op));
 	at->give_back = dlock__calloc(n, sizeof(*at->give_back));
-	if (at->ops == NULL || at->acq == NULL || at->undo == NULL || at->s.cmd == NULL || at->s.op == NULL ||
-			at->give_back == NULL) {
+	at->late = dlock__calloc(n, sizeof(*at->late));
+	if (at->ops == NULL || at->acq == NULL || at->undo == NULL || at->u.gen == NULL ||
+			at->u.member == NULL || at->u.start == NULL || at->s.cmd == NULL ||
+			at->s.op == NULL || at->give_back == NULL || at->late == NULL) {
 		attempt_free(at);
 		return NULL;
 	}
 	return at;
+}
+
+/* Member i's grant counts whatever the others answer: no vote filter, or
+ * one that vouches for its server, whose start was known before asking. */
+static int vouched(const struct dlock__attempt *at, size_t i)
+{
+	const dlock__engine *e = at->w.e;
+
+	if (e->rules.filter == NULL)
+		return 1;
+	if (at->vouch == NULL || at->u.start[i] == 0)
+		return 0;
+	return at->vouch(at->vouch_arg, e->members[i], at->lease_ms, at->u.start[i]);
+}
+
+static void go_on(dlock__timer *tm);
+
+static size_t vouched_grants(const struct dlock__attempt *at, const dlock__mux_op *ops)
+{
+	size_t i, ok = 0;
+
+	for (i = 0; i < at->n; i++)
+		ok += !ops[i].pending && reply_acquired(&ops[i]) && vouched(at, i);
+	return ok;
+}
+
+/*
+ * A quorum of grants the filter vouches for is in, and every acquire still
+ * unanswered would be taken back if it ran after its timeout (its undo
+ * rides behind it): the op goes on now, from the loop; the run goes on.
+ */
+static int early_quorum(struct dlock__attempt *at, const dlock__mux_op *ops)
+{
+	size_t i, ok = 0, pending = 0;
+
+	if (at == NULL || !at->early)
+		return 0;
+	for (i = 0; i < at->n; i++) {
+		if (ops[i].pending) {
+			if (ops[i].undo == NULL)
+				return 0;
+			pending++;
+		} else if (reply_acquired(&ops[i]) && vouched(at, i)) {
+			ok++;
+		}
+	}
+	if (ok < at->quorum || pending == 0)
+		return 0; /* not yet, or every answer is in: the usual end */
+	at->quorum_in = 1;
+	if (dlock__timer_set(at->loop, &at->go_on, 0) < 0)
+		go_on(&at->go_on);
+	return 1;
 }
 
 /* The attempt is over: its answers recorded, what fell short given back. */
@@ -321,7 +468,7 @@ static void attempt_over(dlock__engine_op *o)
 	o->step_rc = o->run_rc;
 	if (o->run_rc == 0) {
 		record_answers(o->e, o->t, at->acq, at->ops, &at->s, at->give_back);
-		note_uptimes(o->e, at->ops, &at->u);
+		note_uptimes(o->e->n, at->ops, &at->u);
 		for (i = 0; i < o->e->n; i++)
 			n += (size_t)at->give_back[i];
 	}
@@ -335,6 +482,185 @@ static void attempt_over(dlock__engine_op *o)
 	attempt_free(at);
 }
 
+/* The op goes on with the answers in; the ones still to come are late:
+ * no vote (DLOCK_VOTE_NONE, the message says so), untouched by the op's
+ * give-backs (the attempt settles them). */
+static void go_on(dlock__timer *tm)
+{
+	struct dlock__attempt *at = AT_OF(tm, go_on);
+	dlock__engine_op *o = at->o;
+	dlock__then then = at->then;
+	size_t i;
+
+	if (o == NULL || at->run_over || at->gone_on)
+		return; /* the run ended first: it goes on the usual way */
+	at->gone_on = 1;
+	o->attempt = NULL;
+	o->tail = at;
+	o->step_rc = 0;
+	for (i = 0; i < at->n; i++) {
+		at->give_back[i] = 0;
+		if (!at->ops[i].pending) {
+			if (!at->ops[i].skip)
+				record_answer(o->e, i, &o->t[i], &at->acq[i], &at->ops[i], NULL,
+						&at->give_back[i]);
+			continue;
+		}
+		at->late[i] = 1;
+		o->t[i].st.vote = DLOCK_VOTE_NONE;
+		snprintf(o->t[i].st.message, sizeof(o->t[i].st.message),
+				"pending: no answer yet when the quorum was reached (a late grant "
+				"joins the hold, a late refusal changes nothing)");
+	}
+	then(o);
+}
+
+static void late_given_back(dlock__timer *tm)
+{
+	attempt_free(AT_OF(tm, give_back_done));
+}
+
+static void give_back_over(dlock__mux_loop *ml)
+{
+	struct dlock__attempt *at = AT_OF(ml, ml);
+	size_t k;
+
+	dlock__mux_loop_end(ml);
+	for (k = 0; k < at->nback; k++) {
+		size_t i = (size_t)at->give_back[k]; /* the member of give-back k */
+
+		dlock__rollback_finish(at->members[i], at->acq[i].owner, at->acq[i].believed,
+				at->back[k].rc, at->back[k].reply);
+	}
+	attempt_free(at);
+}
+
+/* Does the owner still hold the lock this attempt took (a hold recorded on
+ * a member that granted in time)? A release since then says no. */
+static int still_held(const struct dlock__attempt *at)
+{
+	size_t i;
+
+	for (i = 0; i < at->n; i++)
+		if (!at->late[i] && reply_acquired(&at->ops[i]) &&
+				dlock__holds_count(at->members[i], at->acq[i].owner, 1) >= 0)
+			return 1;
+	return 0;
+}
+
+/* The run and the op are both over: each late grant joins or is given back. */
+static void settle_late(struct dlock__attempt *at)
+{
+	size_t i, k = 0;
+	int join = at->fate > 0 && still_held(at);
+
+	note_uptimes(at->n, at->ops, &at->u);
+	at->back = dlock__calloc(at->n, sizeof(*at->back));
+	for (i = 0; i < at->n; i++) {
+		dlock__mux_op *op = &at->ops[i];
+		int64_t ttl = -1;
+
+		if (!at->late[i] || op->rc < 0 || op->reply == NULL)
+			continue; /* a refusal; or unanswered, its undo behind it */
+		if (dlock__acquire_finish(at->members[i], &at->acq[i], op->reply, op->sent_at,
+				    &ttl) != 0)
+			continue; /* held by another, or an error: nothing taken */
+		dlock__holds_member(at->members[i], at->acq[i].owner);
+		if (join) {
+			/* Recorded: renewed, released with the rest, and its
+			 * loss counted as any member's. */
+			dlock__loss_join(at->link, at->members[i], at->acq[i].owner);
+			continue;
+		}
+		if (at->back == NULL) {
+			/* Out of memory: not renewed, it expires by its lease. */
+			dlock__holds_unsure_release(at->members[i], at->acq[i].owner);
+			continue;
+		}
+		at->back[k] = (dlock__mux_op){ .client = op->client, .call = &at->undo[i].call };
+		at->give_back[k++] = (int)i;
+	}
+	at->nback = k;
+	if (k == 0 || dlock__mux_loop_begin(&at->ml, at->loop, at->back, k, NULL, NULL,
+				      give_back_over) < 0) {
+		/* Nothing to give back (or no memory to): freed from the loop. */
+		if (dlock__timer_set(at->loop, &at->give_back_done, 0) < 0)
+			attempt_free(at);
+	}
+}
+
+void dlock__parallel_settle(dlock__engine_op *o, int rc)
+{
+	struct dlock__attempt *at = o->tail;
+
+	if (at == NULL)
+		return;
+	o->tail = NULL;
+	at->o = NULL;
+	at->fate = rc == 0 ? 1 : -1;
+	if (at->run_over)
+		settle_late(at);
+}
+
+static void run_over(dlock__mux_loop *ml)
+{
+	struct dlock__attempt *at = AT_OF(ml, ml);
+	dlock__engine_op *o = at->o;
+
+	dlock__mux_loop_end(ml);
+	at->run_over = 1;
+	if (!at->gone_on) {
+		dlock__timer_stop(ml->loop, &at->go_on);
+		o->run_rc = 0;
+		attempt_over(o);
+		return;
+	}
+	if (at->fate != 0)
+		settle_late(at);
+	/* else the op's end settles them (dlock__parallel_settle) */
+}
+
+static void begin_failed(dlock__engine_op *o)
+{
+	struct dlock__attempt *at = o->attempt;
+	dlock__then then = at->then;
+
+	o->attempt = NULL;
+	o->step_rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	attempt_free(at);
+	then(o);
+}
+
+/* The attempt keeps what it needs should it outlive the op. */
+static int attempt_keep(struct dlock__attempt *at, dlock__engine_op *o)
+{
+	dlock__engine *e = o->e;
+	size_t i;
+
+	at->n = e->n;
+	at->quorum = e->rules.quorum;
+	at->vouch = e->rules.vouch;
+	at->vouch_arg = e->rules.filter_arg;
+	at->o = o;
+	at->loop = o->op.loop;
+	at->link = dlock__link_ref(e->link);
+	/* A blocking call's loop stops with the call: late answers would wait
+	 * for the thread's next call. It decides at the quorum and a grace. */
+	at->early = e->rules.share_wait && e->rules.quorum < e->n && !o->blocking;
+	if (o->owner != NULL && (at->owner = dlock__strdup(o->owner)) == NULL)
+		return -1;
+	if ((at->members = dlock__calloc(e->n, sizeof(*at->members))) == NULL)
+		return -1;
+	for (i = 0; i < e->n; i++) {
+		at->members[i] = e->members[i];
+		atomic_fetch_add(&at->members[i]->refs, 1);
+		dlock__client_handle_added(dlock__lock_client(e->members[i]), 1);
+	}
+	dlock__timer_init(&at->go_on, go_on);
+	dlock__timer_init(&at->give_back_done, late_given_back);
+	return 0;
+}
+
 void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *ask,
 		dlock__parallel *p, int64_t *t0, dlock__then then)
 {
@@ -343,17 +669,19 @@ void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *a
 	size_t i;
 	int rc = 0;
 
-	if (at == NULL) {
+	if (at == NULL || attempt_keep(at, o) < 0) {
+		if (at != NULL)
+			attempt_free(at);
 		o->step_rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 		then(o);
 		return;
 	}
+	at->lease_ms = lease_ms;
 	for (i = 0; i < e->n && rc == 0; i++) {
 		at->ops[i].skip = ask != NULL && !ask[i];
 		if (!at->ops[i].skip)
-			rc = prepare_member(e, i, &o->t[i], o->owner, o->vouched, lease_ms, &at->acq[i],
-					&at->undo[i],
-					&at->ops[i]);
+			rc = prepare_member(e, i, &o->t[i], at->owner, o->vouched, lease_ms,
+					&at->acq[i], &at->undo[i], &at->ops[i]);
 	}
 	if (rc < 0) {
 		attempt_free(at);
@@ -363,10 +691,14 @@ void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *a
 	}
 	ask_uptimes(e, p, at->ops, &at->u);
 	ask_syncs(e, at->ops, e->n + at->u.n, &at->s);
+	/* Replicas to hear, or members given to an ordered round: all heard. */
+	at->early &= at->s.n == 0 && ask == NULL;
 	at->nops = e->n + at->u.n + at->s.n;
-	at->w = (attempt_wait){ e, p, &at->u, &at->s };
+	at->w = (attempt_wait){ e, p, &at->u, &at->s, at };
 	at->then = then;
 	o->attempt = at;
 	*t0 = p->started = dlock__now_ms();
-	dlock__engine_run(o, at->ops, at->nops, attempt_decided, &at->w, attempt_over);
+	if (dlock__mux_loop_begin(&at->ml, o->op.loop, at->ops, at->nops, attempt_decided, &at->w,
+			    run_over) < 0)
+		dlock__engine_pause(o, 0, begin_failed);
 }

@@ -50,6 +50,11 @@ int dlock__member_is_slow(const dlock__engine *e, size_t i);
 void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *ask,
 		dlock__parallel *p, int64_t *t0, dlock__then then);
 
+/* The acquisition's outcome (rc) is known: a parallel attempt that went on
+ * at a quorum settles its late answers by it - grants join a held lock, or
+ * are given back. Nothing when none went on early. */
+void dlock__parallel_settle(dlock__engine_op *o, int rc);
+
 /* One round of Redisson's ordered loop: o->step_rc 1 when a quorum is
  * held, else 0 (everything given back). */
 void dlock__ordered_round(dlock__engine_op *o, int64_t round_ms, dlock__then then);
@@ -74,6 +79,17 @@ void dlock__loss_arm(dlock__engine *e, const dlock__member_try *t);
 
 /* The owner released the lock: no loss to report any more. */
 void dlock__loss_disarm(dlock__engine *e, const char *member_owner);
+
+/*
+ * The engine as seen by work that may outlive it (a late grant's join):
+ * made with the engine, cut off when it is destroyed. A joined member hold
+ * is watched for loss like the others - while the engine lives.
+ */
+struct dlock__engine_link *dlock__link_new(dlock__engine *e);
+struct dlock__engine_link *dlock__link_ref(struct dlock__engine_link *l);
+void dlock__link_unref(struct dlock__engine_link *l);
+void dlock__link_cut(struct dlock__engine_link *l);
+void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const char *owner);
 
 /* Members the owner still holds (0), lost (DLOCK_ELOST) or never held. */
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost);

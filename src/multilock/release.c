@@ -11,22 +11,43 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
+#include "core/base/time.h"
 #include "core/drive/mux.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"
 #include "single/member.h"
 
+/*
+ * A release decides once a quorum of members let go, every command sent
+ * by then, and the rest had a grace (RELEASE_GRACE_MS, or as long again as
+ * the quorum took): healthy servers, even busy ones, answer within it; a
+ * stopped one costs the grace, not its command timeout. Its reply is left
+ * owed on its connection (core/net/owed.h: skipped when it comes; the
+ * release goes as EVAL until one ran on that server, so it runs
+ * unanswered), and a node that owes is not asked to acquire until it came
+ * (a late release could undo a new hold) - which is why the grace is longer than an acquisition's
+ * (quorum.h): a straggler given up costs the next acquisition a member.
+ * A late release needs no judging: its hold counts as released when the
+ * op decides, so it is neither renewed nor reported held any more.
+ */
+#define RELEASE_GRACE_MS 100
+
 typedef struct releasing {
-	dlock__engine *e;
+	dlock_lock **members; /* the engine's */
+	atomic_int *ran;      /* the engine's release_ran */
+	size_t n, quorum;
+	char *owner;          /* the op's explicit owner, copied; NULL: the thread's */
 	dlock__member_try *t; /* touched: a normal unlock; else a rollback */
 	dlock__mux_op *ops;
 	dlock__release *rel;
 	dlock__rollback *rb;
+	int *done; /* per member: its outcome recorded */
 	size_t released;
 	int first_error;
 	int nomem;
 	int was_lost; /* fewer than a quorum held, because holds were lost */
+	int64_t started, quorum_at; /* when sent; when a quorum had let go (0: not yet) */
 	char first_msg[DLOCK__ERRMSG_MAX];
 } releasing;
 
@@ -35,40 +56,58 @@ static void releasing_free(releasing *r)
 	size_t i;
 
 	if (r->ops != NULL)
-		dlock__mux_clear(r->ops, r->e->n);
-	for (i = 0; r->rel != NULL && r->t != NULL && i < r->e->n; i++)
+		dlock__mux_clear(r->ops, r->n);
+	for (i = 0; r->rel != NULL && r->t != NULL && i < r->n; i++)
 		if (r->t[i].touched)
-			dlock__release_clear(r->e->members[i], &r->rel[i]);
+			dlock__release_clear(r->members[i], &r->rel[i]);
+	dlock__free(r->owner);
 	dlock__free(r->t);
 	dlock__free(r->ops);
 	dlock__free(r->rel);
 	dlock__free(r->rb);
+	dlock__free(r->done);
+	dlock__free(r);
 }
 
-static int releasing_init(releasing *r, dlock__engine *e)
+/* A new releasing for op o. */
+static int releasing_new(releasing **out, dlock__engine_op *o)
 {
-	memset(r, 0, sizeof(*r));
-	r->e = e;
+	dlock__engine *e = o->e;
+	releasing *r = dlock__calloc(1, sizeof(*r));
+
+	*out = r;
+	if (r == NULL)
+		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	r->members = e->members;
+	r->ran = e->release_ran;
+	r->n = e->n;
+	r->quorum = e->rules.quorum;
 	r->t = dlock__calloc(e->n, sizeof(*r->t));
 	r->ops = dlock__calloc(e->n, sizeof(*r->ops));
 	r->rel = dlock__calloc(e->n, sizeof(*r->rel));
 	r->rb = dlock__calloc(e->n, sizeof(*r->rb));
-	if (r->t == NULL || r->ops == NULL || r->rel == NULL || r->rb == NULL)
+	r->done = dlock__calloc(e->n, sizeof(*r->done));
+	r->started = dlock__now_ms();
+	if (o->owner != NULL)
+		r->owner = dlock__strdup(o->owner);
+	if (r->t == NULL || r->ops == NULL || r->rel == NULL || r->rb == NULL || r->done == NULL ||
+			(o->owner != NULL && r->owner == NULL))
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	dlock__tries_reset(e, r->t, r->owner);
 	return 0;
 }
 
 /* Member i's op: its unlock, or the rollback of an acquire it may have run. */
-static int prepare_member(releasing *r, size_t i, const char *owner)
+static int prepare_member(releasing *r, const dlock__engine *e, size_t i)
 {
-	dlock_lock *m = r->e->members[i];
+	dlock_lock *m = r->members[i];
 	dlock__member_try *t = &r->t[i];
 	dlock__mux_op *op = &r->ops[i];
 	int rc;
 
 	/* An explicit owner may have been taken by another process (a
 	 * script's `dlock acquire`): release it wherever it is held. */
-	t->touched = owner != NULL || dlock__holds_count(m, t->owner_ptr, 1) >= 0;
+	t->touched = r->owner != NULL || dlock__holds_count(m, t->owner_ptr, 1) >= 0;
 	if (t->touched) {
 		if ((rc = dlock__release_prepare(m, t->owner_ptr, &r->rel[i])) < 0) {
 			t->touched = 0; /* nothing to clear */
@@ -82,20 +121,36 @@ static int prepare_member(releasing *r, size_t i, const char *owner)
 		op->call = &r->rb[i].call;
 	}
 	op->client = dlock__lock_client(m);
+	/* It may be given up sent: then it must run unanswered, which
+	 * EVALSHA would not on a server without the script (an unread
+	 * NOSCRIPT); once one ran there, EVALSHA saves the body's bytes. */
+	op->eval = !atomic_load(&e->release_ran[i]);
 	/* A server that just timed out would cost its timeout again: send
 	 * and do not wait (it runs when the server does). */
-	op->no_wait = dlock__member_is_slow(r->e, i);
+	op->no_wait = dlock__member_is_slow(e, i);
 	return 0;
 }
 
-/* Record member i's outcome. */
+/* Record member i's outcome (once). */
 static void finish_member(releasing *r, size_t i)
 {
-	dlock_lock *m = r->e->members[i];
+	dlock_lock *m = r->members[i];
 	const dlock__member_try *t = &r->t[i];
 	const dlock__mux_op *op = &r->ops[i];
 	int rc = op->rc;
 
+	if (r->done[i])
+		return;
+	r->done[i] = 1;
+	if (op->pending || op->undecided) {
+		/* Sent, its answer not waited for: counted as released, so
+		 * renewal stops; the key expires should it never run. */
+		if (t->touched)
+			dlock__holds_unsure_release(m, t->owner_ptr);
+		else
+			dlock__rollback_finish(m, t->owner_ptr, 0, DLOCK_ETIMEDOUT, NULL);
+		return;
+	}
 	r->nomem |= rc == DLOCK_ENOMEM;
 	if (!t->touched) {
 		dlock__rollback_finish(m, t->owner_ptr, 0, op->rc, op->reply);
@@ -112,6 +167,7 @@ static void finish_member(releasing *r, size_t i)
 		if (rc != DLOCK_ENOMEM)
 			dlock__holds_unsure_release(m, t->owner_ptr);
 	} else {
+		atomic_store(&r->ran[i], 1); /* answered: the script is there now */
 		rc = dlock__release_finish(m, &r->rel[i], op->reply);
 	}
 	if (rc == 0)
@@ -132,22 +188,21 @@ static void finish_member(releasing *r, size_t i)
  */
 static int verdict(const releasing *r, int was_lost)
 {
-	const dlock__engine *e = r->e;
-	const char *shown = dlock__lock_shown(e->members[0]);
+	const char *shown = dlock__lock_shown(r->members[0]);
 	int rc = 0;
 
 	if (r->nomem)
 		return dlock__seterr(DLOCK_ENOMEM,
 				"lock %s released on %zu of %zu nodes: out of "
 				"memory",
-				shown, r->released, e->n);
-	if (r->released >= e->rules.quorum)
+				shown, r->released, r->n);
+	if (r->released >= r->quorum)
 		rc = 0;
 	else if (r->first_error < 0)
 		rc = dlock__seterr(r->first_error,
 				"lock %s released on %zu of %zu nodes (quorum "
 				"%zu): %s",
-				shown, r->released, e->n, e->rules.quorum, r->first_msg);
+				shown, r->released, r->n, r->quorum, r->first_msg);
 	else if (r->released == 0)
 		rc = dlock__seterr(DLOCK_ENOTOWNER, "lock %s is not held by %s on any node", shown,
 				r->t[0].owner_ptr);
@@ -155,21 +210,49 @@ static int verdict(const releasing *r, int was_lost)
 		rc = dlock__seterr(DLOCK_ELOST,
 				"lock %s had been lost before the unlock (fewer "
 				"than %zu of %zu members still held); released on %zu",
-				shown, e->rules.quorum, e->n, r->released);
+				shown, r->quorum, r->n, r->released);
 	return rc;
 }
 
-static void release_free(dlock__engine_op *o)
+/*
+ * The run's stopping rule: record each answer as it comes, and decide
+ * once every command is on its way (a connection still opening sends
+ * nothing if given up). A rollback (a member not believed held) releases
+ * no hold: it is not waited for once a quorum let go.
+ */
+static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
-	releasing *r = o->step;
+	releasing *r = arg;
+	size_t i, pending_live = 0;
+	int64_t now, grace_end;
 
-	if (r == NULL)
-		return;
-	releasing_free(r);
-	dlock__free(r);
-	o->step = NULL;
+	for (i = 0; i < n; i++) {
+		if (!ops[i].pending) {
+			finish_member(r, i);
+			continue;
+		}
+		if (ops[i].sent_at == 0)
+			return 0;
+		pending_live += r->t[i].touched;
+	}
+	/* Short of a quorum, the rest still change the answer (verdict()). */
+	if (r->released < r->quorum)
+		return 0;
+	if (pending_live == 0)
+		return 1;
+	now = dlock__now_ms();
+	if (r->quorum_at == 0)
+		r->quorum_at = now;
+	grace_end = r->quorum_at + (r->quorum_at - r->started > RELEASE_GRACE_MS
+						   ? r->quorum_at - r->started
+						   : RELEASE_GRACE_MS);
+	if (now >= grace_end)
+		return 1;
+	*wake_at = grace_end;
+	return 0;
 }
 
+/* The op's end: a member not heard from counts as released. */
 static void released(dlock__engine_op *o)
 {
 	releasing *r = o->step;
@@ -177,13 +260,14 @@ static void released(dlock__engine_op *o)
 	int rc = o->run_rc;
 
 	if (rc == 0) {
-		for (i = 0; i < o->e->n; i++)
+		for (i = 0; i < r->n; i++)
 			finish_member(r, i);
 		rc = verdict(r, r->was_lost);
 		if (rc == 0)
 			dlock__engine_stat_released(o->e, r->t[0].owner_ptr);
 	}
-	release_free(o);
+	o->step = NULL;
+	releasing_free(r);
 	dlock__engine_op_end(o, rc);
 }
 
@@ -191,35 +275,26 @@ static void release_start(dlock_op *op)
 {
 	dlock__engine_op *o = (dlock__engine_op *)op;
 	dlock__engine *e = o->e;
-	releasing *r = dlock__calloc(1, sizeof(*r));
+	releasing *r;
 	size_t i, alive, lost;
-	int rc;
+	int rc = releasing_new(&r, o);
 
-	if (r == NULL) {
-		dlock__engine_op_end(o, dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory"));
-		return;
-	}
-	o->step = r;
-	if ((rc = releasing_init(r, e)) < 0) {
-		release_free(o);
+	for (i = 0; i < e->n && rc == 0; i++)
+		rc = prepare_member(r, e, i);
+	if (rc < 0) {
+		if (r != NULL)
+			releasing_free(r);
 		dlock__engine_op_end(o, rc);
 		return;
 	}
-	dlock__tries_reset(e, r->t, o->owner);
+	o->step = r;
 	/* A lock found lost stays lost, whatever the release meets: fewer than
 	 * a quorum still held, and that because holds were lost - not because
 	 * an earlier unlock (one that ran out of memory) released some. */
 	dlock__holds_tally(e, o->owner, &alive, &lost);
 	r->was_lost = lost > 0 && alive < e->rules.quorum;
 	dlock__loss_disarm(e, r->t[0].owner_ptr);
-	for (i = 0; i < e->n && rc == 0; i++)
-		rc = prepare_member(r, i, o->owner);
-	if (rc < 0) {
-		release_free(o);
-		dlock__engine_op_end(o, rc);
-		return;
-	}
-	dlock__engine_run(o, r->ops, e->n, NULL, NULL, released);
+	dlock__engine_run(o, r->ops, e->n, release_decided, r, released);
 }
 
 static int check_owner(const char *owner)

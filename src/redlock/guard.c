@@ -40,6 +40,13 @@ static void judge(dlock__member_try *t, dlock_client *c, int known, int64_t star
 	}
 }
 
+int dlock__guard_vouch(void *arg, dlock_lock *member, int64_t lease_ms, int64_t started_ms)
+{
+	const dlock__guard *g = arg;
+
+	return g->window_ms == 0 || dlock__now_ms() - started_ms >= window_of(g, member, lease_ms);
+}
+
 void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_try *tries, size_t n,
 		int64_t lease_ms)
 {

@@ -24,4 +24,8 @@ typedef struct dlock__guard {
 void dlock__guard_filter(void *arg, dlock_lock *const *members, dlock__member_try *tries, size_t n,
 		int64_t lease_ms);
 
+/* The engine's vouch (arg: a dlock__guard): 1 when the guard would count
+ * this member's vote whatever the others show. */
+int dlock__guard_vouch(void *arg, dlock_lock *member, int64_t lease_ms, int64_t started_ms);
+
 #endif

@@ -80,10 +80,11 @@ static int make(dlock_redlock **out, dlock_lock *const *members, size_t n,
 	rules.check_validity = 1;
 	rules.one_per_server = 1;
 	rules.drift_factor = opts->drift_factor;
-	/* The guard judges the votes together, so the engine then hears every
-	 * member (or its timeout) before deciding; without it, a quorum and a
-	 * short grace decide. */
+	/* The guard judges the votes together: a quorum of votes it vouches for
+	 * (servers known to be older than its window) decides at once; a vote
+	 * it might doubt makes the engine hear every member (or its timeout). */
 	rules.filter = opts->restart_guard_ms != 0 ? dlock__guard_filter : NULL;
+	rules.vouch = dlock__guard_vouch;
 	rules.filter_arg = &r->guard;
 	rc = dlock__engine_init(&r->engine, members, n, &rules, r);
 	if (rc < 0) {
