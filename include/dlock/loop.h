@@ -97,6 +97,15 @@ DLOCK_EXTERN int dlock_loop_fd(const dlock_loop *loop);
  */
 DLOCK_EXTERN int dlock_loop_run(dlock_loop *loop, int64_t timeout_ms);
 
+/**
+ * How many asynchronous operations started on the loop's clients have not
+ * had their callback yet (an operation stops counting as its callback
+ * begins: in the callback of the last, 0). For any loop, made with
+ * callbacks or not: a libuv or libevent program's "is dlock still busy".
+ * 0, or DLOCK_EINVAL for a NULL out or loop.
+ */
+DLOCK_EXTERN int dlock_loop_pending(size_t *out, const dlock_loop *loop);
+
 #ifdef __cplusplus
 }
 #endif

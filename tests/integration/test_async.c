@@ -86,14 +86,13 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
-	dlock_op *op = NULL;
 	outcome a = { 0 }, r = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
 	l = dl_lock(c, "async:one");
 	cr_assert_eq(dl_count_threads(), before, "a client on the caller's loop started a thread");
-	acquire(l, "me:1", 0, &op, &a);
+	acquire(l, "me:1", 0, NULL, &a);
 	cr_assert_eq(a.calls, 0, "the callback ran inside the call that started it");
 	run_until_done(loop, &a, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
@@ -428,6 +427,8 @@ Test(async, random_cancellations_leave_nothing_held)
 	cr_assert_eq(held_keys(), 0,
 			"locks still held after %d acquired, %d released, %d cancels (seed %u)", acquired,
 			released, canceled, seed);
+	for (i = 0; i < OPS; i++)
+		dlock_op_free(op[i]);
 	for (k = 0; k < NAMES; k++)
 		dlock_lock_free(l[k]);
 	dl_pass(dlock_client_close(c));
@@ -485,7 +486,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	cr_assert_eq(w4.code, DLOCK_ENOTOWNER, "watch of nothing: %d", w4.code);
 
 	/* Released: the watch ends with 0. */
-	acquire(l, "me:1", 0, &op, &a);
+	acquire(l, "me:1", 0, NULL, &a);
 	run_until_done(loop, &a, 1, 5000);
 	cr_assert_eq(a.code, 0);
 	dl_pass(dlock_lock_watch_async(NULL, l, "me:1", note, &w1));
@@ -493,6 +494,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	dlock_loop_run(loop, 10);
 	cr_assert_eq(w1.calls + w3.calls, 0, "a watch ended while the hold lasts");
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	run_until_done(loop, &w3, 1, 5000);
 	cr_assert_eq(w3.code, DLOCK_ECANCELED);
 	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note, &r));

@@ -40,6 +40,7 @@ Test(async_client_calls, ping_and_uptime_answer_as_the_blocking_calls)
 
 	dl_pass(dlock_client_uptime_async(&op, c, dl_note, &canceled));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &canceled);
 	cr_expect_eq(canceled.code, DLOCK_ECANCELED, "%d (%s)", canceled.code, canceled.message);
 	dl_no_second(loop, &canceled);
@@ -112,6 +113,7 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 
 	dl_pass(dlock_client_holder_async(&op, c, owner, dl_note, &canceled));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &canceled);
 	cr_expect_eq(canceled.code, DLOCK_ECANCELED);
 	cr_expect_eq(dlock_client_holder_async(NULL, c, NULL, dl_note, &canceled), DLOCK_EINVAL);

@@ -93,6 +93,7 @@ Test(async_latch_waiters, answers_as_the_blocking_call)
 	cr_assert_eq(n, 1, "the await never listened");
 	agrees(loop, latch, 1);
 	dl_pass(dlock_op_cancel(await));
+	dlock_op_free(await);
 	for (until = rh_now_ms() + 10000; w.calls == 0 && rh_now_ms() < until;)
 		dlock_loop_run(loop, 20);
 	cr_assert_eq(w.calls, 1);

@@ -328,6 +328,7 @@ Test(async_multi_queries, a_query_is_canceled_at_once)
 	dlock_loop_run(loop, 20);
 	t0 = rh_now_ms();
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	wait_one(loop, &o, 5000);
 	cr_expect_eq(o.code, DLOCK_ECANCELED, "%d (%s)", o.code, o.message);
 	cr_expect(rh_now_ms() - t0 < TIMEOUT_MS, "the cancel waited for the command timeout");

@@ -248,12 +248,14 @@ Test(async_queries, a_canceled_query_calls_back_once_with_ecanceled)
 	dl_pass(dlock_lock_is_locked_async(&op, l, dl_note, &o));
 	cr_assert_not_null(op);
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &o);
 	cr_expect_eq(o.code, DLOCK_ECANCELED, "%d (%s)", o.code, o.message);
 	dl_no_second(loop, &o);
 
 	dl_pass(dlock_lock_query_async(&op, l, dl_note, &info));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &info);
 	cr_expect_eq(info.code, DLOCK_ECANCELED);
 	cr_expect_null(info.lock_info);
@@ -286,6 +288,7 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	dl_pass(dlock_lock_try_as(l, other, 0, 30000));
 	dl_pass(dlock_lock_force_unlock_async(&op, l, dl_note, &first));
 	dl_pass(dlock_op_cancel(op)); /* a change finishes whatever is asked */
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &first);
 	cr_expect(first.code == 0 && first.value == 1, "%d %lld (%s)", first.code,
 			(long long)first.value, first.message);

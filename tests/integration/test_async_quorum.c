@@ -409,6 +409,8 @@ Test(async_quorum, random_cancellations_leave_nothing_held_on_any_server)
 	cr_assert_eq(keys_left(), 0, "%zu lock keys left (seed %u)", keys_left(), seed);
 	cr_log_info("random cancels: %d ops, %d canceled, %d acquired and released, %d ended "
 		    "canceled", OPS, canceled, acquired, ended_canceled);
+	for (i = 0; i < OPS; i++)
+		dlock_op_free(op[i]);
 	for (k = 0; k < NAMES; k++)
 		dlock_redlock_free(r[k]);
 	dl_pass(dlock_loop_free(loop));

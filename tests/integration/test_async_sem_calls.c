@@ -181,18 +181,21 @@ Test(async_sem_calls, a_read_is_canceled_a_change_finishes)
 
 	dl_pass(dlock_semaphore_available_async(&op, s, dl_note, &av));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &av);
 	cr_expect_eq(av.code, DLOCK_ECANCELED, "%d (%s)", av.code, av.message);
 	dl_no_second(loop, &av);
 
 	dl_pass(dlock_semaphore_query_async(&op, s, dl_note, &q));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &q);
 	cr_expect_eq(q.code, DLOCK_ECANCELED);
 	cr_expect_null(q.semaphore_info);
 
 	dl_pass(dlock_semaphore_set_permits_async(&op, s, 4, dl_note, &set));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &set);
 	cr_expect_eq(set.code, 0, "%d (%s)", set.code, set.message);
 	dl_no_second(loop, &set);

@@ -498,14 +498,14 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 
 	/* The other calls asynchronously too, on the same loop. */
 	set.starting = 1;
-	dl_pass(dlock_countdown_try_set_count_async(&op, l, 1, note, &set));
+	dl_pass(dlock_countdown_try_set_count_async(NULL, l, 1, note, &set));
 	set.starting = 0;
 	run_until_done(loop, &set, 5000);
 	cr_assert_eq(set.code, 0);
 	cr_assert_eq(set.value, 1, "try_set_count_async answered %lld", (long long)set.value);
 
 	w.starting = 1;
-	dl_pass(dlock_countdown_await_async(&op, l, LONG_WAIT_MS, note, &w));
+	dl_pass(dlock_countdown_await_async(NULL, l, LONG_WAIT_MS, note, &w));
 	w.starting = 0;
 	run_for(loop, &w, SETTLE_MS + 200);
 	int64_t at = rh_now_ms();
@@ -523,6 +523,7 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 	run_for(loop, &cn, SETTLE_MS);
 	cr_assert_eq(subscribers("async"), 1, "the waiting op is not subscribed");
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	run_until_done(loop, &cn, 2000);
 	cr_assert_eq(cn.code, DLOCK_ECANCELED, "canceled await: %s", dlock_strerror(cn.code));
 	cr_assert_eq(raw_count("async"), 3);
@@ -536,6 +537,7 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 	outcome early = { 0 };
 	dl_pass(dlock_countdown_await_async(&op, l, LONG_WAIT_MS, note, &early));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	run_until_done(loop, &early, 2000);
 	cr_assert_eq(early.code, DLOCK_ECANCELED);
 

@@ -157,6 +157,15 @@ int dlock_loop_fd(const dlock_loop *l)
 	return l->epfd;
 }
 
+int dlock_loop_pending(size_t *out, const dlock_loop *l)
+{
+	if (out == NULL || l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_pending: NULL %s",
+				out == NULL ? "out" : "loop");
+	*out = (size_t)atomic_load(&l->pending);
+	return 0;
+}
+
 int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 {
 	struct epoll_event ev[64];
