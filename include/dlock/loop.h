@@ -37,7 +37,7 @@ typedef struct dlock_loop dlock_loop;
 #define DLOCK_POLL_IN 1
 #define DLOCK_POLL_OUT 2
 
-#define DLOCK_LOOP_OPTIONS_VERSION 1
+#define DLOCK_LOOP_OPTIONS_VERSION 2
 
 typedef struct dlock_loop_options {
 	unsigned int version;
@@ -50,11 +50,17 @@ typedef struct dlock_loop_options {
 	 *  soon as you can, from your loop, not from within this callback),
 	 *  replacing any timer set before; -1: no timer is needed. */
 	void (*set_timer)(void *data, int64_t ms);
-	/** Passed to both callbacks. */
+	/** Passed to the callbacks. */
 	void *data;
+	/* Version 2: */
+	/** The loop is gone (dlock_loop_free() was called and its last client
+	 *  freed): nothing calls watch_fd or set_timer any more, and an adapter
+	 *  may release what they used. Called once, from within the dlock call
+	 *  that freed the last of them. May be NULL. */
+	void (*closed)(void *data);
 } dlock_loop_options;
 
-#define DLOCK_LOOP_OPTIONS_INIT { DLOCK_LOOP_OPTIONS_VERSION, NULL, NULL, NULL }
+#define DLOCK_LOOP_OPTIONS_INIT { DLOCK_LOOP_OPTIONS_VERSION, NULL, NULL, NULL, NULL }
 
 /** Fill `opts` with the defaults of `version`. 0, or DLOCK_EINVAL. */
 DLOCK_EXTERN int dlock_loop_options_init(dlock_loop_options *opts, unsigned int version);
@@ -69,11 +75,14 @@ DLOCK_EXTERN int dlock_loop_options_init(dlock_loop_options *opts, unsigned int 
 DLOCK_EXTERN int dlock_loop_new(dlock_loop **out, const dlock_loop_options *opts);
 
 /**
- * Free a loop. Errors: DLOCK_EBUSY while clients opened on it are not
- * closed (close them first: their operations end with DLOCK_ECANCELED).
- * Accepts NULL.
+ * Drop the caller's reference to a loop; it goes once every client opened
+ * on it is freed too (each holds a reference), in either order, and
+ * options.closed is called then. Safe from any callback of dlock's on the
+ * loop (an operation's, a lost or event callback): the loop goes when the
+ * dlock call that ran the callback returns. Accepts NULL. (Before 1.0 it
+ * returned DLOCK_EBUSY while clients were open; it cannot fail now.)
  */
-DLOCK_EXTERN int dlock_loop_free(dlock_loop *loop);
+DLOCK_EXTERN void dlock_loop_free(dlock_loop *loop);
 
 /** `fd`, asked for by watch_fd, is ready for `what` (DLOCK_POLL_*; error
  *  and hang-up count as both). Runs what was waiting on it. 0, or DLOCK_EINVAL. */

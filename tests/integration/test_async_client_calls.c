@@ -48,7 +48,7 @@ Test(async_client_calls, ping_and_uptime_answer_as_the_blocking_calls)
 	cr_expect_eq(dlock_client_ping_async(NULL, NULL, dl_note, &ping), DLOCK_EINVAL);
 	cr_expect_eq(dlock_client_uptime_async(NULL, c, NULL, NULL), DLOCK_EINVAL);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 /* (The async call goes first: on an epoll loop, a refused connect after
@@ -72,7 +72,7 @@ Test(async_client_calls, ping_async_fails_as_the_blocking_call_when_the_server_i
 	cr_expect_eq(ping.code, brc, "async %d (%s), blocking %d", ping.code, ping.message, brc);
 	cr_expect(strstr(ping.message, "refused") != NULL, "%s", ping.message);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
@@ -121,5 +121,5 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	dl_pass(dlock_lock_unlock_as(l, owner));
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
