@@ -144,3 +144,54 @@ Test(teardown, frees_in_any_order_the_last_one_frees)
 	WAIT_UNTIL(dl_count_threads() == threads, 5000);
 	cr_assert_eq(dl_count_threads(), threads, "the client did not go with its lock");
 }
+
+/* A lost callback frees the lock, the client and the loop it came from. */
+static void lost_free_all(dlock_lock *lock, const char *owner, int reason, void *ud)
+{
+	world *w = ud;
+
+	(void)lock;
+	(void)owner;
+	w->code = reason;
+	dlock_lock_free(w->lock);
+	dlock_client_free(w->client);
+	dlock_loop_free(w->loop);
+	atomic_fetch_add(&w->calls, 1);
+}
+
+static void note_code(dlock_op *op, const dlock_result *r, void *ud)
+{
+	(void)op;
+	*(int *)ud = r->code;
+}
+
+Test(teardown, a_lost_callback_frees_lock_client_and_loop)
+{
+	/* The test's own connection to the server first (it stays open). */
+	int64_t none = rh_command_int(dl_srv, "EXISTS teardown:lost");
+	int fds = dl_count_fds();
+	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
+	world w = { 0 };
+	int acquired = 1;
+	int64_t until = rh_now_ms() + 10000;
+
+	cr_assert_eq(none, 0);
+	dl_pass(dlock_loop_new(&w.loop, NULL));
+	o.loop = w.loop;
+	w.client = dl_client_opts(rh_server_uri(dl_srv), &o);
+	w.lock = dl_lock(w.client, "teardown:lost");
+	dl_pass(dlock_lock_set_lost_cb(w.lock, lost_free_all, &w));
+	dl_pass(dlock_lock_acquire_async(NULL, w.lock, "me:1", 0, DLOCK_LEASE_WATCHDOG, note_code,
+			&acquired));
+	while (acquired == 1 && rh_now_ms() < until)
+		cr_assert(dlock_loop_run(w.loop, 50) >= 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(acquired, 0, "acquire: %d", acquired);
+	/* Taken away behind its back: the next renewal finds it gone. */
+	cr_assert_eq(rh_command_int(dl_srv, "DEL teardown:lost"), 1);
+	until = rh_now_ms() + 60000;
+	while (atomic_load(&w.calls) == 0 && rh_now_ms() < until)
+		cr_assert(dlock_loop_run(w.loop, 50) >= 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(atomic_load(&w.calls), 1, "no lost callback");
+	cr_assert_eq(dl_count_fds(), fds, "the loop's and the client's descriptors are not all "
+			"closed: %d open, %d before", dl_count_fds(), fds);
+}
