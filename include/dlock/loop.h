@@ -79,8 +79,12 @@ DLOCK_EXTERN int dlock_loop_new(dlock_loop **out, const dlock_loop_options *opts
  * on it is freed too (each holds a reference), in either order, and
  * options.closed is called then. Safe from any callback of dlock's on the
  * loop (an operation's, a lost or event callback): the loop goes when the
- * dlock call that ran the callback returns. Accepts NULL. (Before 1.0 it
- * returned DLOCK_EBUSY while clients were open; it cannot fail now.)
+ * dlock call that ran the callback returns. A loop with callbacks goes on
+ * being driven through them until then (the adapters do that); a loop you
+ * drive yourself (dlock_loop_run) is not to be called once you freed it, so
+ * free its clients first, or from one of its callbacks. Accepts NULL.
+ * (Before 1.0 it returned DLOCK_EBUSY while clients were open; it cannot
+ * fail now.)
  */
 DLOCK_EXTERN void dlock_loop_free(dlock_loop *loop);
 
