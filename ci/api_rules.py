@@ -435,7 +435,7 @@ def check(root):
                          'out-params' % (n, ', '.join(types[1:-2]), twin.name, ', '.join(tin)))
         # R8: results of operations are in dlock_result, no getters on ops
         if any(t in ('const dlock_op *', 'dlock_op *') for t in types) and \
-                n != 'dlock_op_cancel':
+                n not in ('dlock_op_cancel', 'dlock_op_free'):
             fail(f, 'R8', '%s reads an op: results are fields of dlock_result' % n)
         # R9: out-params first
         seen_in = False

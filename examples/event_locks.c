@@ -334,8 +334,7 @@ static void free_dlock(app *a)
 		dlock_lock_free(a->locks[i].lock);
 	for (int k = 0; k < a->nclients; k++)
 		dlock_client_free(a->clients[k]);
-	if (dlock_event_free(a->de) != 0)
-		fail(a, "dlock_event_free: %s", dlock_errmsg_last());
+	dlock_event_free(a->de);
 }
 
 static void on_finish(evutil_socket_t fd, short what, void *ud)

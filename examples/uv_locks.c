@@ -324,8 +324,7 @@ static void free_dlock(app *a)
 		dlock_lock_free(a->locks[i].lock);
 	for (int k = 0; k < a->nclients; k++)
 		dlock_client_free(a->clients[k]);
-	if (dlock_uv_free(a->du) != 0)
-		fail(a, "dlock_uv_free: %s", dlock_errmsg_last());
+	dlock_uv_free(a->du);
 }
 
 static void on_finish(uv_timer_t *t)

@@ -13,8 +13,14 @@
  * Owners are explicit: an asynchronous caller has no thread of its own to
  * name (use dlock_client_owner() for a Redisson-style `<uuid>:<id>`).
  *
- * The op handle is valid until its callback returns; the library frees it
- * then. dlock_op_cancel() ends an operation early: its callback then comes
+ * The op handle: pass NULL as `out` when you do not need it (the library
+ * frees the operation after its callback). Given `out`, *out is your
+ * reference to the operation, valid until you drop it with dlock_op_free(),
+ * before, during or after the callback, from any thread: cancel it at any
+ * time without a use-after-free hazard (after its callback, cancel does
+ * nothing). Every *out handed out must be freed once - as any handle of
+ * dlock's; a kept operation keeps its lock and client alive until then.
+ * dlock_op_cancel() ends an operation early: its callback then comes
  * once, with DLOCK_ECANCELED, after whatever the operation may already have
  * taken on a server was given back (the undo runs on the connection the
  * acquire went out on, behind it) and a fair waiter left its queue.
@@ -79,7 +85,8 @@ typedef struct dlock_result {
 	const char *permit_id;
 } dlock_result;
 
-/** The one callback of an operation; `op` is freed when it returns. */
+/** The one callback of an operation; the library's reference to `op` is
+ *  dropped when it returns (a caller that kept *out still holds its own). */
 typedef void (*dlock_op_cb)(dlock_op *op, const dlock_result *result, void *userdata);
 
 /**
@@ -247,11 +254,18 @@ DLOCK_EXTERN int dlock_client_holder_async(dlock_op **out, dlock_client *client,
  * back; a release is not canceled (it finishes: a hold left half-released
  * would help nobody). Any thread may call it, even as the operation ends
  * on another: an operation whose callback has come already is left alone
- * (0; the handle is never touched once freed - as long as no new
- * operation was handed the same address meanwhile). 0, or DLOCK_EINVAL
- * for NULL.
+ * (0). `op` must be a reference the caller holds (*out not yet freed with
+ * dlock_op_free()). 0, or DLOCK_EINVAL for NULL.
  */
 DLOCK_EXTERN int dlock_op_cancel(dlock_op *op);
+
+/**
+ * Drop the caller's reference to an operation (its *out): the operation
+ * goes once its callback has returned too. It does not cancel it (call
+ * dlock_op_cancel() first for that). Any thread, any time, the callback
+ * included; once per *out. Accepts NULL.
+ */
+DLOCK_EXTERN void dlock_op_free(dlock_op *op);
 
 #ifdef __cplusplus
 }

@@ -200,19 +200,23 @@ DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
 		const dlock_client_options *opts);
 
 /**
- * Free the client: stop the background thread and close every connection.
- * Locks still held are not released: leased ones expire, watchdog ones stop
- * being renewed and expire within the watchdog timeout. Accepts NULL
- * (returns 0). No other call may be running on the client.
- * Errors: DLOCK_EBUSY when lock handles made from the client are still
- * alive (free them first; the client stays open and usable), as
- * uv_loop_close() refuses a loop with active handles.
+ * Drop the caller's reference to the client. Each lock, semaphore and latch
+ * made from it, and each operation under way or kept (dlock_op_free), holds
+ * one too: the client goes with the last, in whatever order they are
+ * freed - its background thread stopped, every connection closed. Locks
+ * still held are not released: leased ones expire, watchdog ones stop
+ * being renewed and expire within the watchdog timeout. Operations under
+ * way are not canceled (cancel them first to end them now). Safe from any
+ * callback of dlock's (an operation's, a lost or event callback, on the
+ * caller's loop or the client's thread): the client goes once that
+ * callback's turn of the loop is over. Accepts NULL. (Before 1.0 it
+ * returned DLOCK_EBUSY while handles were alive; it cannot fail now.)
  */
-DLOCK_EXTERN int dlock_client_free(dlock_client *client);
+DLOCK_EXTERN void dlock_client_free(dlock_client *client);
 
 /**
- * The same as dlock_client_free(), same return value: its name before 1.0,
- * kept so that programs written for it need not change.
+ * dlock_client_free() under its name before 1.0, kept so that programs
+ * written for it need not change; returns 0.
  */
 DLOCK_EXTERN int dlock_client_close(dlock_client *client);
 

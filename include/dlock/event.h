@@ -14,7 +14,7 @@
  *	dlock_lock_new(&l, c, "job:42", NULL);
  *	dlock_lock_acquire_async(NULL, l, owner, 0, DLOCK_LEASE_WATCHDOG, on_acquired, NULL);
  *	event_base_dispatch(base);           // renews while you hold it
- *	// later, from a libevent callback (never from a dlock one):
+ *	// later, from any callback (a libevent one or a dlock one):
  *	dlock_lock_free(l); dlock_client_free(c); dlock_event_free(de);
  *
  * Each descriptor dlock watches gets a persistent event, deleted the
@@ -149,6 +149,13 @@ static inline void dlock_event__drop(dlock_event *de)
 	free(de);
 }
 
+/* dlock_loop_options.closed: the dlock loop is gone (freed with its last
+ * client): the events go too. */
+static inline void dlock_event__closed(void *data)
+{
+	dlock_event__drop((dlock_event *)data);
+}
+
 /**
  * Make a dlock loop driven by `base`: open clients on dlock_event_loop(*out).
  * 0, DLOCK_ENOMEM, DLOCK_ESYS (libevent could not watch dlock's
@@ -175,10 +182,12 @@ static inline int dlock_event_new(dlock_event **out, struct event_base *base)
 	o.watch_fd = dlock_event__watch_fd;
 	o.set_timer = dlock_event__set_timer;
 	o.userdata = de;
+	o.closed = dlock_event__closed;
 	rc = dlock_loop_new(&de->loop, &o); /* watches its wake-up descriptor */
 	if (rc == 0 && de->error != 0) {
-		dlock_loop_free(de->loop);
 		rc = de->error;
+		dlock_loop_free(de->loop); /* closed: drops de */
+		return rc;
 	}
 	if (rc < 0) {
 		dlock_event__drop(de);
@@ -195,21 +204,17 @@ static inline dlock_loop *dlock_event_loop(const dlock_event *de)
 }
 
 /**
- * Free the adapter, its events and its dlock loop, from a libevent callback
- * or outside the dispatch, never from a dlock callback. DLOCK_EBUSY
- * (nothing changed) while clients opened on it are not freed. Accepts NULL.
+ * Free the adapter and its dlock loop, from anywhere on the loop's thread:
+ * a libevent callback, outside the dispatch, or a dlock callback (an
+ * operation's, a lost callback). The loop and the events go once the
+ * clients opened on it are freed too (before or after), and the dlock call
+ * that ran the callback returned; until then they keep driving those
+ * clients. Accepts NULL.
  */
-static inline int dlock_event_free(dlock_event *de)
+static inline void dlock_event_free(dlock_event *de)
 {
-	int rc;
-
-	if (de == NULL)
-		return 0;
-	rc = dlock_loop_free(de->loop); /* tells watch_fd(fd, 0) for what it watched */
-	if (rc < 0)
-		return rc;
-	dlock_event__drop(de);
-	return 0;
+	if (de != NULL)
+		dlock_loop_free(de->loop); /* then options.closed drops de */
 }
 
 #ifdef __cplusplus

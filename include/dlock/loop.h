@@ -37,7 +37,7 @@ typedef struct dlock_loop dlock_loop;
 #define DLOCK_POLL_IN 1
 #define DLOCK_POLL_OUT 2
 
-#define DLOCK_LOOP_OPTIONS_VERSION 1
+#define DLOCK_LOOP_OPTIONS_VERSION 2
 
 typedef struct dlock_loop_options {
 	unsigned int version;
@@ -50,11 +50,17 @@ typedef struct dlock_loop_options {
 	 *  soon as you can, from your loop, not from within this callback),
 	 *  replacing any timer set before; -1: no timer is needed. */
 	void (*set_timer)(void *userdata, int64_t ms);
-	/** Passed to both callbacks. */
+	/** Passed to the callbacks. */
 	void *userdata;
+	/* Version 2: */
+	/** The loop is gone (dlock_loop_free() was called and its last client
+	 *  freed): nothing calls watch_fd or set_timer any more, and an adapter
+	 *  may release what they used. Called once, from within the dlock call
+	 *  that freed the last of them. May be NULL. */
+	void (*closed)(void *userdata);
 } dlock_loop_options;
 
-#define DLOCK_LOOP_OPTIONS_INIT { DLOCK_LOOP_OPTIONS_VERSION, NULL, NULL, NULL }
+#define DLOCK_LOOP_OPTIONS_INIT { DLOCK_LOOP_OPTIONS_VERSION, NULL, NULL, NULL, NULL }
 
 /** Fill `opts` with the defaults of `version`. 0, or DLOCK_EINVAL. */
 DLOCK_EXTERN int dlock_loop_options_init(dlock_loop_options *opts, unsigned int version);
@@ -69,11 +75,18 @@ DLOCK_EXTERN int dlock_loop_options_init(dlock_loop_options *opts, unsigned int 
 DLOCK_EXTERN int dlock_loop_new(dlock_loop **out, const dlock_loop_options *opts);
 
 /**
- * Free a loop. Errors: DLOCK_EBUSY while clients opened on it are not
- * closed (close them first: their operations end with DLOCK_ECANCELED).
- * Accepts NULL.
+ * Drop the caller's reference to a loop; it goes once every client opened
+ * on it is freed too (each holds a reference), in either order, and
+ * options.closed is called then. Safe from any callback of dlock's on the
+ * loop (an operation's, a lost or event callback): the loop goes when the
+ * dlock call that ran the callback returns. A loop with callbacks goes on
+ * being driven through them until then (the adapters do that); a loop you
+ * drive yourself (dlock_loop_run) is not to be called once you freed it, so
+ * free its clients first, or from one of its callbacks. Accepts NULL.
+ * (Before 1.0 it returned DLOCK_EBUSY while clients were open; it cannot
+ * fail now.)
  */
-DLOCK_EXTERN int dlock_loop_free(dlock_loop *loop);
+DLOCK_EXTERN void dlock_loop_free(dlock_loop *loop);
 
 /** `fd`, asked for by watch_fd, is ready for `what` (DLOCK_POLL_*; error
  *  and hang-up count as both). Runs what was waiting on it. 0, or DLOCK_EINVAL. */
@@ -106,6 +119,15 @@ DLOCK_EXTERN const char *dlock_loop_errmsg(const dlock_loop *loop);
 
 /** dlock_loop_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
 DLOCK_EXTERN size_t dlock_loop_errmsg_r(char *buf, size_t len, const dlock_loop *loop);
+
+/**
+ * How many asynchronous operations started on the loop's clients have not
+ * had their callback yet (an operation stops counting as its callback
+ * begins: in the callback of the last, 0). For any loop, made with
+ * callbacks or not: a libuv or libevent program's "is dlock still busy".
+ * 0, or DLOCK_EINVAL for a NULL out or loop.
+ */
+DLOCK_EXTERN int dlock_loop_pending(size_t *out, const dlock_loop *loop);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@
  *	dlock_lock_new(&l, c, "job:42", NULL);
  *	dlock_lock_acquire_async(NULL, l, owner, 0, DLOCK_LEASE_WATCHDOG, on_acquired, NULL);
  *	uv_run(uv_default_loop(), UV_RUN_DEFAULT);   // renews while you hold it
- *	// later, from a libuv callback (never from a dlock one):
+ *	// later, from any callback (a libuv one or a dlock one):
  *	dlock_lock_free(l); dlock_client_free(c); dlock_uv_free(du);
  *
  * Each descriptor dlock watches gets a uv_poll_t, made when it is first
@@ -58,7 +58,7 @@ typedef struct dlock_uv {
 	dlock_uv__watch **watches; /* by descriptor */
 	int nwatches;
 	int open_handles; /* whose close callback has not come yet */
-	int freed;
+	int freed; /* its handles are closing: the last close callback frees it */
 	int error; /* libuv's error for the first descriptor that could not be watched */
 } dlock_uv;
 
@@ -203,6 +203,16 @@ static inline void dlock_uv__close(dlock_uv *du)
 	uv_close((uv_handle_t *)&du->timer, dlock_uv__closed);
 }
 
+/* dlock_loop_options.closed: the dlock loop is gone (freed with its last
+ * client): close the handles; the last close callback frees du. */
+static inline void dlock_uv__loop_closed(void *data)
+{
+	dlock_uv *du = (dlock_uv *)data;
+
+	du->loop = NULL;
+	dlock_uv__close(du);
+}
+
 /**
  * Make a dlock loop driven by `uv`: open clients on dlock_uv_loop(*out).
  * 0, DLOCK_ENOMEM, DLOCK_ESYS (libuv could not watch dlock's descriptor),
@@ -228,10 +238,12 @@ static inline int dlock_uv_new(dlock_uv **out, uv_loop_t *uv)
 	o.watch_fd = dlock_uv__watch_fd;
 	o.set_timer = dlock_uv__set_timer;
 	o.userdata = du;
+	o.closed = dlock_uv__loop_closed;
 	rc = dlock_loop_new(&du->loop, &o); /* watches its wake-up descriptor */
 	if (rc == 0 && du->error != 0) {
-		dlock_loop_free(du->loop);
 		rc = du->error == UV_ENOMEM ? DLOCK_ENOMEM : DLOCK_ESYS;
+		dlock_loop_free(du->loop); /* closed: closes the handles */
+		return rc;
 	}
 	if (rc < 0) {
 		dlock_uv__close(du);
@@ -248,22 +260,19 @@ static inline dlock_loop *dlock_uv_loop(const dlock_uv *du)
 }
 
 /**
- * Free the adapter and its dlock loop, from a libuv callback or outside
- * uv_run(), never from a dlock callback. Its handles are closed: run the
- * uv loop on so that their close callbacks free the rest. DLOCK_EBUSY
- * (nothing changed) while clients opened on it are not freed. Accepts NULL.
+ * Free the adapter and its dlock loop, from anywhere on the uv loop's
+ * thread: a libuv callback, outside uv_run(), or a dlock callback (an
+ * operation's, a lost callback). The dlock loop goes once the clients
+ * opened on it are freed too (before or after) and the dlock call that ran
+ * the callback returned; until then it keeps driving those clients. Then
+ * the handles are closed, and uv_run() returns once their close callbacks
+ * (which free the rest) have run and nothing of yours is active - no timer
+ * bounce needed. Accepts NULL.
  */
-static inline int dlock_uv_free(dlock_uv *du)
+static inline void dlock_uv_free(dlock_uv *du)
 {
-	int rc;
-
-	if (du == NULL)
-		return 0;
-	rc = dlock_loop_free(du->loop); /* tells watch_fd(fd, 0) for what it watched */
-	if (rc < 0)
-		return rc;
-	dlock_uv__close(du);
-	return 0;
+	if (du != NULL)
+		dlock_loop_free(du->loop); /* then options.closed closes the handles */
 }
 
 #ifdef __cplusplus

@@ -195,6 +195,6 @@ int dlock__engine_async(dlock_op **out, dlock__engine *e, const char *owner, dlo
 		setup(o, arg);
 	if (out != NULL)
 		*out = &o->op;
-	dlock__op_submit(&o->op);
+	dlock__op_submit_out(&o->op, out);
 	return 0;
 }

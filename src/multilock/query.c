@@ -319,7 +319,7 @@ static int ask_quorum_async(dlock_op **out, dlock__engine *e, int held, const ch
 		return rc;
 	if (out != NULL)
 		*out = &o->op;
-	dlock__op_submit(&o->op);
+	dlock__op_submit_out(&o->op, out);
 	return 0;
 }
 

@@ -123,7 +123,8 @@ int dlock__lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64
  * The same wait as an op on `loop` (a quorum's member: transient errors end
  * it), for owner (NULL: the thread's that runs the loop; `vouched` as
  * for dlock__acquire_prepare); cb gets the
- * outcome. *out: the op. 0, or an error (no op, no callback).
+ * outcome. *out: the op, valid until its callback (no reference to free,
+ * unlike dlock/async.h's). 0, or an error (no op, no callback).
  */
 int dlock__lock_acquire_start(dlock_op **out, dlock_loop *loop, dlock_lock *l,
 		const char *owner, int vouched, int64_t wait_ms, int64_t lease_ms, uint64_t cancels,

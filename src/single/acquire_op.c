@@ -654,6 +654,10 @@ int dlock__lock_acquire_start(dlock_op **out, dlock__loop *loop, dlock_lock *l, 
 	o->member = 1; /* a quorum's member (multilock/ordered.c) */
 	o->herd = 0;   /* its budget is short: it asks when woken, as before */
 	o->lo.op.loop = loop;
-	dlock__lock_op_submit(&o->lo, out);
+	/* The quorum's handle on its member: no reference (it cancels the
+	 * member only until the member's callback, which it is). */
+	if (out != NULL)
+		*out = &o->lo.op;
+	dlock__lock_op_submit(&o->lo, NULL);
 	return 0;
 }

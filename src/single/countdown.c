@@ -107,7 +107,7 @@ int dlock_countdown_new(dlock_countdown **out, dlock_client *client, const char 
 	atomic_init(&c->refs, 1);
 	c->client = client;
 	c->report_missing = o.report_missing != 0;
-	dlock__client_handle_added(client, 1); /* dlock_client_free refuses while it lives */
+	dlock__client_handle_added(client, 1); /* the client stays while it lives */
 	if (make_names(c, name, len) < 0) {
 		dlock__countdown_unref(c);
 		return dlock__seterr(DLOCK_ENOMEM, "latch: out of memory");

@@ -392,9 +392,7 @@ static int start_async(dlock_op **out, dlock_countdown *c, dlock__latch_kind kin
 		*out = NULL;
 	if ((rc = new_op(&o, c, kind, arg, cb, userdata)) < 0)
 		return rc;
-	if (out != NULL)
-		*out = &o->op;
-	dlock__op_submit(&o->op);
+	dlock__op_submit_out(&o->op, out);
 	return 0;
 }
 

@@ -381,8 +381,8 @@ void dlock__holds_detach(dlock_lock *handle)
 	dlock__holds *h = handle->holds;
 	handle_entry **e;
 	size_t i;
+	int took = dlock__holds_cb_enter(h);
 
-	dlock__mutex_lock(&h->cb_mu);
 	dlock__mutex_lock(&h->mu);
 	/* Its holds by the index: freeing each of 100,000 handles must not
 	 * walk a table grown for all their holds. */
@@ -403,5 +403,5 @@ void dlock__holds_detach(dlock_lock *handle)
 		}
 	}
 	dlock__mutex_unlock(&h->mu);
-	dlock__mutex_unlock(&h->cb_mu);
+	dlock__holds_cb_leave(h, took);
 }

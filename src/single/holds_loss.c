@@ -48,6 +48,7 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 	size_t i;
 
 	dlock__mutex_lock(&h->cb_mu);
+	atomic_store(&h->cb_thread, dlock_thread_id());
 	for (i = 0; i < nev; i++) {
 		dlock_lost_cb fn = NULL;
 		void *ud = NULL;
@@ -70,7 +71,22 @@ void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev)
 			ev[i].observer(ev[i].observer_arg, ev[i].owner, ev[i].reason);
 		dlock__free(ev[i].owner);
 	}
+	atomic_store(&h->cb_thread, 0);
 	dlock__mutex_unlock(&h->cb_mu);
+}
+
+int dlock__holds_cb_enter(dlock__holds *h)
+{
+	if (atomic_load(&h->cb_thread) == dlock_thread_id())
+		return 0;
+	dlock__mutex_lock(&h->cb_mu);
+	return 1;
+}
+
+void dlock__holds_cb_leave(dlock__holds *h, int took)
+{
+	if (took)
+		dlock__mutex_unlock(&h->cb_mu);
 }
 
 void dlock__holds_abandon(const dlock_lock *l, const char *owner)
@@ -143,13 +159,13 @@ void dlock__holds_unobserve(dlock_lock *l, void *arg)
 	dlock__holds *h = l->holds;
 	size_t i;
 	hold *x;
+	int took = dlock__holds_cb_enter(h);
 
-	dlock__mutex_lock(&h->cb_mu);
 	dlock__mutex_lock(&h->mu);
 	for (i = 0; i < h->nbuckets; i++)
 		for (x = h->buckets[i]; x != NULL; x = x->next)
 			if (x->observer_arg == arg)
 				x->observer = NULL, x->observer_arg = NULL;
 	dlock__mutex_unlock(&h->mu);
-	dlock__mutex_unlock(&h->cb_mu);
+	dlock__holds_cb_leave(h, took);
 }

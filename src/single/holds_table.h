@@ -58,6 +58,7 @@ struct dlock__holds {
 	dlock_client *client;
 	pthread_mutex_t mu;    /* the table */
 	pthread_mutex_t cb_mu; /* held while a lost callback runs, so detach can wait for it */
+	_Atomic uint64_t cb_thread; /* the thread running them (0: none): it may detach */
 	hold **buckets;
 	size_t nbuckets;
 	size_t count;
@@ -133,6 +134,11 @@ int64_t dlock__holds_valid_until(const dlock__holds *h, const hold *x);
 void dlock__holds_mark_lost(dlock__holds *h, hold *x, int reason, lost_event *ev, size_t *nev);
 /* Run the callbacks of the losses in ev (h->mu not held) and free their owners. */
 void dlock__holds_run_callbacks(dlock__holds *h, lost_event *ev, size_t nev);
+/* Wait out lost callbacks running on other threads (cb_mu), unless this
+ * thread is the one running them (a callback freeing its handle): 1 when
+ * it took cb_mu, to hand to dlock__holds_cb_leave(). */
+int dlock__holds_cb_enter(dlock__holds *h);
+void dlock__holds_cb_leave(dlock__holds *h, int took);
 /* The reactor's job that renews every watched hold (watchdog.c), and
  * between its rounds the holds a notice asked to check. */
 int64_t dlock__watchdog_run(void *arg, int64_t now);

@@ -45,9 +45,7 @@ int dlock__lock_op_new(dlock__lock_op **out, size_t size, dlock_lock *l, const c
 
 void dlock__lock_op_submit(dlock__lock_op *o, dlock_op **out)
 {
-	if (out != NULL)
-		*out = &o->op;
-	dlock__op_submit(&o->op);
+	dlock__op_submit_out(&o->op, out);
 }
 
 void dlock__ending_note(dlock_op *op, const dlock_result *r, void *userdata)

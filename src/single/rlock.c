@@ -123,7 +123,7 @@ int dlock_lock_new(dlock_lock **out, dlock_client *client, const char *name,
 	l->client = client;
 	atomic_init(&l->synced, -1);
 	atomic_init(&l->herd_met, 0);
-	dlock__client_handle_added(client, 1); /* dlock_client_free refuses while it lives */
+	dlock__client_handle_added(client, 1); /* the client stays while it lives */
 	l->holds = dlock__holds_of(client);
 	if (l->holds == NULL || make_names(l, name, len) < 0) {
 		dlock_lock_free(l);

@@ -326,9 +326,7 @@ int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *s, int64_t pe
 		*out = NULL;
 	if ((rc = new_op(&o, s, permits, wait_ms, lease_ms, cb, userdata)) < 0)
 		return rc;
-	if (out != NULL)
-		*out = &o->op;
-	dlock__op_submit(&o->op);
+	dlock__op_submit_out(&o->op, out);
 	return 0;
 }
 

@@ -21,7 +21,7 @@ HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentine
 static int (*const p_open)(
 		dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
 static int (*const p_close)(dlock_client *) = dlock_client_close;
-static int (*const p_client_free)(dlock_client *) = dlock_client_free;
+static void (*const p_client_free)(dlock_client *) = dlock_client_free;
 static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
 static int (*const p_owner)(char[DLOCK_OWNER_SIZE], const dlock_client *, uint64_t) =
 		dlock_client_owner;

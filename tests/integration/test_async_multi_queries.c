@@ -200,7 +200,7 @@ static void every_state(int redlock)
 	agrees(IS_HELD, loop, &t, NULL, 0, 0, "held by another than this thread");
 	agrees(MEMBER_TTL, loop, &t, NULL, 0, -3, "held");
 	target_down(&t);
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_multi_queries, redlock_twins_answer_as_the_blocking_calls)
@@ -236,7 +236,7 @@ Test(async_multi_queries, a_stopped_server_is_not_waited_for_once_settled)
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
 	dl_pass(dlock_redlock_unlock_as(t.r, "me:2"));
 	target_down(&t);
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 /* The blocking calls drive the same op: settled without the stopped server. */
@@ -261,7 +261,7 @@ Test(async_multi_queries, blocking_queries_do_not_wait_for_a_stopped_server_once
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
 	dl_pass(dlock_redlock_unlock_as(t.r, "me:5"));
 	target_down(&t);
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 /* Two of three stopped: nothing settles it; "cannot tell" within the
@@ -288,7 +288,7 @@ Test(async_multi_queries, unsettled_ends_within_the_command_timeout)
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
 	dl_pass(dlock_redlock_unlock_as(t.r, "me:3"));
 	target_down(&t);
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 /* A MultiLock needs every member: one stopped and one "no" settles "not
@@ -308,7 +308,7 @@ Test(async_multi_queries, multilock_with_a_stopped_member)
 	cr_assert_eq(rh_server_resume(srv[0]), 0);
 	dl_pass(dlock_multilock_unlock_as(t.m, "me:4"));
 	target_down(&t);
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 /* Canceled at once: one callback, DLOCK_ECANCELED, no wait for the stopped server. */
@@ -328,11 +328,12 @@ Test(async_multi_queries, a_query_is_canceled_at_once)
 	dlock_loop_run(loop, 20);
 	t0 = rh_now_ms();
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	wait_one(loop, &o, 5000);
 	cr_expect_eq(o.code, DLOCK_ECANCELED, "%d (%s)", o.code, o.message);
 	cr_expect(rh_now_ms() - t0 < TIMEOUT_MS, "the cancel waited for the command timeout");
 	cr_assert_eq(rh_server_resume(srv[1]), 0);
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
 	target_down(&t);
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }

@@ -126,7 +126,7 @@ Test(async_queries, each_query_answers_as_its_blocking_call_in_every_state)
 
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_queries, the_calling_threads_owner_is_the_blocking_calls)
@@ -151,7 +151,7 @@ Test(async_queries, the_calling_threads_owner_is_the_blocking_calls)
 	dl_pass(dlock_lock_unlock(l));
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_queries, a_fenced_locks_token_as_the_blocking_call)
@@ -176,7 +176,7 @@ Test(async_queries, a_fenced_locks_token_as_the_blocking_call)
 	dl_pass(dlock_lock_unlock_as(l, me));
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_queries, query_async_hands_its_answer_to_the_callback)
@@ -231,7 +231,7 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_queries, a_canceled_query_calls_back_once_with_ecanceled)
@@ -248,12 +248,14 @@ Test(async_queries, a_canceled_query_calls_back_once_with_ecanceled)
 	dl_pass(dlock_lock_is_locked_async(&op, l, dl_note, &o));
 	cr_assert_not_null(op);
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &o);
 	cr_expect_eq(o.code, DLOCK_ECANCELED, "%d (%s)", o.code, o.message);
 	dl_no_second(loop, &o);
 
 	dl_pass(dlock_lock_query_async(&op, l, dl_note, &info));
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &info);
 	cr_expect_eq(info.code, DLOCK_ECANCELED);
 	cr_expect_null(info.lock_info);
@@ -266,7 +268,7 @@ Test(async_queries, a_canceled_query_calls_back_once_with_ecanceled)
 	cr_expect(o.code == 0 && o.value == 0);
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
@@ -286,6 +288,7 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	dl_pass(dlock_lock_try_as(l, other, 0, 30000));
 	dl_pass(dlock_lock_force_unlock_async(&op, l, dl_note, &first));
 	dl_pass(dlock_op_cancel(op)); /* a change finishes whatever is asked */
+	dlock_op_free(op);
 	dl_wait_one(loop, 0, &first);
 	cr_expect(first.code == 0 && first.value == 1, "%d %lld (%s)", first.code,
 			(long long)first.value, first.message);
@@ -313,7 +316,7 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }
 
 Test(async_queries, the_twins_refuse_bad_arguments_without_a_callback)
@@ -335,5 +338,5 @@ Test(async_queries, the_twins_refuse_bad_arguments_without_a_callback)
 	cr_expect_eq(o.calls, 0);
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_loop_free(loop));
+	dlock_loop_free(loop);
 }

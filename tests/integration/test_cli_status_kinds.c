@@ -263,6 +263,7 @@ Test(cli_status_kinds, waiters_tell_a_latch_from_a_semaphore)
 			"reachable 1");
 	proc_free(p);
 	dlock_op_cancel(op);
+	dlock_op_free(op);
 	dlock_semaphore_free(s);
 	dlock_client_free(c);
 }

@@ -34,7 +34,7 @@
 
 TestSuite(loop_adapters, .timeout = 90);
 
-#if defined(DLOCK_UV_LOCKS) || defined(DLOCK_EVENT_LOCKS)
+#if defined(DLOCK_UV_LOCKS) || defined(DLOCK_EVENT_LOCKS) || defined(DLOCK_UV_TEARDOWN)
 
 typedef struct example {
 	pid_t pid;
@@ -162,6 +162,64 @@ Test(loop_adapters, libuv_holds_10000_locks_on_five_servers)
 Test(loop_adapters, libuv_example_not_built)
 {
 	cr_skip_test("examples/uv_locks was not built (libuv not found, or examples off)");
+}
+#endif
+
+#ifdef DLOCK_UV_TEARDOWN
+/*
+ * Teardown from a dlock callback: examples/uv_teardown frees its locks,
+ * client and adapter from the last release's callback; uv_run() must
+ * return by itself (no timer of the program's to bounce through) and
+ * uv_loop_close() find no handle open. Under valgrind when there is one:
+ * nothing read after its free, nothing left allocated.
+ */
+Test(loop_adapters, libuv_program_tears_dlock_down_from_its_last_callback)
+{
+	const char *vg = access("/usr/bin/valgrind", X_OK) == 0 ? "/usr/bin/valgrind" : NULL;
+	const char *argv[8];
+	rh_server *s;
+	example e;
+	int status = 0, argc = 0, fds[2];
+
+	cr_assert_eq(rh_servers_start(&s, 1, NULL), 0);
+	if (vg != NULL) {
+		argv[argc++] = vg;
+		argv[argc++] = "--error-exitcode=9";
+		argv[argc++] = "--leak-check=full";
+		argv[argc++] = "--errors-for-leak-kinds=definite,indirect";
+		argv[argc++] = "-q";
+	}
+	argv[argc++] = DLOCK_UV_TEARDOWN;
+	argv[argc++] = rh_server_uri(s);
+	argv[argc] = NULL;
+	cr_assert_eq(pipe(fds), 0);
+	e.pid = fork();
+	cr_assert_geq(e.pid, 0);
+	if (e.pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		close(fds[0]);
+		close(fds[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	e.out = fds[0];
+	e.len = 0;
+	e.text[0] = '\0';
+	/* It ends by itself (the example's alarm kills a uv_run that does not). */
+	cr_assert(read_until(&e, NULL, rh_now_ms() + 60000), "uv_teardown did not end:\n%s",
+			e.text);
+	cr_assert_eq(waitpid(e.pid, &status, 0), e.pid);
+	close(e.out);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			"uv_teardown: status %d (%s):\n%s", status,
+			WIFSIGNALED(status) ? "killed: uv_run never returned" : "exited", e.text);
+	cr_assert(strstr(e.text, "torn down from a dlock callback") != NULL, "%s", e.text);
+	cr_assert_eq(keys_on(&s, 1, "uv_teardown"), 0, "locks left behind");
+	cr_log_info("%s%s", vg != NULL ? "(valgrind) " : "", e.text);
+	rh_server_free(s);
 }
 #endif
 

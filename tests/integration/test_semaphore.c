@@ -449,6 +449,7 @@ Test(semaphore, an_async_acquire_canceled_leaves_no_permit_taken, .timeout = 30)
 	dl_pass(dlock_semaphore_acquire_async(&op, s, 1, DLOCK_WAIT_FOREVER, 0, on_done, &o));
 	dl_sleep_ms(200);
 	dl_pass(dlock_op_cancel(op));
+	dlock_op_free(op);
 	cr_assert_eq(dl_gate_wait(&o.g, 1, rh_now_ms() + 5000), 1, "no callback after cancel");
 	cr_assert_eq(o.code, DLOCK_ECANCELED);
 	dl_pass(dlock_semaphore_release(s, 1));
@@ -459,6 +460,7 @@ Test(semaphore, an_async_acquire_canceled_leaves_no_permit_taken, .timeout = 30)
 	for (int i = 0; i < 20; i++) {
 		dl_pass(dlock_semaphore_acquire_async(&op, s, 1, 5000, 0, on_done, &o));
 		dl_pass(dlock_op_cancel(op));
+		dlock_op_free(op);
 		cr_assert_eq(dl_gate_wait(&o.g, 2 + i, rh_now_ms() + 5000), 2 + i);
 		cr_assert(o.code == DLOCK_ECANCELED || o.code == 0, "%s", dlock_strerror(o.code));
 		if (o.code == 0)
@@ -472,6 +474,7 @@ Test(semaphore, an_async_acquire_canceled_leaves_no_permit_taken, .timeout = 30)
 	for (int i = 0; i < 20; i++) {
 		dl_pass(dlock_semaphore_acquire_async(&op, x, 1, 5000, 60000, on_done, &o));
 		dl_pass(dlock_op_cancel(op));
+		dlock_op_free(op);
 		cr_assert_eq(dl_gate_wait(&o.g, base + 1 + i, rh_now_ms() + 5000), base + 1 + i);
 		if (o.code == 0)
 			dl_pass(dlock_semaphore_release_permit(x, o.id));
@@ -614,6 +617,7 @@ Test(semaphore, async_releases_give_permits_back, .timeout = 30)
 	dl_pass(dlock_semaphore_acquire(s, 3, 0));
 	dl_pass(dlock_semaphore_release_async(&op, s, 2, NULL, on_done, &o));
 	dl_pass(dlock_op_cancel(op)); /* a release finishes anyway */
+	dlock_op_free(op);
 	cr_assert_eq(dl_gate_wait(&o.g, 1, rh_now_ms() + 5000), 1);
 	cr_assert_eq(o.code, 0, "%s", dlock_strerror(o.code));
 	cr_assert_eq(available(s), 2);

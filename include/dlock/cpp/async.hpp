@@ -137,8 +137,8 @@ struct op_state {
 	}
 
 	/* The operation's callback: keep the outcome, resume the coroutine if
-	 * it is still there. The op is freed when this returns. */
-	static void done(dlock_op *, const dlock_result *r, void *userdata) noexcept
+	 * it is still there; drops the reference kept in `op`. */
+	static void done(dlock_op *op, const dlock_result *r, void *userdata) noexcept
 	{
 		auto *s = static_cast<op_state *>(userdata);
 		std::coroutine_handle<> h;
@@ -158,6 +158,7 @@ struct op_state {
 			}
 			h = std::exchange(s->waiter, nullptr);
 		}
+		dlock_op_free(op); /* the reference start() kept in s->op */
 		s->unref();
 		if (h)
 			h.resume();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,11 @@
 
 static void flush_idle(void *arg);
 
+static void free_deferred(dlock__task *t);
+
 static void free_client(dlock_client *c)
 {
+	dlock__loop *gone_from = c->reactor != NULL ? c->opts.loop : NULL;
 	int i;
 
 	/* The reactors first, the cluster members' too: their job (the
@@ -32,8 +36,6 @@ static void free_client(dlock_client *c)
 	 * forked child there is no thread to stop, and closing the copies of
 	 * the parent's sockets sends nothing. */
 	dlock__reactor_stop(c->reactor, c->pid != dlock__pid());
-	if (c->reactor != NULL && c->opts.loop != NULL)
-		c->opts.loop->clients--;
 	c->reactor = NULL; /* freed: what is still sent below flushes no more */
 	/* The registration's DEL, while a cluster's members are still there. */
 	dlock__holder_free(c);
@@ -59,6 +61,13 @@ static void free_client(dlock_client *c)
 	pthread_mutex_destroy(&c->pool_mu);
 	pthread_mutex_destroy(&c->ext_mu);
 	dlock__free(c);
+	if (gone_from != NULL) /* last: the loop may go with it */
+		dlock__loop_client_gone(gone_from);
+}
+
+static void free_deferred(dlock__task *t)
+{
+	free_client((dlock_client *)((char *)t - offsetof(dlock_client, free_task)));
 }
 
 /* The node the parsed URI names: its strings move in (u keeps the rest). */
@@ -125,6 +134,8 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 		abort();
 	c->pid = dlock__pid();
 	c->opts = *opts;
+	atomic_init(&c->handles, 1); /* the caller's */
+	dlock__task_init(&c->free_task, free_deferred);
 	dlock__uuid(c->id);
 	c->idle = dlock__calloc((size_t)opts->pool_size, sizeof(*c->idle));
 	rc = c->idle == NULL ? dlock__seterr(DLOCK_ENOMEM, "client: out of memory")
@@ -252,34 +263,34 @@ static int open_member(void *self, dlock_client **out, const char *host, int por
 	return rc;
 }
 
-int dlock_client_free(dlock_client *c)
+void dlock_client_free(dlock_client *c)
 {
-	int64_t handles;
-
-	if (c == NULL)
-		return 0;
-	handles = atomic_load(&c->handles);
-	if (handles > 0)
-		return dlock__errbuf_record(&c->err,
-				dlock__seterr(DLOCK_EBUSY,
-						"client %s: %lld "
-						"lock handle%s made from it %s still alive: free them first",
-						c->node.label, (long long)handles,
-						handles == 1 ? "" : "s",
-						handles == 1 ? "is" : "are"));
-	free_client(c);
-	return 0;
+	if (c != NULL)
+		dlock__client_handle_added(c, -1);
 }
 
 /* The name before 1.0, kept so existing programs need not change. */
 int dlock_client_close(dlock_client *c)
 {
-	return dlock_client_free(c);
+	dlock_client_free(c);
+	return 0;
+}
+
+/* The last reference gone. From a callback on the client's loop, the free
+ * waits for the end of that turn: what called back still uses the client
+ * (and on the client's own thread, the thread ends itself then). */
+static void client_release(dlock_client *c)
+{
+	if (c->reactor != NULL && c->pid == dlock__pid())
+		dlock__loop_defer(dlock__reactor_loop(c->reactor), &c->free_task);
+	else
+		free_client(c);
 }
 
 void dlock__client_handle_added(dlock_client *c, int delta)
 {
-	atomic_fetch_add(&c->handles, delta);
+	if (atomic_fetch_add(&c->handles, delta) + delta == 0)
+		client_release(c);
 }
 
 size_t dlock_client_errmsg_r(char *buf, size_t len, const dlock_client *c)

@@ -32,7 +32,9 @@ struct dlock_client {
 	_Atomic int64_t timed_out_at; /* monotonic ms a multiplexed command timed out;
 	                                 0 once the server answered again */
 	_Atomic uint64_t cancels;     /* dlock_client_cancel_waits() calls so far */
-	_Atomic int64_t handles;      /* lock handles made from it and not freed */
+	_Atomic int64_t handles;      /* references: the caller's, and each handle and
+	                                 operation made from it and not freed */
+	dlock__task free_task;        /* the free, deferred to the end of a callback's turn */
 	struct dlock__forget *forgets; /* keys to delete that wait for a connection (core/drive/forget.c) */
 	char run_id[41];              /* the server's, from the latest connection
 	                                 that learnt it ("" unknown) */
@@ -182,7 +184,8 @@ int dlock__client_options_copy(dlock_client_options *dst, const dlock_client_opt
 /* 0, or DLOCK_EINVAL with a message naming the field out of range. */
 int dlock__client_options_check(const dlock_client_options *o);
 
-/* A lock handle was made from the client (+1) or freed (-1): close refuses while any live. */
+/* A reference to the client was taken (+1: a handle, an op) or dropped (-1);
+ * the last dropped frees it (deferred from inside its loop's callbacks). */
 void dlock__client_handle_added(dlock_client *client, int delta);
 
 /* The cancel count a wait starts with: it is canceled once that changes. */

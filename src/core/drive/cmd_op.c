@@ -158,9 +158,7 @@ int dlock__cmd_op_new(dlock__cmd_op **out, size_t size, const dlock__cmd_kind *k
 
 int dlock__cmd_op_submit(dlock__cmd_op *o, dlock_op **out)
 {
-	if (out != NULL)
-		*out = &o->op;
-	dlock__op_submit(&o->op);
+	dlock__op_submit_out(&o->op, out);
 	return 0;
 }
 

@@ -122,6 +122,11 @@ static void *reactor_main(void *arg)
 
 	while (!r->stopping)
 		dlock__loop_run_once(r->loop, DLOCK__NEVER);
+	if (r->self_stopped) { /* its client was freed from one of its callbacks */
+		dlock__loop_destroy(&r->own_loop);
+		pthread_mutex_destroy(&r->mu);
+		dlock__free(r);
+	}
 	return NULL;
 }
 
@@ -171,11 +176,15 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, dlock__l
 void dlock__reactor_stop(dlock__reactor *r, int forked)
 {
 	dlock__sub *s;
+	int self;
 
 	if (r == NULL)
 		return;
+	/* From its own thread (a callback freed its client, at the end of that
+	 * turn): the thread cannot join itself; it ends and frees what is left. */
+	self = !forked && r->own_thread && pthread_equal(pthread_self(), r->thread);
 	r->stopping = 1;
-	if (!forked && r->own_thread) {
+	if (!forked && r->own_thread && !self) {
 		dlock__reactor_wake(r);
 		pthread_join(r->thread, NULL);
 	}
@@ -194,7 +203,13 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 		dlock__loop_unpost(r->loop, &r->tend_task);
 	}
 	dlock__conn_close(r->conn);
+	r->conn = NULL;
 	dlock__watch_close(&r->watch);
+	if (self) {
+		r->self_stopped = 1;
+		pthread_detach(r->thread);
+		return;
+	}
 	pthread_mutex_destroy(&r->mu);
 	if (r->own_thread)
 		dlock__loop_destroy(&r->own_loop);

@@ -44,6 +44,7 @@ struct dlock__reactor {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	_Atomic int stopping;
+	int self_stopped; /* stopped from its own thread: that thread frees it */
 	dlock__task tend_task; /* look at what is due (posted by any thread) */
 	dlock__task lookup_task; /* the pub/sub connection's host name was found */
 	dlock__timer timer;    /* the next due time of any of it */

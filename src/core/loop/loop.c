@@ -417,6 +417,28 @@ static void wake_ready(dlock__io *io, short revents)
 		;
 }
 
+void dlock__loop_defer(dlock__loop *l, dlock__task *t)
+{
+	if ((l->in_run == 0 && l->in_api == 0) ||
+			atomic_load(&l->driver) != dlock_thread_id()) {
+		t->run(t);
+		return;
+	}
+	t->next = l->deferred;
+	l->deferred = t;
+}
+
+/* What callbacks deferred (dlock__loop_defer): the dispatch is over. */
+static void run_deferred(dlock__loop *l)
+{
+	dlock__task *t;
+
+	while ((t = l->deferred) != NULL) {
+		l->deferred = t->next;
+		t->run(t);
+	}
+}
+
 void dlock__loop_dispatch_due(dlock__loop *l)
 {
 	int64_t now = dlock__now_ms();
@@ -431,6 +453,8 @@ void dlock__loop_dispatch_due(dlock__loop *l)
 		t->fire(t);
 	}
 	l->in_run--;
+	if (l->in_run == 0)
+		run_deferred(l);
 	if (l->in_run == 0 && l->wake_owed) {
 		int pending;
 

@@ -77,7 +77,7 @@ struct dlock_loop {
 	int64_t timer_asked; /* what the hooks were told last (DLOCK__NEVER: none) */
 	pthread_mutex_t post_mu;
 	dlock__task *posted, *posted_tail;
-	int clients; /* clients opened on it (dlock_loop_free refuses while any) */
+	int clients; /* clients opened on it: each keeps it after dlock_loop_free */
 	_Atomic int pending; /* operations and other work that keep dlock_loop_run's answer 1 */
 	int public_; /* made by dlock_loop_new (a caller's), not a client's own */
 	dlock__errbuf err; /* the last failure of a dlock_loop_* call on it (dlock_loop_errmsg) */
@@ -85,6 +85,9 @@ struct dlock_loop {
 	_Atomic uint64_t driver; /* the thread that drives it (dlock_thread_id) */
 	int wake_owed;           /* posted from inside its dispatch: wake once it is over */
 	int busy;                /* a thread's loop: a blocking call is driving it */
+	dlock__task *deferred;   /* to run once the current dispatch is over */
+	int in_api;  /* inside a public call driving it (dlock_loop_run, ...) */
+	int freed;   /* dlock_loop_free() was called: it goes with its last client */
 };
 
 /* Set up l with the poll backend (a client's thread, a blocking call). 0, or DLOCK_ESYS. */
@@ -124,6 +127,13 @@ void dlock__task_init(dlock__task *t, void (*run)(dlock__task *t));
 void dlock__loop_post(dlock__loop *l, dlock__task *t);
 /* Drop t if it is queued and not yet run; 1 when it was. */
 int dlock__loop_unpost(dlock__loop *l, dlock__task *t);
+/* Run t now, or - called from inside the loop's dispatch, on its thread (a
+ * callback of dlock's freeing what it runs on) - once that dispatch is
+ * over, before the loop's call returns. */
+void dlock__loop_defer(dlock__loop *l, dlock__task *t);
+/* A client opened on the caller's loop is gone: the loop goes too if it
+ * was freed and this was its last. */
+void dlock__loop_client_gone(dlock__loop *l);
 
 /*
  * The calling thread's own loop (poll backend), made on first use and

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -22,7 +23,8 @@ int dlock_loop_options_init(dlock_loop_options *opts, unsigned int version)
 	if (opts == NULL || version == 0 || version > DLOCK_LOOP_OPTIONS_VERSION)
 		return dlock__seterr(DLOCK_EINVAL, "loop options: unknown version %u (this library knows 1..%u)",
 				version, DLOCK_LOOP_OPTIONS_VERSION);
-	memset(opts, 0, sizeof(*opts));
+	/* A version-1 caller's struct ends before `closed`. */
+	memset(opts, 0, version == 1 ? offsetof(dlock_loop_options, closed) : sizeof(*opts));
 	opts->version = version;
 	return 0;
 }
@@ -55,7 +57,7 @@ static void use_hooks(dlock__loop *l, const dlock_loop_options *o)
 {
 	size_t i;
 
-	l->hooks = *o;
+	memcpy(&l->hooks, o, o->version == 1 ? offsetof(dlock_loop_options, closed) : sizeof(*o));
 	l->backend = DLOCK__HOOKS;
 	for (i = 0; i < l->nios; i++)
 		o->watch_fd(o->userdata, l->ios[i]->fd, DLOCK_POLL_IN);
@@ -112,16 +114,47 @@ int dlock_loop_new(dlock_loop **out, const dlock_loop_options *opts)
 	return 0;
 }
 
-int dlock_loop_free(dlock_loop *l)
+/* Freed, its last client gone and no call of its own under way (a free
+ * from a callback): the loop goes, and tells its driver. */
+static void maybe_go(dlock__loop *l)
 {
-	if (l == NULL)
-		return 0;
-	if (l->clients > 0)
-		return dlock__errbuf_record(&l->err, dlock__seterr(DLOCK_EBUSY,
-				"loop: %d client(s) opened on it are not closed", l->clients));
+	dlock_loop_options hooks = l->hooks;
+
+	if (!l->freed || l->clients > 0 || l->in_api > 0 || l->in_run > 0)
+		return;
 	dlock__loop_destroy(l);
 	dlock__free(l);
-	return 0;
+	if (hooks.version >= 2 && hooks.closed != NULL)
+		hooks.closed(hooks.userdata);
+}
+
+void dlock_loop_free(dlock_loop *l)
+{
+	if (l == NULL)
+		return;
+	l->freed = 1;
+	maybe_go(l);
+}
+
+void dlock__loop_client_gone(dlock__loop *l)
+{
+	l->clients--;
+	maybe_go(l);
+}
+
+/* A public call that drives the loop: entered, and left (the loop may go
+ * then, freed from one of its callbacks). */
+static void enter(dlock__loop *l)
+{
+	atomic_store(&l->driver, dlock_thread_id());
+	l->in_api++;
+}
+
+static int leave(dlock__loop *l, int rc)
+{
+	l->in_api--;
+	maybe_go(l);
+	return rc;
 }
 
 static short events_of(int what)
@@ -155,20 +188,20 @@ int dlock_loop_fd_ready(dlock_loop *l, int fd, int what)
 	if (fd < 0)
 		return loop_failed(l, dlock__seterr(DLOCK_EINVAL, "dlock_loop_fd_ready: bad descriptor %d",
 				fd));
-	atomic_store(&l->driver, dlock_thread_id());
+	enter(l);
 	(void)fd_ready(l, fd, events_of(what));
 	dlock__loop_dispatch_due(l);
-	return 0;
+	return leave(l, 0);
 }
 
 int dlock_loop_timeout(dlock_loop *l)
 {
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_timeout: NULL loop");
-	atomic_store(&l->driver, dlock_thread_id());
+	enter(l);
 	l->timer_asked = DLOCK__NEVER; /* the caller's timer is spent */
 	dlock__loop_dispatch_due(l);
-	return 0;
+	return leave(l, 0);
 }
 
 int dlock_loop_fd(const dlock_loop *l)
@@ -179,6 +212,15 @@ int dlock_loop_fd(const dlock_loop *l)
 		return loop_failed(l, dlock__seterr(DLOCK_EINVAL,
 				"dlock_loop_fd: not a loop made without callbacks"));
 	return l->epfd;
+}
+
+int dlock_loop_pending(size_t *out, const dlock_loop *l)
+{
+	if (out == NULL || l == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "dlock_loop_pending: NULL %s",
+				out == NULL ? "out" : "loop");
+	*out = (size_t)atomic_load(&l->pending);
+	return 0;
 }
 
 int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
@@ -193,14 +235,15 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 		return loop_failed(l, dlock__seterr(DLOCK_EINVAL,
 				"dlock_loop_run: not a loop made without callbacks (drive it through "
 				"dlock_loop_fd_ready and dlock_loop_timeout)"));
-	atomic_store(&l->driver, dlock_thread_id());
+	enter(l);
 	due = dlock__loop_next_due(l);
 	wait = timeout_ms < 0 ? -1 : (int)(timeout_ms > INT32_MAX ? INT32_MAX : timeout_ms);
 	if (due != DLOCK__NEVER && (wait < 0 || dlock__ms_until(due) < wait))
 		wait = dlock__ms_until(due);
 	n = epoll_wait(l->epfd, ev, 64, wait);
 	if (n < 0 && errno != EINTR)
-		return loop_failed(l, dlock__seterr(DLOCK_ESYS, "loop: epoll_wait: %s", strerror(errno)));
+		return leave(l, loop_failed(l, dlock__seterr(DLOCK_ESYS, "loop: epoll_wait: %s",
+				strerror(errno))));
 	for (i = 0; i < n; i++) {
 		uint64_t v;
 
@@ -216,5 +259,5 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 			dlock__loop_unwatched(l, ev[i].data.fd);
 	}
 	dlock__loop_dispatch_due(l);
-	return l->pending > 0;
+	return leave(l, l->pending > 0);
 }

@@ -117,6 +117,14 @@ static void live_remove(dlock_op *op)
 	dlock__mutex_unlock(&live_mu);
 }
 
+/* The last reference gone: the kind's state goes (and with it the
+ * references it held on its lock and client). */
+static void op_unref(dlock_op *op)
+{
+	if (atomic_fetch_sub(&op->refs, 1) == 1)
+		op->destroy(op);
+}
+
 static void run_start(dlock__task *t)
 {
 	dlock_op *op = OP_OF(t, start_task);
@@ -142,11 +150,11 @@ static void run_finish(dlock__task *t)
 	dlock_op *op = OP_OF(t, finish_task);
 
 	op->result.message = op->message;
+	op->loop->pending--; /* from its callback on: dlock_loop_pending() */
 	op->cb(op, &op->result, op->userdata);
 	live_remove(op); /* a cancel from now on finds it ended */
 	dlock__loop_unpost(op->loop, &op->cancel_task);
-	op->loop->pending--;
-	op->destroy(op);
+	op_unref(op);
 }
 
 void dlock__op_init(dlock_op *op, dlock__loop *loop, dlock_op_cb cb, void *userdata)
@@ -164,6 +172,14 @@ void dlock__op_init(dlock_op *op, dlock__loop *loop, dlock_op_cb cb, void *userd
 
 void dlock__op_submit(dlock_op *op)
 {
+	dlock__op_submit_out(op, NULL);
+}
+
+void dlock__op_submit_out(dlock_op *op, dlock_op **out)
+{
+	atomic_store(&op->refs, out != NULL ? 2 : 1);
+	if (out != NULL)
+		*out = op;
 	live_add(op);
 	op->loop->pending++;
 	dlock__loop_post(op->loop, &op->start_task);
@@ -187,6 +203,7 @@ void dlock__op_run(dlock_op *op, const int *done)
 	dlock__loop *l = op->loop;
 
 	/* Not in the set: nobody outside this call holds it to cancel it. */
+	atomic_store(&op->refs, 1);
 	l->pending++;
 	op->start(op);
 	/* Until its callback ran (it sets *done; the op is freed then), its end
@@ -208,7 +225,8 @@ int dlock_op_cancel(dlock_op *op)
 {
 	if (op == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "dlock_op_cancel: NULL op");
-	/* Under the set's lock: the op cannot end and be freed meanwhile. A
+	/* Under the set's lock: the op cannot end meanwhile (a caller's
+	 * reference keeps its memory; the set says whether it still runs). A
 	 * release is not canceled: it finishes whatever is asked. */
 	dlock__mutex_lock(&live_mu);
 	if (live_find(op) != NULL && !op->uncancelable) {
@@ -217,4 +235,10 @@ int dlock_op_cancel(dlock_op *op)
 	}
 	dlock__mutex_unlock(&live_mu);
 	return 0;
+}
+
+void dlock_op_free(dlock_op *op)
+{
+	if (op != NULL)
+		op_unref(op);
 }

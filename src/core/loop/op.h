@@ -30,6 +30,9 @@ struct dlock_op {
 	_Atomic int cancel_asked;
 	int uncancelable; /* a release: it finishes whatever is asked */
 	int finished;
+	/* The library's reference until the callback returned, and the
+	 * caller's until dlock_op_free() when it asked for the handle. */
+	_Atomic int refs;
 	dlock_result result;
 	char message[DLOCK__ERRMSG_MAX];
 };
@@ -39,6 +42,9 @@ void dlock__op_init(dlock_op *op, dlock__loop *loop, dlock_op_cb cb, void *userd
 
 /* Start it on its loop (posted: the caller's call returns first). */
 void dlock__op_submit(dlock_op *op);
+/* The same, handing the caller a reference in *out when out is not NULL
+ * (dropped with dlock_op_free). */
+void dlock__op_submit_out(dlock_op *op, dlock_op **out);
 
 /* The outcome: code and message (the calling thread's last, when code < 0).
  * The callback runs from a posted task, then the op is destroyed. Once only. */
