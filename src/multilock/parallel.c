@@ -14,6 +14,7 @@
 #include "core/drive/debts.h"
 #include "core/drive/sync.h"
 #include "core/base/time.h"
+#include "multilock/attempt.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"
@@ -31,32 +32,6 @@ int dlock__member_is_slow(const dlock__engine *e, size_t i)
 	return at != 0 && dlock__now_ms() < at + SLOW_WINDOW_MS;
 }
 
-/* Servers' uptimes asked beside the acquires (see ask_uptimes). */
-typedef struct uptimes {
-	int64_t *start; /* per member: its server's start when known without asking, else 0 */
-	size_t n;
-	uint64_t *gen;  /* per uptime op: its client's connection generation */
-	size_t *member; /* per uptime op: the member it rides behind */
-	int64_t asked;
-} uptimes;
-
-/* The replica acknowledgements asked behind the acquires (see ask_syncs). */
-typedef struct syncs {
-	dlock__sync *cmd; /* per member: its WAIT's arguments */
-	size_t *op;       /* per member: the index of its WAIT op; 0 when none */
-	size_t n;
-} syncs;
-
-struct dlock__attempt;
-
-typedef struct attempt_wait {
-	const dlock__engine *e; /* while the op waits: the run may outlive both */
-	dlock__parallel *p;
-	const uptimes *u;
-	const syncs *s;
-	struct dlock__attempt *at;
-} attempt_wait;
-
 static int went_early(const struct dlock__attempt *at);
 static int early_quorum(struct dlock__attempt *at, const dlock__mux_op *ops);
 
@@ -71,11 +46,6 @@ static int uptime_due(const attempt_wait *w, const dlock__mux_op *ops)
 			return 1;
 	}
 	return 0;
-}
-
-static int reply_acquired(const dlock__mux_op *op)
-{
-	return op->rc == 0 && op->reply != NULL && op->reply->type == REDIS_REPLY_ARRAY;
 }
 
 /* Member i took it: and its replicas acknowledged (1), fell short (0),
@@ -126,14 +96,14 @@ static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 	if (early_quorum(w->at, ops))
 		return 0;
 	for (i = 0; i < w->e->n; i++) {
-		int acked = ops[i].rc == 0 && reply_acquired(&ops[i]) ? synced(w, ops, i) : 1;
+		int acked = ops[i].rc == 0 && dlock__reply_acquired(&ops[i]) ? synced(w, ops, i) : 1;
 
 		if (ops[i].rc < 0 || acked == 0) {
 			t.failed++;
 		} else if (acked < 0) {
 			t.pending_live += !dlock__member_is_slow(w->e, i);
 		} else if (ops[i].reply != NULL) {
-			if (reply_acquired(&ops[i])) {
+			if (dlock__reply_acquired(&ops[i])) {
 				t.ok++;
 			} else {
 				t.failed++;
@@ -260,14 +230,6 @@ static void ask_uptimes(dlock__engine *e, const dlock__parallel *p, dlock__mux_o
 	}
 }
 
-static void note_uptimes(size_t n, const dlock__mux_op *ops, const uptimes *u)
-{
-	int64_t started;
-
-	for (size_t k = 0; k < u->n; k++)
-		dlock__uptime_note(&ops[n + k], u->gen[k], u->asked, &started);
-}
-
 /*
  * A member whose client asks replicas to acknowledge (sync_replicas) gets
  * its WAIT right behind its acquire, on the same connection (core/drive/sync.h).
@@ -301,108 +263,9 @@ static void record_answers(dlock__engine *e, dlock__member_try *t, dlock__acquir
 	}
 }
 
-/*
- * The attempt under way (o->attempt). With `early` (RedLock: a quorum less
- * than every member) the op goes on at the quorum-th grant the vote filter
- * vouches for, while the run goes on to hear the rest: the attempt then
- * outlives the op (it holds the members' handles and clients) and settles
- * each late answer once the op's outcome is known (dlock__parallel_settle):
- * a late grant joins a held lock (recorded, so the watchdog renews it and
- * the release gives it back), or is given back; a late refusal changes
- * nothing. A member still unanswered at its command timeout gets the undo
- * queued behind its acquire on the same connection (core/drive/mux.h).
- */
-struct dlock__attempt {
-	dlock__mux_op *ops;
-	dlock__acquire *acq;
-	dlock__rollback *undo;
-	uptimes u;
-	syncs s;
-	int *give_back;
-	attempt_wait w;
-	size_t nops;
-	dlock__then then;
-	dlock__mux_loop ml;      /* the run: the attempt's own, as it may outlive the op */
-	dlock__engine_op *o;     /* NULL once the op ended */
-	int early;               /* may go on at the quorum */
-	int quorum_in;           /* the quorum is in: the op goes on (once) */
-	int gone_on;             /* the op went on without the run */
-	int run_over;
-	int fate;                /* after going on: 0 undecided, 1 held, -1 failed */
-	int *late;               /* per member: unanswered when the op went on */
-	dlock__timer go_on;      /* the op goes on from the loop, not inside the run */
-	dlock__timer give_back_done;
-	dlock_lock **members;    /* referenced while the attempt may outlive the op */
-	struct dlock__engine_link *link; /* a joined grant is watched for loss through it */
-	size_t n, quorum;
-	char *owner;             /* the op's explicit owner, copied; NULL: the thread's */
-	dlock__vote_vouch vouch;
-	void *vouch_arg;
-	int64_t lease_ms;
-	dlock__loop *loop;       /* the op's */
-	dlock__mux_op *back;     /* late grants given back (give_back[k]: whose) */
-	size_t nback;
-};
-
-#define AT_OF(p, field) ((struct dlock__attempt *)((char *)(p) - offsetof(struct dlock__attempt, field)))
-
 static int went_early(const struct dlock__attempt *at)
 {
 	return at->quorum_in;
-}
-
-static void attempt_free(struct dlock__attempt *at)
-{
-	size_t i;
-
-	if (at->ops != NULL)
-		dlock__mux_clear(at->ops, at->nops);
-	if (at->back != NULL)
-		dlock__mux_clear(at->back, at->nback);
-	for (i = 0; at->members != NULL && i < at->n; i++) {
-		dlock__client_handle_added(dlock__lock_client(at->members[i]), -1);
-		dlock__lock_unref(at->members[i]);
-	}
-	dlock__free(at->members);
-	dlock__link_unref(at->link);
-	dlock__free(at->back);
-	dlock__free(at->late);
-	dlock__free(at->owner);
-	dlock__free(at->ops);
-	dlock__free(at->acq);
-	dlock__free(at->undo);
-	dlock__free(at->u.gen);
-	dlock__free(at->u.member);
-	dlock__free(at->u.start);
-	dlock__free(at->s.cmd);
-	dlock__free(at->s.op);
-	dlock__free(at->give_back);
-	dlock__free(at);
-}
-
-static struct dlock__attempt *attempt_new(size_t n)
-{
-	struct dlock__attempt *at = dlock__calloc(1, sizeof(*at));
-
-	if (at == NULL)
-		return NULL;
-	at->ops = dlock__calloc(3 * n, sizeof(*at->ops));
-	at->acq = dlock__calloc(n, sizeof(*at->acq));
-	at->undo = dlock__calloc(n, sizeof(*at->undo));
-	at->u.gen = dlock__calloc(n, sizeof(*at->u.gen));
-	at->u.member = dlock__calloc(n, sizeof(*at->u.member));
-	at->u.start = dlock__calloc(n, sizeof(*at->u.start));
-	at->s.cmd = dlock__calloc(n, sizeof(*at->s.cmd));
-	at->s.op = dlock__calloc(n, sizeof(*at->s.op));
-	at->give_back = dlock__calloc(n, sizeof(*at->give_back));
-	at->late = dlock__calloc(n, sizeof(*at->late));
-	if (at->ops == NULL || at->acq == NULL || at->undo == NULL || at->u.gen == NULL ||
-			at->u.member == NULL || at->u.start == NULL || at->s.cmd == NULL ||
-			at->s.op == NULL || at->give_back == NULL || at->late == NULL) {
-		attempt_free(at);
-		return NULL;
-	}
-	return at;
 }
 
 /* Member i's grant counts whatever the others answer: no vote filter, or
@@ -425,7 +288,7 @@ static size_t vouched_grants(const struct dlock__attempt *at, const dlock__mux_o
 	size_t i, ok = 0;
 
 	for (i = 0; i < at->n; i++)
-		ok += !ops[i].pending && reply_acquired(&ops[i]) && vouched(at, i);
+		ok += !ops[i].pending && dlock__reply_acquired(&ops[i]) && vouched(at, i);
 	return ok;
 }
 
@@ -445,7 +308,7 @@ static int early_quorum(struct dlock__attempt *at, const dlock__mux_op *ops)
 			if (ops[i].undo == NULL)
 				return 0;
 			pending++;
-		} else if (reply_acquired(&ops[i]) && vouched(at, i)) {
+		} else if (dlock__reply_acquired(&ops[i]) && vouched(at, i)) {
 			ok++;
 		}
 	}
@@ -468,18 +331,18 @@ static void attempt_over(dlock__engine_op *o)
 	o->step_rc = o->run_rc;
 	if (o->run_rc == 0) {
 		record_answers(o->e, o->t, at->acq, at->ops, &at->s, at->give_back);
-		note_uptimes(o->e->n, at->ops, &at->u);
+		dlock__attempt_note_uptimes(o->e->n, at->ops, &at->u);
 		for (i = 0; i < o->e->n; i++)
 			n += (size_t)at->give_back[i];
 	}
 	if (n == 0) {
-		attempt_free(at);
+		dlock__attempt_free(at);
 		then(o);
 		return;
 	}
 	/* Taken, but too few replicas acknowledged: given back first. */
 	dlock__rollback_some(o, at->give_back, then);
-	attempt_free(at);
+	dlock__attempt_free(at);
 }
 
 /* The op goes on with the answers in; the ones still to come are late:
@@ -515,93 +378,6 @@ static void go_on(dlock__timer *tm)
 	then(o);
 }
 
-static void late_given_back(dlock__timer *tm)
-{
-	attempt_free(AT_OF(tm, give_back_done));
-}
-
-static void give_back_over(dlock__mux_loop *ml)
-{
-	struct dlock__attempt *at = AT_OF(ml, ml);
-	size_t k;
-
-	dlock__mux_loop_end(ml);
-	for (k = 0; k < at->nback; k++) {
-		size_t i = (size_t)at->give_back[k]; /* the member of give-back k */
-
-		dlock__rollback_finish(at->members[i], at->acq[i].owner, at->acq[i].believed,
-				at->back[k].rc, at->back[k].reply);
-	}
-	attempt_free(at);
-}
-
-/* Does the owner still hold the lock this attempt took (a hold recorded on
- * a member that granted in time)? A release since then says no. */
-static int still_held(const struct dlock__attempt *at)
-{
-	size_t i;
-
-	for (i = 0; i < at->n; i++)
-		if (!at->late[i] && reply_acquired(&at->ops[i]) &&
-				dlock__holds_count(at->members[i], at->acq[i].owner, 1) >= 0)
-			return 1;
-	return 0;
-}
-
-/* The run and the op are both over: each late grant joins or is given back. */
-static void settle_late(struct dlock__attempt *at)
-{
-	size_t i, k = 0;
-	int join = at->fate > 0 && still_held(at);
-
-	note_uptimes(at->n, at->ops, &at->u);
-	at->back = dlock__calloc(at->n, sizeof(*at->back));
-	for (i = 0; i < at->n; i++) {
-		dlock__mux_op *op = &at->ops[i];
-		int64_t ttl = -1;
-
-		if (!at->late[i] || op->rc < 0 || op->reply == NULL)
-			continue; /* a refusal; or unanswered, its undo behind it */
-		if (dlock__acquire_finish(at->members[i], &at->acq[i], op->reply, op->sent_at,
-				    &ttl) != 0)
-			continue; /* held by another, or an error: nothing taken */
-		dlock__holds_member(at->members[i], at->acq[i].owner);
-		if (join) {
-			/* Recorded: renewed, released with the rest, and its
-			 * loss counted as any member's. */
-			dlock__loss_join(at->link, at->members[i], at->acq[i].owner);
-			continue;
-		}
-		if (at->back == NULL) {
-			/* Out of memory: not renewed, it expires by its lease. */
-			dlock__holds_unsure_release(at->members[i], at->acq[i].owner);
-			continue;
-		}
-		at->back[k] = (dlock__mux_op){ .client = op->client, .call = &at->undo[i].call };
-		at->give_back[k++] = (int)i;
-	}
-	at->nback = k;
-	if (k == 0 || dlock__mux_loop_begin(&at->ml, at->loop, at->back, k, NULL, NULL,
-				      give_back_over) < 0) {
-		/* Nothing to give back (or no memory to): freed from the loop. */
-		if (dlock__timer_set(at->loop, &at->give_back_done, 0) < 0)
-			attempt_free(at);
-	}
-}
-
-void dlock__parallel_settle(dlock__engine_op *o, int rc)
-{
-	struct dlock__attempt *at = o->tail;
-
-	if (at == NULL)
-		return;
-	o->tail = NULL;
-	at->o = NULL;
-	at->fate = rc == 0 ? 1 : -1;
-	if (at->run_over)
-		settle_late(at);
-}
-
 static void run_over(dlock__mux_loop *ml)
 {
 	struct dlock__attempt *at = AT_OF(ml, ml);
@@ -616,7 +392,7 @@ static void run_over(dlock__mux_loop *ml)
 		return;
 	}
 	if (at->fate != 0)
-		settle_late(at);
+		dlock__attempt_settle(at);
 	/* else the op's end settles them (dlock__parallel_settle) */
 }
 
@@ -627,7 +403,7 @@ static void begin_failed(dlock__engine_op *o)
 
 	o->attempt = NULL;
 	o->step_rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
-	attempt_free(at);
+	dlock__attempt_free(at);
 	then(o);
 }
 
@@ -657,7 +433,6 @@ static int attempt_keep(struct dlock__attempt *at, dlock__engine_op *o)
 		dlock__client_handle_added(dlock__lock_client(e->members[i]), 1);
 	}
 	dlock__timer_init(&at->go_on, go_on);
-	dlock__timer_init(&at->give_back_done, late_given_back);
 	return 0;
 }
 
@@ -665,13 +440,13 @@ void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *a
 		dlock__parallel *p, int64_t *t0, dlock__then then)
 {
 	dlock__engine *e = o->e;
-	struct dlock__attempt *at = attempt_new(e->n);
+	struct dlock__attempt *at = dlock__attempt_new(e->n);
 	size_t i;
 	int rc = 0;
 
 	if (at == NULL || attempt_keep(at, o) < 0) {
 		if (at != NULL)
-			attempt_free(at);
+			dlock__attempt_free(at);
 		o->step_rc = dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
 		then(o);
 		return;
@@ -684,7 +459,7 @@ void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *a
 					&at->acq[i], &at->undo[i], &at->ops[i]);
 	}
 	if (rc < 0) {
-		attempt_free(at);
+		dlock__attempt_free(at);
 		o->step_rc = rc;
 		then(o);
 		return;

@@ -6,6 +6,8 @@
  *               a parallel attempt is decided)
  *   engine_op.c an acquisition or release as an op on a loop (engine_op.h)
  *   parallel.c  the parallel attempt: the acquire to many members at once
+ *   attempt.c   its state's lifetime, which a RedLock's may stretch past the
+ *               op, and the late answers settled (attempt.h)
  *   ordered.c   Redisson's ordered round: one member at a time
  *   batch.c     rollback (highest counts first), finalize (the real TTL),
  *               fence and uptimes, in batches of calls to many members
