@@ -127,9 +127,12 @@ int dlock__mux_begin(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_eno
 
 /* The same, for a run on a loop: a new connection's host name is looked up
  * without waiting (its group has no socket meanwhile), and the lookup's
- * end posts `wake` to `loop`, whose task advances the run. */
+ * end posts `wake` to `loop`, whose task advances the run. `share`: its
+ * connections may carry the client's other runs on that loop at the same
+ * time (core/drive/mux_share.h); their replies are handed over and `wake`
+ * posted, the run's groups on them have no descriptor of their own to poll. */
 int dlock__mux_begin_on(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
-		void *arg, dlock__loop *loop, dlock__task *wake);
+		void *arg, dlock__loop *loop, dlock__task *wake, int share);
 
 /*
  * The descriptors to poll now and for what (fd, events; revents cleared),

@@ -213,6 +213,36 @@ void dlock__client_pool_unwait(dlock_client *c, dlock__pool_waiter *w)
 	dlock__mutex_unlock(&c->pool_mu);
 }
 
+void dlock__client_pool_wake_on(dlock_client *c, dlock__loop *loop)
+{
+	dlock__pool_waiter **at = &c->waiters, *w, *prev = NULL;
+
+	dlock__mutex_lock(&c->pool_mu);
+	while ((w = *at) != NULL) {
+		if (w->loop != loop) {
+			prev = w;
+			at = &w->next;
+			continue;
+		}
+		*at = w->next;
+		if (c->waiters_tail == w)
+			c->waiters_tail = prev;
+		w->queued = 0;
+		dlock__loop_post(w->loop, w->task);
+	}
+	dlock__mutex_unlock(&c->pool_mu);
+}
+
+int dlock__client_pool_room(dlock_client *c)
+{
+	int room;
+
+	dlock__mutex_lock(&c->pool_mu);
+	room = c->n_idle > 0 ? 2 : c->n_open < c->opts.pool_size ? 1 : 0;
+	dlock__mutex_unlock(&c->pool_mu);
+	return room;
+}
+
 void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 {
 	int older, carries = 0;
