@@ -10,6 +10,8 @@
  * flight are then abandoned (`undecided`): the command may or may not have
  * run, and its connection goes back to the pool owing the reply, which is
  * skipped when it comes (core/net/owed.h). A connection that failed is closed.
+ * On a loop, the runs of one client also share connections with each
+ * other while replies are due (pipelining: core/drive/mux_share.h).
  *
  * A run is an object (dlock__mux) advanced by "socket ready" and "deadline
  * passed": begin, then poll_set / wait / advance until over, then end.

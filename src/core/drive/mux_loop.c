@@ -102,8 +102,11 @@ static int wait_for_pool(dlock__mux_loop *ml)
 		/* A cluster's members are known once routed: not waited for. */
 		if (ml->ops[i].skip || c == NULL || c->node.cluster != NULL)
 			continue;
-		/* A connection of c on this loop takes more commands: no wait. */
-		if (ml->share && dlock__share_available(c, ml->loop))
+		/* A connection of c on this loop takes more commands: no wait.
+		 * A blocking run does not wait for connections shares hold
+		 * either: they come back once their loop runs, which may be the
+		 * one this call blocks. It opens one more (closed when given back). */
+		if (dlock__share_available(c, ml->share ? ml->loop : NULL))
 			continue;
 		if (dlock__client_pool_wait(c, &ml->waiter, ml->urgent)) {
 			ml->waits_on = c;

@@ -42,7 +42,8 @@ static dlock__mux_share *least_loaded(dlock_client *c, dlock__loop *loop)
 
 	pthread_mutex_lock(&shares_mu);
 	for (s = shares; s != NULL; s = s->next)
-		if (s->client == c && s->loop == loop && !s->failed && !s->conn->broken &&
+		if (s->client == c && (s->loop == loop || loop == NULL) && !s->failed &&
+				!s->conn->broken &&
 				(best == NULL || s->live < best->live))
 			best = s;
 	pthread_mutex_unlock(&shares_mu);
@@ -169,8 +170,14 @@ void dlock__share_skips(dlock__mux_group *g, int before)
 {
 	dlock__mux_share *s = g->share;
 
-	while (s->conn->discard > before && push_reader(s, NULL) == 0)
+	while (s->conn->discard > before) {
+		if (push_reader(s, NULL) < 0) {
+			/* Out of memory: its reply would be read for the wrong op. */
+			dlock__conn_fail(s->conn, DLOCK_ENOMEM, "pipelined commands", "out of memory");
+			return;
+		}
 		s->conn->discard--;
+	}
 }
 
 /* g's entries still due become skips; returns how many. */
@@ -194,6 +201,8 @@ void dlock__share_give_up(dlock__mux_group *g)
 	int n = unread(g->share, g);
 
 	/* Owed as a give-up says, but read where they stand in the fifo. */
+	if (n == 0)
+		return;
 	dlock__conn_give_up(c, n);
 	c->discard -= n;
 }

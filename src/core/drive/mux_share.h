@@ -42,7 +42,8 @@ typedef struct dlock__mux_share dlock__mux_share;
  * (see above), or NULL: take one of the pool. */
 dlock__mux_share *dlock__share_pick(dlock_client *c, dlock__loop *loop);
 
-/* c has a share on loop a run may join (it need not wait for the pool). */
+/* c has a share on loop a run may join (it need not wait for the pool);
+ * loop NULL: on any loop. */
 int dlock__share_available(dlock_client *c, dlock__loop *loop);
 
 /* g joins s: g->conn and g->share are set. */

@@ -277,7 +277,12 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		}
 		return;
 	}
-	if (!older && c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
+	/* One that owes replies is kept even beyond the pool's size (while an
+	 * idle slot is free): closed, its debts would be forgotten while the
+	 * server may still run the commands (owed.h); kept, it is drained, or
+	 * reset past the bound. */
+	if (!older && c->n_idle < c->opts.pool_size &&
+			(c->n_open <= c->opts.pool_size || conn->owed > 0)) {
 		/* Deletes asked while every connection was lent out go with this one. */
 		carries = dlock__forgets_hand_over(c, conn);
 		c->idle[c->n_idle++] = conn;
