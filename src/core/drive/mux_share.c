@@ -35,17 +35,20 @@ static dlock__mux_share *shares;
 
 static void share_ready(dlock__io *io, short revents);
 
-/* The least loaded share of c on loop that a group may join, or NULL. */
+/* The least loaded share of c on loop that a group may join, or NULL.
+ * Loop NULL (another thread asks): any share of c, its state not read. */
 static dlock__mux_share *least_loaded(dlock_client *c, dlock__loop *loop)
 {
 	dlock__mux_share *s, *best = NULL;
 
 	pthread_mutex_lock(&shares_mu);
-	for (s = shares; s != NULL; s = s->next)
-		if (s->client == c && (s->loop == loop || loop == NULL) && !s->failed &&
-				!s->conn->broken &&
-				(best == NULL || s->live < best->live))
+	for (s = shares; s != NULL && (loop != NULL || best == NULL); s = s->next) {
+		if (s->client != c || (loop != NULL && s->loop != loop))
+			continue;
+		if (loop == NULL || (!s->failed && !s->conn->broken &&
+						    (best == NULL || s->live < best->live)))
 			best = s;
+	}
 	pthread_mutex_unlock(&shares_mu);
 	return best;
 }
