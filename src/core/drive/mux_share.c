@@ -2,6 +2,7 @@
 /* A connection shared by the runs of a client on a loop (core/drive/mux_share.h). */
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct dlock__mux_share {
 /* Every share, found by (client, loop); each is touched by its loop's thread only. */
 static pthread_mutex_t shares_mu = PTHREAD_MUTEX_INITIALIZER;
 static dlock__mux_share *shares;
+static _Atomic size_t nshares; /* none: a look needs no lock (the blocking calls' case) */
 
 static void share_ready(dlock__io *io, short revents);
 
@@ -41,6 +43,8 @@ static dlock__mux_share *least_loaded(dlock_client *c, dlock__loop *loop)
 {
 	dlock__mux_share *s, *best = NULL;
 
+	if (atomic_load_explicit(&nshares, memory_order_relaxed) == 0)
+		return NULL;
 	pthread_mutex_lock(&shares_mu);
 	for (s = shares; s != NULL && (loop != NULL || best == NULL); s = s->next) {
 		if (s->client != c || (loop != NULL && s->loop != loop))
@@ -131,6 +135,7 @@ int dlock__share_adopt(dlock__mux_group *g)
 	pthread_mutex_lock(&shares_mu);
 	s->next = shares;
 	shares = s;
+	atomic_fetch_add(&nshares, 1);
 	pthread_mutex_unlock(&shares_mu);
 	s->users = 1;
 	g->share = s;
@@ -220,6 +225,7 @@ static void release(dlock__mux_share *s)
 	for (at = &shares; *at != s; at = &(*at)->next)
 		;
 	*at = s->next;
+	atomic_fetch_sub(&nshares, 1);
 	pthread_mutex_unlock(&shares_mu);
 	dlock__io_stop(s->loop, &s->io);
 	dlock__loop_unpost(s->loop, &s->flush_task);
