@@ -82,6 +82,13 @@ int dlock__client_pool_wait(dlock_client *c, dlock__pool_waiter *w, int first);
 /* Take w out of the queue, if it is still there; no task comes after. */
 void dlock__client_pool_unwait(dlock_client *c, dlock__pool_waiter *w);
 
+/* Post every waiter of `loop` (a connection there may now be shared). */
+void dlock__client_pool_wake_on(dlock_client *c, struct dlock_loop *loop);
+
+/* What taking a connection would do now: 2 an idle one is there, 1 one
+ * more may be opened, 0 the pool is all lent out. */
+int dlock__client_pool_room(dlock_client *c);
+
 /*
  * Borrow a connection (opening one if the pool has room) and give it back.
  * A connection that failed (c->broken) is closed instead of pooled.

@@ -203,11 +203,11 @@ static int run_settle(dlock__mux *m)
 int dlock__mux_begin(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
 		void *arg)
 {
-	return dlock__mux_begin_on(m, ops, n, enough, arg, NULL, NULL);
+	return dlock__mux_begin_on(m, ops, n, enough, arg, NULL, NULL, 0);
 }
 
 int dlock__mux_begin_on(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
-		void *arg, dlock__loop *loop, dlock__task *wake)
+		void *arg, dlock__loop *loop, dlock__task *wake, int share)
 {
 	size_t i;
 	int rc = run_layout(m, ops, n);
@@ -222,6 +222,7 @@ int dlock__mux_begin_on(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_
 	for (i = 0; i < m->ngroups; i++) {
 		m->groups[i].wake_loop = loop;
 		m->groups[i].wake = wake;
+		m->groups[i].may_share = share && loop != NULL;
 	}
 	for (i = 0; i < m->ngroups; i++)
 		if (m->groups[i].head < m->groups[i].tail)
@@ -245,6 +246,11 @@ size_t dlock__mux_poll_set(dlock__mux *m, struct pollfd *pfd, size_t max, int64_
 
 		if (!dlock__mux_group_active(g))
 			continue;
+		if (g->share != NULL) { /* its share watches the connection */
+			if (g->deadline < *wake_at)
+				*wake_at = g->deadline;
+			continue;
+		}
 		if (k < max && !dlock__mux_group_looking_up(g)) {
 			pfd[k].fd = g->conn->fd;
 			pfd[k].events = dlock__mux_group_events(g);
@@ -281,8 +287,8 @@ int dlock__mux_advance(dlock__mux *m, const struct pollfd *pfd, size_t n)
 	for (i = 0; i < m->ngroups; i++) {
 		group *g = &m->groups[i];
 
-		if (!dlock__mux_group_active(g))
-			continue;
+		if (!dlock__mux_group_active(g) || g->share != NULL)
+			continue; /* a shared one's replies come from its share */
 		if (dlock__mux_group_looking_up(g) ? dlock__conn_lookup_over(g->conn)
 						    : revents_of(pfd, n, g->conn->fd) != 0 ||
 								      dlock__conn_buffered(g->conn))

@@ -10,6 +10,8 @@
  * flight are then abandoned (`undecided`): the command may or may not have
  * run, and its connection goes back to the pool owing the reply, which is
  * skipped when it comes (core/net/owed.h). A connection that failed is closed.
+ * On a loop, the runs of one client also share connections with each
+ * other while replies are due (pipelining: core/drive/mux_share.h).
  *
  * A run is an object (dlock__mux) advanced by "socket ready" and "deadline
  * passed": begin, then poll_set / wait / advance until over, then end.
@@ -127,9 +129,12 @@ int dlock__mux_begin(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_eno
 
 /* The same, for a run on a loop: a new connection's host name is looked up
  * without waiting (its group has no socket meanwhile), and the lookup's
- * end posts `wake` to `loop`, whose task advances the run. */
+ * end posts `wake` to `loop`, whose task advances the run. `share`: its
+ * connections may carry the client's other runs on that loop at the same
+ * time (core/drive/mux_share.h); their replies are handed over and `wake`
+ * posted, the run's groups on them have no descriptor of their own to poll. */
 int dlock__mux_begin_on(dlock__mux *m, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
-		void *arg, dlock__loop *loop, dlock__task *wake);
+		void *arg, dlock__loop *loop, dlock__task *wake, int share);
 
 /*
  * The descriptors to poll now and for what (fd, events; revents cleared),

@@ -14,6 +14,7 @@
 #include "core/topology/cluster.h"
 #include "core/base/error.h"
 #include "core/drive/mux_group.h"
+#include "core/drive/mux_share.h"
 #include "core/drive/stats.h"
 #include "core/net/owed.h"
 #include "core/base/time.h"
@@ -47,6 +48,33 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran, 
 		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
 }
 
+/* The group is done with its connection: back to the pool, or out of its share. */
+static void put_conn(dlock__mux_group *g)
+{
+	if (g->share != NULL) {
+		dlock__share_leave(g);
+		return;
+	}
+	dlock__client_conn_put(g->client, g->conn);
+	g->conn = NULL;
+}
+
+/* A shared connection's group gives up: its replies are skipped where
+ * they stand, each abandoned op's undo queued right behind (owed.h). */
+static void give_up_shared(dlock__mux_group *g, dlock__mux_op *ops, size_t first)
+{
+	size_t i;
+
+	dlock__share_give_up(g);
+	for (i = first; i < g->tail; i++)
+		if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned) {
+			int before = g->conn->discard;
+
+			dlock__client_send_undo(g->conn, ops[g->fifo[i]].undo);
+			dlock__share_skips(g, before);
+		}
+}
+
 /*
  * Fail every op still due on the group's connection. A connection that only
  * answers late (a deadline passed, or the outcome was decided without it),
@@ -73,7 +101,11 @@ static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *
 		finish(op, rc, NULL, g->sent, 0);
 		(*npending)--;
 	}
-	if (g->conn != NULL) {
+	if (g->share != NULL) {
+		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->broken)
+			give_up_shared(g, ops, first);
+		put_conn(g);
+	} else if (g->conn != NULL) {
 		/* Only plain commands due (WAIT): nothing to track; see mux.h. */
 		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed &&
 				g->conn->out_len == 0) {
@@ -84,8 +116,7 @@ static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *
 					dlock__client_send_undo(g->conn, ops[g->fifo[i]].undo);
 		} else
 			g->conn->broken = 1;
-		dlock__client_conn_put(g->client, g->conn);
-		g->conn = NULL;
+		put_conn(g);
 	}
 }
 
@@ -111,8 +142,7 @@ static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npendi
 		(*npending)--;
 	}
 	dlock__conn_give_up(g->conn, owed);
-	dlock__client_conn_put(g->client, g->conn);
-	g->conn = NULL;
+	put_conn(g);
 }
 
 /* Queue op's command on the group's connection (behind ASKING for an ASK
@@ -120,6 +150,8 @@ static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npendi
  * for the group's one write. */
 static int queue_op(dlock__mux_group *g, const dlock__mux_op *op, int now)
 {
+	if (g->share != NULL) /* the turn's one write (never an ASK: see shareable) */
+		return dlock__share_queue(g, op->cmd_argc, op->cmd, op->cmd_lens, what_of(op));
 	if (op->asking) {
 		g->conn->asking = 1;
 		dlock__conn_ask(g->conn);
@@ -138,6 +170,24 @@ static int send_op(dlock__mux_group *g, const dlock__mux_op *op)
 	return queue_op(g, op, 1);
 }
 
+/* The group's connection may be shared with other runs: a run on a loop
+ * whose ops are all scripts waited for, with no ASK redirect (ASKING
+ * would have to go right before, and its reply be read in the fifo). */
+static int shareable(const dlock__mux_group *g, const dlock__mux_op *ops)
+{
+	size_t i;
+
+	if (!g->may_share || g->wake_loop == NULL)
+		return 0;
+	for (i = g->head; i < g->tail; i++) {
+		const dlock__mux_op *op = &ops[g->fifo[i]];
+
+		if (op->asking || op->call == NULL || op->no_wait)
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Send the group's handshake (new connection) and every op due on it,
  * without waiting: what the socket does not take now goes on POLLOUT.
@@ -153,12 +203,19 @@ static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 
 	g->deadline = due_by(g, ops, now);
 	g->sent = 1;
-	if (g->fresh)
+	if (g->fresh && g->share == NULL)
 		rc = dlock__conn_send_handshake(g->conn, DLOCK__NO_WAIT);
+	/* Greeted: shared from now on, if it may be (out of memory: not shared). */
+	if (rc == 0 && g->share == NULL && shareable(g, ops))
+		(void)dlock__share_adopt(g);
 	/* A hold taken here: the client's registration rides along when stale. */
 	for (i = g->head; rc == 0 && i < g->tail; i++)
 		if (ops[g->fifo[i]].call != NULL && ops[g->fifo[i]].call->script->registers) {
+			int before = g->conn->discard;
+
 			dlock__holder_ride(g->client, g->conn);
+			if (g->share != NULL)
+				dlock__share_skips(g, before);
 			break;
 		}
 	for (i = g->head; rc == 0 && i < g->tail; i++) {
@@ -194,8 +251,7 @@ static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
 			ops[g->fifo[i]].repeat[0] = '1';
 	g->retried = 1;
 	g->conn->broken = 1;
-	dlock__client_conn_put(g->client, g->conn); /* closed, with the idle ones */
-	g->conn = NULL;
+	put_conn(g); /* closed, with the idle ones */
 	rc = dlock__client_conn_take(g->client, &g->conn, g->wake_loop, g->wake);
 	if (rc < 0)
 		return rc;
@@ -229,47 +285,68 @@ static int resend_as_eval(dlock__mux_group *g, dlock__mux_op *ops, dlock__mux_op
 	return resend(g, ops, op);
 }
 
+/* The reply to the op at the head of the fifo came: answer it, or send it
+ * again (NOSCRIPT, stale). 0, or < 0 when the resend failed. */
+static int take_reply(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending,
+		redisReply *reply)
+{
+	dlock__mux_op *op = &ops[g->fifo[g->head]];
+	int64_t now_us = dlock__now_us();
+	int r;
+
+	g->head++;
+	/* The next reply has its own command timeout from now. */
+	g->deadline = due_by(g, ops, now_us / 1000);
+	if (op->stale || (op->call != NULL && dlock__reply_is_error(reply, "NOSCRIPT"))) {
+		int stale = op->stale;
+
+		freeReplyObject(reply);
+		r = stale ? resend(g, ops, op) : resend_as_eval(g, ops, op);
+		op->stale = 0;
+		if (r < 0) {
+			/* Not due any more: it fails here (a NOSCRIPT did not run). */
+			finish(op, r, NULL, stale, 0);
+			(*npending)--;
+			return r;
+		}
+		g->deadline = due_by(g, ops, dlock__now_ms());
+		return 0;
+	}
+	finish(op, 0, reply, 1, now_us);
+	(*npending)--;
+	atomic_store(&g->client->timed_out_at, 0);
+	return 0;
+}
+
 /* Read what the group's connection has; returns replies consumed or < 0. */
 static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
 	int got = 0;
 
 	while (g->head < g->tail) {
-		dlock__mux_op *op = &ops[g->fifo[g->head]];
 		redisReply *reply = NULL;
-		int64_t now_us;
-		int r;
+		int r = dlock__conn_read(g->conn, &reply, what_of(&ops[g->fifo[g->head]]), 0);
 
-		r = dlock__conn_read(g->conn, &reply, what_of(op), 0);
 		if (r == DLOCK__AGAIN)
 			return got;
-		if (r < 0)
+		if (r < 0 || (r = take_reply(g, ops, npending, reply)) < 0)
 			return r;
 		got++;
-		g->head++;
-		/* The next reply has its own command timeout from now. */
-		now_us = dlock__now_us();
-		g->deadline = due_by(g, ops, now_us / 1000);
-		if (op->stale || (op->call != NULL && dlock__reply_is_error(reply, "NOSCRIPT"))) {
-			int stale = op->stale;
-
-			freeReplyObject(reply);
-			r = stale ? resend(g, ops, op) : resend_as_eval(g, ops, op);
-			op->stale = 0;
-			if (r < 0) {
-				/* Not due any more: it fails here (a NOSCRIPT did not run). */
-				finish(op, r, NULL, stale, 0);
-				(*npending)--;
-				return r;
-			}
-			g->deadline = due_by(g, ops, dlock__now_ms());
-			continue;
-		}
-		finish(op, 0, reply, 1, now_us);
-		(*npending)--;
-		atomic_store(&g->client->timed_out_at, 0);
 	}
 	return got;
+}
+
+const char *dlock__mux_group_what(const dlock__mux_group *g)
+{
+	return g->head < g->tail ? what_of(&g->ops[g->fifo[g->head]]) : "reply";
+}
+
+void dlock__mux_group_reply(dlock__mux_group *g, redisReply *reply)
+{
+	int rc = take_reply(g, g->ops, g->npending, reply);
+
+	if (rc < 0)
+		fail_group(g, g->ops, rc, g->npending);
 }
 
 short dlock__mux_group_events(const dlock__mux_group *g)
@@ -289,7 +366,15 @@ static void sent_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending
 
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
-	int rc = dlock__client_conn_take(g->client, &g->conn, g->wake_loop, g->wake);
+	dlock__mux_share *s = shareable(g, ops) ? dlock__share_pick(g->client, g->wake_loop) : NULL;
+	int rc = 0;
+
+	g->ops = ops;
+	g->npending = npending;
+	if (s != NULL)
+		dlock__share_join(s, g);
+	else
+		rc = dlock__client_conn_take(g->client, &g->conn, g->wake_loop, g->wake);
 
 	/* New, even when its connect finished at once (a Unix socket). */
 	if (rc == 0 && !g->conn->greeted)
@@ -347,6 +432,13 @@ void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 		fail_group(g, ops, rc, npending);
 }
 
+void dlock__mux_group_failed(dlock__mux_group *g, int rc)
+{
+	if (rc == DLOCK_ECONN && reconnect_group(g, g->ops) == 0)
+		return;
+	fail_group(g, g->ops, rc, g->npending);
+}
+
 void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t now,
 		size_t *npending)
 {
@@ -380,7 +472,6 @@ void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *n
 				"abandoned once the outcome was decided");
 		fail_group(g, ops, DLOCK_ETIMEDOUT, npending);
 	} else if (g->conn != NULL) {
-		dlock__client_conn_put(g->client, g->conn);
-		g->conn = NULL;
+		put_conn(g);
 	}
 }

@@ -30,6 +30,13 @@ typedef struct dlock__mux_group {
 	 * (NULL: looked up while starting it). */
 	dlock__loop *wake_loop;
 	dlock__task *wake;
+	/* A run on a loop may share its connections with the client's other
+	 * runs there (core/drive/mux_share.h); `share`: it does, and the share
+	 * reads and writes for the group, handing it its replies. */
+	int may_share;
+	struct dlock__mux_share *share;
+	dlock__mux_op *ops; /* the run's, and its count of ops waiting */
+	size_t *npending;
 } dlock__mux_group;
 
 /* The group waits for a reply (or its connect): its socket is to be polled. */
@@ -63,5 +70,15 @@ void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t no
 /* The run ends before the group was answered: abandon what is due
  * (undecided) and give the connection back. */
 void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
+
+/* What the op due next on the group is called, for messages. */
+const char *dlock__mux_group_what(const dlock__mux_group *g);
+
+/* The share hands the group its next reply (owned by it from now). */
+void dlock__mux_group_reply(dlock__mux_group *g, redisReply *reply);
+
+/* The shared connection failed with rc (message set): the group moves to
+ * a connection of its own, once, or fails; either way it leaves the share. */
+void dlock__mux_group_failed(dlock__mux_group *g, int rc);
 
 #endif

@@ -8,6 +8,7 @@
 #include "dlock/errors.h"
 #include "core/drive/client.h"
 #include "core/drive/mux_loop.h"
+#include "core/drive/mux_share.h"
 #include "core/base/time.h"
 
 #define OF(p, field) ((dlock__mux_loop *)((char *)(p) - offsetof(dlock__mux_loop, field)))
@@ -101,6 +102,12 @@ static int wait_for_pool(dlock__mux_loop *ml)
 		/* A cluster's members are known once routed: not waited for. */
 		if (ml->ops[i].skip || c == NULL || c->node.cluster != NULL)
 			continue;
+		/* A connection of c on this loop takes more commands: no wait.
+		 * A blocking run does not wait for connections shares hold
+		 * either: they come back once their loop runs, which may be the
+		 * one this call blocks. It opens one more (closed when given back). */
+		if (dlock__share_available(c, ml->share ? ml->loop : NULL))
+			continue;
 		if (dlock__client_pool_wait(c, &ml->waiter, ml->urgent)) {
 			ml->waits_on = c;
 			return 1;
@@ -131,10 +138,20 @@ static void pool_ready(dlock__task *t)
 	ml->done(ml);
 }
 
+static int loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op *ops, size_t n,
+		dlock__mux_enough enough, void *arg, void (*done)(dlock__mux_loop *ml), int share);
+
 int dlock__mux_loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op *ops, size_t n,
 		dlock__mux_enough enough, void *arg, void (*done)(dlock__mux_loop *ml))
 {
+	return loop_begin(ml, loop, ops, n, enough, arg, done, 1);
+}
+
+static int loop_begin(dlock__mux_loop *ml, dlock__loop *loop, dlock__mux_op *ops, size_t n,
+		dlock__mux_enough enough, void *arg, void (*done)(dlock__mux_loop *ml), int share)
+{
 	ml->loop = loop;
+	ml->share = share;
 	ml->done = done;
 	ml->nio = 0;
 	ml->ops = ops;
@@ -162,7 +179,7 @@ static int begin_now(dlock__mux_loop *ml)
 {
 	dlock__loop *loop = ml->loop;
 	int rc = dlock__mux_begin_on(&ml->mux, ml->ops, ml->n, ml->enough, ml->arg, loop,
-			&ml->lookup_task);
+			&ml->lookup_task, ml->share);
 	if (rc < 0)
 		return rc;
 	ml->running = 1;
@@ -212,7 +229,8 @@ int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void 
 {
 	dlock__loop spare, *l = dlock__loop_borrow(&spare);
 	blocking_run r = { .over = 0 };
-	int rc = dlock__mux_loop_begin(&r.ml, l, ops, n, enough, arg, blocking_done);
+	/* Its own connections: a blocking call's loop is borrowed, not the client's. */
+	int rc = loop_begin(&r.ml, l, ops, n, enough, arg, blocking_done, 0);
 
 	while (rc == 0 && !r.over)
 		rc = dlock__loop_run_once(l, DLOCK__NEVER);

@@ -40,7 +40,9 @@ typedef struct dlock__mux_loop {
 	dlock_client *waits_on;
 	dlock__pool_waiter waiter;
 	dlock__task pool_task;
-	dlock__task lookup_task; /* a connection's host name was found: advance */
+	dlock__task lookup_task; /* a connection's host name was found, or a
+	                            shared connection handed a reply: advance */
+	int share; /* its connections may be shared (not a blocking call's run) */
 	dlock__mux_op *ops;
 	size_t n;
 	dlock__mux_enough enough;

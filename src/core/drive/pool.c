@@ -213,6 +213,36 @@ void dlock__client_pool_unwait(dlock_client *c, dlock__pool_waiter *w)
 	dlock__mutex_unlock(&c->pool_mu);
 }
 
+void dlock__client_pool_wake_on(dlock_client *c, dlock__loop *loop)
+{
+	dlock__pool_waiter **at = &c->waiters, *w, *prev = NULL;
+
+	dlock__mutex_lock(&c->pool_mu);
+	while ((w = *at) != NULL) {
+		if (w->loop != loop) {
+			prev = w;
+			at = &w->next;
+			continue;
+		}
+		*at = w->next;
+		if (c->waiters_tail == w)
+			c->waiters_tail = prev;
+		w->queued = 0;
+		dlock__loop_post(w->loop, w->task);
+	}
+	dlock__mutex_unlock(&c->pool_mu);
+}
+
+int dlock__client_pool_room(dlock_client *c)
+{
+	int room;
+
+	dlock__mutex_lock(&c->pool_mu);
+	room = c->n_idle > 0 ? 2 : c->n_open < c->opts.pool_size ? 1 : 0;
+	dlock__mutex_unlock(&c->pool_mu);
+	return room;
+}
+
 void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 {
 	int older, carries = 0;
@@ -247,7 +277,12 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		}
 		return;
 	}
-	if (!older && c->n_idle < c->opts.pool_size && c->n_open <= c->opts.pool_size) {
+	/* One that owes replies is kept even beyond the pool's size (while an
+	 * idle slot is free): closed, its debts would be forgotten while the
+	 * server may still run the commands (owed.h); kept, it is drained, or
+	 * reset past the bound. */
+	if (!older && c->n_idle < c->opts.pool_size &&
+			(c->n_open <= c->opts.pool_size || conn->owed > 0)) {
 		/* Deletes asked while every connection was lent out go with this one. */
 		carries = dlock__forgets_hand_over(c, conn);
 		c->idle[c->n_idle++] = conn;

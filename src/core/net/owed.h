@@ -41,6 +41,9 @@
  *
  * Multiplexed runs (core/drive/mux.c) follow the same rules: groups given up at
  * their deadline or abandoned once the outcome was decided go back owing.
+ * On a connection runs share (core/drive/mux_share.h) the owed replies of a
+ * group given up stand in the middle of the others: they are counted owed
+ * at once, and skipped (c->discard) when they reach the head of its FIFO.
  */
 #ifndef DLOCK_CORE_OWED_H
 #define DLOCK_CORE_OWED_H
