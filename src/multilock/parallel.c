@@ -268,17 +268,34 @@ static int went_early(const struct dlock__attempt *at)
 	return at->quorum_in;
 }
 
+/* Member i's server's start: known before asking, or answered by the
+ * uptime op right behind its acquire (on the same connection, so it comes
+ * with the grant); 0 while unknown. */
+static int64_t start_of(const struct dlock__attempt *at, size_t i)
+{
+	int64_t started;
+
+	if (at->u.start[i] != 0)
+		return at->u.start[i];
+	for (size_t k = 0; k < at->u.n; k++)
+		if (at->u.member[k] == i &&
+				dlock__uptime_peek(&at->ops[at->n + k], at->u.asked, &started))
+			return started;
+	return 0;
+}
+
 /* Member i's grant counts whatever the others answer: no vote filter, or
- * one that vouches for its server, whose start was known before asking. */
+ * one that vouches for its server, whose start is known. */
 static int vouched(const struct dlock__attempt *at, size_t i)
 {
 	const dlock__engine *e = at->w.e;
+	int64_t started;
 
 	if (e->rules.filter == NULL)
 		return 1;
-	if (at->vouch == NULL || at->u.start[i] == 0)
+	if (at->vouch == NULL || (started = start_of(at, i)) == 0)
 		return 0;
-	return at->vouch(at->vouch_arg, e->members[i], at->lease_ms, at->u.start[i]);
+	return at->vouch(at->vouch_arg, e->members[i], at->lease_ms, started);
 }
 
 static void go_on(dlock__timer *tm);

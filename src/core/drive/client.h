@@ -255,4 +255,8 @@ int dlock__uptime_op(struct dlock__mux_op *op, dlock_client *c, uint64_t *gen);
 int dlock__uptime_note(const struct dlock__mux_op *op, uint64_t gen, int64_t asked_ms,
 		int64_t *started_ms);
 
+/* The answer to an uptime op asked at asked_ms, read without recording it:
+ * 1 with *started_ms, 0 when it has none (not answered, or an error). */
+int dlock__uptime_peek(const struct dlock__mux_op *op, int64_t asked_ms, int64_t *started_ms);
+
 #endif

@@ -100,6 +100,15 @@ int dlock__uptime_note(const dlock__mux_op *op, uint64_t gen, int64_t asked_ms, 
 	return rc;
 }
 
+int dlock__uptime_peek(const dlock__mux_op *op, int64_t asked_ms, int64_t *started_ms)
+{
+	if (op->pending || op->rc < 0 || op->reply == NULL ||
+			op->reply->type != REDIS_REPLY_INTEGER || op->reply->integer < 0)
+		return 0;
+	*started_ms = asked_ms - op->reply->integer * 1000;
+	return 1;
+}
+
 void dlock__clients_started_at(
 		dlock_client *const *clients, size_t n, int64_t *started_ms, int *rcs)
 {
