@@ -177,7 +177,7 @@ void dlock__reactor_lookup_over(dlock__task *t)
 {
 	dlock__reactor *r = (dlock__reactor *)((char *)t - offsetof(dlock__reactor, lookup_task));
 
-	if (r->conn == NULL || r->conn->lookup == NULL)
+	if (r->conn == NULL || !dlock__conn_looking_up(r->conn))
 		return; /* dropped meanwhile */
 	connect_step(r);
 	dlock__reactor_wake(r);

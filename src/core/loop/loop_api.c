@@ -14,6 +14,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/base/sys.h"
 #include "core/loop/loop.h"
 #include "core/base/time.h"
 
@@ -157,6 +158,21 @@ int dlock_loop_fd(const dlock_loop *l)
 	return l->epfd;
 }
 
+/* The wait is the seam's poll on the epoll descriptor (the one descriptor
+ * wait of the library); epoll_wait then only collects, never waits. */
+static int wait_epoll(dlock_loop *l, struct epoll_event *ev, int max, int wait)
+{
+	struct pollfd p = { .fd = l->epfd, .events = POLLIN };
+
+	if (wait != 0) {
+		int n = dlock__sys_get()->poll(&p, 1, wait);
+
+		if (n <= 0)
+			return n;
+	}
+	return epoll_wait(l->epfd, ev, max, 0);
+}
+
 int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 {
 	struct epoll_event ev[64];
@@ -170,7 +186,7 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 	wait = timeout_ms < 0 ? -1 : (int)(timeout_ms > INT32_MAX ? INT32_MAX : timeout_ms);
 	if (due != DLOCK__NEVER && (wait < 0 || dlock__ms_until(due) < wait))
 		wait = dlock__ms_until(due);
-	n = epoll_wait(l->epfd, ev, 64, wait);
+	n = wait_epoll(l, ev, 64, wait);
 	if (n < 0 && errno != EINTR)
 		return dlock__seterr(DLOCK_ESYS, "loop: epoll_wait: %s", strerror(errno));
 	for (i = 0; i < n; i++) {

@@ -129,6 +129,8 @@ void dlock__conn_close(dlock__conn *c)
 	if (c == NULL)
 		return;
 	dlock__resolve_drop(c->lookup); /* nothing posted after this */
+	if (c->finding != NULL)
+		c->node->finder.drop(c->finding); /* nor after this */
 	if (c->owed > 0) /* a closed connection's debts die with it */
 		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
 	if (c->tls != NULL)

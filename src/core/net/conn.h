@@ -24,11 +24,24 @@
  * moved. Topology fills it in (core/topology/sentinel.c), so the transport
  * needs to know nothing of sentinels.
  */
+typedef struct dlock__finding dlock__finding; /* an asking under way (topology's) */
 typedef struct dlock__finder {
 	/* The address now into host/port, and its epoch (it changes whenever
-	 * the address does), before deadline. */
+	 * the address does), before deadline: a blocking caller's drive of
+	 * `start`'s operation. */
 	int (*find)(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
 			uint64_t *epoch);
+	/* The same as an operation on `loop`: 0 with *out NULL when the
+	 * address is known now (find() gives it at once); else *out is under
+	 * way until deadline and its end posts `ready` to `loop`. Or the failure. */
+	int (*start)(void *self, dlock__loop *loop, dlock__task *ready, int64_t deadline,
+			dlock__finding **out);
+	/* Whether its end came (`ready` was posted). */
+	int (*over)(const dlock__finding *f);
+	/* Its answer, as find()'s, once over; f is freed. */
+	int (*take)(dlock__finding *f, char *host, size_t hostlen, int *port, uint64_t *epoch);
+	/* Give it up not taken: nothing is posted after this. */
+	void (*drop)(dlock__finding *f);
 	/* Something suggests the server moved: ask again before the next connect. */
 	void (*suspect)(void *self);
 	void *self;
@@ -102,6 +115,8 @@ typedef struct dlock__conn {
 	int connecting; /* a non-blocking connect (and TLS handshake) is under way */
 	struct dlock__lookup *lookup; /* connecting, its host name still being looked up
 	                (fd -1, want 0): its end posts `wake` to `wake_loop` */
+	struct dlock__finding *finding; /* connecting, a moving node's address still
+	                asked for (fd -1, want 0): its end posts `wake` to `wake_loop` */
 	dlock__loop *wake_loop;
 	dlock__task *wake;
 	int tcp_up;     /* the socket is connected (a TLS handshake may follow) */
@@ -160,14 +175,17 @@ void dlock__conn_close(dlock__conn *c);
  * without waiting; their replies are checked by the next read.
  */
 int dlock__conn_start(dlock__conn **out, const dlock__node *node);
-/* The same on a loop: a host name is looked up without waiting (c->lookup,
- * no descriptor yet); its end posts `wake` to `loop`, from where
- * dlock__conn_connected() goes on. A Sentinel-managed node's address is
- * still asked for before this returns. */
+/* The same on a loop: a host name is looked up, and a Sentinel-managed
+ * node's address asked for, without waiting (c->lookup or c->finding, no
+ * descriptor yet); the end posts `wake` to `loop`, from where
+ * dlock__conn_connected() goes on. */
 int dlock__conn_start_on(dlock__conn **out, const dlock__node *node, dlock__loop *loop,
 		dlock__task *wake);
-/* A lookup under way has its answer: dlock__conn_connected() goes on now. */
+/* A lookup (or an address asked for) under way has its answer:
+ * dlock__conn_connected() goes on now. */
 int dlock__conn_lookup_over(const dlock__conn *c);
+/* The address is still being found: no descriptor to watch yet. */
+int dlock__conn_looking_up(const dlock__conn *c);
 int dlock__conn_connected(dlock__conn *c);
 
 /* The poll events the connection waits for now. */

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Discovery is an operation on the caller's loop: an acquire on a
+ * redis+sentinel:// client whose only sentinel is paused (SIGSTOP: it takes
+ * the connection, never answers) leaves the caller's loop free - its own
+ * timer keeps firing - and ends with an error naming the sentinel.
+ */
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <dlock.h>
+
+#include "redis_harness.h"
+#include "support.h"
+
+#define MASTER "disco"
+#define CONNECT_MS 3000
+#define TICK_MS 20
+
+static rh_server *data, *sent;
+
+static void topo_up(void)
+{
+	char monitor[96];
+
+	cr_assert_not_null(data = rh_server_start(NULL));
+	snprintf(monitor, sizeof monitor, "sentinel monitor " MASTER " 127.0.0.1 %d 1",
+			rh_server_port(data));
+	const char *conf[] = { monitor, NULL };
+	cr_assert_not_null(sent = rh_sentinel_start(NULL, conf));
+}
+
+static void topo_down(void)
+{
+	rh_server_free(sent);
+	rh_server_free(data);
+}
+
+TestSuite(discovery_loop, .init = topo_up, .fini = topo_down, .timeout = 60);
+
+typedef struct outcome {
+	int calls, code;
+	char msg[512];
+} outcome;
+
+static void note(dlock_op *op, const dlock_result *r, void *ud)
+{
+	outcome *o = ud;
+
+	(void)op;
+	o->calls++;
+	o->code = r->code;
+	snprintf(o->msg, sizeof(o->msg), "%s", r->message != NULL ? r->message : "");
+}
+
+/* The caller's own loop: a tick every TICK_MS beside the dlock loop's
+ * descriptor, until o ends (bounded). The longest gap between ticks. */
+static int64_t ride(dlock_loop *loop, const outcome *o, int64_t limit_ms)
+{
+	int64_t t0 = rh_now_ms(), last = t0, gap = 0;
+
+	while (o->calls == 0 && rh_now_ms() < t0 + limit_ms) {
+		struct pollfd p = { .fd = dlock_loop_fd(loop), .events = POLLIN };
+		int64_t now;
+
+		poll(&p, 1, TICK_MS);
+		cr_assert(dlock_loop_run(loop, 0) >= 0, "%s", dlock_errmsg_last());
+		now = rh_now_ms(); /* the tick */
+		if (now - last > gap)
+			gap = now - last;
+		last = now;
+	}
+	return gap;
+}
+
+Test(discovery_loop, a_paused_sentinel_never_blocks_the_callers_loop)
+{
+	dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_lock *l = NULL;
+	outcome o = { 0 };
+	char uri[128], where[64];
+	int64_t t0, gap, begun;
+
+	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d/" MASTER, rh_server_port(sent));
+	snprintf(where, sizeof where, "sentinel 127.0.0.1:%d", rh_server_port(sent));
+	dl_pass(dlock_loop_new(&loop, NULL));
+	opts.loop = loop;
+	opts.lazy_connect = 1;
+	opts.connect_timeout_ms = CONNECT_MS;
+	opts.command_timeout_ms = 1000;
+	dlock_client *c = dl_client_opts(uri, &opts);
+	dl_pass(dlock_lock_new(&l, c, "disco:lock", DLOCK_LOCK_PLAIN));
+	cr_assert_eq(rh_server_pause(sent), 0);
+	t0 = rh_now_ms();
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &o));
+	begun = rh_now_ms() - t0;
+	gap = ride(loop, &o, 3 * CONNECT_MS);
+	rh_server_resume(sent);
+	cr_assert_eq(o.calls, 1, "the acquire did not end within %d ms", 3 * CONNECT_MS);
+	cr_assert_lt(begun, CONNECT_MS / 3, "starting the acquire took %lld ms",
+			(long long)begun);
+	cr_assert_lt(gap, CONNECT_MS / 3,
+			"the caller's loop stopped for %lld ms while the sentinel was asked",
+			(long long)gap);
+	cr_assert_neq(o.code, 0, "acquired with no primary known");
+	cr_assert(strstr(o.msg, where) != NULL, "\"%s\" does not name %s", o.msg, where);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
+}
