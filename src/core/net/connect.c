@@ -20,6 +20,7 @@
 #include "core/base/sys.h"
 #include "core/loop/loop.h"
 #include "core/net/conn.h"
+#include "core/net/exchange.h"
 #include "core/base/error.h"
 #include "core/net/resolve.h"
 #include "core/base/time.h"
@@ -276,56 +277,6 @@ int dlock__conn_connected(dlock__conn *c)
 	return rc;
 }
 
-/* Finish a connect (and TLS handshake) under way, before the deadline. */
-static int wait_connected(dlock__conn *c, int64_t deadline)
-{
-	int rc;
-
-	while (c->connecting) {
-		rc = dlock__loop_wait_fd(c->fd, c->want, deadline);
-		if (rc == 0)
-			return dlock__conn_fail(c, DLOCK_ETIMEDOUT, "connect",
-					c->tcp_up ? "the TLS handshake did not finish before the connect "
-						    "timeout (is this the server's TLS port? a plain "
-						    "port never answers it)"
-						  : "no answer before the connect timeout");
-		if (rc < 0)
-			return dlock__conn_fail(c, DLOCK_ECONN, "connect", dlock__errmsg_thread());
-		rc = dlock__conn_connected(c);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* A handshake command that can refuse the connection is still unanswered
- * (the INFO that names the server refuses nothing). */
-static int must_confirm(const dlock__conn *c)
-{
-	int i;
-
-	for (i = 0; i < c->nchecks; i++)
-		if (c->checks[i] != DLOCK__CHECK_RUN_ID)
-			return 1;
-	return 0;
-}
-
-/* AUTH and SELECT, pipelined with a PING whose reply says they are done
- * (their own replies are checked on the way by dlock__conn_read). */
-static int handshake(dlock__conn *c, int64_t deadline)
-{
-	const char *ping = "PING";
-	size_t len = 4;
-	redisReply *r = NULL;
-	int rc = dlock__conn_send_handshake(c, deadline);
-
-	if (rc < 0 || !must_confirm(c))
-		return rc;
-	rc = dlock__conn_command(c, &r, 1, &ping, &len, "PING", deadline);
-	freeReplyObject(r);
-	return rc;
-}
-
 /* Start connecting; a Sentinel-managed node's address is found before deadline. */
 static int conn_start(dlock__conn **out, const dlock__node *node, int64_t deadline,
 		dlock__loop *loop, dlock__task *wake)
@@ -434,21 +385,50 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 	return rc;
 }
 
+/* A handshake command that can refuse the connection: its reply is awaited
+ * (behind a PING) before the connection is handed out. */
+static int must_confirm(const dlock__node *node)
+{
+	return node->password != NULL || node->db != 0 || node->finder.find != NULL;
+}
+
+typedef struct opening {
+	dlock__exchange x; /* first */
+	int over, rc;
+	redisReply *reply;
+} opening;
+
+static void opened(dlock__exchange *x, int rc, redisReply *reply)
+{
+	opening *o = (opening *)x;
+
+	o->over = 1;
+	o->rc = rc;
+	o->reply = reply;
+}
+
+/* The connect, the handshake and (when it can refuse) a PING pipelined
+ * behind it: an exchange (core/net/exchange.h) driven on the loop this
+ * call borrows. */
 int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
 {
-	dlock__conn *c;
-	int rc = conn_start(&c, node, deadline, NULL, NULL);
+	const char *ping = "PING";
+	size_t len = 4;
+	dlock__loop spare, *l = dlock__loop_borrow(&spare);
+	opening o = { .over = 0 };
+	int rc = dlock__exchange_start(&o.x, l, node, deadline, must_confirm(node) ? 1 : 0, &ping,
+			&len, "PING", opened);
 
 	*out = NULL;
-	if (rc < 0)
-		return rc;
-	rc = wait_connected(c, deadline);
+	while (rc == 0 && !o.over)
+		rc = dlock__loop_run_once(l, DLOCK__NEVER);
 	if (rc == 0)
-		rc = handshake(c, deadline);
-	if (rc < 0) {
-		dlock__conn_close(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
+		rc = o.rc;
+	if (rc == 0)
+		*out = dlock__exchange_keep(&o.x);
+	else
+		dlock__exchange_stop(&o.x);
+	freeReplyObject(o.reply);
+	dlock__loop_give_back(l, &spare);
+	return rc;
 }

@@ -8,6 +8,9 @@
 #include "core/base/error.h"
 #include "core/net/exchange.h"
 
+/* x->waiting: no reply, but the connect's end (a connect-only exchange). */
+#define CONNECTED 2
+
 static void step(dlock__exchange *x);
 
 static void fail(dlock__exchange *x, int rc)
@@ -26,7 +29,8 @@ static void lookup_over(dlock__task *t)
 {
 	dlock__exchange *x = (dlock__exchange *)((char *)t - offsetof(dlock__exchange, lookup_task));
 
-	if (x->c != NULL)
+	/* A socket connecting is stepped only once it is ready (the io). */
+	if (x->c != NULL && (dlock__conn_looking_up(x->c) || !x->c->connecting))
 		step(x);
 }
 
@@ -36,8 +40,15 @@ static void deadline_passed(dlock__timer *t)
 
 	if (x->c == NULL)
 		return;
-	fail(x, dlock__seterr_node(DLOCK_ETIMEDOUT, x->c->label, "%s: no answer in time",
-				x->c->connecting ? "connect" : x->what));
+	if (!x->c->connecting)
+		fail(x, dlock__seterr_node(DLOCK_ETIMEDOUT, x->c->label,
+					"%s: no answer within the command timeout", x->what));
+	else
+		fail(x, dlock__conn_fail(x->c, DLOCK_ETIMEDOUT, "connect",
+					x->c->tcp_up ? "the TLS handshake did not finish before the "
+						       "connect timeout (is this the server's TLS "
+						       "port? a plain port never answers it)"
+						     : "no answer before the connect timeout"));
 }
 
 /* Watch the socket for what the connection waits for now. */
@@ -82,11 +93,21 @@ static void step(dlock__exchange *x)
 	}
 	if (!x->c->greeted)
 		rc = greet(x);
+	if (rc == 0 && x->waiting == CONNECTED) {
+		x->waiting = 0;
+		dlock__io_set(x->loop, &x->io, 0);
+		x->done(x, 0, NULL);
+		return;
+	}
+	if (rc == 0 && !x->waiting) {
+		dlock__io_set(x->loop, &x->io, 0); /* nothing asked: nothing to read */
+		return;
+	}
 	if (rc == 0 && x->c->out_len > 0)
 		rc = dlock__conn_push(x->c, x->what);
 	if (rc == 0 && x->waiting)
 		rc = dlock__conn_read(x->c, &r, x->what, 0);
-	if (rc == DLOCK__AGAIN || (rc == 0 && !x->waiting))
+	if (rc == DLOCK__AGAIN)
 		rc = watch(x);
 	if (rc < 0) {
 		fail(x, rc);
@@ -112,16 +133,16 @@ int dlock__exchange_start(dlock__exchange *x, dlock__loop *loop, const dlock__no
 	x->argv = argv;
 	x->lens = lens;
 	x->what = what;
-	x->waiting = 1;
+	x->waiting = argc > 0 ? 1 : CONNECTED;
 	rc = dlock__conn_start_on(&x->c, node, loop, &x->lookup_task);
 	if (rc == 0 && dlock__timer_set(loop, &x->timer, deadline) < 0)
 		rc = dlock__seterr_node(DLOCK_ENOMEM, node->label, "out of memory");
-	if (rc == 0 && !x->c->connecting)
-		rc = greet(x);
 	if (rc == 0)
 		rc = watch(x);
 	if (rc < 0)
 		dlock__exchange_stop(x);
+	else
+		dlock__loop_post(loop, &x->lookup_task); /* the first step, from the loop */
 	return rc;
 }
 
@@ -137,6 +158,17 @@ void dlock__exchange_send(dlock__exchange *x, int argc, const char **argv, const
 		fail(x, rc);
 	else
 		step(x);
+}
+
+dlock__conn *dlock__exchange_keep(dlock__exchange *x)
+{
+	dlock__conn *c = x->c;
+
+	dlock__io_stop(x->loop, &x->io);
+	dlock__timer_stop(x->loop, &x->timer);
+	dlock__loop_unpost(x->loop, &x->lookup_task);
+	x->c = NULL;
+	return c;
 }
 
 void dlock__exchange_stop(dlock__exchange *x)

@@ -34,12 +34,13 @@ struct dlock__exchange {
 	const char **argv;
 	const size_t *lens;
 	const char *what;
-	int waiting; /* a reply is awaited */
+	int waiting; /* a reply is awaited (2: the connect's end) */
 };
 
 /* Connect to node on loop and send argv (kept by the caller until its reply
- * comes), all before deadline: `done` tells. 0 started, or the failure now
- * (done is not called). node outlives the exchange. */
+ * comes), all before deadline: `done` tells. argc 0: only connect (and
+ * send the handshake); `done` tells with no reply. 0 started, or the
+ * failure now (done is not called). node outlives the exchange. */
 int dlock__exchange_start(dlock__exchange *x, dlock__loop *loop, const dlock__node *node,
 		int64_t deadline, int argc, const char **argv, const size_t *lens,
 		const char *what, dlock__exchange_done done);
@@ -47,6 +48,10 @@ int dlock__exchange_start(dlock__exchange *x, dlock__loop *loop, const dlock__no
 /* From `done`: one more command on the same connection. */
 void dlock__exchange_send(dlock__exchange *x, int argc, const char **argv, const size_t *lens,
 		const char *what);
+
+/* Take its connection (the caller's from now on; NULL after a failure):
+ * nothing is called back after this. */
+dlock__conn *dlock__exchange_keep(dlock__exchange *x);
 
 /* Close it: nothing is called back after this. Idempotent. */
 void dlock__exchange_stop(dlock__exchange *x);
