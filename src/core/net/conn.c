@@ -464,17 +464,6 @@ void dlock__conn_flush(dlock__conn *c)
 	c->out_len -= done;
 }
 
-int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
-		const size_t *lens, const char *what, int64_t deadline)
-{
-	int rc = dlock__conn_send(c, argc, argv, lens, what, deadline);
-
-	*out = NULL;
-	if (rc < 0)
-		return rc;
-	return dlock__conn_read(c, out, what, deadline ? deadline : 1);
-}
-
 /*
  * The error a script's redis.call raised, out of Redis 6's wrapping of it:
  * "ERR Error running script (call to f_...): @user_script:1: WRONGTYPE ..."

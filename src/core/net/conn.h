@@ -237,10 +237,6 @@ int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t 
  * stays for the next send. */
 void dlock__conn_flush(dlock__conn *c);
 
-/* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
-int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
-		const size_t *lens, const char *what, int64_t deadline);
-
 /*
  * Map an error reply to a code and message ("node: what: <reply>"):
  * WRONGTYPE -> DLOCK_EWRONGTYPE, NOAUTH/WRONGPASS -> DLOCK_EAUTH, others

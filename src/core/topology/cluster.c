@@ -17,7 +17,7 @@
 #include "core/net/tls.h"
 
 #define REFRESH_MIN_MS 100 /* a suspect map is read again at most this often */
-#define HOST_MAX 256
+#define HOST_MAX DLOCK__CLUSTER_HOST_MAX
 
 _Thread_local int dlock__asking_next;
 
@@ -81,82 +81,8 @@ void dlock__cluster_free(dlock__cluster *cl)
 	dlock__free(cl);
 }
 
-/* One command on a fresh connection to a node: its reply or an error. */
-static int ask(dlock__conn *c, const char *cmd, const char *sub, const char *arg, int64_t deadline,
-		redisReply **r)
-{
-	const char *argv[3] = { cmd, sub, arg };
-	size_t lens[3] = { strlen(cmd), strlen(sub), arg ? strlen(arg) : 0 };
-
-	return dlock__conn_command(c, r, arg ? 3 : 2, argv, lens, cmd, deadline);
-}
-
-/* The slot map as one node sees it: CLUSTER SHARDS, or on 6.x CLUSTER SLOTS. */
-static int read_map(dlock__conn *c, const char *host, int64_t deadline, dlock__slotmap **map)
-{
-	redisReply *r = NULL;
-	int rc = ask(c, "CLUSTER", "SHARDS", NULL, deadline, &r);
-
-	if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
-		freeReplyObject(r);
-		r = NULL;
-		rc = ask(c, "CLUSTER", "SLOTS", NULL, deadline, &r);
-		if (rc == 0 && (rc = dlock__reply_check(c->node, r, "CLUSTER SLOTS")) == 0)
-			rc = dlock__slotmap_from_slots(map, r, host);
-	} else if (rc == 0) {
-		rc = dlock__slotmap_from_shards(map, r, host, c->node->tls != NULL);
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-/* Redisson's probe (the bogus channel "0" avoids a hang on Azure): sharded
- * pub/sub is there when the server knows the command. */
-static int probe_sharded(dlock__conn *c, int64_t deadline)
-{
-	redisReply *r = NULL;
-	int rc = ask(c, "PUBSUB", "SHARDNUMSUB", "0", deadline, &r), sharded;
-
-	sharded = rc == 0 && r->type != REDIS_REPLY_ERROR;
-	freeReplyObject(r);
-	return rc < 0 ? rc : sharded;
-}
-
-/* Ask host:port for the map (and, the first time, about sharded pub/sub). */
-static int ask_node(dlock__cluster *cl, const char *host, int port, int64_t deadline,
-		dlock__slotmap **map, int *sharded)
-{
-	const dlock__node *root = cl->host.root;
-	dlock__node n;
-	dlock__conn *c = NULL;
-	int rc;
-
-	memset(&n, 0, sizeof(n));
-	n.host = (char *)host;
-	n.port = port;
-	n.user = root->user;
-	n.password = root->password;
-	n.connect_timeout_ms = root->connect_timeout_ms;
-	n.command_timeout_ms = root->command_timeout_ms;
-	snprintf(n.label, sizeof(n.label), strchr(host, ':') ? "[%.255s]:%d" : "%.255s:%d", host,
-			port);
-	rc = root->tls != NULL ? dlock__tls_ctx_for_host(&n.tls, root->tls, host) : 0;
-	if (rc == 0)
-		rc = dlock__conn_open(&c, &n, deadline);
-	if (rc == 0)
-		rc = read_map(c, host, deadline, map);
-	if (rc == 0 && *sharded < 0) {
-		*sharded = probe_sharded(c, deadline);
-		if (*sharded < 0)
-			rc = *sharded;
-	}
-	dlock__conn_close(c);
-	dlock__tls_ctx_free(n.tls);
-	return rc;
-}
-
-/* The nodes to ask, known primaries first, then the seeds. */
-static size_t candidates(dlock__cluster *cl, char (*hosts)[HOST_MAX], int *ports, size_t max)
+size_t dlock__cluster_candidates(dlock__cluster *cl, char (*hosts)[DLOCK__CLUSTER_HOST_MAX],
+		int *ports, size_t max)
 {
 	size_t n = 0, i;
 
@@ -173,30 +99,21 @@ static size_t candidates(dlock__cluster *cl, char (*hosts)[HOST_MAX], int *ports
 	return n;
 }
 
-int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline)
+int dlock__cluster_reading(dlock__cluster *cl)
 {
-	char hosts[32][HOST_MAX], why[DLOCK__ERRMSG_MAX] = "no node to ask";
-	int ports[32], sharded, rc = DLOCK_ECONN;
-	size_t n = candidates(cl, hosts, ports, 32), i;
-	dlock__slotmap *map = NULL, *old;
+	int sharded;
 
 	dlock__mutex_lock(&cl->mu);
 	sharded = cl->sharded;
 	cl->refreshed_at = dlock__now_ms();
 	dlock__mutex_unlock(&cl->mu);
-	for (i = 0; i < n && dlock__now_ms() < deadline; i++) {
-		/* Each node an even share of what is left: a hung one cannot use it all. */
-		int64_t now = dlock__now_ms();
+	return sharded;
+}
 
-		rc = ask_node(cl, hosts[i], ports[i], now + (deadline - now) / (int64_t)(n - i),
-				&map, &sharded);
-		if (rc == 0)
-			break;
-		snprintf(why, sizeof(why), "%s", dlock__errmsg_thread());
-	}
-	if (map == NULL)
-		return dlock__seterr(rc, "%s: no node gave the slot map (%zu asked): %s",
-				cl->host.root->label, i, why);
+void dlock__cluster_read(dlock__cluster *cl, dlock__slotmap *map, int sharded)
+{
+	dlock__slotmap *old;
+
 	dlock__mutex_lock(&cl->mu);
 	old = cl->map;
 	cl->map = map;
@@ -204,7 +121,11 @@ int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline)
 	cl->sharded = sharded;
 	dlock__mutex_unlock(&cl->mu);
 	dlock__slotmap_free(old);
-	return 0;
+}
+
+const dlock__node *dlock__cluster_root(const dlock__cluster *cl)
+{
+	return cl->host.root;
 }
 
 /* The member for host:port, opened on first use (cl->mu held). */
