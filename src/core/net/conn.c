@@ -361,6 +361,7 @@ static int not_redis(dlock__conn *c, const char *first, size_t n)
 
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline)
 {
+	(void)deadline; /* never waits */
 	char buf[16384];
 	void *reply = NULL;
 	ssize_t first = 0; /* bytes in buf when they are the first the server sent */
@@ -418,20 +419,7 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			return dlock__conn_fail(
 					c, DLOCK_ECONN, what, io_failed_why(c, n, why, sizeof why));
 		}
-		if (deadline == 0)
-			return DLOCK__AGAIN;
-		{
-			int rc = dlock__loop_wait_fd(c->fd, c->want, deadline);
-
-			if (rc < 0)
-				return dlock__conn_fail(c, DLOCK_ECONN, what, dlock__errmsg_thread());
-			if (rc == 0) {
-				/* Given up, not broken: the late reply is skipped when it comes. */
-				dlock__conn_give_up(c, 1);
-				return dlock__seterr_node(DLOCK_ETIMEDOUT, c->label,
-						"%s: no answer within the command timeout", what);
-			}
-		}
+		return DLOCK__AGAIN; /* the loop calls back when more comes */
 	}
 }
 

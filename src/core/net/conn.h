@@ -210,12 +210,10 @@ int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *
 int dlock__conn_push(dlock__conn *c, const char *what);
 
 /*
- * Read one reply. deadline 0: only what is already on the socket, returning
- * DLOCK__AGAIN when the reply is not complete yet (for multiplexing).
- * A transport failure marks the connection broken. At the deadline the reply
- * is given up (DLOCK_ETIMEDOUT) but the connection stays usable: the late
- * reply will be skipped. A hung server is then not hit by a new connection
- * per command (its listen backlog would fill up).
+ * Read one reply, of what is already on the socket: DLOCK__AGAIN when it
+ * is not complete yet (the caller's loop calls back when more comes; no
+ * read waits). `deadline` must be 0. A transport failure marks the
+ * connection broken.
  */
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline);
 
