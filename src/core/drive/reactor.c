@@ -92,13 +92,19 @@ static void tend(dlock__reactor *r)
 	dlock__mutex_unlock(&r->mu);
 	if (r->stopping)
 		return;
-	watch_due = dlock__watch_tend(&r->watch);
+	watch_due = dlock__watch_tend(&r->watch, r->loop);
 	if (watch_due < until)
 		until = watch_due;
 	if (r->conn != NULL && dlock__conn_buffered(r->conn))
 		until = 0; /* TLS has messages the socket no longer shows */
 	dlock__reactor_watch_fds(r);
 	dlock__timer_set(r->loop, &r->timer, until);
+}
+
+/* The Sentinel watch subscribed, or failed to: tend it again. */
+static void watch_changed(void *arg)
+{
+	dlock__reactor_wake(arg);
 }
 
 static void tend_task(dlock__task *t)
@@ -135,7 +141,7 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, dlock__l
 	if (r == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "%s: out of memory", node->label);
 	r->node = node;
-	dlock__watch_init(&r->watch, node->sentinel);
+	dlock__watch_init(&r->watch, node->sentinel, watch_changed, r);
 	r->job_due = DLOCK__NEVER;
 	r->flush_due = DLOCK__NEVER;
 	r->conn_io.slot = r->watch_io.slot = (size_t)-1;
@@ -194,7 +200,7 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 		dlock__loop_unpost(r->loop, &r->tend_task);
 	}
 	dlock__conn_close(r->conn);
-	dlock__watch_close(&r->watch);
+	dlock__watch_close(&r->watch, forked);
 	pthread_mutex_destroy(&r->mu);
 	if (r->own_thread)
 		dlock__loop_destroy(&r->own_loop);
