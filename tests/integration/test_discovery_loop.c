@@ -75,7 +75,9 @@ static int64_t ride(dlock_loop *loop, const outcome *o, int64_t limit_ms)
 	return gap;
 }
 
-Test(discovery_loop, a_paused_sentinel_never_blocks_the_callers_loop)
+/* An acquire on the caller's loop while the only sentinel (asking for
+ * `password` when not NULL) is paused. */
+static void acquire_with_the_sentinel_paused(rh_server *s, const char *password)
 {
 	dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_loop *loop = NULL;
@@ -84,23 +86,24 @@ Test(discovery_loop, a_paused_sentinel_never_blocks_the_callers_loop)
 	char uri[128], where[64];
 	int64_t t0, gap, begun;
 
-	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d/" MASTER, rh_server_port(sent));
-	snprintf(where, sizeof where, "sentinel 127.0.0.1:%d", rh_server_port(sent));
+	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d/" MASTER, rh_server_port(s));
+	snprintf(where, sizeof where, "sentinel 127.0.0.1:%d", rh_server_port(s));
 	dl_pass(dlock_loop_new(&loop, NULL));
 	opts.loop = loop;
 	opts.lazy_connect = 1;
 	opts.connect_timeout_ms = CONNECT_MS;
 	opts.command_timeout_ms = 1000;
+	opts.sentinel_password = password;
+	cr_assert_eq(rh_server_pause(s), 0);
+	t0 = rh_now_ms();
 	dlock_client *c = dl_client_opts(uri, &opts);
 	dl_pass(dlock_lock_new(&l, c, "disco:lock", DLOCK_LOCK_PLAIN));
-	cr_assert_eq(rh_server_pause(sent), 0);
-	t0 = rh_now_ms();
 	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &o));
 	begun = rh_now_ms() - t0;
 	gap = ride(loop, &o, 3 * CONNECT_MS);
-	rh_server_resume(sent);
+	rh_server_resume(s);
 	cr_assert_eq(o.calls, 1, "the acquire did not end within %d ms", 3 * CONNECT_MS);
-	cr_assert_lt(begun, CONNECT_MS / 3, "starting the acquire took %lld ms",
+	cr_assert_lt(begun, CONNECT_MS / 3, "opening the client and starting the acquire took %lld ms",
 			(long long)begun);
 	cr_assert_lt(gap, CONNECT_MS / 3,
 			"the caller's loop stopped for %lld ms while the sentinel was asked",
@@ -110,4 +113,21 @@ Test(discovery_loop, a_paused_sentinel_never_blocks_the_callers_loop)
 	dlock_lock_free(l);
 	dl_pass(dlock_client_close(c));
 	dl_pass(dlock_loop_free(loop));
+}
+
+Test(discovery_loop, a_paused_sentinel_never_blocks_the_callers_loop)
+{
+	acquire_with_the_sentinel_paused(sent, NULL);
+}
+
+/* With a password the sentinel's handshake (AUTH) goes with the question:
+ * its answer is awaited on the loop too. */
+Test(discovery_loop, a_paused_sentinel_asking_a_password_never_blocks_the_callers_loop)
+{
+	/* A sentinel's clients authenticate as its ACL's default user. */
+	redisReply *r = rh_command(sent, "ACL SETUSER default on >sesame");
+
+	cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS, "the sentinel took no password");
+	freeReplyObject(r);
+	acquire_with_the_sentinel_paused(sent, "sesame");
 }
