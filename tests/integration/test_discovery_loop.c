@@ -13,6 +13,7 @@
 #include <dlock.h>
 
 #include "redis_harness.h"
+#include "rh_cluster.h"
 #include "support.h"
 
 #define MASTER "disco"
@@ -130,4 +131,61 @@ Test(discovery_loop, a_paused_sentinel_asking_a_password_never_blocks_the_caller
 	cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS, "the sentinel took no password");
 	freeReplyObject(r);
 	acquire_with_the_sentinel_paused(sent, "sesame");
+}
+
+/*
+ * The same for a cluster client whose slot map must be read again (a
+ * command timed out: a primary may have failed over) while its nodes are
+ * paused: the reading is an operation on the loop, and the acquire routes
+ * by the map it knows meanwhile.
+ */
+static rh_cluster *cluster;
+
+static void cluster_up(void)
+{
+	cr_assert_not_null(cluster = rh_cluster_start(3, 0, NULL));
+}
+
+static void cluster_down(void)
+{
+	rh_cluster_free(cluster);
+}
+
+TestSuite(discovery_cluster, .init = cluster_up, .fini = cluster_down, .timeout = 90);
+
+#define CLUSTER_CONNECT_MS 6000
+
+Test(discovery_cluster, a_suspect_slot_map_is_read_again_off_the_callers_loop)
+{
+	dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
+	dlock_loop *loop = NULL;
+	dlock_lock *l = NULL;
+	outcome first = { 0 }, second = { 0 };
+	int64_t gap;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	opts.loop = loop;
+	opts.connect_timeout_ms = CLUSTER_CONNECT_MS;
+	opts.command_timeout_ms = 500;
+	dlock_client *c = dl_client_opts(rh_cluster_seed_uri(cluster), &opts); /* reads the map */
+	dl_pass(dlock_lock_new(&l, c, "disco:cluster", DLOCK_LOCK_PLAIN));
+	for (int i = 0; i < rh_cluster_size(cluster); i++)
+		cr_assert_eq(rh_server_pause(rh_cluster_server(cluster, i)), 0);
+	/* It times out: the map is suspect from now on. */
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &first));
+	ride(loop, &first, 3 * CLUSTER_CONNECT_MS);
+	cr_assert_eq(first.calls, 1, "the first acquire did not end");
+	dl_sleep_ms(150); /* a suspect map is read again at most every 100 ms */
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &second));
+	gap = ride(loop, &second, 3 * CLUSTER_CONNECT_MS);
+	for (int i = 0; i < rh_cluster_size(cluster); i++)
+		rh_server_resume(rh_cluster_server(cluster, i));
+	cr_assert_eq(second.calls, 1, "the second acquire did not end");
+	cr_assert_neq(second.code, 0, "acquired on a paused cluster");
+	cr_assert_lt(gap, CLUSTER_CONNECT_MS / 3,
+			"the caller's loop stopped for %lld ms while the slot map was read",
+			(long long)gap);
+	dlock_lock_free(l);
+	dl_pass(dlock_client_close(c));
+	dl_pass(dlock_loop_free(loop));
 }

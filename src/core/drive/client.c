@@ -102,10 +102,27 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 
 static int open_member(void *self, dlock_client **out, const char *host, int port, int sharded);
 
+/* A cluster root's loop: its reactor's (NULL before it starts, after it stops). */
+static dlock__loop *root_loop(void *self)
+{
+	dlock_client *c = self;
+
+	return c->reactor != NULL ? dlock__reactor_loop(c->reactor) : NULL;
+}
+
+/* The reactor stops (its loop still there): what ran on that loop ends. */
+static void stop_on_loop(void *arg, int forked)
+{
+	dlock_client *c = arg;
+
+	dlock__holder_stop(c, forked);
+	dlock__cluster_stop_reading(c->node.cluster, forked);
+}
+
 /* A redis+cluster:// root: its cluster opens and closes members through it. */
 static int open_cluster(dlock_client *c, dlock__uri *u)
 {
-	dlock__cluster_host host = { &c->node, open_member, free_client, c };
+	dlock__cluster_host host = { &c->node, open_member, free_client, root_loop, c };
 
 	return dlock__cluster_new(&c->node.cluster, u, &host);
 }
@@ -195,7 +212,7 @@ static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_opt
 	if (rc == 0 && c->opts.loop != NULL)
 		c->opts.loop->clients++;
 	if (rc == 0)
-		dlock__reactor_set_flush(c->reactor, flush_idle, dlock__holder_stop, c);
+		dlock__reactor_set_flush(c->reactor, flush_idle, stop_on_loop, c);
 	if (rc == 0 && !opts->lazy_connect)
 		rc = connect_now(c);
 	if (rc < 0) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A Redis Cluster behind one client: the slot map, the members, redirects (see cluster.h). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,77 @@ struct dlock__cluster {
 	int sharded;          /* sharded pub/sub: 1 yes, 0 no, -1 not known yet */
 	member *members;
 	size_t n_members, cap_members;
+	int bg_posted; /* a background reading is asked for or under way */
+	/* The background reading (core/topology/cluster_refresh.c), on the
+	 * root's loop: touched on that loop's thread only. */
+	dlock__loop *bg_loop;
+	dlock__map_read *bg;
+	dlock__task bg_start, bg_over;
 };
+
+#define OF(p, field) ((dlock__cluster *)((char *)(p) - offsetof(dlock__cluster, field)))
+
+/* On the root's loop: begin reading the map. */
+static void bg_start(dlock__task *t)
+{
+	dlock__cluster *cl = OF(t, bg_start);
+
+	if (cl->bg == NULL &&
+			dlock__cluster_read_start(cl, cl->bg_loop, &cl->bg_over,
+					dlock__deadline_in(cl->host.root->connect_timeout_ms),
+					&cl->bg) == 0)
+		return;
+	dlock__mutex_lock(&cl->mu);
+	cl->bg_posted = cl->bg != NULL;
+	dlock__mutex_unlock(&cl->mu);
+}
+
+/* Its end: the map is installed already; a failure leaves it suspect. */
+static void bg_over(dlock__task *t)
+{
+	dlock__cluster *cl = OF(t, bg_over);
+
+	if (cl->bg == NULL || !dlock__cluster_read_over(cl->bg))
+		return;
+	(void)dlock__cluster_read_take(cl->bg);
+	cl->bg = NULL;
+	dlock__mutex_lock(&cl->mu);
+	cl->bg_posted = 0;
+	dlock__mutex_unlock(&cl->mu);
+}
+
+void dlock__cluster_stop_reading(dlock__cluster *cl, int forked)
+{
+	if (cl == NULL || cl->bg_loop == NULL)
+		return;
+	if (forked) {
+		dlock__cluster_read_forget(cl->bg);
+	} else {
+		dlock__loop_unpost(cl->bg_loop, &cl->bg_start);
+		dlock__loop_unpost(cl->bg_loop, &cl->bg_over);
+		dlock__cluster_read_drop(cl->bg);
+	}
+	cl->bg = NULL;
+	cl->bg_loop = NULL;
+}
+
+/* Ask for a background reading (cl->mu held): 1 asked (or under way), 0
+ * when there is no loop to read on. */
+static int read_in_background(dlock__cluster *cl)
+{
+	dlock__loop *loop;
+
+	if (cl->bg_posted)
+		return 1;
+	loop = cl->host.loop_of != NULL ? cl->host.loop_of(cl->host.self) : NULL;
+	if (loop == NULL || (cl->bg_loop != NULL && cl->bg_loop != loop))
+		return 0;
+	cl->bg_loop = loop;
+	cl->bg_posted = 1;
+	cl->refreshed_at = dlock__now_ms();
+	dlock__loop_post(loop, &cl->bg_start);
+	return 1;
+}
 
 int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster_host *host)
 {
@@ -53,6 +124,8 @@ int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster
 		abort();
 	cl->host = *host;
 	cl->sharded = -1;
+	dlock__task_init(&cl->bg_start, bg_start);
+	dlock__task_init(&cl->bg_over, bg_over);
 	cl->n_seeds = u->n_hosts;
 	cl->seed_hosts = u->hosts;
 	cl->seed_ports = u->ports;
@@ -175,7 +248,7 @@ int dlock__cluster_route(dlock__cluster *cl, const char *key, size_t len, dlock_
 
 	*out = NULL;
 	dlock__mutex_lock(&cl->mu);
-	if (must_refresh(cl, slot)) {
+	if (must_refresh(cl, slot) && (cl->map == NULL || !read_in_background(cl))) {
 		dlock__mutex_unlock(&cl->mu);
 		rc = dlock__cluster_refresh(
 				cl, dlock__deadline_in(cl->host.root->connect_timeout_ms));

@@ -199,6 +199,16 @@ void dlock__cluster_read_drop(dlock__map_read *r)
 	dlock__free(r);
 }
 
+void dlock__cluster_read_forget(dlock__map_read *r)
+{
+	if (r == NULL)
+		return;
+	dlock__conn_close(r->x.c); /* a forked child's copy: its loop is the parent's */
+	dlock__tls_ctx_free(r->node.tls);
+	dlock__slotmap_free(r->map);
+	dlock__free(r);
+}
+
 int dlock__cluster_read_take(dlock__map_read *r)
 {
 	int rc = r->rc;
