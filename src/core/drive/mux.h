@@ -20,9 +20,11 @@
  * name is looked up without waiting on a run begun on a loop (its group
  * has no socket until the lookup's end advances the run), and so are a
  * Sentinel-managed node's sentinels asked (core/topology/sentinel_ask.c).
- * Not yet a step of its own, and so still able to block in begin: a
- * cluster whose slot map is unknown or suspect (routing drives the map's
- * reading, core/topology/cluster_refresh.c, to its end).
+ * A cluster's suspect slot map is read again on the root's loop while
+ * routing goes by the one known. Not yet a step of its own, and so still
+ * able to block in begin: a cluster client with no map at all (a lazy
+ * one's first command drives the reading, core/topology/cluster_refresh.c,
+ * to its end).
  */
 #ifndef DLOCK_CORE_MUX_H
 #define DLOCK_CORE_MUX_H
