@@ -195,10 +195,10 @@ short dlock__conn_events(const dlock__conn *c);
 int dlock__conn_buffered(const dlock__conn *c);
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
 
-/* Send a command (and whatever was deferred) whole, before deadline.
- * `what` names it in messages. Deadline 0 (for multiplexing): send what the
- * socket takes now and keep the rest queued (c->out_len) for
- * dlock__conn_push() once the socket is writable. */
+/* Send a command (and whatever was deferred): what the socket takes now,
+ * the rest kept queued (c->out_len) for dlock__conn_push() once the socket
+ * is writable - nothing waits. `what` names it in messages; `deadline`
+ * must be DLOCK__NO_WAIT. */
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
 		const char *what, int64_t deadline);
 
