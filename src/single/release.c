@@ -71,8 +71,7 @@ int dlock__release_prepare(dlock_lock *l, const char *owner, dlock__release *r)
 	r->repeat[1] = '\0';
 
 #define ARG(p, len) dlock__call_push(&r->call, (p), (len))
-	r->call.script = release_script(l);
-	r->call.argc = 0;
+	dlock__call_begin(&r->call, release_script(l)); /* r may be on a caller's stack */
 	ARG(l->name, l->name_len);
 	if (fair) {
 		ARG(l->queue, l->queue_len);

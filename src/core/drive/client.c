@@ -13,6 +13,7 @@
 #include "core/net/tls.h"
 #include "core/drive/debts.h"
 #include "core/drive/holder.h"
+#include "core/drive/mux.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/topology/cluster.h"
@@ -110,10 +111,27 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 
 static int open_member(void *self, dlock_client **out, const char *host, int port, int sharded);
 
+/* A cluster root's loop: its reactor's (NULL before it starts, after it stops). */
+static dlock__loop *root_loop(void *self)
+{
+	dlock_client *c = self;
+
+	return c->reactor != NULL ? dlock__reactor_loop(c->reactor) : NULL;
+}
+
+/* The reactor stops (its loop still there): what ran on that loop ends. */
+static void stop_on_loop(void *arg, int forked)
+{
+	dlock_client *c = arg;
+
+	dlock__holder_stop(c, forked);
+	dlock__cluster_stop_reading(c->node.cluster, forked);
+}
+
 /* A redis+cluster:// root: its cluster opens and closes members through it. */
 static int open_cluster(dlock_client *c, dlock__uri *u)
 {
-	dlock__cluster_host host = { &c->node, open_member, free_client, c };
+	dlock__cluster_host host = { &c->node, open_member, free_client, root_loop, c };
 
 	return dlock__cluster_new(&c->node.cluster, u, &host);
 }
@@ -165,15 +183,17 @@ static int connect_now(dlock_client *c)
 	if (c->node.cluster != NULL) /* reading the slot map connects and authenticates */
 		return dlock__cluster_refresh(
 				c->node.cluster, dlock__deadline_in(c->opts.connect_timeout_ms));
+	/* The connect (its failures told as a connect's: a TLS handshake that
+	 * stalls on a plain port, ...), then the PING over it: both operations
+	 * driven on the loop this call borrows. */
 	rc = dlock__client_conn_get(c, &conn, dlock__deadline_in(c->opts.connect_timeout_ms));
 	if (rc < 0)
 		return rc;
-	rc = dlock__conn_command(conn, &r, 1, &ping, &len, "PING",
-			dlock__deadline_in(c->opts.connect_timeout_ms));
-	if (rc == 0 && (rc = dlock__reply_check(&c->node, r, "PING")) < 0)
-		conn->broken = 1;
-	freeReplyObject(r);
 	dlock__client_conn_put(c, conn);
+	rc = dlock__client_ask(c, 1, &ping, &len, &r);
+	if (rc == 0)
+		rc = dlock__reply_check(&c->node, r, "PING");
+	freeReplyObject(r);
 	return rc;
 }
 
@@ -203,7 +223,7 @@ static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_opt
 	if (rc == 0 && c->opts.loop != NULL)
 		c->opts.loop->clients++;
 	if (rc == 0)
-		dlock__reactor_set_flush(c->reactor, flush_idle, dlock__holder_stop, c);
+		dlock__reactor_set_flush(c->reactor, flush_idle, stop_on_loop, c);
 	if (rc == 0 && !opts->lazy_connect)
 		rc = connect_now(c);
 	if (rc < 0) {
@@ -359,86 +379,27 @@ void dlock__client_send_undo(dlock__conn *conn, const dlock__call *u)
 	dlock__conn_send_owed(conn, argc, argv, lens);
 }
 
-/* Run a command (call NULL) or a script call once or, with retry, twice. */
-static int run(dlock_client *c, const dlock__call *call, int argc, const char **argv,
-		const size_t *lens, int retry, const dlock__call *undo, redisReply **out);
-
-/* A command for a cluster's member (dlock__cluster_exec). */
-typedef struct routed {
-	const dlock__call *call, *undo;
-	int argc, retry;
-	const char **argv;
-	const size_t *lens;
-} routed;
-
-static int run_routed(dlock_client *member, void *arg, redisReply **out)
-{
-	routed *x = arg;
-
-	return run(member, x->call, x->argc, x->argv, x->lens, x->retry, x->undo, out);
-}
-
-/* On a cluster, run at the member that serves the command's first key. */
-static int run_in_cluster(dlock_client *c, const dlock__call *call, int argc, const char **argv,
-		const size_t *lens, int retry, const dlock__call *undo, redisReply **out)
-{
-	routed x = { call, undo, argc, retry, argv, lens };
-	const char *key = call != NULL ? call->argv[0] : argv[1];
-	size_t len = call != NULL ? call->lens[0] : lens[1];
-
-	if ((call != NULL && call->nkeys < 1) || (call == NULL && argc < 2))
-		return dlock__seterr(DLOCK_EINVAL, "%s: a command without a key has no slot",
-				c->node.label);
-	return dlock__cluster_exec(c->node.cluster, key, len, run_routed, &x, out);
-}
-
-static int run(dlock_client *c, const dlock__call *call, int argc, const char **argv,
-		const size_t *lens, int retry, const dlock__call *undo, redisReply **out)
-{
-	int attempt, rc = 0;
-
-	*out = NULL;
-	if (c->node.cluster != NULL)
-		return run_in_cluster(c, call, argc, argv, lens, retry, undo, out);
-	for (attempt = 0; attempt < 2; attempt++) {
-		dlock__conn *conn = NULL;
-		int64_t deadline, t0;
-
-		rc = dlock__client_conn_get(
-				c, &conn, dlock__deadline_in(c->opts.command_timeout_ms));
-		if (rc < 0) {
-			dlock__stat_command(c, rc, NULL, 0);
-			return rc;
-		}
-		t0 = dlock__now_us();
-		deadline = t0 / 1000 + c->opts.command_timeout_ms; /* at most a day: no overflow */
-		if (call != NULL)
-			rc = dlock__script_run(conn, call->script, call->nkeys, call->argv,
-					call->lens, call->argc - call->nkeys,
-					call->argv + call->nkeys, call->lens + call->nkeys, out,
-					deadline);
-		else
-			rc = dlock__conn_command(conn, out, argc, argv, lens, argv[0], deadline);
-		dlock__stat_command(c, rc, *out, rc == 0 ? dlock__now_us() - t0 : 0);
-		if (rc == DLOCK_ETIMEDOUT && undo != NULL && !conn->broken && conn->owed > 0)
-			dlock__client_send_undo(conn, undo);
-		dlock__client_conn_put(c, conn);
-		if (rc != DLOCK_ECONN || !retry)
-			break;
-	}
-	return rc;
-}
-
-int dlock__client_run(dlock_client *c, int argc, const char **argv, const size_t *lens, int retry,
+int dlock__client_ask(dlock_client *c, int argc, const char **argv, const size_t *lens,
 		redisReply **out)
 {
-	return run(c, NULL, argc, argv, lens, retry, NULL, out);
-}
+	dlock__mux_op op;
+	int rc;
 
-int dlock__client_run_call(dlock_client *c, const dlock__call *call, int retry,
-		const dlock__call *undo, redisReply **out)
-{
-	return run(c, call, 0, NULL, NULL, retry, undo, out);
+	*out = NULL;
+	memset(&op, 0, sizeof(op));
+	op.client = c;
+	op.argv = argv;
+	op.lens = lens;
+	op.argc = argc;
+	rc = dlock__mux_run(&op, 1, NULL, NULL);
+	if (rc == 0 && op.rc < 0)
+		rc = dlock__seterr(op.rc, "%s", op.errmsg);
+	if (rc == 0) {
+		*out = op.reply;
+		op.reply = NULL;
+	}
+	dlock__mux_clear(&op, 1);
+	return rc;
 }
 
 dlock_client *dlock__client_for_key(dlock_client *c, const char *key, size_t len)

@@ -116,24 +116,14 @@ int dlock__client_run_id(dlock_client *client, char out[41]);
 void dlock__client_note_run_id(dlock_client *client, const dlock__conn *conn);
 
 /*
- * Run a command on a pooled connection before the command timeout. When
- * `retry` is set and the connection turns out dead (dropped while idle,
- * server restarted: DLOCK_ECONN), it runs once more on a fresh connection;
- * set it only for commands whose repetition is harmless.
- * *out may be an error reply: check it with dlock__reply_check().
+ * One command on the client (a cluster root: at the member serving its
+ * first key), as a run on the loop this call borrows driven to its end
+ * (core/drive/mux.h): the connect, the handshake and the command are steps
+ * of that loop. 0 with *out its reply (may be an error reply: check it with
+ * dlock__reply_check()), or the failure with its message.
  */
-int dlock__client_run(dlock_client *client, int argc, const char **argv, const size_t *lens,
-		int retry, redisReply **out);
-
-/*
- * The same for a script call. `undo` (may be NULL) takes back what the call
- * may have done: when the call times out (the connection is kept, owing its
- * reply: the server may still run it when it wakes up), the undo is queued
- * right behind it on the same connection, so the server runs it just after
- * the call - or neither, if the call never arrived (see core/net/owed.h).
- */
-int dlock__client_run_call(dlock_client *client, const dlock__call *call, int retry,
-		const dlock__call *undo, redisReply **out);
+int dlock__client_ask(dlock_client *client, int argc, const char **argv, const size_t *lens,
+		redisReply **out);
 
 /* Queue the undo behind a call given up on conn (sent as EVAL, its reply owed). */
 void dlock__client_send_undo(dlock__conn *conn, const dlock__call *undo);
@@ -145,7 +135,7 @@ void dlock__client_send_undo(dlock__conn *conn, const dlock__call *undo);
  */
 dlock_client *dlock__client_for_key(dlock_client *c, const char *key, size_t len);
 
-/* A reply c's member gave outside dlock__client_run (a batch): a cluster's
+/* A reply c's member gave outside a cmd op (a batch): a cluster's
  * map follows its MOVED; an unreachable member makes the map suspect. */
 void dlock__client_note_reply(dlock_client *c, int rc, const redisReply *r);
 

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A client's debts: see debts.h, and owed.h for the whole protocol. */
-#include <poll.h>
-
 #include "dlock/errors.h"
 #include "core/base/error.h"
-#include "core/base/sys.h"
 #include "core/base/time.h"
 #include "core/drive/client.h"
 #include "core/drive/debts.h"
@@ -29,14 +26,8 @@ int dlock__client_owes(dlock_client *c, const char *key, size_t len, int64_t dea
 		return 0; /* no member now: the acquire finds out why */
 	if (atomic_load(&c->node.owed) == 0)
 		return 0;
+	(void)deadline; /* never waited on: a wait is the acquire's, on its loop */
 	dlock__client_drain(c);
-	/* A server that just woke up answers within moments: look again
-	 * until the deadline (a short nap each time, the replies may be on
-	 * connections other threads hold). */
-	while (atomic_load(&c->node.owed) > 0 && dlock__now_ms() < deadline) {
-		dlock__sys_get()->poll(NULL, 0, 1);
-		dlock__client_drain(c);
-	}
 	if (atomic_load(&c->node.owed) == 0)
 		return 0;
 	dlock__reactor_flush_at(c->reactor, dlock__now_ms() + DLOCK__OWED_POLL_MS);

@@ -28,8 +28,10 @@ int64_t dlock__owed_bound_ms(const dlock_client *client);
 void dlock__client_drain(dlock_client *client);
 
 /*
- * Step 3: 0 when the server owes nothing, or once the replies came before
- * `deadline` (0: do not wait); otherwise DLOCK_ETIMEDOUT with a message.
+ * Step 3: 0 when the server owes nothing (its idle connections' replies
+ * read now), otherwise DLOCK_ETIMEDOUT with a message; it never waits
+ * (`deadline` is unused: an acquire waits for the replies on its loop,
+ * trying again as its wait goes on).
  * `key` is the lock's: in a cluster, the member serving it is asked.
  */
 int dlock__client_owes(dlock_client *client, const char *key, size_t len, int64_t deadline);

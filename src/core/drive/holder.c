@@ -285,7 +285,7 @@ void dlock__holder_free(dlock_client *c)
 		argv[0] = "DEL";
 		argv[1] = h->key;
 		lens[1] = h->key_len;
-		if (dlock__client_run(c, 2, argv, lens, 0, &r) == 0)
+		if (dlock__client_ask(c, 2, argv, lens, &r) == 0)
 			freeReplyObject(r); /* an error reply (an ACL): it expires by its TTL */
 	}
 	holder_release(h);

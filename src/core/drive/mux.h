@@ -20,10 +20,13 @@
  * dlock__mux_run() drives it on the loop a blocking call borrows
  * (core/drive/mux_loop.c): there is no other way of waiting. A host
  * name is looked up without waiting on a run begun on a loop (its group
- * has no socket until the lookup's end advances the run). Not yet steps of
- * their own, and so still able to block in begin or in a reconnect: a
- * Sentinel-managed node whose primary is unknown or suspect (the sentinels
- * are asked), and a cluster whose slot map is unknown or suspect (it is read).
+ * has no socket until the lookup's end advances the run), and so are a
+ * Sentinel-managed node's sentinels asked (core/topology/sentinel_ask.c).
+ * A cluster's suspect slot map is read again on the root's loop while
+ * routing goes by the one known. Not yet a step of its own, and so still
+ * able to block in begin: a cluster client with no map at all (a lazy
+ * one's first command drives the reading, core/topology/cluster_refresh.c,
+ * to its end).
  */
 #ifndef DLOCK_CORE_MUX_H
 #define DLOCK_CORE_MUX_H

@@ -53,10 +53,11 @@ short dlock__mux_group_events(const dlock__mux_group *g);
  * starts connecting (finished by dlock__mux_group_ready). */
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
 
-/* The group's connection looks up its host name (no socket yet). */
+/* The group's connection looks up its host name, or asks the sentinels
+ * for its address (no socket yet). */
 static inline int dlock__mux_group_looking_up(const dlock__mux_group *g)
 {
-	return g->conn != NULL && g->conn->lookup != NULL;
+	return g->conn != NULL && dlock__conn_looking_up(g->conn);
 }
 
 /* The group's socket is ready (or its lookup over): go on connecting, or

@@ -92,13 +92,19 @@ static void tend(dlock__reactor *r)
 	dlock__mutex_unlock(&r->mu);
 	if (r->stopping)
 		return;
-	watch_due = dlock__watch_tend(&r->watch);
+	watch_due = dlock__watch_tend(&r->watch, r->loop);
 	if (watch_due < until)
 		until = watch_due;
 	if (r->conn != NULL && dlock__conn_buffered(r->conn))
 		until = 0; /* TLS has messages the socket no longer shows */
 	dlock__reactor_watch_fds(r);
 	dlock__timer_set(r->loop, &r->timer, until);
+}
+
+/* The Sentinel watch subscribed, or failed to: tend it again. */
+static void watch_changed(void *arg)
+{
+	dlock__reactor_wake(arg);
 }
 
 static void tend_task(dlock__task *t)
@@ -140,7 +146,7 @@ int dlock__reactor_start(dlock__reactor **out, const dlock__node *node, dlock__l
 	if (r == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "%s: out of memory", node->label);
 	r->node = node;
-	dlock__watch_init(&r->watch, node->sentinel);
+	dlock__watch_init(&r->watch, node->sentinel, watch_changed, r);
 	r->job_due = DLOCK__NEVER;
 	r->flush_due = DLOCK__NEVER;
 	r->conn_io.slot = r->watch_io.slot = (size_t)-1;
@@ -204,7 +210,7 @@ void dlock__reactor_stop(dlock__reactor *r, int forked)
 	}
 	dlock__conn_close(r->conn);
 	r->conn = NULL;
-	dlock__watch_close(&r->watch);
+	dlock__watch_close(&r->watch, forked);
 	if (self) {
 		r->self_stopped = 1;
 		pthread_detach(r->thread);

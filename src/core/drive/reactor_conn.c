@@ -5,6 +5,7 @@
  * again after a pause, or at once where the Sentinel watch announces a new
  * primary.
  */
+#include <poll.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -55,8 +56,8 @@ static int send_channels(
 {
 	names[0] = cmd;
 	lens[0] = strlen(cmd);
-	return dlock__conn_send(r->conn, n + 1, names, lens, cmd,
-			dlock__deadline_in(r->node->command_timeout_ms));
+	/* What the socket does not take now goes out on POLLOUT (conn_ready). */
+	return dlock__conn_send(r->conn, n + 1, names, lens, cmd, DLOCK__NO_WAIT);
 }
 
 /* Bring the server's subscriptions in line with what local waiters want.
@@ -152,8 +153,7 @@ static void connect_step(dlock__reactor *r)
 					dlock__io_start(r->loop, &r->conn_io, c->fd,
 							dlock__conn_events(c), conn_ready) < 0) ||
 			(!c->connecting &&
-					dlock__conn_send_handshake(c,
-							dlock__deadline_in(r->node->command_timeout_ms)) < 0))
+					dlock__conn_send_handshake(c, DLOCK__NO_WAIT) < 0))
 		dlock__reactor_drop(r);
 }
 
@@ -168,6 +168,8 @@ static void conn_ready(dlock__io *io, short revents)
 		return;
 	if (r->conn->connecting)
 		connect_step(r);
+	else if (r->conn->out_len > 0 && dlock__conn_push(r->conn, "pub/sub") < 0)
+		dlock__reactor_drop(r);
 	else
 		dlock__reactor_read_messages(r);
 	dlock__reactor_wake(r); /* subscribe, or hand out what the messages asked for */
@@ -177,7 +179,7 @@ void dlock__reactor_lookup_over(dlock__task *t)
 {
 	dlock__reactor *r = (dlock__reactor *)((char *)t - offsetof(dlock__reactor, lookup_task));
 
-	if (r->conn == NULL || r->conn->lookup == NULL)
+	if (r->conn == NULL || !dlock__conn_looking_up(r->conn))
 		return; /* dropped meanwhile */
 	connect_step(r);
 	dlock__reactor_wake(r);
@@ -208,7 +210,7 @@ static void start_connect(dlock__reactor *r)
 	}
 	r->conn = c;
 	r->connect_deadline = dlock__deadline_in(r->node->connect_timeout_ms);
-	if (!c->connecting && dlock__conn_send_handshake(c, r->connect_deadline) < 0)
+	if (!c->connecting && dlock__conn_send_handshake(c, DLOCK__NO_WAIT) < 0)
 		dlock__reactor_drop(r);
 	else
 		dlock__reactor_wake(r);
@@ -221,7 +223,9 @@ void dlock__reactor_watch_fds(dlock__reactor *r)
 	int fd;
 
 	if (r->conn != NULL && dlock__io_active(&r->conn_io))
-		dlock__io_set(r->loop, &r->conn_io, dlock__conn_events(r->conn));
+		dlock__io_set(r->loop, &r->conn_io,
+				dlock__conn_events(r->conn) |
+						(r->conn->out_len > 0 && !r->conn->connecting ? POLLOUT : 0));
 	fd = dlock__watch_fd(&r->watch, &events);
 	if (dlock__io_active(&r->watch_io) && r->watch_io.fd != fd)
 		dlock__io_stop(r->loop, &r->watch_io);

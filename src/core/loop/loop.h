@@ -152,14 +152,6 @@ dlock__loop *dlock__thread_loop(void);
 dlock__loop *dlock__loop_borrow(dlock__loop *spare);
 void dlock__loop_give_back(dlock__loop *l, dlock__loop *spare);
 
-/*
- * Wait until fd is ready for `events` (POLLIN/POLLOUT) or `deadline`
- * (monotonic ms) passes, on the loop a blocking call borrows: the one
- * descriptor wait of a blocking step (a connect, a command's reply). 1
- * ready, 0 the deadline passed, or DLOCK_ESYS/DLOCK_ENOMEM (message set).
- */
-int dlock__loop_wait_fd(int fd, short events, int64_t deadline);
-
 /* Other threads may post to it from now on: make its wake-up descriptor
  * (a thread's loop has none until it waits). 0, DLOCK_ESYS, DLOCK_ENOMEM. */
 int dlock__loop_wakeable(dlock__loop *l);

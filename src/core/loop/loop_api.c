@@ -15,6 +15,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/base/sys.h"
 #include "core/loop/loop.h"
 #include "core/base/time.h"
 
@@ -223,6 +224,21 @@ int dlock_loop_pending(size_t *out, const dlock_loop *l)
 	return 0;
 }
 
+/* The wait is the seam's poll on the epoll descriptor (the one descriptor
+ * wait of the library); epoll_wait then only collects, never waits. */
+static int wait_epoll(dlock_loop *l, struct epoll_event *ev, int max, int wait)
+{
+	struct pollfd p = { .fd = l->epfd, .events = POLLIN };
+
+	if (wait != 0) {
+		int n = dlock__sys_get()->poll(&p, 1, wait);
+
+		if (n <= 0)
+			return n;
+	}
+	return epoll_wait(l->epfd, ev, max, 0);
+}
+
 int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 {
 	struct epoll_event ev[64];
@@ -240,7 +256,7 @@ int dlock_loop_run(dlock_loop *l, int64_t timeout_ms)
 	wait = timeout_ms < 0 ? -1 : (int)(timeout_ms > INT32_MAX ? INT32_MAX : timeout_ms);
 	if (due != DLOCK__NEVER && (wait < 0 || dlock__ms_until(due) < wait))
 		wait = dlock__ms_until(due);
-	n = epoll_wait(l->epfd, ev, 64, wait);
+	n = wait_epoll(l, ev, 64, wait);
 	if (n < 0 && errno != EINTR)
 		return leave(l, loop_failed(l, dlock__seterr(DLOCK_ESYS, "loop: epoll_wait: %s",
 				strerror(errno))));

@@ -102,18 +102,6 @@ int dlock__conn_buffered(const dlock__conn *c)
 	return c->tls != NULL && c->tls_ops->pending(c);
 }
 
-/* A blocking step's wait: a turn of the loop (core/loop/loop.h). */
-static int wait_fd(dlock__conn *c, short events, const char *what, int64_t deadline)
-{
-	int rc = dlock__loop_wait_fd(c->fd, events, deadline);
-
-	if (rc > 0)
-		return 0;
-	if (rc == 0)
-		return dlock__conn_fail(c, DLOCK_ETIMEDOUT, what, "no answer before the deadline");
-	return dlock__conn_fail(c, DLOCK_ECONN, what, dlock__errmsg_thread());
-}
-
 void dlock__conn_give_up(dlock__conn *c, int replies)
 {
 	dlock__node_suspect(c->node); /* a paused primary may be replaced */
@@ -129,6 +117,8 @@ void dlock__conn_close(dlock__conn *c)
 	if (c == NULL)
 		return;
 	dlock__resolve_drop(c->lookup); /* nothing posted after this */
+	if (c->finding != NULL)
+		c->node->finder.drop(c->finding); /* nor after this */
 	if (c->owed > 0) /* a closed connection's debts die with it */
 		atomic_fetch_sub((_Atomic int *)&c->node->owed, c->owed);
 	if (c->tls != NULL)
@@ -140,10 +130,11 @@ void dlock__conn_close(dlock__conn *c)
 	dlock__free(c);
 }
 
-/* Send buf[*done..len) whole before deadline; deadline 0: only what the
- * socket takes now. *done counts what went out, even on failure. */
+/* Send of buf[*done..len) what the socket takes now (nothing waits: the
+ * caller's loop says when it takes more). *done counts what went out, even
+ * on failure. */
 static int send_all(dlock__conn *c, const char *buf, size_t len, size_t *done,
-		const char *what, int64_t deadline)
+		const char *what)
 {
 	while (*done < len) {
 		ssize_t n = io_write(c, buf + *done, len - *done);
@@ -152,10 +143,7 @@ static int send_all(dlock__conn *c, const char *buf, size_t len, size_t *done,
 			*done += (size_t)n;
 			atomic_fetch_add_explicit((_Atomic uint64_t *)&c->node->writes, 1, memory_order_relaxed);
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int rc = deadline == 0 ? 0 : wait_fd(c, c->want, what, deadline);
-
-			if (rc < 0 || deadline == 0)
-				return rc;
+			return 0; /* the rest goes out when the loop says the socket is writable */
 		} else if (n < 0 && errno == EINTR) {
 			continue;
 		} else {
@@ -169,10 +157,10 @@ static int send_all(dlock__conn *c, const char *buf, size_t len, size_t *done,
 }
 
 /* Send the output buffer (see send_all); what did not go out stays queued. */
-static int send_out(dlock__conn *c, const char *what, int64_t deadline)
+static int send_out(dlock__conn *c, const char *what)
 {
 	size_t done = 0;
-	int rc = send_all(c, c->out, c->out_len, &done, what, deadline);
+	int rc = send_all(c, c->out, c->out_len, &done, what);
 
 	memmove(c->out, c->out + done, c->out_len - done);
 	c->out_len -= done;
@@ -239,11 +227,12 @@ int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *
 {
 	int rc;
 
+	(void)deadline; /* never waits */
 	if (c->broken)
 		return dlock__conn_fail(c, DLOCK_ECONN, what, "connection already failed");
 	if (format_command(c, argc, argv, lens) < 0)
 		return dlock__seterr_node(DLOCK_ENOMEM, c->label, "%s: out of memory", what);
-	rc = send_out(c, what, deadline);
+	rc = send_out(c, what);
 	if (rc < 0)
 		c->out_len = 0; /* broken: never sent */
 	return rc;
@@ -253,7 +242,7 @@ int dlock__conn_push(dlock__conn *c, const char *what)
 {
 	if (c->broken)
 		return dlock__conn_fail(c, DLOCK_ECONN, what, "connection already failed");
-	return send_out(c, what, 0);
+	return send_out(c, what);
 }
 
 int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens)
@@ -359,6 +348,7 @@ static int not_redis(dlock__conn *c, const char *first, size_t n)
 
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline)
 {
+	(void)deadline; /* never waits */
 	char buf[16384];
 	void *reply = NULL;
 	ssize_t first = 0; /* bytes in buf when they are the first the server sent */
@@ -416,20 +406,7 @@ int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t
 			return dlock__conn_fail(
 					c, DLOCK_ECONN, what, io_failed_why(c, n, why, sizeof why));
 		}
-		if (deadline == 0)
-			return DLOCK__AGAIN;
-		{
-			int rc = dlock__loop_wait_fd(c->fd, c->want, deadline);
-
-			if (rc < 0)
-				return dlock__conn_fail(c, DLOCK_ECONN, what, dlock__errmsg_thread());
-			if (rc == 0) {
-				/* Given up, not broken: the late reply is skipped when it comes. */
-				dlock__conn_give_up(c, 1);
-				return dlock__seterr_node(DLOCK_ETIMEDOUT, c->label,
-						"%s: no answer within the command timeout", what);
-			}
-		}
+		return DLOCK__AGAIN; /* the loop calls back when more comes */
 	}
 }
 
@@ -460,17 +437,6 @@ void dlock__conn_flush(dlock__conn *c)
 	}
 	memmove(c->out, c->out + done, c->out_len - done);
 	c->out_len -= done;
-}
-
-int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
-		const size_t *lens, const char *what, int64_t deadline)
-{
-	int rc = dlock__conn_send(c, argc, argv, lens, what, deadline);
-
-	*out = NULL;
-	if (rc < 0)
-		return rc;
-	return dlock__conn_read(c, out, what, deadline ? deadline : 1);
 }
 
 /*

@@ -24,11 +24,24 @@
  * moved. Topology fills it in (core/topology/sentinel.c), so the transport
  * needs to know nothing of sentinels.
  */
+typedef struct dlock__finding dlock__finding; /* an asking under way (topology's) */
 typedef struct dlock__finder {
 	/* The address now into host/port, and its epoch (it changes whenever
-	 * the address does), before deadline. */
+	 * the address does), before deadline: a blocking caller's drive of
+	 * `start`'s operation. */
 	int (*find)(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
 			uint64_t *epoch);
+	/* The same as an operation on `loop`: 0 with *out NULL when the
+	 * address is known now (find() gives it at once); else *out is under
+	 * way until deadline and its end posts `ready` to `loop`. Or the failure. */
+	int (*start)(void *self, dlock__loop *loop, dlock__task *ready, int64_t deadline,
+			dlock__finding **out);
+	/* Whether its end came (`ready` was posted). */
+	int (*over)(const dlock__finding *f);
+	/* Its answer, as find()'s, once over; f is freed. */
+	int (*take)(dlock__finding *f, char *host, size_t hostlen, int *port, uint64_t *epoch);
+	/* Give it up not taken: nothing is posted after this. */
+	void (*drop)(dlock__finding *f);
 	/* Something suggests the server moved: ask again before the next connect. */
 	void (*suspect)(void *self);
 	void *self;
@@ -102,6 +115,8 @@ typedef struct dlock__conn {
 	int connecting; /* a non-blocking connect (and TLS handshake) is under way */
 	struct dlock__lookup *lookup; /* connecting, its host name still being looked up
 	                (fd -1, want 0): its end posts `wake` to `wake_loop` */
+	struct dlock__finding *finding; /* connecting, a moving node's address still
+	                asked for (fd -1, want 0): its end posts `wake` to `wake_loop` */
 	dlock__loop *wake_loop;
 	dlock__task *wake;
 	int tcp_up;     /* the socket is connected (a TLS handshake may follow) */
@@ -160,14 +175,17 @@ void dlock__conn_close(dlock__conn *c);
  * without waiting; their replies are checked by the next read.
  */
 int dlock__conn_start(dlock__conn **out, const dlock__node *node);
-/* The same on a loop: a host name is looked up without waiting (c->lookup,
- * no descriptor yet); its end posts `wake` to `loop`, from where
- * dlock__conn_connected() goes on. A Sentinel-managed node's address is
- * still asked for before this returns. */
+/* The same on a loop: a host name is looked up, and a Sentinel-managed
+ * node's address asked for, without waiting (c->lookup or c->finding, no
+ * descriptor yet); the end posts `wake` to `loop`, from where
+ * dlock__conn_connected() goes on. */
 int dlock__conn_start_on(dlock__conn **out, const dlock__node *node, dlock__loop *loop,
 		dlock__task *wake);
-/* A lookup under way has its answer: dlock__conn_connected() goes on now. */
+/* A lookup (or an address asked for) under way has its answer:
+ * dlock__conn_connected() goes on now. */
 int dlock__conn_lookup_over(const dlock__conn *c);
+/* The address is still being found: no descriptor to watch yet. */
+int dlock__conn_looking_up(const dlock__conn *c);
 int dlock__conn_connected(dlock__conn *c);
 
 /* The poll events the connection waits for now. */
@@ -177,10 +195,10 @@ short dlock__conn_events(const dlock__conn *c);
 int dlock__conn_buffered(const dlock__conn *c);
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline);
 
-/* Send a command (and whatever was deferred) whole, before deadline.
- * `what` names it in messages. Deadline 0 (for multiplexing): send what the
- * socket takes now and keep the rest queued (c->out_len) for
- * dlock__conn_push() once the socket is writable. */
+/* Send a command (and whatever was deferred): what the socket takes now,
+ * the rest kept queued (c->out_len) for dlock__conn_push() once the socket
+ * is writable - nothing waits. `what` names it in messages; `deadline`
+ * must be DLOCK__NO_WAIT. */
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
 		const char *what, int64_t deadline);
 
@@ -192,12 +210,10 @@ int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *
 int dlock__conn_push(dlock__conn *c, const char *what);
 
 /*
- * Read one reply. deadline 0: only what is already on the socket, returning
- * DLOCK__AGAIN when the reply is not complete yet (for multiplexing).
- * A transport failure marks the connection broken. At the deadline the reply
- * is given up (DLOCK_ETIMEDOUT) but the connection stays usable: the late
- * reply will be skipped. A hung server is then not hit by a new connection
- * per command (its listen backlog would fill up).
+ * Read one reply, of what is already on the socket: DLOCK__AGAIN when it
+ * is not complete yet (the caller's loop calls back when more comes; no
+ * read waits). `deadline` must be 0. A transport failure marks the
+ * connection broken.
  */
 int dlock__conn_read(dlock__conn *c, redisReply **out, const char *what, int64_t deadline);
 
@@ -218,10 +234,6 @@ int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t 
 /* Send what was deferred, without waiting: what does not fit the socket now
  * stays for the next send. */
 void dlock__conn_flush(dlock__conn *c);
-
-/* Send and read one command; the reply may be an error reply (see dlock__reply_check). */
-int dlock__conn_command(dlock__conn *c, redisReply **out, int argc, const char **argv,
-		const size_t *lens, const char *what, int64_t deadline);
 
 /*
  * Map an error reply to a code and message ("node: what: <reply>"):

@@ -20,6 +20,7 @@
 #include "core/base/sys.h"
 #include "core/loop/loop.h"
 #include "core/net/conn.h"
+#include "core/net/exchange.h"
 #include "core/base/error.h"
 #include "core/net/resolve.h"
 #include "core/base/time.h"
@@ -65,16 +66,31 @@ static int connect_unix(dlock__conn *c)
 	return dlock__conn_fail(c, DLOCK_ECONN, "connect", strerror(errno));
 }
 
+/* A node that moves (Sentinel): messages name the primary it reached. */
+static void name_target(dlock__conn *c, const char *host, int port)
+{
+	snprintf(c->addr_label, sizeof(c->addr_label),
+			strchr(host, ':') ? "%.40s ([%.255s]:%d)" : "%.40s (%.255s:%d)",
+			c->node->label, host, port);
+	c->label = c->addr_label;
+}
+
+/* The sentinels are asked until a tenth of the connect timeout is left:
+ * connecting to the primary they name needs the rest, and a hung one is
+ * then reported by name, not as a connect timeout. */
+static int64_t find_by(const dlock__conn *c, int64_t deadline)
+{
+	return deadline - c->node->connect_timeout_ms / 10;
+}
+
 /* A node that moves (Sentinel): the address its finder gives, before deadline. */
 static int found_target(dlock__conn *c, int64_t deadline, char *host, size_t len, int *port)
 {
 	const dlock__finder *f = &c->node->finder;
-	int rc = f->find(f->self, deadline, host, len, port, &c->epoch);
+	int rc = f->find(f->self, find_by(c, deadline), host, len, port, &c->epoch);
 
 	if (rc == 0)
-		snprintf(c->addr_label, sizeof(c->addr_label),
-				strchr(host, ':') ? "%.40s ([%.255s]:%d)" : "%.40s (%.255s:%d)",
-				c->node->label, host, *port);
+		name_target(c, host, *port);
 	return rc;
 }
 
@@ -121,31 +137,15 @@ static int lookup_failed(dlock__conn *c, int rc, const char *why)
 			c, rc, rc == DLOCK_ETIMEDOUT ? "name lookup" : "name does not resolve", why);
 }
 
-/*
- * Find the address and start a non-blocking connect; c->connecting when it
- * is under way. On a loop (c->wake_loop set) a host name is looked up
- * without waiting: c->lookup, and no descriptor yet, until the lookup's end
- * posts c->wake there (dlock__conn_connected goes on from it).
- */
-static int connect_start(dlock__conn *c, int64_t deadline)
+/* Look host up and start a non-blocking connect. On a loop (c->wake_loop
+ * set) a host name is looked up without waiting: c->lookup, and no
+ * descriptor yet, until the lookup's end posts c->wake there. */
+static int connect_to(dlock__conn *c, const char *host, int tcp_port, int64_t deadline)
 {
 	struct addrinfo *res = NULL;
-	char found[256];
-	const char *host = c->node->host, *why = NULL;
-	int rc, tcp_port = c->node->port;
+	const char *why = NULL;
+	int rc;
 
-	if (c->node->path != NULL)
-		return connect_unix(c);
-	if (c->node->cluster != NULL) /* a bug: commands go to the cluster's members */
-		return dlock__conn_fail(c, DLOCK_EINVAL, "connect",
-				"a cluster client connects through its members only");
-	if (c->node->finder.find != NULL) {
-		rc = found_target(c, deadline, found, sizeof(found), &tcp_port);
-		if (rc < 0)
-			return rc;
-		host = found;
-		c->label = c->addr_label;
-	}
 	if (c->wake_loop != NULL)
 		rc = dlock__resolve_start(host, tcp_port, c->wake_loop, c->wake, &res, &c->lookup, &why);
 	else
@@ -160,6 +160,59 @@ static int connect_start(dlock__conn *c, int64_t deadline)
 	c->connecting = 1;
 	c->want = 0; /* nothing to watch until the name is found */
 	return 0;
+}
+
+/*
+ * Find the address and start a non-blocking connect; c->connecting when it
+ * is under way. On a loop a moving node's address is asked for without
+ * waiting: c->finding, no descriptor yet, until its end posts c->wake.
+ */
+static int connect_start(dlock__conn *c, int64_t deadline)
+{
+	const dlock__finder *f = &c->node->finder;
+	char found[256];
+	int rc, tcp_port = c->node->port;
+
+	if (c->node->path != NULL)
+		return connect_unix(c);
+	if (c->node->cluster != NULL) /* a bug: commands go to the cluster's members */
+		return dlock__conn_fail(c, DLOCK_EINVAL, "connect",
+				"a cluster client connects through its members only");
+	if (f->find == NULL)
+		return connect_to(c, c->node->host, tcp_port, deadline);
+	if (c->wake_loop != NULL && f->start != NULL) {
+		rc = f->start(f->self, c->wake_loop, c->wake, find_by(c, deadline), &c->finding);
+		if (rc < 0 || c->finding != NULL) {
+			c->connecting = c->finding != NULL;
+			c->want = 0; /* nothing to watch until the sentinels answer */
+			return rc;
+		}
+	}
+	rc = found_target(c, deadline, found, sizeof(found), &tcp_port);
+	return rc < 0 ? rc : connect_to(c, found, tcp_port, deadline);
+}
+
+/* The sentinels' answer under way: 1 not over yet; 0 the connect started
+ * (or done); or the failure. */
+static int finding_done(dlock__conn *c)
+{
+	const dlock__finder *f = &c->node->finder;
+	char found[256];
+	int port = 0, rc;
+
+	if (!f->over(c->finding))
+		return 1;
+	rc = f->take(c->finding, found, sizeof(found), &port, &c->epoch);
+	c->finding = NULL;
+	c->connecting = 0;
+	if (rc < 0) {
+		c->broken = 1;
+		c->wake_loop = NULL;
+		c->wake = NULL;
+		return rc;
+	}
+	name_target(c, found, port);
+	return connect_to(c, found, port, 0);
 }
 
 /* The lookup under way: 1 not over yet; 0 the connect started (or done);
@@ -200,7 +253,13 @@ int dlock__conn_connected(dlock__conn *c)
 
 	if (!c->connecting)
 		return 0;
-	if (c->lookup != NULL) {
+	if (c->finding != NULL) {
+		rc = finding_done(c);
+		if (rc != 0)
+			return rc > 0 ? 0 : rc;
+		if (c->lookup != NULL || !c->connecting || !c->tcp_up)
+			return 0; /* a name to look up, connected at once, or poll */
+	} else if (c->lookup != NULL) {
 		rc = lookup_done(c);
 		if (rc != 0)
 			return rc > 0 ? 0 : rc;
@@ -215,56 +274,6 @@ int dlock__conn_connected(dlock__conn *c)
 		return 0; /* still connecting: poll for c->want */
 	if (rc == 0)
 		c->connecting = 0;
-	return rc;
-}
-
-/* Finish a connect (and TLS handshake) under way, before the deadline. */
-static int wait_connected(dlock__conn *c, int64_t deadline)
-{
-	int rc;
-
-	while (c->connecting) {
-		rc = dlock__loop_wait_fd(c->fd, c->want, deadline);
-		if (rc == 0)
-			return dlock__conn_fail(c, DLOCK_ETIMEDOUT, "connect",
-					c->tcp_up ? "the TLS handshake did not finish before the connect "
-						    "timeout (is this the server's TLS port? a plain "
-						    "port never answers it)"
-						  : "no answer before the connect timeout");
-		if (rc < 0)
-			return dlock__conn_fail(c, DLOCK_ECONN, "connect", dlock__errmsg_thread());
-		rc = dlock__conn_connected(c);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* A handshake command that can refuse the connection is still unanswered
- * (the INFO that names the server refuses nothing). */
-static int must_confirm(const dlock__conn *c)
-{
-	int i;
-
-	for (i = 0; i < c->nchecks; i++)
-		if (c->checks[i] != DLOCK__CHECK_RUN_ID)
-			return 1;
-	return 0;
-}
-
-/* AUTH and SELECT, pipelined with a PING whose reply says they are done
- * (their own replies are checked on the way by dlock__conn_read). */
-static int handshake(dlock__conn *c, int64_t deadline)
-{
-	const char *ping = "PING";
-	size_t len = 4;
-	redisReply *r = NULL;
-	int rc = dlock__conn_send_handshake(c, deadline);
-
-	if (rc < 0 || !must_confirm(c))
-		return rc;
-	rc = dlock__conn_command(c, &r, 1, &ping, &len, "PING", deadline);
-	freeReplyObject(r);
 	return rc;
 }
 
@@ -311,7 +320,14 @@ int dlock__conn_start_on(dlock__conn **out, const dlock__node *node, dlock__loop
 
 int dlock__conn_lookup_over(const dlock__conn *c)
 {
+	if (c->finding != NULL)
+		return c->node->finder.over(c->finding);
 	return c->lookup != NULL && dlock__resolve_over(c->lookup);
+}
+
+int dlock__conn_looking_up(const dlock__conn *c)
+{
+	return c->lookup != NULL || c->finding != NULL;
 }
 
 int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
@@ -369,21 +385,50 @@ int dlock__conn_send_handshake(dlock__conn *c, int64_t deadline)
 	return rc;
 }
 
+/* A handshake command that can refuse the connection: its reply is awaited
+ * (behind a PING) before the connection is handed out. */
+static int must_confirm(const dlock__node *node)
+{
+	return node->password != NULL || node->db != 0 || node->finder.find != NULL;
+}
+
+typedef struct opening {
+	dlock__exchange x; /* first */
+	int over, rc;
+	redisReply *reply;
+} opening;
+
+static void opened(dlock__exchange *x, int rc, redisReply *reply)
+{
+	opening *o = (opening *)x;
+
+	o->over = 1;
+	o->rc = rc;
+	o->reply = reply;
+}
+
+/* The connect, the handshake and (when it can refuse) a PING pipelined
+ * behind it: an exchange (core/net/exchange.h) driven on the loop this
+ * call borrows. */
 int dlock__conn_open(dlock__conn **out, const dlock__node *node, int64_t deadline)
 {
-	dlock__conn *c;
-	int rc = conn_start(&c, node, deadline, NULL, NULL);
+	const char *ping = "PING";
+	size_t len = 4;
+	dlock__loop spare, *l = dlock__loop_borrow(&spare);
+	opening o = { .over = 0 };
+	int rc = dlock__exchange_start(&o.x, l, node, deadline, must_confirm(node) ? 1 : 0, &ping,
+			&len, "PING", opened);
 
 	*out = NULL;
-	if (rc < 0)
-		return rc;
-	rc = wait_connected(c, deadline);
+	while (rc == 0 && !o.over)
+		rc = dlock__loop_run_once(l, DLOCK__NEVER);
 	if (rc == 0)
-		rc = handshake(c, deadline);
-	if (rc < 0) {
-		dlock__conn_close(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
+		rc = o.rc;
+	if (rc == 0)
+		*out = dlock__exchange_keep(&o.x);
+	else
+		dlock__exchange_stop(&o.x);
+	freeReplyObject(o.reply);
+	dlock__loop_give_back(l, &spare);
+	return rc;
 }

@@ -124,12 +124,4 @@ int dlock__script_argv(dlock__script *s, int nkeys, const char *const *keys, con
 /* Turn an EVALSHA argv (from dlock__script_argv) into EVAL in place. */
 void dlock__script_argv_to_eval(dlock__script *s, const char **argv, size_t *lens);
 
-/*
- * Run the script on c: EVALSHA, and on NOSCRIPT, EVAL. *out is the reply,
- * which may be an error reply; the caller checks it with dlock__reply_check.
- */
-int dlock__script_run(dlock__conn *c, dlock__script *s, int nkeys, const char *const *keys,
-		const size_t *key_lens, int nargs, const char *const *args, const size_t *arg_lens,
-		redisReply **out, int64_t deadline);
-
 #endif

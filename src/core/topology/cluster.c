@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A Redis Cluster behind one client: the slot map, the members, redirects (see cluster.h). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 #include "core/net/tls.h"
 
 #define REFRESH_MIN_MS 100 /* a suspect map is read again at most this often */
-#define HOST_MAX 256
+#define HOST_MAX DLOCK__CLUSTER_HOST_MAX
 
 _Thread_local int dlock__asking_next;
 
@@ -40,7 +41,77 @@ struct dlock__cluster {
 	int sharded;          /* sharded pub/sub: 1 yes, 0 no, -1 not known yet */
 	member *members;
 	size_t n_members, cap_members;
+	int bg_posted; /* a background reading is asked for or under way */
+	/* The background reading (core/topology/cluster_refresh.c), on the
+	 * root's loop: touched on that loop's thread only. */
+	dlock__loop *bg_loop;
+	dlock__map_read *bg;
+	dlock__task bg_start, bg_over;
 };
+
+#define OF(p, field) ((dlock__cluster *)((char *)(p) - offsetof(dlock__cluster, field)))
+
+/* On the root's loop: begin reading the map. */
+static void bg_start(dlock__task *t)
+{
+	dlock__cluster *cl = OF(t, bg_start);
+
+	if (cl->bg == NULL &&
+			dlock__cluster_read_start(cl, cl->bg_loop, &cl->bg_over,
+					dlock__deadline_in(cl->host.root->connect_timeout_ms),
+					&cl->bg) == 0)
+		return;
+	dlock__mutex_lock(&cl->mu);
+	cl->bg_posted = cl->bg != NULL;
+	dlock__mutex_unlock(&cl->mu);
+}
+
+/* Its end: the map is installed already; a failure leaves it suspect. */
+static void bg_over(dlock__task *t)
+{
+	dlock__cluster *cl = OF(t, bg_over);
+
+	if (cl->bg == NULL || !dlock__cluster_read_over(cl->bg))
+		return;
+	(void)dlock__cluster_read_take(cl->bg);
+	cl->bg = NULL;
+	dlock__mutex_lock(&cl->mu);
+	cl->bg_posted = 0;
+	dlock__mutex_unlock(&cl->mu);
+}
+
+void dlock__cluster_stop_reading(dlock__cluster *cl, int forked)
+{
+	if (cl == NULL || cl->bg_loop == NULL)
+		return;
+	if (forked) {
+		dlock__cluster_read_forget(cl->bg);
+	} else {
+		dlock__loop_unpost(cl->bg_loop, &cl->bg_start);
+		dlock__loop_unpost(cl->bg_loop, &cl->bg_over);
+		dlock__cluster_read_drop(cl->bg);
+	}
+	cl->bg = NULL;
+	cl->bg_loop = NULL;
+}
+
+/* Ask for a background reading (cl->mu held): 1 asked (or under way), 0
+ * when there is no loop to read on. */
+static int read_in_background(dlock__cluster *cl)
+{
+	dlock__loop *loop;
+
+	if (cl->bg_posted)
+		return 1;
+	loop = cl->host.loop_of != NULL ? cl->host.loop_of(cl->host.self) : NULL;
+	if (loop == NULL || (cl->bg_loop != NULL && cl->bg_loop != loop))
+		return 0;
+	cl->bg_loop = loop;
+	cl->bg_posted = 1;
+	cl->refreshed_at = dlock__now_ms();
+	dlock__loop_post(loop, &cl->bg_start);
+	return 1;
+}
 
 int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster_host *host)
 {
@@ -53,6 +124,8 @@ int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster
 		abort();
 	cl->host = *host;
 	cl->sharded = -1;
+	dlock__task_init(&cl->bg_start, bg_start);
+	dlock__task_init(&cl->bg_over, bg_over);
 	cl->n_seeds = u->n_hosts;
 	cl->seed_hosts = u->hosts;
 	cl->seed_ports = u->ports;
@@ -81,82 +154,8 @@ void dlock__cluster_free(dlock__cluster *cl)
 	dlock__free(cl);
 }
 
-/* One command on a fresh connection to a node: its reply or an error. */
-static int ask(dlock__conn *c, const char *cmd, const char *sub, const char *arg, int64_t deadline,
-		redisReply **r)
-{
-	const char *argv[3] = { cmd, sub, arg };
-	size_t lens[3] = { strlen(cmd), strlen(sub), arg ? strlen(arg) : 0 };
-
-	return dlock__conn_command(c, r, arg ? 3 : 2, argv, lens, cmd, deadline);
-}
-
-/* The slot map as one node sees it: CLUSTER SHARDS, or on 6.x CLUSTER SLOTS. */
-static int read_map(dlock__conn *c, const char *host, int64_t deadline, dlock__slotmap **map)
-{
-	redisReply *r = NULL;
-	int rc = ask(c, "CLUSTER", "SHARDS", NULL, deadline, &r);
-
-	if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
-		freeReplyObject(r);
-		r = NULL;
-		rc = ask(c, "CLUSTER", "SLOTS", NULL, deadline, &r);
-		if (rc == 0 && (rc = dlock__reply_check(c->node, r, "CLUSTER SLOTS")) == 0)
-			rc = dlock__slotmap_from_slots(map, r, host);
-	} else if (rc == 0) {
-		rc = dlock__slotmap_from_shards(map, r, host, c->node->tls != NULL);
-	}
-	freeReplyObject(r);
-	return rc;
-}
-
-/* Redisson's probe (the bogus channel "0" avoids a hang on Azure): sharded
- * pub/sub is there when the server knows the command. */
-static int probe_sharded(dlock__conn *c, int64_t deadline)
-{
-	redisReply *r = NULL;
-	int rc = ask(c, "PUBSUB", "SHARDNUMSUB", "0", deadline, &r), sharded;
-
-	sharded = rc == 0 && r->type != REDIS_REPLY_ERROR;
-	freeReplyObject(r);
-	return rc < 0 ? rc : sharded;
-}
-
-/* Ask host:port for the map (and, the first time, about sharded pub/sub). */
-static int ask_node(dlock__cluster *cl, const char *host, int port, int64_t deadline,
-		dlock__slotmap **map, int *sharded)
-{
-	const dlock__node *root = cl->host.root;
-	dlock__node n;
-	dlock__conn *c = NULL;
-	int rc;
-
-	memset(&n, 0, sizeof(n));
-	n.host = (char *)host;
-	n.port = port;
-	n.user = root->user;
-	n.password = root->password;
-	n.connect_timeout_ms = root->connect_timeout_ms;
-	n.command_timeout_ms = root->command_timeout_ms;
-	snprintf(n.label, sizeof(n.label), strchr(host, ':') ? "[%.255s]:%d" : "%.255s:%d", host,
-			port);
-	rc = root->tls != NULL ? dlock__tls_ctx_for_host(&n.tls, root->tls, host) : 0;
-	if (rc == 0)
-		rc = dlock__conn_open(&c, &n, deadline);
-	if (rc == 0)
-		rc = read_map(c, host, deadline, map);
-	if (rc == 0 && *sharded < 0) {
-		*sharded = probe_sharded(c, deadline);
-		if (*sharded < 0)
-			rc = *sharded;
-	}
-	dlock__conn_close(c);
-	dlock__tls_ctx_free(n.tls);
-	return rc;
-}
-
-/* The nodes to ask, known primaries first, then the seeds. */
-static size_t candidates(dlock__cluster *cl, char (*hosts)[HOST_MAX], int *ports, size_t max)
+size_t dlock__cluster_candidates(dlock__cluster *cl, char (*hosts)[DLOCK__CLUSTER_HOST_MAX],
+		int *ports, size_t max)
 {
 	size_t n = 0, i;
 
@@ -173,30 +172,21 @@ static size_t candidates(dlock__cluster *cl, char (*hosts)[HOST_MAX], int *ports
 	return n;
 }
 
-int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline)
+int dlock__cluster_reading(dlock__cluster *cl)
 {
-	char hosts[32][HOST_MAX], why[DLOCK__ERRMSG_MAX] = "no node to ask";
-	int ports[32], sharded, rc = DLOCK_ECONN;
-	size_t n = candidates(cl, hosts, ports, 32), i;
-	dlock__slotmap *map = NULL, *old;
+	int sharded;
 
 	dlock__mutex_lock(&cl->mu);
 	sharded = cl->sharded;
 	cl->refreshed_at = dlock__now_ms();
 	dlock__mutex_unlock(&cl->mu);
-	for (i = 0; i < n && dlock__now_ms() < deadline; i++) {
-		/* Each node an even share of what is left: a hung one cannot use it all. */
-		int64_t now = dlock__now_ms();
+	return sharded;
+}
 
-		rc = ask_node(cl, hosts[i], ports[i], now + (deadline - now) / (int64_t)(n - i),
-				&map, &sharded);
-		if (rc == 0)
-			break;
-		snprintf(why, sizeof(why), "%s", dlock__errmsg_thread());
-	}
-	if (map == NULL)
-		return dlock__seterr(rc, "%s: no node gave the slot map (%zu asked): %s",
-				cl->host.root->label, i, why);
+void dlock__cluster_read(dlock__cluster *cl, dlock__slotmap *map, int sharded)
+{
+	dlock__slotmap *old;
+
 	dlock__mutex_lock(&cl->mu);
 	old = cl->map;
 	cl->map = map;
@@ -204,7 +194,11 @@ int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline)
 	cl->sharded = sharded;
 	dlock__mutex_unlock(&cl->mu);
 	dlock__slotmap_free(old);
-	return 0;
+}
+
+const dlock__node *dlock__cluster_root(const dlock__cluster *cl)
+{
+	return cl->host.root;
 }
 
 /* The member for host:port, opened on first use (cl->mu held). */
@@ -254,7 +248,7 @@ int dlock__cluster_route(dlock__cluster *cl, const char *key, size_t len, dlock_
 
 	*out = NULL;
 	dlock__mutex_lock(&cl->mu);
-	if (must_refresh(cl, slot)) {
+	if (must_refresh(cl, slot) && (cl->map == NULL || !read_in_background(cl))) {
 		dlock__mutex_unlock(&cl->mu);
 		rc = dlock__cluster_refresh(
 				cl, dlock__deadline_in(cl->host.root->connect_timeout_ms));

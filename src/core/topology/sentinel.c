@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A Sentinel-managed primary: asking the sentinels where it is (see sentinel.h). */
+/* A Sentinel-managed primary: what the sentinels said, and when to ask again
+ * (see sentinel.h; sentinel_ask.c asks them). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,108 +152,36 @@ static void move_to_front(dlock__sentinel *s, size_t k)
 	s->order[0] = k;
 }
 
-/* The reply to GET-MASTER-ADDR-BY-NAME: [ip, port], or nil for a name it does not monitor. */
-static int read_address(const dlock__sentinel *s, const dlock__node *sn, const redisReply *r,
-		char *host, size_t hostlen, int *port)
+void dlock__sentinel_order(dlock__sentinel *s, size_t *order, size_t *n)
 {
-	int rc = dlock__reply_check(sn, r, "SENTINEL GET-MASTER-ADDR-BY-NAME");
-	long p;
-
-	if (rc < 0)
-		return rc;
-	if (r->type == REDIS_REPLY_NIL)
-		return dlock__seterr_node(DLOCK_ESERVER, sn->label,
-				"monitors no primary named \"%s\" (check the name after the sentinels "
-				"in the URI)",
-				s->master);
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-			r->element[0]->type != REDIS_REPLY_STRING ||
-			r->element[1]->type != REDIS_REPLY_STRING || r->element[0]->len >= hostlen)
-		return dlock__seterr_node(DLOCK_EPROTO, sn->label,
-				"SENTINEL GET-MASTER-ADDR-BY-NAME: not an [ip, port] reply");
-	p = strtol(r->element[1]->str, NULL, 10);
-	if (p < 1 || p > 65535)
-		return dlock__seterr_node(DLOCK_EPROTO, sn->label,
-				"SENTINEL GET-MASTER-ADDR-BY-NAME: bad port in the reply");
-	memcpy(host, r->element[0]->str, r->element[0]->len + 1);
-	*port = (int)p;
-	return 0;
-}
-
-/* Ask one sentinel where the primary is, before deadline. */
-static int ask(const dlock__sentinel *s, const dlock__node *sn, int64_t deadline, char *host,
-		size_t hostlen, int *port)
-{
-	const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s->master };
-	size_t lens[3] = { 8, 23, strlen(s->master) };
-	dlock__conn *c = NULL;
-	redisReply *r = NULL;
-	int rc = dlock__conn_open(&c, sn, deadline);
-
-	if (rc < 0)
-		return rc;
-	rc = dlock__conn_command(
-			c, &r, 3, argv, lens, "SENTINEL GET-MASTER-ADDR-BY-NAME", deadline);
-	if (rc == 0)
-		rc = read_address(s, sn, r, host, hostlen, port);
-	freeReplyObject(r);
-	dlock__conn_close(c);
-	return rc;
-}
-
-/*
- * Ask the sentinels in order until one names the primary; each gets an even
- * share of what is left of the deadline, so a hung one cannot use it all.
- */
-static int resolve(dlock__sentinel *s, int64_t deadline, char *host, int *port)
-{
-	char why[DLOCK__ERRMSG_MAX] = "no time left to ask";
-	size_t order[16], n = s->n < 16 ? s->n : 16, tried;
-	int rc = DLOCK_ETIMEDOUT;
-
 	dlock__mutex_lock(&s->mu);
-	memcpy(order, s->order, n * sizeof(*order));
+	*n = s->n < DLOCK__SENTINELS_MAX ? s->n : DLOCK__SENTINELS_MAX;
+	memcpy(order, s->order, *n * sizeof(*order));
 	dlock__mutex_unlock(&s->mu);
-	for (tried = 0; tried < n; tried++) {
-		int64_t now = dlock__now_ms();
-
-		if (now >= deadline)
-			break;
-		rc = ask(s, &s->nodes[order[tried]], now + (deadline - now) / (int64_t)(n - tried),
-				host, HOST_MAX, port);
-		if (rc == 0) {
-			dlock__mutex_lock(&s->mu);
-			adopt(s, host, *port);
-			move_to_front(s, order[tried]);
-			dlock__mutex_unlock(&s->mu);
-			return 0;
-		}
-		snprintf(why, sizeof(why), "%s", dlock__errmsg_thread());
-	}
-	return dlock__seterr(rc,
-			"sentinel:%s: no sentinel named the primary (%zu of %zu asked): %s",
-			s->master, tried, s->n, why);
 }
 
-int dlock__sentinel_primary(dlock__sentinel *s, int64_t deadline, char *host, size_t hostlen,
-		int *port, uint64_t *epoch)
+void dlock__sentinel_named(dlock__sentinel *s, size_t k, const char *host, int port)
 {
-	char found[HOST_MAX];
-	int rc = 0;
+	dlock__mutex_lock(&s->mu);
+	adopt(s, host, port);
+	move_to_front(s, k);
+	dlock__mutex_unlock(&s->mu);
+}
+
+int dlock__sentinel_cached(dlock__sentinel *s, char *host, size_t hostlen, int *port,
+		uint64_t *epoch)
+{
+	int fresh;
 
 	dlock__mutex_lock(&s->mu);
-	if (!s->known || s->stale) {
-		dlock__mutex_unlock(&s->mu);
-		rc = resolve(s, deadline, found, port);
-		dlock__mutex_lock(&s->mu);
-	}
-	if (rc == 0) {
+	fresh = s->known && !s->stale;
+	if (fresh) {
 		snprintf(host, hostlen, "%s", s->host);
 		*port = s->port;
 		*epoch = s->epoch;
 	}
 	dlock__mutex_unlock(&s->mu);
-	return rc;
+	return fresh;
 }
 
 /* Copy an announcement's text as a C string; 0 when it is too long to be one. */
@@ -323,9 +253,16 @@ static void suspect_primary(void *self)
 	dlock__sentinel_suspect(self);
 }
 
+static int start_finding(void *self, dlock__loop *loop, dlock__task *ready, int64_t deadline,
+		dlock__finding **out)
+{
+	return dlock__sentinel_ask_start(self, loop, ready, deadline, out);
+}
+
 dlock__finder dlock__sentinel_finder(dlock__sentinel *s)
 {
-	dlock__finder f = { find_primary, suspect_primary, s };
+	dlock__finder f = { find_primary, start_finding, dlock__sentinel_ask_over,
+		dlock__sentinel_ask_take, dlock__sentinel_ask_drop, suspect_primary, s };
 
 	return f;
 }

@@ -10,6 +10,7 @@
  * reconfigures it (up to ~10 s): renewals that go there do not reach the new
  * primary, whose copy of the hold then expires.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "dlock/errors.h"
@@ -24,49 +25,76 @@
 #define SWITCHED "+switch-master"
 #define PROMOTED "+promoted-slave"
 
-void dlock__watch_init(dlock__watch *w, dlock__sentinel *s)
+void dlock__watch_init(dlock__watch *w, dlock__sentinel *s, void (*changed)(void *arg),
+		void *arg)
 {
 	memset(w, 0, sizeof(*w));
 	w->s = s;
+	w->changed = changed;
+	w->arg = arg;
 }
 
-void dlock__watch_close(dlock__watch *w)
+void dlock__watch_close(dlock__watch *w, int forked)
 {
+	if (forked) { /* the loop is the parent's: only this copy's memory */
+		dlock__conn_close(w->x.c);
+		w->x.c = NULL;
+	} else {
+		dlock__exchange_stop(&w->x);
+	}
+	w->subscribing = 0;
 	dlock__conn_close(w->conn);
 	w->conn = NULL;
 }
 
 static void lost_connection(dlock__watch *w)
 {
-	dlock__watch_close(w);
+	dlock__watch_close(w, 0);
 	w->retry_at = dlock__now_ms() + RETRY_MS;
+}
+
+static const char *const subscribe_argv[3] = { "SUBSCRIBE", SWITCHED, PROMOTED };
+static const size_t subscribe_lens[3] = { 9, sizeof(SWITCHED) - 1, sizeof(PROMOTED) - 1 };
+
+/* The first channel's confirmation came (the second is read and skipped
+ * with the messages), or the subscribing failed. */
+static void subscribed(dlock__exchange *x, int rc, redisReply *reply)
+{
+	dlock__watch *w = (dlock__watch *)((char *)x - offsetof(dlock__watch, x));
+
+	freeReplyObject(reply);
+	w->subscribing = 0;
+	if (rc < 0) {
+		lost_connection(w);
+	} else {
+		w->conn = dlock__exchange_keep(x);
+		dlock__sentinel_suspect(w->s);
+	}
+	w->changed(w->arg);
 }
 
 /* Subscribe at the next sentinel in turn. What was announced while no
  * connection listened is unknown: the address is asked again before use. */
-static void subscribe(dlock__watch *w)
+static void subscribe(dlock__watch *w, dlock__loop *loop)
 {
 	const dlock__node *sn = dlock__sentinel_node(w->s, w->next);
-	const char *argv[3] = { "SUBSCRIBE", SWITCHED, PROMOTED };
-	size_t lens[3] = { 9, sizeof(SWITCHED) - 1, sizeof(PROMOTED) - 1 };
-	int64_t deadline = dlock__deadline_in(sn->connect_timeout_ms);
 
 	w->next = (w->next + 1) % dlock__sentinel_count(w->s);
-	if (dlock__conn_open(&w->conn, sn, deadline) < 0 ||
-			dlock__conn_send(w->conn, 3, argv, lens, "SUBSCRIBE", deadline) < 0) {
+	if (dlock__exchange_start(&w->x, loop, sn, dlock__deadline_in(sn->connect_timeout_ms), 3,
+			    (const char **)subscribe_argv, subscribe_lens, "SUBSCRIBE",
+			    subscribed) < 0)
 		lost_connection(w);
-		return;
-	}
-	dlock__sentinel_suspect(w->s);
+	else
+		w->subscribing = 1;
 }
 
-int64_t dlock__watch_tend(dlock__watch *w)
+int64_t dlock__watch_tend(dlock__watch *w, dlock__loop *loop)
 {
-	if (w->s == NULL || w->conn != NULL)
+	if (w->s == NULL || w->conn != NULL || w->subscribing)
 		return DLOCK__NEVER;
 	if (dlock__now_ms() >= w->retry_at)
-		subscribe(w);
-	return w->conn != NULL ? DLOCK__NEVER : w->retry_at;
+		subscribe(w, loop);
+	return w->conn != NULL || w->subscribing ? DLOCK__NEVER : w->retry_at;
 }
 
 int dlock__watch_fd(const dlock__watch *w, short *events)

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/loop/loop.h"
+#include "core/net/exchange.h"
+
 struct dlock__sentinel;
 struct dlock__conn;
 
@@ -14,14 +17,22 @@ typedef struct dlock__watch {
 	struct dlock__conn *conn;  /* subscribed at one sentinel */
 	size_t next;               /* the sentinel to subscribe at next */
 	int64_t retry_at;
+	dlock__exchange x; /* subscribing: the connect and SUBSCRIBE, on the loop */
+	int subscribing;
+	/* Its end (subscribed, or failed: retry_at set): tend again. */
+	void (*changed)(void *arg);
+	void *arg;
 } dlock__watch;
 
-void dlock__watch_init(dlock__watch *w, struct dlock__sentinel *s);
-void dlock__watch_close(dlock__watch *w);
+void dlock__watch_init(dlock__watch *w, struct dlock__sentinel *s, void (*changed)(void *arg),
+		void *arg);
+/* Close it (`forked`: in a forked child, without touching the loop). */
+void dlock__watch_close(dlock__watch *w, int forked);
 
-/* Subscribe when there is no subscription and it is time to try (blocking,
- * within the connect timeout); returns when it next wants to be tended. */
-int64_t dlock__watch_tend(dlock__watch *w);
+/* Subscribe when there is no subscription and it is time to try: an
+ * operation on `loop` (within the connect timeout), whose end calls
+ * `changed`; returns when it next wants to be tended. */
+int64_t dlock__watch_tend(dlock__watch *w, dlock__loop *loop);
 
 /* The descriptor to poll and its events; -1 when not subscribed. */
 int dlock__watch_fd(const dlock__watch *w, short *events);
