@@ -33,5 +33,19 @@ done < <(find src -name '*.c' ! -path 'src/cli/*' ! -path "$seam" -print0 |
 	xargs -0 grep -nE "(^|[^_[:alnum:].>])($calls)\(" |
 	grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//)')
 
-[ "$bad" -eq 0 ] && echo "ci/seam.sh: every call to the world goes through the seam"
+# One wait for descriptors (SPEC §16): the seam's poll is called in one
+# place, dlock__loop_wait (src/core/loop/loop.c); an epoll loop waits there
+# on its epoll descriptor and epoll_wait only collects (a zero timeout).
+waits=$(grep -rnE 'dlock__sys_get\(\)->poll\(' src --include='*.c' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//)' || true)
+if [ "$(printf '%s\n' "$waits" | grep -c .)" -ne 1 ] || ! printf '%s\n' "$waits" | grep -q '^src/core/loop/loop\.c:'; then
+	echo "ci/seam.sh: the seam's poll must be called once, in src/core/loop/loop.c (dlock__loop_wait):" >&2
+	printf '%s\n' "$waits" >&2
+	bad=1
+fi
+if grep -rnE 'epoll_wait\(' src --include='*.c' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//)' | grep -vE 'epoll_wait\([^;]*, 0\)' | grep -q .; then
+	echo "ci/seam.sh: an epoll_wait with a timeout waits beside dlock__loop_wait; collect with 0" >&2
+	bad=1
+fi
+
+[ "$bad" -eq 0 ] && echo "ci/seam.sh: every call to the world goes through the seam; one wait for descriptors"
 exit "$bad"

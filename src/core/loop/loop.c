@@ -538,6 +538,11 @@ void dlock__loop_destroy(dlock__loop *l)
 	dlock__free(l->by_fd);
 }
 
+int dlock__loop_wait(struct pollfd *pfd, nfds_t n, int timeout_ms)
+{
+	return dlock__sys_get()->poll(pfd, n, timeout_ms);
+}
+
 /* Hand each ready descriptor to its io, looked up again by fd: an earlier
  * callback may have stopped (and freed) the one that was polled. */
 static void dispatch_ready(dlock__loop *l, const struct pollfd *pfd, size_t n)
@@ -581,7 +586,7 @@ int dlock__loop_run_once(dlock__loop *l, int64_t until)
 		pfd[n].events = l->ios[i]->events;
 		pfd[n++].revents = 0;
 	}
-	got = dlock__sys_get()->poll(pfd, (nfds_t)n, dlock__ms_until(due < until ? due : until));
+	got = dlock__loop_wait(pfd, (nfds_t)n, dlock__ms_until(due < until ? due : until));
 	if (got < 0 && errno != EINTR) {
 		got = dlock__seterr(DLOCK_ESYS, "poll: %s", strerror(errno));
 	} else {

@@ -17,6 +17,7 @@
 #ifndef DLOCK_CORE_LOOP_H
 #define DLOCK_CORE_LOOP_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -89,6 +90,10 @@ struct dlock_loop {
 	int in_api;  /* inside a public call driving it (dlock_loop_run, ...) */
 	int freed;   /* dlock_loop_free() was called: it goes with its last client */
 };
+
+/* The library's one wait for descriptors (the seam's poll): every loop,
+ * whichever its backend, waits here and nowhere else. */
+int dlock__loop_wait(struct pollfd *pfd, nfds_t n, int timeout_ms);
 
 /* Set up l with the poll backend (a client's thread, a blocking call). 0, or DLOCK_ESYS. */
 int dlock__loop_init(dlock__loop *l);

@@ -225,13 +225,14 @@ int dlock_loop_pending(size_t *out, const dlock_loop *l)
 }
 
 /* The wait is the seam's poll on the epoll descriptor (the one descriptor
- * wait of the library); epoll_wait then only collects, never waits. */
+ * wait of the library: dlock__loop_wait); epoll_wait then only collects,
+ * never waits. */
 static int wait_epoll(dlock_loop *l, struct epoll_event *ev, int max, int wait)
 {
 	struct pollfd p = { .fd = l->epfd, .events = POLLIN };
 
 	if (wait != 0) {
-		int n = dlock__sys_get()->poll(&p, 1, wait);
+		int n = dlock__loop_wait(&p, 1, wait);
 
 		if (n <= 0)
 			return n;
