@@ -51,7 +51,10 @@ int dlock__quorum_failure(const dlock_member_status *st, size_t n, size_t quorum
 									  : DLOCK_ENOQUORUM;
 	else
 		rc = DLOCK_ENOTACQUIRED;
-	if ((rc == DLOCK_ENOQUORUM || (rc == DLOCK_ENOTACQUIRED && held == 0)) &&
+	/* Out of memory on our side is the truth, whatever it cost (a member
+	 * whose real TTL could not be set is why an acquisition expired). */
+	if ((rc == DLOCK_ENOQUORUM || rc == DLOCK_EEXPIRED ||
+			    (rc == DLOCK_ENOTACQUIRED && held == 0)) &&
 			dlock__votes_with_error(st, n, DLOCK_ENOMEM) > 0)
 		rc = DLOCK_ENOMEM;
 	return rc;
