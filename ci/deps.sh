@@ -21,8 +21,8 @@ packages=(
 	abigail-tools     # ci/abi-check.sh: abidw, abidiff
 	libssl-dev        # TLS (rediss://); the tests make certificates with
 	openssl           #   the openssl command
-	libuv1-dev        # examples/uv_locks (dlock/uv.h) and its test
-	libevent-dev      # examples/event_locks (dlock/event.h) and its test
+	libuv1-dev        # libdlock-uv.a (dlock/uv.h), examples/uv_locks and its test
+	libevent-dev      # libdlock-libevent.a (dlock/libevent.h), examples/event_locks
 	openjdk-17-jdk-headless  # tests/interop: the real Redisson (Java) beside dlock
 	maven                    #   which Maven downloads into the build folder
 	zsh               # tests/completion: the zsh completion in a real zsh

@@ -4,8 +4,11 @@
 # the installed copy the ways a user would: pkg-config (run through
 # LD_LIBRARY_PATH, and through an rpath as docs/install.md shows), find_package
 # with dlock::dlock, and find_package with dlock::dlock_static; then as a
-# subproject, add_subdirectory(dlock). Each binary must load and fail cleanly
-# against an unreachable server. Also checked: every installed version (dlock.pc,
+# subproject, add_subdirectory(dlock). The event-loop adapters too, when
+# libuv or libevent is here: examples/uv_teardown.c with pkg-config
+# dlock-uv, and find_package(dlock COMPONENTS uv libevent) with dlock::uv
+# and dlock::libevent; libdlock.so must link neither loop library. Each
+# binary must load and fail cleanly against an unreachable server. Also checked: every installed version (dlock.pc,
 # the CMake package, the command, the man page) is project(VERSION)'s, and
 # dlock.pc's own Cflags name no dependency's directories.
 #
@@ -61,6 +64,23 @@ for f in "$prefix/include/dlock.h" "$prefix/include/dlock.hpp" "$prefix/include/
 	"$libdir/cmake/dlock/dlockConfigVersion.cmake" "$libdir/cmake/dlock/dlockTargets.cmake"; do
 	[ -e "$f" ] || { echo "install-check: not installed: $f" >&2; exit 1; }
 done
+
+# The event-loop adapters: installed (library, header, .pc, CMake export)
+# when their loop library is here to build them; libdlock.so links neither.
+adapters=()
+pkg-config --exists libuv && adapters+=(uv)
+pkg-config --exists libevent && adapters+=(libevent)
+for a in ${adapters[@]+"${adapters[@]}"}; do
+	for f in "$prefix/include/dlock/$a.h" "$libdir/libdlock-$a.a" "$libdir/pkgconfig/dlock-$a.pc" \
+		"$libdir/cmake/dlock/dlock-${a}Targets.cmake"; do
+		[ -e "$f" ] || { echo "install-check: the $a adapter: not installed: $f" >&2; exit 1; }
+	done
+done
+echo "install-check: adapters installed: ${adapters[*]:-none (neither libuv nor libevent is here)}"
+if needed=$(readelf -d "$libdir/libdlock.so" | grep NEEDED) && grep -E 'libuv|libevent' <<<"$needed"; then
+	echo "install-check: libdlock.so links a loop library (the adapters are libdlock-uv.a, libdlock-libevent.a)" >&2
+	exit 1
+fi
 
 step "versions: project(VERSION) is $version"
 # expect_version WHAT ACTUAL
@@ -153,6 +173,17 @@ if ldd "$tmp/hello_pc_static" | grep -q libdlock; then
 fi
 run_unreachable pkg-config-static "$tmp/hello_pc_static" ""
 
+if [[ " ${adapters[*]-} " == *" uv "* ]]; then
+	step "pkg-config: cc uv_teardown.c \$(pkg-config --cflags --libs dlock-uv)"
+	echo "pkg-config --cflags --libs dlock-uv: $(pkg-config --cflags --libs dlock-uv)"
+	# shellcheck disable=SC2046  # word splitting of the flags is intended
+	cc -std=c99 -Wall -Wextra -Werror -o "$tmp/uv_pc" "$root/examples/uv_teardown.c" \
+		$(pkg-config --cflags --libs dlock-uv)
+	nm "$tmp/uv_pc" | grep -q ' T dlock_uv_new$' ||
+		{ echo "install-check: uv_pc has no dlock_uv_new of libdlock-uv.a" >&2; exit 1; }
+	run_unreachable pkg-config-dlock-uv "$tmp/uv_pc"
+fi
+
 step "find_package(dlock): dlock::dlock and dlock::dlock_static"
 mkdir -p "$tmp/consumer"
 cp "$root/examples/hello_lock.c" "$tmp/consumer/"
@@ -165,9 +196,21 @@ add_executable(hello hello_lock.c)
 target_link_libraries(hello PRIVATE dlock::dlock)
 add_executable(hello_static hello_lock.c)
 target_link_libraries(hello_static PRIVATE dlock::dlock_static)
+if(DLOCK_ADAPTERS)
+  find_package(dlock ${version%.*} REQUIRED COMPONENTS \${DLOCK_ADAPTERS})
+endif()
+if(TARGET dlock::uv)
+  add_executable(uv_teardown uv_teardown.c)
+  target_link_libraries(uv_teardown PRIVATE dlock::uv)
+endif()
+if(TARGET dlock::libevent)
+  add_executable(event_locks event_locks.c)
+  target_link_libraries(event_locks PRIVATE dlock::libevent)
+endif()
 CMAKE
+cp "$root/examples/uv_teardown.c" "$root/examples/event_locks.c" "$tmp/consumer/"
 quiet "$cmake" -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
-	-DCMAKE_C_FLAGS="-Wall -Wextra -Werror"
+	-DCMAKE_C_FLAGS="-Wall -Wextra -Werror" -DDLOCK_ADAPTERS="$(IFS=';'; echo "${adapters[*]-}")"
 grep 'found dlock' "$tmp/quiet.log"
 quiet "$cmake" --build "$tmp/consumer/build" -j"$jobs"
 
@@ -178,6 +221,12 @@ if grep -q libdlock <<<"$deps"; then
 fi
 run_unreachable find_package-shared "$tmp/consumer/build/hello"
 run_unreachable find_package-static "$tmp/consumer/build/hello_static"
+for a in ${adapters[@]+"${adapters[@]}"}; do
+	bin=$tmp/consumer/build/uv_teardown
+	[ "$a" = uv ] || bin=$tmp/consumer/build/event_locks
+	[ -x "$bin" ] || { echo "install-check: find_package(dlock COMPONENTS $a) built no ${bin##*/}" >&2; exit 1; }
+	run_unreachable "find_package-dlock::$a" "$bin"
+done
 
 step "add_subdirectory(dlock) in a parent project with no build type"
 # The parent's choices stand: no build type is forced on it, and dlock's tests,

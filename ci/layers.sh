@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The layers only look down: core <- single <- multilock <- redlock <- cli,
-# and inside core: base <- loop <- net <- topology <- drive, a folder each.
+# and inside core: base <- loop <- net <- topology <- drive, a folder each;
+# the event-loop adapters (src/adapters) sit above the public API, as cli.
 # Fails when a file includes a header of a layer above its own, when the
-# CLI includes anything but the public headers and its own, or when a core
-# file stands outside the inner layers' folders.
+# CLI or an adapter includes anything but the public headers and its own,
+# or when a core file stands outside the inner layers' folders.
 set -euo pipefail
 # The tree to check: the argument, or this repository.
 cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
@@ -52,11 +53,12 @@ for dir in src/*/; do
 	while IFS=: read -r file line inc; do
 		target=${inc#*\"}
 		target=${target%%/*}
-		if [ "$layer" = cli ]; then
-			# The CLI is a user of the library: public headers and its own only.
+		if [ "$layer" = cli ] || [ "$layer" = adapters ]; then
+			# The CLI and the event-loop adapters are users of the library:
+			# public headers and their own only.
 			case $inc in *'"dlock.h"'* | *'"dlock/'* | *'<dlock'*) continue ;; esac
-			[ -e "src/cli/$(echo "$inc" | sed 's/.*"\(.*\)".*/\1/')" ] && continue
-			fail "$file:$line: the CLI includes an internal header: $inc"
+			[ -e "src/$layer/$(echo "$inc" | sed 's/.*"\(.*\)".*/\1/')" ] && continue
+			fail "$file:$line: ${layer/cli/the CLI} includes an internal header: $inc"
 			continue
 		fi
 		[ "$layer" = core ] && check_core "$file" "$line" "$inc"
@@ -67,5 +69,5 @@ for dir in src/*/; do
 		fi
 	done < <(grep -rHn --include='*.[ch]' '^#include "' "$dir" || true)
 done
-[ "$bad" -eq 0 ] && echo "ci/layers.sh: every include looks down (core <- single <- multilock <- redlock <- cli; inside core: base <- loop <- net <- topology <- drive)"
+[ "$bad" -eq 0 ] && echo "ci/layers.sh: every include looks down (core <- single <- multilock <- redlock <- cli; adapters and cli use the public headers; inside core: base <- loop <- net <- topology <- drive)"
 exit "$bad"

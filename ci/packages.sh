@@ -5,12 +5,14 @@
 #      hardening flags (dpkg-buildflags), then `cpack -G DEB`: libdlock<SOVERSION>, libdlock-dev
 #      and dlock, in $BUILD_DIR/pkg/packages
 #   2. each package's contents (dpkg-deb -c) and control fields: the library only in
-#      libdlock<SOVERSION>, headers, .so link, static library, dlock.pc and the CMake package
-#      only in libdlock-dev, the command, man page and completion only in dlock
+#      libdlock<SOVERSION> (which depends on neither libuv nor libevent), headers, .so link,
+#      static library, dlock.pc, the CMake package and the event-loop adapters (libdlock-uv.a,
+#      libdlock-libevent.a, dlock-uv.pc, dlock-libevent.pc) only in libdlock-dev, the command,
+#      man page and completion only in dlock
 #   3. lintian, when installed: no errors
 #   4. dpkg -i all three (as root); hello_lock.c built with `cc $(pkg-config --cflags --libs
-#      dlock)` against the installed copy and run against a redis-server started on a free
-#      127.0.0.1 port; `dlock --version`, `dlock run` against the same server, `man -w dlock`
+#      dlock)` and uv_teardown.c with `cc $(pkg-config --cflags --libs dlock-uv)` against the
+#      installed copy and run against a redis-server started on a free 127.0.0.1 port; `dlock --version`, `dlock run` against the same server, `man -w dlock`
 #   5. dpkg --purge all three: the machine is left as it was (the run refuses to start when
 #      any of them is installed already, and purges them on any exit)
 #
@@ -50,6 +52,11 @@ fail() {
 
 for tool in cmake cpack dpkg dpkg-deb dpkg-buildflags dpkg-shlibdeps; do
 	command -v "$tool" >/dev/null || fail "$tool not found (Debian: cmake, dpkg-dev; ci/deps.sh installs them)"
+done
+
+# libdlock-dev ships the adapters: their loop libraries must be here to build them.
+for m in libuv libevent; do
+	pkg-config --exists "$m" || fail "pkg-config finds no $m: libdlock-dev would lack its adapter (Debian: libuv1-dev libevent-dev; ci/deps.sh installs them)"
 done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlock-packages.XXXXXX")
@@ -123,9 +130,12 @@ v=${version//./\\.}
 expect_only "$lib" "usr/lib/$triplet/libdlock\.so\.$v" "usr/lib/$triplet/libdlock\.so\.$soversion" \
 	"usr/share/doc/$lib/(copyright|changelog\.gz)"
 expect_only libdlock-dev 'usr/include/dlock\.h' 'usr/include/dlock\.hpp' 'usr/include/dlock/lock\.h' \
-	'usr/include/dlock/uv\.h' 'usr/include/dlock/event\.h' 'usr/include/dlock/version\.h' \
+	'usr/include/dlock/uv\.h' 'usr/include/dlock/libevent\.h' 'usr/include/dlock/version\.h' \
 	'usr/include/dlock/[a-z_]+\.h' 'usr/include/dlock/cpp/lock\.hpp' 'usr/include/dlock/cpp/[a-z_]+\.hpp' \
 	"usr/lib/$triplet/libdlock\.so" "usr/lib/$triplet/libdlock\.a" "usr/lib/$triplet/pkgconfig/dlock\.pc" \
+	"usr/lib/$triplet/libdlock-uv\.a" "usr/lib/$triplet/libdlock-libevent\.a" \
+	"usr/lib/$triplet/pkgconfig/dlock-uv\.pc" "usr/lib/$triplet/pkgconfig/dlock-libevent\.pc" \
+	"usr/lib/$triplet/cmake/dlock/dlock-uvTargets\.cmake" "usr/lib/$triplet/cmake/dlock/dlock-libeventTargets\.cmake" \
 	"usr/lib/$triplet/cmake/dlock/dlockConfig\.cmake" "usr/lib/$triplet/cmake/dlock/[A-Za-z-]+\.cmake" \
 	'usr/share/doc/libdlock-dev/(copyright|changelog\.gz)'
 expect_only dlock usr/bin/dlock usr/share/man/man1/dlock\.1\.gz usr/share/bash-completion/completions/dlock \
@@ -160,6 +170,8 @@ grep -q "^libdlock $soversion $lib (>= $v)\$" <<<"$(dpkg-deb --ctrl-tarfile "${d
 grep -qx 'activate-noawait ldconfig' <<<"$(dpkg-deb --ctrl-tarfile "${deb[$lib]}" | tar -xO ./triggers)" ||
 	fail "$lib: no ldconfig trigger"
 field "$lib" Depends | grep -q 'libhiredis' || fail "$lib: Depends names no hiredis (dpkg-shlibdeps)"
+! field "$lib" Depends | grep -qE 'libuv|libevent' ||
+	fail "$lib: Depends names a loop library ($(field "$lib" Depends)): libdlock.so must link neither"
 field libdlock-dev Depends | grep -q "^$lib (= $v)" || fail "libdlock-dev: does not depend on $lib (= $version)"
 field dlock Depends | grep -q "$lib (= $v)" || fail "dlock: does not depend on $lib (= $version)"
 
@@ -222,6 +234,16 @@ loaded=$(ldd "$tmp/hello_lock" | sed -n "s/^[[:space:]]*libdlock\.so\.$soversion
 	fail "hello_lock does not load $libdir/libdlock.so.$soversion: $(ldd "$tmp/hello_lock")"
 echo "packages: hello_lock loads $loaded"
 
+step "building examples/uv_teardown.c with pkg-config dlock-uv against the installed copy"
+[ "$(pkg-config --variable=libdir dlock-uv)" = "$libdir" ] ||
+	fail "pkg-config finds a dlock-uv.pc outside the package: libdir $(pkg-config --variable=libdir dlock-uv)"
+echo "pkg-config --cflags --libs dlock-uv: $(pkg-config --cflags --libs dlock-uv)"
+# shellcheck disable=SC2046  # word splitting of the flags is intended
+cc -std=c99 -Wall -Wextra -Werror -o "$tmp/uv_teardown" "$root/examples/uv_teardown.c" \
+	$(pkg-config --cflags --libs dlock-uv)
+nm "$tmp/uv_teardown" | grep -q ' T dlock_uv_new$' || fail "uv_teardown has no dlock_uv_new from libdlock-uv.a"
+ldd "$tmp/uv_teardown" | grep -q "libdlock\.so\.$soversion => " || fail "uv_teardown does not load libdlock.so.$soversion"
+
 step "running them against a redis-server on a free 127.0.0.1 port"
 for _ in $(seq 30); do
 	port=$((20000 + RANDOM % 20001))
@@ -245,6 +267,9 @@ echo "packages: redis-server on $node"
 out=$(timeout 30 "$tmp/hello_lock" "$node" 2>&1) || fail "hello_lock $node: $out"
 grep -q 'released "hello"' <<<"$out" || fail "hello_lock $node: $out"
 echo "hello_lock: $out"
+out=$(timeout 60 "$tmp/uv_teardown" "$node" 2>&1) || fail "uv_teardown $node: $out"
+grep -q 'torn down from a dlock callback' <<<"$out" || fail "uv_teardown $node: $out"
+echo "$out"
 [ "$(command -v dlock)" = /usr/bin/dlock ] || fail "dlock is $(command -v dlock), not /usr/bin/dlock"
 [ "$(dlock --version)" = "dlock $version" ] || fail "dlock --version: $(dlock --version)"
 echo "dlock --version: $(dlock --version)"
@@ -260,7 +285,7 @@ installed_here=0
 for p in "${packages[@]}"; do
 	! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' installed$' || fail "$p is still installed"
 done
-for f in "$libdir/libdlock.so.$soversion" "$libdir/pkgconfig/dlock.pc" /usr/include/dlock.h /usr/bin/dlock \
+for f in "$libdir/libdlock.so.$soversion" "$libdir/pkgconfig/dlock.pc" "$libdir/libdlock-uv.a" /usr/include/dlock.h /usr/bin/dlock \
 	/usr/share/man/man1/dlock.1.gz; do
 	[ ! -e "$f" ] || fail "$f is left after dpkg --purge"
 done

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installation: the shared and static libraries, the public headers, a CMake
-# package (find_package(dlock) -> dlock::dlock, dlock::dlock_static), a
-# pkg-config file (dlock.pc) and the dlock command with its man page and
+# package (find_package(dlock) -> dlock::dlock, dlock::dlock_static, and
+# dlock::uv, dlock::libevent when built), pkg-config files (dlock.pc,
+# dlock-uv.pc, dlock-libevent.pc) and the dlock command with its man page and
 # its bash and zsh completion.
 # Included from the top-level CMakeLists.txt when DLOCK_INSTALL is on.
 #
@@ -10,7 +11,8 @@
 # one):
 #   runtime  the shared library and its soname link, nothing else
 #   dev      headers, the unversioned .so link, the static library, dlock.pc
-#            and the CMake package
+#            and the CMake package, and the adapters' static libraries
+#            (libdlock-uv.a, libdlock-libevent.a) with their .pc files
 #   cli      the dlock command, its man page and its shell completion
 include(CMakePackageConfigHelpers)
 
@@ -29,9 +31,17 @@ install(TARGETS dlock dlock_static
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/dlock.h ${PROJECT_SOURCE_DIR}/include/dlock.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+# An adapter's header goes with its library: without it, it declares
+# functions nothing defines.
+set(_dlock_headers_left_out "")
+foreach(_dlock_adapter uv libevent)
+  if(NOT _dlock_adapter IN_LIST DLOCK_ADAPTERS)
+    list(APPEND _dlock_headers_left_out PATTERN ${_dlock_adapter}.h EXCLUDE)
+  endif()
+endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dlock
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
-  FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp" ${_dlock_headers_left_out})
 if(DLOCK_GENERATED_INCLUDE_DIR)
   install(FILES ${DLOCK_GENERATED_INCLUDE_DIR}/dlock/version.h
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlock COMPONENT dev)
@@ -63,6 +73,19 @@ install(EXPORT dlockTargets
   FILE dlockTargets.cmake
   NAMESPACE dlock::
   DESTINATION ${DLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
+
+# The adapters (cmake/adapters.cmake): each static library with an export
+# set of its own, dlock-NAMETargets.cmake, which dlockConfig.cmake loads when
+# the loop library is found (find_package(dlock COMPONENTS uv) insists).
+foreach(_dlock_adapter ${DLOCK_ADAPTERS})
+  install(TARGETS dlock_${_dlock_adapter}
+    EXPORT dlock-${_dlock_adapter}Targets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+  install(EXPORT dlock-${_dlock_adapter}Targets
+    FILE dlock-${_dlock_adapter}Targets.cmake
+    NAMESPACE dlock::
+    DESTINATION ${DLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
+endforeach()
 
 # dlockConfig.cmake finds hiredis with this module (hiredis 0.14 installs
 # no CMake package with a target).
@@ -107,10 +130,25 @@ endif()
 # Configure everything but the prefix now; @DLOCK_PC_PREFIX@ survives this
 # pass (it is replaced by itself) and is filled in by the install script.
 set(DLOCK_PC_PREFIX "@DLOCK_PC_PREFIX@")
+# dlock.pc, and dlock-NAME.pc for each adapter (Requires: dlock and its loop
+# library, whose headers the adapter's header includes).
+set(_dlock_pcs dlock)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/dlock.pc.in ${PROJECT_BINARY_DIR}/dlock.pc.in @ONLY)
-install(CODE "
-  set(DLOCK_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  configure_file(\"${PROJECT_BINARY_DIR}/dlock.pc.in\" \"${PROJECT_BINARY_DIR}/dlock.pc\" @ONLY)
-" COMPONENT dev)
-install(FILES ${PROJECT_BINARY_DIR}/dlock.pc
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+foreach(_dlock_adapter ${DLOCK_ADAPTERS})
+  set(DLOCK_ADAPTER ${_dlock_adapter})
+  set(DLOCK_ADAPTER_MODULE ${_dlock_adapter})
+  if(_dlock_adapter STREQUAL "uv")
+    set(DLOCK_ADAPTER_MODULE libuv)
+  endif()
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/dlock-adapter.pc.in
+    ${PROJECT_BINARY_DIR}/dlock-${_dlock_adapter}.pc.in @ONLY)
+  list(APPEND _dlock_pcs dlock-${_dlock_adapter})
+endforeach()
+foreach(_dlock_pc ${_dlock_pcs})
+  install(CODE "
+    set(DLOCK_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+    configure_file(\"${PROJECT_BINARY_DIR}/${_dlock_pc}.pc.in\" \"${PROJECT_BINARY_DIR}/${_dlock_pc}.pc\" @ONLY)
+  " COMPONENT dev)
+  install(FILES ${PROJECT_BINARY_DIR}/${_dlock_pc}.pc
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+endforeach()

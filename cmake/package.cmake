@@ -3,7 +3,9 @@
 # (cmake/install.cmake):
 #   libdlock<SOVERSION>  runtime: the shared library and its soname link
 #   libdlock-dev         dev: headers, libdlock.so, libdlock.a, dlock.pc, the
-#                        CMake package; depends on libdlock<SOVERSION> (= version)
+#                        CMake package, and the event-loop adapters
+#                        (libdlock-uv.a, libdlock-libevent.a, their .pc files
+#                        and CMake targets); depends on libdlock<SOVERSION> (= version)
 #   dlock                cli: the command, its man page, its shell completion
 #
 #   cmake -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
@@ -85,12 +87,28 @@ if(DLOCK_TLS_LIBS)
   string(APPEND _dlock_dev_depends ", libssl-dev")
 endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${_dlock_dev_depends}")
+# The adapters are static libraries for programs on libuv or libevent:
+# theirs to install (dlock-uv.pc requires libuv); libdlock itself needs neither.
+set(_dlock_dev_suggests "")
+foreach(_dlock_adapter ${DLOCK_ADAPTERS})
+  if(_dlock_adapter STREQUAL "uv")
+    list(APPEND _dlock_dev_suggests libuv1-dev)
+  elseif(_dlock_adapter STREQUAL "libevent")
+    list(APPEND _dlock_dev_suggests libevent-dev)
+  endif()
+endforeach()
+if(_dlock_dev_suggests)
+  list(JOIN _dlock_dev_suggests ", " _dlock_dev_suggests)
+  set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "${_dlock_dev_suggests}")
+endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_DEV_DESCRIPTION "Redisson-compatible distributed locks on Redis (development files)
 ${_dlock_about}
 
-This package holds the headers (with the C++ classes and the libuv and
-libevent adapters), the static library, dlock.pc and the CMake package.")
+This package holds the headers (with the C++ classes), the static library,
+dlock.pc and the CMake package, and the libuv and libevent adapters: the
+static libraries libdlock-uv.a and libdlock-libevent.a with dlock-uv.pc,
+dlock-libevent.pc and the CMake targets dlock::uv and dlock::libevent.")
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME dlock)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION utils)

@@ -11,7 +11,7 @@
  *   -w WATCHDOG_MS  the watchdog lease, renewed every third of it (default 3000)
  *   URI             one client per URI (default redis://127.0.0.1:6379)
  *
- * Every client is opened on the event_base through <dlock/event.h>: dlock starts
+ * Every client is opened on the event_base through <dlock/libevent.h>: dlock starts
  * no thread, and its work (connections, replies, renewals) runs on the loop
  * between the program's own. The program
  *   1. acquires LOCKS locks asynchronously, with watchdog leases, keeping
@@ -33,12 +33,12 @@
  * released, in one thread; 1 otherwise, saying why; 2 for bad arguments.
  *
  * Build against an installed dlock:
- *   cc event_locks.c $(pkg-config --cflags --libs dlock libevent) -o event_locks
+ *   cc event_locks.c $(pkg-config --cflags --libs dlock-libevent) -o event_locks
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dlock.h>
-#include <dlock/event.h>
+#include <dlock/libevent.h>
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -65,7 +65,7 @@ typedef struct app {
 	int n, nclients, window, hold_s;
 	int64_t watchdog_ms;
 	struct event_base *base;
-	dlock_event *de;
+	dlock_libevent *de;
 	dlock_client *clients[MAX_SERVERS];
 	char owners[MAX_SERVERS][64];
 	held *locks;
@@ -334,7 +334,7 @@ static void free_dlock(app *a)
 		dlock_lock_free(a->locks[i].lock);
 	for (int k = 0; k < a->nclients; k++)
 		dlock_client_free(a->clients[k]);
-	dlock_event_free(a->de);
+	dlock_libevent_free(a->de);
 }
 
 static void on_finish(evutil_socket_t fd, short what, void *ud)
@@ -355,7 +355,7 @@ static int open_all(app *a, char **uris)
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	char name[64];
 
-	o.loop = dlock_event_loop(a->de);
+	o.loop = dlock_libevent_loop(a->de);
 	o.watchdog_timeout_ms = a->watchdog_ms;
 	o.pool_size = a->window < 1024 ? a->window : 1024; /* one for each operation in flight */
 	for (int k = 0; k < a->nclients; k++) {
@@ -428,7 +428,7 @@ int main(int argc, char **argv)
 
 	a.base = event_base_new();
 	a.locks = calloc((size_t)a.n, sizeof(*a.locks));
-	if (a.base == NULL || a.locks == NULL || dlock_event_new(&a.de, a.base) != 0 ||
+	if (a.base == NULL || a.locks == NULL || dlock_libevent_new(&a.de, a.base, NULL) != 0 ||
 			open_all(&a, uris) != 0) {
 		fprintf(stderr, "event_locks: could not set up\n");
 		return 1;

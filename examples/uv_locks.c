@@ -33,7 +33,7 @@
  * released, in one thread; 1 otherwise, saying why; 2 for bad arguments.
  *
  * Build against an installed dlock:
- *   cc uv_locks.c $(pkg-config --cflags --libs dlock libuv) -o uv_locks
+ *   cc uv_locks.c $(pkg-config --cflags --libs dlock-uv) -o uv_locks
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -416,7 +416,7 @@ int main(int argc, char **argv)
 
 	uv_loop_init(&a.uv);
 	a.locks = calloc((size_t)a.n, sizeof(*a.locks));
-	if (a.locks == NULL || dlock_uv_new(&a.du, &a.uv) != 0 || open_all(&a, uris) != 0) {
+	if (a.locks == NULL || dlock_uv_new(&a.du, &a.uv, NULL) != 0 || open_all(&a, uris) != 0) {
 		fprintf(stderr, "uv_locks: could not set up\n");
 		return 1;
 	}

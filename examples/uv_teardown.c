@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	alarm(30); /* uv_run() that never returns is the failure this looks for */
 	memset(&a, 0, sizeof(a));
 	uv_loop_init(&uv);
-	if ((rc = dlock_uv_new(&a.du, &uv)) != 0) {
+	if ((rc = dlock_uv_new(&a.du, &uv, NULL)) != 0) {
 		fprintf(stderr, "uv_teardown: dlock_uv_new: %s\n", dlock_strerror(rc));
 		return 1;
 	}

@@ -14,7 +14,7 @@
  *
  *  - callbacks (dlock_loop_options.watch_fd and .set_timer): dlock asks for
  *    each descriptor and the one timer as they change; the adapters in
- *    dlock/uv.h and dlock/event.h wire them to libuv and libevent;
+ *    dlock/uv.h and dlock/libevent.h wire them to libuv and libevent;
  *  - one descriptor (Linux, no callbacks given): dlock_loop_fd() is an
  *    epoll descriptor that becomes readable whenever dlock has work; watch
  *    it for reading in any loop and call dlock_loop_run(loop, 0) then.

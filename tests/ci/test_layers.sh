@@ -14,7 +14,7 @@ failed=0
 # A tree with one file per layer, each including the one below it.
 tree() {
 	rm -rf "$tmp/t"
-	mkdir -p "$tmp/t/src/core"/{base,loop,net,topology,drive} "$tmp/t/src"/{single,multilock,redlock,cli}
+	mkdir -p "$tmp/t/src/core"/{base,loop,net,topology,drive} "$tmp/t/src"/{single,multilock,redlock,cli,adapters}
 	echo '#include "dlock/errors.h"' > "$tmp/t/src/core/base/error.c"
 	echo '#include "core/base/error.h"' > "$tmp/t/src/core/loop/loop.c"
 	echo '#include "core/loop/loop.h"' > "$tmp/t/src/core/net/conn.c"
@@ -23,6 +23,7 @@ tree() {
 		> "$tmp/t/src/core/drive/client.c"
 	echo '#include "core/drive/client.h"' > "$tmp/t/src/single/rlock.c"
 	echo '#include "dlock.h"' > "$tmp/t/src/cli/main.c"
+	echo '#include "dlock/uv.h"' > "$tmp/t/src/adapters/uv.c"
 }
 
 # expect CASE STATUS TEXT: ci/layers.sh on the tree exits STATUS and says TEXT.
@@ -72,6 +73,16 @@ tree
 echo '#include "single/rlock.h"' >> "$tmp/t/src/core/drive/client.c"
 expect "core including single still fails" 1 \
 	'src/core/drive/client.c:3: core includes single (a layer above)'
+
+tree
+echo '#include "core/loop/loop.h"' >> "$tmp/t/src/adapters/uv.c"
+expect "an adapter including a core header fails" 1 \
+	'src/adapters/uv.c:2: adapters includes an internal header: #include "core/loop/loop.h"'
+
+tree
+echo '#include "single/lock_internal.h"' >> "$tmp/t/src/cli/main.c"
+expect "the CLI including an internal header fails" 1 \
+	'src/cli/main.c:2: the CLI includes an internal header: #include "single/lock_internal.h"'
 
 expect "this repository passes" 0 "every include looks down" "$here"
 exit "$failed"

@@ -5,8 +5,10 @@
 #
 #   check_samples.sh --source DIR --dlock BIN --redis-server BIN --lib LIBDLOCK.so
 #                    --cc CC --cxx CXX --include DIR [--include DIR ...]
-#                    [--sanitize LIST] [FILE.md ...]
-# (--sanitize: the library was built with -fsanitize=LIST; so are the samples)
+#                    [--link ARCHIVE ...] [--sanitize LIST] [FILE.md ...]
+# (--sanitize: the library was built with -fsanitize=LIST; so are the samples;
+# --link: a static library every C/C++ sample is linked with too, before the
+# `needs` flags: the event-loop adapters, libdlock-uv.a and libdlock-libevent.a)
 #
 # What a fenced block is checked for, by its language:
 #   ```c        a whole program: compiled with -std=gnu11 (as CMake builds dlock) -Wall -Wextra -Werror, linked
@@ -35,7 +37,8 @@
 #   <!-- sample: compile-only -->  C/C++: built and linked, not run (it needs
 #                                  servers that are not here).
 #   <!-- sample: needs PKG -->     C/C++: also compiled with pkg-config PKG's flags
-#                                  (libuv, libevent); a missing PKG fails the check.
+#                                  (libuv, libevent: the --link adapters need
+#                                  them); a missing PKG fails the check.
 #   <!-- sample: c++20 -->         C++: -std=c++20 instead of C++17.
 #   <!-- sample: excerpt FILE -->  any language: lines cut from FILE (a repository
 #                                  file CI builds): every line of the block, its
@@ -54,6 +57,7 @@ exec </dev/null
 
 src= dlock= redis= lib= cc=cc cxx=c++
 includes=()
+links=() # the adapters' static libraries
 sanitize=() # a sanitizer build's library: the samples are built with it too
 files=()
 while [ $# -gt 0 ]; do
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--cc) cc=$2; shift 2 ;;
 	--cxx) cxx=$2; shift 2 ;;
 	--include) includes+=("-I$2"); shift 2 ;;
+	--link) links+=("$2"); shift 2 ;;
 	--sanitize) [ -z "$2" ] || sanitize=("-fsanitize=$2" -fno-omit-frame-pointer); shift 2 ;;
 	-*) echo "check_samples: unknown option $1" >&2; exit 2 ;;
 	*) files+=("$1"); shift ;;
@@ -260,13 +265,13 @@ for n in $(seq 1 "$total"); do
 		if [ "$lang" = c ]; then
 			prog=$work/sample.c
 			if has fragment; then wrap_fragment "$body" "$prog"; else cp "$body" "$prog"; fi
-			compile=("$cc" "${cflags[@]}" -o "$work/sample" "$prog" "${flags[@]}" "${ldflags[@]}")
+			compile=("$cc" "${cflags[@]}" -o "$work/sample" "$prog" ${links[@]+"${links[@]}"} "${flags[@]}" "${ldflags[@]}")
 		else
 			prog=$work/sample.cpp
 			cp "$body" "$prog"
 			std=-std=c++17
 			has c++20 && std=-std=c++20
-			compile=("$cxx" "$std" "${cxxflags[@]}" -o "$work/sample" "$prog" "${flags[@]}" "${ldflags[@]}")
+			compile=("$cxx" "$std" "${cxxflags[@]}" -o "$work/sample" "$prog" ${links[@]+"${links[@]}"} "${flags[@]}" "${ldflags[@]}")
 		fi
 		run=1
 		has compile-only && run=0

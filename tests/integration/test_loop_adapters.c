@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The event-loop adapters (dlock/uv.h, dlock/event.h) at scale, through
+ * The event-loop adapters (dlock/uv.h, dlock/libevent.h) at scale, through
  * their examples: examples/uv_locks and examples/event_locks each hold
  * 10,000 watchdog locks from one thread, on 1 and on 5 real servers, for
  * longer than the watchdog timeout. The example checks its own holds and
