@@ -298,6 +298,11 @@ Test(cli_jobctl, fg_after_the_lock_expired_kills_the_job_unrun)
 	unlink(ticks);
 	snprintf(body, sizeof body, "while :; do echo x >> %s; sleep 0.02; done", ticks);
 	start_run(sh, &j, "--watchdog 1500", "jc-expired", body, "");
+	/* Its first tick written (a busy machine may run it late): the ^Z
+	 * then stops a command that ran, and its file is there to compare. */
+	for (int64_t end = rh_now_ms() + 5000; !file_exists(ticks) && rh_now_ms() < end;)
+		dl_sleep_ms(10);
+	cr_assert(file_exists(ticks), "the command wrote no tick within 5 s");
 	suspend(sh, &j, "jc-expired");
 	cr_assert(await_held("jc-expired", 0, 10000), "the lock did not expire while stopped");
 	cr_assert_eq(stat(ticks, &before), 0);
