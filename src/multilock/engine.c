@@ -66,10 +66,13 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 	e->members = dlock__calloc(n, sizeof(*e->members));
 	e->status = dlock__calloc(n, sizeof(*e->status));
 	e->release_ran = dlock__calloc(n, sizeof(*e->release_ran));
+	e->release_due = dlock__calloc(n, sizeof(*e->release_due));
 	e->link = dlock__link_new(e);
-	if (e->members == NULL || e->status == NULL || e->link == NULL || e->release_ran == NULL) {
+	if (e->members == NULL || e->status == NULL || e->link == NULL || e->release_ran == NULL ||
+			e->release_due == NULL) {
 		dlock__link_unref(e->link);
 		dlock__free(e->release_ran);
+		dlock__free(e->release_due);
 		dlock__free(e->members);
 		dlock__free(e->status);
 		e->members = NULL;
@@ -101,6 +104,7 @@ void dlock__engine_destroy(dlock__engine *e)
 	dlock__free(e->members);
 	dlock__free(e->status);
 	dlock__free(e->release_ran);
+	dlock__free(e->release_due);
 	dlock__errbuf_destroy(&e->err);
 	pthread_mutex_destroy(&e->mu);
 	e->members = NULL;

@@ -74,6 +74,11 @@ typedef struct dlock__engine {
 	/* Per member: a release (EVALSHA) answered there, so its server has the
 	 * script - one given up unanswered runs without a NOSCRIPT (release.c). */
 	atomic_int *release_ran;
+	/* Per member: releases still on their way there after the op that sent
+	 * them went on at its quorum (release.c). The member is not asked to
+	 * acquire meanwhile: on another connection, its acquire could run
+	 * before that release and be undone by it. */
+	atomic_int *release_due;
 	/* The latest acquisition (monotonic ms), for hold_ms (dlock/stats.h):
 	 * one per lock, so with several owners at once it is the latest's. */
 	_Atomic int64_t held_since;

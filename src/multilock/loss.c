@@ -226,6 +226,22 @@ void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const ch
 	dlock__mutex_unlock(&l->mu);
 }
 
+void dlock__link_release_ran(struct dlock__engine_link *l, size_t i)
+{
+	dlock__mutex_lock(&l->mu);
+	if (l->e != NULL)
+		atomic_store(&l->e->release_ran[i], 1);
+	dlock__mutex_unlock(&l->mu);
+}
+
+void dlock__link_release_due(struct dlock__engine_link *l, size_t i, int delta)
+{
+	dlock__mutex_lock(&l->mu);
+	if (l->e != NULL)
+		atomic_fetch_add(&l->e->release_due[i], delta);
+	dlock__mutex_unlock(&l->mu);
+}
+
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost)
 {
 	char buf[64];
