@@ -383,6 +383,7 @@ static void go_on(dlock__timer *tm)
 	if (o == NULL || at->run_over || at->gone_on)
 		return; /* the run ended first: it goes on the usual way */
 	at->gone_on = 1;
+	at->release_gen = atomic_load(&o->e->release_gen);
 	o->attempt = NULL;
 	o->tail = at;
 	o->step_rc = 0;

@@ -96,6 +96,8 @@ void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const ch
  * still on its way there after its op ended: due +1, then -1 (engine.h). */
 void dlock__link_release_ran(struct dlock__engine_link *l, size_t i);
 void dlock__link_release_due(struct dlock__engine_link *l, size_t i, int delta);
+/* The engine's release_gen (*gen); -1 once the engine is gone. */
+int dlock__link_release_gen(struct dlock__engine_link *l, unsigned *gen);
 
 /* Members the owner still holds (0), lost (DLOCK_ELOST) or never held. */
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost);

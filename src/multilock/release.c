@@ -439,6 +439,7 @@ static void release_start(dlock_op *op)
 	dlock__holds_tally(e, o->owner, &alive, &lost);
 	r->was_lost = lost > 0 && alive < e->rules.quorum;
 	dlock__loss_disarm(e, r->t[0].owner_ptr);
+	atomic_fetch_add(&e->release_gen, 1); /* late grants of before: given back */
 	if (dlock__mux_loop_begin(&r->ml, r->loop, r->ops, r->n, release_decided, r, run_over) < 0)
 		dlock__engine_pause(o, 0, begin_failed);
 }
