@@ -65,12 +65,10 @@ typedef struct releasing {
 	int nomem;
 	int was_lost; /* fewer than a quorum held, because holds were lost */
 	int early;    /* asynchronous: the op goes on at the quorum */
-	int quorum_in; /* decided: the op goes on (from the loop) */
 	int gone_on;  /* the op ended; the run hears the rest */
 	dlock__engine_op *o; /* NULL once the op ended */
 	dlock__loop *loop;   /* the op's */
 	dlock__mux_loop ml;  /* the run: the releasing's own, as it may outlive the op */
-	dlock__timer go_on;
 	int64_t started, quorum_at; /* when sent; when a quorum had let go (0: not yet) */
 	char first_msg[DLOCK__ERRMSG_MAX];
 } releasing;
@@ -104,7 +102,7 @@ static void releasing_free(releasing *r)
 	dlock__free(r);
 }
 
-static void go_on(dlock__timer *tm);
+static void go_on(releasing *r);
 
 /* Keep the members (and so their clients and loop) while the run lasts. */
 static void keep_members(releasing *r, const dlock__engine *e)
@@ -131,7 +129,6 @@ static int releasing_new(releasing **out, dlock__engine_op *o)
 	r->loop = o->op.loop;
 	r->link = dlock__link_ref(e->link);
 	r->early = !o->blocking;
-	dlock__timer_init(&r->go_on, go_on);
 	r->members = dlock__calloc(e->n, sizeof(*r->members));
 	r->late = dlock__calloc(e->n, sizeof(*r->late));
 	r->t = dlock__calloc(e->n, sizeof(*r->t));
@@ -269,16 +266,14 @@ static int verdict(const releasing *r, int was_lost)
 }
 
 /* The decision is in and members are still to answer: asynchronous, the
- * op goes on now (from the loop, not inside the run) and the run hears
- * the rest; blocking, they get the grace. 1: stop waiting. */
+ * op goes on now (its callback comes from the loop, never from here) and
+ * the run hears the rest; blocking, they get the grace. 1: stop waiting. */
 static int decide_with_pending(releasing *r, int64_t *wake_at)
 {
 	int64_t now, grace_end;
 
 	if (r->early) {
-		r->quorum_in = 1;
-		if (dlock__timer_set(r->loop, &r->go_on, 0) < 0)
-			return 1; /* no timer: the blocking way, without the grace */
+		go_on(r);
 		return 0;
 	}
 	now = dlock__now_ms();
@@ -304,7 +299,7 @@ static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 	releasing *r = arg;
 	size_t i, pending = 0, pending_live = 0;
 
-	if (r->quorum_in)
+	if (r->gone_on)
 		return 0; /* the op went on: the rest are heard to their end */
 	for (i = 0; i < n; i++) {
 		if (!ops[i].pending) {
@@ -356,13 +351,10 @@ static void released(releasing *r, int rc)
 /* The op goes on at the quorum: a member still unanswered is late - no
  * longer renewed nor reported held, not asked to acquire until it
  * answered; a rollback on its way is judged when it answers. */
-static void go_on(dlock__timer *tm)
+static void go_on(releasing *r)
 {
-	releasing *r = RL_OF(tm, go_on);
 	size_t i;
 
-	if (r->o == NULL || r->gone_on)
-		return;
 	r->gone_on = 1;
 	for (i = 0; i < r->n; i++) {
 		if (!r->ops[i].pending) {
@@ -399,7 +391,6 @@ static void run_over(dlock__mux_loop *ml)
 
 	dlock__mux_loop_end(ml);
 	if (!r->gone_on) {
-		dlock__timer_stop(r->loop, &r->go_on);
 		released(r, 0);
 		return;
 	}
