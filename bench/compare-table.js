@@ -80,7 +80,11 @@ console.log(`Iterations: ${e.CMP_ITER} per row in ${e.CMP_ROUNDS} rounds of ${e.
 	`${e.CMP_ITER_PAUSED}, one run. Latencies in µs per lock+unlock pair (nearest rank); ` +
 	'client CPU = the process\'s own user+sys µs per pair (a JVM\'s all threads: netty, GC, ' +
 	'JIT); server CPU = the redis-servers\' INFO cpu µs per pair, summed over the row\'s ' +
-	`servers; floor latch DEL: ${dl.floor_latch_del}. dlock÷ = dlock's figure over the row's.\n`);
+	`servers; floor latch DEL: ${dl.floor_latch_del}. dlock÷ = dlock's figure over the row's. ` +
+	'"dlock (blocking)": dlock_lock_try/dlock_redlock_try + unlock from one thread; "dlock async": ' +
+	'the same pairs through the asynchronous calls, one pair in flight at a time on a dlock_loop ' +
+	'the bench thread drives (as node-redlock\'s promises on its event loop); its own ratios ' +
+	'to node-redlock follow the table.\n');
 
 console.log('| scenario | implementation | p50 | p99 | ops/s | client CPU/op | server CPU/op | ' +
 	'dlock÷ p50 | dlock÷ p99 | dlock÷ client CPU |');
@@ -102,12 +106,15 @@ for (const [label, sd, n, sf, nf, paused] of lines) {
 		const rp50 = ratio(d.p50_us, x.p50_us), rp99 = ratio(d.p99_us, x.p99_us);
 		const rcpu = ratio(d.cpu_us_per_op, x.cpu_us_per_op);
 		r[impl] = { p50: rp50, p99: rp99, cpu: rcpu };
-		const dash = impl === 'dlock';
-		console.log(`| ${label} | ${impl} | ${f(x.p50_us)} | ${f(x.p99_us)} | ${f(x.ops_per_s, 0)} | ` +
+		const dash = impl === 'dlock' || impl === 'dlock-async';
+		const shown = { dlock: 'dlock (blocking)', 'dlock-async': 'dlock async' }[impl] || impl;
+		console.log(`| ${label} | ${shown} | ${f(x.p50_us)} | ${f(x.p99_us)} | ${f(x.ops_per_s, 0)} | ` +
 			`${f(x.cpu_us_per_op)} | ${f(x.server_cpu_us_per_op)} | ${dash ? '' : f(rp50, 2)} | ` +
 			`${dash ? '' : f(rp99, 2)} | ${dash ? '' : f(rcpu, 2)} |`);
 	};
 	out('dlock', d);
+	const da = pick('dlock-async', sd, n, paused);
+	if (da) out('dlock-async', da);
 	for (const impl of PEERS) {
 		const x = peerRow(impl, sd, n, sf, nf, paused);
 		if (x) out(impl, x);
@@ -119,7 +126,24 @@ for (const [label, sd, n, sf, nf, paused] of lines) {
 		dn99: r['node-redlock'] && r['node-redlock'].p99, dncpu: r['node-redlock'] && r['node-redlock'].cpu,
 		drs50: r.redsync && r.redsync.p50,
 		drsScpu: rs && ratio(d.server_cpu_us_per_op, rs.server_cpu_us_per_op),
-		dnScpu: nr && ratio(d.server_cpu_us_per_op, nr.server_cpu_us_per_op) };
+		dnScpu: nr && ratio(d.server_cpu_us_per_op, nr.server_cpu_us_per_op),
+		/* dlock async over node-redlock: both one pair at a time on an event loop. */
+		an50: da && nr && ratio(da.p50_us, nr.p50_us), an99: da && nr && ratio(da.p99_us, nr.p99_us),
+		ancpu: da && nr && ratio(da.cpu_us_per_op, nr.cpu_us_per_op),
+		af: da && r.floor && ratio(da.p50_us, peerRow('floor', sd, n, sf, nf, paused).p50_us) };
+}
+
+const asyncLines = lines.filter(([label]) => summary[label] && summary[label].an50 != null);
+if (asyncLines.length) {
+	console.log('\ndlock async over node-redlock (both one pair in flight on an event loop; ' +
+		'dlock async over its floor beside):\n');
+	console.log('| scenario | p50 | p99 | client CPU/op | p50 over the floor |');
+	console.log('|---|---:|---:|---:|---:|');
+	for (const [label] of asyncLines) {
+		const s = summary[label];
+		console.log(`| ${label} | ${f(s.an50, 2)} | ${f(s.an99, 2)} | ${f(s.ancpu, 2)} | ` +
+			`${f(s.af, 2)} |`);
+	}
 }
 
 const IMPLS = ['dlock', 'redisson', 'redsync', 'node-redlock'];
@@ -251,15 +275,19 @@ const s1 = summary['1 server'] || {}, s5 = summary['5 servers'] || {};
 console.log('\nTargets (SPEC §9):\n');
 check('dlock/floor p50, 1 server', s1.df, 1.15);
 check('dlock/floor p50, 5 servers', s5.df, 1.2);
-check('dlock/node-redlock p50, 5 servers', s5.dn50, 0.85);
-check('dlock/node-redlock p99, 5 servers', s5.dn99, 0.5);
-check('dlock/node-redlock CPU per op, 5 servers', s5.dncpu, 0.4);
+check('dlock (blocking)/node-redlock p50, 5 servers', s5.dn50, 0.85);
+check('dlock async/node-redlock p50, 5 servers', s5.an50, 0.85);
+check('dlock (blocking)/node-redlock p99, 5 servers', s5.dn99, 0.5);
+check('dlock async/node-redlock p99, 5 servers', s5.an99, 0.5);
+check('dlock (blocking)/node-redlock CPU per op, 5 servers', s5.dncpu, 0.4);
+check('dlock async/node-redlock CPU per op, 5 servers', s5.ancpu, 0.4);
 if (ho) check('hand-off p50, round trips', ho.p50_rt, 3);
 
 console.log('\nTargets (the thundering herd; ratios are dlock\'s figure over the peer\'s):\n');
 check('dlock/redsync p50, 1 server', s1.drs50, 1);
 check('dlock/redsync server CPU per pair, 1 server', s1.drsScpu, 1.1);
-check('dlock/node-redlock p50, 5 servers', s5.dn50, 0.8);
+check('dlock (blocking)/node-redlock p50, 5 servers', s5.dn50, 0.8);
+check('dlock async/node-redlock p50, 5 servers', s5.an50, 0.8);
 check('dlock/node-redlock server CPU per pair, 5 servers', s5.dnScpu, 1);
 const dc = waiterCounts.map((w) => pick('dlock', 6, 1, 0, 'contended', w)).filter(Boolean);
 if (dc.length > 1) {

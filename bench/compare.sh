@@ -12,7 +12,9 @@
 #      needs, it stops and says which;
 #   2. starts 5 redis-servers on free 127.0.0.1 ports;
 #   3. uncontended lock+unlock on 1, 3 and 5 servers: dlock-bench scenarios 1
-#      and 2 (dlock and its floor), redisson-bench, redsync-bench and
+#      and 2 (dlock through its blocking calls, dlock through its asynchronous
+#      ones - one pair in flight on a dlock_loop, as node-redlock's promises -
+#      and its floor), redisson-bench, redsync-bench and
 #      node-redlock-bench.js in R rounds in which they take turns (the order
 #      rotates every round; samples merged); then dlock-bench scenario 4 and
 #      scenario 5 (one server SIGSTOPped) for dlock and node-redlock;

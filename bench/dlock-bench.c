@@ -5,7 +5,15 @@
  * Scenarios (--scenario LIST, default 1,2,3,4,5):
  *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_try(l, 0, 10000)
  *      + dlock_lock_unlock), RedLock on 3 and 5 servers (dlock_redlock_try(&v,
- r, *      0, 10000) + dlock_redlock_unlock), restart guard off.
+ *      r, 0, 10000) + dlock_redlock_unlock), restart guard off. Beside it,
+ *      "dlock-async": the same pairs through the asynchronous calls
+ *      (acquire_async, then release_async from the loop, an owner of the
+ *      lock's own), one pair in flight at a time, on a dlock_loop this
+ *      thread drives with dlock_loop_run, clients opened on it - what a
+ *      promise-based peer (node-redlock) measures. A RedLock's async
+ *      acquisition goes on at its quorum and its release calls back once a
+ *      quorum let go, the rest finishing on the loop during the next pair.
+ *      Blocking, async and floor alternate in blocks.
  *   2  the floor: the same two Lua round trips (dlock's own acquire and
  *      release scripts, EVALSHA, the same argument shapes) with bare
  *      hiredis, on 1 server and fanned out to 3 and 5 (every command
@@ -705,22 +713,32 @@ static void meter_finish(meter *m, result *r)
 	m->pair = m->acq = m->rel = NULL;
 }
 
-/* Measure a (and b, may be NULL) for iters pairs each, alternating blocks. */
-static void measure(meter *a, meter *b, long warm, long iters)
+/* Measure m[0..nm-1] (NULL ones skipped) for iters pairs each, in
+ * alternating blocks. */
+static void measure_all(meter **m, int nm, long warm, long iters)
 {
 	long done = 0;
+	int j;
 
-	meter_warm(a, warm);
-	if (b != NULL)
-		meter_warm(b, warm);
+	for (j = 0; j < nm; j++)
+		if (m[j] != NULL)
+			meter_warm(m[j], warm);
 	while (done < iters) {
 		long k = iters - done < opt.block ? iters - done : opt.block;
 
-		meter_run(a, k);
-		if (b != NULL)
-			meter_run(b, k);
+		for (j = 0; j < nm; j++)
+			if (m[j] != NULL)
+				meter_run(m[j], k);
 		done += k;
 	}
+}
+
+/* Measure a (and b, may be NULL) for iters pairs each, alternating blocks. */
+static void measure(meter *a, meter *b, long warm, long iters)
+{
+	meter *m[2] = { a, b };
+
+	measure_all(m, 2, warm, iters);
 }
 
 static void lock_name(char *buf, size_t len, const char *what)
@@ -770,6 +788,125 @@ static int dl_red_pair(void *p, uint64_t *t_acq)
 	if (rc < 0 && c->verbose_errors-- > 0)
 		note("  redlock unlock: %s: %s\n", dlock_strerror(rc), dlock_redlock_errmsg(c->red));
 	return rc;
+}
+
+/*
+ * Scenario 1's "dlock async" row: the same pair through the asynchronous
+ * calls (acquire_async, then release_async), one pair in flight at a time,
+ * on a dlock_loop this thread drives with dlock_loop_run - what a program
+ * built on promises (node-redlock) does.
+ */
+typedef struct dl_async_ctx {
+	dlock_loop *loop;
+	dlock_client *clients[MAX_SERVERS];
+	dlock_lock *members[MAX_SERVERS];
+	int n;
+	dlock_redlock *red; /* 3 or more servers; else members[0] alone */
+	char owner[DLOCK_OWNER_SIZE];
+	int calls, code;
+	char message[256];
+	int verbose_errors;
+} dl_async_ctx;
+
+static void dl_async_done(dlock_op *op, const dlock_result *r, void *ud)
+{
+	dl_async_ctx *a = ud;
+
+	(void)op;
+	a->calls++;
+	a->code = r->code;
+	snprintf(a->message, sizeof(a->message), "%s", r->message != NULL ? r->message : "");
+}
+
+/* Drive the loop until the op's callback came; its code. */
+static int dl_async_wait(dl_async_ctx *a, const char *what)
+{
+	while (a->calls == 0)
+		if (dlock_loop_run(a->loop, -1) < 0)
+			die("dlock_loop_run: %s", dlock_errmsg_last());
+	if (a->code < 0 && a->verbose_errors-- > 0)
+		note("  async %s: %s: %s\n", what, dlock_strerror(a->code), a->message);
+	return a->code;
+}
+
+static int dl_async_pair(void *p, uint64_t *t_acq)
+{
+	dl_async_ctx *a = p;
+	int rc;
+
+	a->calls = 0;
+	rc = a->red != NULL ? dlock_redlock_acquire_async(NULL, a->red, a->owner, 0, LEASE_MS,
+				      dl_async_done, a)
+			    : dlock_lock_acquire_async(NULL, a->members[0], a->owner, 0, LEASE_MS,
+				      dl_async_done, a);
+	if (rc < 0)
+		die("acquire_async: %s", dlock_errmsg_last());
+	if ((rc = dl_async_wait(a, "acquire")) < 0)
+		return rc;
+	*t_acq = now_ns();
+	a->calls = 0;
+	rc = a->red != NULL ? dlock_redlock_release_async(NULL, a->red, a->owner, dl_async_done, a)
+			    : dlock_lock_release_async(NULL, a->members[0], a->owner, dl_async_done, a);
+	if (rc < 0)
+		die("release_async: %s", dlock_errmsg_last());
+	return dl_async_wait(a, "release");
+}
+
+/* Clients on a loop of the bench's own, a lock on each, a RedLock over
+ * them (restart guard off, as the blocking row) on 3 or more servers; the
+ * owner one of this process's own, as the RedLock's owner() names it. */
+static void dl_async_open(dl_async_ctx *a, int n, const char *name,
+		const dlock_client_options *copts)
+{
+	dlock_client_options co = *copts;
+	dlock_redlock_options ro;
+	int i;
+
+	memset(a, 0, sizeof(*a));
+	a->n = n;
+	a->verbose_errors = 5;
+	if (dlock_loop_new(&a->loop, NULL) < 0)
+		die("dlock_loop_new: %s", dlock_errmsg_last());
+	co.loop = a->loop;
+	for (i = 0; i < n; i++) {
+		if (dlock_client_open(&a->clients[i], servers[i].uri, &co) < 0)
+			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+		if (dlock_lock_new(&a->members[i], a->clients[i], name, NULL) < 0)
+			die("dlock_lock_new: %s", dlock_errmsg_last());
+	}
+	if (n == 1) {
+		if (dlock_client_owner(a->owner, a->clients[0], 1) < 0)
+			die("dlock_client_owner: %s", dlock_errmsg_last());
+		return;
+	}
+	dlock_redlock_options_init(&ro, DLOCK_REDLOCK_OPTIONS_VERSION);
+	ro.restart_guard_ms = 0;
+	if (dlock_redlock_new(&a->red, a->members, (size_t)n, &ro) < 0)
+		die("dlock_redlock_new: %s", dlock_errmsg_last());
+	if (dlock_redlock_owner(a->owner, a->red, 1) < 0)
+		die("dlock_redlock_owner: %s", dlock_errmsg_last());
+}
+
+/* Freed once the loop has nothing pending (a release's stragglers keep
+ * their clients until they answered: driven until then). */
+static void dl_async_close(dl_async_ctx *a)
+{
+	size_t pending = 0;
+	int i;
+
+	while (dlock_loop_pending(&pending, a->loop) == 0 && pending > 0)
+		if (dlock_loop_run(a->loop, 10) < 0)
+			die("dlock_loop_run: %s", dlock_errmsg_last());
+	/* A straggler's answer (a loopback round trip) comes within this. */
+	for (i = 0; i < 10; i++)
+		if (dlock_loop_run(a->loop, 1) < 0)
+			die("dlock_loop_run: %s", dlock_errmsg_last());
+	dlock_redlock_free(a->red);
+	for (i = 0; i < a->n; i++) {
+		dlock_lock_free(a->members[i]);
+		dlock_client_free(a->clients[i]);
+	}
+	dlock_loop_free(a->loop);
 }
 
 /* Scenario 1's client options: the defaults, and --tls-ca for rediss:// servers. */
@@ -1042,10 +1179,12 @@ static void uncontended(int do_dlock, int do_floor)
 		int n = opt.server_counts[k], idx[MAX_SERVERS], i;
 		char name[128], what[32];
 		dl_ctx c = { NULL, NULL, 5 };
+		dl_async_ctx as;
 		dlock_client *client = NULL;
 		floor_ctx f;
-		meter md, mf;
-		result *rd = NULL, *rf = NULL;
+		meter md, ma, mf;
+		meter *m[3] = { NULL, NULL, NULL };
+		result *rd = NULL, *ra = NULL, *rf = NULL;
 
 		if (n < 1 || n > nservers) {
 			note("  skipped: %d servers (have %d)\n", n, nservers);
@@ -1065,6 +1204,13 @@ static void uncontended(int do_dlock, int do_floor)
 				meter_init(&md, dl_red_pair, &c, opt.iterations);
 			}
 			md.nstat = n;
+			snprintf(what, sizeof(what), "s1-async-n%d", n);
+			lock_name(name, sizeof(name), what);
+			dl_async_open(&as, n, name, &tls_opts);
+			meter_init(&ma, dl_async_pair, &as, opt.iterations);
+			ma.nstat = n;
+			m[0] = &md;
+			m[1] = &ma;
 		}
 		if (do_floor) {
 			for (i = 0; i < n; i++)
@@ -1074,13 +1220,9 @@ static void uncontended(int do_dlock, int do_floor)
 			floor_init(&f, idx, n, -1, name, 1000, 1000);
 			meter_init(&mf, floor_pair, &f, opt.iterations);
 			mf.nstat = n;
+			m[2] = &mf;
 		}
-		if (do_dlock && do_floor)
-			measure(&md, &mf, opt.warmup, opt.iterations);
-		else if (do_dlock)
-			measure(&md, NULL, opt.warmup, opt.iterations);
-		else
-			measure(&mf, NULL, opt.warmup, opt.iterations);
+		measure_all(m, 3, opt.warmup, opt.iterations);
 		if (do_dlock) {
 			rd = new_result(1, "dlock", "lock+unlock", n);
 			meter_finish(&md, rd);
@@ -1093,6 +1235,12 @@ static void uncontended(int do_dlock, int do_floor)
 			} else {
 				dlock_redlock_free(c.red);
 			}
+			ra = new_result(1, "dlock-async", "lock+unlock", n);
+			meter_finish(&ma, ra);
+			snprintf(ra->note, sizeof(ra->note), n == 1 ? "RLock, async, one pair in flight" :
+					"RedLock, async, one pair in flight, restart guard off");
+			print_result(ra);
+			dl_async_close(&as);
 		}
 		if (do_floor) {
 			rf = new_result(2, "floor", "lock+unlock", n);
@@ -1108,6 +1256,10 @@ static void uncontended(int do_dlock, int do_floor)
 			note("  ratio dlock/floor on %d server%s: p50 %.2f  p99 %.2f  cpu %.2f\n", n,
 					n > 1 ? "s" : "", rd->pair.p50 / rf->pair.p50,
 					rd->pair.p99 / rf->pair.p99, rd->cpu_us_per_op / rf->cpu_us_per_op);
+		if (ra != NULL && rf != NULL)
+			note("  ratio dlock async/floor on %d server%s: p50 %.2f  p99 %.2f  cpu %.2f\n",
+					n, n > 1 ? "s" : "", ra->pair.p50 / rf->pair.p50,
+					ra->pair.p99 / rf->pair.p99, ra->cpu_us_per_op / rf->cpu_us_per_op);
 	}
 }
 

@@ -90,18 +90,32 @@ static void give_back_over(dlock__mux_loop *ml)
 	dlock__mux_loop_end(ml);
 	for (k = 0; k < at->nback; k++) {
 		size_t i = (size_t)at->give_back[k]; /* the member of give-back k */
+		const redisReply *reply = at->back[k].reply;
 
 		dlock__rollback_finish(at->members[i], at->acq[i].owner, at->acq[i].believed,
-				at->back[k].rc, at->back[k].reply);
+				at->back[k].rc, reply);
+		/* Nothing to take back: a release's take-back ran first, and the
+		 * grant's record goes with it. */
+		if (at->back[k].rc == 0 && reply != NULL && reply->type == REDIS_REPLY_INTEGER &&
+				reply->integer < 0)
+			dlock__holds_undone(at->members[i], at->acq[i].owner,
+					at->acq[i].believed > 0 ? at->acq[i].believed : 0);
+		dlock__link_release_due(at->link, i, -1);
 	}
 	dlock__attempt_free(at);
 }
 
 /* Does the owner still hold the lock this attempt took (a hold recorded on
- * a member that granted in time)? A release since then says no. */
+ * a member that granted in time)? A release since then says no - one
+ * begun already too: it did not see the late grant, whose record would
+ * outlive its hold (the release's take-back may run first on the server). */
 static int still_held(const struct dlock__attempt *at)
 {
+	unsigned gen;
 	size_t i;
+
+	if (dlock__link_release_gen(at->link, &gen) < 0 || gen != at->release_gen)
+		return 0;
 
 	for (i = 0; i < at->n; i++)
 		if (!at->late[i] && dlock__reply_acquired(&at->ops[i]) &&
@@ -140,11 +154,15 @@ void dlock__attempt_settle(struct dlock__attempt *at)
 		}
 		at->back[k] = (dlock__mux_op){ .client = op->client, .call = &at->undo[i].call };
 		at->give_back[k++] = (int)i;
+		/* Not asked to acquire until it is taken back (engine.h). */
+		dlock__link_release_due(at->link, i, 1);
 	}
 	at->nback = k;
 	if (k == 0 || dlock__mux_loop_begin(&at->ml, at->loop, at->back, k, NULL, NULL,
 				      give_back_over) < 0) {
 		/* Nothing to give back (or no memory to): freed from the loop. */
+		for (i = 0; i < k; i++)
+			dlock__link_release_due(at->link, (size_t)at->give_back[i], -1);
 		if (dlock__timer_set(at->loop, &at->give_back_done, 0) < 0)
 			dlock__attempt_free(at);
 	}

@@ -69,6 +69,7 @@ struct dlock__attempt {
 	int run_over;
 	int fate;                /* after going on: 0 undecided, 1 held, -1 failed */
 	int *late;               /* per member: unanswered when the op went on */
+	unsigned release_gen;    /* the engine's release_gen when the op went on */
 	dlock__timer go_on;      /* the op goes on from the loop, not inside the run */
 	dlock__timer give_back_done;
 	dlock_lock **members;    /* referenced while the attempt may outlive the op */

@@ -66,10 +66,13 @@ int dlock__engine_init(dlock__engine *e, dlock_lock *const *members, size_t n,
 	e->members = dlock__calloc(n, sizeof(*e->members));
 	e->status = dlock__calloc(n, sizeof(*e->status));
 	e->release_ran = dlock__calloc(n, sizeof(*e->release_ran));
+	e->release_due = dlock__calloc(n, sizeof(*e->release_due));
 	e->link = dlock__link_new(e);
-	if (e->members == NULL || e->status == NULL || e->link == NULL || e->release_ran == NULL) {
+	if (e->members == NULL || e->status == NULL || e->link == NULL || e->release_ran == NULL ||
+			e->release_due == NULL) {
 		dlock__link_unref(e->link);
 		dlock__free(e->release_ran);
+		dlock__free(e->release_due);
 		dlock__free(e->members);
 		dlock__free(e->status);
 		e->members = NULL;
@@ -101,6 +104,7 @@ void dlock__engine_destroy(dlock__engine *e)
 	dlock__free(e->members);
 	dlock__free(e->status);
 	dlock__free(e->release_ran);
+	dlock__free(e->release_due);
 	dlock__errbuf_destroy(&e->err);
 	pthread_mutex_destroy(&e->mu);
 	e->members = NULL;
@@ -542,6 +546,82 @@ static void parallel_over(dlock__engine_op *o)
 	give_back_and(o, parallel_given_back);
 }
 
+/* How long an asynchronous acquisition waits for a release still on its
+ * way to a member (a straggler of one that went on at its quorum,
+ * release.c) before it leaves that member out, as a node that owes: from
+ * when the member became due, and at least DUE_MIN_WAIT_MS itself (a loop
+ * not driven for a while has the answers waiting on its sockets). */
+#define DUE_WAIT_MS 100
+#define DUE_MIN_WAIT_MS 2
+
+static int dues_pending(const dlock__engine *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (atomic_load(&e->release_due[i]) > 0)
+			return 1;
+	return 0;
+}
+
+static void parallel_start(dlock__engine_op *o)
+{
+	dlock__engine *e = o->e;
+
+	o->par = (dlock__parallel){ e->rules.quorum, e->rules.filter != NULL, o->lease_ms < 0, 0, 0,
+		0 };
+	o->rounds++;
+	dlock__parallel_attempt(o, o->lease_ms, NULL, &o->par, &o->t0, parallel_over);
+}
+
+static void dues_over(dlock__engine_op *o);
+
+/*
+ * A member with a release of ours still on its way is asked once that was
+ * answered: an acquire sent on another connection could run before it on
+ * the server and be undone by it. Healthy servers answer within a round
+ * trip (woken by dlock__engine_dues_woken); a stopped one is waited for
+ * DUE_WAIT_MS from when it became due at most, then left out. A blocking
+ * call leaves it out at once (its loop is not the one the release runs on).
+ */
+static void await_dues(dlock__engine_op *o)
+{
+	dlock__engine *e = o->e;
+	int64_t until = atomic_load(&e->due_at) + DUE_WAIT_MS, now = dlock__now_ms();
+
+	if (until < o->started + DUE_MIN_WAIT_MS)
+		until = o->started + DUE_MIN_WAIT_MS;
+
+	if (o->canceling) {
+		conclude_canceled(o);
+		return;
+	}
+	if (o->blocking || now >= until || !dues_pending(e)) {
+		parallel_start(o);
+		return;
+	}
+	o->due_next = e->due_waiters;
+	e->due_waiters = o;
+	dlock__engine_pause(o, until - now, dues_over);
+}
+
+static void dues_over(dlock__engine_op *o)
+{
+	dlock__engine_op **p = &o->e->due_waiters;
+
+	while (*p != NULL && *p != o)
+		p = &(*p)->due_next;
+	if (*p == o)
+		*p = o->due_next;
+	o->due_next = NULL;
+	await_dues(o);
+}
+
+void dlock__engine_dues_woken(dlock__engine *e)
+{
+	for (dlock__engine_op *o = e->due_waiters; o != NULL; o = o->due_next)
+		if (o->after_pause != NULL)
+			(void)dlock__timer_set(o->op.loop, &o->pause, 0); /* its bound stays */
+}
+
 static void acquire_start(dlock_op *op)
 {
 	dlock__engine_op *o = (dlock__engine_op *)op;
@@ -562,10 +642,7 @@ static void acquire_start(dlock_op *op)
 		ordered_round(o);
 		return;
 	}
-	o->par = (dlock__parallel){ e->rules.quorum, e->rules.filter != NULL, o->lease_ms < 0, 0, 0,
-		0 };
-	o->rounds++;
-	dlock__parallel_attempt(o, o->lease_ms, NULL, &o->par, &o->t0, parallel_over);
+	await_dues(o);
 }
 
 typedef struct acquire_args {

@@ -74,6 +74,19 @@ typedef struct dlock__engine {
 	/* Per member: a release (EVALSHA) answered there, so its server has the
 	 * script - one given up unanswered runs without a NOSCRIPT (release.c). */
 	atomic_int *release_ran;
+	/* Per member: releases still on their way there after the op that sent
+	 * them went on at its quorum (release.c). The member is not asked to
+	 * acquire meanwhile: on another connection, its acquire could run
+	 * before that release and be undone by it. */
+	atomic_int *release_due;
+	/* Releases started on this lock: a late grant of an acquisition that
+	 * went on before one of them is given back, not joined (attempt.c). */
+	atomic_uint release_gen;
+	/* When a member last became due (monotonic ms), and the asynchronous
+	 * acquisitions waiting for dues to be answered (engine.c): on the
+	 * loop of the first member's client, where releases go late. */
+	_Atomic int64_t due_at;
+	struct dlock__engine_op *due_waiters;
 	/* The latest acquisition (monotonic ms), for hold_ms (dlock/stats.h):
 	 * one per lock, so with several owners at once it is the latest's. */
 	_Atomic int64_t held_since;
@@ -103,6 +116,9 @@ int dlock__engine_acquire_async(dlock_op **out, dlock__engine *e, const char *ow
 int dlock__engine_release_async(dlock_op **out, dlock__engine *e, const char *owner,
 		dlock_op_cb cb, void *userdata);
 int dlock__engine_check(const dlock__engine *e, const char *owner);
+
+/* A member's due release was answered: acquisitions waiting look again. */
+void dlock__engine_dues_woken(dlock__engine *e);
 
 /* How long a quorum of the owner's member holds is certain to last (*ms);
  * 0, DLOCK_ELOST, DLOCK_ENOTOWNER as dlock__engine_check(). */

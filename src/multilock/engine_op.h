@@ -50,6 +50,7 @@ struct dlock__engine_op {
 	dlock_op *child;   /* a member's acquire (ordered.c) */
 	dlock__timer pause;
 	dlock__then after_pause;
+	struct dlock__engine_op *due_next; /* in e->due_waiters */
 	struct dlock__attempt *attempt;
 	struct dlock__attempt *tail; /* went on at a quorum: the rest still heard */
 	struct dlock__waves *waves;

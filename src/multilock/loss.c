@@ -12,6 +12,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
+#include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/holds.h"
 #include "single/member.h"
@@ -224,6 +225,40 @@ void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const ch
 	if (l->e != NULL)
 		dlock__holds_observe(member, owner, member_lost, l->e);
 	dlock__mutex_unlock(&l->mu);
+}
+
+void dlock__link_release_ran(struct dlock__engine_link *l, size_t i)
+{
+	dlock__mutex_lock(&l->mu);
+	if (l->e != NULL)
+		atomic_store(&l->e->release_ran[i], 1);
+	dlock__mutex_unlock(&l->mu);
+}
+
+void dlock__link_release_due(struct dlock__engine_link *l, size_t i, int delta)
+{
+	dlock__mutex_lock(&l->mu);
+	if (l->e != NULL) {
+		atomic_fetch_add(&l->e->release_due[i], delta);
+		if (delta > 0)
+			atomic_store(&l->e->due_at, dlock__now_ms());
+		else
+			dlock__engine_dues_woken(l->e);
+	}
+	dlock__mutex_unlock(&l->mu);
+}
+
+int dlock__link_release_gen(struct dlock__engine_link *l, unsigned *gen)
+{
+	int rc = -1;
+
+	dlock__mutex_lock(&l->mu);
+	if (l->e != NULL) {
+		*gen = atomic_load(&l->e->release_gen);
+		rc = 0;
+	}
+	dlock__mutex_unlock(&l->mu);
+	return rc;
 }
 
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost)

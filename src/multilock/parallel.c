@@ -126,8 +126,16 @@ static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, cons
 
 	if (rc < 0)
 		return rc;
-	if (dlock__client_owes(dlock__lock_client(m), dlock__lock_name(m), dlock__lock_name_len(m),
-			    0) < 0) {
+	if (atomic_load(&e->release_due[i]) > 0) {
+		/* Not sent: see engine.h's release_due. */
+		dlock__seterr(DLOCK_ETIMEDOUT,
+				"lock %s: a release sent to this node is still unanswered; "
+				"not asked to acquire until it is",
+				dlock__lock_shown(m));
+		dlock__try_fail(t, DLOCK_ETIMEDOUT, dlock__errmsg_thread());
+		op->skip = 1;
+	} else if (dlock__client_owes(dlock__lock_client(m), dlock__lock_name(m),
+				   dlock__lock_name_len(m), 0) < 0) {
 		/* Not sent: see dlock__client_owes. */
 		dlock__try_fail(t, DLOCK_ETIMEDOUT, dlock__errmsg_thread());
 		op->skip = 1;
@@ -375,6 +383,7 @@ static void go_on(dlock__timer *tm)
 	if (o == NULL || at->run_over || at->gone_on)
 		return; /* the run ended first: it goes on the usual way */
 	at->gone_on = 1;
+	at->release_gen = atomic_load(&o->e->release_gen);
 	o->attempt = NULL;
 	o->tail = at;
 	o->step_rc = 0;

@@ -92,6 +92,12 @@ struct dlock__engine_link *dlock__link_ref(struct dlock__engine_link *l);
 void dlock__link_unref(struct dlock__engine_link *l);
 void dlock__link_cut(struct dlock__engine_link *l);
 void dlock__loss_join(struct dlock__engine_link *l, dlock_lock *member, const char *owner);
+/* A release to member i answered (its server has the script now); one
+ * still on its way there after its op ended: due +1, then -1 (engine.h). */
+void dlock__link_release_ran(struct dlock__engine_link *l, size_t i);
+void dlock__link_release_due(struct dlock__engine_link *l, size_t i, int delta);
+/* The engine's release_gen (*gen); -1 once the engine is gone. */
+int dlock__link_release_gen(struct dlock__engine_link *l, unsigned *gen);
 
 /* Members the owner still holds (0), lost (DLOCK_ELOST) or never held. */
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost);

@@ -6,36 +6,52 @@
  * waiting for it (a paused server resumed): the rollback script takes
  * exactly that back.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/time.h"
-#include "core/drive/mux.h"
+#include "core/drive/client.h"
+#include "core/drive/mux_loop.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"
+#include "single/lock_internal.h"
 #include "single/member.h"
 
 /*
- * A release decides once a quorum of members let go, every command sent
- * by then, and the rest had a grace (RELEASE_GRACE_MS, or as long again as
- * the quorum took): healthy servers, even busy ones, answer within it; a
- * stopped one costs the grace, not its command timeout. Its reply is left
- * owed on its connection (core/net/owed.h: skipped when it comes; the
- * release goes as EVAL until one ran on that server, so it runs
- * unanswered), and a node that owes is not asked to acquire until it came
- * (a late release could undo a new hold) - which is why the grace is longer than an acquisition's
- * (quorum.h): a straggler given up costs the next acquisition a member.
- * A late release needs no judging: its hold counts as released when the
- * op decides, so it is neither renewed nor reported held any more.
+ * When a release decides (SPEC §16).
+ *
+ * Asynchronous: at the quorum-th "let go", every command sent. The op's
+ * callback comes then; the run goes on, on the loop, to hear the rest
+ * (`late` members): it references the members and their clients, so the
+ * caller may free the lock, the clients and the loop from the callback,
+ * and the stragglers still finish. A member whose release is still due is
+ * no longer renewed nor reported held from the callback on, and is not
+ * asked to acquire until its answer came (engine.h's release_due).
+ *
+ * Blocking: once a quorum let go and the rest had a grace
+ * (RELEASE_GRACE_MS, or as long again as the quorum took). The run cannot
+ * go on past the call: its loop is the calling thread's, driven only while
+ * a blocking call of that thread runs, so a straggler's answer would wait
+ * for the thread's next call. Healthy servers, even busy ones, answer
+ * within the grace; a stopped one costs the grace, not its command
+ * timeout. Its reply is left owed on its connection (core/net/owed.h:
+ * skipped when it comes; the release goes as EVAL until one ran on that
+ * server, so it runs unanswered), and a node that owes is not asked to
+ * acquire until it came (a late release could undo a new hold) - which is
+ * why the grace is longer than an acquisition's (quorum.h): a straggler
+ * given up costs the next acquisition a member. A release given up needs
+ * no judging: its hold counts as released when the op decides, so it is
+ * neither renewed nor reported held any more.
  */
 #define RELEASE_GRACE_MS 100
 
 typedef struct releasing {
-	dlock_lock **members; /* the engine's */
-	atomic_int *ran;      /* the engine's release_ran */
+	dlock_lock **members; /* referenced: the run may outlive the op and the engine */
+	struct dlock__engine_link *link;
 	size_t n, quorum;
 	char *owner;          /* the op's explicit owner, copied; NULL: the thread's */
 	dlock__member_try *t; /* touched: a normal unlock; else a rollback */
@@ -43,13 +59,21 @@ typedef struct releasing {
 	dlock__release *rel;
 	dlock__rollback *rb;
 	int *done; /* per member: its outcome recorded */
+	int *late; /* per member: unanswered when the op went on */
 	size_t released;
 	int first_error;
 	int nomem;
 	int was_lost; /* fewer than a quorum held, because holds were lost */
+	int early;    /* asynchronous: the op goes on at the quorum */
+	int gone_on;  /* the op ended; the run hears the rest */
+	dlock__engine_op *o; /* NULL once the op ended */
+	dlock__loop *loop;   /* the op's */
+	dlock__mux_loop ml;  /* the run: the releasing's own, as it may outlive the op */
 	int64_t started, quorum_at; /* when sent; when a quorum had let go (0: not yet) */
 	char first_msg[DLOCK__ERRMSG_MAX];
 } releasing;
+
+#define RL_OF(p, field) ((releasing *)((char *)(p) - offsetof(releasing, field)))
 
 static void releasing_free(releasing *r)
 {
@@ -57,16 +81,37 @@ static void releasing_free(releasing *r)
 
 	if (r->ops != NULL)
 		dlock__mux_clear(r->ops, r->n);
-	for (i = 0; r->rel != NULL && r->t != NULL && i < r->n; i++)
+	for (i = 0; r->rel != NULL && r->t != NULL && r->members != NULL && i < r->n; i++)
 		if (r->t[i].touched)
 			dlock__release_clear(r->members[i], &r->rel[i]);
+	for (i = 0; r->members != NULL && i < r->n; i++) {
+		if (r->members[i] == NULL)
+			continue;
+		dlock__client_handle_added(dlock__lock_client(r->members[i]), -1);
+		dlock__lock_unref(r->members[i]);
+	}
+	dlock__link_unref(r->link);
+	dlock__free(r->members);
 	dlock__free(r->owner);
 	dlock__free(r->t);
 	dlock__free(r->ops);
 	dlock__free(r->rel);
 	dlock__free(r->rb);
 	dlock__free(r->done);
+	dlock__free(r->late);
 	dlock__free(r);
+}
+
+static void go_on(releasing *r);
+
+/* Keep the members (and so their clients and loop) while the run lasts. */
+static void keep_members(releasing *r, const dlock__engine *e)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		r->members[i] = e->members[i];
+		atomic_fetch_add(&r->members[i]->refs, 1);
+		dlock__client_handle_added(dlock__lock_client(e->members[i]), 1);
+	}
 }
 
 /* A new releasing for op o. */
@@ -78,10 +123,14 @@ static int releasing_new(releasing **out, dlock__engine_op *o)
 	*out = r;
 	if (r == NULL)
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
-	r->members = e->members;
-	r->ran = e->release_ran;
 	r->n = e->n;
 	r->quorum = e->rules.quorum;
+	r->o = o;
+	r->loop = o->op.loop;
+	r->link = dlock__link_ref(e->link);
+	r->early = !o->blocking;
+	r->members = dlock__calloc(e->n, sizeof(*r->members));
+	r->late = dlock__calloc(e->n, sizeof(*r->late));
 	r->t = dlock__calloc(e->n, sizeof(*r->t));
 	r->ops = dlock__calloc(e->n, sizeof(*r->ops));
 	r->rel = dlock__calloc(e->n, sizeof(*r->rel));
@@ -90,9 +139,11 @@ static int releasing_new(releasing **out, dlock__engine_op *o)
 	r->started = dlock__now_ms();
 	if (o->owner != NULL)
 		r->owner = dlock__strdup(o->owner);
-	if (r->t == NULL || r->ops == NULL || r->rel == NULL || r->rb == NULL || r->done == NULL ||
+	if (r->members == NULL || r->late == NULL || r->t == NULL || r->ops == NULL ||
+			r->rel == NULL || r->rb == NULL || r->done == NULL ||
 			(o->owner != NULL && r->owner == NULL))
 		return dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory");
+	keep_members(r, e);
 	dlock__tries_reset(e, r->t, r->owner);
 	return 0;
 }
@@ -167,7 +218,7 @@ static void finish_member(releasing *r, size_t i)
 		if (rc != DLOCK_ENOMEM)
 			dlock__holds_unsure_release(m, t->owner_ptr);
 	} else {
-		atomic_store(&r->ran[i], 1); /* answered: the script is there now */
+		dlock__link_release_ran(r->link, i); /* answered: the script is there now */
 		rc = dlock__release_finish(m, &r->rel[i], op->reply);
 	}
 	if (rc == 0)
@@ -214,32 +265,17 @@ static int verdict(const releasing *r, int was_lost)
 	return rc;
 }
 
-/*
- * The run's stopping rule: record each answer as it comes, and decide
- * once every command is on its way (a connection still opening sends
- * nothing if given up). A rollback (a member not believed held) releases
- * no hold: it is not waited for once a quorum let go.
- */
-static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
+/* The decision is in and members are still to answer: asynchronous, the
+ * op goes on now (its callback comes from the loop, never from here) and
+ * the run hears the rest; blocking, they get the grace. 1: stop waiting. */
+static int decide_with_pending(releasing *r, int64_t *wake_at)
 {
-	releasing *r = arg;
-	size_t i, pending_live = 0;
 	int64_t now, grace_end;
 
-	for (i = 0; i < n; i++) {
-		if (!ops[i].pending) {
-			finish_member(r, i);
-			continue;
-		}
-		if (ops[i].sent_at == 0)
-			return 0;
-		pending_live += r->t[i].touched;
-	}
-	/* Short of a quorum, the rest still change the answer (verdict()). */
-	if (r->released < r->quorum)
+	if (r->early) {
+		go_on(r);
 		return 0;
-	if (pending_live == 0)
-		return 1;
+	}
 	now = dlock__now_ms();
 	if (r->quorum_at == 0)
 		r->quorum_at = now;
@@ -252,23 +288,123 @@ static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 	return 0;
 }
 
-/* The op's end: a member not heard from counts as released. */
-static void released(dlock__engine_op *o)
+/*
+ * The run's stopping rule: record each answer as it comes, and decide
+ * once every command is on its way (a connection still opening sends
+ * nothing if given up). A rollback (a member not believed held) releases
+ * no hold: it is not waited for once a quorum let go.
+ */
+static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_t *wake_at)
 {
-	releasing *r = o->step;
-	size_t i;
-	int rc = o->run_rc;
+	releasing *r = arg;
+	size_t i, pending = 0, pending_live = 0;
+
+	if (r->gone_on)
+		return 0; /* the op went on: the rest are heard to their end */
+	for (i = 0; i < n; i++) {
+		if (!ops[i].pending) {
+			finish_member(r, i);
+			continue;
+		}
+		if (ops[i].sent_at == 0)
+			return 0;
+		pending++;
+		pending_live += r->t[i].touched;
+	}
+	/* Short of a quorum, the rest still change the answer (verdict()). */
+	if (r->released < r->quorum)
+		return 0;
+	/* Asynchronous, a rollback on its way is heard too: its answer says
+	 * what it took back (single/acquire.h). */
+	if ((r->early ? pending : pending_live) == 0)
+		return 1;
+	return decide_with_pending(r, wake_at);
+}
+
+/* The op's end: its verdict on the members decided (a member not heard
+ * from counts as released). The releasing is the run's from here. */
+static void end_op(releasing *r, int rc)
+{
+	dlock__engine_op *o = r->o;
 
 	if (rc == 0) {
-		for (i = 0; i < r->n; i++)
-			finish_member(r, i);
 		rc = verdict(r, r->was_lost);
 		if (rc == 0)
 			dlock__engine_stat_released(o->e, r->t[0].owner_ptr);
 	}
 	o->step = NULL;
-	releasing_free(r);
+	r->o = NULL;
 	dlock__engine_op_end(o, rc);
+}
+
+/* The run ended before the op went on: every member decided now. */
+static void released(releasing *r, int rc)
+{
+	size_t i;
+
+	for (i = 0; rc == 0 && i < r->n; i++)
+		finish_member(r, i);
+	end_op(r, rc);
+	releasing_free(r);
+}
+
+/* The op goes on at the quorum: a member still unanswered is late - no
+ * longer renewed nor reported held, not asked to acquire until it
+ * answered; a rollback on its way is judged when it answers. */
+static void go_on(releasing *r)
+{
+	size_t i;
+
+	r->gone_on = 1;
+	for (i = 0; i < r->n; i++) {
+		if (!r->ops[i].pending) {
+			finish_member(r, i);
+			continue;
+		}
+		r->late[i] = 1;
+		dlock__link_release_due(r->link, i, 1);
+		if (r->t[i].touched) {
+			dlock__holds_unsure_release(r->members[i], r->t[i].owner_ptr);
+			r->done[i] = 1;
+		}
+	}
+	end_op(r, 0);
+}
+
+/* A late member answered (or timed out): its release is no longer due. */
+static void late_answered(releasing *r, size_t i)
+{
+	const dlock__mux_op *op = &r->ops[i];
+
+	if (r->t[i].touched && !op->pending && !op->undecided && op->rc == 0 && op->reply != NULL)
+		dlock__link_release_ran(r->link, i);
+	if (r->t[i].touched && op->rc < 0)
+		dlock__lock_record(r->members[i], op->rc);
+	finish_member(r, i); /* a rollback: what it took back; else recorded */
+	dlock__link_release_due(r->link, i, -1);
+}
+
+static void run_over(dlock__mux_loop *ml)
+{
+	releasing *r = RL_OF(ml, ml);
+	size_t i;
+
+	dlock__mux_loop_end(ml);
+	if (!r->gone_on) {
+		released(r, 0);
+		return;
+	}
+	for (i = 0; i < r->n; i++)
+		if (r->late[i])
+			late_answered(r, i);
+	releasing_free(r);
+}
+
+static void begin_failed(dlock__engine_op *o)
+{
+	releasing *r = o->step;
+
+	released(r, dlock__seterr(DLOCK_ENOMEM, "multilock: out of memory"));
 }
 
 static void release_start(dlock_op *op)
@@ -294,7 +430,9 @@ static void release_start(dlock_op *op)
 	dlock__holds_tally(e, o->owner, &alive, &lost);
 	r->was_lost = lost > 0 && alive < e->rules.quorum;
 	dlock__loss_disarm(e, r->t[0].owner_ptr);
-	dlock__engine_run(o, r->ops, e->n, release_decided, r, released);
+	atomic_fetch_add(&e->release_gen, 1); /* late grants of before: given back */
+	if (dlock__mux_loop_begin(&r->ml, r->loop, r->ops, r->n, release_decided, r, run_over) < 0)
+		dlock__engine_pause(o, 0, begin_failed);
 }
 
 static int check_owner(const char *owner)
