@@ -89,10 +89,12 @@ Test(redlock_quorum, stopped_server_costs_no_timeout_and_its_late_grant_goes_bac
 	cr_assert(validity > 9000 && validity <= 10000, "validity %lld", (long long)validity);
 
 	size_t acquired = 0;
+	int took_it[N] = { 0 };
 	for (int i = 0; i < N; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 		cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
-		acquired += st.vote == DLOCK_VOTE_ACQUIRED;
+		took_it[i] = st.vote == DLOCK_VOTE_ACQUIRED;
+		acquired += (size_t)took_it[i];
 		if (i == 4)
 			cr_assert(st.vote == DLOCK_VOTE_NONE && strstr(st.message, "pending") != NULL,
 					"stopped server: vote %d (%s)", (int)st.vote, st.message);
@@ -106,8 +108,11 @@ Test(redlock_quorum, stopped_server_costs_no_timeout_and_its_late_grant_goes_bac
 			"the late grant stayed on the resumed server: PTTL %lld",
 			(long long)rh_command_int(f.s[4], "PTTL %s", name));
 	cr_assert_eq(dlock_redlock_check(r, NULL), 0, "the quorum's holds are kept");
-	for (int i = 0; i < 3; i++)
-		cr_assert_eq(rh_command_int(f.s[i], "EXISTS %s", name), 1, "server %d", i);
+	/* Every member counted as taken keeps its key (a running server that
+	 * answered after the grace, on a busy machine, was given back). */
+	for (int i = 0; i < N; i++)
+		if (took_it[i])
+			cr_assert_eq(rh_command_int(f.s[i], "EXISTS %s", name), 1, "server %d", i);
 
 	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < N; i++)
@@ -122,9 +127,18 @@ Test(redlock_quorum, blocking_unlock_returns_at_quorum_with_one_stopped, .timeou
 	dlock_redlock *r = open_five(&f, name);
 	int64_t validity = -1;
 
-	cr_assert_eq(dlock_redlock_try(&validity, r, 0, 30000), 0, "%s", dlock_redlock_errmsg(r));
-	for (int i = 0; i < N; i++)
-		cr_assert_eq(rh_command_int(f.s[i], "EXISTS %s", name), 1, "server %d", i);
+	/* Held on all five (a busy machine may answer one after the grace,
+	 * which gives it back: then again), so the stopped one has a key. */
+	for (int k = 0, all = 0; !all; k++) {
+		cr_assert_lt(k, 20, "never held on all %d servers", N);
+		cr_assert_eq(dlock_redlock_try(&validity, r, 0, 30000), 0, "%s",
+				dlock_redlock_errmsg(r));
+		all = 1;
+		for (int i = 0; i < N; i++)
+			all &= rh_command_int(f.s[i], "EXISTS %s", name) == 1;
+		if (!all)
+			cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	}
 
 	cr_assert_eq(rh_server_pause(f.s[4]), 0);
 	int64_t t0 = rh_now_ms();
