@@ -17,7 +17,7 @@
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/topology/cluster.h"
-#include "core/topology/sentinel.h"
+#include "core/topology/sentinel_ask.h"
 #include "core/net/uri.h"
 #include "core/net/owed.h"
 #include "core/loop/loop.h"

@@ -16,7 +16,7 @@
 #include "core/drive/debts.h"
 #include "core/loop/loop.h"
 #include "core/drive/reactor.h"
-#include "core/topology/sentinel.h"
+#include "core/topology/sentinel_ask.h"
 #include "core/base/time.h"
 
 static void wake_waiter(dlock_client *c);

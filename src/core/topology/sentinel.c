@@ -241,28 +241,3 @@ int dlock__sentinel_same(const dlock__sentinel *a, const dlock__sentinel *b)
 				return 1;
 	return 0;
 }
-
-static int find_primary(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
-		uint64_t *epoch)
-{
-	return dlock__sentinel_primary(self, deadline, host, hostlen, port, epoch);
-}
-
-static void suspect_primary(void *self)
-{
-	dlock__sentinel_suspect(self);
-}
-
-static int start_finding(void *self, dlock__loop *loop, dlock__task *ready, int64_t deadline,
-		dlock__finding **out)
-{
-	return dlock__sentinel_ask_start(self, loop, ready, deadline, out);
-}
-
-dlock__finder dlock__sentinel_finder(dlock__sentinel *s)
-{
-	dlock__finder f = { find_primary, start_finding, dlock__sentinel_ask_over,
-		dlock__sentinel_ask_take, dlock__sentinel_ask_drop, suspect_primary, s };
-
-	return f;
-}
