@@ -152,6 +152,7 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 		abort();
 	c->pid = dlock__pid();
 	c->opts = *opts;
+	dlock__client_source_init(c);
 	atomic_init(&c->handles, 1); /* the caller's */
 	dlock__task_init(&c->free_task, free_deferred);
 	dlock__uuid(c->id);
@@ -365,20 +366,6 @@ int dlock__client_check_fork(dlock_client *c)
 			(int)c->pid);
 }
 
-void dlock__client_send_undo(dlock__conn *conn, const dlock__call *u)
-{
-	const char *argv[DLOCK__CALL_MAX + 3];
-	size_t lens[DLOCK__CALL_MAX + 3];
-	char numbuf[16];
-	dlock__script *script = dlock__script_for(u->script, conn->node);
-	int argc = dlock__script_argv(script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
-			u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
-
-	/* Nobody reads its reply: a NOSCRIPT would go unseen. */
-	dlock__script_argv_to_eval(script, argv, lens);
-	dlock__conn_send_owed(conn, argc, argv, lens);
-}
-
 int dlock__client_ask(dlock_client *c, int argc, const char **argv, const size_t *lens,
 		redisReply **out)
 {
@@ -462,5 +449,5 @@ uint64_t dlock__client_cancels(dlock_client *c)
 
 int64_t dlock__client_timed_out_at(const dlock_client *c)
 {
-	return atomic_load(&c->timed_out_at);
+	return atomic_load(&c->src.timed_out_at);
 }

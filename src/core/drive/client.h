@@ -11,10 +11,12 @@
 #include "core/net/conn.h"
 #include "core/base/error.h"
 #include "core/base/stats.h"
+#include "core/drive/mux_source.h"
 #include "core/drive/reactor.h"
 #include "core/net/script.h"
 
 struct dlock_client {
+	dlock__source src; /* first: what the multiplexer knows of it (core/drive/mux_source.h) */
 	pid_t pid; /* the process that opened it: a forked child may not use it */
 	dlock__node node;
 	dlock_client_options opts;
@@ -29,8 +31,6 @@ struct dlock_client {
 	int n_open;        /* idle + lent out + being opened */
 	struct dlock__pool_waiter *waiters, *waiters_tail; /* runs waiting for one (pool.c) */
 	uint64_t conn_gen; /* connections opened so far: a new one may meet a restarted server */
-	_Atomic int64_t timed_out_at; /* monotonic ms a multiplexed command timed out;
-	                                 0 once the server answered again */
 	_Atomic uint64_t cancels;     /* dlock_client_cancel_waits() calls so far */
 	_Atomic int64_t handles;      /* references: the caller's, and each handle and
 	                                 operation made from it and not freed */
@@ -61,18 +61,8 @@ struct dlock_client {
  */
 int dlock__client_check_fork(dlock_client *client);
 
-/*
- * A multiplexed run on a loop that waits for a pooled connection: `task`
- * is posted to `loop` when one is given back (core/drive/mux_loop.c).
- */
-struct dlock_loop;
-struct dlock__task;
-typedef struct dlock__pool_waiter {
-	struct dlock_loop *loop;
-	struct dlock__task *task;
-	struct dlock__pool_waiter *next;
-	int queued;
-} dlock__pool_waiter;
+/* The multiplexer's view of c, filled in as c is made (core/drive/source.c). */
+void dlock__client_source_init(dlock_client *c);
 
 /* 1 with w queued when c has no idle connection and pool_size open (its
  * task comes when one is given back), else 0. `first`: ahead of the
@@ -124,9 +114,6 @@ void dlock__client_note_run_id(dlock_client *client, const dlock__conn *conn);
  */
 int dlock__client_ask(dlock_client *client, int argc, const char **argv, const size_t *lens,
 		redisReply **out);
-
-/* Queue the undo behind a call given up on conn (sent as EVAL, its reply owed). */
-void dlock__client_send_undo(dlock__conn *conn, const dlock__call *undo);
 
 /*
  * A cluster root's member client that serves key's slot (core/topology/cluster.h),

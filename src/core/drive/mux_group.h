@@ -14,9 +14,10 @@
 #include <stdint.h>
 
 #include "core/drive/mux.h"
+#include "core/drive/mux_source.h"
 
 typedef struct dlock__mux_group {
-	dlock_client *client;
+	dlock__source *src; /* the client whose ops these are */
 	dlock__conn *conn;
 	size_t *fifo;      /* ops whose replies are due, in the order they will come */
 	size_t head, tail; /* fifo[head..tail) */

@@ -8,7 +8,7 @@
 #ifndef DLOCK_CORE_MUX_LOOP_H
 #define DLOCK_CORE_MUX_LOOP_H
 
-#include "core/drive/client.h"
+#include "core/drive/mux_source.h"
 #include "core/loop/loop.h"
 #include "core/drive/mux.h"
 
@@ -37,7 +37,7 @@ typedef struct dlock__mux_loop {
 	int urgent;
 	/* Waiting for a pooled connection of `waits_on` (the run begins once
 	 * one is given back), with what begin was given. */
-	dlock_client *waits_on;
+	dlock__source *waits_on;
 	dlock__pool_waiter waiter;
 	dlock__task pool_task;
 	dlock__task lookup_task; /* a connection's host name was found, or a

@@ -40,11 +40,11 @@ typedef struct dlock__mux_share dlock__mux_share;
 
 /* The share of c on loop that a group about to take a connection joins
  * (see above), or NULL: take one of the pool. */
-dlock__mux_share *dlock__share_pick(dlock_client *c, dlock__loop *loop);
+dlock__mux_share *dlock__share_pick(dlock__source *c, dlock__loop *loop);
 
 /* c has a share on loop a run may join (it need not wait for the pool);
  * loop NULL: on any loop. */
-int dlock__share_available(dlock_client *c, dlock__loop *loop);
+int dlock__share_available(dlock__source *c, dlock__loop *loop);
 
 /* g joins s: g->conn and g->share are set. */
 void dlock__share_join(dlock__mux_share *s, dlock__mux_group *g);
