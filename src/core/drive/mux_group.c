@@ -350,12 +350,12 @@ static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 	return got;
 }
 
-const char *dlock__mux_group_what(const dlock__mux_group *g)
+static const char *group_what(const dlock__mux_group *g)
 {
 	return g->head < g->tail ? what_of(&g->ops[g->fifo[g->head]]) : "reply";
 }
 
-void dlock__mux_group_reply(dlock__mux_group *g, redisReply *reply)
+static void group_reply(dlock__mux_group *g, redisReply *reply)
 {
 	int rc = take_reply(g, g->ops, g->npending, reply);
 
@@ -378,6 +378,11 @@ static void sent_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending
 		forget_group(g, ops, npending);
 }
 
+static void group_failed(dlock__mux_group *g, int rc);
+
+/* What the share calls on a group in it (mux_group_state.h). */
+static const dlock__group_calls calls = { group_what, group_reply, group_failed };
+
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
 	dlock__mux_share *s = shareable(g, ops) ? dlock__share_pick(g->src, g->wake_loop) : NULL;
@@ -385,6 +390,7 @@ void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 
 	g->ops = ops;
 	g->npending = npending;
+	g->calls = &calls;
 	if (s != NULL)
 		dlock__share_join(s, g);
 	else
@@ -446,7 +452,7 @@ void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 		fail_group(g, ops, rc, npending);
 }
 
-void dlock__mux_group_failed(dlock__mux_group *g, int rc)
+static void group_failed(dlock__mux_group *g, int rc)
 {
 	if (rc == DLOCK_ECONN && reconnect_group(g, g->ops) == 0)
 		return;

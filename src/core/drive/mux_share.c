@@ -269,7 +269,7 @@ static void fail_all(dlock__mux_share *s, int rc)
 		for (i = s->head; g == NULL && i < s->len; i++)
 			g = s->fifo[i];
 		dlock__seterr(rc, "%s", msg);
-		dlock__mux_group_failed(g, rc); /* leaves the share */
+		g->calls->failed(g, rc); /* leaves the share */
 		kick(g);
 	}
 }
@@ -302,7 +302,7 @@ static void read_replies(dlock__mux_share *s)
 		if (s->head == s->len && s->conn->discard == 0)
 			break;
 		g = s->head < s->len ? s->fifo[s->head] : NULL;
-		r = dlock__conn_read(s->conn, &reply, g != NULL ? dlock__mux_group_what(g) : "skip", 0);
+		r = dlock__conn_read(s->conn, &reply, g != NULL ? g->calls->what(g) : "skip", 0);
 		if (r == DLOCK__AGAIN)
 			break;
 		if (r < 0) {
@@ -315,7 +315,7 @@ static void read_replies(dlock__mux_share *s)
 		}
 		s->head++;
 		s->live--;
-		dlock__mux_group_reply(g, reply);
+		g->calls->reply(g, reply);
 		kick(g);
 	}
 	if (s->head == s->len)

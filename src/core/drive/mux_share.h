@@ -29,7 +29,7 @@
 #ifndef DLOCK_CORE_MUX_SHARE_H
 #define DLOCK_CORE_MUX_SHARE_H
 
-#include "core/drive/mux_group.h"
+#include "core/drive/mux_group_state.h"
 
 /* Replies due on a share beyond which one more pooled connection is opened. */
 #define DLOCK__SHARE_BUSY 32
