@@ -356,48 +356,6 @@ int dlock_client_owner(char owner[DLOCK_OWNER_SIZE], const dlock_client *c, uint
 	return 0;
 }
 
-int dlock__client_check_fork(dlock_client *c)
-{
-	if (c->pid == dlock__pid())
-		return 0;
-	return dlock__seterr_node(DLOCK_EFORKED, c->node.label,
-			"this client was opened by process %d before fork(): its watchdog and "
-			"connections do not exist here; open a new client in the child",
-			(int)c->pid);
-}
-
-int dlock__client_ask(dlock_client *c, int argc, const char **argv, const size_t *lens,
-		redisReply **out)
-{
-	dlock__mux_op op;
-	int rc;
-
-	*out = NULL;
-	memset(&op, 0, sizeof(op));
-	op.client = c;
-	op.argv = argv;
-	op.lens = lens;
-	op.argc = argc;
-	rc = dlock__mux_run(&op, 1, NULL, NULL);
-	if (rc == 0 && op.rc < 0)
-		rc = dlock__seterr(op.rc, "%s", op.errmsg);
-	if (rc == 0) {
-		*out = op.reply;
-		op.reply = NULL;
-	}
-	dlock__mux_clear(&op, 1);
-	return rc;
-}
-
-dlock_client *dlock__client_for_key(dlock_client *c, const char *key, size_t len)
-{
-	dlock_client *m = NULL;
-
-	if (c->node.cluster == NULL)
-		return c;
-	return dlock__cluster_route(c->node.cluster, key, len, &m) == 0 ? m : NULL;
-}
-
 void dlock__client_note_reply(dlock_client *c, int rc, const redisReply *r)
 {
 	if (c->node.cluster != NULL)

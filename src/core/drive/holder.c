@@ -11,6 +11,7 @@
 #include "core/base/fmt.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
+#include "core/drive/ask.h"
 #include "core/drive/holder.h"
 #include "core/drive/mux_loop.h"
 #include "core/drive/reactor.h"

@@ -22,7 +22,7 @@
 #ifndef DLOCK_CORE_HOLDER_H
 #define DLOCK_CORE_HOLDER_H
 
-#include "core/drive/client.h"
+#include "core/drive/client_state.h"
 
 /* The key's prefix; the client's UUID follows. */
 #define DLOCK__HOLDER_PREFIX "dlock:holder:"

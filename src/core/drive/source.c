@@ -7,9 +7,10 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "core/drive/client.h"
+#include "core/drive/client_state.h"
 #include "core/drive/holder.h"
 #include "core/drive/mux_source.h"
+#include "core/drive/pool.h"
 #include "core/drive/stats.h"
 
 /* The client a source begins. */
