@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The layers only look down: core <- single <- multilock <- redlock <- cli,
-# and inside core: base <- loop <- net <- topology <- drive, a folder each.
+# and inside core: base <- loop <- net <- topology <- mux <- drive, a
+# folder each.
 # Fails when a file includes a header of a layer above its own, when the
 # CLI includes anything but the public headers and its own, or when a core
 # file stands outside the inner layers' folders.
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
 layers=(core single multilock redlock cli)
-inner=(base loop net topology drive)
+inner=(base loop net topology mux drive)
 rank() { # rank NAME LAYER...: NAME's place in the list, 99 when absent
 	local name=$1 i=0 l
 	shift
@@ -67,5 +68,5 @@ for dir in src/*/; do
 		fi
 	done < <(grep -rHn --include='*.[ch]' '^#include "' "$dir" || true)
 done
-[ "$bad" -eq 0 ] && echo "ci/layers.sh: every include looks down (core <- single <- multilock <- redlock <- cli; inside core: base <- loop <- net <- topology <- drive)"
+[ "$bad" -eq 0 ] && echo "ci/layers.sh: every include looks down (core <- single <- multilock <- redlock <- cli; inside core: base <- loop <- net <- topology <- mux <- drive)"
 exit "$bad"

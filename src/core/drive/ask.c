@@ -4,8 +4,8 @@
 
 #include "core/base/error.h"
 #include "core/drive/ask.h"
-#include "core/drive/mux.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux.h"
+#include "core/mux/mux_loop.h"
 
 int dlock__client_ask(dlock_client *c, int argc, const char **argv, const size_t *lens,
 		redisReply **out)

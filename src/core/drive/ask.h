@@ -14,7 +14,7 @@
 /*
  * One command on the client (a cluster root: at the member serving its
  * first key), as a run on the loop this call borrows driven to its end
- * (core/drive/mux.h): the connect, the handshake and the command are steps
+ * (core/mux/mux.h): the connect, the handshake and the command are steps
  * of that loop. 0 with *out its reply (may be an error reply: check it with
  * dlock__reply_check()), or the failure with its message.
  */

@@ -13,7 +13,7 @@
 #include "core/net/tls.h"
 #include "core/drive/debts.h"
 #include "core/drive/holder.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/topology/cluster.h"

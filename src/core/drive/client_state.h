@@ -17,13 +17,13 @@
 #include "core/net/conn.h"
 #include "core/base/error.h"
 #include "core/base/stats.h"
-#include "core/drive/mux_source.h"
+#include "core/mux/mux_source.h"
 #include "core/drive/reactor.h"
 #include "core/net/script.h"
 
 
 struct dlock_client {
-	dlock__source src; /* first: what the multiplexer knows of it (core/drive/mux_source.h) */
+	dlock__source src; /* first: what the multiplexer knows of it (core/mux/mux_source.h) */
 	pid_t pid; /* the process that opened it: a forked child may not use it */
 	dlock__node node;
 	dlock_client_options opts;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A client as the multiplexer's source of connections (core/drive/mux_source.h):
+ * A client as the multiplexer's source of connections (core/mux/mux_source.h):
  * its pool, its holder's ride on a fresh connection and its figures, behind
  * the hooks the multiplexer calls.
  */
@@ -9,7 +9,7 @@
 
 #include "core/drive/client_state.h"
 #include "core/drive/holder.h"
-#include "core/drive/mux_source.h"
+#include "core/mux/mux_source.h"
 #include "core/drive/pool.h"
 #include "core/drive/stats.h"
 

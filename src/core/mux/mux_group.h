@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/drive/mux.h"
-#include "core/drive/mux_group_state.h"
+#include "core/mux/mux.h"
+#include "core/mux/mux_group_state.h"
 
 /* The group waits for a reply (or its connect): its socket is to be polled. */
 static inline int dlock__mux_group_active(const dlock__mux_group *g)

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/drive/mux_source.h"
-#include "core/drive/mux_loop.h"
-#include "core/drive/mux_share.h"
+#include "core/mux/mux_source.h"
+#include "core/mux/mux_loop.h"
+#include "core/mux/mux_share.h"
 #include "core/base/time.h"
 
 #define OF(p, field) ((dlock__mux_loop *)((char *)(p) - offsetof(dlock__mux_loop, field)))

@@ -3,7 +3,7 @@
  * Internal: one connection shared by the runs of one client on one loop
  * (pipelining, as hiredis's async context does).
  *
- * A group of a run on a loop (core/drive/mux_group.h) that has sent on its
+ * A group of a run on a loop (core/mux/mux_group.h) that has sent on its
  * connection hands it to a share; the groups of later runs of the same
  * client on that loop queue their commands on it while the earlier
  * replies are still due, instead of waiting for a pooled connection. The
@@ -29,7 +29,7 @@
 #ifndef DLOCK_CORE_MUX_SHARE_H
 #define DLOCK_CORE_MUX_SHARE_H
 
-#include "core/drive/mux_group_state.h"
+#include "core/mux/mux_group_state.h"
 
 /* Replies due on a share beyond which one more pooled connection is opened. */
 #define DLOCK__SHARE_BUSY 32

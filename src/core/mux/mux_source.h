@@ -19,7 +19,7 @@
 
 /*
  * A run on a loop that waits for a pooled connection: `task` is posted
- * to `loop` when one is given back (core/drive/mux_loop.c).
+ * to `loop` when one is given back (core/mux/mux_loop.c).
  */
 typedef struct dlock__pool_waiter {
 	dlock__loop *loop;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internal: one group of a run as the run (core/drive/mux.c), the group's
+ * Internal: one group of a run as the run (core/mux/mux.c), the group's
  * steps (mux_group.c) and the share it may read through (mux_share.c) see
  * it. The share calls the group back through `calls`, so it stands below
  * the group's steps, which use it.
@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <hiredis/hiredis.h>
 
-#include "core/drive/mux.h"
-#include "core/drive/mux_source.h"
+#include "core/mux/mux.h"
+#include "core/mux/mux_source.h"
 
 typedef struct dlock__mux_group {
 	dlock__source *src; /* the client whose ops these are */
@@ -31,7 +31,7 @@ typedef struct dlock__mux_group {
 	dlock__loop *wake_loop;
 	dlock__task *wake;
 	/* A run on a loop may share its connections with the client's other
-	 * runs there (core/drive/mux_share.h); `share`: it does, and the share
+	 * runs there (core/mux/mux_share.h); `share`: it does, and the share
 	 * reads and writes for the group, handing it its replies. */
 	int may_share;
 	struct dlock__mux_share *share;

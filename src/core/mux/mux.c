@@ -19,13 +19,13 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
-#include "core/drive/mux_source.h"
+#include "core/mux/mux_source.h"
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/net/owed.h"
 #include "core/base/time.h"
-#include "core/drive/mux_group.h"
+#include "core/mux/mux_group.h"
 
 typedef dlock__mux_group group;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A connection shared by the runs of a client on a loop (core/drive/mux_share.h). */
+/* A connection shared by the runs of a client on a loop (core/mux/mux_share.h). */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,8 +10,8 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
-#include "core/drive/mux_source.h"
-#include "core/drive/mux_share.h"
+#include "core/mux/mux_source.h"
+#include "core/mux/mux_share.h"
 
 struct dlock__mux_share {
 	dlock__io io; /* first: the loop hands back &io */
