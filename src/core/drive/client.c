@@ -74,6 +74,9 @@ static void free_deferred(dlock__task *t)
 /* The node the parsed URI names: its strings move in (u keeps the rest). */
 static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_options *opts)
 {
+	dlock__tls_opts to = { opts->tls_ca_file, opts->tls_ca_dir, opts->tls_cert_file,
+		opts->tls_key_file, opts->tls_server_name, opts->tls_insecure };
+
 	n->host = u->host;
 	n->port = u->port;
 	n->path = u->path;
@@ -95,17 +98,19 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 				strchr(n->host, ':') ? "[%.255s]:%d" : "%.255s:%d", n->host,
 				n->port);
 	if (u->master != NULL) {
-		int rc = dlock__sentinel_new(&n->sentinel, u, opts);
+		dlock__sentinel_opts so = { opts->sentinel_user, opts->sentinel_password,
+			opts->connect_timeout_ms, opts->command_timeout_ms };
+		int rc = dlock__sentinel_new(&n->sentinel, u, &so);
 
 		if (rc == 0)
 			n->finder = dlock__sentinel_finder(n->sentinel);
 		return rc;
 	}
 	if (u->cluster && u->tls) /* the seeds' settings; each node gets its own name */
-		return dlock__tls_ctx_new(&n->tls, opts, u->hosts[0]);
+		return dlock__tls_ctx_new(&n->tls, &to, u->hosts[0]);
 	/* The caller's TLS files are read now: their strings need not outlive the open. */
 	if (u->tls)
-		return dlock__tls_ctx_new(&n->tls, opts, n->host);
+		return dlock__tls_ctx_new(&n->tls, &to, n->host);
 	return 0;
 }
 

@@ -39,7 +39,7 @@ static int copy_opt(char **dst, const char *src)
 	return *dst == NULL ? DLOCK_ENOMEM : 0;
 }
 
-static void init_node(dlock__sentinel *s, size_t i, dlock__uri *u, const dlock_client_options *o)
+static void init_node(dlock__sentinel *s, size_t i, dlock__uri *u, const dlock__sentinel_opts *o)
 {
 	dlock__node *sn = &s->nodes[i];
 
@@ -56,7 +56,7 @@ static void init_node(dlock__sentinel *s, size_t i, dlock__uri *u, const dlock_c
 	s->order[i] = i;
 }
 
-int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client_options *o)
+int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock__sentinel_opts *o)
 {
 	dlock__sentinel *s = dlock__calloc(1, sizeof(*s));
 
@@ -67,8 +67,8 @@ int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client
 		abort();
 	s->nodes = dlock__calloc(u->n_hosts, sizeof(*s->nodes));
 	s->order = dlock__calloc(u->n_hosts, sizeof(*s->order));
-	if (s->nodes == NULL || s->order == NULL || copy_opt(&s->user, o->sentinel_user) < 0 ||
-			copy_opt(&s->password, o->sentinel_password) < 0) {
+	if (s->nodes == NULL || s->order == NULL || copy_opt(&s->user, o->user) < 0 ||
+			copy_opt(&s->password, o->password) < 0) {
 		dlock__sentinel_free(s);
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
 	}

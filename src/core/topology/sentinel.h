@@ -19,15 +19,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlock/client.h"
 #include "core/net/conn.h"
 #include "core/net/uri.h"
 
 typedef struct dlock__sentinel dlock__sentinel;
 struct dlock__node;
 
+/* What the sentinels are asked with (the client's sentinel_* options and
+ * timeouts, copied by the client: topology knows no client options). */
+typedef struct dlock__sentinel_opts {
+	const char *user, *password; /* the sentinels' own credentials (NULL: none) */
+	int64_t connect_timeout_ms, command_timeout_ms;
+} dlock__sentinel_opts;
+
 /* From a parsed redis+sentinel:// URI (its sentinel list and name move in). */
-int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client_options *o);
+int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock__sentinel_opts *o);
 void dlock__sentinel_free(dlock__sentinel *s);
 
 /* The name the sentinels know the primary by. */
