@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The layers only look down: core <- single <- multilock <- redlock <- cli,
-# and inside core: base <- loop <- net <- topology <- drive, a folder each;
+# and inside core: base <- loop <- net <- topology <- mux <- drive, a folder each;
 # the event-loop adapters (src/adapters) sit above the public API, as cli.
 # Fails when a file includes a header of a layer above its own, when the
 # CLI or an adapter includes anything but the public headers and its own,
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
 layers=(core single multilock redlock cli)
-inner=(base loop net topology drive)
+inner=(base loop net topology mux drive)
 rank() { # rank NAME LAYER...: NAME's place in the list, 99 when absent
 	local name=$1 i=0 l
 	shift
@@ -69,5 +69,5 @@ for dir in src/*/; do
 		fi
 	done < <(grep -rHn --include='*.[ch]' '^#include "' "$dir" || true)
 done
-[ "$bad" -eq 0 ] && echo "ci/layers.sh: every include looks down (core <- single <- multilock <- redlock <- cli; adapters and cli use the public headers; inside core: base <- loop <- net <- topology <- drive)"
+[ "$bad" -eq 0 ] && echo "ci/layers.sh: every include looks down (core <- single <- multilock <- redlock <- cli; adapters and cli use the public headers; inside core: base <- loop <- net <- topology <- mux <- drive)"
 exit "$bad"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: one acquire attempt split in its two halves, so that the quorum
- * engine can send many at once (core/drive/mux.h) and still record each hold
+ * engine can send many at once (core/mux/mux.h) and still record each hold
  * exactly as a single lock does.
  */
 #ifndef DLOCK_SINGLE_ACQUIRE_H

@@ -65,7 +65,7 @@
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/drive/debts.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/drive/reactor.h"
 #include "core/drive/stats.h"
 #include "core/drive/sync.h"

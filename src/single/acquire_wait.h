@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/drive/reactor.h"
 #include "core/drive/sync.h"
 #include "single/acquire.h"

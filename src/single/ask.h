@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "single/member.h"
 
 typedef struct dlock__lock_ask {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The small script calls the layers above send in batches, one per member
- * (core/drive/mux.h): give back an acquire, renew a hold, raise a fencing token.
+ * (core/mux/mux.h): give back an acquire, renew a hold, raise a fencing token.
  * Only this layer knows a lock's keys; the caller only sends the calls.
  */
 #include <string.h>

@@ -4,7 +4,7 @@
  * asynchronous calls run it on the client's loop, the blocking calls on a
  * loop of the calling thread (core/drive/cmd_op.c's dlock__op_block), so there
  * is one implementation of each. Every command is a multiplexed run
- * (core/drive/mux_loop.h): scripts as EVALSHA with the EVAL fall-back, the
+ * (core/mux/mux_loop.h): scripts as EVALSHA with the EVAL fall-back, the
  * SPUBLISH twin on a cluster with sharded pub/sub, a cluster's MOVED/ASK
  * followed.
  *
@@ -33,7 +33,7 @@
 #include "core/base/fmt.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/loop/op.h"
 #include "core/topology/cluster.h"
 #include "single/acquire.h"

@@ -8,7 +8,7 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "single/acquire.h"
 #include "single/holds.h"
 #include "single/lock_internal.h"

@@ -14,7 +14,7 @@
 #include "core/drive/client.h"
 #include "core/drive/cmd_op.h"
 #include "core/loop/loop.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/net/script.h"
 #include "single/holds.h"
 

@@ -24,7 +24,7 @@
 #include "core/base/fmt.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/loop/op.h"
 #include "core/drive/stats.h"
 #include "single/acquire.h"

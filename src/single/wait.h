@@ -13,7 +13,7 @@
 
 #include "core/drive/client.h"
 #include "core/loop/loop.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/loop/op.h"
 #include "core/drive/reactor.h"
 

@@ -24,7 +24,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/drive/reactor.h"
 #include "core/drive/stats.h"
 #include "core/base/fmt.h"

@@ -14,12 +14,13 @@ failed=0
 # A tree with one file per layer, each including the one below it.
 tree() {
 	rm -rf "$tmp/t"
-	mkdir -p "$tmp/t/src/core"/{base,loop,net,topology,drive} "$tmp/t/src"/{single,multilock,redlock,cli,adapters}
+	mkdir -p "$tmp/t/src/core"/{base,loop,net,topology,mux,drive} "$tmp/t/src"/{single,multilock,redlock,cli,adapters}
 	echo '#include "dlock/errors.h"' > "$tmp/t/src/core/base/error.c"
 	echo '#include "core/base/error.h"' > "$tmp/t/src/core/loop/loop.c"
 	echo '#include "core/loop/loop.h"' > "$tmp/t/src/core/net/conn.c"
 	echo '#include "core/net/conn.h"' > "$tmp/t/src/core/topology/cluster.c"
-	printf '#include "core/topology/cluster.h"\n#include "core/drive/client.h"\n' \
+	echo '#include "core/topology/cluster.h"' > "$tmp/t/src/core/mux/mux.c"
+	printf '#include "core/mux/mux.h"\n#include "core/drive/client.h"\n' \
 		> "$tmp/t/src/core/drive/client.c"
 	echo '#include "core/drive/client.h"' > "$tmp/t/src/single/rlock.c"
 	echo '#include "dlock.h"' > "$tmp/t/src/cli/main.c"
@@ -42,7 +43,7 @@ expect() {
 
 tree
 expect "a tree that looks down passes and prints the order" 0 \
-	"inside core: base <- loop <- net <- topology <- drive"
+	"inside core: base <- loop <- net <- topology <- mux <- drive"
 
 tree
 echo '#include "core/drive/client.h"' >> "$tmp/t/src/core/net/conn.c"
@@ -55,6 +56,16 @@ expect "topology including drive fails" 1 \
 	'src/core/topology/cluster.c:2: core/topology includes core/drive (an inner layer above)'
 
 tree
+echo '#include "core/drive/client.h"' >> "$tmp/t/src/core/mux/mux.c"
+expect "mux including drive fails" 1 \
+	'src/core/mux/mux.c:2: core/mux includes core/drive (an inner layer above): #include "core/drive/client.h"'
+
+tree
+echo '#include "core/mux/mux.h"' >> "$tmp/t/src/core/topology/cluster.c"
+expect "topology including mux fails" 1 \
+	'src/core/topology/cluster.c:2: core/topology includes core/mux (an inner layer above)'
+
+tree
 echo '#include "core/net/conn.h"' >> "$tmp/t/src/core/loop/loop.c"
 expect "loop including net fails" 1 \
 	'src/core/loop/loop.c:2: core/loop includes core/net (an inner layer above)'
@@ -62,12 +73,12 @@ expect "loop including net fails" 1 \
 tree
 echo '#include "core/base/error.h"' > "$tmp/t/src/core/loop.c"
 expect "a core file outside the inner folders fails" 1 \
-	"src/core/loop.c: a core file belongs in one of src/core/{base,loop,net,topology,drive}/"
+	"src/core/loop.c: a core file belongs in one of src/core/{base,loop,net,topology,mux,drive}/"
 
 tree
 echo '#include "core/client.h"' >> "$tmp/t/src/core/drive/client.c"
 expect "an include of core/ without a folder fails" 1 \
-	'src/core/drive/client.c:3: core includes a header outside base loop net topology drive: #include "core/client.h"'
+	'src/core/drive/client.c:3: core includes a header outside base loop net topology mux drive: #include "core/client.h"'
 
 tree
 echo '#include "single/rlock.h"' >> "$tmp/t/src/core/drive/client.c"

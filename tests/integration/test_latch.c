@@ -20,7 +20,7 @@
 #include <dlock.h>
 
 #include "core/drive/client.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/base/error.h"
 #include "core/base/time.h"
 #include "single/acquire.h"
@@ -185,7 +185,7 @@ static long long int_of(redisReply *r)
 	return r->type == REDIS_REPLY_NIL ? -100 : r->integer;
 }
 
-/* Send a script call once, as a run of the one driver (core/drive/mux.h),
+/* Send a script call once, as a run of the one driver (core/mux/mux.h),
  * and take its reply. */
 static int send_call(dlock_client *c, const dlock__call *call, redisReply **out)
 {
@@ -203,7 +203,7 @@ static int send_call(dlock_client *c, const dlock__call *call, redisReply **out)
 /*
  * What a connection dropped between the server's run of an unlock and its
  * reply makes the client do: send the same unlock again, marked as a
- * repeat (core/drive/mux_group.c). Here both sends are made by hand, the
+ * repeat (core/mux/mux_group.c). Here both sends are made by hand, the
  * first one's answer ignored: the hold is taken once, the repeat gets the
  * first answer, and the client's record ends right.
  */

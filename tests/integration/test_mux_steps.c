@@ -13,7 +13,7 @@
 #include <dlock.h>
 
 #include "core/drive/client.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/net/script.h"
 #include "core/base/time.h"
 #include "redis_harness.h"

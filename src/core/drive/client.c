@@ -13,11 +13,11 @@
 #include "core/net/tls.h"
 #include "core/drive/debts.h"
 #include "core/drive/holder.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
 #include "core/topology/cluster.h"
-#include "core/topology/sentinel.h"
+#include "core/topology/sentinel_ask.h"
 #include "core/net/uri.h"
 #include "core/net/owed.h"
 #include "core/loop/loop.h"
@@ -74,6 +74,9 @@ static void free_deferred(dlock__task *t)
 /* The node the parsed URI names: its strings move in (u keeps the rest). */
 static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_options *opts)
 {
+	dlock__tls_opts to = { opts->tls_ca_file, opts->tls_ca_dir, opts->tls_cert_file,
+		opts->tls_key_file, opts->tls_server_name, opts->tls_insecure };
+
 	n->host = u->host;
 	n->port = u->port;
 	n->path = u->path;
@@ -95,17 +98,19 @@ static int node_from_uri(dlock__node *n, dlock__uri *u, const dlock_client_optio
 				strchr(n->host, ':') ? "[%.255s]:%d" : "%.255s:%d", n->host,
 				n->port);
 	if (u->master != NULL) {
-		int rc = dlock__sentinel_new(&n->sentinel, u, opts);
+		dlock__sentinel_opts so = { opts->sentinel_user, opts->sentinel_password,
+			opts->connect_timeout_ms, opts->command_timeout_ms };
+		int rc = dlock__sentinel_new(&n->sentinel, u, &so);
 
 		if (rc == 0)
 			n->finder = dlock__sentinel_finder(n->sentinel);
 		return rc;
 	}
 	if (u->cluster && u->tls) /* the seeds' settings; each node gets its own name */
-		return dlock__tls_ctx_new(&n->tls, opts, u->hosts[0]);
+		return dlock__tls_ctx_new(&n->tls, &to, u->hosts[0]);
 	/* The caller's TLS files are read now: their strings need not outlive the open. */
 	if (u->tls)
-		return dlock__tls_ctx_new(&n->tls, opts, n->host);
+		return dlock__tls_ctx_new(&n->tls, &to, n->host);
 	return 0;
 }
 
@@ -152,6 +157,7 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 		abort();
 	c->pid = dlock__pid();
 	c->opts = *opts;
+	dlock__client_source_init(c);
 	atomic_init(&c->handles, 1); /* the caller's */
 	dlock__task_init(&c->free_task, free_deferred);
 	dlock__uuid(c->id);
@@ -355,62 +361,6 @@ int dlock_client_owner(char owner[DLOCK_OWNER_SIZE], const dlock_client *c, uint
 	return 0;
 }
 
-int dlock__client_check_fork(dlock_client *c)
-{
-	if (c->pid == dlock__pid())
-		return 0;
-	return dlock__seterr_node(DLOCK_EFORKED, c->node.label,
-			"this client was opened by process %d before fork(): its watchdog and "
-			"connections do not exist here; open a new client in the child",
-			(int)c->pid);
-}
-
-void dlock__client_send_undo(dlock__conn *conn, const dlock__call *u)
-{
-	const char *argv[DLOCK__CALL_MAX + 3];
-	size_t lens[DLOCK__CALL_MAX + 3];
-	char numbuf[16];
-	dlock__script *script = dlock__script_for(u->script, conn->node);
-	int argc = dlock__script_argv(script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
-			u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
-
-	/* Nobody reads its reply: a NOSCRIPT would go unseen. */
-	dlock__script_argv_to_eval(script, argv, lens);
-	dlock__conn_send_owed(conn, argc, argv, lens);
-}
-
-int dlock__client_ask(dlock_client *c, int argc, const char **argv, const size_t *lens,
-		redisReply **out)
-{
-	dlock__mux_op op;
-	int rc;
-
-	*out = NULL;
-	memset(&op, 0, sizeof(op));
-	op.client = c;
-	op.argv = argv;
-	op.lens = lens;
-	op.argc = argc;
-	rc = dlock__mux_run(&op, 1, NULL, NULL);
-	if (rc == 0 && op.rc < 0)
-		rc = dlock__seterr(op.rc, "%s", op.errmsg);
-	if (rc == 0) {
-		*out = op.reply;
-		op.reply = NULL;
-	}
-	dlock__mux_clear(&op, 1);
-	return rc;
-}
-
-dlock_client *dlock__client_for_key(dlock_client *c, const char *key, size_t len)
-{
-	dlock_client *m = NULL;
-
-	if (c->node.cluster == NULL)
-		return c;
-	return dlock__cluster_route(c->node.cluster, key, len, &m) == 0 ? m : NULL;
-}
-
 void dlock__client_note_reply(dlock_client *c, int rc, const redisReply *r)
 {
 	if (c->node.cluster != NULL)
@@ -462,5 +412,5 @@ uint64_t dlock__client_cancels(dlock_client *c)
 
 int64_t dlock__client_timed_out_at(const dlock_client *c)
 {
-	return atomic_load(&c->timed_out_at);
+	return atomic_load(&c->src.timed_out_at);
 }

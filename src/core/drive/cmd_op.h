@@ -7,7 +7,7 @@
  * blocking call drives the same op on the calling thread).
  *
  * The command is sent in a multiplexed run on the op's loop
- * (core/drive/mux_loop.h): a script as EVALSHA with the EVAL fall-back,
+ * (core/mux/mux_loop.h): a script as EVALSHA with the EVAL fall-back,
  * a cluster's MOVED/ASK followed. A query is canceled by dropping what is
  * in flight (it changed nothing); a change is not canceled: it finishes and
  * tells.
@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "core/drive/client.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/loop/op.h"
 
 typedef struct dlock__cmd_op dlock__cmd_op;

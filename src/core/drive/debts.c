@@ -3,22 +3,9 @@
 #include "dlock/errors.h"
 #include "core/base/error.h"
 #include "core/base/time.h"
-#include "core/drive/client.h"
 #include "core/drive/debts.h"
+#include "core/drive/reactor.h"
 
-/*
- * A connection may owe replies for this long: a hung server's late replies
- * come within moments of its waking up, but across a network partition
- * they wait on TCP's retransmission backoff (seconds, growing), and the
- * node would stay refused long after the partition healed. Past the bound
- * the connection is reset and the node is asked again on a fresh one.
- */
-int64_t dlock__owed_bound_ms(const dlock_client *c)
-{
-	int64_t b = 2 * (int64_t)c->opts.command_timeout_ms;
-
-	return b > DLOCK__OWED_MAX_MIN_MS ? b : DLOCK__OWED_MAX_MIN_MS;
-}
 
 int dlock__client_owes(dlock_client *c, const char *key, size_t len, int64_t deadline)
 {

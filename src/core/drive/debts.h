@@ -13,19 +13,10 @@
 
 #include "dlock/client.h"
 #include "core/net/owed.h"
+#include "core/drive/pool.h"
 
 /* While replies are owed, the background thread looks for them this often. */
 #define DLOCK__OWED_POLL_MS 20
-
-/* The least time a connection may owe replies before it is reset. */
-#define DLOCK__OWED_MAX_MIN_MS 1000
-
-/* How long a connection of this client may owe replies: max(2 x command timeout, the minimum). */
-int64_t dlock__owed_bound_ms(const dlock_client *client);
-
-/* Step 4: read idle connections' owed replies; reset those owing too long
- * (core/drive/pool.c). */
-void dlock__client_drain(dlock_client *client);
 
 /*
  * Step 3: 0 when the server owes nothing (its idle connections' replies

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/base/alloc.h"
-#include "core/drive/client.h"
+#include "core/drive/forget.h"
 #include "core/base/time.h"
 
 typedef struct dlock__forget {

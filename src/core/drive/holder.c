@@ -11,8 +11,9 @@
 #include "core/base/fmt.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
+#include "core/drive/ask.h"
 #include "core/drive/holder.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/drive/reactor.h"
 
 /* A refresh that failed to reach the server is tried again this much sooner. */

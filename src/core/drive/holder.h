@@ -8,7 +8,7 @@
  * its own while it is fresh:
  * - written as a deferred command (its reply skipped) in front of an
  *   acquisition's script on the connection that carries it, so it shares
- *   the acquisition's write and round trip (core/drive/mux_group.c, for the
+ *   the acquisition's write and round trip (core/mux/mux_group.c, for the
  *   scripts marked `registers`), when it is older than a third of its TTL;
  * - refreshed by the client's background thread every third of the TTL
  *   while the layer above says something is held (dlock__holder_held),
@@ -22,7 +22,7 @@
 #ifndef DLOCK_CORE_HOLDER_H
 #define DLOCK_CORE_HOLDER_H
 
-#include "core/drive/client.h"
+#include "core/drive/client_state.h"
 
 /* The key's prefix; the client's UUID follows. */
 #define DLOCK__HOLDER_PREFIX "dlock:holder:"

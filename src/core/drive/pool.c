@@ -10,13 +10,15 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
-#include "core/drive/client.h"
+#include "core/drive/forget.h"
+#include "core/drive/identity.h"
+#include "core/drive/pool.h"
+#include "core/net/owed.h"
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
-#include "core/drive/debts.h"
 #include "core/loop/loop.h"
 #include "core/drive/reactor.h"
-#include "core/topology/sentinel.h"
+#include "core/topology/sentinel_ask.h"
 #include "core/base/time.h"
 
 static void wake_waiter(dlock_client *c);
@@ -322,6 +324,21 @@ int dlock__client_conn_take(dlock_client *c, dlock__conn **out, dlock__loop *wak
 		open_failed(c);
 	return rc;
 }
+
+/*
+ * A connection may owe replies for this long: a hung server's late replies
+ * come within moments of its waking up, but across a network partition
+ * they wait on TCP's retransmission backoff (seconds, growing), and the
+ * node would stay refused long after the partition healed. Past the bound
+ * the connection is reset and the node is asked again on a fresh one.
+ */
+int64_t dlock__owed_bound_ms(const dlock_client *c)
+{
+	int64_t b = 2 * (int64_t)c->opts.command_timeout_ms;
+
+	return b > DLOCK__OWED_MAX_MIN_MS ? b : DLOCK__OWED_MAX_MIN_MS;
+}
+
 
 void dlock__client_drain(dlock_client *c)
 {

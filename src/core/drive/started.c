@@ -11,7 +11,7 @@
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
 #include "core/base/error.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/base/time.h"
 
 /* INFO inside a script, so the mux (which runs scripts) can ask many at

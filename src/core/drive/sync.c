@@ -6,7 +6,7 @@
 #include "core/drive/client.h"
 #include "core/base/error.h"
 #include "core/base/fmt.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/drive/sync.h"
 
 int dlock__sync_prepare(dlock__sync *s, const dlock_client *c)

@@ -39,9 +39,9 @@
  *    timeout, this) is reset (RST, dlock__conn_reset): a server that had
  *    not read the queued commands discards them, and the debts go with it.
  *
- * Multiplexed runs (core/drive/mux.c) follow the same rules: groups given up at
+ * Multiplexed runs (core/mux/mux.c) follow the same rules: groups given up at
  * their deadline or abandoned once the outcome was decided go back owing.
- * On a connection runs share (core/drive/mux_share.h) the owed replies of a
+ * On a connection runs share (core/mux/mux_share.h) the owed replies of a
  * group given up stand in the middle of the others: they are counted owed
  * at once, and skipped (c->discard) when they reach the head of its FIFO.
  */

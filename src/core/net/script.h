@@ -51,7 +51,7 @@ dlock__script *dlock__script_for(dlock__script *s, const dlock__node *node);
 
 /*
  * One call of a lock script, built by the layer that knows the keys and
- * run by whoever sends it (one server, or many at once: core/drive/mux.h).
+ * run by whoever sends it (one server, or many at once: core/mux/mux.h).
  */
 typedef struct dlock__call {
 	dlock__script *script;

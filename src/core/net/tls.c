@@ -192,44 +192,44 @@ static int readable(const char *what, const char *path)
 			strerror(errno));
 }
 
-static int load_files(SSL_CTX *ssl, const dlock_client_options *o)
+static int load_files(SSL_CTX *ssl, const dlock__tls_opts *o)
 {
 	int rc;
 
-	if ((rc = readable("CA file", o->tls_ca_file)) < 0 ||
-			(rc = readable("CA directory", o->tls_ca_dir)) < 0 ||
-			(rc = readable("client certificate", o->tls_cert_file)) < 0 ||
-			(rc = readable("client key", o->tls_key_file)) < 0)
+	if ((rc = readable("CA file", o->ca_file)) < 0 ||
+			(rc = readable("CA directory", o->ca_dir)) < 0 ||
+			(rc = readable("client certificate", o->cert_file)) < 0 ||
+			(rc = readable("client key", o->key_file)) < 0)
 		return rc;
-	if (o->tls_ca_file != NULL || o->tls_ca_dir != NULL) {
-		if (SSL_CTX_load_verify_locations(ssl, o->tls_ca_file, o->tls_ca_dir) != 1)
+	if (o->ca_file != NULL || o->ca_dir != NULL) {
+		if (SSL_CTX_load_verify_locations(ssl, o->ca_file, o->ca_dir) != 1)
 			return dlock__seterr(DLOCK_EINVAL, "TLS: cannot load the CA %s \"%s\": %s",
-					o->tls_ca_file ? "file" : "directory",
-					o->tls_ca_file ? o->tls_ca_file : o->tls_ca_dir,
+					o->ca_file ? "file" : "directory",
+					o->ca_file ? o->ca_file : o->ca_dir,
 					take_ssl_errors());
 	} else if (SSL_CTX_set_default_verify_paths(ssl) != 1) {
 		return dlock__seterr(DLOCK_EINVAL, "TLS: cannot load the system's CAs: %s",
 				take_ssl_errors());
 	}
-	if (o->tls_cert_file == NULL)
+	if (o->cert_file == NULL)
 		return 0;
-	if (SSL_CTX_use_certificate_chain_file(ssl, o->tls_cert_file) != 1)
+	if (SSL_CTX_use_certificate_chain_file(ssl, o->cert_file) != 1)
 		return dlock__seterr(DLOCK_EINVAL,
 				"TLS: cannot load the client certificate \"%s\": %s",
-				o->tls_cert_file, take_ssl_errors());
-	if (SSL_CTX_use_PrivateKey_file(ssl, o->tls_key_file, SSL_FILETYPE_PEM) != 1)
+				o->cert_file, take_ssl_errors());
+	if (SSL_CTX_use_PrivateKey_file(ssl, o->key_file, SSL_FILETYPE_PEM) != 1)
 		return dlock__seterr(DLOCK_EINVAL, "TLS: cannot load the client key \"%s\": %s",
-				o->tls_key_file, take_ssl_errors());
+				o->key_file, take_ssl_errors());
 	if (SSL_CTX_check_private_key(ssl) != 1)
 		return dlock__seterr(DLOCK_EINVAL,
 				"TLS: the key \"%s\" does not belong to the certificate \"%s\"",
-				o->tls_key_file, o->tls_cert_file);
+				o->key_file, o->cert_file);
 	return 0;
 }
 
-int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, const char *host)
+int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock__tls_opts *o, const char *host)
 {
-	const char *name = o->tls_server_name != NULL ? o->tls_server_name : host;
+	const char *name = o->server_name != NULL ? o->server_name : host;
 	SSL_CTX *ssl = SSL_CTX_new(TLS_client_method());
 	dlock__tls_ctx *t = NULL;
 	int rc = ssl == NULL ? dlock__seterr(DLOCK_ENOMEM, "TLS: out of memory")
@@ -239,8 +239,8 @@ int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, cons
 	*out = NULL;
 	if (rc < 0)
 		return rc;
-	t->named = o->tls_server_name != NULL;
-	t->insecure = o->tls_insecure;
+	t->named = o->server_name != NULL;
+	t->insecure = o->insecure;
 	SSL_CTX_set_min_proto_version(t->ssl, TLS1_2_VERSION);
 	/* A write that could not finish is retried from a buffer that may have
 	 * moved (the output buffer grows) and may be partial. */
@@ -449,7 +449,7 @@ static const dlock__conn_tls tls_ops = {
 
 #else /* !DLOCK_HAVE_TLS */
 
-int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, const char *host)
+int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock__tls_opts *o, const char *host)
 {
 	(void)o;
 	(void)host;

@@ -16,9 +16,16 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "dlock/client.h"
-
 struct dlock__conn;
+
+/* What a context is made from (the client's tls_* options, copied field
+ * by field by the client: the transport knows no client options). */
+typedef struct dlock__tls_opts {
+	const char *ca_file, *ca_dir;     /* the CA to verify with (NULL: the system's) */
+	const char *cert_file, *key_file; /* a client certificate (NULL: none) */
+	const char *server_name;          /* the name verified and sent (NULL: the host) */
+	int insecure;                     /* no verification at all */
+} dlock__tls_opts;
 
 /* What a client's TLS connections share: the verification settings, the
  * CA and the client certificate, loaded once. */
@@ -26,11 +33,11 @@ typedef struct dlock__tls_ctx dlock__tls_ctx;
 
 /*
  * Make the context for `host` (the name verified and sent as SNI unless
- * o->tls_server_name says otherwise). Files are read now, so a missing or
+ * o->server_name says otherwise). Files are read now, so a missing or
  * bad one fails dlock_client_open(), naming the file.
  * Returns 0, DLOCK_EINVAL (bad file or setting; message set) or DLOCK_ENOMEM.
  */
-int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock_client_options *o, const char *host);
+int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock__tls_opts *o, const char *host);
 void dlock__tls_ctx_free(dlock__tls_ctx *ctx);
 
 /* The same settings (and certificates: the SSL_CTX is shared) for another

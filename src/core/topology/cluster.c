@@ -22,33 +22,6 @@
 
 _Thread_local int dlock__asking_next;
 
-typedef struct member {
-	char host[HOST_MAX];
-	int port;
-	dlock_client *client;
-} member;
-
-struct dlock__cluster {
-	dlock__cluster_host host; /* the client served */
-	size_t n_seeds;
-	char **seed_hosts;
-	int *seed_ports;
-
-	pthread_mutex_t mu; /* guards what follows */
-	dlock__slotmap *map;
-	int stale;            /* read the map again before the next command */
-	int64_t refreshed_at; /* monotonic ms of the last read (or attempt) */
-	int sharded;          /* sharded pub/sub: 1 yes, 0 no, -1 not known yet */
-	member *members;
-	size_t n_members, cap_members;
-	int bg_posted; /* a background reading is asked for or under way */
-	/* The background reading (core/topology/cluster_refresh.c), on the
-	 * root's loop: touched on that loop's thread only. */
-	dlock__loop *bg_loop;
-	dlock__map_read *bg;
-	dlock__task bg_start, bg_over;
-};
-
 #define OF(p, field) ((dlock__cluster *)((char *)(p) - offsetof(dlock__cluster, field)))
 
 /* On the root's loop: begin reading the map. */
@@ -154,52 +127,6 @@ void dlock__cluster_free(dlock__cluster *cl)
 	dlock__free(cl);
 }
 
-size_t dlock__cluster_candidates(dlock__cluster *cl, char (*hosts)[DLOCK__CLUSTER_HOST_MAX],
-		int *ports, size_t max)
-{
-	size_t n = 0, i;
-
-	dlock__mutex_lock(&cl->mu);
-	for (i = 0; cl->map != NULL && i < dlock__slotmap_count(cl->map) && n < max; i++, n++) {
-		snprintf(hosts[n], HOST_MAX, "%s", dlock__slotmap_host(cl->map, (int)i));
-		ports[n] = dlock__slotmap_port(cl->map, (int)i);
-	}
-	dlock__mutex_unlock(&cl->mu);
-	for (i = 0; i < cl->n_seeds && n < max; i++, n++) {
-		snprintf(hosts[n], HOST_MAX, "%s", cl->seed_hosts[i]);
-		ports[n] = cl->seed_ports[i];
-	}
-	return n;
-}
-
-int dlock__cluster_reading(dlock__cluster *cl)
-{
-	int sharded;
-
-	dlock__mutex_lock(&cl->mu);
-	sharded = cl->sharded;
-	cl->refreshed_at = dlock__now_ms();
-	dlock__mutex_unlock(&cl->mu);
-	return sharded;
-}
-
-void dlock__cluster_read(dlock__cluster *cl, dlock__slotmap *map, int sharded)
-{
-	dlock__slotmap *old;
-
-	dlock__mutex_lock(&cl->mu);
-	old = cl->map;
-	cl->map = map;
-	cl->stale = 0;
-	cl->sharded = sharded;
-	dlock__mutex_unlock(&cl->mu);
-	dlock__slotmap_free(old);
-}
-
-const dlock__node *dlock__cluster_root(const dlock__cluster *cl)
-{
-	return cl->host.root;
-}
 
 /* The member for host:port, opened on first use (cl->mu held). */
 static int member_at(dlock__cluster *cl, const char *host, int port, dlock_client **out)
@@ -215,7 +142,7 @@ static int member_at(dlock__cluster *cl, const char *host, int port, dlock_clien
 	}
 	if (cl->n_members == cl->cap_members) {
 		size_t cap = cl->cap_members ? 2 * cl->cap_members : 8;
-		member *grown = dlock__realloc(cl->members, cap * sizeof(*grown));
+		dlock__member *grown = dlock__realloc(cl->members, cap * sizeof(*grown));
 
 		if (grown == NULL)
 			return dlock__seterr(DLOCK_ENOMEM, "cluster: out of memory");

@@ -31,27 +31,9 @@
 #include "dlock/client.h"
 #include "core/net/conn.h"
 #include "core/net/uri.h"
+#include "core/topology/cluster_refresh.h"
+#include "core/topology/cluster_state.h"
 
-typedef struct dlock__cluster dlock__cluster;
-
-/*
- * What the cluster needs of the client it serves (the root), which fills it
- * in: the root's node - credentials, timeouts and TLS settings for the
- * members, its label for messages - and how to open and close a member
- * client. The cluster keeps the members it opened and never looks inside a
- * client.
- */
-typedef struct dlock__cluster_host {
-	const dlock__node *root;
-	/* A member client for host:port; `sharded`: its pub/sub is sharded. */
-	int (*open_member)(void *self, dlock_client **out, const char *host, int port,
-			int sharded);
-	void (*close_member)(dlock_client *member);
-	/* The root's loop, where a suspect map is read again in the background
-	 * (NULL: none now; then routing reads it itself). */
-	dlock__loop *(*loop_of)(void *self);
-	void *self;
-} dlock__cluster_host;
 
 /* From a parsed redis+cluster:// URI (its seed list moves in), serving `host`. */
 int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster_host *host);
@@ -60,43 +42,11 @@ int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster
  * its own process). Accepts NULL. */
 void dlock__cluster_free(dlock__cluster *cl);
 
-/* Read the slot map now, before deadline (dlock_client_open without
- * lazy_connect): the reading below driven on the loop this call borrows. */
-int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline);
 
-/*
- * Reading the slot map as an operation on `loop` (cluster_refresh.c): the
- * known primaries, then the seeds, asked in turn over non-blocking
- * connections on that loop, each with an even share of what is left
- * before deadline. Its end posts `ready` to `loop`; then take the outcome
- * (0, or the failure with its message; r is freed). Drop one not taken:
- * nothing is posted after.
- */
-typedef struct dlock__map_read dlock__map_read;
-int dlock__cluster_read_start(dlock__cluster *cl, dlock__loop *loop, dlock__task *ready,
-		int64_t deadline, dlock__map_read **out);
-int dlock__cluster_read_over(const dlock__map_read *r);
-int dlock__cluster_read_take(dlock__map_read *r);
-void dlock__cluster_read_drop(dlock__map_read *r);
 
 /* The background reading's end (the root's reactor stopping, its loop
  * still there; `forked`: in a forked child, the loop untouched). */
 void dlock__cluster_stop_reading(dlock__cluster *cl, int forked);
-/* The same for a reading: forget it without touching its loop. */
-void dlock__cluster_read_forget(dlock__map_read *r);
-
-/* For the reading: the nodes to ask (known primaries first, then the
- * seeds), ... */
-#define DLOCK__CLUSTER_HOST_MAX 256
-size_t dlock__cluster_candidates(dlock__cluster *cl, char (*hosts)[DLOCK__CLUSTER_HOST_MAX],
-		int *ports, size_t max);
-/* ... a reading begins (what is known of sharded pub/sub: 1, 0, -1), ... */
-int dlock__cluster_reading(dlock__cluster *cl);
-/* ... the map it read (which moves in), ... */
-struct dlock__slotmap;
-void dlock__cluster_read(dlock__cluster *cl, struct dlock__slotmap *map, int sharded);
-/* ... and the root's node: credentials, timeouts, TLS, its label. */
-const dlock__node *dlock__cluster_root(const dlock__cluster *cl);
 
 /* The member serving key[0..len)'s slot now, opened on first use. The map
  * is read first when none is known (driven to its end here); a suspect one,

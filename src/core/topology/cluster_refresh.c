@@ -17,7 +17,7 @@
 #include "core/base/time.h"
 #include "core/net/exchange.h"
 #include "core/net/tls.h"
-#include "core/topology/cluster.h"
+#include "core/topology/cluster_refresh.h"
 #include "core/topology/slotmap.h"
 
 #define CANDIDATES 32

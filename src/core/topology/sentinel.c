@@ -39,7 +39,7 @@ static int copy_opt(char **dst, const char *src)
 	return *dst == NULL ? DLOCK_ENOMEM : 0;
 }
 
-static void init_node(dlock__sentinel *s, size_t i, dlock__uri *u, const dlock_client_options *o)
+static void init_node(dlock__sentinel *s, size_t i, dlock__uri *u, const dlock__sentinel_opts *o)
 {
 	dlock__node *sn = &s->nodes[i];
 
@@ -56,7 +56,7 @@ static void init_node(dlock__sentinel *s, size_t i, dlock__uri *u, const dlock_c
 	s->order[i] = i;
 }
 
-int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client_options *o)
+int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock__sentinel_opts *o)
 {
 	dlock__sentinel *s = dlock__calloc(1, sizeof(*s));
 
@@ -67,8 +67,8 @@ int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client
 		abort();
 	s->nodes = dlock__calloc(u->n_hosts, sizeof(*s->nodes));
 	s->order = dlock__calloc(u->n_hosts, sizeof(*s->order));
-	if (s->nodes == NULL || s->order == NULL || copy_opt(&s->user, o->sentinel_user) < 0 ||
-			copy_opt(&s->password, o->sentinel_password) < 0) {
+	if (s->nodes == NULL || s->order == NULL || copy_opt(&s->user, o->user) < 0 ||
+			copy_opt(&s->password, o->password) < 0) {
 		dlock__sentinel_free(s);
 		return dlock__seterr(DLOCK_ENOMEM, "client: out of memory");
 	}
@@ -240,29 +240,4 @@ int dlock__sentinel_same(const dlock__sentinel *a, const dlock__sentinel *b)
 					strcmp(a->nodes[i].host, b->nodes[j].host) == 0)
 				return 1;
 	return 0;
-}
-
-static int find_primary(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
-		uint64_t *epoch)
-{
-	return dlock__sentinel_primary(self, deadline, host, hostlen, port, epoch);
-}
-
-static void suspect_primary(void *self)
-{
-	dlock__sentinel_suspect(self);
-}
-
-static int start_finding(void *self, dlock__loop *loop, dlock__task *ready, int64_t deadline,
-		dlock__finding **out)
-{
-	return dlock__sentinel_ask_start(self, loop, ready, deadline, out);
-}
-
-dlock__finder dlock__sentinel_finder(dlock__sentinel *s)
-{
-	dlock__finder f = { find_primary, start_finding, dlock__sentinel_ask_over,
-		dlock__sentinel_ask_take, dlock__sentinel_ask_drop, suspect_primary, s };
-
-	return f;
 }

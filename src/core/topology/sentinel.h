@@ -19,42 +19,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlock/client.h"
 #include "core/net/conn.h"
 #include "core/net/uri.h"
 
 typedef struct dlock__sentinel dlock__sentinel;
 struct dlock__node;
 
+/* What the sentinels are asked with (the client's sentinel_* options and
+ * timeouts, copied by the client: topology knows no client options). */
+typedef struct dlock__sentinel_opts {
+	const char *user, *password; /* the sentinels' own credentials (NULL: none) */
+	int64_t connect_timeout_ms, command_timeout_ms;
+} dlock__sentinel_opts;
+
 /* From a parsed redis+sentinel:// URI (its sentinel list and name move in). */
-int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock_client_options *o);
+int dlock__sentinel_new(dlock__sentinel **out, dlock__uri *u, const dlock__sentinel_opts *o);
 void dlock__sentinel_free(dlock__sentinel *s);
 
 /* The name the sentinels know the primary by. */
 const char *dlock__sentinel_master(const dlock__sentinel *s);
-
-/*
- * The primary's address into host/port (and the resolution's epoch, which
- * changes whenever the address does): the cached one, or, when none is
- * known or it is suspect, the sentinels' answer now, before `deadline` -
- * the asking below driven on the loop this call borrows (sentinel_ask.c).
- */
-int dlock__sentinel_primary(dlock__sentinel *s, int64_t deadline, char *host, size_t hostlen,
-		int *port, uint64_t *epoch);
-
-/*
- * Asking the sentinels as an operation on `loop` (sentinel_ask.c): in
- * order, each with an even share of what is left before deadline, each a
- * non-blocking connection on that loop. 0 with *out NULL when the cached
- * address is good (dlock__sentinel_cached); else *out is under way and
- * its end posts `ready` to `loop`. The finder's start/over/take/drop.
- */
-int dlock__sentinel_ask_start(dlock__sentinel *s, dlock__loop *loop, dlock__task *ready,
-		int64_t deadline, dlock__finding **out);
-int dlock__sentinel_ask_over(const dlock__finding *f);
-int dlock__sentinel_ask_take(dlock__finding *f, char *host, size_t hostlen, int *port,
-		uint64_t *epoch);
-void dlock__sentinel_ask_drop(dlock__finding *f);
 
 /* For the asking: the sentinels' indexes in the order to ask them (at
  * most DLOCK__SENTINELS_MAX), ... */
@@ -72,9 +55,6 @@ uint64_t dlock__sentinel_epoch(dlock__sentinel *s);
 
 /* Something suggests the primary moved: ask the sentinels before the next connect. */
 void dlock__sentinel_suspect(dlock__sentinel *s);
-
-/* The node's finder (core/net/conn.h): dlock__sentinel_primary and _suspect. */
-dlock__finder dlock__sentinel_finder(dlock__sentinel *s);
 
 /* One primary: the same name at a sentinel both lists (lists need not match). */
 int dlock__sentinel_same(const dlock__sentinel *a, const dlock__sentinel *b);

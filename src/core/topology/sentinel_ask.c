@@ -15,7 +15,7 @@
 #include "core/base/error.h"
 #include "core/base/time.h"
 #include "core/net/exchange.h"
-#include "core/topology/sentinel.h"
+#include "core/topology/sentinel_ask.h"
 
 #define HOST_MAX 256
 
@@ -213,4 +213,30 @@ int dlock__sentinel_primary(dlock__sentinel *s, int64_t deadline, char *host, si
 	}
 	dlock__loop_give_back(l, &spare);
 	return rc;
+}
+
+/* The node's finder (core/net/conn.h): the asking, for net to drive. */
+static int find_primary(void *self, int64_t deadline, char *host, size_t hostlen, int *port,
+		uint64_t *epoch)
+{
+	return dlock__sentinel_primary(self, deadline, host, hostlen, port, epoch);
+}
+
+static void suspect_primary(void *self)
+{
+	dlock__sentinel_suspect(self);
+}
+
+static int start_finding(void *self, dlock__loop *loop, dlock__task *ready, int64_t deadline,
+		dlock__finding **out)
+{
+	return dlock__sentinel_ask_start(self, loop, ready, deadline, out);
+}
+
+dlock__finder dlock__sentinel_finder(dlock__sentinel *s)
+{
+	dlock__finder f = { find_primary, start_finding, dlock__sentinel_ask_over,
+		dlock__sentinel_ask_take, dlock__sentinel_ask_drop, suspect_primary, s };
+
+	return f;
 }

@@ -13,31 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/drive/mux.h"
-
-typedef struct dlock__mux_group {
-	dlock_client *client;
-	dlock__conn *conn;
-	size_t *fifo;      /* ops whose replies are due, in the order they will come */
-	size_t head, tail; /* fifo[head..tail) */
-	size_t nops;
-	int fresh;        /* conn was opened by this run: it needs its handshake */
-	int sent;         /* commands went out: a failure may come after they ran */
-	int retried;      /* already moved once to a fresh connection */
-	int forgetting;   /* only no-wait ops: forgotten once their bytes are out */
-	int64_t deadline; /* for the reply at the head of the fifo (or the connect) */
-	/* The run's loop, told when a new connection's host name is found
-	 * (NULL: looked up while starting it). */
-	dlock__loop *wake_loop;
-	dlock__task *wake;
-	/* A run on a loop may share its connections with the client's other
-	 * runs there (core/drive/mux_share.h); `share`: it does, and the share
-	 * reads and writes for the group, handing it its replies. */
-	int may_share;
-	struct dlock__mux_share *share;
-	dlock__mux_op *ops; /* the run's, and its count of ops waiting */
-	size_t *npending;
-} dlock__mux_group;
+#include "core/mux/mux.h"
+#include "core/mux/mux_group_state.h"
 
 /* The group waits for a reply (or its connect): its socket is to be polled. */
 static inline int dlock__mux_group_active(const dlock__mux_group *g)
@@ -71,15 +48,5 @@ void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t no
 /* The run ends before the group was answered: abandon what is due
  * (undecided) and give the connection back. */
 void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
-
-/* What the op due next on the group is called, for messages. */
-const char *dlock__mux_group_what(const dlock__mux_group *g);
-
-/* The share hands the group its next reply (owned by it from now). */
-void dlock__mux_group_reply(dlock__mux_group *g, redisReply *reply);
-
-/* The shared connection failed with rc (message set): the group moves to
- * a connection of its own, once, or fails; either way it leaves the share. */
-void dlock__mux_group_failed(dlock__mux_group *g, int rc);
 
 #endif

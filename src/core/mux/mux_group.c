@@ -9,19 +9,33 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/drive/client.h"
-#include "core/drive/holder.h"
 #include "core/topology/cluster.h"
 #include "core/base/error.h"
-#include "core/drive/mux_group.h"
-#include "core/drive/mux_share.h"
-#include "core/drive/stats.h"
+#include "core/mux/mux_group.h"
+#include "core/mux/mux_share.h"
+#include "core/mux/mux_source.h"
+#include "core/net/script.h"
 #include "core/net/owed.h"
 #include "core/base/time.h"
 
+/* Queue the undo behind a call given up on conn (sent as EVAL, its reply owed). */
+static void send_undo(dlock__conn *conn, const dlock__call *u)
+{
+	const char *argv[DLOCK__CALL_MAX + 3];
+	size_t lens[DLOCK__CALL_MAX + 3];
+	char numbuf[16];
+	dlock__script *script = dlock__script_for(u->script, conn->node);
+	int argc = dlock__script_argv(script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
+			u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
+
+	/* Nobody reads its reply: a NOSCRIPT would go unseen. */
+	dlock__script_argv_to_eval(script, argv, lens);
+	dlock__conn_send_owed(conn, argc, argv, lens);
+}
+
 static int64_t due_by(const dlock__mux_group *g, const dlock__mux_op *ops, int64_t now)
 {
-	int64_t d = now + g->client->opts.command_timeout_ms;
+	int64_t d = now + g->src->command_timeout_ms;
 
 	return g->head < g->tail ? d + ops[g->fifo[g->head]].slack_ms : d;
 }
@@ -37,7 +51,7 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran, 
 {
 	/* The node's figures: not an op nobody waited for (no-wait, or decided without it). */
 	if (rc < 0 ? !op->undecided : reply != NULL)
-		dlock__stat_command(op->client, rc, reply, rc == 0 ? now_us - op->sent_us : 0);
+		dlock__source_of(op->client)->hooks->answered(dlock__source_of(op->client), rc, reply, rc == 0 ? now_us - op->sent_us : 0);
 	if (op->routed_by != NULL)
 		dlock__cluster_note(op->routed_by, rc, reply);
 	op->rc = rc;
@@ -55,7 +69,7 @@ static void put_conn(dlock__mux_group *g)
 		dlock__share_leave(g);
 		return;
 	}
-	dlock__client_conn_put(g->client, g->conn);
+	g->src->hooks->put(g->src, g->conn);
 	g->conn = NULL;
 }
 
@@ -70,7 +84,7 @@ static void give_up_shared(dlock__mux_group *g, dlock__mux_op *ops, size_t first
 		if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned) {
 			int before = g->conn->discard;
 
-			dlock__client_send_undo(g->conn, ops[g->fifo[i]].undo);
+			send_undo(g->conn, ops[g->fifo[i]].undo);
 			dlock__share_skips(g, before);
 		}
 }
@@ -113,7 +127,7 @@ static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *
 			/* What may still run gets its undo right behind it (core/net/owed.h). */
 			for (i = first; i < g->tail; i++)
 				if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned)
-					dlock__client_send_undo(g->conn, ops[g->fifo[i]].undo);
+					send_undo(g->conn, ops[g->fifo[i]].undo);
 		} else
 			g->conn->broken = 1;
 		put_conn(g);
@@ -213,7 +227,7 @@ static int send_group(dlock__mux_group *g, dlock__mux_op *ops)
 		if (ops[g->fifo[i]].call != NULL && ops[g->fifo[i]].call->script->registers) {
 			int before = g->conn->discard;
 
-			dlock__holder_ride(g->client, g->conn);
+			g->src->hooks->fresh(g->src, g->conn);
 			if (g->share != NULL)
 				dlock__share_skips(g, before);
 			break;
@@ -252,11 +266,11 @@ static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
 	g->retried = 1;
 	g->conn->broken = 1;
 	put_conn(g); /* closed, with the idle ones */
-	rc = dlock__client_conn_take(g->client, &g->conn, g->wake_loop, g->wake);
+	rc = g->src->hooks->take(g->src, &g->conn, g->wake_loop, g->wake);
 	if (rc < 0)
 		return rc;
 	g->fresh = 1;
-	g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
+	g->deadline = dlock__now_ms() + g->src->connect_timeout_ms;
 	return g->conn->connecting ? 0 : send_group(g, ops);
 }
 
@@ -277,7 +291,7 @@ static int resend_as_eval(dlock__mux_group *g, dlock__mux_op *ops, dlock__mux_op
 {
 	size_t i;
 
-	dlock__script_argv_to_eval(dlock__script_for(op->call->script, &op->client->node), op->cmd,
+	dlock__script_argv_to_eval(dlock__script_for(op->call->script, dlock__source_of(op->client)->node), op->cmd,
 			op->cmd_lens);
 	for (i = g->head; i < g->tail; i++)
 		if (ops[g->fifo[i]].follows == op)
@@ -314,7 +328,7 @@ static int take_reply(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending,
 	}
 	finish(op, 0, reply, 1, now_us);
 	(*npending)--;
-	atomic_store(&g->client->timed_out_at, 0);
+	atomic_store(&g->src->timed_out_at, 0);
 	return 0;
 }
 
@@ -336,12 +350,12 @@ static int read_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 	return got;
 }
 
-const char *dlock__mux_group_what(const dlock__mux_group *g)
+static const char *group_what(const dlock__mux_group *g)
 {
 	return g->head < g->tail ? what_of(&g->ops[g->fifo[g->head]]) : "reply";
 }
 
-void dlock__mux_group_reply(dlock__mux_group *g, redisReply *reply)
+static void group_reply(dlock__mux_group *g, redisReply *reply)
 {
 	int rc = take_reply(g, g->ops, g->npending, reply);
 
@@ -364,23 +378,29 @@ static void sent_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending
 		forget_group(g, ops, npending);
 }
 
+static void group_failed(dlock__mux_group *g, int rc);
+
+/* What the share calls on a group in it (mux_group_state.h). */
+static const dlock__group_calls calls = { group_what, group_reply, group_failed };
+
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
-	dlock__mux_share *s = shareable(g, ops) ? dlock__share_pick(g->client, g->wake_loop) : NULL;
+	dlock__mux_share *s = shareable(g, ops) ? dlock__share_pick(g->src, g->wake_loop) : NULL;
 	int rc = 0;
 
 	g->ops = ops;
 	g->npending = npending;
+	g->calls = &calls;
 	if (s != NULL)
 		dlock__share_join(s, g);
 	else
-		rc = dlock__client_conn_take(g->client, &g->conn, g->wake_loop, g->wake);
+		rc = g->src->hooks->take(g->src, &g->conn, g->wake_loop, g->wake);
 
 	/* New, even when its connect finished at once (a Unix socket). */
 	if (rc == 0 && !g->conn->greeted)
 		g->fresh = 1;
 	if (rc == 0 && g->conn->connecting) {
-		g->deadline = dlock__now_ms() + g->client->opts.connect_timeout_ms;
+		g->deadline = dlock__now_ms() + g->src->connect_timeout_ms;
 		return;
 	}
 	if (rc == 0) {
@@ -432,7 +452,7 @@ void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 		fail_group(g, ops, rc, npending);
 }
 
-void dlock__mux_group_failed(dlock__mux_group *g, int rc)
+static void group_failed(dlock__mux_group *g, int rc)
 {
 	if (rc == DLOCK_ECONN && reconnect_group(g, g->ops) == 0)
 		return;
@@ -444,20 +464,20 @@ void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t no
 {
 	const dlock__mux_op *head = &ops[g->fifo[g->head]];
 
-	atomic_store(&g->client->timed_out_at, now);
+	atomic_store(&g->src->timed_out_at, now);
 	if (dlock__mux_group_looking_up(g))
-		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->src->node->label,
 				"name lookup: no answer within %lld ms",
-				(long long)g->client->opts.connect_timeout_ms);
+				(long long)g->src->connect_timeout_ms);
 	else if (g->conn->connecting)
-		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->src->node->label,
 				"connect: no answer within %lld ms",
-				(long long)g->client->opts.connect_timeout_ms);
+				(long long)g->src->connect_timeout_ms);
 	else
-		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->src->node->label,
 				"%s%s: no answer within %lld ms",
 				head->call != NULL ? "EVALSHA " : "", what_of(head),
-				(long long)(g->client->opts.command_timeout_ms + head->slack_ms));
+				(long long)(g->src->command_timeout_ms + head->slack_ms));
 	fail_group(g, ops, DLOCK_ETIMEDOUT, npending);
 }
 
@@ -468,7 +488,7 @@ void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *n
 	if (g->head < g->tail) {
 		for (k = g->head; k < g->tail; k++)
 			ops[g->fifo[k]].undecided = ops[g->fifo[k]].pending;
-		dlock__seterr_node(DLOCK_ETIMEDOUT, g->client->node.label,
+		dlock__seterr_node(DLOCK_ETIMEDOUT, g->src->node->label,
 				"abandoned once the outcome was decided");
 		fail_group(g, ops, DLOCK_ETIMEDOUT, npending);
 	} else if (g->conn != NULL) {

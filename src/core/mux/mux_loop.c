@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "dlock/errors.h"
-#include "core/drive/client.h"
-#include "core/drive/mux_loop.h"
-#include "core/drive/mux_share.h"
+#include "core/mux/mux_source.h"
+#include "core/mux/mux_loop.h"
+#include "core/mux/mux_share.h"
 #include "core/base/time.h"
 
 #define OF(p, field) ((dlock__mux_loop *)((char *)(p) - offsetof(dlock__mux_loop, field)))
@@ -97,10 +97,10 @@ static int wait_for_pool(dlock__mux_loop *ml)
 	if (dlock__loop_wakeable(ml->loop) < 0)
 		return 0; /* a descriptor to be woken by is needed: else open one more */
 	for (i = 0; i < ml->n; i++) {
-		dlock_client *c = ml->ops[i].client;
+		dlock__source *c = ml->ops[i].client != NULL ? dlock__source_of(ml->ops[i].client) : NULL;
 
 		/* A cluster's members are known once routed: not waited for. */
-		if (ml->ops[i].skip || c == NULL || c->node.cluster != NULL)
+		if (ml->ops[i].skip || c == NULL || c->node->cluster != NULL)
 			continue;
 		/* A connection of c on this loop takes more commands: no wait.
 		 * A blocking run does not wait for connections shares hold
@@ -108,7 +108,7 @@ static int wait_for_pool(dlock__mux_loop *ml)
 		 * one this call blocks. It opens one more (closed when given back). */
 		if (dlock__share_available(c, ml->share ? ml->loop : NULL))
 			continue;
-		if (dlock__client_pool_wait(c, &ml->waiter, ml->urgent)) {
+		if (c->hooks->wait(c, &ml->waiter, ml->urgent)) {
 			ml->waits_on = c;
 			return 1;
 		}
@@ -201,7 +201,7 @@ void dlock__mux_loop_end(dlock__mux_loop *ml)
 {
 	if (ml->waits_on != NULL) {
 		/* Never begun: nothing was sent. */
-		dlock__client_pool_unwait(ml->waits_on, &ml->waiter);
+		ml->waits_on->hooks->unwait(ml->waits_on, &ml->waiter);
 		dlock__loop_unpost(ml->loop, &ml->pool_task);
 		ml->waits_on = NULL;
 		ml->running = 0;

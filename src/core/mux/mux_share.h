@@ -3,7 +3,7 @@
  * Internal: one connection shared by the runs of one client on one loop
  * (pipelining, as hiredis's async context does).
  *
- * A group of a run on a loop (core/drive/mux_group.h) that has sent on its
+ * A group of a run on a loop (core/mux/mux_group.h) that has sent on its
  * connection hands it to a share; the groups of later runs of the same
  * client on that loop queue their commands on it while the earlier
  * replies are still due, instead of waiting for a pooled connection. The
@@ -29,7 +29,7 @@
 #ifndef DLOCK_CORE_MUX_SHARE_H
 #define DLOCK_CORE_MUX_SHARE_H
 
-#include "core/drive/mux_group.h"
+#include "core/mux/mux_group_state.h"
 
 /* Replies due on a share beyond which one more pooled connection is opened. */
 #define DLOCK__SHARE_BUSY 32
@@ -40,11 +40,11 @@ typedef struct dlock__mux_share dlock__mux_share;
 
 /* The share of c on loop that a group about to take a connection joins
  * (see above), or NULL: take one of the pool. */
-dlock__mux_share *dlock__share_pick(dlock_client *c, dlock__loop *loop);
+dlock__mux_share *dlock__share_pick(dlock__source *c, dlock__loop *loop);
 
 /* c has a share on loop a run may join (it need not wait for the pool);
  * loop NULL: on any loop. */
-int dlock__share_available(dlock_client *c, dlock__loop *loop);
+int dlock__share_available(dlock__source *c, dlock__loop *loop);
 
 /* g joins s: g->conn and g->share are set. */
 void dlock__share_join(dlock__mux_share *s, dlock__mux_group *g);

@@ -19,13 +19,13 @@
 
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
-#include "core/drive/client.h"
+#include "core/mux/mux_source.h"
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/net/owed.h"
 #include "core/base/time.h"
-#include "core/drive/mux_group.h"
+#include "core/mux/mux_group.h"
 
 typedef dlock__mux_group group;
 
@@ -54,23 +54,24 @@ static void build(dlock__mux_op *op, const char **cmd, size_t *cmd_lens, char nu
 		op->cmd_argc = op->argc;
 		return;
 	}
-	op->cmd_argc = dlock__script_argv(dlock__script_for(c->script, &op->client->node), c->nkeys,
+	op->cmd_argc = dlock__script_argv(dlock__script_for(c->script, dlock__source_of(op->client)->node), c->nkeys,
 			dlock__call_argv(c), dlock__call_lens(c), c->argc - c->nkeys,
 			dlock__call_argv(c) + c->nkeys, dlock__call_lens(c) + c->nkeys, op->cmd,
 			op->cmd_lens, numbuf);
 	if (op->no_wait || op->eval)
-		dlock__script_argv_to_eval(dlock__script_for(c->script, &op->client->node), op->cmd,
+		dlock__script_argv_to_eval(dlock__script_for(c->script, dlock__source_of(op->client)->node), op->cmd,
 				op->cmd_lens);
 }
 
 static group *group_of(group *groups, size_t *ngroups, dlock_client *c)
 {
+	dlock__source *s = dlock__source_of(c);
 	size_t i;
 
 	for (i = 0; i < *ngroups; i++)
-		if (groups[i].client == c)
+		if (groups[i].src == s)
 			return &groups[i];
-	groups[*ngroups].client = c;
+	groups[*ngroups].src = s;
 	return &groups[(*ngroups)++];
 }
 
@@ -116,7 +117,7 @@ static int run_layout(dlock__mux *m, dlock__mux_op *ops, size_t n)
  * cannot be placed now is not sent (rc DLOCK_ETIMEDOUT, a failed vote). */
 static void route(dlock__mux_op *op)
 {
-	dlock__cluster *cl = op->client->node.cluster;
+	dlock__cluster *cl = dlock__source_of(op->client)->node->cluster;
 	const char *key = op->call != NULL ? dlock__call_argv(op->call)[0] : op->argv[1];
 	size_t len = op->call != NULL ? dlock__call_lens(op->call)[0] : op->lens[1];
 	dlock_client *m = NULL;
@@ -145,7 +146,7 @@ static void run_prepare(dlock__mux *m)
 		op->routed_by = NULL; /* callers need not set private fields */
 		if (op->skip)
 			continue; /* a skipped op may have no client */
-		if (op->client->node.cluster != NULL ||
+		if (dlock__source_of(op->client)->node->cluster != NULL ||
 				(op->follows != NULL && op->follows->routed_by != NULL))
 			route(op);
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A connection shared by the runs of a client on a loop (core/drive/mux_share.h). */
+/* A connection shared by the runs of a client on a loop (core/mux/mux_share.h). */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,12 +10,12 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/base/error.h"
-#include "core/drive/client.h"
-#include "core/drive/mux_share.h"
+#include "core/mux/mux_source.h"
+#include "core/mux/mux_share.h"
 
 struct dlock__mux_share {
 	dlock__io io; /* first: the loop hands back &io */
-	dlock_client *client;
+	dlock__source *src;
 	dlock__loop *loop;
 	dlock__conn *conn;
 	dlock__task flush_task;
@@ -39,7 +39,7 @@ static void share_ready(dlock__io *io, short revents);
 
 /* The least loaded share of c on loop that a group may join, or NULL.
  * Loop NULL (another thread asks): any share of c, its state not read. */
-static dlock__mux_share *least_loaded(dlock_client *c, dlock__loop *loop)
+static dlock__mux_share *least_loaded(dlock__source *c, dlock__loop *loop)
 {
 	dlock__mux_share *s, *best = NULL;
 
@@ -47,7 +47,7 @@ static dlock__mux_share *least_loaded(dlock_client *c, dlock__loop *loop)
 		return NULL;
 	pthread_mutex_lock(&shares_mu);
 	for (s = shares; s != NULL && (loop != NULL || best == NULL); s = s->next) {
-		if (s->client != c || (loop != NULL && s->loop != loop))
+		if (s->src != c || (loop != NULL && s->loop != loop))
 			continue;
 		if (loop == NULL || (!s->failed && !s->conn->broken &&
 						    (best == NULL || s->live < best->live)))
@@ -57,14 +57,14 @@ static dlock__mux_share *least_loaded(dlock_client *c, dlock__loop *loop)
 	return best;
 }
 
-dlock__mux_share *dlock__share_pick(dlock_client *c, dlock__loop *loop)
+dlock__mux_share *dlock__share_pick(dlock__source *c, dlock__loop *loop)
 {
 	dlock__mux_share *best = least_loaded(c, loop);
 	int room;
 
 	if (best == NULL)
 		return NULL;
-	room = dlock__client_pool_room(c);
+	room = c->hooks->room(c);
 	if (room == 2)
 		return NULL; /* an idle connection first */
 	if (best->live < DLOCK__SHARE_BUSY || room == 0)
@@ -72,7 +72,7 @@ dlock__mux_share *dlock__share_pick(dlock_client *c, dlock__loop *loop)
 	return NULL; /* busy: one more connection */
 }
 
-int dlock__share_available(dlock_client *c, dlock__loop *loop)
+int dlock__share_available(dlock__source *c, dlock__loop *loop)
 {
 	return least_loaded(c, loop) != NULL;
 }
@@ -127,7 +127,7 @@ int dlock__share_adopt(dlock__mux_group *g)
 
 	if (s == NULL)
 		return DLOCK_ENOMEM;
-	s->client = g->client;
+	s->src = g->src;
 	s->loop = g->wake_loop;
 	s->conn = g->conn;
 	s->io.slot = (size_t)-1;
@@ -142,7 +142,7 @@ int dlock__share_adopt(dlock__mux_group *g)
 	/* The commands g sends next (or the handshake still queued) go with
 	 * the turn's write; the runs waiting for the pool may join now. */
 	dlock__loop_post(s->loop, &s->flush_task);
-	dlock__client_pool_wake_on(s->client, s->loop);
+	s->src->hooks->wake_on(s->src, s->loop);
 	return 0;
 }
 
@@ -231,7 +231,7 @@ static void release(dlock__mux_share *s)
 	dlock__loop_unpost(s->loop, &s->flush_task);
 	s->conn->discard += (int)(s->len - s->head);
 	dlock__conn_flush(s->conn);
-	dlock__client_conn_put(s->client, s->conn);
+	s->src->hooks->put(s->src, s->conn);
 	dlock__free(s->fifo);
 	dlock__free(s);
 }
@@ -269,7 +269,7 @@ static void fail_all(dlock__mux_share *s, int rc)
 		for (i = s->head; g == NULL && i < s->len; i++)
 			g = s->fifo[i];
 		dlock__seterr(rc, "%s", msg);
-		dlock__mux_group_failed(g, rc); /* leaves the share */
+		g->calls->failed(g, rc); /* leaves the share */
 		kick(g);
 	}
 }
@@ -302,7 +302,7 @@ static void read_replies(dlock__mux_share *s)
 		if (s->head == s->len && s->conn->discard == 0)
 			break;
 		g = s->head < s->len ? s->fifo[s->head] : NULL;
-		r = dlock__conn_read(s->conn, &reply, g != NULL ? dlock__mux_group_what(g) : "skip", 0);
+		r = dlock__conn_read(s->conn, &reply, g != NULL ? g->calls->what(g) : "skip", 0);
 		if (r == DLOCK__AGAIN)
 			break;
 		if (r < 0) {
@@ -315,7 +315,7 @@ static void read_replies(dlock__mux_share *s)
 		}
 		s->head++;
 		s->live--;
-		dlock__mux_group_reply(g, reply);
+		g->calls->reply(g, reply);
 		kick(g);
 	}
 	if (s->head == s->len)
