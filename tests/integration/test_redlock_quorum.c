@@ -25,6 +25,22 @@ typedef struct five {
 	const char *uris[N];
 } five;
 
+/* Each server's uptime reads 1 s or more: the guard reads uptimes in whole
+ * seconds and takes a server as young as it may be, so with a 1 ms window
+ * a server is past it only from its first whole second on. */
+static void past_the_guard(rh_server *const *s)
+{
+	int64_t end = rh_now_ms() + 5000;
+
+	for (int i = 0; i < N; i++)
+		while (rh_command_int(s[i], "EVAL %s 0",
+				       "return tonumber(string.match(redis.call('info', 'server'), "
+				       "'uptime_in_seconds:(%d+)'))") < 1) {
+			cr_assert_lt(rh_now_ms(), end, "server %d: uptime still 0 after 5 s", i);
+			dl_sleep_ms(20);
+		}
+}
+
 static dlock_redlock *open_five(five *f, const char *name)
 {
 	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
@@ -34,6 +50,7 @@ static dlock_redlock *open_five(five *f, const char *name)
 	cr_assert_eq(rh_servers_start(f->s, N, NULL), 0, "could not start %d servers", N);
 	for (int i = 0; i < N; i++)
 		f->uris[i] = rh_server_uri(f->s[i]);
+	past_the_guard(f->s);
 	co.command_timeout_ms = CMD_TIMEOUT_MS;
 	/* The guard on, with a window the fresh servers are already past:
 	 * their votes count whatever the others show. */
@@ -188,6 +205,7 @@ static void open_five_async(five_async *a, const char *name, int64_t watchdog_ms
 
 	memset(a, 0, sizeof(*a));
 	cr_assert_eq(rh_servers_start(a->f.s, N, NULL), 0, "could not start %d servers", N);
+	past_the_guard(a->f.s);
 	cr_assert_eq(dlock_loop_new(&a->loop, NULL), 0, "%s", dlock_errmsg_last());
 	co.loop = a->loop;
 	co.command_timeout_ms = CMD_TIMEOUT_MS;
