@@ -325,8 +325,9 @@ void dlock__waiter_cancel(dlock__waiter *w, const char *what)
 		return; /* it ends once the answer is in */
 	/* Awaited: an attempt the kind cannot undo blindly, or one whose every
 	 * answer is in (its end is posted): what it took goes back there. */
-	if (w->in_flight && w->steps->canceled != NULL &&
-			((w->steps->on_cancel != NULL && w->steps->on_cancel(w)) || all_answered(w))) {
+	int await = w->in_flight && w->steps->on_cancel != NULL && w->steps->on_cancel(w);
+
+	if (await || (w->in_flight && w->steps->canceled != NULL && all_answered(w))) {
 		w->cancel_pending = 1;
 		dlock__waiter_stop(w);
 		return;
