@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/drive/sync.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"

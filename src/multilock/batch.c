@@ -10,7 +10,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"

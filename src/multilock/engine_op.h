@@ -10,7 +10,7 @@
 #ifndef DLOCK_MULTILOCK_ENGINE_OP_H
 #define DLOCK_MULTILOCK_ENGINE_OP_H
 
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/loop/op.h"
 #include "multilock/engine.h"
 #include "multilock/quorum.h"
