@@ -247,13 +247,17 @@ int dlock__conn_push(dlock__conn *c, const char *what)
 
 int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens)
 {
-	return c->broken || format_command(c, argc, argv, lens) < 0 ? DLOCK_ENOMEM : 0;
+	if (c->broken)
+		return DLOCK_ECONN;
+	return format_command(c, argc, argv, lens) < 0 ? DLOCK_ENOMEM : 0;
 }
 
 int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t *lens)
 {
-	if (dlock__conn_queue(c, argc, argv, lens) < 0)
-		return DLOCK_ENOMEM;
+	int rc = dlock__conn_queue(c, argc, argv, lens);
+
+	if (rc < 0)
+		return rc;
 	c->discard++;
 	return 0;
 }

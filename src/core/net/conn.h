@@ -228,7 +228,8 @@ int dlock__conn_defer(dlock__conn *c, int argc, const char **argv, const size_t 
  * goes out with the next command; its reply is skipped. No-op otherwise. */
 void dlock__conn_ask(dlock__conn *c);
 
-/* Format a command into the output buffer (sent with the next send or flush). */
+/* Format a command into the output buffer (sent with the next send or
+ * flush): DLOCK_ECONN on a failed connection, DLOCK_ENOMEM (no message set). */
 int dlock__conn_queue(dlock__conn *c, int argc, const char **argv, const size_t *lens);
 
 /* Send what was deferred, without waiting: what does not fit the socket now

@@ -11,8 +11,10 @@
 
 int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens)
 {
-	if (dlock__conn_queue(c, argc, argv, lens) < 0)
-		return DLOCK_ENOMEM;
+	int rc = dlock__conn_queue(c, argc, argv, lens);
+
+	if (rc < 0)
+		return rc;
 	dlock__conn_flush(c); /* what does not fit now goes with the next flush */
 	dlock__conn_give_up(c, 1);
 	return 0;
