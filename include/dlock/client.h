@@ -11,7 +11,10 @@
 #define DLOCK_CLIENT_H
 
 #include "common.h"
+#include "errors.h"
 #include "stats.h"
+#include "loop.h"
+#include "async.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -107,7 +110,7 @@ typedef struct dlock_client_options {
 	 *  loop. A blocking call on such a client drives the loop itself until
 	 *  it returns. The loop must outlive the client. NULL (default): the
 	 *  client runs one background thread. */
-	struct dlock_loop *loop;
+	dlock_loop *loop;
 
 	/* Version 6: who holds it (dlock_client_holder), what locks cost (dlock/stats.h). */
 	/** Non-NULL (even ""): the client registers itself on each node where it
@@ -321,6 +324,29 @@ DLOCK_EXTERN const char *dlock_client_errmsg(const dlock_client *client);
 
 /** dlock_client_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
 DLOCK_EXTERN size_t dlock_client_errmsg_r(char *buf, size_t len, const dlock_client *client);
+
+/**
+ * A snapshot of the client's figures, to free with dlock_stats_free().
+ * Safe from any thread. Errors: DLOCK_EINVAL (NULL), DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_client_stats(dlock_stats **out, const dlock_client *client);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * A client's calls to its server as operations: PING (`code` 0 when it
+ * answered; on a cluster it asks the member serving a slot, where the
+ * blocking dlock_client_ping() reads the slot map), the server's uptime
+ * in seconds (`value`), and a registered owner's holder (`value` 1 and
+ * `holder`, or 0 when none registered). Each may be canceled. Errors (no
+ * callback then): DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_client_ping_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_uptime_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_holder_async(dlock_op **out, dlock_client *client,
+		const char *owner, dlock_op_cb cb, void *userdata);
 
 #ifdef __cplusplus
 }

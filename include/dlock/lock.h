@@ -27,6 +27,7 @@
 #define DLOCK_LOCK_H
 
 #include "common.h"
+#include "async.h"
 #include "client.h"
 
 #ifdef __cplusplus
@@ -377,6 +378,66 @@ DLOCK_EXTERN const char *dlock_lock_errmsg(const dlock_lock *lock);
 
 /** dlock_lock_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
 DLOCK_EXTERN size_t dlock_lock_errmsg_r(char *buf, size_t len, const dlock_lock *lock);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * Acquire `lock` for `owner`, waiting up to `wait_ms` (0: one attempt;
+ * DLOCK_WAIT_FOREVER) for a release, with a lease of `lease_ms`
+ * (DLOCK_LEASE_WATCHDOG: renewed until released or lost). *out (may be
+ * NULL) receives the op. Errors (no callback then): DLOCK_EINVAL,
+ * DLOCK_ENOMEM, DLOCK_EFORKED; everything else comes in the callback.
+ */
+DLOCK_EXTERN int dlock_lock_acquire_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+
+/** Release one hold of `owner` (as dlock_lock_unlock_as()). */
+DLOCK_EXTERN int dlock_lock_release_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * Hear how `owner`'s hold of `lock` ends: the callback comes once, with
+ * DLOCK_ELOST and `lost_reason` (a dlock_lost_reason) when it is lost -
+ * renewals found it gone or could not reach the server in time, a force
+ * unlock, a key replaced - or with 0 once it is released. DLOCK_ENOTOWNER
+ * when the owner holds nothing now (DLOCK_ELOST when its hold is lost
+ * already). The same event as dlock_lock_set_lost_cb(), as an operation:
+ * on the client's loop, cancelable, one per hold or many.
+ */
+DLOCK_EXTERN int dlock_lock_watch_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * The lock's queries and its force unlock as operations: the same command
+ * and the same answer as the blocking call of the name without `_async`
+ * (dlock/lock.h), in the result: `code` its return value, `value` its
+ * number - is_locked/is_held 1 or 0, a hold count, a token, the TTL in ms
+ * (-2 no key, -1 none), a force unlock's 1 or 0 - and for
+ * dlock_lock_query_async() `lock_info`, the callback's to free with
+ * dlock_lock_info_free() (NULL on error). A NULL owner (and the calls
+ * without one) means the calling thread's, as the blocking calls take it,
+ * resolved when the call is made. A query may be canceled (it changed
+ * nothing); a force unlock is not (it finishes). Errors (no callback then):
+ * DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_lock_is_locked_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_is_held_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_is_held_as_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_hold_count_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_hold_count_as_async(dlock_op **out, dlock_lock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_remaining_ttl_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_token_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_query_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_force_unlock_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
 
 #ifdef __cplusplus
 }

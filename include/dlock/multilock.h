@@ -184,7 +184,7 @@ DLOCK_EXTERN size_t dlock_multilock_quorum(const dlock_multilock *lock);
  * *out = 1 when a quorum of members show the lock held by anyone (EXISTS on
  * every member at once), 0 when too many show it free for a quorum to hold
  * it; it answers as soon as the answers settle it (a stopped server is then
- * not waited for; dlock/async.h has the twin). Errors: DLOCK_ENOQUORUM when
+ * not waited for; its twin is below). Errors: DLOCK_ENOQUORUM when
  * the members that answered cannot settle it (the message names the first
  * failure), DLOCK_EWRONGTYPE, DLOCK_EINVAL.
  * Like Redisson's isLocked, a snapshot: it may change at once.
@@ -211,6 +211,55 @@ DLOCK_EXTERN int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *lo
  * DLOCK_EDUPLICATE (the message names both members), DLOCK_EINVAL (NULL).
  */
 DLOCK_EXTERN int dlock_multilock_check_servers(dlock_multilock *lock);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * Acquire a MultiLock (every member) or a RedLock (a quorum) for `owner`,
+ * as the blocking try_as calls do; the operation runs on the loop of the
+ * first member's client. On success the result has the validity (RedLock)
+ * and a fenced quorum's token; either way `members` holds each member's
+ * vote (as dlock_multilock_member_status()). Cancel gives back every
+ * member the operation may have taken, wherever it was. The handle must
+ * outlive its operations; it may be freed from the callback of its last.
+ */
+DLOCK_EXTERN int dlock_multilock_acquire_async(dlock_op **out, dlock_multilock *m,
+		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+
+/**
+ * Write an owner `<uuid>:<id>` named after the lock's first member's
+ * client into `owner`; 0, or DLOCK_EINVAL (NULL argument).
+ * Such an owner is this process's alone, so the lock's records of it are
+ * the truth: a canceled acquisition gives back exactly what it took, even
+ * an acquire a paused server runs late. (Other explicit owners may be
+ * shared with other processes: an acquire whose answer never came is then
+ * left to expire with its lease rather than risk releasing theirs.)
+ */
+DLOCK_EXTERN int dlock_multilock_owner(char owner[DLOCK_OWNER_SIZE], const dlock_multilock *lock,
+		uint64_t id);
+
+/** Release `owner`'s hold on every member (as the unlock_as calls). */
+DLOCK_EXTERN int dlock_multilock_release_async(dlock_op **out, dlock_multilock *m,
+		const char *owner, dlock_op_cb cb, void *userdata);
+
+/**
+ * The MultiLock's and RedLock's queries as operations, with the blocking
+ * call's outcome (dlock/multilock.h, dlock/redlock.h) in the result:
+ * `value` is is_locked's or is_held_as's 1 or 0, member_ttl's TTL in ms
+ * (-2 no lock there, -1 no expiry). is_locked and is_held_as ask every
+ * member at once and answer as soon as the members that answered settle
+ * it (a stopped server costs nothing then; else at most its command
+ * timeout); DLOCK_ENOQUORUM or DLOCK_EWRONGTYPE when they cannot. A NULL
+ * owner means the calling thread's, resolved when the call is made. Each
+ * may be canceled. Errors (no callback then): DLOCK_EINVAL, DLOCK_ENOMEM,
+ * DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_multilock_is_locked_async(dlock_op **out, dlock_multilock *lock,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_multilock_is_held_as_async(dlock_op **out, dlock_multilock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_multilock_member_ttl_async(dlock_op **out, dlock_multilock *lock, size_t i,
+		dlock_op_cb cb, void *userdata);
 
 #ifdef __cplusplus
 }

@@ -304,6 +304,34 @@ DLOCK_EXTERN const char *dlock_semaphore_errmsg(const dlock_semaphore *sem);
 /** dlock_semaphore_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
 DLOCK_EXTERN size_t dlock_semaphore_errmsg_r(char *buf, size_t len, const dlock_semaphore *sem);
 
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * A semaphore's calls as operations, with the blocking call's outcome
+ * (dlock/semaphore.h) in the result: `value` is try_set's 1 (set) or 0,
+ * available's count, force_release's permits freed (0 for add and set);
+ * dlock_semaphore_query_async() gives `semaphore_info`, the callback's to
+ * free with dlock_semaphore_info_free() (NULL on error).
+ * dlock_semaphore_release_permit_async() is dlock_semaphore_release_async()
+ * for an expirable permit. available and query may be canceled; the
+ * changes are not (they finish). Errors (no callback then): DLOCK_EINVAL,
+ * DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_semaphore_try_set_permits_async(dlock_op **out,
+		dlock_semaphore *sem, int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_add_permits_async(dlock_op **out, dlock_semaphore *sem,
+		int64_t delta, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_set_permits_async(dlock_op **out, dlock_semaphore *sem,
+		int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_available_async(dlock_op **out, dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_force_release_async(dlock_op **out, dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_query_async(dlock_op **out, dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_release_permit_async(dlock_op **out,
+		dlock_semaphore *sem, const char *id, dlock_op_cb cb, void *userdata);
+
 #ifdef __cplusplus
 }
 #endif
