@@ -1055,8 +1055,8 @@ static void uncontended(int do_dlock, int do_floor)
 			snprintf(what, sizeof(what), "s1-n%d", n);
 			lock_name(name, sizeof(name), what);
 			if (n == 1) {
-				if (dlock_client_open(&client, servers[0].uri, &tls_opts) < 0)
-					die("dlock_client_open: %s", dlock_errmsg_last());
+				if (dlock_client_new(&client, servers[0].uri, &tls_opts) < 0)
+					die("dlock_client_new: %s", dlock_errmsg_last());
 				if (dlock_lock_new(&c.lock, client, name, NULL) < 0)
 					die("dlock_lock_new: %s", dlock_errmsg_last());
 				meter_init(&md, dl_single_pair, &c, opt.iterations);
@@ -1089,7 +1089,7 @@ static void uncontended(int do_dlock, int do_floor)
 			print_result(rd);
 			if (n == 1) {
 				dlock_lock_free(c.lock);
-				dlock_client_close(client);
+				dlock_client_free(client);
 			} else {
 				dlock_redlock_free(c.red);
 			}
@@ -1186,8 +1186,8 @@ static void throughput(int floor, int nthreads)
 
 	memset(&sh, 0, sizeof(sh));
 	sh.floor = floor;
-	if (!floor && dlock_client_open(&sh.client, servers[0].uri, NULL) < 0)
-		die("dlock_client_open: %s", dlock_errmsg_last());
+	if (!floor && dlock_client_new(&sh.client, servers[0].uri, NULL) < 0)
+		die("dlock_client_new: %s", dlock_errmsg_last());
 	pthread_barrier_init(&sh.start, NULL, (unsigned)nthreads + 1);
 	for (i = 0; i < nthreads; i++) {
 		memset(&th[i], 0, sizeof(th[i]));
@@ -1225,7 +1225,7 @@ static void throughput(int floor, int nthreads)
 	free(all);
 	pthread_barrier_destroy(&sh.start);
 	if (sh.client)
-		dlock_client_close(sh.client);
+		dlock_client_free(sh.client);
 	print_result(r);
 }
 
@@ -1343,8 +1343,8 @@ static void scenario4(void)
 	pthread_cond_init(&sh.cv, NULL);
 	sh.lat = malloc(sizeof(*sh.lat) * (size_t)opt.handoffs);
 	lock_name(name, sizeof(name), "s4");
-	if (dlock_client_open(&client, servers[0].uri, NULL) < 0)
-		die("dlock_client_open: %s", dlock_errmsg_last());
+	if (dlock_client_new(&client, servers[0].uri, NULL) < 0)
+		die("dlock_client_new: %s", dlock_errmsg_last());
 	if (dlock_lock_new(&sh.lock, client, name, NULL) < 0)
 		die("dlock_lock_new: %s", dlock_errmsg_last());
 	lock_name(name, sizeof(name), "s4-rt");
@@ -1389,7 +1389,7 @@ static void scenario4(void)
 	print_result(r);
 	free(sh.lat);
 	dlock_lock_free(sh.lock);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	pthread_mutex_destroy(&sh.mu);
 	pthread_cond_destroy(&sh.cv);
 }
@@ -1726,8 +1726,8 @@ static result *async_row(int n, int red)
 		co.loop = run.loop;
 		if (opt.async_pool > 0)
 			co.pool_size = opt.async_pool;
-		if (dlock_client_open(&clients[i], servers[i].uri, &co) < 0)
-			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+		if (dlock_client_new(&clients[i], servers[i].uri, &co) < 0)
+			die("dlock_client_new %s: %s", servers[i].uri, dlock_errmsg_last());
 	}
 	for (i = 0; i < opt.async_window; i++) {
 		char what[48], name[128];
@@ -1837,8 +1837,8 @@ static result *blocking_row(int n, int red)
 	if (th == NULL)
 		die("out of memory");
 	for (i = 0; i < n; i++)
-		if (dlock_client_open(&clients[i], servers[i].uri, &tls_opts) < 0)
-			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+		if (dlock_client_new(&clients[i], servers[i].uri, &tls_opts) < 0)
+			die("dlock_client_new %s: %s", servers[i].uri, dlock_errmsg_last());
 	for (i = 0; i < nth; i++) {
 		char what[48], name[128];
 
@@ -2425,9 +2425,9 @@ static void scenario7(void)
 			"with a counting on_event (alternating blocks)\n");
 	note("  %ld iterations each, %ld warm-up\n", opt.iterations, opt.warmup);
 	hooked.on_event = s7_count;
-	if (dlock_client_open(&cp, servers[0].uri, &plain) < 0 ||
-			dlock_client_open(&ch, servers[0].uri, &hooked) < 0)
-		die("dlock_client_open: %s", dlock_errmsg_last());
+	if (dlock_client_new(&cp, servers[0].uri, &plain) < 0 ||
+			dlock_client_new(&ch, servers[0].uri, &hooked) < 0)
+		die("dlock_client_new: %s", dlock_errmsg_last());
 	lock_name(name, sizeof(name), "s7-plain");
 	if (dlock_lock_new(&a.lock, cp, name, NULL) < 0)
 		die("dlock_lock_new: %s", dlock_errmsg_last());
@@ -2456,6 +2456,6 @@ static void scenario7(void)
 			ns, ns / (ra->pair.mean * 1000.0) * 100.0, ra->pair.mean);
 	dlock_lock_free(a.lock);
 	dlock_lock_free(b.lock);
-	dlock_client_close(cp);
-	dlock_client_close(ch);
+	dlock_client_free(cp);
+	dlock_client_free(ch);
 }

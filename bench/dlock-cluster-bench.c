@@ -153,7 +153,7 @@ static int throughput(const config *cfg)
 	sh.cfg = cfg;
 	sh.lat = malloc(sizeof(double) * MAX_SAMPLES);
 	o.pool_size = cfg->threads;
-	if (sh.lat == NULL || dlock_client_open(&sh.client, cfg->uri, &o) != 0) {
+	if (sh.lat == NULL || dlock_client_new(&sh.client, cfg->uri, &o) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
 		return 1;
 	}
@@ -183,7 +183,7 @@ static int throughput(const config *cfg)
 			cfg->uri, cfg->threads, cfg->names, ops, atomic_load(&sh.errors),
 			ops / secs, ops / secs / cfg->nservers, n ? sh.lat[n / 2] : 0,
 			n ? sh.lat[n * 99 / 100] : 0, ops > 0 ? (cpu1 - cpu0) * 1e6 / ops : 0);
-	dlock_client_close(sh.client);
+	dlock_client_free(sh.client);
 	free(sh.lat);
 	return 0;
 }
@@ -232,7 +232,7 @@ static int moved_cost(const config *cfg)
 	double *without = calloc((size_t)cfg->moved, sizeof(double));
 	char ids[MAX_SERVERS][64];
 
-	if (with == NULL || without == NULL || dlock_client_open(&c, cfg->uri, NULL) != 0) {
+	if (with == NULL || without == NULL || dlock_client_new(&c, cfg->uri, NULL) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
 		return 1;
 	}
@@ -270,7 +270,7 @@ static int moved_cost(const config *cfg)
 	       "moved_cost_p50_us=%.0f\n",
 			cfg->moved, with[cfg->moved / 2], without[cfg->moved / 2],
 			with[cfg->moved / 2] - without[cfg->moved / 2]);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	free(with);
 	free(without);
 	return 0;
@@ -386,7 +386,7 @@ static int renewals_at_scale(const config *cfg)
 	sample = calloc((size_t)nsample, sizeof(*sample));
 	sample_at = calloc((size_t)nsample, sizeof(*sample_at));
 	if (locks == NULL || sample == NULL || sample_at == NULL ||
-			dlock_client_open(&c, cfg->uri, &o) != 0) {
+			dlock_client_new(&c, cfg->uri, &o) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
 		return 1;
 	}

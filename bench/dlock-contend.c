@@ -197,8 +197,8 @@ int main(int argc, char **argv)
 	hold *h;
 
 	parse_args(argc, argv);
-	if (dlock_client_open(&client, opt.uri, NULL) < 0)
-		die("dlock_client_open", dlock_errmsg_last());
+	if (dlock_client_new(&client, opt.uri, NULL) < 0)
+		die("dlock_client_new", dlock_errmsg_last());
 	warm_up(client);
 	l = open_lock(client, opt.name);
 	wait_for_go(&warm_end, &end);
@@ -210,6 +210,6 @@ int main(int argc, char **argv)
 	printf("end\n");
 	free(h);
 	dlock_lock_free(l);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	return 0;
 }

@@ -107,8 +107,8 @@ static void waiter(int go, int out)
 	uint64_t first = 0;
 	int i;
 
-	if (dlock_client_open(&client, opt.uri, NULL) < 0)
-		die("dlock_client_open", dlock_errmsg_last());
+	if (dlock_client_new(&client, opt.uri, NULL) < 0)
+		die("dlock_client_new", dlock_errmsg_last());
 	if (dlock_lock_new(&l, client, opt.name, NULL) < 0)
 		die("dlock_lock_new", dlock_errmsg_last());
 	if (read(go, &b, 1) != 1)
@@ -125,7 +125,7 @@ static void waiter(int go, int out)
 	if (write(out, &first, sizeof(first)) != (ssize_t)sizeof(first))
 		_exit(1);
 	dlock_lock_free(l);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	_exit(0);
 }
 
@@ -139,7 +139,7 @@ static pid_t holder(int out)
 		dlock_lock *l = NULL;
 		uint64_t t;
 
-		if (dlock_client_open(&client, opt.uri, NULL) < 0 ||
+		if (dlock_client_new(&client, opt.uri, NULL) < 0 ||
 				dlock_lock_new(&l, client, opt.name, NULL) < 0 ||
 				dlock_lock_lock(l, opt.ttl_ms) < 0)
 			die("holder", dlock_errmsg_last());

@@ -65,7 +65,7 @@ typedef struct buyer {
 
 /*
  * Split redis://[[user]:password@]host[:port][/db] for hiredis. dlock has
- * already accepted the URI (dlock_client_open), so this can stay simple.
+ * already accepted the URI (dlock_client_new), so this can stay simple.
  */
 static int parse_uri(const char *uri, server *s)
 {
@@ -264,7 +264,7 @@ int main(int argc, char **argv)
 	}
 
 	memset(&s, 0, sizeof(s));
-	rc = dlock_client_open(&client, uri, NULL);
+	rc = dlock_client_new(&client, uri, NULL);
 	if (rc != 0) {
 		fprintf(stderr, "book_rental: %s: %s\n", dlock_strerror(rc), dlock_errmsg_last());
 		return 1;

@@ -90,7 +90,7 @@ static int open_lock(writer_lock *w, const char *nodes)
 		return rc;
 	}
 	lo.kind = DLOCK_LOCK_FENCED;
-	if (dlock_client_open(&w->client, nodes, NULL) != 0)
+	if (dlock_client_new(&w->client, nodes, NULL) != 0)
 		return -1;
 	return dlock_lock_new(&w->lock, w->client, "storage:orders", &lo);
 }

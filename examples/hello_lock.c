@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 		uri = first;
 	}
 
-	rc = dlock_client_open(&client, uri, NULL);
+	rc = dlock_client_new(&client, uri, NULL);
 	if (rc != 0) {
 		/* No handle yet: the message is kept for the calling thread. */
 		fprintf(stderr, "hello_lock: %s: %s\n", dlock_strerror(rc), dlock_errmsg_last());

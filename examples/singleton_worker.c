@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 	opts.lazy_connect = 1;
 	opts.command_timeout_ms = 500;
 	opts.connect_timeout_ms = 500;
-	rc = dlock_client_open(&client, uri, &opts);
+	rc = dlock_client_new(&client, uri, &opts);
 	if (rc == 0)
 		rc = dlock_lock_new(&lock, client, LOCK_NAME, NULL);
 	if (rc == 0)

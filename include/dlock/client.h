@@ -41,13 +41,14 @@ typedef struct dlock_client_options {
 	int64_t watchdog_timeout_ms;
 	/** Connections kept for commands; threads beyond it wait (default 8). */
 	int pool_size;
-	/** 0: dlock_client_open() connects and authenticates before returning,
+	/** 0: dlock_client_new() connects and authenticates before returning,
 	 *  so a bad password or an unreachable server fails there. 1: connect
-	 *  on first use (a quorum member that may be down at start). */
+	 *  on first use (a quorum member that may be down at start), or at
+	 *  dlock_client_connect(). */
 	int lazy_connect;
 
 	/* Version 2: TLS, for rediss:// URIs (ignored for others). The files
-	 * are read by dlock_client_open(); the strings need not outlive it. */
+	 * are read by dlock_client_new(); the strings need not outlive it. */
 	/** PEM file of the CA certificates that may sign the server's
 	 *  certificate; NULL (and no tls_ca_dir): the system's CAs. */
 	const char *tls_ca_file;
@@ -67,7 +68,7 @@ typedef struct dlock_client_options {
 	/* Version 3: Sentinel and replica acknowledgement. */
 	/** redis+sentinel:// URIs: the credentials the sentinels ask for (their
 	 *  own `requirepass`/ACL, not the primary's); NULL: no AUTH to sentinels.
-	 *  Copied by dlock_client_open(). */
+	 *  Copied by dlock_client_new(). */
 	const char *sentinel_user;
 	const char *sentinel_password;
 	/** Replicas that must acknowledge an acquisition (WAIT) before it counts;
@@ -124,7 +125,7 @@ typedef struct dlock_client_options {
 	 *  there, deleted when the client is freed, and expires a watchdog
 	 *  timeout after the client stops holding or stops. A refused write (an
 	 *  ACL) fails nothing. Redisson's data is left as it is. At most 200
-	 *  bytes are kept; copied by dlock_client_open().
+	 *  bytes are kept; copied by dlock_client_new().
 	 *  NULL (default): no registration, nothing extra on the wire. */
 	const char *label;
 	/** What this process does, for the registration ("./nightly.sh");
@@ -199,7 +200,7 @@ DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned 
  * DLOCK_EAUTH, DLOCK_ESERVER (SELECT refused), DLOCK_EPROTO, DLOCK_ENOMEM, DLOCK_ESYS.
  * The message is in dlock_errmsg_last().
  */
-DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
+DLOCK_EXTERN int dlock_client_new(dlock_client **out, const char *uri,
 		const dlock_client_options *opts);
 
 /**
@@ -218,10 +219,15 @@ DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
 DLOCK_EXTERN void dlock_client_free(dlock_client *client);
 
 /**
- * dlock_client_free() under its name before 1.0, kept so that programs
- * written for it need not change; returns 0.
+ * Connect and authenticate now (and read a cluster's slot map): what
+ * dlock_client_new() does before it returns when `lazy_connect` is 0. A
+ * lazy client connects on first use otherwise; this call makes a bad
+ * address or password fail here instead. Again on a connected client: a
+ * PING. Errors: as dlock_client_new()'s (DLOCK_ECONN, DLOCK_ETIMEDOUT,
+ * DLOCK_EAUTH, ...), DLOCK_EFORKED, DLOCK_EINVAL (NULL); the message is
+ * dlock_client_errmsg()'s.
  */
-DLOCK_EXTERN int dlock_client_close(dlock_client *client);
+DLOCK_EXTERN int dlock_client_connect(dlock_client *client);
 
 /**
  * Cancel every wait for a lock (RLock, and MultiLock/RedLock members) that
@@ -334,13 +340,17 @@ DLOCK_EXTERN int dlock_client_stats(dlock_stats **out, const dlock_client *clien
 /* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
 
 /**
- * A client's calls to its server as operations: PING (`code` 0 when it
+ * A client's calls to its server as operations: connect (as
+ * dlock_client_connect(), a PING on a connection it makes and
+ * authenticates; on a cluster, on the member serving a slot), PING (`code` 0 when it
  * answered; on a cluster it asks the member serving a slot, where the
  * blocking dlock_client_ping() reads the slot map), the server's uptime
  * in seconds (`value`), and a registered owner's holder (`value` 1 and
  * `holder`, or 0 when none registered). Each may be canceled. Errors (no
  * callback then): DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
  */
+DLOCK_EXTERN int dlock_client_connect_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
 DLOCK_EXTERN int dlock_client_ping_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
 		void *userdata);
 DLOCK_EXTERN int dlock_client_uptime_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,

@@ -47,7 +47,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	if (t->clients == NULL || t->locks == NULL)
 		return DLOCK_ENOMEM;
 	for (i = 0; i < t->n; i++) {
-		rc = dlock_client_open(&t->clients[i], cfg->nodes[i], &copts);
+		rc = dlock_client_new(&t->clients[i], cfg->nodes[i], &copts);
 		if (rc < 0) {
 			t->failed_node = i + 1;
 			return rc;
@@ -93,7 +93,7 @@ void cli_target_close(cli_target *t)
 	for (i = 0; t->locks != NULL && i < t->n; i++)
 		dlock_lock_free(t->locks[i]);
 	for (i = 0; t->clients != NULL && i < t->n; i++)
-		dlock_client_close(t->clients[i]);
+		dlock_client_free(t->clients[i]);
 	free(t->locks);
 	free(t->clients);
 	memset(t, 0, sizeof(*t));

@@ -134,7 +134,7 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 		goto fail;
 	}
 	for (made = 0; made < n; made++) {
-		rc = dlock_client_open(&clients[made], uris[made], &copts);
+		rc = dlock_client_new(&clients[made], uris[made], &copts);
 		if (rc == 0)
 			rc = dlock_lock_new(&locks[made], clients[made], name, &lo);
 		if (rc < 0) {
@@ -157,7 +157,7 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 fail:
 	for (i = 0; i < made; i++) {
 		dlock_lock_free(locks[i]);
-		dlock_client_close(clients[i]);
+		dlock_client_free(clients[i]);
 	}
 	dlock__free(clients);
 	dlock__free(locks);
@@ -173,7 +173,7 @@ void dlock_redlock_free(dlock_redlock *r)
 	dlock__engine_destroy(&r->engine);
 	for (i = 0; i < r->owned; i++) {
 		dlock_lock_free(r->locks[i]);
-		dlock_client_close(r->clients[i]);
+		dlock_client_free(r->clients[i]);
 	}
 	dlock__free(r->locks);
 	dlock__free(r->clients);

@@ -18,9 +18,11 @@ HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentine
 
 /* The API's signatures as function pointers: a changed signature or a
  * missing export breaks the build. */
-static int (*const p_open)(
-		dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
-static int (*const p_close)(dlock_client *) = dlock_client_close;
+static int (*const p_client_new)(
+		dlock_client **, const char *, const dlock_client_options *) = dlock_client_new;
+static int (*const p_client_connect)(dlock_client *) = dlock_client_connect;
+static int (*const p_client_connect_async)(dlock_op **, dlock_client *, dlock_op_cb, void *) =
+		dlock_client_connect_async;
 static void (*const p_client_free)(dlock_client *) = dlock_client_free;
 static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
 static int (*const p_owner)(char[DLOCK_OWNER_SIZE], const dlock_client *, uint64_t) =
@@ -56,8 +58,9 @@ int main(void)
 	dlock_client_options fn_opts;
 	int failures = 0;
 	const void *const fns[] = {
-		(const void *)&p_open,
-		(const void *)&p_close,
+		(const void *)&p_client_new,
+		(const void *)&p_client_connect,
+		(const void *)&p_client_connect_async,
 		(const void *)&p_client_free,
 		(const void *)&p_client_errmsg,
 		(const void *)&p_owner,
@@ -87,7 +90,7 @@ int main(void)
 		if (fns[i] == NULL)
 			failures++;
 	}
-	if (p_open == NULL || p_lock_new == NULL || p_lock_free == NULL)
+	if (p_client_new == NULL || p_lock_new == NULL || p_lock_free == NULL)
 		failures++;
 	if (strcmp(dlock_version(), DLOCK_VERSION_STRING) != 0) {
 		fprintf(stderr, "library %s, headers %s\n", dlock_version(), DLOCK_VERSION_STRING);

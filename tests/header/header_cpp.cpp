@@ -36,7 +36,7 @@ int main()
 	const dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_lost_cb cb = on_lost;
 	int (*open_fn)(dlock_client **, const char *, const dlock_client_options *) =
-			dlock_client_open;
+			dlock_client_new;
 	int (*lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
 	int (*unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
 	const char *(*lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;

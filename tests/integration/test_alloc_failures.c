@@ -146,11 +146,11 @@ static int client_open_run(void *arg)
 	x->c = NULL;
 	o.lazy_connect = x->lazy; /* lazy: no connection in open, the first command connects */
 	o.label = x->label;
-	rc = dlock_client_open(&x->c, uris[0], &o);
+	rc = dlock_client_new(&x->c, uris[0], &o);
 	if (rc == 0 && x->lazy)
 		rc = dlock_client_ping(x->c);
 	else if (rc == 0) {
-		dlock_client_close(x->c); /* eager: open connected and PINGed */
+		dlock_client_free(x->c); /* eager: new connected and PINGed */
 		x->c = NULL;
 	}
 	return rc;
@@ -170,7 +170,7 @@ static void client_close(void *arg)
 {
 	client_ctx *x = arg;
 
-	dlock_client_close(x->c);
+	dlock_client_free(x->c);
 	x->c = NULL;
 }
 
@@ -240,7 +240,7 @@ static void lock_teardown(void *arg)
 	lock_ctx *x = arg;
 
 	dlock_lock_free(x->l);
-	dlock_client_close(x->c);
+	dlock_client_free(x->c);
 	x->l = NULL;
 	x->c = NULL;
 }
@@ -859,7 +859,7 @@ static void ml_teardown(void *arg)
 	x->m = NULL;
 	for (int i = 0; i < NSRV; i++) {
 		dlock_lock_free(x->l[i]);
-		dlock_client_close(x->c[i]);
+		dlock_client_free(x->c[i]);
 	}
 }
 

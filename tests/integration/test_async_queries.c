@@ -125,7 +125,7 @@ Test(async_queries, each_query_answers_as_its_blocking_call_in_every_state)
 	rh_command_int(dl_srv, "DEL aq:states");
 
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -150,7 +150,7 @@ Test(async_queries, the_calling_threads_owner_is_the_blocking_calls)
 			(long long)count.value);
 	dl_pass(dlock_lock_unlock(l));
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -175,7 +175,7 @@ Test(async_queries, a_fenced_locks_token_as_the_blocking_call)
 			o.code, (long long)o.value, (long long)token);
 	dl_pass(dlock_lock_unlock_as(l, me));
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -230,7 +230,7 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 	rh_command_int(dl_srv, "DEL aq:info");
 
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -267,7 +267,7 @@ Test(async_queries, a_canceled_query_calls_back_once_with_ecanceled)
 	dl_wait_one(loop, 0, &o);
 	cr_expect(o.code == 0 && o.value == 0);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -315,7 +315,7 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	rh_command_int(dl_srv, "DEL aq:force");
 
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -337,6 +337,6 @@ Test(async_queries, the_twins_refuse_bad_arguments_without_a_callback)
 	cr_expect_eq(dlock_lock_token_async(NULL, l, dl_note, &o), DLOCK_EINVAL, "not fenced");
 	cr_expect_eq(o.calls, 0);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }

@@ -215,7 +215,7 @@ static void *work(void *arg)
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 
 	o.command_timeout_ms = 1000;
-	if (dlock_client_open(&c, rh_cluster_seed_uri(ld->c), &o) < 0) {
+	if (dlock_client_new(&c, rh_cluster_seed_uri(ld->c), &o) < 0) {
 		dl_failures_record(&ld->failures, "open: %s", dlock_errmsg_last());
 		return NULL;
 	}
@@ -247,7 +247,7 @@ static void *work(void *arg)
 	}
 	for (int i = 0; i < NAMES; i++)
 		dlock_lock_free(l[i]);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	return NULL;
 }
 

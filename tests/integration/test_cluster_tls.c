@@ -105,7 +105,7 @@ Test(cluster_tls, a_wrong_ca_is_refused_clearly)
 	dlock_client *c = NULL;
 
 	o.tls_ca_file = other_ca;
-	cr_assert_eq(dlock_client_open(&c, rh_cluster_tls_seed_uri(cl), &o), DLOCK_ECONN);
+	cr_assert_eq(dlock_client_new(&c, rh_cluster_tls_seed_uri(cl), &o), DLOCK_ECONN);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "certificate"), "%s", dlock_errmsg_last());
 	cr_assert_null(c);
 }

@@ -72,7 +72,7 @@ static void teardown(void *arg)
 	ctx *x = arg;
 
 	dlock_countdown_free(x->l);
-	dlock_client_close(x->c);
+	dlock_client_free(x->c);
 	x->l = NULL;
 	x->c = NULL;
 }

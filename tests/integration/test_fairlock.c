@@ -62,8 +62,8 @@ static dlock_client *open_client(int pool_size)
 
 	if (pool_size > 0)
 		o.pool_size = pool_size;
-	int rc = dlock_client_open(&c, rh_server_uri(srv), &o);
-	cr_assert_eq(rc, 0, "dlock_client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
+	int rc = dlock_client_new(&c, rh_server_uri(srv), &o);
+	cr_assert_eq(rc, 0, "dlock_client_new: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return c;
 }
 
@@ -275,7 +275,7 @@ static int64_t fair_holder_release(fair_holder *f)
 static void fair_holder_free(fair_holder *f)
 {
 	dlock_lock_free(f->l);
-	dlock_client_close(f->c);
+	dlock_client_free(f->c);
 }
 
 /* The queue and the lock are gone; free what fair_holder_up made. */
@@ -474,7 +474,7 @@ Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
 
 	pthread_mutex_destroy(&log.mu);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 2. a waiter that gives up leaves, and delays nobody ------------------ */
@@ -949,9 +949,9 @@ Test(fairlock, server_pause_costs_no_waiter_its_place, .timeout = 60)
 	dlock_lock_free(lh);
 	dlock_lock_free(l2);
 	dlock_lock_free(la);
-	dlock_client_close(ch);
-	dlock_client_close(c2);
-	dlock_client_close(ca);
+	dlock_client_free(ch);
+	dlock_client_free(c2);
+	dlock_client_free(ca);
 }
 
 /* ---- 8. an attempt that runs after its waiter left does not queue it ------ */
@@ -1090,6 +1090,6 @@ Test(fairlock, an_attempt_that_runs_after_its_waiter_left_does_not_queue, .timeo
 	redisFree(raw);
 	cr_assert_eq(exists(name), 0, "a late attempt took the lock for B after it left");
 	dlock_lock_free(lb);
-	dlock_client_close(cb);
+	dlock_client_free(cb);
 	fair_holder_down(&f, name);
 }

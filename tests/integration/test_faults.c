@@ -85,7 +85,7 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(a[i]);
 		dlock_lock_free(b[i]);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 		rh_server_free(s[i]);
 	}
 }
@@ -96,7 +96,7 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 #include <unistd.h>
 
 /*
- * A child forked after dlock_client_open has no watchdog thread: its lock
+ * A child forked after dlock_client_new has no watchdog thread: its lock
  * would expire silently while check() said held. It gets DLOCK_EFORKED
  * instead, and closing its copy leaves the parent's client alone.
  */
@@ -116,7 +116,7 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 		int msg_ok = strstr(dlock_lock_errmsg(other), "fork") != NULL;
 		int ping = dlock_client_ping(c);
 		dl_free_locks(other, held);
-		dlock_client_close(c);
+		dlock_client_free(c);
 		_exit(rc == DLOCK_EFORKED && msg_ok && ping == DLOCK_EFORKED ? 0 : 1);
 	}
 	int st = 0;
@@ -130,7 +130,7 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:held"), 1);
 	cr_assert_eq(dlock_lock_unlock(held), 0, "%s", dlock_lock_errmsg(held));
 	dl_free_locks(other, held);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -276,7 +276,7 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 	cr_assert_eq(g.reason, DLOCK_LOST_REPLACED);
 	cr_assert_eq(dlock_lock_unlock(good), 0);
 	dl_free_locks(good, bad);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* At maxclients, renewal uses the connections the client has. */
@@ -315,7 +315,7 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
 		redisFree(fill[i]);
 	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -370,7 +370,7 @@ Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
 	for (long i = 0; i < n; i++)
 		dlock_lock_free(locks[i]);
 	free(locks);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- the quorum engine: what was taken is given back; more than a bare quorum ---- */

@@ -69,7 +69,7 @@ static dlock_client *open_client(rh_server *s)
 {
 	dlock_client_options o = client_opts();
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 
 	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
 			dlock_errmsg_last());
@@ -218,7 +218,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 
 	dlock_lock_free(plain);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -731,7 +731,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(p[i]);
 		dlock_lock_free(m[i]);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 		rh_server_free(s[i]);
 	}
 }

@@ -59,7 +59,7 @@ Test(first_contact, a_port_nothing_listens_on_ends_a_forever_wait, .timeout = 30
 			"answered: %s",
 			took, node, msg);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(first_contact, a_wrong_password_ends_a_forever_wait_at_once, .timeout = 30)
@@ -77,7 +77,7 @@ Test(first_contact, a_wrong_password_ends_a_forever_wait_at_once, .timeout = 30)
 	cr_expect_null(strstr(dlock_lock_errmsg(l), "wrong"), "the message shows the password: %s",
 			dlock_lock_errmsg(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -106,7 +106,7 @@ Test(first_contact, a_server_that_answered_is_waited_for_across_a_restart, .time
 	if (w.rc == 0)
 		dl_pass(dlock_lock_unlock_as(l, w.owner));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -146,7 +146,7 @@ static void trio_down(trio *t)
 	dlock_redlock_free(t->r);
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(t->l[i]);
-		dlock_client_close(t->c[i]);
+		dlock_client_free(t->c[i]);
 		rh_server_free(t->live[i]);
 	}
 }

@@ -64,7 +64,7 @@ static void force_from_elsewhere(rh_server *s, const char *name, enum kind kind)
 	dl_pass(dlock_lock_force_unlock(&deleted, l));
 	cr_assert_eq(deleted, 1, "the force unlock of %s deleted nothing", name);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* The holder's lost callback fired within HEARD_WITHIN_MS of `forced_at`. */
@@ -112,7 +112,7 @@ static void forced_is_heard(enum kind kind, enum kind forcer, const char *script
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -196,7 +196,7 @@ Test(force_watch, plain_force_unlock_of_a_rwlock_publishes_redissons_message, .t
 	redisFree(plain);
 	dlock_lock_free(r);
 	dlock_lock_free(w);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -224,7 +224,7 @@ Test(force_watch, without_the_option_a_force_unlock_goes_unheard_for_2s, .timeou
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -297,7 +297,7 @@ Test(force_watch, own_unlock_and_relock_is_not_a_loss, .timeout = 30)
 	dl_await_numsub(s, "redisson_lock__channel:{fw:relock}", 0, 2000);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -326,7 +326,7 @@ Test(force_watch, a_message_renews_the_hold_at_once, .timeout = 30)
 	dl_pass(dlock_lock_unlock(l));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -354,7 +354,7 @@ Test(force_watch, deletion_while_pubsub_is_down_is_still_found, .timeout = 30)
 	assert_heard(&lost, forced_at, "a deletion while pub/sub was down");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -398,6 +398,6 @@ Test(force_watch, holds_and_waiters_of_a_name_share_one_subscription, .timeout =
 	dl_await_numsub(s, channel, 0, 2000);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }

@@ -87,7 +87,7 @@ static int64_t force_from_elsewhere(const char *name)
 	at = rh_now_ms();
 	cr_assert_eq(deleted, 1, "the force unlock of %s deleted nothing", name);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	return at;
 }
 
@@ -161,7 +161,7 @@ static void leased_hold_hears_a_force_unlock(enum kind kind, const char *name, i
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -233,7 +233,7 @@ static void a_message_extends_nothing(enum kind kind, const char *name)
 
 	redisFree(m);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -273,7 +273,7 @@ Test(force_watch_leased, without_the_option_nothing_listens)
 	cr_assert_eq(dl_numsub(dl_srv, "redisson_lock__channel:{fwl:off}"), 0, "a leased hold subscribed");
 	dl_pass(dlock_lock_unlock(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* A lease that ran out is not a loss: a message after its end reports
@@ -301,7 +301,7 @@ Test(force_watch_leased, a_lease_that_ran_out_is_not_reported_lost)
 	cr_assert_eq(dl_lost_wait(&lost, rh_now_ms() + 1000), 0, "a lease's end reported lost");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -328,7 +328,7 @@ Test(force_watch_leased, a_leased_hold_stops_listening_when_its_lease_ends)
 	cr_assert_eq(dl_lost_count(&lost), 0, "a lease's end reported lost");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -357,7 +357,7 @@ static void take_permit(holder *h, const char *name, int watch, dl_lost *lost)
 static void holder_free(holder *h)
 {
 	dlock_semaphore_free(h->s);
-	dlock_client_close(h->c);
+	dlock_client_free(h->c);
 }
 
 static int64_t force_release_elsewhere(const char *name)
@@ -373,7 +373,7 @@ static int64_t force_release_elsewhere(const char *name)
 	at = rh_now_ms();
 	cr_assert_eq(freed, 1, "freed %lld permits, want 1", (long long)freed);
 	dlock_semaphore_free(s);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	return at;
 }
 

@@ -143,7 +143,7 @@ static void herd_down(herd *h)
 		cr_assert_eq(h->w[i].got, h->w[i].holds, "waiter %d took %d of its %d holds", i,
 				h->w[i].got, h->w[i].holds);
 		dlock_lock_free(h->w[i].l);
-		dlock_client_close(h->w[i].c);
+		dlock_client_free(h->w[i].c);
 	}
 	dl_gate_destroy(&h->go);
 }
@@ -212,7 +212,7 @@ Test(herd, a_dead_holders_expiry_does_not_wake_every_waiter_at_once)
 	cr_log_info("herd: next holder %lld ms after a %lld ms lease, %lld attempts until it\n",
 			(long long)(first - t0), (long long)ttl, until_first);
 	dlock_lock_free(held);
-	dlock_client_close(dead);
+	dlock_client_free(dead);
 	redisFree(raw);
 	free(h);
 }
@@ -277,7 +277,7 @@ Test(herd, waiters_sharing_clients_lose_no_wake_up)
 	for (int i = 0; i < CLIENTS * THREADS; i++)
 		dlock_lock_free(s[i].l);
 	for (int i = 0; i < CLIENTS; i++)
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 }
 
 /* Listeners of a channel, as the server counts them. */
@@ -351,7 +351,7 @@ Test(herd, only_a_few_waiting_clients_listen_on_the_lock_channel)
 	cr_assert_lt(rh_now_ms() - t0, lease / 2, "%d hand-offs took %lld ms: a wake-up was lost",
 			WAITERS, (long long)(rh_now_ms() - t0));
 	dlock_lock_free(held);
-	dlock_client_close(holder);
+	dlock_client_free(holder);
 	redisFree(raw);
 	free(h);
 }
@@ -400,9 +400,9 @@ Test(herd, a_waiter_that_gives_up_leaves_the_waiters)
 			"waiters that gave up are still among the waiters");
 	for (int i = 0; i < QUITTERS; i++) {
 		dlock_lock_free(q[i].l);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 	}
 	dlock_lock_free(held);
-	dlock_client_close(holder);
+	dlock_client_free(holder);
 	redisFree(raw);
 }

@@ -14,7 +14,7 @@
  * lock/unlock on a fresh name afterwards).
  *
  * test_rlock_errors.c already covers: WRONGTYPE on a string key for
- * lock/try/unlock, wrong passwords and ACL users at dlock_client_open, a
+ * lock/try/unlock, wrong passwords and ACL users at dlock_client_new, a
  * SCRIPT FLUSH between plain lock/unlock/force-unlock calls, a paused server,
  * single CLIENT KILLs between calls, and a short list of bad URIs. This file
  * does not repeat those; it extends them.
@@ -247,7 +247,7 @@ static void end_case(
 		snap_assert_same(s, before, what);
 	fresh_cycle(s, c, fresh);
 	snap_free(before);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /*
@@ -472,7 +472,7 @@ Test(hostile, names_over_64k_are_einval_and_send_nothing, .timeout = 30)
 	fresh_cycle(s, c, "after-long-names");
 	free(just_over);
 	free(mib);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 2. odd names round-trip ----------------------------------------------- */
@@ -580,10 +580,10 @@ Test(hostile, odd_names_round_trip_and_leave_no_key, .timeout = 60)
 	free(k1);
 	free(max);
 	free(max_mixed);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
-/* ---- 3. malformed URIs at dlock_client_open ---------------------------------- */
+/* ---- 3. malformed URIs at dlock_client_new ---------------------------------- */
 
 /* `fmt` with its "PORT" replaced by the number. */
 static void with_port(char *out, size_t size, const char *fmt, int port)
@@ -654,9 +654,9 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 		for (int lazy = 0; lazy <= 1; lazy++) {
 			o.lazy_connect = lazy;
 			dlock_client *c = (dlock_client *)0x1;
-			int rc = dlock_client_open(&c, uri, &o);
+			int rc = dlock_client_new(&c, uri, &o);
 			if (rc == 0)
-				dlock_client_close(c);
+				dlock_client_free(c);
 			cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\" (lazy %d): rc %d (%s)", uri, lazy,
 					rc, dlock_strerror(rc));
 			cr_assert_null(c, "\"%s\": *out must be NULL", uri);
@@ -689,7 +689,7 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 	dlock_client *c = dl_client_opts(good, &o);
 	cr_assert_gt(info_int(s, "stats", "total_connections_received"), conns);
 	fresh_cycle(s, c, "after-bad-uris");
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 4. WRONGTYPE ------------------------------------------------------------ */
@@ -1150,7 +1150,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	free(value);
 	snap_free(&before);
 	dl_free_locks(f, l, held);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 7. wrong password on a RedLock member -------------------------------------- */
@@ -1309,7 +1309,7 @@ Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "EXISTS refused"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 9. CLIENT KILL while locking ----------------------------------------------------- */
@@ -1538,7 +1538,7 @@ Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 	fresh_cycle(s, c, "storm-fresh");
 
 	dlock_lock_free(st.lock);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 10. SCRIPT FLUSH under a RedLock and the other kinds ---------------------------- */
@@ -1695,7 +1695,7 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	cr_assert_eq(deleted, 1);
 
 	dl_free_locks(fair, f);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 11. DEBUG SLEEP past the command timeout ------------------------------------------ */

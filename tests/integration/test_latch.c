@@ -76,7 +76,7 @@ Test(latch, a_delete_asked_while_the_only_connection_is_busy_still_runs, .timeou
 	int64_t left = keys_left("{busy}:receipt:*", &waited);
 	cr_assert_eq(left, 0, "the key is still there %lld ms after its connection came back (PTTL %lld ms)",
 			(long long)waited, (long long)rh_command_int(dl_srv, "PTTL %s", key));
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 #define THREADS 4
@@ -158,7 +158,7 @@ Test(latch, unlocks_write_no_key_of_their_own, .timeout = 60)
 			"%lld DELs for %d releases of a last hold (one each, in the script)",
 			(long long)calls_of("del"), THREADS * ROUNDS);
 	cr_assert_eq(rh_command_int(dl_srv, "DBSIZE"), 0, "keys left right after the last unlock");
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* owner's count on `name` as the server has it (-1: no field). */

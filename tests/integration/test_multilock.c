@@ -43,7 +43,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms)
 	o.connect_timeout_ms = 500;
 	if (watchdog_ms > 0)
 		o.watchdog_timeout_ms = watchdog_ms;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
 			dlock_errmsg_last());
 	return c;
@@ -87,7 +87,7 @@ static void fixture_down(ml_fixture *f)
 	dlock_multilock_free(f->m);
 	for (int i = 0; i < NSRV; i++) {
 		dlock_lock_free(f->l[i]);
-		dlock_client_close(f->c[i]);
+		dlock_client_free(f->c[i]);
 		rh_server_free(f->s[i]);
 	}
 }
@@ -662,7 +662,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 	cr_assert_eq(lost_calls(&lost), 1);
 
 	dlock_lock_free(ol);
-	dlock_client_close(other);
+	dlock_client_free(other);
 	fixture_down(&f);
 	pthread_mutex_destroy(&lost.mu);
 }
@@ -780,7 +780,7 @@ Test(multilock, members_sharing_one_client_with_a_small_pool, .timeout = 30)
 	o.connect_timeout_ms = 500;
 	o.pool_size = 2;
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open: %s", dlock_strerror(rc));
 	const char *names[NSRV] = { "ml:pool:a", "ml:pool:b", "ml:pool:c" };
 	dlock_lock *l[NSRV];
@@ -811,6 +811,6 @@ Test(multilock, members_sharing_one_client_with_a_small_pool, .timeout = 30)
 	dlock_multilock_free(m);
 	for (int i = 0; i < NSRV; i++)
 		dlock_lock_free(l[i]);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }

@@ -315,7 +315,7 @@ Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
 	cr_assert_not_null(s);
 	co.command_timeout_ms = CMD_TIMEOUT_MS;
 	co.connect_timeout_ms = CMD_TIMEOUT_MS;
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(s), &co), 0);
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(s), &co), 0);
 	cr_assert_eq(dlock_lock_new(&a, c, "partition:owed:a", NULL), 0);
 	cr_assert_eq(dlock_lock_new(&b, c, "partition:owed:b", NULL), 0);
 	cr_assert_eq(dlock_lock_try(a, 0, 5000), 0, "%s", dlock_lock_errmsg(a));
@@ -343,6 +343,6 @@ Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
 	dlock_lock_unlock(b);
 	dlock_lock_free(a);
 	dlock_lock_free(b);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }

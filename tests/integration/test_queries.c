@@ -28,7 +28,7 @@ static void open_all(const char *name)
 	o.connect_timeout_ms = 300;
 	cr_assert_eq(rh_servers_start(srv, NSRV, NULL), 0, "servers did not start");
 	for (i = 0; i < NSRV; i++) {
-		cr_assert_eq(dlock_client_open(&cli[i], rh_server_uri(srv[i]), &o), 0, "%s",
+		cr_assert_eq(dlock_client_new(&cli[i], rh_server_uri(srv[i]), &o), 0, "%s",
 				dlock_errmsg_last());
 		cr_assert_eq(dlock_lock_new(&lk[i], cli[i], name, NULL), 0, "%s",
 				dlock_errmsg_last());
@@ -41,7 +41,7 @@ static void close_all(void)
 
 	for (i = 0; i < NSRV; i++) {
 		dlock_lock_free(lk[i]);
-		dlock_client_close(cli[i]);
+		dlock_client_free(cli[i]);
 		rh_server_free(srv[i]);
 	}
 	rh_cleanup_all();

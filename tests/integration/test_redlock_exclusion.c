@@ -65,7 +65,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms)
 {
 	dlock_client_options o = client_opts(watchdog_ms);
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
 			dlock_errmsg_last());
 	return c;
@@ -262,8 +262,8 @@ static void run_redisson_shape(int use_try, const char *prefix)
 	dlock_redlock_free(sh.r);
 	for (int i = 0; i < R1_MEMBERS; i++)
 		dlock_lock_free(members[i]);
-	dlock_client_close(c[0]);
-	dlock_client_close(c[1]);
+	dlock_client_free(c[0]);
+	dlock_client_free(c[1]);
 	pthread_barrier_destroy(&sh.start);
 	dl_gate_destroy(&sh.done);
 	rh_server_free(s[0]);

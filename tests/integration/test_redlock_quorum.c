@@ -180,7 +180,7 @@ static void open_five_async(five_async *a, const char *name, int64_t watchdog_ms
 	if (watchdog_ms > 0)
 		co.watchdog_timeout_ms = watchdog_ms;
 	for (int i = 0; i < N; i++) {
-		cr_assert_eq(dlock_client_open(&a->c[i], rh_server_uri(a->f.s[i]), &co), 0, "%s",
+		cr_assert_eq(dlock_client_new(&a->c[i], rh_server_uri(a->f.s[i]), &co), 0, "%s",
 				dlock_errmsg_last());
 		cr_assert_eq(dlock_lock_new(&a->l[i], a->c[i], name, NULL), 0, "%s",
 				dlock_errmsg_last());

@@ -48,7 +48,7 @@ static void up(setup *t, int replicas, int64_t sync_ms)
 static void down(setup *t)
 {
 	rh_server_resume(t->replica);
-	dlock_client_close(t->c);
+	dlock_client_free(t->c);
 	rh_server_free(t->replica);
 	rh_server_free(t->primary);
 }
@@ -230,11 +230,11 @@ Test(replica_sync, options_are_checked, .timeout = 30)
 	cr_assert_eq(o.sync_timeout_ms, 1000);
 	o.lazy_connect = 1;
 	o.sync_replicas = -1;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 	cr_assert(strstr(dlock_errmsg_last(), "sync_replicas") != NULL, "%s", dlock_errmsg_last());
 	o.sync_replicas = 1;
 	o.sync_timeout_ms = 0;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 	cr_assert(strstr(dlock_errmsg_last(), "sync_timeout_ms") != NULL, "%s",
 			dlock_errmsg_last());
 	cr_assert_null(c);
@@ -270,7 +270,7 @@ static void quorum_down(quorum *q)
 	rh_server_resume(q->replica);
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(q->m[i]);
-		dlock_client_close(q->c[i]);
+		dlock_client_free(q->c[i]);
 	}
 	rh_server_free(q->replica);
 	for (int i = 0; i < 3; i++)

@@ -38,7 +38,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool_size)
 		o.watchdog_timeout_ms = watchdog_ms;
 	if (pool_size > 0)
 		o.pool_size = pool_size;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return c;
 }
@@ -191,7 +191,7 @@ Test(rlock_concurrency, eight_threads_share_one_client_and_handle, .timeout = 60
 	run_t1(s, locks, "conc:shared");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
@@ -208,7 +208,7 @@ Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
 
 	for (int i = 0; i < T1_THREADS; i++) {
 		dlock_lock_free(locks[i]);
-		dlock_client_close(cs[i]);
+		dlock_client_free(cs[i]);
 	}
 }
 
@@ -249,10 +249,10 @@ Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 
 	for (int i = T2_THREADS / 2; i < T2_THREADS; i++) {
 		dlock_lock_free(args[i].lock);
-		dlock_client_close(own[i - T2_THREADS / 2]);
+		dlock_client_free(own[i - T2_THREADS / 2]);
 	}
 	dlock_lock_free(shared_lock);
-	dlock_client_close(shared);
+	dlock_client_free(shared);
 }
 
 /* ---- 3. reentrancy in one thread ---------------------------------------- */
@@ -290,7 +290,7 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 4. many names at once on one client --------------------------------- */
@@ -408,7 +408,7 @@ Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
 
 	pthread_barrier_destroy(&held);
 	pthread_barrier_destroy(&release);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 5. no unlock message: the wait ends with the holder's TTL ----------- */
@@ -432,5 +432,5 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
 	cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "conc:raw", "raw-holder-uuid:1"), 0);
 	dl_assert_held_once_then_release(s, l);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }

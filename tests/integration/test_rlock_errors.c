@@ -136,7 +136,7 @@ Test(rlock_errors, script_flush_falls_back_to_eval, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "EXISTS flushed"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 2. WRONGTYPE -------------------------------------------------------- */
@@ -180,7 +180,7 @@ Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 	lock_unlock_cycle(s, c, "other-name");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 3. credentials ------------------------------------------------------ */
@@ -192,7 +192,7 @@ static void expect_eauth(rh_server *s, const char *userinfo, const char *secret)
 
 	node_of(s, node, sizeof node);
 	snprintf(uri, sizeof uri, "redis://%s@127.0.0.1:%d", userinfo, rh_server_port(s));
-	int rc = dlock_client_open(&c, uri, NULL);
+	int rc = dlock_client_new(&c, uri, NULL);
 	cr_assert_eq(rc, DLOCK_EAUTH, "%s: rc %d (%s) %s", userinfo, rc, dlock_strerror(rc),
 			dlock_errmsg_last());
 	cr_assert_null(c, "*out must be NULL on failure");
@@ -216,7 +216,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	dlock_client *c = dl_client_opts(uri, NULL);
 	cr_assert_eq(dlock_client_ping(c), 0, "%s", dlock_client_errmsg(c));
 	lock_unlock_cycle(s, c, "auth-lock");
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	redisReply *r = rh_command(s, "ACL SETUSER alice on >pw ~* &* +@all");
 	cr_assert_not_null(r);
@@ -227,7 +227,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	snprintf(uri, sizeof uri, "redis://alice:pw@127.0.0.1:%d", port);
 	c = dl_client_opts(uri, NULL);
 	lock_unlock_cycle(s, c, "alice-lock");
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	expect_eauth(s, "alice:bad", "bad");
 	expect_eauth(s, "alice:Qv93-nope", "Qv93-nope");
@@ -245,7 +245,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	cr_assert_null(strstr(dlock_lock_errmsg(l), "Qv93-nope"));
 	cr_assert_eq(rh_command_int(s, "EXISTS lazy-auth"), 0);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	rh_server_free(s);
 }
@@ -264,7 +264,7 @@ Test(rlock_errors, missing_password_fails_at_open, .timeout = 30)
 	node_of(s, node, sizeof node);
 
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), NULL);
+	int rc = dlock_client_new(&c, rh_server_uri(s), NULL);
 	if (c != NULL) {
 		/* Show what the first use says, then fail on the open. */
 		dlock_lock *l = dl_lock(c, "nopass");
@@ -272,7 +272,7 @@ Test(rlock_errors, missing_password_fails_at_open, .timeout = 30)
 		char msg[512];
 		snprintf(msg, sizeof msg, "%s", dlock_lock_errmsg(l));
 		dlock_lock_free(l);
-		dlock_client_close(c);
+		dlock_client_free(c);
 		rh_server_free(s);
 		cr_assert_eq(rc, DLOCK_EAUTH,
 				"open without a password succeeded (rc %d); the first lock then gave %d: %s",
@@ -331,7 +331,7 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 
 	redisFree(raw);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 5. unreachable server ----------------------------------------------- */
@@ -348,7 +348,7 @@ Test(rlock_errors, unreachable_server_fails_fast_with_econn, .timeout = 30)
 	o.connect_timeout_ms = 500;
 	dlock_client *c = (dlock_client *)0x1;
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_client_open(&c, uri, &o);
+	int rc = dlock_client_new(&c, uri, &o);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ECONN, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_errmsg_last());
 	cr_assert_null(c);
@@ -369,7 +369,7 @@ Test(rlock_errors, unreachable_server_fails_fast_with_econn, .timeout = 30)
 			dlock_client_errmsg(c));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 6. paused server ---------------------------------------------------- */
@@ -416,7 +416,7 @@ Test(rlock_errors, paused_server_times_out_and_client_recovers, .timeout = 30)
 	lock_unlock_cycle(s, c, "after-pause");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -460,7 +460,7 @@ Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 
 	cr_assert_eq(rh_command_int(s, "EXISTS owed"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -514,7 +514,7 @@ Test(rlock_errors, killed_pooled_connection_is_replaced_and_counts_stay_exact, .
 	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 typedef struct waiter {
@@ -568,7 +568,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	cr_assert_eq(rh_command_int(s, "EXISTS pubsub-drop"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 8. option and URI validation ----------------------------------------- */
@@ -576,7 +576,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 static void expect_bad_option(dlock_client_options *o, const char *field)
 {
 	dlock_client *c = (dlock_client *)0x1;
-	int rc = dlock_client_open(&c, "redis://127.0.0.1:1", o);
+	int rc = dlock_client_new(&c, "redis://127.0.0.1:1", o);
 
 	cr_assert_eq(rc, DLOCK_EINVAL, "%s: rc %d", field, rc);
 	cr_assert_null(c);
@@ -620,15 +620,15 @@ Test(rlock_errors, bad_options_and_uris_are_einval, .timeout = 30)
 		"redis://h:12x", "", "redis://h/notadb", "redis://h:6379/-1" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		dlock_client *c = (dlock_client *)0x1;
-		int rc = dlock_client_open(&c, bad[i], NULL);
+		int rc = dlock_client_new(&c, bad[i], NULL);
 		cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\": rc %d", bad[i], rc);
 		cr_assert_null(c);
 		cr_assert_str_neq(dlock_errmsg_last(), "", "\"%s\": no message", bad[i]);
 	}
 	dlock_client *c = (dlock_client *)0x1;
-	cr_assert_eq(dlock_client_open(&c, NULL, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, NULL, NULL), DLOCK_EINVAL);
 	cr_assert_null(c);
-	cr_assert_eq(dlock_client_open(NULL, "redis://127.0.0.1", NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(NULL, "redis://127.0.0.1", NULL), DLOCK_EINVAL);
 }
 
 /* ---- 9. strerror ---------------------------------------------------------- */

@@ -32,7 +32,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_time
 	o.watchdog_timeout_ms = watchdog_ms;
 	if (command_timeout_ms > 0)
 		o.command_timeout_ms = command_timeout_ms;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return c;
 }
@@ -87,7 +87,7 @@ static void watched_held(watched *w, const char *name)
 static void watched_down(watched *w)
 {
 	dlock_lock_free(w->l);
-	dlock_client_close(w->c);
+	dlock_client_free(w->c);
 	dl_lost_destroy(&w->rec);
 	rh_server_free(w->s);
 }
@@ -185,7 +185,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 			_exit(3);
 		close(fds[0]);
 		o.watchdog_timeout_ms = 1000;
-		if (dlock_client_open(&c, rh_server_uri(s), &o) != 0 ||
+		if (dlock_client_new(&c, rh_server_uri(s), &o) != 0 ||
 				dlock_lock_new(&l, c, "wd:killed", NULL) != 0)
 			_exit(1);
 		if (dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) != 0)
@@ -241,7 +241,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "HLEN %s", "wd:killed"), 1);
 	dl_assert_held_once_then_release(s, l);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 

@@ -40,8 +40,8 @@ static dlock_client *open_client(int watchdog_ms)
 
 	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
 	o.watchdog_timeout_ms = watchdog_ms;
-	int rc = dlock_client_open(&c, rh_server_uri(srv), &o);
-	cr_assert_eq(rc, 0, "dlock_client_open: %d %s", rc, dlock_errmsg_last());
+	int rc = dlock_client_new(&c, rh_server_uri(srv), &o);
+	cr_assert_eq(rc, 0, "dlock_client_new: %d %s", rc, dlock_errmsg_last());
 	cr_assert_not_null(c);
 	return c;
 }
@@ -92,7 +92,7 @@ static void assert_pttl(const char *name, int64_t lo, int64_t hi, const char *wh
 static void close_lock(dlock_lock *l, dlock_client *c)
 {
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* The last unlock of a hold: it succeeds and the key is gone. */
@@ -544,7 +544,7 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 	cr_assert_eq(deleted, 0);
 
 	dl_free_locks(l1, l2);
-	dlock_client_close(a);
+	dlock_client_free(a);
 	dl_lost_destroy(&lost);
 }
 
@@ -820,8 +820,8 @@ Test(rlock_wire, explicit_owner_shared_by_two_clients_counts_every_acquire, .tim
 
 	dlock_lock_free(la);
 	dlock_lock_free(lb);
-	dlock_client_close(a);
-	dlock_client_close(b);
+	dlock_client_free(a);
+	dlock_client_free(b);
 }
 
 /*

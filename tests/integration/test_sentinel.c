@@ -203,14 +203,14 @@ Test(sentinel, an_unknown_name_or_no_sentinel_is_a_clear_error)
 	o.connect_timeout_ms = 1000;
 	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d/nosuch",
 			rh_server_port(t.sent[1]));
-	cr_assert_eq(dlock_client_open(&c, uri, &o), DLOCK_ESERVER);
+	cr_assert_eq(dlock_client_new(&c, uri, &o), DLOCK_ESERVER);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "monitors no primary named \"nosuch\""),
 			"%s", dlock_errmsg_last());
 
 	int64_t t0 = rh_now_ms();
 	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d/" MASTER,
 			rh_free_port(), rh_free_port());
-	cr_assert_eq(dlock_client_open(&c, uri, &o), DLOCK_ECONN, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_new(&c, uri, &o), DLOCK_ECONN, "%s", dlock_errmsg_last());
 	cr_assert_not_null(
 			strstr(dlock_errmsg_last(), "no sentinel named the primary (2 of 2 asked)"),
 			"%s", dlock_errmsg_last());
@@ -409,11 +409,11 @@ Test(sentinel, sentinels_with_their_own_password)
 
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_client *c = NULL;
-	cr_assert_eq(dlock_client_open(&c, uri, &o), DLOCK_EAUTH, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_new(&c, uri, &o), DLOCK_EAUTH, "%s", dlock_errmsg_last());
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "sentinel 127.0.0.1:"), "%s",
 			dlock_errmsg_last());
 	o.sentinel_password = "s3cret";
-	dl_pass(dlock_client_open(&c, uri, &o));
+	dl_pass(dlock_client_new(&c, uri, &o));
 	dl_close_clients(c);
 
 	const char *args[] = { "-n", uri, "run", "-w", "5000", "cli-sentinel", "--", "sh", "-c",

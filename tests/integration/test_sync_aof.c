@@ -127,7 +127,7 @@ Test(sync_aof, primary_and_replica_fsync_it, .timeout = 90)
 	cr_assert_eq(rh_command_int(replica, "EXISTS aof-ok"), 1, "the replica has it");
 	dl_pass(dlock_lock_unlock(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(replica);
 	rh_server_free(primary);
 }
@@ -161,7 +161,7 @@ Test(sync_aof, replica_without_aof_falls_short, .timeout = 90)
 	cr_assert_eq(synced_of(l), 0);
 	cr_assert_eq(rh_command_int(primary, "EXISTS aof-short"), 0, "not rolled back");
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(replica);
 	rh_server_free(primary);
 }
@@ -179,7 +179,7 @@ static void expect_refused(rh_server *s, const char *name, const char *says)
 	/* A wait does not ride a refusal out. */
 	cr_assert_eq(dlock_lock_try(l, 2000, 30000), DLOCK_ESERVER, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(sync_aof, primary_without_aof_is_refused, .timeout = 60)
@@ -211,9 +211,9 @@ Test(sync_aof, more_replicas_to_ack_than_to_fsync_is_refused, .timeout = 10)
 
 	o.sync_aof = 1;
 	o.sync_replicas = 2;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 	cr_assert_null(c);
 	o.sync_aof = -1;
 	o.sync_replicas = 0;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 }

@@ -83,7 +83,7 @@ Test(unix_socket, the_db_query_selects_the_database)
 	freeReplyObject(r);
 	dl_pass(dlock_lock_unlock(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* A waiter on the socket wakes from a TCP client's unlock (pub/sub over both). */
@@ -102,7 +102,7 @@ Test(unix_socket, a_missing_socket_is_a_connection_error_naming_it)
 	char missing[300];
 	snprintf(missing, sizeof missing, "unix://%s/nobody.sock", dir);
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, missing, NULL);
+	int rc = dlock_client_new(&c, missing, NULL);
 	cr_assert_eq(rc, DLOCK_ECONN, "rc %d", rc);
 	const char *msg = dlock_errmsg_last();
 	cr_assert(strstr(msg, "nobody.sock") && strstr(msg, "No such file"),
@@ -152,10 +152,10 @@ Test(unix_socket, auth_over_the_socket, .init = start_with_password)
 	snprintf(bad, sizeof bad, "unix://:wrong@%s", sock);
 	dlock_client *c = dl_client(good, 2000, 30000);
 	dl_pass(dlock_client_ping(c));
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	c = NULL;
-	int rc = dlock_client_open(&c, bad, NULL);
+	int rc = dlock_client_new(&c, bad, NULL);
 	cr_assert_eq(rc, DLOCK_EAUTH, "rc %d", rc);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), sock), "%s", dlock_errmsg_last());
 	cr_assert_null(strstr(dlock_errmsg_last(), "wrong"), "the password leaked: %s",
@@ -191,5 +191,5 @@ Test(unix_socket, status_table_stays_aligned_with_a_long_socket_path)
 	proc_free(p);
 	dl_pass(dlock_lock_unlock(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }

@@ -43,7 +43,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	rh_cluster_free(cl);
 	cl = NULL;
 }

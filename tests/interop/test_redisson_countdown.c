@@ -35,7 +35,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -50,7 +50,7 @@ static void cluster_setup(void)
 static void cluster_teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	rh_cluster_free(cl);
 	cl = NULL;
 }

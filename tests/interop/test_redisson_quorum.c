@@ -38,7 +38,7 @@ static void teardown(void)
 	jp_stop(peer);
 	for (int i = 0; i < N; i++) {
 		dlock_lock_free(member[i]);
-		dlock_client_close(cli[i]);
+		dlock_client_free(cli[i]);
 		rh_server_free(srv[i]);
 	}
 }

@@ -29,7 +29,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -240,7 +240,7 @@ Test(redisson_rlock, redisson_force_unlock_wakes_dlock_and_the_holder_learns)
 	io_call_unlock(&w, other, waiter);
 	dlock_lock_free(waiter);
 	dlock_lock_free(holder);
-	dlock_client_close(other);
+	dlock_client_free(other);
 	dl_lost_destroy(&lost);
 }
 

@@ -42,7 +42,7 @@ static void teardown(void)
 {
 	redisFree(messages);
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 

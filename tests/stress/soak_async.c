@@ -560,7 +560,7 @@ int main(void)
 		o.command_timeout_ms = CMD_TIMEOUT_MS;
 		o.connect_timeout_ms = CMD_TIMEOUT_MS;
 		o.watchdog_timeout_ms = WATCHDOG_MS;
-		if (dlock_client_open(&clients[i], rh_server_uri(srv[i]), &o) != 0) {
+		if (dlock_client_new(&clients[i], rh_server_uri(srv[i]), &o) != 0) {
 			fprintf(stderr, "open %s: %s\n", rh_server_uri(srv[i]), dlock_errmsg_last());
 			return 2;
 		}

@@ -446,8 +446,8 @@ static int worker_main(enum phase ph, int idx)
 	co.connect_timeout_ms = CMD_TIMEOUT_MS;
 	co.watchdog_timeout_ms = WATCHDOG_MS;
 	co.lazy_connect = 1;
-	if (dlock_client_open(&client, g_uri, &co) != 0) {
-		fprintf(stderr, "worker %d: dlock_client_open: %s\n", idx, dlock_errmsg_last());
+	if (dlock_client_new(&client, g_uri, &co) != 0) {
+		fprintf(stderr, "worker %d: dlock_client_new: %s\n", idx, dlock_errmsg_last());
 		return 2;
 	}
 	if (ph == PH_SEM) {
@@ -1012,7 +1012,7 @@ static int64_t count_available(void)
 
 		close(fds[0]);
 		so.kind = DLOCK_SEMAPHORE_EXPIRABLE;
-		if (dlock_client_open(&c, g_uri, &co) != 0 ||
+		if (dlock_client_new(&c, g_uri, &co) != 0 ||
 				dlock_semaphore_new(&s, c, SEM_NAME, &so) != 0 ||
 				dlock_semaphore_available(&n, s) != 0)
 			fprintf(stderr, "count: %s\n", dlock_errmsg_last());

@@ -61,7 +61,7 @@ static dlock_client *open_client_watching(rh_server *s, int watchdog_ms, int poo
 	o.command_timeout_ms = ms(500);
 	o.connect_timeout_ms = ms(500);
 	o.pool_size = pool;
-	if (dlock_client_open(&c, rh_server_uri(s), &o) != 0) {
+	if (dlock_client_new(&c, rh_server_uri(s), &o) != 0) {
 		fprintf(stderr, "open %s: %s\n", rh_server_uri(s), dlock_errmsg_last());
 		exit(2);
 	}
@@ -173,7 +173,7 @@ static void scenario_shared_client(rh_server *s, int watch)
 	ok = counted_exactly(&sh, 8 * 150);
 	CHECK(rh_command_int(s, "EXISTS stress:rlock") == 0, "the lock key is left");
 	dlock_lock_free(sh.lock);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	report(watch ? "shared client, 8 threads, watchdog renewing, holds listening"
 		     : "shared client, 8 threads, watchdog renewing",
 			ok);
@@ -236,8 +236,8 @@ static void scenario_force_unlock(rh_server *s, int watch)
 	dlock_lock_force_unlock(NULL, breaker_lock);
 	dlock_lock_free(breaker_lock);
 	dlock_lock_free(sh.lock);
-	dlock_client_close(other);
-	dlock_client_close(c);
+	dlock_client_free(other);
+	dlock_client_free(c);
 	report(watch ? "force unlocks racing holders, waiters and the watchdog, holds listening"
 		     : "force unlocks racing holders, waiters and the watchdog",
 			ok);
@@ -335,7 +335,7 @@ static void scenario_quorum(rh_server **s)
 	dlock_multilock_free(sh.multilock);
 	for (i = 0; i < 3; i++) {
 		dlock_lock_free(m[i]);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 	}
 	report("MultiLock shared by 4 threads", ok);
 }
@@ -356,7 +356,7 @@ static void scenario_churn(rh_server *s)
 		usleep(ms(15) * 1000); /* the watchdog runs (every 10 ms) */
 		/* Freed while held: renewal stops; then the client closes under it. */
 		dlock_lock_free(l);
-		dlock_client_close(c);
+		dlock_client_free(c);
 	}
 	usleep(ms(100) * 1000);
 	CHECK(rh_command_int(s, "EXISTS stress:churn") == 0, "an unrenewed hold did not expire");
@@ -415,7 +415,7 @@ static void scenario_cluster(void)
 	o.watchdog_timeout_ms = ms(300);
 	o.command_timeout_ms = ms(1000);
 	o.connect_timeout_ms = ms(1000);
-	if (dlock_client_open(&c, rh_cluster_seed_uri(cl), &o) != 0) {
+	if (dlock_client_new(&c, rh_cluster_seed_uri(cl), &o) != 0) {
 		fprintf(stderr, "open cluster: %s\n", dlock_errmsg_last());
 		exit(2);
 	}
@@ -433,7 +433,7 @@ static void scenario_cluster(void)
 	run_threads(rlock_worker, &sh, 8);
 	ok = counted_exactly(&sh, 8 * 40) && ok;
 	dlock_lock_free(sh.lock);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_cluster_free(cl);
 	report("cluster client, 8 threads over every shard", ok);
 }

@@ -59,7 +59,7 @@ void dl__free_locks(dlock_lock *const *locks, size_t n)
 void dl__close_clients(dlock_client *const *clients, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		dlock_client_close(clients[i]);
+		dlock_client_free(clients[i]);
 }
 
 void dl_assert_one_lock(dlock_lock *a, dlock_lock *b)

@@ -22,8 +22,8 @@ dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms
 		o.connect_timeout_ms = o.command_timeout_ms = timeout_ms;
 	if (watchdog_ms > 0)
 		o.watchdog_timeout_ms = watchdog_ms;
-	rc = dlock_client_open(&c, uri, &o);
-	cr_assert_eq(rc, 0, "dlock_client_open %s: %s (%s)", uri, dlock_strerror(rc),
+	rc = dlock_client_new(&c, uri, &o);
+	cr_assert_eq(rc, 0, "dlock_client_new %s: %s (%s)", uri, dlock_strerror(rc),
 			dlock_errmsg_last());
 	return c;
 }
@@ -31,9 +31,9 @@ dlock_client *dl_client(const char *uri, int64_t timeout_ms, int64_t watchdog_ms
 dlock_client *dl_client_opts(const char *uri, const dlock_client_options *o)
 {
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, uri, o);
+	int rc = dlock_client_new(&c, uri, o);
 
-	cr_assert_eq(rc, 0, "dlock_client_open(%s): %s (%s)", uri, dlock_strerror(rc),
+	cr_assert_eq(rc, 0, "dlock_client_new(%s): %s (%s)", uri, dlock_strerror(rc),
 			dlock_errmsg_last());
 	cr_assert_not_null(c);
 	return c;
@@ -90,7 +90,7 @@ void dl_single_up(dl_single *t, const char *name, int64_t timeout_ms, int64_t wa
 void dl_single_down(dl_single *t)
 {
 	dlock_lock_free(t->l);
-	dlock_client_close(t->c);
+	dlock_client_free(t->c);
 	rh_server_free(t->s);
 }
 

@@ -61,6 +61,9 @@ static int judge_uptime(dlock__cmd_op *co, const redisReply *r)
 
 static const dlock__cmd_kind kind_ping = { "dlock_client_ping", prepare_ping, judge_ping, NULL,
 	no_unref, 0, 0 };
+/* Connecting is a PING on a connection made and authenticated for it. */
+static const dlock__cmd_kind kind_connect = { "dlock_client_connect", prepare_ping, judge_ping,
+	NULL, no_unref, 0, 0 };
 static const dlock__cmd_kind kind_uptime = { "dlock_client_uptime", prepare_uptime, judge_uptime,
 	NULL, no_unref, 0, 0 };
 
@@ -101,6 +104,11 @@ int dlock_client_ping(dlock_client *c)
 						dlock__deadline_in(c->opts.command_timeout_ms)));
 	rc = client_op_new(&co, &kind_ping, c, dlock__cmd_blocking, NULL);
 	return rc < 0 ? rc : dlock__cmd_op_block(co, NULL, NULL);
+}
+
+int dlock_client_connect_async(dlock_op **out, dlock_client *c, dlock_op_cb cb, void *userdata)
+{
+	return submit(out, &kind_connect, c, cb, userdata);
 }
 
 int dlock_client_ping_async(dlock_op **out, dlock_client *c, dlock_op_cb cb, void *userdata)

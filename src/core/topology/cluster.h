@@ -57,7 +57,7 @@ int dlock__cluster_new(dlock__cluster **out, dlock__uri *u, const dlock__cluster
  * its own process). Accepts NULL. */
 void dlock__cluster_free(dlock__cluster *cl);
 
-/* Read the slot map now, before deadline (dlock_client_open without lazy_connect). */
+/* Read the slot map now, before deadline (dlock_client_new without lazy_connect). */
 int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline);
 
 /* The member serving key[0..len)'s slot now, opened on first use; reads
