@@ -3,8 +3,8 @@
  * dlock-bench - the measurements of SPEC §9, side by side in one run.
  *
  * Scenarios (--scenario LIST, default 1,2,3,4,5):
- *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_try(l, 0, 10000)
- *      + dlock_lock_unlock), RedLock on 3 and 5 servers (dlock_redlock_try(&v,
+ *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_acquire(l, NULL, 0, 10000)
+ *      + dlock_lock_release), RedLock on 3 and 5 servers (dlock_redlock_try(&v,
  r, *      0, 10000) + dlock_redlock_unlock), restart guard off.
  *   2  the floor: the same two Lua round trips (dlock's own acquire and
  *      release scripts, EVALSHA, the same argument shapes) with bare
@@ -16,8 +16,8 @@
  *      its own lock name, lock+unlock pairs for --duration seconds; the floor
  *      with one hiredis connection per thread beside it.
  *   4  contended hand-off: 4 threads on one lock; the time from right before
- *      the holder calls dlock_lock_unlock to right after the next holder's
- *      dlock_lock_lock returns, in µs and in round trips (the floor's single
+ *      the holder calls dlock_lock_release to right after the next holder's
+ *      dlock_lock_acquire returns, in µs and in round trips (the floor's single
  *      EVALSHA round trip p50 on 1 server, measured between the 4 chunks of
  *      hand-offs). A releaser waits until another thread holds the lock
  *      before asking again, so every hand-off measured goes to a waiter.
@@ -740,7 +740,7 @@ typedef struct dl_ctx {
 static int dl_single_pair(void *p, uint64_t *t_acq)
 {
 	dl_ctx *c = p;
-	int rc = dlock_lock_try(c->lock, 0, LEASE_MS);
+	int rc = dlock_lock_acquire(c->lock, NULL, 0, LEASE_MS);
 
 	if (rc < 0) {
 		if (c->verbose_errors-- > 0)
@@ -748,7 +748,7 @@ static int dl_single_pair(void *p, uint64_t *t_acq)
 		return rc;
 	}
 	*t_acq = now_ns();
-	rc = dlock_lock_unlock(c->lock);
+	rc = dlock_lock_release(c->lock, NULL);
 	if (rc < 0 && c->verbose_errors-- > 0)
 		note("  unlock: %s\n", dlock_lock_errmsg(c->lock));
 	return rc;
@@ -1270,7 +1270,7 @@ static void *ho_main(void *p)
 	for (;;) {
 		uint64_t acquired, unlocked_at;
 		long my_gen;
-		int rc = dlock_lock_lock(sh->lock, LEASE_MS);
+		int rc = dlock_lock_acquire(sh->lock, NULL, DLOCK_WAIT_FOREVER, LEASE_MS);
 
 		acquired = now_ns();
 		if (rc < 0) {
@@ -1299,7 +1299,7 @@ static void *ho_main(void *p)
 		pthread_mutex_unlock(&sh->mu);
 
 		atomic_store(&sh->unlock_at, now_ns());
-		if (dlock_lock_unlock(sh->lock) < 0) {
+		if (dlock_lock_release(sh->lock, NULL) < 0) {
 			note("  hand-off unlock: %s\n", dlock_lock_errmsg(sh->lock));
 			sh->errors++;
 		}
@@ -1876,7 +1876,7 @@ static result *blocking_row(int n, int red)
 	s6_fill(r, &a, &b, &all);
 	r->threads = nth;
 	snprintf(r->note, sizeof(r->note), "%d threads, %s, one client per server", nth,
-			red ? "dlock_redlock_try + dlock_redlock_unlock" : "dlock_lock_try + dlock_lock_unlock");
+			red ? "dlock_redlock_try + dlock_redlock_unlock" : "dlock_lock_acquire + dlock_lock_release");
 	free(th);
 	for (i = 0; i < n; i++)
 		dlock_client_free(clients[i]);

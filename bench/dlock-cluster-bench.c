@@ -96,10 +96,10 @@ static void *work(void *arg)
 	}
 	while (!atomic_load(&sh->stop)) {
 		double t0 = (now_ns() / 1e3);
-		int rc = dlock_lock_try(locks[k], 0, 10000);
+		int rc = dlock_lock_acquire(locks[k], NULL, 0, 10000);
 
 		if (rc == 0)
-			rc = dlock_lock_unlock(locks[k]);
+			rc = dlock_lock_release(locks[k], NULL);
 		if (rc != 0) {
 			atomic_fetch_add(&sh->errors, 1);
 		} else {
@@ -218,7 +218,7 @@ static double lock_unlock_us(dlock_lock *l)
 {
 	double t0 = (now_ns() / 1e3);
 
-	if (dlock_lock_try(l, 0, 10000) != 0 || dlock_lock_unlock(l) != 0) {
+	if (dlock_lock_acquire(l, NULL, 0, 10000) != 0 || dlock_lock_release(l, NULL) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_lock_errmsg(l));
 		exit(1);
 	}
@@ -302,7 +302,7 @@ static void *take_holds(void *arg)
 		}
 		/* Distinct names: a failure is transient (a timeout, a node not up yet); again. */
 		for (rc = -1, k = 0; rc != 0 && k < 5; k++)
-			rc = dlock_lock_try(p->locks[i], 0, DLOCK_LEASE_WATCHDOG);
+			rc = dlock_lock_acquire(p->locks[i], NULL, 0, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
 			fprintf(stderr, "dlock-cluster-bench: %s: %s\n", name,
 					dlock_lock_errmsg(p->locks[i]));

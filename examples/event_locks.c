@@ -236,7 +236,7 @@ static void check_holds(app *a)
 		held *h = &a->locks[i];
 		int64_t left = 0;
 
-		if (dlock_lock_validity(&left, h->lock, h->owner) != 0 || left <= 0)
+		if (dlock_lock_validity_ms(&left, h->lock, h->owner) != 0 || left <= 0)
 			continue;
 		valid++;
 		/* Without a renewal it would have only what the acquire gave, less

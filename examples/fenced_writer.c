@@ -100,7 +100,7 @@ static int take(writer_lock *w, long long *token)
 	int64_t t = 0, validity;
 	int rc = w->redlock
 		? dlock_redlock_try_fenced(&validity, &t, w->redlock, NULL, 5000, LEASE_MS)
-		: dlock_lock_try_fenced(&t, w->lock, NULL, 5000, LEASE_MS);
+		: dlock_lock_acquire_fenced(&t, w->lock, NULL, 5000, LEASE_MS);
 
 	if (rc != 0)
 		fprintf(stderr, "lock: %s: %s\n", dlock_strerror(rc),
@@ -115,7 +115,7 @@ static void give_back(writer_lock *w)
 	if (w->redlock)
 		dlock_redlock_unlock(w->redlock);
 	else
-		dlock_lock_unlock(w->lock);
+		dlock_lock_release(w->lock, NULL);
 }
 
 static void close_lock(writer_lock *w)

@@ -50,7 +50,7 @@ typedef struct dlock_result {
 	/** One line naming the node and the cause; "" on success. */
 	const char *message;
 	/** Acquired: how long the hold is certain to last, ms (as
-	 *  dlock_lock_validity() right after); otherwise -1. */
+	 *  dlock_lock_validity_ms() right after); otherwise -1. */
 	int64_t validity_ms;
 	/** Acquired a fenced lock (or a fenced MultiLock/RedLock): its token;
 	 *  otherwise 0. */

@@ -144,7 +144,7 @@ DLOCK_EXTERN int dlock_multilock_check(const dlock_multilock *lock, const char *
 
 /**
  * How long every member hold of owner is certain to last from now without
- * another renewal (the shortest dlock_lock_validity() of the members). No
+ * another renewal (the shortest dlock_lock_validity_ms() of the members). No
  * traffic. Returns 0, DLOCK_ELOST, DLOCK_ENOTOWNER, DLOCK_EINVAL or
  * DLOCK_ENOMEM; *ms is 0 unless held.
  */

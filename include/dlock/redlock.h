@@ -148,7 +148,7 @@ DLOCK_EXTERN int dlock_redlock_check(const dlock_redlock *lock, const char *owne
 
 /**
  * How long a quorum of owner's member holds is certain to last from now
- * without another renewal (dlock_lock_validity() of each member; the
+ * without another renewal (dlock_lock_validity_ms() of each member; the
  * quorum-th longest). No traffic. Returns 0, DLOCK_ELOST, DLOCK_ENOTOWNER,
  * DLOCK_EINVAL or DLOCK_ENOMEM; *ms is 0 unless held.
  */

@@ -133,7 +133,7 @@ DLOCK_EXTERN int dlock_semaphore_available(int64_t *out, dlock_semaphore *sem);
  * (0: one attempt; DLOCK_WAIT_FOREVER) for releases. Returns 0 when taken,
  * DLOCK_ENOTACQUIRED when too few were available when the wait ended,
  * DLOCK_EINVAL (bad count or wait; an expirable semaphore), DLOCK_ECANCELED
- * (dlock_client_cancel_waits), or as dlock_lock_try(): a wait's final error,
+ * (dlock_client_cancel_waits), or as dlock_lock_acquire(): a wait's final error,
  * or when the wait ran out on one, the last transient error (DLOCK_ECONN,
  * DLOCK_ETIMEDOUT, ...). An attempt whose reply never came is undone on
  * the same connection right behind it: a permit has no owner, so each
@@ -176,7 +176,7 @@ DLOCK_EXTERN int dlock_semaphore_release_permit(dlock_semaphore *sem, const char
 
 /**
  * Expirable semaphore: give back every permit taken, whoever holds it (an
- * operator's act, as dlock_lock_force_unlock() for a lock). The taken
+ * operator's act, as dlock_lock_force_release() for a lock). The taken
  * permits go back into the count, and the new count is published on
  * redisson_sc:{name} as a release does, so waiters (Redisson's too) take
  * them. Their holders lose them: at once one whose client has
@@ -203,7 +203,7 @@ DLOCK_EXTERN int dlock_semaphore_permit_check(const dlock_semaphore *sem, const 
  * How long the permit `id` taken through this handle is certain to last
  * from now if no further renewal reaches the server: the last renewal that
  * reached it (or the acquire, for a fixed lease) plus its lease, less the
- * clock drift allowance (1% + 2 ms), minus now - as dlock_lock_validity()
+ * clock drift allowance (1% + 2 ms), minus now - as dlock_lock_validity_ms()
  * for a lock. No network traffic. A program that must stop using what the
  * permit guards before it can come back to others (`dlock run -c` does)
  * plans with it. *ms is 0 unless held. Returns 0, DLOCK_ELOST (lost, or

@@ -186,12 +186,12 @@ static void print_json_registration(FILE *out, dlock_client *client, const char 
 static void print_json_holder(FILE *out, dlock_client *client, const dlock_lock_info *info,
 		size_t j)
 {
-	const char *owner = dlock_lock_info_owner(info, j);
+	const char *owner = dlock_lock_info_holder_owner(info, j);
 	size_t k, holds = dlock_lock_info_read_holds(info, j);
 
 	fprintf(out, "%s{\"owner\":", j ? "," : "");
 	json_string(out, owner, strlen(owner));
-	fprintf(out, ",\"count\":%lld,\"ttl_ms\":%lld", (long long)dlock_lock_info_count(info, j),
+	fprintf(out, ",\"count\":%lld,\"ttl_ms\":%lld", (long long)dlock_lock_info_holder_count(info, j),
 			(long long)dlock_lock_info_holder_ttl_ms(info, j));
 	if (holds > 0) {
 		fprintf(out, ",\"holds_ttl_ms\":[");
@@ -335,9 +335,9 @@ static void print_table_node(FILE *out, int width, dlock_client *client, const n
 				: v->kind == KIND_RWLOCK ? dlock_lock_info_rw_mode(v->info)
 							 : "held",
 				(long long)dlock_lock_info_holder_ttl_ms(v->info, j),
-				(long long)dlock_lock_info_count(v->info, j),
-				dlock_lock_info_owner(v->info, j),
-				registration(client, dlock_lock_info_owner(v->info, j), reg,
+				(long long)dlock_lock_info_holder_count(v->info, j),
+				dlock_lock_info_holder_owner(v->info, j),
+				registration(client, dlock_lock_info_holder_owner(v->info, j), reg,
 						sizeof(reg)));
 	/* A fair lock's queue, in order: how long each keeps its place. */
 	for (j = 0; (w = dlock_lock_info_queued_owner(v->info, j)) != NULL; j++)
@@ -511,7 +511,7 @@ size_t cli_view_holders(const node_view *v)
 const char *cli_view_holder(const node_view *v, size_t i)
 {
 	return v->sem != NULL ? dlock_semaphore_info_permit_id(v->sem, i)
-			      : dlock_lock_info_owner(v->info, i);
+			      : dlock_lock_info_holder_owner(v->info, i);
 }
 
 int64_t cli_view_waiting(const node_view *v)
@@ -579,7 +579,7 @@ int cli_target_force(cli_target *t, FILE *out)
 					cli_hint(dlock_client_errmsg(t->clients[i])));
 			continue;
 		}
-		rc = dlock_lock_force_unlock(&d, t->locks[i]);
+		rc = dlock_lock_force_release(&d, t->locks[i]);
 		if (rc < 0) {
 			fprintf(stderr, "dlock: unlock --force: %s\n",
 					cli_hint(dlock_lock_errmsg(t->locks[i])));

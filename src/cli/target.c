@@ -131,9 +131,9 @@ int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_
 						   token, t->multilock, owner, wait_ms, lease_ms)
 				 : dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
 	default:
-		return t->fenced ? dlock_lock_try_fenced(
+		return t->fenced ? dlock_lock_acquire_fenced(
 						   token, t->locks[0], owner, wait_ms, lease_ms)
-				 : dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
+				 : dlock_lock_acquire(t->locks[0], owner, wait_ms, lease_ms);
 	}
 }
 
@@ -147,7 +147,7 @@ int cli_target_release(cli_target *t, const char *owner)
 	case MODE_MULTILOCK:
 		return dlock_multilock_unlock_as(t->multilock, owner);
 	default:
-		return dlock_lock_unlock_as(t->locks[0], owner);
+		return dlock_lock_release(t->locks[0], owner);
 	}
 }
 
@@ -161,7 +161,7 @@ int cli_target_validity(cli_target *t, const char *owner, int64_t *ms)
 	case MODE_MULTILOCK:
 		return dlock_multilock_validity(ms, t->multilock, owner);
 	default:
-		return dlock_lock_validity(ms, t->locks[0], owner);
+		return dlock_lock_validity_ms(ms, t->locks[0], owner);
 	}
 }
 

@@ -31,11 +31,11 @@ static int (*const p_lock_new)(dlock_lock **, dlock_client *, const char *,
 		const dlock_lock_options *) = dlock_lock_new;
 static int (*const p_lock_options_init)(
 		dlock_lock_options *, unsigned int) = dlock_lock_options_init;
-static int (*const p_lock_lock)(dlock_lock *, int64_t) = dlock_lock_lock;
-static int (*const p_lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
-static int (*const p_lock_try_as)(dlock_lock *, const char *, int64_t, int64_t) = dlock_lock_try_as;
-static int (*const p_lock_unlock)(dlock_lock *) = dlock_lock_unlock;
-static int (*const p_lock_unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
+static int (*const p_lock_acquire)(dlock_lock *, const char *, int64_t, int64_t) =
+		dlock_lock_acquire;
+static int (*const p_lock_acquire_fenced)(int64_t *, dlock_lock *, const char *, int64_t,
+		int64_t) = dlock_lock_acquire_fenced;
+static int (*const p_lock_release)(dlock_lock *, const char *) = dlock_lock_release;
 static int (*const p_lock_check)(const dlock_lock *, const char *) = dlock_lock_check;
 static int (*const p_lock_set_lost_cb)(
 		dlock_lock *, dlock_lost_cb, void *) = dlock_lock_set_lost_cb;
@@ -66,11 +66,9 @@ int main(void)
 		(const void *)&p_owner,
 		(const void *)&p_lock_new,
 		(const void *)&p_lock_options_init,
-		(const void *)&p_lock_lock,
-		(const void *)&p_lock_try,
-		(const void *)&p_lock_try_as,
-		(const void *)&p_lock_unlock,
-		(const void *)&p_lock_unlock_as,
+		(const void *)&p_lock_acquire,
+		(const void *)&p_lock_acquire_fenced,
+		(const void *)&p_lock_release,
 		(const void *)&p_lock_check,
 		(const void *)&p_lock_set_lost_cb,
 		(const void *)&p_lost_reason_str,

@@ -283,9 +283,9 @@ static void new_check(void *arg, int rc, long k)
 	(void)rc;
 	l = dl_lock(x->c, x->name);
 	dl_owner(x->c, x->owner, sizeof x->owner);
-	dl_pass(dlock_lock_try(l, 0, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, 0, 10000));
 	cr_assert_eq(hget(0, x->name, x->owner), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(exists(0, x->name), 0);
 	dlock_lock_free(l);
 }
@@ -311,8 +311,8 @@ static int acquire_run(void *arg)
 {
 	lock_ctx *x = arg;
 
-	return x->wait < 0 ? dlock_lock_lock(x->l, x->lease)
-			   : dlock_lock_try(x->l, x->wait, x->lease);
+	return x->wait < 0 ? dlock_lock_acquire(x->l, NULL, DLOCK_WAIT_FOREVER, x->lease)
+			   : dlock_lock_acquire(x->l, NULL, x->wait, x->lease);
 }
 
 static void acquire_check(void *arg, int rc, long k)
@@ -325,7 +325,7 @@ static void acquire_check(void *arg, int rc, long k)
 		if (x->lease < 0)
 			cr_assert(renewed(0, x->name, WATCHDOG_MS - 500),
 					"k=%ld: the watchdog did not renew", k);
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	} else {
 		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER,
 				"k=%ld: a record survived ENOMEM", k);
@@ -367,14 +367,14 @@ static void unlock_setup(void *arg)
 	lock_ctx *x = arg;
 
 	lock_setup(x);
-	dl_pass(dlock_lock_try(x->l, 0, x->lease));
+	dl_pass(dlock_lock_acquire(x->l, NULL, 0, x->lease));
 	if (x->reentrant)
-		dl_pass(dlock_lock_try(x->l, 0, x->lease));
+		dl_pass(dlock_lock_acquire(x->l, NULL, 0, x->lease));
 }
 
 static int unlock_run(void *arg)
 {
-	return dlock_lock_unlock(((lock_ctx *)arg)->l);
+	return dlock_lock_release(((lock_ctx *)arg)->l, NULL);
 }
 
 static void unlock_check(void *arg, int rc, long k)
@@ -385,7 +385,7 @@ static void unlock_check(void *arg, int rc, long k)
 		if (x->reentrant) {
 			cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld", k);
 			cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
-			dl_pass(dlock_lock_unlock(x->l));
+			dl_pass(dlock_lock_release(x->l, NULL));
 		}
 		cr_assert_eq(exists(0, x->name), 0, "k=%ld: still held after 0", k);
 		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER);
@@ -395,9 +395,9 @@ static void unlock_check(void *arg, int rc, long k)
 	cr_assert_eq(hget(0, x->name, x->owner), x->reentrant ? 2 : 1,
 			"k=%ld: ENOMEM but the count changed", k);
 	cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
-	dl_pass(dlock_lock_unlock(x->l));
+	dl_pass(dlock_lock_release(x->l, NULL));
 	if (x->reentrant)
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	cr_assert_eq(exists(0, x->name), 0);
 }
 
@@ -468,7 +468,7 @@ static void waiting_setup(void *arg)
 static int waiting_run(void *arg)
 {
 	lock_ctx *x = arg;
-	int rc = dlock_lock_try(x->l, 2000, 10000);
+	int rc = dlock_lock_acquire(x->l, NULL, 2000, 10000);
 
 	x->t1 = rh_now_ms();
 	return rc;
@@ -485,7 +485,7 @@ static void waiting_check(void *arg, int rc, long k)
 		cr_assert_geq(x->t1 - x->t0, 250, "acquired after %" PRId64 " ms while held",
 				x->t1 - x->t0);
 		cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld: not held after 0", k);
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	} else {
 		cr_assert_eq(hget(0, x->name, x->owner), -1, "k=%ld: our hold left behind", k);
 		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER);
@@ -508,10 +508,10 @@ Test(alloc_failures, waiting_try_joins_pubsub, .timeout = 180)
 static int kind_run(void *arg)
 {
 	lock_ctx *x = arg;
-	int rc = x->kind == DLOCK_LOCK_FAIR ? dlock_lock_try(x->l, 0, 10000)
-				 : dlock_lock_try_fenced(&x->token, x->l, NULL, 0, 10000);
+	int rc = x->kind == DLOCK_LOCK_FAIR ? dlock_lock_acquire(x->l, NULL, 0, 10000)
+				 : dlock_lock_acquire_fenced(&x->token, x->l, NULL, 0, 10000);
 
-	return rc == 0 ? dlock_lock_unlock(x->l) : rc;
+	return rc == 0 ? dlock_lock_release(x->l, NULL) : rc;
 }
 
 static void kind_check(void *arg, int rc, long k)
@@ -527,7 +527,7 @@ static void kind_check(void *arg, int rc, long k)
 		/* The acquire went through and the release ran out of memory:
 		 * nothing changed by it, so it can be released now. */
 		cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	}
 	cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER, "k=%ld", k);
 	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);

@@ -106,9 +106,9 @@ Test(api, a_client_freed_before_its_lock_handles_stays_for_them)
 	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_lock_new(&l, c, "api-busy", NULL), 0);
 	dlock_client_free(c);
-	cr_assert_eq(dlock_lock_try(l, 0, 5000), 0, "the client still works: %s",
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 5000), 0, "the client still works: %s",
 			dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	dlock_lock_free(l); /* the client goes with it */
 	dlock_client_free(NULL);
 }

@@ -160,7 +160,7 @@ Test(async, a_waiter_is_woken_by_the_holders_unlock)
 	outcome a = { 0 };
 	int64_t released_at;
 
-	dl_pass(dlock_lock_lock(held, 30000)); /* a long TTL: only the message can wake it soon */
+	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, 30000)); /* a long TTL: only the message can wake it soon */
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
 	l = dl_lock(c, "async:wake");
@@ -169,7 +169,7 @@ Test(async, a_waiter_is_woken_by_the_holders_unlock)
 		dlock_loop_run(loop, 10); /* the first attempt fails; the listener subscribes */
 	cr_assert_eq(a.calls, 0, "acquired a lock held by another client (code %d)", a.code);
 	released_at = rh_now_ms();
-	dl_pass(dlock_lock_unlock(held));
+	dl_pass(dlock_lock_release(held, NULL));
 	run_until_done(loop, &a, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire after the unlock: %d", a.code);
 	cr_assert(a.at - released_at < 1000, "woken %lld ms after the unlock (holder TTL 30 s)",
@@ -510,7 +510,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	dl_pass(dlock_lock_watch_async(NULL, l, "me:2", note, &w2));
 	w2.starting = 0;
 	dlock_loop_run(loop, 10);
-	dl_pass(dlock_lock_force_unlock(NULL, l));
+	dl_pass(dlock_lock_force_release(NULL, l));
 	run_until_done(loop, &w2, 1, 5000);
 	cr_assert_eq(w2.code, DLOCK_ELOST, "watch of a force-unlocked hold: %d", w2.code);
 	lost_reason = w2.lost_reason;

@@ -89,7 +89,7 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	c = dl_client_on(loop, "async-holder");
 	l = dl_lock(c, "acc:held");
 	dlock_client_owner(owner, c, 7);
-	dl_pass(dlock_lock_try_as(l, owner, 0, 30000));
+	dl_pass(dlock_lock_acquire(l, owner, 0, 30000));
 
 	cr_assert_eq(dlock_client_holder(&h, c, owner), 1, "%s", dlock_errmsg_last());
 	dl_wait_one(loop, dlock_client_holder_async(NULL, c, owner, dl_note, &found), &found);
@@ -119,7 +119,7 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	cr_expect_eq(canceled.code, DLOCK_ECANCELED);
 	cr_expect_eq(dlock_client_holder_async(NULL, c, NULL, dl_note, &canceled), DLOCK_EINVAL);
 
-	dl_pass(dlock_lock_unlock_as(l, owner));
+	dl_pass(dlock_lock_release(l, owner));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 	dlock_loop_free(loop);

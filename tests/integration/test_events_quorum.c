@@ -177,8 +177,8 @@ Test(events, cluster_client_lists_one_node_per_member, .timeout = 120)
 
 		snprintf(name, sizeof(name), "events:shard-%d", i);
 		dlock_lock *l = dl_lock(c, name);
-		dl_pass(dlock_lock_lock(l, 10000));
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
+		dl_pass(dlock_lock_release(l, NULL));
 		dlock_lock_free(l);
 	}
 
@@ -217,8 +217,8 @@ Test(events, sentinel_client_names_the_primary_it_reached, .timeout = 60)
 	rec_init(&r);
 	dlock_client *c = hooked_client(uri, &r, 2000, 0);
 	dlock_lock *l = dl_lock(c, "events:sentinel");
-	dl_pass(dlock_lock_lock(l, 10000));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
+	dl_pass(dlock_lock_release(l, NULL));
 
 	dlock_stats *st;
 	dl_pass(dlock_client_stats(&st, c));

@@ -108,11 +108,11 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 	dlock_lock *held = dl_lock(c, "faults:fork:held");
 	dlock_lock *other = dl_lock(c, "faults:fork:child");
 
-	cr_assert_eq(dlock_lock_lock(held, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(held));
+	cr_assert_eq(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(held));
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		int rc = dlock_lock_try(other, 0, DLOCK_LEASE_WATCHDOG);
+		int rc = dlock_lock_acquire(other, NULL, 0, DLOCK_LEASE_WATCHDOG);
 		int msg_ok = strstr(dlock_lock_errmsg(other), "fork") != NULL;
 		int ping = dlock_client_ping(c);
 		dl_free_locks(other, held);
@@ -128,7 +128,7 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 	dl_sleep_ms(2700);
 	cr_assert_eq(dlock_lock_check(held, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:held"), 1);
-	cr_assert_eq(dlock_lock_unlock(held), 0, "%s", dlock_lock_errmsg(held));
+	cr_assert_eq(dlock_lock_release(held, NULL), 0, "%s", dlock_lock_errmsg(held));
 	dl_free_locks(other, held);
 	dlock_client_free(c);
 	rh_server_free(s);
@@ -185,15 +185,15 @@ Test(faults, timed_out_try_leaves_no_hold, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "faults:late"), *l2 = dl_lock(other, "faults:late");
 
 	cr_assert_eq(rh_server_pause(s), 0);
-	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(l, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	dl_sleep_ms(100);
 	cr_assert_eq(rh_server_resume(s), 0);
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(l));
 	cr_assert(key_gone_within(s, "faults:late", 500),
 			"the late acquire left a hold (PTTL %lld)",
 			(long long)rh_command_int(s, "PTTL %s", "faults:late"));
-	cr_assert_eq(dlock_lock_try(l2, 0, 5000), 0, "%s", dlock_lock_errmsg(l2));
-	cr_assert_eq(dlock_lock_unlock(l2), 0);
+	cr_assert_eq(dlock_lock_acquire(l2, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(l2));
+	cr_assert_eq(dlock_lock_release(l2, NULL), 0);
 	dl_free_locks(l, l2);
 	dl_close_clients(c, other);
 	rh_server_free(s);
@@ -215,21 +215,21 @@ Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 3
 	cr_assert_eq(dlock_lock_new(&b, cb, "faults:fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
 	cr_assert_eq(dlock_lock_new(&c, cc, "faults:fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
 
-	cr_assert_eq(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(a));
 	freeReplyObject(rh_command(s, "CLIENT PAUSE 1500 WRITE"));
-	int rc = dlock_lock_try(b, 500, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(b, NULL, 500, DLOCK_LEASE_WATCHDOG);
 	cr_assert_neq(rc, 0, "b got a held lock");
 	dl_sleep_ms(1500); /* the pause ends: b's queued commands run */
-	cr_assert_eq(dlock_lock_unlock(a), 0, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_release(a, NULL), 0, "%s", dlock_lock_errmsg(a));
 	int64_t t0 = rh_now_ms();
-	rc = dlock_lock_try(c, 3000, 5000);
+	rc = dlock_lock_acquire(c, NULL, 3000, 5000);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "c: %s (queue %lld long)", dlock_lock_errmsg(c),
 			(long long)rh_command_int(
 					s, "LLEN %s", "redisson_lock_queue:{faults:fair}"));
 	cr_assert_leq(took, 500, "c waited %lld ms behind a waiter that had given up",
 			(long long)took);
-	cr_assert_eq(dlock_lock_unlock(c), 0);
+	cr_assert_eq(dlock_lock_release(c, NULL), 0);
 	dl_free_locks(a, b, c);
 	dl_close_clients(ca, cb, cc);
 }
@@ -263,8 +263,8 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 	cr_assert_eq(dlock_lock_set_lost_cb(good, log_lost, &g), 0);
 	cr_assert_eq(dlock_lock_set_lost_cb(bad, log_lost, &g), 0);
 
-	cr_assert_eq(dlock_lock_lock(good, DLOCK_LEASE_WATCHDOG), 0);
-	cr_assert_eq(dlock_lock_lock(bad, DLOCK_LEASE_WATCHDOG), 0);
+	cr_assert_eq(dlock_lock_acquire(good, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0);
+	cr_assert_eq(dlock_lock_acquire(bad, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0);
 	freeReplyObject(rh_command(s, "DEL faults:bad"));
 	freeReplyObject(rh_command(s, "SET faults:bad not-a-lock"));
 	dl_sleep_ms(2000); /* more than two TTLs */
@@ -274,7 +274,7 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 	cr_assert_eq(g.count, 1, "%d losses reported", g.count);
 	cr_assert_str_eq(g.name, "faults:bad");
 	cr_assert_eq(g.reason, DLOCK_LOST_REPLACED);
-	cr_assert_eq(dlock_lock_unlock(good), 0);
+	cr_assert_eq(dlock_lock_release(good, NULL), 0);
 	dl_free_locks(good, bad);
 	dlock_client_free(c);
 }
@@ -289,7 +289,7 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
 	redisContext *fill[8];
 	int nfill = 0;
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	/* Take every connection the server has left. */
 	for (; nfill < 8; nfill++) {
 		redisContext *x = redisConnect("127.0.0.1", rh_server_port(s));
@@ -313,7 +313,7 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
 	freeReplyObject(r);
 	for (int i = 0; i < nfill; i++)
 		redisFree(fill[i]);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 	rh_server_free(s);
@@ -343,7 +343,7 @@ Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
 		snprintf(name, sizeof name, "grow:%ld", n);
 		locks[n] = dl_lock(c, name);
 		dlock_lock_set_lost_cb(locks[n], log_lost, &g);
-		cr_assert_eq(dlock_lock_try(locks[n], 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+		cr_assert_eq(dlock_lock_acquire(locks[n], NULL, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
 				dlock_lock_errmsg(locks[n]));
 	}
 	dl_sleep_ms(1500);

@@ -132,20 +132,20 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(dlock_lock_token(&tok, l), 0);
 	cr_assert_eq(tok, 0, "token before any acquisition: %" PRId64, tok);
 
-	int rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	int rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 1, "first token %" PRId64, tok);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 2, "second token %" PRId64, tok);
 	/* Re-entry counts too (Redisson's RFencedLock). */
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "re-entry: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 3, "re-entry token %" PRId64, tok);
 	int64_t cnt = -1;
-	cr_assert_eq(dlock_lock_hold_count(&cnt, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&cnt, l, NULL), 0);
 	cr_assert_eq(cnt, 2);
 
 	int64_t cur = -1;
@@ -169,8 +169,8 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	freeReplyObject(r);
 	cr_assert_eq(counter_on(s, "fence:one"), 3, "a refused acquisition counted");
 
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS fence:one"), 0);
 
 	/* Redisson takes the next number from the same counter, and dlock continues after it. */
@@ -183,7 +183,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 			r->element[0]->integer);
 	cr_assert_eq(r->element[1]->integer, 4, "Redisson's token %lld", r->element[1]->integer);
 	freeReplyObject(r);
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "dlock while Redisson holds it: %s",
 			dlock_strerror(rc));
 	cr_assert_eq(counter_on(s, "fence:one"), 4, "a refused acquisition counted");
@@ -195,25 +195,25 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 1);
 	freeReplyObject(r);
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 5, "token after Redisson's 4: %" PRId64, tok);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 
 	/* A plain acquisition of a fenced lock counts as well (Redisson's lock() on an RFencedLock). */
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(counter_on(s, "fence:one"), 6);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 
 	/* A plain lock has no tokens: refused, nothing taken, no counter made. */
 	cr_assert_eq(dlock_lock_new(&plain, c, "fence:plain", NULL), 0);
 	tok = 77;
-	rc = dlock_lock_try_fenced(&tok, plain, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, plain, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain lock: %s", dlock_strerror(rc));
 	cr_assert_eq(rh_command_int(s, "EXISTS fence:plain"), 0, "the plain lock was taken");
 	cr_assert_eq(rh_command_int(s, "EXISTS redisson_lock_token:{fence:plain}"), 0);
 	int held = -1;
-	cr_assert_eq(dlock_lock_is_held(&held, plain), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, plain, NULL), 0);
 	cr_assert_eq(held, 0);
 
 	dlock_lock_free(plain);

@@ -104,7 +104,7 @@ Test(first_contact, a_server_that_answered_is_waited_for_across_a_restart, .time
 			"acquired after %" PRId64 " ms, while the server was down",
 			w.returned - w.started);
 	if (w.rc == 0)
-		dl_pass(dlock_lock_unlock_as(l, w.owner));
+		dl_pass(dlock_lock_release(l, w.owner));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 	rh_server_free(s);

@@ -99,11 +99,11 @@ static void *churn(void *arg)
 		dlock_lock *l = NULL;
 		int rc = dlock_lock_new(&l, w->c, name, NULL);
 		if (rc == 0)
-			rc = dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG);
-		if (rc == 0 && i % 2 == 1 && (rc = dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG)) == 0)
-			rc = dlock_lock_unlock(l);
+			rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
+		if (rc == 0 && i % 2 == 1 && (rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG)) == 0)
+			rc = dlock_lock_release(l, NULL);
 		if (rc == 0)
-			rc = dlock_lock_unlock(l);
+			rc = dlock_lock_release(l, NULL);
 		if (rc != 0)
 			dl_failures_record(w->fail, "%s round %d: %s (%s)", name, i, dlock_strerror(rc),
 					l ? dlock_lock_errmsg(l) : dlock_errmsg_last());
@@ -199,8 +199,8 @@ Test(latch, an_unlock_sent_twice_takes_one_hold, .timeout = 30)
 	char owner[64];
 
 	dl_owner(c, owner, sizeof owner);
-	dl_pass(dlock_lock_lock(l, 30000));
-	dl_pass(dlock_lock_lock(l, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
 	dl_pass(dlock__release_prepare(l, NULL, &rel));
 	cr_assert(rel.retry_safe, "a hold this client counted must be safe to repeat");
 	dl_pass(dlock__client_run_call(c, &rel.call, 0, NULL, &first)); /* its answer "lost" */
@@ -232,7 +232,7 @@ Test(latch, an_unlock_sent_twice_takes_one_hold, .timeout = 30)
 	redisReply *m = dl_next_reply(sub, 300);
 	cr_assert_null(m, "a second unlock message: the repeat published again");
 	int held = 1;
-	dl_pass(dlock_lock_is_held(&held, l));
+	dl_pass(dlock_lock_is_held(&held, l, NULL));
 	cr_assert_eq(held, 0);
 	redisFree(sub);
 	dlock_lock_free(l);
@@ -249,13 +249,13 @@ Test(latch, an_unlock_resent_on_a_new_connection_releases_once, .timeout = 30)
 	char owner[64];
 
 	dl_owner(c, owner, sizeof owner);
-	dl_pass(dlock_lock_lock(l, 30000));
-	dl_pass(dlock_lock_lock(l, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
 	cr_assert_geq(rh_command_int(dl_srv, "CLIENT KILL TYPE normal"), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(count_of("killed", owner), 1, "one unlock, resent once, took one hold");
 	cr_assert_geq(rh_command_int(dl_srv, "CLIENT KILL TYPE normal"), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(rh_command_int(dl_srv, "DBSIZE"), 0, "the lock is gone, no latch key");
 	dlock_lock_free(l);
 	dlock_client_free(c);

@@ -619,7 +619,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 	dlock_client *other = open_client(f.s[1], 0);
 	dlock_lock *ol = dl_lock(other, f.name);
 	int deleted = -1;
-	rc = dlock_lock_force_unlock(&deleted, ol);
+	rc = dlock_lock_force_release(&deleted, ol);
 	int64_t forced_at = rh_now_ms();
 	cr_assert_eq(rc, 0, "force_unlock: %s", dlock_strerror(rc));
 	cr_assert_eq(deleted, 1);

@@ -318,19 +318,19 @@ Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
 	cr_assert_eq(dlock_client_new(&c, rh_server_uri(s), &co), 0);
 	cr_assert_eq(dlock_lock_new(&a, c, "partition:owed:a", NULL), 0);
 	cr_assert_eq(dlock_lock_new(&b, c, "partition:owed:b", NULL), 0);
-	cr_assert_eq(dlock_lock_try(a, 0, 5000), 0, "%s", dlock_lock_errmsg(a));
-	cr_assert_eq(dlock_lock_unlock(a), 0);
+	cr_assert_eq(dlock_lock_acquire(a, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_release(a, NULL), 0);
 
 	cut(rh_server_port(s));
-	int rc = dlock_lock_try(a, 0, 5000);
+	int rc = dlock_lock_acquire(a, NULL, 0, 5000);
 	for (int i = 0; i < 6; i++) {
 		dl_sleep_ms(1000);
-		dlock_lock_try(a, 0, 5000);
+		dlock_lock_acquire(a, NULL, 0, 5000);
 	}
 	heal(rh_server_port(s));
 	int64_t healed = rh_now_ms();
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(a));
-	while ((rc = dlock_lock_try(b, 0, 5000)) != 0 && rh_now_ms() - healed < 15000)
+	while ((rc = dlock_lock_acquire(b, NULL, 0, 5000)) != 0 && rh_now_ms() - healed < 15000)
 		dl_sleep_ms(20);
 	int64_t took = rh_now_ms() - healed;
 	cr_log_info("a 7 s partition: the node answered a new acquire %lld ms after the heal",
@@ -340,7 +340,7 @@ Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
      * schedule it took 300 ms and more (seconds after longer partitions). */
 	cr_assert_leq(took, CMD_TIMEOUT_MS, "the healed node stayed refused for %lld ms",
 			(long long)took);
-	dlock_lock_unlock(b);
+	dlock_lock_release(b, NULL);
 	dlock_lock_free(a);
 	dlock_lock_free(b);
 	dlock_client_free(c);

@@ -58,20 +58,20 @@ Test(queries, lock_query_names_each_holder_with_its_count_and_the_ttl, .fini = c
 	cr_assert_eq(dlock_lock_info_ttl_ms(info), -2);
 	dlock_lock_info_free(info);
 
-	cr_assert_eq(dlock_lock_try(lk[0], 0, 30000), 0);
-	cr_assert_eq(dlock_lock_try(lk[0], 0, 30000), 0, "reentrant");
+	cr_assert_eq(dlock_lock_acquire(lk[0], NULL, 0, 30000), 0);
+	cr_assert_eq(dlock_lock_acquire(lk[0], NULL, 0, 30000), 0, "reentrant");
 	cr_assert_eq(dlock_lock_query(&info, lk[0]), 0, "%s", dlock_lock_errmsg(lk[0]));
 	dlock_client_owner(me, cli[0], dlock_thread_id());
 	cr_assert_eq(dlock_lock_info_holders(info), 1);
-	cr_assert_str_eq(dlock_lock_info_owner(info, 0), me);
-	cr_assert_eq(dlock_lock_info_count(info, 0), 2);
+	cr_assert_str_eq(dlock_lock_info_holder_owner(info, 0), me);
+	cr_assert_eq(dlock_lock_info_holder_count(info, 0), 2);
 	cr_assert(dlock_lock_info_ttl_ms(info) > 29000 && dlock_lock_info_ttl_ms(info) <= 30000,
 			"ttl %lld", (long long)dlock_lock_info_ttl_ms(info));
-	cr_assert_null(dlock_lock_info_owner(info, 1), "past the end");
-	cr_assert_eq(dlock_lock_info_count(info, 1), 0);
+	cr_assert_null(dlock_lock_info_holder_owner(info, 1), "past the end");
+	cr_assert_eq(dlock_lock_info_holder_count(info, 1), 0);
 	dlock_lock_info_free(info);
-	cr_assert_eq(dlock_lock_unlock(lk[0]), 0);
-	cr_assert_eq(dlock_lock_unlock(lk[0]), 0);
+	cr_assert_eq(dlock_lock_release(lk[0], NULL), 0);
+	cr_assert_eq(dlock_lock_release(lk[0], NULL), 0);
 }
 
 Test(queries, lock_query_refuses_a_key_that_is_not_a_lock, .fini = close_all)
@@ -129,10 +129,10 @@ Test(queries, multilock_needs_every_member_to_be_locked, .fini = close_all)
 	open_all("q-multi");
 	cr_assert_eq(dlock_multilock_new(&ml, lk, NSRV, NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_multilock_quorum(ml), NSRV);
-	cr_assert_eq(dlock_lock_try(lk[0], 0, 20000), 0);
+	cr_assert_eq(dlock_lock_acquire(lk[0], NULL, 0, 20000), 0);
 	cr_assert_eq(dlock_multilock_is_locked(&locked, ml), 0, "%s", dlock_multilock_errmsg(ml));
 	cr_assert_eq(locked, 0, "one member of three is not the MultiLock");
-	cr_assert_eq(dlock_lock_unlock(lk[0]), 0);
+	cr_assert_eq(dlock_lock_release(lk[0], NULL), 0);
 	cr_assert_eq(dlock_multilock_try(ml, 0, 20000), 0, "%s", dlock_multilock_errmsg(ml));
 	cr_assert_eq(dlock_multilock_is_locked(&locked, ml), 0, "%s", dlock_multilock_errmsg(ml));
 	cr_assert_eq(locked, 1);

@@ -83,7 +83,7 @@ static int64_t count_on(rh_server *s, dlock_client *c, const char *name)
 static void expect_enosync(dlock_lock *l, int64_t sync_ms, int synced)
 {
 	int64_t t0 = rh_now_ms(), took;
-	int rc = dlock_lock_try(l, 0, 30000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 30000);
 
 	took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOSYNC, "rc %d: %s", rc, dlock_lock_errmsg(l));
@@ -103,16 +103,16 @@ Test(replica_sync, healthy_replica_acknowledges, .timeout = 60)
 	up(&t, 1, 2000);
 	l = dl_lock(t.c, "sync-ok");
 	cr_assert_eq(synced_of(l), -1, "nothing asked yet");
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(synced_of(l), 1);
 	/* The re-entry is synced too. */
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(synced_of(l), 1);
 	cr_assert_eq(count_on(t.primary, t.c, "sync-ok"), 2);
 	/* The replica has the hold it acknowledged. */
 	cr_assert_eq(rh_command_int(t.replica, "EXISTS sync-ok"), 1);
-	dl_pass(dlock_lock_unlock(l));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	down(&t);
 }
@@ -130,9 +130,9 @@ Test(replica_sync, paused_replica_fails_and_rolls_back, .timeout = 60)
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER, "the hold is forgotten");
 	cr_assert_eq(rh_server_resume(t.replica), 0);
 	/* A try with a wait rides ENOSYNC out until the replica is back. */
-	cr_assert_eq(dlock_lock_try(l, 20000, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 20000, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(synced_of(l), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	down(&t);
 }
@@ -144,13 +144,13 @@ Test(replica_sync, reentry_gives_back_only_its_count, .timeout = 60)
 
 	up(&t, 1, 500);
 	l = dl_lock(t.c, "sync-reentry");
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_pause(t.replica), 0);
 	expect_enosync(l, 500, 0);
 	cr_assert_eq(count_on(t.primary, t.c, "sync-reentry"), 1, "the first hold stays");
 	cr_assert_eq(dlock_lock_check(l, NULL), 0);
 	/* Unlock does not wait for the paused replica. */
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(rh_command_int(t.primary, "EXISTS sync-reentry"), 0);
 	dlock_lock_free(l);
 	down(&t);
@@ -165,10 +165,10 @@ Test(replica_sync, unlock_never_waits_for_replicas, .timeout = 60)
 
 	up(&t, 1, sync_ms);
 	l = dl_lock(t.c, "sync-unlock");
-	cr_assert_eq(dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_pause(t.replica), 0);
 	t0 = rh_now_ms();
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	took = rh_now_ms() - t0;
 	cr_assert_lt(took, sync_ms / 2, "unlock took %lld ms", (long long)took);
 	cr_assert_eq(rh_command_int(t.primary, "EXISTS sync-unlock"), 0);
@@ -200,15 +200,15 @@ Test(replica_sync, fenced_and_fair_are_synced, .timeout = 60)
 	up(&t, 1, 400);
 	dl_pass(dlock_lock_new(&f, t.c, "sync-fenced", dl_kind(DLOCK_LOCK_FENCED)));
 	dl_pass(dlock_lock_new(&q, t.c, "sync-fair", dl_kind(DLOCK_LOCK_FAIR)));
-	dl_pass(dlock_lock_try_fenced(&token, f, NULL, 0, 30000));
+	dl_pass(dlock_lock_acquire_fenced(&token, f, NULL, 0, 30000));
 	cr_assert_eq(synced_of(f), 1);
-	dl_pass(dlock_lock_unlock(f));
-	dl_pass(dlock_lock_try(q, 0, 30000));
+	dl_pass(dlock_lock_release(f, NULL));
+	dl_pass(dlock_lock_acquire(q, NULL, 0, 30000));
 	cr_assert_eq(synced_of(q), 1);
-	dl_pass(dlock_lock_unlock(q));
+	dl_pass(dlock_lock_release(q, NULL));
 
 	cr_assert_eq(rh_server_pause(t.replica), 0);
-	cr_assert_eq(dlock_lock_try_fenced(&token, f, NULL, 0, 30000), DLOCK_ENOSYNC, "%s",
+	cr_assert_eq(dlock_lock_acquire_fenced(&token, f, NULL, 0, 30000), DLOCK_ENOSYNC, "%s",
 			dlock_lock_errmsg(f));
 	cr_assert_eq(synced_of(f), 0);
 	cr_assert_eq(rh_command_int(t.primary, "EXISTS sync-fenced"), 0);
@@ -356,12 +356,12 @@ Test(replica_sync, noscript_sends_the_wait_again, .timeout = 90)
 
 	up(&t, 1, 400);
 	l = dl_lock(t.c, "sync-noscript");
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_pause(t.replica), 0);
 	freeReplyObject(rh_command(t.primary, "SCRIPT FLUSH"));
 	expect_enosync(l, 400, 0);
 	cr_assert_eq(count_on(t.primary, t.c, "sync-noscript"), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	down(&t);
 }

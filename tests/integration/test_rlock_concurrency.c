@@ -126,8 +126,8 @@ static void *t1_worker(void *p)
 {
 	t1_arg *a = p;
 	for (int i = 0; i < a->iters; i++) {
-		int rc = a->with_try ? dlock_lock_try(a->lock, 5000, 2000)
-				     : dlock_lock_lock(a->lock, DLOCK_LEASE_WATCHDOG);
+		int rc = a->with_try ? dlock_lock_acquire(a->lock, NULL, 5000, 2000)
+				     : dlock_lock_acquire(a->lock, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
 			dl_failures_record(a->fail, "thread %d iter %d: %s: %s (%s)", a->id, i,
 					a->with_try ? "try(5000, 2000)" : "lock",
@@ -135,7 +135,7 @@ static void *t1_worker(void *p)
 			return NULL;
 		}
 		critical_section(a->sec, i);
-		rc = dlock_lock_unlock(a->lock);
+		rc = dlock_lock_release(a->lock, NULL);
 		if (rc != 0) {
 			dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i,
 					dlock_strerror(rc), dlock_lock_errmsg(a->lock));
@@ -267,9 +267,9 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 	int64_t count = -1;
 
 	for (int i = 1; i <= 3; i++) {
-		cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "lock #%d: %s", i,
+		cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "lock #%d: %s", i,
 				dlock_lock_errmsg(l));
-		cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+		cr_assert_eq(dlock_lock_hold_count(&count, l, NULL), 0);
 		cr_assert_eq(count, i);
 	}
 	cr_assert_eq(rh_command_int(s, "HLEN %s", "conc:reentrant"), 1);
@@ -280,12 +280,12 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 	freeReplyObject(r);
 
 	for (int i = 2; i >= 0; i--) {
-		cr_assert_eq(dlock_lock_unlock(l), 0, "unlock to %d: %s", i, dlock_lock_errmsg(l));
-		cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+		cr_assert_eq(dlock_lock_release(l, NULL), 0, "unlock to %d: %s", i, dlock_lock_errmsg(l));
+		cr_assert_eq(dlock_lock_hold_count(&count, l, NULL), 0);
 		cr_assert_eq(count, i);
 		cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), i > 0 ? 1 : 0);
 	}
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), 0);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 
@@ -320,7 +320,7 @@ static void *t4_worker(void *p)
 		snprintf(name, sizeof name, "n:%d:%d", a->id, i);
 		int rc = dlock_lock_new(&locks[i], a->client, name, NULL);
 		if (rc == 0)
-			rc = dlock_lock_lock(locks[i], DLOCK_LEASE_WATCHDOG);
+			rc = dlock_lock_acquire(locks[i], NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
 			dl_failures_record(a->fail, "thread %d: lock %s: %s (%s)", a->id, name,
 					dlock_strerror(rc),
@@ -336,7 +336,7 @@ static void *t4_worker(void *p)
 		if (rc != 0)
 			dl_failures_record(a->fail, "thread %d: check %s: %s", a->id,
 					dlock_lock_name(locks[i]), dlock_strerror(rc));
-		rc = dlock_lock_unlock(locks[i]);
+		rc = dlock_lock_release(locks[i], NULL);
 		if (rc != 0)
 			dl_failures_record(a->fail, "thread %d: unlock %s: %s (%s)", a->id,
 					dlock_lock_name(locks[i]), dlock_strerror(rc),
@@ -424,7 +424,7 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
 	cr_assert_eq(rh_command_int(s, "PEXPIRE %s %d", "conc:raw", 1500), 1);
 	int64_t t0 = rh_now_ms();
 
-	int rc = dlock_lock_try(l, 5000, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(l, NULL, 5000, DLOCK_LEASE_WATCHDOG);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "try(5000): %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 1300 && elapsed <= 2200,

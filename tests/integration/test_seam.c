@@ -150,10 +150,10 @@ static void lock_and_unlock(dlock_client *c, const char *name)
 	dlock_lock_options_init(&o, DLOCK_LOCK_OPTIONS_VERSION);
 	o.kind = DLOCK_LOCK_FAIR;
 	cr_assert_eq(dlock_lock_new(&l, c, name, &o), 0);
-	cr_assert_eq(dlock_lock_try(l, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
-	cr_expect_eq(dlock_lock_validity(&ms, l, NULL), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
+	cr_expect_eq(dlock_lock_validity_ms(&ms, l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_expect(ms > 0 && ms <= 5000, "validity %lld ms of a 5 s lease", (long long)ms);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 }
 
@@ -212,13 +212,13 @@ Test(seam, a_send_that_fails_there_fails_the_call)
 	c = open_client(rh_server_uri(dl_srv));
 	cr_assert_eq(dlock_lock_new(&l, c, "seam:fail", NULL), 0);
 	send_fails = 1;
-	rc = dlock_lock_try(l, 0, 5000);
+	rc = dlock_lock_acquire(l, NULL, 0, 5000);
 	cr_expect_eq(rc, DLOCK_ECONN, "rc %d: %s", rc, dlock_lock_errmsg(l));
 	cr_expect(strstr(dlock_lock_errmsg(l), "127.0.0.1") != NULL, "%s", dlock_lock_errmsg(l));
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS seam:fail"), 0, "taken though nothing went out");
 	send_fails = 0;
-	cr_expect_eq(dlock_lock_try(l, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
-	cr_expect_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_expect_eq(dlock_lock_acquire(l, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
+	cr_expect_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 }

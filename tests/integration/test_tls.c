@@ -152,12 +152,12 @@ Test(tls, a_lock_over_tls_is_the_same_lock)
 	dlock_client_options o = tls_options("ca.crt");
 	dlock_client *c = dl_client_opts(one.uri, &o);
 	dlock_lock *l = dl_lock(c, "over-tls");
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	char owner[128];
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(rh_command_int(one.srv, "HEXISTS over-tls %s", owner), 1,
 			"the hold is not on the server");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	/* A plain client of the same server shares the lock. */
 	dlock_client *plain = dl_client(rh_server_uri(one.srv), 2000, 30000);
 	dlock_lock *other = dl_lock(plain, "over-tls");
@@ -279,8 +279,8 @@ Test(tls, mutual_tls_needs_the_client_certificate)
 	o.tls_key_file = in_dir("client.key");
 	dlock_client *c = dl_client_opts(m.uri, &o);
 	dlock_lock *l = dl_lock(c, "mutual");
-	dl_pass(dlock_lock_lock(l, 10000));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 

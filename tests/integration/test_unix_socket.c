@@ -54,12 +54,12 @@ Test(unix_socket, a_lock_over_a_unix_socket_is_the_same_lock)
 	cr_assert_str_eq(dlock_client_node(c), label);
 
 	dlock_lock *l = dl_lock(c, "over-unix");
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	char owner[128];
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(rh_command_int(srv, "HEXISTS over-unix %s", owner), 1,
 			"the hold is not on the server the TCP port reaches");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	/* A TCP client of the same server shares the lock. */
 	dlock_client *tcp = dl_client(rh_server_uri(srv), 2000, 30000);
 	dlock_lock *other = dl_lock(tcp, "over-unix");
@@ -74,14 +74,14 @@ Test(unix_socket, the_db_query_selects_the_database)
 	snprintf(with_db, sizeof with_db, "%s?db=5", uri);
 	dlock_client *c = dl_client(with_db, 2000, 30000);
 	dlock_lock *l = dl_lock(c, "in-db-5");
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	cr_assert_eq(rh_command_int(srv, "EXISTS in-db-5"), 0, "the lock landed in db 0");
 	redisReply *r = rh_command(srv, "SELECT 5");
 	freeReplyObject(r);
 	cr_assert_eq(rh_command_int(srv, "EXISTS in-db-5"), 1, "the lock is not in db 5");
 	r = rh_command(srv, "SELECT 0");
 	freeReplyObject(r);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 }
@@ -181,7 +181,7 @@ Test(unix_socket, status_table_stays_aligned_with_a_long_socket_path)
 	dlock_lock *l = dl_lock(c, "aligned");
 	proc *p;
 
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	p = DLOCK("-n", uri, "status", "aligned");
 	EXPECT_STATUS(p, 0);
 	cr_expect_gt(strlen(sock), 24, "the socket path is too short to test this: %s", sock);
@@ -189,7 +189,7 @@ Test(unix_socket, status_table_stays_aligned_with_a_long_socket_path)
 	cr_expect_eq(column_of(p->out, "OWNER"), column_of(p->out, dlock_client_id(c)), "%s",
 			p->out);
 	proc_free(p);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 }

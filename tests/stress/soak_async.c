@@ -250,7 +250,7 @@ static void check_exclusive(soak_op *o)
 		if (p == o || p->state != HELD || dlock_lock_check(locks[n], p->owner) != 0)
 			continue;
 		overlaps++;
-		dlock_lock_validity(&left, locks[n], p->owner);
+		dlock_lock_validity_ms(&left, locks[n], p->owner);
 		h = rh_command(srv[lock_server[n]], "HGETALL %s", dlock_lock_name(locks[n]));
 		CHECK(0,
 				"%s granted to op %d (wait %" PRId64 ", lease %" PRId64 ") while op %d "

@@ -329,7 +329,7 @@ static int64_t quorum_time_left(dlock_redlock *rl, int64_t t1_us)
 
 		if (dlock_redlock_status(&ms, rl, i) != 0 || ms.vote != DLOCK_VOTE_ACQUIRED)
 			continue;
-		if (dlock_lock_remaining_ttl(&ttl, dlock_redlock_member(rl, i)) != 0 || ttl < -2)
+		if (dlock_lock_remaining_ttl_ms(&ttl, dlock_redlock_member(rl, i)) != 0 || ttl < -2)
 			continue; /* paused or dropped meanwhile: unknown */
 		if (ttl == -1)
 			ttl = INT64_MAX / 2; /* no expiry at all */
@@ -493,7 +493,7 @@ static int worker_main(int idx)
 				/* What the server holds tells a surplus count from a lost answer. */
 				int64_t count = -1;
 				int qrc = dlock_lock_hold_count(
-						&count, dlock_redlock_member(rl, (size_t)i));
+						&count, dlock_redlock_member(rl, (size_t)i), NULL);
 
 				fprintf(stderr,
 						"worker %d: unlock returned %d (%s) but member %d (%s) is"

@@ -266,7 +266,7 @@ static int still_held(const hold *h, int64_t slack_us)
 		if (atomic_load(&g_lost_flag) || dlock_lock_check(h->lock, NULL) != 0)
 			return 0;
 		if (!h->watchdog && slack_us > 0 &&
-				(dlock_lock_validity(&ms, h->lock, NULL) != 0 ||
+				(dlock_lock_validity_ms(&ms, h->lock, NULL) != 0 ||
 						ms * 1000 < slack_us))
 			return 0;
 	}
@@ -484,7 +484,7 @@ static int worker_main(enum phase ph, int idx)
 		if (ph == PH_SEM)
 			rc = dlock_semaphore_acquire_permit(h.id, h.sem, wait, lease);
 		else
-			rc = dlock_lock_try(h.lock, wait, lease);
+			rc = dlock_lock_acquire(h.lock, NULL, wait, lease);
 		t1 = now_us();
 		h.t0_us = t0;
 		h.wait = wait;
@@ -532,7 +532,7 @@ static int worker_main(enum phase ph, int idx)
 		if (ph == PH_SEM)
 			rc = dlock_semaphore_release_permit(h.sem, h.id);
 		else
-			rc = dlock_lock_unlock(h.lock);
+			rc = dlock_lock_release(h.lock, NULL);
 		t1 = now_us();
 		elapsed = (t1 - t0) / 1000;
 		if (elapsed > st.max_release_ms)

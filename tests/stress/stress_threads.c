@@ -114,15 +114,15 @@ static void *rlock_worker(void *arg)
 	int i;
 
 	for (i = 0; i < sh->rounds; i++) {
-		int rc = (i % 2) ? dlock_lock_lock(sh->lock, DLOCK_LEASE_WATCHDOG)
-				 : dlock_lock_try(sh->lock, 10000, 5000);
+		int rc = (i % 2) ? dlock_lock_acquire(sh->lock, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG)
+				 : dlock_lock_acquire(sh->lock, NULL, 10000, 5000);
 
 		if (rc != 0) {
 			note_error(sh, "acquire", rc, dlock_lock_errmsg(sh->lock));
 			continue;
 		}
 		section(sh);
-		if ((rc = dlock_lock_unlock(sh->lock)) != 0)
+		if ((rc = dlock_lock_release(sh->lock, NULL)) != 0)
 			note_error(sh, "unlock", rc, dlock_lock_errmsg(sh->lock));
 	}
 	return NULL;
@@ -188,7 +188,7 @@ static void *breaker(void *arg)
 	dlock_lock *l = arg;
 
 	while (!atomic_load(&stop_breaker)) {
-		dlock_lock_force_unlock(NULL, l);
+		dlock_lock_force_release(NULL, l);
 		usleep(3000);
 	}
 	return NULL;
@@ -200,11 +200,11 @@ static void *holder_worker(void *arg)
 	int i;
 
 	for (i = 0; i < sh->rounds; i++) {
-		int rc = dlock_lock_try(sh->lock, 2000, DLOCK_LEASE_WATCHDOG);
+		int rc = dlock_lock_acquire(sh->lock, NULL, 2000, DLOCK_LEASE_WATCHDOG);
 
 		if (rc == 0) {
 			usleep(500);
-			rc = dlock_lock_unlock(sh->lock);
+			rc = dlock_lock_release(sh->lock, NULL);
 			/* A force unlock may have taken it: lost or not owner, never anything else. */
 			if (rc != 0 && rc != DLOCK_ELOST && rc != DLOCK_ENOTOWNER)
 				note_error(sh, "unlock", rc, dlock_lock_errmsg(sh->lock));
@@ -233,7 +233,7 @@ static void scenario_force_unlock(rh_server *s, int watch)
 	atomic_store(&stop_breaker, 1);
 	pthread_join(b, NULL);
 	CHECK(atomic_load(&sh.errors) == 0, "%d unexpected results", atomic_load(&sh.errors));
-	dlock_lock_force_unlock(NULL, breaker_lock);
+	dlock_lock_force_release(NULL, breaker_lock);
 	dlock_lock_free(breaker_lock);
 	dlock_lock_free(sh.lock);
 	dlock_client_free(other);
@@ -351,7 +351,7 @@ static void scenario_churn(rh_server *s)
 		dlock_lock *l;
 
 		dlock_lock_new(&l, c, "stress:churn", NULL);
-		CHECK(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s",
+		CHECK(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s",
 				dlock_lock_errmsg(l));
 		usleep(ms(15) * 1000); /* the watchdog runs (every 10 ms) */
 		/* Freed while held: renewal stops; then the client closes under it. */
@@ -386,9 +386,9 @@ static void *cluster_worker(void *arg)
 		snprintf(name, sizeof name, "stress:cl:%d:%d", a->id, i);
 		rc = dlock_lock_new(&l, a->c, name, NULL);
 		if (rc == 0)
-			rc = dlock_lock_try(l, 5000, i % 2 ? DLOCK_LEASE_WATCHDOG : 5000);
+			rc = dlock_lock_acquire(l, NULL, 5000, i % 2 ? DLOCK_LEASE_WATCHDOG : 5000);
 		if (rc == 0)
-			rc = dlock_lock_unlock(l);
+			rc = dlock_lock_release(l, NULL);
 		if (rc != 0 && atomic_fetch_add(a->errors, 1) < 3)
 			fprintf(stderr, "  %s: %s: %s\n", name, dlock_strerror(rc),
 					l ? dlock_lock_errmsg(l) : dlock_errmsg_last());

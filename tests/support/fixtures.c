@@ -98,9 +98,9 @@ void dl_assert_held_once_then_release(rh_server *s, dlock_lock *l)
 {
 	int64_t count = 0;
 
-	cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&count, l, NULL), 0);
 	cr_assert_eq(count, 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", dlock_lock_name(l)), 0);
 }
 

@@ -292,7 +292,7 @@ long dl_torture_live(void);
 /* ---- checks.c: repeated assertion sequences (Criterion) ------------------- */
 
 /*
- * dlock_lock_try(l, wait_ms, lease_ms) / dlock_lock_lock(l, lease_ms) must
+ * dlock_lock_acquire(l, NULL, wait_ms, lease_ms) / dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms) must
  * return `want` after lo_ms..hi_ms (both inclusive); a failure names the
  * call, the code and the lock's message. Return how long the call took.
  */
@@ -315,7 +315,7 @@ void dl__close_clients(dlock_client *const *clients, size_t n);
 void dl_assert_one_lock(dlock_lock *a, dlock_lock *b);
 
 /*
- * A client waiting in a thread: dlock_lock_try_as(l, owner, wait_ms,
+ * A client waiting in a thread: dlock_lock_acquire(l, owner, wait_ms,
  * watchdog) as `owner` (the starting thread's owner on c, so the test
  * thread can release what the waiter took), with when it started and
  * returned (monotonic ms). Join with dl_waiter_join().

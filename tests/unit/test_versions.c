@@ -195,7 +195,7 @@ Test(versions, lock_options_refuse_an_unknown_kind_or_a_negative_fair_wait)
 	cr_assert_null(l);
 	/* NULL options: a plain lock, which has no token. */
 	dl_pass(dlock_lock_new(&l, c, "v", NULL));
-	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire_fenced(&token, l, NULL, 0, 1000), DLOCK_EINVAL);
 	cr_assert_neq(strstr(dlock_lock_errmsg(l), "DLOCK_LOCK_FENCED"), NULL, "%s",
 			dlock_lock_errmsg(l));
 	dlock_lock_free(l);
