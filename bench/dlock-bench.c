@@ -4,8 +4,9 @@
  *
  * Scenarios (--scenario LIST, default 1,2,3,4,5):
  *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_acquire(l, NULL, 0, 10000)
- *      + dlock_lock_release), RedLock on 3 and 5 servers (dlock_redlock_try(&v,
- r, *      0, 10000) + dlock_redlock_unlock), restart guard off.
+ *      + dlock_lock_release), RedLock on 3 and 5 servers
+ *      (dlock_redlock_acquire(r, NULL, 0, 10000) + dlock_redlock_release),
+ *      restart guard off.
  *   2  the floor: the same two Lua round trips (dlock's own acquire and
  *      release scripts, EVALSHA, the same argument shapes) with bare
  *      hiredis, on 1 server and fanned out to 3 and 5 (every command
@@ -757,8 +758,7 @@ static int dl_single_pair(void *p, uint64_t *t_acq)
 static int dl_red_pair(void *p, uint64_t *t_acq)
 {
 	dl_ctx *c = p;
-	int64_t validity = 0;
-	int rc = dlock_redlock_try(&validity, c->red, 0, LEASE_MS);
+	int rc = dlock_redlock_acquire(c->red, NULL, 0, LEASE_MS);
 
 	if (rc < 0) {
 		if (c->verbose_errors-- > 0)
@@ -766,7 +766,7 @@ static int dl_red_pair(void *p, uint64_t *t_acq)
 		return rc;
 	}
 	*t_acq = now_ns();
-	rc = dlock_redlock_unlock(c->red);
+	rc = dlock_redlock_release(c->red, NULL);
 	if (rc < 0 && c->verbose_errors-- > 0)
 		note("  redlock unlock: %s: %s\n", dlock_strerror(rc), dlock_redlock_errmsg(c->red));
 	return rc;
@@ -1876,7 +1876,7 @@ static result *blocking_row(int n, int red)
 	s6_fill(r, &a, &b, &all);
 	r->threads = nth;
 	snprintf(r->note, sizeof(r->note), "%d threads, %s, one client per server", nth,
-			red ? "dlock_redlock_try + dlock_redlock_unlock" : "dlock_lock_acquire + dlock_lock_release");
+			red ? "dlock_redlock_acquire + dlock_redlock_release" : "dlock_lock_acquire + dlock_lock_release");
 	free(th);
 	for (i = 0; i < n; i++)
 		dlock_client_free(clients[i]);

@@ -449,9 +449,10 @@ def check(root):
             if twin is None and not n.endswith('_watch_async'):
                 fail(f, 'R7', '%s has no blocking twin %s' % (n, n[:-len('_async')]))
             elif twin is not None and twin.kind in ('function', 'inline'):
-                tin = [p[0] for p in twin.params]
-                while tin and is_out(tin[0], opaque):
-                    tin.pop(0)
+                tps = list(twin.params)
+                while tps and is_out(tps[0][0], opaque, tps[0][2]):
+                    tps.pop(0)  # char id[DLOCK_PERMIT_ID_SIZE] is an out-param too
+                tin = [p[0] for p in tps]
                 if [t.replace(' const', '') for t in types[1:-2]] != tin:
                     fail(f, 'R7', '%s takes (%s) where its twin %s takes (%s) after its '
                          'out-params' % (n, ', '.join(types[1:-2]), twin.name, ', '.join(tin)))

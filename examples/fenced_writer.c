@@ -97,9 +97,9 @@ static int open_lock(writer_lock *w, const char *nodes)
 
 static int take(writer_lock *w, long long *token)
 {
-	int64_t t = 0, validity;
+	int64_t t = 0;
 	int rc = w->redlock
-		? dlock_redlock_try_fenced(&validity, &t, w->redlock, NULL, 5000, LEASE_MS)
+		? dlock_redlock_acquire_fenced(&t, w->redlock, NULL, 5000, LEASE_MS)
 		: dlock_lock_acquire_fenced(&t, w->lock, NULL, 5000, LEASE_MS);
 
 	if (rc != 0)
@@ -113,7 +113,7 @@ static void give_back(writer_lock *w)
 {
 	/* A writer whose lease ran out no longer holds anything to release. */
 	if (w->redlock)
-		dlock_redlock_unlock(w->redlock);
+		dlock_redlock_release(w->redlock, NULL);
 	else
 		dlock_lock_release(w->lock, NULL);
 }

@@ -318,7 +318,7 @@ DLOCK_EXTERN int dlock_client_ping(dlock_client *client);
  * Used by RedLock's restart guard; handy for health checks.
  * Errors: DLOCK_EINVAL (NULL argument), one command's errors (errors.h).
  */
-DLOCK_EXTERN int dlock_client_uptime(int64_t *seconds, dlock_client *client);
+DLOCK_EXTERN int dlock_client_uptime_s(int64_t *out_s, dlock_client *client);
 
 /**
  * The one-line message of the most recent failure on this client, from any
@@ -353,7 +353,7 @@ DLOCK_EXTERN int dlock_client_connect_async(dlock_op **out, dlock_client *client
 		void *userdata);
 DLOCK_EXTERN int dlock_client_ping_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
 		void *userdata);
-DLOCK_EXTERN int dlock_client_uptime_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+DLOCK_EXTERN int dlock_client_uptime_s_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
 		void *userdata);
 DLOCK_EXTERN int dlock_client_holder_async(dlock_op **out, dlock_client *client,
 		const char *owner, dlock_op_cb cb, void *userdata);

@@ -156,7 +156,7 @@ DLOCK_EXTERN int dlock_semaphore_release(dlock_semaphore *sem, int64_t permits);
  * is never renewed; DLOCK_LEASE_WATCHDOG - its lease is the client's
  * watchdog timeout, renewed every third of it on the client's background
  * loop while this handle lives and the permit is held (a renewal that finds
- * it gone marks it lost: dlock_semaphore_permit_check() and the lost
+ * it gone marks it lost: dlock_semaphore_check() and the lost
  * callback). id gets the permit's id.
  * Errors as dlock_semaphore_acquire(); DLOCK_EINVAL also for a plain
  * semaphore, a NULL id or a bad lease.
@@ -197,7 +197,7 @@ DLOCK_EXTERN int dlock_semaphore_force_release(int64_t *freed, dlock_semaphore *
  * DLOCK_ENOTOWNER not held through this handle (nor lost in the last
  * minute past its lease: older records of lost permits are dropped).
  */
-DLOCK_EXTERN int dlock_semaphore_permit_check(const dlock_semaphore *sem, const char *id);
+DLOCK_EXTERN int dlock_semaphore_check(const dlock_semaphore *sem, const char *id);
 
 /**
  * How long the permit `id` taken through this handle is certain to last
@@ -210,7 +210,7 @@ DLOCK_EXTERN int dlock_semaphore_permit_check(const dlock_semaphore *sem, const 
  * the time is up), DLOCK_ENOTOWNER (not held through this handle),
  * DLOCK_EINVAL (NULL argument).
  */
-DLOCK_EXTERN int dlock_semaphore_permit_validity(int64_t *ms, const dlock_semaphore *sem,
+DLOCK_EXTERN int dlock_semaphore_validity_ms(int64_t *out_ms, const dlock_semaphore *sem,
 		const char *id);
 
 /**
@@ -226,28 +226,29 @@ DLOCK_EXTERN int dlock_semaphore_set_lost_cb(dlock_semaphore *sem, dlock_lost_cb
 
 /**
  * Start an acquisition that does not block (see dlock/async.h): `permits`
- * permits of a plain semaphore (lease_ms ignored), or one permit of an
- * expirable one (permits must be 1) with lease_ms as
- * dlock_semaphore_acquire_permit(). The callback comes once, never inside
- * this call, with 0, DLOCK_ENOTACQUIRED at the end of the wait, or an error;
- * for an expirable permit result->permit_id is its id during the
- * callback. dlock_op_cancel() ends it with DLOCK_ECANCELED after
- * whatever it took was given back. Errors (no callback then): DLOCK_EINVAL,
- * DLOCK_ENOMEM, DLOCK_EFORKED.
+ * permits of a plain semaphore, as dlock_semaphore_acquire(); an expirable
+ * one's permit: dlock_semaphore_acquire_permit_async(), as
+ * dlock_semaphore_acquire_permit(), whose result->permit_id is the
+ * permit's id during the callback. The callback comes once, never inside
+ * the call, with 0, DLOCK_ENOTACQUIRED at the end of the wait, or an
+ * error. dlock_op_cancel() ends it with DLOCK_ECANCELED after whatever it
+ * took was given back. Errors (no callback then): DLOCK_EINVAL (also the
+ * other kind of semaphore), DLOCK_ENOMEM, DLOCK_EFORKED.
  */
 DLOCK_EXTERN int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *sem,
-		int64_t permits, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+		int64_t permits, int64_t wait_ms, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_acquire_permit_async(dlock_op **out, dlock_semaphore *sem,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
 
 /**
- * Give permits back without blocking: `permits` (>= 1) of a plain
- * semaphore (id ignored), or the expirable permit `id` (permits ignored),
- * with the outcomes of dlock_semaphore_release() and
- * dlock_semaphore_release_permit() in the callback. A release is not
+ * Give `permits` (>= 1) of a plain semaphore back without blocking, with
+ * the outcome of dlock_semaphore_release() in the callback (an expirable
+ * permit: dlock_semaphore_release_permit_async()). A release is not
  * canceled (dlock_op_cancel() lets it finish). Errors (no callback then):
- * DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ * DLOCK_EINVAL (also an expirable semaphore), DLOCK_ENOMEM, DLOCK_EFORKED.
  */
 DLOCK_EXTERN int dlock_semaphore_release_async(dlock_op **out, dlock_semaphore *sem,
-		int64_t permits, const char *id, dlock_op_cb cb, void *userdata);
+		int64_t permits, dlock_op_cb cb, void *userdata);
 
 /** What a server has for a semaphore at one moment (dlock_semaphore_query). */
 typedef struct dlock_semaphore_info dlock_semaphore_info;
@@ -289,7 +290,7 @@ DLOCK_EXTERN int64_t dlock_semaphore_info_permit_ttl_ms(const dlock_semaphore_in
  * at its server (classic and sharded pub/sub): waiters for permits, dlock's
  * and Redisson's alike (dlock shares one subscription per client and name).
  */
-DLOCK_EXTERN int64_t dlock_semaphore_info_waiters(const dlock_semaphore_info *info);
+DLOCK_EXTERN int64_t dlock_semaphore_info_subscribers(const dlock_semaphore_info *info);
 
 /** Free a dlock_semaphore_query() answer. Accepts NULL. */
 DLOCK_EXTERN void dlock_semaphore_info_free(dlock_semaphore_info *info);

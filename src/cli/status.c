@@ -22,12 +22,12 @@
 static void tell_count(cli_target *t, size_t i, node_view *v)
 {
 	dlock_countdown *latch = NULL;
-	int64_t sem_waiters = dlock_semaphore_info_waiters(v->sem);
+	int64_t sem_waiters = dlock_semaphore_info_subscribers(v->sem);
 
 	v->kind = KIND_COUNT;
 	/* A name a cluster's latch cannot have is no latch's. */
 	if (dlock_countdown_new(&latch, t->clients[i], t->name, NULL) == 0 &&
-			dlock_countdown_waiters(&v->latch_waiters, latch) == 0) {
+			dlock_countdown_subscribers(&v->latch_waiters, latch) == 0) {
 		if (v->latch_waiters > 0 && sem_waiters == 0)
 			v->kind = KIND_LATCH;
 		else if (sem_waiters > 0 && v->latch_waiters == 0)
@@ -132,7 +132,7 @@ static const char *mode_name(cli_mode m)
 static void print_json_count(FILE *out, const node_view *v)
 {
 	int64_t free_n = dlock_semaphore_info_available(v->sem);
-	int64_t waiters = dlock_semaphore_info_waiters(v->sem);
+	int64_t waiters = dlock_semaphore_info_subscribers(v->sem);
 	size_t j, used = dlock_semaphore_info_permits(v->sem);
 
 	if (v->kind == KIND_COUNT) {
@@ -404,11 +404,11 @@ static void print_heading(const cli_target *t, const node_view *v, const status_
 				t->name, where, dlock_semaphore_info_permits(f->sem),
 				dlock_semaphore_info_permits(f->sem) == 1 ? "" : "s",
 				(long long)dlock_semaphore_info_available(f->sem),
-				(long long)dlock_semaphore_info_waiters(f->sem), c->reachable);
+				(long long)dlock_semaphore_info_subscribers(f->sem), c->reachable);
 	else if (k == KIND_SEMAPHORE)
 		fprintf(out, "semaphore \"%s\" (%s): %lld free, %lld waiting, reachable %zu\n",
 				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
-				(long long)dlock_semaphore_info_waiters(f->sem), c->reachable);
+				(long long)dlock_semaphore_info_subscribers(f->sem), c->reachable);
 	else if (k == KIND_LATCH)
 		fprintf(out, "latch \"%s\" (%s): count %lld, %lld waiting, reachable %zu\n",
 				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
@@ -519,7 +519,7 @@ int64_t cli_view_waiting(const node_view *v)
 	if (v->kind == KIND_LATCH)
 		return v->latch_waiters;
 	if (v->sem != NULL)
-		return dlock_semaphore_info_waiters(v->sem);
+		return dlock_semaphore_info_subscribers(v->sem);
 	if (dlock_lock_info_queued(v->info) > 0)
 		return (int64_t)dlock_lock_info_queued(v->info);
 	return dlock_lock_info_subscribers(v->info);

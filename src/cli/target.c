@@ -121,15 +121,17 @@ int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_
 	if (t->sem != NULL)
 		return cli_permit_acquire(t, wait_ms, lease_ms, validity_ms);
 	switch (t->mode) {
-	case MODE_REDLOCK:
-		return t->fenced ? dlock_redlock_try_fenced(validity_ms, token, t->redlock, owner,
-						   wait_ms, lease_ms)
-				 : dlock_redlock_try_as(validity_ms, t->redlock, owner, wait_ms,
-						   lease_ms);
+	case MODE_REDLOCK: {
+		int rc = t->fenced ? dlock_redlock_acquire_fenced(
+						     token, t->redlock, owner, wait_ms, lease_ms)
+				   : dlock_redlock_acquire(t->redlock, owner, wait_ms, lease_ms);
+
+		return rc == 0 ? dlock_redlock_validity_ms(validity_ms, t->redlock, owner) : rc;
+	}
 	case MODE_MULTILOCK:
-		return t->fenced ? dlock_multilock_try_fenced(
+		return t->fenced ? dlock_multilock_acquire_fenced(
 						   token, t->multilock, owner, wait_ms, lease_ms)
-				 : dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
+				 : dlock_multilock_acquire(t->multilock, owner, wait_ms, lease_ms);
 	default:
 		return t->fenced ? dlock_lock_acquire_fenced(
 						   token, t->locks[0], owner, wait_ms, lease_ms)
@@ -143,9 +145,9 @@ int cli_target_release(cli_target *t, const char *owner)
 		return cli_permit_release(t);
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return dlock_redlock_unlock_as(t->redlock, owner);
+		return dlock_redlock_release(t->redlock, owner);
 	case MODE_MULTILOCK:
-		return dlock_multilock_unlock_as(t->multilock, owner);
+		return dlock_multilock_release(t->multilock, owner);
 	default:
 		return dlock_lock_release(t->locks[0], owner);
 	}
@@ -157,9 +159,9 @@ int cli_target_validity(cli_target *t, const char *owner, int64_t *ms)
 		return cli_permit_validity(t, ms);
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return dlock_redlock_validity(ms, t->redlock, owner);
+		return dlock_redlock_validity_ms(ms, t->redlock, owner);
 	case MODE_MULTILOCK:
-		return dlock_multilock_validity(ms, t->multilock, owner);
+		return dlock_multilock_validity_ms(ms, t->multilock, owner);
 	default:
 		return dlock_lock_validity_ms(ms, t->locks[0], owner);
 	}

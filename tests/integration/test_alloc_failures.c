@@ -636,9 +636,9 @@ Test(alloc_failures, redlock_open_free, .timeout = 120)
 	live = dl_torture_live();
 	fds = dl_count_fds();
 	x.r = open_redlock(x.name, 0, 0);
-	dl_pass(dlock_redlock_try(&x.validity, x.r, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&x.validity, x.r, NULL, 0, 10000));
 	cr_assert_eq(held_count(x.name), NSRV);
-	dl_pass(dlock_redlock_unlock(x.r));
+	dl_pass(dlock_redlock_release(x.r, NULL));
 	assert_absent_everywhere(NSRV, x.name, "redlock_open check", 0);
 	rl_teardown(&x);
 	cr_assert_eq(dl_torture_live(), live, "redlock_open check: leaked");
@@ -657,9 +657,8 @@ static int rl_acquire_run(void *arg)
 {
 	rl_ctx *x = arg;
 
-	return x->fenced
-			? dlock_redlock_try_fenced(&x->validity, &x->token, x->r, NULL, 0, x->lease)
-			: dlock_redlock_try(&x->validity, x->r, 0, x->lease);
+	return x->fenced ? dlock_redlock_acquire_fenced(&x->token, x->r, NULL, 0, x->lease)
+			 : dlock_redlock_acquire(x->r, NULL, 0, x->lease);
 }
 
 static void rl_acquire_check(void *arg, int rc, long k)
@@ -670,6 +669,7 @@ static void rl_acquire_check(void *arg, int rc, long k)
 		int n = held_count(x->name);
 
 		cr_assert_geq(n, NSRV / 2 + 1, "k=%ld: 0 but held on %d servers", k, n);
+		dl_pass(dlock_redlock_validity_ms(&x->validity, x->r, NULL));
 		cr_assert_gt(x->validity, 0);
 		cr_assert_eq(dlock_redlock_check(x->r, NULL), 0, "k=%ld: check", k);
 		if (x->fenced) {
@@ -686,7 +686,7 @@ static void rl_acquire_check(void *arg, int rc, long k)
 						renewed(i, x->name, WATCHDOG_MS - 500);
 			cr_assert_geq(r, NSRV / 2 + 1, "k=%ld: renewed on %d servers", k, r);
 		}
-		dl_pass(dlock_redlock_unlock(x->r));
+		dl_pass(dlock_redlock_release(x->r, NULL));
 	} else {
 		cr_assert_neq(dlock_redlock_check(x->r, NULL), 0);
 	}
@@ -728,13 +728,13 @@ static void rl_unlock_setup(void *arg)
 	rl_ctx *x = arg;
 
 	rl_setup(x);
-	dl_pass(dlock_redlock_try(&x->validity, x->r, 0, x->lease));
+	dl_pass(dl_redlock_acquire_v(&x->validity, x->r, NULL, 0, x->lease));
 	cr_assert_eq(held_count(x->name), NSRV);
 }
 
 static int rl_unlock_run(void *arg)
 {
-	return dlock_redlock_unlock(((rl_ctx *)arg)->r);
+	return dlock_redlock_release(((rl_ctx *)arg)->r, NULL);
 }
 
 static void rl_unlock_check(void *arg, int rc, long k)
@@ -745,7 +745,7 @@ static void rl_unlock_check(void *arg, int rc, long k)
 		cr_assert_eq(dlock_redlock_check(x->r, NULL), DLOCK_ENOTOWNER,
 				"k=%ld: a member record survived", k);
 	else /* whatever is still held is released by a second unlock */
-		cr_assert_eq(dlock_redlock_unlock(x->r), 0, "k=%ld: second unlock: %s", k,
+		cr_assert_eq(dlock_redlock_release(x->r, NULL), 0, "k=%ld: second unlock: %s", k,
 				dlock_redlock_errmsg(x->r));
 	assert_absent_everywhere(NSRV, x->name, "redlock_unlock", k);
 	if (x->lease < 0) {
@@ -766,7 +766,7 @@ static void rl_fresh_setup(void *arg)
 	rl_ctx *x = arg;
 
 	x->r = open_redlock(x->name, 0, 0);
-	dl_pass(dlock_redlock_try_as(&x->validity, x->r, FRESH_OWNER, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&x->validity, x->r, FRESH_OWNER, 0, 10000));
 	/* A member slower than the quorum's grace gets its hold a moment later. */
 	for (int i = 0; i < NSRV; i++) {
 		int64_t until = rh_now_ms() + 2000;
@@ -780,7 +780,7 @@ static void rl_fresh_setup(void *arg)
 
 static int rl_fresh_run(void *arg)
 {
-	return dlock_redlock_unlock_as(((rl_ctx *)arg)->r2, FRESH_OWNER);
+	return dlock_redlock_release(((rl_ctx *)arg)->r2, FRESH_OWNER);
 }
 
 static void rl_fresh_check(void *arg, int rc, long k)
@@ -788,7 +788,7 @@ static void rl_fresh_check(void *arg, int rc, long k)
 	rl_ctx *x = arg;
 
 	if (rc < 0)
-		cr_assert_eq(dlock_redlock_unlock_as(x->r2, FRESH_OWNER), 0,
+		cr_assert_eq(dlock_redlock_release(x->r2, FRESH_OWNER), 0,
 				"k=%ld: second unlock: %s", k, dlock_redlock_errmsg(x->r2));
 	assert_absent_everywhere(NSRV, x->name, "redlock_unlock_as (fresh handle)", k);
 }
@@ -846,7 +846,7 @@ static void ml_setup(void *arg)
 	if (x->make)
 		dl_pass(dlock_multilock_new(&x->m, x->l, NSRV, NULL));
 	if (x->locked) {
-		dl_pass(dlock_multilock_try(x->m, 0, 10000));
+		dl_pass(dlock_multilock_acquire(x->m, NULL, 0, 10000));
 		cr_assert_eq(ml_held(x), NSRV);
 	}
 }
@@ -903,7 +903,7 @@ static int ml_try_run(void *arg)
 {
 	ml_ctx *x = arg;
 
-	return dlock_multilock_try(x->m, x->wait, x->lease);
+	return dlock_multilock_acquire(x->m, NULL, x->wait, x->lease);
 }
 
 static void ml_try_check(void *arg, int rc, long k)
@@ -919,7 +919,7 @@ static void ml_try_check(void *arg, int rc, long k)
 						"k=%ld: member %d not renewed", k, i);
 			cr_assert_eq(ml_held(x), NSRV, "k=%ld: not held everywhere", k);
 		}
-		dl_pass(dlock_multilock_unlock(x->m));
+		dl_pass(dlock_multilock_release(x->m, NULL));
 	} else {
 		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER,
 				"k=%ld: a member record survived ENOMEM", k);
@@ -958,7 +958,7 @@ Test(alloc_failures, multilock_try, .timeout = 240)
 
 static int ml_unlock_run(void *arg)
 {
-	return dlock_multilock_unlock(((ml_ctx *)arg)->m);
+	return dlock_multilock_release(((ml_ctx *)arg)->m, NULL);
 }
 
 static void ml_unlock_check(void *arg, int rc, long k)
@@ -968,7 +968,7 @@ static void ml_unlock_check(void *arg, int rc, long k)
 	if (rc == 0)
 		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER);
 	else
-		cr_assert_eq(dlock_multilock_unlock(x->m), 0, "k=%ld: second unlock: %s", k,
+		cr_assert_eq(dlock_multilock_release(x->m, NULL), 0, "k=%ld: second unlock: %s", k,
 				dlock_multilock_errmsg(x->m));
 	assert_absent_everywhere(NSRV, x->name, "multilock_unlock", k);
 }
@@ -994,7 +994,7 @@ static int ml_query_run(void *arg)
 
 	ml_answers[0] = ml_answers[1] = -1;
 	rc = dlock_multilock_is_locked(&ml_answers[0], x->m);
-	return rc < 0 ? rc : dlock_multilock_is_held_as(&ml_answers[1], x->m, NULL);
+	return rc < 0 ? rc : dlock_multilock_is_held(&ml_answers[1], x->m, NULL);
 }
 
 static void ml_query_check(void *arg, int rc, long k)
@@ -1005,7 +1005,7 @@ static void ml_query_check(void *arg, int rc, long k)
 		cr_assert(ml_answers[0] == 1 && ml_answers[1] == 1, "k=%ld: answers %d, %d", k,
 				ml_answers[0], ml_answers[1]);
 	cr_assert_eq(ml_held(x), NSRV, "k=%ld: a query changed the lock", k);
-	dl_pass(dlock_multilock_unlock(x->m));
+	dl_pass(dlock_multilock_release(x->m, NULL));
 	assert_absent_everywhere(NSRV, x->name, "multilock queries", k);
 }
 

@@ -31,14 +31,14 @@ Test(async_client_calls, ping_and_uptime_answer_as_the_blocking_calls)
 	cr_expect_eq(ping.code, 0, "%s", ping.message);
 	dl_no_second(loop, &ping);
 
-	dl_pass(dlock_client_uptime(&before, c));
-	dl_wait_one(loop, dlock_client_uptime_async(NULL, c, dl_note, &up), &up);
-	dl_pass(dlock_client_uptime(&after, c));
+	dl_pass(dlock_client_uptime_s(&before, c));
+	dl_wait_one(loop, dlock_client_uptime_s_async(NULL, c, dl_note, &up), &up);
+	dl_pass(dlock_client_uptime_s(&after, c));
 	cr_expect_eq(up.code, 0, "%s", up.message);
 	cr_expect(up.value >= before && up.value <= after, "uptime %lld, blocking %lld then %lld",
 			(long long)up.value, (long long)before, (long long)after);
 
-	dl_pass(dlock_client_uptime_async(&op, c, dl_note, &canceled));
+	dl_pass(dlock_client_uptime_s_async(&op, c, dl_note, &canceled));
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
 	dl_wait_one(loop, 0, &canceled);
@@ -46,7 +46,7 @@ Test(async_client_calls, ping_and_uptime_answer_as_the_blocking_calls)
 	dl_no_second(loop, &canceled);
 
 	cr_expect_eq(dlock_client_ping_async(NULL, NULL, dl_note, &ping), DLOCK_EINVAL);
-	cr_expect_eq(dlock_client_uptime_async(NULL, c, NULL, NULL), DLOCK_EINVAL);
+	cr_expect_eq(dlock_client_uptime_s_async(NULL, c, NULL, NULL), DLOCK_EINVAL);
 	dlock_client_free(c);
 	dlock_loop_free(loop);
 }

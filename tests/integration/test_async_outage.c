@@ -172,7 +172,7 @@ Test(async_outage, a_semaphore_wait_over_an_outage_ends_not_acquired)
 	c = client_on(loop);
 	dl_pass(dlock_semaphore_new(&s, c, "outage:sem", NULL));
 	for (int i = 0; i < WAITS; i++)
-		dl_pass(dlock_semaphore_acquire_async(NULL, s, 1, WAIT_MS, 0, note, &o[i]));
+		dl_pass(dlock_semaphore_acquire_async(NULL, s, 1, WAIT_MS, note, &o[i]));
 	took = ride_out(loop, o, rh_now_ms(), "redisson_sc:{outage:sem}", "1");
 	assert_all(o, DLOCK_ENOTACQUIRED, "outage:sem");
 	cr_assert_lt(took, WAIT_MS + 2000, "the waits of %d ms ended after %lld ms", WAIT_MS,

@@ -70,7 +70,7 @@ Test(async_sem_calls, the_counts_calls_answer_as_the_blocking_ones)
 	cr_expect_eq(to.code, 0, "%s", to.message);
 	cr_expect_eq(available_both(loop, s), 1);
 
-	dl_wait_one(loop, dlock_semaphore_release_async(NULL, s, 2, NULL, dl_note, &rel), &rel);
+	dl_wait_one(loop, dlock_semaphore_release_async(NULL, s, 2, dl_note, &rel), &rel);
 	cr_expect_eq(rel.code, 0, "%s", rel.message);
 	dl_pass(dlock_semaphore_release(s, 1));
 	cr_expect_eq(available_both(loop, s), 4, "released 2 async, 1 blocking");

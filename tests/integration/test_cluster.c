@@ -316,10 +316,10 @@ Test(cluster, a_multilock_spans_slots)
 	for (int i = 0; i < 3; i++)
 		m[i] = dl_lock(c, names[i]);
 	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
-	dl_pass(dlock_multilock_try(ml, 0, 10000));
+	dl_pass(dlock_multilock_acquire(ml, NULL, 0, 10000));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 1);
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 0);
 	dlock_multilock_free(ml);
@@ -360,11 +360,11 @@ Test(cluster, a_multilock_query_follows_a_moved_slot)
 	for (int i = 0; i < 3; i++)
 		m[i] = dl_lock(c, names[i]);
 	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
-	dl_pass(dlock_multilock_try_as(ml, "mq:1", 0, 30000));
+	dl_pass(dlock_multilock_acquire(ml, "mq:1", 0, 30000));
 	slot = rh_cluster_key_slot(cl, names[0]);
 	from = dl_slot_owner(cl, names[0]);
 	cr_assert_eq(rh_cluster_move_slot(cl, slot, dl_other_primary(cl, from), 0), 0);
-	dl_pass(dlock_multilock_is_held_as(&yes, ml, "mq:1"));
+	dl_pass(dlock_multilock_is_held(&yes, ml, "mq:1"));
 	cr_assert_eq(yes, 1, "held on every member, one of them moved");
 	slot = rh_cluster_key_slot(cl, names[1]);
 	from = dl_slot_owner(cl, names[1]);
@@ -375,7 +375,7 @@ Test(cluster, a_multilock_query_follows_a_moved_slot)
 	cr_assert_eq(atomic_load(&a.calls), 1);
 	cr_assert_eq(a.code, 0);
 	cr_assert_eq(a.value, 1);
-	dl_pass(dlock_multilock_unlock_as(ml, "mq:1"));
+	dl_pass(dlock_multilock_release(ml, "mq:1"));
 	dlock_multilock_free(ml);
 	dl_free_locks(m[0], m[1], m[2]);
 	dl_close_clients(c);

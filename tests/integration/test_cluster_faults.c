@@ -327,11 +327,11 @@ Test(cluster_faults, a_redlock_of_three_clusters, .timeout = 120)
 	const char *uris[] = { rh_cluster_seed_uri(c[0]), rh_cluster_seed_uri(c[1]),
 		rh_cluster_seed_uri(c[2]) };
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "across", NULL, NULL));
-	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(c[i], "across"), "EXISTS across"), 1,
 				"not held in cluster %d", i + 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(c[i], "across"), "EXISTS across"), 0);
 	dlock_redlock_free(rl);
@@ -346,15 +346,15 @@ Test(cluster_faults, a_redlock_of_three_clusters, .timeout = 120)
 	dl_sleep_ms(2000); /* older than the guard's window (uptime has 1 s steps) */
 	dl_pass(dlock_lock_acquire(partial, NULL, DLOCK_WAIT_FOREVER, 10000));
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "across", NULL, &ro));
-	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000));
 	for (size_t i = 0; i < 3; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 
-		dl_pass(dlock_redlock_status(&st, rl, i));
+		dl_pass(dlock_redlock_member_status(&st, rl, i));
 		cr_assert_eq(st.vote, i == 0 ? DLOCK_VOTE_HELD : DLOCK_VOTE_ACQUIRED,
 				"member %zu: vote %s (%s)", i, dl_vote_name(st.vote), st.message);
 	}
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	dl_pass(dlock_lock_release(partial, NULL));
 	dlock_redlock_free(rl);
 	dl_free_locks(partial);

@@ -158,7 +158,7 @@ Test(countdown, a_count_is_set_only_while_the_latch_does_not_exist)
 	channel_of("gate", ch, sizeof ch);
 	redisContext *sub = dl_subscribe(rh_server_port(dl_srv), ch);
 
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 0, "a latch never set counts %lld, want 0", (long long)n);
 	dl_pass(dlock_countdown_try_set_count(&set, l, 3));
 	cr_assert_eq(set, 1, "the first try_set_count did not set it");
@@ -170,7 +170,7 @@ Test(countdown, a_count_is_set_only_while_the_latch_does_not_exist)
 	cr_assert_eq(set, 0, "a second try_set_count set the latch again");
 	cr_assert_eq(raw_count("gate"), 3, "the second try_set_count changed the count");
 	cr_assert_null(dl_next_reply(sub, 200), "a refused try_set_count published");
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 3);
 
 	cr_assert_eq(dlock_countdown_try_set_count(&set, l, 0), DLOCK_EINVAL);
@@ -234,8 +234,8 @@ Test(countdown, count_down_to_zero_wakes_every_waiter_promptly)
 	await_subscribers("start", 2); /* one subscription per client, shared */
 	dl_sleep_ms(SETTLE_MS);
 	int64_t listening = -1;
-	dl_pass(dlock_countdown_waiters(&listening, down));
-	cr_assert_eq(listening, 2, "dlock_countdown_waiters counts %lld, not the 2 subscriptions",
+	dl_pass(dlock_countdown_subscribers(&listening, down));
+	cr_assert_eq(listening, 2, "dlock_countdown_subscribers counts %lld, not the 2 subscriptions",
 			(long long)listening);
 
 	/* They sleep on the channel: a second without a message costs no GET. */
@@ -329,7 +329,7 @@ Test(countdown, a_wait_that_runs_out_returns_timed_out)
 	cr_assert_eq(dlock_countdown_await(l, -2), DLOCK_EINVAL);
 
 	/* Nothing changed, nothing stays subscribed. */
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 2);
 	await_subscribers("never", 0);
 
@@ -371,7 +371,7 @@ Test(countdown, delete_wakes_dlock_waiters_and_the_latch_can_be_set_again)
 	dl_pass(dlock_countdown_count_down(NULL, l));
 	dl_pass(dlock_countdown_try_set_count(&set, l, 2));
 	cr_assert_eq(set, 1, "a latch at zero could not be set again");
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 2);
 
 	/* The second round waits for the new count, and wakes at its zero. */
@@ -413,13 +413,13 @@ Test(countdown, a_key_that_is_not_a_count_is_refused)
 
 	cr_assert_eq(rh_command_int(dl_srv, "HSET ahash f 1"), 1);
 	freeReplyObject(rh_command(dl_srv, "SET astring hello"));
-	cr_assert_eq(dlock_countdown_get_count(&n, h), DLOCK_EWRONGTYPE, "%s",
+	cr_assert_eq(dlock_countdown_count(&n, h), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(h));
 	cr_assert_eq(dlock_countdown_count_down(NULL, h), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(h));
 	cr_assert_eq(dlock_countdown_await(h, LONG_WAIT_MS), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(h));
-	cr_assert_eq(dlock_countdown_get_count(&n, s), DLOCK_EWRONGTYPE, "%s",
+	cr_assert_eq(dlock_countdown_count(&n, s), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(s));
 	cr_assert_eq(dlock_countdown_count_down(NULL, s), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(s));
@@ -544,7 +544,7 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 
 	/* The remaining calls, asynchronously. */
 	outcome cnt = { 0 }, dn = { 0 }, del = { 0 };
-	dl_pass(dlock_countdown_get_count_async(NULL, l, note, &cnt));
+	dl_pass(dlock_countdown_count_async(NULL, l, note, &cnt));
 	run_until_done(loop, &cnt, 5000);
 	cr_assert_eq(cnt.value, 3);
 	dl_pass(dlock_countdown_count_down_async(NULL, l, note, &dn));
@@ -580,8 +580,8 @@ Test(countdown, bad_arguments_are_refused)
 	o.version = DLOCK_COUNTDOWN_OPTIONS_VERSION;
 	dl_pass(dlock_countdown_new(&l, c, "x", &o));
 	cr_assert_str_eq(dlock_countdown_name(l), "x");
-	cr_assert_eq(dlock_countdown_get_count(NULL, l), DLOCK_EINVAL);
-	cr_assert_eq(dlock_countdown_get_count(&n, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_countdown_count(NULL, l), DLOCK_EINVAL);
+	cr_assert_eq(dlock_countdown_count(&n, NULL), DLOCK_EINVAL);
 	cr_assert_eq(dlock_countdown_await(NULL, 0), DLOCK_EINVAL);
 	cr_assert_eq(dlock_countdown_await_async(NULL, l, 0, NULL, NULL), DLOCK_EINVAL);
 	/* Closing the client first is fine: the latch keeps it until it goes. */

@@ -65,18 +65,18 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 	}
 	cr_assert_eq(dlock_redlock_new(&ra, a, 3, &ro), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_multilock_new(&mb, b, 3, NULL), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_redlock_lock(NULL, ra, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(ra, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(ra));
 	cr_assert_eq(rh_command_int(s[2], "EXISTS %s", "faults:flush:a"), 1);
 
 	/* Server 2 times out once (a MultiLock waits for every member: now it
      * is "slow" for its client), then comes back with an empty script cache. */
 	cr_assert_eq(rh_server_pause(s[2]), 0);
-	cr_assert_neq(dlock_multilock_try(mb, 0, 5000), 0);
+	cr_assert_neq(dlock_multilock_acquire(mb, NULL, 0, 5000), 0);
 	cr_assert_eq(rh_server_resume(s[2]), 0);
 	freeReplyObject(rh_command(s[2], "SCRIPT FLUSH"));
 
-	cr_assert_eq(dlock_redlock_unlock(ra), 0, "%s", dlock_redlock_errmsg(ra));
+	cr_assert_eq(dlock_redlock_release(ra, NULL), 0, "%s", dlock_redlock_errmsg(ra));
 	cr_assert(key_gone_within(s[2], "faults:flush:a", 1000),
 			"the release sent without waiting never ran on the flushed server");
 
@@ -434,7 +434,7 @@ Test(faults, members_whose_ttl_reset_failed_are_rolled_back, .timeout = 30)
 	hold_foreign(s[1], "faults:reset", 300);
 	dlock__redlock_engine(r)->test_hook = pause_before_finalize;
 	dlock__redlock_engine(r)->test_hook_arg = &st;
-	int rc = dlock_redlock_try(NULL, r, 1500, 5000);
+	int rc = dlock_redlock_acquire(r, NULL, 1500, 5000);
 	for (int i = 1; i < 3; i++)
 		rh_server_resume(s[i]);
 	cr_assert_eq(st.fired, 1, "the ordered round never reached its TTL reset");
@@ -467,17 +467,17 @@ Test(faults, ordered_round_takes_every_free_member, .timeout = 30)
 
 	for (int i = 0; i < 3; i++)
 		hold_foreign(s[i], "faults:more", 300);
-	cr_assert_eq(dlock_redlock_try(&validity, r, 3000, 5000), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, 3000, 5000), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 5; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 		int64_t held = rh_command_int(s[i], "EXISTS %s", "faults:more");
 		cr_assert_eq(held, 1, "member %d not taken: a bare quorum", i);
-		cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, (size_t)i), 0);
 		cr_assert_eq(st.vote == DLOCK_VOTE_ACQUIRED, held == 1,
 				"member %d: status says vote %d, server says %s", i, (int)st.vote,
 				held ? "held" : "free");
 	}
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	dlock_redlock_free(r);
 	for (int i = 0; i < 5; i++)
 		rh_server_free(s[i]);
@@ -523,16 +523,16 @@ Test(faults, fast_clock_server_gives_no_second_holder_after_ordered_round, .time
 	hold_foreign(s[3], "faults:skew", 300);
 	hold_foreign(s[4], "faults:skew", 300);
 	int64_t validity = 0;
-	cr_assert_eq(dlock_redlock_try(&validity, a, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, a, NULL, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
 	int64_t granted = rh_now_ms();
 	/* Server 0's 4 s lease is over by its clock after ~2 s of ours. */
 	cr_assert(key_gone_within(s[0], "faults:skew", 3000),
 			"the fast server's key did not expire early: the shim is not working");
 	cr_assert_gt(validity - (rh_now_ms() - granted), 0, "A's validity ran out meanwhile");
-	int rc = dlock_redlock_try(NULL, b, 0, 4000);
+	int rc = dlock_redlock_acquire(b, NULL, 0, 4000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B: %s (%s) while A still holds its grant",
 			dlock_strerror(rc), dlock_redlock_errmsg(b));
-	dlock_redlock_unlock(a);
+	dlock_redlock_release(a, NULL);
 	dlock_redlock_free(a);
 	dlock_redlock_free(b);
 	for (int i = 0; i < 5; i++)
@@ -556,10 +556,10 @@ Test(faults, fast_clock_server_and_a_bare_quorum_measured, .timeout = 30)
 
 	for (int i = 3; i < 5; i++)
 		hold_foreign(s[i], "faults:bare", 300);
-	cr_assert_eq(dlock_redlock_try(&validity, a, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, a, NULL, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
 	int64_t t0 = rh_now_ms();
 	cr_assert(key_gone_within(s[0], "faults:bare", 3000), "the shim is not working");
-	int rc = dlock_redlock_try(NULL, b, 0, 4000);
+	int rc = dlock_redlock_acquire(b, NULL, 0, 4000);
 	int64_t left = validity - (rh_now_ms() - t0);
 	cr_log_info("server 0's clock 2x fast; A held 3 of 5 (validity %lld ms): B %s, with %lld ms "
 		    "of A's validity left",
@@ -569,8 +569,8 @@ Test(faults, fast_clock_server_and_a_bare_quorum_measured, .timeout = 30)
 			"B's result and server 0's key disagree");
 	cr_assert_gt(left, 0, "A's validity ran out before B's try: nothing measured");
 	if (rc == 0)
-		dlock_redlock_unlock(b);
-	dlock_redlock_unlock(a);
+		dlock_redlock_release(b, NULL);
+	dlock_redlock_release(a, NULL);
 	dlock_redlock_free(a);
 	dlock_redlock_free(b);
 	for (int i = 0; i < 5; i++)

@@ -156,7 +156,7 @@ Test(first_contact, a_redlock_with_two_of_three_never_answering_ends_its_wait, .
 	trio t;
 	trio_up(&t, 2, "first-contact-red2");
 	int64_t validity = 0, t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, t.r, DLOCK_WAIT_FOREVER, 10000);
+	int rc = dl_redlock_acquire_v(&validity, t.r, NULL, DLOCK_WAIT_FOREVER, 10000);
 	int64_t took = rh_now_ms() - t0;
 	const char *msg = dlock_redlock_errmsg(t.r);
 
@@ -181,9 +181,9 @@ Test(first_contact, a_redlock_with_one_of_three_never_answering_acquires, .timeo
 
 	/* Another owner holds it past the dead member's period: the wait goes
 	 * on with the two members left, a quorum, and gets it at the lease's end. */
-	dl_pass(dlock_redlock_try_as(&validity, t.r, "other:1", 0, lease));
+	dl_pass(dl_redlock_acquire_v(&validity, t.r, "other:1", 0, lease));
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, t.r, DLOCK_WAIT_FOREVER, 10000);
+	int rc = dl_redlock_acquire_v(&validity, t.r, NULL, DLOCK_WAIT_FOREVER, 10000);
 	int64_t took = rh_now_ms() - t0;
 	cr_expect_eq(rc, 0, "rc %d (%s) after %" PRId64 " ms: %s", rc, dlock_strerror(rc), took,
 			dlock_redlock_errmsg(t.r));
@@ -191,6 +191,6 @@ Test(first_contact, a_redlock_with_one_of_three_never_answering_acquires, .timeo
 			"acquired after %" PRId64 " ms; the other owner's lease was %" PRId64 " ms",
 			took, lease);
 	if (rc == 0)
-		dl_pass(dlock_redlock_unlock(t.r));
+		dl_pass(dlock_redlock_release(t.r, NULL));
 	trio_down(&t);
 }

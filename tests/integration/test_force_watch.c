@@ -250,7 +250,7 @@ Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout 
 	ro.restart_guard_ms = 0;
 	dl_pass(dlock_redlock_new_from_uris(&r, uris, 3, name, &co, &ro));
 	dl_pass(dlock_redlock_set_lost_cb(r, dl_on_lost, &lost));
-	dl_pass(dlock_redlock_lock(NULL, r, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_redlock_acquire(r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	for (int i = 0; i < 3; i++)
 		dl_await_numsub(s[i], channel, 1, 2000);
 
@@ -259,7 +259,7 @@ Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout 
 	force_from_elsewhere(s[1], name, PLAIN);
 	assert_heard(&lost, forced_at, "RedLock of 3, 2 force-unlocked");
 	cr_assert_neq(dlock_redlock_check(r, NULL), 0, "the RedLock still says held");
-	cr_assert_eq(dlock_redlock_unlock(r), DLOCK_ELOST, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), DLOCK_ELOST, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
 		dl_await_numsub(s[i], channel, 0, 2000);
 

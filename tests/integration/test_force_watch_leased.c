@@ -391,7 +391,7 @@ static void leased_permit_hears_a_force_release(const char *name, int await_sub)
 		dl_await_numsub(dl_srv, channel, 1, 2000);
 	forced_at = force_release_elsewhere(name);
 	assert_heard(&lost, forced_at, "a leased permit");
-	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST);
+	cr_assert_eq(dlock_semaphore_check(h.s, h.id), DLOCK_ELOST);
 	dl_await_numsub(dl_srv, channel, 0, 2000);
 
 	holder_free(&h);
@@ -433,7 +433,7 @@ Test(force_watch_leased, a_leased_permit_stops_listening_when_its_lease_ends)
 	cr_assert_eq(dl_numsub(dl_srv, "redisson_sc:{fwl:p-ends}"), 0,
 			"still listening 6 s after a 1.5 s lease was taken");
 	cr_assert_geq(rh_now_ms() - taken, 1400, "stopped listening before the lease ended");
-	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST, "the lease ran out");
+	cr_assert_eq(dlock_semaphore_check(h.s, h.id), DLOCK_ELOST, "the lease ran out");
 	cr_assert_eq(dl_lost_count(&lost), 0, "a lease's end reported lost");
 
 	holder_free(&h);
@@ -486,7 +486,7 @@ Test(force_watch_leased, a_message_does_not_extend_a_leased_permit)
 	after = score_of("{fwl:p-ext}:timeout", h.id);
 	cr_assert_eq(after, before, "the lease end moved from %lld to %lld", before, after);
 	cr_assert_eq(dl_lost_count(&lost), 0, "a message reported a loss");
-	dl_pass(dlock_semaphore_permit_check(h.s, h.id));
+	dl_pass(dlock_semaphore_check(h.s, h.id));
 	dl_pass(dlock_semaphore_release_permit(h.s, h.id));
 	dl_await_numsub(dl_srv, "redisson_sc:{fwl:p-ext}", 0, 2000);
 

@@ -119,7 +119,7 @@ Test(force_watch_permits, a_permit_hears_a_force_release_within_1s)
 	forced_at = force_release_elsewhere("fwp:heard", 1);
 	assert_lost_within(&lost, forced_at, HEARD_WITHIN_MS, "a force release");
 	cr_assert_str_eq(lost.owner, h.id);
-	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST);
+	cr_assert_eq(dlock_semaphore_check(h.s, h.id), DLOCK_ELOST);
 	/* The permit is back in the count, and a lost permit listens no more. */
 	cr_assert_eq(count_of("fwp:heard"), 1);
 	dl_await_numsub(dl_srv, "redisson_sc:{fwp:heard}", 0, 2000);

@@ -365,12 +365,12 @@ Test(holder, permits_and_multilock_members_register_on_their_nodes)
 	la = dl_lock(a, "reg-ml");
 	lb = dl_lock(b, "reg-ml");
 	dl_pass(dlock_multilock_new(&ml, (dlock_lock *const[]){ la, lb }, 2, NULL));
-	dl_pass(dlock_multilock_lock(ml, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_multilock_acquire(ml, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	holder_key(key, sizeof key, a);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 1, "member a");
 	holder_key(key, sizeof key, b);
 	cr_assert_eq(rh_command_int(other, "EXISTS %s", key), 1, "member b");
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	dlock_multilock_free(ml);
 
 	/* A client of its own for the permit: a registration of its own. */

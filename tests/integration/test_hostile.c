@@ -942,21 +942,21 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	int64_t validity = -1;
 
 	/* One member of three: a quorum still holds; the member says why it did not. */
-	int rc = dlock_redlock_try(&validity, r, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_status(&st, r, 0), 0);
+	cr_assert_eq(dlock_redlock_member_status(&st, r, 0), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "member 0 vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EWRONGTYPE, "member 0 error %d (%s)", st.error,
 			dlock_strerror(st.error));
 	assert_msg(st.message, node0, "WRONGTYPE", "member 0 status");
 	cr_assert_str_eq(st.node, node0);
 	for (size_t i = 1; i < 3; i++) {
-		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, i), 0);
 		cr_assert_eq(st.vote, DLOCK_VOTE_ACQUIRED, "member %zu vote %d", i, st.vote);
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 1);
 	}
 	cr_assert_eq(dlock_redlock_check(r, NULL), 0);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (size_t i = 1; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 0);
 	snap_assert_same(srv[0], &before0, "RedLock with a WRONGTYPE member");
@@ -964,7 +964,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	/* Two of three: no quorum; the error says why, and names both nodes. */
 	ok_reply(rh_command(srv[1], "RPUSH rl-wt a"), "RPUSH");
 	snap_take(srv[1], &before1);
-	rc = dlock_redlock_try(&validity, r, 0, 10000);
+	rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	assert_msg(dlock_redlock_errmsg(r), node0, "WRONGTYPE", "RedLock, 2 WRONGTYPE members");
@@ -974,7 +974,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
 	/* The waiting path says the same (bounded). */
 	int64_t t0 = rh_now_ms();
-	rc = dlock_redlock_try(&validity, r, 300, 10000);
+	rc = dl_redlock_acquire_v(&validity, r, NULL, 300, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "wait: rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_lt(rh_now_ms() - t0, 2000);
@@ -985,8 +985,8 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	/* The same handle works once the keys are gone. */
 	cr_assert_eq(rh_command_int(srv[0], "DEL rl-wt"), 1);
 	cr_assert_eq(rh_command_int(srv[1], "DEL rl-wt"), 1);
-	cr_assert_eq(dlock_redlock_try(&validity, r, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (size_t i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 0);
 
@@ -1173,17 +1173,17 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	/* One member with a wrong password: a quorum, and that member's status says why. */
 	const char *one_bad[3] = { uris[0], bad[1], uris[2] };
 	dlock_redlock *r = open_redlock(NULL, 3, one_bad, "rl-auth", 0, 0);
-	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_redlock_acquire(r, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_redlock_errmsg(r));
 	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-	cr_assert_eq(dlock_redlock_status(&st, r, 1), 0);
+	cr_assert_eq(dlock_redlock_member_status(&st, r, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EAUTH, "error %d (%s) %s", st.error, dlock_strerror(st.error),
 			st.message);
 	assert_msg(st.message, node[1], NULL, "member with a wrong password");
 	cr_assert_null(strstr(st.message, bad_pw), "the status leaks the password: %s", st.message);
 	cr_assert_null(strstr(st.message, "s3cret"), "the status leaks a password: %s", st.message);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
 		await_dbsize(srv[i], 0, 2000);
 	dlock_redlock_free(r);
@@ -1191,7 +1191,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	/* Two: no quorum; the message names both nodes and no password. */
 	const char *two_bad[3] = { bad[0], uris[1], bad[2] };
 	r = open_redlock(NULL, 3, two_bad, "rl-auth", 0, 0);
-	rc = dlock_redlock_try(NULL, r, 0, 10000);
+	rc = dlock_redlock_acquire(r, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EAUTH, "rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	const char *msg = dlock_redlock_errmsg(r);
@@ -1201,7 +1201,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	cr_assert_null(strstr(msg, bad_pw), "the message leaks the password: %s", msg);
 	cr_assert_null(strstr(msg, "s3cret"), "the message leaks a password: %s", msg);
 	for (size_t i = 0; i < 3; i += 2) {
-		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, i), 0);
 		cr_assert_eq(st.error, DLOCK_EAUTH, "member %zu: error %d %s", i, st.error,
 				st.message);
 		cr_assert_null(strstr(st.message, bad_pw));
@@ -1219,8 +1219,8 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 
 	/* The servers are fine for correct credentials. */
 	r = open_redlock(NULL, 3, (const char *[]){ uris[0], uris[1], uris[2] }, "rl-auth", 0, 0);
-	cr_assert_eq(dlock_redlock_try(NULL, r, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_unlock(r), 0);
+	cr_assert_eq(dlock_redlock_acquire(r, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0);
 	dlock_redlock_free(r);
 	for (int i = 0; i < 3; i++)
 		rh_server_free(srv[i]);
@@ -1587,9 +1587,9 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	int failures = 0, first_rc = 0;
 	char first_msg[512] = "";
 	for (int i = 0; i < 200; i++) {
-		int rc = dlock_redlock_try(&validity, r, 1000, 5000);
+		int rc = dl_redlock_acquire_v(&validity, r, NULL, 1000, 5000);
 		if (rc == 0)
-			rc = dlock_redlock_unlock(r);
+			rc = dlock_redlock_release(r, NULL);
 		if (rc != 0 && failures++ == 0) {
 			first_rc = rc;
 			snprintf(first_msg, sizeof first_msg, "%s", dlock_redlock_errmsg(r));
@@ -1607,7 +1607,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 
 	/* Held with the watchdog (600 ms, renewed every 200 ms): flushed, the
 	 * renewals still work on every node and the lock outlives its TTL. */
-	cr_assert_eq(dlock_redlock_lock(&validity, r, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
 	int64_t start = rh_now_ms();
@@ -1634,7 +1634,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-flush"), 1, "node %d lost the key",
 				i);
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-flush"), 0);
 	dlock_redlock_free(r);
@@ -1642,16 +1642,16 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	/* A fenced RedLock (its token script too) after a flush. */
 	r = open_redlock(srv, 3, NULL, "rl-flush-fenced", 0, 1);
 	int64_t t1 = 0, t2 = 0;
-	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t1, r, NULL, 0, 5000), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire_fenced(&t1, r, NULL, 0, 5000), 0, "%s",
 			dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t2, r, NULL, 0, 5000), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire_fenced(&t2, r, NULL, 0, 5000), 0, "%s",
 			dlock_redlock_errmsg(r));
 	cr_assert_gt(t2, t1);
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	dlock_redlock_free(r);
 
 	for (int i = 0; i < 3; i++)

@@ -144,11 +144,11 @@ Test(loss, redlock_unlock_after_majority_deleted_says_lost, .timeout = 30)
 	ro.restart_guard_ms = 0;
 	cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 3, "loss:redlock", &co, &ro), 0, "%s",
 			dlock_errmsg_last());
-	cr_assert_eq(dlock_redlock_lock(NULL, r, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(r));
 	cr_assert_eq(rh_command_int(s[0], "DEL %s", "loss:redlock"), 1);
 	cr_assert_eq(rh_command_int(s[1], "DEL %s", "loss:redlock"), 1);
-	int rc = dlock_redlock_unlock(r);
+	int rc = dlock_redlock_release(r, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_eq(rh_command_int(s[2], "EXISTS %s", "loss:redlock"), 0,
 			"the remaining member was released");

@@ -183,7 +183,7 @@ typedef struct waiter_run {
 static void *waiter_main(void *arg)
 {
 	waiter_run *w = arg;
-	w->rc = dlock_redlock_try_as(NULL, w->r, WAITER, w->wait_ms, DLOCK_LEASE_WATCHDOG);
+	w->rc = dlock_redlock_acquire(w->r, WAITER, w->wait_ms, DLOCK_LEASE_WATCHDOG);
 	w->done_at = rh_now_ms();
 	return NULL;
 }
@@ -205,7 +205,7 @@ static void minority_partition(int k)
 	int64_t healed, unlocked;
 
 	setup(&f);
-	cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(f.holder, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(f.holder));
 	waiter_start(&w, f.waiter, 30000);
 	dl_sleep_ms(300);
@@ -220,7 +220,7 @@ static void minority_partition(int k)
 	heal_servers(&f);
 	healed = rh_now_ms();
 	dl_sleep_ms(500);
-	cr_assert_eq(dlock_redlock_unlock(f.holder), 0, "%s", dlock_redlock_errmsg(f.holder));
+	cr_assert_eq(dlock_redlock_release(f.holder, NULL), 0, "%s", dlock_redlock_errmsg(f.holder));
 	unlocked = rh_now_ms();
 	pthread_join(w.th, NULL);
 	cr_assert_eq(w.rc, 0, "the waiter did not get the lock after the heal: %s",
@@ -232,7 +232,7 @@ static void minority_partition(int k)
 	cr_assert_leq(w.done_at - unlocked, 2 * CMD_TIMEOUT_MS + MARGIN_MS,
 			"the waiter took %lld ms after the unlock: healed nodes stayed refused",
 			(long long)(w.done_at - unlocked));
-	cr_assert_eq(dlock_redlock_unlock_as(f.waiter, WAITER), 0, "%s",
+	cr_assert_eq(dlock_redlock_release(f.waiter, WAITER), 0, "%s",
 			dlock_redlock_errmsg(f.waiter));
 	teardown(&f);
 }
@@ -256,7 +256,7 @@ Test(partition, three_of_five_cut_holder_loses_it_first, .timeout = 90)
 	int64_t cut_at, healed, lost_at;
 
 	setup(&f);
-	cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(f.holder, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(f.holder));
 	waiter_start(&w, f.waiter, 30000);
 	dl_sleep_ms(300);
@@ -290,8 +290,8 @@ Test(partition, three_of_five_cut_holder_loses_it_first, .timeout = 90)
 			CUT_MS, (long long)(lost_at - cut_at), (long long)(w.done_at - healed));
 	cr_assert_leq(w.done_at - healed, WATCHDOG_MS + 2 * CMD_TIMEOUT_MS + MARGIN_MS,
 			"the waiter took %lld ms after the heal", (long long)(w.done_at - healed));
-	cr_assert_eq(dlock_redlock_unlock(f.holder), DLOCK_ELOST);
-	cr_assert_eq(dlock_redlock_unlock_as(f.waiter, WAITER), 0, "%s",
+	cr_assert_eq(dlock_redlock_release(f.holder, NULL), DLOCK_ELOST);
+	cr_assert_eq(dlock_redlock_release(f.waiter, WAITER), 0, "%s",
 			dlock_redlock_errmsg(f.waiter));
 	teardown(&f);
 }

@@ -97,16 +97,16 @@ Test(queries, redlock_is_locked_by_a_quorum_and_says_when_it_cannot_tell, .fini 
 	cr_assert_eq(dlock_redlock_quorum(rl), 2);
 	cr_assert_eq(dlock_redlock_is_locked(&locked, rl), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(locked, 0);
-	cr_assert_eq(dlock_redlock_try(NULL, rl, 0, 20000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dlock_redlock_acquire(rl, NULL, 0, 20000), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(dlock_redlock_is_locked(&locked, rl), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(locked, 1);
-	cr_assert_eq(dlock_redlock_is_held_as(&held, rl, NULL), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dlock_redlock_is_held(&held, rl, NULL), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(held, 1, "held by the calling thread");
-	cr_assert_eq(dlock_redlock_is_held_as(&held, rl, "someone-else"), 0);
+	cr_assert_eq(dlock_redlock_is_held(&held, rl, "someone-else"), 0);
 	cr_assert_eq(held, 0);
-	cr_assert_eq(dlock_redlock_member_ttl(&ttl, rl, 1), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dlock_redlock_member_ttl_ms(&ttl, rl, 1), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert(ttl > 19000 && ttl <= 20000, "member ttl %lld", (long long)ttl);
-	cr_assert_eq(dlock_redlock_member_ttl(&ttl, rl, NSRV), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_member_ttl_ms(&ttl, rl, NSRV), DLOCK_EINVAL);
 
 	/* One member down: the two left still settle it. */
 	rh_server_kill(srv[2]);
@@ -117,7 +117,7 @@ Test(queries, redlock_is_locked_by_a_quorum_and_says_when_it_cannot_tell, .fini 
 	cr_assert_eq(dlock_redlock_is_locked(&locked, rl), DLOCK_ENOQUORUM);
 	cr_assert_neq(strstr(dlock_redlock_errmsg(rl), "cannot tell"), NULL, "%s",
 			dlock_redlock_errmsg(rl));
-	dlock_redlock_unlock(rl);
+	dlock_redlock_release(rl, NULL);
 	dlock_redlock_free(rl);
 }
 
@@ -133,9 +133,9 @@ Test(queries, multilock_needs_every_member_to_be_locked, .fini = close_all)
 	cr_assert_eq(dlock_multilock_is_locked(&locked, ml), 0, "%s", dlock_multilock_errmsg(ml));
 	cr_assert_eq(locked, 0, "one member of three is not the MultiLock");
 	cr_assert_eq(dlock_lock_release(lk[0], NULL), 0);
-	cr_assert_eq(dlock_multilock_try(ml, 0, 20000), 0, "%s", dlock_multilock_errmsg(ml));
+	cr_assert_eq(dlock_multilock_acquire(ml, NULL, 0, 20000), 0, "%s", dlock_multilock_errmsg(ml));
 	cr_assert_eq(dlock_multilock_is_locked(&locked, ml), 0, "%s", dlock_multilock_errmsg(ml));
 	cr_assert_eq(locked, 1);
-	cr_assert_eq(dlock_multilock_unlock(ml), 0);
+	cr_assert_eq(dlock_multilock_release(ml, NULL), 0);
 	dlock_multilock_free(ml);
 }

@@ -290,21 +290,21 @@ Test(replica_sync, redlock_counts_an_unsynced_member_as_failed, .timeout = 90)
 
 	quorum_up(&q, "sync-redlock");
 	dl_pass(dlock_redlock_new(&rl, q.m, 3, NULL));
-	dl_pass(dlock_redlock_try(NULL, rl, 0, 30000));
+	dl_pass(dlock_redlock_acquire(rl, NULL, 0, 30000));
 	cr_assert_eq(synced_of(q.m[0]), 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 
 	cr_assert_eq(rh_server_pause(q.replica), 0);
 	/* Two of three is a quorum: granted, without the unsynced member. */
-	dl_pass(dlock_redlock_try(NULL, rl, 0, 30000));
-	dl_pass(dlock_redlock_status(&st, rl, 0));
+	dl_pass(dlock_redlock_acquire(rl, NULL, 0, 30000));
+	dl_pass(dlock_redlock_member_status(&st, rl, 0));
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "vote %s", dl_vote_name(st.vote));
 	cr_assert_eq(st.error, DLOCK_ENOSYNC, "error %d: %s", st.error, st.message);
 	cr_assert_eq(synced_of(q.m[0]), 0);
 	cr_assert_eq(exists_on(q.p[0], "sync-redlock"), 0, "the unsynced member was kept");
 	cr_assert_eq(exists_on(q.p[1], "sync-redlock"), 1);
 	cr_assert_eq(exists_on(q.p[2], "sync-redlock"), 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	cr_assert_eq(exists_on(q.p[1], "sync-redlock"), 0);
 	dlock_redlock_free(rl);
 	quorum_down(&q);
@@ -322,22 +322,22 @@ Test(replica_sync, multilock_fails_on_an_unsynced_member, .timeout = 90)
 	dl_pass(dlock_multilock_new(&ml, q.m, 3, NULL));
 	cr_assert_eq(rh_server_pause(q.replica), 0);
 	/* wait 0: Redisson's ordered round, member by member. */
-	rc = dlock_multilock_try(ml, 0, 30000);
+	rc = dlock_multilock_acquire(ml, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "rc %d: %s", rc, dlock_multilock_errmsg(ml));
-	dl_pass(dlock_multilock_status(&st, ml, 0));
+	dl_pass(dlock_multilock_member_status(&st, ml, 0));
 	cr_assert_eq(st.error, DLOCK_ENOSYNC, "error %d: %s", st.error, st.message);
 	/* A wait: the parallel attempt first, then ordered rounds until it ends. */
 	t0 = rh_now_ms();
-	rc = dlock_multilock_try(ml, 1200, 30000);
+	rc = dlock_multilock_acquire(ml, NULL, 1200, 30000);
 	took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "rc %d: %s", rc, dlock_multilock_errmsg(ml));
 	cr_assert_lt(took, 1200 + 500 + COMMAND_MS + SLACK_MS, "took %lld ms", (long long)took);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(exists_on(q.p[i], "sync-multi"), 0, "member %d kept", i);
 	cr_assert_eq(rh_server_resume(q.replica), 0);
-	dl_pass(dlock_multilock_try(ml, 20000, 30000));
+	dl_pass(dlock_multilock_acquire(ml, NULL, 20000, 30000));
 	cr_assert_eq(synced_of(q.m[0]), 1);
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	dlock_multilock_free(ml);
 	quorum_down(&q);
 }
@@ -374,19 +374,19 @@ Test(replica_sync, noscript_sends_the_wait_again_in_a_quorum, .timeout = 90)
 
 	quorum_up(&q, "sync-noscript-multi");
 	dl_pass(dlock_multilock_new(&ml, q.m, 3, NULL));
-	dl_pass(dlock_multilock_try(ml, 5000, 30000));
+	dl_pass(dlock_multilock_acquire(ml, NULL, 5000, 30000));
 	cr_assert_eq(synced_of(q.m[0]), 1);
 	cr_assert_eq(rh_server_pause(q.replica), 0);
 	freeReplyObject(rh_command(q.p[0], "SCRIPT FLUSH"));
 	/* A wait: the parallel attempt (the multiplexed path) comes first. */
-	rc = dlock_multilock_try(ml, 300, 30000);
+	rc = dlock_multilock_acquire(ml, NULL, 300, 30000);
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "rc %d: %s", rc, dlock_multilock_errmsg(ml));
 	cr_assert_eq(synced_of(q.m[0]), 0);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(count_on(q.p[i], q.c[i], "sync-noscript-multi"), 1,
 				"member %d: the first hold must stay, once", i);
 	cr_assert_eq(rh_server_resume(q.replica), 0);
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(exists_on(q.p[i], "sync-noscript-multi"), 0);
 	dlock_multilock_free(ml);

@@ -510,7 +510,7 @@ Test(rwlock, a_read_and_a_write_lock_as_multilock_members)
 
 	dl_owner(c, owner, sizeof owner);
 	dl_pass(dlock_multilock_new(&ml, m, 2, NULL));
-	dl_pass(dlock_multilock_try(ml, 2000, 5000));
+	dl_pass(dlock_multilock_acquire(ml, NULL, 2000, 5000));
 	assert_mode("rw:ml:a", "read");
 	assert_mode("rw:ml:b", "write");
 	/* Finalized to the real lease: the read hold's timeout key too. */
@@ -519,13 +519,13 @@ Test(rwlock, a_read_and_a_write_lock_as_multilock_members)
 	dl_assert_try(ow, 0, 10000, DLOCK_ENOTACQUIRED, 0, 1000);
 	dl_assert_try(orr, 0, 10000, 0, 0, 1000); /* readers still share the read member */
 	dl_pass(dlock_lock_release(orr, NULL));
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	cr_assert_eq(rh_command_int(srv, "EXISTS rw:ml:a"), 0);
 	cr_assert_eq(rh_command_int(srv, "EXISTS rw:ml:b"), 0);
 
 	/* With the watchdog, and the write member busy: nothing is left taken. */
 	dl_pass(dlock_lock_acquire(ob, "blocker", 0, 20000));
-	cr_assert_eq(dlock_multilock_try(ml, 300, DLOCK_LEASE_WATCHDOG), DLOCK_ENOTACQUIRED);
+	cr_assert_eq(dlock_multilock_acquire(ml, NULL, 300, DLOCK_LEASE_WATCHDOG), DLOCK_ENOTACQUIRED);
 	cr_assert_eq(rh_command_int(srv, "EXISTS rw:ml:a"), 0, "the read member was rolled back");
 	cr_assert_eq(timeout_pttl("rw:ml:a", owner, 1), -2);
 	dl_pass(dlock_lock_release(ob, "blocker"));
@@ -554,15 +554,15 @@ Test(rwlock, read_locks_as_redlock_members)
 	}
 	dl_pass(dlock_redlock_new(&a, r, 3, &ro));
 	dl_pass(dlock_redlock_new(&x, w, 3, &ro));
-	dl_pass(dlock_redlock_try_as(&validity, a, "reader:a", 1000, 5000));
-	dl_pass(dlock_redlock_try_as(&validity, a, "reader:b", 1000, 5000)); /* readers share */
-	cr_assert_eq(dlock_redlock_try_as(&validity, x, "writer", 200, 5000), DLOCK_ENOTACQUIRED);
-	dl_pass(dlock_redlock_unlock_as(a, "reader:a"));
-	dl_pass(dlock_redlock_unlock_as(a, "reader:b"));
-	dl_pass(dlock_redlock_try_as(&validity, x, "writer", 1000, 5000));
+	dl_pass(dl_redlock_acquire_v(&validity, a, "reader:a", 1000, 5000));
+	dl_pass(dl_redlock_acquire_v(&validity, a, "reader:b", 1000, 5000)); /* readers share */
+	cr_assert_eq(dl_redlock_acquire_v(&validity, x, "writer", 200, 5000), DLOCK_ENOTACQUIRED);
+	dl_pass(dlock_redlock_release(a, "reader:a"));
+	dl_pass(dlock_redlock_release(a, "reader:b"));
+	dl_pass(dl_redlock_acquire_v(&validity, x, "writer", 1000, 5000));
 	for (i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(s[i], "HEXISTS rw:red writer:write"), 1);
-	dl_pass(dlock_redlock_unlock_as(x, "writer"));
+	dl_pass(dlock_redlock_release(x, "writer"));
 	dlock_redlock_free(a);
 	dlock_redlock_free(x);
 	for (i = 0; i < 3; i++) {

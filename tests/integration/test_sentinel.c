@@ -309,12 +309,12 @@ Test(sentinel, a_redlock_mixes_a_sentinel_primary_and_plain_servers)
 	int64_t validity = 0;
 
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "mixed", NULL, NULL));
-	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000));
 	cr_assert_gt(validity, 0);
 	cr_assert_eq(rh_command_int(t.data[0], "EXISTS mixed"), 1,
 			"not held on the sentinel's primary");
 	cr_assert_eq(rh_command_int(plain[0], "EXISTS mixed"), 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	cr_assert_eq(rh_command_int(t.data[0], "EXISTS mixed"), 0);
 	dlock_redlock_free(rl);
 	rh_server_free(plain[0]);
@@ -350,7 +350,7 @@ Test(sentinel, a_redlock_listing_the_primary_also_by_address_is_refused)
 	int64_t validity = 0;
 
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "dup-sentinel", NULL, NULL));
-	int rc = dlock_redlock_try(&validity, rl, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000);
 	const char *msg = dlock_redlock_errmsg(rl);
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "rc %d (%s): %s", rc, dlock_strerror(rc), msg);
 	cr_assert(strstr(msg, sentinel_label) != NULL && strstr(msg, label) != NULL,

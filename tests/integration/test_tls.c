@@ -402,18 +402,18 @@ Test(tls, a_redlock_over_tls_servers)
 	dlock_redlock *rl = NULL;
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "tls-red", &o, NULL));
 	int64_t validity = 0;
-	cr_assert_eq(dlock_redlock_try(&validity, rl, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(s[i].srv, "EXISTS tls-red"), 1, "not held on server %d",
 				i);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 
 	rh_server_pause(s[2].srv);
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(dlock_redlock_try(&validity, rl, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert(rh_now_ms() - t0 < 2000, "a paused TLS member cost %lld ms",
 			(long long)(rh_now_ms() - t0));
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	rh_server_resume(s[2].srv);
 	dlock_redlock_free(rl);
 	for (int i = 0; i < 3; i++)

@@ -127,12 +127,12 @@ Test(unix_socket, a_redlock_mixes_unix_and_tcp_members)
 	dlock_redlock *rl = NULL;
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "mixed", NULL, NULL));
 	int64_t validity = 0;
-	cr_assert_eq(dlock_redlock_try(&validity, rl, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(rh_command_int(srv, "EXISTS mixed"), 1, "not held over the socket");
 	cr_assert_eq(rh_command_int(tcp[0], "EXISTS mixed") +
 					rh_command_int(tcp[1], "EXISTS mixed"),
 			2);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	cr_assert_eq(rh_command_int(srv, "EXISTS mixed"), 0);
 	dlock_redlock_free(rl);
 	rh_server_free(tcp[0]);

@@ -85,7 +85,7 @@ static long java_awaits(const char *worker, const char *name)
 static int64_t c_count(dlock_countdown *l)
 {
 	int64_t n = -1;
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	return n;
 }
 

@@ -25,7 +25,7 @@
  * that a pause or kill finds some of them inside), the odd ones with a
  * lease. Each loops: acquire a permit (wait 0, or 0.1-1.5 s), a critical
  * section, release. A section works in slices while
- * dlock_semaphore_permit_check() says held and no lost callback named the
+ * dlock_semaphore_check() says held and no lost callback named the
  * permit, takes its end time, looks once more and only then logs
  * "P <begin_us> <end_us> <pid>" (CLOCK_MONOTONIC): a loss is final, so
  * the whole interval was held. A leased permit that the check still calls
@@ -254,7 +254,7 @@ static int still_held(const hold *h, int64_t slack_us)
 	int64_t t = now_us();
 
 	if (h->ph == PH_SEM) {
-		if (dlock_semaphore_permit_check(h->sem, h->id) != 0 || permit_told_lost(h->id))
+		if (dlock_semaphore_check(h->sem, h->id) != 0 || permit_told_lost(h->id))
 			return 0;
 		int64_t until = h->t0_us + (int64_t)(LEASE_MS - LEASE_MS / 100 - 2) * 1000;
 
@@ -283,7 +283,7 @@ static int still_held(const hold *h, int64_t slack_us)
 /* The library's local answer, for messages and the callback check. */
 static int check_rc(const hold *h)
 {
-	return h->ph == PH_SEM ? dlock_semaphore_permit_check(h->sem, h->id)
+	return h->ph == PH_SEM ? dlock_semaphore_check(h->sem, h->id)
 			       : dlock_lock_check(h->lock, NULL);
 }
 

@@ -252,8 +252,8 @@ static void *redlock_worker(void *arg)
 
 	for (i = 0; i < sh->rounds; i++) {
 		int rc = sh->redlock
-				? dlock_redlock_try(NULL, sh->redlock, 10000, DLOCK_LEASE_WATCHDOG)
-				: dlock_multilock_try(sh->multilock, 10000, 5000);
+				? dlock_redlock_acquire(sh->redlock, NULL, 10000, DLOCK_LEASE_WATCHDOG)
+				: dlock_multilock_acquire(sh->multilock, NULL, 10000, 5000);
 
 		if (rc != 0) {
 			note_error(sh, "acquire", rc,
@@ -262,8 +262,8 @@ static void *redlock_worker(void *arg)
 			continue;
 		}
 		section(sh);
-		rc = sh->redlock ? dlock_redlock_unlock(sh->redlock)
-				 : dlock_multilock_unlock(sh->multilock);
+		rc = sh->redlock ? dlock_redlock_release(sh->redlock, NULL)
+				 : dlock_multilock_release(sh->multilock, NULL);
 		/*
 		 * A RedLock may be granted on 2 of 3 while the third still shows
 		 * the previous holder. If the server killed meanwhile was one of

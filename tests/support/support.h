@@ -162,6 +162,14 @@ dlock_lock *dl_lock(dlock_client *client, const char *name);
  * never freed), for dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)). */
 const dlock_lock_options *dl_kind(dlock_lock_kind kind);
 
+/* dlock_redlock_acquire(_fenced), then its validity (dlock_redlock_validity_ms)
+ * into *validity_ms, 0 when not acquired: what a test of the quorum's
+ * timing reads right after acquiring. */
+int dl_redlock_acquire_v(int64_t *validity_ms, dlock_redlock *r, const char *owner,
+		int64_t wait_ms, int64_t lease_ms);
+int dl_redlock_acquire_fenced_v(int64_t *validity_ms, int64_t *token, dlock_redlock *r,
+		const char *owner, int64_t wait_ms, int64_t lease_ms);
+
 /* The calling thread's owner string on client. */
 void dl_owner(dlock_client *client, char *buf, size_t len);
 

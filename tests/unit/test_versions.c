@@ -130,16 +130,16 @@ Test(versions, member_status_refuses_0_and_newer)
 	dl_pass(dlock_multilock_new(&m, &l, 1, NULL));
 	dl_pass(dlock_redlock_new(&r, &l, 1, NULL));
 	/* Before any acquisition: the defaults, with the member's node. */
-	dl_pass(dlock_multilock_status(&st, m, 0));
+	dl_pass(dlock_multilock_member_status(&st, m, 0));
 	cr_assert_str_eq(st.node, dlock_client_node(c));
 	cr_assert_eq(st.vote, DLOCK_VOTE_NONE);
 	st.version = 0;
-	assert_refused(dlock_multilock_status(&st, m, 0), "member status", 0, cur);
-	assert_refused(dlock_redlock_status(&st, r, 0), "member status", 0, cur);
+	assert_refused(dlock_multilock_member_status(&st, m, 0), "member status", 0, cur);
+	assert_refused(dlock_redlock_member_status(&st, r, 0), "member status", 0, cur);
 	st.version = cur + 1;
-	assert_refused(dlock_multilock_status(&st, m, 0), "member status", cur + 1, cur);
-	assert_refused(dlock_redlock_status(&st, r, 0), "member status", cur + 1, cur);
-	cr_assert_eq(dlock_multilock_status(NULL, m, 0), DLOCK_EINVAL);
+	assert_refused(dlock_multilock_member_status(&st, m, 0), "member status", cur + 1, cur);
+	assert_refused(dlock_redlock_member_status(&st, r, 0), "member status", cur + 1, cur);
+	cr_assert_eq(dlock_multilock_member_status(NULL, m, 0), DLOCK_EINVAL);
 	dlock_redlock_free(r);
 	dlock_multilock_free(m);
 	dlock_lock_free(l);
