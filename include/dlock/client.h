@@ -295,10 +295,10 @@ DLOCK_EXTERN int dlock_holder_init(dlock_holder *h, unsigned int version);
  * Look up the registration of `owner` - a hash field as lock holders have
  * it: `<client UUID>:<thread>`, a read-write lock's `...:write` - on the
  * client's server (on a cluster, the node that serves the registration's
- * key). Returns 1 and fills *out (`registered` 1) when the owner's
+ * key). Returns 0 and fills *out: `registered` 1 when the owner's
  * client registered, 0 when it did not (a Redisson holder, a client
- * without a label, one whose registration expired: `registered` 0, the
- * rest ""), or an error: DLOCK_EINVAL (NULL argument, `out->version` not
+ * without a label, one whose registration expired: the rest ""); or an
+ * error: DLOCK_EINVAL (NULL argument, `out->version` not
  * one this library knows: DLOCK_HOLDER_INIT), one command's errors
  * (errors.h).
  */

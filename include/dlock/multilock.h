@@ -157,6 +157,9 @@ DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_lost_c
 
 /** Number of members. */
 DLOCK_EXTERN size_t dlock_multilock_size(const dlock_multilock *lock);
+/** Member i (to query it or read its client), held by the MultiLock; NULL
+ *  for no member i. As dlock_redlock_member(). */
+DLOCK_EXTERN dlock_lock *dlock_multilock_member(dlock_multilock *lock, size_t i);
 
 /**
  * Member i's answer in the most recent acquisition on this handle, into

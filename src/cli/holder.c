@@ -73,7 +73,7 @@ static int64_t wall_ms(void)
 
 int cli_holder_lookup(dlock_holder *h, dlock_client *client, const char *owner)
 {
-	return owner != NULL && dlock_client_holder(h, client, owner) == 1;
+	return owner != NULL && dlock_client_holder(h, client, owner) == 0 && h->registered;
 }
 
 /* Messages show this much of a holder's command (JSON shows it all). */

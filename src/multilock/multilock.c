@@ -127,6 +127,11 @@ size_t dlock_multilock_size(const dlock_multilock *m)
 	return m ? m->engine.n : 0;
 }
 
+dlock_lock *dlock_multilock_member(dlock_multilock *m, size_t i)
+{
+	return m != NULL && i < m->engine.n ? m->engine.members[i] : NULL;
+}
+
 int dlock_multilock_member_status(dlock_member_status *out, const dlock_multilock *m, size_t i)
 {
 	CHECK_HANDLE(m);

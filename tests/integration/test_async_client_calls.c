@@ -91,7 +91,8 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	dlock_client_owner(owner, c, 7);
 	dl_pass(dlock_lock_acquire(l, owner, 0, 30000));
 
-	cr_assert_eq(dlock_client_holder(&h, c, owner), 1, "%s", dlock_errmsg_last());
+	dl_pass(dlock_client_holder(&h, c, owner));
+	cr_assert_eq(h.registered, 1);
 	dl_wait_one(loop, dlock_client_holder_async(NULL, c, owner, dl_note, &found), &found);
 	cr_expect(found.code == 0 && found.value == 1 && found.has_holder, "%d %lld (%s)",
 			found.code, (long long)found.value, found.message);
@@ -107,10 +108,12 @@ Test(async_client_calls, holder_async_finds_a_registration_as_the_blocking_call)
 	cr_expect(none.code == 0 && none.value == 0 && !none.has_holder, "%d %lld", none.code,
 			(long long)none.value);
 	cr_expect_eq(dlock_client_holder(&h, c, "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee:1"), 0);
+	cr_expect_eq(h.registered, 0);
 	dl_wait_one(loop, dlock_client_holder_async(NULL, c, "a-redisson-owner", dl_note, &foreign),
 			&foreign);
 	cr_expect(foreign.code == 0 && foreign.value == 0, "%d", foreign.code);
 	cr_expect_eq(dlock_client_holder(&h, c, "a-redisson-owner"), 0);
+	cr_expect_eq(h.registered, 0);
 
 	dl_pass(dlock_client_holder_async(&op, c, owner, dl_note, &canceled));
 	dl_pass(dlock_op_cancel(op));

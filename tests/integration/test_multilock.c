@@ -80,6 +80,10 @@ static void fixture_up(ml_fixture *f, const char *name, int watchdog_ms)
 	int rc = dlock_multilock_new(&f->m, f->l, NSRV, NULL);
 	cr_assert_eq(rc, 0, "multilock_new: %s", dlock_strerror(rc));
 	cr_assert_eq(dlock_multilock_size(f->m), NSRV);
+	for (int i = 0; i < NSRV; i++)
+		cr_assert_eq(dlock_multilock_member(f->m, (size_t)i), f->l[i], "member %d", i);
+	cr_assert_null(dlock_multilock_member(f->m, NSRV));
+	cr_assert_null(dlock_multilock_member(NULL, 0));
 }
 
 static void fixture_down(ml_fixture *f)
