@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/drive/sync.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
@@ -49,7 +49,7 @@ typedef struct attempt_wait {
  * a late grant joins a held lock (recorded, so the watchdog renews it and
  * the release gives it back), or is given back; a late refusal changes
  * nothing. A member still unanswered at its command timeout gets the undo
- * queued behind its acquire on the same connection (core/drive/mux.h).
+ * queued behind its acquire on the same connection (core/mux/mux.h).
  */
 struct dlock__attempt {
 	dlock__mux_op *ops;

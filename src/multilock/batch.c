@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The engine's batches: one small call to many members at once (core/drive/mux.h)
+ * The engine's batches: one small call to many members at once (core/mux/mux.h)
  * - give back what a round took, set the real TTL once a quorum is held,
  * raise the fencing counters. The calls themselves come from single/.
  */
@@ -10,7 +10,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"

@@ -10,7 +10,7 @@
 #ifndef DLOCK_MULTILOCK_ENGINE_OP_H
 #define DLOCK_MULTILOCK_ENGINE_OP_H
 
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "core/loop/op.h"
 #include "multilock/engine.h"
 #include "multilock/quorum.h"
@@ -84,7 +84,7 @@ int dlock__engine_block(dlock__engine *e, const char *owner, void (*start)(dlock
 		void (*setup)(dlock__engine_op *o, void *arg), void *arg, int64_t *validity,
 		int64_t *token);
 
-/* Run ops on the op's loop (core/drive/mux_loop.h); `then` once it is over
+/* Run ops on the op's loop (core/mux/mux_loop.h); `then` once it is over
  * (never from within this call), o->run_rc its result. */
 void dlock__engine_run(dlock__engine_op *o, dlock__mux_op *ops, size_t n, dlock__mux_enough enough,
 		void *arg, dlock__then then);

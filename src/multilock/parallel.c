@@ -10,7 +10,7 @@
 #include "dlock/errors.h"
 #include "core/base/alloc.h"
 #include "core/drive/client.h"
-#include "core/drive/mux.h"
+#include "core/mux/mux.h"
 #include "core/drive/debts.h"
 #include "core/drive/sync.h"
 #include "core/base/time.h"
@@ -63,18 +63,19 @@ static int synced(const attempt_wait *w, const dlock__mux_op *ops, size_t i)
 
 static size_t vouched_grants(const struct dlock__attempt *at, const dlock__mux_op *ops);
 
-/* quorum.c's rule; a quorum of grants the vote filter vouches for needs
- * neither every answer (hear_all) nor, in watchdog mode, every member
- * (wait_all): the short grace decides, and a member still unanswered then
- * has its acquire taken back behind it (its undo). */
+/* quorum.c's rule. An asynchronous attempt (`early`: its late grants join
+ * the hold on the loop) needs, once a quorum of grants the vote filter
+ * vouches for is in, neither every answer (hear_all) nor, in watchdog mode,
+ * every member (wait_all). A blocking one keeps both: its loop stops with
+ * the call, so a late grant could only be given back, and holding every
+ * member that answers in time is what lets the lock outlive a failure. */
 static int decided(attempt_wait *w, const dlock__mux_op *ops, const dlock__tally *t,
 		int64_t *wake_at)
 {
 	dlock__parallel q = *w->p;
 	int d;
 
-	if (w->at != NULL && w->e->rules.share_wait && w->e->rules.quorum < w->e->n &&
-			vouched_grants(w->at, ops) >= w->e->rules.quorum)
+	if (w->at != NULL && w->at->early && vouched_grants(w->at, ops) >= w->e->rules.quorum)
 		q.hear_all = q.wait_all = 0;
 	d = dlock__parallel_decided(&q, t, dlock__now_ms(), wake_at);
 	w->p->quorum_at = q.quorum_at;

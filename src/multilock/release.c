@@ -14,7 +14,7 @@
 #include "core/base/alloc.h"
 #include "core/base/time.h"
 #include "core/drive/client.h"
-#include "core/drive/mux_loop.h"
+#include "core/mux/mux_loop.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
 #include "single/holds.h"

@@ -90,13 +90,18 @@ static void gave_back(dlock__mux_loop *ml)
 	finish(o, end_canceled(o));
 }
 
-/* A canceled plain attempt took its permits: release them, then end. */
+/* A canceled attempt took its permits (a plain one's, or one whose answer
+ * was in when the cancel came): release them, then end. */
 static void give_back(sem_op *o)
 {
-	dlock__sem_release_call(o->s, &o->call, o->permits, o->kbuf);
+	int expirable = o->s->kind != DLOCK_SEMAPHORE_PLAIN;
+
+	/* A permit: its own release (o->undo, by its id); permits: a release of as many. */
+	if (!expirable)
+		dlock__sem_release_call(o->s, &o->call, o->permits, o->kbuf);
 	memset(&o->mop, 0, sizeof(o->mop));
 	o->mop.client = o->s->client;
-	o->mop.call = &o->call;
+	o->mop.call = expirable ? &o->undo : &o->call;
 	o->mop.no_retry = 1;
 	if (dlock__mux_loop_begin(&o->give_ml, o->op.loop, &o->mop, 1, NULL, NULL, gave_back) < 0) {
 		finish(o, dlock__seterr(DLOCK_ENOMEM,

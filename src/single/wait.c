@@ -310,11 +310,24 @@ void dlock__waiter_start(dlock__waiter *w, int listen_first)
 	attempt(w);
 }
 
+/* Every op of the attempt answered: the run is over, its end still to run. */
+static int all_answered(const dlock__waiter *w)
+{
+	for (size_t i = 0; i < w->nmop; i++)
+		if (w->mop[i].pending)
+			return 0;
+	return 1;
+}
+
 void dlock__waiter_cancel(dlock__waiter *w, const char *what)
 {
 	if (w->cancel_pending)
 		return; /* it ends once the answer is in */
-	if (w->in_flight && w->steps->on_cancel != NULL && w->steps->on_cancel(w)) {
+	/* Awaited: an attempt the kind cannot undo blindly, or one whose every
+	 * answer is in (its end is posted): what it took goes back there. */
+	int await = w->in_flight && w->steps->on_cancel != NULL && w->steps->on_cancel(w);
+
+	if (await || (w->in_flight && w->steps->canceled != NULL && all_answered(w))) {
 		w->cancel_pending = 1;
 		dlock__waiter_stop(w);
 		return;

@@ -98,7 +98,7 @@ static void acquire_with_the_sentinel_paused(rh_server *s, const char *password)
 	cr_assert_eq(rh_server_pause(s), 0);
 	t0 = rh_now_ms();
 	dlock_client *c = dl_client_opts(uri, &opts);
-	dl_pass(dlock_lock_new(&l, c, "disco:lock", DLOCK_LOCK_PLAIN));
+	dl_pass(dlock_lock_new(&l, c, "disco:lock", NULL));
 	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &o));
 	begun = rh_now_ms() - t0;
 	gap = ride(loop, &o, 3 * CONNECT_MS);
@@ -168,7 +168,7 @@ Test(discovery_cluster, a_suspect_slot_map_is_read_again_off_the_callers_loop)
 	opts.connect_timeout_ms = CLUSTER_CONNECT_MS;
 	opts.command_timeout_ms = 500;
 	dlock_client *c = dl_client_opts(rh_cluster_seed_uri(cluster), &opts); /* reads the map */
-	dl_pass(dlock_lock_new(&l, c, "disco:cluster", DLOCK_LOCK_PLAIN));
+	dl_pass(dlock_lock_new(&l, c, "disco:cluster", NULL));
 	for (int i = 0; i < rh_cluster_size(cluster); i++)
 		cr_assert_eq(rh_server_pause(rh_cluster_server(cluster, i)), 0);
 	/* It times out: the map is suspect from now on. */

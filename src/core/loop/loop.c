@@ -419,8 +419,9 @@ static void wake_ready(dlock__io *io, short revents)
 
 void dlock__loop_defer(dlock__loop *l, dlock__task *t)
 {
-	if ((l->in_run == 0 && l->in_api == 0) ||
-			atomic_load(&l->driver) != dlock_thread_id()) {
+	/* Another thread's loop: its counts are not ours to read. */
+	if (atomic_load(&l->driver) != dlock_thread_id() ||
+			(l->in_run == 0 && l->in_api == 0)) {
 		t->run(t);
 		return;
 	}
