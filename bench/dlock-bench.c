@@ -868,8 +868,8 @@ static void dl_async_open(dl_async_ctx *a, int n, const char *name,
 		die("dlock_loop_new: %s", dlock_errmsg_last());
 	co.loop = a->loop;
 	for (i = 0; i < n; i++) {
-		if (dlock_client_open(&a->clients[i], servers[i].uri, &co) < 0)
-			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+		if (dlock_client_new(&a->clients[i], servers[i].uri, &co) < 0)
+			die("dlock_client_new %s: %s", servers[i].uri, dlock_errmsg_last());
 		if (dlock_lock_new(&a->members[i], a->clients[i], name, NULL) < 0)
 			die("dlock_lock_new: %s", dlock_errmsg_last());
 	}
