@@ -81,7 +81,7 @@ console.log(`Iterations: ${e.CMP_ITER} per row in ${e.CMP_ROUNDS} rounds of ${e.
 	'client CPU = the process\'s own user+sys µs per pair (a JVM\'s all threads: netty, GC, ' +
 	'JIT); server CPU = the redis-servers\' INFO cpu µs per pair, summed over the row\'s ' +
 	`servers; floor latch DEL: ${dl.floor_latch_del}. dlock÷ = dlock's figure over the row's. ` +
-	'"dlock (blocking)": dlock_lock_try/dlock_redlock_try + unlock from one thread; "dlock async": ' +
+	'"dlock (blocking)": dlock_lock_acquire/dlock_redlock_acquire + release from one thread; "dlock async": ' +
 	'the same pairs through the asynchronous calls, one pair in flight at a time on a dlock_loop ' +
 	'the bench thread drives (as node-redlock\'s promises on its event loop); its own ratios ' +
 	'to node-redlock follow the table.\n');

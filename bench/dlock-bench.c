@@ -3,9 +3,9 @@
  * dlock-bench - the measurements of SPEC §9, side by side in one run.
  *
  * Scenarios (--scenario LIST, default 1,2,3,4,5):
- *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_try(l, 0, 10000)
- *      + dlock_lock_unlock), RedLock on 3 and 5 servers (dlock_redlock_try(&v,
- *      r, 0, 10000) + dlock_redlock_unlock), restart guard off. Beside it,
+ *   1  uncontended lock+unlock: RLock on 1 server (dlock_lock_acquire(l, NULL, 0, 10000)
+ *      + dlock_lock_release), RedLock on 3 and 5 servers (dlock_redlock_acquire(r,
+ *      NULL, 0, 10000) + dlock_redlock_release), restart guard off. Beside it,
  *      "dlock-async": the same pairs through the asynchronous calls
  *      (acquire_async, then release_async from the loop, an owner of the
  *      lock's own), one pair in flight at a time, on a dlock_loop this
@@ -24,8 +24,8 @@
  *      its own lock name, lock+unlock pairs for --duration seconds; the floor
  *      with one hiredis connection per thread beside it.
  *   4  contended hand-off: 4 threads on one lock; the time from right before
- *      the holder calls dlock_lock_unlock to right after the next holder's
- *      dlock_lock_lock returns, in µs and in round trips (the floor's single
+ *      the holder calls dlock_lock_release to right after the next holder's
+ *      dlock_lock_acquire returns, in µs and in round trips (the floor's single
  *      EVALSHA round trip p50 on 1 server, measured between the 4 chunks of
  *      hand-offs). A releaser waits until another thread holds the lock
  *      before asking again, so every hand-off measured goes to a waiter.
@@ -758,7 +758,7 @@ typedef struct dl_ctx {
 static int dl_single_pair(void *p, uint64_t *t_acq)
 {
 	dl_ctx *c = p;
-	int rc = dlock_lock_try(c->lock, 0, LEASE_MS);
+	int rc = dlock_lock_acquire(c->lock, NULL, 0, LEASE_MS);
 
 	if (rc < 0) {
 		if (c->verbose_errors-- > 0)
@@ -766,7 +766,7 @@ static int dl_single_pair(void *p, uint64_t *t_acq)
 		return rc;
 	}
 	*t_acq = now_ns();
-	rc = dlock_lock_unlock(c->lock);
+	rc = dlock_lock_release(c->lock, NULL);
 	if (rc < 0 && c->verbose_errors-- > 0)
 		note("  unlock: %s\n", dlock_lock_errmsg(c->lock));
 	return rc;
@@ -775,8 +775,7 @@ static int dl_single_pair(void *p, uint64_t *t_acq)
 static int dl_red_pair(void *p, uint64_t *t_acq)
 {
 	dl_ctx *c = p;
-	int64_t validity = 0;
-	int rc = dlock_redlock_try(&validity, c->red, 0, LEASE_MS);
+	int rc = dlock_redlock_acquire(c->red, NULL, 0, LEASE_MS);
 
 	if (rc < 0) {
 		if (c->verbose_errors-- > 0)
@@ -784,7 +783,7 @@ static int dl_red_pair(void *p, uint64_t *t_acq)
 		return rc;
 	}
 	*t_acq = now_ns();
-	rc = dlock_redlock_unlock(c->red);
+	rc = dlock_redlock_release(c->red, NULL);
 	if (rc < 0 && c->verbose_errors-- > 0)
 		note("  redlock unlock: %s: %s\n", dlock_strerror(rc), dlock_redlock_errmsg(c->red));
 	return rc;
@@ -869,8 +868,8 @@ static void dl_async_open(dl_async_ctx *a, int n, const char *name,
 		die("dlock_loop_new: %s", dlock_errmsg_last());
 	co.loop = a->loop;
 	for (i = 0; i < n; i++) {
-		if (dlock_client_open(&a->clients[i], servers[i].uri, &co) < 0)
-			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+		if (dlock_client_new(&a->clients[i], servers[i].uri, &co) < 0)
+			die("dlock_client_new %s: %s", servers[i].uri, dlock_errmsg_last());
 		if (dlock_lock_new(&a->members[i], a->clients[i], name, NULL) < 0)
 			die("dlock_lock_new: %s", dlock_errmsg_last());
 	}
@@ -1194,8 +1193,8 @@ static void uncontended(int do_dlock, int do_floor)
 			snprintf(what, sizeof(what), "s1-n%d", n);
 			lock_name(name, sizeof(name), what);
 			if (n == 1) {
-				if (dlock_client_open(&client, servers[0].uri, &tls_opts) < 0)
-					die("dlock_client_open: %s", dlock_errmsg_last());
+				if (dlock_client_new(&client, servers[0].uri, &tls_opts) < 0)
+					die("dlock_client_new: %s", dlock_errmsg_last());
 				if (dlock_lock_new(&c.lock, client, name, NULL) < 0)
 					die("dlock_lock_new: %s", dlock_errmsg_last());
 				meter_init(&md, dl_single_pair, &c, opt.iterations);
@@ -1231,7 +1230,7 @@ static void uncontended(int do_dlock, int do_floor)
 			print_result(rd);
 			if (n == 1) {
 				dlock_lock_free(c.lock);
-				dlock_client_close(client);
+				dlock_client_free(client);
 			} else {
 				dlock_redlock_free(c.red);
 			}
@@ -1338,8 +1337,8 @@ static void throughput(int floor, int nthreads)
 
 	memset(&sh, 0, sizeof(sh));
 	sh.floor = floor;
-	if (!floor && dlock_client_open(&sh.client, servers[0].uri, NULL) < 0)
-		die("dlock_client_open: %s", dlock_errmsg_last());
+	if (!floor && dlock_client_new(&sh.client, servers[0].uri, NULL) < 0)
+		die("dlock_client_new: %s", dlock_errmsg_last());
 	pthread_barrier_init(&sh.start, NULL, (unsigned)nthreads + 1);
 	for (i = 0; i < nthreads; i++) {
 		memset(&th[i], 0, sizeof(th[i]));
@@ -1377,7 +1376,7 @@ static void throughput(int floor, int nthreads)
 	free(all);
 	pthread_barrier_destroy(&sh.start);
 	if (sh.client)
-		dlock_client_close(sh.client);
+		dlock_client_free(sh.client);
 	print_result(r);
 }
 
@@ -1422,7 +1421,7 @@ static void *ho_main(void *p)
 	for (;;) {
 		uint64_t acquired, unlocked_at;
 		long my_gen;
-		int rc = dlock_lock_lock(sh->lock, LEASE_MS);
+		int rc = dlock_lock_acquire(sh->lock, NULL, DLOCK_WAIT_FOREVER, LEASE_MS);
 
 		acquired = now_ns();
 		if (rc < 0) {
@@ -1451,7 +1450,7 @@ static void *ho_main(void *p)
 		pthread_mutex_unlock(&sh->mu);
 
 		atomic_store(&sh->unlock_at, now_ns());
-		if (dlock_lock_unlock(sh->lock) < 0) {
+		if (dlock_lock_release(sh->lock, NULL) < 0) {
 			note("  hand-off unlock: %s\n", dlock_lock_errmsg(sh->lock));
 			sh->errors++;
 		}
@@ -1495,8 +1494,8 @@ static void scenario4(void)
 	pthread_cond_init(&sh.cv, NULL);
 	sh.lat = malloc(sizeof(*sh.lat) * (size_t)opt.handoffs);
 	lock_name(name, sizeof(name), "s4");
-	if (dlock_client_open(&client, servers[0].uri, NULL) < 0)
-		die("dlock_client_open: %s", dlock_errmsg_last());
+	if (dlock_client_new(&client, servers[0].uri, NULL) < 0)
+		die("dlock_client_new: %s", dlock_errmsg_last());
 	if (dlock_lock_new(&sh.lock, client, name, NULL) < 0)
 		die("dlock_lock_new: %s", dlock_errmsg_last());
 	lock_name(name, sizeof(name), "s4-rt");
@@ -1541,7 +1540,7 @@ static void scenario4(void)
 	print_result(r);
 	free(sh.lat);
 	dlock_lock_free(sh.lock);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	pthread_mutex_destroy(&sh.mu);
 	pthread_cond_destroy(&sh.cv);
 }
@@ -1878,8 +1877,8 @@ static result *async_row(int n, int red)
 		co.loop = run.loop;
 		if (opt.async_pool > 0)
 			co.pool_size = opt.async_pool;
-		if (dlock_client_open(&clients[i], servers[i].uri, &co) < 0)
-			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+		if (dlock_client_new(&clients[i], servers[i].uri, &co) < 0)
+			die("dlock_client_new %s: %s", servers[i].uri, dlock_errmsg_last());
 	}
 	for (i = 0; i < opt.async_window; i++) {
 		char what[48], name[128];
@@ -1989,8 +1988,8 @@ static result *blocking_row(int n, int red)
 	if (th == NULL)
 		die("out of memory");
 	for (i = 0; i < n; i++)
-		if (dlock_client_open(&clients[i], servers[i].uri, &tls_opts) < 0)
-			die("dlock_client_open %s: %s", servers[i].uri, dlock_errmsg_last());
+		if (dlock_client_new(&clients[i], servers[i].uri, &tls_opts) < 0)
+			die("dlock_client_new %s: %s", servers[i].uri, dlock_errmsg_last());
 	for (i = 0; i < nth; i++) {
 		char what[48], name[128];
 
@@ -2028,7 +2027,7 @@ static result *blocking_row(int n, int red)
 	s6_fill(r, &a, &b, &all);
 	r->threads = nth;
 	snprintf(r->note, sizeof(r->note), "%d threads, %s, one client per server", nth,
-			red ? "dlock_redlock_try + dlock_redlock_unlock" : "dlock_lock_try + dlock_lock_unlock");
+			red ? "dlock_redlock_acquire + dlock_redlock_release" : "dlock_lock_acquire + dlock_lock_release");
 	free(th);
 	for (i = 0; i < n; i++)
 		dlock_client_free(clients[i]);
@@ -2577,9 +2576,9 @@ static void scenario7(void)
 			"with a counting on_event (alternating blocks)\n");
 	note("  %ld iterations each, %ld warm-up\n", opt.iterations, opt.warmup);
 	hooked.on_event = s7_count;
-	if (dlock_client_open(&cp, servers[0].uri, &plain) < 0 ||
-			dlock_client_open(&ch, servers[0].uri, &hooked) < 0)
-		die("dlock_client_open: %s", dlock_errmsg_last());
+	if (dlock_client_new(&cp, servers[0].uri, &plain) < 0 ||
+			dlock_client_new(&ch, servers[0].uri, &hooked) < 0)
+		die("dlock_client_new: %s", dlock_errmsg_last());
 	lock_name(name, sizeof(name), "s7-plain");
 	if (dlock_lock_new(&a.lock, cp, name, NULL) < 0)
 		die("dlock_lock_new: %s", dlock_errmsg_last());
@@ -2608,6 +2607,6 @@ static void scenario7(void)
 			ns, ns / (ra->pair.mean * 1000.0) * 100.0, ra->pair.mean);
 	dlock_lock_free(a.lock);
 	dlock_lock_free(b.lock);
-	dlock_client_close(cp);
-	dlock_client_close(ch);
+	dlock_client_free(cp);
+	dlock_client_free(ch);
 }

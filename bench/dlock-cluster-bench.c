@@ -96,10 +96,10 @@ static void *work(void *arg)
 	}
 	while (!atomic_load(&sh->stop)) {
 		double t0 = (now_ns() / 1e3);
-		int rc = dlock_lock_try(locks[k], 0, 10000);
+		int rc = dlock_lock_acquire(locks[k], NULL, 0, 10000);
 
 		if (rc == 0)
-			rc = dlock_lock_unlock(locks[k]);
+			rc = dlock_lock_release(locks[k], NULL);
 		if (rc != 0) {
 			atomic_fetch_add(&sh->errors, 1);
 		} else {
@@ -153,7 +153,7 @@ static int throughput(const config *cfg)
 	sh.cfg = cfg;
 	sh.lat = malloc(sizeof(double) * MAX_SAMPLES);
 	o.pool_size = cfg->threads;
-	if (sh.lat == NULL || dlock_client_open(&sh.client, cfg->uri, &o) != 0) {
+	if (sh.lat == NULL || dlock_client_new(&sh.client, cfg->uri, &o) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
 		return 1;
 	}
@@ -183,7 +183,7 @@ static int throughput(const config *cfg)
 			cfg->uri, cfg->threads, cfg->names, ops, atomic_load(&sh.errors),
 			ops / secs, ops / secs / cfg->nservers, n ? sh.lat[n / 2] : 0,
 			n ? sh.lat[n * 99 / 100] : 0, ops > 0 ? (cpu1 - cpu0) * 1e6 / ops : 0);
-	dlock_client_close(sh.client);
+	dlock_client_free(sh.client);
 	free(sh.lat);
 	return 0;
 }
@@ -218,7 +218,7 @@ static double lock_unlock_us(dlock_lock *l)
 {
 	double t0 = (now_ns() / 1e3);
 
-	if (dlock_lock_try(l, 0, 10000) != 0 || dlock_lock_unlock(l) != 0) {
+	if (dlock_lock_acquire(l, NULL, 0, 10000) != 0 || dlock_lock_release(l, NULL) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_lock_errmsg(l));
 		exit(1);
 	}
@@ -232,7 +232,7 @@ static int moved_cost(const config *cfg)
 	double *without = calloc((size_t)cfg->moved, sizeof(double));
 	char ids[MAX_SERVERS][64];
 
-	if (with == NULL || without == NULL || dlock_client_open(&c, cfg->uri, NULL) != 0) {
+	if (with == NULL || without == NULL || dlock_client_new(&c, cfg->uri, NULL) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
 		return 1;
 	}
@@ -270,7 +270,7 @@ static int moved_cost(const config *cfg)
 	       "moved_cost_p50_us=%.0f\n",
 			cfg->moved, with[cfg->moved / 2], without[cfg->moved / 2],
 			with[cfg->moved / 2] - without[cfg->moved / 2]);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	free(with);
 	free(without);
 	return 0;
@@ -302,7 +302,7 @@ static void *take_holds(void *arg)
 		}
 		/* Distinct names: a failure is transient (a timeout, a node not up yet); again. */
 		for (rc = -1, k = 0; rc != 0 && k < 5; k++)
-			rc = dlock_lock_try(p->locks[i], 0, DLOCK_LEASE_WATCHDOG);
+			rc = dlock_lock_acquire(p->locks[i], NULL, 0, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
 			fprintf(stderr, "dlock-cluster-bench: %s: %s\n", name,
 					dlock_lock_errmsg(p->locks[i]));
@@ -386,7 +386,7 @@ static int renewals_at_scale(const config *cfg)
 	sample = calloc((size_t)nsample, sizeof(*sample));
 	sample_at = calloc((size_t)nsample, sizeof(*sample_at));
 	if (locks == NULL || sample == NULL || sample_at == NULL ||
-			dlock_client_open(&c, cfg->uri, &o) != 0) {
+			dlock_client_new(&c, cfg->uri, &o) != 0) {
 		fprintf(stderr, "dlock-cluster-bench: %s\n", dlock_errmsg_last());
 		return 1;
 	}

@@ -4,8 +4,8 @@
  * runs for every implementation alike: N such processes on one lock on one
  * server, each in a loop of
  *
- *     dlock_lock_lock (waits on the lock's pub/sub channel)
- *     hold --hold-us (spinning)    dlock_lock_unlock    sleep --think-us
+ *     dlock_lock_acquire (waits on the lock's pub/sub channel)
+ *     hold --hold-us (spinning)    dlock_lock_release    sleep --think-us
  *
  * for --duration seconds. It first warms up on a lock of its own, prints
  * "ready" and waits for a line on stdin, so that all N start together (the
@@ -112,8 +112,8 @@ static void warm_up(dlock_client *client)
 	snprintf(name, sizeof(name), "%s:warm:%ld", opt.name, (long)getpid());
 	l = open_lock(client, name);
 	for (i = 0; i < opt.warmup; i++)
-		if (dlock_lock_try(l, 0, LEASE_MS) >= 0)
-			dlock_lock_unlock(l);
+		if (dlock_lock_acquire(l, NULL, 0, LEASE_MS) >= 0)
+			dlock_lock_release(l, NULL);
 	dlock_lock_free(l);
 }
 
@@ -159,14 +159,14 @@ static hold *contend(dlock_lock *l, uint64_t warm_end, uint64_t end, size_t *n, 
 			c0 = cpu_us();
 		}
 
-		if (dlock_lock_lock(l, LEASE_MS) < 0)
-			die("dlock_lock_lock", dlock_lock_errmsg(l));
+		if (dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, LEASE_MS) < 0)
+			die("dlock_lock_acquire", dlock_lock_errmsg(l));
 		x.acquired = now_ns();
 		while (now_ns() < x.acquired + (uint64_t)opt.hold_us * 1000)
 			; /* held: spin, as a short critical section would */
 		x.unlock_called = now_ns();
-		if (dlock_lock_unlock(l) < 0)
-			die("dlock_lock_unlock", dlock_lock_errmsg(l));
+		if (dlock_lock_release(l, NULL) < 0)
+			die("dlock_lock_release", dlock_lock_errmsg(l));
 		x.unlock_returned = now_ns();
 		if (!recording) {
 			if (opt.think_us > 0)
@@ -197,8 +197,8 @@ int main(int argc, char **argv)
 	hold *h;
 
 	parse_args(argc, argv);
-	if (dlock_client_open(&client, opt.uri, NULL) < 0)
-		die("dlock_client_open", dlock_errmsg_last());
+	if (dlock_client_new(&client, opt.uri, NULL) < 0)
+		die("dlock_client_new", dlock_errmsg_last());
 	warm_up(client);
 	l = open_lock(client, opt.name);
 	wait_for_go(&warm_end, &end);
@@ -210,6 +210,6 @@ int main(int argc, char **argv)
 	printf("end\n");
 	free(h);
 	dlock_lock_free(l);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	return 0;
 }

@@ -107,25 +107,25 @@ static void waiter(int go, int out)
 	uint64_t first = 0;
 	int i;
 
-	if (dlock_client_open(&client, opt.uri, NULL) < 0)
-		die("dlock_client_open", dlock_errmsg_last());
+	if (dlock_client_new(&client, opt.uri, NULL) < 0)
+		die("dlock_client_new", dlock_errmsg_last());
 	if (dlock_lock_new(&l, client, opt.name, NULL) < 0)
 		die("dlock_lock_new", dlock_errmsg_last());
 	if (read(go, &b, 1) != 1)
 		_exit(1);
 	for (i = 0; i < opt.holds; i++) {
-		if (dlock_lock_lock(l, opt.crash ? 10000 : -1) < 0)
-			die("dlock_lock_lock", dlock_lock_errmsg(l));
+		if (dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, opt.crash ? 10000 : -1) < 0)
+			die("dlock_lock_acquire", dlock_lock_errmsg(l));
 		if (first == 0)
 			first = now_ns();
 		spin_us(opt.hold_us);
-		if (dlock_lock_unlock(l) < 0)
-			die("dlock_lock_unlock", dlock_lock_errmsg(l));
+		if (dlock_lock_release(l, NULL) < 0)
+			die("dlock_lock_release", dlock_lock_errmsg(l));
 	}
 	if (write(out, &first, sizeof(first)) != (ssize_t)sizeof(first))
 		_exit(1);
 	dlock_lock_free(l);
-	dlock_client_close(client);
+	dlock_client_free(client);
 	_exit(0);
 }
 
@@ -139,9 +139,9 @@ static pid_t holder(int out)
 		dlock_lock *l = NULL;
 		uint64_t t;
 
-		if (dlock_client_open(&client, opt.uri, NULL) < 0 ||
+		if (dlock_client_new(&client, opt.uri, NULL) < 0 ||
 				dlock_lock_new(&l, client, opt.name, NULL) < 0 ||
-				dlock_lock_lock(l, opt.ttl_ms) < 0)
+				dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, opt.ttl_ms) < 0)
 			die("holder", dlock_errmsg_last());
 		t = now_ns();
 		if (write(out, &t, sizeof(t)) != (ssize_t)sizeof(t))

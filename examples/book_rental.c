@@ -65,7 +65,7 @@ typedef struct buyer {
 
 /*
  * Split redis://[[user]:password@]host[:port][/db] for hiredis. dlock has
- * already accepted the URI (dlock_client_open), so this can stay simple.
+ * already accepted the URI (dlock_client_new), so this can stay simple.
  */
 static int parse_uri(const char *uri, server *s)
 {
@@ -205,7 +205,7 @@ static void *buyer_main(void *arg)
 		return NULL;
 
 	/* The lock guards the read-modify-write of the stock. */
-	rc = dlock_lock_try(s->lock, LOCK_WAIT_MS, LOCK_LEASE_MS);
+	rc = dlock_lock_acquire(s->lock, NULL, LOCK_WAIT_MS, LOCK_LEASE_MS);
 	if (rc != 0) {
 		fprintf(stderr, "buyer %d: could not lock %s: %s: %s\n", b->id,
 			dlock_lock_name(s->lock), dlock_strerror(rc), dlock_lock_errmsg(s->lock));
@@ -230,7 +230,7 @@ static void *buyer_main(void *arg)
 	}
 	fflush(stdout);
 
-	rc = dlock_lock_unlock(s->lock);
+	rc = dlock_lock_release(s->lock, NULL);
 	if (rc != 0) {
 		/* The lease ran out before we released: someone else may have rented
 		 * meanwhile, so the result can no longer be trusted. */
@@ -264,7 +264,7 @@ int main(int argc, char **argv)
 	}
 
 	memset(&s, 0, sizeof(s));
-	rc = dlock_client_open(&client, uri, NULL);
+	rc = dlock_client_new(&client, uri, NULL);
 	if (rc != 0) {
 		fprintf(stderr, "book_rental: %s: %s\n", dlock_strerror(rc), dlock_errmsg_last());
 		return 1;

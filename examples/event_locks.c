@@ -236,7 +236,7 @@ static void check_holds(app *a)
 		held *h = &a->locks[i];
 		int64_t left = 0;
 
-		if (dlock_lock_validity(&left, h->lock, h->owner) != 0 || left <= 0)
+		if (dlock_lock_validity_ms(&left, h->lock, h->owner) != 0 || left <= 0)
 			continue;
 		valid++;
 		/* Without a renewal it would have only what the acquire gave, less
@@ -359,7 +359,7 @@ static int open_all(app *a, char **uris)
 	o.watchdog_timeout_ms = a->watchdog_ms;
 	o.pool_size = a->window < 1024 ? a->window : 1024; /* one for each operation in flight */
 	for (int k = 0; k < a->nclients; k++) {
-		if (dlock_client_open(&a->clients[k], uris[k], &o) != 0) {
+		if (dlock_client_new(&a->clients[k], uris[k], &o) != 0) {
 			fprintf(stderr, "event_locks: %s: %s\n", uris[k], dlock_errmsg_last());
 			return -1;
 		}

@@ -90,17 +90,17 @@ static int open_lock(writer_lock *w, const char *nodes)
 		return rc;
 	}
 	lo.kind = DLOCK_LOCK_FENCED;
-	if (dlock_client_open(&w->client, nodes, NULL) != 0)
+	if (dlock_client_new(&w->client, nodes, NULL) != 0)
 		return -1;
 	return dlock_lock_new(&w->lock, w->client, "storage:orders", &lo);
 }
 
 static int take(writer_lock *w, long long *token)
 {
-	int64_t t = 0, validity;
+	int64_t t = 0;
 	int rc = w->redlock
-		? dlock_redlock_try_fenced(&validity, &t, w->redlock, NULL, 5000, LEASE_MS)
-		: dlock_lock_try_fenced(&t, w->lock, NULL, 5000, LEASE_MS);
+		? dlock_redlock_acquire_fenced(&t, w->redlock, NULL, 5000, LEASE_MS)
+		: dlock_lock_acquire_fenced(&t, w->lock, NULL, 5000, LEASE_MS);
 
 	if (rc != 0)
 		fprintf(stderr, "lock: %s: %s\n", dlock_strerror(rc),
@@ -113,9 +113,9 @@ static void give_back(writer_lock *w)
 {
 	/* A writer whose lease ran out no longer holds anything to release. */
 	if (w->redlock)
-		dlock_redlock_unlock(w->redlock);
+		dlock_redlock_release(w->redlock, NULL);
 	else
-		dlock_lock_unlock(w->lock);
+		dlock_lock_release(w->lock, NULL);
 }
 
 static void close_lock(writer_lock *w)

@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 		uri = first;
 	}
 
-	rc = dlock_client_open(&client, uri, NULL);
+	rc = dlock_client_new(&client, uri, NULL);
 	if (rc != 0) {
 		/* No handle yet: the message is kept for the calling thread. */
 		fprintf(stderr, "hello_lock: %s: %s\n", dlock_strerror(rc), dlock_errmsg_last());
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Wait up to 5 s for the lock; hold it with a 10 s lease (never renewed). */
-	rc = dlock_lock_try(lock, 5000, 10000);
+	rc = dlock_lock_acquire(lock, NULL, 5000, 10000);
 	if (rc != 0) {
 		fprintf(stderr, "hello_lock: %s: %s\n", dlock_strerror(rc), dlock_lock_errmsg(lock));
 		dlock_lock_free(lock);
@@ -59,11 +59,11 @@ int main(int argc, char **argv)
 	}
 
 	dlock_client_owner(owner, client, dlock_thread_id());
-	dlock_lock_remaining_ttl(&ttl_ms, lock);
+	dlock_lock_remaining_ttl_ms(&ttl_ms, lock);
 	printf("%s holds \"%s\" on %s (expires in %lld ms)\n", owner, dlock_lock_name(lock),
 	       dlock_client_node(client), (long long)ttl_ms);
 
-	rc = dlock_lock_unlock(lock);
+	rc = dlock_lock_release(lock, NULL);
 	if (rc != 0)
 		fprintf(stderr, "hello_lock: %s: %s\n", dlock_strerror(rc), dlock_lock_errmsg(lock));
 	else

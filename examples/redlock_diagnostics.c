@@ -6,7 +6,7 @@
  * A RedLock is held when a quorum (n/2+1) of n independent servers granted
  * it within its lease. This program tries once (or waits up to -w), prints
  * the outcome, the validity (how long the caller may rely on the lock), and
- * one line per server from dlock_redlock_status(): its vote (acquired, held
+ * one line per server from dlock_redlock_member_status(): its vote (acquired, held
  * by another owner, error, young = restarted too recently to count, or not
  * awaited = the outcome was decided before it answered), the error and the
  * message naming the server and the cause. Then it holds the lock
@@ -120,7 +120,7 @@ static void print_votes(dlock_redlock *lock)
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 		char ttl[24] = "-", up[24] = "-";
 
-		if (dlock_redlock_status(&st, lock, i) != 0) {
+		if (dlock_redlock_member_status(&st, lock, i) != 0) {
 			printf("  %-22s (no status)\n", "?");
 			continue;
 		}
@@ -224,7 +224,9 @@ int main(int argc, char **argv)
 
 	printf("RedLock \"%s\" on %zu server%s (quorum %zu), lease %lld ms, wait %lld ms\n", name, n,
 	       n == 1 ? "" : "s", n / 2 + 1, lease, wait);
-	rc = dlock_redlock_try(&validity, lock, wait, lease);
+	rc = dlock_redlock_acquire(lock, NULL, wait, lease);
+	if (rc == 0)
+		rc = dlock_redlock_validity_ms(&validity, lock, NULL);
 	if (rc == 0)
 		printf("outcome: acquired, valid for %lld ms\n", (long long)validity);
 	else
@@ -240,7 +242,7 @@ int main(int argc, char **argv)
 		sleep_ms((long)hold);
 		rc = dlock_redlock_check(lock, NULL);
 		printf("check: %s\n", rc == 0 ? "still held on a quorum" : outcome_name(rc));
-		rc = dlock_redlock_unlock(lock);
+		rc = dlock_redlock_release(lock, NULL);
 		if (rc == 0) {
 			printf("released\n");
 		} else {

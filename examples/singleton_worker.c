@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 	opts.lazy_connect = 1;
 	opts.command_timeout_ms = 500;
 	opts.connect_timeout_ms = 500;
-	rc = dlock_client_open(&client, uri, &opts);
+	rc = dlock_client_new(&client, uri, &opts);
 	if (rc == 0)
 		rc = dlock_lock_new(&lock, client, LOCK_NAME, NULL);
 	if (rc == 0)
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 
 	while (!finished(deadline)) {
 		/* Wait for leadership in slices, so a signal or the runtime ends the wait. */
-		rc = dlock_lock_try(lock, WAIT_SLICE_MS, DLOCK_LEASE_WATCHDOG);
+		rc = dlock_lock_acquire(lock, NULL, WAIT_SLICE_MS, DLOCK_LEASE_WATCHDOG);
 		if (rc == DLOCK_ENOTACQUIRED) {
 			last_err = 0;
 			continue;
@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 			say("leader: lost leadership: stopped the work; back to standby");
 			/* Drop the local record of the lost hold. The server has none,
 			 * or cannot be reached (then there is nothing to clean up). */
-			rc = dlock_lock_unlock(lock);
+			rc = dlock_lock_release(lock, NULL);
 			if (rc != 0 && rc != DLOCK_ELOST && rc != DLOCK_ENOTOWNER &&
 			    rc != DLOCK_ECONN && rc != DLOCK_ETIMEDOUT)
 				say("standby: cleaning up the lost hold: %s: %s", dlock_strerror(rc),
@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		/* Stopping: hand over at once instead of after the watchdog timeout. */
-		rc = dlock_lock_unlock(lock);
+		rc = dlock_lock_release(lock, NULL);
 		if (rc == 0)
 			say("leader: released %s", LOCK_NAME);
 		else

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	o.loop = dlock_uv_loop(a.du);
-	if (dlock_client_open(&a.client, argv[1], &o) != 0) {
+	if (dlock_client_new(&a.client, argv[1], &o) != 0) {
 		fprintf(stderr, "uv_teardown: %s\n", dlock_errmsg_last());
 		return 1;
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer target: the URI parser (what dlock_client_open and the CLI's -n read):
+/* libFuzzer target: the URI parser (what dlock_client_new and the CLI's -n read):
  * redis://, rediss:// and unix:// alike. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * Threading rule: a dlock_client may be used by any number of threads at
  * once, and so may a dlock_lock (the default owner is the calling thread).
  * Exceptions are marked on their functions: dlock_set_allocator(), and the
- * _free functions (dlock_client_close() is dlock_client_free()'s alias),
+ * _free functions,
  * which must not race with other calls on the same object.
  *
  * Errors: functions return 0 or a negative DLOCK_E* code (dlock/errors.h);

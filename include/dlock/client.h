@@ -11,7 +11,10 @@
 #define DLOCK_CLIENT_H
 
 #include "common.h"
+#include "errors.h"
 #include "stats.h"
+#include "loop.h"
+#include "async.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,13 +41,14 @@ typedef struct dlock_client_options {
 	int64_t watchdog_timeout_ms;
 	/** Connections kept for commands; threads beyond it wait (default 8). */
 	int pool_size;
-	/** 0: dlock_client_open() connects and authenticates before returning,
+	/** 0: dlock_client_new() connects and authenticates before returning,
 	 *  so a bad password or an unreachable server fails there. 1: connect
-	 *  on first use (a quorum member that may be down at start). */
+	 *  on first use (a quorum member that may be down at start), or at
+	 *  dlock_client_connect(). */
 	int lazy_connect;
 
 	/* Version 2: TLS, for rediss:// URIs (ignored for others). The files
-	 * are read by dlock_client_open(); the strings need not outlive it. */
+	 * are read by dlock_client_new(); the strings need not outlive it. */
 	/** PEM file of the CA certificates that may sign the server's
 	 *  certificate; NULL (and no tls_ca_dir): the system's CAs. */
 	const char *tls_ca_file;
@@ -64,7 +68,7 @@ typedef struct dlock_client_options {
 	/* Version 3: Sentinel and replica acknowledgement. */
 	/** redis+sentinel:// URIs: the credentials the sentinels ask for (their
 	 *  own `requirepass`/ACL, not the primary's); NULL: no AUTH to sentinels.
-	 *  Copied by dlock_client_open(). */
+	 *  Copied by dlock_client_new(). */
 	const char *sentinel_user;
 	const char *sentinel_password;
 	/** Replicas that must acknowledge an acquisition (WAIT) before it counts;
@@ -107,7 +111,7 @@ typedef struct dlock_client_options {
 	 *  loop. A blocking call on such a client drives the loop itself until
 	 *  it returns. The loop must outlive the client. NULL (default): the
 	 *  client runs one background thread. */
-	struct dlock_loop *loop;
+	dlock_loop *loop;
 
 	/* Version 6: who holds it (dlock_client_holder), what locks cost (dlock/stats.h). */
 	/** Non-NULL (even ""): the client registers itself on each node where it
@@ -121,7 +125,7 @@ typedef struct dlock_client_options {
 	 *  there, deleted when the client is freed, and expires a watchdog
 	 *  timeout after the client stops holding or stops. A refused write (an
 	 *  ACL) fails nothing. Redisson's data is left as it is. At most 200
-	 *  bytes are kept; copied by dlock_client_open().
+	 *  bytes are kept; copied by dlock_client_new().
 	 *  NULL (default): no registration, nothing extra on the wire. */
 	const char *label;
 	/** What this process does, for the registration ("./nightly.sh");
@@ -196,7 +200,7 @@ DLOCK_EXTERN int dlock_client_options_init(dlock_client_options *opts, unsigned 
  * DLOCK_EAUTH, DLOCK_ESERVER (SELECT refused), DLOCK_EPROTO, DLOCK_ENOMEM, DLOCK_ESYS.
  * The message is in dlock_errmsg_last().
  */
-DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
+DLOCK_EXTERN int dlock_client_new(dlock_client **out, const char *uri,
 		const dlock_client_options *opts);
 
 /**
@@ -215,10 +219,15 @@ DLOCK_EXTERN int dlock_client_open(dlock_client **out, const char *uri,
 DLOCK_EXTERN void dlock_client_free(dlock_client *client);
 
 /**
- * dlock_client_free() under its name before 1.0, kept so that programs
- * written for it need not change; returns 0.
+ * Connect and authenticate now (and read a cluster's slot map): what
+ * dlock_client_new() does before it returns when `lazy_connect` is 0. A
+ * lazy client connects on first use otherwise; this call makes a bad
+ * address or password fail here instead. Again on a connected client: a
+ * PING. Errors: as dlock_client_new()'s (DLOCK_ECONN, DLOCK_ETIMEDOUT,
+ * DLOCK_EAUTH, ...), DLOCK_EFORKED, DLOCK_EINVAL (NULL); the message is
+ * dlock_client_errmsg()'s.
  */
-DLOCK_EXTERN int dlock_client_close(dlock_client *client);
+DLOCK_EXTERN int dlock_client_connect(dlock_client *client);
 
 /**
  * Cancel every wait for a lock (RLock, and MultiLock/RedLock members) that
@@ -286,10 +295,10 @@ DLOCK_EXTERN int dlock_holder_init(dlock_holder *h, unsigned int version);
  * Look up the registration of `owner` - a hash field as lock holders have
  * it: `<client UUID>:<thread>`, a read-write lock's `...:write` - on the
  * client's server (on a cluster, the node that serves the registration's
- * key). Returns 1 and fills *out (`registered` 1) when the owner's
+ * key). Returns 0 and fills *out: `registered` 1 when the owner's
  * client registered, 0 when it did not (a Redisson holder, a client
- * without a label, one whose registration expired: `registered` 0, the
- * rest ""), or an error: DLOCK_EINVAL (NULL argument, `out->version` not
+ * without a label, one whose registration expired: the rest ""); or an
+ * error: DLOCK_EINVAL (NULL argument, `out->version` not
  * one this library knows: DLOCK_HOLDER_INIT), one command's errors
  * (errors.h).
  */
@@ -309,7 +318,7 @@ DLOCK_EXTERN int dlock_client_ping(dlock_client *client);
  * Used by RedLock's restart guard; handy for health checks.
  * Errors: DLOCK_EINVAL (NULL argument), one command's errors (errors.h).
  */
-DLOCK_EXTERN int dlock_client_uptime(int64_t *seconds, dlock_client *client);
+DLOCK_EXTERN int dlock_client_uptime_s(int64_t *out_s, dlock_client *client);
 
 /**
  * The one-line message of the most recent failure on this client, from any
@@ -321,6 +330,33 @@ DLOCK_EXTERN const char *dlock_client_errmsg(const dlock_client *client);
 
 /** dlock_client_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
 DLOCK_EXTERN size_t dlock_client_errmsg_r(char *buf, size_t len, const dlock_client *client);
+
+/**
+ * A snapshot of the client's figures, to free with dlock_stats_free().
+ * Safe from any thread. Errors: DLOCK_EINVAL (NULL), DLOCK_ENOMEM.
+ */
+DLOCK_EXTERN int dlock_client_stats(dlock_stats **out, const dlock_client *client);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * A client's calls to its server as operations: connect (as
+ * dlock_client_connect(), a PING on a connection it makes and
+ * authenticates; on a cluster, on the member serving a slot), PING (`code` 0 when it
+ * answered; on a cluster it asks the member serving a slot, where the
+ * blocking dlock_client_ping() reads the slot map), the server's uptime
+ * in seconds (`value`), and a registered owner's holder (`value` 1 and
+ * `holder`, or 0 when none registered). Each may be canceled. Errors (no
+ * callback then): DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_client_connect_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_ping_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_uptime_s_async(dlock_op **out, dlock_client *client, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_client_holder_async(dlock_op **out, dlock_client *client,
+		const char *owner, dlock_op_cb cb, void *userdata);
 
 #ifdef __cplusplus
 }

@@ -55,7 +55,7 @@ typedef struct dlock_countdown dlock_countdown;
 typedef struct dlock_countdown_options {
 	unsigned int version;
 	/**
-	 * (version 2) 1: dlock_countdown_get_count() and
+	 * (version 2) 1: dlock_countdown_count() and
 	 * dlock_countdown_count_down() report -1 when the latch does not exist
 	 * (never set, a typo'd name, deleted, or opened - counted down to zero -
 	 * over a day ago: dlock remembers an opening for a day and reports 0
@@ -128,17 +128,17 @@ DLOCK_EXTERN int dlock_countdown_count_down(int64_t *left, dlock_countdown *latc
  * DLOCK_EWRONGTYPE (the key is not a latch's count), one command's errors
  * (errors.h).
  */
-DLOCK_EXTERN int dlock_countdown_get_count(int64_t *count, dlock_countdown *latch);
+DLOCK_EXTERN int dlock_countdown_count(int64_t *count, dlock_countdown *latch);
 
 /**
- * *waiters = how many clients listen on the latch's channel at its server
+ * *out = how many clients listen on the latch's channel at its server
  * (classic and sharded pub/sub): waiters in await, dlock's and Redisson's
  * alike (dlock shares one subscription per client and channel). One read-only
  * script call; for status displays (`dlock status` tells a latch from a
  * semaphore by it). Errors: DLOCK_EINVAL (NULL argument), one command's
  * errors (errors.h).
  */
-DLOCK_EXTERN int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *latch);
+DLOCK_EXTERN int dlock_countdown_subscribers(int64_t *out, dlock_countdown *latch);
 
 /**
  * Delete the latch whatever its count, announcing it ("1") when it
@@ -175,15 +175,15 @@ DLOCK_EXTERN int dlock_countdown_try_set_count_async(dlock_op **out, dlock_count
 		int64_t count, dlock_op_cb cb, void *userdata);
 DLOCK_EXTERN int dlock_countdown_count_down_async(
 		dlock_op **out, dlock_countdown *latch, dlock_op_cb cb, void *userdata);
-DLOCK_EXTERN int dlock_countdown_get_count_async(
+DLOCK_EXTERN int dlock_countdown_count_async(
 		dlock_op **out, dlock_countdown *latch, dlock_op_cb cb, void *userdata);
 DLOCK_EXTERN int dlock_countdown_delete_async(
 		dlock_op **out, dlock_countdown *latch, dlock_op_cb cb, void *userdata);
 DLOCK_EXTERN int dlock_countdown_await_async(dlock_op **out, dlock_countdown *latch,
 		int64_t wait_ms, dlock_op_cb cb, void *userdata);
-/* dlock_countdown_waiters() as an operation: its answer is the result's
+/* dlock_countdown_subscribers() as an operation: its answer is the result's
  * `value`; it may be canceled. */
-DLOCK_EXTERN int dlock_countdown_waiters_async(
+DLOCK_EXTERN int dlock_countdown_subscribers_async(
 		dlock_op **out, dlock_countdown *latch, dlock_op_cb cb, void *userdata);
 
 /**

@@ -11,7 +11,7 @@
  *
  *	dlock_libevent_new(&de, base, NULL);
  *	o.loop = dlock_libevent_loop(de);    // no dlock thread: all of it runs here
- *	dlock_client_open(&c, "redis://127.0.0.1:6379", &o);
+ *	dlock_client_new(&c, "redis://127.0.0.1:6379", &o);
  *	dlock_lock_new(&l, c, "job:42", NULL);
  *	dlock_lock_acquire_async(NULL, l, owner, 0, DLOCK_LEASE_WATCHDOG, on_acquired, NULL);
  *	event_base_dispatch(base);           // renews while you hold it

@@ -27,6 +27,7 @@
 #define DLOCK_LOCK_H
 
 #include "common.h"
+#include "async.h"
 #include "client.h"
 
 #ifdef __cplusplus
@@ -58,7 +59,7 @@ typedef enum dlock_lock_kind {
 	 * increments the counter `redisson_lock_token:{name}`, so each holder can
 	 * show the resource it protects a number that grows from one holder to
 	 * the next (Kleppmann's fencing token); the resource rejects a write with
-	 * a smaller token than it has seen. Acquire with dlock_lock_try_fenced()
+	 * a smaller token than it has seen. Acquire with dlock_lock_acquire_fenced()
 	 * to learn the token.
 	 */
 	DLOCK_LOCK_FENCED = 2,
@@ -147,61 +148,51 @@ DLOCK_EXTERN void dlock_lock_free(dlock_lock *lock);
 DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *lock);
 
 /**
- * Block until the calling thread holds the lock. lease_ms > 0 or
+ * Acquire the lock for `owner` (NULL: the calling thread; otherwise an
+ * explicit owner string, see the top of this file), waiting up to
+ * `wait_ms` for a release: 0 = one attempt, DLOCK_WAIT_FOREVER = until it
+ * is acquired or the wait is canceled. lease_ms > 0 or
  * DLOCK_LEASE_WATCHDOG. Re-entry by the holder increments the hold count.
- * Errors: DLOCK_EINVAL (bad lease), and a wait's final errors (errors.h):
- * DLOCK_EAUTH, DLOCK_EWRONGTYPE, DLOCK_ESERVER, DLOCK_ENOMEM, DLOCK_EFORKED,
- * DLOCK_ECANCELED. Connection failures, timeouts, DLOCK_EPROTO and
- * DLOCK_ENOSYNC (too few replicas acknowledged: the client's sync_replicas;
- * the acquisition was given back) do not end the wait: it tries again with a
- * backoff until canceled.
- */
-DLOCK_EXTERN int dlock_lock_lock(dlock_lock *lock, int64_t lease_ms);
-
-/**
- * Try for up to wait_ms (0 = one attempt, DLOCK_WAIT_FOREVER = no limit).
  * Returns 0 when acquired, DLOCK_ENOTACQUIRED when someone else still holds
- * it when the wait ends, DLOCK_EINVAL (bad wait or lease), a wait's final
- * error (as dlock_lock_lock()), or, when the wait ran out on one, the last
- * transient error: DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EPROTO, DLOCK_ESERVER
- * (LOADING, BUSY), DLOCK_ENOSYNC (fewer than the client's sync_replicas
- * acknowledged the acquisition within its sync_timeout_ms: it was given
- * back; an attempt that asks replicas costs up to that timeout more). A
- * single attempt (wait 0) returns any of them at once.
+ * it when the wait ends, DLOCK_EINVAL (bad wait or lease; a NULL handle; an
+ * empty owner or one longer than 1024 bytes), a wait's final error
+ * (DLOCK_EAUTH, DLOCK_EWRONGTYPE, DLOCK_ESERVER, DLOCK_ENOMEM,
+ * DLOCK_EFORKED, DLOCK_ECANCELED), or, when the wait ran out on one, the
+ * last transient error: DLOCK_ECONN, DLOCK_ETIMEDOUT, DLOCK_EPROTO,
+ * DLOCK_ESERVER (LOADING, BUSY), DLOCK_ENOSYNC (fewer than the client's
+ * sync_replicas acknowledged the acquisition within its sync_timeout_ms:
+ * it was given back; an attempt that asks replicas costs up to that
+ * timeout more). A single attempt (wait 0) returns any of them at once;
+ * a wait forever does not end on a transient error: it tries again with a
+ * backoff until canceled. Its twin: dlock_lock_acquire_async().
  */
-DLOCK_EXTERN int dlock_lock_try(dlock_lock *lock, int64_t wait_ms, int64_t lease_ms);
+DLOCK_EXTERN int dlock_lock_acquire(dlock_lock *lock, const char *owner, int64_t wait_ms,
+		int64_t lease_ms);
 
 /**
- * Release one hold of the calling thread. The last release deletes the key and
- * publishes an unlock message that wakes one waiter (local or remote).
- * Errors: DLOCK_ELOST (the hold was lost before the unlock: the watchdog had
- * found it lost, its lease had ended, or the server no longer had it - the
- * caller's critical section may have outlived the lock; returned whatever
- * the release then met, timeouts included), DLOCK_ENOTOWNER (this client
- * has no record of such a hold and the server none either; nothing
- * changed), DLOCK_EINVAL (NULL handle), one command's errors (errors.h)
- * - the release may then have run or not; renewal ends whatever the answer.
- * A release whose reply was lost is retried with the same request id, so it
- * counts once.
+ * dlock_lock_acquire() for a fenced lock, returning the fencing token of
+ * this acquisition in *token. Errors as dlock_lock_acquire(); DLOCK_EINVAL
+ * when the lock is not fenced or token is NULL. Its twin is
+ * dlock_lock_acquire_async(), whose result carries the token.
  */
-DLOCK_EXTERN int dlock_lock_unlock(dlock_lock *lock);
-
-/**
- * dlock_lock_try() for an explicit owner string (see the top of this file).
- * Errors as dlock_lock_try(); DLOCK_EINVAL also for a NULL, empty or longer
- * than 1024 bytes owner.
- */
-DLOCK_EXTERN int dlock_lock_try_as(dlock_lock *lock, const char *owner,
+DLOCK_EXTERN int dlock_lock_acquire_fenced(int64_t *token, dlock_lock *lock, const char *owner,
 		int64_t wait_ms, int64_t lease_ms);
 
 /**
- * dlock_lock_try_as() (owner NULL = the calling thread) for a fenced lock,
- * returning the fencing token of this acquisition in *token.
- * Errors as dlock_lock_try_as(); DLOCK_EINVAL when the lock is not fenced
- * or token is NULL.
+ * Release one hold of `owner` (NULL: the calling thread). The last release
+ * deletes the key and publishes an unlock message that wakes one waiter
+ * (local or remote). Errors: DLOCK_ELOST (the hold was lost before the
+ * release: the watchdog had found it lost, its lease had ended, or the
+ * server no longer had it - the caller's critical section may have
+ * outlived the lock; returned whatever the release then met, timeouts
+ * included), DLOCK_ENOTOWNER (this client has no record of such a hold and
+ * the server none either; nothing changed), DLOCK_EINVAL (NULL handle, bad
+ * owner), one command's errors (errors.h) - the release may then have run
+ * or not; renewal ends whatever the answer. A release whose reply was lost
+ * is retried with the same request id, so it counts once. Its twin:
+ * dlock_lock_release_async().
  */
-DLOCK_EXTERN int dlock_lock_try_fenced(int64_t *token, dlock_lock *lock, const char *owner,
-		int64_t wait_ms, int64_t lease_ms);
+DLOCK_EXTERN int dlock_lock_release(dlock_lock *lock, const char *owner);
 
 /**
  * *out = how many replicas acknowledged the most recent acquisition made
@@ -224,9 +215,6 @@ DLOCK_EXTERN int dlock_lock_synced_replicas(int *out, const dlock_lock *lock);
  */
 DLOCK_EXTERN int dlock_lock_token(int64_t *token, dlock_lock *lock);
 
-/** dlock_lock_unlock() for an explicit owner string; DLOCK_EINVAL for a bad owner. */
-DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
-
 /**
  * Delete the lock whoever holds it and wake waiters: for a fair lock (its
  * queue exists, whatever kind of handle this is) the head of the queue, on
@@ -238,7 +226,7 @@ DLOCK_EXTERN int dlock_lock_unlock_as(dlock_lock *lock, const char *owner);
  * learn of the loss through dlock_lock_check()/the lost callback.
  * Errors: DLOCK_EINVAL (NULL handle), one command's errors (errors.h).
  */
-DLOCK_EXTERN int dlock_lock_force_unlock(int *deleted, dlock_lock *lock);
+DLOCK_EXTERN int dlock_lock_force_release(int *deleted, dlock_lock *lock);
 
 /*
  * The queries below read the server (one command) and return DLOCK_EINVAL
@@ -249,21 +237,15 @@ DLOCK_EXTERN int dlock_lock_force_unlock(int *deleted, dlock_lock *lock);
  *  Redisson's isLocked() of that half: see DLOCK_LOCK_READ/WRITE). */
 DLOCK_EXTERN int dlock_lock_is_locked(int *out, dlock_lock *lock);
 
-/** *out = 1 when the calling thread holds the lock (HEXISTS of its field:
- *  `<owner>:write` for a write half). */
-DLOCK_EXTERN int dlock_lock_is_held(int *out, dlock_lock *lock);
+/** *out = 1 when `owner` (NULL: the calling thread) holds the lock
+ *  (HEXISTS of its field: `<owner>:write` for a write half). */
+DLOCK_EXTERN int dlock_lock_is_held(int *out, dlock_lock *lock, const char *owner);
 
-/** *out = 1 when `owner` holds the lock. */
-DLOCK_EXTERN int dlock_lock_is_held_as(int *out, dlock_lock *lock, const char *owner);
-
-/** *out = the calling thread's hold count (0 when not held). */
-DLOCK_EXTERN int dlock_lock_hold_count(int64_t *out, dlock_lock *lock);
-
-/** *out = `owner`'s hold count (0 when not held). */
-DLOCK_EXTERN int dlock_lock_hold_count_as(int64_t *out, dlock_lock *lock, const char *owner);
+/** *out = `owner`'s (NULL: the calling thread's) hold count (0 when not held). */
+DLOCK_EXTERN int dlock_lock_hold_count(int64_t *out, dlock_lock *lock, const char *owner);
 
 /** *out_ms = the key's remaining time to live (PTTL): -2 no lock, -1 no expiry. */
-DLOCK_EXTERN int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *lock);
+DLOCK_EXTERN int dlock_lock_remaining_ttl_ms(int64_t *out_ms, dlock_lock *lock);
 
 /** What a server has for a lock at one moment (dlock_lock_query). */
 typedef struct dlock_lock_info dlock_lock_info;
@@ -289,10 +271,10 @@ DLOCK_EXTERN int64_t dlock_lock_info_ttl_ms(const dlock_lock_info *info);
 DLOCK_EXTERN size_t dlock_lock_info_holders(const dlock_lock_info *info);
 
 /** Holder i's owner string ("<uuid>:<thread>"), or NULL past the end. */
-DLOCK_EXTERN const char *dlock_lock_info_owner(const dlock_lock_info *info, size_t i);
+DLOCK_EXTERN const char *dlock_lock_info_holder_owner(const dlock_lock_info *info, size_t i);
 
 /** Holder i's hold count (reentrant holds), 0 past the end. */
-DLOCK_EXTERN int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i);
+DLOCK_EXTERN int64_t dlock_lock_info_holder_count(const dlock_lock_info *info, size_t i);
 
 /**
  * A read-write lock's mode (Redisson's `mode` field): "read" (its holders
@@ -358,7 +340,7 @@ DLOCK_EXTERN int dlock_lock_check(const dlock_lock *lock, const char *owner);
  * Returns 0, DLOCK_ELOST (lost, or the time is up), DLOCK_ENOTOWNER (not
  * held through this handle), DLOCK_EINVAL (NULL argument, bad owner).
  */
-DLOCK_EXTERN int dlock_lock_validity(int64_t *ms, const dlock_lock *lock, const char *owner);
+DLOCK_EXTERN int dlock_lock_validity_ms(int64_t *out_ms, const dlock_lock *lock, const char *owner);
 
 /**
  * Set the callback for lost watchdog holds taken through this handle
@@ -377,6 +359,62 @@ DLOCK_EXTERN const char *dlock_lock_errmsg(const dlock_lock *lock);
 
 /** dlock_lock_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
 DLOCK_EXTERN size_t dlock_lock_errmsg_r(char *buf, size_t len, const dlock_lock *lock);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * Acquire `lock` for `owner`, waiting up to `wait_ms` (0: one attempt;
+ * DLOCK_WAIT_FOREVER) for a release, with a lease of `lease_ms`
+ * (DLOCK_LEASE_WATCHDOG: renewed until released or lost). *out (may be
+ * NULL) receives the op. Errors (no callback then): DLOCK_EINVAL,
+ * DLOCK_ENOMEM, DLOCK_EFORKED; everything else comes in the callback.
+ */
+DLOCK_EXTERN int dlock_lock_acquire_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+
+/** Release one hold of `owner` (as dlock_lock_release()). */
+DLOCK_EXTERN int dlock_lock_release_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * Hear how `owner`'s hold of `lock` ends: the callback comes once, with
+ * DLOCK_ELOST and `lost_reason` (a dlock_lost_reason) when it is lost -
+ * renewals found it gone or could not reach the server in time, a force
+ * unlock, a key replaced - or with 0 once it is released. DLOCK_ENOTOWNER
+ * when the owner holds nothing now (DLOCK_ELOST when its hold is lost
+ * already). The same event as dlock_lock_set_lost_cb(), as an operation:
+ * on the client's loop, cancelable, one per hold or many.
+ */
+DLOCK_EXTERN int dlock_lock_watch_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * The lock's queries and its force unlock as operations: the same command
+ * and the same answer as the blocking call of the name without `_async`
+ * (dlock/lock.h), in the result: `code` its return value, `value` its
+ * number - is_locked/is_held 1 or 0, a hold count, a token, the TTL in ms
+ * (-2 no key, -1 none), a force unlock's 1 or 0 - and for
+ * dlock_lock_query_async() `lock_info`, the callback's to free with
+ * dlock_lock_info_free() (NULL on error). A NULL owner (and the calls
+ * without one) means the calling thread's, as the blocking calls take it,
+ * resolved when the call is made. A query may be canceled (it changed
+ * nothing); a force unlock is not (it finishes). Errors (no callback then):
+ * DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_lock_is_locked_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_is_held_async(dlock_op **out, dlock_lock *lock, const char *owner,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_hold_count_async(dlock_op **out, dlock_lock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_lock_remaining_ttl_ms_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_token_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_query_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
+DLOCK_EXTERN int dlock_lock_force_release_async(dlock_op **out, dlock_lock *lock, dlock_op_cb cb,
+		void *userdata);
 
 #ifdef __cplusplus
 }

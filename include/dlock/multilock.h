@@ -89,51 +89,46 @@ DLOCK_EXTERN int dlock_multilock_new(dlock_multilock **out, dlock_lock *const *m
 DLOCK_EXTERN void dlock_multilock_free(dlock_multilock *lock);
 
 /**
- * Block until all members are held. lease_ms > 0 or DLOCK_LEASE_WATCHDOG.
- * Errors: DLOCK_EINVAL (bad lease), a wait's final errors (errors.h); a
- * member failing with a final error (DLOCK_EWRONGTYPE, DLOCK_EAUTH) ends it.
- */
-DLOCK_EXTERN int dlock_multilock_lock(dlock_multilock *lock, int64_t lease_ms);
-
-/**
- * Try for up to wait_ms (0 = one attempt, members in order). Returns 0,
- * DLOCK_EINVAL (bad wait or lease), or a quorum's errors (errors.h; the
+ * Acquire every member for `owner` (NULL: the calling thread; an explicit
+ * owner holds every member), trying for up to wait_ms (0 = one attempt,
+ * members in order; DLOCK_WAIT_FOREVER = until all are held: a member
+ * failing with a final error - DLOCK_EWRONGTYPE, DLOCK_EAUTH - ends it).
+ * lease_ms > 0 or DLOCK_LEASE_WATCHDOG. Returns 0,
+ * DLOCK_EINVAL (bad wait, lease or owner), or a quorum's errors (errors.h; the
  * quorum is every member): DLOCK_ENOTACQUIRED (a member is held by another
  * owner), DLOCK_ENOQUORUM (a member's server failed: see
- * dlock_multilock_status; a member whose client asks replicas to acknowledge
+ * dlock_multilock_member_status; a member whose client asks replicas to acknowledge
  * (sync_replicas) and too few did fails with DLOCK_ENOSYNC there, and is
  * given back), DLOCK_EWRONGTYPE, DLOCK_EEXPIRED, DLOCK_ENOMEM,
  * DLOCK_EFORKED, DLOCK_ECANCELED, DLOCK_EDUPLICATE (two members holding one
  * name turned out to be one server: their run_ids, learnt on connecting,
- * are the same). Nothing stays held on failure.
+ * are the same). Nothing stays held on failure. Its twin:
+ * dlock_multilock_acquire_async().
  */
-DLOCK_EXTERN int dlock_multilock_try(dlock_multilock *lock, int64_t wait_ms, int64_t lease_ms);
-
-/** dlock_multilock_try() for an explicit owner on every member; DLOCK_EINVAL for a bad owner. */
-DLOCK_EXTERN int dlock_multilock_try_as(dlock_multilock *lock, const char *owner,
+DLOCK_EXTERN int dlock_multilock_acquire(dlock_multilock *lock, const char *owner,
 		int64_t wait_ms, int64_t lease_ms);
 
 /**
- * dlock_multilock_try_as() (owner NULL = calling thread) on fenced members
+ * dlock_multilock_acquire() (owner NULL = calling thread) on fenced members
  * (a lock made with DLOCK_LOCK_FENCED), returning a token that grows strictly from one
  * holder to the next: the largest of the members' tokens, written back to
- * every member before success (see dlock_redlock_try_fenced).
- * Errors as dlock_multilock_try(); DLOCK_EINVAL when the members are not
+ * every member before success (see dlock_redlock_acquire_fenced).
+ * Errors as dlock_multilock_acquire(); DLOCK_EINVAL when the members are not
  * fenced or token is NULL.
  */
-DLOCK_EXTERN int dlock_multilock_try_fenced(int64_t *token, dlock_multilock *lock,
+DLOCK_EXTERN int dlock_multilock_acquire_fenced(int64_t *token, dlock_multilock *lock,
 		const char *owner, int64_t wait_ms, int64_t lease_ms);
 
 /**
- * Release every member, all at once; a member that fails does not stop the
+ * Release `owner`'s (NULL: the calling thread's) hold on every member, all at once; a member that fails does not stop the
  * others. Returns 0, DLOCK_ENOTOWNER (no member was held), DLOCK_ELOST (the
  * lock had been lost before: fewer members held than needed), DLOCK_EINVAL
- * (NULL handle, bad owner for _as), DLOCK_ENOMEM (call it again: a member
+ * (NULL handle, bad owner), DLOCK_ENOMEM (call it again: a member
  * could not even be sent its release), or the first member's error (one
- * command's errors, errors.h; the rest were still released).
+ * command's errors, errors.h; the rest were still released). Its twin:
+ * dlock_multilock_release_async().
  */
-DLOCK_EXTERN int dlock_multilock_unlock(dlock_multilock *lock);
-DLOCK_EXTERN int dlock_multilock_unlock_as(dlock_multilock *lock, const char *owner);
+DLOCK_EXTERN int dlock_multilock_release(dlock_multilock *lock, const char *owner);
 
 /**
  * Local state of owner's hold (NULL = calling thread), no network traffic:
@@ -144,11 +139,11 @@ DLOCK_EXTERN int dlock_multilock_check(const dlock_multilock *lock, const char *
 
 /**
  * How long every member hold of owner is certain to last from now without
- * another renewal (the shortest dlock_lock_validity() of the members). No
+ * another renewal (the shortest dlock_lock_validity_ms() of the members). No
  * traffic. Returns 0, DLOCK_ELOST, DLOCK_ENOTOWNER, DLOCK_EINVAL or
  * DLOCK_ENOMEM; *ms is 0 unless held.
  */
-DLOCK_EXTERN int dlock_multilock_validity(int64_t *ms, const dlock_multilock *lock,
+DLOCK_EXTERN int dlock_multilock_validity_ms(int64_t *out_ms, const dlock_multilock *lock,
 		const char *owner);
 
 /**
@@ -162,13 +157,16 @@ DLOCK_EXTERN int dlock_multilock_set_lost_cb(dlock_multilock *lock, dlock_lost_c
 
 /** Number of members. */
 DLOCK_EXTERN size_t dlock_multilock_size(const dlock_multilock *lock);
+/** Member i (to query it or read its client), held by the MultiLock; NULL
+ *  for no member i. As dlock_redlock_member(). */
+DLOCK_EXTERN dlock_lock *dlock_multilock_member(dlock_multilock *lock, size_t i);
 
 /**
  * Member i's answer in the most recent acquisition on this handle, into
  * *out (whose version must be set: DLOCK_MEMBER_STATUS_INIT).
  * Errors: DLOCK_EINVAL (NULL argument, no member i, unknown version).
  */
-DLOCK_EXTERN int dlock_multilock_status(dlock_member_status *out, const dlock_multilock *lock,
+DLOCK_EXTERN int dlock_multilock_member_status(dlock_member_status *out, const dlock_multilock *lock,
 		size_t i);
 
 /** The handle's last failure message (see dlock_lock_errmsg). */
@@ -184,7 +182,7 @@ DLOCK_EXTERN size_t dlock_multilock_quorum(const dlock_multilock *lock);
  * *out = 1 when a quorum of members show the lock held by anyone (EXISTS on
  * every member at once), 0 when too many show it free for a quorum to hold
  * it; it answers as soon as the answers settle it (a stopped server is then
- * not waited for; dlock/async.h has the twin). Errors: DLOCK_ENOQUORUM when
+ * not waited for; its twin is below). Errors: DLOCK_ENOQUORUM when
  * the members that answered cannot settle it (the message names the first
  * failure), DLOCK_EWRONGTYPE, DLOCK_EINVAL.
  * Like Redisson's isLocked, a snapshot: it may change at once.
@@ -195,13 +193,13 @@ DLOCK_EXTERN int dlock_multilock_is_locked(int *out, dlock_multilock *lock);
  * *out = 1 when a quorum of members show `owner` (NULL: the calling thread)
  * holding the lock (HEXISTS on each); errors as dlock_multilock_is_locked().
  */
-DLOCK_EXTERN int dlock_multilock_is_held_as(int *out, dlock_multilock *lock, const char *owner);
+DLOCK_EXTERN int dlock_multilock_is_held(int *out, dlock_multilock *lock, const char *owner);
 
 /**
  * *out_ms = member i's remaining TTL (PTTL): -2 no lock there, -1 no expiry.
  * Errors: DLOCK_EINVAL (no such member), and those of one command.
  */
-DLOCK_EXTERN int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *lock, size_t i);
+DLOCK_EXTERN int dlock_multilock_member_ttl_ms(int64_t *out_ms, dlock_multilock *lock, size_t i);
 
 /**
  * Two members on one server, by the run_id their servers gave on the
@@ -211,6 +209,55 @@ DLOCK_EXTERN int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *lo
  * DLOCK_EDUPLICATE (the message names both members), DLOCK_EINVAL (NULL).
  */
 DLOCK_EXTERN int dlock_multilock_check_servers(dlock_multilock *lock);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * Acquire a MultiLock (every member) or a RedLock (a quorum) for `owner`,
+ * as the blocking try_as calls do; the operation runs on the loop of the
+ * first member's client. On success the result has the validity (RedLock)
+ * and a fenced quorum's token; either way `members` holds each member's
+ * vote (as dlock_multilock_member_status()). Cancel gives back every
+ * member the operation may have taken, wherever it was. The handle must
+ * outlive its operations; it may be freed from the callback of its last.
+ */
+DLOCK_EXTERN int dlock_multilock_acquire_async(dlock_op **out, dlock_multilock *m,
+		const char *owner, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+
+/**
+ * Write an owner `<uuid>:<id>` named after the lock's first member's
+ * client into `owner`; 0, or DLOCK_EINVAL (NULL argument).
+ * Such an owner is this process's alone, so the lock's records of it are
+ * the truth: a canceled acquisition gives back exactly what it took, even
+ * an acquire a paused server runs late. (Other explicit owners may be
+ * shared with other processes: an acquire whose answer never came is then
+ * left to expire with its lease rather than risk releasing theirs.)
+ */
+DLOCK_EXTERN int dlock_multilock_owner(char owner[DLOCK_OWNER_SIZE], const dlock_multilock *lock,
+		uint64_t id);
+
+/** Release `owner`'s hold on every member (as the unlock_as calls). */
+DLOCK_EXTERN int dlock_multilock_release_async(dlock_op **out, dlock_multilock *m,
+		const char *owner, dlock_op_cb cb, void *userdata);
+
+/**
+ * The MultiLock's and RedLock's queries as operations, with the blocking
+ * call's outcome (dlock/multilock.h, dlock/redlock.h) in the result:
+ * `value` is is_locked's or is_held_as's 1 or 0, member_ttl's TTL in ms
+ * (-2 no lock there, -1 no expiry). is_locked and is_held_as ask every
+ * member at once and answer as soon as the members that answered settle
+ * it (a stopped server costs nothing then; else at most its command
+ * timeout); DLOCK_ENOQUORUM or DLOCK_EWRONGTYPE when they cannot. A NULL
+ * owner means the calling thread's, resolved when the call is made. Each
+ * may be canceled. Errors (no callback then): DLOCK_EINVAL, DLOCK_ENOMEM,
+ * DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_multilock_is_locked_async(dlock_op **out, dlock_multilock *lock,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_multilock_is_held_async(dlock_op **out, dlock_multilock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_multilock_member_ttl_ms_async(dlock_op **out, dlock_multilock *lock, size_t i,
+		dlock_op_cb cb, void *userdata);
 
 #ifdef __cplusplus
 }

@@ -52,7 +52,7 @@ typedef struct dlock_redlock_options {
 	int64_t restart_guard_ms;
 	/** 1: ignore young nodes' votes altogether (safest, least available). */
 	int restart_guard_strict;
-	/** 1: dlock_redlock_new_from_uris() makes fenced members (see dlock_redlock_try_fenced). */
+	/** 1: dlock_redlock_new_from_uris() makes fenced members (see dlock_redlock_acquire_fenced). */
 	int fenced;
 } dlock_redlock_options;
 
@@ -88,34 +88,29 @@ DLOCK_EXTERN int dlock_redlock_new_from_uris(dlock_redlock **out, const char *co
 DLOCK_EXTERN void dlock_redlock_free(dlock_redlock *lock);
 
 /**
- * Block until a quorum is held. *validity_ms (may be NULL) receives the
- * validity. lease_ms > 0 or DLOCK_LEASE_WATCHDOG (members renewed by their
- * clients' watchdogs; lost when fewer than a quorum can be renewed, and then
- * the members still held are no longer renewed, so they expire).
- * Errors: DLOCK_EINVAL (bad lease), a wait's final errors (errors.h);
- * members' final errors on more than n - quorum members end it.
- */
-DLOCK_EXTERN int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *lock, int64_t lease_ms);
-
-/**
- * Try for up to wait_ms (0 = one parallel attempt). Returns 0, DLOCK_EINVAL
- * (bad wait, lease, or owner for _as), or a quorum's errors (errors.h):
+ * Acquire a quorum of members for `owner` (NULL: the calling thread),
+ * trying for up to wait_ms (0 = one parallel attempt; DLOCK_WAIT_FOREVER =
+ * until a quorum is held: members' final errors on more than n - quorum
+ * members end it). lease_ms > 0 or DLOCK_LEASE_WATCHDOG (members renewed by
+ * their clients' watchdogs; lost when fewer than a quorum can be renewed,
+ * and then the members still held are no longer renewed, so they expire).
+ * How long the hold is certain to last: dlock_redlock_validity_ms() (the
+ * async twin's result->validity_ms). Returns 0, DLOCK_EINVAL (bad wait,
+ * lease or owner), or a quorum's errors (errors.h):
  * DLOCK_ENOTACQUIRED (held by another owner on too many members),
  * DLOCK_ENOQUORUM (too many servers failed to answer, or, with
- * sync_replicas, their replicas to acknowledge: see dlock_multilock_try),
+ * sync_replicas, their replicas to acknowledge: see dlock_multilock_acquire),
  * DLOCK_EWRONGTYPE, DLOCK_EEXPIRED (a quorum, but only after the TTL had run out),
  * DLOCK_ENOMEM, DLOCK_EFORKED, DLOCK_ECANCELED, DLOCK_EDUPLICATE (two
- * members turned out to be one server by run_id, see dlock_multilock_try).
+ * members turned out to be one server by run_id, see dlock_multilock_acquire).
  * Nothing stays held on failure: every member that may have been taken is
- * released.
+ * released. Its twin: dlock_redlock_acquire_async().
  */
-DLOCK_EXTERN int dlock_redlock_try(int64_t *validity_ms, dlock_redlock *lock, int64_t wait_ms,
+DLOCK_EXTERN int dlock_redlock_acquire(dlock_redlock *lock, const char *owner, int64_t wait_ms,
 		int64_t lease_ms);
-DLOCK_EXTERN int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *lock, const char *owner,
-		int64_t wait_ms, int64_t lease_ms);
 
 /**
- * dlock_redlock_try_as() (owner NULL = calling thread) on fenced members,
+ * dlock_redlock_acquire() (owner NULL = calling thread) on fenced members,
  * returning a fencing token that grows strictly from one holder to the next
  * although each server counts on its own: the largest token of the quorum,
  * written back to every reachable member ("set if greater") and confirmed
@@ -127,18 +122,18 @@ DLOCK_EXTERN int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *lock,
  * `redisson_lock_token:*` persistent (appendonly yes, appendfsync always),
  * or a majority restarting empty one after the other can hand out a smaller
  * token again.
- * Errors as dlock_redlock_try(); DLOCK_EINVAL when the members are not
+ * Errors as dlock_redlock_acquire(); DLOCK_EINVAL when the members are not
  * fenced locks or token is NULL.
  */
-DLOCK_EXTERN int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock *lock,
+DLOCK_EXTERN int dlock_redlock_acquire_fenced(int64_t *token, dlock_redlock *lock,
 		const char *owner, int64_t wait_ms, int64_t lease_ms);
 
 /**
- * Release on every member (also those that failed while acquiring).
- * Errors as dlock_multilock_unlock(); a quorum of releases is success.
+ * Release `owner`'s (NULL: the calling thread's) hold on every member (also
+ * those that failed while acquiring). Errors as dlock_multilock_release();
+ * a quorum of releases is success. Its twin: dlock_redlock_release_async().
  */
-DLOCK_EXTERN int dlock_redlock_unlock(dlock_redlock *lock);
-DLOCK_EXTERN int dlock_redlock_unlock_as(dlock_redlock *lock, const char *owner);
+DLOCK_EXTERN int dlock_redlock_release(dlock_redlock *lock, const char *owner);
 
 /**
  * Local state, no traffic: 0 held on a quorum, DLOCK_ELOST fewer than a
@@ -148,11 +143,12 @@ DLOCK_EXTERN int dlock_redlock_check(const dlock_redlock *lock, const char *owne
 
 /**
  * How long a quorum of owner's member holds is certain to last from now
- * without another renewal (dlock_lock_validity() of each member; the
+ * without another renewal (dlock_lock_validity_ms() of each member; the
  * quorum-th longest). No traffic. Returns 0, DLOCK_ELOST, DLOCK_ENOTOWNER,
  * DLOCK_EINVAL or DLOCK_ENOMEM; *ms is 0 unless held.
  */
-DLOCK_EXTERN int dlock_redlock_validity(int64_t *ms, const dlock_redlock *lock, const char *owner);
+DLOCK_EXTERN int dlock_redlock_validity_ms(int64_t *out_ms, const dlock_redlock *lock,
+		const char *owner);
 
 /** As dlock_multilock_set_lost_cb(): the callback comes when fewer than a
  *  quorum of a held RedLock's members can still be renewed. */
@@ -163,8 +159,8 @@ DLOCK_EXTERN int dlock_redlock_set_lost_cb(dlock_redlock *lock, dlock_lost_cb cb
 DLOCK_EXTERN size_t dlock_redlock_size(const dlock_redlock *lock);
 /** Member i (to query it or read its client), owned by the RedLock. */
 DLOCK_EXTERN dlock_lock *dlock_redlock_member(dlock_redlock *lock, size_t i);
-/** As dlock_multilock_status(). */
-DLOCK_EXTERN int dlock_redlock_status(dlock_member_status *out, const dlock_redlock *lock,
+/** As dlock_multilock_member_status(). */
+DLOCK_EXTERN int dlock_redlock_member_status(dlock_member_status *out, const dlock_redlock *lock,
 		size_t i);
 /** The handle's last failure message (see dlock_lock_errmsg). */
 DLOCK_EXTERN const char *dlock_redlock_errmsg(const dlock_redlock *lock);
@@ -190,13 +186,13 @@ DLOCK_EXTERN int dlock_redlock_is_locked(int *out, dlock_redlock *lock);
  * *out = 1 when a quorum of members show `owner` (NULL: the calling thread)
  * holding the lock (HEXISTS on each); errors as dlock_redlock_is_locked().
  */
-DLOCK_EXTERN int dlock_redlock_is_held_as(int *out, dlock_redlock *lock, const char *owner);
+DLOCK_EXTERN int dlock_redlock_is_held(int *out, dlock_redlock *lock, const char *owner);
 
 /**
  * *out_ms = member i's remaining TTL (PTTL): -2 no lock there, -1 no expiry.
  * Errors: DLOCK_EINVAL (no such member), and those of one command.
  */
-DLOCK_EXTERN int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *lock, size_t i);
+DLOCK_EXTERN int dlock_redlock_member_ttl_ms(int64_t *out_ms, dlock_redlock *lock, size_t i);
 
 /**
  * Two members on one server, by the run_id their servers gave on the
@@ -206,6 +202,55 @@ DLOCK_EXTERN int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *lock, 
  * DLOCK_EDUPLICATE (the message names both members), DLOCK_EINVAL (NULL).
  */
 DLOCK_EXTERN int dlock_redlock_check_servers(dlock_redlock *lock);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * Acquire a MultiLock (every member) or a RedLock (a quorum) for `owner`,
+ * as the blocking try_as calls do; the operation runs on the loop of the
+ * first member's client. On success the result has the validity (RedLock)
+ * and a fenced quorum's token; either way `members` holds each member's
+ * vote (as dlock_multilock_member_status()). Cancel gives back every
+ * member the operation may have taken, wherever it was. The handle must
+ * outlive its operations; it may be freed from the callback of its last.
+ */
+DLOCK_EXTERN int dlock_redlock_acquire_async(dlock_op **out, dlock_redlock *r, const char *owner,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+
+/**
+ * Write an owner `<uuid>:<id>` named after the lock's first member's
+ * client into `owner`; 0, or DLOCK_EINVAL (NULL argument).
+ * Such an owner is this process's alone, so the lock's records of it are
+ * the truth: a canceled acquisition gives back exactly what it took, even
+ * an acquire a paused server runs late. (Other explicit owners may be
+ * shared with other processes: an acquire whose answer never came is then
+ * left to expire with its lease rather than risk releasing theirs.)
+ */
+DLOCK_EXTERN int dlock_redlock_owner(char owner[DLOCK_OWNER_SIZE], const dlock_redlock *lock,
+		uint64_t id);
+
+/** Release `owner`'s hold on every member (as the unlock_as calls). */
+DLOCK_EXTERN int dlock_redlock_release_async(dlock_op **out, dlock_redlock *r, const char *owner,
+		dlock_op_cb cb, void *userdata);
+
+/**
+ * The MultiLock's and RedLock's queries as operations, with the blocking
+ * call's outcome (dlock/multilock.h, dlock/redlock.h) in the result:
+ * `value` is is_locked's or is_held_as's 1 or 0, member_ttl's TTL in ms
+ * (-2 no lock there, -1 no expiry). is_locked and is_held_as ask every
+ * member at once and answer as soon as the members that answered settle
+ * it (a stopped server costs nothing then; else at most its command
+ * timeout); DLOCK_ENOQUORUM or DLOCK_EWRONGTYPE when they cannot. A NULL
+ * owner means the calling thread's, resolved when the call is made. Each
+ * may be canceled. Errors (no callback then): DLOCK_EINVAL, DLOCK_ENOMEM,
+ * DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_redlock_is_locked_async(dlock_op **out, dlock_redlock *lock,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_is_held_async(dlock_op **out, dlock_redlock *lock,
+		const char *owner, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_redlock_member_ttl_ms_async(dlock_op **out, dlock_redlock *lock, size_t i,
+		dlock_op_cb cb, void *userdata);
 
 #ifdef __cplusplus
 }

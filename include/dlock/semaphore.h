@@ -133,7 +133,7 @@ DLOCK_EXTERN int dlock_semaphore_available(int64_t *out, dlock_semaphore *sem);
  * (0: one attempt; DLOCK_WAIT_FOREVER) for releases. Returns 0 when taken,
  * DLOCK_ENOTACQUIRED when too few were available when the wait ended,
  * DLOCK_EINVAL (bad count or wait; an expirable semaphore), DLOCK_ECANCELED
- * (dlock_client_cancel_waits), or as dlock_lock_try(): a wait's final error,
+ * (dlock_client_cancel_waits), or as dlock_lock_acquire(): a wait's final error,
  * or when the wait ran out on one, the last transient error (DLOCK_ECONN,
  * DLOCK_ETIMEDOUT, ...). An attempt whose reply never came is undone on
  * the same connection right behind it: a permit has no owner, so each
@@ -156,7 +156,7 @@ DLOCK_EXTERN int dlock_semaphore_release(dlock_semaphore *sem, int64_t permits);
  * is never renewed; DLOCK_LEASE_WATCHDOG - its lease is the client's
  * watchdog timeout, renewed every third of it on the client's background
  * loop while this handle lives and the permit is held (a renewal that finds
- * it gone marks it lost: dlock_semaphore_permit_check() and the lost
+ * it gone marks it lost: dlock_semaphore_check() and the lost
  * callback). id gets the permit's id.
  * Errors as dlock_semaphore_acquire(); DLOCK_EINVAL also for a plain
  * semaphore, a NULL id or a bad lease.
@@ -176,7 +176,7 @@ DLOCK_EXTERN int dlock_semaphore_release_permit(dlock_semaphore *sem, const char
 
 /**
  * Expirable semaphore: give back every permit taken, whoever holds it (an
- * operator's act, as dlock_lock_force_unlock() for a lock). The taken
+ * operator's act, as dlock_lock_force_release() for a lock). The taken
  * permits go back into the count, and the new count is published on
  * redisson_sc:{name} as a release does, so waiters (Redisson's too) take
  * them. Their holders lose them: at once one whose client has
@@ -197,20 +197,20 @@ DLOCK_EXTERN int dlock_semaphore_force_release(int64_t *freed, dlock_semaphore *
  * DLOCK_ENOTOWNER not held through this handle (nor lost in the last
  * minute past its lease: older records of lost permits are dropped).
  */
-DLOCK_EXTERN int dlock_semaphore_permit_check(const dlock_semaphore *sem, const char *id);
+DLOCK_EXTERN int dlock_semaphore_check(const dlock_semaphore *sem, const char *id);
 
 /**
  * How long the permit `id` taken through this handle is certain to last
  * from now if no further renewal reaches the server: the last renewal that
  * reached it (or the acquire, for a fixed lease) plus its lease, less the
- * clock drift allowance (1% + 2 ms), minus now - as dlock_lock_validity()
+ * clock drift allowance (1% + 2 ms), minus now - as dlock_lock_validity_ms()
  * for a lock. No network traffic. A program that must stop using what the
  * permit guards before it can come back to others (`dlock run -c` does)
  * plans with it. *ms is 0 unless held. Returns 0, DLOCK_ELOST (lost, or
  * the time is up), DLOCK_ENOTOWNER (not held through this handle),
  * DLOCK_EINVAL (NULL argument).
  */
-DLOCK_EXTERN int dlock_semaphore_permit_validity(int64_t *ms, const dlock_semaphore *sem,
+DLOCK_EXTERN int dlock_semaphore_validity_ms(int64_t *out_ms, const dlock_semaphore *sem,
 		const char *id);
 
 /**
@@ -226,28 +226,29 @@ DLOCK_EXTERN int dlock_semaphore_set_lost_cb(dlock_semaphore *sem, dlock_lost_cb
 
 /**
  * Start an acquisition that does not block (see dlock/async.h): `permits`
- * permits of a plain semaphore (lease_ms ignored), or one permit of an
- * expirable one (permits must be 1) with lease_ms as
- * dlock_semaphore_acquire_permit(). The callback comes once, never inside
- * this call, with 0, DLOCK_ENOTACQUIRED at the end of the wait, or an error;
- * for an expirable permit result->permit_id is its id during the
- * callback. dlock_op_cancel() ends it with DLOCK_ECANCELED after
- * whatever it took was given back. Errors (no callback then): DLOCK_EINVAL,
- * DLOCK_ENOMEM, DLOCK_EFORKED.
+ * permits of a plain semaphore, as dlock_semaphore_acquire(); an expirable
+ * one's permit: dlock_semaphore_acquire_permit_async(), as
+ * dlock_semaphore_acquire_permit(), whose result->permit_id is the
+ * permit's id during the callback. The callback comes once, never inside
+ * the call, with 0, DLOCK_ENOTACQUIRED at the end of the wait, or an
+ * error. dlock_op_cancel() ends it with DLOCK_ECANCELED after whatever it
+ * took was given back. Errors (no callback then): DLOCK_EINVAL (also the
+ * other kind of semaphore), DLOCK_ENOMEM, DLOCK_EFORKED.
  */
 DLOCK_EXTERN int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *sem,
-		int64_t permits, int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
+		int64_t permits, int64_t wait_ms, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_acquire_permit_async(dlock_op **out, dlock_semaphore *sem,
+		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata);
 
 /**
- * Give permits back without blocking: `permits` (>= 1) of a plain
- * semaphore (id ignored), or the expirable permit `id` (permits ignored),
- * with the outcomes of dlock_semaphore_release() and
- * dlock_semaphore_release_permit() in the callback. A release is not
+ * Give `permits` (>= 1) of a plain semaphore back without blocking, with
+ * the outcome of dlock_semaphore_release() in the callback (an expirable
+ * permit: dlock_semaphore_release_permit_async()). A release is not
  * canceled (dlock_op_cancel() lets it finish). Errors (no callback then):
- * DLOCK_EINVAL, DLOCK_ENOMEM, DLOCK_EFORKED.
+ * DLOCK_EINVAL (also an expirable semaphore), DLOCK_ENOMEM, DLOCK_EFORKED.
  */
 DLOCK_EXTERN int dlock_semaphore_release_async(dlock_op **out, dlock_semaphore *sem,
-		int64_t permits, const char *id, dlock_op_cb cb, void *userdata);
+		int64_t permits, dlock_op_cb cb, void *userdata);
 
 /** What a server has for a semaphore at one moment (dlock_semaphore_query). */
 typedef struct dlock_semaphore_info dlock_semaphore_info;
@@ -289,7 +290,7 @@ DLOCK_EXTERN int64_t dlock_semaphore_info_permit_ttl_ms(const dlock_semaphore_in
  * at its server (classic and sharded pub/sub): waiters for permits, dlock's
  * and Redisson's alike (dlock shares one subscription per client and name).
  */
-DLOCK_EXTERN int64_t dlock_semaphore_info_waiters(const dlock_semaphore_info *info);
+DLOCK_EXTERN int64_t dlock_semaphore_info_subscribers(const dlock_semaphore_info *info);
 
 /** Free a dlock_semaphore_query() answer. Accepts NULL. */
 DLOCK_EXTERN void dlock_semaphore_info_free(dlock_semaphore_info *info);
@@ -303,6 +304,34 @@ DLOCK_EXTERN const char *dlock_semaphore_errmsg(const dlock_semaphore *sem);
 
 /** dlock_semaphore_errmsg() copied into buf; returns the full length (see dlock_errmsg_last_r). */
 DLOCK_EXTERN size_t dlock_semaphore_errmsg_r(char *buf, size_t len, const dlock_semaphore *sem);
+
+/* Asynchronous calls (dlock/async.h has the operation, its result and callback). */
+
+/**
+ * A semaphore's calls as operations, with the blocking call's outcome
+ * (dlock/semaphore.h) in the result: `value` is try_set's 1 (set) or 0,
+ * available's count, force_release's permits freed (0 for add and set);
+ * dlock_semaphore_query_async() gives `semaphore_info`, the callback's to
+ * free with dlock_semaphore_info_free() (NULL on error).
+ * dlock_semaphore_release_permit_async() is dlock_semaphore_release_async()
+ * for an expirable permit. available and query may be canceled; the
+ * changes are not (they finish). Errors (no callback then): DLOCK_EINVAL,
+ * DLOCK_ENOMEM, DLOCK_EFORKED.
+ */
+DLOCK_EXTERN int dlock_semaphore_try_set_permits_async(dlock_op **out,
+		dlock_semaphore *sem, int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_add_permits_async(dlock_op **out, dlock_semaphore *sem,
+		int64_t delta, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_set_permits_async(dlock_op **out, dlock_semaphore *sem,
+		int64_t permits, dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_available_async(dlock_op **out, dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_force_release_async(dlock_op **out, dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_query_async(dlock_op **out, dlock_semaphore *sem,
+		dlock_op_cb cb, void *userdata);
+DLOCK_EXTERN int dlock_semaphore_release_permit_async(dlock_op **out,
+		dlock_semaphore *sem, const char *id, dlock_op_cb cb, void *userdata);
 
 #ifdef __cplusplus
 }

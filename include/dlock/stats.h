@@ -37,8 +37,6 @@
 extern "C" {
 #endif
 
-struct dlock_client;
-
 /** What happened. Only appended. */
 typedef enum dlock_stat_event_type {
 	DLOCK_STAT_ACQUIRED = 1,       /**< a lock, permit or MultiLock/RedLock was taken:
@@ -123,12 +121,6 @@ typedef struct dlock_stats {
 	size_t nnodes;
 	dlock_stat_node *nodes;
 } dlock_stats;
-
-/**
- * A snapshot of the client's figures, to free with dlock_stats_free().
- * Safe from any thread. Errors: DLOCK_EINVAL (NULL), DLOCK_ENOMEM.
- */
-DLOCK_EXTERN int dlock_client_stats(dlock_stats **out, struct dlock_client *client);
 
 /** Free a snapshot. Accepts NULL. */
 DLOCK_EXTERN void dlock_stats_free(dlock_stats *stats);

@@ -9,7 +9,7 @@
  *
  *	dlock_uv_new(&du, uv_default_loop(), NULL);
  *	o.loop = dlock_uv_loop(du);          // no dlock thread: all of it runs here
- *	dlock_client_open(&c, "redis://127.0.0.1:6379", &o);
+ *	dlock_client_new(&c, "redis://127.0.0.1:6379", &o);
  *	dlock_lock_new(&l, c, "job:42", NULL);
  *	dlock_lock_acquire_async(NULL, l, owner, 0, DLOCK_LEASE_WATCHDOG, on_acquired, NULL);
  *	uv_run(uv_default_loop(), UV_RUN_DEFAULT);   // renews while you hold it

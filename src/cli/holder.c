@@ -73,7 +73,7 @@ static int64_t wall_ms(void)
 
 int cli_holder_lookup(dlock_holder *h, dlock_client *client, const char *owner)
 {
-	return owner != NULL && dlock_client_holder(h, client, owner) == 1;
+	return owner != NULL && dlock_client_holder(h, client, owner) == 0 && h->registered;
 }
 
 /* Messages show this much of a holder's command (JSON shows it all). */
@@ -140,7 +140,7 @@ void cli_holder_after_failure(const cli_target *t, char *buf, size_t len)
 
 		if (t->locks[i] == NULL || dlock_lock_query(&info, t->locks[i]) < 0)
 			continue;
-		owner = dlock_lock_info_owner(info, 0);
+		owner = dlock_lock_info_holder_owner(info, 0);
 		if (owner != NULL && cli_holder_lookup(&h, t->clients[i], owner)) {
 			snprintf(buf, len, "; held by %s %s", cli_holder_words(&h, who, sizeof(who)),
 					cli_holder_since(&h, since, sizeof(since)));

@@ -112,7 +112,7 @@ static int wait_zero(const latch_args *la, dlock_countdown *l, const cli_config 
 	int rc;
 
 	if (!la->missing_ok) {
-		if ((rc = dlock_countdown_get_count(&n, l)) < 0)
+		if ((rc = dlock_countdown_count(&n, l)) < 0)
 			return failed(la, l, cfg, rc);
 		if (n < 0)
 			return missing(la, l);
@@ -123,7 +123,7 @@ static int wait_zero(const latch_args *la, dlock_countdown *l, const cli_config 
 		return rc == 0 ? 0 : failed(la, l, cfg, rc);
 	/* Out of time: with the count above zero (75), or on a server that
 	 * stopped answering (69) - the count tells which. */
-	if (dlock_countdown_get_count(&n, l) < 0)
+	if (dlock_countdown_count(&n, l) < 0)
 		return failed(la, l, cfg, DLOCK_ETIMEDOUT);
 	if (n <= 0) /* reached zero (deleted) as the wait ended */
 		return 0;
@@ -154,7 +154,7 @@ static int run_verb(const latch_args *la, dlock_countdown *l, const cli_config *
 		return 0;
 	}
 	rc = strcmp(la->verb, "down") == 0 ? dlock_countdown_count_down(&n, l)
-					   : dlock_countdown_get_count(&n, l);
+					   : dlock_countdown_count(&n, l);
 	if (rc < 0)
 		return failed(la, l, cfg, rc);
 	if (n < 0 && !la->missing_ok)

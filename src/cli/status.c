@@ -22,12 +22,12 @@
 static void tell_count(cli_target *t, size_t i, node_view *v)
 {
 	dlock_countdown *latch = NULL;
-	int64_t sem_waiters = dlock_semaphore_info_waiters(v->sem);
+	int64_t sem_waiters = dlock_semaphore_info_subscribers(v->sem);
 
 	v->kind = KIND_COUNT;
 	/* A name a cluster's latch cannot have is no latch's. */
 	if (dlock_countdown_new(&latch, t->clients[i], t->name, NULL) == 0 &&
-			dlock_countdown_waiters(&v->latch_waiters, latch) == 0) {
+			dlock_countdown_subscribers(&v->latch_waiters, latch) == 0) {
 		if (v->latch_waiters > 0 && sem_waiters == 0)
 			v->kind = KIND_LATCH;
 		else if (sem_waiters > 0 && v->latch_waiters == 0)
@@ -132,7 +132,7 @@ static const char *mode_name(cli_mode m)
 static void print_json_count(FILE *out, const node_view *v)
 {
 	int64_t free_n = dlock_semaphore_info_available(v->sem);
-	int64_t waiters = dlock_semaphore_info_waiters(v->sem);
+	int64_t waiters = dlock_semaphore_info_subscribers(v->sem);
 	size_t j, used = dlock_semaphore_info_permits(v->sem);
 
 	if (v->kind == KIND_COUNT) {
@@ -186,12 +186,12 @@ static void print_json_registration(FILE *out, dlock_client *client, const char 
 static void print_json_holder(FILE *out, dlock_client *client, const dlock_lock_info *info,
 		size_t j)
 {
-	const char *owner = dlock_lock_info_owner(info, j);
+	const char *owner = dlock_lock_info_holder_owner(info, j);
 	size_t k, holds = dlock_lock_info_read_holds(info, j);
 
 	fprintf(out, "%s{\"owner\":", j ? "," : "");
 	json_string(out, owner, strlen(owner));
-	fprintf(out, ",\"count\":%lld,\"ttl_ms\":%lld", (long long)dlock_lock_info_count(info, j),
+	fprintf(out, ",\"count\":%lld,\"ttl_ms\":%lld", (long long)dlock_lock_info_holder_count(info, j),
 			(long long)dlock_lock_info_holder_ttl_ms(info, j));
 	if (holds > 0) {
 		fprintf(out, ",\"holds_ttl_ms\":[");
@@ -335,9 +335,9 @@ static void print_table_node(FILE *out, int width, dlock_client *client, const n
 				: v->kind == KIND_RWLOCK ? dlock_lock_info_rw_mode(v->info)
 							 : "held",
 				(long long)dlock_lock_info_holder_ttl_ms(v->info, j),
-				(long long)dlock_lock_info_count(v->info, j),
-				dlock_lock_info_owner(v->info, j),
-				registration(client, dlock_lock_info_owner(v->info, j), reg,
+				(long long)dlock_lock_info_holder_count(v->info, j),
+				dlock_lock_info_holder_owner(v->info, j),
+				registration(client, dlock_lock_info_holder_owner(v->info, j), reg,
 						sizeof(reg)));
 	/* A fair lock's queue, in order: how long each keeps its place. */
 	for (j = 0; (w = dlock_lock_info_queued_owner(v->info, j)) != NULL; j++)
@@ -404,11 +404,11 @@ static void print_heading(const cli_target *t, const node_view *v, const status_
 				t->name, where, dlock_semaphore_info_permits(f->sem),
 				dlock_semaphore_info_permits(f->sem) == 1 ? "" : "s",
 				(long long)dlock_semaphore_info_available(f->sem),
-				(long long)dlock_semaphore_info_waiters(f->sem), c->reachable);
+				(long long)dlock_semaphore_info_subscribers(f->sem), c->reachable);
 	else if (k == KIND_SEMAPHORE)
 		fprintf(out, "semaphore \"%s\" (%s): %lld free, %lld waiting, reachable %zu\n",
 				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
-				(long long)dlock_semaphore_info_waiters(f->sem), c->reachable);
+				(long long)dlock_semaphore_info_subscribers(f->sem), c->reachable);
 	else if (k == KIND_LATCH)
 		fprintf(out, "latch \"%s\" (%s): count %lld, %lld waiting, reachable %zu\n",
 				t->name, where, (long long)dlock_semaphore_info_available(f->sem),
@@ -511,7 +511,7 @@ size_t cli_view_holders(const node_view *v)
 const char *cli_view_holder(const node_view *v, size_t i)
 {
 	return v->sem != NULL ? dlock_semaphore_info_permit_id(v->sem, i)
-			      : dlock_lock_info_owner(v->info, i);
+			      : dlock_lock_info_holder_owner(v->info, i);
 }
 
 int64_t cli_view_waiting(const node_view *v)
@@ -519,7 +519,7 @@ int64_t cli_view_waiting(const node_view *v)
 	if (v->kind == KIND_LATCH)
 		return v->latch_waiters;
 	if (v->sem != NULL)
-		return dlock_semaphore_info_waiters(v->sem);
+		return dlock_semaphore_info_subscribers(v->sem);
 	if (dlock_lock_info_queued(v->info) > 0)
 		return (int64_t)dlock_lock_info_queued(v->info);
 	return dlock_lock_info_subscribers(v->info);
@@ -579,7 +579,7 @@ int cli_target_force(cli_target *t, FILE *out)
 					cli_hint(dlock_client_errmsg(t->clients[i])));
 			continue;
 		}
-		rc = dlock_lock_force_unlock(&d, t->locks[i]);
+		rc = dlock_lock_force_release(&d, t->locks[i]);
 		if (rc < 0) {
 			fprintf(stderr, "dlock: unlock --force: %s\n",
 					cli_hint(dlock_lock_errmsg(t->locks[i])));

@@ -47,7 +47,7 @@ int cli_target_open(cli_target *t, const cli_config *cfg, const char *name)
 	if (t->clients == NULL || t->locks == NULL)
 		return DLOCK_ENOMEM;
 	for (i = 0; i < t->n; i++) {
-		rc = dlock_client_open(&t->clients[i], cfg->nodes[i], &copts);
+		rc = dlock_client_new(&t->clients[i], cfg->nodes[i], &copts);
 		if (rc < 0) {
 			t->failed_node = i + 1;
 			return rc;
@@ -93,7 +93,7 @@ void cli_target_close(cli_target *t)
 	for (i = 0; t->locks != NULL && i < t->n; i++)
 		dlock_lock_free(t->locks[i]);
 	for (i = 0; t->clients != NULL && i < t->n; i++)
-		dlock_client_close(t->clients[i]);
+		dlock_client_free(t->clients[i]);
 	free(t->locks);
 	free(t->clients);
 	memset(t, 0, sizeof(*t));
@@ -121,19 +121,21 @@ int cli_target_acquire(cli_target *t, const char *owner, int64_t wait_ms, int64_
 	if (t->sem != NULL)
 		return cli_permit_acquire(t, wait_ms, lease_ms, validity_ms);
 	switch (t->mode) {
-	case MODE_REDLOCK:
-		return t->fenced ? dlock_redlock_try_fenced(validity_ms, token, t->redlock, owner,
-						   wait_ms, lease_ms)
-				 : dlock_redlock_try_as(validity_ms, t->redlock, owner, wait_ms,
-						   lease_ms);
+	case MODE_REDLOCK: {
+		int rc = t->fenced ? dlock_redlock_acquire_fenced(
+						     token, t->redlock, owner, wait_ms, lease_ms)
+				   : dlock_redlock_acquire(t->redlock, owner, wait_ms, lease_ms);
+
+		return rc == 0 ? dlock_redlock_validity_ms(validity_ms, t->redlock, owner) : rc;
+	}
 	case MODE_MULTILOCK:
-		return t->fenced ? dlock_multilock_try_fenced(
+		return t->fenced ? dlock_multilock_acquire_fenced(
 						   token, t->multilock, owner, wait_ms, lease_ms)
-				 : dlock_multilock_try_as(t->multilock, owner, wait_ms, lease_ms);
+				 : dlock_multilock_acquire(t->multilock, owner, wait_ms, lease_ms);
 	default:
-		return t->fenced ? dlock_lock_try_fenced(
+		return t->fenced ? dlock_lock_acquire_fenced(
 						   token, t->locks[0], owner, wait_ms, lease_ms)
-				 : dlock_lock_try_as(t->locks[0], owner, wait_ms, lease_ms);
+				 : dlock_lock_acquire(t->locks[0], owner, wait_ms, lease_ms);
 	}
 }
 
@@ -143,11 +145,11 @@ int cli_target_release(cli_target *t, const char *owner)
 		return cli_permit_release(t);
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return dlock_redlock_unlock_as(t->redlock, owner);
+		return dlock_redlock_release(t->redlock, owner);
 	case MODE_MULTILOCK:
-		return dlock_multilock_unlock_as(t->multilock, owner);
+		return dlock_multilock_release(t->multilock, owner);
 	default:
-		return dlock_lock_unlock_as(t->locks[0], owner);
+		return dlock_lock_release(t->locks[0], owner);
 	}
 }
 
@@ -157,11 +159,11 @@ int cli_target_validity(cli_target *t, const char *owner, int64_t *ms)
 		return cli_permit_validity(t, ms);
 	switch (t->mode) {
 	case MODE_REDLOCK:
-		return dlock_redlock_validity(ms, t->redlock, owner);
+		return dlock_redlock_validity_ms(ms, t->redlock, owner);
 	case MODE_MULTILOCK:
-		return dlock_multilock_validity(ms, t->multilock, owner);
+		return dlock_multilock_validity_ms(ms, t->multilock, owner);
 	default:
-		return dlock_lock_validity(ms, t->locks[0], owner);
+		return dlock_lock_validity_ms(ms, t->locks[0], owner);
 	}
 }
 

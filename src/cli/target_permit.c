@@ -64,7 +64,7 @@ int cli_permit_acquire(cli_target *t, int64_t wait_ms, int64_t lease_ms, int64_t
 	if ((rc = check_count(t)) < 0)
 		return rc;
 	rc = dlock_semaphore_acquire_permit(t->permit_id, t->sem, wait_ms, lease_ms);
-	if (rc == 0 && dlock_semaphore_permit_validity(validity_ms, t->sem, t->permit_id) != 0)
+	if (rc == 0 && dlock_semaphore_validity_ms(validity_ms, t->sem, t->permit_id) != 0)
 		*validity_ms = 0;
 	return rc;
 }
@@ -77,7 +77,7 @@ int cli_permit_release(cli_target *t)
 
 int cli_permit_validity(cli_target *t, int64_t *ms)
 {
-	return dlock_semaphore_permit_validity(ms, t->sem, t->permit_id);
+	return dlock_semaphore_validity_ms(ms, t->sem, t->permit_id);
 }
 
 typedef struct lost_hook {

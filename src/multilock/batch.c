@@ -14,6 +14,7 @@
 #include "core/base/time.h"
 #include "multilock/parts.h"
 #include "single/acquire.h"
+#include "single/holds.h"
 #include "single/member.h"
 
 /* Ops and their calls: ops[k] runs calls[k] on member which[k]. */
@@ -230,6 +231,8 @@ static void finalized(dlock__engine_op *o)
 		int64_t ttl = dlock__lock_ttl(o->e->members[b->which[i]], o->lease_ms);
 
 		if (b->ops[i].rc == 0 && dlock__renew_succeeded(b->ops[i].reply)) {
+			/* Its record still has the provisional lease: the key's is this. */
+			dlock__holds_leased(o->e->members[b->which[i]], mt->owner_ptr, ttl, sb->t_send);
 			if (mt->st.vote == DLOCK_VOTE_ACQUIRED && ttl < min_ttl)
 				min_ttl = ttl;
 			continue;

@@ -60,32 +60,15 @@ void dlock_multilock_free(dlock_multilock *m)
 			return dlock__seterr(DLOCK_EINVAL, "multilock: NULL handle"); \
 	} while (0)
 
-int dlock_multilock_lock(dlock_multilock *m, int64_t lease_ms)
+int dlock_multilock_acquire(dlock_multilock *m, const char *owner, int64_t wait_ms,
+		int64_t lease_ms)
 {
 	CHECK_HANDLE(m);
-	return dlock__errbuf_record(&m->engine.err,
-			dlock__engine_acquire(&m->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL,
-					NULL));
-}
-
-int dlock_multilock_try(dlock_multilock *m, int64_t wait_ms, int64_t lease_ms)
-{
-	CHECK_HANDLE(m);
-	return dlock__errbuf_record(&m->engine.err,
-			dlock__engine_acquire(&m->engine, NULL, wait_ms, lease_ms, NULL, NULL));
-}
-
-int dlock_multilock_try_as(dlock_multilock *m, const char *owner, int64_t wait_ms, int64_t lease_ms)
-{
-	CHECK_HANDLE(m);
-	if (owner == NULL)
-		return dlock__errbuf_record(&m->engine.err,
-				dlock__seterr(DLOCK_EINVAL, "multilock: NULL owner"));
 	return dlock__errbuf_record(&m->engine.err,
 			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL, NULL));
 }
 
-int dlock_multilock_try_fenced(int64_t *token, dlock_multilock *m, const char *owner,
+int dlock_multilock_acquire_fenced(int64_t *token, dlock_multilock *m, const char *owner,
 		int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(m);
@@ -98,18 +81,9 @@ int dlock_multilock_try_fenced(int64_t *token, dlock_multilock *m, const char *o
 			dlock__engine_acquire(&m->engine, owner, wait_ms, lease_ms, NULL, token));
 }
 
-int dlock_multilock_unlock(dlock_multilock *m)
+int dlock_multilock_release(dlock_multilock *m, const char *owner)
 {
 	CHECK_HANDLE(m);
-	return dlock__errbuf_record(&m->engine.err, dlock__engine_release(&m->engine, NULL));
-}
-
-int dlock_multilock_unlock_as(dlock_multilock *m, const char *owner)
-{
-	CHECK_HANDLE(m);
-	if (owner == NULL)
-		return dlock__errbuf_record(&m->engine.err,
-				dlock__seterr(DLOCK_EINVAL, "multilock: NULL owner"));
 	return dlock__errbuf_record(&m->engine.err, dlock__engine_release(&m->engine, owner));
 }
 
@@ -119,7 +93,7 @@ int dlock_multilock_check(const dlock_multilock *m, const char *owner)
 	return dlock__engine_check(&m->engine, owner);
 }
 
-int dlock_multilock_validity(int64_t *ms, const dlock_multilock *m, const char *owner)
+int dlock_multilock_validity_ms(int64_t *ms, const dlock_multilock *m, const char *owner)
 {
 	if (ms == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "multilock validity: NULL argument");
@@ -153,7 +127,12 @@ size_t dlock_multilock_size(const dlock_multilock *m)
 	return m ? m->engine.n : 0;
 }
 
-int dlock_multilock_status(dlock_member_status *out, const dlock_multilock *m, size_t i)
+dlock_lock *dlock_multilock_member(dlock_multilock *m, size_t i)
+{
+	return m != NULL && i < m->engine.n ? m->engine.members[i] : NULL;
+}
+
+int dlock_multilock_member_status(dlock_member_status *out, const dlock_multilock *m, size_t i)
 {
 	CHECK_HANDLE(m);
 	return dlock__engine_status(&m->engine, i, out);
@@ -180,13 +159,13 @@ int dlock_multilock_is_locked(int *out, dlock_multilock *m)
 	return dlock__errbuf_record(&m->engine.err, dlock__engine_is_locked(&m->engine, out));
 }
 
-int dlock_multilock_is_held_as(int *out, dlock_multilock *m, const char *owner)
+int dlock_multilock_is_held(int *out, dlock_multilock *m, const char *owner)
 {
 	CHECK_HANDLE(m);
 	return dlock__errbuf_record(&m->engine.err, dlock__engine_is_held(&m->engine, owner, out));
 }
 
-int dlock_multilock_member_ttl(int64_t *out_ms, dlock_multilock *m, size_t i)
+int dlock_multilock_member_ttl_ms(int64_t *out_ms, dlock_multilock *m, size_t i)
 {
 	CHECK_HANDLE(m);
 	return dlock__errbuf_record(
@@ -203,7 +182,7 @@ int dlock_multilock_is_locked_async(
 			dlock__engine_is_locked_async(out, &m->engine, cb, userdata));
 }
 
-int dlock_multilock_is_held_as_async(dlock_op **out, dlock_multilock *m, const char *owner,
+int dlock_multilock_is_held_async(dlock_op **out, dlock_multilock *m, const char *owner,
 		dlock_op_cb cb, void *userdata)
 {
 	if (out != NULL)
@@ -213,7 +192,7 @@ int dlock_multilock_is_held_as_async(dlock_op **out, dlock_multilock *m, const c
 			dlock__engine_is_held_async(out, &m->engine, owner, cb, userdata));
 }
 
-int dlock_multilock_member_ttl_async(dlock_op **out, dlock_multilock *m, size_t i, dlock_op_cb cb,
+int dlock_multilock_member_ttl_ms_async(dlock_op **out, dlock_multilock *m, size_t i, dlock_op_cb cb,
 		void *userdata)
 {
 	if (out != NULL)

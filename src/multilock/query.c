@@ -357,7 +357,7 @@ int dlock__engine_member_ttl(dlock__engine *e, size_t i, int64_t *out_ms)
 {
 	int rc = member_check(e, i, out_ms != NULL);
 
-	if (rc == 0 && (rc = dlock_lock_remaining_ttl(out_ms, e->members[i])) < 0)
+	if (rc == 0 && (rc = dlock_lock_remaining_ttl_ms(out_ms, e->members[i])) < 0)
 		return dlock__seterr(rc, "%s", dlock__errmsg_thread());
 	return rc;
 }
@@ -369,7 +369,7 @@ int dlock__engine_member_ttl_async(dlock_op **out, dlock__engine *e, size_t i, d
 
 	if (out != NULL)
 		*out = NULL;
-	if (rc == 0 && (rc = dlock_lock_remaining_ttl_async(out, e->members[i], cb, userdata)) < 0)
+	if (rc == 0 && (rc = dlock_lock_remaining_ttl_ms_async(out, e->members[i], cb, userdata)) < 0)
 		return dlock__seterr(rc, "%s", dlock__errmsg_thread());
 	return rc;
 }

@@ -134,7 +134,7 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 		goto fail;
 	}
 	for (made = 0; made < n; made++) {
-		rc = dlock_client_open(&clients[made], uris[made], &copts);
+		rc = dlock_client_new(&clients[made], uris[made], &copts);
 		if (rc == 0)
 			rc = dlock_lock_new(&locks[made], clients[made], name, &lo);
 		if (rc < 0) {
@@ -157,7 +157,7 @@ int dlock_redlock_new_from_uris(dlock_redlock **out, const char *const *uris, si
 fail:
 	for (i = 0; i < made; i++) {
 		dlock_lock_free(locks[i]);
-		dlock_client_close(clients[i]);
+		dlock_client_free(clients[i]);
 	}
 	dlock__free(clients);
 	dlock__free(locks);
@@ -173,7 +173,7 @@ void dlock_redlock_free(dlock_redlock *r)
 	dlock__engine_destroy(&r->engine);
 	for (i = 0; i < r->owned; i++) {
 		dlock_lock_free(r->locks[i]);
-		dlock_client_close(r->clients[i]);
+		dlock_client_free(r->clients[i]);
 	}
 	dlock__free(r->locks);
 	dlock__free(r->clients);
@@ -186,36 +186,15 @@ void dlock_redlock_free(dlock_redlock *r)
 			return dlock__seterr(DLOCK_EINVAL, "redlock: NULL handle"); \
 	} while (0)
 
-int dlock_redlock_lock(int64_t *validity_ms, dlock_redlock *r, int64_t lease_ms)
+int dlock_redlock_acquire(dlock_redlock *r, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(&r->engine.err,
-			dlock__engine_acquire(&r->engine, NULL, DLOCK_WAIT_FOREVER, lease_ms,
-					validity_ms, NULL));
+			dlock__engine_acquire(&r->engine, owner, wait_ms, lease_ms, NULL, NULL));
 }
 
-int dlock_redlock_try(int64_t *validity_ms, dlock_redlock *r, int64_t wait_ms, int64_t lease_ms)
-{
-	CHECK_HANDLE(r);
-	return dlock__errbuf_record(&r->engine.err,
-			dlock__engine_acquire(
-					&r->engine, NULL, wait_ms, lease_ms, validity_ms, NULL));
-}
-
-int dlock_redlock_try_as(int64_t *validity_ms, dlock_redlock *r, const char *owner, int64_t wait_ms,
-		int64_t lease_ms)
-{
-	CHECK_HANDLE(r);
-	if (owner == NULL)
-		return dlock__errbuf_record(
-				&r->engine.err, dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
-	return dlock__errbuf_record(&r->engine.err,
-			dlock__engine_acquire(
-					&r->engine, owner, wait_ms, lease_ms, validity_ms, NULL));
-}
-
-int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock *r,
-		const char *owner, int64_t wait_ms, int64_t lease_ms)
+int dlock_redlock_acquire_fenced(int64_t *token, dlock_redlock *r, const char *owner,
+		int64_t wait_ms, int64_t lease_ms)
 {
 	CHECK_HANDLE(r);
 	if (token == NULL || !r->engine.fenced)
@@ -224,22 +203,12 @@ int dlock_redlock_try_fenced(int64_t *validity_ms, int64_t *token, dlock_redlock
 						token ? "redlock: the members are not fenced locks (options.fenced)"
 						      : "redlock: NULL token"));
 	return dlock__errbuf_record(&r->engine.err,
-			dlock__engine_acquire(
-					&r->engine, owner, wait_ms, lease_ms, validity_ms, token));
+			dlock__engine_acquire(&r->engine, owner, wait_ms, lease_ms, NULL, token));
 }
 
-int dlock_redlock_unlock(dlock_redlock *r)
+int dlock_redlock_release(dlock_redlock *r, const char *owner)
 {
 	CHECK_HANDLE(r);
-	return dlock__errbuf_record(&r->engine.err, dlock__engine_release(&r->engine, NULL));
-}
-
-int dlock_redlock_unlock_as(dlock_redlock *r, const char *owner)
-{
-	CHECK_HANDLE(r);
-	if (owner == NULL)
-		return dlock__errbuf_record(
-				&r->engine.err, dlock__seterr(DLOCK_EINVAL, "redlock: NULL owner"));
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_release(&r->engine, owner));
 }
 
@@ -249,7 +218,7 @@ int dlock_redlock_check(const dlock_redlock *r, const char *owner)
 	return dlock__engine_check(&r->engine, owner);
 }
 
-int dlock_redlock_validity(int64_t *ms, const dlock_redlock *r, const char *owner)
+int dlock_redlock_validity_ms(int64_t *ms, const dlock_redlock *r, const char *owner)
 {
 	if (ms == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "redlock validity: NULL argument");
@@ -287,7 +256,7 @@ dlock_lock *dlock_redlock_member(dlock_redlock *r, size_t i)
 	return r != NULL && i < r->engine.n ? r->engine.members[i] : NULL;
 }
 
-int dlock_redlock_status(dlock_member_status *out, const dlock_redlock *r, size_t i)
+int dlock_redlock_member_status(dlock_member_status *out, const dlock_redlock *r, size_t i)
 {
 	CHECK_HANDLE(r);
 	return dlock__engine_status(&r->engine, i, out);
@@ -314,13 +283,13 @@ int dlock_redlock_is_locked(int *out, dlock_redlock *r)
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_is_locked(&r->engine, out));
 }
 
-int dlock_redlock_is_held_as(int *out, dlock_redlock *r, const char *owner)
+int dlock_redlock_is_held(int *out, dlock_redlock *r, const char *owner)
 {
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(&r->engine.err, dlock__engine_is_held(&r->engine, owner, out));
 }
 
-int dlock_redlock_member_ttl(int64_t *out_ms, dlock_redlock *r, size_t i)
+int dlock_redlock_member_ttl_ms(int64_t *out_ms, dlock_redlock *r, size_t i)
 {
 	CHECK_HANDLE(r);
 	return dlock__errbuf_record(
@@ -336,7 +305,7 @@ int dlock_redlock_is_locked_async(dlock_op **out, dlock_redlock *r, dlock_op_cb 
 			dlock__engine_is_locked_async(out, &r->engine, cb, userdata));
 }
 
-int dlock_redlock_is_held_as_async(dlock_op **out, dlock_redlock *r, const char *owner,
+int dlock_redlock_is_held_async(dlock_op **out, dlock_redlock *r, const char *owner,
 		dlock_op_cb cb, void *userdata)
 {
 	if (out != NULL)
@@ -346,7 +315,7 @@ int dlock_redlock_is_held_as_async(dlock_op **out, dlock_redlock *r, const char 
 			dlock__engine_is_held_async(out, &r->engine, owner, cb, userdata));
 }
 
-int dlock_redlock_member_ttl_async(dlock_op **out, dlock_redlock *r, size_t i, dlock_op_cb cb,
+int dlock_redlock_member_ttl_ms_async(dlock_op **out, dlock_redlock *r, size_t i, dlock_op_cb cb,
 		void *userdata)
 {
 	if (out != NULL)

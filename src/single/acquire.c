@@ -162,7 +162,7 @@ int dlock__acquire_finish(dlock_lock *l, dlock__acquire *a, const redisReply *r,
 	rc = dlock__holds_acquired(l, a->owner, got.count, a->lease_ms, sent_at);
 	if (rc < 0) {
 		/* Nobody would renew or track it: give the hold back. */
-		dlock_lock_unlock_as(l, a->owner);
+		dlock_lock_release(l, a->owner);
 		rc = dlock__seterr_node(DLOCK_ENOMEM, c->node.label,
 				"lock %s: out of memory recording the hold", l->shown);
 	}
@@ -322,28 +322,14 @@ static int lock_acquire(
 					dlock__client_cancels(l->client), 1, token, NULL));
 }
 
-int dlock_lock_lock(dlock_lock *l, int64_t lease_ms)
+int dlock_lock_acquire(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
 	if (l == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
-	return lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms, NULL);
-}
-
-int dlock_lock_try(dlock_lock *l, int64_t wait_ms, int64_t lease_ms)
-{
-	if (l == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "lock: NULL handle");
-	return lock_acquire(l, NULL, wait_ms, lease_ms, NULL);
-}
-
-int dlock_lock_try_as(dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
-{
-	if (l == NULL || owner == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "lock: NULL %s", l ? "owner" : "handle");
 	return lock_acquire(l, owner, wait_ms, lease_ms, NULL);
 }
 
-int dlock_lock_try_fenced(
+int dlock_lock_acquire_fenced(
 		int64_t *token, dlock_lock *l, const char *owner, int64_t wait_ms, int64_t lease_ms)
 {
 	if (l == NULL || token == NULL)

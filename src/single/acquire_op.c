@@ -212,7 +212,7 @@ static void end(dlock__waiter *w, int rc)
 
 	if (rc == 0) {
 		o->lo.op.result.token = o->a.token;
-		dlock_lock_validity(&o->lo.op.result.validity_ms, o->lo.l, o->lo.owner);
+		dlock_lock_validity_ms(&o->lo.op.result.validity_ms, o->lo.l, o->lo.owner);
 	} else if (must_leave(o) && leave(o, rc) == 0) {
 		return;
 	}

@@ -172,7 +172,7 @@ int dlock_countdown_count_down(int64_t *left, dlock_countdown *c)
 	return rc;
 }
 
-int dlock_countdown_get_count(int64_t *count, dlock_countdown *c)
+int dlock_countdown_count(int64_t *count, dlock_countdown *c)
 {
 	if (c == NULL)
 		return dlock__seterr(DLOCK_EINVAL, "latch: NULL handle");
@@ -194,7 +194,7 @@ static void waiters_unref(void *c)
 	dlock__countdown_unref(c);
 }
 
-static const dlock__cmd_kind kind_waiters = { "dlock_countdown_waiters", NULL, dlock__cmd_judge_int,
+static const dlock__cmd_kind kind_waiters = { "dlock_countdown_subscribers", NULL, dlock__cmd_judge_int,
 	NULL, waiters_unref, 0, 0 };
 
 /* The op of a waiters call on c, not yet started: one read-only script call. */
@@ -219,7 +219,7 @@ static int waiters_new(dlock__cmd_op **out, dlock_countdown *c, dlock_op_cb cb, 
 	return 0;
 }
 
-int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *c)
+int dlock_countdown_subscribers(int64_t *waiters, dlock_countdown *c)
 {
 	dlock__cmd_op *o;
 	int rc;
@@ -234,7 +234,7 @@ int dlock_countdown_waiters(int64_t *waiters, dlock_countdown *c)
 	return dlock__cmd_op_block(o, waiters, NULL);
 }
 
-int dlock_countdown_waiters_async(
+int dlock_countdown_subscribers_async(
 		dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
 {
 	dlock__cmd_op *o;

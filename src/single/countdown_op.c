@@ -152,7 +152,7 @@ typedef struct latch_op {
 #define LOP(p, field) ((latch_op *)((char *)(p) - offsetof(latch_op, field)))
 
 static const char *const what_of[] = { "dlock_countdown_try_set_count",
-	"dlock_countdown_count_down", "dlock_countdown_get_count", "dlock_countdown_delete",
+	"dlock_countdown_count_down", "dlock_countdown_count", "dlock_countdown_delete",
 	"dlock_countdown_await" };
 
 /* The operation is over (the waiter listens no more). */
@@ -408,7 +408,7 @@ int dlock_countdown_count_down_async(
 	return start_async(out, c, DLOCK__LATCH_DOWN, 0, cb, userdata);
 }
 
-int dlock_countdown_get_count_async(
+int dlock_countdown_count_async(
 		dlock_op **out, dlock_countdown *c, dlock_op_cb cb, void *userdata)
 {
 	return start_async(out, c, DLOCK__LATCH_COUNT, 0, cb, userdata);

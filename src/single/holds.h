@@ -66,6 +66,11 @@ void dlock__holds_undone(dlock_lock *l, const char *owner, int64_t left);
  * its own (the lock reports its own, dlock/stats.h). */
 void dlock__holds_member(dlock_lock *l, const char *owner);
 
+/* owner's leased hold had its key set to lease_ms by a command sent at
+ * sent_at (a MultiLock/RedLock member taken on a provisional lease, then
+ * finalized): its validity counts from there. A watchdog hold is left alone. */
+void dlock__holds_leased(dlock_lock *l, const char *owner, int64_t lease_ms, int64_t sent_at);
+
 uint64_t dlock__holds_release_begin(dlock_lock *l, const char *owner);
 void dlock__holds_release_end(dlock_lock *l, const char *owner, uint64_t epoch);
 

@@ -140,6 +140,18 @@ void dlock__holds_member(dlock_lock *l, const char *owner)
 	dlock__mutex_unlock(&h->mu);
 }
 
+void dlock__holds_leased(dlock_lock *l, const char *owner, int64_t lease_ms, int64_t sent_at)
+{
+	dlock__holds *h = l->holds;
+
+	hold *x = dlock__holds_lock_find(h, l, owner);
+	if (x != NULL && !x->watchdog && !x->lost && lease_ms > 0) {
+		x->lease_ms = lease_ms;
+		x->confirmed_at = sent_at;
+	}
+	dlock__mutex_unlock(&h->mu);
+}
+
 int dlock__holds_observe(dlock_lock *l, const char *owner, dlock__lost_observer observer, void *arg)
 {
 	dlock__holds *h = l->holds;

@@ -368,12 +368,12 @@ size_t dlock_lock_info_holders(const dlock_lock_info *info)
 	return info != NULL ? info->n : 0;
 }
 
-const char *dlock_lock_info_owner(const dlock_lock_info *info, size_t i)
+const char *dlock_lock_info_holder_owner(const dlock_lock_info *info, size_t i)
 {
 	return info != NULL && i < info->n ? info->owners[i] : NULL;
 }
 
-int64_t dlock_lock_info_count(const dlock_lock_info *info, size_t i)
+int64_t dlock_lock_info_holder_count(const dlock_lock_info *info, size_t i)
 {
 	return info != NULL && i < info->n ? info->counts[i] : 0;
 }

@@ -11,7 +11,7 @@
  * again soon (a quarter of the period, at most a second later, as the lock
  * watchdog does), until the lease would have run out since the last
  * renewal that did: then the permit is lost too. A loss is final: once
- * dlock_semaphore_permit_check() has said the lease ran out, a renewal
+ * dlock_semaphore_check() has said the lease ran out, a renewal
  * that still finds the permit (a late one the server ran when it came
  * back) does not make it held again; the next run of the job tells the
  * loss instead, and the permit comes back on the server when the lease it
@@ -215,7 +215,7 @@ static int expired(const dlock__permit *p, int64_t now);
 
 /* s->mu held: drop the records of permits whose lease ended long ago and
  * that nobody released, so that a program that lets leases run out does
- * not keep them all (dlock_semaphore_permit_check says DLOCK_ENOTOWNER then). */
+ * not keep them all (dlock_semaphore_check says DLOCK_ENOTOWNER then). */
 static void prune(dlock_semaphore *s, int64_t now)
 {
 	dlock__permit **pp = &s->permits, *p;
@@ -327,7 +327,7 @@ int dlock__permit_forget(dlock_semaphore *s, const char *id)
 	return rc;
 }
 
-int dlock_semaphore_permit_check(const dlock_semaphore *cs, const char *id)
+int dlock_semaphore_check(const dlock_semaphore *cs, const char *id)
 {
 	dlock_semaphore *s = (dlock_semaphore *)cs; /* the mutex only */
 	dlock__permit **pp;
@@ -350,7 +350,7 @@ int dlock_semaphore_permit_check(const dlock_semaphore *cs, const char *id)
 	return rc;
 }
 
-int dlock_semaphore_permit_validity(int64_t *ms, const dlock_semaphore *cs, const char *id)
+int dlock_semaphore_validity_ms(int64_t *ms, const dlock_semaphore *cs, const char *id)
 {
 	dlock_semaphore *s = (dlock_semaphore *)cs; /* the mutex only */
 	dlock__permit **pp;

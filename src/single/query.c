@@ -29,7 +29,7 @@ static int judge(dlock__cmd_op *co, const redisReply *r)
 static const dlock__cmd_kind kind_locked = QUERY_KIND("dlock_lock_is_locked");
 static const dlock__cmd_kind kind_held = QUERY_KIND("dlock_lock_is_held");
 static const dlock__cmd_kind kind_count = QUERY_KIND("dlock_lock_hold_count");
-static const dlock__cmd_kind kind_ttl = QUERY_KIND("dlock_lock_remaining_ttl");
+static const dlock__cmd_kind kind_ttl = QUERY_KIND("dlock_lock_remaining_ttl_ms");
 static const dlock__cmd_kind kind_token = QUERY_KIND("dlock_lock_token");
 
 /* The op's command: the question's (which lives in the op, as its field). */
@@ -163,7 +163,7 @@ int dlock_lock_is_locked_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, vo
 	return submit(locked_new(&q, l, cb, userdata), &q, out);
 }
 
-int dlock_lock_is_held_as(int *out, dlock_lock *l, const char *owner)
+int dlock_lock_is_held(int *out, dlock_lock *l, const char *owner)
 {
 	query_op *q = NULL;
 	int64_t v = 0;
@@ -175,7 +175,7 @@ int dlock_lock_is_held_as(int *out, dlock_lock *l, const char *owner)
 	return rc;
 }
 
-int dlock_lock_is_held_as_async(dlock_op **out, dlock_lock *l, const char *owner, dlock_op_cb cb,
+int dlock_lock_is_held_async(dlock_op **out, dlock_lock *l, const char *owner, dlock_op_cb cb,
 		void *userdata)
 {
 	query_op *q = NULL;
@@ -184,17 +184,7 @@ int dlock_lock_is_held_as_async(dlock_op **out, dlock_lock *l, const char *owner
 	return submit(owner_query_new(&q, &kind_held, "HEXISTS", l, owner, cb, userdata), &q, out);
 }
 
-int dlock_lock_is_held(int *out, dlock_lock *l)
-{
-	return dlock_lock_is_held_as(out, l, NULL);
-}
-
-int dlock_lock_is_held_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
-{
-	return dlock_lock_is_held_as_async(out, l, NULL, cb, userdata);
-}
-
-int dlock_lock_hold_count_as(int64_t *out, dlock_lock *l, const char *owner)
+int dlock_lock_hold_count(int64_t *out, dlock_lock *l, const char *owner)
 {
 	query_op *q = NULL;
 
@@ -203,23 +193,13 @@ int dlock_lock_hold_count_as(int64_t *out, dlock_lock *l, const char *owner)
 	return block(owner_query_new(&q, &kind_count, "HGET", l, owner, dlock__cmd_blocking, NULL), &q, out);
 }
 
-int dlock_lock_hold_count_as_async(dlock_op **out, dlock_lock *l, const char *owner,
+int dlock_lock_hold_count_async(dlock_op **out, dlock_lock *l, const char *owner,
 		dlock_op_cb cb, void *userdata)
 {
 	query_op *q = NULL;
 
 	OUT_NULL(out);
 	return submit(owner_query_new(&q, &kind_count, "HGET", l, owner, cb, userdata), &q, out);
-}
-
-int dlock_lock_hold_count(int64_t *out, dlock_lock *l)
-{
-	return dlock_lock_hold_count_as(out, l, NULL);
-}
-
-int dlock_lock_hold_count_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
-{
-	return dlock_lock_hold_count_as_async(out, l, NULL, cb, userdata);
 }
 
 int dlock_lock_token(int64_t *token, dlock_lock *l)
@@ -239,7 +219,7 @@ int dlock_lock_token_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *
 	return submit(token_new(&q, l, cb, userdata), &q, out);
 }
 
-int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *l)
+int dlock_lock_remaining_ttl_ms(int64_t *out_ms, dlock_lock *l)
 {
 	query_op *q = NULL;
 
@@ -247,7 +227,7 @@ int dlock_lock_remaining_ttl(int64_t *out_ms, dlock_lock *l)
 	return block(ttl_new(&q, l, dlock__cmd_blocking, NULL), &q, out_ms);
 }
 
-int dlock_lock_remaining_ttl_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
+int dlock_lock_remaining_ttl_ms_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
 {
 	query_op *q = NULL;
 

@@ -150,17 +150,10 @@ int dlock__release_finish(dlock_lock *l, dlock__release *r, const redisReply *re
 	return 0;
 }
 
-int dlock_lock_unlock(dlock_lock *l)
+int dlock_lock_release(dlock_lock *l, const char *owner)
 {
 	if (l == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "unlock: NULL handle");
-	return dlock__errbuf_record(&l->err, dlock__lock_release(l, NULL));
-}
-
-int dlock_lock_unlock_as(dlock_lock *l, const char *owner)
-{
-	if (l == NULL || owner == NULL)
-		return dlock__seterr(DLOCK_EINVAL, "unlock: NULL %s", l ? "owner" : "handle");
+		return dlock__seterr(DLOCK_EINVAL, "release: NULL handle");
 	return dlock__errbuf_record(&l->err, dlock__lock_release(l, owner));
 }
 
@@ -232,7 +225,7 @@ static void force_clear(dlock__cmd_op *co)
 }
 
 /* Changes the key, so not canceled; a repeat finds nothing more to delete. */
-static const dlock__cmd_kind kind_force = { "dlock_lock_force_unlock", force_prepare, force_judge,
+static const dlock__cmd_kind kind_force = { "dlock_lock_force_release", force_prepare, force_judge,
 	force_clear, dlock__lock_cmd_unref, 1, 1 };
 
 static int force_new(force_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
@@ -255,7 +248,7 @@ static int force_new(force_op **out, dlock_lock *l, dlock_op_cb cb, void *userda
 	return 0;
 }
 
-int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
+int dlock_lock_force_release(int *deleted, dlock_lock *l)
 {
 	force_op *f;
 	int64_t v = 0;
@@ -271,7 +264,7 @@ int dlock_lock_force_unlock(int *deleted, dlock_lock *l)
 	return rc;
 }
 
-int dlock_lock_force_unlock_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
+int dlock_lock_force_release_async(dlock_op **out, dlock_lock *l, dlock_op_cb cb, void *userdata)
 {
 	force_op *f;
 	int rc;

@@ -234,7 +234,7 @@ int dlock_lock_check(const dlock_lock *l, const char *owner_in)
 	return rc;
 }
 
-int dlock_lock_validity(int64_t *ms, const dlock_lock *l, const char *owner_in)
+int dlock_lock_validity_ms(int64_t *ms, const dlock_lock *l, const char *owner_in)
 {
 	char buf[64];
 	const char *owner = NULL;

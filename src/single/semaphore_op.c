@@ -321,18 +321,40 @@ static int new_op(sem_op **out, dlock_semaphore *s, int64_t permits, int64_t wai
 	return 0;
 }
 
-int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *s, int64_t permits,
-		int64_t wait_ms, int64_t lease_ms, dlock_op_cb cb, void *userdata)
+static int submit(dlock_op **out, dlock_semaphore *s, int64_t permits, int64_t wait_ms,
+		int64_t lease_ms, dlock_op_cb cb, void *userdata)
 {
 	sem_op *o;
 	int rc;
 
-	if (out != NULL)
-		*out = NULL;
 	if ((rc = new_op(&o, s, permits, wait_ms, lease_ms, cb, userdata)) < 0)
 		return rc;
 	dlock__op_submit_out(&o->op, out);
 	return 0;
+}
+
+int dlock_semaphore_acquire_async(dlock_op **out, dlock_semaphore *s, int64_t permits,
+		int64_t wait_ms, dlock_op_cb cb, void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	if (s != NULL && s->kind != DLOCK_SEMAPHORE_PLAIN)
+		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,
+				"semaphore %s: an expirable semaphore acquires with "
+				"dlock_semaphore_acquire_permit_async",
+				s->shown));
+	return submit(out, s, permits, wait_ms, 0, cb, userdata);
+}
+
+int dlock_semaphore_acquire_permit_async(dlock_op **out, dlock_semaphore *s, int64_t wait_ms,
+		int64_t lease_ms, dlock_op_cb cb, void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	if (s != NULL && s->kind != DLOCK_SEMAPHORE_EXPIRABLE)
+		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,
+				"semaphore %s: a plain semaphore has no permit ids", s->shown));
+	return submit(out, s, 1, wait_ms, lease_ms, cb, userdata);
 }
 
 /* How a blocking call's operation ended. */

@@ -180,7 +180,7 @@ const char *dlock_semaphore_info_permit_id(const dlock_semaphore_info *info, siz
 	return info != NULL && i < info->n ? info->ids[i] : NULL;
 }
 
-int64_t dlock_semaphore_info_waiters(const dlock_semaphore_info *info)
+int64_t dlock_semaphore_info_subscribers(const dlock_semaphore_info *info)
 {
 	return info != NULL ? info->waiters : 0;
 }

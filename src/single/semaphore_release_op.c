@@ -101,8 +101,8 @@ static int release_new(release_op **out, dlock_semaphore *s, int64_t permits, co
 	return 0;
 }
 
-int dlock_semaphore_release_async(dlock_op **out, dlock_semaphore *s, int64_t permits,
-		const char *id, dlock_op_cb cb, void *userdata)
+static int release_submit(dlock_op **out, dlock_semaphore *s, int64_t permits, const char *id,
+		dlock_op_cb cb, void *userdata)
 {
 	release_op *o;
 	int rc;
@@ -114,6 +114,18 @@ int dlock_semaphore_release_async(dlock_op **out, dlock_semaphore *s, int64_t pe
 	return dlock__cmd_op_submit(&o->co, out);
 }
 
+int dlock_semaphore_release_async(dlock_op **out, dlock_semaphore *s, int64_t permits,
+		dlock_op_cb cb, void *userdata)
+{
+	if (out != NULL)
+		*out = NULL;
+	if (s != NULL && s->kind != DLOCK_SEMAPHORE_PLAIN)
+		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,
+				"semaphore %s: an expirable semaphore releases permits by id "
+				"(dlock_semaphore_release_permit_async)", s->shown));
+	return release_submit(out, s, permits, NULL, cb, userdata);
+}
+
 int dlock_semaphore_release_permit_async(dlock_op **out, dlock_semaphore *s, const char *id,
 		dlock_op_cb cb, void *userdata)
 {
@@ -122,7 +134,7 @@ int dlock_semaphore_release_permit_async(dlock_op **out, dlock_semaphore *s, con
 	if (s != NULL && s->kind != DLOCK_SEMAPHORE_EXPIRABLE)
 		return dlock__errbuf_record(&s->err, dlock__seterr(DLOCK_EINVAL,
 				"semaphore %s: a plain semaphore has no permit ids", s->shown));
-	return dlock_semaphore_release_async(out, s, 0, id, cb, userdata);
+	return release_submit(out, s, 0, id, cb, userdata);
 }
 
 int dlock_semaphore_release(dlock_semaphore *s, int64_t permits)

@@ -23,5 +23,26 @@ fi
 for r in $(seq 1 17); do
 	grep -q ": R$r: " "$here/bad/expected.txt" || { echo "api-rules: no breach of R$r in bad/" >&2; bad=1; }
 done
+# --table: a row keyed by a 0.x name also covers the 1.0 name its third
+# cell declares (function, field, opaque type), and nothing else it mentions.
+if ! python3 - "$check" <<'EOF'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location('api_rules', sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+rows = m.table_rows("""
+| `dlock_x_try` | function | `int dlock_x_acquire(dlock_x *x, const char *owner)` | R5 |
+| `dlock_x_options.ud` | field | `void *userdata` | R12 |
+| `dlock_y` | struct | opaque `typedef struct dlock_z dlock_z;` | R16 |
+| `dlock_x_unlock_as` | function | removed: dlock_x_release() takes the owner | R5 |
+""")
+want = {'dlock_x_try', 'dlock_x_acquire', 'dlock_x_options.ud', 'dlock_x_options.userdata',
+        'dlock_y', 'dlock_z', 'dlock_x_unlock_as'}
+sys.exit(0 if rows == want else print(sorted(rows ^ want)) or 1)
+EOF
+then
+	echo "api-rules: --table rows are not as expected" >&2
+	bad=1
+fi
 [ $bad -eq 0 ] && echo "api-rules: both fixtures as expected"
 exit $bad

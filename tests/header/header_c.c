@@ -18,9 +18,11 @@ HEADER_STATIC_ASSERT(DLOCK_WAIT_FOREVER < 0 && DLOCK_LEASE_WATCHDOG < 0, sentine
 
 /* The API's signatures as function pointers: a changed signature or a
  * missing export breaks the build. */
-static int (*const p_open)(
-		dlock_client **, const char *, const dlock_client_options *) = dlock_client_open;
-static int (*const p_close)(dlock_client *) = dlock_client_close;
+static int (*const p_client_new)(
+		dlock_client **, const char *, const dlock_client_options *) = dlock_client_new;
+static int (*const p_client_connect)(dlock_client *) = dlock_client_connect;
+static int (*const p_client_connect_async)(dlock_op **, dlock_client *, dlock_op_cb, void *) =
+		dlock_client_connect_async;
 static void (*const p_client_free)(dlock_client *) = dlock_client_free;
 static const char *(*const p_client_errmsg)(const dlock_client *) = dlock_client_errmsg;
 static int (*const p_owner)(char[DLOCK_OWNER_SIZE], const dlock_client *, uint64_t) =
@@ -29,11 +31,11 @@ static int (*const p_lock_new)(dlock_lock **, dlock_client *, const char *,
 		const dlock_lock_options *) = dlock_lock_new;
 static int (*const p_lock_options_init)(
 		dlock_lock_options *, unsigned int) = dlock_lock_options_init;
-static int (*const p_lock_lock)(dlock_lock *, int64_t) = dlock_lock_lock;
-static int (*const p_lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
-static int (*const p_lock_try_as)(dlock_lock *, const char *, int64_t, int64_t) = dlock_lock_try_as;
-static int (*const p_lock_unlock)(dlock_lock *) = dlock_lock_unlock;
-static int (*const p_lock_unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
+static int (*const p_lock_acquire)(dlock_lock *, const char *, int64_t, int64_t) =
+		dlock_lock_acquire;
+static int (*const p_lock_acquire_fenced)(int64_t *, dlock_lock *, const char *, int64_t,
+		int64_t) = dlock_lock_acquire_fenced;
+static int (*const p_lock_release)(dlock_lock *, const char *) = dlock_lock_release;
 static int (*const p_lock_check)(const dlock_lock *, const char *) = dlock_lock_check;
 static int (*const p_lock_set_lost_cb)(
 		dlock_lock *, dlock_lost_cb, void *) = dlock_lock_set_lost_cb;
@@ -56,18 +58,17 @@ int main(void)
 	dlock_client_options fn_opts;
 	int failures = 0;
 	const void *const fns[] = {
-		(const void *)&p_open,
-		(const void *)&p_close,
+		(const void *)&p_client_new,
+		(const void *)&p_client_connect,
+		(const void *)&p_client_connect_async,
 		(const void *)&p_client_free,
 		(const void *)&p_client_errmsg,
 		(const void *)&p_owner,
 		(const void *)&p_lock_new,
 		(const void *)&p_lock_options_init,
-		(const void *)&p_lock_lock,
-		(const void *)&p_lock_try,
-		(const void *)&p_lock_try_as,
-		(const void *)&p_lock_unlock,
-		(const void *)&p_lock_unlock_as,
+		(const void *)&p_lock_acquire,
+		(const void *)&p_lock_acquire_fenced,
+		(const void *)&p_lock_release,
 		(const void *)&p_lock_check,
 		(const void *)&p_lock_set_lost_cb,
 		(const void *)&p_lost_reason_str,
@@ -87,7 +88,7 @@ int main(void)
 		if (fns[i] == NULL)
 			failures++;
 	}
-	if (p_open == NULL || p_lock_new == NULL || p_lock_free == NULL)
+	if (p_client_new == NULL || p_lock_new == NULL || p_lock_free == NULL)
 		failures++;
 	if (strcmp(dlock_version(), DLOCK_VERSION_STRING) != 0) {
 		fprintf(stderr, "library %s, headers %s\n", dlock_version(), DLOCK_VERSION_STRING);

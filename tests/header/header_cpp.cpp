@@ -36,16 +36,16 @@ int main()
 	const dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_lost_cb cb = on_lost;
 	int (*open_fn)(dlock_client **, const char *, const dlock_client_options *) =
-			dlock_client_open;
-	int (*lock_try)(dlock_lock *, int64_t, int64_t) = dlock_lock_try;
-	int (*unlock_as)(dlock_lock *, const char *) = dlock_lock_unlock_as;
+			dlock_client_new;
+	int (*lock_acquire)(dlock_lock *, const char *, int64_t, int64_t) = dlock_lock_acquire;
+	int (*lock_release)(dlock_lock *, const char *) = dlock_lock_release;
 	const char *(*lock_errmsg)(const dlock_lock *) = dlock_lock_errmsg;
 	const char *(*client_errmsg)(const dlock_client *) = dlock_client_errmsg;
 	int (*owner)(char *, const dlock_client *, uint64_t) = dlock_client_owner;
 	uint64_t (*thread_id)(void) = dlock_thread_id;
 
 	if (opts.version != DLOCK_CLIENT_OPTIONS_VERSION || cb == nullptr || open_fn == nullptr ||
-			lock_try == nullptr || unlock_as == nullptr || lock_errmsg == nullptr ||
+			lock_acquire == nullptr || lock_release == nullptr || lock_errmsg == nullptr ||
 			client_errmsg == nullptr || owner == nullptr || thread_id == nullptr)
 		return 1;
 	if (std::strcmp(dlock_version(), DLOCK_VERSION_STRING) != 0) {

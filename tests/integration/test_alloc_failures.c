@@ -146,11 +146,11 @@ static int client_open_run(void *arg)
 	x->c = NULL;
 	o.lazy_connect = x->lazy; /* lazy: no connection in open, the first command connects */
 	o.label = x->label;
-	rc = dlock_client_open(&x->c, uris[0], &o);
+	rc = dlock_client_new(&x->c, uris[0], &o);
 	if (rc == 0 && x->lazy)
 		rc = dlock_client_ping(x->c);
 	else if (rc == 0) {
-		dlock_client_close(x->c); /* eager: open connected and PINGed */
+		dlock_client_free(x->c); /* eager: new connected and PINGed */
 		x->c = NULL;
 	}
 	return rc;
@@ -170,7 +170,7 @@ static void client_close(void *arg)
 {
 	client_ctx *x = arg;
 
-	dlock_client_close(x->c);
+	dlock_client_free(x->c);
 	x->c = NULL;
 }
 
@@ -240,7 +240,7 @@ static void lock_teardown(void *arg)
 	lock_ctx *x = arg;
 
 	dlock_lock_free(x->l);
-	dlock_client_close(x->c);
+	dlock_client_free(x->c);
 	x->l = NULL;
 	x->c = NULL;
 }
@@ -283,9 +283,9 @@ static void new_check(void *arg, int rc, long k)
 	(void)rc;
 	l = dl_lock(x->c, x->name);
 	dl_owner(x->c, x->owner, sizeof x->owner);
-	dl_pass(dlock_lock_try(l, 0, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, 0, 10000));
 	cr_assert_eq(hget(0, x->name, x->owner), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(exists(0, x->name), 0);
 	dlock_lock_free(l);
 }
@@ -311,8 +311,8 @@ static int acquire_run(void *arg)
 {
 	lock_ctx *x = arg;
 
-	return x->wait < 0 ? dlock_lock_lock(x->l, x->lease)
-			   : dlock_lock_try(x->l, x->wait, x->lease);
+	return x->wait < 0 ? dlock_lock_acquire(x->l, NULL, DLOCK_WAIT_FOREVER, x->lease)
+			   : dlock_lock_acquire(x->l, NULL, x->wait, x->lease);
 }
 
 static void acquire_check(void *arg, int rc, long k)
@@ -325,7 +325,7 @@ static void acquire_check(void *arg, int rc, long k)
 		if (x->lease < 0)
 			cr_assert(renewed(0, x->name, WATCHDOG_MS - 500),
 					"k=%ld: the watchdog did not renew", k);
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	} else {
 		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER,
 				"k=%ld: a record survived ENOMEM", k);
@@ -367,14 +367,14 @@ static void unlock_setup(void *arg)
 	lock_ctx *x = arg;
 
 	lock_setup(x);
-	dl_pass(dlock_lock_try(x->l, 0, x->lease));
+	dl_pass(dlock_lock_acquire(x->l, NULL, 0, x->lease));
 	if (x->reentrant)
-		dl_pass(dlock_lock_try(x->l, 0, x->lease));
+		dl_pass(dlock_lock_acquire(x->l, NULL, 0, x->lease));
 }
 
 static int unlock_run(void *arg)
 {
-	return dlock_lock_unlock(((lock_ctx *)arg)->l);
+	return dlock_lock_release(((lock_ctx *)arg)->l, NULL);
 }
 
 static void unlock_check(void *arg, int rc, long k)
@@ -385,7 +385,7 @@ static void unlock_check(void *arg, int rc, long k)
 		if (x->reentrant) {
 			cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld", k);
 			cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
-			dl_pass(dlock_lock_unlock(x->l));
+			dl_pass(dlock_lock_release(x->l, NULL));
 		}
 		cr_assert_eq(exists(0, x->name), 0, "k=%ld: still held after 0", k);
 		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER);
@@ -395,9 +395,9 @@ static void unlock_check(void *arg, int rc, long k)
 	cr_assert_eq(hget(0, x->name, x->owner), x->reentrant ? 2 : 1,
 			"k=%ld: ENOMEM but the count changed", k);
 	cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
-	dl_pass(dlock_lock_unlock(x->l));
+	dl_pass(dlock_lock_release(x->l, NULL));
 	if (x->reentrant)
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	cr_assert_eq(exists(0, x->name), 0);
 }
 
@@ -468,7 +468,7 @@ static void waiting_setup(void *arg)
 static int waiting_run(void *arg)
 {
 	lock_ctx *x = arg;
-	int rc = dlock_lock_try(x->l, 2000, 10000);
+	int rc = dlock_lock_acquire(x->l, NULL, 2000, 10000);
 
 	x->t1 = rh_now_ms();
 	return rc;
@@ -485,7 +485,7 @@ static void waiting_check(void *arg, int rc, long k)
 		cr_assert_geq(x->t1 - x->t0, 250, "acquired after %" PRId64 " ms while held",
 				x->t1 - x->t0);
 		cr_assert_eq(hget(0, x->name, x->owner), 1, "k=%ld: not held after 0", k);
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	} else {
 		cr_assert_eq(hget(0, x->name, x->owner), -1, "k=%ld: our hold left behind", k);
 		cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER);
@@ -508,10 +508,10 @@ Test(alloc_failures, waiting_try_joins_pubsub, .timeout = 180)
 static int kind_run(void *arg)
 {
 	lock_ctx *x = arg;
-	int rc = x->kind == DLOCK_LOCK_FAIR ? dlock_lock_try(x->l, 0, 10000)
-				 : dlock_lock_try_fenced(&x->token, x->l, NULL, 0, 10000);
+	int rc = x->kind == DLOCK_LOCK_FAIR ? dlock_lock_acquire(x->l, NULL, 0, 10000)
+				 : dlock_lock_acquire_fenced(&x->token, x->l, NULL, 0, 10000);
 
-	return rc == 0 ? dlock_lock_unlock(x->l) : rc;
+	return rc == 0 ? dlock_lock_release(x->l, NULL) : rc;
 }
 
 static void kind_check(void *arg, int rc, long k)
@@ -527,7 +527,7 @@ static void kind_check(void *arg, int rc, long k)
 		/* The acquire went through and the release ran out of memory:
 		 * nothing changed by it, so it can be released now. */
 		cr_assert_eq(dlock_lock_check(x->l, NULL), 0);
-		dl_pass(dlock_lock_unlock(x->l));
+		dl_pass(dlock_lock_release(x->l, NULL));
 	}
 	cr_assert_eq(dlock_lock_check(x->l, NULL), DLOCK_ENOTOWNER, "k=%ld", k);
 	cr_assert_eq(exists(0, x->name), 0, "k=%ld: lock left behind", k);
@@ -636,9 +636,9 @@ Test(alloc_failures, redlock_open_free, .timeout = 120)
 	live = dl_torture_live();
 	fds = dl_count_fds();
 	x.r = open_redlock(x.name, 0, 0);
-	dl_pass(dlock_redlock_try(&x.validity, x.r, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&x.validity, x.r, NULL, 0, 10000));
 	cr_assert_eq(held_count(x.name), NSRV);
-	dl_pass(dlock_redlock_unlock(x.r));
+	dl_pass(dlock_redlock_release(x.r, NULL));
 	assert_absent_everywhere(NSRV, x.name, "redlock_open check", 0);
 	rl_teardown(&x);
 	cr_assert_eq(dl_torture_live(), live, "redlock_open check: leaked");
@@ -657,9 +657,8 @@ static int rl_acquire_run(void *arg)
 {
 	rl_ctx *x = arg;
 
-	return x->fenced
-			? dlock_redlock_try_fenced(&x->validity, &x->token, x->r, NULL, 0, x->lease)
-			: dlock_redlock_try(&x->validity, x->r, 0, x->lease);
+	return x->fenced ? dlock_redlock_acquire_fenced(&x->token, x->r, NULL, 0, x->lease)
+			 : dlock_redlock_acquire(x->r, NULL, 0, x->lease);
 }
 
 static void rl_acquire_check(void *arg, int rc, long k)
@@ -670,6 +669,7 @@ static void rl_acquire_check(void *arg, int rc, long k)
 		int n = held_count(x->name);
 
 		cr_assert_geq(n, NSRV / 2 + 1, "k=%ld: 0 but held on %d servers", k, n);
+		dl_pass(dlock_redlock_validity_ms(&x->validity, x->r, NULL));
 		cr_assert_gt(x->validity, 0);
 		cr_assert_eq(dlock_redlock_check(x->r, NULL), 0, "k=%ld: check", k);
 		if (x->fenced) {
@@ -686,7 +686,7 @@ static void rl_acquire_check(void *arg, int rc, long k)
 						renewed(i, x->name, WATCHDOG_MS - 500);
 			cr_assert_geq(r, NSRV / 2 + 1, "k=%ld: renewed on %d servers", k, r);
 		}
-		dl_pass(dlock_redlock_unlock(x->r));
+		dl_pass(dlock_redlock_release(x->r, NULL));
 	} else {
 		cr_assert_neq(dlock_redlock_check(x->r, NULL), 0);
 	}
@@ -728,13 +728,13 @@ static void rl_unlock_setup(void *arg)
 	rl_ctx *x = arg;
 
 	rl_setup(x);
-	dl_pass(dlock_redlock_try(&x->validity, x->r, 0, x->lease));
+	dl_pass(dl_redlock_acquire_v(&x->validity, x->r, NULL, 0, x->lease));
 	cr_assert_eq(held_count(x->name), NSRV);
 }
 
 static int rl_unlock_run(void *arg)
 {
-	return dlock_redlock_unlock(((rl_ctx *)arg)->r);
+	return dlock_redlock_release(((rl_ctx *)arg)->r, NULL);
 }
 
 static void rl_unlock_check(void *arg, int rc, long k)
@@ -745,7 +745,7 @@ static void rl_unlock_check(void *arg, int rc, long k)
 		cr_assert_eq(dlock_redlock_check(x->r, NULL), DLOCK_ENOTOWNER,
 				"k=%ld: a member record survived", k);
 	else /* whatever is still held is released by a second unlock */
-		cr_assert_eq(dlock_redlock_unlock(x->r), 0, "k=%ld: second unlock: %s", k,
+		cr_assert_eq(dlock_redlock_release(x->r, NULL), 0, "k=%ld: second unlock: %s", k,
 				dlock_redlock_errmsg(x->r));
 	assert_absent_everywhere(NSRV, x->name, "redlock_unlock", k);
 	if (x->lease < 0) {
@@ -766,7 +766,7 @@ static void rl_fresh_setup(void *arg)
 	rl_ctx *x = arg;
 
 	x->r = open_redlock(x->name, 0, 0);
-	dl_pass(dlock_redlock_try_as(&x->validity, x->r, FRESH_OWNER, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&x->validity, x->r, FRESH_OWNER, 0, 10000));
 	/* A member slower than the quorum's grace gets its hold a moment later. */
 	for (int i = 0; i < NSRV; i++) {
 		int64_t until = rh_now_ms() + 2000;
@@ -780,7 +780,7 @@ static void rl_fresh_setup(void *arg)
 
 static int rl_fresh_run(void *arg)
 {
-	return dlock_redlock_unlock_as(((rl_ctx *)arg)->r2, FRESH_OWNER);
+	return dlock_redlock_release(((rl_ctx *)arg)->r2, FRESH_OWNER);
 }
 
 static void rl_fresh_check(void *arg, int rc, long k)
@@ -788,7 +788,7 @@ static void rl_fresh_check(void *arg, int rc, long k)
 	rl_ctx *x = arg;
 
 	if (rc < 0)
-		cr_assert_eq(dlock_redlock_unlock_as(x->r2, FRESH_OWNER), 0,
+		cr_assert_eq(dlock_redlock_release(x->r2, FRESH_OWNER), 0,
 				"k=%ld: second unlock: %s", k, dlock_redlock_errmsg(x->r2));
 	assert_absent_everywhere(NSRV, x->name, "redlock_unlock_as (fresh handle)", k);
 }
@@ -846,7 +846,7 @@ static void ml_setup(void *arg)
 	if (x->make)
 		dl_pass(dlock_multilock_new(&x->m, x->l, NSRV, NULL));
 	if (x->locked) {
-		dl_pass(dlock_multilock_try(x->m, 0, 10000));
+		dl_pass(dlock_multilock_acquire(x->m, NULL, 0, 10000));
 		cr_assert_eq(ml_held(x), NSRV);
 	}
 }
@@ -859,7 +859,7 @@ static void ml_teardown(void *arg)
 	x->m = NULL;
 	for (int i = 0; i < NSRV; i++) {
 		dlock_lock_free(x->l[i]);
-		dlock_client_close(x->c[i]);
+		dlock_client_free(x->c[i]);
 	}
 }
 
@@ -903,7 +903,7 @@ static int ml_try_run(void *arg)
 {
 	ml_ctx *x = arg;
 
-	return dlock_multilock_try(x->m, x->wait, x->lease);
+	return dlock_multilock_acquire(x->m, NULL, x->wait, x->lease);
 }
 
 static void ml_try_check(void *arg, int rc, long k)
@@ -919,7 +919,7 @@ static void ml_try_check(void *arg, int rc, long k)
 						"k=%ld: member %d not renewed", k, i);
 			cr_assert_eq(ml_held(x), NSRV, "k=%ld: not held everywhere", k);
 		}
-		dl_pass(dlock_multilock_unlock(x->m));
+		dl_pass(dlock_multilock_release(x->m, NULL));
 	} else {
 		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER,
 				"k=%ld: a member record survived ENOMEM", k);
@@ -958,7 +958,7 @@ Test(alloc_failures, multilock_try, .timeout = 240)
 
 static int ml_unlock_run(void *arg)
 {
-	return dlock_multilock_unlock(((ml_ctx *)arg)->m);
+	return dlock_multilock_release(((ml_ctx *)arg)->m, NULL);
 }
 
 static void ml_unlock_check(void *arg, int rc, long k)
@@ -968,7 +968,7 @@ static void ml_unlock_check(void *arg, int rc, long k)
 	if (rc == 0)
 		cr_assert_eq(dlock_multilock_check(x->m, NULL), DLOCK_ENOTOWNER);
 	else
-		cr_assert_eq(dlock_multilock_unlock(x->m), 0, "k=%ld: second unlock: %s", k,
+		cr_assert_eq(dlock_multilock_release(x->m, NULL), 0, "k=%ld: second unlock: %s", k,
 				dlock_multilock_errmsg(x->m));
 	assert_absent_everywhere(NSRV, x->name, "multilock_unlock", k);
 }
@@ -994,7 +994,7 @@ static int ml_query_run(void *arg)
 
 	ml_answers[0] = ml_answers[1] = -1;
 	rc = dlock_multilock_is_locked(&ml_answers[0], x->m);
-	return rc < 0 ? rc : dlock_multilock_is_held_as(&ml_answers[1], x->m, NULL);
+	return rc < 0 ? rc : dlock_multilock_is_held(&ml_answers[1], x->m, NULL);
 }
 
 static void ml_query_check(void *arg, int rc, long k)
@@ -1005,7 +1005,7 @@ static void ml_query_check(void *arg, int rc, long k)
 		cr_assert(ml_answers[0] == 1 && ml_answers[1] == 1, "k=%ld: answers %d, %d", k,
 				ml_answers[0], ml_answers[1]);
 	cr_assert_eq(ml_held(x), NSRV, "k=%ld: a query changed the lock", k);
-	dl_pass(dlock_multilock_unlock(x->m));
+	dl_pass(dlock_multilock_release(x->m, NULL));
 	assert_absent_everywhere(NSRV, x->name, "multilock queries", k);
 }
 

@@ -42,17 +42,17 @@ Test(api, client_options_accept_known_versions_only)
 	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION + 1), DLOCK_EINVAL);
 	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
 	o.version = DLOCK_CLIENT_OPTIONS_VERSION + 1;
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), &o), DLOCK_EINVAL);
 	cr_assert_null(c);
 	cr_assert_neq(strstr(dlock_errmsg_last(), "DLOCK_CLIENT_OPTIONS_INIT"), NULL, "%s",
 			dlock_errmsg_last());
 	o.version = 1;
 	o.command_timeout_ms = 25LL * 3600 * 1000; /* int64_t: no silent truncation */
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), &o), DLOCK_EINVAL);
 	cr_assert_neq(strstr(dlock_errmsg_last(), "command_timeout_ms"), NULL);
 	o.command_timeout_ms = 500;
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), &o), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_client_close(c), 0);
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), &o), 0, "%s", dlock_errmsg_last());
+	dlock_client_free(c);
 }
 
 /* A program built against version 1's header passes a struct that ends at
@@ -72,9 +72,9 @@ Test(api, version_1_options_are_read_as_far_as_they_go)
 
 	cr_assert_not_null(v1);
 	*v1 = (options_v1){ 1, 500, 500, 30000, 2, 0 };
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), (const dlock_client_options *)v1),
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), (const dlock_client_options *)v1),
 			0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_client_close(c), 0);
+	dlock_client_free(c);
 	free(v1);
 }
 
@@ -103,14 +103,14 @@ Test(api, a_client_freed_before_its_lock_handles_stays_for_them)
 	dlock_client *c = NULL;
 	dlock_lock *l = NULL;
 
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_lock_new(&l, c, "api-busy", NULL), 0);
-	cr_assert_eq(dlock_client_close(c), 0);
-	cr_assert_eq(dlock_lock_try(l, 0, 5000), 0, "the client still works: %s",
+	dlock_client_free(c);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 5000), 0, "the client still works: %s",
 			dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	dlock_lock_free(l); /* the client goes with it */
-	cr_assert_eq(dlock_client_close(NULL), 0);
+	dlock_client_free(NULL);
 }
 
 Test(api, errmsg_r_copies_truncates_and_reports_the_full_length)
@@ -119,7 +119,7 @@ Test(api, errmsg_r_copies_truncates_and_reports_the_full_length)
 	char big[512], small[8];
 	size_t n;
 
-	cr_assert_eq(dlock_client_open(&c, "redis://", NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://", NULL), DLOCK_EINVAL);
 	n = dlock_errmsg_last_r(big, sizeof(big));
 	cr_assert_eq(n, strlen(dlock_errmsg_last()));
 	cr_assert_str_eq(big, dlock_errmsg_last());
@@ -137,23 +137,23 @@ Test(api, member_status_needs_a_known_version)
 	dlock_redlock *rl = NULL;
 	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0);
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), NULL), 0);
 	cr_assert_eq(dlock_lock_new(&l, c, "api-status", NULL), 0);
 	cr_assert_eq(dlock_redlock_new(&rl, &l, 1, NULL), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_redlock_try(NULL, rl, 0, 5000), 0, "%s", dlock_redlock_errmsg(rl));
-	cr_assert_eq(dlock_redlock_status(&st, rl, 0), 0);
+	cr_assert_eq(dlock_redlock_acquire(rl, NULL, 0, 5000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dlock_redlock_member_status(&st, rl, 0), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ACQUIRED);
 	cr_assert_str_eq(st.node, dlock_client_node(c));
 	st.version = 0;
-	cr_assert_eq(dlock_redlock_status(&st, rl, 0), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_member_status(&st, rl, 0), DLOCK_EINVAL);
 	cr_assert_neq(strstr(dlock_errmsg_last(), "DLOCK_MEMBER_STATUS_INIT"), NULL);
 	st.version = DLOCK_MEMBER_STATUS_VERSION;
-	cr_assert_eq(dlock_redlock_status(&st, rl, 1), DLOCK_EINVAL);
+	cr_assert_eq(dlock_redlock_member_status(&st, rl, 1), DLOCK_EINVAL);
 	cr_assert_neq(strstr(dlock_errmsg_last(), "no such member"), NULL);
-	cr_assert_eq(dlock_redlock_unlock(rl), 0);
+	cr_assert_eq(dlock_redlock_release(rl, NULL), 0);
 	dlock_redlock_free(rl);
 	dlock_lock_free(l);
-	cr_assert_eq(dlock_client_close(c), 0);
+	dlock_client_free(c);
 }
 
 Test(api, allocator_needs_a_known_version)
@@ -251,7 +251,7 @@ Test(api, semaphore_errmsg_r_copies_the_handle_message)
 	char big[512], small[8];
 	size_t n;
 
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_semaphore_new(&s, c, "api-sem-msg", NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_semaphore_errmsg_r(big, sizeof(big), s), 0, "no failure yet");
 	cr_assert_str_eq(big, "");
@@ -264,7 +264,7 @@ Test(api, semaphore_errmsg_r_copies_the_handle_message)
 	cr_assert_eq(strlen(small), sizeof(small) - 1, "truncated and terminated");
 	cr_assert_eq(dlock_semaphore_errmsg_r(NULL, 0, s), n, "a NULL buffer asks for the length");
 	dlock_semaphore_free(s);
-	cr_assert_eq(dlock_client_close(c), 0);
+	dlock_client_free(c);
 }
 
 Test(api, owner_writers_fill_an_owner_size_array)
@@ -272,12 +272,12 @@ Test(api, owner_writers_fill_an_owner_size_array)
 	dlock_client *c = NULL;
 	char owner[DLOCK_OWNER_SIZE];
 
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(srv), NULL), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_client_owner(owner, c, UINT64_MAX), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(strlen(owner), 36 + 1 + 20, "the longest owner fits, NUL included");
 	cr_assert_eq(strncmp(owner, dlock_client_id(c), 36), 0);
 	cr_assert_str_eq(owner + 36, ":18446744073709551615");
 	cr_assert_eq(dlock_client_owner(NULL, c, 1), DLOCK_EINVAL);
 	cr_assert_eq(dlock_client_owner(owner, NULL, 1), DLOCK_EINVAL);
-	cr_assert_eq(dlock_client_close(c), 0);
+	dlock_client_free(c);
 }

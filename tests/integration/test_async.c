@@ -110,7 +110,7 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	cr_assert(!a.inside && !r.inside);
 	cr_assert_eq(dl_count_threads(), before);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -148,7 +148,7 @@ Test(async, a_lock_freed_by_its_operations_callback_lives_until_the_operation_en
 	cr_assert_eq(r.code, 0, "release: %d", r.code);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:freed"), 0);
 	/* Both handles, and the operations' counts, are gone: the client closes. */
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -160,7 +160,7 @@ Test(async, a_waiter_is_woken_by_the_holders_unlock)
 	outcome a = { 0 };
 	int64_t released_at;
 
-	dl_pass(dlock_lock_lock(held, 30000)); /* a long TTL: only the message can wake it soon */
+	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, 30000)); /* a long TTL: only the message can wake it soon */
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
 	l = dl_lock(c, "async:wake");
@@ -169,15 +169,15 @@ Test(async, a_waiter_is_woken_by_the_holders_unlock)
 		dlock_loop_run(loop, 10); /* the first attempt fails; the listener subscribes */
 	cr_assert_eq(a.calls, 0, "acquired a lock held by another client (code %d)", a.code);
 	released_at = rh_now_ms();
-	dl_pass(dlock_lock_unlock(held));
+	dl_pass(dlock_lock_release(held, NULL));
 	run_until_done(loop, &a, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire after the unlock: %d", a.code);
 	cr_assert(a.at - released_at < 1000, "woken %lld ms after the unlock (holder TTL 30 s)",
 			(long long)(a.at - released_at));
 	dlock_lock_free(held);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
-	dl_pass(dlock_client_close(other));
+	dlock_client_free(c);
+	dlock_client_free(other);
 	dlock_loop_free(loop);
 }
 
@@ -291,7 +291,7 @@ Test(async, a_loop_driven_by_callbacks_runs_contended_acquisitions)
 				a[i].calls, a[i].code);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:hooks"), 0);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -431,7 +431,7 @@ Test(async, random_cancellations_leave_nothing_held)
 		dlock_op_free(op[i]);
 	for (k = 0; k < NAMES; k++)
 		dlock_lock_free(l[k]);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 	free(o);
 	free(rel);
@@ -460,7 +460,7 @@ Test(async, too_few_replicas_give_the_hold_back)
 	cr_assert_eq(a.code, DLOCK_ENOSYNC, "acquire with no replica to acknowledge: %d", a.code);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:sync"), 0, "the unacknowledged hold stayed");
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -510,7 +510,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	dl_pass(dlock_lock_watch_async(NULL, l, "me:2", note, &w2));
 	w2.starting = 0;
 	dlock_loop_run(loop, 10);
-	dl_pass(dlock_lock_force_unlock(NULL, l));
+	dl_pass(dlock_lock_force_release(NULL, l));
 	run_until_done(loop, &w2, 1, 5000);
 	cr_assert_eq(w2.code, DLOCK_ELOST, "watch of a force-unlocked hold: %d", w2.code);
 	lost_reason = w2.lost_reason;
@@ -518,7 +518,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	cr_assert(!w1.inside && !w2.inside && !w3.inside && !w4.inside);
 	cr_assert_eq(w1.calls + w2.calls + w3.calls + w4.calls, 4);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -560,7 +560,7 @@ Test(async, a_blocking_call_beside_operations_in_flight_does_not_wait_for_the_po
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
 	dlock_lock_free(l);
 	dlock_lock_free(other);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -596,7 +596,7 @@ Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
 	cr_assert(longest < 300, "one turn of the loop took %lld ms while renewals failed "
 			"(command timeout 400 ms)", (long long)longest);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -658,7 +658,7 @@ Test(async, freeing_many_released_handles_is_quick)
 		dlock_lock_free(l[i]);
 	took = rh_now_ms() - t0;
 	cr_assert(took < 250, "freeing %d released handles took %lld ms", N, (long long)took);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 	free(l);
 }
@@ -712,8 +712,8 @@ Test(async, a_hung_server_does_not_stop_another_clients_renewals)
 	for (int i = 0; i < N; i++)
 		dlock_lock_free(l[i]);
 	dlock_lock_free(kept);
-	dl_pass(dlock_client_close(hung));
-	dl_pass(dlock_client_close(well));
+	dlock_client_free(hung);
+	dlock_client_free(well);
 	dlock_loop_free(loop);
 	rh_server_free(other);
 	free(l);

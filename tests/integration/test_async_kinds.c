@@ -82,9 +82,9 @@ Test(async_kinds, a_fenced_acquisition_carries_a_growing_token)
 	cr_assert_eq(b.code, 0);
 	cr_expect(a.token > 0 && b.token > a.token, "tokens %lld then %lld", (long long)a.token,
 			(long long)b.token);
-	dl_pass(dlock_lock_unlock_as(l, owner));
+	dl_pass(dlock_lock_release(l, owner));
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -98,7 +98,7 @@ Test(async_kinds, fair_waiters_are_served_in_the_order_they_asked)
 	outcome a = { 0 }, b = { 0 };
 	int64_t until;
 
-	dl_pass(dlock_lock_try(held, 0, 20000));
+	dl_pass(dlock_lock_acquire(held, NULL, 0, 20000));
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
 	l = lock_of(c, "ak:fair", DLOCK_LOCK_FAIR);
@@ -118,19 +118,19 @@ Test(async_kinds, fair_waiters_are_served_in_the_order_they_asked)
 		cr_assert(dlock_loop_run(loop, 10) >= 0);
 	cr_assert_eq(rh_command_int(dl_srv, "LLEN redisson_lock_queue:{ak:fair}"), 2,
 			"both waiters queued");
-	dl_pass(dlock_lock_unlock(held));
+	dl_pass(dlock_lock_release(held, NULL));
 	run_until(loop, &a);
 	cr_assert_eq(a.code, 0, "first: %d", a.code);
 	cr_expect_eq(b.calls, 0, "the second waiter got in while the first held it");
-	dl_pass(dlock_lock_unlock_as(l, first));
+	dl_pass(dlock_lock_release(l, first));
 	run_until(loop, &b);
 	cr_assert_eq(b.code, 0, "second: %d", b.code);
 	cr_expect(a.order < b.order, "served in the order asked");
-	dl_pass(dlock_lock_unlock_as(l, second));
+	dl_pass(dlock_lock_release(l, second));
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS ak:fair"), 0);
 	dlock_lock_free(l);
 	dlock_lock_free(held);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
-	dl_pass(dlock_client_close(other));
+	dlock_client_free(other);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dlock_countdown_waiters_async (dlock/countdown.h): the latch's waiters
+ * dlock_countdown_subscribers_async (dlock/countdown.h): the latch's waiters
  * as an operation on a loop the test drives - the blocking call's answer
  * in the result's `value`, one callback, never from inside the call -
  * with nobody listening, with an await listening from another client, and
@@ -41,7 +41,7 @@ static outcome waiters_async(dlock_loop *loop, dlock_countdown *c)
 	int64_t until = rh_now_ms() + 10000;
 
 	o.starting = 1;
-	dl_pass(dlock_countdown_waiters_async(NULL, c, note, &o));
+	dl_pass(dlock_countdown_subscribers_async(NULL, c, note, &o));
 	o.starting = 0;
 	while (o.calls == 0 && rh_now_ms() < until)
 		cr_assert(dlock_loop_run(loop, 20) >= 0);
@@ -58,7 +58,7 @@ static void agrees(dlock_loop *loop, dlock_countdown *c, int64_t want)
 	int64_t b = -1;
 	outcome o;
 
-	dl_pass(dlock_countdown_waiters(&b, c));
+	dl_pass(dlock_countdown_subscribers(&b, c));
 	o = waiters_async(loop, c);
 	cr_expect_eq(o.code, 0, "%s", o.message);
 	cr_expect(o.value == want && b == want, "async %lld, blocking %lld, want %lld",
@@ -88,7 +88,7 @@ Test(async_latch_waiters, answers_as_the_blocking_call)
 	dl_pass(dlock_countdown_await_async(&await, theirs, 20000, note, &w));
 	for (until = rh_now_ms() + 10000; n != 1 && rh_now_ms() < until;) {
 		dlock_loop_run(loop, 20);
-		dl_pass(dlock_countdown_waiters(&n, latch));
+		dl_pass(dlock_countdown_subscribers(&n, latch));
 	}
 	cr_assert_eq(n, 1, "the await never listened");
 	agrees(loop, latch, 1);
@@ -120,7 +120,7 @@ Test(async_latch_waiters, a_handle_freed_meanwhile_stays_until_the_end)
 	co.loop = loop;
 	c = dl_client_opts(rh_server_uri(dl_srv), &co);
 	dl_pass(dlock_countdown_new(&latch, c, "alw:freed", NULL));
-	dl_pass(dlock_countdown_waiters_async(NULL, latch, note, &o));
+	dl_pass(dlock_countdown_subscribers_async(NULL, latch, note, &o));
 	dlock_countdown_free(latch);
 	while (o.calls == 0 && rh_now_ms() < until)
 		cr_assert(dlock_loop_run(loop, 20) >= 0);
@@ -136,7 +136,7 @@ Test(async_latch_waiters, null_arguments_are_refused_without_a_callback)
 	outcome o = { 0 };
 	dlock_op *op = (dlock_op *)&o;
 
-	cr_assert_eq(dlock_countdown_waiters_async(&op, NULL, note, &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_countdown_subscribers_async(&op, NULL, note, &o), DLOCK_EINVAL);
 	cr_assert_null(op);
 	cr_assert_eq(o.calls, 0);
 }

@@ -113,8 +113,8 @@ static void target_down(target *t)
 
 static void take(target *t, const char *owner)
 {
-	int rc = t->r ? dlock_redlock_try_as(NULL, t->r, owner, 0, 30000)
-		      : dlock_multilock_try_as(t->m, owner, 0, 30000);
+	int rc = t->r ? dlock_redlock_acquire(t->r, owner, 0, 30000)
+		      : dlock_multilock_acquire(t->m, owner, 0, 30000);
 
 	cr_assert_eq(rc, 0, "acquire for %s: %s", owner, dlock_errmsg_last());
 }
@@ -128,13 +128,13 @@ static int blocking(query q, target *t, const char *owner, int64_t *v)
 
 	*v = 0;
 	if (q == MEMBER_TTL)
-		return t->r ? dlock_redlock_member_ttl(v, t->r, 0)
-			    : dlock_multilock_member_ttl(v, t->m, 0);
+		return t->r ? dlock_redlock_member_ttl_ms(v, t->r, 0)
+			    : dlock_multilock_member_ttl_ms(v, t->m, 0);
 	if (q == IS_LOCKED)
 		rc = t->r ? dlock_redlock_is_locked(&b, t->r) : dlock_multilock_is_locked(&b, t->m);
 	else
-		rc = t->r ? dlock_redlock_is_held_as(&b, t->r, owner)
-			  : dlock_multilock_is_held_as(&b, t->m, owner);
+		rc = t->r ? dlock_redlock_is_held(&b, t->r, owner)
+			  : dlock_multilock_is_held(&b, t->m, owner);
 	*v = b;
 	return rc;
 }
@@ -149,11 +149,11 @@ static outcome twin(query q, dlock_loop *loop, target *t, const char *owner, int
 		dl_pass(t->r ? dlock_redlock_is_locked_async(NULL, t->r, note, &o)
 			     : dlock_multilock_is_locked_async(NULL, t->m, note, &o));
 	else if (q == IS_HELD)
-		dl_pass(t->r ? dlock_redlock_is_held_as_async(NULL, t->r, owner, note, &o)
-			     : dlock_multilock_is_held_as_async(NULL, t->m, owner, note, &o));
+		dl_pass(t->r ? dlock_redlock_is_held_async(NULL, t->r, owner, note, &o)
+			     : dlock_multilock_is_held_async(NULL, t->m, owner, note, &o));
 	else
-		dl_pass(t->r ? dlock_redlock_member_ttl_async(NULL, t->r, 0, note, &o)
-			     : dlock_multilock_member_ttl_async(NULL, t->m, 0, note, &o));
+		dl_pass(t->r ? dlock_redlock_member_ttl_ms_async(NULL, t->r, 0, note, &o)
+			     : dlock_multilock_member_ttl_ms_async(NULL, t->m, 0, note, &o));
 	o.starting = 0;
 	wait_one(loop, &o, 10000);
 	*took = rh_now_ms() - t0;
@@ -234,7 +234,7 @@ Test(async_multi_queries, a_stopped_server_is_not_waited_for_once_settled)
 	cr_assert_eq(o.value, 1);
 	cr_expect(took < TIMEOUT_MS, "settled by two of three, yet took %lld ms", (long long)took);
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
-	dl_pass(dlock_redlock_unlock_as(t.r, "me:2"));
+	dl_pass(dlock_redlock_release(t.r, "me:2"));
 	target_down(&t);
 	dlock_loop_free(loop);
 }
@@ -253,13 +253,13 @@ Test(async_multi_queries, blocking_queries_do_not_wait_for_a_stopped_server_once
 	cr_assert_eq(rh_server_pause(srv[2]), 0);
 	t0 = rh_now_ms();
 	dl_pass(dlock_redlock_is_locked(&yes, t.r));
-	dl_pass(dlock_redlock_is_held_as(&yes, t.r, "me:5"));
+	dl_pass(dlock_redlock_is_held(&yes, t.r, "me:5"));
 	took = rh_now_ms() - t0;
 	cr_assert_eq(yes, 1);
 	cr_expect(took < TIMEOUT_MS, "two settled queries took %lld ms (command timeout %d)",
 			(long long)took, TIMEOUT_MS);
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
-	dl_pass(dlock_redlock_unlock_as(t.r, "me:5"));
+	dl_pass(dlock_redlock_release(t.r, "me:5"));
 	target_down(&t);
 	dlock_loop_free(loop);
 }
@@ -286,7 +286,7 @@ Test(async_multi_queries, unsettled_ends_within_the_command_timeout)
 	cr_expect(strstr(o.message, "cannot tell") != NULL, "%s", o.message);
 	cr_assert_eq(rh_server_resume(srv[1]), 0);
 	cr_assert_eq(rh_server_resume(srv[2]), 0);
-	dl_pass(dlock_redlock_unlock_as(t.r, "me:3"));
+	dl_pass(dlock_redlock_release(t.r, "me:3"));
 	target_down(&t);
 	dlock_loop_free(loop);
 }
@@ -306,7 +306,7 @@ Test(async_multi_queries, multilock_with_a_stopped_member)
 	agrees(IS_LOCKED, loop, &t, NULL, DLOCK_ENOQUORUM, 0, "one of three stopped");
 	agrees(MEMBER_TTL, loop, &t, NULL, DLOCK_ETIMEDOUT, 0, "member 0 stopped");
 	cr_assert_eq(rh_server_resume(srv[0]), 0);
-	dl_pass(dlock_multilock_unlock_as(t.m, "me:4"));
+	dl_pass(dlock_multilock_release(t.m, "me:4"));
 	target_down(&t);
 	dlock_loop_free(loop);
 }

@@ -144,7 +144,7 @@ static void lock_waits_over_an_outage(const char *name, dlock_lock_kind kind, co
 	cr_assert_lt(took, WAIT_MS + 2000, "the waits of %d ms ended after %lld ms", WAIT_MS,
 			(long long)took);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -172,13 +172,13 @@ Test(async_outage, a_semaphore_wait_over_an_outage_ends_not_acquired)
 	c = client_on(loop);
 	dl_pass(dlock_semaphore_new(&s, c, "outage:sem", NULL));
 	for (int i = 0; i < WAITS; i++)
-		dl_pass(dlock_semaphore_acquire_async(NULL, s, 1, WAIT_MS, 0, note, &o[i]));
+		dl_pass(dlock_semaphore_acquire_async(NULL, s, 1, WAIT_MS, note, &o[i]));
 	took = ride_out(loop, o, rh_now_ms(), "redisson_sc:{outage:sem}", "1");
 	assert_all(o, DLOCK_ENOTACQUIRED, "outage:sem");
 	cr_assert_lt(took, WAIT_MS + 2000, "the waits of %d ms ended after %lld ms", WAIT_MS,
 			(long long)took);
 	dlock_semaphore_free(s);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -202,6 +202,6 @@ Test(async_outage, a_latch_wait_over_an_outage_ends_with_the_count)
 	cr_assert_lt(took, WAIT_MS + 2000, "the waits of %d ms ended after %lld ms", WAIT_MS,
 			(long long)took);
 	dlock_countdown_free(d);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }

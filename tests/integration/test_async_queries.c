@@ -32,13 +32,13 @@ static int blocking(query q, dlock_lock *l, const char *owner, int64_t *v)
 		*v = b;
 		return rc;
 	case IS_HELD:
-		rc = dlock_lock_is_held_as(&b, l, owner);
+		rc = dlock_lock_is_held(&b, l, owner);
 		*v = b;
 		return rc;
 	case HOLD_COUNT:
-		return dlock_lock_hold_count_as(v, l, owner);
+		return dlock_lock_hold_count(v, l, owner);
 	default:
-		return dlock_lock_remaining_ttl(v, l);
+		return dlock_lock_remaining_ttl_ms(v, l);
 	}
 }
 
@@ -52,13 +52,13 @@ static dl_outcome twin(query q, dlock_loop *loop, dlock_lock *l, const char *own
 		dl_pass(dlock_lock_is_locked_async(NULL, l, dl_note, &o));
 		break;
 	case IS_HELD:
-		dl_pass(dlock_lock_is_held_as_async(NULL, l, owner, dl_note, &o));
+		dl_pass(dlock_lock_is_held_async(NULL, l, owner, dl_note, &o));
 		break;
 	case HOLD_COUNT:
-		dl_pass(dlock_lock_hold_count_as_async(NULL, l, owner, dl_note, &o));
+		dl_pass(dlock_lock_hold_count_async(NULL, l, owner, dl_note, &o));
 		break;
 	default:
-		dl_pass(dlock_lock_remaining_ttl_async(NULL, l, dl_note, &o));
+		dl_pass(dlock_lock_remaining_ttl_ms_async(NULL, l, dl_note, &o));
 		break;
 	}
 	cr_assert_eq(o.calls, 0, "%s: a callback from inside the call", query_names[q]);
@@ -110,22 +110,22 @@ Test(async_queries, each_query_answers_as_its_blocking_call_in_every_state)
 
 	all_agree(loop, l, me, free_, 0, "free");
 
-	dl_pass(dlock_lock_try_as(l, me, 0, 30000));
-	dl_pass(dlock_lock_try_as(l, me, 0, 30000));
+	dl_pass(dlock_lock_acquire(l, me, 0, 30000));
+	dl_pass(dlock_lock_acquire(l, me, 0, 30000));
 	all_agree(loop, l, me, mine, 0, "held by us twice");
-	dl_pass(dlock_lock_unlock_as(l, me));
-	dl_pass(dlock_lock_unlock_as(l, me));
+	dl_pass(dlock_lock_release(l, me));
+	dl_pass(dlock_lock_release(l, me));
 
-	dl_pass(dlock_lock_try_as(l, other, 0, 30000));
+	dl_pass(dlock_lock_acquire(l, other, 0, 30000));
 	all_agree(loop, l, me, theirs, 0, "held by another");
-	dl_pass(dlock_lock_unlock_as(l, other));
+	dl_pass(dlock_lock_release(l, other));
 
 	rh_command_int(dl_srv, "SET aq:states a-string");
 	all_agree(loop, l, me, wrong, DLOCK_EWRONGTYPE, "a string key");
 	rh_command_int(dl_srv, "DEL aq:states");
 
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -139,18 +139,18 @@ Test(async_queries, the_calling_threads_owner_is_the_blocking_calls)
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:thread");
-	dl_pass(dlock_lock_try(l, 0, 30000));
-	dl_pass(dlock_lock_is_held_async(NULL, l, dl_note, &held));
-	dl_pass(dlock_lock_hold_count_async(NULL, l, dl_note, &count));
+	dl_pass(dlock_lock_acquire(l, NULL, 0, 30000));
+	dl_pass(dlock_lock_is_held_async(NULL, l, NULL, dl_note, &held));
+	dl_pass(dlock_lock_hold_count_async(NULL, l, NULL, dl_note, &count));
 	dl_wait_one(loop, 0, &held);
 	dl_drive(loop, &count); /* it may have answered while the loop ran for held */
 	cr_expect(held.code == 0 && held.value == 1, "is_held: %d, %lld", held.code,
 			(long long)held.value);
 	cr_expect(count.code == 0 && count.value == 1, "hold_count: %d, %lld", count.code,
 			(long long)count.value);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -167,15 +167,15 @@ Test(async_queries, a_fenced_locks_token_as_the_blocking_call)
 	c = dl_client_on(loop, NULL);
 	dl_pass(dlock_lock_new(&l, c, "aq:fenced", dl_kind(DLOCK_LOCK_FENCED)));
 	dlock_client_owner(me, c, 1);
-	dl_pass(dlock_lock_try_as(l, me, 0, 30000));
+	dl_pass(dlock_lock_acquire(l, me, 0, 30000));
 	dl_pass(dlock_lock_token(&token, l));
 	dl_pass(dlock_lock_token_async(NULL, l, dl_note, &o));
 	dl_wait_one(loop, 0, &o);
 	cr_expect(o.code == 0 && o.value == token && token > 0, "async %d %lld, blocking %lld",
 			o.code, (long long)o.value, (long long)token);
-	dl_pass(dlock_lock_unlock_as(l, me));
+	dl_pass(dlock_lock_release(l, me));
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -201,7 +201,7 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 	cr_expect_eq(dlock_lock_info_ttl_ms(missing.lock_info), -2);
 	dlock_lock_info_free(missing.lock_info);
 
-	dl_pass(dlock_lock_try_as(l, me, 0, 30000));
+	dl_pass(dlock_lock_acquire(l, me, 0, 30000));
 	dl_pass(dlock_lock_query_async(NULL, l, dl_note, &o));
 	dl_wait_one(loop, 0, &o);
 	dl_pass(dlock_lock_query(&blocking_info, l));
@@ -209,13 +209,13 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 	cr_assert_not_null(o.lock_info);
 	cr_expect_eq(dlock_lock_info_holders(o.lock_info), 1);
 	cr_expect_eq(dlock_lock_info_holders(blocking_info), 1);
-	cr_expect_str_eq(dlock_lock_info_owner(o.lock_info, 0), me);
-	cr_expect_str_eq(dlock_lock_info_owner(blocking_info, 0), me);
-	cr_expect_eq(dlock_lock_info_count(o.lock_info, 0), 1);
+	cr_expect_str_eq(dlock_lock_info_holder_owner(o.lock_info, 0), me);
+	cr_expect_str_eq(dlock_lock_info_holder_owner(blocking_info, 0), me);
+	cr_expect_eq(dlock_lock_info_holder_count(o.lock_info, 0), 1);
 	cr_expect(dlock_lock_info_ttl_ms(o.lock_info) > 0 && dlock_lock_info_ttl_ms(o.lock_info) <= 30000);
 	dlock_lock_info_free(o.lock_info);
 	dlock_lock_info_free(blocking_info);
-	dl_pass(dlock_lock_unlock_as(l, me));
+	dl_pass(dlock_lock_release(l, me));
 
 	rh_command_int(dl_srv, "SET aq:info a-string");
 	blocking_info = NULL;
@@ -230,7 +230,7 @@ Test(async_queries, query_async_hands_its_answer_to_the_callback)
 	rh_command_int(dl_srv, "DEL aq:info");
 
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -267,7 +267,7 @@ Test(async_queries, a_canceled_query_calls_back_once_with_ecanceled)
 	dl_wait_one(loop, 0, &o);
 	cr_expect(o.code == 0 && o.value == 0);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -285,8 +285,8 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	c = dl_client_on(loop, NULL);
 	l = dl_lock(c, "aq:force");
 	dlock_client_owner(other, c, 2);
-	dl_pass(dlock_lock_try_as(l, other, 0, 30000));
-	dl_pass(dlock_lock_force_unlock_async(&op, l, dl_note, &first));
+	dl_pass(dlock_lock_acquire(l, other, 0, 30000));
+	dl_pass(dlock_lock_force_release_async(&op, l, dl_note, &first));
 	dl_pass(dlock_op_cancel(op)); /* a change finishes whatever is asked */
 	dlock_op_free(op);
 	dl_wait_one(loop, 0, &first);
@@ -295,27 +295,27 @@ Test(async_queries, force_unlock_async_deletes_once_and_is_not_canceled)
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS aq:force"), 0);
 	dl_no_second(loop, &first);
 
-	dl_pass(dlock_lock_force_unlock_async(NULL, l, dl_note, &again));
+	dl_pass(dlock_lock_force_release_async(NULL, l, dl_note, &again));
 	dl_wait_one(loop, 0, &again);
 	cr_expect(again.code == 0 && again.value == 0, "%d %lld", again.code,
 			(long long)again.value);
-	dl_pass(dlock_lock_force_unlock(&deleted, l));
+	dl_pass(dlock_lock_force_release(&deleted, l));
 	cr_expect_eq(deleted, 0);
 
-	dl_pass(dlock_lock_try_as(l, other, 0, 30000));
-	dl_pass(dlock_lock_force_unlock(&deleted, l));
+	dl_pass(dlock_lock_acquire(l, other, 0, 30000));
+	dl_pass(dlock_lock_force_release(&deleted, l));
 	cr_expect_eq(deleted, 1, "the blocking call still deletes");
 
 	rh_command_int(dl_srv, "SET aq:force a-string");
-	dl_pass(dlock_lock_force_unlock_async(NULL, l, dl_note, &wrong));
+	dl_pass(dlock_lock_force_release_async(NULL, l, dl_note, &wrong));
 	dl_wait_one(loop, 0, &wrong);
-	cr_expect_eq(wrong.code, dlock_lock_force_unlock(&deleted, l), "%d (%s)", wrong.code,
+	cr_expect_eq(wrong.code, dlock_lock_force_release(&deleted, l), "%d (%s)", wrong.code,
 			wrong.message);
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS aq:force"), 1, "another kind's key is kept");
 	rh_command_int(dl_srv, "DEL aq:force");
 
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -333,10 +333,10 @@ Test(async_queries, the_twins_refuse_bad_arguments_without_a_callback)
 	cr_expect_eq(dlock_lock_is_locked_async(&op, NULL, dl_note, &o), DLOCK_EINVAL);
 	cr_expect_null(op);
 	cr_expect_eq(dlock_lock_query_async(NULL, l, NULL, NULL), DLOCK_EINVAL);
-	cr_expect_eq(dlock_lock_force_unlock_async(NULL, l, NULL, NULL), DLOCK_EINVAL);
+	cr_expect_eq(dlock_lock_force_release_async(NULL, l, NULL, NULL), DLOCK_EINVAL);
 	cr_expect_eq(dlock_lock_token_async(NULL, l, dl_note, &o), DLOCK_EINVAL, "not fenced");
 	cr_expect_eq(o.calls, 0);
 	dlock_lock_free(l);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }

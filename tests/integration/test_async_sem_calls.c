@@ -70,7 +70,7 @@ Test(async_sem_calls, the_counts_calls_answer_as_the_blocking_ones)
 	cr_expect_eq(to.code, 0, "%s", to.message);
 	cr_expect_eq(available_both(loop, s), 1);
 
-	dl_wait_one(loop, dlock_semaphore_release_async(NULL, s, 2, NULL, dl_note, &rel), &rel);
+	dl_wait_one(loop, dlock_semaphore_release_async(NULL, s, 2, dl_note, &rel), &rel);
 	cr_expect_eq(rel.code, 0, "%s", rel.message);
 	dl_pass(dlock_semaphore_release(s, 1));
 	cr_expect_eq(available_both(loop, s), 4, "released 2 async, 1 blocking");
@@ -82,7 +82,7 @@ Test(async_sem_calls, the_counts_calls_answer_as_the_blocking_ones)
 	cr_expect_eq(set.calls, 1, "no callback for a refused call");
 	rh_command_int(dl_srv, "DEL aqs:plain");
 	dlock_semaphore_free(s);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -114,7 +114,7 @@ Test(async_sem_calls, a_key_of_another_kind_is_ewrongtype_both_ways)
 			"%s", av.message);
 	rh_command_int(dl_srv, "DEL aqs:wrong");
 	dlock_semaphore_free(s);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -163,7 +163,7 @@ Test(async_sem_calls, an_expirable_ones_query_force_release_and_permit_release)
 	cr_expect_eq(available_both(loop, s), 2);
 	rh_command_int(dl_srv, "DEL aqs:exp");
 	dlock_semaphore_free(s);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
 
@@ -202,6 +202,6 @@ Test(async_sem_calls, a_read_is_canceled_a_change_finishes)
 	cr_expect_eq(available_both(loop, s), 4, "the set was made");
 	rh_command_int(dl_srv, "DEL aqs:cancel");
 	dlock_semaphore_free(s);
-	dl_pass(dlock_client_close(c));
+	dlock_client_free(c);
 	dlock_loop_free(loop);
 }

@@ -358,7 +358,7 @@ Test(cli_kinds, every_kind_meets_every_command_as_the_table_says)
 	cr_assert_eq(failed, 0, "%zu of %zu cells differ from the table (each logged above)",
 			failed, (size_t)ROWS * COLS);
 	cr_log_info("%zu cells in %lld ms", (size_t)ROWS * COLS, (long long)(rh_now_ms() - t0));
-	dlock_client_close(client);
+	dlock_client_free(client);
 }
 
 /* `unlock --force` on an expirable semaphore gives every permit back: a run
@@ -400,7 +400,7 @@ Test(cli_kinds, unlock_force_gives_every_permit_back_to_the_waiters)
 	freeReplyObject(r);
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS {full}:timeout"), 0, "permits left taken");
 	dlock_semaphore_free(s);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* A latch Redisson counted down to zero leaves dlock's mark (it deletes

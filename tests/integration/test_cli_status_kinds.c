@@ -246,7 +246,7 @@ Test(cli_status_kinds, waiters_tell_a_latch_from_a_semaphore)
 
 	/* No permit free, one waiting: a semaphore. */
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 0));
-	dl_pass(dlock_semaphore_acquire_async(&op, s, 1, 20000, 0, ignore, NULL));
+	dl_pass(dlock_semaphore_acquire_async(&op, s, 1, 20000, ignore, NULL));
 	for (int64_t t0 = rh_now_ms(); rh_now_ms() - t0 < 5000;) {
 		redisReply *r = rh_command(dl_srv, "PUBSUB NUMSUB redisson_sc:{empty-sem}");
 		long long n = r != NULL && r->type == REDIS_REPLY_ARRAY ? r->element[1]->integer : 0;

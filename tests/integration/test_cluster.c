@@ -75,28 +75,28 @@ Test(cluster, locks_of_every_kind_on_every_shard)
 		dlock_lock *plain = dl_lock(c, names[i]), *fenced = NULL, *fair = NULL;
 		char fname[64], rname[64];
 
-		dl_pass(dlock_lock_lock(plain, 10000));
+		dl_pass(dlock_lock_acquire(plain, NULL, DLOCK_WAIT_FOREVER, 10000));
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "HEXISTS %s %s", names[i],
 					     owner),
 				1, "%s is not held on the node serving its slot", names[i]);
-		dl_pass(dlock_lock_unlock(plain));
+		dl_pass(dlock_lock_release(plain, NULL));
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 0);
 
 		snprintf(fname, sizeof fname, "%s-fenced", names[i]);
 		dl_pass(dlock_lock_new(&fenced, c, fname, dl_kind(DLOCK_LOCK_FENCED)));
-		dl_pass(dlock_lock_try_fenced(&token, fenced, NULL, 0, 10000));
+		dl_pass(dlock_lock_acquire_fenced(&token, fenced, NULL, 0, 10000));
 		redisReply *counter = rh_command(
 				dl_slot_owner(cl, fname), "GET redisson_lock_token:{%s}", fname);
 		cr_assert(counter && counter->type == REDIS_REPLY_STRING &&
 						atoll(counter->str) == token,
 				"the token counter is not on the node of the name's slot");
 		freeReplyObject(counter);
-		dl_pass(dlock_lock_unlock(fenced));
+		dl_pass(dlock_lock_release(fenced, NULL));
 
 		snprintf(rname, sizeof rname, "%s-fair", names[i]);
 		dl_pass(dlock_lock_new(&fair, c, rname, &fair_opts));
-		dl_pass(dlock_lock_lock(fair, 10000));
-		dl_pass(dlock_lock_unlock(fair));
+		dl_pass(dlock_lock_acquire(fair, NULL, DLOCK_WAIT_FOREVER, 10000));
+		dl_pass(dlock_lock_release(fair, NULL));
 		dl_free_locks(plain, fenced, fair);
 	}
 	dl_close_clients(c);
@@ -146,18 +146,18 @@ Test(cluster, a_waiter_is_woken_by_sharded_pubsub)
 	dlock_lock *a = dl_lock(ca, "woken"), *b = dl_lock(cb, "woken");
 	dl_waiter w;
 
-	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_waiter_start(&w, cb, b, 30000);
 	await_sharded_subscriber("woken");
 	int64_t t_unlock = rh_now_ms();
-	dl_pass(dlock_lock_unlock(a));
+	dl_pass(dlock_lock_release(a, NULL));
 	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "%s", dlock_lock_errmsg(b));
 	/* The holder's lease was 30 s: only the unlock message explains a quick hand-off. */
 	cr_assert_lt(w.returned - t_unlock, 5000, "the waiter was not woken by the unlock");
 	cr_log_info("cluster: waiter held the lock %lld ms after the unlock",
 			(long long)(w.returned - t_unlock));
-	dl_pass(dlock_lock_unlock_as(b, w.owner));
+	dl_pass(dlock_lock_release(b, w.owner));
 	dl_free_locks(a, b);
 	dl_close_clients(ca, cb);
 }
@@ -178,10 +178,10 @@ static void force_unlock_heard_on_a_cluster(const char *name, int64_t lease_ms)
 
 	dl_lost_init(&lost);
 	dl_pass(dlock_lock_set_lost_cb(a, dl_on_lost, &lost));
-	dl_pass(dlock_lock_lock(a, lease_ms));
+	dl_pass(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, lease_ms));
 	await_sharded_subscriber(name);
 	int64_t forced_at = rh_now_ms();
-	dl_pass(dlock_lock_force_unlock(&deleted, b));
+	dl_pass(dlock_lock_force_release(&deleted, b));
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(dl_lost_wait(&lost, forced_at + 5000), 1, "no lost callback within 5 s");
 	/* The watchdog's own round would come 10 s after the acquisition. */
@@ -189,7 +189,7 @@ static void force_unlock_heard_on_a_cluster(const char *name, int64_t lease_ms)
 			(long long)(lost.at_ms - forced_at));
 	cr_log_info("cluster: lost %lld ms after the force unlock",
 			(long long)(lost.at_ms - forced_at));
-	cr_assert_eq(dlock_lock_unlock(a), DLOCK_ELOST, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_release(a, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(a));
 	dl_free_locks(a, b);
 	dl_close_clients(ca, cb);
 	dl_lost_destroy(&lost);
@@ -216,17 +216,17 @@ Test(cluster, the_watchdog_renews_holds_on_every_shard)
 	for (int i = 0; i < 24; i++) {
 		snprintf(name[i], sizeof name[i], "wd-%d", i);
 		l[i] = dl_lock(c, name[i]);
-		dl_pass(dlock_lock_lock(l[i], DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_acquire(l[i], NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	}
 	dl_sleep_ms(3500); /* more than twice the 1.5 s lease: only renewals keep them */
 	for (int i = 0; i < 24; i++) {
 		int held = 0;
 
-		dl_pass(dlock_lock_is_held(&held, l[i]));
+		dl_pass(dlock_lock_is_held(&held, l[i], NULL));
 		cr_assert_eq(held, 1, "%s lost", name[i]);
 		cr_assert_gt(rh_command_int(dl_slot_owner(cl, name[i]), "PTTL %s", name[i]), 0,
 				"%s is not alive on its node", name[i]);
-		dl_pass(dlock_lock_unlock(l[i]));
+		dl_pass(dlock_lock_release(l[i], NULL));
 		dlock_lock_free(l[i]);
 	}
 	dl_close_clients(c);
@@ -241,7 +241,7 @@ Test(cluster, a_moved_slot_is_followed_and_ask_is_honoured)
 	int slot = rh_cluster_key_slot(cl, "moving");
 
 	dl_owner(c, owner, sizeof owner);
-	dl_pass(dlock_lock_lock(held, 60000));
+	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, 60000));
 	rh_server *from = dl_slot_owner(cl, "moving"), *to = dl_other_primary(cl, from);
 
 	/* While the slot moves: a new key of that slot is not at the source
@@ -249,7 +249,7 @@ Test(cluster, a_moved_slot_is_followed_and_ask_is_honoured)
 	cr_assert_eq(rh_cluster_move_begin(cl, slot, to, &mv), 0);
 	cr_assert_geq(rh_cluster_move_keys(cl, &mv, 0), 1, "the held key did not move");
 	fresh = dl_lock(c, "{moving}.second");
-	dl_pass(dlock_lock_lock(fresh, 60000));
+	dl_pass(dlock_lock_acquire(fresh, NULL, DLOCK_WAIT_FOREVER, 60000));
 	redisReply *asking = rh_command(to, "ASKING"); /* the slot is still importing there */
 	cr_assert_not_null(asking);
 	freeReplyObject(asking);
@@ -258,12 +258,12 @@ Test(cluster, a_moved_slot_is_followed_and_ask_is_honoured)
 	cr_assert_eq(rh_cluster_move_end(cl, &mv), 0);
 
 	/* After it: the old owner says MOVED, and the release follows it. */
-	dl_pass(dlock_lock_unlock(held));
-	dl_pass(dlock_lock_unlock(fresh));
+	dl_pass(dlock_lock_release(held, NULL));
+	dl_pass(dlock_lock_release(fresh, NULL));
 	cr_assert_eq(rh_command_int(to, "EXISTS moving"), 0);
-	dl_pass(dlock_lock_lock(held, 60000));
+	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, 60000));
 	cr_assert_eq(rh_command_int(to, "HEXISTS moving %s", owner), 1);
-	dl_pass(dlock_lock_unlock(held));
+	dl_pass(dlock_lock_release(held, NULL));
 	dl_free_locks(held, fresh);
 	dl_close_clients(c);
 }
@@ -277,7 +277,7 @@ Test(cluster, a_failed_over_primary_keeps_the_hold_and_hands_it_on)
 	dl_waiter w;
 
 	dl_lost_init(&lost);
-	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_waiter_start(&w, cb, b, 30000);
 	await_sharded_subscriber("fo");
 	rh_server *old = dl_slot_owner(cl, "fo");
@@ -289,17 +289,17 @@ Test(cluster, a_failed_over_primary_keeps_the_hold_and_hands_it_on)
 	/* Renewals follow MOVED to the new primary: after two leases the hold is still there. */
 	dl_sleep_ms(2 * 3000);
 	int held = 0;
-	dl_pass(dlock_lock_is_held(&held, a));
+	dl_pass(dlock_lock_is_held(&held, a, NULL));
 	cr_assert_eq(held, 1, "the holder lost the lock in a failover its hold survived");
 	cr_assert_gt(rh_command_int(promoted, "PTTL fo"), 0, "not renewed on the new primary");
 	int64_t t_unlock = rh_now_ms();
-	dl_pass(dlock_lock_unlock(a));
+	dl_pass(dlock_lock_release(a, NULL));
 	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "%s", dlock_lock_errmsg(b));
 	cr_assert_eq(rh_command_int(promoted, "HEXISTS fo %s", w.owner), 1);
 	cr_log_info("cluster failover: %lld ms; the waiter held the lock %lld ms after the release",
 			(long long)(t_switched - t0), (long long)(w.returned - t_unlock));
-	dl_pass(dlock_lock_unlock_as(b, w.owner));
+	dl_pass(dlock_lock_release(b, w.owner));
 	dl_free_locks(a, b);
 	dl_close_clients(ca, cb);
 	dl_lost_destroy(&lost);
@@ -316,10 +316,10 @@ Test(cluster, a_multilock_spans_slots)
 	for (int i = 0; i < 3; i++)
 		m[i] = dl_lock(c, names[i]);
 	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
-	dl_pass(dlock_multilock_try(ml, 0, 10000));
+	dl_pass(dlock_multilock_acquire(ml, NULL, 0, 10000));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 1);
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, names[i]), "EXISTS %s", names[i]), 0);
 	dlock_multilock_free(ml);
@@ -360,11 +360,11 @@ Test(cluster, a_multilock_query_follows_a_moved_slot)
 	for (int i = 0; i < 3; i++)
 		m[i] = dl_lock(c, names[i]);
 	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
-	dl_pass(dlock_multilock_try_as(ml, "mq:1", 0, 30000));
+	dl_pass(dlock_multilock_acquire(ml, "mq:1", 0, 30000));
 	slot = rh_cluster_key_slot(cl, names[0]);
 	from = dl_slot_owner(cl, names[0]);
 	cr_assert_eq(rh_cluster_move_slot(cl, slot, dl_other_primary(cl, from), 0), 0);
-	dl_pass(dlock_multilock_is_held_as(&yes, ml, "mq:1"));
+	dl_pass(dlock_multilock_is_held(&yes, ml, "mq:1"));
 	cr_assert_eq(yes, 1, "held on every member, one of them moved");
 	slot = rh_cluster_key_slot(cl, names[1]);
 	from = dl_slot_owner(cl, names[1]);
@@ -375,7 +375,7 @@ Test(cluster, a_multilock_query_follows_a_moved_slot)
 	cr_assert_eq(atomic_load(&a.calls), 1);
 	cr_assert_eq(a.code, 0);
 	cr_assert_eq(a.value, 1);
-	dl_pass(dlock_multilock_unlock_as(ml, "mq:1"));
+	dl_pass(dlock_multilock_release(ml, "mq:1"));
 	dlock_multilock_free(ml);
 	dl_free_locks(m[0], m[1], m[2]);
 	dl_close_clients(c);
@@ -389,8 +389,8 @@ Test(cluster, a_name_that_would_be_crossslot_is_refused)
 	cr_assert_eq(dlock_lock_new(&l, c, "half{open", NULL), DLOCK_EINVAL);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "CROSSSLOT"), "%s", dlock_errmsg_last());
 	dl_pass(dlock_lock_new(&l, c, "tagged{user1}.lock", NULL)); /* a whole tag is fine */
-	dl_pass(dlock_lock_lock(l, 10000));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_free_locks(l);
 	dl_close_clients(c);
 }

@@ -115,7 +115,7 @@ static void killed_primary(int replicated)
 		cr_assert_eq(rh_server_pause(replica), 0);
 		cr_assert_eq(rh_command_int(old, "CLIENT KILL TYPE replica"), 1);
 	}
-	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	int64_t hold_offset = -1;
 	if (replicated) {
 		cr_assert_eq(rh_command_int(old, "WAIT 1 5000"), 1, "the hold did not replicate");
@@ -156,7 +156,7 @@ static void killed_primary(int replicated)
 		cr_log_info("cluster SIGKILL: renewed on the new primary %lld ms after the kill",
 				(long long)(t_renewed - t_kill));
 		cr_assert_eq(dl_lost_count(&lost), 0, "a hold that replicated was reported lost");
-		dl_pass(dlock_lock_unlock(a));
+		dl_pass(dlock_lock_release(a, NULL));
 	} else {
 		cr_assert_eq(dl_lost_wait(&lost, rh_now_ms() + WATCHDOG_MS), 1,
 				"the holder was not told its hold is gone");
@@ -170,7 +170,7 @@ static void killed_primary(int replicated)
 		    "lock %lld ms after the kill",
 			kept ? "replicated" : "not on the node promoted",
 			(long long)(t_promoted - t_kill), (long long)(w.returned - t_kill));
-	dl_pass(dlock_lock_unlock_as(b, w.owner));
+	dl_pass(dlock_lock_release(b, w.owner));
 	dl_free_locks(a, b);
 	dl_close_clients(ca, cb);
 	dl_lost_destroy(&lost);
@@ -215,7 +215,7 @@ static void *work(void *arg)
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 
 	o.command_timeout_ms = 1000;
-	if (dlock_client_open(&c, rh_cluster_seed_uri(ld->c), &o) < 0) {
+	if (dlock_client_new(&c, rh_cluster_seed_uri(ld->c), &o) < 0) {
 		dl_failures_record(&ld->failures, "open: %s", dlock_errmsg_last());
 		return NULL;
 	}
@@ -229,7 +229,7 @@ static void *work(void *arg)
 	for (unsigned k = (unsigned)wk->id; !atomic_load(&ld->stop); k += 7) {
 		int i = (int)(k % NAMES);
 		int64_t t0 = rh_now_ms();
-		int rc = dlock_lock_try(l[i], 2000, 5000);
+		int rc = dlock_lock_acquire(l[i], NULL, 2000, 5000);
 
 		/* the wait (2 s) plus one command timeout for the last attempt, and slack */
 		if (rh_now_ms() - t0 > 2000 + 1000 + 1500)
@@ -239,7 +239,7 @@ static void *work(void *arg)
 				atomic_fetch_add(&ld->double_held, 1);
 			atomic_fetch_add(&ld->acquired, 1);
 			atomic_fetch_sub(&ld->holders[i], 1);
-			if (dlock_lock_unlock(l[i]) < 0)
+			if (dlock_lock_release(l[i], NULL) < 0)
 				atomic_fetch_add(&ld->errors, 1);
 		} else if (rc != DLOCK_ENOTACQUIRED) {
 			atomic_fetch_add(&ld->errors, 1);
@@ -247,7 +247,7 @@ static void *work(void *arg)
 	}
 	for (int i = 0; i < NAMES; i++)
 		dlock_lock_free(l[i]);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	return NULL;
 }
 
@@ -327,11 +327,11 @@ Test(cluster_faults, a_redlock_of_three_clusters, .timeout = 120)
 	const char *uris[] = { rh_cluster_seed_uri(c[0]), rh_cluster_seed_uri(c[1]),
 		rh_cluster_seed_uri(c[2]) };
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "across", NULL, NULL));
-	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(c[i], "across"), "EXISTS across"), 1,
 				"not held in cluster %d", i + 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(dl_slot_owner(c[i], "across"), "EXISTS across"), 0);
 	dlock_redlock_free(rl);
@@ -344,18 +344,18 @@ Test(cluster_faults, a_redlock_of_three_clusters, .timeout = 120)
 	dlock_lock *partial = dl_lock(other, "across");
 	ro.restart_guard_ms = 500;
 	dl_sleep_ms(2000); /* older than the guard's window (uptime has 1 s steps) */
-	dl_pass(dlock_lock_lock(partial, 10000));
+	dl_pass(dlock_lock_acquire(partial, NULL, DLOCK_WAIT_FOREVER, 10000));
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "across", NULL, &ro));
-	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000));
 	for (size_t i = 0; i < 3; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 
-		dl_pass(dlock_redlock_status(&st, rl, i));
+		dl_pass(dlock_redlock_member_status(&st, rl, i));
 		cr_assert_eq(st.vote, i == 0 ? DLOCK_VOTE_HELD : DLOCK_VOTE_ACQUIRED,
 				"member %zu: vote %s (%s)", i, dl_vote_name(st.vote), st.message);
 	}
-	dl_pass(dlock_redlock_unlock(rl));
-	dl_pass(dlock_lock_unlock(partial));
+	dl_pass(dlock_redlock_release(rl, NULL));
+	dl_pass(dlock_lock_release(partial, NULL));
 	dlock_redlock_free(rl);
 	dl_free_locks(partial);
 	dl_close_clients(other);

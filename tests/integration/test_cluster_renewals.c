@@ -91,7 +91,7 @@ static void hold_all(dlock_client *c, dlock_lock *l[HOLDS])
 
 		snprintf(name, sizeof name, "renew-%d", i);
 		l[i] = dl_lock(c, name);
-		dl_pass(dlock_lock_lock(l[i], DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_acquire(l[i], NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	}
 }
 
@@ -105,12 +105,12 @@ static void all_kept(dlock_lock *l[HOLDS], int64_t least_ms)
 		int64_t ttl;
 
 		snprintf(name, sizeof name, "renew-%d", i);
-		dl_pass(dlock_lock_is_held(&held, l[i]));
+		dl_pass(dlock_lock_is_held(&held, l[i], NULL));
 		cr_assert_eq(held, 1, "%s lost", name);
 		ttl = rh_command_int(dl_slot_owner(cl, name), "PTTL %s", name);
 		cr_assert_geq(ttl, least_ms, "%s has %lld ms to live at its node (at least %lld wanted)",
 				name, (long long)ttl, (long long)least_ms);
-		dl_pass(dlock_lock_unlock(l[i]));
+		dl_pass(dlock_lock_release(l[i], NULL));
 		dlock_lock_free(l[i]);
 	}
 }
@@ -226,7 +226,7 @@ Test(cluster_renewals, handles_freed_in_any_order_forget_only_their_holds)
 
 		snprintf(name, sizeof name, "renew-%d", i);
 		if (l[i] != NULL) {
-			dl_pass(dlock_lock_is_held(&is, l[i]));
+			dl_pass(dlock_lock_is_held(&is, l[i], NULL));
 			cr_assert_eq(is, 1, "%s lost", name);
 			cr_assert_gt(rh_command_int(dl_slot_owner(cl, name), "PTTL %s", name), 0,
 					"%s has no TTL left at its node", name);

@@ -87,10 +87,10 @@ Test(cluster_tls, locks_and_wake_ups_over_verified_tls)
 
 		snprintf(name, sizeof name, "tls-%d", i);
 		l = dl_lock(ca_, name);
-		dl_pass(dlock_lock_lock(l, 10000));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 		rh_server *s = rh_cluster_slot_owner(cl, NULL, rh_cluster_key_slot(cl, name));
 		cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", name, owner), 1);
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_release(l, NULL));
 		dlock_lock_free(l);
 	}
 	dlock_lock *a = dl_lock(ca_, "tls-wake"), *b = dl_lock(cb, "tls-wake");
@@ -105,7 +105,7 @@ Test(cluster_tls, a_wrong_ca_is_refused_clearly)
 	dlock_client *c = NULL;
 
 	o.tls_ca_file = other_ca;
-	cr_assert_eq(dlock_client_open(&c, rh_cluster_tls_seed_uri(cl), &o), DLOCK_ECONN);
+	cr_assert_eq(dlock_client_new(&c, rh_cluster_tls_seed_uri(cl), &o), DLOCK_ECONN);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "certificate"), "%s", dlock_errmsg_last());
 	cr_assert_null(c);
 }

@@ -158,7 +158,7 @@ Test(countdown, a_count_is_set_only_while_the_latch_does_not_exist)
 	channel_of("gate", ch, sizeof ch);
 	redisContext *sub = dl_subscribe(rh_server_port(dl_srv), ch);
 
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 0, "a latch never set counts %lld, want 0", (long long)n);
 	dl_pass(dlock_countdown_try_set_count(&set, l, 3));
 	cr_assert_eq(set, 1, "the first try_set_count did not set it");
@@ -170,7 +170,7 @@ Test(countdown, a_count_is_set_only_while_the_latch_does_not_exist)
 	cr_assert_eq(set, 0, "a second try_set_count set the latch again");
 	cr_assert_eq(raw_count("gate"), 3, "the second try_set_count changed the count");
 	cr_assert_null(dl_next_reply(sub, 200), "a refused try_set_count published");
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 3);
 
 	cr_assert_eq(dlock_countdown_try_set_count(&set, l, 0), DLOCK_EINVAL);
@@ -180,7 +180,7 @@ Test(countdown, a_count_is_set_only_while_the_latch_does_not_exist)
 
 	redisFree(sub);
 	dlock_countdown_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(countdown, count_down_publishes_zero_and_deletes_the_key_at_zero)
@@ -210,7 +210,7 @@ Test(countdown, count_down_publishes_zero_and_deletes_the_key_at_zero)
 
 	redisFree(sub);
 	dlock_countdown_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- waiting ------------------------------------------------------------ */
@@ -234,8 +234,8 @@ Test(countdown, count_down_to_zero_wakes_every_waiter_promptly)
 	await_subscribers("start", 2); /* one subscription per client, shared */
 	dl_sleep_ms(SETTLE_MS);
 	int64_t listening = -1;
-	dl_pass(dlock_countdown_waiters(&listening, down));
-	cr_assert_eq(listening, 2, "dlock_countdown_waiters counts %lld, not the 2 subscriptions",
+	dl_pass(dlock_countdown_subscribers(&listening, down));
+	cr_assert_eq(listening, 2, "dlock_countdown_subscribers counts %lld, not the 2 subscriptions",
 			(long long)listening);
 
 	/* They sleep on the channel: a second without a message costs no GET. */
@@ -299,7 +299,7 @@ Test(countdown, an_await_on_a_latch_at_zero_returns_at_once)
 	cr_assert_leq(took, 500, "an await on a latch at zero took %lld ms", (long long)took);
 
 	dlock_countdown_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(countdown, a_wait_that_runs_out_returns_timed_out)
@@ -329,12 +329,12 @@ Test(countdown, a_wait_that_runs_out_returns_timed_out)
 	cr_assert_eq(dlock_countdown_await(l, -2), DLOCK_EINVAL);
 
 	/* Nothing changed, nothing stays subscribed. */
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 2);
 	await_subscribers("never", 0);
 
 	dlock_countdown_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(countdown, a_blocking_await_ends_at_cancel_waits)
@@ -355,7 +355,7 @@ Test(countdown, a_blocking_await_ends_at_cancel_waits)
 			(long long)(w.returned - at));
 
 	dlock_countdown_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(countdown, delete_wakes_dlock_waiters_and_the_latch_can_be_set_again)
@@ -371,7 +371,7 @@ Test(countdown, delete_wakes_dlock_waiters_and_the_latch_can_be_set_again)
 	dl_pass(dlock_countdown_count_down(NULL, l));
 	dl_pass(dlock_countdown_try_set_count(&set, l, 2));
 	cr_assert_eq(set, 1, "a latch at zero could not be set again");
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	cr_assert_eq(n, 2);
 
 	/* The second round waits for the new count, and wakes at its zero. */
@@ -402,7 +402,7 @@ Test(countdown, delete_wakes_dlock_waiters_and_the_latch_can_be_set_again)
 	cr_assert_eq(set, 1, "a deleted latch could not be set again");
 
 	dlock_countdown_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(countdown, a_key_that_is_not_a_count_is_refused)
@@ -413,13 +413,13 @@ Test(countdown, a_key_that_is_not_a_count_is_refused)
 
 	cr_assert_eq(rh_command_int(dl_srv, "HSET ahash f 1"), 1);
 	freeReplyObject(rh_command(dl_srv, "SET astring hello"));
-	cr_assert_eq(dlock_countdown_get_count(&n, h), DLOCK_EWRONGTYPE, "%s",
+	cr_assert_eq(dlock_countdown_count(&n, h), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(h));
 	cr_assert_eq(dlock_countdown_count_down(NULL, h), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(h));
 	cr_assert_eq(dlock_countdown_await(h, LONG_WAIT_MS), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(h));
-	cr_assert_eq(dlock_countdown_get_count(&n, s), DLOCK_EWRONGTYPE, "%s",
+	cr_assert_eq(dlock_countdown_count(&n, s), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(s));
 	cr_assert_eq(dlock_countdown_count_down(NULL, s), DLOCK_EWRONGTYPE, "%s",
 			dlock_countdown_errmsg(s));
@@ -429,7 +429,7 @@ Test(countdown, a_key_that_is_not_a_count_is_refused)
 
 	dlock_countdown_free(h);
 	dlock_countdown_free(s);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- asynchronous ----------------------------------------------------------- */
@@ -544,7 +544,7 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 
 	/* The remaining calls, asynchronously. */
 	outcome cnt = { 0 }, dn = { 0 }, del = { 0 };
-	dl_pass(dlock_countdown_get_count_async(NULL, l, note, &cnt));
+	dl_pass(dlock_countdown_count_async(NULL, l, note, &cnt));
 	run_until_done(loop, &cnt, 5000);
 	cr_assert_eq(cnt.value, 3);
 	dl_pass(dlock_countdown_count_down_async(NULL, l, note, &dn));
@@ -557,8 +557,8 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 
 	dlock_countdown_free(l);
 	dlock_countdown_free(down);
-	dlock_client_close(c);
-	dlock_client_close(other);
+	dlock_client_free(c);
+	dlock_client_free(other);
 	dlock_loop_free(loop);
 }
 
@@ -580,12 +580,12 @@ Test(countdown, bad_arguments_are_refused)
 	o.version = DLOCK_COUNTDOWN_OPTIONS_VERSION;
 	dl_pass(dlock_countdown_new(&l, c, "x", &o));
 	cr_assert_str_eq(dlock_countdown_name(l), "x");
-	cr_assert_eq(dlock_countdown_get_count(NULL, l), DLOCK_EINVAL);
-	cr_assert_eq(dlock_countdown_get_count(&n, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_countdown_count(NULL, l), DLOCK_EINVAL);
+	cr_assert_eq(dlock_countdown_count(&n, NULL), DLOCK_EINVAL);
 	cr_assert_eq(dlock_countdown_await(NULL, 0), DLOCK_EINVAL);
 	cr_assert_eq(dlock_countdown_await_async(NULL, l, 0, NULL, NULL), DLOCK_EINVAL);
 	/* Closing the client first is fine: the latch keeps it until it goes. */
-	cr_assert_eq(dlock_client_close(c), 0);
+	dlock_client_free(c);
 	cr_assert_str_eq(dlock_countdown_name(l), "x");
 	dlock_countdown_free(l);
 	dlock_countdown_free(NULL);
@@ -686,5 +686,5 @@ Test(countdown_cluster, a_name_whose_key_and_channel_hash_apart_is_refused)
 	cr_assert_eq(dlock_countdown_new(&l, c, "{tag}gate", NULL), DLOCK_EINVAL);
 	cr_assert(strstr(dlock_errmsg_last(), "slot") != NULL, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_countdown_new(&l, c, "a}b", NULL), DLOCK_EINVAL);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }

@@ -72,7 +72,7 @@ static void teardown(void *arg)
 	ctx *x = arg;
 
 	dlock_countdown_free(x->l);
-	dlock_client_close(x->c);
+	dlock_client_free(x->c);
 	x->l = NULL;
 	x->c = NULL;
 }
@@ -131,7 +131,7 @@ static int steps_run(void *arg)
 
 	if ((rc = dlock_countdown_try_set_count(&set, x->l, 2)) < 0 ||
 			(rc = dlock_countdown_count_down(NULL, x->l)) < 0 ||
-			(rc = dlock_countdown_get_count(&n, x->l)) < 0)
+			(rc = dlock_countdown_count(&n, x->l)) < 0)
 		return rc;
 	return set == 1 && n == 1 ? 0 : DLOCK_EPROTO;
 }
@@ -234,7 +234,7 @@ static int64_t waiters_seen;
 static int waiters_run(void *arg)
 {
 	waiters_seen = -1;
-	return dlock_countdown_waiters(&waiters_seen, ((ctx *)arg)->l);
+	return dlock_countdown_subscribers(&waiters_seen, ((ctx *)arg)->l);
 }
 
 static void waiters_check(void *arg, int rc, long k)

@@ -107,7 +107,7 @@ Test(duplicates, a_socket_and_its_port_are_refused_at_the_first_acquisition)
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "dup:runid", NULL, NULL));
 
 	int64_t validity = 0;
-	int rc = dlock_redlock_try(&validity, rl, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "first try: rc %d (%s): %s", rc, dlock_strerror(rc),
 			dlock_redlock_errmsg(rl));
 	assert_names_both(dlock_redlock_errmsg(rl), unix_label, tcp_label);
@@ -116,7 +116,7 @@ Test(duplicates, a_socket_and_its_port_are_refused_at_the_first_acquisition)
 
 	/* Known now: the next try is refused before anything is sent. */
 	freeReplyObject(rh_command(srv, "CONFIG RESETSTAT"));
-	rc = dlock_redlock_try(&validity, rl, 1000, 10000);
+	rc = dl_redlock_acquire_v(&validity, rl, NULL, 1000, 10000);
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "second try: rc %d: %s", rc, dlock_redlock_errmsg(rl));
 	redisReply *r = rh_command(srv, "INFO commandstats");
 	cr_assert(r != NULL && r->type == REDIS_REPLY_STRING);
@@ -138,7 +138,7 @@ Test(duplicates, a_multilock_over_a_socket_and_its_port_holds_nothing)
 	dlock_multilock *m = NULL;
 	dl_pass(dlock_multilock_new(&m, members, 2, NULL));
 
-	int rc = dlock_multilock_try(m, 0, 10000);
+	int rc = dlock_multilock_acquire(m, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "wait 0: rc %d: %s", rc, dlock_multilock_errmsg(m));
 	cr_assert_eq(held_anywhere("dup:multi"), 0, "the refused acquisition left a hold");
 	dlock_multilock_free(m);
@@ -150,7 +150,7 @@ Test(duplicates, a_multilock_over_a_socket_and_its_port_holds_nothing)
 	dlock_lock *members2[2] = { c, d };
 	dl_pass(dlock_multilock_new(&m, members2, 2, NULL));
 	int64_t t0 = rh_now_ms();
-	rc = dlock_multilock_try(m, 3000, DLOCK_LEASE_WATCHDOG);
+	rc = dlock_multilock_acquire(m, NULL, 3000, DLOCK_LEASE_WATCHDOG);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "wait 3000: rc %d: %s", rc, dlock_multilock_errmsg(m));
 	cr_assert_lt(took, 2500, "refused after %lld ms: it should not wait out the 3000 ms",
@@ -193,8 +193,8 @@ Test(duplicates, a_failed_round_over_a_socket_and_its_port_gives_both_holds_back
 		dlock_multilock *m = NULL;
 		dl_pass(dlock_multilock_new(&m, members, 3, NULL));
 
-		int rc = owner != NULL ? dlock_multilock_try_as(m, owner, 0, 5000)
-				       : dlock_multilock_try(m, 0, 5000);
+		int rc = owner != NULL ? dlock_multilock_acquire(m, owner, 0, 5000)
+				       : dlock_multilock_acquire(m, NULL, 0, 5000);
 		cr_assert_eq(rc, DLOCK_EDUPLICATE, "try %d (owner %s): rc %d (%s): %s", i,
 				owner != NULL ? owner : "the thread's", rc, dlock_strerror(rc),
 				dlock_multilock_errmsg(m));

@@ -48,12 +48,12 @@ Test(events, acquire_then_release_reports_both_and_counts_them, .timeout = 30)
 	dlock_client *c = hooked_client(rh_server_uri(s), &r, 0, 0);
 	dlock_lock *l = dl_lock(c, "events:plain");
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG)); /* reentrant: one hold, count 2 */
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG)); /* reentrant: one hold, count 2 */
 	dl_sleep_ms(50);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), 0, "the first of two unlocks released");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 
 	cr_assert(rec_wait(&r, DLOCK_STAT_ACQUIRED, 0, &acq));
 	cr_assert(rec_wait(&r, DLOCK_STAT_RELEASED, 0, &rel));
@@ -73,8 +73,8 @@ Test(events, acquire_then_release_reports_both_and_counts_them, .timeout = 30)
 	/* Held by another client: a try reports NOT_ACQUIRED, held by others. */
 	dlock_client *other = dl_client(rh_server_uri(s), 0, 0);
 	dlock_lock *ol = dl_lock(other, "events:plain");
-	dl_pass(dlock_lock_try(ol, 0, 10000));
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), DLOCK_ENOTACQUIRED);
+	dl_pass(dlock_lock_acquire(ol, NULL, 0, 10000));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), DLOCK_ENOTACQUIRED);
 	seen_event na;
 	cr_assert(rec_wait(&r, DLOCK_STAT_NOT_ACQUIRED, 0, &na));
 	cr_assert_eq(na.ev.code, DLOCK_ENOTACQUIRED);
@@ -103,7 +103,7 @@ Test(events, acquire_then_release_reports_both_and_counts_them, .timeout = 30)
 	cr_assert_eq(st->nodes[0].downs, 0);
 	dlock_stats_free(st);
 
-	dlock_lock_unlock(ol);
+	dlock_lock_release(ol, NULL);
 	dlock_lock_free(ol);
 	dlock_lock_free(l);
 	dlock_client_free(other);
@@ -127,8 +127,8 @@ Test(events, every_kind_reports_its_acquisition_and_release, .timeout = 30)
 
 		snprintf(name, sizeof(name), "events:kind-%d", i);
 		dl_pass(dlock_lock_new(&l, c, name, dl_kind(kinds[i])));
-		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_release(l, NULL));
 		cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), i + 1, "kind %d", (int)kinds[i]);
 		cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), i + 1, "kind %d", (int)kinds[i]);
 		dlock_lock_free(l);
@@ -157,8 +157,8 @@ Test(events, force_unlock_elsewhere_is_reported_lost, .timeout = 30)
 	dlock_client *other = dl_client(rh_server_uri(s), 0, 0);
 	dlock_lock *ol = dl_lock(other, "events:forced");
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-	dl_pass(dlock_lock_force_unlock(&deleted, ol));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_force_release(&deleted, ol));
 	cr_assert_eq(deleted, 1);
 	cr_assert(rec_wait(&r, DLOCK_STAT_LOST, 3000, &lost), "no LOST within 3 s");
 	cr_assert_eq(lost.ev.reason, DLOCK_LOST_GONE, "reason %d", lost.ev.reason);
@@ -193,7 +193,7 @@ Test(events, renewal_that_finds_another_owner_reports_brain_split, .timeout = 30
 	dlock_client *c = hooked_client(rh_server_uri(s), &r, 500, 600);
 	dlock_lock *l = dl_lock(c, "events:split");
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_owner(c, owner, sizeof(owner));
 	redisReply *rep = rh_command(s,
 			"EVAL %s 1 %s %s",
@@ -232,7 +232,7 @@ Test(events, killed_server_goes_down_once_and_comes_back_up_once, .timeout = 60)
 	dlock_client *c = hooked_client(rh_server_uri(s), &r, 200, 600);
 	dlock_lock *l = dl_lock(c, "events:down");
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(250); /* at least one renewal answered */
 	cr_assert_eq(rh_server_kill(s), 0);
 	cr_assert(rec_wait(&r, DLOCK_STAT_RENEWAL_FAILED, 3000, &failed), "no RENEWAL_FAILED");
@@ -308,8 +308,8 @@ Test(events, snapshots_from_another_thread_while_locking, .timeout = 60)
 	dlock_lock *l = dl_lock(p.c, "events:busy");
 	cr_assert_eq(pthread_create(&th, NULL, snap_loop, &p), 0);
 	for (int i = 0; i < n; i++) {
-		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_release(l, NULL));
 	}
 	atomic_store(&p.stop, 1);
 	pthread_join(th, NULL);
@@ -444,7 +444,7 @@ Test(events, unlock_that_finds_another_owner_reports_brain_split, .timeout = 30)
 		snprintf(field, sizeof(field), "someone-else:1%s",
 				kinds[i] == DLOCK_LOCK_WRITE ? ":write" : "");
 		dl_pass(dlock_lock_new(&l, c, name, dl_kind(kinds[i])));
-		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 		redisReply *rep = rh_command(s, "EVAL %s 1 %s %s %s",
 				"redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], ARGV[1], 1); "
 				"if ARGV[2] ~= '' then redis.call('hset', KEYS[1], 'mode', 'write'); end; "
@@ -452,7 +452,7 @@ Test(events, unlock_that_finds_another_owner_reports_brain_split, .timeout = 30)
 				name, field, kinds[i] == DLOCK_LOCK_WRITE ? "w" : "");
 		cr_assert_not_null(rep);
 		freeReplyObject(rep);
-		int rc = dlock_lock_unlock(l);
+		int rc = dlock_lock_release(l, NULL);
 		cr_assert_eq(rc, DLOCK_ELOST, "kind %d: %s", (int)kinds[i], dlock_strerror(rc));
 		cr_assert_eq(rec_count(&r, DLOCK_STAT_BRAIN_SPLIT), i + 1, "kind %d", (int)kinds[i]);
 		dlock_lock_free(l);
@@ -460,7 +460,7 @@ Test(events, unlock_that_finds_another_owner_reports_brain_split, .timeout = 30)
 
 	/* Not ours and never believed ours: a plain "not owner", no brain split. */
 	dlock_lock *l = dl_lock(c, "events:usplit-0");
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 	cr_assert_eq(rec_count(&r, DLOCK_STAT_BRAIN_SPLIT), 3);
 
 	dlock_stats *st;

@@ -62,9 +62,9 @@ Test(events, redlock_with_a_member_down_reports_once_with_its_votes, .timeout = 
 	dl_pass(dlock_redlock_new(&rl, m, 3, &ro));
 	cr_assert_eq(rh_server_kill(s[2]), 0);
 
-	dl_pass(dlock_redlock_lock(NULL, rl, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_redlock_acquire(rl, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(20);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 
 	cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), 1, "one ACQUIRED, not one per member");
 	cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), 1, "one RELEASED, not one per member");
@@ -110,8 +110,8 @@ Test(events, multilock_reports_all_members_granted_once, .timeout = 60)
 	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 	members_up(s, c, m, 3, "events:multi", &r, 0);
 	dl_pass(dlock_multilock_new(&ml, m, 3, NULL));
-	dl_pass(dlock_multilock_lock(ml, DLOCK_LEASE_WATCHDOG));
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_acquire(ml, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	cr_assert_eq(rec_count(&r, DLOCK_STAT_ACQUIRED), 1);
 	cr_assert_eq(rec_count(&r, DLOCK_STAT_RELEASED), 1);
 	cr_assert(rec_wait(&r, DLOCK_STAT_ACQUIRED, 0, &acq));
@@ -137,7 +137,7 @@ Test(events, redlock_majority_deleted_is_lost_once, .timeout = 60)
 	members_up(s, c, m, 3, "events:redlost", &r, 600);
 	ro.restart_guard_ms = 0;
 	dl_pass(dlock_redlock_new(&rl, m, 3, &ro));
-	dl_pass(dlock_redlock_lock(NULL, rl, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_redlock_acquire(rl, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(rh_command_int(s[0], "DEL %s", "events:redlost"), 1);
 	cr_assert_eq(rh_command_int(s[1], "DEL %s", "events:redlost"), 1);
 	cr_assert(rec_wait(&r, DLOCK_STAT_LOST, 3000, &lost), "no LOST within 3 s");
@@ -158,7 +158,7 @@ Test(events, redlock_majority_deleted_is_lost_once, .timeout = 60)
 		dlock_stats_free(st);
 	}
 
-	dlock_redlock_unlock(rl);
+	dlock_redlock_release(rl, NULL);
 	dlock_redlock_free(rl);
 	members_down(s, c, m, 3);
 }
@@ -177,8 +177,8 @@ Test(events, cluster_client_lists_one_node_per_member, .timeout = 120)
 
 		snprintf(name, sizeof(name), "events:shard-%d", i);
 		dlock_lock *l = dl_lock(c, name);
-		dl_pass(dlock_lock_lock(l, 10000));
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
+		dl_pass(dlock_lock_release(l, NULL));
 		dlock_lock_free(l);
 	}
 
@@ -217,8 +217,8 @@ Test(events, sentinel_client_names_the_primary_it_reached, .timeout = 60)
 	rec_init(&r);
 	dlock_client *c = hooked_client(uri, &r, 2000, 0);
 	dlock_lock *l = dl_lock(c, "events:sentinel");
-	dl_pass(dlock_lock_lock(l, 10000));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
+	dl_pass(dlock_lock_release(l, NULL));
 
 	dlock_stats *st;
 	dl_pass(dlock_client_stats(&st, c));

@@ -62,8 +62,8 @@ static dlock_client *open_client(int pool_size)
 
 	if (pool_size > 0)
 		o.pool_size = pool_size;
-	int rc = dlock_client_open(&c, rh_server_uri(srv), &o);
-	cr_assert_eq(rc, 0, "dlock_client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
+	int rc = dlock_client_new(&c, rh_server_uri(srv), &o);
+	cr_assert_eq(rc, 0, "dlock_client_new: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return c;
 }
 
@@ -257,14 +257,14 @@ static fair_holder fair_holder_up(const char *name, uint64_t tid, int64_t lease_
 	f.c = open_client(0);
 	f.l = new_fair(f.c, name);
 	owner_of(f.c, tid, f.holder, sizeof f.holder);
-	dl_pass(dlock_lock_try_as(f.l, f.holder, 0, lease_ms));
+	dl_pass(dlock_lock_acquire(f.l, f.holder, 0, lease_ms));
 	return f;
 }
 
 /* The holder unlocks; returns when (rh_now_ms()). */
 static int64_t fair_holder_release(fair_holder *f)
 {
-	int rc = dlock_lock_unlock_as(f->l, f->holder);
+	int rc = dlock_lock_release(f->l, f->holder);
 	int64_t at = rh_now_ms();
 
 	cr_assert_eq(rc, 0, "holder unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f->l));
@@ -275,7 +275,7 @@ static int64_t fair_holder_release(fair_holder *f)
 static void fair_holder_free(fair_holder *f)
 {
 	dlock_lock_free(f->l);
-	dlock_client_close(f->c);
+	dlock_client_free(f->c);
 }
 
 /* The queue and the lock are gone; free what fair_holder_up made. */
@@ -321,7 +321,7 @@ static void *fwaiter_main(void *arg)
 	dlock_client_owner(w->owner, w->client, dlock_thread_id());
 	atomic_store(&w->owner_ready, 1);
 	w->started_ms = rh_now_ms();
-	w->rc = dlock_lock_try(w->lock, w->wait_ms, w->lease_ms);
+	w->rc = dlock_lock_acquire(w->lock, NULL, w->wait_ms, w->lease_ms);
 	w->returned_ms = rh_now_ms();
 	w->returned_wall = wall_ms();
 	if (w->rc == 0 && w->log != NULL) {
@@ -336,7 +336,7 @@ static void *fwaiter_main(void *arg)
 	if (w->rc == 0 && w->hold_ms >= 0) {
 		dl_sleep_ms(w->hold_ms);
 		atomic_store(&w->releasing, 1);
-		w->unlock_rc = dlock_lock_unlock(w->lock);
+		w->unlock_rc = dlock_lock_release(w->lock, NULL);
 	}
 	atomic_store(&w->finished, 1);
 	return NULL;
@@ -427,7 +427,7 @@ Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
 	dlock_lock *l = new_fair(c, name);
 
 	/* The holder (this thread) takes it for 1000 ms and never unlocks. */
-	int rc = dlock_lock_try(l, 0, 1000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 1000);
 	cr_assert_eq(rc, 0, "holder: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 
 	fifo_log log;
@@ -474,7 +474,7 @@ Test(fairlock, waiters_acquire_in_arrival_order, .timeout = 40)
 
 	pthread_mutex_destroy(&log.mu);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 2. a waiter that gives up leaves, and delays nobody ------------------ */
@@ -746,9 +746,9 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 	owner_of(f.c, 900006, other, sizeof other);
 
 	/* Not the owner: refused, nothing changes. */
-	int rc = dlock_lock_unlock(f.l);
+	int rc = dlock_lock_release(f.l, NULL);
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock by this thread: %s", dlock_strerror(rc));
-	rc = dlock_lock_unlock_as(f.l, other);
+	rc = dlock_lock_release(f.l, other);
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "unlock as another owner: %s", dlock_strerror(rc));
 	cr_assert_eq(rh_command_int(srv, "HLEN %s", name), 1);
 	redisReply *r = rh_command(srv, "HGET %s %s", name, f.holder);
@@ -768,7 +768,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
-	rc = dlock_lock_force_unlock(&deleted, f.l);
+	rc = dlock_lock_force_release(&deleted, f.l);
 	cr_assert_eq(rc, 0, "force unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(f.l));
 	cr_assert_eq(deleted, 1);
 	dl_expect_message(sub, wch, "0", 1000);
@@ -778,7 +778,7 @@ Test(fairlock, non_owner_unlock_and_force_unlock, .timeout = 30)
 
 	/* Force unlock of a free lock: nothing deleted. */
 	deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(&deleted, f.l), 0);
+	cr_assert_eq(dlock_lock_force_release(&deleted, f.l), 0);
 	cr_assert_eq(deleted, 0);
 
 	redisFree(sub);
@@ -805,7 +805,7 @@ Test(fairlock, force_unlock_by_a_plain_handle_wakes_the_head, .timeout = 30)
 
 	int deleted = -1;
 	int64_t t_force = rh_now_ms();
-	dl_pass(dlock_lock_force_unlock(&deleted, plain));
+	dl_pass(dlock_lock_force_release(&deleted, plain));
 	cr_assert_eq(deleted, 1);
 	dl_expect_message(sub, wch, "0", 100);
 	int64_t woken = rh_now_ms() - t_force;
@@ -901,7 +901,7 @@ Test(fairlock, server_pause_costs_no_waiter_its_place, .timeout = 60)
 	dlock_lock *lh = new_fair(ch, name), *l2 = new_fair(c2, name), *la = new_fair(ca, name);
 	char holder[80];
 	owner_of(ch, 900009, holder, sizeof holder);
-	dl_pass(dlock_lock_try_as(lh, holder, 0, 3000));
+	dl_pass(dlock_lock_acquire(lh, holder, 0, 3000));
 
 	fifo_log log;
 	memset(&log, 0, sizeof log);
@@ -949,9 +949,9 @@ Test(fairlock, server_pause_costs_no_waiter_its_place, .timeout = 60)
 	dlock_lock_free(lh);
 	dlock_lock_free(l2);
 	dlock_lock_free(la);
-	dlock_client_close(ch);
-	dlock_client_close(c2);
-	dlock_client_close(ca);
+	dlock_client_free(ch);
+	dlock_client_free(c2);
+	dlock_client_free(ca);
 }
 
 /* ---- 8. an attempt that runs after its waiter left does not queue it ------ */
@@ -1090,6 +1090,6 @@ Test(fairlock, an_attempt_that_runs_after_its_waiter_left_does_not_queue, .timeo
 	redisFree(raw);
 	cr_assert_eq(exists(name), 0, "a late attempt took the lock for B after it left");
 	dlock_lock_free(lb);
-	dlock_client_close(cb);
+	dlock_client_free(cb);
 	fair_holder_down(&f, name);
 }

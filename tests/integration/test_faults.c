@@ -65,18 +65,18 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 	}
 	cr_assert_eq(dlock_redlock_new(&ra, a, 3, &ro), 0, "%s", dlock_errmsg_last());
 	cr_assert_eq(dlock_multilock_new(&mb, b, 3, NULL), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_redlock_lock(NULL, ra, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(ra, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(ra));
 	cr_assert_eq(rh_command_int(s[2], "EXISTS %s", "faults:flush:a"), 1);
 
 	/* Server 2 times out once (a MultiLock waits for every member: now it
      * is "slow" for its client), then comes back with an empty script cache. */
 	cr_assert_eq(rh_server_pause(s[2]), 0);
-	cr_assert_neq(dlock_multilock_try(mb, 0, 5000), 0);
+	cr_assert_neq(dlock_multilock_acquire(mb, NULL, 0, 5000), 0);
 	cr_assert_eq(rh_server_resume(s[2]), 0);
 	freeReplyObject(rh_command(s[2], "SCRIPT FLUSH"));
 
-	cr_assert_eq(dlock_redlock_unlock(ra), 0, "%s", dlock_redlock_errmsg(ra));
+	cr_assert_eq(dlock_redlock_release(ra, NULL), 0, "%s", dlock_redlock_errmsg(ra));
 	cr_assert(key_gone_within(s[2], "faults:flush:a", 1000),
 			"the release sent without waiting never ran on the flushed server");
 
@@ -85,7 +85,7 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(a[i]);
 		dlock_lock_free(b[i]);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 		rh_server_free(s[i]);
 	}
 }
@@ -96,7 +96,7 @@ Test(faults, release_sent_without_waiting_survives_script_flush, .timeout = 30)
 #include <unistd.h>
 
 /*
- * A child forked after dlock_client_open has no watchdog thread: its lock
+ * A child forked after dlock_client_new has no watchdog thread: its lock
  * would expire silently while check() said held. It gets DLOCK_EFORKED
  * instead, and closing its copy leaves the parent's client alone.
  */
@@ -108,15 +108,15 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 	dlock_lock *held = dl_lock(c, "faults:fork:held");
 	dlock_lock *other = dl_lock(c, "faults:fork:child");
 
-	cr_assert_eq(dlock_lock_lock(held, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(held));
+	cr_assert_eq(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(held));
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		int rc = dlock_lock_try(other, 0, DLOCK_LEASE_WATCHDOG);
+		int rc = dlock_lock_acquire(other, NULL, 0, DLOCK_LEASE_WATCHDOG);
 		int msg_ok = strstr(dlock_lock_errmsg(other), "fork") != NULL;
 		int ping = dlock_client_ping(c);
 		dl_free_locks(other, held);
-		dlock_client_close(c);
+		dlock_client_free(c);
 		_exit(rc == DLOCK_EFORKED && msg_ok && ping == DLOCK_EFORKED ? 0 : 1);
 	}
 	int st = 0;
@@ -128,9 +128,9 @@ Test(faults, forked_child_gets_eforked_and_parent_is_unharmed, .timeout = 30)
 	dl_sleep_ms(2700);
 	cr_assert_eq(dlock_lock_check(held, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "faults:fork:held"), 1);
-	cr_assert_eq(dlock_lock_unlock(held), 0, "%s", dlock_lock_errmsg(held));
+	cr_assert_eq(dlock_lock_release(held, NULL), 0, "%s", dlock_lock_errmsg(held));
 	dl_free_locks(other, held);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -185,15 +185,15 @@ Test(faults, timed_out_try_leaves_no_hold, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "faults:late"), *l2 = dl_lock(other, "faults:late");
 
 	cr_assert_eq(rh_server_pause(s), 0);
-	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(l, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	dl_sleep_ms(100);
 	cr_assert_eq(rh_server_resume(s), 0);
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(l));
 	cr_assert(key_gone_within(s, "faults:late", 500),
 			"the late acquire left a hold (PTTL %lld)",
 			(long long)rh_command_int(s, "PTTL %s", "faults:late"));
-	cr_assert_eq(dlock_lock_try(l2, 0, 5000), 0, "%s", dlock_lock_errmsg(l2));
-	cr_assert_eq(dlock_lock_unlock(l2), 0);
+	cr_assert_eq(dlock_lock_acquire(l2, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(l2));
+	cr_assert_eq(dlock_lock_release(l2, NULL), 0);
 	dl_free_locks(l, l2);
 	dl_close_clients(c, other);
 	rh_server_free(s);
@@ -215,21 +215,21 @@ Test(faults, fair_waiter_that_gave_up_under_pause_leaves_the_queue, .timeout = 3
 	cr_assert_eq(dlock_lock_new(&b, cb, "faults:fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
 	cr_assert_eq(dlock_lock_new(&c, cc, "faults:fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
 
-	cr_assert_eq(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(a));
 	freeReplyObject(rh_command(s, "CLIENT PAUSE 1500 WRITE"));
-	int rc = dlock_lock_try(b, 500, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(b, NULL, 500, DLOCK_LEASE_WATCHDOG);
 	cr_assert_neq(rc, 0, "b got a held lock");
 	dl_sleep_ms(1500); /* the pause ends: b's queued commands run */
-	cr_assert_eq(dlock_lock_unlock(a), 0, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_release(a, NULL), 0, "%s", dlock_lock_errmsg(a));
 	int64_t t0 = rh_now_ms();
-	rc = dlock_lock_try(c, 3000, 5000);
+	rc = dlock_lock_acquire(c, NULL, 3000, 5000);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "c: %s (queue %lld long)", dlock_lock_errmsg(c),
 			(long long)rh_command_int(
 					s, "LLEN %s", "redisson_lock_queue:{faults:fair}"));
 	cr_assert_leq(took, 500, "c waited %lld ms behind a waiter that had given up",
 			(long long)took);
-	cr_assert_eq(dlock_lock_unlock(c), 0);
+	cr_assert_eq(dlock_lock_release(c, NULL), 0);
 	dl_free_locks(a, b, c);
 	dl_close_clients(ca, cb, cc);
 }
@@ -263,8 +263,8 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 	cr_assert_eq(dlock_lock_set_lost_cb(good, log_lost, &g), 0);
 	cr_assert_eq(dlock_lock_set_lost_cb(bad, log_lost, &g), 0);
 
-	cr_assert_eq(dlock_lock_lock(good, DLOCK_LEASE_WATCHDOG), 0);
-	cr_assert_eq(dlock_lock_lock(bad, DLOCK_LEASE_WATCHDOG), 0);
+	cr_assert_eq(dlock_lock_acquire(good, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0);
+	cr_assert_eq(dlock_lock_acquire(bad, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0);
 	freeReplyObject(rh_command(s, "DEL faults:bad"));
 	freeReplyObject(rh_command(s, "SET faults:bad not-a-lock"));
 	dl_sleep_ms(2000); /* more than two TTLs */
@@ -274,9 +274,9 @@ Test(faults, wrong_type_key_does_not_stop_other_renewals, .timeout = 30)
 	cr_assert_eq(g.count, 1, "%d losses reported", g.count);
 	cr_assert_str_eq(g.name, "faults:bad");
 	cr_assert_eq(g.reason, DLOCK_LOST_REPLACED);
-	cr_assert_eq(dlock_lock_unlock(good), 0);
+	cr_assert_eq(dlock_lock_release(good, NULL), 0);
 	dl_free_locks(good, bad);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* At maxclients, renewal uses the connections the client has. */
@@ -289,7 +289,7 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
 	redisContext *fill[8];
 	int nfill = 0;
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	/* Take every connection the server has left. */
 	for (; nfill < 8; nfill++) {
 		redisContext *x = redisConnect("127.0.0.1", rh_server_port(s));
@@ -313,9 +313,9 @@ Test(faults, watchdog_renews_at_maxclients, .timeout = 30)
 	freeReplyObject(r);
 	for (int i = 0; i < nfill; i++)
 		redisFree(fill[i]);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -343,7 +343,7 @@ Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
 		snprintf(name, sizeof name, "grow:%ld", n);
 		locks[n] = dl_lock(c, name);
 		dlock_lock_set_lost_cb(locks[n], log_lost, &g);
-		cr_assert_eq(dlock_lock_try(locks[n], 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+		cr_assert_eq(dlock_lock_acquire(locks[n], NULL, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
 				dlock_lock_errmsg(locks[n]));
 	}
 	dl_sleep_ms(1500);
@@ -370,7 +370,7 @@ Test(faults, renewal_covers_every_hold_while_the_table_grows, .timeout = 120)
 	for (long i = 0; i < n; i++)
 		dlock_lock_free(locks[i]);
 	free(locks);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- the quorum engine: what was taken is given back; more than a bare quorum ---- */
@@ -434,7 +434,7 @@ Test(faults, members_whose_ttl_reset_failed_are_rolled_back, .timeout = 30)
 	hold_foreign(s[1], "faults:reset", 300);
 	dlock__redlock_engine(r)->test_hook = pause_before_finalize;
 	dlock__redlock_engine(r)->test_hook_arg = &st;
-	int rc = dlock_redlock_try(NULL, r, 1500, 5000);
+	int rc = dlock_redlock_acquire(r, NULL, 1500, 5000);
 	for (int i = 1; i < 3; i++)
 		rh_server_resume(s[i]);
 	cr_assert_eq(st.fired, 1, "the ordered round never reached its TTL reset");
@@ -467,17 +467,17 @@ Test(faults, ordered_round_takes_every_free_member, .timeout = 30)
 
 	for (int i = 0; i < 3; i++)
 		hold_foreign(s[i], "faults:more", 300);
-	cr_assert_eq(dlock_redlock_try(&validity, r, 3000, 5000), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, 3000, 5000), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 5; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
 		int64_t held = rh_command_int(s[i], "EXISTS %s", "faults:more");
 		cr_assert_eq(held, 1, "member %d not taken: a bare quorum", i);
-		cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, (size_t)i), 0);
 		cr_assert_eq(st.vote == DLOCK_VOTE_ACQUIRED, held == 1,
 				"member %d: status says vote %d, server says %s", i, (int)st.vote,
 				held ? "held" : "free");
 	}
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	dlock_redlock_free(r);
 	for (int i = 0; i < 5; i++)
 		rh_server_free(s[i]);
@@ -523,16 +523,16 @@ Test(faults, fast_clock_server_gives_no_second_holder_after_ordered_round, .time
 	hold_foreign(s[3], "faults:skew", 300);
 	hold_foreign(s[4], "faults:skew", 300);
 	int64_t validity = 0;
-	cr_assert_eq(dlock_redlock_try(&validity, a, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, a, NULL, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
 	int64_t granted = rh_now_ms();
 	/* Server 0's 4 s lease is over by its clock after ~2 s of ours. */
 	cr_assert(key_gone_within(s[0], "faults:skew", 3000),
 			"the fast server's key did not expire early: the shim is not working");
 	cr_assert_gt(validity - (rh_now_ms() - granted), 0, "A's validity ran out meanwhile");
-	int rc = dlock_redlock_try(NULL, b, 0, 4000);
+	int rc = dlock_redlock_acquire(b, NULL, 0, 4000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B: %s (%s) while A still holds its grant",
 			dlock_strerror(rc), dlock_redlock_errmsg(b));
-	dlock_redlock_unlock(a);
+	dlock_redlock_release(a, NULL);
 	dlock_redlock_free(a);
 	dlock_redlock_free(b);
 	for (int i = 0; i < 5; i++)
@@ -556,10 +556,10 @@ Test(faults, fast_clock_server_and_a_bare_quorum_measured, .timeout = 30)
 
 	for (int i = 3; i < 5; i++)
 		hold_foreign(s[i], "faults:bare", 300);
-	cr_assert_eq(dlock_redlock_try(&validity, a, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, a, NULL, 3000, 4000), 0, "%s", dlock_redlock_errmsg(a));
 	int64_t t0 = rh_now_ms();
 	cr_assert(key_gone_within(s[0], "faults:bare", 3000), "the shim is not working");
-	int rc = dlock_redlock_try(NULL, b, 0, 4000);
+	int rc = dlock_redlock_acquire(b, NULL, 0, 4000);
 	int64_t left = validity - (rh_now_ms() - t0);
 	cr_log_info("server 0's clock 2x fast; A held 3 of 5 (validity %lld ms): B %s, with %lld ms "
 		    "of A's validity left",
@@ -569,8 +569,8 @@ Test(faults, fast_clock_server_and_a_bare_quorum_measured, .timeout = 30)
 			"B's result and server 0's key disagree");
 	cr_assert_gt(left, 0, "A's validity ran out before B's try: nothing measured");
 	if (rc == 0)
-		dlock_redlock_unlock(b);
-	dlock_redlock_unlock(a);
+		dlock_redlock_release(b, NULL);
+	dlock_redlock_release(a, NULL);
 	dlock_redlock_free(a);
 	dlock_redlock_free(b);
 	for (int i = 0; i < 5; i++)

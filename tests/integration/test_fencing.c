@@ -69,7 +69,7 @@ static dlock_client *open_client(rh_server *s)
 {
 	dlock_client_options o = client_opts();
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 
 	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
 			dlock_errmsg_last());
@@ -113,7 +113,7 @@ static void votes_str(dlock_redlock *r, char *buf, size_t len)
 	buf[0] = '\0';
 	for (size_t i = 0; i < dlock_redlock_size(r) && n < len; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, i), 0);
 		n += (size_t)snprintf(buf + n, len - n, "%zu:%s ", i + 1, dl_vote_name(st.vote));
 	}
 }
@@ -132,20 +132,20 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(dlock_lock_token(&tok, l), 0);
 	cr_assert_eq(tok, 0, "token before any acquisition: %" PRId64, tok);
 
-	int rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	int rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 1, "first token %" PRId64, tok);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 2, "second token %" PRId64, tok);
 	/* Re-entry counts too (Redisson's RFencedLock). */
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "re-entry: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 3, "re-entry token %" PRId64, tok);
 	int64_t cnt = -1;
-	cr_assert_eq(dlock_lock_hold_count(&cnt, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&cnt, l, NULL), 0);
 	cr_assert_eq(cnt, 2);
 
 	int64_t cur = -1;
@@ -169,8 +169,8 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	freeReplyObject(r);
 	cr_assert_eq(counter_on(s, "fence:one"), 3, "a refused acquisition counted");
 
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS fence:one"), 0);
 
 	/* Redisson takes the next number from the same counter, and dlock continues after it. */
@@ -183,7 +183,7 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 			r->element[0]->integer);
 	cr_assert_eq(r->element[1]->integer, 4, "Redisson's token %lld", r->element[1]->integer);
 	freeReplyObject(r);
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "dlock while Redisson holds it: %s",
 			dlock_strerror(rc));
 	cr_assert_eq(counter_on(s, "fence:one"), 4, "a refused acquisition counted");
@@ -195,30 +195,30 @@ Test(fencing, fenced_rlock_numbers_every_acquisition, .timeout = 30)
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 1);
 	freeReplyObject(r);
-	rc = dlock_lock_try_fenced(&tok, l, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, l, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "lock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert_eq(tok, 5, "token after Redisson's 4: %" PRId64, tok);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 
 	/* A plain acquisition of a fenced lock counts as well (Redisson's lock() on an RFencedLock). */
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(counter_on(s, "fence:one"), 6);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 
 	/* A plain lock has no tokens: refused, nothing taken, no counter made. */
 	cr_assert_eq(dlock_lock_new(&plain, c, "fence:plain", NULL), 0);
 	tok = 77;
-	rc = dlock_lock_try_fenced(&tok, plain, NULL, 0, 30000);
+	rc = dlock_lock_acquire_fenced(&tok, plain, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain lock: %s", dlock_strerror(rc));
 	cr_assert_eq(rh_command_int(s, "EXISTS fence:plain"), 0, "the plain lock was taken");
 	cr_assert_eq(rh_command_int(s, "EXISTS redisson_lock_token:{fence:plain}"), 0);
 	int held = -1;
-	cr_assert_eq(dlock_lock_is_held(&held, plain), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, plain, NULL), 0);
 	cr_assert_eq(held, 0);
 
 	dlock_lock_free(plain);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -240,7 +240,7 @@ static void assert_voters_raised(rh_server **s, dlock_redlock *r, const char *na
 	votes_str(r, votes, sizeof votes);
 	for (int i = 0; i < N5; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-		cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, (size_t)i), 0);
 		if (st.vote != DLOCK_VOTE_ACQUIRED)
 			continue;
 		voters++;
@@ -267,7 +267,7 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 	char votes[128];
 
 	for (int i = 0; i < 10; i++) {
-		int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
+		int rc = dl_redlock_acquire_fenced_v(&validity, &tok, r, NULL, 1000, 5000);
 		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc),
 				dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
@@ -276,7 +276,7 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 				tok, prev, votes);
 		assert_voters_raised(s, r, name, tok);
 		prev = tok;
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+		cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	}
 
 	/* Server 3's counter jumps far ahead: the next token must pass it. */
@@ -292,10 +292,10 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 	int rc, attempts = 0;
 	dlock_member_status st3 = DLOCK_MEMBER_STATUS_INIT;
 	do {
-		rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
+		rc = dl_redlock_acquire_fenced_v(&validity, &tok, r, NULL, 1000, 5000);
 		cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
-		cr_assert_eq(dlock_redlock_status(&st3, r, 2), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st3, r, 2), 0);
 		cr_log_info("fenced redlock: token %" PRId64
 			    " after server 3 was set to 1000; votes %s",
 				tok, votes);
@@ -309,21 +309,21 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 					tok, prev, votes);
 		assert_voters_raised(s, r, name, tok);
 		prev = tok;
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+		cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	} while (st3.vote != DLOCK_VOTE_ACQUIRED && ++attempts < 20);
 	cr_assert_eq(st3.vote, DLOCK_VOTE_ACQUIRED,
 			"server 3 never voted in 20 acquisitions (votes %s)", votes);
 
 	/* And from there on, still strictly growing. */
 	for (int i = 0; i < 3; i++) {
-		rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, 5000);
+		rc = dl_redlock_acquire_fenced_v(&validity, &tok, r, NULL, 1000, 5000);
 		cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 		votes_str(r, votes, sizeof votes);
 		cr_assert_gt(tok, prev, "token %" PRId64 " after %" PRId64 " (votes %s)", tok, prev,
 				votes);
 		assert_voters_raised(s, r, name, tok);
 		prev = tok;
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+		cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	}
 
 	/* A RedLock of plain members refuses to fence. */
@@ -338,7 +338,7 @@ Test(fencing, fenced_redlock_tokens_grow_and_follow_the_highest_counter, .timeou
 		cr_assert_eq(dlock_redlock_new_from_uris(
 					     &p, uris, N5, "fence:plain-redlock", &co, &ro),
 				0);
-		rc = dlock_redlock_try_fenced(&validity, &tok, p, NULL, 0, 5000);
+		rc = dl_redlock_acquire_fenced_v(&validity, &tok, p, NULL, 0, 5000);
 		cr_assert_eq(rc, DLOCK_EINVAL, "try_fenced on a plain RedLock: %s",
 				dlock_strerror(rc));
 		for (int i = 0; i < N5; i++)
@@ -384,7 +384,7 @@ static void proc_child(const dl_procs *p, pid_t parent)
 			break;
 		}
 		int64_t validity = -1, token = -1;
-		int rc = dlock_redlock_try_fenced(&validity, &token, r, NULL, 5000, P_LEASE);
+		int rc = dl_redlock_acquire_fenced_v(&validity, &token, r, NULL, 5000, P_LEASE);
 		if (rc != 0) {
 			refused[-rc < 16 ? -rc : 15]++;
 			if (rc != DLOCK_ENOTACQUIRED && rc != DLOCK_ENOQUORUM &&
@@ -398,7 +398,7 @@ static void proc_child(const dl_procs *p, pid_t parent)
 		int64_t b = mono_us();
 		int v = dl_read_counter(cnt_fd);
 		if (v >= P_TOTAL) { /* the total was reached meanwhile: not a counted section */
-			dlock_redlock_unlock(r);
+			dlock_redlock_release(r, NULL);
 			break;
 		}
 		usleep(P_WORK_US);
@@ -418,7 +418,7 @@ static void proc_child(const dl_procs *p, pid_t parent)
 					me, e - b, validity);
 			failed++;
 		}
-		if (dlock_redlock_unlock(r) != 0)
+		if (dlock_redlock_release(r, NULL) != 0)
 			unlock_errs++; /* a member on a killed server; the others were released */
 	}
 	dl_log_line(note_fd,
@@ -609,12 +609,12 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 	cr_assert_eq(rh_server_kill(s[3]), 0);
 	cr_assert_eq(rh_server_kill(s[4]), 0);
 	for (int i = 0; i < 10; i++) {
-		int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, P_LEASE);
+		int rc = dl_redlock_acquire_fenced_v(&validity, &tok, r, NULL, 1000, P_LEASE);
 		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", i, dlock_strerror(rc),
 				dlock_redlock_errmsg(r));
 		cr_assert_gt(tok, prev);
 		prev = tok;
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+		cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	}
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(counter_on(s[i], name), prev, "server %d's counter", i + 1);
@@ -634,7 +634,7 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 
 	/* Server 3 goes down: one server down, four up, a quorum is there. */
 	cr_assert_eq(rh_server_kill(s[2]), 0);
-	int rc = dlock_redlock_try_fenced(&validity, &tok, r, NULL, 1000, P_LEASE);
+	int rc = dl_redlock_acquire_fenced_v(&validity, &tok, r, NULL, 1000, P_LEASE);
 	votes_str(r, votes, sizeof votes);
 	if (rc == 0) {
 		cr_log_info("after the restarts: token %" PRId64 " (previous holder's %" PRId64
@@ -645,7 +645,7 @@ Test(fencing, fenced_redlock_token_survives_restarts_with_persistence, .timeout 
 				" after the previous holder's %" PRId64
 				" (votes %s): the persisted counters were not counted",
 				tok, prev, votes);
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+		cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	} else {
 		/* Refusing is safe (no token is handed out); it must be an infrastructure error. */
 		cr_log_info("after the restarts: refused with %s (%s)", dlock_strerror(rc),
@@ -683,7 +683,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	int64_t prev = 0;
 	for (int k = 0; k < 6; k++) {
 		int64_t tok = -1;
-		int rc = dlock_multilock_try_fenced(&tok, ml, NULL, k % 2 ? 1000 : 0, 5000);
+		int rc = dlock_multilock_acquire_fenced(&tok, ml, NULL, k % 2 ? 1000 : 0, 5000);
 		cr_assert_eq(rc, 0, "acquisition %d: %s (%s)", k, dlock_strerror(rc),
 				dlock_multilock_errmsg(ml));
 		int64_t ctr[3], max = 0;
@@ -707,7 +707,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 		if (k == 0)
 			cr_assert_eq(tok, 51, "first token %" PRId64 " (member 2 was at 50)", tok);
 		prev = tok;
-		cr_assert_eq(dlock_multilock_unlock(ml), 0, "%s", dlock_multilock_errmsg(ml));
+		cr_assert_eq(dlock_multilock_release(ml, NULL), 0, "%s", dlock_multilock_errmsg(ml));
 	}
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(s[i], "EXISTS %s", name), 0);
@@ -719,7 +719,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	dlock_multilock *pl = NULL;
 	cr_assert_eq(dlock_multilock_new(&pl, p, 3, NULL), 0);
 	int64_t tok = -1;
-	cr_assert_eq(dlock_multilock_try_fenced(&tok, pl, NULL, 0, 5000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_multilock_acquire_fenced(&tok, pl, NULL, 0, 5000), DLOCK_EINVAL);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(s[i], "EXISTS fence:multi-plain"), 0);
 	dlock_multilock_free(pl);
@@ -731,7 +731,7 @@ Test(fencing, fenced_multilock_token_is_the_members_maximum, .timeout = 30)
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(p[i]);
 		dlock_lock_free(m[i]);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 		rh_server_free(s[i]);
 	}
 }

@@ -59,7 +59,7 @@ Test(first_contact, a_port_nothing_listens_on_ends_a_forever_wait, .timeout = 30
 			"answered: %s",
 			took, node, msg);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(first_contact, a_wrong_password_ends_a_forever_wait_at_once, .timeout = 30)
@@ -77,7 +77,7 @@ Test(first_contact, a_wrong_password_ends_a_forever_wait_at_once, .timeout = 30)
 	cr_expect_null(strstr(dlock_lock_errmsg(l), "wrong"), "the message shows the password: %s",
 			dlock_lock_errmsg(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -104,9 +104,9 @@ Test(first_contact, a_server_that_answered_is_waited_for_across_a_restart, .time
 			"acquired after %" PRId64 " ms, while the server was down",
 			w.returned - w.started);
 	if (w.rc == 0)
-		dl_pass(dlock_lock_unlock_as(l, w.owner));
+		dl_pass(dlock_lock_release(l, w.owner));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -146,7 +146,7 @@ static void trio_down(trio *t)
 	dlock_redlock_free(t->r);
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(t->l[i]);
-		dlock_client_close(t->c[i]);
+		dlock_client_free(t->c[i]);
 		rh_server_free(t->live[i]);
 	}
 }
@@ -156,7 +156,7 @@ Test(first_contact, a_redlock_with_two_of_three_never_answering_ends_its_wait, .
 	trio t;
 	trio_up(&t, 2, "first-contact-red2");
 	int64_t validity = 0, t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, t.r, DLOCK_WAIT_FOREVER, 10000);
+	int rc = dl_redlock_acquire_v(&validity, t.r, NULL, DLOCK_WAIT_FOREVER, 10000);
 	int64_t took = rh_now_ms() - t0;
 	const char *msg = dlock_redlock_errmsg(t.r);
 
@@ -181,9 +181,9 @@ Test(first_contact, a_redlock_with_one_of_three_never_answering_acquires, .timeo
 
 	/* Another owner holds it past the dead member's period: the wait goes
 	 * on with the two members left, a quorum, and gets it at the lease's end. */
-	dl_pass(dlock_redlock_try_as(&validity, t.r, "other:1", 0, lease));
+	dl_pass(dl_redlock_acquire_v(&validity, t.r, "other:1", 0, lease));
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, t.r, DLOCK_WAIT_FOREVER, 10000);
+	int rc = dl_redlock_acquire_v(&validity, t.r, NULL, DLOCK_WAIT_FOREVER, 10000);
 	int64_t took = rh_now_ms() - t0;
 	cr_expect_eq(rc, 0, "rc %d (%s) after %" PRId64 " ms: %s", rc, dlock_strerror(rc), took,
 			dlock_redlock_errmsg(t.r));
@@ -191,6 +191,6 @@ Test(first_contact, a_redlock_with_one_of_three_never_answering_acquires, .timeo
 			"acquired after %" PRId64 " ms; the other owner's lease was %" PRId64 " ms",
 			took, lease);
 	if (rc == 0)
-		dl_pass(dlock_redlock_unlock(t.r));
+		dl_pass(dlock_redlock_release(t.r, NULL));
 	trio_down(&t);
 }

@@ -61,10 +61,10 @@ static void force_from_elsewhere(rh_server *s, const char *name, enum kind kind)
 	dlock_lock *l = lock_of(c, name, kind);
 	int deleted = -1;
 
-	dl_pass(dlock_lock_force_unlock(&deleted, l));
+	dl_pass(dlock_lock_force_release(&deleted, l));
 	cr_assert_eq(deleted, 1, "the force unlock of %s deleted nothing", name);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* The holder's lost callback fired within HEARD_WITHIN_MS of `forced_at`. */
@@ -95,7 +95,7 @@ static void forced_is_heard(enum kind kind, enum kind forcer, const char *script
 	dlock_lock *l = lock_of(c, name, kind);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_await_numsub(s, channel, 1, 2000);
 	int64_t forced_at = rh_now_ms();
 	if (script != NULL)
@@ -109,10 +109,10 @@ static void forced_is_heard(enum kind kind, enum kind forcer, const char *script
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
 	/* A lost hold listens no more. */
 	dl_await_numsub(s, channel, 0, 2000);
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -182,10 +182,10 @@ Test(force_watch, plain_force_unlock_of_a_rwlock_publishes_redissons_message, .t
 	redisContext *plain = dl_subscribe(rh_server_port(s), "redisson_lock__channel:{fw:msg}");
 	redisReply *none;
 
-	dl_pass(dlock_lock_lock(r, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	force_from_elsewhere(s, "fw:msg", PLAIN);
 	dl_expect_message(rw, "redisson_rwlock:{fw:msg}", "0", 2000);
-	dl_pass(dlock_lock_lock(w, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(w, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	force_from_elsewhere(s, "fw:msg", PLAIN);
 	dl_expect_message(rw, "redisson_rwlock:{fw:msg}", "1", 2000);
 	dl_expect_message(rw, "redisson_rwlock:{fw:msg}", "0", 2000);
@@ -196,7 +196,7 @@ Test(force_watch, plain_force_unlock_of_a_rwlock_publishes_redissons_message, .t
 	redisFree(plain);
 	dlock_lock_free(r);
 	dlock_lock_free(w);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -212,7 +212,7 @@ Test(force_watch, without_the_option_a_force_unlock_goes_unheard_for_2s, .timeou
 	dlock_lock *l = lock_of(c, "fw:off", PLAIN);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(100);
 	cr_assert_eq(dl_numsub(s, "redisson_lock__channel:{fw:off}"), 0, "a hold subscribed");
 	int64_t forced_at = rh_now_ms();
@@ -221,10 +221,10 @@ Test(force_watch, without_the_option_a_force_unlock_goes_unheard_for_2s, .timeou
 	cr_assert_eq(fired, 0, "lost callback fired %lld ms after the force unlock, option off",
 			(long long)(lost.at_ms - forced_at));
 	/* The unlock still finds out. */
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -250,7 +250,7 @@ Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout 
 	ro.restart_guard_ms = 0;
 	dl_pass(dlock_redlock_new_from_uris(&r, uris, 3, name, &co, &ro));
 	dl_pass(dlock_redlock_set_lost_cb(r, dl_on_lost, &lost));
-	dl_pass(dlock_redlock_lock(NULL, r, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_redlock_acquire(r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	for (int i = 0; i < 3; i++)
 		dl_await_numsub(s[i], channel, 1, 2000);
 
@@ -259,7 +259,7 @@ Test(force_watch, redlock_loses_its_quorum_to_force_unlocks_within_1s, .timeout 
 	force_from_elsewhere(s[1], name, PLAIN);
 	assert_heard(&lost, forced_at, "RedLock of 3, 2 force-unlocked");
 	cr_assert_neq(dlock_redlock_check(r, NULL), 0, "the RedLock still says held");
-	cr_assert_eq(dlock_redlock_unlock(r), DLOCK_ELOST, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), DLOCK_ELOST, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
 		dl_await_numsub(s[i], channel, 0, 2000);
 
@@ -281,11 +281,11 @@ Test(force_watch, own_unlock_and_relock_is_not_a_loss, .timeout = 30)
 	dlock_lock *l = lock_of(c, "fw:relock", PLAIN);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_await_numsub(s, "redisson_lock__channel:{fw:relock}", 1, 2000);
 	for (int i = 0; i < 50; i++) {
-		dl_pass(dlock_lock_unlock(l));
-		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_release(l, NULL));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 		if (i % 10 == 0)
 			dl_sleep_ms(20); /* let some messages be read while held */
 	}
@@ -293,11 +293,11 @@ Test(force_watch, own_unlock_and_relock_is_not_a_loss, .timeout = 30)
 	int fired = dl_lost_wait(&lost, rh_now_ms() + 1000);
 	cr_assert_eq(fired, 0, "own unlock and re-lock reported lost (reason %d)", lost.reason);
 	cr_assert_eq(dlock_lock_check(l, NULL), 0);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_await_numsub(s, "redisson_lock__channel:{fw:relock}", 0, 2000);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -311,7 +311,7 @@ Test(force_watch, a_message_renews_the_hold_at_once, .timeout = 30)
 	dlock_client *c = client_on(s, 1);
 	dlock_lock *l = lock_of(c, "fw:message", PLAIN);
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_await_numsub(s, "redisson_lock__channel:{fw:message}", 1, 2000);
 	dl_sleep_ms(1500);
 	int64_t before = rh_command_int(s, "PTTL fw:message");
@@ -323,10 +323,10 @@ Test(force_watch, a_message_renews_the_hold_at_once, .timeout = 30)
 	cr_assert_gt(pttl, before, "PTTL %lld, %lld before the message: not renewed within 1 s",
 			(long long)pttl, (long long)before);
 	cr_assert_eq(dlock_lock_check(l, NULL), 0);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -343,7 +343,7 @@ Test(force_watch, deletion_while_pubsub_is_down_is_still_found, .timeout = 30)
 	dlock_lock *l = lock_of(c, "fw:dropped", PLAIN);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_await_numsub(s, "redisson_lock__channel:{fw:dropped}", 1, 2000);
 	cr_assert_geq(rh_command_int(s, "CLIENT KILL TYPE pubsub"), 1);
 	int64_t forced_at = rh_now_ms();
@@ -354,7 +354,7 @@ Test(force_watch, deletion_while_pubsub_is_down_is_still_found, .timeout = 30)
 	assert_heard(&lost, forced_at, "a deletion while pub/sub was down");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 	dl_lost_destroy(&lost);
 }
@@ -368,7 +368,7 @@ static void *wait_as_b(void *arg)
 {
 	waiter *w = arg;
 
-	w->rc = dlock_lock_try_as(w->l, "owner-b", 800, DLOCK_LEASE_WATCHDOG);
+	w->rc = dlock_lock_acquire(w->l, "owner-b", 800, DLOCK_LEASE_WATCHDOG);
 	return NULL;
 }
 
@@ -383,8 +383,8 @@ Test(force_watch, holds_and_waiters_of_a_name_share_one_subscription, .timeout =
 	waiter w = { l, 0 };
 	pthread_t th;
 
-	dl_pass(dlock_lock_try_as(l, "owner-a", 0, DLOCK_LEASE_WATCHDOG));
-	dl_pass(dlock_lock_try_as(l, "owner-a", 0, DLOCK_LEASE_WATCHDOG)); /* re-entered */
+	dl_pass(dlock_lock_acquire(l, "owner-a", 0, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, "owner-a", 0, DLOCK_LEASE_WATCHDOG)); /* re-entered */
 	dl_await_numsub(s, channel, 1, 2000);
 	cr_assert_eq(pthread_create(&th, NULL, wait_as_b, &w), 0);
 	dl_sleep_ms(300);
@@ -392,12 +392,12 @@ Test(force_watch, holds_and_waiters_of_a_name_share_one_subscription, .timeout =
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(w.rc, DLOCK_ENOTACQUIRED, "%s", dlock_strerror(w.rc));
 	cr_assert_eq(dl_numsub(s, channel), 1, "the waiter's leaving took the hold's subscription");
-	dl_pass(dlock_lock_unlock_as(l, "owner-a"));
+	dl_pass(dlock_lock_release(l, "owner-a"));
 	cr_assert_eq(dl_numsub(s, channel), 1, "one hold of two released: still listening");
-	dl_pass(dlock_lock_unlock_as(l, "owner-a"));
+	dl_pass(dlock_lock_release(l, "owner-a"));
 	dl_await_numsub(s, channel, 0, 2000);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }

@@ -83,11 +83,11 @@ static int64_t force_from_elsewhere(const char *name)
 	int deleted = -1;
 	int64_t at;
 
-	dl_pass(dlock_lock_force_unlock(&deleted, l));
+	dl_pass(dlock_lock_force_release(&deleted, l));
 	at = rh_now_ms();
 	cr_assert_eq(deleted, 1, "the force unlock of %s deleted nothing", name);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	return at;
 }
 
@@ -148,7 +148,7 @@ static void leased_hold_hears_a_force_unlock(enum kind kind, const char *name, i
 	dl_lost_init(&lost);
 	channel_of(channel, sizeof channel, name, kind);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
-	dl_pass(dlock_lock_lock(l, LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, LEASE_MS));
 	/* Without waiting for it, the force unlock may come before the
 	 * subscription is active: the check it makes then finds it. */
 	if (await_sub)
@@ -156,12 +156,12 @@ static void leased_hold_hears_a_force_unlock(enum kind kind, const char *name, i
 	forced_at = force_from_elsewhere(name);
 	assert_heard(&lost, forced_at, name);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ELOST);
-	cr_assert_eq(dlock_lock_validity(&validity, l, NULL), DLOCK_ELOST);
+	cr_assert_eq(dlock_lock_validity_ms(&validity, l, NULL), DLOCK_ELOST);
 	dl_await_numsub(dl_srv, channel, 0, 2000); /* a lost hold listens no more */
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -214,7 +214,7 @@ static void a_message_extends_nothing(enum kind kind, const char *name)
 	channel_of(channel, sizeof channel, name, kind);
 	snprintf(quoted, sizeof quoted, "\"%s\"", name);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
-	dl_pass(dlock_lock_lock(l, LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, LEASE_MS));
 	dl_await_numsub(dl_srv, channel, 1, 2000);
 	m = monitor();
 	before = pttl(name);
@@ -229,11 +229,11 @@ static void a_message_extends_nothing(enum kind kind, const char *name)
 			(long long)after, (long long)before);
 	cr_assert_eq(dl_lost_count(&lost), 0, "a stray message reported a loss");
 	cr_assert_eq(dlock_lock_check(l, NULL), 0);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 
 	redisFree(m);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -268,12 +268,12 @@ Test(force_watch_leased, without_the_option_nothing_listens)
 	dlock_client *c = client_with(0);
 	dlock_lock *l = lock_of(c, "fwl:off", PLAIN);
 
-	dl_pass(dlock_lock_lock(l, LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, LEASE_MS));
 	dl_sleep_ms(200); /* time for a subscription that must not come */
 	cr_assert_eq(dl_numsub(dl_srv, "redisson_lock__channel:{fwl:off}"), 0, "a leased hold subscribed");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* A lease that ran out is not a loss: a message after its end reports
@@ -287,13 +287,13 @@ Test(force_watch_leased, a_lease_that_ran_out_is_not_reported_lost)
 
 	dl_lost_init(&lost);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
-	dl_pass(dlock_lock_lock(l, 1500));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 1500));
 	dl_await_numsub(dl_srv, "redisson_lock__channel:{fwl:ran-out}", 1, 2000);
 	deadline = rh_now_ms() + 5000;
 	while (rh_command_int(dl_srv, "EXISTS fwl:ran-out") == 1 && rh_now_ms() < deadline)
 		dl_sleep_ms(20);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS fwl:ran-out"), 0, "the lease never ended");
-	dlock_lock_validity(&validity, l, NULL);
+	dlock_lock_validity_ms(&validity, l, NULL);
 	cr_assert_eq(validity, 0);
 	rh_command_int(dl_srv, "PUBLISH redisson_lock__channel:{fwl:ran-out} 0");
 	/* The message's check sees the lease over: it stops listening. */
@@ -301,7 +301,7 @@ Test(force_watch_leased, a_lease_that_ran_out_is_not_reported_lost)
 	cr_assert_eq(dl_lost_wait(&lost, rh_now_ms() + 1000), 0, "a lease's end reported lost");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -317,7 +317,7 @@ Test(force_watch_leased, a_leased_hold_stops_listening_when_its_lease_ends)
 	dl_lost_init(&lost);
 	dl_pass(dlock_lock_set_lost_cb(l, dl_on_lost, &lost));
 	taken = rh_now_ms();
-	dl_pass(dlock_lock_lock(l, 1500));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 1500));
 	dl_await_numsub(dl_srv, "redisson_lock__channel:{fwl:ends}", 1, 2000);
 	while (dl_numsub(dl_srv, "redisson_lock__channel:{fwl:ends}") != 0 && rh_now_ms() < taken + 6000)
 		dl_sleep_ms(20);
@@ -328,7 +328,7 @@ Test(force_watch_leased, a_leased_hold_stops_listening_when_its_lease_ends)
 	cr_assert_eq(dl_lost_count(&lost), 0, "a lease's end reported lost");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	dl_lost_destroy(&lost);
 }
 
@@ -357,7 +357,7 @@ static void take_permit(holder *h, const char *name, int watch, dl_lost *lost)
 static void holder_free(holder *h)
 {
 	dlock_semaphore_free(h->s);
-	dlock_client_close(h->c);
+	dlock_client_free(h->c);
 }
 
 static int64_t force_release_elsewhere(const char *name)
@@ -373,7 +373,7 @@ static int64_t force_release_elsewhere(const char *name)
 	at = rh_now_ms();
 	cr_assert_eq(freed, 1, "freed %lld permits, want 1", (long long)freed);
 	dlock_semaphore_free(s);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	return at;
 }
 
@@ -391,7 +391,7 @@ static void leased_permit_hears_a_force_release(const char *name, int await_sub)
 		dl_await_numsub(dl_srv, channel, 1, 2000);
 	forced_at = force_release_elsewhere(name);
 	assert_heard(&lost, forced_at, "a leased permit");
-	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST);
+	cr_assert_eq(dlock_semaphore_check(h.s, h.id), DLOCK_ELOST);
 	dl_await_numsub(dl_srv, channel, 0, 2000);
 
 	holder_free(&h);
@@ -433,7 +433,7 @@ Test(force_watch_leased, a_leased_permit_stops_listening_when_its_lease_ends)
 	cr_assert_eq(dl_numsub(dl_srv, "redisson_sc:{fwl:p-ends}"), 0,
 			"still listening 6 s after a 1.5 s lease was taken");
 	cr_assert_geq(rh_now_ms() - taken, 1400, "stopped listening before the lease ended");
-	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST, "the lease ran out");
+	cr_assert_eq(dlock_semaphore_check(h.s, h.id), DLOCK_ELOST, "the lease ran out");
 	cr_assert_eq(dl_lost_count(&lost), 0, "a lease's end reported lost");
 
 	holder_free(&h);
@@ -486,7 +486,7 @@ Test(force_watch_leased, a_message_does_not_extend_a_leased_permit)
 	after = score_of("{fwl:p-ext}:timeout", h.id);
 	cr_assert_eq(after, before, "the lease end moved from %lld to %lld", before, after);
 	cr_assert_eq(dl_lost_count(&lost), 0, "a message reported a loss");
-	dl_pass(dlock_semaphore_permit_check(h.s, h.id));
+	dl_pass(dlock_semaphore_check(h.s, h.id));
 	dl_pass(dlock_semaphore_release_permit(h.s, h.id));
 	dl_await_numsub(dl_srv, "redisson_sc:{fwl:p-ext}", 0, 2000);
 

@@ -67,7 +67,7 @@ static int64_t force_release_elsewhere(const char *name, int64_t want_freed)
 	cr_assert_eq(freed, want_freed, "freed %lld permits, want %lld", (long long)freed,
 			(long long)want_freed);
 	dlock_semaphore_free(s);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	return at;
 }
 
@@ -90,7 +90,7 @@ static void hold_one(holder *h, dl_lost *lost, const char *name, int watch, int6
 static void holder_free(holder *h)
 {
 	dlock_semaphore_free(h->s);
-	dlock_client_close(h->c);
+	dlock_client_free(h->c);
 }
 
 static void assert_lost_within(dl_lost *lost, int64_t since, int64_t bound, const char *what)
@@ -119,7 +119,7 @@ Test(force_watch_permits, a_permit_hears_a_force_release_within_1s)
 	forced_at = force_release_elsewhere("fwp:heard", 1);
 	assert_lost_within(&lost, forced_at, HEARD_WITHIN_MS, "a force release");
 	cr_assert_str_eq(lost.owner, h.id);
-	cr_assert_eq(dlock_semaphore_permit_check(h.s, h.id), DLOCK_ELOST);
+	cr_assert_eq(dlock_semaphore_check(h.s, h.id), DLOCK_ELOST);
 	/* The permit is back in the count, and a lost permit listens no more. */
 	cr_assert_eq(count_of("fwp:heard"), 1);
 	dl_await_numsub(dl_srv, "redisson_sc:{fwp:heard}", 0, 2000);
@@ -204,7 +204,7 @@ Test(force_watch_permits, a_waiter_gets_the_permit_given_back_at_once)
 	dl_pass(dlock_semaphore_release_permit(w.s, w.id));
 	cr_assert_eq(count_of("fwp:waiter"), 1);
 	dlock_semaphore_free(w.s);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	holder_free(&h);
 	dl_lost_destroy(&lost);
 }
@@ -227,5 +227,5 @@ Test(force_watch_permits, nothing_taken_frees_nothing_and_a_plain_one_is_refused
 			dlock_semaphore_errmsg(p));
 	dlock_semaphore_free(e);
 	dlock_semaphore_free(p);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }

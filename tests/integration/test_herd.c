@@ -83,7 +83,7 @@ static void *waiter_main(void *arg)
 
 	dl_gate_wait(&w->h->go, 1, rh_now_ms() + 30000);
 	for (int i = 0; i < w->holds; i++) {
-		if ((rc = dlock_lock_lock(w->l, w->lease_ms)) < 0) {
+		if ((rc = dlock_lock_acquire(w->l, NULL, DLOCK_WAIT_FOREVER, w->lease_ms)) < 0) {
 			dl_failures_record(&w->h->fail, "lock: %s (%s)", dlock_strerror(rc),
 					dlock_lock_errmsg(w->l));
 			return NULL;
@@ -96,7 +96,7 @@ static void *waiter_main(void *arg)
 			for (int64_t until = rh_now_ms() + 5000;
 					!atomic_load(&w->h->first_seen) && rh_now_ms() < until;)
 				dl_sleep_ms(1);
-		if ((rc = dlock_lock_unlock(w->l)) < 0) {
+		if ((rc = dlock_lock_release(w->l, NULL)) < 0) {
 			dl_failures_record(&w->h->fail, "unlock: %s (%s)", dlock_strerror(rc),
 					dlock_lock_errmsg(w->l));
 			return NULL;
@@ -122,8 +122,8 @@ static void herd_up(herd *h, int holds, int64_t lease_ms)
 		w->c = dl_client(rh_server_uri(dl_srv), 0, 0);
 		w->l = dl_lock(w->c, LOCK);
 		/* Connected, the scripts known to the server. */
-		dl_pass(dlock_lock_try(w->l, 0, 10000));
-		dl_pass(dlock_lock_unlock(w->l));
+		dl_pass(dlock_lock_acquire(w->l, NULL, 0, 10000));
+		dl_pass(dlock_lock_release(w->l, NULL));
 	}
 }
 
@@ -143,7 +143,7 @@ static void herd_down(herd *h)
 		cr_assert_eq(h->w[i].got, h->w[i].holds, "waiter %d took %d of its %d holds", i,
 				h->w[i].got, h->w[i].holds);
 		dlock_lock_free(h->w[i].l);
-		dlock_client_close(h->w[i].c);
+		dlock_client_free(h->w[i].c);
 	}
 	dl_gate_destroy(&h->go);
 }
@@ -188,7 +188,7 @@ Test(herd, a_dead_holders_expiry_does_not_wake_every_waiter_at_once)
 	cr_assert(h != NULL);
 	herd_up(h, 1, 10000);
 	/* A holder with a lease that never unlocks: it stops as a dead one does. */
-	dl_pass(dlock_lock_lock(held, ttl));
+	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, ttl));
 	t0 = rh_now_ms();
 	herd_start(h);
 	/* All wait on it now; count from shortly before the key expires. */
@@ -212,7 +212,7 @@ Test(herd, a_dead_holders_expiry_does_not_wake_every_waiter_at_once)
 	cr_log_info("herd: next holder %lld ms after a %lld ms lease, %lld attempts until it\n",
 			(long long)(first - t0), (long long)ttl, until_first);
 	dlock_lock_free(held);
-	dlock_client_close(dead);
+	dlock_client_free(dead);
 	redisFree(raw);
 	free(h);
 }
@@ -233,13 +233,13 @@ static void *sharer_main(void *arg)
 	int rc;
 
 	for (int i = 0; i < 3; i++) {
-		if ((rc = dlock_lock_lock(s->l, 20000)) < 0) {
+		if ((rc = dlock_lock_acquire(s->l, NULL, DLOCK_WAIT_FOREVER, 20000)) < 0) {
 			dl_failures_record(s->fail, "lock: %s (%s)", dlock_strerror(rc),
 					dlock_lock_errmsg(s->l));
 			return NULL;
 		}
 		dl_sleep_ms(1); /* the others wait meanwhile */
-		if ((rc = dlock_lock_unlock(s->l)) < 0) {
+		if ((rc = dlock_lock_release(s->l, NULL)) < 0) {
 			dl_failures_record(s->fail, "unlock: %s (%s)", dlock_strerror(rc),
 					dlock_lock_errmsg(s->l));
 			return NULL;
@@ -277,7 +277,7 @@ Test(herd, waiters_sharing_clients_lose_no_wake_up)
 	for (int i = 0; i < CLIENTS * THREADS; i++)
 		dlock_lock_free(s[i].l);
 	for (int i = 0; i < CLIENTS; i++)
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 }
 
 /* Listeners of a channel, as the server counts them. */
@@ -324,7 +324,7 @@ Test(herd, only_a_few_waiting_clients_listen_on_the_lock_channel)
 	cr_assert(h != NULL);
 	herd_up(h, 1, 10000);
 	atomic_store(&h->first_seen, 1);
-	dl_pass(dlock_lock_lock(held, lease));
+	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, lease));
 	herd_start(h);
 	/* Every waiter asks again once it listens on its own channel, and
 	 * learns its role: the count settles at the watchers. */
@@ -345,13 +345,13 @@ Test(herd, only_a_few_waiting_clients_listen_on_the_lock_channel)
 	dlock_lock_info_free(info);
 	cr_assert_eq(atomic_load(&h->acquired), 0, "someone took a held lock");
 	t0 = rh_now_ms();
-	dl_pass(dlock_lock_unlock(held));
+	dl_pass(dlock_lock_release(held, NULL));
 	herd_down(h);
 	/* A word lost on the way would cost a sleeper the holder's lease. */
 	cr_assert_lt(rh_now_ms() - t0, lease / 2, "%d hand-offs took %lld ms: a wake-up was lost",
 			WAITERS, (long long)(rh_now_ms() - t0));
 	dlock_lock_free(held);
-	dlock_client_close(holder);
+	dlock_client_free(holder);
 	redisFree(raw);
 	free(h);
 }
@@ -368,7 +368,7 @@ static void *quitter_main(void *arg)
 {
 	quitter *q = arg;
 
-	q->rc = dlock_lock_try(q->l, 1500, 10000);
+	q->rc = dlock_lock_acquire(q->l, NULL, 1500, 10000);
 	return NULL;
 }
 
@@ -382,7 +382,7 @@ Test(herd, a_waiter_that_gives_up_leaves_the_waiters)
 	quitter q[QUITTERS];
 	long long joined = 0;
 
-	dl_pass(dlock_lock_lock(held, 20000));
+	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, 20000));
 	for (int i = 0; i < QUITTERS; i++) {
 		c[i] = dl_client(rh_server_uri(dl_srv), 0, 0);
 		q[i] = (quitter){ .l = dl_lock(c[i], LOCK) };
@@ -400,9 +400,9 @@ Test(herd, a_waiter_that_gives_up_leaves_the_waiters)
 			"waiters that gave up are still among the waiters");
 	for (int i = 0; i < QUITTERS; i++) {
 		dlock_lock_free(q[i].l);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 	}
 	dlock_lock_free(held);
-	dlock_client_close(holder);
+	dlock_client_free(holder);
 	redisFree(raw);
 }

@@ -70,13 +70,13 @@ static void value_of(char *buf, size_t len, rh_server *s, const char *key)
 	freeReplyObject(r);
 }
 
-/* dlock_client_holder(), which must not fail: 1 or 0. */
+/* dlock_client_holder(), which must not fail (0): registered 1 or 0. */
 static int holder_of(dlock_holder *h, dlock_client *c, const char *owner)
 {
 	int rc = dlock_client_holder(h, c, owner);
 
-	dl_pass(rc);
-	return rc;
+	cr_assert_eq(rc, 0, "dlock_client_holder: %d (%s)", rc, dlock_errmsg_last());
+	return h->registered;
 }
 
 static long holder_keys(rh_server *s)
@@ -104,7 +104,7 @@ Test(holder, an_acquisition_registers_host_pid_label_command_and_since)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	before = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	gethostname(host, sizeof host - 1);
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	holder_key(key, sizeof key, c);
 	value_of(value, sizeof value, srv, key);
 	snprintf(line, sizeof line, "host=%s\npid=%d\nlabel=nightly build\ncmd=./nightly.sh --all\nsince=",
@@ -124,7 +124,7 @@ Test(holder, an_acquisition_registers_host_pid_label_command_and_since)
 	cr_assert_str_eq(h.command, "./nightly.sh --all");
 	cr_assert(h.since_ms >= before && h.since_ms <= before + 5000, "since %lld, started %lld",
 			(long long)h.since_ms, (long long)before);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_free_locks(l);
 	dl_close_clients(c);
 }
@@ -137,14 +137,14 @@ Test(holder, a_write_lock_owner_names_its_registered_client)
 	dlock_holder h = DLOCK_HOLDER_INIT;
 
 	dl_pass(dlock_lock_new(&w, c, "reg-rw", dl_kind(DLOCK_LOCK_WRITE)));
-	dl_pass(dlock_lock_lock(w, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(w, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_owner(c, owner, sizeof owner);
 	snprintf(field, sizeof field, "%s:write", owner);
 	cr_assert_eq(rh_command_int(srv, "HEXISTS reg-rw %s", field), 1);
 	cr_assert_eq(holder_of(&h, c, field), 1);
 	cr_assert_str_eq(h.label, "rw");
 	cr_assert_str_eq(h.command, "", "no command given: empty");
-	dl_pass(dlock_lock_unlock(w));
+	dl_pass(dlock_lock_release(w, NULL));
 	dl_free_locks(w);
 	dl_close_clients(c);
 }
@@ -163,13 +163,13 @@ Test(holder, a_long_label_and_command_keep_200_bytes)
 	c = labelled(srv, label, command, 0);
 	label[0] = 'X'; /* copied at open: the caller's buffer is its own again */
 	l = dl_lock(c, "reg-long");
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(holder_of(&h, c, owner), 1);
 	cr_assert_eq(strlen(h.label), 200);
 	cr_assert_eq(h.label[0], 'a');
 	cr_assert_eq(strlen(h.command), 200);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_free_locks(l);
 	dl_close_clients(c);
 }
@@ -185,12 +185,12 @@ Test(holder, owners_without_a_registration_are_zero)
 
 	strcpy(h.host, "stale");
 	h.registered = 1;
-	cr_assert_eq(dlock_client_holder(&h, c, DL_REDISSON_OWNER), 0, "a Redisson holder");
+	cr_assert_eq(holder_of(&h, c, DL_REDISSON_OWNER), 0, "a Redisson holder");
 	cr_assert_eq(h.registered, 0, "not registered, and the struct says so");
 	cr_assert_str_eq(h.host, "", "nothing left from before");
-	cr_assert_eq(dlock_client_holder(&h, c, "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee:1:write"), 0);
+	cr_assert_eq(holder_of(&h, c, "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee:1:write"), 0);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		cr_assert_eq(dlock_client_holder(&h, c, bad[i]), 0, "malformed owner '%s'", bad[i]);
+		cr_assert_eq(holder_of(&h, c, bad[i]), 0, "malformed owner '%s'", bad[i]);
 	cr_assert_eq(dlock_client_holder(NULL, c, "x"), DLOCK_EINVAL);
 	cr_assert_eq(dlock_client_holder(&h, NULL, "x"), DLOCK_EINVAL);
 	cr_assert_eq(dlock_client_holder(&h, c, NULL), DLOCK_EINVAL);
@@ -231,13 +231,13 @@ Test(holder, without_a_label_nothing_is_registered_or_sent)
 	char owner[128];
 	dlock_holder h = DLOCK_HOLDER_INIT;
 
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(set_calls(srv), sets, "an unlabelled acquisition sent %ld SET",
 			set_calls(srv) - sets);
 	cr_assert_eq(holder_keys(srv), 0);
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(holder_of(&h, c, owner), 0);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(holder_keys(srv), 0);
 	dl_free_locks(l);
 	dl_close_clients(c);
@@ -253,14 +253,14 @@ Test(holder, fifty_acquisitions_write_the_registration_once)
 
 	/* What 50 pairs cost without a label (no SET: a release writes no latch), then with. */
 	for (i = 0; i < 50; i++) {
-		dl_pass(dlock_lock_lock(p, DLOCK_LEASE_WATCHDOG));
-		dl_pass(dlock_lock_unlock(p));
+		dl_pass(dlock_lock_acquire(p, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_release(p, NULL));
 	}
 	without = set_calls(srv) - sets;
 	sets = set_calls(srv);
 	for (i = 0; i < 50; i++) {
-		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_release(l, NULL));
 	}
 	with = set_calls(srv) - sets;
 	cr_assert_eq(with - without, 1, "50 lock/unlock pairs wrote %ld registrations",
@@ -279,11 +279,11 @@ Test(holder, a_watchdog_hold_keeps_it_alive_and_it_expires_after_release)
 	int64_t pttl;
 
 	holder_key(key, sizeof key, c);
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(1800); /* three watchdog timeouts */
 	pttl = rh_command_int(srv, "PTTL %s", key);
 	cr_assert(pttl > 0 && pttl <= 600, "after 3 watchdog timeouts held: PTTL %lld", (long long)pttl);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_sleep_ms(900);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 0, "still there 900 ms after release");
 	dl_free_locks(l);
@@ -298,11 +298,11 @@ Test(holder, a_fixed_lease_longer_than_the_watchdog_keeps_it_alive)
 	int64_t pttl;
 
 	holder_key(key, sizeof key, c);
-	dl_pass(dlock_lock_lock(l, 3000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 3000));
 	dl_sleep_ms(1800);
 	pttl = rh_command_int(srv, "PTTL %s", key);
 	cr_assert(pttl > 0, "a 3 s lease held for 1.8 s: PTTL %lld", (long long)pttl);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_free_locks(l);
 	dl_close_clients(c);
 }
@@ -314,9 +314,9 @@ Test(holder, a_freed_client_deletes_it)
 	char key[128];
 
 	holder_key(key, sizeof key, c);
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_free_locks(l);
 	dl_close_clients(c);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 0, "left behind by a freed client");
@@ -331,7 +331,7 @@ Test(holder, a_forked_child_freeing_its_copy_leaves_it_alone)
 	pid_t kid;
 
 	holder_key(key, sizeof key, c);
-	dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	kid = fork();
 	cr_assert_neq(kid, -1);
 	if (kid == 0) {
@@ -342,7 +342,7 @@ Test(holder, a_forked_child_freeing_its_copy_leaves_it_alone)
 	cr_assert_eq(waitpid(kid, &status, 0), kid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 1, "a forked child deleted it");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dl_free_locks(l);
 	dl_close_clients(c);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 0);
@@ -365,12 +365,12 @@ Test(holder, permits_and_multilock_members_register_on_their_nodes)
 	la = dl_lock(a, "reg-ml");
 	lb = dl_lock(b, "reg-ml");
 	dl_pass(dlock_multilock_new(&ml, (dlock_lock *const[]){ la, lb }, 2, NULL));
-	dl_pass(dlock_multilock_lock(ml, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_multilock_acquire(ml, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	holder_key(key, sizeof key, a);
 	cr_assert_eq(rh_command_int(srv, "EXISTS %s", key), 1, "member a");
 	holder_key(key, sizeof key, b);
 	cr_assert_eq(rh_command_int(other, "EXISTS %s", key), 1, "member b");
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	dlock_multilock_free(ml);
 
 	/* A client of its own for the permit: a registration of its own. */
@@ -412,10 +412,10 @@ Test(holder, an_acl_refusing_the_registration_costs_the_acquisition_nothing)
 	for (i = 0; i < 3; i++) {
 		int64_t t0 = rh_now_ms();
 
-		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 		cr_assert_lt(rh_now_ms() - t0, 500, "an acquisition took %lld ms",
 				(long long)(rh_now_ms() - t0));
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_release(l, NULL));
 	}
 	cr_assert_eq(holder_keys(srv), 0);
 	dl_owner(c, owner, sizeof owner);
@@ -444,7 +444,7 @@ Test(holder, on_a_cluster_it_is_read_where_its_slot_is, .init = NULL, .fini = NU
 	for (i = 0; i < 3; i++) {
 		snprintf(name, sizeof name, "res-%d", i);
 		l[i] = dl_lock(c, name);
-		dl_pass(dlock_lock_lock(l[i], DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_acquire(l[i], NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	}
 	dl_owner(c, owner, sizeof owner);
 	/* Its node may not be a lock's: the background thread writes it there. */
@@ -456,7 +456,7 @@ Test(holder, on_a_cluster_it_is_read_where_its_slot_is, .init = NULL, .fini = NU
 	cr_assert_eq(got, 1, "no registration on the cluster");
 	cr_assert_str_eq(h.label, "clustered");
 	for (i = 0; i < 3; i++)
-		dl_pass(dlock_lock_unlock(l[i]));
+		dl_pass(dlock_lock_release(l[i], NULL));
 	dl_free_locks(l[0], l[1], l[2]);
 	dl_close_clients(c);
 	rh_cluster_free(cl);

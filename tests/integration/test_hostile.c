@@ -14,7 +14,7 @@
  * lock/unlock on a fresh name afterwards).
  *
  * test_rlock_errors.c already covers: WRONGTYPE on a string key for
- * lock/try/unlock, wrong passwords and ACL users at dlock_client_open, a
+ * lock/try/unlock, wrong passwords and ACL users at dlock_client_new, a
  * SCRIPT FLUSH between plain lock/unlock/force-unlock calls, a paused server,
  * single CLIENT KILLs between calls, and a short list of bad URIs. This file
  * does not repeat those; it extends them.
@@ -217,10 +217,10 @@ static void fresh_cycle(rh_server *s, dlock_client *c, const char *name)
 	dlock_lock *l = dl_lock(c, name);
 
 	dl_owner(c, owner, sizeof owner);
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "fresh lock %s: %s", name,
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "fresh lock %s: %s", name,
 			dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, strlen(name), owner), 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "fresh unlock %s: %s", name, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "fresh unlock %s: %s", name, dlock_lock_errmsg(l));
 	cr_assert_eq(exists_b(s, name, strlen(name)), 0);
 	dlock_lock_free(l);
 }
@@ -247,7 +247,7 @@ static void end_case(
 		snap_assert_same(s, before, what);
 	fresh_cycle(s, c, fresh);
 	snap_free(before);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /*
@@ -271,7 +271,7 @@ static void expect_acquire_refused(dlock_lock *l, int64_t lock_lease, const char
 		const char *code, const char *where)
 {
 	char what[96];
-	int rc = dlock_lock_try(l, 0, 10000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 10000);
 
 	snprintf(what, sizeof what, "try %s", where);
 	cr_assert_eq(rc, DLOCK_ESERVER, "%s: rc %d (%s) %s", what, rc, dlock_strerror(rc),
@@ -289,12 +289,12 @@ static void expect_release_refused(dlock_lock *l, const char *holder, const char
 {
 	char what[96];
 	int deleted = -1;
-	int rc = dlock_lock_unlock_as(l, holder);
+	int rc = dlock_lock_release(l, holder);
 
 	snprintf(what, sizeof what, "unlock %s", where);
 	cr_assert_eq(rc, DLOCK_ESERVER, "%s: rc %d %s", what, rc, dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, code, what);
-	rc = dlock_lock_force_unlock(&deleted, l);
+	rc = dlock_lock_force_release(&deleted, l);
 	snprintf(what, sizeof what, "force unlock %s", where);
 	cr_assert_eq(rc, DLOCK_ESERVER, "%s: rc %d %s", what, rc, dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, code, what);
@@ -472,7 +472,7 @@ Test(hostile, names_over_64k_are_einval_and_send_nothing, .timeout = 30)
 	fresh_cycle(s, c, "after-long-names");
 	free(just_over);
 	free(mib);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 2. odd names round-trip ----------------------------------------------- */
@@ -499,21 +499,21 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 
 	dlock_lock *l = dl_lock(c, name);
 	cr_assert_eq(strcmp(dlock_lock_name(l), name), 0, "%s: dlock_lock_name differs", what);
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s: %s", what, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "%s: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, len, owner), 1, "%s: not in Redis under its exact name", what);
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s: re-enter: %s", what, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0, "%s: re-enter: %s", what, dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(n, 2, "%s: hold count %" PRId64, what, n);
 	int held = 0;
-	cr_assert_eq(dlock_lock_is_held(&held, l), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, l, NULL), 0);
 	cr_assert_eq(held, 1);
 	cr_assert_eq(rh_command_int(s, "DBSIZE"), 1, "%s: other keys were written", what);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s: %s", what, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, len, owner), 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s: %s", what, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(exists_b(s, name, len), 0, "%s: key left after the last unlock", what);
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 
 	r = NULL;
 	cr_assert_eq(redisGetReply(sub, (void **)&r), REDIS_OK,
@@ -534,7 +534,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	char *token_key = aux_key("redisson_lock_token", name, len, &tklen);
 	cr_assert_eq(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FENCED)), 0);
 	int64_t token = 0;
-	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s: fenced: %s", what,
+	cr_assert_eq(dlock_lock_acquire_fenced(&token, l, NULL, 0, 10000), 0, "%s: fenced: %s", what,
 			dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
 	redisReply *g = rh_command(s, "GET %b", token_key, tklen);
@@ -542,7 +542,7 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 	cr_assert_eq(g->type, REDIS_REPLY_STRING, "%s: no token counter under its name", what);
 	cr_assert_str_eq(g->str, "1");
 	freeReplyObject(g);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s: fenced: %s", what, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s: fenced: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(exists_b(s, name, len), 0);
 	cr_assert_eq(rh_command_int(s, "DEL %b", token_key, tklen), 1);
 	free(token_key);
@@ -550,9 +550,9 @@ static void odd_name_round_trip(rh_server *s, dlock_client *c, const char *name)
 
 	/* Fair: the queue and deadlines are empty again afterwards. */
 	cr_assert_eq(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)), 0);
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s: fair: %s", what, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "%s: fair: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, name, len, owner), 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s: fair: %s", what, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s: fair: %s", what, dlock_lock_errmsg(l));
 	cr_assert_eq(exists_b(s, name, len), 0);
 	dlock_lock_free(l);
 
@@ -580,10 +580,10 @@ Test(hostile, odd_names_round_trip_and_leave_no_key, .timeout = 60)
 	free(k1);
 	free(max);
 	free(max_mixed);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
-/* ---- 3. malformed URIs at dlock_client_open ---------------------------------- */
+/* ---- 3. malformed URIs at dlock_client_new ---------------------------------- */
 
 /* `fmt` with its "PORT" replaced by the number. */
 static void with_port(char *out, size_t size, const char *fmt, int port)
@@ -654,9 +654,9 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 		for (int lazy = 0; lazy <= 1; lazy++) {
 			o.lazy_connect = lazy;
 			dlock_client *c = (dlock_client *)0x1;
-			int rc = dlock_client_open(&c, uri, &o);
+			int rc = dlock_client_new(&c, uri, &o);
 			if (rc == 0)
-				dlock_client_close(c);
+				dlock_client_free(c);
 			cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\" (lazy %d): rc %d (%s)", uri, lazy,
 					rc, dlock_strerror(rc));
 			cr_assert_null(c, "\"%s\": *out must be NULL", uri);
@@ -689,7 +689,7 @@ Test(hostile, malformed_uris_are_einval_and_contact_no_server, .timeout = 30)
 	dlock_client *c = dl_client_opts(good, &o);
 	cr_assert_gt(info_int(s, "stats", "total_connections_received"), conns);
 	fresh_cycle(s, c, "after-bad-uris");
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 4. WRONGTYPE ------------------------------------------------------------ */
@@ -737,27 +737,27 @@ Test(hostile, wrongtype_every_operation_and_type, .timeout = 30)
 		int64_t n = -1;
 
 		snprintf(what, sizeof what, "try on %s", key);
-		expect_wrongtype(dlock_lock_try(l, 0, 10000), l, node, what);
+		expect_wrongtype(dlock_lock_acquire(l, NULL, 0, 10000), l, node, what);
 		snprintf(what, sizeof what, "try(wait) on %s", key);
-		expect_wrongtype(dlock_lock_try(l, 300, DLOCK_LEASE_WATCHDOG), l, node, what);
+		expect_wrongtype(dlock_lock_acquire(l, NULL, 300, DLOCK_LEASE_WATCHDOG), l, node, what);
 		snprintf(what, sizeof what, "lock on %s", key);
-		expect_wrongtype(dlock_lock_lock(l, 10000), l, node, what);
+		expect_wrongtype(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), l, node, what);
 		snprintf(what, sizeof what, "try_as on %s", key);
-		expect_wrongtype(dlock_lock_try_as(l, "someone:1", 0, 10000), l, node, what);
+		expect_wrongtype(dlock_lock_acquire(l, "someone:1", 0, 10000), l, node, what);
 		snprintf(what, sizeof what, "unlock on %s", key);
-		expect_wrongtype(dlock_lock_unlock(l), l, node, what);
+		expect_wrongtype(dlock_lock_release(l, NULL), l, node, what);
 		snprintf(what, sizeof what, "unlock_as on %s", key);
-		expect_wrongtype(dlock_lock_unlock_as(l, "someone:1"), l, node, what);
+		expect_wrongtype(dlock_lock_release(l, "someone:1"), l, node, what);
 		snprintf(what, sizeof what, "is_held on %s", key);
-		expect_wrongtype(dlock_lock_is_held(&held, l), l, node, what);
+		expect_wrongtype(dlock_lock_is_held(&held, l, NULL), l, node, what);
 		cr_assert_eq(held, 0, "%s: *out must not claim a hold", what);
 		snprintf(what, sizeof what, "is_held_as on %s", key);
-		expect_wrongtype(dlock_lock_is_held_as(&held, l, owner), l, node, what);
+		expect_wrongtype(dlock_lock_is_held(&held, l, owner), l, node, what);
 		snprintf(what, sizeof what, "hold_count on %s", key);
-		expect_wrongtype(dlock_lock_hold_count(&n, l), l, node, what);
+		expect_wrongtype(dlock_lock_hold_count(&n, l, NULL), l, node, what);
 		cr_assert_eq(n, 0, "%s: *out must not claim a hold", what);
 		snprintf(what, sizeof what, "hold_count_as on %s", key);
-		expect_wrongtype(dlock_lock_hold_count_as(&n, l, owner), l, node, what);
+		expect_wrongtype(dlock_lock_hold_count(&n, l, owner), l, node, what);
 		/* Nothing local believes it is held. */
 		cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER, "%s", key);
 		dlock_lock_free(l);
@@ -766,7 +766,7 @@ Test(hostile, wrongtype_every_operation_and_type, .timeout = 30)
 }
 
 /*
- * dlock_lock_force_unlock() on a key that is not a lock: SPEC §6 says a key
+ * dlock_lock_force_release() on a key that is not a lock: SPEC §6 says a key
  * of the wrong type gets a clear error and changes nothing, so it must not
  * DEL somebody's string, list or stream.
  */
@@ -787,7 +787,7 @@ Test(hostile, wrongtype_force_unlock_leaves_the_key, .timeout = 30)
 			int deleted = -1;
 
 			cr_assert_eq(kinds[k].make(&l, c, key), 0);
-			int rc = dlock_lock_force_unlock(&deleted, l);
+			int rc = dlock_lock_force_release(&deleted, l);
 			int64_t exists = exists_b(s, key, strlen(key));
 			cr_expect_eq(exists, 1,
 					"%s force_unlock on %s deleted the key (rc %d, deleted %d)",
@@ -823,7 +823,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	int64_t token = -1;
 
 	cr_assert_eq(dlock_lock_new(&l, c, "fenced-list", dl_kind(DLOCK_LOCK_FENCED)), 0);
-	int rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
+	int rc = dlock_lock_acquire_fenced(&token, l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc, dlock_strerror(rc),
 			dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "WRONGTYPE", "fenced acquire, list counter");
@@ -835,7 +835,7 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	dlock_lock_free(l);
 
 	cr_assert_eq(dlock_lock_new(&l, c, "fenced-text", dl_kind(DLOCK_LOCK_FENCED)), 0);
-	rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
+	rc = dlock_lock_acquire_fenced(&token, l, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ESERVER || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, NULL, "fenced acquire, text counter");
@@ -852,19 +852,19 @@ Test(hostile, fenced_token_key_of_wrong_type_takes_nothing, .timeout = 30)
 	char owner[64];
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(dlock_lock_new(&l, c, "fenced-reenter", dl_kind(DLOCK_LOCK_FENCED)), 0);
-	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 10000), 0, "%s",
+	cr_assert_eq(dlock_lock_acquire_fenced(&token, l, NULL, 0, 10000), 0, "%s",
 			dlock_lock_errmsg(l));
 	cr_assert_eq(token, 1);
 	ok_reply(rh_command(s, "DEL redisson_lock_token:{fenced-reenter}"), "DEL");
 	ok_reply(rh_command(s, "RPUSH redisson_lock_token:{fenced-reenter} a"), "RPUSH");
-	rc = dlock_lock_try_fenced(&token, l, NULL, 0, 10000);
+	rc = dlock_lock_acquire_fenced(&token, l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "re-entry: rc %d (%s) %s", rc, dlock_strerror(rc),
 			dlock_lock_errmsg(l));
 	cr_expect_eq(hget_b(s, "fenced-reenter", 14, owner), 1,
 			"a refused re-entry changed the hold count to %" PRId64,
 			hget_b(s, "fenced-reenter", 14, owner));
 	ok_reply(rh_command(s, "DEL redisson_lock_token:{fenced-reenter}"), "DEL");
-	while (dlock_lock_unlock(l) == 0)
+	while (dlock_lock_release(l, NULL) == 0)
 		;
 	cr_assert_eq(rh_command_int(s, "EXISTS fenced-reenter"), 0);
 	dlock_lock_free(l);
@@ -888,14 +888,14 @@ Test(hostile, fair_lock_keys_of_wrong_type, .timeout = 30)
 		char what[64];
 		cr_assert_eq(dlock_lock_new(&l, c, names[i], dl_kind(DLOCK_LOCK_FAIR)), 0);
 		snprintf(what, sizeof what, "fair try on %s", names[i]);
-		expect_wrongtype(dlock_lock_try(l, 0, 10000), l, node, what);
+		expect_wrongtype(dlock_lock_acquire(l, NULL, 0, 10000), l, node, what);
 		snprintf(what, sizeof what, "fair try(wait) on %s", names[i]);
-		expect_wrongtype(dlock_lock_try(l, 200, 10000), l, node, what);
+		expect_wrongtype(dlock_lock_acquire(l, NULL, 200, 10000), l, node, what);
 		/* Releasing a fair lock that does not exist succeeds (as in
 		 * Redisson), so only the first two have something to refuse. */
 		if (i < 2) {
 			snprintf(what, sizeof what, "fair unlock on %s", names[i]);
-			expect_wrongtype(dlock_lock_unlock(l), l, node, what);
+			expect_wrongtype(dlock_lock_release(l, NULL), l, node, what);
 		}
 		snap_assert_same(s, &before, what);
 		dlock_lock_free(l);
@@ -942,21 +942,21 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	int64_t validity = -1;
 
 	/* One member of three: a quorum still holds; the member says why it did not. */
-	int rc = dlock_redlock_try(&validity, r, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_status(&st, r, 0), 0);
+	cr_assert_eq(dlock_redlock_member_status(&st, r, 0), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "member 0 vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EWRONGTYPE, "member 0 error %d (%s)", st.error,
 			dlock_strerror(st.error));
 	assert_msg(st.message, node0, "WRONGTYPE", "member 0 status");
 	cr_assert_str_eq(st.node, node0);
 	for (size_t i = 1; i < 3; i++) {
-		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, i), 0);
 		cr_assert_eq(st.vote, DLOCK_VOTE_ACQUIRED, "member %zu vote %d", i, st.vote);
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 1);
 	}
 	cr_assert_eq(dlock_redlock_check(r, NULL), 0);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (size_t i = 1; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 0);
 	snap_assert_same(srv[0], &before0, "RedLock with a WRONGTYPE member");
@@ -964,7 +964,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	/* Two of three: no quorum; the error says why, and names both nodes. */
 	ok_reply(rh_command(srv[1], "RPUSH rl-wt a"), "RPUSH");
 	snap_take(srv[1], &before1);
-	rc = dlock_redlock_try(&validity, r, 0, 10000);
+	rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	assert_msg(dlock_redlock_errmsg(r), node0, "WRONGTYPE", "RedLock, 2 WRONGTYPE members");
@@ -974,7 +974,7 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
 	/* The waiting path says the same (bounded). */
 	int64_t t0 = rh_now_ms();
-	rc = dlock_redlock_try(&validity, r, 300, 10000);
+	rc = dl_redlock_acquire_v(&validity, r, NULL, 300, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EWRONGTYPE, "wait: rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_lt(rh_now_ms() - t0, 2000);
@@ -985,8 +985,8 @@ Test(hostile, wrongtype_redlock_member, .timeout = 30)
 	/* The same handle works once the keys are gone. */
 	cr_assert_eq(rh_command_int(srv[0], "DEL rl-wt"), 1);
 	cr_assert_eq(rh_command_int(srv[1], "DEL rl-wt"), 1);
-	cr_assert_eq(dlock_redlock_try(&validity, r, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (size_t i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-wt"), 0);
 
@@ -1025,7 +1025,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	dlock_client *cr = open_server(replica, 0);
 	/* A lock someone holds on the master, replicated. */
 	dlock_lock *lm = dl_lock(cm, "ro-held");
-	cr_assert_eq(dlock_lock_try_as(lm, "holder:1", 0, 30000), 0, "%s", dlock_lock_errmsg(lm));
+	cr_assert_eq(dlock_lock_acquire(lm, "holder:1", 0, 30000), 0, "%s", dlock_lock_errmsg(lm));
 	ok_reply(rh_command(master, "SET sentinel keep"), "SET");
 	cr_assert_eq(rh_command_int(master, "WAIT 1 2000"), 1, "not replicated");
 	snap before_m, before_r;
@@ -1044,7 +1044,7 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 	cr_assert_eq(dlock_lock_is_locked(&locked, lh), 0, "%s", dlock_lock_errmsg(lh));
 	cr_assert_eq(locked, 1);
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(&n, lh, "holder:1"), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, lh, "holder:1"), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(dlock_client_ping(cr), 0, "%s", dlock_client_errmsg(cr));
 
@@ -1053,17 +1053,17 @@ Test(hostile, read_only_replica_refuses_with_readonly, .timeout = 60)
 
 	/* The master client is unaffected. */
 	fresh_cycle(master, cm, "ro-fresh");
-	cr_assert_eq(dlock_lock_unlock_as(lm, "holder:1"), 0, "%s", dlock_lock_errmsg(lm));
+	cr_assert_eq(dlock_lock_release(lm, "holder:1"), 0, "%s", dlock_lock_errmsg(lm));
 
 	/* Promoted, the same replica client locks there: no stale state. */
 	ok_reply(rh_command(replica, "REPLICAOF NO ONE"), "REPLICAOF NO ONE");
 	int64_t deadline = rh_now_ms() + 5000;
 	while (!info_has(replica, "replication", "role:master") && rh_now_ms() < deadline)
 		usleep(10 * 1000);
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "after promotion: %s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "after promotion: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after promotion", n);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(replica, "EXISTS ro-lock"), 0);
 	fresh_cycle(replica, cr, "ro-fresh-promoted");
 
@@ -1085,7 +1085,7 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	dlock_client *c = open_warm(s, 0, "oom-warm");
 	dl_owner(c, owner, sizeof owner);
 	dlock_lock *held = dl_lock(c, "oom-held");
-	cr_assert_eq(dlock_lock_try(held, 0, 30000), 0);
+	cr_assert_eq(dlock_lock_acquire(held, NULL, 0, 30000), 0);
 
 	ok_reply(rh_command(s, "CONFIG SET maxmemory-policy noeviction"), "policy");
 	int64_t used = info_int(s, "memory", "used_memory");
@@ -1120,37 +1120,37 @@ Test(hostile, maxmemory_noeviction_refuses_with_oom, .timeout = 60)
 	dlock_lock *f = NULL;
 	cr_assert_eq(dlock_lock_new(&f, c, "oom-fenced", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	int64_t token = -1;
-	int rc = dlock_lock_try_fenced(&token, f, NULL, 0, 10000);
+	int rc = dlock_lock_acquire_fenced(&token, f, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "fenced at maxmemory: rc %d %s", rc, dlock_lock_errmsg(f));
 	assert_msg(dlock_lock_errmsg(f), node, "OOM", "fenced at maxmemory");
 	/* A re-entry of a lock already held adds a count: refused as well. */
-	rc = dlock_lock_try(held, 0, 30000);
+	rc = dlock_lock_acquire(held, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_ESERVER, "re-entry at maxmemory: rc %d %s", rc,
 			dlock_lock_errmsg(held));
 	assert_msg(dlock_lock_errmsg(held), node, "OOM", "re-entry at maxmemory");
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(&n, held), 0, "%s", dlock_lock_errmsg(held));
+	cr_assert_eq(dlock_lock_hold_count(&n, held, NULL), 0, "%s", dlock_lock_errmsg(held));
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after a refused re-entry", n);
 	cr_assert_eq(dlock_client_ping(c), 0);
 	snap_assert_same(s, &before, "locks at maxmemory");
 
 	/* With room again the same client and handles work, counts exact. */
 	ok_reply(rh_command(s, "CONFIG SET maxmemory 0"), "maxmemory 0");
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "after maxmemory 0: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "after maxmemory 0: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(hget_b(s, "oom-lock", 8, owner), 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS oom-lock"), 0);
-	cr_assert_eq(dlock_lock_try(held, 0, 30000), 0, "%s", dlock_lock_errmsg(held));
+	cr_assert_eq(dlock_lock_acquire(held, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(held));
 	cr_assert_eq(hget_b(s, "oom-held", 8, owner), 2);
-	cr_assert_eq(dlock_lock_unlock(held), 0);
-	cr_assert_eq(dlock_lock_unlock(held), 0);
+	cr_assert_eq(dlock_lock_release(held, NULL), 0);
+	cr_assert_eq(dlock_lock_release(held, NULL), 0);
 	cr_assert_eq(rh_command_int(s, "EXISTS oom-held"), 0);
 	fresh_cycle(s, c, "oom-fresh");
 
 	free(value);
 	snap_free(&before);
 	dl_free_locks(f, l, held);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 7. wrong password on a RedLock member -------------------------------------- */
@@ -1173,17 +1173,17 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	/* One member with a wrong password: a quorum, and that member's status says why. */
 	const char *one_bad[3] = { uris[0], bad[1], uris[2] };
 	dlock_redlock *r = open_redlock(NULL, 3, one_bad, "rl-auth", 0, 0);
-	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_redlock_acquire(r, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_redlock_errmsg(r));
 	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-	cr_assert_eq(dlock_redlock_status(&st, r, 1), 0);
+	cr_assert_eq(dlock_redlock_member_status(&st, r, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "vote %d", st.vote);
 	cr_assert_eq(st.error, DLOCK_EAUTH, "error %d (%s) %s", st.error, dlock_strerror(st.error),
 			st.message);
 	assert_msg(st.message, node[1], NULL, "member with a wrong password");
 	cr_assert_null(strstr(st.message, bad_pw), "the status leaks the password: %s", st.message);
 	cr_assert_null(strstr(st.message, "s3cret"), "the status leaks a password: %s", st.message);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
 		await_dbsize(srv[i], 0, 2000);
 	dlock_redlock_free(r);
@@ -1191,7 +1191,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	/* Two: no quorum; the message names both nodes and no password. */
 	const char *two_bad[3] = { bad[0], uris[1], bad[2] };
 	r = open_redlock(NULL, 3, two_bad, "rl-auth", 0, 0);
-	rc = dlock_redlock_try(NULL, r, 0, 10000);
+	rc = dlock_redlock_acquire(r, NULL, 0, 10000);
 	cr_assert(rc == DLOCK_ENOQUORUM || rc == DLOCK_EAUTH, "rc %d (%s) %s", rc,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	const char *msg = dlock_redlock_errmsg(r);
@@ -1201,7 +1201,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	cr_assert_null(strstr(msg, bad_pw), "the message leaks the password: %s", msg);
 	cr_assert_null(strstr(msg, "s3cret"), "the message leaks a password: %s", msg);
 	for (size_t i = 0; i < 3; i += 2) {
-		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, i), 0);
 		cr_assert_eq(st.error, DLOCK_EAUTH, "member %zu: error %d %s", i, st.error,
 				st.message);
 		cr_assert_null(strstr(st.message, bad_pw));
@@ -1209,7 +1209,7 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 	/* And on the member lock handles. */
 	dlock_lock *m0 = dlock_redlock_member(r, 0);
 	int held = 0;
-	rc = dlock_lock_is_held(&held, m0);
+	rc = dlock_lock_is_held(&held, m0, NULL);
 	cr_assert_eq(rc, DLOCK_EAUTH, "member query: rc %d %s", rc, dlock_lock_errmsg(m0));
 	assert_msg(dlock_lock_errmsg(m0), node[0], NULL, "member query");
 	cr_assert_null(strstr(dlock_lock_errmsg(m0), bad_pw));
@@ -1219,8 +1219,8 @@ Test(hostile, wrong_password_on_redlock_members, .timeout = 30)
 
 	/* The servers are fine for correct credentials. */
 	r = open_redlock(NULL, 3, (const char *[]){ uris[0], uris[1], uris[2] }, "rl-auth", 0, 0);
-	cr_assert_eq(dlock_redlock_try(NULL, r, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_unlock(r), 0);
+	cr_assert_eq(dlock_redlock_acquire(r, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0);
 	dlock_redlock_free(r);
 	for (int i = 0; i < 3; i++)
 		rh_server_free(srv[i]);
@@ -1236,7 +1236,7 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	ok_reply(rh_command(s, "ACL SETUSER limited on >pw ~* &* +@all -eval -evalsha"), "ACL");
 	dlock_client *admin = open_server(s, 0);
 	dlock_lock *la = dl_lock(admin, "acl-held");
-	cr_assert_eq(dlock_lock_try_as(la, "holder:1", 0, 30000), 0);
+	cr_assert_eq(dlock_lock_acquire(la, "holder:1", 0, 30000), 0);
 	ok_reply(rh_command(s, "SET sentinel keep"), "SET");
 	snap before;
 	snap_take(s, &before);
@@ -1250,20 +1250,20 @@ Test(hostile, acl_user_without_eval_gets_noperm, .timeout = 30)
 	expect_release_refused(lh, "holder:1", node, "NOPERM", "without EVAL");
 	/* Queries are plain commands the user may run. */
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(&n, lh, "holder:1"), 0, "%s", dlock_lock_errmsg(lh));
+	cr_assert_eq(dlock_lock_hold_count(&n, lh, "holder:1"), 0, "%s", dlock_lock_errmsg(lh));
 	cr_assert_eq(n, 1);
 	cr_assert_eq(dlock_client_ping(c), 0);
 	snap_assert_same(s, &before, "locks without EVAL permission");
 
 	/* Once allowed, the same client and handle work. */
 	ok_reply(rh_command(s, "ACL SETUSER limited +eval +evalsha"), "ACL grant");
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "after the grant: %s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "after the grant: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS acl-lock"), 0);
 	fresh_cycle(s, c, "acl-fresh");
-	cr_assert_eq(dlock_lock_unlock_as(la, "holder:1"), 0);
+	cr_assert_eq(dlock_lock_release(la, "holder:1"), 0);
 
 	snap_free(&before);
 	dl_free_locks(lh, l, la);
@@ -1288,9 +1288,9 @@ Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
 	dlock_client *c = dl_client_opts(uri, &o);
 	dlock_lock *l = dl_lock(c, "refused");
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	ok_reply(rh_command(s, "ACL SETUSER revoked -eval -evalsha"), "ACL revoke");
-	int rc = dlock_lock_unlock(l);
+	int rc = dlock_lock_release(l, NULL);
 	cr_assert_eq(rc, DLOCK_ESERVER, "unlock: rc %d %s", rc, dlock_lock_errmsg(l));
 	assert_msg(dlock_lock_errmsg(l), node, "NOPERM", "refused unlock");
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER,
@@ -1304,12 +1304,12 @@ Test(hostile, refused_unlock_stops_the_watchdog, .timeout = 30)
 
 	/* Allowed again: the same handle works. */
 	ok_reply(rh_command(s, "ACL SETUSER revoked +eval +evalsha"), "ACL grant");
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS refused"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 9. CLIENT KILL while locking ----------------------------------------------------- */
@@ -1376,7 +1376,7 @@ static int64_t storm_drain(storm *st, int64_t *fails, int *timed_out)
 
 	*fails = 0;
 	for (int k = 0; k < 64; k++) {
-		int rc = dlock_lock_unlock(st->lock);
+		int rc = dlock_lock_release(st->lock, NULL);
 		if (rc == 0) {
 			ok++;
 			st->ok_calls++;
@@ -1403,7 +1403,7 @@ static void storm_iteration(storm *st)
 
 	st->iterations++;
 	for (int d = 0; d < depth; d++) {
-		int rc = dlock_lock_try(st->lock, 0, 10000);
+		int rc = dlock_lock_acquire(st->lock, NULL, 0, 10000);
 		if (rc == 0) {
 			taken++;
 			last_ok = 1;
@@ -1425,7 +1425,7 @@ static void storm_iteration(storm *st)
 	 */
 	int64_t count = -1;
 	if (last_ok) {
-		int rc = dlock_lock_hold_count(&count, st->lock);
+		int rc = dlock_lock_hold_count(&count, st->lock, NULL);
 		if (rc == 0) {
 			st->count_checks++;
 			if (count != taken) {
@@ -1479,7 +1479,7 @@ static void *locker_main(void *arg)
 	int64_t fails = 0;
 	int timed_out = 0;
 	storm_drain(st, &fails, &timed_out);
-	st->final_rc = dlock_lock_hold_count(&st->final_count, st->lock);
+	st->final_rc = dlock_lock_hold_count(&st->final_count, st->lock, NULL);
 	st->final_exists = exists_b(st->s, st->name, strlen(st->name));
 	return NULL;
 }
@@ -1538,7 +1538,7 @@ Test(hostile, client_kill_storm_keeps_counts_exact, .timeout = 60)
 	fresh_cycle(s, c, "storm-fresh");
 
 	dlock_lock_free(st.lock);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 10. SCRIPT FLUSH under a RedLock and the other kinds ---------------------------- */
@@ -1587,9 +1587,9 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	int failures = 0, first_rc = 0;
 	char first_msg[512] = "";
 	for (int i = 0; i < 200; i++) {
-		int rc = dlock_redlock_try(&validity, r, 1000, 5000);
+		int rc = dl_redlock_acquire_v(&validity, r, NULL, 1000, 5000);
 		if (rc == 0)
-			rc = dlock_redlock_unlock(r);
+			rc = dlock_redlock_release(r, NULL);
 		if (rc != 0 && failures++ == 0) {
 			first_rc = rc;
 			snprintf(first_msg, sizeof first_msg, "%s", dlock_redlock_errmsg(r));
@@ -1607,7 +1607,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 
 	/* Held with the watchdog (600 ms, renewed every 200 ms): flushed, the
 	 * renewals still work on every node and the lock outlives its TTL. */
-	cr_assert_eq(dlock_redlock_lock(&validity, r, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
 	int64_t start = rh_now_ms();
@@ -1634,7 +1634,7 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-flush"), 1, "node %d lost the key",
 				i);
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS rl-flush"), 0);
 	dlock_redlock_free(r);
@@ -1642,16 +1642,16 @@ Test(hostile, script_flush_while_a_redlock_is_used, .timeout = 60)
 	/* A fenced RedLock (its token script too) after a flush. */
 	r = open_redlock(srv, 3, NULL, "rl-flush-fenced", 0, 1);
 	int64_t t1 = 0, t2 = 0;
-	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t1, r, NULL, 0, 5000), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire_fenced(&t1, r, NULL, 0, 5000), 0, "%s",
 			dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_try_fenced(NULL, &t2, r, NULL, 0, 5000), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire_fenced(&t2, r, NULL, 0, 5000), 0, "%s",
 			dlock_redlock_errmsg(r));
 	cr_assert_gt(t2, t1);
 	flush_all(srv, 3);
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	dlock_redlock_free(r);
 
 	for (int i = 0; i < 3; i++)
@@ -1669,33 +1669,33 @@ Test(hostile, script_flush_between_fenced_and_fair_calls, .timeout = 30)
 	dlock_lock *f = NULL;
 	cr_assert_eq(dlock_lock_new(&f, c, "flush-fenced", dl_kind(DLOCK_LOCK_FENCED)), 0);
 	int64_t t1 = 0, t2 = 0;
-	cr_assert_eq(dlock_lock_try_fenced(&t1, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_acquire_fenced(&t1, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_try_fenced(&t2, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_acquire_fenced(&t2, f, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(f));
 	cr_assert_eq(t2, t1 + 1);
 	cr_assert_eq(hget_b(s, "flush-fenced", 12, owner), 2);
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_unlock(f), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_release(f, NULL), 0, "%s", dlock_lock_errmsg(f));
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_unlock(f), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_release(f, NULL), 0, "%s", dlock_lock_errmsg(f));
 	cr_assert_eq(rh_command_int(s, "EXISTS flush-fenced"), 0);
 
 	dlock_lock *fair = NULL;
 	cr_assert_eq(dlock_lock_new(&fair, c, "flush-fair", dl_kind(DLOCK_LOCK_FAIR)), 0);
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_try(fair, 0, 10000), 0, "%s", dlock_lock_errmsg(fair));
+	cr_assert_eq(dlock_lock_acquire(fair, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(fair));
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_unlock(fair), 0, "%s", dlock_lock_errmsg(fair));
+	cr_assert_eq(dlock_lock_release(fair, NULL), 0, "%s", dlock_lock_errmsg(fair));
 	cr_assert_eq(rh_command_int(s, "EXISTS flush-fair"), 0);
 	flush_all(one, 1);
 	int deleted = -1;
-	cr_assert_eq(dlock_lock_try(fair, 0, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(fair, NULL, 0, 10000), 0);
 	flush_all(one, 1);
-	cr_assert_eq(dlock_lock_force_unlock(&deleted, fair), 0, "%s", dlock_lock_errmsg(fair));
+	cr_assert_eq(dlock_lock_force_release(&deleted, fair), 0, "%s", dlock_lock_errmsg(fair));
 	cr_assert_eq(deleted, 1);
 
 	dl_free_locks(fair, f);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 11. DEBUG SLEEP past the command timeout ------------------------------------------ */
@@ -1776,20 +1776,20 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 
 	/* The same client works; one lock and one unlock leave nothing. */
 	cr_assert_eq(dlock_client_ping(c), 0, "%s", dlock_client_errmsg(c));
-	int rc = dlock_lock_try(l, 0, 10000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, 0, "after waking: rc %d %s", rc, dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 1,
 			"hold count %" PRId64 " after a timed-out acquire (ran: %s) and one more",
 			n, ran == 1 ? "yes" : "no");
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS sleepy"), 0,
 			"key left: the timed-out acquire "
 			"was counted twice");
 
 	/* A re-entry that times out: held once, the lost one may run on waking. */
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	put_to_sleep(s, &sleeper, &probe);
 	dl_assert_try(l, 0, 10000, DLOCK_ETIMEDOUT, 250, 900);
 	assert_msg(dlock_lock_errmsg(l), node, NULL, "re-entry against a sleeping server");
@@ -1797,14 +1797,14 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	await_field(s, "sleepy", owner, 2);
 	ran = hget_b(s, "sleepy", 6, owner);
 	cr_assert(ran == 1 || ran == 2, "after waking the server holds %" PRId64, ran);
-	rc = dlock_lock_try(l, 0, 10000);
+	rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, 0, "re-entry after waking: rc %d %s", rc, dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 2, "hold count %" PRId64 " (want 2: one hold, one re-entry)", n);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS sleepy"), 0, "key left after two unlocks");
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 
 	/* A query against a sleeping server times out too, and changes nothing. */
 	ok_reply(rh_command(s, "SET sentinel keep"), "SET");
@@ -1813,7 +1813,7 @@ Test(hostile, debug_sleep_times_out_and_counts_stay_exact, .timeout = 60)
 	put_to_sleep(s, &sleeper, &probe);
 	int held = -1;
 	int64_t t0 = rh_now_ms();
-	rc = dlock_lock_is_held(&held, l);
+	rc = dlock_lock_is_held(&held, l, NULL);
 	elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "is_held: rc %d %s", rc, dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 250 && elapsed <= 900, "is_held timed out after %" PRId64 " ms",

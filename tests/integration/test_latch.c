@@ -78,7 +78,7 @@ Test(latch, a_delete_asked_while_the_only_connection_is_busy_still_runs, .timeou
 	int64_t left = keys_left("{busy}:receipt:*", &waited);
 	cr_assert_eq(left, 0, "the key is still there %lld ms after its connection came back (PTTL %lld ms)",
 			(long long)waited, (long long)rh_command_int(dl_srv, "PTTL %s", key));
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 #define THREADS 4
@@ -101,11 +101,11 @@ static void *churn(void *arg)
 		dlock_lock *l = NULL;
 		int rc = dlock_lock_new(&l, w->c, name, NULL);
 		if (rc == 0)
-			rc = dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG);
-		if (rc == 0 && i % 2 == 1 && (rc = dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG)) == 0)
-			rc = dlock_lock_unlock(l);
+			rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
+		if (rc == 0 && i % 2 == 1 && (rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG)) == 0)
+			rc = dlock_lock_release(l, NULL);
 		if (rc == 0)
-			rc = dlock_lock_unlock(l);
+			rc = dlock_lock_release(l, NULL);
 		if (rc != 0)
 			dl_failures_record(w->fail, "%s round %d: %s (%s)", name, i, dlock_strerror(rc),
 					l ? dlock_lock_errmsg(l) : dlock_errmsg_last());
@@ -160,7 +160,7 @@ Test(latch, unlocks_write_no_key_of_their_own, .timeout = 60)
 			"%lld DELs for %d releases of a last hold (one each, in the script)",
 			(long long)calls_of("del"), THREADS * ROUNDS);
 	cr_assert_eq(rh_command_int(dl_srv, "DBSIZE"), 0, "keys left right after the last unlock");
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* owner's count on `name` as the server has it (-1: no field). */
@@ -216,8 +216,8 @@ Test(latch, an_unlock_sent_twice_takes_one_hold, .timeout = 30)
 	char owner[64];
 
 	dl_owner(c, owner, sizeof owner);
-	dl_pass(dlock_lock_lock(l, 30000));
-	dl_pass(dlock_lock_lock(l, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
 	dl_pass(dlock__release_prepare(l, NULL, &rel));
 	cr_assert(rel.retry_safe, "a hold this client counted must be safe to repeat");
 	dl_pass(send_call(c, &rel.call, &first)); /* its answer "lost" */
@@ -249,7 +249,7 @@ Test(latch, an_unlock_sent_twice_takes_one_hold, .timeout = 30)
 	redisReply *m = dl_next_reply(sub, 300);
 	cr_assert_null(m, "a second unlock message: the repeat published again");
 	int held = 1;
-	dl_pass(dlock_lock_is_held(&held, l));
+	dl_pass(dlock_lock_is_held(&held, l, NULL));
 	cr_assert_eq(held, 0);
 	redisFree(sub);
 	dlock_lock_free(l);
@@ -266,13 +266,13 @@ Test(latch, an_unlock_resent_on_a_new_connection_releases_once, .timeout = 30)
 	char owner[64];
 
 	dl_owner(c, owner, sizeof owner);
-	dl_pass(dlock_lock_lock(l, 30000));
-	dl_pass(dlock_lock_lock(l, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000));
 	cr_assert_geq(rh_command_int(dl_srv, "CLIENT KILL TYPE normal"), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(count_of("killed", owner), 1, "one unlock, resent once, took one hold");
 	cr_assert_geq(rh_command_int(dl_srv, "CLIENT KILL TYPE normal"), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(rh_command_int(dl_srv, "DBSIZE"), 0, "the lock is gone, no latch key");
 	dlock_lock_free(l);
 	dlock_client_free(c);

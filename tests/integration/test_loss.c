@@ -25,9 +25,9 @@ Test(loss, unlock_that_finds_the_hold_gone_says_lost, .timeout = 30)
 	dl_single t;
 	dl_single_up(&t, "loss:deleted", 500, 30000);
 
-	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_acquire(t.l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
 	cr_assert_eq(rh_command_int(t.s, "DEL %s", "loss:deleted"), 1);
-	int rc = dlock_lock_unlock(t.l);
+	int rc = dlock_lock_release(t.l, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a deleted hold: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(t.l));
 	cr_assert(strstr(dlock_lock_errmsg(t.l), "was lost before the unlock") != NULL, "%s",
@@ -35,10 +35,10 @@ Test(loss, unlock_that_finds_the_hold_gone_says_lost, .timeout = 30)
 	cr_assert(strstr(dlock_lock_errmsg(t.l), rh_server_uri(t.s) + strlen("redis://")) != NULL,
 			"the message names the node: %s", dlock_lock_errmsg(t.l));
 	/* The record is gone: a second unlock is a plain "not owner". */
-	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(t.l, NULL), DLOCK_ENOTOWNER);
 	/* Someone who never held it is told "not owner", not "lost". */
 	dlock_lock *other = dl_lock(t.c, "loss:never");
-	cr_assert_eq(dlock_lock_unlock(other), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(other, NULL), DLOCK_ENOTOWNER);
 
 	dlock_lock_free(other);
 	dl_single_down(&t);
@@ -50,13 +50,13 @@ Test(loss, unlock_after_a_loss_is_lost_whatever_the_transport, .timeout = 30)
 	dl_single t;
 	dl_single_up(&t, "loss:unreachable", 150, 900);
 
-	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_acquire(t.l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
 	cr_assert_eq(rh_server_pause(t.s), 0);
 	int64_t until = rh_now_ms() + 3000;
 	while (dlock_lock_check(t.l, NULL) == 0 && rh_now_ms() < until)
 		dl_sleep_ms(10);
 	int state = dlock_lock_check(t.l, NULL);
-	int rc = dlock_lock_unlock(t.l);
+	int rc = dlock_lock_release(t.l, NULL);
 	char msg[256];
 	snprintf(msg, sizeof msg, "%s", dlock_lock_errmsg(t.l));
 	cr_assert_eq(rh_server_resume(t.s), 0);
@@ -74,7 +74,7 @@ Test(loss, leased_hold_is_not_held_past_its_lease, .timeout = 30)
 	dl_single_up(&t, "loss:lease", 500, 30000);
 
 	int64_t t0 = rh_now_ms(), asked, last_held = t0;
-	cr_assert_eq(dlock_lock_try(t.l, 0, 300), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_acquire(t.l, NULL, 0, 300), 0, "%s", dlock_lock_errmsg(t.l));
 	cr_assert_eq(dlock_lock_check(t.l, NULL), 0);
 	/* The time a check was asked, not when its answer was read: on a busy
 	 * machine the thread may sleep between the two. */
@@ -89,7 +89,7 @@ Test(loss, leased_hold_is_not_held_past_its_lease, .timeout = 30)
 			(long long)(t_lost - t0));
 	dl_sleep_ms(100);
 	cr_assert_eq(rh_command_int(t.s, "EXISTS %s", "loss:lease"), 0);
-	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ELOST, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_release(t.l, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(t.l));
 
 	dl_single_down(&t);
 }
@@ -104,7 +104,7 @@ Test(loss, check_is_never_later_than_the_key, .timeout = 30)
 	dl_single t;
 	dl_single_up(&t, "loss:check", 100, 1200);
 
-	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_acquire(t.l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
 	/* Pause just after a renewal landed (the PTTL jumps up), so that no
      * renewal can extend the key between the reading and the pause. */
 	int64_t prev = rh_command_int(t.s, "PTTL %s", "loss:check"), pttl, t_pttl;
@@ -124,7 +124,7 @@ Test(loss, check_is_never_later_than_the_key, .timeout = 30)
 	cr_assert_eq(rh_server_resume(t.s), 0);
 	cr_assert_leq(t_lost, t_pttl + pttl, "check said held %lld ms after the key's TTL ran out",
 			(long long)(t_lost - t_pttl - pttl));
-	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ELOST, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_release(t.l, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(t.l));
 	dl_single_down(&t);
 }
 
@@ -144,11 +144,11 @@ Test(loss, redlock_unlock_after_majority_deleted_says_lost, .timeout = 30)
 	ro.restart_guard_ms = 0;
 	cr_assert_eq(dlock_redlock_new_from_uris(&r, uris, 3, "loss:redlock", &co, &ro), 0, "%s",
 			dlock_errmsg_last());
-	cr_assert_eq(dlock_redlock_lock(NULL, r, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(r));
 	cr_assert_eq(rh_command_int(s[0], "DEL %s", "loss:redlock"), 1);
 	cr_assert_eq(rh_command_int(s[1], "DEL %s", "loss:redlock"), 1);
-	int rc = dlock_redlock_unlock(r);
+	int rc = dlock_redlock_release(r, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_eq(rh_command_int(s[2], "EXISTS %s", "loss:redlock"), 0,
 			"the remaining member was released");
@@ -188,11 +188,11 @@ Test(loss, handles_freed_in_any_order_keep_the_holds_of_the_others, .timeout = 6
 		atomic_store(&idx_lost[0][i], 0);
 		atomic_store(&idx_lost[1][i], 0);
 		dl_pass(dlock_lock_set_lost_cb(a[i], idx_on_lost, &idx_lost[0][i]));
-		dl_pass(dlock_lock_lock(a[i], DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_acquire(a[i], NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 		if (i % 4 == 0) { /* again through a second handle: the hold is b's now */
 			b[i] = dl_lock(t.c, name);
 			dl_pass(dlock_lock_set_lost_cb(b[i], idx_on_lost, &idx_lost[1][i]));
-			dl_pass(dlock_lock_lock(b[i], DLOCK_LEASE_WATCHDOG));
+			dl_pass(dlock_lock_acquire(b[i], NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 		}
 	}
 	/* Free some, in no particular order: a's of i % 5 == 2, b's of i % 8 == 4. */
@@ -229,7 +229,7 @@ Test(loss, handles_freed_in_any_order_keep_the_holds_of_the_others, .timeout = 6
 				"%s: a loss reported to the other handle", name);
 		if (gone || deleted)
 			continue;
-		dl_pass(dlock_lock_is_held(&held, owner));
+		dl_pass(dlock_lock_is_held(&held, owner, NULL));
 		cr_assert_eq(held, 1, "%s not kept", name);
 		cr_assert_gt(rh_command_int(t.s, "PTTL %s", name), 0, "%s has no TTL left", name);
 	}

@@ -43,7 +43,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms)
 	o.connect_timeout_ms = 500;
 	if (watchdog_ms > 0)
 		o.watchdog_timeout_ms = watchdog_ms;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
 			dlock_errmsg_last());
 	return c;
@@ -80,6 +80,10 @@ static void fixture_up(ml_fixture *f, const char *name, int watchdog_ms)
 	int rc = dlock_multilock_new(&f->m, f->l, NSRV, NULL);
 	cr_assert_eq(rc, 0, "multilock_new: %s", dlock_strerror(rc));
 	cr_assert_eq(dlock_multilock_size(f->m), NSRV);
+	for (int i = 0; i < NSRV; i++)
+		cr_assert_eq(dlock_multilock_member(f->m, (size_t)i), f->l[i], "member %d", i);
+	cr_assert_null(dlock_multilock_member(f->m, NSRV));
+	cr_assert_null(dlock_multilock_member(NULL, 0));
 }
 
 static void fixture_down(ml_fixture *f)
@@ -87,7 +91,7 @@ static void fixture_down(ml_fixture *f)
 	dlock_multilock_free(f->m);
 	for (int i = 0; i < NSRV; i++) {
 		dlock_lock_free(f->l[i]);
-		dlock_client_close(f->c[i]);
+		dlock_client_free(f->c[i]);
 		rh_server_free(f->s[i]);
 	}
 }
@@ -109,7 +113,7 @@ static void own_owners(ml_fixture *f, char (*own)[64])
 /* try(0, 10000) must take every member. */
 static void take_for_10s(ml_fixture *f)
 {
-	int rc = dlock_multilock_try(f->m, 0, 10000);
+	int rc = dlock_multilock_acquire(f->m, NULL, 0, 10000);
 	cr_assert_eq(rc, 0, "try(0, 10000): %s (%s)", dlock_strerror(rc),
 			dlock_multilock_errmsg(f->m));
 }
@@ -161,19 +165,19 @@ Test(multilock, holds_every_member_and_releases_all, .timeout = 30)
 		cr_assert(t > 9000 && t <= 10000,
 				"server %d: PTTL %" PRId64 ", expected the 10 s lease", i, t);
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-		cr_assert_eq(dlock_multilock_status(&st, f.m, i), 0);
+		cr_assert_eq(dlock_multilock_member_status(&st, f.m, i), 0);
 		cr_assert_eq(st.vote, DLOCK_VOTE_ACQUIRED, "member %d vote %d", i, st.vote);
 	}
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
 
-	int rc = dlock_multilock_unlock(f.m);
+	int rc = dlock_multilock_release(f.m, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_multilock_errmsg(f.m));
 	for (int i = 0; i < NSRV; i++)
 		cr_assert_eq(exists(f.s[i], f.name), 0, "server %d still has %s after unlock", i,
 				f.name);
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER);
 	/* Nothing left to release. */
-	cr_assert_eq(dlock_multilock_unlock(f.m), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_multilock_release(f.m, NULL), DLOCK_ENOTOWNER);
 
 	fixture_down(&f);
 }
@@ -204,12 +208,12 @@ static void *t2_worker(void *p)
 	a->tid = dlock_thread_id();
 	pthread_barrier_wait(&a->sh->start);
 	int64_t t0 = rh_now_ms();
-	a->rc = dlock_multilock_try(a->sh->m, 0, 10000);
+	a->rc = dlock_multilock_acquire(a->sh->m, NULL, 0, 10000);
 	a->elapsed_ms = rh_now_ms() - t0;
 	dl_gate_add(&a->sh->tried, 1);
 	if (a->rc == 0) {
 		dl_gate_wait(&a->sh->release, 1, rh_now_ms() + 20000);
-		a->unlock_rc = dlock_multilock_unlock(a->sh->m);
+		a->unlock_rc = dlock_multilock_release(a->sh->m, NULL);
 	}
 	dl_gate_add(&a->sh->finished, 1);
 	return NULL;
@@ -295,12 +299,12 @@ static void *t3_holder(void *p)
 {
 	t3_shared *sh = p;
 	sh->a_tid = dlock_thread_id();
-	sh->a_rc = dlock_multilock_try(sh->m, 0, 30000);
+	sh->a_rc = dlock_multilock_acquire(sh->m, NULL, 0, 30000);
 	dl_gate_add(&sh->a_held, 1);
 	if (sh->a_rc == 0) {
 		dl_gate_wait(&sh->a_release, 1, rh_now_ms() + 20000);
 		sh->a_unlock_at = rh_now_ms();
-		sh->a_unlock_rc = dlock_multilock_unlock(sh->m);
+		sh->a_unlock_rc = dlock_multilock_release(sh->m, NULL);
 	}
 	dl_gate_add(&sh->a_done, 1);
 	return NULL;
@@ -311,12 +315,12 @@ static void *t3_waiter(void *p)
 	t3_shared *sh = p;
 	sh->b_tid = dlock_thread_id();
 	dl_gate_add(&sh->b_started, 1);
-	sh->b_rc = dlock_multilock_lock(sh->m, 30000);
+	sh->b_rc = dlock_multilock_acquire(sh->m, NULL, DLOCK_WAIT_FOREVER, 30000);
 	sh->b_acquired_at = rh_now_ms();
 	dl_gate_add(&sh->b_acquired, 1);
 	if (sh->b_rc == 0) {
 		dl_gate_wait(&sh->b_release, 1, rh_now_ms() + 20000);
-		sh->b_unlock_rc = dlock_multilock_unlock(sh->m);
+		sh->b_unlock_rc = dlock_multilock_release(sh->m, NULL);
 	}
 	dl_gate_add(&sh->b_done, 1);
 	return NULL;
@@ -408,20 +412,20 @@ Test(multilock, member_held_by_other_fails_and_leaves_nothing, .timeout = 30)
 	set_foreign_holder(f.s[1], f.name);
 
 	/* One attempt. */
-	int rc = dlock_multilock_try(f.m, 0, 5000);
+	int rc = dlock_multilock_acquire(f.m, NULL, 0, 5000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "try(0, 5000): %s (%s)", dlock_strerror(rc),
 			dlock_multilock_errmsg(f.m));
 	cr_assert_eq(exists(f.s[0], f.name), 0, "member 1 kept a hold after the failed try");
 	cr_assert_eq(exists(f.s[2], f.name), 0, "member 3 kept a hold after the failed try");
 	assert_foreign_intact(f.s[1], f.name);
 	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-	cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
+	cr_assert_eq(dlock_multilock_member_status(&st, f.m, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "member 2 vote %d, expected HELD", st.vote);
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER);
 
 	/* With a wait: gives up at the end of it, again leaving nothing. */
 	int64_t t0 = rh_now_ms();
-	rc = dlock_multilock_try(f.m, 300, 5000);
+	rc = dlock_multilock_acquire(f.m, NULL, 300, 5000);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "try(300, 5000): %s (%s)", dlock_strerror(rc),
 			dlock_multilock_errmsg(f.m));
@@ -429,16 +433,16 @@ Test(multilock, member_held_by_other_fails_and_leaves_nothing, .timeout = 30)
 	cr_assert_eq(exists(f.s[0], f.name), 0, "member 1 kept a hold after the failed wait");
 	cr_assert_eq(exists(f.s[2], f.name), 0, "member 3 kept a hold after the failed wait");
 	assert_foreign_intact(f.s[1], f.name);
-	cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
+	cr_assert_eq(dlock_multilock_member_status(&st, f.m, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_HELD, "member 2 vote %d after the wait, expected HELD",
 			st.vote);
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), DLOCK_ENOTOWNER);
 
 	/* Once the foreign holder is gone, it can be had. */
 	cr_assert_eq(rh_command_int(f.s[1], "DEL %s", f.name), 1);
-	rc = dlock_multilock_try(f.m, 0, 5000);
+	rc = dlock_multilock_acquire(f.m, NULL, 0, 5000);
 	cr_assert_eq(rc, 0, "try after the foreign holder left: %s", dlock_strerror(rc));
-	cr_assert_eq(dlock_multilock_unlock(f.m), 0);
+	cr_assert_eq(dlock_multilock_release(f.m, NULL), 0);
 
 	fixture_down(&f);
 }
@@ -471,7 +475,7 @@ Test(multilock, own_leftover_holds_are_adopted_not_counted_again, .timeout = 30)
 				"member %d: PTTL %" PRId64 ", expected the 10 s lease", i + 1, t);
 	}
 
-	cr_assert_eq(dlock_multilock_unlock(f.m), 0, "%s", dlock_multilock_errmsg(f.m));
+	cr_assert_eq(dlock_multilock_release(f.m, NULL), 0, "%s", dlock_multilock_errmsg(f.m));
 	for (int i = 0; i < NSRV; i++) {
 		cr_assert_eq(exists(f.s[i], f.name), 0, "member %d still held after the unlock",
 				i + 1);
@@ -487,19 +491,19 @@ Test(multilock, held_member_status_reports_holder_ttl, .timeout = 30)
 	ml_fixture f = fixture("ml:foreign-ttl", 0);
 	set_foreign_holder(f.s[1], f.name);
 
-	int rc = dlock_multilock_try(f.m, 0, 5000);
+	int rc = dlock_multilock_acquire(f.m, NULL, 0, 5000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "%s", dlock_strerror(rc));
 	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-	cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
+	cr_assert_eq(dlock_multilock_member_status(&st, f.m, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_HELD);
 	cr_assert(st.ttl_ms > 20000 && st.ttl_ms <= 30000,
 			"try(0, ...): member 2 is HELD but its status ttl_ms is %" PRId64
 			" (the foreign holder's PTTL is ~30000)",
 			st.ttl_ms);
 
-	rc = dlock_multilock_try(f.m, 200, 5000);
+	rc = dlock_multilock_acquire(f.m, NULL, 200, 5000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "%s", dlock_strerror(rc));
-	cr_assert_eq(dlock_multilock_status(&st, f.m, 1), 0);
+	cr_assert_eq(dlock_multilock_member_status(&st, f.m, 1), 0);
 	cr_assert_eq(st.vote, DLOCK_VOTE_HELD);
 	cr_assert(st.ttl_ms > 20000 && st.ttl_ms <= 30000,
 			"try(200, ...): member 2 is HELD but its status ttl_ms is %" PRId64,
@@ -516,7 +520,7 @@ Test(multilock, lease_expires_and_watchdog_renews, .timeout = 30)
 
 	/* A 1 s lease: every member expires after about 1 s. */
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_multilock_try(f.m, 0, 1000);
+	int rc = dlock_multilock_acquire(f.m, NULL, 0, 1000);
 	cr_assert_eq(rc, 0, "try(0, 1000): %s (%s)", dlock_strerror(rc),
 			dlock_multilock_errmsg(f.m));
 	for (int i = 0; i < NSRV; i++) {
@@ -539,13 +543,13 @@ Test(multilock, lease_expires_and_watchdog_renews, .timeout = 30)
 	cr_assert(gone_at - t0 >= 900 && gone_at - t0 <= 1300,
 			"the 1 s lease ran out %" PRId64 " ms after the try started", gone_at - t0);
 	/* The hold is gone; releasing it now is refused. */
-	rc = dlock_multilock_unlock(f.m);
+	rc = dlock_multilock_release(f.m, NULL);
 	cr_assert(rc == DLOCK_ENOTOWNER || rc == DLOCK_ELOST,
 			"unlock after the lease ran out: %d (%s)", rc, dlock_strerror(rc));
 
 	/* The watchdog (timeout 1000 ms) keeps every member for 3 s and more. */
 	t0 = rh_now_ms();
-	rc = dlock_multilock_try(f.m, 0, DLOCK_LEASE_WATCHDOG);
+	rc = dlock_multilock_acquire(f.m, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "try(0, watchdog): %s (%s)", dlock_strerror(rc),
 			dlock_multilock_errmsg(f.m));
 	while (rh_now_ms() - t0 < 3000) {
@@ -559,7 +563,7 @@ Test(multilock, lease_expires_and_watchdog_renews, .timeout = 30)
 		dl_sleep_ms(50);
 	}
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
-	rc = dlock_multilock_unlock(f.m);
+	rc = dlock_multilock_release(f.m, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s", dlock_strerror(rc));
 	for (int i = 0; i < NSRV; i++)
 		cr_assert_eq(exists(f.s[i], f.name), 0);
@@ -607,7 +611,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 	pthread_mutex_init(&lost.mu, NULL);
 	cr_assert_eq(dlock_multilock_set_lost_cb(f.m, on_ml_lost, &lost), 0);
 
-	int rc = dlock_multilock_try(f.m, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_multilock_acquire(f.m, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "try(0, watchdog): %s (%s)", dlock_strerror(rc),
 			dlock_multilock_errmsg(f.m));
 	cr_assert_eq(dlock_multilock_check(f.m, NULL), 0);
@@ -619,7 +623,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 	dlock_client *other = open_client(f.s[1], 0);
 	dlock_lock *ol = dl_lock(other, f.name);
 	int deleted = -1;
-	rc = dlock_lock_force_unlock(&deleted, ol);
+	rc = dlock_lock_force_release(&deleted, ol);
 	int64_t forced_at = rh_now_ms();
 	cr_assert_eq(rc, 0, "force_unlock: %s", dlock_strerror(rc));
 	cr_assert_eq(deleted, 1);
@@ -653,7 +657,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 				(long long)(rh_now_ms() - lost.at));
 
 	/* Releasing: the loss is reported; nothing is left anywhere. */
-	rc = dlock_multilock_unlock(f.m);
+	rc = dlock_multilock_release(f.m, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost MultiLock: %d (%s)", rc,
 			dlock_strerror(rc));
 	for (int i = 0; i < NSRV; i++)
@@ -662,7 +666,7 @@ Test(multilock, force_unlocked_member_makes_it_lost, .timeout = 30)
 	cr_assert_eq(lost_calls(&lost), 1);
 
 	dlock_lock_free(ol);
-	dlock_client_close(other);
+	dlock_client_free(other);
 	fixture_down(&f);
 	pthread_mutex_destroy(&lost.mu);
 }
@@ -693,7 +697,7 @@ static void *t7_worker(void *p)
 	t7_shared *sh = a->sh;
 	pthread_barrier_wait(&sh->start);
 	for (int i = 0; i < T7_ITERS; i++) {
-		int rc = dlock_multilock_try(sh->m, 5000, 2000);
+		int rc = dlock_multilock_acquire(sh->m, NULL, 5000, 2000);
 		if (rc != 0) {
 			dl_failures_record(&sh->fail, "thread %d iter %d: try(5000, 2000): %s (%s)",
 					a->id, i, dlock_strerror(rc),
@@ -709,7 +713,7 @@ static void *t7_worker(void *p)
 			sched_yield();
 		atomic_store_explicit(&sh->counter, v + 1, memory_order_relaxed);
 		atomic_fetch_sub(&sh->inside, 1);
-		rc = dlock_multilock_unlock(sh->m);
+		rc = dlock_multilock_release(sh->m, NULL);
 		if (rc != 0)
 			dl_failures_record(&sh->fail, "thread %d iter %d: unlock: %s (%s)", a->id,
 					i, dlock_strerror(rc), dlock_multilock_errmsg(sh->m));
@@ -780,7 +784,7 @@ Test(multilock, members_sharing_one_client_with_a_small_pool, .timeout = 30)
 	o.connect_timeout_ms = 500;
 	o.pool_size = 2;
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open: %s", dlock_strerror(rc));
 	const char *names[NSRV] = { "ml:pool:a", "ml:pool:b", "ml:pool:c" };
 	dlock_lock *l[NSRV];
@@ -790,20 +794,20 @@ Test(multilock, members_sharing_one_client_with_a_small_pool, .timeout = 30)
 	cr_assert_eq(dlock_multilock_new(&m, l, NSRV, NULL), 0);
 
 	/* One attempt (members one by one), then release (all at once). */
-	rc = dlock_multilock_try(m, 0, 5000);
+	rc = dlock_multilock_acquire(m, NULL, 0, 5000);
 	cr_assert_eq(rc, 0, "try(0, 5000): %s (%s)", dlock_strerror(rc), dlock_multilock_errmsg(m));
 	for (int i = 0; i < NSRV; i++)
 		cr_assert_eq(exists(s, names[i]), 1, "%s not held", names[i]);
-	rc = dlock_multilock_unlock(m);
+	rc = dlock_multilock_release(m, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_multilock_errmsg(m));
 	for (int i = 0; i < NSRV; i++)
 		cr_assert_eq(exists(s, names[i]), 0, "%s still held after unlock", names[i]);
 
 	/* With a wait (first attempt on all members at once). */
-	rc = dlock_multilock_try(m, 200, 5000);
+	rc = dlock_multilock_acquire(m, NULL, 200, 5000);
 	cr_assert_eq(rc, 0, "try(200, 5000): %s (%s)", dlock_strerror(rc),
 			dlock_multilock_errmsg(m));
-	rc = dlock_multilock_unlock(m);
+	rc = dlock_multilock_release(m, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_multilock_errmsg(m));
 	for (int i = 0; i < NSRV; i++)
 		cr_assert_eq(exists(s, names[i]), 0, "%s still held after unlock", names[i]);
@@ -811,6 +815,6 @@ Test(multilock, members_sharing_one_client_with_a_small_pool, .timeout = 30)
 	dlock_multilock_free(m);
 	for (int i = 0; i < NSRV; i++)
 		dlock_lock_free(l[i]);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }

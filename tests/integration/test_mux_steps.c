@@ -121,8 +121,8 @@ Test(mux_steps, own_poll_loop_answers_every_op, .timeout = 30)
 	cr_assert_eq(rh_command_int(s[0], "INCRBY %s 0", KEY), 2);
 	cr_assert_eq(rh_command_int(s[1], "INCRBY %s 0", KEY), 1);
 	dlock__mux_clear(ops, 3);
-	dlock_client_close(c[0]);
-	dlock_client_close(c[1]);
+	dlock_client_free(c[0]);
+	dlock_client_free(c[1]);
 	rh_server_free(s[0]);
 	rh_server_free(s[1]);
 }
@@ -184,8 +184,8 @@ Test(mux_steps, advance_past_deadline_times_out_paused_server, .timeout = 30)
 
 	cr_assert_eq(rh_server_resume(s[1]), 0);
 	dlock__mux_clear(ops, 2);
-	dlock_client_close(c[0]);
-	dlock_client_close(c[1]);
+	dlock_client_free(c[0]);
+	dlock_client_free(c[1]);
 	rh_server_free(s[0]);
 	rh_server_free(s[1]);
 }
@@ -235,7 +235,7 @@ Test(mux_steps, end_mid_run_abandons_and_owed_reply_is_skipped, .timeout = 30)
 	assert_count(&op, 3, "after resume");
 	cr_assert_eq(atomic_load(&c->node.owed), 0, "the owed reply was settled");
 	dlock__mux_clear(&op, 1);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -291,8 +291,8 @@ Test(mux_steps, big_command_goes_out_in_steps, .timeout = 60)
 	assert_count(&op, 1, "after resume");
 	dlock__mux_clear(&op, 1);
 	free(big);
-	dlock_client_close(c[0]);
-	dlock_client_close(c[1]);
+	dlock_client_free(c[0]);
+	dlock_client_free(c[1]);
 	rh_server_free(s[0]);
 	rh_server_free(s[1]);
 }

@@ -183,7 +183,7 @@ typedef struct waiter_run {
 static void *waiter_main(void *arg)
 {
 	waiter_run *w = arg;
-	w->rc = dlock_redlock_try_as(NULL, w->r, WAITER, w->wait_ms, DLOCK_LEASE_WATCHDOG);
+	w->rc = dlock_redlock_acquire(w->r, WAITER, w->wait_ms, DLOCK_LEASE_WATCHDOG);
 	w->done_at = rh_now_ms();
 	return NULL;
 }
@@ -205,7 +205,7 @@ static void minority_partition(int k)
 	int64_t healed, unlocked;
 
 	setup(&f);
-	cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(f.holder, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(f.holder));
 	waiter_start(&w, f.waiter, 30000);
 	dl_sleep_ms(300);
@@ -220,7 +220,7 @@ static void minority_partition(int k)
 	heal_servers(&f);
 	healed = rh_now_ms();
 	dl_sleep_ms(500);
-	cr_assert_eq(dlock_redlock_unlock(f.holder), 0, "%s", dlock_redlock_errmsg(f.holder));
+	cr_assert_eq(dlock_redlock_release(f.holder, NULL), 0, "%s", dlock_redlock_errmsg(f.holder));
 	unlocked = rh_now_ms();
 	pthread_join(w.th, NULL);
 	cr_assert_eq(w.rc, 0, "the waiter did not get the lock after the heal: %s",
@@ -232,7 +232,7 @@ static void minority_partition(int k)
 	cr_assert_leq(w.done_at - unlocked, 2 * CMD_TIMEOUT_MS + MARGIN_MS,
 			"the waiter took %lld ms after the unlock: healed nodes stayed refused",
 			(long long)(w.done_at - unlocked));
-	cr_assert_eq(dlock_redlock_unlock_as(f.waiter, WAITER), 0, "%s",
+	cr_assert_eq(dlock_redlock_release(f.waiter, WAITER), 0, "%s",
 			dlock_redlock_errmsg(f.waiter));
 	teardown(&f);
 }
@@ -256,7 +256,7 @@ Test(partition, three_of_five_cut_holder_loses_it_first, .timeout = 90)
 	int64_t cut_at, healed, lost_at;
 
 	setup(&f);
-	cr_assert_eq(dlock_redlock_lock(NULL, f.holder, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire(f.holder, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_redlock_errmsg(f.holder));
 	waiter_start(&w, f.waiter, 30000);
 	dl_sleep_ms(300);
@@ -290,8 +290,8 @@ Test(partition, three_of_five_cut_holder_loses_it_first, .timeout = 90)
 			CUT_MS, (long long)(lost_at - cut_at), (long long)(w.done_at - healed));
 	cr_assert_leq(w.done_at - healed, WATCHDOG_MS + 2 * CMD_TIMEOUT_MS + MARGIN_MS,
 			"the waiter took %lld ms after the heal", (long long)(w.done_at - healed));
-	cr_assert_eq(dlock_redlock_unlock(f.holder), DLOCK_ELOST);
-	cr_assert_eq(dlock_redlock_unlock_as(f.waiter, WAITER), 0, "%s",
+	cr_assert_eq(dlock_redlock_release(f.holder, NULL), DLOCK_ELOST);
+	cr_assert_eq(dlock_redlock_release(f.waiter, WAITER), 0, "%s",
 			dlock_redlock_errmsg(f.waiter));
 	teardown(&f);
 }
@@ -315,22 +315,22 @@ Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
 	cr_assert_not_null(s);
 	co.command_timeout_ms = CMD_TIMEOUT_MS;
 	co.connect_timeout_ms = CMD_TIMEOUT_MS;
-	cr_assert_eq(dlock_client_open(&c, rh_server_uri(s), &co), 0);
+	cr_assert_eq(dlock_client_new(&c, rh_server_uri(s), &co), 0);
 	cr_assert_eq(dlock_lock_new(&a, c, "partition:owed:a", NULL), 0);
 	cr_assert_eq(dlock_lock_new(&b, c, "partition:owed:b", NULL), 0);
-	cr_assert_eq(dlock_lock_try(a, 0, 5000), 0, "%s", dlock_lock_errmsg(a));
-	cr_assert_eq(dlock_lock_unlock(a), 0);
+	cr_assert_eq(dlock_lock_acquire(a, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_release(a, NULL), 0);
 
 	cut(rh_server_port(s));
-	int rc = dlock_lock_try(a, 0, 5000);
+	int rc = dlock_lock_acquire(a, NULL, 0, 5000);
 	for (int i = 0; i < 6; i++) {
 		dl_sleep_ms(1000);
-		dlock_lock_try(a, 0, 5000);
+		dlock_lock_acquire(a, NULL, 0, 5000);
 	}
 	heal(rh_server_port(s));
 	int64_t healed = rh_now_ms();
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "%s", dlock_lock_errmsg(a));
-	while ((rc = dlock_lock_try(b, 0, 5000)) != 0 && rh_now_ms() - healed < 15000)
+	while ((rc = dlock_lock_acquire(b, NULL, 0, 5000)) != 0 && rh_now_ms() - healed < 15000)
 		dl_sleep_ms(20);
 	int64_t took = rh_now_ms() - healed;
 	cr_log_info("a 7 s partition: the node answered a new acquire %lld ms after the heal",
@@ -340,9 +340,9 @@ Test(partition, healed_node_is_asked_again_at_once, .timeout = 60)
      * schedule it took 300 ms and more (seconds after longer partitions). */
 	cr_assert_leq(took, CMD_TIMEOUT_MS, "the healed node stayed refused for %lld ms",
 			(long long)took);
-	dlock_lock_unlock(b);
+	dlock_lock_release(b, NULL);
 	dlock_lock_free(a);
 	dlock_lock_free(b);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }

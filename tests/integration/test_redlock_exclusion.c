@@ -65,7 +65,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms)
 {
 	dlock_client_options o = client_opts(watchdog_ms);
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open %s: %s (%s)", rh_server_uri(s), dlock_strerror(rc),
 			dlock_errmsg_last());
 	return c;
@@ -182,8 +182,8 @@ static void *r1_worker(void *p)
 	pthread_barrier_wait(&sh->start);
 	for (int i = 0; i < R1_ROUNDS; i++) {
 		int64_t validity = -1;
-		int rc = sh->use_try ? dlock_redlock_try(&validity, sh->r, 4000, 2000)
-				     : dlock_redlock_lock(&validity, sh->r, 2000);
+		int rc = sh->use_try ? dl_redlock_acquire_v(&validity, sh->r, NULL, 4000, 2000)
+				     : dl_redlock_acquire_v(&validity, sh->r, NULL, DLOCK_WAIT_FOREVER, 2000);
 		if (rc != 0) {
 			dl_failures_record(&sh->fail, "thread %d round %d: %s: %s (%s)", a->id, i,
 					sh->use_try ? "try(4000, 2000)" : "lock(2000)",
@@ -203,7 +203,7 @@ static void *r1_worker(void *p)
 					"thread %d round %d: section took %" PRId64
 					" ms, validity %" PRId64,
 					a->id, i, took, validity);
-		rc = dlock_redlock_unlock(sh->r);
+		rc = dlock_redlock_release(sh->r, NULL);
 		if (rc != 0)
 			dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id,
 					i, dlock_strerror(rc), dlock_redlock_errmsg(sh->r));
@@ -262,8 +262,8 @@ static void run_redisson_shape(int use_try, const char *prefix)
 	dlock_redlock_free(sh.r);
 	for (int i = 0; i < R1_MEMBERS; i++)
 		dlock_lock_free(members[i]);
-	dlock_client_close(c[0]);
-	dlock_client_close(c[1]);
+	dlock_client_free(c[0]);
+	dlock_client_free(c[1]);
 	pthread_barrier_destroy(&sh.start);
 	dl_gate_destroy(&sh.done);
 	rh_server_free(s[0]);
@@ -304,7 +304,7 @@ static void proc_child(const dl_procs *p, pid_t parent)
 	for (int i = 0; i < P_SECTIONS; i++) {
 		int64_t validity = -1;
 		int64_t t_try = now_us();
-		int rc = dlock_redlock_try(&validity, r, 10000, 2000);
+		int rc = dl_redlock_acquire_v(&validity, r, NULL, 10000, 2000);
 		if (rc != 0) {
 			dl_log_line(log_fd,
 					"F %d section %d: try(10000, 2000) after %" PRId64
@@ -333,7 +333,7 @@ static void proc_child(const dl_procs *p, pid_t parent)
 					(int)me, i, t_e - t_b, validity);
 			failed++;
 		}
-		rc = dlock_redlock_unlock(r);
+		rc = dlock_redlock_release(r, NULL);
 		if (rc != 0) /* a killed member may make this fail; the lock is still released */
 			dl_log_line(log_fd, "U %d section %d: unlock: %s (%s)\n", (int)me, i,
 					dlock_strerror(rc), dlock_redlock_errmsg(r));
@@ -478,7 +478,7 @@ static void only_field_of_this_thread(rh_server *s, const char *key, char *buf, 
 
 static void status_of(dlock_redlock *r, size_t i, dlock_member_status *st)
 {
-	cr_assert_eq(dlock_redlock_status(st, r, i), 0);
+	cr_assert_eq(dlock_redlock_member_status(st, r, i), 0);
 }
 
 /* Keep a server busy for `ms` (it answers nobody meanwhile). DEBUG SLEEP, not
@@ -511,18 +511,18 @@ Test(redlock_exclusion, restart_guard_hears_a_slow_holder, .timeout = 60)
 	cr_assert_eq(rh_servers_start(s, 3, NULL), 0);
 	cr_assert_eq(rh_server_kill(s[2]), 0);
 	dlock_redlock *a = open_redlock(s, 3, K_NAME, 30000, -1, 0);
-	int rc = dlock_redlock_try(NULL, a, 0, 30000);
+	int rc = dlock_redlock_acquire(a, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "A: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(a));
 	cr_assert_eq(rh_server_kill(s[1]), 0);
 	cr_assert_eq(rh_server_restart(s[1]), 0);
 	cr_assert_eq(rh_server_restart(s[2]), 0);
 
 	dlock_redlock *b = open_redlock(s, 3, K_NAME, 30000, -1, 0);
-	cr_assert_eq(dlock_redlock_try(NULL, b, 0, 1), DLOCK_ENOTACQUIRED, "B's warm-up try");
+	cr_assert_eq(dlock_redlock_acquire(b, NULL, 0, 1), DLOCK_ENOTACQUIRED, "B's warm-up try");
 	busy_server busy = { s[0], 150, 0 };
 	cr_assert_eq(pthread_create(&busy.th, NULL, busy_main, &busy), 0);
 	dl_sleep_ms(30); /* the script is running */
-	rc = dlock_redlock_try(NULL, b, 0, 30000);
+	rc = dlock_redlock_acquire(b, NULL, 0, 30000);
 	pthread_join(busy.th, NULL);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED,
 			"B took the lock while node 1 still showed A's hold: "
@@ -535,7 +535,7 @@ Test(redlock_exclusion, restart_guard_hears_a_slow_holder, .timeout = 60)
 				i + 1);
 
 	dlock_redlock_free(b);
-	dlock_redlock_unlock(a); /* its hold on node 2 went with the restart: not the point here */
+	dlock_redlock_release(a, NULL); /* its hold on node 2 went with the restart: not the point here */
 	dlock_redlock_free(a);
 	for (int i = 0; i < 3; i++)
 		rh_server_free(s[i]);
@@ -551,7 +551,7 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
 	cr_assert_eq(rh_server_kill(s[2]), 0);
 	dlock_redlock *a = open_redlock(s, 3, K_NAME, 30000, -1, 0);
 	int64_t validity = -1;
-	int rc = dlock_redlock_try(&validity, a, 0, 30000);
+	int rc = dl_redlock_acquire_v(&validity, a, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "A: try(0, 30000): %s (%s)", dlock_strerror(rc),
 			dlock_redlock_errmsg(a));
 	cr_assert(validity > 25000 && validity < 30000, "A's validity %" PRId64, validity);
@@ -571,7 +571,7 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
 	/* Client B, guard on (default window: the 30 s lease/watchdog): refused. */
 	dlock_redlock *b = open_redlock(s, 3, K_NAME, 30000, -1, 0);
 	int64_t t0 = rh_now_ms();
-	rc = dlock_redlock_try(NULL, b, 0, 30000);
+	rc = dlock_redlock_acquire(b, NULL, 0, 30000);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "B (guard on): try(0, 30000) = %s (%s)",
 			dlock_strerror(rc), dlock_redlock_errmsg(b));
@@ -595,7 +595,7 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
 
 	/* Client C, guard off: takes nodes 2 and 3 while A still holds: the hazard. */
 	dlock_redlock *c = open_redlock(s, 3, K_NAME, 30000, 0, 0);
-	rc = dlock_redlock_try(&validity, c, 0, 30000);
+	rc = dl_redlock_acquire_v(&validity, c, NULL, 0, 30000);
 	cr_assert_eq(rc, 0, "C (guard off): try(0, 30000) = %s (%s)", dlock_strerror(rc),
 			dlock_redlock_errmsg(c));
 	cr_assert_gt(validity, 25000);
@@ -608,11 +608,11 @@ Test(redlock_exclusion, restart_guard_refuses_quorum_of_restarted_nodes, .timeou
 			0); /* A believes it holds it: no network check */
 	cr_assert_eq(dlock_redlock_check(c, NULL), 0);
 
-	rc = dlock_redlock_unlock(c);
+	rc = dlock_redlock_release(c, NULL);
 	cr_assert_eq(rc, 0, "C: unlock: %s", dlock_strerror(rc));
 	cr_assert_eq(exists(s[1], K_NAME), 0);
 	cr_assert_eq(exists(s[2], K_NAME), 0);
-	dlock_redlock_unlock(a); /* node 2 lost A's hold: the result is not this test's concern */
+	dlock_redlock_release(a, NULL); /* node 2 lost A's hold: the result is not this test's concern */
 	cr_assert_eq(exists(s[0], K_NAME), 0, "A's release did not reach node 1");
 
 	dlock_redlock_free(a);
@@ -631,7 +631,7 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 
 	/* Every node is seconds old: with a 60 s strict window none counts. */
 	dlock_redlock *r = open_redlock(s, 3, S_NAME, 0, 60000, 1);
-	int rc = dlock_redlock_try(NULL, r, 0, 5000);
+	int rc = dlock_redlock_acquire(r, NULL, 0, 5000);
 	cr_log_info("strict guard, fresh nodes, no holder: try(0, 5000) = %d %s (%s)", rc,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_neq(rc, 0, "strict guard: acquired on nodes younger than the window");
@@ -640,7 +640,7 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 	int young = 0;
 	for (size_t i = 0; i < 3; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-		cr_assert_eq(dlock_redlock_status(&st, r, i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, i), 0);
 		cr_assert_neq(st.vote, DLOCK_VOTE_ACQUIRED, "node %zu counted", i + 1);
 		cr_assert_neq(st.vote, DLOCK_VOTE_HELD, "node %zu HELD with no holder", i + 1);
 		young += st.vote == DLOCK_VOTE_YOUNG;
@@ -653,7 +653,7 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 
 	/* With a wait, still refused, and within the wait. */
 	int64_t t0 = rh_now_ms();
-	rc = dlock_redlock_try(NULL, r, 500, 5000);
+	rc = dlock_redlock_acquire(r, NULL, 500, 5000);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_neq(rc, 0, "strict guard with a wait: acquired on young nodes");
 	cr_assert_lt(took, 2000, "try(500, ...) took %" PRId64 " ms", took);
@@ -663,10 +663,10 @@ Test(redlock_exclusion, strict_guard_refuses_young_nodes_without_a_holder, .time
 
 	/* Strict but window 0: the guard is off, and the lock is had. */
 	dlock_redlock *r0 = open_redlock(s, 3, S_NAME, 0, 0, 1);
-	rc = dlock_redlock_try(NULL, r0, 0, 5000);
+	rc = dlock_redlock_acquire(r0, NULL, 0, 5000);
 	cr_assert_eq(rc, 0, "strict, window 0: %s (%s)", dlock_strerror(rc),
 			dlock_redlock_errmsg(r0));
-	rc = dlock_redlock_unlock(r0);
+	rc = dlock_redlock_release(r0, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s", dlock_strerror(rc));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(exists(s[i], S_NAME), 0);
@@ -706,7 +706,7 @@ static void *v_worker(void *p)
 	pthread_barrier_wait(&sh->start);
 	for (int i = 0; i < V_ROUNDS; i++) {
 		int64_t t0 = rh_now_ms();
-		int rc = dlock_redlock_lock(NULL, a->r, 2000);
+		int rc = dlock_redlock_acquire(a->r, NULL, DLOCK_WAIT_FOREVER, 2000);
 		int64_t waited = rh_now_ms() - t0;
 		if (waited > a->max_wait_ms)
 			a->max_wait_ms = waited;
@@ -716,7 +716,7 @@ static void *v_worker(void *p)
 			continue;
 		}
 		critical_section(&sh->sec, 2);
-		rc = dlock_redlock_unlock(a->r);
+		rc = dlock_redlock_release(a->r, NULL);
 		if (rc != 0)
 			dl_failures_record(&sh->fail, "thread %d round %d: unlock: %s (%s)", a->id,
 					i, dlock_strerror(rc), dlock_redlock_errmsg(a->r));

@@ -119,7 +119,7 @@ static size_t quorum_of(int n)
 static dlock_member_status status_of(dlock_redlock *r, int i)
 {
 	dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-	cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
+	cr_assert_eq(dlock_redlock_member_status(&st, r, (size_t)i), 0);
 	return st;
 }
 
@@ -240,7 +240,7 @@ static void cluster_done(cluster *c, dlock_redlock *r)
 /* Unlock, and no server keeps a key 500 ms later. */
 static void unlock_everywhere(cluster *c, dlock_redlock *r, const char *name)
 {
-	int rc = dlock_redlock_unlock(r);
+	int rc = dlock_redlock_release(r, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	assert_all_dbsize_zero(c, name, 500);
 }
@@ -254,7 +254,7 @@ static dlock_redlock *watched_redlock(cluster *c, int n, const char *name)
 	c->watched = 1;
 	dlock_redlock *r = open_redlock(c, name, 1000, CMD_TIMEOUT_MS);
 	cr_assert_eq(dlock_redlock_set_lost_cb(r, dl_on_lost, &c->lost), 0);
-	int rc = dlock_redlock_try(NULL, r, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_redlock_acquire(r, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	return r;
 }
@@ -283,7 +283,7 @@ static void all_up(int n)
 
 	/* First acquisition (connects lazily). */
 	int64_t t0 = now_us();
-	int rc = dlock_redlock_try(&validity, r, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	int64_t cold_us = now_us() - t0;
 	cr_assert_eq(rc, 0, "try on %d nodes: %s (%s)", n, dlock_strerror(rc),
 			dlock_redlock_errmsg(r));
@@ -319,13 +319,13 @@ static void all_up(int n)
 	int64_t warm_us = INT64_MAX;
 	for (int k = 0; k < 5; k++) {
 		t0 = now_us();
-		rc = dlock_redlock_try(&validity, r, 0, 10000);
+		rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 		int64_t us = now_us() - t0;
 		cr_assert_eq(rc, 0, "warm try: %s (%s)", dlock_strerror(rc),
 				dlock_redlock_errmsg(r));
 		if (us < warm_us)
 			warm_us = us;
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+		cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	}
 	assert_all_dbsize_zero(&c, name, 500);
 	fprintf(stderr, "redlock_nodes: uncontended try on %d nodes: first %lld us (with connects), warm best %lld us\n",
@@ -387,7 +387,7 @@ static void minority_down(int n, const int *kill_idx, int nkill)
 	dlock_redlock *r = some_killed(&c, n, kill_idx, nkill, name);
 
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, r, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%d of %d down: %s (%s)", nkill, n, dlock_strerror(rc),
 			dlock_redlock_errmsg(r));
@@ -521,7 +521,7 @@ Test(redlock_nodes, majority_killed_while_held_is_lost_once, .timeout = 30)
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ELOST);
 
 	/* The release still reaches the member that is alive. */
-	(void)dlock_redlock_unlock(r);
+	(void)dlock_redlock_release(r, NULL);
 	cr_assert_eq(wait_clean(&c, name, 0, 500), -1, "the surviving member still holds the key");
 	cr_assert_eq(dl_lost_count(&c.lost), 1);
 
@@ -540,7 +540,7 @@ static void majority_down(int n, const int *kill_idx, int nkill)
 	dlock_redlock *r = some_killed(&c, n, kill_idx, nkill, name);
 
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, r, 1000, 10000);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 1000, 10000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "%d of %d down, wait 1000: %s (%s)", nkill, n,
 			dlock_strerror(rc), dlock_redlock_errmsg(r));
@@ -557,7 +557,7 @@ static void majority_down(int n, const int *kill_idx, int nkill)
 	assert_all_dbsize_zero(&c, name, 0);
 
 	t0 = rh_now_ms();
-	rc = dlock_redlock_try(&validity, r, 0, 10000);
+	rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "wait 0: %s (%s)", dlock_strerror(rc),
 			dlock_redlock_errmsg(r));
@@ -597,7 +597,7 @@ Test(redlock_nodes, paused_node_costs_at_most_a_timeout_and_is_released_later, .
 	cluster_pause(&c, 2);
 
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, r, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_lt(elapsed, CMD_TIMEOUT_MS + MARGIN_MS, "took %lld ms with one node paused",
@@ -612,7 +612,7 @@ Test(redlock_nodes, paused_node_costs_at_most_a_timeout_and_is_released_later, .
 	cr_assert_geq(count_votes(r, 5, DLOCK_VOTE_ACQUIRED), 3);
 
 	cluster_resume(&c, 2);
-	rc = dlock_redlock_unlock(r);
+	rc = dlock_redlock_release(r, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	/* The acquire the paused server received runs when it resumes; the
      * release went to it too and takes that back. */
@@ -641,7 +641,7 @@ Test(redlock_nodes, foreign_holder_on_minority_does_not_block, .timeout = 30)
 	dlock_redlock *r = foreign_held(&c, name, held, 2);
 
 	int64_t validity = -1;
-	int rc = dlock_redlock_try(&validity, r, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert(validity > 9800 && validity <= 10000, "validity %lld", (long long)validity);
 	for (int i = 0; i < 5; i++) {
@@ -660,7 +660,7 @@ Test(redlock_nodes, foreign_holder_on_minority_does_not_block, .timeout = 30)
 	}
 	cr_assert_geq(count_votes(r, 5, DLOCK_VOTE_ACQUIRED), 3);
 
-	rc = dlock_redlock_unlock(r);
+	rc = dlock_redlock_release(r, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	for (int i = 0; i < 5; i++) {
 		if (i == 0 || i == 3) {
@@ -684,7 +684,7 @@ Test(redlock_nodes, foreign_holder_on_majority_is_not_acquired, .timeout = 30)
 	cluster c;
 	dlock_redlock *r = foreign_held(&c, name, held, 3);
 
-	int rc = dlock_redlock_try(NULL, r, 0, 10000);
+	int rc = dlock_redlock_acquire(r, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "%s (%s)", dlock_strerror(rc),
 			dlock_redlock_errmsg(r));
 	for (int i = 0; i < 5; i++) {
@@ -721,7 +721,7 @@ static void *try_thread(void *arg)
 {
 	try_job *j = arg;
 	int64_t t0 = rh_now_ms();
-	j->rc = dlock_redlock_try(&j->validity, j->r, j->wait_ms, j->lease_ms);
+	j->rc = dl_redlock_acquire_v(&j->validity, j->r, NULL, j->wait_ms, j->lease_ms);
 	j->elapsed_ms = rh_now_ms() - t0;
 	snprintf(j->errmsg, sizeof j->errmsg, "%s", dlock_redlock_errmsg(j->r));
 	return NULL;
@@ -769,7 +769,7 @@ Test(redlock_nodes, waits_for_foreign_holders_to_expire, .timeout = 30)
 		foreign_hold(&c, i, name, 800);
 
 	int64_t v = -1;
-	int rc = dlock_redlock_try(&v, r, 3000, 5000);
+	int rc = dl_redlock_acquire_v(&v, r, NULL, 3000, 5000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%s (%s) after %lld ms", dlock_strerror(rc), dlock_redlock_errmsg(r),
 			(long long)elapsed);
@@ -788,7 +788,7 @@ Test(redlock_nodes, waits_for_foreign_holders_to_expire, .timeout = 30)
 	}
 	cr_assert_geq(have, 2);
 
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	assert_all_dbsize_zero(&c, name, 500);
 
 	cluster_done(&c, r);
@@ -847,12 +847,12 @@ Test(redlock_nodes, bad_arguments_are_einval, .timeout = 30)
 
 	r = open_redlock(&c, "rl:args", 0, CMD_TIMEOUT_MS);
 	int64_t v = 777;
-	cr_assert_eq(dlock_redlock_try(&v, r, 0, 0), DLOCK_EINVAL);
+	cr_assert_eq(dl_redlock_acquire_v(&v, r, NULL, 0, 0), DLOCK_EINVAL);
 	cr_assert_neq(dlock_redlock_errmsg(r)[0], '\0');
 	cr_assert(strstr(dlock_redlock_errmsg(r), "lease") != NULL, "message: %s",
 			dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_try(&v, r, 0, -5), DLOCK_EINVAL);
-	cr_assert_eq(dlock_redlock_try(&v, r, -5, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dl_redlock_acquire_v(&v, r, NULL, 0, -5), DLOCK_EINVAL);
+	cr_assert_eq(dl_redlock_acquire_v(&v, r, NULL, -5, 1000), DLOCK_EINVAL);
 	cr_assert_eq(dlock_redlock_check(r, NULL), DLOCK_ENOTOWNER);
 	/* Nothing was written anywhere. */
 	for (int i = 0; i < 3; i++)

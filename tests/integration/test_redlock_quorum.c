@@ -90,14 +90,14 @@ Test(redlock_quorum, stopped_server_costs_no_timeout_and_its_late_grant_goes_bac
 	/* Warm: connections open, the servers' starts known for them (the
 	 * first start read comes before the connection it is kept for). */
 	for (int k = 0; k < 2; k++) {
-		cr_assert_eq(dlock_redlock_try(&validity, r, 0, 10000), 0, "%s",
+		cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, 0, 10000), 0, "%s",
 				dlock_redlock_errmsg(r));
-		cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+		cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	}
 
 	cr_assert_eq(rh_server_pause(f.s[4]), 0);
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_redlock_try(&validity, r, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, r, NULL, 0, 10000);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	/* Not the stopped server's timeout: a third of it, generously. */
@@ -109,7 +109,7 @@ Test(redlock_quorum, stopped_server_costs_no_timeout_and_its_late_grant_goes_bac
 	int took_it[N] = { 0 };
 	for (int i = 0; i < N; i++) {
 		dlock_member_status st = DLOCK_MEMBER_STATUS_INIT;
-		cr_assert_eq(dlock_redlock_status(&st, r, (size_t)i), 0);
+		cr_assert_eq(dlock_redlock_member_status(&st, r, (size_t)i), 0);
 		took_it[i] = st.vote == DLOCK_VOTE_ACQUIRED;
 		acquired += (size_t)took_it[i];
 		if (i == 4)
@@ -131,7 +131,7 @@ Test(redlock_quorum, stopped_server_costs_no_timeout_and_its_late_grant_goes_bac
 		if (took_it[i])
 			cr_assert_eq(rh_command_int(f.s[i], "EXISTS %s", name), 1, "server %d", i);
 
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	for (int i = 0; i < N; i++)
 		cr_assert(key_gone_within(f.s[i], name, 2000), "server %d kept the key", i);
 	close_five(&f, r);
@@ -148,18 +148,18 @@ Test(redlock_quorum, blocking_unlock_returns_at_quorum_with_one_stopped, .timeou
 	 * which gives it back: then again), so the stopped one has a key. */
 	for (int k = 0, all = 0; !all; k++) {
 		cr_assert_lt(k, 20, "never held on all %d servers", N);
-		cr_assert_eq(dlock_redlock_try(&validity, r, 0, 30000), 0, "%s",
+		cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, 0, 30000), 0, "%s",
 				dlock_redlock_errmsg(r));
 		all = 1;
 		for (int i = 0; i < N; i++)
 			all &= rh_command_int(f.s[i], "EXISTS %s", name) == 1;
 		if (!all)
-			cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+			cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	}
 
 	cr_assert_eq(rh_server_pause(f.s[4]), 0);
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_redlock_unlock(r);
+	int rc = dlock_redlock_release(r, NULL);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%s (%s)", dlock_strerror(rc), dlock_redlock_errmsg(r));
 	cr_assert_lt(took, CMD_TIMEOUT_MS / 3, "unlock took %lld ms with one of 5 stopped (timeout %d)",
@@ -174,8 +174,8 @@ Test(redlock_quorum, blocking_unlock_returns_at_quorum_with_one_stopped, .timeou
 			"the stopped server kept the key: PTTL %lld",
 			(long long)rh_command_int(f.s[4], "PTTL %s", name));
 	/* Its owed reply skipped, it is asked again and grants. */
-	cr_assert_eq(dlock_redlock_try(&validity, r, 0, 30000), 0, "%s", dlock_redlock_errmsg(r));
-	cr_assert_eq(dlock_redlock_unlock(r), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, r, NULL, 0, 30000), 0, "%s", dlock_redlock_errmsg(r));
+	cr_assert_eq(dlock_redlock_release(r, NULL), 0, "%s", dlock_redlock_errmsg(r));
 	close_five(&f, r);
 }
 
@@ -212,7 +212,7 @@ static void open_five_async(five_async *a, const char *name, int64_t watchdog_ms
 	if (watchdog_ms > 0)
 		co.watchdog_timeout_ms = watchdog_ms;
 	for (int i = 0; i < N; i++) {
-		cr_assert_eq(dlock_client_open(&a->c[i], rh_server_uri(a->f.s[i]), &co), 0, "%s",
+		cr_assert_eq(dlock_client_new(&a->c[i], rh_server_uri(a->f.s[i]), &co), 0, "%s",
 				dlock_errmsg_last());
 		cr_assert_eq(dlock_lock_new(&a->l[i], a->c[i], name, NULL), 0, "%s",
 				dlock_errmsg_last());

@@ -135,7 +135,7 @@ static void open_world(world *w, const char *name)
 	co.loop = w->loop;
 	co.command_timeout_ms = CMD_TIMEOUT_MS;
 	for (int i = 0; i < N; i++) {
-		dl_pass(dlock_client_open(&w->c[i], rh_server_uri(srv[i]), &co));
+		dl_pass(dlock_client_new(&w->c[i], rh_server_uri(srv[i]), &co));
 		dl_pass(dlock_lock_new(&w->l[i], w->c[i], name, NULL));
 	}
 	ro.restart_guard_ms = 1; /* on, the fresh servers past it */

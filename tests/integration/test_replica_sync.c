@@ -48,7 +48,7 @@ static void up(setup *t, int replicas, int64_t sync_ms)
 static void down(setup *t)
 {
 	rh_server_resume(t->replica);
-	dlock_client_close(t->c);
+	dlock_client_free(t->c);
 	rh_server_free(t->replica);
 	rh_server_free(t->primary);
 }
@@ -83,7 +83,7 @@ static int64_t count_on(rh_server *s, dlock_client *c, const char *name)
 static void expect_enosync(dlock_lock *l, int64_t sync_ms, int synced)
 {
 	int64_t t0 = rh_now_ms(), took;
-	int rc = dlock_lock_try(l, 0, 30000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 30000);
 
 	took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOSYNC, "rc %d: %s", rc, dlock_lock_errmsg(l));
@@ -103,16 +103,16 @@ Test(replica_sync, healthy_replica_acknowledges, .timeout = 60)
 	up(&t, 1, 2000);
 	l = dl_lock(t.c, "sync-ok");
 	cr_assert_eq(synced_of(l), -1, "nothing asked yet");
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(synced_of(l), 1);
 	/* The re-entry is synced too. */
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(synced_of(l), 1);
 	cr_assert_eq(count_on(t.primary, t.c, "sync-ok"), 2);
 	/* The replica has the hold it acknowledged. */
 	cr_assert_eq(rh_command_int(t.replica, "EXISTS sync-ok"), 1);
-	dl_pass(dlock_lock_unlock(l));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	down(&t);
 }
@@ -130,9 +130,9 @@ Test(replica_sync, paused_replica_fails_and_rolls_back, .timeout = 60)
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER, "the hold is forgotten");
 	cr_assert_eq(rh_server_resume(t.replica), 0);
 	/* A try with a wait rides ENOSYNC out until the replica is back. */
-	cr_assert_eq(dlock_lock_try(l, 20000, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 20000, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(synced_of(l), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	down(&t);
 }
@@ -144,13 +144,13 @@ Test(replica_sync, reentry_gives_back_only_its_count, .timeout = 60)
 
 	up(&t, 1, 500);
 	l = dl_lock(t.c, "sync-reentry");
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_pause(t.replica), 0);
 	expect_enosync(l, 500, 0);
 	cr_assert_eq(count_on(t.primary, t.c, "sync-reentry"), 1, "the first hold stays");
 	cr_assert_eq(dlock_lock_check(l, NULL), 0);
 	/* Unlock does not wait for the paused replica. */
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(rh_command_int(t.primary, "EXISTS sync-reentry"), 0);
 	dlock_lock_free(l);
 	down(&t);
@@ -165,10 +165,10 @@ Test(replica_sync, unlock_never_waits_for_replicas, .timeout = 60)
 
 	up(&t, 1, sync_ms);
 	l = dl_lock(t.c, "sync-unlock");
-	cr_assert_eq(dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_pause(t.replica), 0);
 	t0 = rh_now_ms();
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	took = rh_now_ms() - t0;
 	cr_assert_lt(took, sync_ms / 2, "unlock took %lld ms", (long long)took);
 	cr_assert_eq(rh_command_int(t.primary, "EXISTS sync-unlock"), 0);
@@ -200,15 +200,15 @@ Test(replica_sync, fenced_and_fair_are_synced, .timeout = 60)
 	up(&t, 1, 400);
 	dl_pass(dlock_lock_new(&f, t.c, "sync-fenced", dl_kind(DLOCK_LOCK_FENCED)));
 	dl_pass(dlock_lock_new(&q, t.c, "sync-fair", dl_kind(DLOCK_LOCK_FAIR)));
-	dl_pass(dlock_lock_try_fenced(&token, f, NULL, 0, 30000));
+	dl_pass(dlock_lock_acquire_fenced(&token, f, NULL, 0, 30000));
 	cr_assert_eq(synced_of(f), 1);
-	dl_pass(dlock_lock_unlock(f));
-	dl_pass(dlock_lock_try(q, 0, 30000));
+	dl_pass(dlock_lock_release(f, NULL));
+	dl_pass(dlock_lock_acquire(q, NULL, 0, 30000));
 	cr_assert_eq(synced_of(q), 1);
-	dl_pass(dlock_lock_unlock(q));
+	dl_pass(dlock_lock_release(q, NULL));
 
 	cr_assert_eq(rh_server_pause(t.replica), 0);
-	cr_assert_eq(dlock_lock_try_fenced(&token, f, NULL, 0, 30000), DLOCK_ENOSYNC, "%s",
+	cr_assert_eq(dlock_lock_acquire_fenced(&token, f, NULL, 0, 30000), DLOCK_ENOSYNC, "%s",
 			dlock_lock_errmsg(f));
 	cr_assert_eq(synced_of(f), 0);
 	cr_assert_eq(rh_command_int(t.primary, "EXISTS sync-fenced"), 0);
@@ -230,11 +230,11 @@ Test(replica_sync, options_are_checked, .timeout = 30)
 	cr_assert_eq(o.sync_timeout_ms, 1000);
 	o.lazy_connect = 1;
 	o.sync_replicas = -1;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 	cr_assert(strstr(dlock_errmsg_last(), "sync_replicas") != NULL, "%s", dlock_errmsg_last());
 	o.sync_replicas = 1;
 	o.sync_timeout_ms = 0;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 	cr_assert(strstr(dlock_errmsg_last(), "sync_timeout_ms") != NULL, "%s",
 			dlock_errmsg_last());
 	cr_assert_null(c);
@@ -270,7 +270,7 @@ static void quorum_down(quorum *q)
 	rh_server_resume(q->replica);
 	for (int i = 0; i < 3; i++) {
 		dlock_lock_free(q->m[i]);
-		dlock_client_close(q->c[i]);
+		dlock_client_free(q->c[i]);
 	}
 	rh_server_free(q->replica);
 	for (int i = 0; i < 3; i++)
@@ -290,21 +290,21 @@ Test(replica_sync, redlock_counts_an_unsynced_member_as_failed, .timeout = 90)
 
 	quorum_up(&q, "sync-redlock");
 	dl_pass(dlock_redlock_new(&rl, q.m, 3, NULL));
-	dl_pass(dlock_redlock_try(NULL, rl, 0, 30000));
+	dl_pass(dlock_redlock_acquire(rl, NULL, 0, 30000));
 	cr_assert_eq(synced_of(q.m[0]), 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 
 	cr_assert_eq(rh_server_pause(q.replica), 0);
 	/* Two of three is a quorum: granted, without the unsynced member. */
-	dl_pass(dlock_redlock_try(NULL, rl, 0, 30000));
-	dl_pass(dlock_redlock_status(&st, rl, 0));
+	dl_pass(dlock_redlock_acquire(rl, NULL, 0, 30000));
+	dl_pass(dlock_redlock_member_status(&st, rl, 0));
 	cr_assert_eq(st.vote, DLOCK_VOTE_ERROR, "vote %s", dl_vote_name(st.vote));
 	cr_assert_eq(st.error, DLOCK_ENOSYNC, "error %d: %s", st.error, st.message);
 	cr_assert_eq(synced_of(q.m[0]), 0);
 	cr_assert_eq(exists_on(q.p[0], "sync-redlock"), 0, "the unsynced member was kept");
 	cr_assert_eq(exists_on(q.p[1], "sync-redlock"), 1);
 	cr_assert_eq(exists_on(q.p[2], "sync-redlock"), 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	cr_assert_eq(exists_on(q.p[1], "sync-redlock"), 0);
 	dlock_redlock_free(rl);
 	quorum_down(&q);
@@ -322,22 +322,22 @@ Test(replica_sync, multilock_fails_on_an_unsynced_member, .timeout = 90)
 	dl_pass(dlock_multilock_new(&ml, q.m, 3, NULL));
 	cr_assert_eq(rh_server_pause(q.replica), 0);
 	/* wait 0: Redisson's ordered round, member by member. */
-	rc = dlock_multilock_try(ml, 0, 30000);
+	rc = dlock_multilock_acquire(ml, NULL, 0, 30000);
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "rc %d: %s", rc, dlock_multilock_errmsg(ml));
-	dl_pass(dlock_multilock_status(&st, ml, 0));
+	dl_pass(dlock_multilock_member_status(&st, ml, 0));
 	cr_assert_eq(st.error, DLOCK_ENOSYNC, "error %d: %s", st.error, st.message);
 	/* A wait: the parallel attempt first, then ordered rounds until it ends. */
 	t0 = rh_now_ms();
-	rc = dlock_multilock_try(ml, 1200, 30000);
+	rc = dlock_multilock_acquire(ml, NULL, 1200, 30000);
 	took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "rc %d: %s", rc, dlock_multilock_errmsg(ml));
 	cr_assert_lt(took, 1200 + 500 + COMMAND_MS + SLACK_MS, "took %lld ms", (long long)took);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(exists_on(q.p[i], "sync-multi"), 0, "member %d kept", i);
 	cr_assert_eq(rh_server_resume(q.replica), 0);
-	dl_pass(dlock_multilock_try(ml, 20000, 30000));
+	dl_pass(dlock_multilock_acquire(ml, NULL, 20000, 30000));
 	cr_assert_eq(synced_of(q.m[0]), 1);
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	dlock_multilock_free(ml);
 	quorum_down(&q);
 }
@@ -356,12 +356,12 @@ Test(replica_sync, noscript_sends_the_wait_again, .timeout = 90)
 
 	up(&t, 1, 400);
 	l = dl_lock(t.c, "sync-noscript");
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_server_pause(t.replica), 0);
 	freeReplyObject(rh_command(t.primary, "SCRIPT FLUSH"));
 	expect_enosync(l, 400, 0);
 	cr_assert_eq(count_on(t.primary, t.c, "sync-noscript"), 1);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 	down(&t);
 }
@@ -374,19 +374,19 @@ Test(replica_sync, noscript_sends_the_wait_again_in_a_quorum, .timeout = 90)
 
 	quorum_up(&q, "sync-noscript-multi");
 	dl_pass(dlock_multilock_new(&ml, q.m, 3, NULL));
-	dl_pass(dlock_multilock_try(ml, 5000, 30000));
+	dl_pass(dlock_multilock_acquire(ml, NULL, 5000, 30000));
 	cr_assert_eq(synced_of(q.m[0]), 1);
 	cr_assert_eq(rh_server_pause(q.replica), 0);
 	freeReplyObject(rh_command(q.p[0], "SCRIPT FLUSH"));
 	/* A wait: the parallel attempt (the multiplexed path) comes first. */
-	rc = dlock_multilock_try(ml, 300, 30000);
+	rc = dlock_multilock_acquire(ml, NULL, 300, 30000);
 	cr_assert_eq(rc, DLOCK_ENOQUORUM, "rc %d: %s", rc, dlock_multilock_errmsg(ml));
 	cr_assert_eq(synced_of(q.m[0]), 0);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(count_on(q.p[i], q.c[i], "sync-noscript-multi"), 1,
 				"member %d: the first hold must stay, once", i);
 	cr_assert_eq(rh_server_resume(q.replica), 0);
-	dl_pass(dlock_multilock_unlock(ml));
+	dl_pass(dlock_multilock_release(ml, NULL));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(exists_on(q.p[i], "sync-noscript-multi"), 0);
 	dlock_multilock_free(ml);

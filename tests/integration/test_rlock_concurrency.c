@@ -38,7 +38,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int pool_size)
 		o.watchdog_timeout_ms = watchdog_ms;
 	if (pool_size > 0)
 		o.pool_size = pool_size;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return c;
 }
@@ -126,8 +126,8 @@ static void *t1_worker(void *p)
 {
 	t1_arg *a = p;
 	for (int i = 0; i < a->iters; i++) {
-		int rc = a->with_try ? dlock_lock_try(a->lock, 5000, 2000)
-				     : dlock_lock_lock(a->lock, DLOCK_LEASE_WATCHDOG);
+		int rc = a->with_try ? dlock_lock_acquire(a->lock, NULL, 5000, 2000)
+				     : dlock_lock_acquire(a->lock, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
 			dl_failures_record(a->fail, "thread %d iter %d: %s: %s (%s)", a->id, i,
 					a->with_try ? "try(5000, 2000)" : "lock",
@@ -135,7 +135,7 @@ static void *t1_worker(void *p)
 			return NULL;
 		}
 		critical_section(a->sec, i);
-		rc = dlock_lock_unlock(a->lock);
+		rc = dlock_lock_release(a->lock, NULL);
 		if (rc != 0) {
 			dl_failures_record(a->fail, "thread %d iter %d: unlock: %s (%s)", a->id, i,
 					dlock_strerror(rc), dlock_lock_errmsg(a->lock));
@@ -191,7 +191,7 @@ Test(rlock_concurrency, eight_threads_share_one_client_and_handle, .timeout = 60
 	run_t1(s, locks, "conc:shared");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
@@ -208,7 +208,7 @@ Test(rlock_concurrency, eight_threads_each_own_client, .timeout = 60)
 
 	for (int i = 0; i < T1_THREADS; i++) {
 		dlock_lock_free(locks[i]);
-		dlock_client_close(cs[i]);
+		dlock_client_free(cs[i]);
 	}
 }
 
@@ -249,10 +249,10 @@ Test(rlock_concurrency, try_with_wait_and_lease_excludes, .timeout = 60)
 
 	for (int i = T2_THREADS / 2; i < T2_THREADS; i++) {
 		dlock_lock_free(args[i].lock);
-		dlock_client_close(own[i - T2_THREADS / 2]);
+		dlock_client_free(own[i - T2_THREADS / 2]);
 	}
 	dlock_lock_free(shared_lock);
-	dlock_client_close(shared);
+	dlock_client_free(shared);
 }
 
 /* ---- 3. reentrancy in one thread ---------------------------------------- */
@@ -267,9 +267,9 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 	int64_t count = -1;
 
 	for (int i = 1; i <= 3; i++) {
-		cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "lock #%d: %s", i,
+		cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "lock #%d: %s", i,
 				dlock_lock_errmsg(l));
-		cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+		cr_assert_eq(dlock_lock_hold_count(&count, l, NULL), 0);
 		cr_assert_eq(count, i);
 	}
 	cr_assert_eq(rh_command_int(s, "HLEN %s", "conc:reentrant"), 1);
@@ -280,17 +280,17 @@ Test(rlock_concurrency, reentrant_in_one_thread, .timeout = 30)
 	freeReplyObject(r);
 
 	for (int i = 2; i >= 0; i--) {
-		cr_assert_eq(dlock_lock_unlock(l), 0, "unlock to %d: %s", i, dlock_lock_errmsg(l));
-		cr_assert_eq(dlock_lock_hold_count(&count, l), 0);
+		cr_assert_eq(dlock_lock_release(l, NULL), 0, "unlock to %d: %s", i, dlock_lock_errmsg(l));
+		cr_assert_eq(dlock_lock_hold_count(&count, l, NULL), 0);
 		cr_assert_eq(count, i);
 		cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), i > 0 ? 1 : 0);
 	}
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", "conc:reentrant"), 0);
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 4. many names at once on one client --------------------------------- */
@@ -320,7 +320,7 @@ static void *t4_worker(void *p)
 		snprintf(name, sizeof name, "n:%d:%d", a->id, i);
 		int rc = dlock_lock_new(&locks[i], a->client, name, NULL);
 		if (rc == 0)
-			rc = dlock_lock_lock(locks[i], DLOCK_LEASE_WATCHDOG);
+			rc = dlock_lock_acquire(locks[i], NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
 		if (rc != 0) {
 			dl_failures_record(a->fail, "thread %d: lock %s: %s (%s)", a->id, name,
 					dlock_strerror(rc),
@@ -336,7 +336,7 @@ static void *t4_worker(void *p)
 		if (rc != 0)
 			dl_failures_record(a->fail, "thread %d: check %s: %s", a->id,
 					dlock_lock_name(locks[i]), dlock_strerror(rc));
-		rc = dlock_lock_unlock(locks[i]);
+		rc = dlock_lock_release(locks[i], NULL);
 		if (rc != 0)
 			dl_failures_record(a->fail, "thread %d: unlock %s: %s (%s)", a->id,
 					dlock_lock_name(locks[i]), dlock_strerror(rc),
@@ -408,7 +408,7 @@ Test(rlock_concurrency, many_names_held_renewed_and_released, .timeout = 60)
 
 	pthread_barrier_destroy(&held);
 	pthread_barrier_destroy(&release);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 5. no unlock message: the wait ends with the holder's TTL ----------- */
@@ -424,7 +424,7 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
 	cr_assert_eq(rh_command_int(s, "PEXPIRE %s %d", "conc:raw", 1500), 1);
 	int64_t t0 = rh_now_ms();
 
-	int rc = dlock_lock_try(l, 5000, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(l, NULL, 5000, DLOCK_LEASE_WATCHDOG);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "try(5000): %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 1300 && elapsed <= 2200,
@@ -432,5 +432,5 @@ Test(rlock_concurrency, waiter_without_unlock_message_acquires_at_ttl, .timeout 
 	cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "conc:raw", "raw-holder-uuid:1"), 0);
 	dl_assert_held_once_then_release(s, l);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }

@@ -58,9 +58,9 @@ static void lock_unlock_cycle(rh_server *s, dlock_client *c, const char *name)
 {
 	dlock_lock *l = dl_lock(c, name);
 
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "lock %s: %s", name, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "lock %s: %s", name, dlock_lock_errmsg(l));
 	cr_assert_eq(my_count(s, c, name), 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "unlock %s: %s", name, dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "unlock %s: %s", name, dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", name), 0);
 	dlock_lock_free(l);
 }
@@ -109,34 +109,34 @@ Test(rlock_errors, script_flush_falls_back_to_eval, .timeout = 30)
 	dlock_client *c = dl_client_opts(rh_server_uri(s), NULL);
 	dlock_lock *l = dl_lock(c, "flushed");
 
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 
 	redisReply *r = rh_command(s, "SCRIPT FLUSH");
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_STATUS);
 	freeReplyObject(r);
 
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "after SCRIPT FLUSH: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0, "after SCRIPT FLUSH: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(my_count(s, c, "flushed"), 1);
 	r = rh_command(s, "SCRIPT FLUSH");
 	cr_assert_not_null(r);
 	freeReplyObject(r);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "after SCRIPT FLUSH: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "after SCRIPT FLUSH: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS flushed"), 0);
 
 	/* Force unlock (its own script) after a flush, too. */
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0);
 	r = rh_command(s, "SCRIPT FLUSH");
 	cr_assert_not_null(r);
 	freeReplyObject(r);
 	int deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(&deleted, l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_force_release(&deleted, l), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(rh_command_int(s, "EXISTS flushed"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 2. WRONGTYPE -------------------------------------------------------- */
@@ -153,7 +153,7 @@ Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 	dlock_client *c = dl_client_opts(rh_server_uri(s), NULL);
 	dlock_lock *l = dl_lock(c, "stringkey");
 
-	int rc = dlock_lock_try(l, 0, 10000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d (%s): %s", rc, dlock_strerror(rc),
 			dlock_lock_errmsg(l));
 	const char *msg = dlock_lock_errmsg(l);
@@ -162,11 +162,11 @@ Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 	cr_assert_null(strchr(msg, '\n'), "one line: %s", msg);
 
 	/* The waiting path and the watchdog lease give the same answer. */
-	rc = dlock_lock_try(l, 500, DLOCK_LEASE_WATCHDOG);
+	rc = dlock_lock_acquire(l, NULL, 500, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d", rc);
-	rc = dlock_lock_lock(l, 10000);
+	rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "rc %d", rc);
-	rc = dlock_lock_unlock(l);
+	rc = dlock_lock_release(l, NULL);
 	cr_assert_eq(rc, DLOCK_EWRONGTYPE, "unlock: rc %d", rc);
 
 	r = rh_command(s, "GET stringkey");
@@ -180,7 +180,7 @@ Test(rlock_errors, wrongtype_key_is_reported_and_left_alone, .timeout = 30)
 	lock_unlock_cycle(s, c, "other-name");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 3. credentials ------------------------------------------------------ */
@@ -192,7 +192,7 @@ static void expect_eauth(rh_server *s, const char *userinfo, const char *secret)
 
 	node_of(s, node, sizeof node);
 	snprintf(uri, sizeof uri, "redis://%s@127.0.0.1:%d", userinfo, rh_server_port(s));
-	int rc = dlock_client_open(&c, uri, NULL);
+	int rc = dlock_client_new(&c, uri, NULL);
 	cr_assert_eq(rc, DLOCK_EAUTH, "%s: rc %d (%s) %s", userinfo, rc, dlock_strerror(rc),
 			dlock_errmsg_last());
 	cr_assert_null(c, "*out must be NULL on failure");
@@ -216,7 +216,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	dlock_client *c = dl_client_opts(uri, NULL);
 	cr_assert_eq(dlock_client_ping(c), 0, "%s", dlock_client_errmsg(c));
 	lock_unlock_cycle(s, c, "auth-lock");
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	redisReply *r = rh_command(s, "ACL SETUSER alice on >pw ~* &* +@all");
 	cr_assert_not_null(r);
@@ -227,7 +227,7 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	snprintf(uri, sizeof uri, "redis://alice:pw@127.0.0.1:%d", port);
 	c = dl_client_opts(uri, NULL);
 	lock_unlock_cycle(s, c, "alice-lock");
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	expect_eauth(s, "alice:bad", "bad");
 	expect_eauth(s, "alice:Qv93-nope", "Qv93-nope");
@@ -240,12 +240,12 @@ Test(rlock_errors, wrong_password_and_acl_user, .timeout = 30)
 	snprintf(uri, sizeof uri, "redis://alice:Qv93-nope@127.0.0.1:%d", port);
 	c = dl_client_opts(uri, &o);
 	dlock_lock *l = dl_lock(c, "lazy-auth");
-	int rc = dlock_lock_try(l, 0, 10000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_EAUTH, "rc %d %s", rc, dlock_lock_errmsg(l));
 	cr_assert_null(strstr(dlock_lock_errmsg(l), "Qv93-nope"));
 	cr_assert_eq(rh_command_int(s, "EXISTS lazy-auth"), 0);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	rh_server_free(s);
 }
@@ -264,15 +264,15 @@ Test(rlock_errors, missing_password_fails_at_open, .timeout = 30)
 	node_of(s, node, sizeof node);
 
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, rh_server_uri(s), NULL);
+	int rc = dlock_client_new(&c, rh_server_uri(s), NULL);
 	if (c != NULL) {
 		/* Show what the first use says, then fail on the open. */
 		dlock_lock *l = dl_lock(c, "nopass");
-		int first = dlock_lock_try(l, 0, 1000);
+		int first = dlock_lock_acquire(l, NULL, 0, 1000);
 		char msg[512];
 		snprintf(msg, sizeof msg, "%s", dlock_lock_errmsg(l));
 		dlock_lock_free(l);
-		dlock_client_close(c);
+		dlock_client_free(c);
 		rh_server_free(s);
 		cr_assert_eq(rc, DLOCK_EAUTH,
 				"open without a password succeeded (rc %d); the first lock then gave %d: %s",
@@ -294,7 +294,7 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "db-lock");
 	dl_owner(c, owner, sizeof owner);
 
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0, "%s", dlock_lock_errmsg(l));
 
 	struct timeval tv = { 2, 0 };
 	redisContext *raw = redisConnectWithTimeout("127.0.0.1", rh_server_port(s), tv);
@@ -322,7 +322,7 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 	int is_locked = 0;
 	cr_assert_eq(dlock_lock_is_locked(&is_locked, l), 0);
 	cr_assert_eq(is_locked, 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	r = redisCommand(raw, "EXISTS db-lock");
 	cr_assert_not_null(r);
 	cr_assert_eq(r->integer, 0);
@@ -331,7 +331,7 @@ Test(rlock_errors, db_in_uri_selects_the_database, .timeout = 30)
 
 	redisFree(raw);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 5. unreachable server ----------------------------------------------- */
@@ -348,7 +348,7 @@ Test(rlock_errors, unreachable_server_fails_fast_with_econn, .timeout = 30)
 	o.connect_timeout_ms = 500;
 	dlock_client *c = (dlock_client *)0x1;
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_client_open(&c, uri, &o);
+	int rc = dlock_client_new(&c, uri, &o);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ECONN, "rc %d (%s) %s", rc, dlock_strerror(rc), dlock_errmsg_last());
 	cr_assert_null(c);
@@ -369,7 +369,7 @@ Test(rlock_errors, unreachable_server_fails_fast_with_econn, .timeout = 30)
 			dlock_client_errmsg(c));
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 6. paused server ---------------------------------------------------- */
@@ -401,22 +401,22 @@ Test(rlock_errors, paused_server_times_out_and_client_recovers, .timeout = 30)
 	int64_t until = rh_now_ms() + 1000;
 	while (rh_command_int(s, "EXISTS paused") != 1 && rh_now_ms() < until)
 		usleep(5 * 1000);
-	int rc = dlock_lock_try(l, 0, 10000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, 0, "after resume: rc %d %s", rc, dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after a timed-out acquire and a retry", n);
 	cr_assert_eq(my_count(s, c, "paused"), 1);
 	int64_t ttl = 0;
-	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
+	cr_assert_eq(dlock_lock_remaining_ttl_ms(&ttl, l), 0);
 	cr_assert(ttl > 8000 && ttl <= 10000, "PTTL %" PRId64, ttl);
 	cr_assert_eq(dlock_client_ping(c), 0);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS paused"), 0);
 	lock_unlock_cycle(s, c, "after-pause");
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -435,11 +435,11 @@ Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 
 	lock_unlock_cycle(s, c, "warm-up");
 
 	cr_assert_eq(rh_server_pause(s), 0);
-	int rc = dlock_lock_try(l, 0, 10000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
 			dlock_lock_errmsg(l));
 	/* While it is only hung, it is not asked again: its late replies are owed. */
-	rc = dlock_lock_try(l, 0, 10000);
+	rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d (%s) %s", rc, dlock_strerror(rc),
 			dlock_lock_errmsg(l));
 	cr_assert_not_null(
@@ -449,18 +449,18 @@ Test(rlock_errors, server_killed_while_owing_replies_is_asked_again, .timeout = 
 
 	int64_t t0 = rh_now_ms();
 	do {
-		rc = dlock_lock_try(l, 0, 10000);
+		rc = dlock_lock_acquire(l, NULL, 0, 10000);
 		if (rc != 0)
 			usleep(20 * 1000);
 	} while (rc != 0 && rh_now_ms() - t0 < 2000);
 	cr_assert_eq(rc, 0, "2 s after the restart: rc %d (%s) %s", rc, dlock_strerror(rc),
 			dlock_lock_errmsg(l));
 	cr_assert_eq(my_count(s, c, "owed"), 1);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS owed"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -485,36 +485,36 @@ Test(rlock_errors, killed_pooled_connection_is_replaced_and_counts_stay_exact, .
 	int64_t n = -1;
 
 	/* lock | kill | unlock */
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0);
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "unlock after kill: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "unlock after kill: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS dropped"), 0);
 
 	/* kill | lock: one hold, not two */
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "lock after kill: %s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0, "lock after kill: %s", dlock_lock_errmsg(l));
 	cr_assert_eq(my_count(s, c, "dropped"), 1);
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(n, 1);
 
 	/* kill | re-enter: two */
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(my_count(s, c, "dropped"), 2);
 
 	/* kill | unlock | kill | unlock */
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(my_count(s, c, "dropped"), 1);
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS dropped"), 0);
 	kill_normal_clients(s);
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 typedef struct waiter {
@@ -527,10 +527,10 @@ static void *waiter_main(void *arg)
 {
 	waiter *w = arg;
 
-	w->rc = dlock_lock_lock(w->lock, 10000);
+	w->rc = dlock_lock_acquire(w->lock, NULL, DLOCK_WAIT_FOREVER, 10000);
 	w->acquired_at = rh_now_ms();
 	if (w->rc == 0)
-		dlock_lock_unlock(w->lock);
+		dlock_lock_release(w->lock, NULL);
 	return NULL;
 }
 
@@ -546,7 +546,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	dlock_lock *l = dl_lock(c, "pubsub-drop");
 	const char *channel = "redisson_lock__channel:{pubsub-drop}";
 
-	cr_assert_eq(dlock_lock_try_as(l, "holder:1", 0, 30000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, "holder:1", 0, 30000), 0);
 	waiter w = { .lock = l, .rc = 1 };
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
@@ -559,7 +559,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	freeReplyObject(r);
 	cr_assert_eq(dl_numsub(s, channel), 0);
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(dlock_lock_unlock_as(l, "holder:1"), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, "holder:1"), 0, "%s", dlock_lock_errmsg(l));
 
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(w.rc, 0, "waiter: %d", w.rc);
@@ -568,7 +568,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 	cr_assert_eq(rh_command_int(s, "EXISTS pubsub-drop"), 0);
 
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- 8. option and URI validation ----------------------------------------- */
@@ -576,7 +576,7 @@ Test(rlock_errors, killed_pubsub_connection_does_not_strand_waiter, .timeout = 3
 static void expect_bad_option(dlock_client_options *o, const char *field)
 {
 	dlock_client *c = (dlock_client *)0x1;
-	int rc = dlock_client_open(&c, "redis://127.0.0.1:1", o);
+	int rc = dlock_client_new(&c, "redis://127.0.0.1:1", o);
 
 	cr_assert_eq(rc, DLOCK_EINVAL, "%s: rc %d", field, rc);
 	cr_assert_null(c);
@@ -620,15 +620,15 @@ Test(rlock_errors, bad_options_and_uris_are_einval, .timeout = 30)
 		"redis://h:12x", "", "redis://h/notadb", "redis://h:6379/-1" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		dlock_client *c = (dlock_client *)0x1;
-		int rc = dlock_client_open(&c, bad[i], NULL);
+		int rc = dlock_client_new(&c, bad[i], NULL);
 		cr_assert_eq(rc, DLOCK_EINVAL, "\"%s\": rc %d", bad[i], rc);
 		cr_assert_null(c);
 		cr_assert_str_neq(dlock_errmsg_last(), "", "\"%s\": no message", bad[i]);
 	}
 	dlock_client *c = (dlock_client *)0x1;
-	cr_assert_eq(dlock_client_open(&c, NULL, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, NULL, NULL), DLOCK_EINVAL);
 	cr_assert_null(c);
-	cr_assert_eq(dlock_client_open(NULL, "redis://127.0.0.1", NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(NULL, "redis://127.0.0.1", NULL), DLOCK_EINVAL);
 }
 
 /* ---- 9. strerror ---------------------------------------------------------- */

@@ -32,7 +32,7 @@ static dlock_client *open_client(rh_server *s, int watchdog_ms, int command_time
 	o.watchdog_timeout_ms = watchdog_ms;
 	if (command_timeout_ms > 0)
 		o.command_timeout_ms = command_timeout_ms;
-	int rc = dlock_client_open(&c, rh_server_uri(s), &o);
+	int rc = dlock_client_new(&c, rh_server_uri(s), &o);
 	cr_assert_eq(rc, 0, "client_open: %s (%s)", dlock_strerror(rc), dlock_errmsg_last());
 	return c;
 }
@@ -80,14 +80,14 @@ static void watched_up(watched *w, const char *name, int watchdog_ms, int comman
 static void watched_held(watched *w, const char *name)
 {
 	watched_up(w, name, 1500, 200);
-	cr_assert_eq(dlock_lock_lock(w->l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w->l));
+	cr_assert_eq(dlock_lock_acquire(w->l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w->l));
 	dl_sleep_ms(700);
 }
 
 static void watched_down(watched *w)
 {
 	dlock_lock_free(w->l);
-	dlock_client_close(w->c);
+	dlock_client_free(w->c);
 	dl_lost_destroy(&w->rec);
 	rh_server_free(w->s);
 }
@@ -101,7 +101,7 @@ Test(rlock_watchdog, renews_while_held_and_stops_after_unlock, .timeout = 30)
 	char owner[64];
 	dl_owner(t.c, owner, sizeof owner);
 
-	cr_assert_eq(dlock_lock_lock(t.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_acquire(t.l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(t.l));
 	int64_t pttl = rh_command_int(t.s, "PTTL %s", "wd:keep");
 	cr_assert(pttl > 0 && pttl <= 1000, "PTTL right after lock: %lld", (long long)pttl);
 
@@ -119,7 +119,7 @@ Test(rlock_watchdog, renews_while_held_and_stops_after_unlock, .timeout = 30)
 	freeReplyObject(r);
 	cr_assert_eq(dlock_lock_check(t.l, NULL), 0);
 
-	cr_assert_eq(dlock_lock_unlock(t.l), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_release(t.l, NULL), 0, "%s", dlock_lock_errmsg(t.l));
 	cr_assert_eq(rh_command_int(t.s, "EXISTS %s", "wd:keep"), 0);
 	cr_assert_eq(dlock_lock_check(t.l, NULL), DLOCK_ENOTOWNER);
 
@@ -143,7 +143,7 @@ Test(rlock_watchdog, leased_lock_is_not_renewed, .timeout = 30)
 	dl_single_up(&t, "wd:leased", 0, 1000);
 
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(dlock_lock_lock(t.l, 800), 0, "%s", dlock_lock_errmsg(t.l));
+	cr_assert_eq(dlock_lock_acquire(t.l, NULL, DLOCK_WAIT_FOREVER, 800), 0, "%s", dlock_lock_errmsg(t.l));
 	int64_t pttl = rh_command_int(t.s, "PTTL %s", "wd:leased");
 	cr_assert(pttl > 0 && pttl <= 800, "PTTL of an 800 ms lease: %lld", (long long)pttl);
 	cr_assert_eq(dlock_lock_check(t.l, NULL), 0);
@@ -155,8 +155,8 @@ Test(rlock_watchdog, leased_lock_is_not_renewed, .timeout = 30)
 
 	/* The expired lease is not ours any more: the unlock says it was lost
      * (the caller's section outlived its lease), and then "not owner". */
-	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ELOST);
-	cr_assert_eq(dlock_lock_unlock(t.l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(t.l, NULL), DLOCK_ELOST);
+	cr_assert_eq(dlock_lock_release(t.l, NULL), DLOCK_ENOTOWNER);
 
 	dl_single_down(&t);
 }
@@ -185,10 +185,10 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 			_exit(3);
 		close(fds[0]);
 		o.watchdog_timeout_ms = 1000;
-		if (dlock_client_open(&c, rh_server_uri(s), &o) != 0 ||
+		if (dlock_client_new(&c, rh_server_uri(s), &o) != 0 ||
 				dlock_lock_new(&l, c, "wd:killed", NULL) != 0)
 			_exit(1);
-		if (dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) != 0)
+		if (dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG) != 0)
 			_exit(2);
 		dlock_client_owner(owner, c, dlock_thread_id());
 		if (write(fds[1], owner, sizeof owner) != (ssize_t)sizeof owner)
@@ -216,7 +216,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 	dl_sleep_ms(1500);
 	cr_assert_eq(rh_command_int(s, "HEXISTS %s %s", "wd:killed", child_owner), 1,
 			"the child's watchdog did not renew its lock");
-	cr_assert_eq(dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG), DLOCK_ENOTACQUIRED);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, DLOCK_LEASE_WATCHDOG), DLOCK_ENOTACQUIRED);
 
 	cr_assert_eq(kill(child, SIGKILL), 0);
 	int status;
@@ -227,7 +227,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 	int64_t t_pttl = rh_now_ms();
 	cr_assert(pttl > 0 && pttl <= 1000, "PTTL at the kill: %lld", (long long)pttl);
 
-	int rc = dlock_lock_try(l, 3000, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(l, NULL, 3000, DLOCK_LEASE_WATCHDOG);
 	int64_t t_acq = rh_now_ms();
 	cr_assert_eq(rc, 0, "try after the holder died: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(l));
@@ -241,7 +241,7 @@ Test(rlock_watchdog, killed_holder_frees_lock_within_timeout, .timeout = 30)
 	cr_assert_eq(rh_command_int(s, "HLEN %s", "wd:killed"), 1);
 	dl_assert_held_once_then_release(s, l);
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(s);
 }
 
@@ -252,7 +252,7 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
 	watched w;
 	watched_up(&w, "wd:restart", 1500, 0);
 
-	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
+	cr_assert_eq(dlock_lock_acquire(w.l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
 	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart"), 1);
 	dl_sleep_ms(600); /* at least one renewal on the first server process */
 
@@ -271,13 +271,13 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
 	cr_assert_str_eq(w.rec.owner, w.owner);
 	cr_assert_eq(w.rec.reason, DLOCK_LOST_GONE);
 	cr_assert_eq(dlock_lock_check(w.l, NULL), DLOCK_ELOST);
-	int rc = dlock_lock_unlock(w.l);
+	int rc = dlock_lock_release(w.l, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(w.l));
 
 	/* The client reconnects by itself and the watchdog works on the new process. */
 	dlock_lock *l2 = dl_lock(w.c, "wd:restart:2");
-	rc = dlock_lock_lock(l2, DLOCK_LEASE_WATCHDOG);
+	rc = dlock_lock_acquire(l2, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "lock after the restart: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(l2));
 	dl_sleep_ms(3 * 1500);
@@ -287,7 +287,7 @@ Test(rlock_watchdog, restart_with_data_lost_declares_lost_and_reconnects, .timeo
 	cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
 	cr_assert_eq(dlock_lock_check(l2, NULL), 0);
 	cr_assert_eq(dl_lost_count(&w.rec), 1);
-	cr_assert_eq(dlock_lock_unlock(l2), 0);
+	cr_assert_eq(dlock_lock_release(l2, NULL), 0);
 	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart:2"), 0);
 
 	dlock_lock_free(l2);
@@ -357,7 +357,7 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 	cr_assert_geq(clients, 1 + 3, "only %lld connections: the pool did not grow",
 			(long long)clients);
 
-	cr_assert_eq(dlock_lock_lock(w.l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
+	cr_assert_eq(dlock_lock_acquire(w.l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(w.l));
 	dl_sleep_ms(600);
 
 	int64_t t_kill = rh_now_ms();
@@ -369,16 +369,16 @@ Test(rlock_watchdog, restart_with_several_pooled_connections, .timeout = 40)
 	cr_assert_eq(dlock_lock_check(w.l, NULL), DLOCK_ELOST);
 
 	/* The first calls after the restart, as a single thread makes them. */
-	int rc = dlock_lock_unlock(w.l);
+	int rc = dlock_lock_release(w.l, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST,
 			"unlock of a lost hold after a restart (%lld pooled connections): %s (%s)",
 			(long long)(clients - 1), dlock_strerror(rc), dlock_lock_errmsg(w.l));
 	dlock_lock *l2 = dl_lock(w.c, "wd:restart:pool:2");
-	rc = dlock_lock_lock(l2, DLOCK_LEASE_WATCHDOG);
+	rc = dlock_lock_acquire(l2, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, 0, "lock after the restart: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(l2));
 	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:restart:pool:2"), 1);
-	cr_assert_eq(dlock_lock_unlock(l2), 0);
+	cr_assert_eq(dlock_lock_release(l2, NULL), 0);
 
 	dlock_lock_free(l2);
 	watched_down(&w);
@@ -406,7 +406,7 @@ Test(rlock_watchdog, short_pause_keeps_the_hold, .timeout = 30)
 			"no longer renewed after the outage");
 	int64_t pttl = rh_command_int(w.s, "PTTL %s", "wd:pause:short");
 	cr_assert(pttl > 0 && pttl <= 1500, "PTTL %lld", (long long)pttl);
-	int rc = dlock_lock_unlock(w.l);
+	int rc = dlock_lock_release(w.l, NULL);
 	cr_assert_eq(rc, 0, "unlock: %s (%s)", dlock_strerror(rc), dlock_lock_errmsg(w.l));
 	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:pause:short"), 0);
 
@@ -449,7 +449,7 @@ Test(rlock_watchdog, long_pause_declares_lost_without_server, .timeout = 30)
 
 	/* The server is back; the key has expired there and the release says lost. */
 	cr_assert_eq(rh_command_int(w.s, "EXISTS %s", "wd:pause:long"), 0);
-	int rc = dlock_lock_unlock(w.l);
+	int rc = dlock_lock_release(w.l, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %s (%s)", dlock_strerror(rc),
 			dlock_lock_errmsg(w.l));
 

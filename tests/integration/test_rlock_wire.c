@@ -40,8 +40,8 @@ static dlock_client *open_client(int watchdog_ms)
 
 	cr_assert_eq(dlock_client_options_init(&o, DLOCK_CLIENT_OPTIONS_VERSION), 0);
 	o.watchdog_timeout_ms = watchdog_ms;
-	int rc = dlock_client_open(&c, rh_server_uri(srv), &o);
-	cr_assert_eq(rc, 0, "dlock_client_open: %d %s", rc, dlock_errmsg_last());
+	int rc = dlock_client_new(&c, rh_server_uri(srv), &o);
+	cr_assert_eq(rc, 0, "dlock_client_new: %d %s", rc, dlock_errmsg_last());
 	cr_assert_not_null(c);
 	return c;
 }
@@ -92,13 +92,13 @@ static void assert_pttl(const char *name, int64_t lo, int64_t hi, const char *wh
 static void close_lock(dlock_lock *l, dlock_client *c)
 {
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* The last unlock of a hold: it succeeds and the key is gone. */
 static void unlock_last(dlock_lock *l, const char *name)
 {
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	assert_key_absent(name);
 }
 
@@ -138,13 +138,13 @@ static void sleep_ms(int ms)
 	usleep((useconds_t)ms * 1000);
 }
 
-/* ---- a waiter thread: dlock_lock_lock, then report and release ---------- */
+/* ---- a waiter thread: dlock_lock_acquire, then report and release ---------- */
 
 typedef struct waiter {
 	dlock_client *client;
 	dlock_lock *lock;
 	int64_t lease;
-	int rc;              /* of dlock_lock_lock */
+	int rc;              /* of dlock_lock_acquire */
 	int64_t acquired_at; /* rh_now_ms() when it returned */
 	char owner[64];
 	int64_t count_after; /* hold count seen right after acquiring */
@@ -157,14 +157,14 @@ static void *waiter_main(void *arg)
 	waiter *w = arg;
 
 	dlock_client_owner(w->owner, w->client, dlock_thread_id());
-	w->rc = dlock_lock_lock(w->lock, w->lease);
+	w->rc = dlock_lock_acquire(w->lock, NULL, DLOCK_WAIT_FOREVER, w->lease);
 	w->acquired_at = rh_now_ms();
 	w->count_after = -1;
 	w->unlock_rc = 1;
 	if (w->rc == 0) {
-		dlock_lock_hold_count(&w->count_after, w->lock);
+		dlock_lock_hold_count(&w->count_after, w->lock, NULL);
 		if (w->release)
-			w->unlock_rc = dlock_lock_unlock(w->lock);
+			w->unlock_rc = dlock_lock_release(w->lock, NULL);
 	}
 	return NULL;
 }
@@ -224,21 +224,21 @@ Test(rlock_wire, watchdog_hold_is_one_field_with_count_and_ttl, .timeout = 30)
 
 	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{wire-lock}");
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("wire-lock", owner, "1");
 	assert_pttl("wire-lock", 29000, 30000, "while held");
 	cr_assert_eq(rh_command_int(srv, "DBSIZE"), 1, "only the lock key exists while held");
 
 	/* Re-entry: same field, count 2, TTL reset to the watchdog timeout. */
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("wire-lock", owner, "2");
 	assert_pttl("wire-lock", 29000, 30000, "after re-entry");
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 2);
 
 	/* First unlock: count 1, still held, no message. */
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("wire-lock", owner, "1");
 	assert_pttl("wire-lock", 29000, 30000, "after partial unlock");
 	expect_no_message(sub, 200);
@@ -260,25 +260,25 @@ Test(rlock_wire, leased_hold_ttl_and_partial_release_keeps_lease, .timeout = 30)
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = dl_lock(c, "lease-lock");
 
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0, "%s", dlock_lock_errmsg(l));
 	assert_mine(c, "lease-lock", "1");
 	assert_pttl("lease-lock", 9000, 10000, "while held");
 
 	/* Redisson's testRemainTimeToLive2: a partial release keeps the lease. */
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
-	cr_assert_eq(dlock_lock_lock(l, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000), 0);
 	assert_mine(c, "lease-lock", "3");
-	cr_assert_eq(dlock_lock_unlock(l), 0);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	assert_mine(c, "lease-lock", "1");
 	assert_pttl("lease-lock", 9000, 10000, "after partial release");
 	int64_t ttl = 0;
-	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
+	cr_assert_eq(dlock_lock_remaining_ttl_ms(&ttl, l), 0);
 	cr_assert(ttl > 9000 && ttl <= 10000, "remaining_ttl %" PRId64, ttl);
 
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	assert_key_absent("lease-lock");
-	cr_assert_eq(dlock_lock_remaining_ttl(&ttl, l), 0);
+	cr_assert_eq(dlock_lock_remaining_ttl_ms(&ttl, l), 0);
 	cr_assert_eq(ttl, -2);
 
 	close_lock(l, c);
@@ -292,7 +292,7 @@ Test(rlock_wire, braced_name_uses_channel_without_added_braces, .timeout = 30)
 	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:a{b}c");
 	redisContext *wrong = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{a{b}c}");
 
-	cr_assert_eq(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG), 0, "%s", dlock_lock_errmsg(l));
 	assert_mine(c, "a{b}c", "1");
 	unlock_last(l, "a{b}c");
 	dl_expect_message(sub, "redisson_lock__channel:a{b}c", "0", 2000);
@@ -318,7 +318,7 @@ static void *unlock_thread(void *arg)
 {
 	unlock_try *u = arg;
 
-	u->rc = dlock_lock_unlock(u->lock);
+	u->rc = dlock_lock_release(u->lock, NULL);
 	snprintf(u->msg, sizeof u->msg, "%s", dlock_lock_errmsg(u->lock));
 	return NULL;
 }
@@ -330,8 +330,8 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 	char node[64], before[512], after[512];
 	node_label(node, sizeof node);
 
-	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
-	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 20000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 20000), 0);
 	hash_snapshot("owned", before, sizeof before);
 
 	/* Another thread (another owner on the same client). */
@@ -345,7 +345,7 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 	cr_assert_str_eq(after, before);
 
 	/* An explicit other owner. */
-	int rc = dlock_lock_unlock_as(l, "someone-else:1");
+	int rc = dlock_lock_release(l, "someone-else:1");
 	cr_assert_eq(rc, DLOCK_ENOTOWNER, "rc %d", rc);
 	cr_assert_not_null(strstr(dlock_lock_errmsg(l), node), "message \"%s\" should name %s",
 			dlock_lock_errmsg(l), node);
@@ -355,9 +355,9 @@ Test(rlock_wire, unlock_by_non_owner_is_refused_and_changes_nothing, .timeout = 
 
 	/* The owner itself still holds twice. */
 	int64_t n = 0;
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 2);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	unlock_last(l, "owned");
 
 	close_lock(l, c);
@@ -371,10 +371,10 @@ Test(rlock_wire, leased_lock_is_taken_by_waiter_after_lease, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "leased");
 
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(dlock_lock_try_as(l, "owner-A:1", 0, 2000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, "owner-A:1", 0, 2000), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("leased", "owner-A:1", "1");
 
-	int rc = dlock_lock_lock(l, 5000);
+	int rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 5000);
 	int64_t elapsed = rh_now_ms() - t0;
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(l));
 	cr_assert(elapsed >= 1800 && elapsed <= 2600, "acquired after %" PRId64 " ms, want ~2000",
@@ -402,7 +402,7 @@ Test(rlock_wire, try_lock_gives_up_after_wait, .timeout = 30)
 	dl_assert_try(l, 0, 10000, DLOCK_ENOTACQUIRED, 0, 199);
 
 	/* Same with the watchdog lease. */
-	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(l, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
 
 	/* The holder is untouched; the waiter's subscription is gone. */
@@ -421,7 +421,7 @@ Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "wake");
 	const char *holder = "holder-uuid:5";
 
-	cr_assert_eq(dlock_lock_try_as(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_lock_acquire(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_lock_errmsg(l));
 
 	waiter w = { .client = c, .lock = l, .lease = 30000, .release = 1 };
@@ -429,7 +429,7 @@ Test(rlock_wire, unlock_wakes_waiter_promptly, .timeout = 30)
 	start_waiter(&w, &th, "redisson_lock__channel:{wake}");
 
 	int64_t before_unlock = rh_now_ms();
-	int rc = dlock_lock_unlock_as(l, holder);
+	int rc = dlock_lock_release(l, holder);
 	int64_t unlocked_at = rh_now_ms();
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(pthread_join(th, NULL), 0);
@@ -451,7 +451,7 @@ static void hold_watched(dlock_lock *l, const char *holder, dl_lost *lost)
 {
 	dl_lost_init(lost);
 	cr_assert_eq(dlock_lock_set_lost_cb(l, dl_on_lost, lost), 0);
-	cr_assert_eq(dlock_lock_try_as(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
+	cr_assert_eq(dlock_lock_acquire(l, holder, 0, DLOCK_LEASE_WATCHDOG), 0, "%s",
 			dlock_lock_errmsg(l));
 }
 
@@ -487,7 +487,7 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 
 	int deleted = -1;
 	int64_t before = rh_now_ms();
-	int rc = dlock_lock_force_unlock(&deleted, lb);
+	int rc = dlock_lock_force_release(&deleted, lb);
 	int64_t forced_at = rh_now_ms();
 	cr_assert_eq(rc, 0, "%s", dlock_lock_errmsg(lb));
 	cr_assert_eq(deleted, 1);
@@ -506,12 +506,12 @@ Test(rlock_wire, force_unlock_from_other_client_wakes_waiter_and_watchdog_sees_l
 
 	/* The waiter's hold is intact; the lost holder cannot release it. */
 	assert_hash_is("forced", w.owner, "1");
-	rc = dlock_lock_unlock_as(la, holder);
+	rc = dlock_lock_release(la, holder);
 	cr_assert_eq(rc, DLOCK_ELOST, "unlock of a lost hold: %d", rc);
 	assert_hash_is("forced", w.owner, "1");
 
 	/* Clean up the waiter's hold. */
-	cr_assert_eq(dlock_lock_unlock_as(la, w.owner), 0);
+	cr_assert_eq(dlock_lock_release(la, w.owner), 0);
 	assert_key_absent("forced");
 
 	dl_free_locks(la, lb);
@@ -529,7 +529,7 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 
 	hold_watched(l1, holder, &lost);
 	int deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(&deleted, l2), 0);
+	cr_assert_eq(dlock_lock_force_release(&deleted, l2), 0);
 	cr_assert_eq(deleted, 1);
 	cr_assert_eq(dlock_lock_check(l1, holder), DLOCK_ELOST);
 	pthread_mutex_lock(&lost.mu);
@@ -540,11 +540,11 @@ Test(rlock_wire, force_unlock_through_same_client_marks_loss_at_once, .timeout =
 
 	/* Nothing left to delete. */
 	deleted = -1;
-	cr_assert_eq(dlock_lock_force_unlock(&deleted, l2), 0);
+	cr_assert_eq(dlock_lock_force_release(&deleted, l2), 0);
 	cr_assert_eq(deleted, 0);
 
 	dl_free_locks(l1, l2);
-	dlock_client_close(a);
+	dlock_client_free(a);
 	dl_lost_destroy(&lost);
 }
 
@@ -588,27 +588,27 @@ Test(rlock_wire, redisson_holder_excludes_dlock, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "interop-a");
 
 	cr_assert_eq(redisson_acquire("interop-a", DL_REDISSON_OWNER, 30000), -3);
-	int rc = dlock_lock_try(l, 0, DLOCK_LEASE_WATCHDOG);
+	int rc = dlock_lock_acquire(l, NULL, 0, DLOCK_LEASE_WATCHDOG);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
-	rc = dlock_lock_try(l, 0, 10000);
+	rc = dlock_lock_acquire(l, NULL, 0, 10000);
 	cr_assert_eq(rc, DLOCK_ENOTACQUIRED, "rc %d", rc);
 	assert_hash_is("interop-a", DL_REDISSON_OWNER, "1");
 	int is_locked = 0, held = 1;
 	cr_assert_eq(dlock_lock_is_locked(&is_locked, l), 0);
 	cr_assert_eq(is_locked, 1);
-	cr_assert_eq(dlock_lock_is_held(&held, l), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, l, NULL), 0);
 	cr_assert_eq(held, 0);
-	cr_assert_eq(dlock_lock_is_held_as(&held, l, DL_REDISSON_OWNER), 0);
+	cr_assert_eq(dlock_lock_is_held(&held, l, DL_REDISSON_OWNER), 0);
 	cr_assert_eq(held, 1);
 
 	/* And the reverse: a dlock holder excludes Redisson (reply = PTTL). */
 	cr_assert_eq(redisson_unlock("interop-a", DL_REDISSON_OWNER,
 				     "aaaa0000aaaa0000aaaa0000aaaa0000"),
 			1);
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0);
 	int64_t t = redisson_acquire("interop-a", DL_REDISSON_OWNER, 30000);
 	cr_assert(t > 9000 && t <= 10000, "Redisson acquire against dlock holder: %" PRId64, t);
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 
 	close_lock(l, c);
 }
@@ -643,16 +643,16 @@ Test(rlock_wire, dlock_unlock_wakes_redisson_subscriber, .timeout = 30)
 	dlock_lock *l = dl_lock(c, "interop-c");
 
 	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{interop-c}");
-	cr_assert_eq(dlock_lock_lock(l, 30000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 30000), 0);
 	int64_t t = redisson_acquire("interop-c", DL_REDISSON_OWNER, 30000);
 	cr_assert(t > 25000 && t <= 30000, "Redisson acquire while dlock holds: %" PRId64, t);
 
-	cr_assert_eq(dlock_lock_unlock(l), 0);
+	cr_assert_eq(dlock_lock_release(l, NULL), 0);
 	dl_expect_message(sub, "redisson_lock__channel:{interop-c}", "0", 2000);
 	cr_assert_eq(redisson_acquire("interop-c", DL_REDISSON_OWNER, 30000), -3);
 	assert_hash_is("interop-c", DL_REDISSON_OWNER, "1");
 	/* dlock now sees a Redisson holder. */
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), DLOCK_ENOTACQUIRED);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), DLOCK_ENOTACQUIRED);
 
 	redisFree(sub);
 	close_lock(l, c);
@@ -666,8 +666,8 @@ Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 	dl_owner(c, owner, sizeof owner);
 
 	redisContext *sub = dl_subscribe(rh_server_port(srv), "redisson_lock__channel:{interop-d}");
-	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
-	cr_assert_eq(dlock_lock_lock(l, 20000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 20000), 0);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 20000), 0);
 	assert_hash_is("interop-d", owner, "2");
 
 	/* A Redisson unlock for another owner is refused (nil). */
@@ -684,9 +684,9 @@ Test(rlock_wire, redisson_unlock_reads_dlock_reentrant_hash, .timeout = 30)
 	/* dlock's own unlock now finds nothing to release: the hold it had
 	 * recorded is gone, which it reports as a loss (a second unlock, with
 	 * no record left, is "not owner"). */
-	int rc = dlock_lock_unlock(l);
+	int rc = dlock_lock_release(l, NULL);
 	cr_assert_eq(rc, DLOCK_ELOST, "rc %d", rc);
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 	assert_key_absent("interop-d");
 
 	redisFree(sub);
@@ -708,9 +708,9 @@ static void *as_thread(void *arg)
 {
 	as_op *op = arg;
 
-	op->rc = op->acquire ? dlock_lock_try_as(op->lock, op->owner, 0, 10000)
-			     : dlock_lock_unlock_as(op->lock, op->owner);
-	op->count_rc = dlock_lock_hold_count_as(&op->count, op->lock, op->owner);
+	op->rc = op->acquire ? dlock_lock_acquire(op->lock, op->owner, 0, 10000)
+			     : dlock_lock_release(op->lock, op->owner);
+	op->count_rc = dlock_lock_hold_count(&op->count, op->lock, op->owner);
 	return NULL;
 }
 
@@ -744,9 +744,9 @@ Test(rlock_wire, explicit_owner_acquire_and_release_in_different_threads, .timeo
 	assert_hash_is("pool-lock", owner, "2");
 
 	/* The main thread is not the owner. */
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ENOTOWNER);
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(&n, l, owner), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, owner), 0);
 	cr_assert_eq(n, 2);
 
 	op = (as_op){ .lock = l, .owner = owner, .acquire = 0 };
@@ -779,17 +779,17 @@ Test(rlock_wire, explicit_owner_shared_with_redisson_counts_every_acquire, .time
 	dlock_client *c = open_client(30000);
 	dlock_lock *l = dl_lock(c, "shared-owner");
 
-	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s",
+	cr_assert_eq(dlock_lock_acquire(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s",
 			dlock_lock_errmsg(l));
 	assert_hash_is("shared-owner", DL_REDISSON_OWNER, "1");
 	/* The Java side re-enters with the same owner. */
 	cr_assert_eq(redisson_acquire("shared-owner", DL_REDISSON_OWNER, 10000), -3);
 	assert_hash_is("shared-owner", DL_REDISSON_OWNER, "2");
 	/* dlock re-enters once more: three acquires, count 3. */
-	cr_assert_eq(dlock_lock_try_as(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s",
+	cr_assert_eq(dlock_lock_acquire(l, DL_REDISSON_OWNER, 0, 10000), 0, "%s",
 			dlock_lock_errmsg(l));
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(&n, l, DL_REDISSON_OWNER), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, DL_REDISSON_OWNER), 0);
 	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
 
 	close_lock(l, c);
@@ -804,24 +804,24 @@ Test(rlock_wire, explicit_owner_shared_by_two_clients_counts_every_acquire, .tim
 	dlock_lock *lb = dl_lock(b, "shared-owner2");
 	const char *owner = "job-42:1";
 
-	cr_assert_eq(dlock_lock_try_as(la, owner, 0, 10000), 0);
-	cr_assert_eq(dlock_lock_try_as(lb, owner, 0, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(la, owner, 0, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(lb, owner, 0, 10000), 0);
 	assert_hash_is("shared-owner2", owner, "2");
-	cr_assert_eq(dlock_lock_try_as(la, owner, 0, 10000), 0);
+	cr_assert_eq(dlock_lock_acquire(la, owner, 0, 10000), 0);
 	int64_t n = -1;
-	cr_assert_eq(dlock_lock_hold_count_as(&n, la, owner), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, la, owner), 0);
 	cr_assert_eq(n, 3, "three acquires by one owner left hold count %" PRId64, n);
 
 	/* Three releases free it. */
-	cr_assert_eq(dlock_lock_unlock_as(lb, owner), 0);
-	cr_assert_eq(dlock_lock_unlock_as(la, owner), 0);
-	cr_assert_eq(dlock_lock_unlock_as(la, owner), 0);
+	cr_assert_eq(dlock_lock_release(lb, owner), 0);
+	cr_assert_eq(dlock_lock_release(la, owner), 0);
+	cr_assert_eq(dlock_lock_release(la, owner), 0);
 	assert_key_absent("shared-owner2");
 
 	dlock_lock_free(la);
 	dlock_lock_free(lb);
-	dlock_client_close(a);
-	dlock_client_close(b);
+	dlock_client_free(a);
+	dlock_client_free(b);
 }
 
 /*
@@ -842,15 +842,15 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	cr_assert_eq(dlock_client_owner(owner, c, dlock_thread_id()), 0);
 	cr_assert_eq(rh_command_int(srv, "HSET surplus %s 3", owner), 1);
 	cr_assert_eq(rh_command_int(srv, "PEXPIRE surplus 10000"), 1);
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("surplus", owner, "1");
-	cr_assert_eq(dlock_lock_hold_count(&n, l), 0);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, NULL), 0);
 	cr_assert_eq(n, 1, "hold count %" PRId64 " after one acquire", n);
 	/* Re-entry still counts. */
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), 0, "%s", dlock_lock_errmsg(l));
 	assert_hash_is("surplus", owner, "2");
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	assert_key_absent("surplus");
 	cr_assert_eq(dlock_lock_check(l, NULL), DLOCK_ENOTOWNER);
 
@@ -861,11 +861,11 @@ Test(rlock_wire, own_owner_surplus_from_lost_replies_is_adopted, .timeout = 30)
 	redisReply *r = rh_command(srv, "SET %s 5", "redisson_lock_token:{surplus-f}");
 	cr_assert_not_null(r);
 	freeReplyObject(r);
-	cr_assert_eq(dlock_lock_try_fenced(&token, f, NULL, 0, 10000), 0, "%s",
+	cr_assert_eq(dlock_lock_acquire_fenced(&token, f, NULL, 0, 10000), 0, "%s",
 			dlock_lock_errmsg(f));
 	cr_assert_eq(token, 5, "token %" PRId64 ": an adopted hold draws no new token", token);
 	assert_hash_is("surplus-f", owner, "1");
-	cr_assert_eq(dlock_lock_unlock(f), 0, "%s", dlock_lock_errmsg(f));
+	cr_assert_eq(dlock_lock_release(f, NULL), 0, "%s", dlock_lock_errmsg(f));
 	assert_key_absent("surplus-f");
 
 	dlock_lock_free(f);
@@ -903,24 +903,22 @@ Test(rlock_wire, bad_arguments_are_einval_and_write_nothing, .timeout = 30)
 	}
 
 	l = dl_lock(c, "valid");
-	cr_assert_eq(dlock_lock_lock(l, 0), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_lock(l, -5), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_try(l, 0, 0), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_try(l, 0, -5), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_try(l, -7, 1000), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_try(l, -7, DLOCK_LEASE_WATCHDOG), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 0), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, -5), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 0), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, -5), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, -7, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(l, NULL, -7, DLOCK_LEASE_WATCHDOG), DLOCK_EINVAL);
 	cr_assert_str_neq(dlock_lock_errmsg(l), "");
-	cr_assert_eq(dlock_lock_try_as(l, "", 0, 1000), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_try_as(l, NULL, 0, 1000), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_unlock_as(l, ""), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_unlock_as(l, NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(l, "", 0, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_release(l, ""), DLOCK_EINVAL);
 	int out = 0;
 	int64_t n = 0;
-	cr_assert_eq(dlock_lock_is_held_as(&out, l, ""), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_hold_count_as(&n, l, ""), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_lock(NULL, 1000), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_try(NULL, 0, 1000), DLOCK_EINVAL);
-	cr_assert_eq(dlock_lock_unlock(NULL), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_is_held(&out, l, ""), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_hold_count(&n, l, ""), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(NULL, NULL, DLOCK_WAIT_FOREVER, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire(NULL, NULL, 0, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_release(NULL, NULL), DLOCK_EINVAL);
 
 	/* Nothing reached Redis: no keys, no script ran. */
 	cr_assert_eq(rh_command_int(srv, "DBSIZE"), 0);

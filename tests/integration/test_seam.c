@@ -134,7 +134,7 @@ static void use_counting_seam(void)
 static dlock_client *open_client(const char *uri)
 {
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, uri, NULL);
+	int rc = dlock_client_new(&c, uri, NULL);
 
 	cr_assert_eq(rc, 0, "open %s: %s", uri, dlock_client_errmsg(NULL));
 	return c;
@@ -150,10 +150,10 @@ static void lock_and_unlock(dlock_client *c, const char *name)
 	dlock_lock_options_init(&o, DLOCK_LOCK_OPTIONS_VERSION);
 	o.kind = DLOCK_LOCK_FAIR;
 	cr_assert_eq(dlock_lock_new(&l, c, name, &o), 0);
-	cr_assert_eq(dlock_lock_try(l, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
-	cr_expect_eq(dlock_lock_validity(&ms, l, NULL), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
+	cr_expect_eq(dlock_lock_validity_ms(&ms, l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	cr_expect(ms > 0 && ms <= 5000, "validity %lld ms of a 5 s lease", (long long)ms);
-	cr_assert_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 }
 
@@ -167,7 +167,7 @@ Test(seam, a_locks_life_goes_through_it)
 	snprintf(uri, sizeof uri, "redis://localhost:%d", rh_server_port(dl_srv));
 	c = open_client(uri);
 	lock_and_unlock(c, "seam:life");
-	dlock_client_close(c);
+	dlock_client_free(c);
 	for (int i = 0; i < NCALLS; i++)
 		cr_expect_gt(calls[i], 0, "%s never went through the seam", call_name[i]);
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS seam:life"), 0, "the lock is still held");
@@ -182,7 +182,7 @@ Test(seam, random_numbers_are_the_seams)
 	use_counting_seam();
 	c = open_client(rh_server_uri(dl_srv));
 	cr_expect_str_eq(dlock_client_id(c), "abababab-abab-4bab-abab-abababababab");
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* Its clock is the library's: a clock ten days ahead of the kernel's is
@@ -197,7 +197,7 @@ Test(seam, the_clock_is_the_seams)
 	cr_expect_geq(dlock__now_ms() - kernel_ms, INT64_C(10) * 24 * 3600 * 1000);
 	c = open_client(rh_server_uri(dl_srv));
 	lock_and_unlock(c, "seam:clock");
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* Bytes that cannot be sent: the seam's failure is the caller's error, one
@@ -212,15 +212,15 @@ Test(seam, a_send_that_fails_there_fails_the_call)
 	c = open_client(rh_server_uri(dl_srv));
 	cr_assert_eq(dlock_lock_new(&l, c, "seam:fail", NULL), 0);
 	send_fails = 1;
-	rc = dlock_lock_try(l, 0, 5000);
+	rc = dlock_lock_acquire(l, NULL, 0, 5000);
 	cr_expect_eq(rc, DLOCK_ECONN, "rc %d: %s", rc, dlock_lock_errmsg(l));
 	cr_expect(strstr(dlock_lock_errmsg(l), "127.0.0.1") != NULL, "%s", dlock_lock_errmsg(l));
 	cr_expect_eq(rh_command_int(dl_srv, "EXISTS seam:fail"), 0, "taken though nothing went out");
 	send_fails = 0;
-	cr_expect_eq(dlock_lock_try(l, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
-	cr_expect_eq(dlock_lock_unlock(l), 0, "%s", dlock_lock_errmsg(l));
+	cr_expect_eq(dlock_lock_acquire(l, NULL, 0, 5000), 0, "%s", dlock_lock_errmsg(l));
+	cr_expect_eq(dlock_lock_release(l, NULL), 0, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* ---- a host name looked up on a loop ---------------------------------------------- */

@@ -176,8 +176,8 @@ Test(semaphore, a_release_wakes_a_waiter_at_once, .timeout = 30)
 	dl_sleep_ms(400); /* the waiter tried, failed and listens */
 	dlock_semaphore_info *info = NULL;
 	dl_pass(dlock_semaphore_query(&info, s));
-	cr_assert_eq(dlock_semaphore_info_waiters(info), 1, "the query counts %lld waiters, not 1",
-			(long long)dlock_semaphore_info_waiters(info));
+	cr_assert_eq(dlock_semaphore_info_subscribers(info), 1, "the query counts %lld waiters, not 1",
+			(long long)dlock_semaphore_info_subscribers(info));
 	dlock_semaphore_info_free(info);
 	int64_t released = rh_now_ms();
 	dl_pass(dlock_semaphore_release(s, 1));
@@ -257,7 +257,7 @@ Test(semaphore, a_leased_permit_wakes_its_waiter_when_the_lease_ends, .timeout =
 	int64_t took = rh_now_ms() - t0;
 	cr_assert(took >= 700 && took < 2000, "a permit leased for 800 ms came back after %lld ms",
 			(long long)took);
-	cr_assert_eq(dlock_semaphore_permit_check(s, id), DLOCK_ELOST);
+	cr_assert_eq(dlock_semaphore_check(s, id), DLOCK_ELOST);
 	cr_assert_eq(dlock_semaphore_release_permit(s, id), DLOCK_ELOST,
 			"releasing an expired permit is not reported lost");
 	dl_pass(dlock_semaphore_release_permit(s, id2));
@@ -278,7 +278,7 @@ Test(semaphore, a_renewed_permit_outlives_its_lease, .timeout = 30)
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
 	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(2500); /* four leases */
-	cr_assert_eq(dlock_semaphore_permit_check(s, id), 0, "the renewed permit was lost");
+	cr_assert_eq(dlock_semaphore_check(s, id), 0, "the renewed permit was lost");
 	cr_assert_eq(dlock_semaphore_acquire_permit(id2, o, 0, 5000), DLOCK_ENOTACQUIRED,
 			"another client took the permit of a living holder");
 	cr_assert_eq(available(o), 0);
@@ -308,7 +308,7 @@ Test(semaphore, a_renewal_that_finds_the_permit_gone_reports_it_lost, .timeout =
 	cr_assert_str_eq(lost_rec.owner, id, "a semaphore's event names the permit");
 	cr_assert_str_eq(lost_rec.name, "sem-gone");
 	cr_assert_str_eq(lost_rec.node, dlock_client_node(c));
-	cr_assert_eq(dlock_semaphore_permit_check(s, id), DLOCK_ELOST);
+	cr_assert_eq(dlock_semaphore_check(s, id), DLOCK_ELOST);
 	dlock_semaphore_free(s);
 	dlock_client_free(c);
 	dl_lost_destroy(&lost_rec);
@@ -338,11 +338,11 @@ Test(semaphore, a_permit_seen_lost_stays_lost_and_comes_back, .timeout = 30)
 	/* A renewal has reached the server: it knows the script, so the late
 	 * EVALSHAs run (else NOSCRIPT). */
 	dl_sleep_ms(700);
-	cr_assert_eq(dlock_semaphore_permit_check(s, id), 0);
+	cr_assert_eq(dlock_semaphore_check(s, id), 0);
 	cr_assert_eq(rh_server_pause(dl_srv), 0);
 	paused_at = rh_now_ms();
 	while (lost_at == 0 && (t = rh_now_ms()) - paused_at < 3000) {
-		if (dlock_semaphore_permit_check(s, id) == DLOCK_ELOST)
+		if (dlock_semaphore_check(s, id) == DLOCK_ELOST)
 			lost_at = t;
 		dl_sleep_ms(2);
 	}
@@ -351,7 +351,7 @@ Test(semaphore, a_permit_seen_lost_stays_lost_and_comes_back, .timeout = 30)
 	cr_assert_neq(lost_at, 0, "no renewal reached the server for 3000 ms (lease 1500 ms),"
 				  " and the permit was still called held");
 	while ((t = rh_now_ms()) - lost_at < 2500) {
-		if (held_again_at == 0 && dlock_semaphore_permit_check(s, id) != DLOCK_ELOST)
+		if (held_again_at == 0 && dlock_semaphore_check(s, id) != DLOCK_ELOST)
 			held_again_at = t;
 		dl_sleep_ms(5);
 	}
@@ -401,7 +401,7 @@ Test(semaphore, one_failed_renewal_does_not_lose_the_permit, .timeout = 30)
 	dl_sleep_ms(450);
 	cr_assert_eq(rh_server_resume(dl_srv), 0);
 	while (lost_at == 0 && (t = rh_now_ms()) - t0 < 3000) {
-		if (dlock_semaphore_permit_check(s, id) != 0)
+		if (dlock_semaphore_check(s, id) != 0)
 			lost_at = t;
 		dl_sleep_ms(5);
 	}
@@ -446,7 +446,7 @@ Test(semaphore, an_async_acquire_canceled_leaves_no_permit_taken, .timeout = 30)
 	/* A waiter canceled while it waits. */
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 1));
 	dl_pass(dlock_semaphore_acquire(s, 1, 0));
-	dl_pass(dlock_semaphore_acquire_async(&op, s, 1, DLOCK_WAIT_FOREVER, 0, on_done, &o));
+	dl_pass(dlock_semaphore_acquire_async(&op, s, 1, DLOCK_WAIT_FOREVER, on_done, &o));
 	dl_sleep_ms(200);
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
@@ -458,7 +458,7 @@ Test(semaphore, an_async_acquire_canceled_leaves_no_permit_taken, .timeout = 30)
 
 	/* Canceled at once, its attempt likely still out, many times over. */
 	for (int i = 0; i < 20; i++) {
-		dl_pass(dlock_semaphore_acquire_async(&op, s, 1, 5000, 0, on_done, &o));
+		dl_pass(dlock_semaphore_acquire_async(&op, s, 1, 5000, on_done, &o));
 		dl_pass(dlock_op_cancel(op));
 		dlock_op_free(op);
 		cr_assert_eq(dl_gate_wait(&o.g, 2 + i, rh_now_ms() + 5000), 2 + i);
@@ -472,7 +472,7 @@ Test(semaphore, an_async_acquire_canceled_leaves_no_permit_taken, .timeout = 30)
 	int base = dl_gate_get(&o.g);
 	dl_pass(dlock_semaphore_try_set_permits(NULL, x, 1));
 	for (int i = 0; i < 20; i++) {
-		dl_pass(dlock_semaphore_acquire_async(&op, x, 1, 5000, 60000, on_done, &o));
+		dl_pass(dlock_semaphore_acquire_permit_async(&op, x, 5000, 60000, on_done, &o));
 		dl_pass(dlock_op_cancel(op));
 		dlock_op_free(op);
 		cr_assert_eq(dl_gate_wait(&o.g, base + 1 + i, rh_now_ms() + 5000), base + 1 + i);
@@ -486,7 +486,7 @@ Test(semaphore, an_async_acquire_canceled_leaves_no_permit_taken, .timeout = 30)
 	cr_assert_eq(rh_command_int(dl_srv, "ZCARD {sem-cancel-x}:timeout"), 0);
 
 	/* And one that succeeds hands over its permit id. */
-	dl_pass(dlock_semaphore_acquire_async(&op, x, 1, 1000, 60000, on_done, &o));
+	dl_pass(dlock_semaphore_acquire_permit_async(&op, x, 1000, 60000, on_done, &o));
 	cr_assert_eq(dl_gate_wait(&o.g, base + 21, rh_now_ms() + 5000), base + 21);
 	cr_assert_eq(o.code, 0);
 	cr_assert_eq(strlen(o.id), 32);
@@ -615,7 +615,7 @@ Test(semaphore, async_releases_give_permits_back, .timeout = 30)
 	dl_gate_init(&o.g);
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 3));
 	dl_pass(dlock_semaphore_acquire(s, 3, 0));
-	dl_pass(dlock_semaphore_release_async(&op, s, 2, NULL, on_done, &o));
+	dl_pass(dlock_semaphore_release_async(&op, s, 2, on_done, &o));
 	dl_pass(dlock_op_cancel(op)); /* a release finishes anyway */
 	dlock_op_free(op);
 	cr_assert_eq(dl_gate_wait(&o.g, 1, rh_now_ms() + 5000), 1);
@@ -624,15 +624,23 @@ Test(semaphore, async_releases_give_permits_back, .timeout = 30)
 
 	dl_pass(dlock_semaphore_try_set_permits(NULL, x, 1));
 	dl_pass(dlock_semaphore_acquire_permit(id, x, 0, DLOCK_LEASE_WATCHDOG));
-	dl_pass(dlock_semaphore_release_async(NULL, x, 0, id, on_done, &o));
+	dl_pass(dlock_semaphore_release_permit_async(NULL, x, id, on_done, &o));
 	cr_assert_eq(dl_gate_wait(&o.g, 2, rh_now_ms() + 5000), 2);
 	cr_assert_eq(o.code, 0, "%s", dlock_strerror(o.code));
-	cr_assert_eq(dlock_semaphore_permit_check(x, id), DLOCK_ENOTOWNER);
+	cr_assert_eq(dlock_semaphore_check(x, id), DLOCK_ENOTOWNER);
 	cr_assert_eq(available(x), 1);
-	dl_pass(dlock_semaphore_release_async(NULL, x, 0, id, on_done, &o));
+	dl_pass(dlock_semaphore_release_permit_async(NULL, x, id, on_done, &o));
 	cr_assert_eq(dl_gate_wait(&o.g, 3, rh_now_ms() + 5000), 3);
 	cr_assert_eq(o.code, DLOCK_ENOTOWNER, "%s", dlock_strerror(o.code));
-	cr_assert_eq(dlock_semaphore_release_async(NULL, x, 0, "zz", on_done, &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_semaphore_release_permit_async(NULL, x, "zz", on_done, &o), DLOCK_EINVAL);
+	/* One twin per blocking call: each kind's own, the other's is refused. */
+	cr_assert_eq(dlock_semaphore_release_async(NULL, x, 1, on_done, &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_semaphore_release_permit_async(NULL, s, id, on_done, &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_semaphore_acquire_async(NULL, x, 1, 0, on_done, &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_semaphore_acquire_permit_async(NULL, s, 0, 1000, on_done, &o),
+			DLOCK_EINVAL);
+	cr_assert_str_neq(dlock_semaphore_errmsg(x), "");
+	cr_assert_eq(dl_gate_get(&o.g), 3, "a refused call called back");
 
 	dl_gate_destroy(&o.g);
 	dlock_semaphore_free(x);
@@ -695,7 +703,7 @@ Test(semaphore_unix, a_release_wakes_a_waiter_and_a_permit_is_renewed)
 	dl_pass(dlock_semaphore_try_set_permits(NULL, x, 1));
 	dl_pass(dlock_semaphore_acquire_permit(id, x, 0, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(1500);
-	cr_assert_eq(dlock_semaphore_permit_check(x, id), 0, "the renewed permit was lost");
+	cr_assert_eq(dlock_semaphore_check(x, id), 0, "the renewed permit was lost");
 	dl_pass(dlock_semaphore_release_permit(x, id));
 
 	dl_gate_destroy(&w.started);
@@ -776,33 +784,33 @@ Test(semaphore, a_permits_validity_counts_from_its_last_confirmed_renewal, .time
 	int64_t ms = -1, t0;
 
 	dl_pass(dlock_semaphore_try_set_permits(NULL, s, 2));
-	cr_assert_eq(dlock_semaphore_permit_validity(&ms, s, "00112233445566778899aabbccddeeff"),
+	cr_assert_eq(dlock_semaphore_validity_ms(&ms, s, "00112233445566778899aabbccddeeff"),
 			DLOCK_ENOTOWNER, "a permit never taken has a validity");
 	dl_pass(dlock_semaphore_acquire_permit(id, s, 0, DLOCK_LEASE_WATCHDOG));
 	dl_pass(dlock_semaphore_acquire_permit(leased, s, 0, 1200));
-	dl_pass(dlock_semaphore_permit_validity(&ms, s, id));
+	dl_pass(dlock_semaphore_validity_ms(&ms, s, id));
 	cr_assert(ms > 600 && ms <= 900, "a fresh watchdog permit: validity %lld ms of 900",
 			(long long)ms);
 	/* Renewed every 300 ms: after two leases it still has most of one. */
 	dl_sleep_ms(1800);
-	dl_pass(dlock_semaphore_permit_validity(&ms, s, id));
+	dl_pass(dlock_semaphore_validity_ms(&ms, s, id));
 	cr_assert(ms > 400 && ms <= 900, "a renewed permit: validity %lld ms of 900",
 			(long long)ms);
 	/* The fixed lease only shrinks, and ends. */
-	cr_assert_eq(dlock_semaphore_permit_validity(&ms, s, leased), DLOCK_ELOST,
+	cr_assert_eq(dlock_semaphore_validity_ms(&ms, s, leased), DLOCK_ELOST,
 			"a 1200 ms lease still valid after 1800 ms (%lld ms)", (long long)ms);
 	cr_assert_eq(ms, 0);
 
 	/* A paused server: the validity runs down from the last renewal it confirmed. */
-	dl_pass(dlock_semaphore_permit_validity(&ms, s, id));
+	dl_pass(dlock_semaphore_validity_ms(&ms, s, id));
 	cr_assert_eq(rh_server_pause(dl_srv), 0);
 	t0 = rh_now_ms();
-	while (dlock_semaphore_permit_validity(&ms, s, id) == 0 && rh_now_ms() - t0 < 3000)
+	while (dlock_semaphore_validity_ms(&ms, s, id) == 0 && rh_now_ms() - t0 < 3000)
 		dl_sleep_ms(20);
 	cr_assert_eq(rh_server_resume(dl_srv), 0);
 	cr_assert(rh_now_ms() - t0 <= 950, "the validity lasted %lld ms past the pause (lease 900)",
 			(long long)(rh_now_ms() - t0));
-	cr_assert_eq(dlock_semaphore_permit_check(s, id), DLOCK_ELOST);
+	cr_assert_eq(dlock_semaphore_check(s, id), DLOCK_ELOST);
 	dlock_semaphore_free(s);
 	dlock_client_free(c);
 }

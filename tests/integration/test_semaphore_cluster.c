@@ -109,7 +109,7 @@ Test(semaphore_cluster, semaphores_on_every_shard)
 		snprintf(key, sizeof key, "{%s}:timeout", name);
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, key), "ZCARD %s", key), 1);
 		dl_sleep_ms(1500);
-		cr_assert_eq(dlock_semaphore_permit_check(x, id), 0, "%s: the renewed permit was lost",
+		cr_assert_eq(dlock_semaphore_check(x, id), 0, "%s: the renewed permit was lost",
 				name);
 		dl_pass(dlock_semaphore_release_permit(x, id));
 		cr_assert_eq(rh_command_int(dl_slot_owner(cl, key), "ZCARD %s", key), 0);

@@ -185,10 +185,10 @@ Test(sentinel, locks_through_the_sentinels_skipping_a_dead_one)
 	char owner[128];
 
 	dl_owner(c, owner, sizeof owner);
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	cr_assert_eq(rh_command_int(t.data[0], "HEXISTS via-sentinel %s", owner), 1,
 			"the hold is not on the primary");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_eq(rh_command_int(t.data[0], "EXISTS via-sentinel"), 0);
 	dl_free_locks(l);
 	dl_close_clients(c);
@@ -203,14 +203,14 @@ Test(sentinel, an_unknown_name_or_no_sentinel_is_a_clear_error)
 	o.connect_timeout_ms = 1000;
 	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d/nosuch",
 			rh_server_port(t.sent[1]));
-	cr_assert_eq(dlock_client_open(&c, uri, &o), DLOCK_ESERVER);
+	cr_assert_eq(dlock_client_new(&c, uri, &o), DLOCK_ESERVER);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "monitors no primary named \"nosuch\""),
 			"%s", dlock_errmsg_last());
 
 	int64_t t0 = rh_now_ms();
 	snprintf(uri, sizeof uri, "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d/" MASTER,
 			rh_free_port(), rh_free_port());
-	cr_assert_eq(dlock_client_open(&c, uri, &o), DLOCK_ECONN, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_new(&c, uri, &o), DLOCK_ECONN, "%s", dlock_errmsg_last());
 	cr_assert_not_null(
 			strstr(dlock_errmsg_last(), "no sentinel named the primary (2 of 2 asked)"),
 			"%s", dlock_errmsg_last());
@@ -228,7 +228,7 @@ Test(sentinel, sentinel_failover_hands_the_lock_to_the_waiter)
 
 	dl_lost_init(&lost);
 	cr_assert_eq(dlock_lock_set_lost_cb(a, dl_on_lost, &lost), 0);
-	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	cr_assert_eq(rh_command_int(t.data[0], "WAIT 2 5000"), 2, "the hold did not replicate");
 	dl_waiter_start(&w, cb, b, 30000);
 	await_subscriber(0, "fo-cmd");
@@ -239,7 +239,7 @@ Test(sentinel, sentinel_failover_hands_the_lock_to_the_waiter)
 	int64_t t_switched = rh_now_ms();
 	/* The hold replicated: A still holds it on the new primary, and releases it there. */
 	int64_t t_unlock = rh_now_ms();
-	dl_pass(dlock_lock_unlock(a));
+	dl_pass(dlock_lock_release(a, NULL));
 	dl_waiter_join(&w);
 	cr_assert_eq(w.rc, 0, "waiter: %s", dlock_lock_errmsg(b));
 	cr_assert_eq(rh_command_int(t.data[p], "HEXISTS fo-cmd %s", w.owner), 1,
@@ -248,7 +248,7 @@ Test(sentinel, sentinel_failover_hands_the_lock_to_the_waiter)
 	cr_log_info("SENTINEL FAILOVER: switched after %lld ms; the waiter held the lock %lld ms "
 		    "after the release on the new primary",
 			(long long)(t_switched - t_failover), (long long)(w.returned - t_unlock));
-	dl_pass(dlock_lock_unlock_as(b, w.owner));
+	dl_pass(dlock_lock_release(b, w.owner));
 	dl_free_locks(a, b);
 	dl_close_clients(ca, cb);
 	dl_lost_destroy(&lost);
@@ -273,7 +273,7 @@ Test(sentinel, killed_primary_loses_the_unreplicated_hold_and_the_waiter_gets_it
 	cr_assert_eq(rh_server_pause(t.data[1]), 0);
 	cr_assert_eq(rh_server_pause(t.data[2]), 0);
 	cr_assert_eq(rh_command_int(t.data[0], "CLIENT KILL TYPE replica"), 2);
-	dl_pass(dlock_lock_lock(a, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_waiter_start(&w, cb, b, 30000);
 	await_subscriber(0, "fo-kill");
 
@@ -290,11 +290,11 @@ Test(sentinel, killed_primary_loses_the_unreplicated_hold_and_the_waiter_gets_it
 	cr_assert_eq(dl_lost_wait(&lost, rh_now_ms() + 2 * WATCHDOG_MS), 1,
 			"the holder was not told its hold is gone");
 	cr_assert_eq(lost.reason, DLOCK_LOST_GONE, "reason %d", lost.reason);
-	cr_assert_eq(dlock_lock_unlock(a), DLOCK_ELOST, "%s", dlock_lock_errmsg(a));
+	cr_assert_eq(dlock_lock_release(a, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(a));
 	cr_log_info("SIGKILL of the primary: the waiter held the lock on the new primary %lld ms "
 		    "after the kill; the old holder learned it lost after %lld ms",
 			(long long)(w.returned - t_kill), (long long)(lost.at_ms - t_kill));
-	dl_pass(dlock_lock_unlock_as(b, w.owner));
+	dl_pass(dlock_lock_release(b, w.owner));
 	dl_free_locks(a, b);
 	dl_close_clients(ca, cb);
 	dl_lost_destroy(&lost);
@@ -309,12 +309,12 @@ Test(sentinel, a_redlock_mixes_a_sentinel_primary_and_plain_servers)
 	int64_t validity = 0;
 
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "mixed", NULL, NULL));
-	dl_pass(dlock_redlock_try(&validity, rl, 0, 10000));
+	dl_pass(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000));
 	cr_assert_gt(validity, 0);
 	cr_assert_eq(rh_command_int(t.data[0], "EXISTS mixed"), 1,
 			"not held on the sentinel's primary");
 	cr_assert_eq(rh_command_int(plain[0], "EXISTS mixed"), 1);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	cr_assert_eq(rh_command_int(t.data[0], "EXISTS mixed"), 0);
 	dlock_redlock_free(rl);
 	rh_server_free(plain[0]);
@@ -350,7 +350,7 @@ Test(sentinel, a_redlock_listing_the_primary_also_by_address_is_refused)
 	int64_t validity = 0;
 
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "dup-sentinel", NULL, NULL));
-	int rc = dlock_redlock_try(&validity, rl, 0, 10000);
+	int rc = dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000);
 	const char *msg = dlock_redlock_errmsg(rl);
 	cr_assert_eq(rc, DLOCK_EDUPLICATE, "rc %d (%s): %s", rc, dlock_strerror(rc), msg);
 	cr_assert(strstr(msg, sentinel_label) != NULL && strstr(msg, label) != NULL,
@@ -409,11 +409,11 @@ Test(sentinel, sentinels_with_their_own_password)
 
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_client *c = NULL;
-	cr_assert_eq(dlock_client_open(&c, uri, &o), DLOCK_EAUTH, "%s", dlock_errmsg_last());
+	cr_assert_eq(dlock_client_new(&c, uri, &o), DLOCK_EAUTH, "%s", dlock_errmsg_last());
 	cr_assert_not_null(strstr(dlock_errmsg_last(), "sentinel 127.0.0.1:"), "%s",
 			dlock_errmsg_last());
 	o.sentinel_password = "s3cret";
-	dl_pass(dlock_client_open(&c, uri, &o));
+	dl_pass(dlock_client_new(&c, uri, &o));
 	dl_close_clients(c);
 
 	const char *args[] = { "-n", uri, "run", "-w", "5000", "cli-sentinel", "--", "sh", "-c",

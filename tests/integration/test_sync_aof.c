@@ -121,13 +121,13 @@ Test(sync_aof, primary_and_replica_fsync_it, .timeout = 90)
 	aof_enable(replica);
 	c = aof_client(primary, 1, 5000);
 	l = dl_lock(c, "aof-ok");
-	cr_assert_eq(dlock_lock_try(l, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 30000), 0, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(synced_of(l), 1);
 	cr_assert_eq(count_on(primary, c, "aof-ok"), 1);
 	cr_assert_eq(rh_command_int(replica, "EXISTS aof-ok"), 1, "the replica has it");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(replica);
 	rh_server_free(primary);
 }
@@ -150,7 +150,7 @@ Test(sync_aof, replica_without_aof_falls_short, .timeout = 90)
 	c = aof_client(primary, 1, sync_ms);
 	l = dl_lock(c, "aof-short");
 	t0 = rh_now_ms();
-	rc = dlock_lock_try(l, 0, 30000);
+	rc = dlock_lock_acquire(l, NULL, 0, 30000);
 	took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ENOSYNC, "rc %d: %s", rc, dlock_lock_errmsg(l));
 	cr_assert_geq(took, sync_ms - 50, "gave up after %lld ms", (long long)took);
@@ -161,7 +161,7 @@ Test(sync_aof, replica_without_aof_falls_short, .timeout = 90)
 	cr_assert_eq(synced_of(l), 0);
 	cr_assert_eq(rh_command_int(primary, "EXISTS aof-short"), 0, "not rolled back");
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(replica);
 	rh_server_free(primary);
 }
@@ -170,16 +170,16 @@ static void expect_refused(rh_server *s, const char *name, const char *says)
 {
 	dlock_client *c = aof_client(s, 1, 500);
 	dlock_lock *l = dl_lock(c, name);
-	int rc = dlock_lock_try(l, 0, 30000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 30000);
 
 	cr_assert_eq(rc, DLOCK_ESERVER, "rc %d: %s", rc, dlock_lock_errmsg(l));
 	cr_assert(strstr(dlock_lock_errmsg(l), says) != NULL, "%s", dlock_lock_errmsg(l));
 	cr_assert(strstr(dlock_lock_errmsg(l), "given back") != NULL, "%s", dlock_lock_errmsg(l));
 	cr_assert_eq(rh_command_int(s, "EXISTS %s", name), 0, "not rolled back");
 	/* A wait does not ride a refusal out. */
-	cr_assert_eq(dlock_lock_try(l, 2000, 30000), DLOCK_ESERVER, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 2000, 30000), DLOCK_ESERVER, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(sync_aof, primary_without_aof_is_refused, .timeout = 60)
@@ -211,9 +211,9 @@ Test(sync_aof, more_replicas_to_ack_than_to_fsync_is_refused, .timeout = 10)
 
 	o.sync_aof = 1;
 	o.sync_replicas = 2;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 	cr_assert_null(c);
 	o.sync_aof = -1;
 	o.sync_replicas = 0;
-	cr_assert_eq(dlock_client_open(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, "redis://127.0.0.1:1", &o), DLOCK_EINVAL);
 }

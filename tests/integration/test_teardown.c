@@ -136,9 +136,9 @@ Test(teardown, frees_in_any_order_the_last_one_frees)
 	c = dl_client(rh_server_uri(dl_srv), 0, 0);
 	l = dl_lock(c, "teardown:order");
 	dlock_client_free(c);
-	dl_pass(dlock_lock_try_as(l, "me:1", 0, 30000));
+	dl_pass(dlock_lock_acquire(l, "me:1", 0, 30000));
 	cr_assert_eq(rh_command_int(dl_srv, "HEXISTS teardown:order me:1"), 1);
-	dl_pass(dlock_lock_unlock_as(l, "me:1"));
+	dl_pass(dlock_lock_release(l, "me:1"));
 	cr_assert_eq(dl_count_threads(), threads + 1, "the client went before its lock");
 	dlock_lock_free(l);
 	WAIT_UNTIL(dl_count_threads() == threads, 5000);

@@ -136,7 +136,7 @@ static void open_fails(
 {
 	dlock_client *c = NULL;
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_client_open(&c, uri, o);
+	int rc = dlock_client_new(&c, uri, o);
 	int64_t took = rh_now_ms() - t0;
 	const char *msg = dlock_errmsg_last();
 	cr_assert_neq(rc, 0, "%s opened", uri);
@@ -152,12 +152,12 @@ Test(tls, a_lock_over_tls_is_the_same_lock)
 	dlock_client_options o = tls_options("ca.crt");
 	dlock_client *c = dl_client_opts(one.uri, &o);
 	dlock_lock *l = dl_lock(c, "over-tls");
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	char owner[128];
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(rh_command_int(one.srv, "HEXISTS over-tls %s", owner), 1,
 			"the hold is not on the server");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	/* A plain client of the same server shares the lock. */
 	dlock_client *plain = dl_client(rh_server_uri(one.srv), 2000, 30000);
 	dlock_lock *other = dl_lock(plain, "over-tls");
@@ -239,7 +239,7 @@ Test(tls, an_address_the_certificate_lacks_points_to_its_name)
 	o.tls_server_name = "redis.internal";
 	dlock_client *c = dl_client_opts(named.uri, &o);
 	dl_pass(dlock_client_ping(c));
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_server_free(named.srv);
 }
 
@@ -249,7 +249,7 @@ Test(tls, a_name_in_the_certificate_is_accepted)
 	o.tls_server_name = "localhost";
 	dlock_client *c = dl_client_opts(one.uri, &o);
 	dl_pass(dlock_client_ping(c));
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(tls, insecure_skips_verification)
@@ -258,7 +258,7 @@ Test(tls, insecure_skips_verification)
 	o.tls_insecure = 1;
 	dlock_client *c = dl_client_opts(one.uri, &o);
 	dl_pass(dlock_client_ping(c));
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(tls, an_expired_certificate_is_refused)
@@ -279,16 +279,16 @@ Test(tls, mutual_tls_needs_the_client_certificate)
 	o.tls_key_file = in_dir("client.key");
 	dlock_client *c = dl_client_opts(m.uri, &o);
 	dlock_lock *l = dl_lock(c, "mutual");
-	dl_pass(dlock_lock_lock(l, 10000));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	/* Without it the server refuses, after the client's side of the
 	 * handshake is done (TLS 1.3): the first command's reply says so. */
 	dlock_client_options bare = tls_options("ca.crt");
 	dlock_client *nc = NULL;
-	int rc = dlock_client_open(&nc, m.uri, &bare);
+	int rc = dlock_client_new(&nc, m.uri, &bare);
 	cr_assert_eq(rc, DLOCK_ECONN, "rc %d: %s", rc, dlock_errmsg_last());
 	cr_assert(strstr(dlock_errmsg_last(), "client certificate"), "%s", dlock_errmsg_last());
 	rh_server_free(m.srv);
@@ -298,7 +298,7 @@ Test(tls, a_missing_ca_file_fails_at_open_naming_it)
 {
 	dlock_client_options o = tls_options("no-such-ca.crt");
 	dlock_client *c = NULL;
-	cr_assert_eq(dlock_client_open(&c, one.uri, &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_client_new(&c, one.uri, &o), DLOCK_EINVAL);
 	cr_assert(strstr(dlock_errmsg_last(), "no-such-ca.crt"), "%s", dlock_errmsg_last());
 }
 
@@ -378,7 +378,7 @@ Test(tls, a_stalled_handshake_costs_the_connect_timeout)
 	o.connect_timeout_ms = 300;
 	int64_t t0 = rh_now_ms();
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, uri, &o);
+	int rc = dlock_client_new(&c, uri, &o);
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(rc, DLOCK_ETIMEDOUT, "rc %d: %s", rc, dlock_errmsg_last());
 	cr_assert(strstr(dlock_errmsg_last(), "TLS handshake"), "%s", dlock_errmsg_last());
@@ -402,18 +402,18 @@ Test(tls, a_redlock_over_tls_servers)
 	dlock_redlock *rl = NULL;
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "tls-red", &o, NULL));
 	int64_t validity = 0;
-	cr_assert_eq(dlock_redlock_try(&validity, rl, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rh_command_int(s[i].srv, "EXISTS tls-red"), 1, "not held on server %d",
 				i);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 
 	rh_server_pause(s[2].srv);
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(dlock_redlock_try(&validity, rl, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert(rh_now_ms() - t0 < 2000, "a paused TLS member cost %lld ms",
 			(long long)(rh_now_ms() - t0));
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	rh_server_resume(s[2].srv);
 	dlock_redlock_free(rl);
 	for (int i = 0; i < 3; i++)

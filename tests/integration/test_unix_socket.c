@@ -54,12 +54,12 @@ Test(unix_socket, a_lock_over_a_unix_socket_is_the_same_lock)
 	cr_assert_str_eq(dlock_client_node(c), label);
 
 	dlock_lock *l = dl_lock(c, "over-unix");
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	char owner[128];
 	dl_owner(c, owner, sizeof owner);
 	cr_assert_eq(rh_command_int(srv, "HEXISTS over-unix %s", owner), 1,
 			"the hold is not on the server the TCP port reaches");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	/* A TCP client of the same server shares the lock. */
 	dlock_client *tcp = dl_client(rh_server_uri(srv), 2000, 30000);
 	dlock_lock *other = dl_lock(tcp, "over-unix");
@@ -74,16 +74,16 @@ Test(unix_socket, the_db_query_selects_the_database)
 	snprintf(with_db, sizeof with_db, "%s?db=5", uri);
 	dlock_client *c = dl_client(with_db, 2000, 30000);
 	dlock_lock *l = dl_lock(c, "in-db-5");
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	cr_assert_eq(rh_command_int(srv, "EXISTS in-db-5"), 0, "the lock landed in db 0");
 	redisReply *r = rh_command(srv, "SELECT 5");
 	freeReplyObject(r);
 	cr_assert_eq(rh_command_int(srv, "EXISTS in-db-5"), 1, "the lock is not in db 5");
 	r = rh_command(srv, "SELECT 0");
 	freeReplyObject(r);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 /* A waiter on the socket wakes from a TCP client's unlock (pub/sub over both). */
@@ -102,7 +102,7 @@ Test(unix_socket, a_missing_socket_is_a_connection_error_naming_it)
 	char missing[300];
 	snprintf(missing, sizeof missing, "unix://%s/nobody.sock", dir);
 	dlock_client *c = NULL;
-	int rc = dlock_client_open(&c, missing, NULL);
+	int rc = dlock_client_new(&c, missing, NULL);
 	cr_assert_eq(rc, DLOCK_ECONN, "rc %d", rc);
 	const char *msg = dlock_errmsg_last();
 	cr_assert(strstr(msg, "nobody.sock") && strstr(msg, "No such file"),
@@ -127,12 +127,12 @@ Test(unix_socket, a_redlock_mixes_unix_and_tcp_members)
 	dlock_redlock *rl = NULL;
 	dl_pass(dlock_redlock_new_from_uris(&rl, uris, 3, "mixed", NULL, NULL));
 	int64_t validity = 0;
-	cr_assert_eq(dlock_redlock_try(&validity, rl, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
+	cr_assert_eq(dl_redlock_acquire_v(&validity, rl, NULL, 0, 10000), 0, "%s", dlock_redlock_errmsg(rl));
 	cr_assert_eq(rh_command_int(srv, "EXISTS mixed"), 1, "not held over the socket");
 	cr_assert_eq(rh_command_int(tcp[0], "EXISTS mixed") +
 					rh_command_int(tcp[1], "EXISTS mixed"),
 			2);
-	dl_pass(dlock_redlock_unlock(rl));
+	dl_pass(dlock_redlock_release(rl, NULL));
 	cr_assert_eq(rh_command_int(srv, "EXISTS mixed"), 0);
 	dlock_redlock_free(rl);
 	rh_server_free(tcp[0]);
@@ -152,10 +152,10 @@ Test(unix_socket, auth_over_the_socket, .init = start_with_password)
 	snprintf(bad, sizeof bad, "unix://:wrong@%s", sock);
 	dlock_client *c = dl_client(good, 2000, 30000);
 	dl_pass(dlock_client_ping(c));
-	dlock_client_close(c);
+	dlock_client_free(c);
 
 	c = NULL;
-	int rc = dlock_client_open(&c, bad, NULL);
+	int rc = dlock_client_new(&c, bad, NULL);
 	cr_assert_eq(rc, DLOCK_EAUTH, "rc %d", rc);
 	cr_assert_not_null(strstr(dlock_errmsg_last(), sock), "%s", dlock_errmsg_last());
 	cr_assert_null(strstr(dlock_errmsg_last(), "wrong"), "the password leaked: %s",
@@ -181,7 +181,7 @@ Test(unix_socket, status_table_stays_aligned_with_a_long_socket_path)
 	dlock_lock *l = dl_lock(c, "aligned");
 	proc *p;
 
-	dl_pass(dlock_lock_lock(l, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000));
 	p = DLOCK("-n", uri, "status", "aligned");
 	EXPECT_STATUS(p, 0);
 	cr_expect_gt(strlen(sock), 24, "the socket path is too short to test this: %s", sock);
@@ -189,7 +189,7 @@ Test(unix_socket, status_table_stays_aligned_with_a_long_socket_path)
 	cr_expect_eq(column_of(p->out, "OWNER"), column_of(p->out, dlock_client_id(c)), "%s",
 			p->out);
 	proc_free(p);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }

@@ -69,6 +69,6 @@ void io_call_unlock(io_call *c, dlock_client *client, dlock_lock *l)
 {
 	char owner[128];
 	cr_assert_eq(dlock_client_owner(owner, client, c->thread_id), 0);
-	int rc = dlock_lock_unlock_as(l, owner);
+	int rc = dlock_lock_release(l, owner);
 	cr_assert_eq(rc, 0, "unlock as %s: %s", owner, dlock_lock_errmsg(l));
 }

@@ -23,7 +23,7 @@
 /* A waiter blocked long enough to be subscribed and queued. */
 #define IO_SETTLE_MS 400
 
-/* A call on its own thread, e.g. dlock_lock_lock(). */
+/* A call on its own thread, e.g. dlock_lock_acquire(). */
 typedef struct io_call {
 	int (*fn)(void *arg);
 	void *arg;

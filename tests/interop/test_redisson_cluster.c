@@ -43,7 +43,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	rh_cluster_free(cl);
 	cl = NULL;
 }
@@ -192,7 +192,7 @@ static double wake(const char *what, const char *name, int64_t from_ns, int64_t 
 
 static int lock_watchdog(void *l)
 {
-	return dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG);
+	return dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG);
 }
 
 Test(redisson_cluster, redissons_unlock_wakes_a_dlock_waiter_on_every_shard)
@@ -210,7 +210,7 @@ Test(redisson_cluster, redissons_unlock_wakes_a_dlock_waiter_on_every_shard)
 		jp_ok(peer, &r, "w1", "lock rlock %s -1", name);
 		cr_assert_eq(rh_command_int(at, "HEXISTS %s %s", name, java_owner), 1,
 				"Redisson's hold of %s is not on the node serving its slot", name);
-		cr_assert_eq(dlock_lock_try(l, 0, 1000), DLOCK_ENOTACQUIRED,
+		cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 1000), DLOCK_ENOTACQUIRED,
 				"dlock took %s from Redisson", name);
 		cr_assert_eq(numsub(at, "SHARDNUMSUB", channel), 0, "a listener before the waiter");
 
@@ -255,7 +255,7 @@ Test(redisson_cluster, dlocks_unlock_wakes_a_redisson_waiter_on_every_shard)
 		rh_server *at = dl_slot_owner(cl, name);
 		channel_of(channel, sizeof channel, name);
 
-		dl_pass(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG));
+		dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 		cr_assert_eq(rh_command_int(at, "HEXISTS %s %s", name, c_owner), 1,
 				"dlock's hold of %s is not on the node serving its slot", name);
 		cr_assert_str_eq(jp_ok(peer, &r, "w1", "try rlock %s 0 -1", name), "false",
@@ -274,7 +274,7 @@ Test(redisson_cluster, dlocks_unlock_wakes_a_redisson_waiter_on_every_shard)
 		published before;
 		published_now(&before);
 		int64_t unlocked = jp_now_ns();
-		dl_pass(dlock_lock_unlock(l));
+		dl_pass(dlock_lock_release(l, NULL));
 		jp_wait(peer, seq, &r);
 		cr_assert(r.ok, "Redisson's tryLock failed: %s", r.value);
 		cr_assert_str_eq(r.value, "true", "Redisson's tryLock of %s gave up", name);

@@ -35,7 +35,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -50,7 +50,7 @@ static void cluster_setup(void)
 static void cluster_teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	rh_cluster_free(cl);
 	cl = NULL;
 }
@@ -85,7 +85,7 @@ static long java_awaits(const char *worker, const char *name)
 static int64_t c_count(dlock_countdown *l)
 {
 	int64_t n = -1;
-	dl_pass(dlock_countdown_get_count(&n, l));
+	dl_pass(dlock_countdown_count(&n, l));
 	return n;
 }
 

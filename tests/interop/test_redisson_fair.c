@@ -31,7 +31,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -103,7 +103,7 @@ typedef struct waiter {
 static int c_try(void *arg)
 {
 	waiter *w = arg;
-	return dlock_lock_try(w->l, w->wait_ms, IO_LONG_LEASE_MS);
+	return dlock_lock_acquire(w->l, NULL, w->wait_ms, IO_LONG_LEASE_MS);
 }
 
 /* Queue w as the position-th waiter. */
@@ -180,7 +180,7 @@ static int64_t release(waiter *w)
 Test(redisson_fair, waiters_are_served_in_order_across_languages)
 {
 	dlock_lock *l = fair_lock();
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	waiter ws[] = { { .java_worker = "w1" }, { 0 }, { .java_worker = "w2" }, { 0 } };
 	size_t n = sizeof ws / sizeof ws[0];
 	for (size_t i = 0; i < n; i++) {
@@ -190,7 +190,7 @@ Test(redisson_fair, waiters_are_served_in_order_across_languages)
 	}
 
 	int64_t released = jp_now_ns();
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	for (size_t i = 0; i < n; i++) {
 		int64_t at = takes_it(&ws[i], 10000, "the next waiter was not served next");
 		for (size_t j = i + 1; j < n; j++)
@@ -250,7 +250,7 @@ static void redisson_holder_releases(void)
 
 static void dlock_holder_releases(void)
 {
-	dl_pass(dlock_lock_unlock(holder_lock));
+	dl_pass(dlock_lock_release(holder_lock, NULL));
 }
 
 Test(redisson_fair, a_dlock_waiter_that_gives_up_shrinks_redissons_deadline)
@@ -266,7 +266,7 @@ Test(redisson_fair, a_dlock_waiter_that_gives_up_shrinks_redissons_deadline)
 Test(redisson_fair, a_redisson_waiter_that_gives_up_shrinks_dlocks_deadline)
 {
 	holder_lock = fair_lock();
-	dl_pass(dlock_lock_lock(holder_lock, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(holder_lock, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	waiter a = { .java_worker = "w1" }, b = { .l = holder_lock };
 	gives_up_and_shrinks(&a, &b, dlock_holder_releases);
 	dlock_lock_free(holder_lock);
@@ -295,7 +295,7 @@ static int64_t dlock_forces(void)
 {
 	int deleted = 0;
 	int64_t start = jp_now_ns();
-	dl_pass(dlock_lock_force_unlock(&deleted, holder_lock));
+	dl_pass(dlock_lock_force_release(&deleted, holder_lock));
 	cr_assert_eq(deleted, 1);
 	return start;
 }
@@ -313,7 +313,7 @@ Test(redisson_fair, redissons_force_unlock_wakes_dlocks_head_waiter)
 Test(redisson_fair, dlocks_force_unlock_wakes_redissons_head_waiter)
 {
 	holder_lock = fair_lock();
-	dl_pass(dlock_lock_lock(holder_lock, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(holder_lock, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	waiter head = { .java_worker = "w1" };
 	force_wakes_head(&head, dlock_forces, "fair forceUnlock wake-up, dlock -> Redisson");
 	dlock_lock_free(holder_lock);
@@ -328,7 +328,7 @@ static int64_t dlock_plain_handle_forces(void)
 	int deleted = 0;
 	dl_pass(dlock_lock_new(&plain, cli, "fair", NULL));
 	int64_t start = jp_now_ns();
-	dl_pass(dlock_lock_force_unlock(&deleted, plain));
+	dl_pass(dlock_lock_force_release(&deleted, plain));
 	cr_assert_eq(deleted, 1);
 	dlock_lock_free(plain);
 	return start;
@@ -397,8 +397,8 @@ static int64_t java_token(void)
 static int64_t dlock_token(dlock_lock *l)
 {
 	int64_t token = 0;
-	dl_pass(dlock_lock_try_fenced(&token, l, NULL, 0, 10000));
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_acquire_fenced(&token, l, NULL, 0, 10000));
+	dl_pass(dlock_lock_release(l, NULL));
 	return token;
 }
 

@@ -60,7 +60,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -136,7 +136,7 @@ static void c_rwlock(c_worker *w)
 		int write = (int)(rand_r(&w->seed) % 100) < WRITE_PERCENT;
 		dlock_lock *l = half[write];
 
-		w->rc = dlock_lock_lock(l, 10000);
+		w->rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 10000);
 		if (w->rc) {
 			snprintf(w->err, sizeof w->err, "lock: %s", dlock_lock_errmsg(l));
 			break;
@@ -144,7 +144,7 @@ static void c_rwlock(c_worker *w)
 		int64_t begin = jp_now_ns();
 		dl_sleep_ms(hold_ms(&w->seed));
 		int64_t end = jp_now_ns();
-		w->rc = dlock_lock_unlock(l);
+		w->rc = dlock_lock_release(l, NULL);
 		if (w->rc) {
 			snprintf(w->err, sizeof w->err, "unlock: %s", dlock_lock_errmsg(l));
 			break;
@@ -456,12 +456,12 @@ Test(redisson_mixed, a_killed_java_writer_s_lock_comes_back_to_dlock_by_its_leas
 	jp_ok(peer, &r, "w1", "lock write crash-rw-j %d", CRASH_LEASE_MS);
 	jp_kill(peer);
 	peer = NULL;
-	cr_assert_eq(dlock_lock_try(l, 0, 10000), DLOCK_ENOTACQUIRED,
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 10000), DLOCK_ENOTACQUIRED,
 			"dlock took the write lock of a Redisson holder before its lease ended");
-	dl_pass(dlock_lock_try(l, 15000, 10000));
+	dl_pass(dlock_lock_acquire(l, NULL, 15000, 10000));
 	reclaimed("RReadWriteLock write, killed Redisson holder -> dlock waiter", version,
 			r.t_start_ns, r.t_end_ns, jp_now_ns());
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 }
 
@@ -500,7 +500,7 @@ Test(redisson_mixed, a_freed_dlock_client_s_write_lock_comes_back_to_java_by_its
 	o.kind = DLOCK_LOCK_WRITE;
 	dl_pass(dlock_lock_new(&l, c, "crash-rw-c", &o));
 	int64_t t0 = jp_now_ns();
-	dl_pass(dlock_lock_lock(l, CRASH_LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, CRASH_LEASE_MS));
 	int64_t t1 = jp_now_ns();
 	dlock_lock_free(l);
 	dlock_client_free(c);

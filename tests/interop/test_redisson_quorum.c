@@ -38,7 +38,7 @@ static void teardown(void)
 	jp_stop(peer);
 	for (int i = 0; i < N; i++) {
 		dlock_lock_free(member[i]);
-		dlock_client_close(cli[i]);
+		dlock_client_free(cli[i]);
 		rh_server_free(srv[i]);
 	}
 }
@@ -76,14 +76,9 @@ static const char *quorum_errmsg(const quorum_lock *q)
 
 static int quorum_try(quorum_lock *q, int64_t wait_ms)
 {
-	int64_t validity = 0;
-	if (q->multi && q->owner)
-		return dlock_multilock_try_as(q->multi, q->owner, wait_ms, IO_LONG_LEASE_MS);
 	if (q->multi)
-		return dlock_multilock_try(q->multi, wait_ms, IO_LONG_LEASE_MS);
-	if (q->owner)
-		return dlock_redlock_try_as(&validity, q->red, q->owner, wait_ms, IO_LONG_LEASE_MS);
-	return dlock_redlock_try(&validity, q->red, wait_ms, IO_LONG_LEASE_MS);
+		return dlock_multilock_acquire(q->multi, q->owner, wait_ms, IO_LONG_LEASE_MS);
+	return dlock_redlock_acquire(q->red, q->owner, wait_ms, IO_LONG_LEASE_MS);
 }
 
 static int quorum_lock_long(void *q)
@@ -94,9 +89,9 @@ static int quorum_lock_long(void *q)
 static int quorum_unlock(quorum_lock *q)
 {
 	if (q->multi)
-		return q->owner ? dlock_multilock_unlock_as(q->multi, q->owner)
-				: dlock_multilock_unlock(q->multi);
-	return q->owner ? dlock_redlock_unlock_as(q->red, q->owner) : dlock_redlock_unlock(q->red);
+		return q->owner ? dlock_multilock_release(q->multi, q->owner)
+				: dlock_multilock_release(q->multi, NULL);
+	return q->owner ? dlock_redlock_release(q->red, q->owner) : dlock_redlock_release(q->red, NULL);
 }
 
 /* How many servers still have the key. */

@@ -29,7 +29,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -39,7 +39,7 @@ TestSuite(redisson_rlock, .init = setup, .fini = teardown, .timeout = 180);
 
 static int lock_long(void *l)
 {
-	return dlock_lock_lock(l, IO_LONG_LEASE_MS);
+	return dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS);
 }
 
 /* Start a C waiter on l and check that it really waits. */
@@ -64,7 +64,7 @@ static long java_waits(const char *worker, const char *kind, const char *name)
 static int64_t c_unlock_timed(dlock_lock *l)
 {
 	int64_t start = jp_now_ns();
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	return start;
 }
 
@@ -81,7 +81,7 @@ static void java_unlock_wakes_c(const char *name, const char *what)
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, name);
 	jp_ok(peer, &r, "w1", "lock rlock %s %d", name, IO_LONG_LEASE_MS);
-	cr_assert_eq(dlock_lock_try(l, 0, 1000), DLOCK_ENOTACQUIRED,
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 1000), DLOCK_ENOTACQUIRED,
 			"dlock took \"%s\" from Redisson", name);
 	io_call w;
 	c_waits(&w, l);
@@ -98,7 +98,7 @@ static void c_unlock_wakes_java(const char *name, const char *what)
 {
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, name);
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "try rlock %s 0 -1", name), "false");
 	long seq = java_waits("w1", "rlock", name);
 	int64_t unlocked = c_unlock_timed(l);
@@ -135,7 +135,7 @@ Test(redisson_rlock, baseline_wake_ups_within_each_language)
 	jp_ok(peer, &r, "w2", "unlock rlock base");
 
 	dlock_lock *l = dl_lock(cli, "base");
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	io_call w;
 	c_waits(&w, l);
 	unlocked = c_unlock_timed(l);
@@ -171,14 +171,14 @@ Test(redisson_rlock, redisson_reentry_counts_are_dlocks_counts)
 	snprintf(owner, sizeof owner, "%s", jp_ok(peer, &r, "w1", "owner"));
 
 	int64_t n = 0;
-	dl_pass(dlock_lock_hold_count_as(&n, l, owner));
+	dl_pass(dlock_lock_hold_count(&n, l, owner));
 	cr_assert_eq(n, 2, "dlock reads Redisson's hold count as %" PRId64, n);
 	/* dlock re-entering as Redisson's owner adds to the same count. */
-	dl_pass(dlock_lock_try_as(l, owner, 0, -1));
+	dl_pass(dlock_lock_acquire(l, owner, 0, -1));
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "count rlock reentrant"), "3");
 
 	jp_ok(peer, &r, "w1", "unlock rlock reentrant");
-	dl_pass(dlock_lock_hold_count_as(&n, l, owner));
+	dl_pass(dlock_lock_hold_count(&n, l, owner));
 	cr_assert_eq(n, 2);
 	jp_ok(peer, &r, "w1", "unlock rlock reentrant");
 	jp_ok(peer, &r, "w1", "unlock rlock reentrant");
@@ -193,16 +193,16 @@ Test(redisson_rlock, dlock_reentry_holds_until_the_last_unlock)
 {
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, "reentrant");
-	dl_pass(dlock_lock_lock(l, -1));
-	dl_pass(dlock_lock_lock(l, -1));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, -1));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, -1));
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "locked rlock reentrant"), "true");
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "held rlock reentrant"), "false");
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "count rlock reentrant"), "0");
 
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "try rlock reentrant 0 -1"), "false",
 			"Redisson got in after the first of two dlock unlocks");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "try rlock reentrant 0 -1"), "true");
 	jp_ok(peer, &r, "w1", "unlock rlock reentrant");
 	dlock_lock_free(l);
@@ -219,7 +219,7 @@ Test(redisson_rlock, redisson_force_unlock_wakes_dlock_and_the_holder_learns)
 	dl_lost_init(&lost);
 	dlock_lock *holder = dl_lock(cli, "forced");
 	dl_pass(dlock_lock_set_lost_cb(holder, dl_on_lost, &lost));
-	dl_pass(dlock_lock_lock(holder, -1));
+	dl_pass(dlock_lock_acquire(holder, NULL, DLOCK_WAIT_FOREVER, -1));
 
 	dlock_client *other = dl_client(rh_server_uri(dl_srv), 5000, WATCHDOG_MS);
 	dlock_lock *waiter = dl_lock(other, "forced");
@@ -240,7 +240,7 @@ Test(redisson_rlock, redisson_force_unlock_wakes_dlock_and_the_holder_learns)
 	io_call_unlock(&w, other, waiter);
 	dlock_lock_free(waiter);
 	dlock_lock_free(holder);
-	dlock_client_close(other);
+	dlock_client_free(other);
 	dl_lost_destroy(&lost);
 }
 
@@ -254,7 +254,7 @@ Test(redisson_rlock, dlock_force_unlock_wakes_redisson_and_the_holder_learns)
 	dlock_lock *l = dl_lock(cli, "forced");
 	int deleted = 0;
 	int64_t forced = jp_now_ns();
-	dl_pass(dlock_lock_force_unlock(&deleted, l));
+	dl_pass(dlock_lock_force_release(&deleted, l));
 	cr_assert_eq(deleted, 1);
 	jp_wait(peer, seq, &r);
 	cr_assert(r.ok, "Redisson's waiter failed: %s", r.value);
@@ -290,10 +290,10 @@ Test(redisson_rlock, a_redisson_lease_expires_for_dlock)
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, "leased");
 	jp_ok(peer, &r, "w1", "lock rlock leased 1000");
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	assert_after_lease(r.t_start_ns, r.t_end_ns, jp_now_ns(), 1000,
 			"RLock lease expiry, Redisson -> dlock");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 }
 
@@ -302,7 +302,7 @@ Test(redisson_rlock, a_dlock_lease_expires_for_redisson)
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, "leased");
 	int64_t t_start = jp_now_ns();
-	dl_pass(dlock_lock_lock(l, 1000));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 1000));
 	int64_t t_end = jp_now_ns();
 	jp_ok(peer, &r, "w1", "lock rlock leased -1");
 	assert_after_lease(
@@ -330,7 +330,7 @@ static void kept_out_past_three_watchdogs(int (*other_gets_in)(void *), void *ar
 
 static int dlock_gets_in(void *l)
 {
-	int rc = dlock_lock_try(l, 0, 1000);
+	int rc = dlock_lock_acquire(l, NULL, 0, 1000);
 	cr_assert(rc == 0 || rc == DLOCK_ENOTACQUIRED, "%s", dlock_lock_errmsg(l));
 	return rc == 0;
 }
@@ -350,7 +350,7 @@ Test(redisson_rlock, redissons_watchdog_holds_past_three_timeouts)
 	kept_out_past_three_watchdogs(dlock_gets_in, l);
 	jp_ok(peer, &r, "w1", "unlock rlock watched");
 	cr_assert(dlock_gets_in(l), "Redisson's unlock did not free the lock");
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	dlock_lock_free(l);
 }
 
@@ -358,9 +358,9 @@ Test(redisson_rlock, dlocks_watchdog_holds_past_three_timeouts)
 {
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, "watched");
-	dl_pass(dlock_lock_lock(l, -1));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, -1));
 	kept_out_past_three_watchdogs(redisson_gets_in, NULL);
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	cr_assert(redisson_gets_in(NULL), "dlock's unlock did not free the lock");
 	jp_ok(peer, &r, "w2", "unlock rlock watched");
 	dlock_lock_free(l);
@@ -378,20 +378,20 @@ Test(redisson_rlock, redissons_read_lock_co_acquires_and_drops_an_rlock_hold)
 {
 	jp_reply r;
 	dlock_lock *l = dl_lock(cli, "shared-name");
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	const char *read = jp_ok(peer, &r, "w1", "try read shared-name 0 5000");
 	cr_assert_str_eq(read, "true",
 			"Redisson's read lock no longer co-acquires an RLock's name: "
 			"update docs/redisson.md");
 	int held = 0;
-	dl_pass(dlock_lock_is_held(&held, l));
+	dl_pass(dlock_lock_is_held(&held, l, NULL));
 	cr_assert_eq(held, 1, "dlock's hold is gone beside Redisson's read lock");
 
 	jp_ok(peer, &r, "w1", "unlock read shared-name");
-	dl_pass(dlock_lock_is_held(&held, l));
+	dl_pass(dlock_lock_is_held(&held, l, NULL));
 	cr_assert_eq(held, 0,
 			"Redisson's read unlock no longer drops the RLock hold: update "
 			"docs/redisson.md");
-	cr_assert_eq(dlock_lock_unlock(l), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
+	cr_assert_eq(dlock_lock_release(l, NULL), DLOCK_ELOST, "%s", dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 }

@@ -33,7 +33,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -49,7 +49,7 @@ static dlock_lock *half(const char *name, dlock_lock_kind kind)
 
 static int lock_long(void *l)
 {
-	return dlock_lock_lock(l, IO_LONG_LEASE_MS);
+	return dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS);
 }
 
 /* Start a C waiter on l and check that it really waits. */
@@ -90,7 +90,7 @@ static void java_unlock_wakes_c(const char *name, const char *jkind, dlock_lock_
 	io_call w;
 
 	jp_ok(peer, &r, "w1", "lock %s %s %d", jkind, name, IO_LONG_LEASE_MS);
-	cr_assert_eq(dlock_lock_try(l, 0, 1000), DLOCK_ENOTACQUIRED,
+	cr_assert_eq(dlock_lock_acquire(l, NULL, 0, 1000), DLOCK_ENOTACQUIRED,
 			"dlock took \"%s\" from a Redisson %s lock", name, jkind);
 	c_waits(&w, l);
 	jp_ok(peer, &r, "w1", "unlock %s %s", jkind, name);
@@ -110,11 +110,11 @@ static void c_unlock_wakes_java(const char *name, dlock_lock_kind ckind, const c
 	int64_t unlocked;
 	long seq;
 
-	dl_pass(dlock_lock_lock(l, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "try %s %s 0 -1", jkind, name), "false");
 	seq = java_waits("w1", jkind, name);
 	unlocked = jp_now_ns();
-	dl_pass(dlock_lock_unlock(l));
+	dl_pass(dlock_lock_release(l, NULL));
 	jp_wait(peer, seq, &r);
 	cr_assert(r.ok, "Redisson's lock failed: %s", r.value);
 	io_wake(peer, what, unlocked, r.t_end_ns);
@@ -157,24 +157,24 @@ Test(redisson_rwlock, java_and_dlock_readers_hold_together_and_keep_writers_out)
 
 	snprintf(java_owner, sizeof java_owner, "%s", jp_ok(peer, &rep, "w1", "owner"));
 	jp_ok(peer, &rep, "w1", "lock read rw-share %d", IO_LONG_LEASE_MS);
-	dl_pass(dlock_lock_lock(r, IO_LONG_LEASE_MS));
+	dl_pass(dlock_lock_acquire(r, NULL, DLOCK_WAIT_FOREVER, IO_LONG_LEASE_MS));
 	cr_assert_eq(rh_command_int(dl_srv, "HLEN rw-share"), 3, "mode and two readers");
 	cr_assert_str_eq(jp_ok(peer, &rep, "w1", "count read rw-share"), "1");
-	dl_pass(dlock_lock_hold_count(&n, r));
+	dl_pass(dlock_lock_hold_count(&n, r, NULL));
 	cr_assert_eq(n, 1);
 	cr_assert_gt(timeout_pttl("rw-share", java_owner, 1), 0, "Redisson's timeout key");
 	/* Writers of either language are kept out; a Java thread that reads
 	 * only would wait for itself in Redisson, so another worker asks. */
 	cr_assert_str_eq(jp_ok(peer, &rep, "w2", "try write rw-share 0 -1"), "false");
 	cr_assert_str_eq(jp_ok(peer, &rep, "w2", "locked read rw-share"), "true");
-	cr_assert_eq(dlock_lock_try_as(w, "another", 0, 1000), DLOCK_ENOTACQUIRED);
+	cr_assert_eq(dlock_lock_acquire(w, "another", 0, 1000), DLOCK_ENOTACQUIRED);
 	/* Redisson's unlock leaves dlock's hold, and the reverse. */
 	jp_ok(peer, &rep, "w1", "unlock read rw-share");
 	cr_assert_eq(rh_command_int(dl_srv, "HEXISTS rw-share %s", java_owner), 0);
 	cr_assert_eq(dlock_lock_check(r, NULL), 0);
 	cr_assert_gt(rh_command_int(dl_srv, "PTTL rw-share"), 0);
 	jp_ok(peer, &rep, "w1", "lock read rw-share %d", IO_LONG_LEASE_MS);
-	dl_pass(dlock_lock_unlock(r));
+	dl_pass(dlock_lock_release(r, NULL));
 	cr_assert_str_eq(jp_ok(peer, &rep, "w1", "held read rw-share"), "true");
 	jp_ok(peer, &rep, "w1", "unlock read rw-share");
 	assert_absent("rw-share");
@@ -192,7 +192,7 @@ Test(redisson_rwlock, each_sides_watchdog_renews_its_read_hold_without_disturbin
 	snprintf(java_owner, sizeof java_owner, "%s", jp_ok(peer, &rep, "w1", "owner"));
 	dl_owner(cli, c_owner, sizeof c_owner);
 	jp_ok(peer, &rep, "w1", "lock read rw-dog -1"); /* Redisson's watchdog */
-	dl_pass(dlock_lock_lock(r, DLOCK_LEASE_WATCHDOG));
+	dl_pass(dlock_lock_acquire(r, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG));
 	dl_sleep_ms(3 * WATCHDOG_MS + 500);
 	jt = timeout_pttl("rw-dog", java_owner, 1);
 	ct = timeout_pttl("rw-dog", c_owner, 1);
@@ -212,11 +212,11 @@ Test(redisson_rwlock, each_sides_watchdog_renews_its_read_hold_without_disturbin
 
 	/* And the reverse: Redisson's hold lives on after dlock leaves. */
 	jp_ok(peer, &rep, "w1", "lock read rw-dog -1");
-	dl_pass(dlock_lock_unlock(r));
+	dl_pass(dlock_lock_release(r, NULL));
 	dl_sleep_ms(2 * WATCHDOG_MS);
 	cr_assert_gt(timeout_pttl("rw-dog", java_owner, 1), 0);
 	cr_assert_str_eq(jp_ok(peer, &rep, "w1", "held read rw-dog"), "true");
-	cr_assert_eq(dlock_lock_try_as(w, "x", 0, 1000), DLOCK_ENOTACQUIRED);
+	cr_assert_eq(dlock_lock_acquire(w, "x", 0, 1000), DLOCK_ENOTACQUIRED);
 	jp_ok(peer, &rep, "w1", "unlock read rw-dog");
 	assert_absent("rw-dog");
 	dlock_lock_free(r);

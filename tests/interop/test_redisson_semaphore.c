@@ -28,7 +28,7 @@ static void setup(void)
 static void teardown(void)
 {
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -160,7 +160,7 @@ Test(redisson_semaphore, a_renewed_dlock_permit_stays_taken_for_java)
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "pes-tryrelease pes-renew %s", id), "false");
 	cr_assert_str_eq(jp_ok(peer, &r, "w1", "pes-avail pes-renew"), "1");
 	dlock_semaphore_free(s);
-	dlock_client_close(c);
+	dlock_client_free(c);
 }
 
 Test(redisson_semaphore, a_java_permit_release_wakes_a_dlock_waiter)

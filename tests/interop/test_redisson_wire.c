@@ -42,7 +42,7 @@ static void teardown(void)
 {
 	redisFree(messages);
 	jp_stop(peer);
-	dlock_client_close(cli);
+	dlock_client_free(cli);
 	dl_server_stop();
 }
 
@@ -192,22 +192,22 @@ typedef struct step {
 
 static int c_lock_leased(dlock_lock *l)
 {
-	return dlock_lock_lock(l, 20000);
+	return dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, 20000);
 }
 
 static int c_lock_watchdog(dlock_lock *l)
 {
-	return dlock_lock_lock(l, -1);
+	return dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, -1);
 }
 
 static int c_unlock(dlock_lock *l)
 {
-	return dlock_lock_unlock(l);
+	return dlock_lock_release(l, NULL);
 }
 
 static int c_force(dlock_lock *l)
 {
-	return dlock_lock_force_unlock(NULL, l);
+	return dlock_lock_force_release(NULL, l);
 }
 
 /* Run a step's peer command with KIND and NAME filled in. */

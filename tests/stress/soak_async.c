@@ -250,7 +250,7 @@ static void check_exclusive(soak_op *o)
 		if (p == o || p->state != HELD || dlock_lock_check(locks[n], p->owner) != 0)
 			continue;
 		overlaps++;
-		dlock_lock_validity(&left, locks[n], p->owner);
+		dlock_lock_validity_ms(&left, locks[n], p->owner);
 		h = rh_command(srv[lock_server[n]], "HGETALL %s", dlock_lock_name(locks[n]));
 		CHECK(0,
 				"%s granted to op %d (wait %" PRId64 ", lease %" PRId64 ") while op %d "
@@ -560,7 +560,7 @@ int main(void)
 		o.command_timeout_ms = CMD_TIMEOUT_MS;
 		o.connect_timeout_ms = CMD_TIMEOUT_MS;
 		o.watchdog_timeout_ms = WATCHDOG_MS;
-		if (dlock_client_open(&clients[i], rh_server_uri(srv[i]), &o) != 0) {
+		if (dlock_client_new(&clients[i], rh_server_uri(srv[i]), &o) != 0) {
 			fprintf(stderr, "open %s: %s\n", rh_server_uri(srv[i]), dlock_errmsg_last());
 			return 2;
 		}

@@ -213,7 +213,7 @@ static void explain_member_states(dlock_redlock *rl, int idx, int64_t t0, int64_
 	for (i = 0; i < dlock_redlock_size(rl); i++) {
 		dlock_member_status ms;
 
-		dlock_redlock_status(&ms, rl, i);
+		dlock_redlock_member_status(&ms, rl, i);
 		fprintf(stderr, " [%zu %s vote %d err %d state %d]", i, ms.node, (int)ms.vote,
 				ms.error, dlock_lock_check(dlock_redlock_member(rl, i), NULL));
 	}
@@ -327,9 +327,9 @@ static int64_t quorum_time_left(dlock_redlock *rl, int64_t t1_us)
 		dlock_member_status ms;
 		int64_t ttl;
 
-		if (dlock_redlock_status(&ms, rl, i) != 0 || ms.vote != DLOCK_VOTE_ACQUIRED)
+		if (dlock_redlock_member_status(&ms, rl, i) != 0 || ms.vote != DLOCK_VOTE_ACQUIRED)
 			continue;
-		if (dlock_lock_remaining_ttl(&ttl, dlock_redlock_member(rl, i)) != 0 || ttl < -2)
+		if (dlock_lock_remaining_ttl_ms(&ttl, dlock_redlock_member(rl, i)) != 0 || ttl < -2)
 			continue; /* paused or dropped meanwhile: unknown */
 		if (ttl == -1)
 			ttl = INT64_MAX / 2; /* no expiry at all */
@@ -392,8 +392,10 @@ static int worker_main(int idx)
 		}
 		atomic_store(&g_lost_flag, 0);
 		t0 = now_us();
-		rc = dlock_redlock_try_fenced(&validity, &token, rl, NULL, wait, lease);
+		rc = dlock_redlock_acquire_fenced(&token, rl, NULL, wait, lease);
 		t1 = now_us();
+		if (rc == 0 && dlock_redlock_validity_ms(&validity, rl, NULL) < 0)
+			validity = 0; /* lost already: the checks below see it */
 		elapsed = (t1 - t0) / 1000;
 		st.tries++;
 		if (elapsed - wait > st.max_overrun_ms)
@@ -471,7 +473,7 @@ static int worker_main(int idx)
 			}
 		}
 		t0 = now_us();
-		rc = dlock_redlock_unlock(rl);
+		rc = dlock_redlock_release(rl, NULL);
 		t1 = now_us();
 		elapsed = (t1 - t0) / 1000;
 		if (elapsed > st.max_unlock_ms)
@@ -493,7 +495,7 @@ static int worker_main(int idx)
 				/* What the server holds tells a surplus count from a lost answer. */
 				int64_t count = -1;
 				int qrc = dlock_lock_hold_count(
-						&count, dlock_redlock_member(rl, (size_t)i));
+						&count, dlock_redlock_member(rl, (size_t)i), NULL);
 
 				fprintf(stderr,
 						"worker %d: unlock returned %d (%s) but member %d (%s) is"

@@ -25,7 +25,7 @@
  * that a pause or kill finds some of them inside), the odd ones with a
  * lease. Each loops: acquire a permit (wait 0, or 0.1-1.5 s), a critical
  * section, release. A section works in slices while
- * dlock_semaphore_permit_check() says held and no lost callback named the
+ * dlock_semaphore_check() says held and no lost callback named the
  * permit, takes its end time, looks once more and only then logs
  * "P <begin_us> <end_us> <pid>" (CLOCK_MONOTONIC): a loss is final, so
  * the whole interval was held. A leased permit that the check still calls
@@ -254,7 +254,7 @@ static int still_held(const hold *h, int64_t slack_us)
 	int64_t t = now_us();
 
 	if (h->ph == PH_SEM) {
-		if (dlock_semaphore_permit_check(h->sem, h->id) != 0 || permit_told_lost(h->id))
+		if (dlock_semaphore_check(h->sem, h->id) != 0 || permit_told_lost(h->id))
 			return 0;
 		int64_t until = h->t0_us + (int64_t)(LEASE_MS - LEASE_MS / 100 - 2) * 1000;
 
@@ -266,7 +266,7 @@ static int still_held(const hold *h, int64_t slack_us)
 		if (atomic_load(&g_lost_flag) || dlock_lock_check(h->lock, NULL) != 0)
 			return 0;
 		if (!h->watchdog && slack_us > 0 &&
-				(dlock_lock_validity(&ms, h->lock, NULL) != 0 ||
+				(dlock_lock_validity_ms(&ms, h->lock, NULL) != 0 ||
 						ms * 1000 < slack_us))
 			return 0;
 	}
@@ -283,7 +283,7 @@ static int still_held(const hold *h, int64_t slack_us)
 /* The library's local answer, for messages and the callback check. */
 static int check_rc(const hold *h)
 {
-	return h->ph == PH_SEM ? dlock_semaphore_permit_check(h->sem, h->id)
+	return h->ph == PH_SEM ? dlock_semaphore_check(h->sem, h->id)
 			       : dlock_lock_check(h->lock, NULL);
 }
 
@@ -446,8 +446,8 @@ static int worker_main(enum phase ph, int idx)
 	co.connect_timeout_ms = CMD_TIMEOUT_MS;
 	co.watchdog_timeout_ms = WATCHDOG_MS;
 	co.lazy_connect = 1;
-	if (dlock_client_open(&client, g_uri, &co) != 0) {
-		fprintf(stderr, "worker %d: dlock_client_open: %s\n", idx, dlock_errmsg_last());
+	if (dlock_client_new(&client, g_uri, &co) != 0) {
+		fprintf(stderr, "worker %d: dlock_client_new: %s\n", idx, dlock_errmsg_last());
 		return 2;
 	}
 	if (ph == PH_SEM) {
@@ -484,7 +484,7 @@ static int worker_main(enum phase ph, int idx)
 		if (ph == PH_SEM)
 			rc = dlock_semaphore_acquire_permit(h.id, h.sem, wait, lease);
 		else
-			rc = dlock_lock_try(h.lock, wait, lease);
+			rc = dlock_lock_acquire(h.lock, NULL, wait, lease);
 		t1 = now_us();
 		h.t0_us = t0;
 		h.wait = wait;
@@ -532,7 +532,7 @@ static int worker_main(enum phase ph, int idx)
 		if (ph == PH_SEM)
 			rc = dlock_semaphore_release_permit(h.sem, h.id);
 		else
-			rc = dlock_lock_unlock(h.lock);
+			rc = dlock_lock_release(h.lock, NULL);
 		t1 = now_us();
 		elapsed = (t1 - t0) / 1000;
 		if (elapsed > st.max_release_ms)
@@ -1012,7 +1012,7 @@ static int64_t count_available(void)
 
 		close(fds[0]);
 		so.kind = DLOCK_SEMAPHORE_EXPIRABLE;
-		if (dlock_client_open(&c, g_uri, &co) != 0 ||
+		if (dlock_client_new(&c, g_uri, &co) != 0 ||
 				dlock_semaphore_new(&s, c, SEM_NAME, &so) != 0 ||
 				dlock_semaphore_available(&n, s) != 0)
 			fprintf(stderr, "count: %s\n", dlock_errmsg_last());

@@ -61,7 +61,7 @@ static dlock_client *open_client_watching(rh_server *s, int watchdog_ms, int poo
 	o.command_timeout_ms = ms(500);
 	o.connect_timeout_ms = ms(500);
 	o.pool_size = pool;
-	if (dlock_client_open(&c, rh_server_uri(s), &o) != 0) {
+	if (dlock_client_new(&c, rh_server_uri(s), &o) != 0) {
 		fprintf(stderr, "open %s: %s\n", rh_server_uri(s), dlock_errmsg_last());
 		exit(2);
 	}
@@ -114,15 +114,15 @@ static void *rlock_worker(void *arg)
 	int i;
 
 	for (i = 0; i < sh->rounds; i++) {
-		int rc = (i % 2) ? dlock_lock_lock(sh->lock, DLOCK_LEASE_WATCHDOG)
-				 : dlock_lock_try(sh->lock, 10000, 5000);
+		int rc = (i % 2) ? dlock_lock_acquire(sh->lock, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG)
+				 : dlock_lock_acquire(sh->lock, NULL, 10000, 5000);
 
 		if (rc != 0) {
 			note_error(sh, "acquire", rc, dlock_lock_errmsg(sh->lock));
 			continue;
 		}
 		section(sh);
-		if ((rc = dlock_lock_unlock(sh->lock)) != 0)
+		if ((rc = dlock_lock_release(sh->lock, NULL)) != 0)
 			note_error(sh, "unlock", rc, dlock_lock_errmsg(sh->lock));
 	}
 	return NULL;
@@ -173,7 +173,7 @@ static void scenario_shared_client(rh_server *s, int watch)
 	ok = counted_exactly(&sh, 8 * 150);
 	CHECK(rh_command_int(s, "EXISTS stress:rlock") == 0, "the lock key is left");
 	dlock_lock_free(sh.lock);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	report(watch ? "shared client, 8 threads, watchdog renewing, holds listening"
 		     : "shared client, 8 threads, watchdog renewing",
 			ok);
@@ -188,7 +188,7 @@ static void *breaker(void *arg)
 	dlock_lock *l = arg;
 
 	while (!atomic_load(&stop_breaker)) {
-		dlock_lock_force_unlock(NULL, l);
+		dlock_lock_force_release(NULL, l);
 		usleep(3000);
 	}
 	return NULL;
@@ -200,11 +200,11 @@ static void *holder_worker(void *arg)
 	int i;
 
 	for (i = 0; i < sh->rounds; i++) {
-		int rc = dlock_lock_try(sh->lock, 2000, DLOCK_LEASE_WATCHDOG);
+		int rc = dlock_lock_acquire(sh->lock, NULL, 2000, DLOCK_LEASE_WATCHDOG);
 
 		if (rc == 0) {
 			usleep(500);
-			rc = dlock_lock_unlock(sh->lock);
+			rc = dlock_lock_release(sh->lock, NULL);
 			/* A force unlock may have taken it: lost or not owner, never anything else. */
 			if (rc != 0 && rc != DLOCK_ELOST && rc != DLOCK_ENOTOWNER)
 				note_error(sh, "unlock", rc, dlock_lock_errmsg(sh->lock));
@@ -233,11 +233,11 @@ static void scenario_force_unlock(rh_server *s, int watch)
 	atomic_store(&stop_breaker, 1);
 	pthread_join(b, NULL);
 	CHECK(atomic_load(&sh.errors) == 0, "%d unexpected results", atomic_load(&sh.errors));
-	dlock_lock_force_unlock(NULL, breaker_lock);
+	dlock_lock_force_release(NULL, breaker_lock);
 	dlock_lock_free(breaker_lock);
 	dlock_lock_free(sh.lock);
-	dlock_client_close(other);
-	dlock_client_close(c);
+	dlock_client_free(other);
+	dlock_client_free(c);
 	report(watch ? "force unlocks racing holders, waiters and the watchdog, holds listening"
 		     : "force unlocks racing holders, waiters and the watchdog",
 			ok);
@@ -252,8 +252,8 @@ static void *redlock_worker(void *arg)
 
 	for (i = 0; i < sh->rounds; i++) {
 		int rc = sh->redlock
-				? dlock_redlock_try(NULL, sh->redlock, 10000, DLOCK_LEASE_WATCHDOG)
-				: dlock_multilock_try(sh->multilock, 10000, 5000);
+				? dlock_redlock_acquire(sh->redlock, NULL, 10000, DLOCK_LEASE_WATCHDOG)
+				: dlock_multilock_acquire(sh->multilock, NULL, 10000, 5000);
 
 		if (rc != 0) {
 			note_error(sh, "acquire", rc,
@@ -262,8 +262,8 @@ static void *redlock_worker(void *arg)
 			continue;
 		}
 		section(sh);
-		rc = sh->redlock ? dlock_redlock_unlock(sh->redlock)
-				 : dlock_multilock_unlock(sh->multilock);
+		rc = sh->redlock ? dlock_redlock_release(sh->redlock, NULL)
+				 : dlock_multilock_release(sh->multilock, NULL);
 		/*
 		 * A RedLock may be granted on 2 of 3 while the third still shows
 		 * the previous holder. If the server killed meanwhile was one of
@@ -335,7 +335,7 @@ static void scenario_quorum(rh_server **s)
 	dlock_multilock_free(sh.multilock);
 	for (i = 0; i < 3; i++) {
 		dlock_lock_free(m[i]);
-		dlock_client_close(c[i]);
+		dlock_client_free(c[i]);
 	}
 	report("MultiLock shared by 4 threads", ok);
 }
@@ -351,12 +351,12 @@ static void scenario_churn(rh_server *s)
 		dlock_lock *l;
 
 		dlock_lock_new(&l, c, "stress:churn", NULL);
-		CHECK(dlock_lock_lock(l, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s",
+		CHECK(dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, DLOCK_LEASE_WATCHDOG) == 0, "lock: %s",
 				dlock_lock_errmsg(l));
 		usleep(ms(15) * 1000); /* the watchdog runs (every 10 ms) */
 		/* Freed while held: renewal stops; then the client closes under it. */
 		dlock_lock_free(l);
-		dlock_client_close(c);
+		dlock_client_free(c);
 	}
 	usleep(ms(100) * 1000);
 	CHECK(rh_command_int(s, "EXISTS stress:churn") == 0, "an unrenewed hold did not expire");
@@ -386,9 +386,9 @@ static void *cluster_worker(void *arg)
 		snprintf(name, sizeof name, "stress:cl:%d:%d", a->id, i);
 		rc = dlock_lock_new(&l, a->c, name, NULL);
 		if (rc == 0)
-			rc = dlock_lock_try(l, 5000, i % 2 ? DLOCK_LEASE_WATCHDOG : 5000);
+			rc = dlock_lock_acquire(l, NULL, 5000, i % 2 ? DLOCK_LEASE_WATCHDOG : 5000);
 		if (rc == 0)
-			rc = dlock_lock_unlock(l);
+			rc = dlock_lock_release(l, NULL);
 		if (rc != 0 && atomic_fetch_add(a->errors, 1) < 3)
 			fprintf(stderr, "  %s: %s: %s\n", name, dlock_strerror(rc),
 					l ? dlock_lock_errmsg(l) : dlock_errmsg_last());
@@ -415,7 +415,7 @@ static void scenario_cluster(void)
 	o.watchdog_timeout_ms = ms(300);
 	o.command_timeout_ms = ms(1000);
 	o.connect_timeout_ms = ms(1000);
-	if (dlock_client_open(&c, rh_cluster_seed_uri(cl), &o) != 0) {
+	if (dlock_client_new(&c, rh_cluster_seed_uri(cl), &o) != 0) {
 		fprintf(stderr, "open cluster: %s\n", dlock_errmsg_last());
 		exit(2);
 	}
@@ -433,7 +433,7 @@ static void scenario_cluster(void)
 	run_threads(rlock_worker, &sh, 8);
 	ok = counted_exactly(&sh, 8 * 40) && ok;
 	dlock_lock_free(sh.lock);
-	dlock_client_close(c);
+	dlock_client_free(c);
 	rh_cluster_free(cl);
 	report("cluster client, 8 threads over every shard", ok);
 }

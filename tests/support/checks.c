@@ -27,10 +27,10 @@ int64_t dl_assert_try(dlock_lock *l, int64_t wait_ms, int64_t lease_ms, int want
 {
 	char call[96];
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_lock_try(l, wait_ms, lease_ms);
+	int rc = dlock_lock_acquire(l, NULL, wait_ms, lease_ms);
 	int64_t took = rh_now_ms() - t0;
 
-	snprintf(call, sizeof call, "dlock_lock_try(wait %" PRId64 ", lease %" PRId64 ")", wait_ms,
+	snprintf(call, sizeof call, "dlock_lock_acquire(wait %" PRId64 ", NULL, lease %" PRId64 ")", wait_ms,
 			lease_ms);
 	assert_rc(call, l, rc, want);
 	assert_took(call, took, lo_ms, hi_ms);
@@ -41,10 +41,10 @@ int64_t dl_assert_lock(dlock_lock *l, int64_t lease_ms, int want, int64_t lo_ms,
 {
 	char call[64];
 	int64_t t0 = rh_now_ms();
-	int rc = dlock_lock_lock(l, lease_ms);
+	int rc = dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms);
 	int64_t took = rh_now_ms() - t0;
 
-	snprintf(call, sizeof call, "dlock_lock_lock(lease %" PRId64 ")", lease_ms);
+	snprintf(call, sizeof call, "dlock_lock_acquire(lease %" PRId64 ", NULL, DLOCK_WAIT_FOREVER)", lease_ms);
 	assert_rc(call, l, rc, want);
 	assert_took(call, took, lo_ms, hi_ms);
 	return took;
@@ -59,16 +59,16 @@ void dl__free_locks(dlock_lock *const *locks, size_t n)
 void dl__close_clients(dlock_client *const *clients, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		dlock_client_close(clients[i]);
+		dlock_client_free(clients[i]);
 }
 
 void dl_assert_one_lock(dlock_lock *a, dlock_lock *b)
 {
-	dl_pass(dlock_lock_lock(a, 10000));
+	dl_pass(dlock_lock_acquire(a, NULL, DLOCK_WAIT_FOREVER, 10000));
 	dl_assert_try(b, 0, 1000, DLOCK_ENOTACQUIRED, 0, 1000);
-	dl_pass(dlock_lock_unlock(a));
+	dl_pass(dlock_lock_release(a, NULL));
 	dl_assert_try(b, 0, 1000, 0, 0, 1000);
-	dl_pass(dlock_lock_unlock(b));
+	dl_pass(dlock_lock_release(b, NULL));
 }
 
 typedef struct waiter {
@@ -81,10 +81,10 @@ static void *wait_then_release(void *arg)
 {
 	waiter *w = arg;
 
-	w->rc = dlock_lock_lock(w->l, 10000);
+	w->rc = dlock_lock_acquire(w->l, NULL, DLOCK_WAIT_FOREVER, 10000);
 	w->at_ms = rh_now_ms();
 	if (w->rc == 0)
-		w->rc = dlock_lock_unlock(w->l);
+		w->rc = dlock_lock_release(w->l, NULL);
 	return NULL;
 }
 
@@ -94,11 +94,11 @@ void dl_assert_unlock_wakes(dlock_lock *holder, dlock_lock *waiter_lock)
 	pthread_t t;
 	int64_t unlocked;
 
-	dl_pass(dlock_lock_lock(holder, 20000));
+	dl_pass(dlock_lock_acquire(holder, NULL, DLOCK_WAIT_FOREVER, 20000));
 	cr_assert_eq(pthread_create(&t, NULL, wait_then_release, &w), 0);
 	dl_sleep_ms(300); /* the waiter is subscribed and waiting */
 	unlocked = rh_now_ms();
-	dl_pass(dlock_lock_unlock(holder));
+	dl_pass(dlock_lock_release(holder, NULL));
 	pthread_join(t, NULL);
 	cr_assert_eq(w.rc, 0, "the waiter: %s", dlock_lock_errmsg(waiter_lock));
 	cr_assert(w.at_ms - unlocked < 2000,
@@ -111,7 +111,7 @@ static void *waiter_main(void *arg)
 	dl_waiter *w = arg;
 
 	w->started = rh_now_ms();
-	w->rc = dlock_lock_try_as(w->l, w->owner, w->wait_ms, DLOCK_LEASE_WATCHDOG);
+	w->rc = dlock_lock_acquire(w->l, w->owner, w->wait_ms, DLOCK_LEASE_WATCHDOG);
 	w->returned = rh_now_ms();
 	return NULL;
 }

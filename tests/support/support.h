@@ -162,6 +162,14 @@ dlock_lock *dl_lock(dlock_client *client, const char *name);
  * never freed), for dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)). */
 const dlock_lock_options *dl_kind(dlock_lock_kind kind);
 
+/* dlock_redlock_acquire(_fenced), then its validity (dlock_redlock_validity_ms)
+ * into *validity_ms, 0 when not acquired: what a test of the quorum's
+ * timing reads right after acquiring. */
+int dl_redlock_acquire_v(int64_t *validity_ms, dlock_redlock *r, const char *owner,
+		int64_t wait_ms, int64_t lease_ms);
+int dl_redlock_acquire_fenced_v(int64_t *validity_ms, int64_t *token, dlock_redlock *r,
+		const char *owner, int64_t wait_ms, int64_t lease_ms);
+
 /* The calling thread's owner string on client. */
 void dl_owner(dlock_client *client, char *buf, size_t len);
 
@@ -292,7 +300,7 @@ long dl_torture_live(void);
 /* ---- checks.c: repeated assertion sequences (Criterion) ------------------- */
 
 /*
- * dlock_lock_try(l, wait_ms, lease_ms) / dlock_lock_lock(l, lease_ms) must
+ * dlock_lock_acquire(l, NULL, wait_ms, lease_ms) / dlock_lock_acquire(l, NULL, DLOCK_WAIT_FOREVER, lease_ms) must
  * return `want` after lo_ms..hi_ms (both inclusive); a failure names the
  * call, the code and the lock's message. Return how long the call took.
  */
@@ -315,7 +323,7 @@ void dl__close_clients(dlock_client *const *clients, size_t n);
 void dl_assert_one_lock(dlock_lock *a, dlock_lock *b);
 
 /*
- * A client waiting in a thread: dlock_lock_try_as(l, owner, wait_ms,
+ * A client waiting in a thread: dlock_lock_acquire(l, owner, wait_ms,
  * watchdog) as `owner` (the starting thread's owner on c, so the test
  * thread can release what the waiter took), with when it started and
  * returned (monotonic ms). Join with dl_waiter_join().

@@ -188,7 +188,7 @@ Test(uri_schemes, cluster_lists_seed_nodes, .timeout = 10)
 	dlock__uri_clear(&u);
 }
 
-/* The examples dlock_client_open()'s comment gives, one per form: each parses. */
+/* The examples dlock_client_new()'s comment gives, one per form: each parses. */
 Test(uri_schemes, the_documented_examples_parse, .timeout = 10)
 {
 	static const char *const documented[] = {

@@ -24,7 +24,7 @@ static dlock_client *idle_client(void)
 	dlock_client *c = NULL;
 
 	o.lazy_connect = 1;
-	dl_pass(dlock_client_open(&c, "redis://127.0.0.1:1", &o));
+	dl_pass(dlock_client_new(&c, "redis://127.0.0.1:1", &o));
 	return c;
 }
 
@@ -51,9 +51,9 @@ Test(versions, client_options_refuse_0_and_newer)
 	assert_refused(dlock_client_options_init(&o, 0), "client options", 0, cur);
 	assert_refused(dlock_client_options_init(&o, cur + 1), "client options", cur + 1, cur);
 	o.version = 0;
-	assert_refused(dlock_client_open(&c, "redis://127.0.0.1:1", &o), "client options", 0, cur);
+	assert_refused(dlock_client_new(&c, "redis://127.0.0.1:1", &o), "client options", 0, cur);
 	o.version = cur + 1;
-	assert_refused(dlock_client_open(&c, "redis://127.0.0.1:1", &o), "client options", cur + 1,
+	assert_refused(dlock_client_new(&c, "redis://127.0.0.1:1", &o), "client options", cur + 1,
 			cur);
 	cr_assert_null(c);
 }
@@ -130,16 +130,16 @@ Test(versions, member_status_refuses_0_and_newer)
 	dl_pass(dlock_multilock_new(&m, &l, 1, NULL));
 	dl_pass(dlock_redlock_new(&r, &l, 1, NULL));
 	/* Before any acquisition: the defaults, with the member's node. */
-	dl_pass(dlock_multilock_status(&st, m, 0));
+	dl_pass(dlock_multilock_member_status(&st, m, 0));
 	cr_assert_str_eq(st.node, dlock_client_node(c));
 	cr_assert_eq(st.vote, DLOCK_VOTE_NONE);
 	st.version = 0;
-	assert_refused(dlock_multilock_status(&st, m, 0), "member status", 0, cur);
-	assert_refused(dlock_redlock_status(&st, r, 0), "member status", 0, cur);
+	assert_refused(dlock_multilock_member_status(&st, m, 0), "member status", 0, cur);
+	assert_refused(dlock_redlock_member_status(&st, r, 0), "member status", 0, cur);
 	st.version = cur + 1;
-	assert_refused(dlock_multilock_status(&st, m, 0), "member status", cur + 1, cur);
-	assert_refused(dlock_redlock_status(&st, r, 0), "member status", cur + 1, cur);
-	cr_assert_eq(dlock_multilock_status(NULL, m, 0), DLOCK_EINVAL);
+	assert_refused(dlock_multilock_member_status(&st, m, 0), "member status", cur + 1, cur);
+	assert_refused(dlock_redlock_member_status(&st, r, 0), "member status", cur + 1, cur);
+	cr_assert_eq(dlock_multilock_member_status(NULL, m, 0), DLOCK_EINVAL);
 	dlock_redlock_free(r);
 	dlock_multilock_free(m);
 	dlock_lock_free(l);
@@ -195,23 +195,23 @@ Test(versions, lock_options_refuse_an_unknown_kind_or_a_negative_fair_wait)
 	cr_assert_null(l);
 	/* NULL options: a plain lock, which has no token. */
 	dl_pass(dlock_lock_new(&l, c, "v", NULL));
-	cr_assert_eq(dlock_lock_try_fenced(&token, l, NULL, 0, 1000), DLOCK_EINVAL);
+	cr_assert_eq(dlock_lock_acquire_fenced(&token, l, NULL, 0, 1000), DLOCK_EINVAL);
 	cr_assert_neq(strstr(dlock_lock_errmsg(l), "DLOCK_LOCK_FENCED"), NULL, "%s",
 			dlock_lock_errmsg(l));
 	dlock_lock_free(l);
 	dlock_client_free(c);
 }
 
-/* dlock_client_close() is dlock_client_free() by another name; neither
+/* dlock_client_free() is dlock_client_free() by another name; neither
  * fails: a lock made from the client keeps it until the lock is freed. */
 Test(versions, client_close_is_client_free)
 {
 	dlock_client *c = idle_client();
 	dlock_lock *l = dl_lock(c, "v");
 
-	cr_assert_eq(dlock_client_close(c), 0);
+	dlock_client_free(c);
 	cr_assert_str_eq(dlock_lock_name(l), "v");
 	dlock_lock_free(l); /* the client goes with it */
 	dlock_client_free(NULL);
-	cr_assert_eq(dlock_client_close(NULL), 0);
+	dlock_client_free(NULL);
 }

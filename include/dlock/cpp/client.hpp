@@ -15,7 +15,7 @@
 
 namespace dlock {
 
-/** A client on one server: a URI (see dlock_client_open) and options. */
+/** A client on one server: a URI (see dlock_client_new) and options. */
 class client {
 public:
 	/** Open a client; `opts` (NULL: defaults) is copied. Throws dlock::error. */
@@ -76,9 +76,9 @@ private:
 	{
 		try {
 			dlock_client *c = nullptr;
-			int rc = dlock_client_open(&c, uri.c_str(), opts);
+			int rc = dlock_client_new(&c, uri.c_str(), opts);
 			if (rc == 0)
-				h_.reset(c, [](dlock_client *p) { dlock_client_close(p); });
+				h_.reset(c, [](dlock_client *p) { dlock_client_free(p); });
 			return rc;
 		} catch (const std::bad_alloc &) {
 			return DLOCK_ENOMEM;

@@ -67,7 +67,7 @@ inline const async_call countdown_count_down = {
 };
 inline const async_call countdown_get_count = {
 	[](dlock_op **out, void *h, const async_args &, dlock_op_cb cb, void *ud) {
-		return dlock_countdown_get_count_async(out, as_countdown(h), cb, ud);
+		return dlock_countdown_count_async(out, as_countdown(h), cb, ud);
 	},
 	countdown_subject, 0,
 };
@@ -144,13 +144,13 @@ public:
 	std::int64_t count()
 	{
 		std::int64_t n = 0;
-		detail::check(dlock_countdown_get_count(&n, native()));
+		detail::check(dlock_countdown_count(&n, native()));
 		return n;
 	}
 	std::int64_t count(std::error_code &ec) noexcept
 	{
 		std::int64_t n = 0;
-		detail::set_code(ec, dlock_countdown_get_count(&n, native()));
+		detail::set_code(ec, dlock_countdown_count(&n, native()));
 		return n;
 	}
 	/** Delete the latch whatever its count (its waiters wake): true when it existed. */
@@ -170,13 +170,13 @@ public:
 	std::int64_t waiters()
 	{
 		std::int64_t n = 0;
-		detail::check(dlock_countdown_waiters(&n, native()));
+		detail::check(dlock_countdown_subscribers(&n, native()));
 		return n;
 	}
 	std::int64_t waiters(std::error_code &ec) noexcept
 	{
 		std::int64_t n = 0;
-		detail::set_code(ec, dlock_countdown_waiters(&n, native()));
+		detail::set_code(ec, dlock_countdown_subscribers(&n, native()));
 		return n;
 	}
 

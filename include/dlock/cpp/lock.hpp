@@ -86,7 +86,7 @@ public:
 	std::chrono::milliseconds validity(std::error_code &ec) const noexcept
 	{
 		std::int64_t ms = 0;
-		detail::set_code(ec, dlock_lock_validity(&ms, native(), nullptr));
+		detail::set_code(ec, dlock_lock_validity_ms(&ms, native(), nullptr));
 		return std::chrono::milliseconds(ms);
 	}
 
@@ -140,15 +140,15 @@ private:
 	{
 		std::int64_t lease = this->lease().count();
 		if (kind_ != kind::fenced)
-			return dlock_lock_try(native(), wait, lease);
+			return dlock_lock_acquire(native(), NULL, wait, lease);
 		std::int64_t t = 0;
-		int rc = dlock_lock_try_fenced(&t, native(), nullptr, wait, lease);
+		int rc = dlock_lock_acquire_fenced(&t, native(), nullptr, wait, lease);
 		if (rc == 0)
 			s_->token.store(t);
 		return rc;
 	}
 
-	int release() noexcept { return dlock_lock_unlock(native()); }
+	int release() noexcept { return dlock_lock_release(native(), NULL); }
 
 #ifdef DLOCK_HPP_COROUTINES
 	static const detail::async_calls &calls() noexcept { return detail::lock_calls; }

@@ -102,7 +102,7 @@ public:
 	std::chrono::milliseconds validity(std::error_code &ec) const noexcept
 	{
 		std::int64_t ms = 0;
-		detail::set_code(ec, dlock_multilock_validity(&ms, native(), nullptr));
+		detail::set_code(ec, dlock_multilock_validity_ms(&ms, native(), nullptr));
 		return std::chrono::milliseconds(ms);
 	}
 
@@ -155,15 +155,15 @@ private:
 	{
 		std::int64_t lease = this->lease().count();
 		if (!fenced_)
-			return dlock_multilock_try(native(), wait, lease);
+			return dlock_multilock_acquire(native(), NULL, wait, lease);
 		std::int64_t t = 0;
-		int rc = dlock_multilock_try_fenced(&t, native(), nullptr, wait, lease);
+		int rc = dlock_multilock_acquire_fenced(&t, native(), nullptr, wait, lease);
 		if (rc == 0)
 			s_->token.store(t);
 		return rc;
 	}
 
-	int release() noexcept { return dlock_multilock_unlock(native()); }
+	int release() noexcept { return dlock_multilock_release(native(), NULL); }
 
 	std::shared_ptr<state> s_;
 	bool fenced_ = false;

@@ -83,6 +83,15 @@ inline std::string semaphore_subject(const void *h)
 inline const async_call semaphore_acquire = {
 	[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
 		return dlock_semaphore_acquire_async(out, static_cast<dlock_semaphore *>(h), a.count,
+				a.wait, cb, ud);
+	},
+	semaphore_subject,
+	DLOCK_ENOTACQUIRED,
+};
+
+inline const async_call semaphore_acquire_permit = {
+	[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
+		return dlock_semaphore_acquire_permit_async(out, static_cast<dlock_semaphore *>(h),
 				a.wait, a.lease, cb, ud);
 	},
 	semaphore_subject,
@@ -92,7 +101,15 @@ inline const async_call semaphore_acquire = {
 inline const async_call semaphore_release = {
 	[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
 		return dlock_semaphore_release_async(out, static_cast<dlock_semaphore *>(h), a.count,
-				a.text.empty() ? nullptr : a.text.c_str(), cb, ud);
+				cb, ud);
+	},
+	semaphore_subject, 0,
+};
+
+inline const async_call semaphore_release_permit = {
+	[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
+		return dlock_semaphore_release_permit_async(out, static_cast<dlock_semaphore *>(h),
+				a.text.c_str(), cb, ud);
 	},
 	semaphore_subject, 0,
 };
@@ -131,7 +148,7 @@ public:
 	/** Held, by this process's records (no traffic): not released, not lost. */
 	bool is_held() const noexcept
 	{
-		return s_ && dlock_semaphore_permit_check(s_->h, id_.c_str()) == 0;
+		return s_ && dlock_semaphore_check(s_->h, id_.c_str()) == 0;
 	}
 
 	/** How long the permit is certain to last (no traffic). */
@@ -146,7 +163,7 @@ public:
 	std::chrono::milliseconds validity(std::error_code &ec) const noexcept
 	{
 		std::int64_t ms = 0;
-		detail::set_code(ec, dlock_semaphore_permit_validity(&ms, s_ ? s_->h : nullptr,
+		detail::set_code(ec, dlock_semaphore_validity_ms(&ms, s_ ? s_->h : nullptr,
 						     id_.c_str()));
 		return std::chrono::milliseconds(ms);
 	}
@@ -396,14 +413,14 @@ public:
 	async_op acquire_permit_async(const std::chrono::duration<Rep, Period> &wait,
 			std::chrono::milliseconds lease = watchdog) noexcept
 	{
-		return op(detail::semaphore_acquire, {}, detail::wait_ms(wait), lease.count(), 1,
+		return op(detail::semaphore_acquire_permit, {}, detail::wait_ms(wait), lease.count(), 1,
 				nullptr);
 	}
 	template <class Rep, class Period>
 	async_op acquire_permit_async(const std::chrono::duration<Rep, Period> &wait,
 			std::chrono::milliseconds lease, std::error_code &ec) noexcept
 	{
-		return op(detail::semaphore_acquire, {}, detail::wait_ms(wait), lease.count(), 1, &ec);
+		return op(detail::semaphore_acquire_permit, {}, detail::wait_ms(wait), lease.count(), 1, &ec);
 	}
 #ifdef DLOCK_HPP_STOP_TOKEN
 	/** As above; a stop requested on `stop` cancels the wait. */
@@ -411,7 +428,7 @@ public:
 	async_op acquire_permit_async(const std::chrono::duration<Rep, Period> &wait,
 			std::chrono::milliseconds lease, std::stop_token stop) noexcept
 	{
-		return async_op(detail::semaphore_acquire, native(),
+		return async_op(detail::semaphore_acquire_permit, native(),
 				detail::make_args({}, detail::wait_ms(wait), lease.count(), 1), keep(),
 				nullptr, std::move(stop));
 	}
@@ -428,11 +445,11 @@ public:
 	/** co_await: give the expirable permit `id` back. */
 	async_op release_permit_async(std::string id) noexcept
 	{
-		return op(detail::semaphore_release, std::move(id), 0, 0, 1, nullptr);
+		return op(detail::semaphore_release_permit, std::move(id), 0, 0, 1, nullptr);
 	}
 	async_op release_permit_async(std::string id, std::error_code &ec) noexcept
 	{
-		return op(detail::semaphore_release, std::move(id), 0, 0, 1, &ec);
+		return op(detail::semaphore_release_permit, std::move(id), 0, 0, 1, &ec);
 	}
 #endif
 
@@ -497,7 +514,7 @@ private:
 		try {
 			info.is_set = dlock_semaphore_info_is_set(raw) == 1;
 			info.available = dlock_semaphore_info_available(raw);
-			info.waiters = dlock_semaphore_info_waiters(raw);
+			info.waiters = dlock_semaphore_info_subscribers(raw);
 			std::size_t n = dlock_semaphore_info_permits(raw);
 			for (std::size_t k = 0; k < n; k++)
 				info.permits.push_back({dlock_semaphore_info_permit_id(raw, k),

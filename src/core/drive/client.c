@@ -176,7 +176,7 @@ static int client_new(dlock_client **out, dlock__uri *u, const dlock_client_opti
 
 /*
  * Connect and PING now: a server that wants a password we did not give
- * says so only when asked something, and open should fail, not first use.
+ * says so only when asked something, and new should fail, not first use.
  */
 static int connect_now(dlock_client *c)
 {
@@ -240,7 +240,7 @@ static int open_parsed(dlock_client **out, dlock__uri *u, const dlock_client_opt
 	return 0;
 }
 
-int dlock_client_open(dlock_client **out, const char *uri, const dlock_client_options *user)
+int dlock_client_new(dlock_client **out, const char *uri, const dlock_client_options *user)
 {
 	dlock_client_options opts;
 	dlock__uri u;
@@ -295,11 +295,15 @@ void dlock_client_free(dlock_client *c)
 		dlock__client_handle_added(c, -1);
 }
 
-/* The name before 1.0, kept so existing programs need not change. */
-int dlock_client_close(dlock_client *c)
+int dlock_client_connect(dlock_client *c)
 {
-	dlock_client_free(c);
-	return 0;
+	if (c == NULL)
+		return dlock__seterr(DLOCK_EINVAL, "dlock_client_connect: NULL client");
+	if (c->pid != dlock__pid())
+		return dlock__errbuf_record(&c->err, dlock__seterr(DLOCK_EFORKED,
+				"dlock_client_connect: the client was made in another process;"
+				" make a new one in this one"));
+	return dlock__errbuf_record(&c->err, connect_now(c));
 }
 
 /* The last reference gone. From a callback on the client's loop, the free

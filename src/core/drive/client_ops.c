@@ -61,7 +61,10 @@ static int judge_uptime(dlock__cmd_op *co, const redisReply *r)
 
 static const dlock__cmd_kind kind_ping = { "dlock_client_ping", prepare_ping, judge_ping, NULL,
 	no_unref, 0, 0 };
-static const dlock__cmd_kind kind_uptime = { "dlock_client_uptime", prepare_uptime, judge_uptime,
+/* Connecting is a PING on a connection made and authenticated for it. */
+static const dlock__cmd_kind kind_connect = { "dlock_client_connect", prepare_ping, judge_ping,
+	NULL, no_unref, 0, 0 };
+static const dlock__cmd_kind kind_uptime = { "dlock_client_uptime_s", prepare_uptime, judge_uptime,
 	NULL, no_unref, 0, 0 };
 
 static int client_op_new(dlock__cmd_op **out, const dlock__cmd_kind *kind, dlock_client *c,
@@ -103,12 +106,17 @@ int dlock_client_ping(dlock_client *c)
 	return rc < 0 ? rc : dlock__cmd_op_block(co, NULL, NULL);
 }
 
+int dlock_client_connect_async(dlock_op **out, dlock_client *c, dlock_op_cb cb, void *userdata)
+{
+	return submit(out, &kind_connect, c, cb, userdata);
+}
+
 int dlock_client_ping_async(dlock_op **out, dlock_client *c, dlock_op_cb cb, void *userdata)
 {
 	return submit(out, &kind_ping, c, cb, userdata);
 }
 
-int dlock_client_uptime(int64_t *seconds, dlock_client *c)
+int dlock_client_uptime_s(int64_t *seconds, dlock_client *c)
 {
 	dlock__cmd_op *co;
 	int64_t v = 0;
@@ -123,7 +131,7 @@ int dlock_client_uptime(int64_t *seconds, dlock_client *c)
 	return 0;
 }
 
-int dlock_client_uptime_async(dlock_op **out, dlock_client *c, dlock_op_cb cb, void *userdata)
+int dlock_client_uptime_s_async(dlock_op **out, dlock_client *c, dlock_op_cb cb, void *userdata)
 {
 	return submit(out, &kind_uptime, c, cb, userdata);
 }

@@ -195,7 +195,7 @@ int dlock_client_holder(dlock_holder *out, dlock_client *c, const char *owner)
 		return rc;
 	o->copy_to = out;
 	rc = dlock__cmd_op_block(&o->co, &found, NULL);
-	return rc < 0 ? rc : (int)found;
+	return rc < 0 ? rc : 0; /* found is in out->registered (an answer, not a status) */
 }
 
 int dlock_client_holder_async(dlock_op **out, dlock_client *c, const char *owner, dlock_op_cb cb,

@@ -34,7 +34,7 @@ typedef struct dlock__tls_ctx dlock__tls_ctx;
 /*
  * Make the context for `host` (the name verified and sent as SNI unless
  * o->server_name says otherwise). Files are read now, so a missing or
- * bad one fails dlock_client_open(), naming the file.
+ * bad one fails dlock_client_new(), naming the file.
  * Returns 0, DLOCK_EINVAL (bad file or setting; message set) or DLOCK_ENOMEM.
  */
 int dlock__tls_ctx_new(dlock__tls_ctx **out, const dlock__tls_opts *o, const char *host);

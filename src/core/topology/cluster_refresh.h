@@ -11,7 +11,7 @@
 #include "core/loop/loop.h"
 #include "core/topology/cluster_state.h"
 
-/* Read the slot map now, before deadline (dlock_client_open without
+/* Read the slot map now, before deadline (dlock_client_new without
  * lazy_connect): the reading below driven on the loop this call borrows. */
 int dlock__cluster_refresh(dlock__cluster *cl, int64_t deadline);
 

@@ -28,6 +28,12 @@ DLOCK_EXTERN int dlock_client_connect_async(dlock_op **out, dlock_client *client
 DLOCK_EXTERN int dlock_client_uptime_s(int64_t *out_s, dlock_client *client);
 DLOCK_EXTERN int dlock_client_uptime_s_async(dlock_op **out, dlock_client *client,
 		dlock_op_cb cb, void *userdata);
+/** Take a fresh owner id from the server (a fixed-size out-param, then
+ *  inputs: the twin has the inputs). Errors: DLOCK_ECONN. */
+DLOCK_EXTERN int dlock_client_lease_owner(char owner[DLOCK_OWNER_SIZE], dlock_client *client,
+		int64_t wait_ms);
+DLOCK_EXTERN int dlock_client_lease_owner_async(dlock_op **out, dlock_client *client,
+		int64_t wait_ms, dlock_op_cb cb, void *userdata);
 /** No network traffic. */
 DLOCK_EXTERN int dlock_client_owner(char owner[DLOCK_OWNER_SIZE], const dlock_client *client,
 		uint64_t thread_id);
