@@ -4,7 +4,7 @@
 # libabigail (Debian: abigail-tools; ci/deps.sh installs it).
 #
 #   ci/abi-check.sh             build libdlock.so, compare its ABI with
-#                               abi/<soname>.abixml (abi/libdlock.so.2.abixml)
+#                               abi/<soname>.abixml (abi/libdlock.so.1.abixml)
 #   ci/abi-check.sh --update    write that baseline from the current code
 #
 # What it does: builds libdlock.so alone (Debug, -g -Og, source paths made

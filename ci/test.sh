@@ -4,7 +4,9 @@
 #   1. ci/deps.sh            install missing Debian packages
 #   2. configure + build     -DDLOCK_WERROR=ON, RelWithDebInfo, in $BUILD_DIR (default build-ci);
 #                            ci/layers.sh first: every include looks down the layers;
-#                            ci/seam.sh: the network, clock and randomness only through the seam
+#                            ci/seam.sh: the network, clock and randomness only through the seam;
+#                            ci/api-rules.sh: the public headers keep docs/api-rules.md, and
+#                            docs/api-1.0.md has a row for every public symbol
 #   3. ctest                 unit, integration, header and Redisson interop tests
 #                            (Maven downloads Redisson into the build folder); then the stress
 #                            programs and soaks beside two CPU hogs (ci/load.sh)
@@ -55,9 +57,11 @@ trap finish EXIT
 section "dependencies (ci/deps.sh)"
 "$root/ci/deps.sh"
 
-section "layers and the seam (ci/layers.sh, ci/seam.sh)"
+section "layers, the seam and the API rules (ci/layers.sh, ci/seam.sh, ci/api-rules.sh)"
 "$root/ci/layers.sh"
 "$root/ci/seam.sh"
+"$root/ci/api-rules.sh"
+"$root/ci/api-rules.sh" --table "$root/docs/api-1.0.md"
 
 section "configure ($build)"
 cmake -S "$root" -B "$build" -DDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_TLS=ON
