@@ -68,6 +68,14 @@ typedef struct dlock__mux_op {
 	               and ASKING goes right before the op */
 	const struct dlock__mux_op *follows; /* runs right behind this op on the same
 	                        connection: resent only together with it */
+	/* Ordering across runs on a loop (core/mux/mux_share.h). `ordered`: a
+	 * later op of its client on its first key may go right behind it while
+	 * it is due. `behind`: this op goes on the connection where the
+	 * client's ordered ops on its first key are due on this loop (none due:
+	 * on any); where it cannot (they are split, or its group may not
+	 * share), it is not sent (rc DLOCK_ETIMEDOUT). */
+	int ordered;
+	int behind;
 	/* out */
 	int rc;            /* 0 with reply set, or DLOCK_E* (reply NULL) */
 	redisReply *reply; /* owned by the op until dlock__mux_clear() */
@@ -173,6 +181,13 @@ void dlock__mux_end(dlock__mux *m);
  * with its op); a MOVED reply is the op's error reply and updates the
  * cluster's map. */
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);
+
+/* How many ordered ops (above) of client c on `key` are due on the
+ * connections c's runs share on loop (called on loop's thread); *one: they
+ * are all on one connection that still works, so an op marked `behind`
+ * goes right behind them. A cluster's client: 0 (not looked for). */
+size_t dlock__mux_due_on(dlock_client *c, dlock__loop *loop, const char *key, size_t len,
+		int *one);
 
 /* Free the replies and private buffers of the ops (not the ops). */
 void dlock__mux_clear(dlock__mux_op *ops, size_t n);

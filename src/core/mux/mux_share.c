@@ -12,6 +12,7 @@
 #include "core/base/error.h"
 #include "core/mux/mux_source.h"
 #include "core/mux/mux_share.h"
+#include "core/net/script.h"
 
 struct dlock__mux_share {
 	dlock__io io; /* first: the loop hands back &io */
@@ -75,6 +76,75 @@ dlock__mux_share *dlock__share_pick(dlock__source *c, dlock__loop *loop)
 int dlock__share_available(dlock__source *c, dlock__loop *loop)
 {
 	return least_loaded(c, loop) != NULL;
+}
+
+/* An ordered op on key still due (mux.h). */
+static int ordered_on(const dlock__mux_op *op, const char *key, size_t len)
+{
+	return op->ordered && op->pending && op->call != NULL && op->call->nkeys > 0 &&
+			dlock__call_lens(op->call)[0] == len &&
+			memcmp(dlock__call_argv(op->call)[0], key, len) == 0;
+}
+
+/* The ordered ops on key due through s, each group counted once (`look`
+ * marks the groups this look saw already: a group is in the fifo once per
+ * reply). */
+static size_t ordered_due(dlock__mux_share *s, const char *key, size_t len, unsigned look)
+{
+	size_t i, k, n = 0;
+
+	for (i = s->head; i < s->len; i++) {
+		dlock__mux_group *g = s->fifo[i];
+
+		if (g == NULL || g->looked == look)
+			continue;
+		g->looked = look;
+		for (k = g->head; k < g->tail; k++)
+			n += ordered_on(&g->ops[g->fifo[k]], key, len);
+	}
+	return n;
+}
+
+dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const char *key,
+		size_t len, size_t *due)
+{
+	static _Atomic unsigned looks;
+	unsigned look = atomic_fetch_add(&looks, 1) + 1;
+	dlock__mux_share *s, *on = NULL;
+	int split = 0;
+
+	*due = 0;
+	if (look == 0) /* a new group's mark: never a look's */
+		look = atomic_fetch_add(&looks, 1) + 1;
+	if (atomic_load_explicit(&nshares, memory_order_relaxed) == 0 || loop == NULL)
+		return NULL;
+	pthread_mutex_lock(&shares_mu);
+	for (s = shares; s != NULL; s = s->next) {
+		size_t n;
+
+		if (s->src != c || s->loop != loop || (n = ordered_due(s, key, len, look)) == 0)
+			continue;
+		*due += n;
+		split |= on != NULL;
+		on = s;
+	}
+	pthread_mutex_unlock(&shares_mu);
+	if (split || on == NULL || on->failed || on->conn->broken)
+		return NULL;
+	return on;
+}
+
+size_t dlock__mux_due_on(dlock_client *c, dlock__loop *loop, const char *key, size_t len,
+		int *one)
+{
+	dlock__source *src = dlock__source_of(c);
+	size_t due = 0;
+
+	*one = 0;
+	if (src->node->cluster != NULL)
+		return 0; /* its ops go to members: not looked for */
+	*one = dlock__share_behind(src, loop, key, len, &due) != NULL;
+	return due;
 }
 
 /* Append who reads the next reply. 0, or DLOCK_ENOMEM. */
