@@ -119,18 +119,14 @@ static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 
 int dlock__due_behind(const dlock__engine_op *o, size_t i)
 {
-	dlock__engine *e = o->e;
-	dlock_lock *m = e->members[i];
+	dlock_lock *m = o->e->members[i];
 	dlock_client *c = dlock__lock_client(m);
-	int due = atomic_load(&e->release_due[i]), one;
 	dlock__sync sync;
-	size_t n;
 
 	/* A blocking run has connections of its own; a WAIT goes on one too. */
-	if (due <= 0 || o->blocking || dlock__sync_prepare(&sync, c))
+	if (atomic_load(&o->e->release_due[i]) <= 0 || o->blocking || dlock__sync_prepare(&sync, c))
 		return 0;
-	n = dlock__mux_due_on(c, o->op.loop, dlock__lock_name(m), dlock__lock_name_len(m), &one);
-	return one && n == (size_t)due;
+	return dlock__mux_may_follow(c, o->op.loop, dlock__lock_name(m), dlock__lock_name_len(m));
 }
 
 /* Build member i's acquire into ops[i]; < 0 for an owner that is bad everywhere. */
@@ -144,8 +140,10 @@ static int prepare_member(const dlock__engine_op *o, size_t i, dlock__member_try
 
 	if (rc < 0)
 		return rc;
-	/* Right behind the release still due there: the server runs it first. */
-	op->behind = dlock__due_behind(o, i);
+	/* Right behind the release still due there: the server runs it first
+	 * (and a later release goes right behind this one). */
+	op->ordered = 1;
+	op->behind = dlock__due_behind(o, i) ? DLOCK__BEHIND_ONLY : 0;
 	if (atomic_load(&e->release_due[i]) > 0 && !op->behind) {
 		/* Not sent: see engine.h's release_due. */
 		dlock__seterr(DLOCK_ETIMEDOUT,

@@ -172,8 +172,11 @@ static int prepare_member(releasing *r, const dlock__engine *e, size_t i)
 		op->call = &r->rb[i].call;
 	}
 	op->client = dlock__lock_client(m);
-	/* A later acquire of ours may go right behind it while it is due (parallel.c). */
+	/* The member's commands keep their order on the server: a later
+	 * acquire of ours may go right behind it while it is due (parallel.c),
+	 * and it goes behind an acquire still due there. */
 	op->ordered = 1;
+	op->behind = DLOCK__BEHIND_OR_ANY;
 	/* It may be given up sent: then it must run unanswered, which
 	 * EVALSHA would not on a server without the script (an unread
 	 * NOSCRIPT); once one ran there, EVALSHA saves the body's bytes. */

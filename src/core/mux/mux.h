@@ -39,6 +39,8 @@
 #include "core/net/conn.h"
 #include "core/net/script.h"
 
+enum { DLOCK__BEHIND_OR_ANY = 1, DLOCK__BEHIND_ONLY = 2 };
+
 typedef struct dlock__mux_op {
 	/* in */
 	dlock_client *client;
@@ -72,8 +74,9 @@ typedef struct dlock__mux_op {
 	 * later op of its client on its first key may go right behind it while
 	 * it is due. `behind`: this op goes on the connection where the
 	 * client's ordered ops on its first key are due on this loop (none due:
-	 * on any); where it cannot (they are split, or its group may not
-	 * share), it is not sent (rc DLOCK_ETIMEDOUT). */
+	 * on any); where it cannot (they are on several, or its group may not
+	 * share), DLOCK__BEHIND_OR_ANY goes as any op, DLOCK__BEHIND_ONLY is
+	 * not sent (rc DLOCK_ETIMEDOUT). */
 	int ordered;
 	int behind;
 	/* out */
@@ -91,6 +94,7 @@ typedef struct dlock__mux_op {
 	int cmd_argc;
 	int pending;
 	int stale; /* sent before `follows` was resent (NOSCRIPT): its reply is skipped */
+	int in_due; /* ordered and pending: counted in its client's ordered_due */
 	struct dlock__cluster *routed_by; /* client was a cluster's: its member was chosen */
 } dlock__mux_op;
 
@@ -182,12 +186,12 @@ void dlock__mux_end(dlock__mux *m);
  * cluster's map. */
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);
 
-/* How many ordered ops (above) of client c on `key` are due on the
- * connections c's runs share on loop (called on loop's thread); *one: they
- * are all on one connection that still works, so an op marked `behind`
- * goes right behind them. A cluster's client: 0 (not looked for). */
-size_t dlock__mux_due_on(dlock_client *c, dlock__loop *loop, const char *key, size_t len,
-		int *one);
+/* 1 when an op of client c on `key` marked `behind` (above) would run
+ * after every ordered op of c on that key still due: each of c's ordered
+ * ops due is on a connection c's runs share on loop, and those on `key`
+ * all on one that still works (or none is due). 0 otherwise, and for a
+ * cluster's client (not looked for). Called on loop's thread. */
+int dlock__mux_may_follow(dlock_client *c, dlock__loop *loop, const char *key, size_t len);
 
 /* Free the replies and private buffers of the ops (not the ops). */
 void dlock__mux_clear(dlock__mux_op *ops, size_t n);

@@ -57,6 +57,10 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran, 
 	op->rc = rc;
 	op->reply = reply;
 	op->pending = 0;
+	if (op->in_due) {
+		op->in_due = 0;
+		atomic_fetch_sub(&dlock__source_of(op->client)->ordered_due, 1);
+	}
 	op->abandoned = rc < 0 && maybe_ran;
 	if (rc < 0)
 		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
@@ -385,15 +389,17 @@ static const dlock__group_calls calls = { group_what, group_reply, group_failed 
 
 /*
  * The share the group's ops marked `behind` go on (mux.h): where their
- * client's ordered ops on their key are due. NULL with rc 0: none due, any
- * connection will do; rc < 0: due where this group cannot follow (split
- * over connections, or the group may not share), so it is not sent.
+ * client's ordered ops on their key are due. NULL with rc 0: none due (or
+ * none it must follow), any connection will do; rc < 0: due where an op
+ * that must follow cannot (split over connections, or the group may not
+ * share), so the group is not sent.
  */
 static dlock__mux_share *behind_share(const dlock__mux_group *g, const dlock__mux_op *ops,
 		int *rc)
 {
 	dlock__mux_share *on = NULL;
 	size_t i, due;
+	int elsewhere; /* looked at by the op's caller (mux.h): none due on key is enough here */
 
 	*rc = 0;
 	for (i = g->head; i < g->tail; i++) {
@@ -403,10 +409,12 @@ static dlock__mux_share *behind_share(const dlock__mux_group *g, const dlock__mu
 		if (!op->behind || op->call == NULL || op->call->nkeys < 1)
 			continue;
 		s = dlock__share_behind(g->src, g->wake_loop, dlock__call_argv(op->call)[0],
-				dlock__call_lens(op->call)[0], &due);
+				dlock__call_lens(op->call)[0], &due, &elsewhere);
 		if (due == 0)
 			continue;
 		if (s == NULL || (on != NULL && s != on) || !shareable(g, ops)) {
+			if (op->behind != DLOCK__BEHIND_ONLY)
+				continue; /* as any op */
 			*rc = dlock__seterr_node(DLOCK_ETIMEDOUT, g->src->node->label,
 					"%s: a command on its key is still due on a connection it "
 					"cannot follow; not sent until it is answered",

@@ -79,17 +79,17 @@ int dlock__share_available(dlock__source *c, dlock__loop *loop)
 }
 
 /* An ordered op on key still due (mux.h). */
-static int ordered_on(const dlock__mux_op *op, const char *key, size_t len)
+static int on_key(const dlock__mux_op *op, const char *key, size_t len)
 {
-	return op->ordered && op->pending && op->call != NULL && op->call->nkeys > 0 &&
-			dlock__call_lens(op->call)[0] == len &&
+	return op->call != NULL && op->call->nkeys > 0 && dlock__call_lens(op->call)[0] == len &&
 			memcmp(dlock__call_argv(op->call)[0], key, len) == 0;
 }
 
-/* The ordered ops on key due through s, each group counted once (`look`
- * marks the groups this look saw already: a group is in the fifo once per
- * reply). */
-static size_t ordered_due(dlock__mux_share *s, const char *key, size_t len, unsigned look)
+/* The ordered ops due through s: *all of them, the count on key returned.
+ * Each group counted once (`look` marks the groups this look saw already:
+ * a group is in the fifo once per reply due). */
+static size_t ordered_due(dlock__mux_share *s, const char *key, size_t len, unsigned look,
+		long *all)
 {
 	size_t i, k, n = 0;
 
@@ -99,52 +99,61 @@ static size_t ordered_due(dlock__mux_share *s, const char *key, size_t len, unsi
 		if (g == NULL || g->looked == look)
 			continue;
 		g->looked = look;
-		for (k = g->head; k < g->tail; k++)
-			n += ordered_on(&g->ops[g->fifo[k]], key, len);
+		for (k = g->head; k < g->tail; k++) {
+			const dlock__mux_op *op = &g->ops[g->fifo[k]];
+
+			if (!op->in_due)
+				continue;
+			(*all)++;
+			n += on_key(op, key, len);
+		}
 	}
 	return n;
 }
 
 dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const char *key,
-		size_t len, size_t *due)
+		size_t len, size_t *due, int *elsewhere)
 {
 	static _Atomic unsigned looks;
 	unsigned look = atomic_fetch_add(&looks, 1) + 1;
 	dlock__mux_share *s, *on = NULL;
+	long all = 0;
 	int split = 0;
 
 	*due = 0;
 	if (look == 0) /* a new group's mark: never a look's */
 		look = atomic_fetch_add(&looks, 1) + 1;
-	if (atomic_load_explicit(&nshares, memory_order_relaxed) == 0 || loop == NULL)
-		return NULL;
-	pthread_mutex_lock(&shares_mu);
-	for (s = shares; s != NULL; s = s->next) {
-		size_t n;
+	if (atomic_load_explicit(&nshares, memory_order_relaxed) > 0 && loop != NULL) {
+		pthread_mutex_lock(&shares_mu);
+		for (s = shares; s != NULL; s = s->next) {
+			size_t n;
 
-		if (s->src != c || s->loop != loop || (n = ordered_due(s, key, len, look)) == 0)
-			continue;
-		*due += n;
-		split |= on != NULL;
-		on = s;
+			if (s->src != c || s->loop != loop ||
+					(n = ordered_due(s, key, len, look, &all)) == 0)
+				continue;
+			*due += n;
+			split |= on != NULL;
+			on = s;
+		}
+		pthread_mutex_unlock(&shares_mu);
 	}
-	pthread_mutex_unlock(&shares_mu);
+	*elsewhere = atomic_load(&c->ordered_due) != all;
 	if (split || on == NULL || on->failed || on->conn->broken)
 		return NULL;
 	return on;
 }
 
-size_t dlock__mux_due_on(dlock_client *c, dlock__loop *loop, const char *key, size_t len,
-		int *one)
+int dlock__mux_may_follow(dlock_client *c, dlock__loop *loop, const char *key, size_t len)
 {
 	dlock__source *src = dlock__source_of(c);
-	size_t due = 0;
+	dlock__mux_share *s;
+	size_t due;
+	int elsewhere;
 
-	*one = 0;
 	if (src->node->cluster != NULL)
 		return 0; /* its ops go to members: not looked for */
-	*one = dlock__share_behind(src, loop, key, len, &due) != NULL;
-	return due;
+	s = dlock__share_behind(src, loop, key, len, &due, &elsewhere);
+	return !elsewhere && (due == 0 || s != NULL);
 }
 
 /* Append who reads the next reply. 0, or DLOCK_ENOMEM. */

@@ -52,9 +52,11 @@ int dlock__share_available(dlock__source *c, dlock__loop *loop);
 
 /* Ordered ops (core/mux/mux.h) of c on `key` due on c's shares on loop:
  * *due their count, and the share they are all on (a working one), or
- * NULL (none due, or on more than one). Called on loop's thread. */
+ * NULL (none due, or on more than one); *elsewhere: some of c's ordered
+ * ops (any key) are due elsewhere (not sent yet, on a connection of their
+ * own, on another loop). Called on loop's thread. */
 dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const char *key,
-		size_t len, size_t *due);
+		size_t len, size_t *due, int *elsewhere);
 
 /* g joins s: g->conn and g->share are set. */
 void dlock__share_join(dlock__mux_share *s, dlock__mux_group *g);
