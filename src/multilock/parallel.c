@@ -142,7 +142,7 @@ static int prepare_member(const dlock__engine_op *o, size_t i, dlock__member_try
 		return rc;
 	/* Right behind the release still due there: the server runs it first
 	 * (and a later release goes right behind this one). */
-	op->ordered = 1;
+	op->ordered = DLOCK__ORDERED_OPEN; /* a late grant is given back on its answer */
 	op->behind = dlock__due_behind(o, i) ? DLOCK__BEHIND_ONLY : 0;
 	if (atomic_load(&e->release_due[i]) > 0 && !op->behind) {
 		/* Not sent: see engine.h's release_due. */

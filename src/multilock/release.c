@@ -175,7 +175,7 @@ static int prepare_member(releasing *r, const dlock__engine *e, size_t i)
 	/* The member's commands keep their order on the server: a later
 	 * acquire of ours may go right behind it while it is due (parallel.c),
 	 * and it goes behind an acquire still due there. */
-	op->ordered = 1;
+	op->ordered = DLOCK__ORDERED;
 	op->behind = DLOCK__BEHIND_OR_ANY;
 	/* It may be given up sent: then it must run unanswered, which
 	 * EVALSHA would not on a server without the script (an unread

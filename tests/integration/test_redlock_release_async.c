@@ -397,3 +397,46 @@ Test(redlock_release_async, the_next_acquire_goes_right_behind_the_straggler)
 		cr_assert(drive_until_gone(&w, srv[i], name, 5000), "server %d kept the key", i);
 	free_world(&w);
 }
+
+/*
+ * An acquisition decided without a stopped member leaves its acquire due
+ * there, and a release right after rolls it back behind it. The next
+ * acquisition must not go behind them: when that late grant's answer
+ * comes it is given back, and the give-back, sent then, would land behind
+ * the new acquire and take its hold while the RedLock records it. So that
+ * member is left out (after the bounded wait), and once resumed every
+ * member still lets go.
+ */
+Test(redlock_release_async, the_next_acquire_does_not_go_behind_a_late_acquire)
+{
+	const char *name = "rra:open";
+	outcome first = { 0 }, rel = { 0 };
+	acquired a = { 0 };
+	world w;
+
+	open_world(&w, name, 0);
+	cr_assert_eq(rh_server_pause(srv[N - 1]), 0);
+	dl_pass(dlock_redlock_acquire_async(NULL, w.r, w.owner, 0, 30000, note, &first));
+	cr_assert(drive_until(&w, &first.calls, 2 * CMD_TIMEOUT_MS), "no acquisition callback");
+	cr_assert_eq(first.code, 0, "acquire: %s", dlock_strerror(first.code));
+	dl_pass(dlock_redlock_release_async(NULL, w.r, w.owner, note, &rel));
+	cr_assert(drive_until(&w, &rel.calls, 2 * CMD_TIMEOUT_MS), "no release callback");
+	cr_assert_eq(rel.code, 0, "release: %s", dlock_strerror(rel.code));
+
+	dl_pass(dlock_redlock_acquire_async(NULL, w.r, w.owner, 0, 30000, on_acquired, &a));
+	cr_assert(drive_until(&w, &a.calls, 2 * CMD_TIMEOUT_MS), "no acquisition callback");
+	cr_assert_eq(a.code, 0, "acquire: %s", dlock_strerror(a.code));
+	cr_assert_eq(a.vote, DLOCK_VOTE_ERROR,
+			"the stopped member was asked behind an acquire still due there (vote %d)",
+			(int)a.vote);
+	cr_assert_eq(dlock_lock_check(w.l[N - 1], w.owner) == 0, 0);
+
+	cr_assert_eq(rh_server_resume(srv[N - 1]), 0);
+	rel = (outcome){ 0 };
+	dl_pass(dlock_redlock_release_async(NULL, w.r, w.owner, note, &rel));
+	cr_assert(drive_until(&w, &rel.calls, 5000), "no release callback");
+	cr_assert_eq(rel.code, 0, "release: %s", dlock_strerror(rel.code));
+	for (int i = 0; i < N; i++)
+		cr_assert(drive_until_gone(&w, srv[i], name, 5000), "server %d kept the key", i);
+	free_world(&w);
+}

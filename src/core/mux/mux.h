@@ -40,6 +40,7 @@
 #include "core/net/script.h"
 
 enum { DLOCK__BEHIND_OR_ANY = 1, DLOCK__BEHIND_ONLY = 2 };
+enum { DLOCK__ORDERED = 1, DLOCK__ORDERED_OPEN = 2 };
 
 typedef struct dlock__mux_op {
 	/* in */
@@ -72,7 +73,9 @@ typedef struct dlock__mux_op {
 	                        connection: resent only together with it */
 	/* Ordering across runs on a loop (core/mux/mux_share.h). `ordered`: a
 	 * later op of its client on its first key may go right behind it while
-	 * it is due. `behind`: this op goes on the connection where the
+	 * it is due; DLOCK__ORDERED_OPEN: its answer may bring more commands on
+	 * the key (a late grant given back), so only a DLOCK__BEHIND_OR_ANY op
+	 * goes behind it. `behind`: this op goes on the connection where the
 	 * client's ordered ops on its first key are due on this loop (none due:
 	 * on any); where it cannot (they are on several, or its group may not
 	 * share), DLOCK__BEHIND_OR_ANY goes as any op, DLOCK__BEHIND_ONLY is
@@ -187,10 +190,11 @@ void dlock__mux_end(dlock__mux *m);
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);
 
 /* 1 when an op of client c on `key` marked `behind` (above) would run
- * after every ordered op of c on that key still due: each of c's ordered
- * ops due is on a connection c's runs share on loop, and those on `key`
- * all on one that still works (or none is due). 0 otherwise, and for a
- * cluster's client (not looked for). Called on loop's thread. */
+ * after every ordered op of c on that key still due, and none of them is
+ * open: each of c's ordered ops due is on a connection c's runs share on
+ * loop, and those on `key` all on one that still works (or none is due).
+ * 0 otherwise, and for a cluster's client (not looked for). Called on
+ * loop's thread. */
 int dlock__mux_may_follow(dlock_client *c, dlock__loop *loop, const char *key, size_t len);
 
 /* Free the replies and private buffers of the ops (not the ops). */

@@ -398,8 +398,8 @@ static dlock__mux_share *behind_share(const dlock__mux_group *g, const dlock__mu
 		int *rc)
 {
 	dlock__mux_share *on = NULL;
-	size_t i, due;
-	int elsewhere; /* looked at by the op's caller (mux.h): none due on key is enough here */
+	dlock__due d; /* `elsewhere` and `open` were looked at by the op's caller (mux.h) */
+	size_t i;
 
 	*rc = 0;
 	for (i = g->head; i < g->tail; i++) {
@@ -409,8 +409,8 @@ static dlock__mux_share *behind_share(const dlock__mux_group *g, const dlock__mu
 		if (!op->behind || op->call == NULL || op->call->nkeys < 1)
 			continue;
 		s = dlock__share_behind(g->src, g->wake_loop, dlock__call_argv(op->call)[0],
-				dlock__call_lens(op->call)[0], &due, &elsewhere);
-		if (due == 0)
+				dlock__call_lens(op->call)[0], &d);
+		if (d.on_key == 0)
 			continue;
 		if (s == NULL || (on != NULL && s != on) || !shareable(g, ops)) {
 			if (op->behind != DLOCK__BEHIND_ONLY)

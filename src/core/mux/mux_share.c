@@ -85,11 +85,11 @@ static int on_key(const dlock__mux_op *op, const char *key, size_t len)
 			memcmp(dlock__call_argv(op->call)[0], key, len) == 0;
 }
 
-/* The ordered ops due through s: *all of them, the count on key returned.
- * Each group counted once (`look` marks the groups this look saw already:
- * a group is in the fifo once per reply due). */
+/* The ordered ops due through s: *all of them, those on key in d (the
+ * count on key returned). Each group counted once (`look` marks the
+ * groups this look saw already: a group is in the fifo once per reply). */
 static size_t ordered_due(dlock__mux_share *s, const char *key, size_t len, unsigned look,
-		long *all)
+		long *all, dlock__due *d)
 {
 	size_t i, k, n = 0;
 
@@ -105,14 +105,18 @@ static size_t ordered_due(dlock__mux_share *s, const char *key, size_t len, unsi
 			if (!op->in_due)
 				continue;
 			(*all)++;
-			n += on_key(op, key, len);
+			if (on_key(op, key, len)) {
+				n++;
+				d->open += op->ordered == DLOCK__ORDERED_OPEN;
+			}
 		}
 	}
+	d->on_key += n;
 	return n;
 }
 
 dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const char *key,
-		size_t len, size_t *due, int *elsewhere)
+		size_t len, dlock__due *d)
 {
 	static _Atomic unsigned looks;
 	unsigned look = atomic_fetch_add(&looks, 1) + 1;
@@ -120,24 +124,21 @@ dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const
 	long all = 0;
 	int split = 0;
 
-	*due = 0;
+	*d = (dlock__due){ 0, 0, 0 };
 	if (look == 0) /* a new group's mark: never a look's */
 		look = atomic_fetch_add(&looks, 1) + 1;
 	if (atomic_load_explicit(&nshares, memory_order_relaxed) > 0 && loop != NULL) {
 		pthread_mutex_lock(&shares_mu);
 		for (s = shares; s != NULL; s = s->next) {
-			size_t n;
-
 			if (s->src != c || s->loop != loop ||
-					(n = ordered_due(s, key, len, look, &all)) == 0)
+					ordered_due(s, key, len, look, &all, d) == 0)
 				continue;
-			*due += n;
 			split |= on != NULL;
 			on = s;
 		}
 		pthread_mutex_unlock(&shares_mu);
 	}
-	*elsewhere = atomic_load(&c->ordered_due) != all;
+	d->elsewhere = atomic_load(&c->ordered_due) != all;
 	if (split || on == NULL || on->failed || on->conn->broken)
 		return NULL;
 	return on;
@@ -147,13 +148,12 @@ int dlock__mux_may_follow(dlock_client *c, dlock__loop *loop, const char *key, s
 {
 	dlock__source *src = dlock__source_of(c);
 	dlock__mux_share *s;
-	size_t due;
-	int elsewhere;
+	dlock__due d;
 
 	if (src->node->cluster != NULL)
 		return 0; /* its ops go to members: not looked for */
-	s = dlock__share_behind(src, loop, key, len, &due, &elsewhere);
-	return !elsewhere && (due == 0 || s != NULL);
+	s = dlock__share_behind(src, loop, key, len, &d);
+	return !d.elsewhere && d.open == 0 && (d.on_key == 0 || s != NULL);
 }
 
 /* Append who reads the next reply. 0, or DLOCK_ENOMEM. */

@@ -50,13 +50,19 @@ dlock__mux_share *dlock__share_pick(dlock__source *c, dlock__loop *loop);
  * loop NULL: on any loop. */
 int dlock__share_available(dlock__source *c, dlock__loop *loop);
 
-/* Ordered ops (core/mux/mux.h) of c on `key` due on c's shares on loop:
- * *due their count, and the share they are all on (a working one), or
- * NULL (none due, or on more than one); *elsewhere: some of c's ordered
- * ops (any key) are due elsewhere (not sent yet, on a connection of their
- * own, on another loop). Called on loop's thread. */
+/* What is due of c's ordered ops (core/mux/mux.h), as a share sees it. */
+typedef struct dlock__due {
+	size_t on_key;   /* on the key, through c's shares on the loop */
+	size_t open;     /* of those, DLOCK__ORDERED_OPEN */
+	int elsewhere;   /* some (any key) are due elsewhere: not sent yet, on a
+	                    connection of their own, on another loop */
+} dlock__due;
+
+/* The share c's ordered ops on `key` due on loop are all on (a working
+ * one), or NULL (none due, or on more than one); *d what is due. Called on
+ * loop's thread. */
 dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const char *key,
-		size_t len, size_t *due, int *elsewhere);
+		size_t len, dlock__due *d);
 
 /* g joins s: g->conn and g->share are set. */
 void dlock__share_join(dlock__mux_share *s, dlock__mux_group *g);
