@@ -579,7 +579,9 @@ static void dues_over(dlock__engine_op *o);
  * A member with a release of ours still on its way gets the acquire right
  * behind it, on its connection (the server runs them in that order); where
  * it cannot (the release is on a connection of its own or split over
- * several, or a WAIT must follow the acquire), it is asked once that was
+ * several, a WAIT must follow the acquire, or an acquire of ours is still
+ * due there, whose late grant would be given back behind this one:
+ * core/mux/mux.h's DLOCK__ORDERED_OPEN), it is asked once that was
  * answered: an acquire sent on another connection could run before it on
  * the server and be undone by it. Healthy servers answer within a round
  * trip (woken by dlock__engine_dues_woken); a stopped one is waited for
