@@ -406,7 +406,9 @@ static dlock__mux_share *behind_share(const dlock__mux_group *g, const dlock__mu
 		const dlock__mux_op *op = &ops[g->fifo[i]];
 		dlock__mux_share *s;
 
-		if (!op->behind || op->call == NULL || op->call->nkeys < 1)
+		/* A run that may not share goes as any op unless it must follow. */
+		if (!op->behind || op->call == NULL || op->call->nkeys < 1 ||
+				(!g->may_share && op->behind != DLOCK__BEHIND_ONLY))
 			continue;
 		s = dlock__share_behind(g->src, g->wake_loop, dlock__call_argv(op->call)[0],
 				dlock__call_lens(op->call)[0], &d);
