@@ -554,10 +554,11 @@ static void parallel_over(dlock__engine_op *o)
 #define DUE_WAIT_MS 100
 #define DUE_MIN_WAIT_MS 2
 
-static int dues_pending(const dlock__engine *e)
+/* A member has releases due that the acquire cannot go right behind. */
+static int dues_pending(const dlock__engine_op *o)
 {
-	for (size_t i = 0; i < e->n; i++)
-		if (atomic_load(&e->release_due[i]) > 0)
+	for (size_t i = 0; i < o->e->n; i++)
+		if (atomic_load(&o->e->release_due[i]) > 0 && !dlock__due_behind(o, i))
 			return 1;
 	return 0;
 }
@@ -575,7 +576,12 @@ static void parallel_start(dlock__engine_op *o)
 static void dues_over(dlock__engine_op *o);
 
 /*
- * A member with a release of ours still on its way is asked once that was
+ * A member with a release of ours still on its way gets the acquire right
+ * behind it, on its connection (the server runs them in that order); where
+ * it cannot (the release is on a connection of its own or split over
+ * several, a WAIT must follow the acquire, or an acquire of ours is still
+ * due there, whose late grant would be given back behind this one:
+ * core/mux/mux.h's DLOCK__ORDERED_OPEN), it is asked once that was
  * answered: an acquire sent on another connection could run before it on
  * the server and be undone by it. Healthy servers answer within a round
  * trip (woken by dlock__engine_dues_woken); a stopped one is waited for
@@ -594,7 +600,7 @@ static void await_dues(dlock__engine_op *o)
 		conclude_canceled(o);
 		return;
 	}
-	if (o->blocking || now >= until || !dues_pending(e)) {
+	if (o->blocking || now >= until || !dues_pending(o)) {
 		parallel_start(o);
 		return;
 	}

@@ -117,17 +117,34 @@ static int attempt_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 	return decided(w, ops, &t, wake_at) && !uptime_due(w, ops);
 }
 
+int dlock__due_behind(const dlock__engine_op *o, size_t i)
+{
+	dlock_lock *m = o->e->members[i];
+	dlock_client *c = dlock__lock_client(m);
+	dlock__sync sync;
+
+	/* A blocking run has connections of its own; a WAIT goes on one too. */
+	if (atomic_load(&o->e->release_due[i]) <= 0 || o->blocking || dlock__sync_prepare(&sync, c))
+		return 0;
+	return dlock__mux_may_follow(c, o->op.loop, dlock__lock_name(m), dlock__lock_name_len(m));
+}
+
 /* Build member i's acquire into ops[i]; < 0 for an owner that is bad everywhere. */
-static int prepare_member(dlock__engine *e, size_t i, dlock__member_try *t, const char *owner,
-		int vouched, int64_t lease_ms, dlock__acquire *acq, dlock__rollback *undo,
+static int prepare_member(const dlock__engine_op *o, size_t i, dlock__member_try *t,
+		const char *owner, int64_t lease_ms, dlock__acquire *acq, dlock__rollback *undo,
 		dlock__mux_op *op)
 {
+	dlock__engine *e = o->e;
 	dlock_lock *m = e->members[i];
-	int rc = dlock__acquire_prepare(m, owner, vouched, 0, lease_ms, acq);
+	int rc = dlock__acquire_prepare(m, owner, o->vouched, 0, lease_ms, acq);
 
 	if (rc < 0)
 		return rc;
-	if (atomic_load(&e->release_due[i]) > 0) {
+	/* Right behind the release still due there: the server runs it first
+	 * (and a later release goes right behind this one). */
+	op->ordered = DLOCK__ORDERED_OPEN; /* a late grant is given back on its answer */
+	op->behind = dlock__due_behind(o, i) ? DLOCK__BEHIND_ONLY : 0;
+	if (atomic_load(&e->release_due[i]) > 0 && !op->behind) {
 		/* Not sent: see engine.h's release_due. */
 		dlock__seterr(DLOCK_ETIMEDOUT,
 				"lock %s: a release sent to this node is still unanswered; "
@@ -482,8 +499,8 @@ void dlock__parallel_attempt(dlock__engine_op *o, int64_t lease_ms, const int *a
 	for (i = 0; i < e->n && rc == 0; i++) {
 		at->ops[i].skip = ask != NULL && !ask[i];
 		if (!at->ops[i].skip)
-			rc = prepare_member(e, i, &o->t[i], at->owner, o->vouched, lease_ms,
-					&at->acq[i], &at->undo[i], &at->ops[i]);
+			rc = prepare_member(o, i, &o->t[i], at->owner, lease_ms, &at->acq[i],
+					&at->undo[i], &at->ops[i]);
 	}
 	if (rc < 0) {
 		dlock__attempt_free(at);

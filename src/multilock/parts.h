@@ -43,6 +43,11 @@ size_t dlock__tries_count(const dlock__member_try *t, size_t n, dlock_vote vote)
 /* A member whose server timed out a moment ago: not waited for. */
 int dlock__member_is_slow(const dlock__engine *e, size_t i);
 
+/* Member i has releases due (engine.h's release_due) and o's acquire can
+ * go right behind them, on their connection (core/mux/mux.h's `behind`):
+ * an asynchronous op on their loop, all of them due on one connection. */
+int dlock__due_behind(const dlock__engine_op *o, size_t i);
+
 /*
  * Send the acquire to every member (ask[i] set; ask NULL: all) at once and
  * with this lease and record each answer in o->t; p (kept by the caller

@@ -59,7 +59,7 @@ typedef struct releasing {
 	dlock__release *rel;
 	dlock__rollback *rb;
 	int *done; /* per member: its outcome recorded */
-	int *late; /* per member: unanswered when the op went on */
+	int *late; /* per member: unanswered when the op went on (2: heard since) */
 	size_t released;
 	int first_error;
 	int nomem;
@@ -172,6 +172,11 @@ static int prepare_member(releasing *r, const dlock__engine *e, size_t i)
 		op->call = &r->rb[i].call;
 	}
 	op->client = dlock__lock_client(m);
+	/* The member's commands keep their order on the server: a later
+	 * acquire of ours may go right behind it while it is due (parallel.c),
+	 * and it goes behind an acquire still due there. */
+	op->ordered = DLOCK__ORDERED;
+	op->behind = DLOCK__BEHIND_OR_ANY;
 	/* It may be given up sent: then it must run unanswered, which
 	 * EVALSHA would not on a server without the script (an unread
 	 * NOSCRIPT); once one ran there, EVALSHA saves the body's bytes. */
@@ -288,6 +293,8 @@ static int decide_with_pending(releasing *r, int64_t *wake_at)
 	return 0;
 }
 
+static void late_answered(releasing *r, size_t i);
+
 /*
  * The run's stopping rule: record each answer as it comes, and decide
  * once every command is on its way (a connection still opening sends
@@ -299,8 +306,16 @@ static int release_decided(void *arg, const dlock__mux_op *ops, size_t n, int64_
 	releasing *r = arg;
 	size_t i, pending = 0, pending_live = 0;
 
-	if (r->gone_on)
-		return 0; /* the op went on: the rest are heard to their end */
+	if (r->gone_on) {
+		/* The op went on: the rest are heard to their end, each no
+		 * longer due once it answered. */
+		for (i = 0; i < n; i++)
+			if (r->late[i] == 1 && !ops[i].pending) {
+				r->late[i] = 2;
+				late_answered(r, i);
+			}
+		return 0;
+	}
 	for (i = 0; i < n; i++) {
 		if (!ops[i].pending) {
 			finish_member(r, i);
@@ -395,7 +410,7 @@ static void run_over(dlock__mux_loop *ml)
 		return;
 	}
 	for (i = 0; i < r->n; i++)
-		if (r->late[i])
+		if (r->late[i] == 1)
 			late_answered(r, i);
 	releasing_free(r);
 }

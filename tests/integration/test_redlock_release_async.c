@@ -5,10 +5,13 @@
  * (SPEC §16): a stopped server (SIGSTOP) neither delays the callback nor
  * keeps the lock reported held, and the callback may free the RedLock, its
  * members, their clients and the loop - the straggler's release still runs
- * and is heard, and the loop goes once it was.
+ * and is heard, and the loop goes once it was. The next acquisition does
+ * not wait for the straggler either: it goes right behind it, on its
+ * connection, so the server runs the release first.
  */
 #include <criterion/criterion.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,7 +122,8 @@ typedef struct world {
 	int64_t called_at;
 } world;
 
-static void open_world(world *w, const char *name)
+/* guard_ms: the RedLock's restart guard (0: off, decided at a bare quorum). */
+static void open_world(world *w, const char *name, int64_t guard_ms)
 {
 	dlock_loop_options lo = DLOCK_LOOP_OPTIONS_INIT;
 	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
@@ -138,7 +142,7 @@ static void open_world(world *w, const char *name)
 		dl_pass(dlock_client_new(&w->c[i], rh_server_uri(srv[i]), &co));
 		dl_pass(dlock_lock_new(&w->l[i], w->c[i], name, NULL));
 	}
-	ro.restart_guard_ms = 1; /* on, the fresh servers past it */
+	ro.restart_guard_ms = guard_ms; /* 1: on, the fresh servers past it */
 	dl_pass(dlock_redlock_new(&w->r, w->l, N, &ro));
 	dl_pass(dlock_redlock_owner(w->owner, w->r, 1));
 }
@@ -245,7 +249,7 @@ Test(redlock_release_async, calls_back_at_the_quorum_not_after_a_grace)
 	int64_t took[ROUNDS];
 	world w;
 
-	open_world(&w, name);
+	open_world(&w, name, 1);
 	for (int k = 0; k < ROUNDS; k++) {
 		acquire_on_all(&w, name);
 		cr_assert_eq(rh_server_pause(srv[4]), 0);
@@ -288,7 +292,7 @@ Test(redlock_release_async, the_callback_frees_everything_and_the_straggler_stil
 	const char *name = "rra:free";
 	world w;
 
-	open_world(&w, name);
+	open_world(&w, name, 1);
 	acquire_on_all(&w, name);
 	cr_assert_eq(rh_server_pause(srv[4]), 0);
 	w.calls = 0;
@@ -316,4 +320,123 @@ Test(redlock_release_async, the_callback_frees_everything_and_the_straggler_stil
 	cr_assert(drive_until_gone(&w, srv[4], name, 5000), "the stopped server kept the key");
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(rh_command_int(srv[i], "EXISTS %s", name), 0, "server %d", i);
+}
+
+/* The acquisition's callback: its outcome and the stopped member's vote. */
+typedef struct acquired {
+	int calls, code;
+	dlock_vote vote;
+	char message[256];
+} acquired;
+
+static void on_acquired(dlock_op *op, const dlock_result *res, void *ud)
+{
+	acquired *a = ud;
+
+	(void)op;
+	a->calls++;
+	a->code = res->code;
+	cr_assert_eq(res->nmembers, (size_t)N);
+	a->vote = res->members[N - 1].vote;
+	snprintf(a->message, sizeof(a->message), "%s", res->members[N - 1].message);
+}
+
+/* Drive the loop until member m reports the owner's hold (0: not within limit_ms). */
+static int drive_until_held(world *w, int m, int64_t limit_ms)
+{
+	int64_t end = rh_now_ms() + limit_ms;
+
+	while (dlock_lock_check(w->l[m], w->owner) != 0 && rh_now_ms() < end)
+		hooks_turn(w->loop, &w->h);
+	return dlock_lock_check(w->l[m], w->owner) == 0;
+}
+
+/*
+ * Released asynchronously with one server stopped, then acquired again at
+ * once: the stopped member is asked too, right behind the release due
+ * there (the acquisition decided at the quorum without it, not held back
+ * nor leaving it out). Resumed, that server runs the release first, then
+ * the acquire: the new hold stands there and is the RedLock's. Asked on
+ * another connection, or not asked, the key would be gone from it.
+ */
+Test(redlock_release_async, the_next_acquire_goes_right_behind_the_straggler)
+{
+	const char *name = "rra:behind";
+	outcome rel = { 0 };
+	acquired a = { 0 };
+	world w;
+
+	open_world(&w, name, 0);
+	acquire_on_all(&w, name);
+	cr_assert_eq(rh_server_pause(srv[N - 1]), 0);
+	dl_pass(dlock_redlock_release_async(NULL, w.r, w.owner, note, &rel));
+	cr_assert(drive_until(&w, &rel.calls, 2 * CMD_TIMEOUT_MS), "no release callback");
+	cr_assert_eq(rel.code, 0, "release: %s", dlock_strerror(rel.code));
+
+	dl_pass(dlock_redlock_acquire_async(NULL, w.r, w.owner, 0, 30000, on_acquired, &a));
+	cr_assert(drive_until(&w, &a.calls, 2 * CMD_TIMEOUT_MS), "no acquisition callback");
+	cr_assert_eq(a.code, 0, "acquire: %s", dlock_strerror(a.code));
+	cr_assert_neq(a.vote, DLOCK_VOTE_ERROR,
+			"the stopped member was left out, not asked behind the release: %s",
+			a.message);
+
+	cr_assert_eq(rh_server_resume(srv[N - 1]), 0);
+	cr_assert(drive_until_held(&w, N - 1, 5000),
+			"the resumed member's grant never joined the hold");
+	cr_assert_eq(rh_command_int(srv[N - 1], "HEXISTS %s %s", name, w.owner), 1,
+			"the resumed server lost the new hold: the release ran after the acquire");
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(rh_command_int(srv[i], "HEXISTS %s %s", name, w.owner), 1,
+				"server %d does not hold the new hold", i);
+	cr_assert_eq(dlock_redlock_check(w.r, w.owner), 0);
+
+	rel = (outcome){ 0 };
+	dl_pass(dlock_redlock_release_async(NULL, w.r, w.owner, note, &rel));
+	cr_assert(drive_until(&w, &rel.calls, 5000), "no release callback");
+	for (int i = 0; i < N; i++)
+		cr_assert(drive_until_gone(&w, srv[i], name, 5000), "server %d kept the key", i);
+	free_world(&w);
+}
+
+/*
+ * An acquisition decided without a stopped member leaves its acquire due
+ * there, and a release right after rolls it back behind it. The next
+ * acquisition must not go behind them: when that late grant's answer
+ * comes it is given back, and the give-back, sent then, would land behind
+ * the new acquire and take its hold while the RedLock records it. So that
+ * member is left out (after the bounded wait), and once resumed every
+ * member still lets go.
+ */
+Test(redlock_release_async, the_next_acquire_does_not_go_behind_a_late_acquire)
+{
+	const char *name = "rra:open";
+	outcome first = { 0 }, rel = { 0 };
+	acquired a = { 0 };
+	world w;
+
+	open_world(&w, name, 0);
+	cr_assert_eq(rh_server_pause(srv[N - 1]), 0);
+	dl_pass(dlock_redlock_acquire_async(NULL, w.r, w.owner, 0, 30000, note, &first));
+	cr_assert(drive_until(&w, &first.calls, 2 * CMD_TIMEOUT_MS), "no acquisition callback");
+	cr_assert_eq(first.code, 0, "acquire: %s", dlock_strerror(first.code));
+	dl_pass(dlock_redlock_release_async(NULL, w.r, w.owner, note, &rel));
+	cr_assert(drive_until(&w, &rel.calls, 2 * CMD_TIMEOUT_MS), "no release callback");
+	cr_assert_eq(rel.code, 0, "release: %s", dlock_strerror(rel.code));
+
+	dl_pass(dlock_redlock_acquire_async(NULL, w.r, w.owner, 0, 30000, on_acquired, &a));
+	cr_assert(drive_until(&w, &a.calls, 2 * CMD_TIMEOUT_MS), "no acquisition callback");
+	cr_assert_eq(a.code, 0, "acquire: %s", dlock_strerror(a.code));
+	cr_assert_eq(a.vote, DLOCK_VOTE_ERROR,
+			"the stopped member was asked behind an acquire still due there (vote %d)",
+			(int)a.vote);
+	cr_assert_eq(dlock_lock_check(w.l[N - 1], w.owner) == 0, 0);
+
+	cr_assert_eq(rh_server_resume(srv[N - 1]), 0);
+	rel = (outcome){ 0 };
+	dl_pass(dlock_redlock_release_async(NULL, w.r, w.owner, note, &rel));
+	cr_assert(drive_until(&w, &rel.calls, 5000), "no release callback");
+	cr_assert_eq(rel.code, 0, "release: %s", dlock_strerror(rel.code));
+	for (int i = 0; i < N; i++)
+		cr_assert(drive_until_gone(&w, srv[i], name, 5000), "server %d kept the key", i);
+	free_world(&w);
 }

@@ -155,7 +155,7 @@ static void run_prepare(dlock__mux *m)
 
 		op->rc = op->skip ? DLOCK_ETIMEDOUT : 0;
 		op->reply = NULL;
-		op->abandoned = op->undecided = op->pending = op->stale = 0;
+		op->abandoned = op->undecided = op->pending = op->stale = op->in_due = 0;
 		op->errmsg[0] = '\0';
 		if (!op->skip)
 			group_of(m->groups, &m->ngroups, op->client)->nops++;
@@ -174,6 +174,10 @@ static void run_prepare(dlock__mux *m)
 		build(op, m->cmds + at, m->cmd_lens + at, m->nums[i]);
 		at += op_slots(op);
 		op->pending = 1;
+		if (op->ordered && !op->in_due) {
+			op->in_due = 1;
+			atomic_fetch_add(&dlock__source_of(op->client)->ordered_due, 1);
+		}
 		m->npending++;
 		g->fifo[g->tail++] = i;
 	}

@@ -39,6 +39,9 @@
 #include "core/net/conn.h"
 #include "core/net/script.h"
 
+enum { DLOCK__BEHIND_OR_ANY = 1, DLOCK__BEHIND_ONLY = 2 };
+enum { DLOCK__ORDERED = 1, DLOCK__ORDERED_OPEN = 2 };
+
 typedef struct dlock__mux_op {
 	/* in */
 	dlock_client *client;
@@ -68,6 +71,17 @@ typedef struct dlock__mux_op {
 	               and ASKING goes right before the op */
 	const struct dlock__mux_op *follows; /* runs right behind this op on the same
 	                        connection: resent only together with it */
+	/* Ordering across runs on a loop (core/mux/mux_share.h). `ordered`: a
+	 * later op of its client on its first key may go right behind it while
+	 * it is due; DLOCK__ORDERED_OPEN: its answer may bring more commands on
+	 * the key (a late grant given back), so only a DLOCK__BEHIND_OR_ANY op
+	 * goes behind it. `behind`: this op goes on the connection where the
+	 * client's ordered ops on its first key are due on this loop (none due:
+	 * on any); where it cannot (they are on several, or its group may not
+	 * share), DLOCK__BEHIND_OR_ANY goes as any op, DLOCK__BEHIND_ONLY is
+	 * not sent (rc DLOCK_ETIMEDOUT). */
+	int ordered;
+	int behind;
 	/* out */
 	int rc;            /* 0 with reply set, or DLOCK_E* (reply NULL) */
 	redisReply *reply; /* owned by the op until dlock__mux_clear() */
@@ -83,6 +97,7 @@ typedef struct dlock__mux_op {
 	int cmd_argc;
 	int pending;
 	int stale; /* sent before `follows` was resent (NOSCRIPT): its reply is skipped */
+	int in_due; /* ordered and pending: counted in its client's ordered_due */
 	struct dlock__cluster *routed_by; /* client was a cluster's: its member was chosen */
 } dlock__mux_op;
 
@@ -173,6 +188,14 @@ void dlock__mux_end(dlock__mux *m);
  * with its op); a MOVED reply is the op's error reply and updates the
  * cluster's map. */
 int dlock__mux_run(dlock__mux_op *ops, size_t n, dlock__mux_enough enough, void *arg);
+
+/* 1 when an op of client c on `key` marked `behind` (above) would run
+ * after every ordered op of c on that key still due, and none of them is
+ * open: each of c's ordered ops due is on a connection c's runs share on
+ * loop, and those on `key` all on one that still works (or none is due).
+ * 0 otherwise, and for a cluster's client (not looked for). Called on
+ * loop's thread. */
+int dlock__mux_may_follow(dlock_client *c, dlock__loop *loop, const char *key, size_t len);
 
 /* Free the replies and private buffers of the ops (not the ops). */
 void dlock__mux_clear(dlock__mux_op *ops, size_t n);

@@ -57,6 +57,10 @@ static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran, 
 	op->rc = rc;
 	op->reply = reply;
 	op->pending = 0;
+	if (op->in_due) {
+		op->in_due = 0;
+		atomic_fetch_sub(&dlock__source_of(op->client)->ordered_due, 1);
+	}
 	op->abandoned = rc < 0 && maybe_ran;
 	if (rc < 0)
 		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
@@ -383,14 +387,61 @@ static void group_failed(dlock__mux_group *g, int rc);
 /* What the share calls on a group in it (mux_group_state.h). */
 static const dlock__group_calls calls = { group_what, group_reply, group_failed };
 
+/*
+ * The share the group's ops marked `behind` go on (mux.h): where their
+ * client's ordered ops on their key are due. NULL with rc 0: none due (or
+ * none it must follow), any connection will do; rc < 0: due where an op
+ * that must follow cannot (split over connections, or the group may not
+ * share), so the group is not sent.
+ */
+static dlock__mux_share *behind_share(const dlock__mux_group *g, const dlock__mux_op *ops,
+		int *rc)
+{
+	dlock__mux_share *on = NULL;
+	dlock__due d; /* `elsewhere` and `open` were looked at by the op's caller (mux.h) */
+	size_t i;
+
+	*rc = 0;
+	for (i = g->head; i < g->tail; i++) {
+		const dlock__mux_op *op = &ops[g->fifo[i]];
+		dlock__mux_share *s;
+
+		/* A run that may not share goes as any op unless it must follow. */
+		if (!op->behind || op->call == NULL || op->call->nkeys < 1 ||
+				(!g->may_share && op->behind != DLOCK__BEHIND_ONLY))
+			continue;
+		s = dlock__share_behind(g->src, g->wake_loop, dlock__call_argv(op->call)[0],
+				dlock__call_lens(op->call)[0], &d);
+		if (d.on_key == 0)
+			continue;
+		if (s == NULL || (on != NULL && s != on) || !shareable(g, ops)) {
+			if (op->behind != DLOCK__BEHIND_ONLY)
+				continue; /* as any op */
+			*rc = dlock__seterr_node(DLOCK_ETIMEDOUT, g->src->node->label,
+					"%s: a command on its key is still due on a connection it "
+					"cannot follow; not sent until it is answered",
+					what_of(op));
+			return NULL;
+		}
+		on = s;
+	}
+	return on;
+}
+
 void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
-	dlock__mux_share *s = shareable(g, ops) ? dlock__share_pick(g->src, g->wake_loop) : NULL;
 	int rc = 0;
+	dlock__mux_share *s = behind_share(g, ops, &rc);
 
 	g->ops = ops;
 	g->npending = npending;
 	g->calls = &calls;
+	if (rc < 0) {
+		fail_group(g, ops, rc, npending);
+		return;
+	}
+	if (s == NULL && shareable(g, ops))
+		s = dlock__share_pick(g->src, g->wake_loop);
 	if (s != NULL)
 		dlock__share_join(s, g);
 	else

@@ -38,6 +38,7 @@ typedef struct dlock__mux_group {
 	const struct dlock__group_calls *calls; /* for its share: set as it starts */
 	dlock__mux_op *ops; /* the run's, and its count of ops waiting */
 	size_t *npending;
+	unsigned looked; /* the share's last look for ordered ops saw it (mux_share.c) */
 } dlock__mux_group;
 
 /* What the share calls on a group in it. */

@@ -12,6 +12,7 @@
 #include "core/base/error.h"
 #include "core/mux/mux_source.h"
 #include "core/mux/mux_share.h"
+#include "core/net/script.h"
 
 struct dlock__mux_share {
 	dlock__io io; /* first: the loop hands back &io */
@@ -75,6 +76,84 @@ dlock__mux_share *dlock__share_pick(dlock__source *c, dlock__loop *loop)
 int dlock__share_available(dlock__source *c, dlock__loop *loop)
 {
 	return least_loaded(c, loop) != NULL;
+}
+
+/* An ordered op on key still due (mux.h). */
+static int on_key(const dlock__mux_op *op, const char *key, size_t len)
+{
+	return op->call != NULL && op->call->nkeys > 0 && dlock__call_lens(op->call)[0] == len &&
+			memcmp(dlock__call_argv(op->call)[0], key, len) == 0;
+}
+
+/* The ordered ops due through s: *all of them, those on key in d (the
+ * count on key returned). Each group counted once (`look` marks the
+ * groups this look saw already: a group is in the fifo once per reply). */
+static size_t ordered_due(dlock__mux_share *s, const char *key, size_t len, unsigned look,
+		long *all, dlock__due *d)
+{
+	size_t i, k, n = 0;
+
+	for (i = s->head; i < s->len; i++) {
+		dlock__mux_group *g = s->fifo[i];
+
+		if (g == NULL || g->looked == look)
+			continue;
+		g->looked = look;
+		for (k = g->head; k < g->tail; k++) {
+			const dlock__mux_op *op = &g->ops[g->fifo[k]];
+
+			if (!op->in_due)
+				continue;
+			(*all)++;
+			if (on_key(op, key, len)) {
+				n++;
+				d->open += op->ordered == DLOCK__ORDERED_OPEN;
+			}
+		}
+	}
+	d->on_key += n;
+	return n;
+}
+
+dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const char *key,
+		size_t len, dlock__due *d)
+{
+	static _Atomic unsigned looks;
+	unsigned look = atomic_fetch_add(&looks, 1) + 1;
+	dlock__mux_share *s, *on = NULL;
+	long all = 0;
+	int split = 0;
+
+	*d = (dlock__due){ 0, 0, 0 };
+	if (look == 0) /* a new group's mark: never a look's */
+		look = atomic_fetch_add(&looks, 1) + 1;
+	if (atomic_load_explicit(&nshares, memory_order_relaxed) > 0 && loop != NULL) {
+		pthread_mutex_lock(&shares_mu);
+		for (s = shares; s != NULL; s = s->next) {
+			if (s->src != c || s->loop != loop ||
+					ordered_due(s, key, len, look, &all, d) == 0)
+				continue;
+			split |= on != NULL;
+			on = s;
+		}
+		pthread_mutex_unlock(&shares_mu);
+	}
+	d->elsewhere = atomic_load(&c->ordered_due) != all;
+	if (split || on == NULL || on->failed || on->conn->broken)
+		return NULL;
+	return on;
+}
+
+int dlock__mux_may_follow(dlock_client *c, dlock__loop *loop, const char *key, size_t len)
+{
+	dlock__source *src = dlock__source_of(c);
+	dlock__mux_share *s;
+	dlock__due d;
+
+	if (src->node->cluster != NULL)
+		return 0; /* its ops go to members: not looked for */
+	s = dlock__share_behind(src, loop, key, len, &d);
+	return !d.elsewhere && d.open == 0 && (d.on_key == 0 || s != NULL);
 }
 
 /* Append who reads the next reply. 0, or DLOCK_ENOMEM. */

@@ -21,7 +21,11 @@
  * the others are not disturbed. A connection that fails fails every group
  * due on it; each retries on a connection of its own as a group does.
  * Ordering holds: a group's commands (and an op's `follows`, its undo, a
- * NOSCRIPT resend) go on the share in the order they are queued. Ops that
+ * NOSCRIPT resend) go on the share in the order they are queued, and so
+ * do runs: an op marked `behind` goes on the share where its client's
+ * ordered ops on its key are due (an acquire right behind a release still
+ * due, so the server runs them in that order), however busy, an idle
+ * connection notwithstanding (core/mux/mux.h). Ops that
  * need a connection of their own (an ASK redirect's ASKING, a plain
  * command such as WAIT, ops nobody waits for) are never shared, nor are
  * runs a blocking call drives on a borrowed loop.
@@ -45,6 +49,20 @@ dlock__mux_share *dlock__share_pick(dlock__source *c, dlock__loop *loop);
 /* c has a share on loop a run may join (it need not wait for the pool);
  * loop NULL: on any loop. */
 int dlock__share_available(dlock__source *c, dlock__loop *loop);
+
+/* What is due of c's ordered ops (core/mux/mux.h), as a share sees it. */
+typedef struct dlock__due {
+	size_t on_key;   /* on the key, through c's shares on the loop */
+	size_t open;     /* of those, DLOCK__ORDERED_OPEN */
+	int elsewhere;   /* some (any key) are due elsewhere: not sent yet, on a
+	                    connection of their own, on another loop */
+} dlock__due;
+
+/* The share c's ordered ops on `key` due on loop are all on (a working
+ * one), or NULL (none due, or on more than one); *d what is due. Called on
+ * loop's thread. */
+dlock__mux_share *dlock__share_behind(dlock__source *c, dlock__loop *loop, const char *key,
+		size_t len, dlock__due *d);
 
 /* g joins s: g->conn and g->share are set. */
 void dlock__share_join(dlock__mux_share *s, dlock__mux_group *g);

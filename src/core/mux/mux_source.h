@@ -57,6 +57,8 @@ struct dlock__source {
 	int64_t connect_timeout_ms, command_timeout_ms;
 	_Atomic int64_t timed_out_at; /* monotonic ms a multiplexed command timed
 	                                 out; 0 once the server answered again */
+	_Atomic long ordered_due; /* its ordered ops (core/mux/mux.h) begun and not
+	                             yet answered or given up, on any loop */
 };
 
 /* A client's source: the client begins with it (core/drive/client.h). */
