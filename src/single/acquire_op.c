@@ -439,6 +439,34 @@ static int attempt(dlock__waiter *w)
 	return dlock__waiter_send(w, o->mop, n);
 }
 
+/*
+ * The awaited answer of an attempt canceled once that answer was in (its
+ * end posted, so no undo could go behind it): a hold it made goes back -
+ * the count it added, as an unsynced one's does - and the wait ends
+ * canceled (a fair waiter leaving its queue, as any end without the lock).
+ */
+static void canceled(dlock__waiter *w, int rc)
+{
+	acquire_op *o = AOP(w, w);
+	dlock_lock *l = o->lo.l;
+
+	if (rc == 0 || o->giving_back) {
+		o->giving_back = 1;
+		o->gb_code = DLOCK_ECANCELED;
+		snprintf(o->gb_msg, sizeof(o->gb_msg), "lock %s: the acquisition was canceled",
+				l->shown);
+		o->unsettled = 0;
+		if ((rc = give_back(o)) == 0)
+			return;
+		o->giving_back = 0;
+		conclude(o, dlock__acquire_unsynced(l, &o->a, o->gb_code, o->gb_msg, rc, NULL));
+		return;
+	}
+	if (rc != DLOCK_ECANCELED) /* else the give-back's answer said how it went */
+		rc = dlock__seterr(DLOCK_ECANCELED, "lock %s: the acquisition was canceled", l->shown);
+	conclude(o, rc);
+}
+
 /* Cancel during an attempt: abandoned, its hold uncertain (the undo goes behind it). */
 static int on_cancel(dlock__waiter *w)
 {
@@ -455,6 +483,7 @@ static const dlock__waiter_steps wait_steps = {
 	.judge = judge,
 	.end = end,
 	.on_cancel = on_cancel,
+	.canceled = canceled,
 	.listen = listen_as_role,
 	.unlisten = unlisten,
 	.slot = slot,

@@ -191,7 +191,8 @@ static void answered(dlock__mux_loop *ml)
 	dlock__mux_loop_end(ml);
 	dlock__mux_clear(w->mop, w->nmop);
 	if (w->cancel_pending) {
-		w->steps->canceled(w, v == DLOCK__WAIT_GOT ? 0 : rc);
+		/* 0: it took what it asked for; a redirect took nothing. */
+		w->steps->canceled(w, v == DLOCK__WAIT_GOT ? 0 : rc < 0 ? rc : DLOCK_ECANCELED);
 		return;
 	}
 	if (v == DLOCK__WAIT_AGAIN)

@@ -7,7 +7,9 @@
  */
 #include <criterion/criterion.h>
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dlock.h>
 
@@ -152,6 +154,70 @@ Test(op_handle, the_loop_counts_the_operations_that_have_not_had_their_callback)
 	cr_assert_eq(dlock_loop_pending(NULL, loop), DLOCK_EINVAL);
 	cr_assert_eq(dlock_loop_pending(&n, NULL), DLOCK_EINVAL);
 	dlock_lock_free(l);
+	dlock_client_free(c);
+	dlock_loop_free(loop);
+}
+
+/*
+ * A cancel that comes after the acquire's answer was read but before the
+ * acquisition saw it (the answer is read for it and handed on by a posted
+ * task; a cancel posted first runs first): the lock it took goes back. The
+ * server is paused while the acquire waits for its answer; once the server
+ * has made the hold (read by a connection of the test's own) the answer
+ * sits unread in the client's socket, and the cancel is posted before the
+ * loop runs again.
+ */
+Test(op_handle, a_cancel_after_the_answer_came_gives_the_lock_back)
+{
+	static const char *const kinds[] = { "plain", "fair", "fenced" };
+	dlock_loop *loop = NULL;
+	dlock_client *c;
+	dlock_op *op = NULL;
+	int i;
+
+	dl_pass(dlock_loop_new(&loop, NULL));
+	c = client_on(loop);
+	for (i = 0; i < 3; i++) {
+		dlock_lock_options lo = DLOCK_LOCK_OPTIONS_INIT;
+		dlock_lock *l = NULL;
+		outcome a = { 0 };
+		char name[64];
+		int64_t until;
+
+		lo.kind = i == 0 ? DLOCK_LOCK_PLAIN : i == 1 ? DLOCK_LOCK_FAIR : DLOCK_LOCK_FENCED;
+		snprintf(name, sizeof(name), "ophandle:late-cancel:%s", kinds[i]);
+		dl_pass(dlock_lock_new(&l, c, name, &lo));
+		/* Connected, the scripts loaded: the acquire goes out at once. */
+		dl_pass(dlock_lock_acquire_async(NULL, l, "me:0", 0, 30000, note, &a));
+		run_until(loop, &a.calls, 1, 5000);
+		cr_assert_eq(a.code, 0, "%s: warm-up: %d", kinds[i], a.code);
+		dl_pass(dlock_lock_release_async(NULL, l, "me:0", note, &a));
+		run_until(loop, &a.calls, 2, 5000);
+		cr_assert_eq(a.code, 0, "%s: warm-up release: %d", kinds[i], a.code);
+		memset(&a, 0, sizeof(a));
+		cr_assert_eq(rh_server_pause(dl_srv), 0);
+		dl_pass(dlock_lock_acquire_async(&op, l, "me:1", 5000, 30000, note, &a));
+		for (until = rh_now_ms() + 200; rh_now_ms() < until;)
+			cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
+		cr_assert_eq(a.calls, 0, "%s: answered by a paused server", kinds[i]);
+		cr_assert_eq(rh_server_resume(dl_srv), 0);
+		for (until = rh_now_ms() + 10000;
+				rh_command_int(dl_srv, "EXISTS %s", name) != 1 && rh_now_ms() < until;)
+			usleep(1000);
+		cr_assert_eq(rh_command_int(dl_srv, "EXISTS %s", name), 1,
+				"%s: the acquire never ran on the server", kinds[i]);
+		dl_pass(dlock_op_cancel(op));
+		run_until(loop, &a.calls, 1, 10000);
+		cr_assert_eq(a.code, DLOCK_ECANCELED, "%s: %d (%s)", kinds[i], a.code,
+				dlock_strerror(a.code));
+		/* The give-back ran before the callback. */
+		cr_assert_eq(rh_command_int(dl_srv, "EXISTS %s", name), 0,
+				"%s: a canceled acquisition left its hold on the server", kinds[i]);
+		cr_assert_eq(rh_command_int(dl_srv, "EXISTS redisson_lock_queue:{%s}", name), 0,
+				"%s: a canceled acquisition left its place in the queue", kinds[i]);
+		dlock_op_free(op);
+		dlock_lock_free(l);
+	}
 	dlock_client_free(c);
 	dlock_loop_free(loop);
 }
