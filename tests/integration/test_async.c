@@ -20,15 +20,6 @@
 
 TestSuite(async, .init = dl_server_start, .fini = dl_server_stop, .timeout = 120);
 
-/* dl_note, and a failure always has its line. */
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	dl_note(op, r, ud);
-	if (r->code < 0)
-		cr_assert(r->message != NULL && r->message[0] != '\0', "code %d without a message",
-				r->code);
-}
-
 static dlock_client *client_on(dlock_loop *loop)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
@@ -40,7 +31,8 @@ static dlock_client *client_on(dlock_loop *loop)
 static void acquire(dlock_lock *l, const char *owner, int64_t wait, dlock_op **op, dl_outcome *o)
 {
 	o->starting = 1;
-	dl_pass(dlock_lock_acquire_async(op, l, owner, wait, DLOCK_LEASE_WATCHDOG, note, o));
+	dl_pass(dlock_lock_acquire_async(op, l, owner, wait, DLOCK_LEASE_WATCHDOG, dl_note_checked,
+			o));
 	o->starting = 0;
 }
 
@@ -65,7 +57,7 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	cr_assert_eq(rh_command_int(dl_srv, "HEXISTS async:one me:1"), 1);
 
 	r.starting = 1;
-	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note, &r));
+	dl_pass(dlock_lock_release_async(NULL, l, "me:1", dl_note_checked, &r));
 	r.starting = 0;
 	dl_drive_until(loop, &r, 1, 1, 5000);
 	cr_assert_eq(r.code, 0, "release: %d", r.code);
@@ -89,7 +81,7 @@ static void note_and_free(dlock_op *op, const dlock_result *r, void *ud)
 {
 	freeing *f = ud;
 
-	note(op, r, &f->o);
+	dl_note_checked(op, r, &f->o);
 	dlock_lock_free(f->lock);
 }
 
@@ -246,7 +238,8 @@ Test(async, a_loop_driven_by_callbacks_runs_contended_acquisitions)
 		if (held >= 0) {
 			dl_outcome r = { 0 };
 
-			dl_pass(dlock_lock_release_async(NULL, l, owner[held], note, &r));
+			dl_pass(dlock_lock_release_async(NULL, l, owner[held], dl_note_checked,
+					&r));
 			while (r.calls == 0 && rh_now_ms() < until)
 				hooks_turn(loop, &h);
 			cr_assert_eq(r.code, 0);
@@ -343,7 +336,8 @@ Test(async, random_cancellations_leave_nothing_held)
 				releasing[i] = 1;
 				rel[i] = (dl_outcome){ 0 };
 				dlock_client_owner(owner, c, (uint64_t)i);
-				dl_pass(dlock_lock_release_async(NULL, l[i % NAMES], owner, note, &rel[i]));
+				dl_pass(dlock_lock_release_async(NULL, l[i % NAMES], owner,
+						dl_note_checked, &rel[i]));
 			}
 			if (releasing[i] && rel[i].calls == 1 && rel[i].code != DLOCK_ETIMEDOUT &&
 					releasing[i]++ == 1) {
@@ -449,7 +443,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	l = dl_lock(c, "async:watch");
 	/* Nothing held: said at once (from the loop). */
 	w4.starting = 1;
-	dl_pass(dlock_lock_watch_async(NULL, l, "me:9", note, &w4));
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:9", dl_note_checked, &w4));
 	w4.starting = 0;
 	dl_drive_until(loop, &w4, 1, 1, 5000);
 	cr_assert_eq(w4.code, DLOCK_ENOTOWNER, "watch of nothing: %d", w4.code);
@@ -458,15 +452,15 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	acquire(l, "me:1", 0, NULL, &a);
 	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0);
-	dl_pass(dlock_lock_watch_async(NULL, l, "me:1", note, &w1));
-	dl_pass(dlock_lock_watch_async(&op, l, "me:1", note, &w3));
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:1", dl_note_checked, &w1));
+	dl_pass(dlock_lock_watch_async(&op, l, "me:1", dl_note_checked, &w3));
 	dlock_loop_run(loop, 10);
 	cr_assert_eq(w1.calls + w3.calls, 0, "a watch ended while the hold lasts");
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
 	dl_drive_until(loop, &w3, 1, 1, 5000);
 	cr_assert_eq(w3.code, DLOCK_ECANCELED);
-	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note, &r));
+	dl_pass(dlock_lock_release_async(NULL, l, "me:1", dl_note_checked, &r));
 	dl_drive_until(loop, &w1, 1, 1, 5000);
 	cr_assert_eq(w1.code, 0, "watch of a released hold: %d", w1.code);
 
@@ -476,7 +470,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0);
 	w2.starting = 1;
-	dl_pass(dlock_lock_watch_async(NULL, l, "me:2", note, &w2));
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:2", dl_note_checked, &w2));
 	w2.starting = 0;
 	dlock_loop_run(loop, 10);
 	dl_pass(dlock_lock_force_release(NULL, l));
@@ -581,11 +575,11 @@ static void each_lock(dlock_loop *loop, dlock_lock **l, int n, int window, int r
 	while (done < n && rh_now_ms() < until) {
 		while (started < n && started - done < window) {
 			if (release)
-				dl_pass(dlock_lock_release_async(NULL, l[started], "me:many", note,
+				dl_pass(dlock_lock_release_async(NULL, l[started], "me:many", dl_note_checked,
 						&o[started]));
 			else
 				dl_pass(dlock_lock_acquire_async(NULL, l[started], "me:many", 0,
-						DLOCK_LEASE_WATCHDOG, note, &o[started]));
+						DLOCK_LEASE_WATCHDOG, dl_note_checked, &o[started]));
 			started++;
 		}
 		cr_assert(dlock_loop_run(loop, 50) >= 0);

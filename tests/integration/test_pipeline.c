@@ -136,7 +136,8 @@ Test(pipeline, fifty_acquisitions_are_in_flight_at_once_on_one_connection)
 	for (int i = 0; i < MANY; i++)
 		start_acquire(l[i], i, 0, NULL, &o[i]);
 	run_for(loop, 300); /* sent, the server stopped */
-	cr_assert_eq(dl_ended(o, MANY), 0, "%d ended while the server was stopped", dl_ended(o, MANY));
+	cr_assert_eq(dl_ended(o, MANY), 0, "%d ended while the server was stopped",
+			dl_ended(o, MANY));
 	cr_assert_eq(rh_server_resume(dl_srv), 0);
 	dl_drive_until(loop, o, MANY, MANY, 20000);
 
@@ -187,7 +188,8 @@ Test(pipeline, ops_given_up_in_the_middle_leave_the_others_alone)
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(o[i].calls, i == MID || i == LATER, "op %d: %d callbacks (%d, %s)", i,
 				o[i].calls, o[i].code, o[i].message);
-	cr_assert_eq(o[MID].code, DLOCK_ECANCELED, "canceled: %d (%s)", o[MID].code, o[MID].message);
+	cr_assert_eq(o[MID].code, DLOCK_ECANCELED, "canceled: %d (%s)", o[MID].code,
+			o[MID].message);
 	cr_assert_eq(o[LATER].code, DLOCK_ECANCELED, "canceled: %d (%s)", o[LATER].code,
 			o[LATER].message);
 
@@ -209,9 +211,11 @@ Test(pipeline, ops_given_up_in_the_middle_leave_the_others_alone)
 		dl_outcome more = { 0 };
 		char buf[DLOCK_OWNER_SIZE];
 
-		dl_pass(dlock_lock_acquire_async(NULL, l[MID], owner(MID, buf), 0, 60000, dl_note, &more));
+		dl_pass(dlock_lock_acquire_async(NULL, l[MID], owner(MID, buf), 0, 60000, dl_note,
+				&more));
 		dl_drive_until(loop, &more, 1, 1, 10000);
-		cr_assert_eq(more.code, 0, "after the skipped replies: %d (%s)", more.code, more.message);
+		cr_assert_eq(more.code, 0, "after the skipped replies: %d (%s)", more.code,
+				more.message);
 	}
 	for (int i = 0; i < N; i++) {
 		dlock_op_free(ops[i]);

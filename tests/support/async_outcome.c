@@ -28,6 +28,14 @@ void dl_note(dlock_op *op, const dlock_result *r, void *ud)
 	snprintf(o->message, sizeof(o->message), "%s", r->message != NULL ? r->message : "");
 }
 
+void dl_note_checked(dlock_op *op, const dlock_result *r, void *ud)
+{
+	dl_note(op, r, ud);
+	if (r->code < 0)
+		cr_assert(r->message != NULL && r->message[0] != '\0', "code %d without a message",
+				r->code);
+}
+
 dlock_client *dl_client_on(dlock_loop *loop, const char *label)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
@@ -90,4 +98,6 @@ void dl_drive_until(dlock_loop *loop, const dl_outcome *o, int n, int want, int6
 		cr_assert(dlock_loop_run(loop, 10) >= 0, "%s", dlock_errmsg_last());
 	cr_assert_geq(dl_ended(o, n), want, "%d of %d operations ended within %lld ms",
 			dl_ended(o, n), want, (long long)within_ms);
+	for (int i = 0; i < n; i++)
+		cr_assert_leq(o[i].calls, 1, "operation %d: %d callbacks", i, o[i].calls);
 }

@@ -146,6 +146,10 @@ typedef struct dl_outcome {
 
 void dl_note(dlock_op *op, const dlock_result *r, void *ud);
 
+/* dl_note, for a callback on the test's own thread (a loop it drives): a
+ * failure must carry its line. */
+void dl_note_checked(dlock_op *op, const dlock_result *r, void *ud);
+
 /* A client on the test's server driven by `loop` (label may be NULL). */
 dlock_client *dl_client_on(dlock_loop *loop, const char *label);
 
@@ -163,7 +167,7 @@ void dl_no_second(dlock_loop *loop, const dl_outcome *o);
 void dl_await_one(dlock_loop *loop, const dl_outcome *o, int64_t within_ms);
 
 /* How many of the n outcomes had their callback; drive the loop until
- * `want` of them did, within_ms at most. */
+ * `want` of them did, within_ms at most (none had two). */
 int dl_ended(const dl_outcome *o, int n);
 void dl_drive_until(dlock_loop *loop, const dl_outcome *o, int n, int want, int64_t within_ms);
 
