@@ -20,34 +20,6 @@
 
 TestSuite(async, .init = dl_server_start, .fini = dl_server_stop, .timeout = 120);
 
-typedef struct outcome {
-	int calls;      /* callbacks so far: must end at exactly 1 */
-	int code;
-	int64_t validity, token;
-	int lost_reason;
-	int starting;   /* set while the starting call runs: a callback then is a bug */
-	int inside;     /* a callback came from inside the starting call */
-	int64_t at;     /* rh_now_ms() of the callback */
-	void *inside_lock; /* note_and_free: the lock its callback frees */
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-	o->validity = r->validity_ms;
-	o->token = r->token;
-	o->lost_reason = r->lost_reason;
-	o->inside |= o->starting;
-	o->at = rh_now_ms();
-	if (r->code < 0)
-		cr_assert(r->message != NULL && r->message[0] != '\0', "code %d without a message",
-				r->code);
-}
-
 static dlock_client *client_on(dlock_loop *loop)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
@@ -56,27 +28,11 @@ static dlock_client *client_on(dlock_loop *loop)
 	return dl_client_opts(rh_server_uri(dl_srv), &o);
 }
 
-/* Drive the loop until every outcome has its callback, or the deadline. */
-static void run_until_done(dlock_loop *loop, outcome *o, size_t n, int64_t within_ms)
-{
-	int64_t until = rh_now_ms() + within_ms;
-	size_t i, done = 0;
-
-	while (rh_now_ms() < until) {
-		cr_assert(dlock_loop_run(loop, 50) >= 0, "%s", dlock_errmsg_last());
-		for (i = 0, done = 0; i < n; i++)
-			done += o[i].calls > 0;
-		if (done == n)
-			return;
-	}
-	cr_assert_fail("%zu of %zu operations had their callback within %lld ms", done, n,
-			(long long)within_ms);
-}
-
-static void acquire(dlock_lock *l, const char *owner, int64_t wait, dlock_op **op, outcome *o)
+static void acquire(dlock_lock *l, const char *owner, int64_t wait, dlock_op **op, dl_outcome *o)
 {
 	o->starting = 1;
-	dl_pass(dlock_lock_acquire_async(op, l, owner, wait, DLOCK_LEASE_WATCHDOG, note, o));
+	dl_pass(dlock_lock_acquire_async(op, l, owner, wait, DLOCK_LEASE_WATCHDOG, dl_note_checked,
+			o));
 	o->starting = 0;
 }
 
@@ -86,7 +42,7 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
-	outcome a = { 0 }, r = { 0 };
+	dl_outcome a = { 0 }, r = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
@@ -94,16 +50,16 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 	cr_assert_eq(dl_count_threads(), before, "a client on the caller's loop started a thread");
 	acquire(l, "me:1", 0, NULL, &a);
 	cr_assert_eq(a.calls, 0, "the callback ran inside the call that started it");
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
 	cr_assert(a.validity > 25000, "validity %lld ms right after acquiring with the watchdog",
 			(long long)a.validity);
 	cr_assert_eq(rh_command_int(dl_srv, "HEXISTS async:one me:1"), 1);
 
 	r.starting = 1;
-	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note, &r));
+	dl_pass(dlock_lock_release_async(NULL, l, "me:1", dl_note_checked, &r));
 	r.starting = 0;
-	run_until_done(loop, &r, 1, 5000);
+	dl_drive_until(loop, &r, 1, 1, 5000);
 	cr_assert_eq(r.code, 0, "release: %d", r.code);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:one"), 0);
 	cr_assert_eq(a.calls + r.calls, 2);
@@ -116,12 +72,17 @@ Test(async, acquire_and_release_on_the_callers_loop_with_no_thread_of_dlocks)
 
 /* A callback that frees the lock its operation ran on, as a C++ coroutine
  * resumed from it frees the dlock::rlock it owned. */
+typedef struct freeing {
+	dl_outcome o;
+	dlock_lock *lock;
+} freeing;
+
 static void note_and_free(dlock_op *op, const dlock_result *r, void *ud)
 {
-	outcome *o = ud;
+	freeing *f = ud;
 
-	note(op, r, ud);
-	dlock_lock_free(o->inside_lock);
+	dl_note_checked(op, r, &f->o);
+	dlock_lock_free(f->lock);
 }
 
 Test(async, a_lock_freed_by_its_operations_callback_lives_until_the_operation_ends)
@@ -129,7 +90,7 @@ Test(async, a_lock_freed_by_its_operations_callback_lives_until_the_operation_en
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
-	outcome a = { 0 }, r = { 0 };
+	freeing a = { 0 }, r = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
@@ -137,15 +98,15 @@ Test(async, a_lock_freed_by_its_operations_callback_lives_until_the_operation_en
 	 * of a second handle (an undo, a channel, the client's count: the
 	 * operations' ends use their lock after the callback returned). */
 	l = dl_lock(c, "async:freed");
-	a.inside_lock = l;
+	a.lock = l;
 	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note_and_free, &a));
-	run_until_done(loop, &a, 1, 5000);
-	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
+	dl_drive_until(loop, &a.o, 1, 1, 5000);
+	cr_assert_eq(a.o.code, 0, "acquire: %d", a.o.code);
 	l = dl_lock(c, "async:freed");
-	r.inside_lock = l;
+	r.lock = l;
 	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note_and_free, &r));
-	run_until_done(loop, &r, 1, 5000);
-	cr_assert_eq(r.code, 0, "release: %d", r.code);
+	dl_drive_until(loop, &r.o, 1, 1, 5000);
+	cr_assert_eq(r.o.code, 0, "release: %d", r.o.code);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:freed"), 0);
 	/* Both handles, and the operations' counts, are gone: the client closes. */
 	dlock_client_free(c);
@@ -157,7 +118,7 @@ Test(async, a_waiter_is_woken_by_the_holders_unlock)
 	dlock_loop *loop = NULL;
 	dlock_client *c, *other = dl_client(rh_server_uri(dl_srv), 1000, 30000);
 	dlock_lock *l, *held = dl_lock(other, "async:wake");
-	outcome a = { 0 };
+	dl_outcome a = { 0 };
 	int64_t released_at;
 
 	dl_pass(dlock_lock_acquire(held, NULL, DLOCK_WAIT_FOREVER, 30000)); /* a long TTL: only the message can wake it soon */
@@ -170,7 +131,7 @@ Test(async, a_waiter_is_woken_by_the_holders_unlock)
 	cr_assert_eq(a.calls, 0, "acquired a lock held by another client (code %d)", a.code);
 	released_at = rh_now_ms();
 	dl_pass(dlock_lock_release(held, NULL));
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire after the unlock: %d", a.code);
 	cr_assert(a.at - released_at < 1000, "woken %lld ms after the unlock (holder TTL 30 s)",
 			(long long)(a.at - released_at));
@@ -249,7 +210,7 @@ Test(async, a_loop_driven_by_callbacks_runs_contended_acquisitions)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
-	outcome a[3] = { { 0 } };
+	dl_outcome a[3] = { { 0 } };
 	char owner[3][16];
 	int64_t until;
 	int i, held = -1;
@@ -275,9 +236,10 @@ Test(async, a_loop_driven_by_callbacks_runs_contended_acquisitions)
 			}
 		}
 		if (held >= 0) {
-			outcome r = { 0 };
+			dl_outcome r = { 0 };
 
-			dl_pass(dlock_lock_release_async(NULL, l, owner[held], note, &r));
+			dl_pass(dlock_lock_release_async(NULL, l, owner[held], dl_note_checked,
+					&r));
 			while (r.calls == 0 && rh_now_ms() < until)
 				hooks_turn(loop, &h);
 			cr_assert_eq(r.code, 0);
@@ -319,7 +281,7 @@ Test(async, random_cancellations_leave_nothing_held)
 	dlock_client *c;
 	dlock_lock *l[NAMES];
 	dlock_op *op[OPS];
-	outcome *o = calloc(OPS, sizeof(*o)), *rel = calloc(OPS, sizeof(*rel));
+	dl_outcome *o = calloc(OPS, sizeof(*o)), *rel = calloc(OPS, sizeof(*rel));
 	int releasing[OPS] = { 0 }, retried[OPS] = { 0 };
 	int cancel_at[OPS], released = 0, canceled = 0, acquired = 0;
 	int64_t t0, paused_at = -1;
@@ -372,9 +334,10 @@ Test(async, random_cancellations_leave_nothing_held)
 				else
 					retried[i] = 1; /* the one that timed out may have run */
 				releasing[i] = 1;
-				rel[i] = (outcome){ 0 };
+				rel[i] = (dl_outcome){ 0 };
 				dlock_client_owner(owner, c, (uint64_t)i);
-				dl_pass(dlock_lock_release_async(NULL, l[i % NAMES], owner, note, &rel[i]));
+				dl_pass(dlock_lock_release_async(NULL, l[i % NAMES], owner,
+						dl_note_checked, &rel[i]));
 			}
 			if (releasing[i] && rel[i].calls == 1 && rel[i].code != DLOCK_ETIMEDOUT &&
 					releasing[i]++ == 1) {
@@ -445,7 +408,7 @@ Test(async, too_few_replicas_give_the_hold_back)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
-	outcome a = { 0 };
+	dl_outcome a = { 0 };
 	char owner[64];
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -456,7 +419,7 @@ Test(async, too_few_replicas_give_the_hold_back)
 	l = dl_lock(c, "async:sync");
 	dlock_client_owner(owner, c, 7);
 	acquire(l, owner, 0, NULL, &a);
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, DLOCK_ENOSYNC, "acquire with no replica to acknowledge: %d", a.code);
 	cr_assert_eq(rh_command_int(dl_srv, "EXISTS async:sync"), 0, "the unacknowledged hold stayed");
 	dlock_lock_free(l);
@@ -472,7 +435,7 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	dlock_client *c;
 	dlock_lock *l;
 	dlock_op *op = NULL;
-	outcome a = { 0 }, w1 = { 0 }, w2 = { 0 }, w3 = { 0 }, w4 = { 0 }, r = { 0 };
+	dl_outcome a = { 0 }, w1 = { 0 }, w2 = { 0 }, w3 = { 0 }, w4 = { 0 }, r = { 0 };
 	int lost_reason = -1;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -480,38 +443,38 @@ Test(async, a_watch_hears_how_a_hold_ends)
 	l = dl_lock(c, "async:watch");
 	/* Nothing held: said at once (from the loop). */
 	w4.starting = 1;
-	dl_pass(dlock_lock_watch_async(NULL, l, "me:9", note, &w4));
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:9", dl_note_checked, &w4));
 	w4.starting = 0;
-	run_until_done(loop, &w4, 1, 5000);
+	dl_drive_until(loop, &w4, 1, 1, 5000);
 	cr_assert_eq(w4.code, DLOCK_ENOTOWNER, "watch of nothing: %d", w4.code);
 
 	/* Released: the watch ends with 0. */
 	acquire(l, "me:1", 0, NULL, &a);
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0);
-	dl_pass(dlock_lock_watch_async(NULL, l, "me:1", note, &w1));
-	dl_pass(dlock_lock_watch_async(&op, l, "me:1", note, &w3));
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:1", dl_note_checked, &w1));
+	dl_pass(dlock_lock_watch_async(&op, l, "me:1", dl_note_checked, &w3));
 	dlock_loop_run(loop, 10);
 	cr_assert_eq(w1.calls + w3.calls, 0, "a watch ended while the hold lasts");
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
-	run_until_done(loop, &w3, 1, 5000);
+	dl_drive_until(loop, &w3, 1, 1, 5000);
 	cr_assert_eq(w3.code, DLOCK_ECANCELED);
-	dl_pass(dlock_lock_release_async(NULL, l, "me:1", note, &r));
-	run_until_done(loop, &w1, 1, 5000);
+	dl_pass(dlock_lock_release_async(NULL, l, "me:1", dl_note_checked, &r));
+	dl_drive_until(loop, &w1, 1, 1, 5000);
 	cr_assert_eq(w1.code, 0, "watch of a released hold: %d", w1.code);
 
 	/* Force-unlocked: DLOCK_ELOST, reason FORCED. */
-	a = (outcome){ 0 };
+	a = (dl_outcome){ 0 };
 	acquire(l, "me:2", 0, NULL, &a);
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0);
 	w2.starting = 1;
-	dl_pass(dlock_lock_watch_async(NULL, l, "me:2", note, &w2));
+	dl_pass(dlock_lock_watch_async(NULL, l, "me:2", dl_note_checked, &w2));
 	w2.starting = 0;
 	dlock_loop_run(loop, 10);
 	dl_pass(dlock_lock_force_release(NULL, l));
-	run_until_done(loop, &w2, 1, 5000);
+	dl_drive_until(loop, &w2, 1, 1, 5000);
 	cr_assert_eq(w2.code, DLOCK_ELOST, "watch of a force-unlocked hold: %d", w2.code);
 	lost_reason = w2.lost_reason;
 	cr_assert_eq(lost_reason, DLOCK_LOST_FORCED, "reason %d", lost_reason);
@@ -534,7 +497,7 @@ Test(async, a_blocking_call_beside_operations_in_flight_does_not_wait_for_the_po
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l, *other;
-	outcome a = { 0 };
+	dl_outcome a = { 0 };
 	int64_t t0, took;
 	int locked = -1;
 
@@ -556,7 +519,7 @@ Test(async, a_blocking_call_beside_operations_in_flight_does_not_wait_for_the_po
 	cr_assert_eq(locked, 0);
 	cr_assert(took < 1000, "a query beside an acquire in flight took %lld ms (pool of 1)",
 			(long long)took);
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
 	dlock_lock_free(l);
 	dlock_lock_free(other);
@@ -576,7 +539,7 @@ Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l;
-	outcome a = { 0 };
+	dl_outcome a = { 0 };
 	int64_t longest;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -586,7 +549,7 @@ Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
 	c = dl_client_opts(rh_server_uri(dl_srv), &co);
 	l = dl_lock(c, "async:slow-renewal");
 	acquire(l, "me:slow", 0, NULL, &a);
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
 	cr_assert_eq(rh_server_pause(dl_srv), 0);
 	/* Rounds fail for 2.5 s: each turn of the loop costs at most one. */
@@ -604,7 +567,7 @@ Test(async, a_slowly_failing_renewal_lets_the_loop_run_between_tries)
  * each as owner "me:many"; every callback must say 0. */
 static void each_lock(dlock_loop *loop, dlock_lock **l, int n, int window, int release)
 {
-	outcome *o = calloc((size_t)n, sizeof(*o));
+	dl_outcome *o = calloc((size_t)n, sizeof(*o));
 	int started = 0, done = 0;
 	int64_t until = rh_now_ms() + 60000;
 
@@ -612,11 +575,11 @@ static void each_lock(dlock_loop *loop, dlock_lock **l, int n, int window, int r
 	while (done < n && rh_now_ms() < until) {
 		while (started < n && started - done < window) {
 			if (release)
-				dl_pass(dlock_lock_release_async(NULL, l[started], "me:many", note,
+				dl_pass(dlock_lock_release_async(NULL, l[started], "me:many", dl_note_checked,
 						&o[started]));
 			else
 				dl_pass(dlock_lock_acquire_async(NULL, l[started], "me:many", 0,
-						DLOCK_LEASE_WATCHDOG, note, &o[started]));
+						DLOCK_LEASE_WATCHDOG, dl_note_checked, &o[started]));
 			started++;
 		}
 		cr_assert(dlock_loop_run(loop, 50) >= 0);
@@ -678,7 +641,7 @@ Test(async, a_hung_server_does_not_stop_another_clients_renewals)
 	dlock_loop *loop = NULL;
 	dlock_client *hung, *well;
 	dlock_lock **l = calloc(N, sizeof(*l)), *kept;
-	outcome a = { 0 };
+	dl_outcome a = { 0 };
 	char name[32];
 	int64_t longest;
 
@@ -697,7 +660,7 @@ Test(async, a_hung_server_does_not_stop_another_clients_renewals)
 	each_lock(loop, l, N, 8, 0); /* 10 batches of renewals */
 	kept = dl_lock(well, "async:healthy");
 	acquire(kept, "me:well", 0, NULL, &a);
-	run_until_done(loop, &a, 1, 5000);
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0, "acquire: %d", a.code);
 
 	cr_assert_eq(rh_server_pause(dl_srv), 0);

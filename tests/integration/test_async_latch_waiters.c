@@ -8,7 +8,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <stdio.h>
 
 #include <dlock.h>
 
@@ -17,46 +16,21 @@
 
 TestSuite(async_latch_waiters, .init = dl_server_start, .fini = dl_server_stop, .timeout = 60);
 
-typedef struct outcome {
-	int calls, code, starting, inside;
-	int64_t value;
-	char message[256];
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
+static dl_outcome waiters_async(dlock_loop *loop, dlock_countdown *c)
 {
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->inside |= o->starting;
-	o->code = r->code;
-	o->value = r->value;
-	snprintf(o->message, sizeof(o->message), "%s", r->message);
-}
-
-static outcome waiters_async(dlock_loop *loop, dlock_countdown *c)
-{
-	outcome o = { 0 };
-	int64_t until = rh_now_ms() + 10000;
+	dl_outcome o = { 0 };
 
 	o.starting = 1;
-	dl_pass(dlock_countdown_subscribers_async(NULL, c, note, &o));
+	dl_pass(dlock_countdown_subscribers_async(NULL, c, dl_note, &o));
 	o.starting = 0;
-	while (o.calls == 0 && rh_now_ms() < until)
-		cr_assert(dlock_loop_run(loop, 20) >= 0);
-	cr_assert_eq(o.calls, 1, "no callback within 10 s");
-	cr_assert(!o.inside, "a callback from inside the call");
-	for (until = rh_now_ms() + 100; rh_now_ms() < until;)
-		dlock_loop_run(loop, 20);
-	cr_assert_eq(o.calls, 1, "%d callbacks", o.calls);
+	dl_await_one(loop, &o, 10000);
 	return o;
 }
 
 static void agrees(dlock_loop *loop, dlock_countdown *c, int64_t want)
 {
 	int64_t b = -1;
-	outcome o;
+	dl_outcome o;
 
 	dl_pass(dlock_countdown_subscribers(&b, c));
 	o = waiters_async(loop, c);
@@ -72,7 +46,7 @@ Test(async_latch_waiters, answers_as_the_blocking_call)
 	dlock_client *c, *other;
 	dlock_countdown *latch, *theirs;
 	dlock_op *await = NULL;
-	outcome w = { 0 };
+	dl_outcome w = { 0 };
 	int64_t n = 0, until;
 	int set = 0;
 
@@ -85,7 +59,7 @@ Test(async_latch_waiters, answers_as_the_blocking_call)
 	agrees(loop, latch, 0);
 	dl_pass(dlock_countdown_try_set_count(&set, latch, 1));
 	/* Another client's await listens on the latch's channel. */
-	dl_pass(dlock_countdown_await_async(&await, theirs, 20000, note, &w));
+	dl_pass(dlock_countdown_await_async(&await, theirs, 20000, dl_note, &w));
 	for (until = rh_now_ms() + 10000; n != 1 && rh_now_ms() < until;) {
 		dlock_loop_run(loop, 20);
 		dl_pass(dlock_countdown_subscribers(&n, latch));
@@ -94,9 +68,7 @@ Test(async_latch_waiters, answers_as_the_blocking_call)
 	agrees(loop, latch, 1);
 	dl_pass(dlock_op_cancel(await));
 	dlock_op_free(await);
-	for (until = rh_now_ms() + 10000; w.calls == 0 && rh_now_ms() < until;)
-		dlock_loop_run(loop, 20);
-	cr_assert_eq(w.calls, 1);
+	dl_drive(loop, &w);
 	dlock_countdown_free(theirs);
 	dlock_countdown_free(latch);
 	/* The canceled await ended on other's own thread, where its op lets go
@@ -113,18 +85,15 @@ Test(async_latch_waiters, a_handle_freed_meanwhile_stays_until_the_end)
 	dlock_loop *loop = NULL;
 	dlock_countdown *latch;
 	dlock_client *c;
-	outcome o = { 0 };
-	int64_t until = rh_now_ms() + 10000;
+	dl_outcome o = { 0 };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
 	co.loop = loop;
 	c = dl_client_opts(rh_server_uri(dl_srv), &co);
 	dl_pass(dlock_countdown_new(&latch, c, "alw:freed", NULL));
-	dl_pass(dlock_countdown_subscribers_async(NULL, latch, note, &o));
+	dl_pass(dlock_countdown_subscribers_async(NULL, latch, dl_note, &o));
 	dlock_countdown_free(latch);
-	while (o.calls == 0 && rh_now_ms() < until)
-		cr_assert(dlock_loop_run(loop, 20) >= 0);
-	cr_assert_eq(o.calls, 1);
+	dl_drive(loop, &o);
 	cr_expect_eq(o.code, 0, "%s", o.message);
 	cr_expect_eq(o.value, 0);
 	dlock_client_free(c);
@@ -133,10 +102,10 @@ Test(async_latch_waiters, a_handle_freed_meanwhile_stays_until_the_end)
 
 Test(async_latch_waiters, null_arguments_are_refused_without_a_callback)
 {
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	dlock_op *op = (dlock_op *)&o;
 
-	cr_assert_eq(dlock_countdown_subscribers_async(&op, NULL, note, &o), DLOCK_EINVAL);
+	cr_assert_eq(dlock_countdown_subscribers_async(&op, NULL, dl_note, &o), DLOCK_EINVAL);
 	cr_assert_null(op);
 	cr_assert_eq(o.calls, 0);
 }

@@ -9,7 +9,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <stdio.h>
 #include <string.h>
 
 #include <dlock.h>
@@ -34,38 +33,6 @@ static void stop(void)
 }
 
 TestSuite(async_multi_queries, .init = start, .fini = stop, .timeout = 120);
-
-typedef struct outcome {
-	int calls, code, starting, inside;
-	int64_t value;
-	char message[256];
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->inside |= o->starting;
-	o->code = r->code;
-	o->value = r->value;
-	snprintf(o->message, sizeof(o->message), "%s", r->message);
-}
-
-/* Drive the loop until the op's one callback came; then a while longer: no second. */
-static void wait_one(dlock_loop *loop, outcome *o, int64_t within_ms)
-{
-	int64_t until = rh_now_ms() + within_ms;
-
-	while (o->calls == 0 && rh_now_ms() < until)
-		cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(o->calls, 1, "no callback within %lld ms", (long long)within_ms);
-	cr_assert(!o->inside, "a callback from inside the call");
-	for (until = rh_now_ms() + 100; rh_now_ms() < until;)
-		cr_assert(dlock_loop_run(loop, 20) >= 0);
-	cr_assert_eq(o->calls, 1, "%d callbacks", o->calls);
-}
 
 /* One lock of either kind: the tests ask both through these. */
 typedef struct target {
@@ -139,23 +106,23 @@ static int blocking(query q, target *t, const char *owner, int64_t *v)
 	return rc;
 }
 
-static outcome twin(query q, dlock_loop *loop, target *t, const char *owner, int64_t *took)
+static dl_outcome twin(query q, dlock_loop *loop, target *t, const char *owner, int64_t *took)
 {
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	int64_t t0 = rh_now_ms();
 
 	o.starting = 1;
 	if (q == IS_LOCKED)
-		dl_pass(t->r ? dlock_redlock_is_locked_async(NULL, t->r, note, &o)
-			     : dlock_multilock_is_locked_async(NULL, t->m, note, &o));
+		dl_pass(t->r ? dlock_redlock_is_locked_async(NULL, t->r, dl_note, &o)
+			     : dlock_multilock_is_locked_async(NULL, t->m, dl_note, &o));
 	else if (q == IS_HELD)
-		dl_pass(t->r ? dlock_redlock_is_held_async(NULL, t->r, owner, note, &o)
-			     : dlock_multilock_is_held_async(NULL, t->m, owner, note, &o));
+		dl_pass(t->r ? dlock_redlock_is_held_async(NULL, t->r, owner, dl_note, &o)
+			     : dlock_multilock_is_held_async(NULL, t->m, owner, dl_note, &o));
 	else
-		dl_pass(t->r ? dlock_redlock_member_ttl_ms_async(NULL, t->r, 0, note, &o)
-			     : dlock_multilock_member_ttl_ms_async(NULL, t->m, 0, note, &o));
+		dl_pass(t->r ? dlock_redlock_member_ttl_ms_async(NULL, t->r, 0, dl_note, &o)
+			     : dlock_multilock_member_ttl_ms_async(NULL, t->m, 0, dl_note, &o));
 	o.starting = 0;
-	wait_one(loop, &o, 10000);
+	dl_await_one(loop, &o, 10000);
 	*took = rh_now_ms() - t0;
 	return o;
 }
@@ -166,7 +133,7 @@ static void agrees(query q, dlock_loop *loop, target *t, const char *owner, int 
 {
 	int64_t bv, took;
 	int brc = blocking(q, t, owner, &bv);
-	outcome o = twin(q, loop, t, owner, &took);
+	dl_outcome o = twin(q, loop, t, owner, &took);
 
 	cr_expect_eq(o.code, brc, "%s, %s: async %d (%s), blocking %d (%s)", state, names[q],
 			o.code, o.message, brc, dlock_errmsg_last());
@@ -219,7 +186,7 @@ Test(async_multi_queries, a_stopped_server_is_not_waited_for_once_settled)
 {
 	dlock_loop *loop = NULL;
 	int64_t took;
-	outcome o;
+	dl_outcome o;
 	target t;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -270,7 +237,7 @@ Test(async_multi_queries, unsettled_ends_within_the_command_timeout)
 {
 	dlock_loop *loop = NULL;
 	int64_t took;
-	outcome o;
+	dl_outcome o;
 	target t;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -316,7 +283,7 @@ Test(async_multi_queries, a_query_is_canceled_at_once)
 {
 	dlock_loop *loop = NULL;
 	dlock_op *op = NULL;
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	int64_t t0;
 	target t;
 
@@ -324,12 +291,12 @@ Test(async_multi_queries, a_query_is_canceled_at_once)
 	target_up(&t, loop, "amq:cancel", 1);
 	cr_assert_eq(rh_server_pause(srv[1]), 0);
 	cr_assert_eq(rh_server_pause(srv[2]), 0);
-	dl_pass(dlock_redlock_is_locked_async(&op, t.r, note, &o));
+	dl_pass(dlock_redlock_is_locked_async(&op, t.r, dl_note, &o));
 	dlock_loop_run(loop, 20);
 	t0 = rh_now_ms();
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
-	wait_one(loop, &o, 5000);
+	dl_await_one(loop, &o, 5000);
 	cr_expect_eq(o.code, DLOCK_ECANCELED, "%d (%s)", o.code, o.message);
 	cr_expect(rh_now_ms() - t0 < TIMEOUT_MS, "the cancel waited for the command timeout");
 	cr_assert_eq(rh_server_resume(srv[1]), 0);

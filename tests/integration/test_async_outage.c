@@ -33,21 +33,6 @@ enum { WAITS = 24 };
 #define PAUSE_AT 500
 #define RESUME_AT 4500
 
-typedef struct outcome {
-	int calls, code;
-	char msg[256];
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-	snprintf(o->msg, sizeof(o->msg), "%s", r->message != NULL ? r->message : "");
-}
-
 static dlock_client *client_on(dlock_loop *loop)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
@@ -76,7 +61,7 @@ static void publish(const char *channel, const char *message)
 /* Drive the loop through the outage until every wait has ended; the
  * time from t0. Just before the pause, `message` on `channel` (if any)
  * wakes the waits: they read it once the loop runs, with the server paused. */
-static int64_t ride_out(dlock_loop *loop, const outcome *o, int64_t t0, const char *channel,
+static int64_t ride_out(dlock_loop *loop, const dl_outcome *o, int64_t t0, const char *channel,
 		const char *message)
 {
 	int paused = 0, resumed = 0, done = 0;
@@ -107,14 +92,14 @@ static int64_t ride_out(dlock_loop *loop, const outcome *o, int64_t t0, const ch
 }
 
 /* Every wait ended with `code` and a message naming `what`. */
-static void assert_all(const outcome *o, int code, const char *what)
+static void assert_all(const dl_outcome *o, int code, const char *what)
 {
 	for (int i = 0; i < WAITS; i++) {
 		cr_assert_eq(o[i].calls, 1, "wait %d: %d callbacks", i, o[i].calls);
 		cr_assert_eq(o[i].code, code, "wait %d ended with %d (%s), not %d", i, o[i].code,
-				o[i].msg, code);
-		cr_assert(strstr(o[i].msg, what) != NULL, "wait %d: \"%s\" does not say \"%s\"", i,
-				o[i].msg, what);
+				o[i].message, code);
+		cr_assert(strstr(o[i].message, what) != NULL, "wait %d: \"%s\" does not say \"%s\"", i,
+				o[i].message, what);
 	}
 }
 
@@ -125,7 +110,7 @@ static void lock_waits_over_an_outage(const char *name, dlock_lock_kind kind, co
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l = NULL;
-	outcome o[WAITS] = { 0 };
+	dl_outcome o[WAITS] = { 0 };
 	char owner[64];
 	int64_t t0, took;
 
@@ -137,7 +122,7 @@ static void lock_waits_over_an_outage(const char *name, dlock_lock_kind kind, co
 	t0 = rh_now_ms();
 	for (int i = 0; i < WAITS; i++) {
 		dlock_client_owner(owner, c, (uint64_t)i);
-		dl_pass(dlock_lock_acquire_async(NULL, l, owner, WAIT_MS, 10000, note, &o[i]));
+		dl_pass(dlock_lock_acquire_async(NULL, l, owner, WAIT_MS, 10000, dl_note, &o[i]));
 	}
 	took = ride_out(loop, o, t0, channel, "0");
 	assert_all(o, DLOCK_ENOTACQUIRED, "held by another owner");
@@ -164,7 +149,7 @@ Test(async_outage, a_semaphore_wait_over_an_outage_ends_not_acquired)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_semaphore *s = NULL;
-	outcome o[WAITS] = { 0 };
+	dl_outcome o[WAITS] = { 0 };
 	int64_t took;
 
 	set_string("outage:sem", "0");
@@ -172,7 +157,7 @@ Test(async_outage, a_semaphore_wait_over_an_outage_ends_not_acquired)
 	c = client_on(loop);
 	dl_pass(dlock_semaphore_new(&s, c, "outage:sem", NULL));
 	for (int i = 0; i < WAITS; i++)
-		dl_pass(dlock_semaphore_acquire_async(NULL, s, 1, WAIT_MS, note, &o[i]));
+		dl_pass(dlock_semaphore_acquire_async(NULL, s, 1, WAIT_MS, dl_note, &o[i]));
 	took = ride_out(loop, o, rh_now_ms(), "redisson_sc:{outage:sem}", "1");
 	assert_all(o, DLOCK_ENOTACQUIRED, "outage:sem");
 	cr_assert_lt(took, WAIT_MS + 2000, "the waits of %d ms ended after %lld ms", WAIT_MS,
@@ -187,7 +172,7 @@ Test(async_outage, a_latch_wait_over_an_outage_ends_with_the_count)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_countdown *d = NULL;
-	outcome o[WAITS] = { 0 };
+	dl_outcome o[WAITS] = { 0 };
 	int64_t took;
 
 	set_string("outage:latch", "1");
@@ -195,7 +180,7 @@ Test(async_outage, a_latch_wait_over_an_outage_ends_with_the_count)
 	c = client_on(loop);
 	dl_pass(dlock_countdown_new(&d, c, "outage:latch", NULL));
 	for (int i = 0; i < WAITS; i++)
-		dl_pass(dlock_countdown_await_async(NULL, d, WAIT_MS, note, &o[i]));
+		dl_pass(dlock_countdown_await_async(NULL, d, WAIT_MS, dl_note, &o[i]));
 	took = ride_out(loop, o, rh_now_ms(), "redisson_countdownlatch__channel__{outage:latch}",
 			"1");
 	assert_all(o, DLOCK_ETIMEDOUT, "the count was still 1");

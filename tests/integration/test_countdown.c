@@ -434,30 +434,6 @@ Test(countdown, a_key_that_is_not_a_count_is_refused)
 
 /* ---- asynchronous ----------------------------------------------------------- */
 
-typedef struct outcome {
-	int calls;    /* must end at exactly 1 */
-	int code;
-	int64_t value;
-	int starting; /* set while the starting call runs: a callback then is a bug */
-	int inside;
-	int64_t at;
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	o->calls++;
-	o->code = r->code;
-	o->inside |= o->starting;
-	o->at = rh_now_ms();
-	(void)op;
-	o->value = r->value;
-	if (r->code < 0)
-		cr_assert(r->message != NULL && r->message[0] != '\0', "code %d without a message",
-				r->code);
-}
-
 static dlock_client *client_on(dlock_loop *loop)
 {
 	dlock_client_options o = DLOCK_CLIENT_OPTIONS_INIT;
@@ -467,7 +443,7 @@ static dlock_client *client_on(dlock_loop *loop)
 }
 
 /* Drive the loop until o has its callback, or within_ms. */
-static void run_until_done(dlock_loop *loop, outcome *o, int64_t within_ms)
+static void run_until_done(dlock_loop *loop, dl_outcome *o, int64_t within_ms)
 {
 	int64_t until = rh_now_ms() + within_ms;
 
@@ -478,7 +454,7 @@ static void run_until_done(dlock_loop *loop, outcome *o, int64_t within_ms)
 }
 
 /* Drive the loop for ms, asserting o's callback does not come. */
-static void run_for(dlock_loop *loop, const outcome *o, int64_t ms)
+static void run_for(dlock_loop *loop, const dl_outcome *o, int64_t ms)
 {
 	int64_t until = rh_now_ms() + ms;
 
@@ -495,18 +471,18 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 	dlock_client *other = dl_client(rh_server_uri(dl_srv), 2000, 0);
 	dlock_countdown *l = latch_of(c, "async"), *down = latch_of(other, "async");
 	dlock_op *op = NULL;
-	outcome set = { 0 }, w = { 0 }, cn = { 0 };
+	dl_outcome set = { 0 }, w = { 0 }, cn = { 0 };
 
 	/* The other calls asynchronously too, on the same loop. */
 	set.starting = 1;
-	dl_pass(dlock_countdown_try_set_count_async(NULL, l, 1, note, &set));
+	dl_pass(dlock_countdown_try_set_count_async(NULL, l, 1, dl_note_checked, &set));
 	set.starting = 0;
 	run_until_done(loop, &set, 5000);
 	cr_assert_eq(set.code, 0);
 	cr_assert_eq(set.value, 1, "try_set_count_async answered %lld", (long long)set.value);
 
 	w.starting = 1;
-	dl_pass(dlock_countdown_await_async(NULL, l, LONG_WAIT_MS, note, &w));
+	dl_pass(dlock_countdown_await_async(NULL, l, LONG_WAIT_MS, dl_note_checked, &w));
 	w.starting = 0;
 	run_for(loop, &w, SETTLE_MS + 200);
 	int64_t at = rh_now_ms();
@@ -519,7 +495,7 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 	/* Canceled while it waits: one callback, DLOCK_ECANCELED; the count stays. */
 	dl_pass(dlock_countdown_try_set_count(NULL, down, 3));
 	cn.starting = 1;
-	dl_pass(dlock_countdown_await_async(&op, l, LONG_WAIT_MS, note, &cn));
+	dl_pass(dlock_countdown_await_async(&op, l, LONG_WAIT_MS, dl_note_checked, &cn));
 	cn.starting = 0;
 	run_for(loop, &cn, SETTLE_MS);
 	cr_assert_eq(subscribers("async"), 1, "the waiting op is not subscribed");
@@ -535,22 +511,22 @@ Test(countdown, an_async_await_is_woken_by_the_zero_and_can_be_canceled)
 	cr_assert_eq(subscribers("async"), 0, "the canceled await left its subscription");
 
 	/* A cancel right after the start: still exactly one callback. */
-	outcome early = { 0 };
-	dl_pass(dlock_countdown_await_async(&op, l, LONG_WAIT_MS, note, &early));
+	dl_outcome early = { 0 };
+	dl_pass(dlock_countdown_await_async(&op, l, LONG_WAIT_MS, dl_note_checked, &early));
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
 	run_until_done(loop, &early, 2000);
 	cr_assert_eq(early.code, DLOCK_ECANCELED);
 
 	/* The remaining calls, asynchronously. */
-	outcome cnt = { 0 }, dn = { 0 }, del = { 0 };
-	dl_pass(dlock_countdown_count_async(NULL, l, note, &cnt));
+	dl_outcome cnt = { 0 }, dn = { 0 }, del = { 0 };
+	dl_pass(dlock_countdown_count_async(NULL, l, dl_note_checked, &cnt));
 	run_until_done(loop, &cnt, 5000);
 	cr_assert_eq(cnt.value, 3);
-	dl_pass(dlock_countdown_count_down_async(NULL, l, note, &dn));
+	dl_pass(dlock_countdown_count_down_async(NULL, l, dl_note_checked, &dn));
 	run_until_done(loop, &dn, 5000);
 	cr_assert_eq(dn.value, 2);
-	dl_pass(dlock_countdown_delete_async(NULL, l, note, &del));
+	dl_pass(dlock_countdown_delete_async(NULL, l, dl_note_checked, &del));
 	run_until_done(loop, &del, 5000);
 	cr_assert_eq(del.value, 1);
 	cr_assert_eq(raw_count("async"), -1);

@@ -41,24 +41,9 @@ static void topo_down(void)
 
 TestSuite(discovery_loop, .init = topo_up, .fini = topo_down, .timeout = 60);
 
-typedef struct outcome {
-	int calls, code;
-	char msg[512];
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-	snprintf(o->msg, sizeof(o->msg), "%s", r->message != NULL ? r->message : "");
-}
-
 /* The caller's own loop: a tick every TICK_MS beside the dlock loop's
  * descriptor, until o ends (bounded). The longest gap between ticks. */
-static int64_t ride(dlock_loop *loop, const outcome *o, int64_t limit_ms)
+static int64_t ride(dlock_loop *loop, const dl_outcome *o, int64_t limit_ms)
 {
 	int64_t t0 = rh_now_ms(), last = t0, gap = 0;
 
@@ -83,7 +68,7 @@ static void acquire_with_the_sentinel_paused(rh_server *s, const char *password)
 	dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_loop *loop = NULL;
 	dlock_lock *l = NULL;
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	char uri[128], where[64];
 	int64_t t0, gap, begun;
 
@@ -99,7 +84,7 @@ static void acquire_with_the_sentinel_paused(rh_server *s, const char *password)
 	t0 = rh_now_ms();
 	dlock_client *c = dl_client_opts(uri, &opts);
 	dl_pass(dlock_lock_new(&l, c, "disco:lock", NULL));
-	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &o));
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, dl_note, &o));
 	begun = rh_now_ms() - t0;
 	gap = ride(loop, &o, 3 * CONNECT_MS);
 	rh_server_resume(s);
@@ -110,7 +95,7 @@ static void acquire_with_the_sentinel_paused(rh_server *s, const char *password)
 			"the caller's loop stopped for %lld ms while the sentinel was asked",
 			(long long)gap);
 	cr_assert_neq(o.code, 0, "acquired with no primary known");
-	cr_assert(strstr(o.msg, where) != NULL, "\"%s\" does not name %s", o.msg, where);
+	cr_assert(strstr(o.message, where) != NULL, "\"%s\" does not name %s", o.message, where);
 	dlock_lock_free(l);
 	dlock_client_free(c);
 	dlock_loop_free(loop);
@@ -160,7 +145,7 @@ Test(discovery_cluster, a_suspect_slot_map_is_read_again_off_the_callers_loop)
 	dlock_client_options opts = DLOCK_CLIENT_OPTIONS_INIT;
 	dlock_loop *loop = NULL;
 	dlock_lock *l = NULL;
-	outcome first = { 0 }, second = { 0 };
+	dl_outcome first = { 0 }, second = { 0 };
 	int64_t gap;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -172,11 +157,11 @@ Test(discovery_cluster, a_suspect_slot_map_is_read_again_off_the_callers_loop)
 	for (int i = 0; i < rh_cluster_size(cluster); i++)
 		cr_assert_eq(rh_server_pause(rh_cluster_server(cluster, i)), 0);
 	/* It times out: the map is suspect from now on. */
-	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &first));
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, dl_note, &first));
 	ride(loop, &first, 3 * CLUSTER_CONNECT_MS);
 	cr_assert_eq(first.calls, 1, "the first acquire did not end");
 	dl_sleep_ms(150); /* a suspect map is read again at most every 100 ms */
-	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, note, &second));
+	dl_pass(dlock_lock_acquire_async(NULL, l, "me:1", 0, 10000, dl_note, &second));
 	gap = ride(loop, &second, 3 * CLUSTER_CONNECT_MS);
 	for (int i = 0; i < rh_cluster_size(cluster); i++)
 		rh_server_resume(rh_cluster_server(cluster, i));

@@ -28,21 +28,6 @@ enum { MANY = 50, KILLED = 20 };
 
 static dlock_client *the_client; /* the test's one client (owner names) */
 
-typedef struct outcome {
-	int calls, code;
-	char msg[256];
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-	snprintf(o->msg, sizeof(o->msg), "%s", r->message != NULL ? r->message : "");
-}
-
 /* A client on the caller's loop (no thread of dlock's) with one pooled connection. */
 static dlock_client *client_on(dlock_loop *loop)
 {
@@ -53,26 +38,6 @@ static dlock_client *client_on(dlock_loop *loop)
 	o.command_timeout_ms = 10000; /* a busy machine: nothing here meets it */
 	the_client = dl_client_opts(rh_server_uri(dl_srv), &o);
 	return the_client;
-}
-
-static int ended(const outcome *o, int n)
-{
-	int done = 0;
-
-	for (int i = 0; i < n; i++)
-		done += o[i].calls > 0;
-	return done;
-}
-
-/* Drive the loop until n outcomes have their callback (at most within_ms). */
-static void run_until(dlock_loop *loop, const outcome *o, int n, int want, int64_t within_ms)
-{
-	int64_t end = rh_now_ms() + within_ms;
-
-	while (ended(o, n) < want && rh_now_ms() < end)
-		cr_assert(dlock_loop_run(loop, 10) >= 0, "%s", dlock_errmsg_last());
-	cr_assert_geq(ended(o, n), want, "%d of %d operations ended within %lld ms", ended(o, n),
-			want, (long long)within_ms);
 }
 
 /* Drive the loop for ms (the operations' commands go out meanwhile). */
@@ -117,11 +82,11 @@ static int held(const char *prefix, int i)
 	return (int)rh_command_int(dl_srv, "HEXISTS %s:%d %s", prefix, i, owner(i, buf));
 }
 
-static void start_acquire(dlock_lock *l, int i, int64_t wait_ms, dlock_op **op, outcome *o)
+static void start_acquire(dlock_lock *l, int i, int64_t wait_ms, dlock_op **op, dl_outcome *o)
 {
 	char buf[DLOCK_OWNER_SIZE];
 
-	dl_pass(dlock_lock_acquire_async(op, l, owner(i, buf), wait_ms, 60000, note, o));
+	dl_pass(dlock_lock_acquire_async(op, l, owner(i, buf), wait_ms, 60000, dl_note, o));
 }
 
 /* The lock handles prefix:0..n-1 on c. */
@@ -139,16 +104,16 @@ static void locks(dlock_client *c, const char *prefix, dlock_lock **l, int n)
 static void warm_up(dlock_loop *loop, dlock_client *c)
 {
 	dlock_lock *l = dl_lock(c, "pipe:warm");
-	outcome a = { 0 }, r = { 0 };
+	dl_outcome a = { 0 }, r = { 0 };
 
 	char buf[DLOCK_OWNER_SIZE];
 
-	dl_pass(dlock_lock_acquire_async(NULL, l, owner(1000, buf), 0, 60000, note, &a));
-	run_until(loop, &a, 1, 1, 10000);
-	cr_assert_eq(a.code, 0, "warm-up acquire: %s", a.msg);
-	dl_pass(dlock_lock_release_async(NULL, l, owner(1000, buf), note, &r));
-	run_until(loop, &r, 1, 1, 10000);
-	cr_assert_eq(r.code, 0, "warm-up release: %s", r.msg);
+	dl_pass(dlock_lock_acquire_async(NULL, l, owner(1000, buf), 0, 60000, dl_note, &a));
+	dl_drive_until(loop, &a, 1, 1, 10000);
+	cr_assert_eq(a.code, 0, "warm-up acquire: %s", a.message);
+	dl_pass(dlock_lock_release_async(NULL, l, owner(1000, buf), dl_note, &r));
+	dl_drive_until(loop, &r, 1, 1, 10000);
+	cr_assert_eq(r.code, 0, "warm-up release: %s", r.message);
 	dlock_lock_free(l);
 }
 
@@ -157,7 +122,7 @@ Test(pipeline, fifty_acquisitions_are_in_flight_at_once_on_one_connection)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l[MANY];
-	outcome o[MANY] = { { 0 } };
+	dl_outcome o[MANY] = { { 0 } };
 	long long reads;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -171,13 +136,14 @@ Test(pipeline, fifty_acquisitions_are_in_flight_at_once_on_one_connection)
 	for (int i = 0; i < MANY; i++)
 		start_acquire(l[i], i, 0, NULL, &o[i]);
 	run_for(loop, 300); /* sent, the server stopped */
-	cr_assert_eq(ended(o, MANY), 0, "%d ended while the server was stopped", ended(o, MANY));
+	cr_assert_eq(dl_ended(o, MANY), 0, "%d ended while the server was stopped",
+			dl_ended(o, MANY));
 	cr_assert_eq(rh_server_resume(dl_srv), 0);
-	run_until(loop, o, MANY, MANY, 20000);
+	dl_drive_until(loop, o, MANY, MANY, 20000);
 
 	for (int i = 0; i < MANY; i++) {
 		cr_assert_eq(o[i].calls, 1, "op %d: %d callbacks", i, o[i].calls);
-		cr_assert_eq(o[i].code, 0, "op %d: %d (%s)", i, o[i].code, o[i].msg);
+		cr_assert_eq(o[i].code, 0, "op %d: %d (%s)", i, o[i].code, o[i].message);
 		cr_assert_eq(held("pipe:many", i), 1, "lock %d not held", i);
 	}
 	/* The server read them together: one operation at a time (the pool
@@ -202,7 +168,7 @@ Test(pipeline, ops_given_up_in_the_middle_leave_the_others_alone)
 	dlock_client *c;
 	dlock_lock *l[N];
 	dlock_op *ops[N] = { NULL };
-	outcome o[N] = { { 0 } };
+	dl_outcome o[N] = { { 0 } };
 
 	dl_pass(dlock_loop_new(&loop, NULL));
 	c = client_on(loop);
@@ -218,21 +184,22 @@ Test(pipeline, ops_given_up_in_the_middle_leave_the_others_alone)
 	 * stand, and their undos go behind. */
 	dl_pass(dlock_op_cancel(ops[MID]));
 	dl_pass(dlock_op_cancel(ops[LATER]));
-	run_until(loop, o, N, 2, 5000);
+	dl_drive_until(loop, o, N, 2, 5000);
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(o[i].calls, i == MID || i == LATER, "op %d: %d callbacks (%d, %s)", i,
-				o[i].calls, o[i].code, o[i].msg);
-	cr_assert_eq(o[MID].code, DLOCK_ECANCELED, "canceled: %d (%s)", o[MID].code, o[MID].msg);
+				o[i].calls, o[i].code, o[i].message);
+	cr_assert_eq(o[MID].code, DLOCK_ECANCELED, "canceled: %d (%s)", o[MID].code,
+			o[MID].message);
 	cr_assert_eq(o[LATER].code, DLOCK_ECANCELED, "canceled: %d (%s)", o[LATER].code,
-			o[LATER].msg);
+			o[LATER].message);
 
 	cr_assert_eq(rh_server_resume(dl_srv), 0);
-	run_until(loop, o, N, N, 20000);
+	dl_drive_until(loop, o, N, N, 20000);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(o[i].calls, 1, "op %d: %d callbacks", i, o[i].calls);
 		if (i == MID || i == LATER)
 			continue;
-		cr_assert_eq(o[i].code, 0, "op %d: %d (%s)", i, o[i].code, o[i].msg);
+		cr_assert_eq(o[i].code, 0, "op %d: %d (%s)", i, o[i].code, o[i].message);
 		cr_assert_eq(held("pipe:mid", i), 1, "lock %d not held", i);
 	}
 	/* What the given-up ones took is taken back right behind them (the
@@ -241,12 +208,14 @@ Test(pipeline, ops_given_up_in_the_middle_leave_the_others_alone)
 	cr_assert_eq(held("pipe:mid", LATER), 0, "the canceled op still holds its lock");
 	/* The connection still serves: one more acquisition on it. */
 	{
-		outcome more = { 0 };
+		dl_outcome more = { 0 };
 		char buf[DLOCK_OWNER_SIZE];
 
-		dl_pass(dlock_lock_acquire_async(NULL, l[MID], owner(MID, buf), 0, 60000, note, &more));
-		run_until(loop, &more, 1, 1, 10000);
-		cr_assert_eq(more.code, 0, "after the skipped replies: %d (%s)", more.code, more.msg);
+		dl_pass(dlock_lock_acquire_async(NULL, l[MID], owner(MID, buf), 0, 60000, dl_note,
+				&more));
+		dl_drive_until(loop, &more, 1, 1, 10000);
+		cr_assert_eq(more.code, 0, "after the skipped replies: %d (%s)", more.code,
+				more.message);
 	}
 	for (int i = 0; i < N; i++) {
 		dlock_op_free(ops[i]);
@@ -261,7 +230,7 @@ Test(pipeline, a_connection_killed_with_twenty_in_flight_ends_each_once)
 	dlock_loop *loop = NULL;
 	dlock_client *c;
 	dlock_lock *l[KILLED];
-	outcome o[KILLED] = { { 0 } };
+	dl_outcome o[KILLED] = { { 0 } };
 	redisReply *r;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -276,20 +245,20 @@ Test(pipeline, a_connection_killed_with_twenty_in_flight_ends_each_once)
 	for (int i = 0; i < KILLED; i++)
 		start_acquire(l[i], i, 0, NULL, &o[i]);
 	run_for(loop, 300);
-	cr_assert_eq(ended(o, KILLED), 0, "%d ended before the kill", ended(o, KILLED));
+	cr_assert_eq(dl_ended(o, KILLED), 0, "%d ended before the kill", dl_ended(o, KILLED));
 	cr_assert_geq(rh_command_int(dl_srv, "CLIENT KILL TYPE normal SKIPME yes"), 1,
 			"no connection of dlock's to kill");
 	r = rh_command(dl_srv, "CLIENT UNPAUSE");
 	freeReplyObject(r);
-	run_until(loop, o, KILLED, KILLED, 20000);
+	dl_drive_until(loop, o, KILLED, KILLED, 20000);
 	run_for(loop, 200); /* a second callback would come now */
 
 	for (int i = 0; i < KILLED; i++) {
 		cr_assert_eq(o[i].calls, 1, "op %d: %d callbacks", i, o[i].calls);
 		cr_assert(o[i].code == 0 || o[i].code == DLOCK_ECONN, "op %d: %d (%s)", i, o[i].code,
-				o[i].msg);
+				o[i].message);
 		cr_assert_eq(held("pipe:kill", i), o[i].code == 0,
-				"op %d ended with %d (%s) but the lock is%s held", i, o[i].code, o[i].msg,
+				"op %d ended with %d (%s) but the lock is%s held", i, o[i].code, o[i].message,
 				o[i].code == 0 ? " not" : "");
 	}
 	for (int i = 0; i < KILLED; i++)

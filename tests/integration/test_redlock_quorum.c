@@ -222,23 +222,8 @@ static void open_five_async(five_async *a, const char *name, int64_t watchdog_ms
 	cr_assert_eq(dlock_redlock_set_lost_cb(a->r, on_lost, a), 0);
 }
 
-typedef struct outcome {
-	int calls, code;
-	int64_t validity;
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *res, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = res->code;
-	o->validity = res->validity_ms;
-}
-
 /* Drive the loop until the op's callback came; 0 if it did not within limit_ms. */
-static int run_until(dlock_loop *loop, const outcome *o, int64_t limit_ms)
+static int run_until(dlock_loop *loop, const dl_outcome *o, int64_t limit_ms)
 {
 	int64_t end = rh_now_ms() + limit_ms;
 
@@ -262,9 +247,9 @@ static int run_until_gone(dlock_loop *loop, rh_server *s, const char *name, int6
 
 static void acquire_async(five_async *a, const char *owner, int64_t lease, int64_t limit_ms)
 {
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 
-	cr_assert_eq(dlock_redlock_acquire_async(NULL, a->r, owner, 0, lease, note, &o), 0, "%s",
+	cr_assert_eq(dlock_redlock_acquire_async(NULL, a->r, owner, 0, lease, dl_note, &o), 0, "%s",
 			dlock_errmsg_last());
 	cr_assert(run_until(a->loop, &o, limit_ms), "no acquisition within %lld ms",
 			(long long)limit_ms);
@@ -302,9 +287,9 @@ Test(redlock_quorum, async_release_at_quorum_then_free_and_the_straggler_lets_go
 		cr_assert_eq(rh_command_int(a.f.s[i], "EXISTS %s", name), 1, "server %d", i);
 
 	cr_assert_eq(rh_server_pause(a.f.s[4]), 0);
-	outcome o = { 0 };
+	dl_outcome o = { 0 };
 	int64_t t0 = rh_now_ms();
-	cr_assert_eq(dlock_redlock_release_async(NULL, a.r, owner, note, &o), 0);
+	cr_assert_eq(dlock_redlock_release_async(NULL, a.r, owner, dl_note, &o), 0);
 	cr_assert(run_until(a.loop, &o, 2 * CMD_TIMEOUT_MS));
 	int64_t took = rh_now_ms() - t0;
 	cr_assert_eq(o.code, 0, "release: %s", dlock_strerror(o.code));
@@ -336,15 +321,15 @@ static void warm(five_async *a)
 	dlock_lock *l[N];
 	dlock_redlock *w;
 	dlock_redlock_options ro = DLOCK_REDLOCK_OPTIONS_INIT;
-	outcome o = { 0 }, rel = { 0 };
+	dl_outcome o = { 0 }, rel = { 0 };
 
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(dlock_lock_new(&l[i], a->c[i], name, NULL), 0);
 	ro.restart_guard_ms = 1;
 	cr_assert_eq(dlock_redlock_new(&w, l, N, &ro), 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(dlock_redlock_acquire_async(NULL, w, "rq-warm", 0, 10000, note, &o), 0);
+	cr_assert_eq(dlock_redlock_acquire_async(NULL, w, "rq-warm", 0, 10000, dl_note, &o), 0);
 	cr_assert(run_until(a->loop, &o, 5000) && o.code == 0, "warm: %d", o.code);
-	cr_assert_eq(dlock_redlock_release_async(NULL, w, "rq-warm", note, &rel), 0);
+	cr_assert_eq(dlock_redlock_release_async(NULL, w, "rq-warm", dl_note, &rel), 0);
 	cr_assert(run_until(a->loop, &rel, 5000) && rel.code == 0, "warm release: %d", rel.code);
 	dlock_redlock_free(w);
 	for (int i = 0; i < N; i++) {
@@ -404,7 +389,7 @@ Test(redlock_quorum, a_late_grant_joins_is_renewed_watched_and_released, .timeou
 	acquire_async(&a, owner, DLOCK_LEASE_WATCHDOG, CMD_TIMEOUT_MS / 3);
 	cr_assert_eq(rh_server_resume(a.f.s[4]), 0);
 
-	outcome rel;
+	dl_outcome rel;
 	/* The late grant joins: on the server, then renewed like the others. */
 	int64_t end = rh_now_ms() + CMD_TIMEOUT_MS;
 	while (rh_command_int(a.f.s[4], "EXISTS %s", name) != 1 && rh_now_ms() < end)
@@ -427,8 +412,8 @@ Test(redlock_quorum, a_late_grant_joins_is_renewed_watched_and_released, .timeou
 		cr_assert(dlock_loop_run(a.loop, 10) >= 0);
 	cr_assert_eq(atomic_load(&a.lost), 1, "the joined member's loss went unheard");
 
-	rel = (outcome){ 0 };
-	cr_assert_eq(dlock_redlock_release_async(NULL, a.r, owner, note, &rel), 0);
+	rel = (dl_outcome){ 0 };
+	cr_assert_eq(dlock_redlock_release_async(NULL, a.r, owner, dl_note, &rel), 0);
 	cr_assert(run_until(a.loop, &rel, 5000));
 	for (int i = 0; i < N; i++)
 		cr_assert(run_until_gone(a.loop, a.f.s[i], name, 3 * watchdog_ms), "server %d kept the key", i);
@@ -455,8 +440,8 @@ Test(redlock_quorum, a_late_grant_that_joins_is_released_with_the_rest, .timeout
 		cr_assert(dlock_loop_run(a.loop, 10) >= 0);
 	cr_assert_eq(dlock_lock_check(a.l[4], owner), 0, "the late grant did not join");
 
-	outcome rel = { 0 };
-	cr_assert_eq(dlock_redlock_release_async(NULL, a.r, owner, note, &rel), 0);
+	dl_outcome rel = { 0 };
+	cr_assert_eq(dlock_redlock_release_async(NULL, a.r, owner, dl_note, &rel), 0);
 	cr_assert(run_until(a.loop, &rel, 5000));
 	cr_assert_eq(rel.code, 0, "release: %s", dlock_strerror(rel.code));
 	for (int i = 0; i < N; i++)

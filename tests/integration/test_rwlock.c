@@ -414,28 +414,6 @@ Test(rwlock, a_force_unlock_takes_only_its_own_mode)
 
 /* ---- async ---------------------------------------------------------------- */
 
-typedef struct outcome {
-	int calls, code;
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *res, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = res->code;
-}
-
-static void run_until(dlock_loop *loop, const outcome *o, int64_t within_ms)
-{
-	int64_t until = rh_now_ms() + within_ms;
-
-	while (o->calls == 0 && rh_now_ms() < until)
-		cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(o->calls, 1, "%d callbacks within %lld ms", o->calls, (long long)within_ms);
-}
-
 Test(rwlock, async_acquire_release_and_cancel_leave_nothing_held)
 {
 	dlock_client_options co = DLOCK_CLIENT_OPTIONS_INIT;
@@ -443,7 +421,7 @@ Test(rwlock, async_acquire_release_and_cancel_leave_nothing_held)
 	dlock_client *c, *other = dl_client(rh_server_uri(srv), 0, 0);
 	dlock_lock *r, *w, *blocker_w = half(other, "rw:async", DLOCK_LOCK_WRITE),
 		       *blocker_r = half(other, "rw:async", DLOCK_LOCK_READ);
-	outcome a = { 0 }, b = { 0 }, x = { 0 }, y = { 0 };
+	dl_outcome a = { 0 }, b = { 0 }, x = { 0 }, y = { 0 };
 	dlock_op *op = NULL;
 	int i;
 
@@ -454,24 +432,24 @@ Test(rwlock, async_acquire_release_and_cancel_leave_nothing_held)
 	w = half(c, "rw:async", DLOCK_LOCK_WRITE);
 
 	/* A read and a release, on the caller's loop. */
-	dl_pass(dlock_lock_acquire_async(NULL, r, "me:1", 0, DLOCK_LEASE_WATCHDOG, note, &a));
-	run_until(loop, &a, 5000);
+	dl_pass(dlock_lock_acquire_async(NULL, r, "me:1", 0, DLOCK_LEASE_WATCHDOG, dl_note, &a));
+	dl_drive_until(loop, &a, 1, 1, 5000);
 	cr_assert_eq(a.code, 0);
 	cr_assert_gt(timeout_pttl("rw:async", "me:1", 1), 0);
-	dl_pass(dlock_lock_release_async(NULL, r, "me:1", note, &b));
-	run_until(loop, &b, 5000);
+	dl_pass(dlock_lock_release_async(NULL, r, "me:1", dl_note, &b));
+	dl_drive_until(loop, &b, 1, 1, 5000);
 	cr_assert_eq(b.code, 0);
 	cr_assert_eq(rh_command_int(srv, "EXISTS rw:async"), 0);
 
 	/* A read waiting behind a writer, canceled. */
 	dl_pass(dlock_lock_acquire(blocker_w, "blocker", 0, 20000));
-	dl_pass(dlock_lock_acquire_async(&op, r, "me:2", 10000, DLOCK_LEASE_WATCHDOG, note, &x));
+	dl_pass(dlock_lock_acquire_async(&op, r, "me:2", 10000, DLOCK_LEASE_WATCHDOG, dl_note, &x));
 	for (i = 0; i < 10; i++)
 		dlock_loop_run(loop, 20);
 	cr_assert_eq(x.calls, 0, "the read did not wait");
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
-	run_until(loop, &x, 5000);
+	dl_drive_until(loop, &x, 1, 1, 5000);
 	cr_assert_eq(x.code, DLOCK_ECANCELED);
 	dl_pass(dlock_lock_release(blocker_w, "blocker"));
 	cr_assert_eq(rh_command_int(srv, "EXISTS rw:async"), 0, "the canceled read took nothing");
@@ -479,13 +457,13 @@ Test(rwlock, async_acquire_release_and_cancel_leave_nothing_held)
 
 	/* A write waiting behind a reader, canceled. */
 	dl_pass(dlock_lock_acquire(blocker_r, "blocker", 0, 20000));
-	dl_pass(dlock_lock_acquire_async(&op, w, "me:3", 10000, DLOCK_LEASE_WATCHDOG, note, &y));
+	dl_pass(dlock_lock_acquire_async(&op, w, "me:3", 10000, DLOCK_LEASE_WATCHDOG, dl_note, &y));
 	for (i = 0; i < 10; i++)
 		dlock_loop_run(loop, 20);
 	cr_assert_eq(y.calls, 0, "the write did not wait");
 	dl_pass(dlock_op_cancel(op));
 	dlock_op_free(op);
-	run_until(loop, &y, 5000);
+	dl_drive_until(loop, &y, 1, 1, 5000);
 	cr_assert_eq(y.code, DLOCK_ECANCELED);
 	cr_assert_eq(rh_command_int(srv, "HEXISTS rw:async me:3:write"), 0);
 	dl_pass(dlock_lock_release(blocker_r, "blocker"));

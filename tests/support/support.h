@@ -131,17 +131,24 @@ void dl_await_numsub(struct rh_server *s, const char *channel, int64_t want, int
 
 /* ---- one asynchronous operation (async_outcome.c) ---- */
 
-/* What an op's one callback said (dl_note fills it; pass &outcome as userdata). */
+/* What an op's one callback said (dl_note fills it; pass &outcome as
+ * userdata). Set `starting` around the starting call: `inside` then tells
+ * a callback that came from inside it. */
 typedef struct dl_outcome {
-	int calls, code, has_holder;
+	int calls, code, has_holder, lost_reason;
+	int starting, inside;
 	int64_t value, validity, token, at; /* at: rh_now_ms() of the callback */
 	dlock_lock_info *lock_info;           /* the callback's: the test frees it */
 	dlock_semaphore_info *semaphore_info; /* likewise */
 	dlock_holder holder;
-	char message[256];
+	char message[512];
 } dl_outcome;
 
 void dl_note(dlock_op *op, const dlock_result *r, void *ud);
+
+/* dl_note, for a callback on the test's own thread (a loop it drives): a
+ * failure must carry its line. */
+void dl_note_checked(dlock_op *op, const dlock_result *r, void *ud);
 
 /* A client on the test's server driven by `loop` (label may be NULL). */
 dlock_client *dl_client_on(dlock_loop *loop, const char *label);
@@ -154,6 +161,15 @@ void dl_drive(dlock_loop *loop, const dl_outcome *o);
 
 /* Turn the loop 200 ms more: no second callback comes. */
 void dl_no_second(dlock_loop *loop, const dl_outcome *o);
+
+/* Drive the loop to the op's one callback (within_ms at most), which did not
+ * come from inside the starting call; then dl_no_second(). */
+void dl_await_one(dlock_loop *loop, const dl_outcome *o, int64_t within_ms);
+
+/* How many of the n outcomes had their callback; drive the loop until
+ * `want` of them did, within_ms at most (none had two). */
+int dl_ended(const dl_outcome *o, int n);
+void dl_drive_until(dlock_loop *loop, const dl_outcome *o, int n, int want, int64_t within_ms);
 
 /* A lock handle, failing the test when it cannot be made. */
 dlock_lock *dl_lock(dlock_client *client, const char *name);

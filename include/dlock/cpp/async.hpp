@@ -166,6 +166,7 @@ struct op_state {
 };
 
 template <class Self> class awaitable;
+template <class H, void (*Close)(H *)> class handle;
 
 /* What one operation is given: an owner (a lock's) or a permit id, a wait,
  * a lease and a number of permits, as its C call takes them. */
@@ -301,8 +302,7 @@ public:
 
 private:
 	template <class> friend class detail::awaitable;
-	friend class semaphore;
-	friend class countdown_latch;
+	template <class H, void (*Close)(H *)> friend class detail::handle;
 
 	/* token: where an acquisition's token goes; it keeps the handle alive
 	 * (a handle without tokens: an alias of its state that points nowhere). */

@@ -21,12 +21,10 @@
 #include "async.hpp"
 #include "client.hpp"
 #include "error.hpp"
+#include "handle.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
-#include <new>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -34,12 +32,6 @@
 namespace dlock {
 
 namespace detail {
-
-struct countdown_state {
-	dlock_countdown *h = nullptr;
-	std::shared_ptr<dlock_client> client;
-	~countdown_state() { dlock_countdown_free(h); }
-};
 
 #ifdef DLOCK_HPP_COROUTINES
 inline std::string countdown_subject(const void *h)
@@ -87,8 +79,8 @@ inline const async_call countdown_await = {
 
 } // namespace detail
 
-/** A count-down latch `name` on one client's server. */
-class countdown_latch {
+/** A count-down latch `name` on one client's server. Move-only. */
+class countdown_latch : public detail::handle<dlock_countdown, dlock_countdown_free> {
 public:
 	/** A handle (no traffic); opts (NULL: defaults) is read during the
 	 *  call. Throws dlock::error (bad name or options, empty client). */
@@ -103,81 +95,42 @@ public:
 		detail::set_code(ec, make(c, name, opts));
 	}
 
-	countdown_latch(countdown_latch &&) noexcept = default;
-	countdown_latch &operator=(countdown_latch &&) noexcept = default;
-	countdown_latch(const countdown_latch &) = delete;
-	countdown_latch &operator=(const countdown_latch &) = delete;
-	~countdown_latch() = default;
-
-	dlock_countdown *native() const noexcept { return s_ ? s_->h : nullptr; }
 	const char *name() const noexcept { return s_ ? dlock_countdown_name(s_->h) : ""; }
 
 	/** Set the count to `count` (>= 1) unless the latch exists: true when
 	 *  this call set it (at zero the latch is gone, so it can be set again). */
 	bool try_set_count(std::int64_t count)
 	{
-		int set = 0;
-		detail::check(dlock_countdown_try_set_count(&set, native(), count));
-		return set == 1;
+		return detail::answer(dlock_countdown_try_set_count, native(), count) == 1;
 	}
 	bool try_set_count(std::int64_t count, std::error_code &ec) noexcept
 	{
-		int set = 0;
-		detail::set_code(ec, dlock_countdown_try_set_count(&set, native(), count));
-		return set == 1;
+		return detail::answer(ec, dlock_countdown_try_set_count, native(), count) == 1;
 	}
 	/** Decrement; at zero every waiter wakes. The count left (0 for a
 	 *  latch that does not exist; -1 then with report_missing). */
-	std::int64_t count_down()
-	{
-		std::int64_t left = 0;
-		detail::check(dlock_countdown_count_down(&left, native()));
-		return left;
-	}
+	std::int64_t count_down() { return detail::answer(dlock_countdown_count_down, native()); }
 	std::int64_t count_down(std::error_code &ec) noexcept
 	{
-		std::int64_t left = 0;
-		detail::set_code(ec, dlock_countdown_count_down(&left, native()));
-		return left;
+		return detail::answer(ec, dlock_countdown_count_down, native());
 	}
 	/** The count now (0 when the latch does not exist; -1 then with report_missing). */
-	std::int64_t count()
-	{
-		std::int64_t n = 0;
-		detail::check(dlock_countdown_count(&n, native()));
-		return n;
-	}
+	std::int64_t count() { return detail::answer(dlock_countdown_count, native()); }
 	std::int64_t count(std::error_code &ec) noexcept
 	{
-		std::int64_t n = 0;
-		detail::set_code(ec, dlock_countdown_count(&n, native()));
-		return n;
+		return detail::answer(ec, dlock_countdown_count, native());
 	}
 	/** Delete the latch whatever its count (its waiters wake): true when it existed. */
-	bool remove()
-	{
-		int deleted = 0;
-		detail::check(dlock_countdown_delete(&deleted, native()));
-		return deleted == 1;
-	}
+	bool remove() { return detail::answer(dlock_countdown_delete, native()) == 1; }
 	bool remove(std::error_code &ec) noexcept
 	{
-		int deleted = 0;
-		detail::set_code(ec, dlock_countdown_delete(&deleted, native()));
-		return deleted == 1;
+		return detail::answer(ec, dlock_countdown_delete, native()) == 1;
 	}
 	/** Clients waiting on the latch at its server, dlock's and Redisson's. */
-	std::int64_t waiters()
-	{
-		std::int64_t n = 0;
-		detail::check(dlock_countdown_subscribers(&n, native()));
-		return n;
-	}
+	std::int64_t waiters() { return detail::answer(dlock_countdown_subscribers, native()); }
 	std::int64_t waiters(std::error_code &ec) noexcept
 	{
-		std::int64_t n = 0;
-		detail::set_code(ec, dlock_countdown_subscribers(&n, native()));
-		return n;
+		return detail::answer(ec, dlock_countdown_subscribers, native());
 	}
 
 	/** Block until the count is zero (at once for a latch not set). */
@@ -263,8 +216,7 @@ public:
 	template <class Rep, class Period>
 	async_op wait_async(const std::chrono::duration<Rep, Period> &wait, std::stop_token stop) noexcept
 	{
-		return async_op(detail::countdown_await, native(),
-				detail::make_args({}, detail::wait_ms(wait), 0, 0), keep(), nullptr,
+		return make_op(detail::countdown_await, {}, detail::wait_ms(wait), 0, 0, nullptr,
 				std::move(stop));
 	}
 #endif
@@ -273,17 +225,9 @@ public:
 private:
 	int make(const client &c, const std::string &name, const dlock_countdown_options *opts) noexcept
 	{
-		try {
-			auto st = std::make_shared<detail::countdown_state>();
-			int rc = dlock_countdown_new(&st->h, c.native(), name.c_str(), opts);
-			if (rc != 0)
-				return rc;
-			st->client = c.h_;
-			s_ = std::move(st);
-			return 0;
-		} catch (const std::bad_alloc &) {
-			return DLOCK_ENOMEM;
-		}
+		return open_on(c.h_, [&](dlock_countdown **h, dlock_client *cl) {
+			return dlock_countdown_new(h, cl, name.c_str(), opts);
+		});
 	}
 
 	template <class Clock, class Duration>
@@ -300,19 +244,12 @@ private:
 	}
 
 #ifdef DLOCK_HPP_COROUTINES
-	/* What an operation keeps alive: the handle (no token to store). */
-	std::shared_ptr<std::atomic<std::int64_t>> keep() const noexcept
-	{
-		return s_ ? std::shared_ptr<std::atomic<std::int64_t>>(s_, nullptr) : nullptr;
-	}
 	async_op op(const detail::async_call &call, std::int64_t wait, std::int64_t count,
-			std::error_code *ec) noexcept
+			std::error_code *ec) const noexcept
 	{
-		return async_op(call, native(), detail::make_args({}, wait, 0, count), keep(), ec);
+		return make_op(call, {}, wait, 0, count, ec);
 	}
 #endif
-
-	std::shared_ptr<detail::countdown_state> s_;
 };
 
 } // namespace dlock

@@ -9,105 +9,58 @@
 #include "async.hpp"
 #include "client.hpp"
 #include "error.hpp"
-#include "lockable.hpp"
+#include "handle.hpp"
 
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <memory>
-#include <new>
 #include <string>
 #include <system_error>
 
 namespace dlock {
 
-#ifdef DLOCK_HPP_COROUTINES
 namespace detail {
 
-inline std::string lock_subject(const void *h)
-{
-	return std::string("lock ") + dlock_lock_name(static_cast<const dlock_lock *>(h));
-}
-
-inline const async_calls lock_calls = {
+/* The C functions of a lock (detail::lock_base). */
+struct lock_c {
+	using handle = dlock_lock;
+	static constexpr auto close = dlock_lock_free;
+	static constexpr auto check = dlock_lock_check;
+	static constexpr auto validity_ms = dlock_lock_validity_ms;
+	static constexpr auto acquire = dlock_lock_acquire;
+	static constexpr auto acquire_fenced = dlock_lock_acquire_fenced;
+	static constexpr auto release = dlock_lock_release;
+	static constexpr auto acquire_async = dlock_lock_acquire_async;
+	static constexpr auto release_async = dlock_lock_release_async;
+	static std::string subject(const void *h)
 	{
-		[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
-			return dlock_lock_acquire_async(out, static_cast<dlock_lock *>(h),
-					a.text.c_str(), a.wait, a.lease, cb, ud);
-		},
-		lock_subject, DLOCK_ENOTACQUIRED,
-	},
-	{
-		[](dlock_op **out, void *h, const async_args &a, dlock_op_cb cb, void *ud) {
-			return dlock_lock_release_async(out, static_cast<dlock_lock *>(h),
-					a.text.c_str(), cb, ud);
-		},
-		lock_subject, 0,
-	},
+		return std::string("lock ") + dlock_lock_name(static_cast<const dlock_lock *>(h));
+	}
 };
 
+template <class Self, class T> class group_base;
+
 } // namespace detail
-#endif
 
 /** What a dlock::rlock is: Redisson's RLock, RFairLock or RFencedLock, or
  *  the read or write half of its RReadWriteLock (DLOCK_LOCK_READ/WRITE). */
 enum class kind { plain, fair, fenced, read, write };
 
-/** A lock `name` on one client's server. */
-class rlock : public detail::timed_lockable<rlock>, public detail::awaitable<rlock> {
+/** A lock `name` on one client's server. Move-only. */
+class rlock : public detail::lock_base<rlock, detail::lock_c> {
 public:
 	/** A handle (no traffic). Throws dlock::error (bad name, empty client). */
 	rlock(const client &c, const std::string &name, kind k = kind::plain) : kind_(k)
 	{
-		int rc = make(c, name);
-		if (rc != 0)
-			detail::throw_error(rc);
+		detail::check(make(c, name));
 	}
 	rlock(const client &c, const std::string &name, kind k, std::error_code &ec) noexcept : kind_(k)
 	{
 		detail::set_code(ec, make(c, name));
 	}
 
-	rlock(rlock &&) noexcept = default;
-	rlock &operator=(rlock &&) noexcept = default;
-	rlock(const rlock &) = delete;
-	rlock &operator=(const rlock &) = delete;
-	~rlock() = default;
-
-	dlock_lock *native() const noexcept { return s_ ? s_->h : nullptr; }
 	const char *name() const noexcept { return s_ ? dlock_lock_name(s_->h) : ""; }
 	kind lock_kind() const noexcept { return kind_; }
 
-	/** The calling thread holds it, by this process's records (no traffic). */
-	bool is_held() const noexcept { return s_ && dlock_lock_check(s_->h, nullptr) == 0; }
-
-	/** How long the calling thread's hold is certain to last (no traffic). */
-	using detail::timed_lockable<rlock>::validity;
-	std::chrono::milliseconds validity(std::error_code &ec) const noexcept
-	{
-		std::int64_t ms = 0;
-		detail::set_code(ec, dlock_lock_validity_ms(&ms, native(), nullptr));
-		return std::chrono::milliseconds(ms);
-	}
-
-	/** The fencing token of the latest acquisition through this object
-	 *  (a fenced lock; 0 before one, and for other kinds). */
-	std::int64_t token() const noexcept { return s_ ? s_->token.load() : 0; }
-
-
 private:
-	friend class detail::timed_lockable<rlock>;
-	friend class detail::awaitable<rlock>;
-	friend class multilock;
-	friend class redlock;
-
-	/* The handle, the client it keeps open, and the last token. */
-	struct state {
-		dlock_lock *h = nullptr;
-		std::shared_ptr<dlock_client> client;
-		std::atomic<std::int64_t> token{0};
-		~state() { dlock_lock_free(h); }
-	};
+	template <class, class> friend class detail::group_base; /* keeps s_ */
 
 	/* The one place that picks the C constructor for a kind. */
 	static int new_handle(dlock_lock **out, dlock_client *c, const char *name, kind k) noexcept
@@ -123,45 +76,12 @@ private:
 
 	int make(const client &c, const std::string &name) noexcept
 	{
-		try {
-			auto st = std::make_shared<state>();
-			int rc = new_handle(&st->h, c.native(), name.c_str(), kind_);
-			if (rc != 0)
-				return rc;
-			st->client = c.h_;
-			s_ = std::move(st);
-			return 0;
-		} catch (const std::bad_alloc &) {
-			return DLOCK_ENOMEM;
-		}
+		fenced_ = kind_ == kind::fenced;
+		return open_on(c.h_, [&](dlock_lock **h, dlock_client *cl) {
+			return new_handle(h, cl, name.c_str(), kind_);
+		});
 	}
 
-	int acquire(std::int64_t wait) noexcept
-	{
-		std::int64_t lease = this->lease().count();
-		if (kind_ != kind::fenced)
-			return dlock_lock_acquire(native(), NULL, wait, lease);
-		std::int64_t t = 0;
-		int rc = dlock_lock_acquire_fenced(&t, native(), nullptr, wait, lease);
-		if (rc == 0)
-			s_->token.store(t);
-		return rc;
-	}
-
-	int release() noexcept { return dlock_lock_release(native(), NULL); }
-
-#ifdef DLOCK_HPP_COROUTINES
-	static const detail::async_calls &calls() noexcept { return detail::lock_calls; }
-#endif
-	/* Where an acquisition's token goes; it keeps the handle and client. */
-	std::shared_ptr<std::atomic<std::int64_t>> token_ref() const noexcept
-	{
-		if (!s_)
-			return nullptr;
-		return std::shared_ptr<std::atomic<std::int64_t>>(s_, &s_->token);
-	}
-
-	std::shared_ptr<state> s_;
 	kind kind_;
 };
 

@@ -28,8 +28,8 @@
 #include "async.hpp"
 #include "client.hpp"
 #include "error.hpp"
+#include "handle.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -67,11 +67,8 @@ struct semaphore_info {
 namespace detail {
 
 /* The handle and the client it keeps open; permits keep it (renewals). */
-struct semaphore_state {
-	dlock_semaphore *h = nullptr;
-	std::shared_ptr<dlock_client> client;
-	~semaphore_state() { dlock_semaphore_free(h); }
-};
+using semaphore_handle = handle<dlock_semaphore, dlock_semaphore_free>;
+using semaphore_state = handle_state<dlock_semaphore, dlock_semaphore_free>;
 
 #ifdef DLOCK_HPP_COROUTINES
 inline std::string semaphore_subject(const void *h)
@@ -202,8 +199,8 @@ private:
 	std::string id_;
 };
 
-/** A semaphore `name` on one client's server. */
-class semaphore {
+/** A semaphore `name` on one client's server. Move-only. */
+class semaphore : public detail::semaphore_handle {
 public:
 	/** A handle (no traffic). Throws dlock::error (bad name, empty client). */
 	semaphore(const client &c, const std::string &name, semaphore_kind k = semaphore_kind::plain)
@@ -218,28 +215,17 @@ public:
 		detail::set_code(ec, make(c, name));
 	}
 
-	semaphore(semaphore &&) noexcept = default;
-	semaphore &operator=(semaphore &&) noexcept = default;
-	semaphore(const semaphore &) = delete;
-	semaphore &operator=(const semaphore &) = delete;
-	~semaphore() = default;
-
-	dlock_semaphore *native() const noexcept { return s_ ? s_->h : nullptr; }
 	const char *name() const noexcept { return s_ ? dlock_semaphore_name(s_->h) : ""; }
 	semaphore_kind permit_kind() const noexcept { return kind_; }
 
 	/** Set the count to `permits` unless one is set: true when this call set it. */
 	bool try_set_permits(std::int64_t permits)
 	{
-		int set = 0;
-		detail::check(dlock_semaphore_try_set_permits(&set, native(), permits));
-		return set == 1;
+		return detail::answer(dlock_semaphore_try_set_permits, native(), permits) == 1;
 	}
 	bool try_set_permits(std::int64_t permits, std::error_code &ec) noexcept
 	{
-		int set = 0;
-		detail::set_code(ec, dlock_semaphore_try_set_permits(&set, native(), permits));
-		return set == 1;
+		return detail::answer(ec, dlock_semaphore_try_set_permits, native(), permits) == 1;
 	}
 	/** Change the count (expirable: the total) to `permits`. */
 	void set_permits(std::int64_t permits)
@@ -257,17 +243,10 @@ public:
 		detail::set_code(ec, dlock_semaphore_add_permits(native(), delta));
 	}
 	/** The permits available now (0 when no count is set). */
-	std::int64_t available()
-	{
-		std::int64_t n = 0;
-		detail::check(dlock_semaphore_available(&n, native()));
-		return n;
-	}
+	std::int64_t available() { return detail::answer(dlock_semaphore_available, native()); }
 	std::int64_t available(std::error_code &ec) noexcept
 	{
-		std::int64_t n = 0;
-		detail::set_code(ec, dlock_semaphore_available(&n, native()));
-		return n;
+		return detail::answer(ec, dlock_semaphore_available, native());
 	}
 	/** The count and the permits taken, as read, changing nothing. */
 	semaphore_info query()
@@ -380,15 +359,11 @@ public:
 	/** Give back every permit taken, whoever holds it; how many were. */
 	std::int64_t force_release()
 	{
-		std::int64_t n = 0;
-		detail::check(dlock_semaphore_force_release(&n, native()));
-		return n;
+		return detail::answer(dlock_semaphore_force_release, native());
 	}
 	std::int64_t force_release(std::error_code &ec) noexcept
 	{
-		std::int64_t n = 0;
-		detail::set_code(ec, dlock_semaphore_force_release(&n, native()));
-		return n;
+		return detail::answer(ec, dlock_semaphore_force_release, native());
 	}
 
 #ifdef DLOCK_HPP_COROUTINES
@@ -399,13 +374,15 @@ public:
 	template <class Rep, class Period>
 	async_op acquire_async(std::int64_t permits, const std::chrono::duration<Rep, Period> &wait) noexcept
 	{
-		return op(detail::semaphore_acquire, {}, detail::wait_ms(wait), 0, permits, nullptr);
+		return make_op(detail::semaphore_acquire, {}, detail::wait_ms(wait), 0, permits,
+				nullptr);
 	}
 	template <class Rep, class Period>
 	async_op acquire_async(std::int64_t permits, const std::chrono::duration<Rep, Period> &wait,
 			std::error_code &ec) noexcept
 	{
-		return op(detail::semaphore_acquire, {}, detail::wait_ms(wait), 0, permits, &ec);
+		return make_op(detail::semaphore_acquire, {}, detail::wait_ms(wait), 0, permits,
+				&ec);
 	}
 	/** co_await: one permit of an expirable semaphore; result.permit is
 	 *  its id (adopt_permit() makes it an object). */
@@ -413,14 +390,15 @@ public:
 	async_op acquire_permit_async(const std::chrono::duration<Rep, Period> &wait,
 			std::chrono::milliseconds lease = watchdog) noexcept
 	{
-		return op(detail::semaphore_acquire_permit, {}, detail::wait_ms(wait), lease.count(), 1,
-				nullptr);
+		return make_op(detail::semaphore_acquire_permit, {}, detail::wait_ms(wait),
+				lease.count(), 1, nullptr);
 	}
 	template <class Rep, class Period>
 	async_op acquire_permit_async(const std::chrono::duration<Rep, Period> &wait,
 			std::chrono::milliseconds lease, std::error_code &ec) noexcept
 	{
-		return op(detail::semaphore_acquire_permit, {}, detail::wait_ms(wait), lease.count(), 1, &ec);
+		return make_op(detail::semaphore_acquire_permit, {}, detail::wait_ms(wait),
+				lease.count(), 1, &ec);
 	}
 #ifdef DLOCK_HPP_STOP_TOKEN
 	/** As above; a stop requested on `stop` cancels the wait. */
@@ -428,48 +406,39 @@ public:
 	async_op acquire_permit_async(const std::chrono::duration<Rep, Period> &wait,
 			std::chrono::milliseconds lease, std::stop_token stop) noexcept
 	{
-		return async_op(detail::semaphore_acquire_permit, native(),
-				detail::make_args({}, detail::wait_ms(wait), lease.count(), 1), keep(),
-				nullptr, std::move(stop));
+		return make_op(detail::semaphore_acquire_permit, {}, detail::wait_ms(wait),
+				lease.count(), 1, nullptr, std::move(stop));
 	}
 #endif
 	/** co_await: give `permits` of a plain semaphore back. */
 	async_op release_async(std::int64_t permits = 1) noexcept
 	{
-		return op(detail::semaphore_release, {}, 0, 0, permits, nullptr);
+		return make_op(detail::semaphore_release, {}, 0, 0, permits, nullptr);
 	}
 	async_op release_async(std::int64_t permits, std::error_code &ec) noexcept
 	{
-		return op(detail::semaphore_release, {}, 0, 0, permits, &ec);
+		return make_op(detail::semaphore_release, {}, 0, 0, permits, &ec);
 	}
 	/** co_await: give the expirable permit `id` back. */
 	async_op release_permit_async(std::string id) noexcept
 	{
-		return op(detail::semaphore_release_permit, std::move(id), 0, 0, 1, nullptr);
+		return make_op(detail::semaphore_release_permit, std::move(id), 0, 0, 1, nullptr);
 	}
 	async_op release_permit_async(std::string id, std::error_code &ec) noexcept
 	{
-		return op(detail::semaphore_release_permit, std::move(id), 0, 0, 1, &ec);
+		return make_op(detail::semaphore_release_permit, std::move(id), 0, 0, 1, &ec);
 	}
 #endif
 
 private:
 	int make(const client &c, const std::string &name) noexcept
 	{
-		try {
-			auto st = std::make_shared<detail::semaphore_state>();
-			dlock_semaphore_options o = DLOCK_SEMAPHORE_OPTIONS_INIT;
-			o.kind = kind_ == semaphore_kind::expirable ? DLOCK_SEMAPHORE_EXPIRABLE
-								    : DLOCK_SEMAPHORE_PLAIN;
-			int rc = dlock_semaphore_new(&st->h, c.native(), name.c_str(), &o);
-			if (rc != 0)
-				return rc;
-			st->client = c.h_;
-			s_ = std::move(st);
-			return 0;
-		} catch (const std::bad_alloc &) {
-			return DLOCK_ENOMEM;
-		}
+		dlock_semaphore_options o = DLOCK_SEMAPHORE_OPTIONS_INIT;
+		o.kind = kind_ == semaphore_kind::expirable ? DLOCK_SEMAPHORE_EXPIRABLE
+							    : DLOCK_SEMAPHORE_PLAIN;
+		return open_on(c.h_, [&](dlock_semaphore **h, dlock_client *cl) {
+			return dlock_semaphore_new(h, cl, name.c_str(), &o);
+		});
 	}
 
 	int take(std::int64_t permits, std::int64_t wait) noexcept
@@ -526,21 +495,6 @@ private:
 		}
 	}
 
-#ifdef DLOCK_HPP_COROUTINES
-	/* What an operation keeps alive: the handle (no token to store). */
-	std::shared_ptr<std::atomic<std::int64_t>> keep() const noexcept
-	{
-		return s_ ? std::shared_ptr<std::atomic<std::int64_t>>(s_, nullptr) : nullptr;
-	}
-	async_op op(const detail::async_call &call, std::string text, std::int64_t wait,
-			std::int64_t lease, std::int64_t count, std::error_code *ec) noexcept
-	{
-		return async_op(call, native(),
-				detail::make_args(std::move(text), wait, lease, count), keep(), ec);
-	}
-#endif
-
-	std::shared_ptr<detail::semaphore_state> s_;
 	semaphore_kind kind_;
 };
 
