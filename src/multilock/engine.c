@@ -47,6 +47,17 @@ const char *dlock__member_owner(const dlock__engine *e, size_t i, const char *ow
 	return buf;
 }
 
+/* How long a server that timed out is not waited for: after that, it is
+ * given one more chance of a command timeout. */
+#define SLOW_WINDOW_MS 2000
+
+int dlock__member_is_slow(const dlock__engine *e, size_t i)
+{
+	int64_t at = dlock__client_timed_out_at(dlock__lock_client(e->members[i]));
+
+	return at != 0 && dlock__now_ms() < at + SLOW_WINDOW_MS;
+}
+
 static void status_reset(const dlock__engine *e, size_t i, dlock_member_status *st)
 {
 	memset(st, 0, sizeof(*st));
