@@ -19,7 +19,9 @@
  *               the parallel attempt or the ordered rounds; the calls
  *   engine_rounds.c   its steps: the parallel attempt's end, the ordered
  *               rounds, the grant (finalize, fence), the end
- *   release.c   the release
+ *   release.c   the release: its run, decided at a quorum
+ *   releasing.c its state, which may outlive the op: each member's command
+ *               and outcome, the verdict (releasing.h)
  *   servers.c   one server listed twice (by address, by run_id)
  */
 #ifndef DLOCK_MULTILOCK_PARTS_H
