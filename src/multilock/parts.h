@@ -14,7 +14,8 @@
  *   loss.c      hearing of member losses and reporting the lock's; the
  *               check (a quorum still held)
  *   engine_life.c  the engine made (its members checked) and destroyed
- *   engine.c    the owner field on each member, the tries, the status
+ *   engine.c    the owner field on each member, a member slow, the tries,
+ *               the status
  *   engine_acquire.c  an acquisition's start: releases due awaited, then
  *               the parallel attempt or the ordered rounds; the calls
  *   engine_rounds.c   its steps: the parallel attempt's end, the ordered
