@@ -70,6 +70,13 @@ void dlock__engine_pause(dlock__engine_op *o, int64_t ms, dlock__then then)
 	}
 }
 
+void dlock__engine_dues_woken(dlock__engine *e)
+{
+	for (dlock__engine_op *o = e->due_waiters; o != NULL; o = o->due_next)
+		if (o->after_pause != NULL)
+			(void)dlock__timer_set(o->op.loop, &o->pause, 0); /* its bound stays */
+}
+
 /* Cancel: a member's wait ends now; a pause is cut short; a run in flight
  * ends by itself (a command timeout at most); each step's end then sees
  * `canceling`, gives back what was taken and ends the op. */

@@ -275,6 +275,16 @@ void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive
 	}
 }
 
+int dlock__engine_check(const dlock__engine *e, const char *owner)
+{
+	size_t alive, lost;
+
+	dlock__holds_tally(e, owner, &alive, &lost);
+	if (alive >= e->rules.quorum)
+		return 0;
+	return alive + lost > 0 ? DLOCK_ELOST : DLOCK_ENOTOWNER;
+}
+
 /* The quorum-th longest of the members' validities: until then a quorum lasts. */
 static int64_t quorum_validity(const int64_t *v, size_t n, size_t quorum)
 {

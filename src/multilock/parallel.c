@@ -21,17 +21,6 @@
 #include "single/lock_internal.h"
 #include "single/member.h"
 
-/* How long a server that timed out is not waited for: after that, it is
- * given one more chance of a command timeout. */
-#define SLOW_WINDOW_MS 2000
-
-int dlock__member_is_slow(const dlock__engine *e, size_t i)
-{
-	int64_t at = dlock__client_timed_out_at(dlock__lock_client(e->members[i]));
-
-	return at != 0 && dlock__now_ms() < at + SLOW_WINDOW_MS;
-}
-
 static int went_early(const struct dlock__attempt *at);
 static int early_quorum(struct dlock__attempt *at, const dlock__mux_op *ops);
 

@@ -11,9 +11,18 @@
  *   ordered.c   Redisson's ordered round: one member at a time
  *   batch.c     rollback (highest counts first), finalize (the real TTL),
  *               fence and uptimes, in batches of calls to many members
- *   loss.c      hearing of member losses and reporting the lock's
- *   engine.c    the acquisition's steps, check and status
- *   release.c   the release
+ *   loss.c      hearing of member losses and reporting the lock's; the
+ *               check (a quorum still held)
+ *   engine_life.c  the engine made (its members checked) and destroyed
+ *   engine.c    the owner field on each member, a member slow, the tries,
+ *               the status
+ *   engine_acquire.c  an acquisition's start: releases due awaited, then
+ *               the parallel attempt or the ordered rounds; the calls
+ *   engine_rounds.c   its steps: the parallel attempt's end, the ordered
+ *               rounds, the grant (finalize, fence), the end
+ *   release.c   the release: its run, decided at a quorum
+ *   releasing.c its state, which may outlive the op: each member's command
+ *               and outcome, the verdict (releasing.h)
  *   servers.c   one server listed twice (by address, by run_id)
  */
 #ifndef DLOCK_MULTILOCK_PARTS_H
@@ -106,6 +115,14 @@ int dlock__link_release_gen(struct dlock__engine_link *l, unsigned *gen);
 
 /* Members the owner still holds (0), lost (DLOCK_ELOST) or never held. */
 void dlock__holds_tally(const dlock__engine *e, const char *owner, size_t *alive, size_t *lost);
+
+/* An acquisition's steps (engine_rounds.c), as engine_acquire.c starts
+ * them: the parallel attempt ended (its `then`); Redisson's ordered rounds
+ * until a quorum, the deadline, a cancel or a hopeless failure; the end of
+ * one canceled. */
+void dlock__engine_parallel_over(dlock__engine_op *o);
+void dlock__engine_rounds(dlock__engine_op *o);
+void dlock__engine_canceled(dlock__engine_op *o);
 
 /* The lock's own events and figures (events.c): an acquisition's end,
  * a release, a loss - on the first member's client. */

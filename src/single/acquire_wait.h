@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: an acquisition's state - its steps of the waiter in
- * single/acquire_op.c, the waiter itself in single/wait.c - and where it
+ * single/acquire_op.c (its attempt in acquire_attempt.c, its end in
+ * acquire_leave.c), the waiter itself in single/wait.c - and where it
  * listens (single/acquire_wait.c).
  */
 #ifndef DLOCK_SINGLE_ACQUIRE_WAIT_H
@@ -90,5 +91,17 @@ void dlock__wait_stop(dlock__acquire_op *o);
 
 /* How a herd waiter's next attempt asks (DLOCK__HERD_ROLES or 0). */
 int dlock__wait_roles(const dlock__acquire_op *o);
+
+/* The lock's steps of the waiter (wait.h's dlock__waiter_steps): send an
+ * attempt, judge its answer, a cancel during one (acquire_attempt.c); the
+ * end, a leave first where the waiter must (acquire_leave.c). */
+int dlock__acquire_op_attempt(dlock__waiter *w);
+dlock__wait_verdict dlock__acquire_op_judge(dlock__waiter *w, int *out, int64_t *next);
+int dlock__acquire_op_on_cancel(dlock__waiter *w);
+void dlock__acquire_op_canceled(dlock__waiter *w, int rc);
+void dlock__acquire_op_end(dlock__waiter *w, int rc);
+
+/* A fair waiter's mark for this wait (dlock__acquire_wait_key), or NULL. */
+char *dlock__acquire_left_key_new(const dlock_lock *l, size_t *len);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal: the semaphore handle (semaphore.c), its acquisitions
- * (semaphore_op.c), its expirable permits and their renewal (permits.c),
- * and its scripts (semaphore_scripts.c).
+ * (semaphore_op.c), its expirable permits (permits.c) and their renewal
+ * (permit_job.c), and its scripts (semaphore_scripts.c).
  */
 #ifndef DLOCK_SINGLE_SEMAPHORE_INTERNAL_H
 #define DLOCK_SINGLE_SEMAPHORE_INTERNAL_H
@@ -146,7 +146,15 @@ int dlock__permit_add(dlock_semaphore *s, const char *id, const unsigned char ra
 /* Forget a permit; 1 when it was held here and not lost, 0 lost, -1 unknown. */
 int dlock__permit_forget(dlock_semaphore *s, const char *id);
 
-/* Set up the job (no traffic, no loop work). */
+/* s->mu held: the permit's lease has surely passed since its last
+ * confirmed renewal. */
+int dlock__permit_expired(const dlock__permit *p, int64_t now);
+
+/* s->mu held: whether p goes in this run of the job - every renewed permit
+ * held, and when a message came (`heard`) the leased ones held too. */
+int dlock__permit_in_run(const dlock__permit *p, int heard, int64_t now);
+
+/* Set up the job (no traffic, no loop work; permit_job.c). */
 void dlock__permit_job_init(dlock_semaphore *s);
 
 /* Stop the renewal job for good (the handle is being freed). */
@@ -172,7 +180,7 @@ int64_t dlock__permit_lease_end(const dlock__permit *p);
 void dlock__permit_watch_init(dlock_semaphore *s);
 void dlock__permit_watch_stop_here(dlock_semaphore *s);
 
-/* A message came on the channel: renew the permits now (permits.c). */
+/* A message came on the channel: renew the permits now (permit_job.c). */
 void dlock__permit_renew_now(dlock_semaphore *s);
 
 /* Build the release of permit raw into call (keys and args point into s

@@ -2,7 +2,7 @@
 /*
  * One group of a multiplexed run (core/mux_group.h): its connection, the
  * replies due on it in order, and what happens when its socket is ready or
- * its deadline passes.
+ * its deadline passes (how its ops end: mux_group_end.c).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -18,21 +18,6 @@
 #include "core/net/owed.h"
 #include "core/base/time.h"
 
-/* Queue the undo behind a call given up on conn (sent as EVAL, its reply owed). */
-static void send_undo(dlock__conn *conn, const dlock__call *u)
-{
-	const char *argv[DLOCK__CALL_MAX + 3];
-	size_t lens[DLOCK__CALL_MAX + 3];
-	char numbuf[16];
-	dlock__script *script = dlock__script_for(u->script, conn->node);
-	int argc = dlock__script_argv(script, u->nkeys, u->argv, u->lens, u->argc - u->nkeys,
-			u->argv + u->nkeys, u->lens + u->nkeys, argv, lens, numbuf);
-
-	/* Nobody reads its reply: a NOSCRIPT would go unseen. */
-	dlock__script_argv_to_eval(script, argv, lens);
-	dlock__conn_send_owed(conn, argc, argv, lens);
-}
-
 static int64_t due_by(const dlock__mux_group *g, const dlock__mux_op *ops, int64_t now)
 {
 	int64_t d = now + g->src->command_timeout_ms;
@@ -44,123 +29,6 @@ static int64_t due_by(const dlock__mux_group *g, const dlock__mux_op *ops, int64
 static const char *what_of(const dlock__mux_op *op)
 {
 	return op->call != NULL ? op->call->script->name : op->argv[0];
-}
-
-/* The op is answered (or given up): record it. now_us: when its reply was read. */
-static void finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran, int64_t now_us)
-{
-	/* The node's figures: not an op nobody waited for (no-wait, or decided without it). */
-	if (rc < 0 ? !op->undecided : reply != NULL)
-		dlock__source_of(op->client)->hooks->answered(dlock__source_of(op->client), rc, reply, rc == 0 ? now_us - op->sent_us : 0);
-	if (op->routed_by != NULL)
-		dlock__cluster_note(op->routed_by, rc, reply);
-	op->rc = rc;
-	op->reply = reply;
-	op->pending = 0;
-	if (op->in_due) {
-		op->in_due = 0;
-		atomic_fetch_sub(&dlock__source_of(op->client)->ordered_due, 1);
-	}
-	op->abandoned = rc < 0 && maybe_ran;
-	if (rc < 0)
-		snprintf(op->errmsg, sizeof(op->errmsg), "%s", dlock__errmsg_thread());
-}
-
-/* The group is done with its connection: back to the pool, or out of its share. */
-static void put_conn(dlock__mux_group *g)
-{
-	if (g->share != NULL) {
-		dlock__share_leave(g);
-		return;
-	}
-	g->src->hooks->put(g->src, g->conn);
-	g->conn = NULL;
-}
-
-/* A shared connection's group gives up: its replies are skipped where
- * they stand, each abandoned op's undo queued right behind (owed.h). */
-static void give_up_shared(dlock__mux_group *g, dlock__mux_op *ops, size_t first)
-{
-	size_t i;
-
-	dlock__share_give_up(g);
-	for (i = first; i < g->tail; i++)
-		if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned) {
-			int before = g->conn->discard;
-
-			send_undo(g->conn, ops[g->fifo[i]].undo);
-			dlock__share_skips(g, before);
-		}
-}
-
-/*
- * Fail every op still due on the group's connection. A connection that only
- * answers late (a deadline passed, or the outcome was decided without it),
- * having taken every command,
- * goes back to the pool owing those replies, to be skipped when they come:
- * closing it would make the next command open a new one, and a hung
- * server's listen backlog fills up with them. Any other failure closes it.
- */
-static void fail_group(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *npending)
-{
-	char msg[DLOCK__ERRMSG_MAX];
-	int owed = 0, plain = 0;
-	size_t first = g->head, i;
-
-	snprintf(msg, sizeof(msg), "%s", dlock__errmsg_thread());
-	for (; g->head < g->tail; g->head++) {
-		dlock__mux_op *op = &ops[g->fifo[g->head]];
-
-		owed++;
-		plain += op->call == NULL;
-		if (!op->pending)
-			continue;
-		dlock__seterr(rc, "%s", msg);
-		finish(op, rc, NULL, g->sent, 0);
-		(*npending)--;
-	}
-	if (g->share != NULL) {
-		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->broken)
-			give_up_shared(g, ops, first);
-		put_conn(g);
-	} else if (g->conn != NULL) {
-		/* Only plain commands due (WAIT): nothing to track; see mux.h. */
-		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->connecting && plain < owed &&
-				g->conn->out_len == 0) {
-			dlock__conn_give_up(g->conn, owed);
-			/* What may still run gets its undo right behind it (core/net/owed.h). */
-			for (i = first; i < g->tail; i++)
-				if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned)
-					send_undo(g->conn, ops[g->fifo[i]].undo);
-		} else
-			g->conn->broken = 1;
-		put_conn(g);
-	}
-}
-
-/* Every op due on the group is sent without waiting for its answer. */
-static int group_no_wait(const dlock__mux_group *g, const dlock__mux_op *ops)
-{
-	size_t i;
-
-	for (i = g->head; i < g->tail; i++)
-		if (!ops[g->fifo[i]].no_wait)
-			return 0;
-	return g->head < g->tail;
-}
-
-/* Sent; nobody waits: the connection goes back owing the answers, which
- * are skipped when they come (the commands run when the server can). */
-static void forget_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
-{
-	int owed = 0;
-
-	for (; g->head < g->tail; g->head++, owed++) {
-		finish(&ops[g->fifo[g->head]], 0, NULL, 1, 0);
-		(*npending)--;
-	}
-	dlock__conn_give_up(g->conn, owed);
-	put_conn(g);
 }
 
 /* Queue op's command on the group's connection (behind ASKING for an ASK
@@ -269,7 +137,7 @@ static int reconnect_group(dlock__mux_group *g, dlock__mux_op *ops)
 			ops[g->fifo[i]].repeat[0] = '1';
 	g->retried = 1;
 	g->conn->broken = 1;
-	put_conn(g); /* closed, with the idle ones */
+	dlock__mux_group_put_conn(g); /* closed, with the idle ones */
 	rc = g->src->hooks->take(g->src, &g->conn, g->wake_loop, g->wake);
 	if (rc < 0)
 		return rc;
@@ -323,14 +191,14 @@ static int take_reply(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending,
 		op->stale = 0;
 		if (r < 0) {
 			/* Not due any more: it fails here (a NOSCRIPT did not run). */
-			finish(op, r, NULL, stale, 0);
+			dlock__mux_op_finish(op, r, NULL, stale, 0);
 			(*npending)--;
 			return r;
 		}
 		g->deadline = due_by(g, ops, dlock__now_ms());
 		return 0;
 	}
-	finish(op, 0, reply, 1, now_us);
+	dlock__mux_op_finish(op, 0, reply, 1, now_us);
 	(*npending)--;
 	atomic_store(&g->src->timed_out_at, 0);
 	return 0;
@@ -364,7 +232,7 @@ static void group_reply(dlock__mux_group *g, redisReply *reply)
 	int rc = take_reply(g, g->ops, g->npending, reply);
 
 	if (rc < 0)
-		fail_group(g, g->ops, rc, g->npending);
+		dlock__mux_group_fail(g, g->ops, rc, g->npending);
 }
 
 short dlock__mux_group_events(const dlock__mux_group *g)
@@ -375,11 +243,11 @@ short dlock__mux_group_events(const dlock__mux_group *g)
 /* Just sent: a group of no-wait ops is forgotten once its commands are out. */
 static void sent_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
 {
-	if (g->conn->connecting || !group_no_wait(g, ops))
+	if (g->conn->connecting || !dlock__mux_group_no_wait(g, ops))
 		return;
 	g->forgetting = 1;
 	if (g->conn->out_len == 0)
-		forget_group(g, ops, npending);
+		dlock__mux_group_forget(g, ops, npending);
 }
 
 static void group_failed(dlock__mux_group *g, int rc);
@@ -437,7 +305,7 @@ void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 	g->npending = npending;
 	g->calls = &calls;
 	if (rc < 0) {
-		fail_group(g, ops, rc, npending);
+		dlock__mux_group_fail(g, ops, rc, npending);
 		return;
 	}
 	if (s == NULL && shareable(g, ops))
@@ -460,7 +328,7 @@ void dlock__mux_group_start(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 			rc = reconnect_group(g, ops) == 0 ? 0 : DLOCK_ECONN;
 	}
 	if (rc < 0)
-		fail_group(g, ops, rc, npending);
+		dlock__mux_group_fail(g, ops, rc, npending);
 	else
 		sent_group(g, ops, npending);
 }
@@ -478,7 +346,7 @@ static int serve_group(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending
 	if (rc == DLOCK_ECONN && reconnect_group(g, ops) == 0)
 		rc = 0;
 	if (rc == 0 && g->forgetting && !g->conn->connecting && g->conn->out_len == 0)
-		forget_group(g, ops, npending);
+		dlock__mux_group_forget(g, ops, npending);
 	return rc;
 }
 
@@ -500,14 +368,14 @@ void dlock__mux_group_ready(dlock__mux_group *g, dlock__mux_op *ops, size_t *npe
 		rc = serve_group(g, ops, npending);
 	}
 	if (rc < 0)
-		fail_group(g, ops, rc, npending);
+		dlock__mux_group_fail(g, ops, rc, npending);
 }
 
 static void group_failed(dlock__mux_group *g, int rc)
 {
 	if (rc == DLOCK_ECONN && reconnect_group(g, g->ops) == 0)
 		return;
-	fail_group(g, g->ops, rc, g->npending);
+	dlock__mux_group_fail(g, g->ops, rc, g->npending);
 }
 
 void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t now,
@@ -529,7 +397,7 @@ void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t no
 				"%s%s: no answer within %lld ms",
 				head->call != NULL ? "EVALSHA " : "", what_of(head),
 				(long long)(g->src->command_timeout_ms + head->slack_ms));
-	fail_group(g, ops, DLOCK_ETIMEDOUT, npending);
+	dlock__mux_group_fail(g, ops, DLOCK_ETIMEDOUT, npending);
 }
 
 void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending)
@@ -541,8 +409,8 @@ void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *n
 			ops[g->fifo[k]].undecided = ops[g->fifo[k]].pending;
 		dlock__seterr_node(DLOCK_ETIMEDOUT, g->src->node->label,
 				"abandoned once the outcome was decided");
-		fail_group(g, ops, DLOCK_ETIMEDOUT, npending);
+		dlock__mux_group_fail(g, ops, DLOCK_ETIMEDOUT, npending);
 	} else if (g->conn != NULL) {
-		put_conn(g);
+		dlock__mux_group_put_conn(g);
 	}
 }

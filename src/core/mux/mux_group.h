@@ -49,4 +49,15 @@ void dlock__mux_group_expire(dlock__mux_group *g, dlock__mux_op *ops, int64_t no
  * (undecided) and give the connection back. */
 void dlock__mux_group_abandon(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
 
+/* How its ops end (mux_group_end.c), for mux_group.c: the op answered or
+ * failed (now_us: when its reply was read); the group done with its
+ * connection; every op still due failed with rc; whether every op due is
+ * sent without waiting; those forgotten once sent. */
+void dlock__mux_op_finish(dlock__mux_op *op, int rc, redisReply *reply, int maybe_ran,
+		int64_t now_us);
+void dlock__mux_group_put_conn(dlock__mux_group *g);
+void dlock__mux_group_fail(dlock__mux_group *g, dlock__mux_op *ops, int rc, size_t *npending);
+int dlock__mux_group_no_wait(const dlock__mux_group *g, const dlock__mux_op *ops);
+void dlock__mux_group_forget(dlock__mux_group *g, dlock__mux_op *ops, size_t *npending);
+
 #endif
