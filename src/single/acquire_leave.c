@@ -86,6 +86,9 @@ static int leave(acquire_op *o, int rc)
 	/* It may time out and run later: as EVAL, so that a server that does
 	 * not know the script yet runs it all the same. */
 	o->mop[0].eval = 1;
+	/* The only thing that takes a place out of the queue: a connection
+	 * that loses it (reset owing, closed) hands it back to be sent again. */
+	o->mop[0].keep = l->kind == DLOCK_LOCK_FAIR;
 	if (dlock__mux_loop_begin(&o->leave_ml, o->lo.op.loop, o->mop, 1, NULL, NULL, left) < 0) {
 		dlock__seterr(rc, "%s", o->end_msg);
 		return -1;

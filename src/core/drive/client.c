@@ -13,6 +13,7 @@
 #include "core/net/tls.h"
 #include "core/drive/debts.h"
 #include "core/drive/holder.h"
+#include "core/drive/resend.h"
 #include "core/mux/mux.h"
 #include "core/base/ids.h"
 #include "core/base/time.h"
@@ -45,9 +46,15 @@ static void free_client(dlock_client *c)
 		c->ext_free(c->ext);
 	/* Deletes still waiting for a ride go out now (not in a forked child:
 	 * the sockets are the parent's). */
-	if (c->pid == dlock__pid())
+	if (c->pid == dlock__pid()) {
+		dlock__mutex_lock(&c->pool_mu);
+		if (c->n_idle > 0)
+			dlock__resend_hand_over(c, c->idle[0]);
+		dlock__mutex_unlock(&c->pool_mu);
 		dlock__forgets_send(c);
+	}
 	dlock__forgets_free(c);
+	dlock__resend_free(c);
 	for (i = 0; i < c->n_idle; i++)
 		dlock__conn_close(c->idle[i]);
 	dlock__free(c->idle);

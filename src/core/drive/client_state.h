@@ -43,6 +43,15 @@ struct dlock_client {
 	                                 operation made from it and not freed */
 	dlock__task free_task;        /* the free, deferred to the end of a callback's turn */
 	struct dlock__forget *forgets; /* keys to delete that wait for a connection (core/drive/forget.c) */
+	/* Kept commands a closed or reset connection lost, to send again
+	 * (core/drive/resend.c): RESP, how many, since when; and the
+	 * connection being opened for them. Under pool_mu. */
+	char *resend;
+	size_t resend_len, resend_cap;
+	int resend_n;
+	int64_t resend_since;
+	dlock__conn *resend_conn;
+	int64_t resend_conn_at; /* monotonic ms that connection was started */
 	char run_id[41];              /* the server's, from the latest connection
 	                                 that learnt it ("" unknown) */
 	uint64_t started_gen;         /* conn_gen when started_at was read */

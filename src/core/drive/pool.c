@@ -13,6 +13,7 @@
 #include "core/drive/forget.h"
 #include "core/drive/identity.h"
 #include "core/drive/pool.h"
+#include "core/drive/resend.h"
 #include "core/net/owed.h"
 #include "core/base/error.h"
 #include "core/topology/cluster.h"
@@ -155,6 +156,8 @@ static void follow_primary(dlock_client *c, int64_t deadline, int may_ask)
 	dlock__mutex_lock(&c->pool_mu);
 	primary_epoch = epoch;
 	n = drop_idle(c, to_older_primary, dead);
+	for (i = 0; i < n; i++)
+		dlock__resend_take(c, dead[i]);
 	if (n > 0)
 		pthread_cond_broadcast(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
@@ -268,6 +271,7 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 		int i, n;
 
 		c->n_open--;
+		dlock__resend_take(c, conn); /* what it kept goes again on another */
 		n = drop_idle(c, owes_nothing, dead);
 		pthread_cond_broadcast(&c->pool_cv);
 		wake_waiter(c);
@@ -287,10 +291,12 @@ void dlock__client_conn_put(dlock_client *c, dlock__conn *conn)
 			(c->n_open <= c->opts.pool_size || conn->owed > 0)) {
 		/* Deletes asked while every connection was lent out go with this one. */
 		carries = dlock__forgets_hand_over(c, conn);
+		carries |= dlock__resend_hand_over(c, conn);
 		c->idle[c->n_idle++] = conn;
 		conn = NULL;
 	} else {
 		c->n_open--; /* to an older primary, or an extra one a multiplexed operation opened */
+		dlock__resend_take(c, conn);
 	}
 	pthread_cond_signal(&c->pool_cv);
 	wake_waiter(c);
@@ -356,9 +362,12 @@ void dlock__client_drain(dlock_client *c)
 	 * it, and so are the replies it owed. Owing for too long: reset. */
 	owed_cutoff = dlock__now_ms() - dlock__owed_bound_ms(c);
 	n = drop_idle(c, owes_too_long, dead);
+	for (i = 0; i < n; i++)
+		dlock__resend_take(c, dead[i]); /* the leaves it kept go again (owed.h, rule 6) */
 	if (n > 0)
 		pthread_cond_broadcast(&c->pool_cv);
 	dlock__mutex_unlock(&c->pool_mu);
 	for (i = 0; i < n; i++)
 		dlock__conn_reset(dead[i]);
+	dlock__resend_drive(c); /* kept commands waiting: on a healthy connection */
 }

@@ -55,6 +55,9 @@ typedef struct dlock__mux_op {
 	int eval;                /* send the script's body (EVAL), never EVALSHA: an op that
 	                        must run even when given up (a NOSCRIPT that comes after
 	                        it would go unread, the script never run) */
+	int keep;                /* it must run even when given up (a fair waiter's leave):
+	                        a connection that loses it hands it back to be sent
+	                        again (core/net/owed.h, rule 6) */
 	/* A plain command instead of a script (call NULL): only one that changes
 	 * nothing (WAIT). Given up at its deadline, its connection is closed,
 	 * not pooled owing it: a server answering late is not hung, and a

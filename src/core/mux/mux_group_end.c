@@ -67,6 +67,21 @@ void dlock__mux_group_put_conn(dlock__mux_group *g)
 	g->conn = NULL;
 }
 
+/* Ops given up on the group's connection that must run all the same: it
+ * keeps a copy of each, sent again if it is closed or reset before they
+ * answer (core/net/owed.h, rule 6). */
+static void keep_musts(dlock__mux_group *g, const dlock__mux_op *ops, size_t first)
+{
+	size_t i;
+
+	for (i = first; i < g->tail; i++) {
+		const dlock__mux_op *op = &ops[g->fifo[i]];
+
+		if (op->keep && op->abandoned && op->cmd != NULL)
+			dlock__conn_keep(g->conn, op->cmd_argc, op->cmd, op->cmd_lens);
+	}
+}
+
 /* A shared connection's group gives up: its replies are skipped where
  * they stand, each abandoned op's undo queued right behind (owed.h). */
 static void give_up_shared(dlock__mux_group *g, dlock__mux_op *ops, size_t first)
@@ -110,8 +125,10 @@ void dlock__mux_group_fail(dlock__mux_group *g, dlock__mux_op *ops, int rc, size
 		(*npending)--;
 	}
 	if (g->share != NULL) {
-		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->broken)
+		if (rc == DLOCK_ETIMEDOUT && g->sent && !g->conn->broken) {
 			give_up_shared(g, ops, first);
+			keep_musts(g, ops, first);
+		}
 		dlock__mux_group_put_conn(g);
 	} else if (g->conn != NULL) {
 		/* Only plain commands due (WAIT): nothing to track; see mux.h. */
@@ -122,8 +139,11 @@ void dlock__mux_group_fail(dlock__mux_group *g, dlock__mux_op *ops, int rc, size
 			for (i = first; i < g->tail; i++)
 				if (ops[g->fifo[i]].undo != NULL && ops[g->fifo[i]].abandoned)
 					send_undo(g->conn, ops[g->fifo[i]].undo);
-		} else
+			keep_musts(g, ops, first);
+		} else {
 			g->conn->broken = 1;
+			keep_musts(g, ops, first); /* closed: sent again elsewhere */
+		}
 		dlock__mux_group_put_conn(g);
 	}
 }

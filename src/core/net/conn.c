@@ -127,6 +127,7 @@ void dlock__conn_close(dlock__conn *c)
 	if (c->reader != NULL)
 		redisReaderFree(c->reader);
 	dlock__free(c->out);
+	dlock__free(c->kept);
 	dlock__free(c);
 }
 
@@ -182,28 +183,35 @@ static size_t put_uint(char *p, size_t v)
 	return n;
 }
 
-/* Append one command in RESP ("*argc", then "$len" and the bytes of each
- * argument) to the connection's output buffer. */
-static int format_command(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+/* Make room for `need` more bytes in *buf (its length *len, capacity *cap). */
+static int grow(char **buf, size_t len, size_t *cap, size_t need)
+{
+	size_t c = *cap ? *cap : 512;
+	char *grown;
+
+	if (len + need <= *cap)
+		return 0;
+	while (c < len + need)
+		c *= 2;
+	grown = dlock__realloc(*buf, c);
+	if (grown == NULL)
+		return DLOCK_ENOMEM;
+	*buf = grown;
+	*cap = c;
+	return 0;
+}
+
+int dlock__resp_append(char **buf, size_t *len, size_t *cap, int argc, const char **argv,
+		const size_t *lens)
 {
 	size_t need = 16, i;
 	char *p;
 
 	for (i = 0; i < (size_t)argc; i++)
 		need += lens[i] + 32;
-	if (c->out_len + need > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 512;
-		char *grown;
-
-		while (cap < c->out_len + need)
-			cap *= 2;
-		grown = dlock__realloc(c->out, cap);
-		if (grown == NULL)
-			return DLOCK_ENOMEM;
-		c->out = grown;
-		c->out_cap = cap;
-	}
-	p = c->out + c->out_len;
+	if (grow(buf, *len, cap, need) < 0)
+		return DLOCK_ENOMEM;
+	p = *buf + *len;
 	*p++ = '*';
 	p += put_uint(p, (size_t)argc);
 	*p++ = '\r';
@@ -218,8 +226,23 @@ static int format_command(dlock__conn *c, int argc, const char **argv, const siz
 		*p++ = '\r';
 		*p++ = '\n';
 	}
-	c->out_len = (size_t)(p - c->out);
+	*len = (size_t)(p - *buf);
 	return 0;
+}
+
+int dlock__bytes_append(char **buf, size_t *len, size_t *cap, const char *bytes, size_t n)
+{
+	if (grow(buf, *len, cap, n) < 0)
+		return DLOCK_ENOMEM;
+	memcpy(*buf + *len, bytes, n);
+	*len += n;
+	return 0;
+}
+
+/* Append one command to the connection's output buffer. */
+static int format_command(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	return dlock__resp_append(&c->out, &c->out_len, &c->out_cap, argc, argv, lens);
 }
 
 int dlock__conn_send(dlock__conn *c, int argc, const char **argv, const size_t *lens,
@@ -322,6 +345,8 @@ static void skip_discarded(dlock__conn *c, redisReply *r)
 	if (c->owed > 0) {
 		c->owed--;
 		atomic_fetch_sub((_Atomic int *)&c->node->owed, 1);
+		if (c->owed == 0) /* every command given up has answered: the kept ones ran */
+			c->kept_len = 0, c->kept_n = 0;
 	}
 }
 

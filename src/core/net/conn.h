@@ -112,6 +112,13 @@ typedef struct dlock__conn {
 	char *out;          /* formatted commands not sent yet (deferred ones wait here
 	                for the next command, to share its write) */
 	size_t out_len, out_cap;
+	/* Commands given up on it that must run all the same (core/net/owed.h,
+	 * rule 6), in RESP: dropped once it owes nothing, sent again if it is
+	 * closed or reset owing. */
+	char *kept;
+	size_t kept_len, kept_cap;
+	int kept_n;
+	int64_t kept_since; /* monotonic ms the oldest of them was first given up */
 	int connecting; /* a non-blocking connect (and TLS handshake) is under way */
 	struct dlock__lookup *lookup; /* connecting, its host name still being looked up
 	                (fd -1, want 0): its end posts `wake` to `wake_loop` */
@@ -152,6 +159,12 @@ void dlock__node_suspect(const dlock__node *node);
 /* Mark c broken (never reused) and set "node: what: why"; returns code.
  * Shared by conn.c and connect.c. */
 int dlock__conn_fail(dlock__conn *c, int code, const char *what, const char *why);
+
+/* Append a command in RESP to *buf (length *len, capacity *cap), or raw
+ * bytes. 0, or DLOCK_ENOMEM (the buffer unchanged). */
+int dlock__resp_append(char **buf, size_t *len, size_t *cap, int argc, const char **argv,
+		const size_t *lens);
+int dlock__bytes_append(char **buf, size_t *len, size_t *cap, const char *bytes, size_t n);
 
 /* Stop waiting for `replies` replies of this connection: they are skipped
  * when they come, and counted as owed (core/net/owed.h, rule 1). */

@@ -20,6 +20,35 @@ int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const siz
 	return 0;
 }
 
+int dlock__conn_keep(dlock__conn *c, int argc, const char **argv, const size_t *lens)
+{
+	if (dlock__resp_append(&c->kept, &c->kept_len, &c->kept_cap, argc, argv, lens) < 0)
+		return DLOCK_ENOMEM;
+	if (c->kept_n++ == 0)
+		c->kept_since = dlock__now_ms();
+	return 0;
+}
+
+int dlock__conn_send_kept(dlock__conn *c, const char *resp, size_t len, int n, int64_t since)
+{
+	size_t out_len = c->out_len;
+
+	if (c->broken)
+		return DLOCK_ECONN;
+	if (dlock__bytes_append(&c->out, &c->out_len, &c->out_cap, resp, len) < 0)
+		return DLOCK_ENOMEM;
+	if (dlock__bytes_append(&c->kept, &c->kept_len, &c->kept_cap, resp, len) < 0) {
+		c->out_len = out_len;
+		return DLOCK_ENOMEM;
+	}
+	if (c->kept_n == 0 || since < c->kept_since)
+		c->kept_since = since;
+	c->kept_n += n;
+	dlock__conn_flush(c);
+	dlock__conn_give_up(c, n);
+	return 0;
+}
+
 void dlock__conn_reset(dlock__conn *c)
 {
 	struct linger off = { 1, 0 };

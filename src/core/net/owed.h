@@ -39,6 +39,14 @@
  *    timeout, this) is reset (RST, dlock__conn_reset): a server that had
  *    not read the queued commands discards them, and the debts go with it.
  *
+ * 6. Kept (dlock__conn_keep): some commands given up must run all the
+ *    same - a fair waiter's leave is the only thing that takes its place
+ *    out of the queue, and nothing pairs with it that a reset could discard
+ *    as well. The connection keeps a copy while it owes; once it owes
+ *    nothing they have run. Closed or reset owing (rule 5, a broken
+ *    connection), it hands them to its client, which sends them again
+ *    (core/drive/resend.h).
+ *
  * Multiplexed runs (core/mux/mux.c) follow the same rules: groups given up at
  * their deadline or abandoned once the outcome was decided go back owing.
  * On a connection runs share (core/mux/mux_share.h) the owed replies of a
@@ -59,6 +67,20 @@
  * (also for a broken connection).
  */
 int dlock__conn_send_owed(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
+/*
+ * Rule 6: keep a copy of a command given up on c that must run: sent again
+ * if c is closed or reset before it owes nothing. 0, or DLOCK_ENOMEM (not
+ * kept: then it runs only if c delivers it).
+ */
+int dlock__conn_keep(dlock__conn *c, int argc, const char **argv, const size_t *lens);
+
+/*
+ * Send kept commands again on c (n of them, in RESP, kept since `since`):
+ * owed and kept on c as they were on the connection that lost them. 0, or
+ * DLOCK_ENOMEM / DLOCK_ECONN (c unchanged but for its output buffer).
+ */
+int dlock__conn_send_kept(dlock__conn *c, const char *resp, size_t len, int n, int64_t since);
 
 /* Read and skip whatever owed replies have arrived, without waiting. */
 void dlock__conn_drain(dlock__conn *c);
