@@ -327,6 +327,17 @@ static void explain_keys_left(const outcome *o, const outcome *rel)
 	}
 }
 
+/* The random test's seed: DLOCK_TEST_SEED replays a failure's choices
+ * (the timings are the machine's), else the clock. */
+static unsigned test_seed(void)
+{
+	const char *env = getenv("DLOCK_TEST_SEED");
+	unsigned seed = env != NULL ? (unsigned)strtoul(env, NULL, 10) : (unsigned)rh_now_ms();
+
+	cr_log_info("random cancels: seed %u (DLOCK_TEST_SEED replays it)", seed);
+	return seed;
+}
+
 /*
  * Many RedLock acquisitions of a few names, each canceled at a random
  * moment, one server paused for a while in the middle: each callback comes
@@ -344,7 +355,7 @@ Test(async_quorum, random_cancellations_leave_nothing_held_on_any_server)
 	int64_t hold_until[OPS] = { 0 };
 	int ended_canceled = 0;
 	int64_t t0, paused_at = -1;
-	unsigned seed = (unsigned)rh_now_ms();
+	unsigned seed = test_seed();
 	char owner[64];
 	int i, k;
 
