@@ -152,8 +152,9 @@ void dlock__attempt_settle(struct dlock__attempt *at)
 			dlock__holds_unsure_release(at->members[i], at->acq[i].owner);
 			continue;
 		}
+		/* As EVAL: given up at its timeout it must still run (batch.c). */
 		at->back[k] = (dlock__mux_op){ .client = op->client, .call = &at->undo[i].call,
-			.ordered = DLOCK__ORDERED, .behind = DLOCK__BEHIND_OR_ANY };
+			.ordered = DLOCK__ORDERED, .behind = DLOCK__BEHIND_OR_ANY, .eval = 1 };
 		at->give_back[k++] = (int)i;
 		/* Not asked to acquire until it is taken back (engine.h). */
 		dlock__link_release_due(at->link, i, 1);

@@ -125,6 +125,7 @@ static void wave_next(dlock__engine_op *o)
 {
 	struct dlock__waves *w = o->waves;
 	dlock__engine *e = o->e;
+	dlock__mux_op *op;
 	int64_t next;
 	size_t i;
 
@@ -147,9 +148,14 @@ static void wave_next(dlock__engine_op *o)
 		if (w->expect[i] != w->count)
 			continue;
 		dlock__rollback_prepare(e->members[i], o->t[i].owner_ptr, w->count, 0, u);
+		op = batch_add(&w->b, e, i, &u->call);
 		/* A server that just timed out would cost its timeout again: send
 		 * the rollback and move on (it runs when the server does). */
-		batch_add(&w->b, e, i, &u->call)->no_wait = next == 0 && dlock__member_is_slow(e, i);
+		op->no_wait = next == 0 && dlock__member_is_slow(e, i);
+		/* Unanswered (not waited for, or given up at its timeout), it
+		 * must still run: EVALSHA would not on a server without the
+		 * script (a NOSCRIPT nobody reads), and the grant would stay. */
+		op->eval = 1;
 	}
 	dlock__engine_run(o, w->b.ops, w->b.k, NULL, NULL, wave_over);
 }

@@ -187,6 +187,7 @@ static int give_back(acquire_op *o)
 	o->send_to = NULL;
 	o->asking = 0;
 	o->mop[0].call = &o->give_back.call;
+	o->mop[0].eval = 1; /* given up at its timeout, it still runs (no NOSCRIPT unread) */
 	rc = dlock__waiter_send(&o->w, o->mop, 1);
 	o->w.attempts--; /* a give-back, not an attempt (dlock/stats.h) */
 	return rc;
