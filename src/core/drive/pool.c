@@ -6,6 +6,7 @@
  * (core/net/owed.h).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 
 #include "dlock/errors.h"
@@ -370,4 +371,70 @@ void dlock__client_drain(dlock_client *c)
 	for (i = 0; i < n; i++)
 		dlock__conn_reset(dead[i]);
 	dlock__resend_drive(c); /* kept commands waiting: on a healthy connection */
+}
+
+/* Kept commands waiting (resend.h) with no idle connection: one opened for
+ * them, looked at again by each drain until it is connected. */
+/* Advance a connection being opened, without waiting (a look through the
+ * library's one descriptor wait, for no time). 0, or DLOCK_E*. */
+static int advance(dlock__conn *conn)
+{
+	struct pollfd p = { conn->fd, dlock__conn_events(conn), 0 };
+
+	if (conn->fd >= 0 && dlock__loop_wait(&p, 1, 0) == 0)
+		return 0; /* not yet */
+	return dlock__conn_connected(conn);
+}
+
+/* Under pool_mu: the connection to work on now (taken out of the client:
+ * another drain does not touch it meanwhile), or NULL. */
+static dlock__conn *to_drive(dlock_client *c, int64_t now, int *open, int64_t *started)
+{
+	dlock__conn *conn = c->resend_conn;
+
+	*open = 0;
+	*started = c->resend_conn_at;
+	if (c->resend_n > 0 && now - c->resend_since >= DLOCK__RESEND_MAX_MS)
+		dlock__resend_drop(c);
+	if (c->resend_n > 0 && c->n_idle > 0)
+		dlock__resend_hand_over(c, c->idle[c->n_idle - 1]);
+	if (conn != NULL) {
+		c->resend_conn = NULL;
+		return conn;
+	}
+	/* One connection at a time, one attempt per connect timeout. */
+	if (c->resend_n > 0 && now - c->resend_conn_at >= c->opts.connect_timeout_ms) {
+		c->resend_conn_at = *started = now;
+		*open = 1;
+	}
+	return NULL;
+}
+
+void dlock__resend_drive(dlock_client *c)
+{
+	int64_t now = dlock__now_ms(), started;
+	dlock__conn *conn;
+	int open, rc = 0;
+
+	dlock__mutex_lock(&c->pool_mu);
+	conn = to_drive(c, now, &open, &started);
+	dlock__mutex_unlock(&c->pool_mu);
+	if (conn == NULL && (!open || dlock__client_conn_take(c, &conn, NULL, NULL) < 0))
+		return;
+	if (conn->connecting)
+		rc = advance(conn);
+	if (rc == 0 && conn->connecting) {
+		if (now - started < c->opts.connect_timeout_ms) {
+			dlock__mutex_lock(&c->pool_mu);
+			c->resend_conn = conn; /* looked at again by the next drain */
+			dlock__mutex_unlock(&c->pool_mu);
+			return;
+		}
+		conn->broken = 1; /* no connection within the timeout: the next try opens another */
+	}
+	if (rc == 0 && !conn->broken && !conn->greeted)
+		rc = dlock__conn_send_handshake(conn, DLOCK__NO_WAIT);
+	if (rc < 0)
+		conn->broken = 1;
+	dlock__client_conn_put(c, conn); /* pooled, it takes what waits */
 }

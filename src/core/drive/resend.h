@@ -24,7 +24,10 @@ void dlock__resend_take(dlock_client *client, dlock__conn *conn);
  * 1 when it took any. */
 int dlock__resend_hand_over(dlock_client *client, dlock__conn *conn);
 
-/* The drain's step (pool_mu not held): with kept commands waiting and no
+/* Under pool_mu: forget what waits (sent no more). */
+void dlock__resend_drop(dlock_client *client);
+
+/* The drain's step (in pool.c, beside the connections it takes) (pool_mu not held): with kept commands waiting and no
  * idle connection, open one for them, never waiting. */
 void dlock__resend_drive(dlock_client *client);
 
