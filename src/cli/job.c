@@ -234,3 +234,22 @@ int cli_job_stopped(pid_t pid)
 	snprintf(path, sizeof(path), "%ld", (long)pid);
 	return read_stat(path, &e, &state) && state == 'T';
 }
+
+int cli_job_group_stopped(pid_t pgid)
+{
+	struct dirent *d;
+	DIR *dir;
+	int stopped = cli_job_stopped(pgid);
+
+	if (stopped || (dir = opendir("/proc")) == NULL)
+		return stopped;
+	while (!stopped && (d = readdir(dir)) != NULL) {
+		proc_entry e;
+		char state = 0;
+
+		if (d->d_name[0] >= '1' && d->d_name[0] <= '9' && read_stat(d->d_name, &e, &state))
+			stopped = e.pgrp == pgid && (state == 'T' || state == 't');
+	}
+	closedir(dir);
+	return stopped;
+}

@@ -40,6 +40,11 @@ int cli_job_reap(pid_t child, int *status, int *done, int *stopsig);
 /* 1 when pid is stopped now (a stop signal, Ctrl-Z). */
 int cli_job_stopped(pid_t pid);
 
+/* 1 when the job's group is stopped: its leader, or any process of it (a
+ * shell stopped while it waits in vfork for a child stays in D, and only
+ * the child shows the stop). */
+int cli_job_group_stopped(pid_t pgid);
+
 /* The terminal stop (SIGTSTP, SIGTTIN, SIGTTOU) pending on pid, or 0: one
  * it cannot act on yet, as a shell waiting in vfork for a child that the
  * same Ctrl-Z stopped before its exec. */

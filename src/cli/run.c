@@ -495,7 +495,7 @@ static void pass_on(const lock_clock *c, job_state *j, const notes *n)
 	int i;
 
 	for (i = 0; i < n->npass; i++) {
-		int sig = n->pass_on[i], stopped = j->held || cli_job_stopped(j->pid);
+		int sig = n->pass_on[i], stopped = j->held || cli_job_group_stopped(j->pid);
 
 		cli_job_signal(j->pid, sig);
 		if (cli_signal_role_of(sig) != CLI_SIG_STOP)

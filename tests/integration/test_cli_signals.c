@@ -328,3 +328,45 @@ Test(cli_signals, sigterm_to_a_stopped_job_kills_it_after_the_grace)
 			run->t1 - termed);
 	proc_free(run);
 }
+
+/*
+ * Stopped is stopped wherever the stop caught the job: here only its child
+ * is (as when dash, in vfork for a `sleep`, waits in D for a child stopped
+ * before its exec - the shell never shows T). The job ignores SIGTERM, so
+ * only the SIGKILL after the grace ends it. Old: dlock looked at the shell
+ * alone, saw it running, and waited for ever.
+ */
+Test(cli_signals, sigterm_with_only_a_child_of_the_job_stopped_kills_it_after_the_grace)
+{
+	pid_job j;
+	char child_file[300], script[700];
+	int64_t termed;
+	long child;
+	proc *run;
+
+	pid_job_init(&j, "", "");
+	snprintf(child_file, sizeof child_file, "%s/child", j.dir);
+	snprintf(script, sizeof script, "trap '' TERM; echo $$ > %s; sleep 1000 & echo $! > %s; wait",
+			j.pidfile, child_file);
+	g_own_group = 1;
+	run = dlock_bg(ARGS("-n", rh_server_uri(dl_srv), "--timeout", TMO, "run", "--grace", "1000",
+			"sig-child-stopped", "--", "sh", "-c", script));
+	g_own_group = 0;
+	j.child = wait_for_pidfile(j.pidfile, 5000);
+	cr_assert_gt(j.child, 0, "the command did not start");
+	child = wait_for_pidfile(child_file, 5000);
+	cr_assert_gt(child, 0, "the command's child did not start");
+	cr_assert_eq(kill((pid_t)child, SIGSTOP), 0);
+	await_state((pid_t)child, 'T');
+	cr_assert_neq(state_of((pid_t)j.child), 'T', "the shell itself is not stopped");
+	termed = rh_now_ms();
+	kill(run->pid, SIGTERM);
+	proc_wait(run, HARD_TIMEOUT_S);
+	EXPECT_STATUS(run, 128 + SIGKILL);
+	cr_expect_geq(run->t1 - termed, 1000, "killed %" PRId64 " ms after the SIGTERM (grace 1 s)",
+			run->t1 - termed);
+	cr_expect(gone_within((pid_t)child, 1000), "the stopped child survived");
+	cr_expect_not(held("sig-child-stopped"), "the lock is still held");
+	proc_free(run);
+	remove_tmpdir(j.dir, ARGS("pid", "child"));
+}
