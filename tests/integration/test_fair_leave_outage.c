@@ -36,19 +36,6 @@ TestSuite(fair_leave_outage, .init = dl_server_start, .fini = dl_server_stop, .t
 /* After the resume the leaves run within this (a few round trips). */
 #define GONE_WITHIN_MS 5000
 
-typedef struct outcome {
-	int calls, code;
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-}
-
 /* The owner's place in the fair queue of `name`: 1 there, 0 not. */
 static int queued(const char *name, const char *owner)
 {
@@ -124,7 +111,7 @@ static void waiters_end_in_an_outage(const char *name, int cancel, int64_t wait_
 	dlock_client *c;
 	dlock_lock *l = NULL, *other = NULL;
 	dlock_op *op[WAITERS] = { 0 }, *bystander = NULL;
-	outcome o[WAITERS] = { 0 }, ob = { 0 };
+	dl_outcome o[WAITERS] = { 0 }, ob = { 0 };
 	char owner[64], other_name[64];
 	int64_t resumed;
 	int i;
@@ -142,11 +129,11 @@ static void waiters_end_in_an_outage(const char *name, int cancel, int64_t wait_
 	dl_pass(dlock_lock_new(&l, c, name, dl_kind(DLOCK_LOCK_FAIR)));
 	dl_pass(dlock_lock_new(&other, c, other_name, dl_kind(DLOCK_LOCK_FAIR)));
 	dlock_client_owner(owner, c, WAITERS);
-	dl_pass(dlock_lock_acquire_async(&bystander, other, owner, 60000, 10000, note, &ob));
+	dl_pass(dlock_lock_acquire_async(&bystander, other, owner, 60000, 10000, dl_note, &ob));
 	cr_assert(run_until(loop, queued, other_name, owner, 5000), "the bystander never queued");
 	for (i = 0; i < WAITERS; i++) {
 		dlock_client_owner(owner, c, (uint64_t)i);
-		dl_pass(dlock_lock_acquire_async(&op[i], l, owner, wait_ms, 10000, note, &o[i]));
+		dl_pass(dlock_lock_acquire_async(&op[i], l, owner, wait_ms, 10000, dl_note, &o[i]));
 	}
 	cr_assert(run_until(loop, all_queued, name, NULL, 10000), "%lld of %d waiters queued",
 			(long long)queue_len(name), WAITERS);

@@ -35,29 +35,6 @@ static void stop(void)
 
 TestSuite(rollback_given_up, .init = start, .fini = stop, .timeout = 60);
 
-typedef struct outcome {
-	int calls;
-	int code;
-} outcome;
-
-static void note(dlock_op *op, const dlock_result *r, void *ud)
-{
-	outcome *o = ud;
-
-	(void)op;
-	o->calls++;
-	o->code = r->code;
-}
-
-static void run_until_done(dlock_loop *loop, outcome *o, int64_t within_ms)
-{
-	int64_t until = rh_now_ms() + within_ms;
-
-	while (o->calls == 0 && rh_now_ms() < until)
-		cr_assert(dlock_loop_run(loop, 20) >= 0, "%s", dlock_errmsg_last());
-	cr_assert_eq(o->calls, 1, "no callback within %lld ms", (long long)within_ms);
-}
-
 /* Drive the loop until server s shows the owner on the lock as `want`, or ms passed. */
 static int hold_on(dlock_loop *loop, int s, int want, int64_t ms)
 {
@@ -77,7 +54,7 @@ Test(rollback_given_up, a_give_back_given_up_runs_where_the_script_is_unknown)
 	dlock_client *c[N];
 	dlock_lock *l[N];
 	dlock_multilock *m = NULL;
-	outcome a = { 0 };
+	dl_outcome a = { 0 };
 	int64_t until;
 
 	dl_pass(dlock_loop_new(&loop, NULL));
@@ -96,7 +73,7 @@ Test(rollback_given_up, a_give_back_given_up_runs_where_the_script_is_unknown)
 	cr_assert_eq(rh_command_int(srv[1], "HSET gu:1 other:1 1"), 1);
 	cr_assert_eq(rh_command_int(srv[1], "PEXPIRE gu:1 20000"), 1);
 	cr_assert_eq(rh_server_pause(srv[1]), 0);
-	dl_pass(dlock_multilock_acquire_async(NULL, m, "me:1", 0, 20000, note, &a));
+	dl_pass(dlock_multilock_acquire_async(NULL, m, "me:1", 0, 20000, dl_note, &a));
 	cr_assert_eq(hold_on(loop, 0, 1, 5000), 1, "member 0 never granted");
 	for (until = rh_now_ms() + 50; rh_now_ms() < until;)
 		dlock_loop_run(loop, 10); /* the grant read */
@@ -104,7 +81,7 @@ Test(rollback_given_up, a_give_back_given_up_runs_where_the_script_is_unknown)
 	 * waits there, is given up at its timeout, and runs when it resumes. */
 	cr_assert_eq(rh_server_pause(srv[0]), 0);
 	cr_assert_eq(rh_server_resume(srv[1]), 0);
-	run_until_done(loop, &a, 10000);
+	dl_await_one(loop, &a, 10000);
 	cr_assert_eq(rh_server_resume(srv[0]), 0);
 	cr_assert_neq(a.code, 0, "acquired with a member held by another");
 
