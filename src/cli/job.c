@@ -90,6 +90,7 @@ void cli_job_take_terminal_back(int fd, pid_t job)
 
 typedef struct proc_entry {
 	pid_t pid, ppid, pgrp;
+	char state; /* R, S, D, T, t, Z... */
 } proc_entry;
 
 typedef struct proc_table {
@@ -113,6 +114,7 @@ static int read_stat(const char *pid, proc_entry *out, char *state)
 		out->pid = (pid_t)atoi(pid);
 		out->ppid = (pid_t)ppid;
 		out->pgrp = (pid_t)pgrp;
+		out->state = *state;
 		ok = 1;
 	}
 	fclose(f);
@@ -237,19 +239,15 @@ int cli_job_stopped(pid_t pid)
 
 int cli_job_group_stopped(pid_t pgid)
 {
-	struct dirent *d;
-	DIR *dir;
+	proc_table t = { NULL, 0, 0 };
 	int stopped = cli_job_stopped(pgid);
+	size_t i;
 
-	if (stopped || (dir = opendir("/proc")) == NULL)
-		return stopped;
-	while (!stopped && (d = readdir(dir)) != NULL) {
-		proc_entry e;
-		char state = 0;
-
-		if (d->d_name[0] >= '1' && d->d_name[0] <= '9' && read_stat(d->d_name, &e, &state))
-			stopped = e.pgrp == pgid && (state == 'T' || state == 't');
-	}
-	closedir(dir);
+	if (stopped)
+		return 1;
+	read_processes(&t);
+	for (i = 0; i < t.n && !stopped; i++)
+		stopped = t.e[i].pgrp == pgid && (t.e[i].state == 'T' || t.e[i].state == 't');
+	free(t.e);
 	return stopped;
 }
